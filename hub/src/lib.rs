@@ -1,0 +1,2 @@
+//! stub
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! fleetgate gate model and evaluation (stub).
+#![forbid(unsafe_code)]

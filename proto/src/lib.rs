@@ -1,0 +1,2 @@
+//! fleetgate gRPC contract (stub).
+#![forbid(unsafe_code)]

@@ -1,0 +1,10 @@
+//! Test harness shared by every crate's tests: a throwaway PostgreSQL server
+//! (one per test process, a fresh database per test) and helpers to find and
+//! run the workspace's binaries as real processes.
+#![forbid(unsafe_code)]
+
+pub mod pg;
+pub mod process;
+
+pub use pg::{TestDb, test_db};
+pub use process::{ChildGuard, bin_path, free_port};
