@@ -209,12 +209,17 @@ fn start_private_server() -> Result<Server> {
         .context("starting postgres")?;
     // The watchdog outlives nothing: when this test process exits it stops the
     // server (SIGINT = fast shutdown) and removes the data directory.
+    // `runuser` does not forward signals, so it signals the postmaster itself
+    // (first line of postmaster.pid).
     let script = format!(
-        "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; kill -INT {pg} 2>/dev/null; \
-         for i in $(seq 1 40); do kill -0 {pg} 2>/dev/null || break; sleep 0.25; done; \
-         kill -KILL {pg} 2>/dev/null; rm -rf '{dir}'",
+        "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; \
+         pg=$(head -n1 '{data}/postmaster.pid' 2>/dev/null); [ -n \"$pg\" ] || pg={child}; \
+         kill -INT $pg 2>/dev/null; \
+         for i in $(seq 1 40); do kill -0 $pg 2>/dev/null || break; sleep 0.25; done; \
+         kill -KILL $pg {child} 2>/dev/null; rm -rf '{dir}'",
         me = std::process::id(),
-        pg = child.id(),
+        child = child.id(),
+        data = data.display(),
         dir = dir.display()
     );
     Command::new("sh")
