@@ -1,0 +1,35 @@
+//! Compiles `fleetgate/v1/*.proto` with protox (pure Rust, no system `protoc`)
+//! and generates prost messages plus tonic clients and servers. The encoded
+//! descriptor set is written next to the code for gRPC server reflection.
+
+use std::{env, fs, path::PathBuf};
+
+use protox::prost::Message;
+
+const PROTOS: &[&str] = &["fleetgate/v1/spoke.proto", "fleetgate/v1/admin.proto"];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    for proto in PROTOS {
+        println!("cargo:rerun-if-changed={proto}");
+    }
+    let fds = protox::Compiler::new(["."])?
+        .include_imports(true)
+        .include_source_info(true)
+        .open_files(PROTOS)?
+        .file_descriptor_set();
+    let out_dir = PathBuf::from(env::var("OUT_DIR")?);
+    fs::write(
+        out_dir.join("fleetgate_descriptor.bin"),
+        fds.encode_to_vec(),
+    )?;
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        // The spoke rpc is called `Connect`, which would clash with the generated
+        // `SpokeServiceClient::connect(dst)` constructor: build clients from a
+        // `tonic::transport::Channel` with `::new(channel)` instead.
+        .build_transport(false)
+        .emit_rerun_if_changed(false)
+        .compile_fds(fds)?;
+    Ok(())
+}
