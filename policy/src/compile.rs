@@ -1,0 +1,257 @@
+//! Compiling a gate: validating every field and turning each window into a schedule that can
+//! list its occurrences (start and end instants) in any range of time.
+
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+
+use crate::cron::CronSchedule;
+use crate::localtime::{ManifestTime, parse_zone, resolve_local, to_local};
+use crate::recurrence::Recurrence;
+use crate::validate::validate_structure;
+use crate::{Gate, PolicyError, Window, WindowKind, parse_duration};
+
+/// A validated gate, ready to evaluate. Cheap to clone is not a goal; compile once, evaluate often.
+#[derive(Debug, Clone)]
+pub struct CompiledGate {
+    pub(crate) gate: Gate,
+    pub(crate) tz: Tz,
+    pub(crate) windows: Vec<CompiledWindow>,
+}
+
+/// One window with its schedule resolved.
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledWindow {
+    pub(crate) name: String,
+    pub(crate) kind: WindowKind,
+    pub(crate) tz: Tz,
+    pub(crate) schedule: Schedule,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Schedule {
+    Cron {
+        cron: CronSchedule,
+        source: String,
+        duration: Duration,
+    },
+    Recurrence {
+        rule: Box<Recurrence>,
+        source: String,
+        duration: Duration,
+    },
+    Dated {
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    },
+}
+
+/// How far wall-clock times may be from their instant's local reading: the longest DST gap
+/// (Pacific/Apia skipped a whole day) plus slack.
+const WALL_SLACK: Duration = Duration::hours(26);
+
+impl CompiledWindow {
+    /// Occurrences `(start, end)` whose start lies in `[lo, hi]`, sorted by start, deduplicated.
+    pub(crate) fn occurrences(
+        &self,
+        lo: DateTime<Utc>,
+        hi: DateTime<Utc>,
+    ) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+        let (wall_lo, wall_hi) = (
+            to_local(self.tz, lo) - WALL_SLACK,
+            to_local(self.tz, hi) + WALL_SLACK,
+        );
+        let (walls, duration) = match &self.schedule {
+            Schedule::Cron { cron, duration, .. } => {
+                (cron.matches_between(wall_lo, wall_hi), *duration)
+            }
+            Schedule::Recurrence { rule, duration, .. } => {
+                (rule.between(wall_lo, wall_hi), *duration)
+            }
+            Schedule::Dated { start, end } => {
+                return if lo <= *start && *start <= hi {
+                    vec![(*start, *end)]
+                } else {
+                    vec![]
+                };
+            }
+        };
+        // Wall times map to instants monotonically except around DST gaps, so sort afterwards.
+        let mut starts: Vec<DateTime<Utc>> = walls
+            .into_iter()
+            .map(|w| resolve_local(self.tz, w))
+            .filter(|t| lo <= *t && *t <= hi)
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        starts.into_iter().map(|s| (s, s + duration)).collect()
+    }
+
+    /// How far before an instant an occurrence may start and still cover it.
+    pub(crate) fn lookback(&self) -> Duration {
+        match &self.schedule {
+            Schedule::Cron { duration, .. } | Schedule::Recurrence { duration, .. } => *duration,
+            Schedule::Dated { start, end } => *end - *start,
+        }
+    }
+}
+
+impl Gate {
+    /// Checks the whole manifest; the error names the first offending field's path.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        self.compile().map(|_| ())
+    }
+
+    /// Validates and compiles the gate for evaluation.
+    pub fn compile(&self) -> Result<CompiledGate, PolicyError> {
+        validate_structure(self)?;
+        let tz = match &self.spec.time_zone {
+            Some(name) => parse_zone(name).map_err(|e| e.within("spec.timeZone"))?,
+            None => Tz::UTC,
+        };
+        let windows = self
+            .spec
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                compile_window(w, tz).map_err(|e| e.within(&format!("spec.windows[{i}]")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(CompiledGate {
+            gate: self.clone(),
+            tz,
+            windows,
+        })
+    }
+}
+
+/// Compiles one window; error paths are relative to the window.
+fn compile_window(w: &Window, gate_tz: Tz) -> Result<CompiledWindow, PolicyError> {
+    let tz = match &w.time_zone {
+        Some(name) => parse_zone(name).map_err(|e| e.within("timeZone"))?,
+        None => gate_tz,
+    };
+    let shape = (
+        w.schedule.is_some(),
+        w.rrule.is_some(),
+        w.start.is_some() || w.end.is_some(),
+    );
+    let schedule = match shape {
+        (true, false, false) => {
+            let source = w.schedule.clone().unwrap_or_default();
+            let cron = CronSchedule::parse(&source).map_err(|e| e.within("schedule"))?;
+            let duration = required_duration(w)?;
+            // A calendar repeats within 28 years, so no match in 2000–2028 means never.
+            let epoch = chrono::NaiveDate::from_ymd_opt(2000, 1, 1)
+                .unwrap_or_default()
+                .and_time(chrono::NaiveTime::MIN);
+            if cron
+                .next_at_or_after(epoch, epoch + Duration::days(366 * 29))
+                .is_none()
+            {
+                return Err(PolicyError::new(
+                    "schedule",
+                    format!("cron expression '{source}' never matches"),
+                ));
+            }
+            Schedule::Cron {
+                cron,
+                source,
+                duration,
+            }
+        }
+        (false, true, false) => {
+            let source = w.rrule.clone().unwrap_or_default();
+            let dtstart = match &w.dtstart {
+                None => {
+                    return Err(PolicyError::new(
+                        "dtstart",
+                        "required with rrule (local wall-clock time, e.g. 2026-01-01T22:00:00)",
+                    ));
+                }
+                Some(s) => match ManifestTime::parse(s).map_err(|e| e.within("dtstart"))? {
+                    ManifestTime::Local(t) => t,
+                    ManifestTime::Absolute(_) => {
+                        return Err(PolicyError::new(
+                            "dtstart",
+                            "must be local wall-clock time without an offset (the zone is timeZone)",
+                        ));
+                    }
+                },
+            };
+            let rule = Recurrence::parse(&source, dtstart).map_err(|e| e.within("rrule"))?;
+            let duration = required_duration(w)?;
+            Schedule::Recurrence {
+                rule: Box::new(rule),
+                source,
+                duration,
+            }
+        }
+        (false, false, true) => {
+            if w.duration.is_some() {
+                return Err(PolicyError::new(
+                    "duration",
+                    "not allowed with start/end (the window lasts from start to end)",
+                ));
+            }
+            let start = w
+                .start
+                .as_deref()
+                .ok_or_else(|| PolicyError::new("start", "required with end"))?;
+            let end = w
+                .end
+                .as_deref()
+                .ok_or_else(|| PolicyError::new("end", "required with start"))?;
+            let start = ManifestTime::parse(start)
+                .map_err(|e| e.within("start"))?
+                .instant(tz);
+            let end = ManifestTime::parse(end)
+                .map_err(|e| e.within("end"))?
+                .instant(tz);
+            if start >= end {
+                return Err(PolicyError::new("end", "must be after start"));
+            }
+            Schedule::Dated { start, end }
+        }
+        _ => {
+            return Err(PolicyError::new(
+                "",
+                "give exactly one of: schedule + duration (cron), rrule + dtstart + duration, or start + end",
+            ));
+        }
+    };
+    if w.dtstart.is_some() && !matches!(schedule, Schedule::Recurrence { .. }) {
+        return Err(PolicyError::new("dtstart", "only allowed with rrule"));
+    }
+    Ok(CompiledWindow {
+        name: w.name.clone(),
+        kind: w.kind,
+        tz,
+        schedule,
+    })
+}
+
+fn required_duration(w: &Window) -> Result<Duration, PolicyError> {
+    let text = w
+        .duration
+        .as_deref()
+        .ok_or_else(|| PolicyError::new("duration", "required (Go-style, e.g. 81h, 1h30m)"))?;
+    parse_duration(text).map_err(|e| e.within("duration"))
+}
+
+impl CompiledGate {
+    /// The manifest this was compiled from.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The gate's name.
+    pub fn name(&self) -> &str {
+        self.gate.name()
+    }
+
+    /// The gate's zone (`spec.timeZone`, UTC when absent).
+    pub fn time_zone(&self) -> Tz {
+        self.tz
+    }
+}

@@ -1,0 +1,283 @@
+//! The gate manifest (`apiVersion: fleetgate.io/v1`, `kind: Gate`) as serde types, and parsing
+//! from YAML or JSON with unknown fields rejected and errors naming the field path.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{FluxKind, LabelSelector, PolicyError};
+
+/// The `apiVersion` every gate manifest carries.
+pub const API_VERSION: &str = "fleetgate.io/v1";
+/// The `kind` every gate manifest carries.
+pub const KIND: &str = "Gate";
+
+/// A gate manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Gate {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: Metadata,
+    pub spec: GateSpec,
+}
+
+/// Kubernetes-style object metadata; `name` identifies the gate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Metadata {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// What the gate governs and when it is open.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GateSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub clusters: ClusterScope,
+    #[serde(default)]
+    pub targets: Targets,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub default: GateState,
+    /// IANA zone for windows that set none; UTC when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<Window>,
+}
+
+/// Which clusters a gate applies to: listed by name, or matched by a selector over cluster labels.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterScope {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+}
+
+impl ClusterScope {
+    /// In scope if the name is listed, or a selector is present and matches (`{}` matches all).
+    pub fn matches(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
+        self.names.iter().any(|n| n == name)
+            || self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    }
+}
+
+/// Which Flux objects on an in-scope cluster the gate governs. Every non-empty criterion must
+/// match; an empty one matches anything.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Targets {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<FluxKind>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+}
+
+impl Targets {
+    /// Whether an object of `kind` named `namespace/name` with `labels` is targeted.
+    pub fn matches(
+        &self,
+        kind: FluxKind,
+        namespace: &str,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> bool {
+        (self.kinds.is_empty() || self.kinds.contains(&kind))
+            && (self.namespaces.is_empty() || self.namespaces.iter().any(|n| n == namespace))
+            && (self.names.is_empty() || self.names.iter().any(|n| n == name))
+            && self.selector.as_ref().is_none_or(|s| s.matches(labels))
+    }
+}
+
+/// How a closed gate holds changes back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Mode {
+    /// Suspend the targeted objects themselves.
+    #[default]
+    Suspend,
+    /// Suspend the sources the targeted Kustomizations/HelmReleases consume, so the last
+    /// approved revision keeps being applied (drift is corrected) and only new revisions wait.
+    FreezeSources,
+}
+
+impl Mode {
+    /// The manifest spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Mode::Suspend => "suspend",
+            Mode::FreezeSources => "freezeSources",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = PolicyError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "suspend" => Ok(Mode::Suspend),
+            "freezeSources" => Ok(Mode::FreezeSources),
+            _ => Err(PolicyError::new(
+                "",
+                format!("unknown mode '{s}', expected suspend or freezeSources"),
+            )),
+        }
+    }
+}
+
+/// Whether Flux may change the governed objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GateState {
+    #[default]
+    Open,
+    Closed,
+}
+
+impl GateState {
+    /// `"open"` or `"closed"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            GateState::Open => "open",
+            GateState::Closed => "closed",
+        }
+    }
+
+    /// Whether this is [`GateState::Open`].
+    pub fn is_open(&self) -> bool {
+        *self == GateState::Open
+    }
+}
+
+impl fmt::Display for GateState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for GateState {
+    type Err = PolicyError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "open" => Ok(GateState::Open),
+            "closed" => Ok(GateState::Closed),
+            _ => Err(PolicyError::new(
+                "",
+                format!("unknown gate state '{s}', expected open or closed"),
+            )),
+        }
+    }
+}
+
+/// Whether a window opens (`allow`) or closes (`deny`) the gate while active.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WindowKind {
+    Allow,
+    Deny,
+}
+
+impl WindowKind {
+    /// `"allow"` or `"deny"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            WindowKind::Allow => "allow",
+            WindowKind::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for WindowKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A time window. Exactly one shape: `schedule` + `duration` (cron), `rrule` + `dtstart` +
+/// `duration` (RFC 5545), or `start` + `end` (dated, e.g. a freeze). Times are wall-clock in
+/// `timeZone` (the window's, else the gate's, else UTC).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Window {
+    pub name: String,
+    pub kind: WindowKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rrule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtstart: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+}
+
+impl Gate {
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+}
+
+/// Parses a gate manifest from YAML or JSON text (JSON is valid YAML). Unknown fields, wrong
+/// types and missing fields are errors naming the field path. Does not validate values; call
+/// [`Gate::validate`] or [`Gate::compile`] for that.
+pub fn parse_gate(text: &str) -> Result<Gate, PolicyError> {
+    if text.trim().is_empty() {
+        return Err(PolicyError::new("", "empty gate manifest"));
+    }
+    let deserializer = serde_yaml::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let path = path_of(e.path());
+        PolicyError::new(path, strip_location(&e.into_inner().to_string()))
+    })
+}
+
+/// Parses a gate manifest from a JSON value, with the same errors as [`parse_gate`].
+pub fn parse_gate_json(value: serde_json::Value) -> Result<Gate, PolicyError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = path_of(e.path());
+        PolicyError::new(path, e.into_inner().to_string())
+    })
+}
+
+/// serde_path_to_error prints the root as `.`; we print it as the empty path.
+fn path_of(path: &serde_path_to_error::Path) -> String {
+    let p = path.to_string();
+    if p == "." { String::new() } else { p }
+}
+
+/// serde_yaml appends "at line L column C" to messages; keep it (it helps find the spot) but
+/// drop the redundant field-path prefix serde_yaml adds for nested errors.
+fn strip_location(message: &str) -> String {
+    match message.split_once(": ") {
+        Some((head, rest)) if head.contains('.') && !head.contains(' ') => rest.to_string(),
+        _ => message.to_string(),
+    }
+}

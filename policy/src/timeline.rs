@@ -1,0 +1,222 @@
+//! The sweep behind evaluation and transitions: each window's occurrences in a range are merged
+//! into spans, overrides become spans too, and the rule (override › deny › allow › default) is
+//! applied only at span edges, so cost follows the number of edges, not the length of the range.
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::compile::{CompiledGate, CompiledWindow};
+use crate::eval::active_override;
+use crate::localtime::format_until;
+use crate::{GateState, Override, WindowKind, format_duration};
+
+/// A window's continuous activity: `[start, end)`; `end: None` means it lasts past the look-ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: DateTime<Utc>,
+    end: Option<DateTime<Utc>>,
+}
+
+/// How far past the range a window's span is followed to name when it ends.
+const EXTEND_CAP: Duration = Duration::days(35);
+
+/// The state and reason at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub(crate) state: GateState,
+    pub(crate) reason: String,
+}
+
+/// The decision at `from` and every change of state in `(from, to]`.
+pub(crate) fn sweep(
+    gate: &CompiledGate,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    overrides: &[Override],
+) -> (Decision, Vec<(DateTime<Utc>, Decision)>) {
+    let to = to.max(from);
+    let spans: Vec<Vec<Span>> = gate
+        .windows
+        .iter()
+        .map(|w| window_spans(w, from, to))
+        .collect();
+    let name = gate.name();
+    let overrides: Vec<&Override> = overrides.iter().filter(|o| o.gate == name).collect();
+
+    let mut edges: Vec<DateTime<Utc>> = Vec::new();
+    for span in spans.iter().flatten() {
+        edges.push(span.start);
+        edges.extend(span.end);
+    }
+    for o in &overrides {
+        edges.push(o.starts_at);
+        edges.extend(o.expires_at);
+    }
+    edges.retain(|t| from < *t && *t <= to);
+    edges.sort_unstable();
+    edges.dedup();
+
+    let mut cursor = Cursor {
+        gate,
+        spans: &spans,
+        next: vec![0; spans.len()],
+        overrides: &overrides,
+    };
+    let initial = cursor.decide(from);
+    let mut state = initial.state;
+    let mut changes = Vec::new();
+    for t in edges {
+        let decision = cursor.decide(t);
+        if decision.state != state {
+            state = decision.state;
+            changes.push((t, decision));
+        }
+    }
+    (initial, changes)
+}
+
+/// Walks the spans forward in time; `decide` must be called with non-decreasing instants.
+struct Cursor<'a> {
+    gate: &'a CompiledGate,
+    spans: &'a [Vec<Span>],
+    next: Vec<usize>,
+    overrides: &'a [&'a Override],
+}
+
+impl Cursor<'_> {
+    fn decide(&mut self, t: DateTime<Utc>) -> Decision {
+        let mut deny: Option<(usize, Option<DateTime<Utc>>)> = None;
+        let mut allow: Option<(usize, Option<DateTime<Utc>>)> = None;
+        for (i, window) in self.gate.windows.iter().enumerate() {
+            let spans = &self.spans[i];
+            let k = &mut self.next[i];
+            while *k < spans.len() && spans[*k].end.is_some_and(|e| e <= t) {
+                *k += 1;
+            }
+            let Some(span) = spans.get(*k).filter(|s| s.start <= t) else {
+                continue;
+            };
+            let slot = match window.kind {
+                WindowKind::Deny => &mut deny,
+                WindowKind::Allow => &mut allow,
+            };
+            // Cite the window that holds the state longest; `None` (no end in sight) is longest.
+            let longer = match slot {
+                None => true,
+                Some((_, best)) => match (span.end, *best) {
+                    (None, Some(_)) => true,
+                    (Some(a), Some(b)) => a > b,
+                    _ => false,
+                },
+            };
+            if longer {
+                *slot = Some((i, span.end));
+            }
+        }
+
+        if let Some(o) = active_override(self.overrides.iter().copied(), self.gate.name(), t) {
+            let until = match o.expires_at {
+                Some(e) => format!("until {}", format_until(self.gate.tz, e, t)),
+                None => "until cancelled".to_string(),
+            };
+            let why = if o.reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", o.reason)
+            };
+            let by = if o.actor.is_empty() {
+                String::new()
+            } else {
+                format!(" by {}", o.actor)
+            };
+            return Decision {
+                state: o.state,
+                reason: format!("override {}{by} {until}{why}", o.state),
+            };
+        }
+        let window_reason = |(i, end): (usize, Option<DateTime<Utc>>)| {
+            let w: &CompiledWindow = &self.gate.windows[i];
+            match end {
+                Some(e) => format!(
+                    "{} window '{}' until {}",
+                    w.kind,
+                    w.name,
+                    format_until(w.tz, e, t)
+                ),
+                None => format!(
+                    "{} window '{}' (active beyond {} from now)",
+                    w.kind,
+                    w.name,
+                    format_duration(EXTEND_CAP)
+                ),
+            }
+        };
+        if let Some(d) = deny {
+            return Decision {
+                state: GateState::Closed,
+                reason: window_reason(d),
+            };
+        }
+        if let Some(a) = allow {
+            return Decision {
+                state: GateState::Open,
+                reason: window_reason(a),
+            };
+        }
+        let state = self.gate.gate.spec.default;
+        Decision {
+            state,
+            reason: format!("default ({state})"),
+        }
+    }
+}
+
+/// The window's activity as merged spans that touch `[from, to]`; the last span is followed
+/// past `to` (up to [`EXTEND_CAP`]) so its end is known.
+fn window_spans(w: &CompiledWindow, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::new();
+    let mut ends: Vec<DateTime<Utc>> = Vec::new();
+    for (start, end) in w.occurrences(from - w.lookback(), to) {
+        if end <= from {
+            continue;
+        }
+        match ends.last_mut() {
+            // Overlapping or touching occurrences form one continuous span.
+            Some(last_end) if start <= *last_end => *last_end = (*last_end).max(end),
+            _ => {
+                spans.push(Span { start, end: None });
+                ends.push(end);
+            }
+        }
+    }
+    for (span, end) in spans.iter_mut().zip(&ends) {
+        span.end = Some(*end);
+    }
+    if let Some(last) = spans.last_mut() {
+        last.end = follow_span(w, last.end.unwrap_or(to), to);
+    }
+    spans
+}
+
+/// Follows a span ending at `end` (occurrences scanned up to `scanned`) through any further
+/// occurrences that start before it ends. `None` if it is still going at the cap.
+fn follow_span(
+    w: &CompiledWindow,
+    mut end: DateTime<Utc>,
+    mut scanned: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let cap = scanned + EXTEND_CAP;
+    while end > scanned {
+        if scanned >= cap {
+            return None;
+        }
+        let hi = end.max(scanned + Duration::days(1)).min(cap);
+        for (start, e) in w.occurrences(scanned + Duration::nanoseconds(1), hi) {
+            if start > end {
+                return Some(end);
+            }
+            end = end.max(e);
+        }
+        scanned = hi;
+    }
+    Some(end)
+}

@@ -1,0 +1,133 @@
+//! Validation of everything in a gate manifest except the window schedules (compiled in
+//! `compile.rs`): apiVersion/kind, names, scope, targets, selectors and zones.
+
+use std::collections::BTreeSet;
+
+use crate::manifest::{API_VERSION, KIND};
+use crate::{FluxKind, Gate, Mode, PolicyError};
+
+/// Checks the non-schedule parts of `gate`; the first error found is returned with its path.
+pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
+    if gate.api_version != API_VERSION {
+        return Err(PolicyError::new(
+            "apiVersion",
+            format!("must be '{API_VERSION}', got '{}'", gate.api_version),
+        ));
+    }
+    if gate.kind != KIND {
+        return Err(PolicyError::new(
+            "kind",
+            format!("must be '{KIND}', got '{}'", gate.kind),
+        ));
+    }
+    dns_label(&gate.metadata.name).map_err(|e| e.within("metadata.name"))?;
+    let spec = &gate.spec;
+    if let Some(description) = &spec.description
+        && description.len() > 1024
+    {
+        return Err(PolicyError::new(
+            "spec.description",
+            "longer than 1024 characters",
+        ));
+    }
+
+    let clusters = &spec.clusters;
+    if clusters.names.is_empty() && clusters.selector.is_none() {
+        return Err(PolicyError::new(
+            "spec.clusters",
+            "give cluster names, a selector, or both (selector: {} selects every cluster)",
+        ));
+    }
+    non_empty_unique(&clusters.names, "spec.clusters.names")?;
+    if let Some(selector) = &clusters.selector {
+        selector
+            .validate()
+            .map_err(|e| e.within("spec.clusters.selector"))?;
+    }
+
+    let targets = &spec.targets;
+    let mut seen = BTreeSet::new();
+    for (i, kind) in targets.kinds.iter().enumerate() {
+        if !seen.insert(*kind) {
+            return Err(PolicyError::new(
+                format!("spec.targets.kinds[{i}]"),
+                format!("duplicate kind '{kind}'"),
+            ));
+        }
+        if spec.mode == Mode::FreezeSources
+            && !matches!(kind, FluxKind::Kustomization | FluxKind::HelmRelease)
+        {
+            return Err(PolicyError::new(
+                format!("spec.targets.kinds[{i}]"),
+                format!(
+                    "mode freezeSources targets Kustomizations and HelmReleases (whose sources it freezes), not '{kind}'"
+                ),
+            ));
+        }
+    }
+    non_empty_unique(&targets.namespaces, "spec.targets.namespaces")?;
+    non_empty_unique(&targets.names, "spec.targets.names")?;
+    if let Some(selector) = &targets.selector {
+        selector
+            .validate()
+            .map_err(|e| e.within("spec.targets.selector"))?;
+    }
+
+    let mut names = BTreeSet::new();
+    for (i, window) in spec.windows.iter().enumerate() {
+        let path = format!("spec.windows[{i}].name");
+        if window.name.trim().is_empty() {
+            return Err(PolicyError::new(path, "must not be empty"));
+        }
+        if window.name.len() > 63 {
+            return Err(PolicyError::new(path, "longer than 63 characters"));
+        }
+        if !names.insert(window.name.as_str()) {
+            return Err(PolicyError::new(
+                path,
+                format!("duplicate window name '{}'", window.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A DNS-1123 label: 1–63 lowercase alphanumerics or `-`, starting and ending alphanumeric.
+pub(crate) fn dns_label(name: &str) -> Result<(), PolicyError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(PolicyError::new(
+            "",
+            format!(
+                "'{name}' is not a DNS-1123 label (1-63 lowercase letters, digits or '-', starting and ending with a letter or digit)"
+            ),
+        ))
+    }
+}
+
+fn non_empty_unique(values: &[String], path: &str) -> Result<(), PolicyError> {
+    let mut seen = BTreeSet::new();
+    for (i, v) in values.iter().enumerate() {
+        if v.trim().is_empty() {
+            return Err(PolicyError::new(
+                format!("{path}[{i}]"),
+                "must not be empty",
+            ));
+        }
+        if !seen.insert(v) {
+            return Err(PolicyError::new(
+                format!("{path}[{i}]"),
+                format!("duplicate '{v}'"),
+            ));
+        }
+    }
+    Ok(())
+}
