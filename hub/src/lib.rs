@@ -1,2 +1,14 @@
-//! stub
+//! fleetgate hub: gate policies in PostgreSQL, a service layer shared by the
+//! REST and gRPC APIs, the REST API with tokens, roles and an audit log, and
+//! the change notifications the gRPC fan-out consumes.
 #![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod clock;
+pub mod db;
+pub mod error;
+pub mod service;
+pub mod validate;
+
+pub use error::{Error, Result};
+pub use service::{Actor, Role, Service};

@@ -1,0 +1,149 @@
+//! The `clusters` table: registered clusters, their labels, the hash of the
+//! spoke token and the connection state the gRPC side maintains.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use sqlx::types::Json;
+
+use crate::Result;
+use crate::error::on_unique;
+
+/// One registered cluster (without its token hash).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClusterRow {
+    pub name: String,
+    pub labels: Json<BTreeMap<String, String>>,
+    pub created_at: DateTime<Utc>,
+    pub last_seen_at: Option<DateTime<Utc>>,
+    pub spoke_version: Option<String>,
+    pub connected: bool,
+    pub connected_replica: Option<String>,
+    pub clock_offset_ms: Option<i64>,
+    pub desired_revision: i64,
+}
+
+const COLUMNS: &str = "name, labels, created_at, last_seen_at, spoke_version, connected, \
+                       connected_replica, clock_offset_ms, desired_revision";
+
+/// Registers a cluster; 409 if the name is taken.
+pub async fn insert(
+    conn: &mut PgConnection,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    token_hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<ClusterRow> {
+    sqlx::query_as(&format!(
+        "insert into clusters (name, labels, token_hash, created_at) values ($1, $2, $3, $4) \
+         returning {COLUMNS}"
+    ))
+    .bind(name)
+    .bind(Json(labels))
+    .bind(token_hash)
+    .bind(now)
+    .fetch_one(conn)
+    .await
+    .map_err(|e| on_unique(e, || format!("cluster '{name}' already exists")))
+}
+
+/// The cluster named `name`.
+pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
+    let row = sqlx::query_as(&format!("select {COLUMNS} from clusters where name = $1"))
+        .bind(name)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row)
+}
+
+/// The cluster named `name`, locked until the transaction ends.
+pub async fn get_for_update(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
+    let row = sqlx::query_as(&format!(
+        "select {COLUMNS} from clusters where name = $1 for update"
+    ))
+    .bind(name)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row)
+}
+
+/// The cluster whose token hashes to `hash`, with the stored hash.
+pub async fn by_token_hash(
+    conn: &mut PgConnection,
+    hash: &[u8],
+) -> Result<Option<(ClusterRow, Vec<u8>)>> {
+    #[derive(sqlx::FromRow)]
+    struct WithHash {
+        #[sqlx(flatten)]
+        row: ClusterRow,
+        token_hash: Vec<u8>,
+    }
+    let found: Option<WithHash> = sqlx::query_as(&format!(
+        "select {COLUMNS}, token_hash from clusters where token_hash = $1"
+    ))
+    .bind(hash)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.map(|w| (w.row, w.token_hash)))
+}
+
+/// A page of clusters ordered by name, after `after`.
+pub async fn list(
+    conn: &mut PgConnection,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<ClusterRow>> {
+    let rows = sqlx::query_as(&format!(
+        "select {COLUMNS} from clusters where ($1::text is null or name > $1) \
+         order by name limit $2"
+    ))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Every cluster (for scope matching and the fleet summary).
+pub async fn all(conn: &mut PgConnection) -> Result<Vec<ClusterRow>> {
+    let rows = sqlx::query_as(&format!("select {COLUMNS} from clusters order by name"))
+        .fetch_all(conn)
+        .await?;
+    Ok(rows)
+}
+
+/// Replaces the labels.
+pub async fn set_labels(
+    conn: &mut PgConnection,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<ClusterRow> {
+    let row = sqlx::query_as(&format!(
+        "update clusters set labels = $2 where name = $1 returning {COLUMNS}"
+    ))
+    .bind(name)
+    .bind(Json(labels))
+    .fetch_one(conn)
+    .await?;
+    Ok(row)
+}
+
+/// Replaces the token hash (the old token stops working on commit).
+pub async fn set_token_hash(conn: &mut PgConnection, name: &str, hash: &[u8]) -> Result<()> {
+    sqlx::query("update clusters set token_hash = $2 where name = $1")
+        .bind(name)
+        .bind(hash)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Deletes the cluster (its object status goes with it).
+pub async fn delete(conn: &mut PgConnection, name: &str) -> Result<()> {
+    sqlx::query("delete from clusters where name = $1")
+        .bind(name)
+        .execute(conn)
+        .await?;
+    Ok(())
+}

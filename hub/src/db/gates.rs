@@ -1,0 +1,112 @@
+//! The `gates` table: validated manifests as JSON with a version for
+//! optimistic concurrency.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+use crate::Result;
+use crate::error::on_unique;
+
+/// One stored gate.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct GateRow {
+    pub name: String,
+    pub manifest: serde_json::Value,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "name, manifest, version, created_at, updated_at";
+
+/// The gate named `name`.
+pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<GateRow>> {
+    let row = sqlx::query_as(&format!("select {COLUMNS} from gates where name = $1"))
+        .bind(name)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row)
+}
+
+/// The gate named `name`, locked until the transaction ends.
+pub async fn get_for_update(conn: &mut PgConnection, name: &str) -> Result<Option<GateRow>> {
+    let row = sqlx::query_as(&format!(
+        "select {COLUMNS} from gates where name = $1 for update"
+    ))
+    .bind(name)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row)
+}
+
+/// Inserts a new gate at version 1; 409 if the name is taken.
+pub async fn insert(
+    conn: &mut PgConnection,
+    name: &str,
+    manifest: &serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<GateRow> {
+    sqlx::query_as(&format!(
+        "insert into gates (name, manifest, version, created_at, updated_at) \
+         values ($1, $2, 1, $3, $3) returning {COLUMNS}"
+    ))
+    .bind(name)
+    .bind(manifest)
+    .bind(now)
+    .fetch_one(conn)
+    .await
+    .map_err(|e| on_unique(e, || format!("gate '{name}' already exists")))
+}
+
+/// Replaces the manifest and bumps the version.
+pub async fn update(
+    conn: &mut PgConnection,
+    name: &str,
+    manifest: &serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<GateRow> {
+    let row = sqlx::query_as(&format!(
+        "update gates set manifest = $2, version = version + 1, updated_at = $3 \
+         where name = $1 returning {COLUMNS}"
+    ))
+    .bind(name)
+    .bind(manifest)
+    .bind(now)
+    .fetch_one(conn)
+    .await?;
+    Ok(row)
+}
+
+/// Deletes the gate (its overrides go with it).
+pub async fn delete(conn: &mut PgConnection, name: &str) -> Result<()> {
+    sqlx::query("delete from gates where name = $1")
+        .bind(name)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// A page of gates ordered by name, after `after`.
+pub async fn list(
+    conn: &mut PgConnection,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<GateRow>> {
+    let rows = sqlx::query_as(&format!(
+        "select {COLUMNS} from gates where ($1::text is null or name > $1) \
+         order by name limit $2"
+    ))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Every gate (for evaluation across the fleet).
+pub async fn all(conn: &mut PgConnection) -> Result<Vec<GateRow>> {
+    let rows = sqlx::query_as(&format!("select {COLUMNS} from gates order by name"))
+        .fetch_all(conn)
+        .await?;
+    Ok(rows)
+}

@@ -1,0 +1,44 @@
+//! All SQL of the hub lives under this module: one file per table, plain
+//! async functions taking a connection (a pooled one or a transaction), so the
+//! service layer decides the transaction boundaries.
+
+pub mod audit;
+pub mod clusters;
+pub mod gates;
+pub mod overrides;
+pub mod revision;
+pub mod status;
+pub mod tokens;
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+
+use crate::Result;
+
+/// The embedded migrations (`migrations/` at the workspace root).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// Connects a pool to `url`.
+pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool> {
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(url)
+        .await?;
+    Ok(pool)
+}
+
+/// Applies pending migrations (idempotent; concurrent replicas serialise on
+/// sqlx's advisory lock).
+pub async fn migrate(pool: &PgPool) -> Result<()> {
+    MIGRATOR.run(pool).await?;
+    Ok(())
+}
+
+/// `select 1`: is the database reachable?
+pub async fn ping(pool: &PgPool) -> Result<()> {
+    sqlx::query("select 1").execute(pool).await?;
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! The `overrides` table: manual opens/closes of a gate for some of its
+//! clusters, expiring by themselves (`expires_at`) or cancelled.
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::ClusterScope;
+use sqlx::PgConnection;
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use crate::Result;
+
+/// One stored override.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OverrideRow {
+    pub id: Uuid,
+    pub gate: String,
+    pub scope: Option<Json<ClusterScope>>,
+    pub state: String,
+    pub starts_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub actor: String,
+    pub reason: String,
+    pub created_at: DateTime<Utc>,
+    pub cancelled_at: Option<DateTime<Utc>>,
+    pub cancelled_by: Option<String>,
+}
+
+const COLUMNS: &str = "id, gate, scope, state, starts_at, expires_at, actor, reason, \
+                       created_at, cancelled_at, cancelled_by";
+
+/// Inserts an override.
+pub async fn insert(conn: &mut PgConnection, o: &OverrideRow) -> Result<OverrideRow> {
+    let row = sqlx::query_as(&format!(
+        "insert into overrides (id, gate, scope, state, starts_at, expires_at, actor, reason, \
+         created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning {COLUMNS}"
+    ))
+    .bind(o.id)
+    .bind(&o.gate)
+    .bind(&o.scope)
+    .bind(&o.state)
+    .bind(o.starts_at)
+    .bind(o.expires_at)
+    .bind(&o.actor)
+    .bind(&o.reason)
+    .bind(o.created_at)
+    .fetch_one(conn)
+    .await?;
+    Ok(row)
+}
+
+/// The override with `id`, locked until the transaction ends.
+pub async fn get_for_update(conn: &mut PgConnection, id: Uuid) -> Result<Option<OverrideRow>> {
+    let row = sqlx::query_as(&format!(
+        "select {COLUMNS} from overrides where id = $1 for update"
+    ))
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row)
+}
+
+/// Marks the override cancelled.
+pub async fn cancel(
+    conn: &mut PgConnection,
+    id: Uuid,
+    at: DateTime<Utc>,
+    by: &str,
+) -> Result<OverrideRow> {
+    let row = sqlx::query_as(&format!(
+        "update overrides set cancelled_at = $2, cancelled_by = $3 where id = $1 \
+         returning {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(at)
+    .bind(by)
+    .fetch_one(conn)
+    .await?;
+    Ok(row)
+}
+
+/// Filter for [`list`].
+#[derive(Debug, Clone, Default)]
+pub struct OverrideFilter {
+    /// Only this gate's overrides.
+    pub gate: Option<String>,
+    /// Only overrides not cancelled and not expired at this instant
+    /// (active now or starting later).
+    pub live_at: Option<DateTime<Utc>>,
+}
+
+/// A page of overrides, newest first, after the `(created_at, id)` cursor.
+pub async fn list(
+    conn: &mut PgConnection,
+    filter: &OverrideFilter,
+    after: Option<(DateTime<Utc>, Uuid)>,
+    limit: i64,
+) -> Result<Vec<OverrideRow>> {
+    let (after_at, after_id) = after.unzip();
+    let rows = sqlx::query_as(&format!(
+        "select {COLUMNS} from overrides \
+         where ($1::text is null or gate = $1) \
+           and ($2::timestamptz is null or \
+                (cancelled_at is null and (expires_at is null or expires_at > $2))) \
+           and ($3::timestamptz is null or (created_at, id) < ($3, $4)) \
+         order by created_at desc, id desc limit $5"
+    ))
+    .bind(&filter.gate)
+    .bind(filter.live_at)
+    .bind(after_at)
+    .bind(after_id)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Every override of `gates` not cancelled and not expired at `now`.
+pub async fn live_for_gates(
+    conn: &mut PgConnection,
+    gates: &[String],
+    now: DateTime<Utc>,
+) -> Result<Vec<OverrideRow>> {
+    let rows = sqlx::query_as(&format!(
+        "select {COLUMNS} from overrides where gate = any($1) and cancelled_at is null \
+         and (expires_at is null or expires_at > $2) order by created_at, id"
+    ))
+    .bind(gates)
+    .bind(now)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}

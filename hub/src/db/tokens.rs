@@ -1,0 +1,134 @@
+//! The `api_tokens` table: named API tokens with a role, stored as the sha256
+//! of the secret; revoked tokens stay for the audit trail.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::Result;
+use crate::error::on_unique;
+
+/// One API token (without its hash).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TokenRow {
+    pub id: Uuid,
+    pub name: String,
+    pub role: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+const COLUMNS: &str = "id, name, role, created_at, revoked_at";
+
+/// Creates a token; 409 if the name is taken.
+pub async fn insert(
+    conn: &mut PgConnection,
+    name: &str,
+    role: &str,
+    hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<TokenRow> {
+    sqlx::query_as(&format!(
+        "insert into api_tokens (id, name, role, token_hash, created_at) \
+         values ($1, $2, $3, $4, $5) returning {COLUMNS}"
+    ))
+    .bind(Uuid::new_v4())
+    .bind(name)
+    .bind(role)
+    .bind(hash)
+    .bind(now)
+    .fetch_one(conn)
+    .await
+    .map_err(|e| on_unique(e, || format!("API token '{name}' already exists")))
+}
+
+/// The token whose secret hashes to `hash`, with the stored hash.
+pub async fn by_hash(conn: &mut PgConnection, hash: &[u8]) -> Result<Option<(TokenRow, Vec<u8>)>> {
+    #[derive(sqlx::FromRow)]
+    struct WithHash {
+        #[sqlx(flatten)]
+        row: TokenRow,
+        token_hash: Vec<u8>,
+    }
+    let found: Option<WithHash> = sqlx::query_as(&format!(
+        "select {COLUMNS}, token_hash from api_tokens where token_hash = $1"
+    ))
+    .bind(hash)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.map(|w| (w.row, w.token_hash)))
+}
+
+/// The token named `name`, with its hash, locked until the transaction ends.
+pub async fn by_name_for_update(
+    conn: &mut PgConnection,
+    name: &str,
+) -> Result<Option<(TokenRow, Vec<u8>)>> {
+    #[derive(sqlx::FromRow)]
+    struct WithHash {
+        #[sqlx(flatten)]
+        row: TokenRow,
+        token_hash: Vec<u8>,
+    }
+    let found: Option<WithHash> = sqlx::query_as(&format!(
+        "select {COLUMNS}, token_hash from api_tokens where name = $1 for update"
+    ))
+    .bind(name)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.map(|w| (w.row, w.token_hash)))
+}
+
+/// Sets a new secret hash and role, un-revoking the token.
+pub async fn reset(conn: &mut PgConnection, id: Uuid, role: &str, hash: &[u8]) -> Result<TokenRow> {
+    let row = sqlx::query_as(&format!(
+        "update api_tokens set role = $2, token_hash = $3, revoked_at = null where id = $1 \
+         returning {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(role)
+    .bind(hash)
+    .fetch_one(conn)
+    .await?;
+    Ok(row)
+}
+
+/// The token with `id`, locked until the transaction ends.
+pub async fn get_for_update(conn: &mut PgConnection, id: Uuid) -> Result<Option<TokenRow>> {
+    let row = sqlx::query_as(&format!(
+        "select {COLUMNS} from api_tokens where id = $1 for update"
+    ))
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row)
+}
+
+/// Marks the token revoked.
+pub async fn revoke(conn: &mut PgConnection, id: Uuid, at: DateTime<Utc>) -> Result<TokenRow> {
+    let row = sqlx::query_as(&format!(
+        "update api_tokens set revoked_at = $2 where id = $1 returning {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(at)
+    .fetch_one(conn)
+    .await?;
+    Ok(row)
+}
+
+/// A page of tokens ordered by name, after `after`.
+pub async fn list(
+    conn: &mut PgConnection,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<TokenRow>> {
+    let rows = sqlx::query_as(&format!(
+        "select {COLUMNS} from api_tokens where ($1::text is null or name > $1) \
+         order by name limit $2"
+    ))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}

@@ -1,0 +1,200 @@
+//! The hub's one error type. Every service method returns it; REST turns it
+//! into a JSON error body with the right status (`IntoResponse`), the gRPC API
+//! into a `tonic::Status`. Internal causes are logged, never sent to clients.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Result with the hub's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the hub.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No credentials, or unknown / revoked credentials (HTTP 401).
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// Authenticated, but the role is too low (HTTP 403).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The named object does not exist (HTTP 404).
+    #[error("{kind} '{name}' not found")]
+    NotFound { kind: &'static str, name: String },
+    /// Optimistic-concurrency failure or duplicate name (HTTP 409).
+    #[error("{message}")]
+    Conflict {
+        field: Option<String>,
+        message: String,
+    },
+    /// Malformed request: unparsable JSON/YAML, bad query string (HTTP 400).
+    #[error("{field}: {message}")]
+    BadRequest { field: String, message: String },
+    /// Well-formed but semantically invalid input (HTTP 422).
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    /// Request body over the limit (HTTP 413).
+    #[error("request body larger than the limit")]
+    PayloadTooLarge,
+    /// A database failure (HTTP 500, logged).
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A failed schema migration.
+    #[error("migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Anything else that is our fault (HTTP 500, logged).
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// 422 with a field path.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// 400 with a field path.
+    pub fn bad_request(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::BadRequest {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// 404 for `kind` named `name`.
+    pub fn not_found(kind: &'static str, name: impl Into<String>) -> Self {
+        Self::NotFound {
+            kind,
+            name: name.into(),
+        }
+    }
+
+    /// 409 without a field.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::Conflict {
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    /// A gate-model error (`PolicyError { path, message }`) as a 422.
+    pub fn from_policy(e: fleetgate_policy::PolicyError) -> Self {
+        Self::invalid(e.path, e.message)
+    }
+
+    /// Stable machine-readable code, also the metric label.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unauthenticated(_) => "unauthenticated",
+            Self::Forbidden(_) => "forbidden",
+            Self::NotFound { .. } => "not_found",
+            Self::Conflict { .. } => "conflict",
+            Self::BadRequest { .. } => "bad_request",
+            Self::Invalid { .. } => "invalid",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => "internal",
+        }
+    }
+
+    /// The HTTP status for this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound { .. } => StatusCode::NOT_FOUND,
+            Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+    }
+
+    /// The field path the error is about, if any.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::BadRequest { field, .. } | Self::Invalid { field, .. } => Some(field),
+            Self::Conflict { field, .. } => field.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The message safe to show a client (internal details are hidden).
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => {
+                "internal error; see the hub's log".to_string()
+            }
+            Self::BadRequest { message, .. } | Self::Invalid { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The JSON error body: `{"error": {"code", "message", "field"}}`.
+#[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// Details of an error response.
+#[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Machine-readable code: unauthenticated, forbidden, not_found, conflict,
+    /// bad_request, invalid, payload_too_large, timeout, internal.
+    pub code: String,
+    /// Human-readable message.
+    pub message: String,
+    /// Path of the offending field (e.g. `spec.windows[0].schedule`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ErrorBody {
+    /// Builds a body from its parts.
+    pub fn new(code: &str, message: impl Into<String>, field: Option<String>) -> Self {
+        Self {
+            error: ErrorDetail {
+                code: code.to_string(),
+                message: message.into(),
+                field,
+            },
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        }
+        let body = ErrorBody::new(
+            self.code(),
+            self.public_message(),
+            self.field().map(str::to_string),
+        );
+        let mut resp = (status, axum::Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"fleetgate\""),
+            );
+        }
+        resp
+    }
+}
+
+/// Maps a unique-constraint violation to a 409, everything else to `Database`.
+pub(crate) fn on_unique(e: sqlx::Error, message: impl FnOnce() -> String) -> Error {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => Error::conflict(message()),
+        _ => Error::Database(e),
+    }
+}

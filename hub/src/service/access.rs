@@ -1,0 +1,102 @@
+//! Authentication: API tokens → [`Actor`], spoke tokens → cluster, and the
+//! idempotent bootstrap admin token from `FLEETGATE_ADMIN_TOKEN`.
+
+use super::types::ApiToken;
+use super::types::Cluster;
+use super::{Actor, Audit, Role, Service, to_json};
+use crate::auth::{hash_token, hashes_equal};
+use crate::db::revision::Affected;
+use crate::db::{clusters, tokens};
+use crate::{Error, Result};
+
+/// Name of the token ensured from `FLEETGATE_ADMIN_TOKEN`.
+pub const BOOTSTRAP_TOKEN_NAME: &str = "bootstrap-admin";
+/// Actor recorded for the hub's own writes (bootstrap).
+pub const SYSTEM_ACTOR: &str = "system";
+
+impl Service {
+    /// The actor behind an API token; 401 if unknown or revoked.
+    pub async fn authenticate_api(&self, token: &str) -> Result<Actor> {
+        let presented = hash_token(token);
+        let mut conn = self.pool.acquire().await?;
+        let found = tokens::by_hash(&mut conn, &presented).await?;
+        match found {
+            Some((row, stored)) if hashes_equal(&stored, &presented) => {
+                if row.revoked_at.is_some() {
+                    return Err(Error::Unauthenticated("API token revoked".into()));
+                }
+                let role = row.role.parse::<Role>().map_err(|_| {
+                    Error::Internal(format!("token '{}' has unknown role", row.name))
+                })?;
+                Ok(Actor::new(row.name, role))
+            }
+            _ => Err(Error::Unauthenticated("unknown API token".into())),
+        }
+    }
+
+    /// The cluster a spoke token belongs to; 401 if unknown (or rotated).
+    pub async fn authenticate_spoke(&self, token: &str) -> Result<Cluster> {
+        let presented = hash_token(token);
+        let mut conn = self.pool.acquire().await?;
+        match clusters::by_token_hash(&mut conn, &presented).await? {
+            Some((row, stored)) if hashes_equal(&stored, &presented) => Ok(row.into()),
+            _ => Err(Error::Unauthenticated("unknown spoke token".into())),
+        }
+    }
+
+    /// Ensures an admin token named `bootstrap-admin` with this secret exists
+    /// and is not revoked. Writes (and audits) only when something changes.
+    pub async fn ensure_admin_token(&self, secret: &str) -> Result<()> {
+        if secret.len() < 16 {
+            return Err(Error::invalid(
+                "FLEETGATE_ADMIN_TOKEN",
+                "must be at least 16 characters",
+            ));
+        }
+        let hash = hash_token(secret);
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        // Serialise concurrent replicas starting at once.
+        sqlx::query("select pg_advisory_xact_lock(7242001)")
+            .execute(&mut *tx)
+            .await?;
+        let existing = tokens::by_name_for_update(&mut tx, BOOTSTRAP_TOKEN_NAME).await?;
+        let (action, before, row) = match existing {
+            Some((row, stored))
+                if hashes_equal(&stored, &hash)
+                    && row.revoked_at.is_none()
+                    && row.role == Role::Admin.as_str() =>
+            {
+                return Ok(());
+            }
+            Some((row, _)) => {
+                let before = to_json(&ApiToken::from(row.clone()));
+                let new = tokens::reset(&mut tx, row.id, Role::Admin.as_str(), &hash).await?;
+                ("api_token.reset", before, new)
+            }
+            None => {
+                let new = tokens::insert(
+                    &mut tx,
+                    BOOTSTRAP_TOKEN_NAME,
+                    Role::Admin.as_str(),
+                    &hash,
+                    now,
+                )
+                .await?;
+                ("api_token.create", None, new)
+            }
+        };
+        let actor = Actor::new(SYSTEM_ACTOR, Role::Admin);
+        let audit = Audit {
+            action,
+            target_kind: "api_token",
+            target_name: BOOTSTRAP_TOKEN_NAME,
+            before,
+            after: to_json(&ApiToken::from(row)),
+            reason: Some("FLEETGATE_ADMIN_TOKEN at hub start"),
+        };
+        self.finish_write(tx, &actor, now, audit, &Affected::Clusters(Vec::new()))
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,62 @@
+//! Reading the audit log: filter by actor, action, target and time range,
+//! newest first, paginated.
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use super::types::AuditEntry;
+use super::{Actor, Page, PageRequest, Role, Service};
+use crate::db::audit::{self, AuditFilter};
+use crate::{Error, Result};
+
+/// Audit query (`GET /api/v1/audit?actor=&target=&since=&until=`).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Token name that made the change.
+    pub actor: Option<String>,
+    /// Action, e.g. `gate.replace`.
+    pub action: Option<String>,
+    /// Target kind: gate, override, cluster, api_token.
+    pub target_kind: Option<String>,
+    /// Target name (gate or cluster name, override id, token name).
+    pub target: Option<String>,
+    /// Entries at or after this instant (RFC 3339).
+    pub since: Option<DateTime<Utc>>,
+    /// Entries before this instant (RFC 3339).
+    pub until: Option<DateTime<Utc>>,
+    /// Page size, 1..=1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl Service {
+    /// Lists audit entries, newest first (viewer).
+    pub async fn list_audit(&self, actor: &Actor, q: &AuditQuery) -> Result<Page<AuditEntry>> {
+        actor.require(Role::Viewer)?;
+        if let (Some(s), Some(u)) = (q.since, q.until)
+            && u <= s
+        {
+            return Err(Error::invalid("until", "must be after 'since'"));
+        }
+        let page = PageRequest {
+            limit: q.limit,
+            cursor: q.cursor.clone(),
+        };
+        let limit = page.limit()?;
+        let before: Option<i64> = page.key()?;
+        let filter = AuditFilter {
+            actor: q.actor.clone(),
+            action: q.action.clone(),
+            target_kind: q.target_kind.clone(),
+            target_name: q.target.clone(),
+            since: q.since,
+            until: q.until,
+        };
+        let mut conn = self.pool.acquire().await?;
+        let rows = audit::list(&mut conn, &filter, before, i64::from(limit) + 1).await?;
+        Ok(Page::from_rows(rows, limit, |r| r.id, Into::into))
+    }
+}

@@ -1,0 +1,165 @@
+//! Cluster operations: register (spoke token shown once), list, get,
+//! relabel, delete, rotate the spoke token.
+
+use super::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
+use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
+use crate::auth::{SPOKE_TOKEN_PREFIX, generate_token, hash_token};
+use crate::db::clusters;
+use crate::db::revision::Affected;
+use crate::{Error, Result, validate};
+
+impl Service {
+    /// Lists clusters by name.
+    pub async fn list_clusters(&self, actor: &Actor, page: &PageRequest) -> Result<Page<Cluster>> {
+        actor.require(Role::Viewer)?;
+        let limit = page.limit()?;
+        let after: Option<String> = page.key()?;
+        let mut conn = self.pool.acquire().await?;
+        let rows = clusters::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
+        Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
+    }
+
+    /// One cluster.
+    pub async fn get_cluster(&self, actor: &Actor, name: &str) -> Result<Cluster> {
+        actor.require(Role::Viewer)?;
+        let mut conn = self.pool.acquire().await?;
+        clusters::get(&mut conn, name)
+            .await?
+            .map(Into::into)
+            .ok_or_else(|| Error::not_found("cluster", name))
+    }
+
+    /// Registers a cluster (admin) and returns its spoke token, once.
+    pub async fn register_cluster(
+        &self,
+        actor: &Actor,
+        req: RegisterCluster,
+        reason: Option<&str>,
+    ) -> Result<ClusterWithToken> {
+        actor.require(Role::Admin)?;
+        validate::dns_label("name", &req.name)?;
+        validate::labels("labels", &req.labels)?;
+        validate::optional_reason("reason", reason)?;
+        let token = generate_token(SPOKE_TOKEN_PREFIX);
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let row =
+            clusters::insert(&mut tx, &req.name, &req.labels, &hash_token(&token), now).await?;
+        let cluster = Cluster::from(row);
+        let audit = Audit {
+            action: "cluster.register",
+            target_kind: "cluster",
+            target_name: &cluster.name,
+            before: None,
+            after: to_json(&req),
+            reason,
+        };
+        let affected = Affected::Clusters(vec![cluster.name.clone()]);
+        let rev = self.finish_write(tx, actor, now, audit, &affected).await?;
+        Ok(ClusterWithToken {
+            cluster: Cluster {
+                desired_revision: rev,
+                ..cluster
+            },
+            token,
+        })
+    }
+
+    /// Replaces a cluster's labels (admin); its gate scopes may change.
+    pub async fn relabel_cluster(
+        &self,
+        actor: &Actor,
+        name: &str,
+        req: Relabel,
+        reason: Option<&str>,
+    ) -> Result<Cluster> {
+        actor.require(Role::Admin)?;
+        validate::labels("labels", &req.labels)?;
+        validate::optional_reason("reason", reason)?;
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let old = clusters::get_for_update(&mut tx, name)
+            .await?
+            .ok_or_else(|| Error::not_found("cluster", name))?;
+        let row = clusters::set_labels(&mut tx, name, &req.labels).await?;
+        let audit = Audit {
+            action: "cluster.relabel",
+            target_kind: "cluster",
+            target_name: name,
+            before: to_json(&old.labels.0),
+            after: to_json(&req.labels),
+            reason,
+        };
+        let affected = Affected::Clusters(vec![name.to_string()]);
+        let rev = self.finish_write(tx, actor, now, audit, &affected).await?;
+        Ok(Cluster {
+            desired_revision: rev,
+            ..row.into()
+        })
+    }
+
+    /// Deletes a cluster (admin); its spoke token stops working and its
+    /// object status is dropped.
+    pub async fn delete_cluster(
+        &self,
+        actor: &Actor,
+        name: &str,
+        reason: Option<&str>,
+    ) -> Result<()> {
+        actor.require(Role::Admin)?;
+        validate::optional_reason("reason", reason)?;
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let old = clusters::get_for_update(&mut tx, name)
+            .await?
+            .ok_or_else(|| Error::not_found("cluster", name))?;
+        clusters::delete(&mut tx, name).await?;
+        let audit = Audit {
+            action: "cluster.delete",
+            target_kind: "cluster",
+            target_name: name,
+            before: to_json(&Cluster::from(old)),
+            after: None,
+            reason,
+        };
+        let affected = Affected::Clusters(vec![name.to_string()]);
+        self.finish_write(tx, actor, now, audit, &affected).await?;
+        Ok(())
+    }
+
+    /// Issues a new spoke token (admin); the old one stops working at once
+    /// (connected spokes are re-checked on the change notification).
+    pub async fn rotate_cluster_token(
+        &self,
+        actor: &Actor,
+        name: &str,
+        reason: Option<&str>,
+    ) -> Result<ClusterWithToken> {
+        actor.require(Role::Admin)?;
+        validate::optional_reason("reason", reason)?;
+        let token = generate_token(SPOKE_TOKEN_PREFIX);
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let row = clusters::get_for_update(&mut tx, name)
+            .await?
+            .ok_or_else(|| Error::not_found("cluster", name))?;
+        clusters::set_token_hash(&mut tx, name, &hash_token(&token)).await?;
+        let audit = Audit {
+            action: "cluster.rotate_token",
+            target_kind: "cluster",
+            target_name: name,
+            before: None,
+            after: None,
+            reason,
+        };
+        let affected = Affected::Clusters(vec![name.to_string()]);
+        let rev = self.finish_write(tx, actor, now, audit, &affected).await?;
+        Ok(ClusterWithToken {
+            cluster: Cluster {
+                desired_revision: rev,
+                ..row.into()
+            },
+            token,
+        })
+    }
+}

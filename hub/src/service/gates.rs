@@ -1,0 +1,226 @@
+//! Gate operations: create, read, replace (optimistic concurrency on the
+//! version), delete, and preview of the schedule.
+
+use chrono::{DateTime, Duration, Utc};
+use fleetgate_policy::{ClusterScope, CompiledGate, Gate, Preview};
+
+use super::types::GateRecord;
+use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
+use crate::db::clusters::ClusterRow;
+use crate::db::revision::Affected;
+use crate::db::{clusters, gates, overrides};
+use crate::{Error, Result};
+
+/// Longest preview range.
+pub const MAX_PREVIEW_DAYS: i64 = 366;
+/// Preview range when `to` is absent.
+pub const DEFAULT_PREVIEW_DAYS: i64 = 7;
+
+/// Names of `clusters` in any of `scopes`.
+pub(crate) fn clusters_in(clusters: &[ClusterRow], scopes: &[&ClusterScope]) -> Vec<String> {
+    clusters
+        .iter()
+        .filter(|c| scopes.iter().any(|s| s.matches(&c.name, &c.labels.0)))
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// Validates and compiles a gate (422 with the field path on failure).
+pub fn compile(gate: &Gate) -> Result<CompiledGate> {
+    gate.validate().map_err(Error::from_policy)?;
+    gate.compile().map_err(Error::from_policy)
+}
+
+/// Parses a stored manifest (already validated when written).
+pub(crate) fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
+    fleetgate_policy::parse_gate_json(manifest.clone())
+        .map_err(|e| Error::Internal(format!("stored gate manifest unreadable: {e}")))
+}
+
+fn manifest_json(gate: &Gate) -> Result<serde_json::Value> {
+    serde_json::to_value(gate).map_err(|e| Error::Internal(e.to_string()))
+}
+
+impl Service {
+    /// Lists gates by name.
+    pub async fn list_gates(&self, actor: &Actor, page: &PageRequest) -> Result<Page<GateRecord>> {
+        actor.require(Role::Viewer)?;
+        let limit = page.limit()?;
+        let after: Option<String> = page.key()?;
+        let mut conn = self.pool.acquire().await?;
+        let rows = gates::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
+        Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
+    }
+
+    /// One gate.
+    pub async fn get_gate(&self, actor: &Actor, name: &str) -> Result<GateRecord> {
+        actor.require(Role::Viewer)?;
+        let mut conn = self.pool.acquire().await?;
+        gates::get(&mut conn, name)
+            .await?
+            .map(Into::into)
+            .ok_or_else(|| Error::not_found("gate", name))
+    }
+
+    /// Creates a gate (admin); 409 if the name exists.
+    pub async fn create_gate(
+        &self,
+        actor: &Actor,
+        gate: Gate,
+        reason: Option<&str>,
+    ) -> Result<GateRecord> {
+        actor.require(Role::Admin)?;
+        crate::validate::optional_reason("reason", reason)?;
+        compile(&gate)?;
+        let manifest = manifest_json(&gate)?;
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let row = gates::insert(&mut tx, gate.name(), &manifest, now).await?;
+        let all = clusters::all(&mut tx).await?;
+        let affected = clusters_in(&all, &[&gate.spec.clusters]);
+        let rec = GateRecord::from(row);
+        let audit = Audit {
+            action: "gate.create",
+            target_kind: "gate",
+            target_name: &rec.name,
+            before: None,
+            after: Some(rec.manifest.clone()),
+            reason,
+        };
+        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
+            .await?;
+        Ok(rec)
+    }
+
+    /// Replaces a gate (admin). With `if_match`, 409 unless the stored
+    /// version equals it. The body's metadata.name must equal `name`.
+    pub async fn replace_gate(
+        &self,
+        actor: &Actor,
+        name: &str,
+        gate: Gate,
+        if_match: Option<i64>,
+        reason: Option<&str>,
+    ) -> Result<GateRecord> {
+        actor.require(Role::Admin)?;
+        crate::validate::optional_reason("reason", reason)?;
+        if gate.name() != name {
+            return Err(Error::invalid(
+                "metadata.name",
+                format!(
+                    "'{}' does not match the gate '{name}' in the URL",
+                    gate.name()
+                ),
+            ));
+        }
+        compile(&gate)?;
+        let manifest = manifest_json(&gate)?;
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let old = gates::get_for_update(&mut tx, name)
+            .await?
+            .ok_or_else(|| Error::not_found("gate", name))?;
+        check_version(name, old.version, if_match)?;
+        let old_gate = stored_gate(&old.manifest)?;
+        let row = gates::update(&mut tx, name, &manifest, now).await?;
+        let all = clusters::all(&mut tx).await?;
+        let affected = clusters_in(&all, &[&old_gate.spec.clusters, &gate.spec.clusters]);
+        let rec = GateRecord::from(row);
+        let audit = Audit {
+            action: "gate.replace",
+            target_kind: "gate",
+            target_name: name,
+            before: Some(old.manifest),
+            after: Some(rec.manifest.clone()),
+            reason,
+        };
+        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
+            .await?;
+        Ok(rec)
+    }
+
+    /// Deletes a gate and its overrides (admin).
+    pub async fn delete_gate(
+        &self,
+        actor: &Actor,
+        name: &str,
+        if_match: Option<i64>,
+        reason: Option<&str>,
+    ) -> Result<()> {
+        actor.require(Role::Admin)?;
+        crate::validate::optional_reason("reason", reason)?;
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let old = gates::get_for_update(&mut tx, name)
+            .await?
+            .ok_or_else(|| Error::not_found("gate", name))?;
+        check_version(name, old.version, if_match)?;
+        let old_gate = stored_gate(&old.manifest)?;
+        gates::delete(&mut tx, name).await?;
+        let all = clusters::all(&mut tx).await?;
+        let affected = clusters_in(&all, &[&old_gate.spec.clusters]);
+        let audit = Audit {
+            action: "gate.delete",
+            target_kind: "gate",
+            target_name: name,
+            before: to_json(&GateRecord::from(old)).map(|r| r["manifest"].clone()),
+            after: None,
+            reason,
+        };
+        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
+            .await?;
+        Ok(())
+    }
+
+    /// The gate's transitions in `(from, to]` (default: now .. now+7d), in the
+    /// CLI's JSON shape. With `cluster`, that cluster's live overrides count.
+    pub async fn preview_gate(
+        &self,
+        actor: &Actor,
+        name: &str,
+        from: Option<DateTime<Utc>>,
+        to: Option<DateTime<Utc>>,
+        cluster: Option<&str>,
+    ) -> Result<Preview> {
+        actor.require(Role::Viewer)?;
+        let from = from.unwrap_or_else(|| self.now());
+        let to = to.unwrap_or(from + Duration::days(DEFAULT_PREVIEW_DAYS));
+        if to <= from {
+            return Err(Error::invalid("to", "must be after 'from'"));
+        }
+        if to - from > Duration::days(MAX_PREVIEW_DAYS) {
+            return Err(Error::invalid(
+                "to",
+                format!("range longer than {MAX_PREVIEW_DAYS} days"),
+            ));
+        }
+        let mut conn = self.pool.acquire().await?;
+        let row = gates::get(&mut conn, name)
+            .await?
+            .ok_or_else(|| Error::not_found("gate", name))?;
+        let gate = stored_gate(&row.manifest)?;
+        let compiled = gate.compile().map_err(Error::from_policy)?;
+        let ovs = match cluster {
+            None => Vec::new(),
+            Some(c) => {
+                let c = clusters::get(&mut conn, c)
+                    .await?
+                    .ok_or_else(|| Error::not_found("cluster", c))?;
+                let rows =
+                    overrides::live_for_gates(&mut conn, &[name.to_string()], self.now()).await?;
+                super::snapshot_inputs::overrides_for_cluster(&gate, &c, rows)
+            }
+        };
+        Ok(compiled.preview(from, to, &ovs))
+    }
+}
+
+fn check_version(name: &str, stored: i64, if_match: Option<i64>) -> Result<()> {
+    match if_match {
+        Some(v) if v != stored => Err(Error::Conflict {
+            field: Some("If-Match".into()),
+            message: format!("gate '{name}' is at version {stored}, not {v}; reload and retry"),
+        }),
+        _ => Ok(()),
+    }
+}

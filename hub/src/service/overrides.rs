@@ -1,0 +1,242 @@
+//! Override operations: open or close a gate for some or all of its clusters
+//! for a while, list live overrides, cancel. Overrides expire by themselves:
+//! an expired one is simply no longer selected (no background job).
+
+use chrono::{DateTime, Duration, Utc};
+use fleetgate_policy::{ClusterScope, GateState};
+use serde::Deserialize;
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::gates::{clusters_in, stored_gate};
+use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
+use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
+use crate::db::clusters::ClusterRow;
+use crate::db::overrides::{self, OverrideFilter, OverrideRow};
+use crate::db::revision::Affected;
+use crate::db::{clusters, gates};
+use crate::{Error, Result, validate};
+
+/// Longest override duration.
+pub const MAX_OVERRIDE_DAYS: i64 = 366;
+
+/// Override list query (`GET /api/v1/overrides?gate=&all=`).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct OverrideQuery {
+    /// Only this gate's overrides.
+    pub gate: Option<String>,
+    /// Include cancelled and expired overrides (default: only live ones,
+    /// i.e. active now or starting later).
+    pub all: Option<bool>,
+    /// Page size, 1..=1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl Service {
+    /// Opens or closes `gate` by override (operator).
+    pub async fn create_override(
+        &self,
+        actor: &Actor,
+        gate: &str,
+        state: GateState,
+        req: OverrideRequest,
+    ) -> Result<OverrideRecord> {
+        actor.require(Role::Operator)?;
+        validate::reason("reason", &req.reason)?;
+        let now = self.now();
+        let starts_at = req.starts_at.unwrap_or(now);
+        let expires_at = match &req.duration {
+            None => None,
+            Some(d) => {
+                let d = fleetgate_policy::parse_duration(d)
+                    .map_err(|e| Error::invalid("for", e.message))?;
+                if d > Duration::days(MAX_OVERRIDE_DAYS) {
+                    return Err(Error::invalid(
+                        "for",
+                        format!("longer than {MAX_OVERRIDE_DAYS} days"),
+                    ));
+                }
+                Some(starts_at + d)
+            }
+        };
+        if expires_at.is_some_and(|e| e <= now) {
+            return Err(Error::invalid(
+                "startsAt",
+                "the override would already be over",
+            ));
+        }
+        let mut tx = self.pool.begin().await?;
+        // Lock the gate so a concurrent replace/delete cannot slip between
+        // the scope check and the insert.
+        let g = gates::get_for_update(&mut tx, gate)
+            .await?
+            .ok_or_else(|| Error::not_found("gate", gate))?;
+        let gate_def = stored_gate(&g.manifest)?;
+        let all = clusters::all(&mut tx).await?;
+        let scope = match &req.clusters {
+            None => None,
+            Some(c) => Some(check_scope(c, &gate_def.spec.clusters, &all)?),
+        };
+        let in_gate = clusters_in(&all, &[&gate_def.spec.clusters]);
+        let affected: Vec<String> = match &scope {
+            None => in_gate,
+            Some(s) => {
+                let narrowed = clusters_in(&all, &[s]);
+                in_gate
+                    .into_iter()
+                    .filter(|c| narrowed.contains(c))
+                    .collect()
+            }
+        };
+        let row = overrides::insert(
+            &mut tx,
+            &OverrideRow {
+                id: Uuid::new_v4(),
+                gate: gate.to_string(),
+                scope: scope.map(Json),
+                state: state.as_str().to_string(),
+                starts_at,
+                expires_at,
+                actor: actor.name.clone(),
+                reason: req.reason.clone(),
+                created_at: now,
+                cancelled_at: None,
+                cancelled_by: None,
+            },
+        )
+        .await?;
+        let rec = OverrideRecord::from(row);
+        let action = if state == GateState::Open {
+            "override.open"
+        } else {
+            "override.close"
+        };
+        let audit = Audit {
+            action,
+            target_kind: "gate",
+            target_name: gate,
+            before: None,
+            after: to_json(&rec),
+            reason: Some(&req.reason),
+        };
+        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
+            .await?;
+        Ok(rec)
+    }
+
+    /// Cancels a live override (operator); 409 if already cancelled or expired.
+    pub async fn cancel_override(
+        &self,
+        actor: &Actor,
+        id: Uuid,
+        reason: Option<&str>,
+    ) -> Result<OverrideRecord> {
+        actor.require(Role::Operator)?;
+        validate::optional_reason("reason", reason)?;
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let old = overrides::get_for_update(&mut tx, id)
+            .await?
+            .ok_or_else(|| Error::not_found("override", id.to_string()))?;
+        if old.cancelled_at.is_some() {
+            return Err(Error::conflict(format!(
+                "override {id} is already cancelled"
+            )));
+        }
+        if old.expires_at.is_some_and(|e| e <= now) {
+            return Err(Error::conflict(format!(
+                "override {id} has already expired"
+            )));
+        }
+        let g = gates::get(&mut tx, &old.gate)
+            .await?
+            .ok_or_else(|| Error::not_found("gate", old.gate.clone()))?;
+        let gate_def = stored_gate(&g.manifest)?;
+        let all = clusters::all(&mut tx).await?;
+        let affected: Vec<String> = all
+            .iter()
+            .filter(|c| super::snapshot_inputs::applies(&gate_def, c, &old))
+            .map(|c| c.name.clone())
+            .collect();
+        let row = overrides::cancel(&mut tx, id, now, &actor.name).await?;
+        let before = to_json(&OverrideRecord::from(old));
+        let rec = OverrideRecord::from(row);
+        let audit = Audit {
+            action: "override.cancel",
+            target_kind: "gate",
+            target_name: &rec.gate,
+            before,
+            after: to_json(&rec),
+            reason,
+        };
+        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
+            .await?;
+        Ok(rec)
+    }
+
+    /// Lists overrides, newest first (viewer): live ones unless `all`.
+    pub async fn list_overrides(
+        &self,
+        actor: &Actor,
+        q: &OverrideQuery,
+    ) -> Result<Page<OverrideRecord>> {
+        actor.require(Role::Viewer)?;
+        let page = PageRequest {
+            limit: q.limit,
+            cursor: q.cursor.clone(),
+        };
+        let limit = page.limit()?;
+        let after: Option<(DateTime<Utc>, Uuid)> = page.key()?;
+        let filter = OverrideFilter {
+            gate: q.gate.clone(),
+            live_at: (!q.all.unwrap_or(false)).then(|| self.now()),
+        };
+        let mut conn = self.pool.acquire().await?;
+        let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
+        Ok(Page::from_rows(
+            rows,
+            limit,
+            |r| (r.created_at, r.id),
+            Into::into,
+        ))
+    }
+}
+
+/// Validates an override's cluster selection against the registered clusters
+/// and the gate's scope.
+fn check_scope(
+    c: &OverrideClusters,
+    gate_scope: &ClusterScope,
+    all: &[ClusterRow],
+) -> Result<ClusterScope> {
+    if c.names.is_empty() && c.selector.is_none() {
+        return Err(Error::invalid(
+            "clusters",
+            "give names and/or a selector, or leave clusters out for the whole gate scope",
+        ));
+    }
+    for (i, n) in c.names.iter().enumerate() {
+        let field = format!("clusters.names[{i}]");
+        validate::dns_label(&field, n)?;
+        let Some(row) = all.iter().find(|r| &r.name == n) else {
+            return Err(Error::invalid(
+                field,
+                format!("cluster '{n}' is not registered"),
+            ));
+        };
+        if !gate_scope.matches(&row.name, &row.labels.0) {
+            return Err(Error::invalid(
+                field,
+                format!("cluster '{n}' is not in the gate's scope"),
+            ));
+        }
+    }
+    Ok(ClusterScope {
+        names: c.names.clone(),
+        selector: c.selector.clone(),
+    })
+}

@@ -1,0 +1,86 @@
+//! API token operations (admin only): create with a role (secret shown
+//! once), list, revoke.
+
+use uuid::Uuid;
+
+use super::types::{ApiToken, ApiTokenWithSecret, CreateToken};
+use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
+use crate::auth::{API_TOKEN_PREFIX, generate_token, hash_token};
+use crate::db::revision::Affected;
+use crate::db::tokens;
+use crate::{Error, Result, validate};
+
+impl Service {
+    /// Lists API tokens by name (admin).
+    pub async fn list_tokens(&self, actor: &Actor, page: &PageRequest) -> Result<Page<ApiToken>> {
+        actor.require(Role::Admin)?;
+        let limit = page.limit()?;
+        let after: Option<String> = page.key()?;
+        let mut conn = self.pool.acquire().await?;
+        let rows = tokens::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
+        Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
+    }
+
+    /// Creates an API token (admin); the secret is returned only here.
+    pub async fn create_token(
+        &self,
+        actor: &Actor,
+        req: CreateToken,
+        reason: Option<&str>,
+    ) -> Result<ApiTokenWithSecret> {
+        actor.require(Role::Admin)?;
+        validate::dns_label("name", &req.name)?;
+        let role: Role = req.role.parse()?;
+        validate::optional_reason("reason", reason)?;
+        let secret = generate_token(API_TOKEN_PREFIX);
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let row =
+            tokens::insert(&mut tx, &req.name, role.as_str(), &hash_token(&secret), now).await?;
+        let token = ApiToken::from(row);
+        let audit = Audit {
+            action: "api_token.create",
+            target_kind: "api_token",
+            target_name: &token.name,
+            before: None,
+            after: to_json(&token),
+            reason,
+        };
+        self.finish_write(tx, actor, now, audit, &Affected::Clusters(Vec::new()))
+            .await?;
+        Ok(ApiTokenWithSecret { token, secret })
+    }
+
+    /// Revokes an API token (admin); it fails authentication from now on.
+    /// Revoking a revoked token is a no-op.
+    pub async fn revoke_token(
+        &self,
+        actor: &Actor,
+        id: Uuid,
+        reason: Option<&str>,
+    ) -> Result<ApiToken> {
+        actor.require(Role::Admin)?;
+        validate::optional_reason("reason", reason)?;
+        let now = self.now();
+        let mut tx = self.pool.begin().await?;
+        let old = tokens::get_for_update(&mut tx, id)
+            .await?
+            .ok_or_else(|| Error::not_found("api_token", id.to_string()))?;
+        if old.revoked_at.is_some() {
+            return Ok(old.into());
+        }
+        let row = tokens::revoke(&mut tx, id, now).await?;
+        let token = ApiToken::from(row);
+        let audit = Audit {
+            action: "api_token.revoke",
+            target_kind: "api_token",
+            target_name: &token.name,
+            before: to_json(&ApiToken::from(old)),
+            after: to_json(&token),
+            reason,
+        };
+        self.finish_write(tx, actor, now, audit, &Affected::Clusters(Vec::new()))
+            .await?;
+        Ok(token)
+    }
+}
