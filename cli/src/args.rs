@@ -1,0 +1,204 @@
+//! Command-line grammar (clap derive). Only parsing lives here; each
+//! subcommand's behaviour lives in `commands/`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// fleetgate — decide when Flux may change each cluster of a fleet.
+#[derive(Debug, Parser)]
+#[command(name = "fleetgate", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Global {
+    /// Hub base URL (e.g. https://fleetgate.example.com). Default from the
+    /// config file, else http://127.0.0.1:8080.
+    #[arg(long, env = "FLEETGATE_HUB", global = true)]
+    pub hub: Option<String>,
+    /// API token (Bearer). Default from the config file.
+    #[arg(long, env = "FLEETGATE_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Config file (YAML with `hub:` and `token:`). Default
+    /// $XDG_CONFIG_HOME/fleetgate/config.yaml or ~/.config/fleetgate/config.yaml.
+    #[arg(long, env = "FLEETGATE_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Table, global = true)]
+    pub output: Format,
+    /// Per-request timeout in seconds.
+    #[arg(long, default_value_t = 30, global = true)]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Gates: validate, preview, apply, list, open, close, ...
+    #[command(subcommand)]
+    Gate(GateCmd),
+    /// Clusters: register, list, label, rotate tokens, ...
+    #[command(subcommand)]
+    Cluster(ClusterCmd),
+    /// Fleet status (like `flux get`): every cluster × gate, held changes.
+    Status(StatusArgs),
+    /// The audit log, newest first.
+    Audit(AuditArgs),
+    /// Print a shell completion script.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GateCmd {
+    /// Check gate manifests offline; exits 6 with the field path on the first error.
+    Validate {
+        /// Gate manifest files or directories (YAML or JSON).
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Show the state at --from and every change until --to. Offline with -f,
+    /// or from the hub with a gate NAME (including active overrides).
+    Preview(PreviewArgs),
+    /// Create or update gates from files or directories (idempotent).
+    Apply {
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Show what `apply` would change, as a unified diff of the manifests.
+    Diff {
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+        /// Exit with 8 when apply would change something.
+        #[arg(long)]
+        exit_code: bool,
+    },
+    /// List gates with their rules.
+    List,
+    /// Show one gate (the manifest with -o yaml/json).
+    Get { name: String },
+    /// Delete a gate (its overrides go with it).
+    Delete { name: String },
+    /// Open a gate now (an override), for a duration.
+    Open(OverrideArgs),
+    /// Close a gate now (an override), for a duration.
+    Close(OverrideArgs),
+    /// Cancel an override (by id, or all active overrides of the gate with --all).
+    Cancel {
+        gate: String,
+        /// Override id (see `fleetgate gate overrides GATE`).
+        id: Option<String>,
+        /// Cancel every active override of the gate.
+        #[arg(long, conflicts_with = "id")]
+        all: bool,
+    },
+    /// List the active overrides of a gate.
+    Overrides { gate: String },
+}
+
+#[derive(Debug, Args)]
+pub struct PreviewArgs {
+    /// Gate name on the hub (omit when using -f).
+    #[arg(conflicts_with = "file", required_unless_present = "file")]
+    pub name: Option<String>,
+    /// Gate manifest file (offline preview).
+    #[arg(short = 'f', long = "filename")]
+    pub file: Option<PathBuf>,
+    /// Start: RFC3339 (2026-11-27T07:00:00Z), or local time in the gate's
+    /// zone (2026-11-27T08:00, 2026-11-27), or `now`. Default now.
+    #[arg(long)]
+    pub from: Option<String>,
+    /// End, same forms. Default --from + 7 days.
+    #[arg(long)]
+    pub to: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct OverrideArgs {
+    pub name: String,
+    /// How long the override lasts (Go-style duration: 90m, 1h, 1h30m).
+    #[arg(long = "for", value_name = "DURATION")]
+    pub duration: String,
+    /// Why (recorded in the audit log).
+    #[arg(long)]
+    pub reason: String,
+    /// Only these clusters (repeatable). Default: the gate's whole scope.
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub clusters: Vec<String>,
+    /// Only clusters matching this label selector (kubectl -l syntax).
+    #[arg(short = 'l', long = "selector")]
+    pub selector: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCmd {
+    /// Register a cluster; prints its spoke token once.
+    Register {
+        name: String,
+        /// Labels (repeatable): -L region=eu -L tier=prod
+        #[arg(short = 'L', long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
+    },
+    /// List clusters with labels and connection state.
+    List {
+        /// Only clusters matching this label selector.
+        #[arg(short = 'l', long = "selector")]
+        selector: Option<String>,
+    },
+    /// Show one cluster.
+    Get { name: String },
+    /// Change labels: key=value sets, key- removes (like kubectl label).
+    Label {
+        name: String,
+        #[arg(required = true, value_name = "KEY=VALUE|KEY-")]
+        changes: Vec<String>,
+    },
+    /// Issue a new spoke token (the old one stops working); prints it once.
+    RotateToken { name: String },
+    /// Delete a cluster.
+    Delete { name: String },
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// One cluster in detail (its governed objects); omit for the fleet table.
+    pub cluster: Option<String>,
+    /// Only clusters matching this label selector.
+    #[arg(short = 'l', long = "selector")]
+    pub selector: Option<String>,
+    /// Only rows for this gate.
+    #[arg(long)]
+    pub gate: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only entries by this actor (token name).
+    #[arg(long)]
+    pub actor: Option<String>,
+    /// Only entries about this target (gate or cluster name).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only entries at or after this time (RFC3339).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only entries before this time (RFC3339).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// At most this many entries (pages are fetched as needed).
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+}

@@ -1,0 +1,152 @@
+//! `cluster register|list|get|label|rotate-token|delete`. Spoke tokens are
+//! shown once (register, rotate-token): the hub stores only their hash.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::args::{ClusterCmd, Format};
+use crate::client::{Client, seg};
+use crate::error::{Error, Result};
+use crate::output::{self, Table};
+
+pub async fn run(client: &Client, cmd: &ClusterCmd, format: Format) -> Result<()> {
+    match cmd {
+        ClusterCmd::Register { name, labels } => {
+            let labels = parse_labels(labels)?;
+            let v = client
+                .post("/clusters", &json!({"name": name, "labels": labels}))
+                .await?;
+            print_token(format, name, "registered", &v)
+        }
+        ClusterCmd::List { selector } => list(client, selector.as_deref(), format).await,
+        ClusterCmd::Get { name } => {
+            let v = client.get(&format!("/clusters/{}", seg(name)), &[]).await?;
+            output::print(format, &v, |c| render(std::slice::from_ref(c)))
+        }
+        ClusterCmd::Label { name, changes } => label(client, name, changes, format).await,
+        ClusterCmd::RotateToken { name } => {
+            let v = client
+                .post(&format!("/clusters/{}/rotate-token", seg(name)), &json!({}))
+                .await?;
+            print_token(format, name, "token rotated", &v)
+        }
+        ClusterCmd::Delete { name } => {
+            client.delete(&format!("/clusters/{}", seg(name))).await?;
+            let v = json!({"cluster": name, "action": "deleted"});
+            output::print(format, &v, |_| format!("cluster/{name} deleted\n"))
+        }
+    }
+}
+
+fn print_token(format: Format, name: &str, what: &str, v: &Value) -> Result<()> {
+    output::print(format, v, |v| {
+        format!(
+            "cluster/{name} {what}\nspoke token (shown once, store it in the spoke's Secret):\n{}\n",
+            output::s(v, "token")
+        )
+    })
+}
+
+async fn list(client: &Client, selector: Option<&str>, format: Format) -> Result<()> {
+    let mut items = client.list("/clusters", &[], None).await?;
+    if let Some(sel) = selector {
+        // Filtered here so it works whatever the hub supports server-side.
+        let sel = fleetgate_policy::LabelSelector::parse(sel)
+            .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
+        items.retain(|c| sel.matches(&labels_of(c)));
+    }
+    output::print(format, &items, |items| render(items))
+}
+
+pub fn labels_of(c: &Value) -> BTreeMap<String, String> {
+    c.get("labels")
+        .and_then(|l| l.as_object())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn render(items: &[Value]) -> String {
+    if items.is_empty() {
+        return "No clusters.\n".into();
+    }
+    let mut t = Table::new(&["NAME", "CONNECTED", "LAST SEEN", "SPOKE", "LABELS"]);
+    for c in items {
+        t.row(vec![
+            output::s(c, "name"),
+            match c.get("connected") {
+                Some(Value::Bool(true)) => "yes".into(),
+                Some(Value::Bool(false)) => "no".into(),
+                _ => "?".into(),
+            },
+            non_empty(output::s(c, "lastSeenAt"), "never"),
+            output::s(c, "spokeVersion"),
+            output::labels(c.get("labels")),
+        ]);
+    }
+    t.render()
+}
+
+fn non_empty(s: String, default: &str) -> String {
+    if s.is_empty() { default.into() } else { s }
+}
+
+/// `key=value` pairs (repeatable `-L`) to a label map.
+fn parse_labels(pairs: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for p in pairs {
+        let (k, v) = p
+            .split_once('=')
+            .ok_or_else(|| Error::Usage(format!("--label '{p}': expected KEY=VALUE")))?;
+        if k.is_empty() {
+            return Err(Error::Usage(format!("--label '{p}': empty key")));
+        }
+        out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+/// kubectl-style `key=value` (set) and `key-` (remove), applied to the
+/// current labels and sent as the full new label set.
+async fn label(client: &Client, name: &str, changes: &[String], format: Format) -> Result<()> {
+    let cur = client.get(&format!("/clusters/{}", seg(name)), &[]).await?;
+    let mut labels = labels_of(&cur);
+    for c in changes {
+        if let Some(key) = c.strip_suffix('-')
+            && !c.contains('=')
+        {
+            labels.remove(key);
+        } else {
+            let (k, v) = c.split_once('=').ok_or_else(|| {
+                Error::Usage(format!("'{c}': expected KEY=VALUE or KEY- to remove"))
+            })?;
+            labels.insert(k.to_string(), v.to_string());
+        }
+    }
+    let v = client
+        .put(
+            &format!("/clusters/{}/labels", seg(name)),
+            &json!({"labels": labels}),
+            None,
+        )
+        .await?;
+    output::print(format, &v, |_| format!("cluster/{name} labeled\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_need_key_and_equals() {
+        let l = parse_labels(&["region=eu".into(), "tier=".into()]).unwrap();
+        assert_eq!(l.get("region").map(String::as_str), Some("eu"));
+        assert_eq!(l.get("tier").map(String::as_str), Some(""));
+        assert!(parse_labels(&["region".into()]).is_err());
+        assert!(parse_labels(&["=x".into()]).is_err());
+    }
+}

@@ -1,0 +1,285 @@
+//! `gate validate|apply|diff|list|get|delete`: gates as code. Apply is
+//! idempotent: it compares the parsed manifests (not the text), so
+//! formatting and defaulted fields never cause a spurious update.
+
+use fleetgate_policy::Gate;
+use serde_json::{Value, json};
+
+use crate::args::Format;
+use crate::client::{Client, seg};
+use crate::error::{Error, Result};
+use crate::manifests::{self, Loaded};
+use crate::output::{self, Table};
+
+/// Validates every manifest, reporting each invalid one on stderr (the last
+/// one becomes the command's error, so the exit code is 6).
+pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
+    let mut loaded = Vec::new();
+    let mut errors = Vec::new();
+    for file in manifests::expand(files)? {
+        match manifests::load_file(&file) {
+            Ok(l) => loaded.extend(l),
+            Err(e) => errors.push(e),
+        }
+    }
+    if let Err(e) = manifests::check_unique(&loaded) {
+        errors.push(e);
+    }
+    if loaded.is_empty() && errors.is_empty() {
+        return Err(Error::Usage("no gate manifests found".into()));
+    }
+    let results: Vec<Value> = loaded
+        .iter()
+        .map(|l| json!({"source": l.source, "gate": l.gate.name(), "valid": true}))
+        .collect();
+    output::print(format, &results, |rs| {
+        rs.iter()
+            .map(|r| {
+                format!(
+                    "{}: gate '{}' is valid\n",
+                    output::s(r, "source"),
+                    output::s(r, "gate")
+                )
+            })
+            .collect()
+    })?;
+    let last = errors.pop();
+    for e in &errors {
+        eprintln!("error: {}", e.render());
+    }
+    last.map_or(Ok(()), Err)
+}
+
+/// The manifest inside a hub gate resource (`{"manifest": {...}, "version": N}`),
+/// or the body itself if the hub returns bare manifests.
+pub fn manifest_of(gate: &Value) -> &Value {
+    gate.get("manifest").unwrap_or(gate)
+}
+
+fn to_value(gate: &Gate) -> Result<Value> {
+    serde_json::to_value(gate).map_err(|e| Error::Other(e.to_string()))
+}
+
+/// What `apply` did (or, for diff, would do) with one gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Created,
+    Configured,
+    Unchanged,
+}
+
+impl Action {
+    fn as_str(self) -> &'static str {
+        match self {
+            Action::Created => "created",
+            Action::Configured => "configured",
+            Action::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// The hub's current copy of a gate: manifest + ETag for If-Match.
+struct Current {
+    gate: Gate,
+    etag: Option<String>,
+}
+
+async fn current(client: &Client, name: &str) -> Result<Option<Current>> {
+    match client.get_full(&format!("/gates/{}", seg(name))).await {
+        Ok(resp) => {
+            let manifest = manifest_of(&resp.body).clone();
+            let gate = fleetgate_policy::parse_gate_json(manifest).map_err(|e| {
+                Error::Other(format!(
+                    "the hub returned gate '{name}' in an unexpected shape: {e}"
+                ))
+            })?;
+            let etag = resp.etag.or_else(|| {
+                resp.body.get("version").map(|v| {
+                    format!(
+                        "\"{}\"",
+                        v.as_i64()
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|| v.to_string())
+                    )
+                })
+            });
+            Ok(Some(Current { gate, etag }))
+        }
+        Err(Error::Api { status: 404, .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub async fn apply(client: &Client, files: &[std::path::PathBuf], format: Format) -> Result<()> {
+    let loaded = manifests::load_all(files)?;
+    let mut results = Vec::new();
+    for Loaded { gate, .. } in &loaded {
+        let name = gate.name().to_string();
+        let body = to_value(gate)?;
+        let action = match current(client, &name).await? {
+            None => {
+                client.post("/gates", &body).await?;
+                Action::Created
+            }
+            Some(cur) if cur.gate == *gate => Action::Unchanged,
+            Some(cur) => {
+                client
+                    .put(
+                        &format!("/gates/{}", seg(&name)),
+                        &body,
+                        cur.etag.as_deref(),
+                    )
+                    .await?;
+                Action::Configured
+            }
+        };
+        if format == Format::Table {
+            // Print as we go so a failure later still shows what was done.
+            println!("gate/{name} {}", action.as_str());
+        }
+        results.push(json!({"gate": name, "action": action.as_str()}));
+    }
+    if format != Format::Table {
+        output::print(format, &results, |_| String::new())?;
+    }
+    Ok(())
+}
+
+pub async fn diff(
+    client: &Client,
+    files: &[std::path::PathBuf],
+    exit_code: bool,
+    format: Format,
+) -> Result<()> {
+    let loaded = manifests::load_all(files)?;
+    let mut results = Vec::new();
+    let mut any = false;
+    for l in &loaded {
+        let name = l.gate.name();
+        let cur = current(client, name).await?;
+        let new_yaml = yaml(&l.gate)?;
+        let (old_yaml, action) = match &cur {
+            None => (String::new(), Action::Created),
+            Some(c) if c.gate == l.gate => (yaml(&c.gate)?, Action::Unchanged),
+            Some(c) => (yaml(&c.gate)?, Action::Configured),
+        };
+        let text = if action == Action::Unchanged {
+            None
+        } else {
+            crate::diff::unified(
+                &format!("hub/gates/{name}"),
+                &l.source,
+                &old_yaml,
+                &new_yaml,
+            )
+        };
+        any |= action != Action::Unchanged;
+        if format == Format::Table
+            && let Some(t) = &text
+        {
+            print!("{t}");
+        }
+        results.push(json!({"gate": name, "action": action.as_str(), "diff": text}));
+    }
+    if format != Format::Table {
+        output::print(format, &results, |_| String::new())?;
+    }
+    if exit_code && any {
+        return Err(Error::Different);
+    }
+    Ok(())
+}
+
+fn yaml(gate: &Gate) -> Result<String> {
+    serde_yaml::to_string(gate).map_err(|e| Error::Other(e.to_string()))
+}
+
+pub async fn list(client: &Client, format: Format) -> Result<()> {
+    let items = client.list("/gates", &[], None).await?;
+    output::print(format, &items, |items| {
+        let mut t = Table::new(&[
+            "NAME",
+            "MODE",
+            "DEFAULT",
+            "ZONE",
+            "WINDOWS",
+            "VERSION",
+            "DESCRIPTION",
+        ]);
+        for g in items {
+            let m = manifest_of(g);
+            let spec = m.get("spec").cloned().unwrap_or(Value::Null);
+            let windows = spec
+                .get("windows")
+                .and_then(|w| w.as_array())
+                .map(|w| {
+                    w.iter()
+                        .map(|x| format!("{}:{}", output::s(x, "kind"), output::s(x, "name")))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            t.row(vec![
+                m.pointer("/metadata/name")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                non_empty(output::s(&spec, "mode"), "suspend"),
+                non_empty(output::s(&spec, "default"), "open"),
+                non_empty(output::s(&spec, "timeZone"), "UTC"),
+                non_empty(windows, "<none>"),
+                output::s(g, "version"),
+                output::s(&spec, "description"),
+            ]);
+        }
+        if t.is_empty() {
+            "No gates.\n".to_string()
+        } else {
+            t.render()
+        }
+    })
+}
+
+fn non_empty(s: String, default: &str) -> String {
+    if s.is_empty() { default.to_string() } else { s }
+}
+
+pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
+    let g = client.get(&format!("/gates/{}", seg(name)), &[]).await?;
+    match format {
+        // The manifest alone, so `get -o yaml > gate.yaml` round-trips through apply.
+        Format::Yaml | Format::Json => output::print(format, manifest_of(&g), |_| String::new()),
+        Format::Table => {
+            let m = manifest_of(&g).clone();
+            let mut text = String::new();
+            text.push_str(&format!("Name:        {name}\n"));
+            text.push_str(&format!("Version:     {}\n", output::s(&g, "version")));
+            if let Ok(gate) = fleetgate_policy::parse_gate_json(m.clone())
+                && let Ok(compiled) = gate.compile()
+            {
+                text.push_str(&format!(
+                    "Description: {}\n",
+                    gate.spec.description.clone().unwrap_or_default()
+                ));
+                text.push_str(&format!("Time zone:   {}\n", compiled.time_zone().name()));
+                text.push_str("Rules:\n");
+                for line in compiled.describe() {
+                    text.push_str(&format!("  - {line}\n"));
+                }
+            }
+            text.push_str("Manifest:\n");
+            let y = serde_yaml::to_string(&m).map_err(|e| Error::Other(e.to_string()))?;
+            for line in y.lines() {
+                text.push_str(&format!("  {line}\n"));
+            }
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+pub async fn delete(client: &Client, name: &str, format: Format) -> Result<()> {
+    client.delete(&format!("/gates/{}", seg(name))).await?;
+    let v = json!({"gate": name, "action": "deleted"});
+    output::print(format, &v, |_| format!("gate/{name} deleted\n"))
+}

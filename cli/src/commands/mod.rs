@@ -1,0 +1,56 @@
+//! One module per command group; `run` dispatches a parsed command line.
+
+pub mod audit;
+pub mod cluster;
+pub mod gate;
+pub mod overrides;
+pub mod preview;
+pub mod status;
+
+use clap::CommandFactory;
+
+use crate::args::{Cli, Command, GateCmd};
+use crate::client::Client;
+use crate::config;
+use crate::error::Result;
+
+pub async fn run(cli: Cli) -> Result<()> {
+    let format = cli.global.output;
+    // Offline commands first: they need no hub, token or config file.
+    match &cli.command {
+        Command::Completion { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(*shell, &mut cmd, "fleetgate", &mut std::io::stdout());
+            return Ok(());
+        }
+        Command::Gate(GateCmd::Validate { files }) => return gate::validate(files, format),
+        Command::Gate(GateCmd::Preview(args)) if args.file.is_some() => {
+            return preview::offline(args, format);
+        }
+        _ => {}
+    }
+    let client = Client::new(config::resolve(&cli.global)?)?;
+    match &cli.command {
+        Command::Gate(g) => match g {
+            GateCmd::Validate { .. } => Ok(()),
+            GateCmd::Preview(args) => preview::from_hub(&client, args, format).await,
+            GateCmd::Apply { files } => gate::apply(&client, files, format).await,
+            GateCmd::Diff { files, exit_code } => {
+                gate::diff(&client, files, *exit_code, format).await
+            }
+            GateCmd::List => gate::list(&client, format).await,
+            GateCmd::Get { name } => gate::get(&client, name, format).await,
+            GateCmd::Delete { name } => gate::delete(&client, name, format).await,
+            GateCmd::Open(a) => overrides::set(&client, a, true, format).await,
+            GateCmd::Close(a) => overrides::set(&client, a, false, format).await,
+            GateCmd::Cancel { gate, id, all } => {
+                overrides::cancel(&client, gate, id.as_deref(), *all, format).await
+            }
+            GateCmd::Overrides { gate } => overrides::list(&client, gate, format).await,
+        },
+        Command::Cluster(c) => cluster::run(&client, c, format).await,
+        Command::Status(s) => status::run(&client, s, format).await,
+        Command::Audit(a) => audit::run(&client, a, format).await,
+        Command::Completion { .. } => Ok(()),
+    }
+}

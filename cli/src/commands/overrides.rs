@@ -1,0 +1,149 @@
+//! `gate open|close|cancel|overrides`: manual overrides (the RFC's "open for
+//! 1 h", close ahead of schedule, break-glass). The duration and selector
+//! are checked locally first, so typos fail before reaching the hub.
+
+use serde_json::{Value, json};
+
+use crate::args::{Format, OverrideArgs};
+use crate::client::{Client, seg};
+use crate::error::{Error, Result};
+use crate::output::{self, Table};
+
+pub async fn set(client: &Client, args: &OverrideArgs, open: bool, format: Format) -> Result<()> {
+    fleetgate_policy::parse_duration(&args.duration)
+        .map_err(|e| Error::Usage(format!("--for: {}", e.message)))?;
+    if args.reason.trim().is_empty() {
+        return Err(Error::Usage("--reason must not be empty".into()));
+    }
+    let mut body = json!({"for": args.duration, "reason": args.reason});
+    if !args.clusters.is_empty() || args.selector.is_some() {
+        let mut clusters = json!({});
+        if !args.clusters.is_empty() {
+            clusters["names"] = json!(args.clusters);
+        }
+        if let Some(sel) = &args.selector {
+            let parsed = fleetgate_policy::LabelSelector::parse(sel)
+                .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
+            clusters["selector"] =
+                serde_json::to_value(&parsed).map_err(|e| Error::Other(e.to_string()))?;
+        }
+        body["clusters"] = clusters;
+    }
+    let verb = if open { "open" } else { "close" };
+    let resp = client
+        .post(&format!("/gates/{}/{verb}", seg(&args.name)), &body)
+        .await?;
+    output::print(format, &resp, |o| {
+        let id = output::s(o, "id");
+        let until = output::s(o, "expiresAt");
+        format!(
+            "gate/{} {} until {} (override {id})\n",
+            args.name,
+            if open { "opened" } else { "closed" },
+            if until.is_empty() {
+                "cancelled".into()
+            } else {
+                until
+            },
+        )
+    })
+}
+
+pub async fn list(client: &Client, gate: &str, format: Format) -> Result<()> {
+    let items = client
+        .list(&format!("/gates/{}/overrides", seg(gate)), &[], None)
+        .await?;
+    output::print(format, &items, |items| render(items))
+}
+
+fn render(items: &[Value]) -> String {
+    if items.is_empty() {
+        return "No active overrides.\n".into();
+    }
+    let mut t = Table::new(&[
+        "ID", "STATE", "CLUSTERS", "STARTS", "EXPIRES", "ACTOR", "REASON",
+    ]);
+    for o in items {
+        t.row(vec![
+            output::s(o, "id"),
+            output::s(o, "state"),
+            scope(o.get("clusters").or_else(|| o.get("scope"))),
+            output::s(o, "startsAt"),
+            output::s(o, "expiresAt"),
+            output::s(o, "actor"),
+            output::s(o, "reason"),
+        ]);
+    }
+    t.render()
+}
+
+/// The override's cluster scope in a few words.
+fn scope(v: Option<&Value>) -> String {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return "<gate scope>".into();
+    };
+    let mut parts = Vec::new();
+    if let Some(names) = v.get("names").and_then(|n| n.as_array())
+        && !names.is_empty()
+    {
+        parts.push(
+            names
+                .iter()
+                .filter_map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+    }
+    if let Some(sel) = v.get("selector").filter(|s| !s.is_null()) {
+        parts.push(format!("selector {}", sel));
+    }
+    if parts.is_empty() {
+        "<gate scope>".into()
+    } else {
+        parts.join(" + ")
+    }
+}
+
+pub async fn cancel(
+    client: &Client,
+    gate: &str,
+    id: Option<&str>,
+    all: bool,
+    format: Format,
+) -> Result<()> {
+    let ids: Vec<String> = match (id, all) {
+        (Some(id), _) => vec![id.to_string()],
+        (None, true) => client
+            .list(&format!("/gates/{}/overrides", seg(gate)), &[], None)
+            .await?
+            .iter()
+            .map(|o| output::s(o, "id"))
+            .filter(|i| !i.is_empty())
+            .collect(),
+        (None, false) => {
+            return Err(Error::Usage(
+                "gate cancel needs an override ID or --all".into(),
+            ));
+        }
+    };
+    let mut done = Vec::new();
+    for id in &ids {
+        client
+            .delete(&format!("/gates/{}/overrides/{}", seg(gate), seg(id)))
+            .await?;
+        done.push(json!({"gate": gate, "override": id, "action": "cancelled"}));
+    }
+    output::print(format, &done, |d| {
+        if d.is_empty() {
+            return format!("gate/{gate}: no active overrides\n");
+        }
+        d.iter()
+            .map(|x| {
+                format!(
+                    "gate/{gate} override {} cancelled\n",
+                    output::s(x, "override")
+                )
+            })
+            .collect()
+    })
+}

@@ -1,0 +1,161 @@
+//! `gate preview`: the state at `--from` and every change until `--to`,
+//! computed offline from a manifest (the policy crate) or by the hub (which
+//! also knows the active overrides). Both give the same JSON.
+
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::args::{Format, PreviewArgs};
+use crate::client::{Client, seg};
+use crate::error::{Error, Result};
+use crate::output::{self, Table};
+use crate::{manifests, timearg};
+
+/// The largest range a preview may span (the hub caps it the same way).
+const MAX_RANGE_DAYS: i64 = 366;
+
+pub fn offline(args: &PreviewArgs, format: Format) -> Result<()> {
+    let path = args
+        .file
+        .as_ref()
+        .ok_or_else(|| Error::Usage("gate preview needs -f FILE or a gate NAME".into()))?;
+    let loaded = manifests::load_file(path)?;
+    if loaded.len() != 1 {
+        return Err(Error::Usage(format!(
+            "{}: holds {} gates; preview takes a file with one gate",
+            path.display(),
+            loaded.len()
+        )));
+    }
+    let l = &loaded[0];
+    let compiled = l.gate.compile().map_err(|e| Error::invalid(&l.source, e))?;
+    let zone = compiled.time_zone();
+    let (from, to) = range(args, zone, Utc::now())?;
+    let preview = compiled.preview(from, to, &[]);
+    let value = serde_json::to_value(&preview).map_err(|e| Error::Other(e.to_string()))?;
+    print_preview(format, value, zone)
+}
+
+pub async fn from_hub(client: &Client, args: &PreviewArgs, format: Format) -> Result<()> {
+    let name = args
+        .name
+        .as_deref()
+        .ok_or_else(|| Error::Usage("gate preview needs -f FILE or a gate NAME".into()))?;
+    // The gate's zone reads local --from/--to and renders the table.
+    let gate = client.get(&format!("/gates/{}", seg(name)), &[]).await?;
+    let zone = gate_zone(&gate);
+    let (from, to) = range(args, zone, Utc::now())?;
+    let value = client
+        .get(
+            &format!("/gates/{}/preview", seg(name)),
+            &[("from", rfc3339(from)), ("to", rfc3339(to))],
+        )
+        .await?;
+    print_preview(format, value, zone)
+}
+
+/// The preview JSON with its keys in the documented order (serde_json's
+/// `Value` would sort them): `gate`, `initial{state,reason}`,
+/// `transitions[{at,state,reason}]` — the same from a file and from the hub.
+#[derive(Debug, Serialize, Deserialize)]
+struct PreviewOut {
+    gate: String,
+    initial: StateOut,
+    transitions: Vec<TransitionOut>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct StateOut {
+    state: String,
+    reason: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct TransitionOut {
+    at: String,
+    state: String,
+    reason: String,
+}
+
+fn print_preview(format: Format, value: Value, zone: Tz) -> Result<()> {
+    let out: PreviewOut = serde_json::from_value(value.clone())
+        .map_err(|e| Error::Other(format!("unexpected preview shape: {e}")))?;
+    output::print(format, &out, |_| render_table(&value, zone))
+}
+
+/// `spec.timeZone` of a gate as the hub returns it (the manifest may be
+/// wrapped in `{"manifest": ...}`); UTC when absent.
+pub fn gate_zone(gate: &Value) -> Tz {
+    let manifest = gate.get("manifest").unwrap_or(gate);
+    manifest
+        .pointer("/spec/timeZone")
+        .and_then(|v| v.as_str())
+        .and_then(|z| z.parse().ok())
+        .unwrap_or(Tz::UTC)
+}
+
+fn range(
+    args: &PreviewArgs,
+    zone: Tz,
+    now: DateTime<Utc>,
+) -> Result<(DateTime<Utc>, DateTime<Utc>)> {
+    let from = match &args.from {
+        Some(v) => timearg::parse("--from", v, zone, now)?,
+        None => now,
+    };
+    let to = match &args.to {
+        Some(v) => timearg::parse("--to", v, zone, now)?,
+        None => from + Duration::days(7),
+    };
+    if to <= from {
+        return Err(Error::Usage("--to must be after --from".into()));
+    }
+    if to - from > Duration::days(MAX_RANGE_DAYS) {
+        return Err(Error::Usage(format!(
+            "--from/--to span more than {MAX_RANGE_DAYS} days"
+        )));
+    }
+    Ok((from, to))
+}
+
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The preview for people: one row for the state at --from, one per change,
+/// times in the gate's zone.
+pub fn render_table(v: &Value, zone: Tz) -> String {
+    let mut t = Table::new(&["WHEN", "STATE", "REASON"]);
+    let initial = v.get("initial").cloned().unwrap_or(Value::Null);
+    t.row(vec![
+        "(at --from)".to_string(),
+        output::s(&initial, "state"),
+        output::s(&initial, "reason"),
+    ]);
+    for tr in v
+        .get("transitions")
+        .and_then(|x| x.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let at = tr
+            .get("at")
+            .and_then(|a| a.as_str())
+            .and_then(|a| DateTime::parse_from_rfc3339(a).ok())
+            .map(|a| {
+                a.with_timezone(&zone)
+                    .format("%a %Y-%m-%d %H:%M %Z")
+                    .to_string()
+            })
+            .unwrap_or_else(|| output::s(tr, "at"));
+        t.row(vec![at, output::s(tr, "state"), output::s(tr, "reason")]);
+    }
+    format!(
+        "gate {} (times in {})\n{}",
+        output::s(v, "gate"),
+        zone.name(),
+        t.render()
+    )
+}

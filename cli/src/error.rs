@@ -1,0 +1,120 @@
+//! The CLI's one error type and the exit codes scripts can rely on.
+//! Every failure maps to exactly one documented code (see README "CLI").
+
+use std::process::ExitCode;
+
+/// Exit codes (documented in README "CLI → Exit codes"). 2 is also what clap
+/// uses for usage errors, so it is reserved for those.
+pub mod code {
+    pub const OK: u8 = 0;
+    pub const ERROR: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const NOT_FOUND: u8 = 3;
+    pub const CONFLICT: u8 = 4;
+    pub const AUTH: u8 = 5;
+    pub const INVALID: u8 = 6;
+    pub const UNREACHABLE: u8 = 7;
+    pub const DIFFERENT: u8 = 8;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A manifest or a flag value is invalid; `path` names the field.
+    #[error("{source_name}: {message}")]
+    Invalid {
+        source_name: String,
+        message: String,
+    },
+    /// Wrong flag combination or value the parser could not catch.
+    #[error("{0}")]
+    Usage(String),
+    /// The hub answered with an error status.
+    #[error("{message}")]
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+        field: Option<String>,
+    },
+    /// The hub could not be reached at all.
+    #[error("cannot reach the hub at {hub}: {message}")]
+    Unreachable { hub: String, message: String },
+    /// Reading a local file failed.
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
+    /// `gate diff --exit-code` found differences (not an error message).
+    #[error("differences found")]
+    Different,
+    #[error("{0}")]
+    Other(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn invalid(source_name: impl Into<String>, message: impl std::fmt::Display) -> Self {
+        Error::Invalid {
+            source_name: source_name.into(),
+            message: message.to_string(),
+        }
+    }
+
+    pub fn io(path: impl std::fmt::Display, err: impl std::fmt::Display) -> Self {
+        Error::Io {
+            path: path.to_string(),
+            message: err.to_string(),
+        }
+    }
+
+    /// The exit code this error ends the process with.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Invalid { .. } => code::INVALID,
+            Error::Usage(_) => code::USAGE,
+            Error::Api { status, .. } => match *status {
+                401 | 403 => code::AUTH,
+                404 => code::NOT_FOUND,
+                409 | 412 => code::CONFLICT,
+                400 | 413 | 422 => code::INVALID,
+                _ => code::ERROR,
+            },
+            Error::Unreachable { .. } => code::UNREACHABLE,
+            Error::Io { .. } | Error::Other(_) => code::ERROR,
+            Error::Different => code::DIFFERENT,
+        }
+    }
+
+    /// The message printed on stderr (after `error: `), with the field path
+    /// and a hint where one helps.
+    pub fn render(&self) -> String {
+        match self {
+            Error::Api {
+                status,
+                code,
+                message,
+                field,
+            } => {
+                let mut s = match field {
+                    Some(f) if !f.is_empty() && !message.starts_with(f.as_str()) => {
+                        format!("{f}: {message}")
+                    }
+                    _ => message.clone(),
+                };
+                s.push_str(&format!(" (HTTP {status} {code})"));
+                match status {
+                    401 => s.push_str(
+                        "\nhint: pass a token with --token, FLEETGATE_TOKEN or the config file",
+                    ),
+                    403 => s.push_str("\nhint: this needs a token with a higher role"),
+                    _ => {}
+                }
+                s
+            }
+            other => other.to_string(),
+        }
+    }
+
+    pub fn to_exit_code(&self) -> ExitCode {
+        ExitCode::from(self.exit_code())
+    }
+}

@@ -1,0 +1,113 @@
+//! Printing results: aligned tables for people, JSON/YAML for scripts.
+//! JSON and YAML always carry the full data; tables pick columns.
+
+use serde::Serialize;
+
+use crate::args::Format;
+use crate::error::{Error, Result};
+
+/// A plain text table: a header row and aligned columns, like kubectl.
+#[derive(Debug, Default)]
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new<S: AsRef<str>>(header: &[S]) -> Self {
+        Table {
+            header: header.iter().map(|h| h.as_ref().to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn render(&self) -> String {
+        let cols = self.header.len();
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, cell) in row.iter().enumerate().take(cols) {
+                widths[i] = widths[i].max(cell.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for row in std::iter::once(&self.header).chain(self.rows.iter()) {
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate().take(cols) {
+                if i + 1 == cols {
+                    line.push_str(cell);
+                } else {
+                    let pad = widths[i] - cell.chars().count();
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad + 3));
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Prints `value` as JSON or YAML; for `Format::Table` calls `table`.
+pub fn print<T: Serialize>(
+    format: Format,
+    value: &T,
+    table: impl FnOnce(&T) -> String,
+) -> Result<()> {
+    let text = match format {
+        Format::Json => to_json(value)?,
+        Format::Yaml => serde_yaml::to_string(value).map_err(|e| Error::Other(e.to_string()))?,
+        Format::Table => table(value),
+    };
+    print!("{text}");
+    if !text.ends_with('\n') {
+        println!();
+    }
+    Ok(())
+}
+
+pub fn to_json<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string_pretty(value).map_err(|e| Error::Other(e.to_string()))
+}
+
+/// A string field of a JSON object, or "" (tables show what there is).
+pub fn s(v: &serde_json::Value, key: &str) -> String {
+    match v.get(key) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// `k=v,k=v` for a JSON object of labels.
+pub fn labels(v: Option<&serde_json::Value>) -> String {
+    match v.and_then(|v| v.as_object()) {
+        Some(map) if !map.is_empty() => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => "<none>".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns_and_trims() {
+        let mut t = Table::new(&["NAME", "STATE"]);
+        t.row(vec!["a-long-name".into(), "open".into()]);
+        t.row(vec!["b".into(), "".into()]);
+        assert_eq!(t.render(), "NAME          STATE\na-long-name   open\nb\n");
+    }
+}

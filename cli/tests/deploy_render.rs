@@ -1,0 +1,285 @@
+//! `kubectl kustomize` renders every overlay in deploy/, the objects have the
+//! expected kinds and hardening, the spoke's ClusterRole grants exactly the
+//! verbs the spoke uses, and each cluster's Flux patch applies to deploy/spoke.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_yaml::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Renders a kustomization directory with the real kubectl.
+fn render(dir: &Path) -> Vec<Value> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .expect("running kubectl (install kubectl to run the deploy tests)");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {} failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+fn kinds(objs: &[Value]) -> BTreeSet<String> {
+    objs.iter()
+        .map(|o| o["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn find<'a>(objs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    objs.iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind}/{name} rendered"))
+}
+
+fn strs(v: &Value) -> BTreeSet<String> {
+    v.as_sequence()
+        .map(|s| s.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+fn assert_hardened(deploy: &Value) {
+    let pod = &deploy["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    for c in pod["containers"].as_sequence().unwrap() {
+        let sc = &c["securityContext"];
+        assert_eq!(sc["readOnlyRootFilesystem"], true, "{c:?}");
+        assert_eq!(sc["allowPrivilegeEscalation"], false);
+        assert_eq!(
+            strs(&sc["capabilities"]["drop"]),
+            BTreeSet::from(["ALL".into()])
+        );
+        assert!(c["resources"]["requests"]["memory"].is_string());
+        assert!(c["resources"]["limits"]["memory"].is_string());
+        assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+        assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    }
+}
+
+#[test]
+fn hub_renders_two_hardened_replicas_with_secret_refs() {
+    let objs = render(&repo().join("deploy/hub"));
+    assert_eq!(
+        kinds(&objs),
+        [
+            "Deployment",
+            "Namespace",
+            "PodDisruptionBudget",
+            "Service",
+            "ServiceAccount"
+        ]
+        .map(String::from)
+        .into()
+    );
+    let d = find(&objs, "Deployment", "fleetgate-hub");
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert_hardened(d);
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        c["image"]
+            .as_str()
+            .unwrap()
+            .starts_with("ghcr.io/fleetgate/fleetgate-hub:"),
+        "{:?}",
+        c["image"]
+    );
+    let env = c["env"].as_sequence().unwrap();
+    for (var, key) in [
+        ("DATABASE_URL", "database-url"),
+        ("FLEETGATE_ADMIN_TOKEN", "admin-token"),
+    ] {
+        let e = env.iter().find(|e| e["name"] == var).unwrap();
+        assert_eq!(e["valueFrom"]["secretKeyRef"]["name"], "fleetgate-hub");
+        assert_eq!(e["valueFrom"]["secretKeyRef"]["key"], key);
+    }
+    let svc = find(&objs, "Service", "fleetgate-hub");
+    let ports: BTreeSet<(String, i64)> = svc["spec"]["ports"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().into(),
+                p["port"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ports, [("grpc".into(), 9090), ("http".into(), 8080)].into());
+    // Every namespaced object lands in the hub's namespace.
+    for o in objs.iter().filter(|o| o["kind"] != "Namespace") {
+        assert_eq!(o["metadata"]["namespace"], "fleetgate", "{:?}", o["kind"]);
+    }
+    // The CloudNativePG example is documentation, not part of the overlay.
+    assert!(!kinds(&objs).contains("Cluster"));
+    assert!(repo().join("deploy/hub/postgres-cnpg.yaml").exists());
+}
+
+/// (apiGroup, resource) → verbs, flattened from a role's rules.
+fn grants(role: &Value) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for rule in role["rules"].as_sequence().unwrap() {
+        assert!(
+            rule["resourceNames"].is_null() || role["kind"] == "Role",
+            "ClusterRole rules are not name-restricted"
+        );
+        for g in strs(&rule["apiGroups"]) {
+            for r in strs(&rule["resources"]) {
+                for v in strs(&rule["verbs"]) {
+                    out.insert((g.clone(), r.clone(), v));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
+    let objs = render(&repo().join("deploy/spoke"));
+    assert_eq!(
+        kinds(&objs),
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Deployment",
+            "Namespace",
+            "Role",
+            "RoleBinding",
+            "ServiceAccount"
+        ]
+        .map(String::from)
+        .into()
+    );
+    let flux = [
+        ("kustomize.toolkit.fluxcd.io", "kustomizations"),
+        ("helm.toolkit.fluxcd.io", "helmreleases"),
+        ("source.toolkit.fluxcd.io", "gitrepositories"),
+        ("source.toolkit.fluxcd.io", "ocirepositories"),
+        ("source.toolkit.fluxcd.io", "helmrepositories"),
+        ("source.toolkit.fluxcd.io", "buckets"),
+        ("source.toolkit.fluxcd.io", "helmcharts"),
+        ("image.toolkit.fluxcd.io", "imageupdateautomations"),
+    ];
+    let mut want = BTreeSet::new();
+    for (g, r) in flux {
+        for v in ["get", "list", "watch", "patch"] {
+            want.insert((g.to_string(), r.to_string(), v.to_string()));
+        }
+    }
+    for g in ["", "events.k8s.io"] {
+        for v in ["create", "patch"] {
+            want.insert((g.to_string(), "events".to_string(), v.to_string()));
+        }
+    }
+    let cr = find(&objs, "ClusterRole", "fleetgate-spoke");
+    assert_eq!(grants(cr), want);
+
+    // In its own namespace: the snapshot ConfigMap, pinned by name except
+    // for create (RBAC cannot restrict create by name).
+    let role = find(&objs, "Role", "fleetgate-spoke");
+    assert_eq!(role["metadata"]["namespace"], "fleetgate-system");
+    let rules = role["rules"].as_sequence().unwrap();
+    assert_eq!(rules.len(), 2);
+    let pinned = rules
+        .iter()
+        .find(|r| !r["resourceNames"].is_null())
+        .unwrap();
+    assert_eq!(
+        strs(&pinned["resourceNames"]),
+        ["fleetgate-spoke-snapshot".into()].into()
+    );
+    assert_eq!(
+        strs(&pinned["verbs"]),
+        ["get", "patch", "update"].map(String::from).into()
+    );
+    let create = rules.iter().find(|r| r["resourceNames"].is_null()).unwrap();
+    assert_eq!(strs(&create["verbs"]), ["create".into()].into());
+    assert_eq!(strs(&create["resources"]), ["configmaps".into()].into());
+
+    for binding in ["ClusterRoleBinding", "RoleBinding"] {
+        let b = find(&objs, binding, "fleetgate-spoke");
+        assert_eq!(b["subjects"][0]["name"], "fleetgate-spoke");
+        assert_eq!(b["subjects"][0]["namespace"], "fleetgate-system");
+    }
+    let d = find(&objs, "Deployment", "fleetgate-spoke");
+    assert_eq!(d["metadata"]["namespace"], "fleetgate-system");
+    assert_eq!(d["spec"]["replicas"], 1);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["serviceAccountName"],
+        "fleetgate-spoke"
+    );
+    assert_hardened(d);
+}
+
+/// Applies a Flux Kustomization's `spec.patches` to a copy of deploy/spoke
+/// with kubectl kustomize, as kustomize-controller would.
+fn render_with_flux_patches(flux_ks: &Value) -> Vec<Value> {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("spoke");
+    std::fs::create_dir(&base).unwrap();
+    for entry in std::fs::read_dir(repo().join("deploy/spoke")).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, base.join(p.file_name().unwrap())).unwrap();
+    }
+    let overlay = tmp.path().join("overlay");
+    std::fs::create_dir(&overlay).unwrap();
+    let ks = serde_yaml::to_string(&serde_yaml::from_str::<Value>(&format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../spoke]\npatches: {}",
+        serde_json::to_string(&flux_ks["spec"]["patches"]).unwrap()
+    ))
+    .unwrap())
+    .unwrap();
+    std::fs::write(overlay.join("kustomization.yaml"), ks).unwrap();
+    render(&overlay)
+}
+
+#[test]
+fn every_cluster_in_the_flux_layout_gets_a_patched_spoke() {
+    let clusters = repo().join("deploy/flux/clusters");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&clusters).unwrap() {
+        let dir = entry.unwrap().path();
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let objs = render(&dir);
+        assert_eq!(
+            kinds(&objs),
+            ["GitRepository", "Kustomization"].map(String::from).into()
+        );
+        let ks = find(&objs, "Kustomization", "fleetgate-spoke");
+        assert_eq!(ks["spec"]["path"], "./deploy/spoke");
+        assert_eq!(ks["spec"]["sourceRef"]["name"], "fleetgate");
+        let rendered = render_with_flux_patches(ks);
+        let d = find(&rendered, "Deployment", "fleetgate-spoke");
+        let env = d["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_sequence()
+            .unwrap();
+        let get = |n: &str| env.iter().find(|e| e["name"] == n).unwrap()["value"].clone();
+        assert_eq!(
+            get("FLEETGATE_CLUSTER"),
+            Value::from(name.as_str()),
+            "{name}"
+        );
+        assert!(
+            get("FLEETGATE_HUB_URL")
+                .as_str()
+                .unwrap()
+                .starts_with("https://")
+        );
+        // The patch merged into the base: downward-API env still present.
+        assert!(env.iter().any(|e| e["name"] == "POD_NAMESPACE"));
+        seen += 1;
+    }
+    assert!(seen >= 2, "expected at least two example clusters");
+}
