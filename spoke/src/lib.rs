@@ -1,2 +1,188 @@
-//! stub
+//! fleetgate-spoke: enforces the hub's gates on one cluster's Flux objects.
+//! It suspends what closed gates hold (and marks it), resumes only what it
+//! suspended itself, keeps enforcing from a persisted snapshot when the hub is
+//! unreachable, and reports per-object status back to the hub.
 #![forbid(unsafe_code)]
+
+pub mod annotations;
+pub mod config;
+pub mod context;
+pub mod controller;
+pub mod enforce;
+pub mod error;
+pub mod health;
+pub mod hub_client;
+pub mod kinds;
+pub mod metrics;
+pub mod observed;
+pub mod plan;
+pub mod report;
+pub mod snapshot;
+pub mod snapshot_store;
+pub mod watch;
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::{net::TcpListener, task::JoinSet};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{Config, WithoutSnapshot};
+pub use context::{Context, SnapshotSource};
+pub use error::{Error, Result};
+
+use crate::{health::HealthState, hub_client::HubTarget, snapshot::CompiledSnapshot};
+
+/// Builds a Kubernetes client from `--kubeconfig`, or in-cluster / default config.
+pub async fn kube_client(config: &Config) -> Result<kube::Client> {
+    let kube_config = match &config.kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| Error::KubeConfig(format!("{}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| Error::KubeConfig(format!("{}: {e}", path.display())))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| Error::KubeConfig(e.to_string()))?,
+    };
+    kube::Client::try_from(kube_config).map_err(Error::from)
+}
+
+/// Enforces the persisted snapshot, or the `--enforce-without-snapshot` policy
+/// when there is none. Runs before the hub is contacted.
+async fn load_persisted(ctx: &Context) {
+    match ctx.store.load().await {
+        Ok(Some(snapshot)) => match ctx.accept(snapshot, SnapshotSource::ConfigMap).await {
+            Ok(_) => return,
+            Err(e) => {
+                ctx.metrics.error(&e);
+                tracing::error!(error = %e, "persisted snapshot unusable");
+            }
+        },
+        Ok(None) => {
+            tracing::info!(configmap = %ctx.config.snapshot_configmap, "no persisted snapshot")
+        }
+        Err(e) => {
+            ctx.metrics.error(&e);
+            tracing::error!(error = %e, "could not read the persisted snapshot");
+        }
+    }
+    if ctx.snapshot.borrow().is_some() {
+        return;
+    }
+    let policy = match ctx.config.enforce_without_snapshot {
+        WithoutSnapshot::None => {
+            tracing::warn!(
+                "no snapshot: changing nothing until the hub sends one (--enforce-without-snapshot=none)"
+            );
+            return;
+        }
+        WithoutSnapshot::Open => Ok(CompiledSnapshot::all_open()),
+        WithoutSnapshot::Closed => CompiledSnapshot::all_closed(),
+    };
+    match policy {
+        Ok(p) => {
+            tracing::warn!(policy = ?ctx.config.enforce_without_snapshot, "no snapshot: enforcing --enforce-without-snapshot");
+            ctx.snapshot.send_replace(Some(Arc::new(p)));
+        }
+        Err(e) => tracing::error!(error = %e, "cannot build the no-snapshot policy"),
+    }
+}
+
+/// A running spoke: its shared state and its tasks.
+pub struct Spoke {
+    pub ctx: Arc<Context>,
+    pub http_addr: std::net::SocketAddr,
+    tasks: JoinSet<()>,
+    shutdown: CancellationToken,
+}
+
+impl Spoke {
+    /// Starts every task: health listener, watches, the persisted snapshot,
+    /// the reconcile loop, rediscovery, and the hub connection.
+    pub async fn start(
+        client: kube::Client,
+        config: Config,
+        shutdown: CancellationToken,
+    ) -> Result<Spoke> {
+        let hub = match &config.hub_url {
+            Some(url) => {
+                let token = config.read_token()?.ok_or_else(|| {
+                    Error::Config(
+                        "--hub-url needs a token (--token-file or FLEETGATE_SPOKE_TOKEN)".into(),
+                    )
+                })?;
+                let ca = match &config.hub_ca {
+                    Some(p) => Some(
+                        std::fs::read(p)
+                            .map_err(|e| Error::Config(format!("--hub-ca {}: {e}", p.display())))?,
+                    ),
+                    None => None,
+                };
+                Some(HubTarget::new(url, token, ca)?)
+            }
+            None => None,
+        };
+        let listener = TcpListener::bind(config.http_addr)
+            .await
+            .map_err(Error::Http)?;
+        let http_addr = listener.local_addr().map_err(Error::Http)?;
+        let ctx = Context::new(client, config);
+        let mut tasks = JoinSet::new();
+
+        let health = HealthState {
+            metrics: ctx.metrics.clone(),
+            ready: ctx.ready.clone(),
+        };
+        let sd = shutdown.clone();
+        tasks.spawn(async move {
+            if let Err(e) = health::serve(listener, health, sd).await {
+                tracing::error!(error = %e, "health listener failed");
+            }
+        });
+
+        ctx.watches.discover(&shutdown).await;
+        load_persisted(&ctx).await;
+        tasks.spawn(controller::run(ctx.clone(), shutdown.clone()));
+
+        let (c, sd) = (ctx.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            let period = c.config.discovery_interval.max(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = sd.cancelled() => return,
+                    _ = tokio::time::sleep(period) => {
+                        if !c.watches.discover(&sd).await.is_empty() {
+                            c.watches.changed.notify_one();
+                        }
+                    }
+                }
+            }
+        });
+
+        match hub {
+            Some(target) => {
+                tasks.spawn(hub_client::run(ctx.clone(), target, shutdown.clone()));
+            }
+            None => tracing::warn!("no --hub-url: running offline from the persisted snapshot"),
+        }
+        Ok(Spoke {
+            ctx,
+            http_addr,
+            tasks,
+            shutdown,
+        })
+    }
+
+    /// Waits for every task to end (after `shutdown` fires).
+    pub async fn join(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Fires shutdown and waits for every task.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.join().await;
+    }
+}

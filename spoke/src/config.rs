@@ -1,0 +1,216 @@
+//! Command-line and environment configuration of `fleetgate-spoke` (clap).
+//! Every flag has an environment variable, so the Deployment sets env only.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use clap::{Parser, ValueEnum};
+
+/// What to enforce before any snapshot was ever received (none persisted either).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum WithoutSnapshot {
+    /// Change nothing until the first snapshot arrives (safe default).
+    #[default]
+    None,
+    /// Treat every gate as open: resume what fleetgate suspended earlier.
+    Open,
+    /// Suspend every Kustomization and HelmRelease until the first snapshot.
+    Closed,
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// fleetgate-spoke: enforces the hub's gates on this cluster's Flux objects.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "fleetgate-spoke", version, about)]
+pub struct Config {
+    /// This cluster's name, as registered at the hub.
+    #[arg(long, env = "FLEETGATE_CLUSTER")]
+    pub cluster: String,
+
+    /// The hub's gRPC URL (http:// or https://). Without it the spoke runs
+    /// offline from its persisted snapshot.
+    #[arg(long, env = "FLEETGATE_HUB_URL")]
+    pub hub_url: Option<String>,
+
+    /// File holding the cluster's spoke token (takes precedence over FLEETGATE_SPOKE_TOKEN).
+    #[arg(long, env = "FLEETGATE_SPOKE_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// The cluster's spoke token.
+    #[arg(long = "token", env = "FLEETGATE_SPOKE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// PEM file with the CA that signed the hub's certificate (for https:// hub URLs).
+    #[arg(long, env = "FLEETGATE_HUB_CA")]
+    pub hub_ca: Option<PathBuf>,
+
+    /// Kubeconfig to use; without it the in-cluster config (or the default kubeconfig).
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The spoke's own namespace (where the snapshot ConfigMap lives).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "fleetgate-system")]
+    pub namespace: String,
+
+    /// Name of the ConfigMap holding the last snapshot.
+    #[arg(
+        long,
+        env = "FLEETGATE_SNAPSHOT_CONFIGMAP",
+        default_value = "fleetgate-spoke-snapshot"
+    )]
+    pub snapshot_configmap: String,
+
+    /// What to enforce when no snapshot was ever received.
+    #[arg(long, env = "FLEETGATE_ENFORCE_WITHOUT_SNAPSHOT", value_enum, default_value_t = WithoutSnapshot::None)]
+    pub enforce_without_snapshot: WithoutSnapshot,
+
+    /// Address of the /metrics, /healthz and /readyz listener.
+    #[arg(
+        long,
+        env = "FLEETGATE_SPOKE_HTTP_ADDR",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub http_addr: SocketAddr,
+
+    /// Log format.
+    #[arg(long, env = "FLEETGATE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Name of this spoke instance in Kubernetes Events (the pod name).
+    #[arg(long, env = "POD_NAME")]
+    pub instance: Option<String>,
+
+    /// Quiet period before a changed status report is sent.
+    #[arg(long, env = "FLEETGATE_REPORT_DEBOUNCE", default_value = "1s", value_parser = parse_duration)]
+    pub report_debounce: Duration,
+
+    /// Status report heartbeat interval.
+    #[arg(long, env = "FLEETGATE_HEARTBEAT_INTERVAL", default_value = "30s", value_parser = parse_duration)]
+    pub heartbeat_interval: Duration,
+
+    /// A full re-plan at least this often, even without any event.
+    #[arg(long, env = "FLEETGATE_RESYNC_INTERVAL", default_value = "5m", value_parser = parse_duration)]
+    pub resync_interval: Duration,
+
+    /// How often missing Flux CRDs are looked for again.
+    #[arg(long, env = "FLEETGATE_DISCOVERY_INTERVAL", default_value = "1m", value_parser = parse_duration)]
+    pub discovery_interval: Duration,
+
+    /// First reconnect delay after the hub connection fails (doubles up to --reconnect-max, with jitter).
+    #[arg(long, env = "FLEETGATE_RECONNECT_MIN", default_value = "500ms", value_parser = parse_duration)]
+    pub reconnect_min: Duration,
+
+    /// Longest reconnect delay.
+    #[arg(long, env = "FLEETGATE_RECONNECT_MAX", default_value = "60s", value_parser = parse_duration)]
+    pub reconnect_max: Duration,
+
+    /// The hub connection is considered dead after this long without any message.
+    #[arg(long, env = "FLEETGATE_HUB_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
+    pub hub_idle_timeout: Duration,
+
+    /// Patches in flight at once.
+    #[arg(long, env = "FLEETGATE_PATCH_CONCURRENCY", default_value_t = 32)]
+    pub patch_concurrency: usize,
+}
+
+/// Go-style durations (`500ms`, `30s`, `1m30s`), as everywhere in fleetgate.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Some(ms) = s.strip_suffix("ms") {
+        return ms
+            .parse::<u64>()
+            .map(Duration::from_millis)
+            .map_err(|e| format!("invalid duration '{s}': {e}"));
+    }
+    let d = fleetgate_policy::parse_duration(s).map_err(|e| e.message)?;
+    d.to_std()
+        .map_err(|e| format!("invalid duration '{s}': {e}"))
+}
+
+impl Config {
+    /// The spoke token: the token file wins over the environment variable.
+    pub fn read_token(&self) -> crate::Result<Option<String>> {
+        if let Some(path) = &self.token_file {
+            let token = std::fs::read_to_string(path).map_err(|e| {
+                crate::Error::Config(format!("--token-file {}: {e}", path.display()))
+            })?;
+            let token = token.trim().to_owned();
+            if token.is_empty() {
+                return Err(crate::Error::Config(format!(
+                    "--token-file {}: empty",
+                    path.display()
+                )));
+            }
+            return Ok(Some(token));
+        }
+        Ok(self
+            .token
+            .clone()
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| t.trim().to_owned()))
+    }
+
+    /// A configuration for tests and embedding: defaults plus the cluster name.
+    pub fn for_cluster(cluster: &str) -> Self {
+        Config::parse_from(["fleetgate-spoke", "--cluster", cluster])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_durations() {
+        let c = Config::try_parse_from([
+            "fleetgate-spoke",
+            "--cluster",
+            "c1",
+            "--report-debounce",
+            "250ms",
+            "--heartbeat-interval",
+            "1m30s",
+            "--enforce-without-snapshot",
+            "closed",
+        ])
+        .unwrap();
+        assert_eq!(c.cluster, "c1");
+        assert_eq!(c.report_debounce, Duration::from_millis(250));
+        assert_eq!(c.heartbeat_interval, Duration::from_secs(90));
+        assert_eq!(c.enforce_without_snapshot, WithoutSnapshot::Closed);
+        assert_eq!(c.snapshot_configmap, "fleetgate-spoke-snapshot");
+        assert!(
+            Config::try_parse_from([
+                "fleetgate-spoke",
+                "--cluster",
+                "c",
+                "--resync-interval",
+                "soon"
+            ])
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn token_file_wins_and_is_trimmed() {
+        let dir =
+            std::env::temp_dir().join(format!("fleetgate-spoke-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("token");
+        std::fs::write(&path, "fgs_abc\n").unwrap();
+        let mut c = Config::for_cluster("c1");
+        c.token = Some("from-env".into());
+        c.token_file = Some(path.clone());
+        assert_eq!(c.read_token().unwrap().as_deref(), Some("fgs_abc"));
+        std::fs::write(&path, "  \n").unwrap();
+        assert!(c.read_token().is_err());
+        c.token_file = None;
+        assert_eq!(c.read_token().unwrap().as_deref(), Some("from-env"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,114 @@
+//! The spoke's shared state: clients, metrics, the watches, the snapshot being
+//! enforced (a `watch` channel: every reader sees the latest) and the latest
+//! report. Also the one place a new snapshot is accepted.
+
+use std::sync::{Arc, atomic::AtomicBool};
+
+use kube::{
+    Client,
+    runtime::events::{Recorder, Reporter},
+};
+use tokio::sync::watch;
+
+use crate::{
+    config::Config,
+    error::{Error, Result},
+    metrics::Metrics,
+    report::Report,
+    snapshot::{CompiledSnapshot, Snapshot},
+    snapshot_store::SnapshotStore,
+    watch::Watches,
+};
+
+/// Where a snapshot came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotSource {
+    Hub,
+    ConfigMap,
+}
+
+/// Everything the spoke's tasks share.
+pub struct Context {
+    pub config: Config,
+    pub metrics: Arc<Metrics>,
+    pub watches: Watches,
+    pub recorder: Recorder,
+    pub store: SnapshotStore,
+    /// The snapshot being enforced; `None`: change nothing.
+    pub snapshot: watch::Sender<Option<Arc<CompiledSnapshot>>>,
+    /// The latest report (`None` before the first reconcile pass).
+    pub report: watch::Sender<Option<Arc<Report>>>,
+    /// Set once the watches have synced and the first pass ran.
+    pub ready: Arc<AtomicBool>,
+}
+
+impl Context {
+    pub fn new(client: Client, config: Config) -> Arc<Self> {
+        let metrics = Arc::new(Metrics::new());
+        let reporter = Reporter {
+            controller: "fleetgate-spoke".into(),
+            instance: config.instance.clone(),
+        };
+        Arc::new(Context {
+            watches: Watches::new(client.clone(), metrics.clone()),
+            recorder: Recorder::new(client.clone(), reporter),
+            store: SnapshotStore::new(client, &config.namespace, &config.snapshot_configmap),
+            snapshot: watch::channel(None).0,
+            report: watch::channel(None).0,
+            ready: Arc::new(AtomicBool::new(false)),
+            metrics,
+            config,
+        })
+    }
+
+    /// The revision being enforced (0: none, or an invented no-snapshot policy).
+    pub fn revision(&self) -> u64 {
+        self.snapshot.borrow().as_ref().map_or(0, |s| s.revision())
+    }
+
+    /// Takes a snapshot into force unless it is for another cluster, not newer
+    /// than the one held, or does not compile. Returns the compiled snapshot
+    /// when it was taken. A snapshot from the hub is then persisted.
+    pub async fn accept(
+        &self,
+        snapshot: Snapshot,
+        source: SnapshotSource,
+    ) -> Result<Option<Arc<CompiledSnapshot>>> {
+        if snapshot.cluster != self.config.cluster {
+            return Err(Error::InvalidSnapshot(format!(
+                "snapshot is for cluster '{}', this spoke is '{}'",
+                snapshot.cluster, self.config.cluster
+            )));
+        }
+        let held = self.revision();
+        if snapshot.revision <= held {
+            if snapshot.revision < held {
+                tracing::warn!(
+                    received = snapshot.revision,
+                    held,
+                    ?source,
+                    "ignoring snapshot older than the one held"
+                );
+            }
+            return Ok(None);
+        }
+        let compiled = Arc::new(CompiledSnapshot::compile(snapshot)?);
+        self.snapshot.send_replace(Some(compiled.clone()));
+        self.metrics
+            .snapshot_revision
+            .set(i64::try_from(compiled.revision()).unwrap_or(i64::MAX));
+        tracing::info!(
+            revision = compiled.revision(),
+            gates = compiled.snapshot.gates.len(),
+            ?source,
+            "snapshot in force"
+        );
+        if source == SnapshotSource::Hub
+            && let Err(e) = self.store.save(&compiled.snapshot).await
+        {
+            self.metrics.error(&e);
+            tracing::error!(error = %e, "could not persist the snapshot; a restart would enforce an older one");
+        }
+        Ok(Some(compiled))
+    }
+}

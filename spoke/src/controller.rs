@@ -1,0 +1,148 @@
+//! The level-triggered reconcile loop: on every snapshot, object change,
+//! transition instant and periodic resync it evaluates the gates with the
+//! local clock, plans every observed object and applies the steps.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, atomic::Ordering},
+    time::Duration,
+};
+
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    context::Context,
+    enforce,
+    observed::{ObjectKey, ObservedObject},
+    plan::{Plan, Planner},
+    report::Report,
+    snapshot::CompiledSnapshot,
+};
+
+/// Bursts of watch events (a Flux controller updating many statuses) are
+/// coalesced for this long before re-planning.
+const COALESCE: Duration = Duration::from_millis(20);
+
+/// Objects the spoke just patched, until the watch store catches up: planning
+/// from the stale store copy would patch again with an old resourceVersion.
+#[derive(Default)]
+struct Overlay(HashMap<ObjectKey, (Option<String>, ObservedObject)>);
+
+impl Overlay {
+    fn record(&mut self, applied: Vec<enforce::Applied>) {
+        for a in applied {
+            self.0.insert(a.key, (a.stale_rv, a.fresh));
+        }
+    }
+
+    /// Replaces stale store copies with the patched objects; forgets entries
+    /// the store has caught up with (or whose objects are gone).
+    fn apply(&mut self, objects: Vec<ObservedObject>) -> Vec<ObservedObject> {
+        let mut seen = HashSet::new();
+        let out = objects
+            .into_iter()
+            .map(|o| match self.0.get(&o.key) {
+                Some((stale, fresh)) if *stale == o.resource_version => {
+                    seen.insert(o.key.clone());
+                    fresh.clone()
+                }
+                _ => o,
+            })
+            .collect();
+        self.0.retain(|k, _| seen.contains(k));
+        out
+    }
+}
+
+/// Runs until `shutdown`.
+pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
+    let mut snapshot_rx = ctx.snapshot.subscribe();
+    let mut overlay = Overlay::default();
+    let changed = ctx.watches.changed.clone();
+    loop {
+        let snapshot = snapshot_rx.borrow_and_update().clone();
+        let mut next_transition = None;
+        if let Some(objects) = ctx.watches.observed().await {
+            let objects = overlay.apply(objects);
+            match &snapshot {
+                Some(snap) => next_transition = reconcile(&ctx, snap, objects, &mut overlay).await,
+                None => {
+                    ctx.report.send_replace(Some(Arc::new(Report::default())));
+                }
+            }
+            ctx.ready.store(true, Ordering::Release);
+        }
+        let resync = tokio::time::Instant::now() + ctx.config.resync_interval;
+        let wake = next_transition.map_or(resync, |t| resync.min(instant_of(t)));
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = snapshot_rx.changed() => if r.is_err() { return },
+            _ = changed.notified() => {
+                tokio::time::sleep(COALESCE).await;
+            }
+            _ = tokio::time::sleep_until(wake) => {}
+        }
+    }
+}
+
+/// The monotonic instant of a wall-clock instant (now if it has passed).
+fn instant_of(t: DateTime<Utc>) -> tokio::time::Instant {
+    let ahead = (t - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+    tokio::time::Instant::now() + ahead
+}
+
+/// One pass: evaluate, plan, apply, report. Returns the next transition.
+async fn reconcile(
+    ctx: &Arc<Context>,
+    snapshot: &CompiledSnapshot,
+    objects: Vec<ObservedObject>,
+    overlay: &mut Overlay,
+) -> Option<DateTime<Utc>> {
+    ctx.metrics.reconciles.inc();
+    let eval = snapshot.evaluate(Utc::now());
+    let planner = Planner::new(&eval.gates, &objects);
+    let mut plan = planner.plan(&objects);
+    let steps = std::mem::take(&mut plan.steps);
+    if !steps.is_empty() {
+        tracing::debug!(steps = steps.len(), "applying");
+        let applied = enforce::apply(ctx, &planner, &eval.gates, steps).await;
+        if !applied.is_empty() {
+            overlay.record(applied);
+            // Report what the patches left, not what was there before.
+            let objects = overlay.apply(objects);
+            plan = Planner::new(&eval.gates, &objects).plan(&objects);
+        }
+    }
+    publish(
+        ctx,
+        snapshot.revision(),
+        &plan,
+        eval.gates.iter().filter(|g| !g.open).count(),
+    );
+    eval.next_transition
+}
+
+fn publish(ctx: &Context, revision: u64, plan: &Plan, closed: usize) {
+    let m = &ctx.metrics;
+    m.objects_governed
+        .set(i64::try_from(plan.report.len()).unwrap_or(i64::MAX));
+    m.objects_suspended
+        .set(i64::try_from(plan.suspended_count()).unwrap_or(i64::MAX));
+    m.objects_held
+        .set(i64::try_from(plan.held_count()).unwrap_or(i64::MAX));
+    m.gates_closed
+        .set(i64::try_from(closed).unwrap_or(i64::MAX));
+    let report = Report {
+        revision,
+        objects: plan.report.clone(),
+    };
+    ctx.report.send_if_modified(|cur| {
+        if cur.as_deref() == Some(&report) {
+            false
+        } else {
+            *cur = Some(Arc::new(report));
+            true
+        }
+    });
+}

@@ -1,0 +1,195 @@
+//! Applies planned steps: one JSON merge patch per object, carrying the
+//! observed resourceVersion. On 409 the object is re-read and re-planned, so a
+//! concurrent human edit is never overwritten blindly. Publishes a Kubernetes
+//! Event (`GateClosed` / `GateOpened`) for each suspend and resume.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use futures::StreamExt;
+use kube::{
+    Resource,
+    api::{DynamicObject, Patch, PatchParams},
+    core::ApiResource,
+    runtime::events::{Event, EventType},
+};
+
+use crate::{
+    annotations,
+    context::Context,
+    error::Error,
+    observed::{ObjectKey, ObservedObject},
+    plan::{Action, GateView, Planner, Step},
+};
+
+/// The field manager named in patches and managedFields.
+pub const FIELD_MANAGER: &str = "fleetgate-spoke";
+/// Re-read/re-plan rounds after a 409 before giving up until the next pass.
+const MAX_ATTEMPTS: usize = 4;
+
+/// An object the spoke changed: the watch store may still hold `stale_rv`
+/// for a moment; `fresh` is the object as the patch left it.
+#[derive(Debug)]
+pub struct Applied {
+    pub key: ObjectKey,
+    pub stale_rv: Option<String>,
+    pub fresh: ObservedObject,
+}
+
+impl Action {
+    /// A short label for metrics and logs.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Action::Suspend { .. } => "suspend",
+            Action::Relabel { .. } => "relabel",
+            Action::Resume { .. } => "resume",
+            Action::ClearMark => "clear_mark",
+        }
+    }
+}
+
+fn patch_body(step: &Step) -> serde_json::Value {
+    let rv = step.resource_version.as_deref();
+    let now = Utc::now();
+    match &step.action {
+        Action::Suspend { gates } => annotations::suspend_patch(rv, gates, now),
+        Action::Relabel { gates } => annotations::relabel_patch(rv, gates),
+        Action::Resume { .. } => annotations::resume_patch(rv, now),
+        Action::ClearMark => annotations::clear_patch(rv),
+    }
+}
+
+/// Applies every step with bounded concurrency; returns what changed.
+pub async fn apply(
+    ctx: &Arc<Context>,
+    planner: &Planner<'_>,
+    gates: &[GateView],
+    steps: Vec<Step>,
+) -> Vec<Applied> {
+    futures::stream::iter(steps)
+        .map(|step| apply_one(ctx, planner, gates, step))
+        .buffer_unordered(ctx.config.patch_concurrency.max(1))
+        .filter_map(|applied| async move { applied })
+        .collect()
+        .await
+}
+
+async fn apply_one(
+    ctx: &Arc<Context>,
+    planner: &Planner<'_>,
+    gates: &[GateView],
+    mut step: Step,
+) -> Option<Applied> {
+    let key = step.key.clone();
+    let stale_rv = step.resource_version.clone();
+    let (api, resource) = ctx.watches.api(key.kind, &key.namespace).await?;
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    for _ in 0..MAX_ATTEMPTS {
+        let body = patch_body(&step);
+        let result = {
+            let _timer = ctx.metrics.time_patch();
+            api.patch(&key.name, &params, &Patch::Merge(&body)).await
+        };
+        match result.map_err(Error::from) {
+            Ok(obj) => {
+                ctx.metrics.patched(step.action.label());
+                tracing::info!(object = %key, action = step.action.label(), "patched");
+                publish_event(ctx, &resource, &obj, &step.action, gates).await;
+                return Some(Applied {
+                    key,
+                    stale_rv,
+                    fresh: ObservedObject::from_dynamic(step.key.kind, &obj),
+                });
+            }
+            Err(e) if e.is_conflict() => {
+                ctx.metrics.error(&e);
+                tracing::debug!(object = %key, "conflict; re-reading and re-planning");
+                let fresh = match api.get_opt(&key.name).await {
+                    Ok(Some(obj)) => ObservedObject::from_dynamic(key.kind, &obj),
+                    Ok(None) => return None,
+                    Err(e) => {
+                        let e = Error::from(e);
+                        ctx.metrics.error(&e);
+                        tracing::warn!(object = %key, error = %e, "re-read after conflict failed");
+                        return None;
+                    }
+                };
+                match planner.plan_object(&fresh).0 {
+                    Some(next) => step = next,
+                    // Someone else already did it (or made it a person's suspend).
+                    None => {
+                        return Some(Applied {
+                            key,
+                            stale_rv,
+                            fresh,
+                        });
+                    }
+                }
+            }
+            Err(e) if e.is_not_found() => return None,
+            Err(e) => {
+                ctx.metrics.error(&e);
+                tracing::warn!(object = %key, action = step.action.label(), error = %e, "patch failed; retried on the next pass");
+                return None;
+            }
+        }
+    }
+    tracing::warn!(object = %key, "gave up after repeated conflicts; retried on the next pass");
+    None
+}
+
+fn describe(names: &[String], gates: &[GateView]) -> String {
+    names
+        .iter()
+        .map(|n| match gates.iter().find(|g| &g.name == n) {
+            Some(g) if !g.reason.is_empty() => format!("'{n}' ({})", g.reason),
+            _ => format!("'{n}'"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn publish_event(
+    ctx: &Context,
+    resource: &ApiResource,
+    obj: &DynamicObject,
+    action: &Action,
+    gates: &[GateView],
+) {
+    let (reason, action_name, note) = match action {
+        Action::Suspend { gates: names } => (
+            "GateClosed",
+            "Suspend",
+            format!(
+                "fleetgate suspended this object: closed gate(s) {}",
+                describe(names, gates)
+            ),
+        ),
+        Action::Resume { gates: names } => (
+            "GateOpened",
+            "Resume",
+            format!(
+                "fleetgate resumed this object and requested a reconcile: gate(s) {} no longer hold it",
+                describe(names, gates)
+            ),
+        ),
+        Action::Relabel { .. } | Action::ClearMark => return,
+    };
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.into(),
+        // The events API limits a note to 1 kB.
+        note: Some(note.chars().take(1000).collect()),
+        action: action_name.into(),
+        secondary: None,
+    };
+    let reference = obj.object_ref(resource);
+    if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+        let e = Error::from(e);
+        ctx.metrics.error(&e);
+        tracing::warn!(error = %e, reason, "could not publish event");
+    }
+}

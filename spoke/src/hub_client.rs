@@ -1,0 +1,236 @@
+//! The connection to the hub: one long-lived `SpokeService.Connect` stream,
+//! re-established with jittered exponential backoff. Receives snapshots,
+//! sends status reports on change (debounced) and as a heartbeat.
+
+use std::{sync::Arc, time::Duration};
+
+use chrono::Utc;
+use fleetgate_proto::{
+    SpokeServiceClient,
+    time::from_timestamp,
+    v1::{self as pb, hub_message, spoke_message},
+};
+use rand::Rng;
+use tokio::{sync::mpsc, time::Instant};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
+use tonic::{
+    Request,
+    metadata::MetadataValue,
+    transport::{Certificate, ClientTlsConfig, Endpoint},
+};
+
+use crate::{
+    context::{Context, SnapshotSource},
+    error::{Error, Result},
+    snapshot::Snapshot,
+};
+
+/// How the spoke reaches the hub.
+#[derive(Clone)]
+pub struct HubTarget {
+    pub endpoint: Endpoint,
+    pub token: String,
+}
+
+impl HubTarget {
+    /// Builds the endpoint (TLS with `--hub-ca` for https URLs).
+    pub fn new(url: &str, token: String, ca_pem: Option<Vec<u8>>) -> Result<Self> {
+        let mut endpoint = Endpoint::from_shared(url.to_owned())
+            .map_err(|e| Error::Config(format!("--hub-url {url}: {e}")))?
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(20))
+            .keep_alive_timeout(Duration::from_secs(10))
+            .keep_alive_while_idle(true);
+        if url.starts_with("https://") {
+            let Some(pem) = ca_pem else {
+                return Err(Error::Config(
+                    "--hub-url uses https but no --hub-ca was given".into(),
+                ));
+            };
+            endpoint = endpoint
+                .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
+        }
+        Ok(HubTarget { endpoint, token })
+    }
+}
+
+/// Jittered exponential backoff: a uniformly random delay in [d/2, d] with
+/// d = min(max, min·2^attempt), so a fleet reconnecting after a hub restart spreads out.
+pub fn backoff(attempt: u32, min: Duration, max: Duration) -> Duration {
+    let exp = min.saturating_mul(2u32.saturating_pow(attempt.min(20)));
+    let d = exp.min(max).max(Duration::from_millis(1));
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    Duration::from_millis(rand::rng().random_range(ms / 2..=ms))
+}
+
+/// Runs the hub connection until `shutdown`.
+pub async fn run(ctx: Arc<Context>, target: HubTarget, shutdown: CancellationToken) {
+    let mut attempt = 0u32;
+    while !shutdown.is_cancelled() {
+        let mut received = false;
+        let result = session(&ctx, &target, &shutdown, &mut received).await;
+        ctx.metrics.hub_connected.set(0);
+        match result {
+            Ok(()) => break,
+            Err(e) => {
+                ctx.metrics.error(&e);
+                tracing::warn!(error = %e, "hub connection lost; enforcing the held snapshot meanwhile");
+            }
+        }
+        if received {
+            attempt = 0;
+        }
+        let delay = backoff(attempt, ctx.config.reconnect_min, ctx.config.reconnect_max);
+        attempt = attempt.saturating_add(1);
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+fn report_message(ctx: &Context, clock_offset_ms: i64) -> Option<pb::SpokeMessage> {
+    let report = ctx.report.borrow().clone()?;
+    Some(pb::SpokeMessage {
+        msg: Some(spoke_message::Msg::Report(
+            report.to_proto(clock_offset_ms, Utc::now()),
+        )),
+    })
+}
+
+/// One stream's life. `Ok` only on shutdown.
+async fn session(
+    ctx: &Context,
+    target: &HubTarget,
+    shutdown: &CancellationToken,
+    received: &mut bool,
+) -> Result<()> {
+    let channel = target.endpoint.connect().await?;
+    let mut client = SpokeServiceClient::new(channel);
+    // Reports are full views, so a report dropped because the hub reads slowly
+    // is made good by the next one: a small queue and `try_send`.
+    let (tx, rx) = mpsc::channel::<pb::SpokeMessage>(8);
+    let hello = pb::Hello {
+        cluster: ctx.config.cluster.clone(),
+        spoke_version: env!("CARGO_PKG_VERSION").into(),
+        revision: ctx.revision(),
+    };
+    let _ = tx.try_send(pb::SpokeMessage {
+        msg: Some(spoke_message::Msg::Hello(hello)),
+    });
+    let mut request = Request::new(ReceiverStream::new(rx));
+    let bearer = MetadataValue::try_from(format!("Bearer {}", target.token)).map_err(|_| {
+        Error::Config("the spoke token contains characters not allowed in a header".into())
+    })?;
+    request.metadata_mut().insert("authorization", bearer);
+    let mut inbound = client.connect(request).await?.into_inner();
+    ctx.metrics.hub_connected.set(1);
+    tracing::info!(revision = ctx.revision(), "connected to the hub");
+
+    let cfg = &ctx.config;
+    let mut clock_offset_ms = 0i64;
+    let mut report_rx = ctx.report.subscribe();
+    report_rx.mark_unchanged();
+    if let Some(m) = report_message(ctx, clock_offset_ms) {
+        let _ = tx.try_send(m);
+    }
+    let mut heartbeat = tokio::time::interval_at(
+        Instant::now() + cfg.heartbeat_interval,
+        cfg.heartbeat_interval,
+    );
+    let mut debounce: Option<Instant> = None;
+    let mut last_message = Instant::now();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            msg = inbound.message() => {
+                let Some(msg) = msg? else {
+                    return Err(Error::Hub(tonic::Status::unavailable("the hub closed the stream")));
+                };
+                last_message = Instant::now();
+                *received = true;
+                match msg.msg {
+                    Some(hub_message::Msg::Snapshot(snap)) => {
+                        if let Some(t) = snap.hub_time.as_ref().and_then(from_timestamp) {
+                            clock_offset_ms = (Utc::now() - t).num_milliseconds();
+                        }
+                        let revision = snap.revision;
+                        let accepted = match Snapshot::from_proto(snap) {
+                            Ok(s) => ctx.accept(s, SnapshotSource::Hub).await,
+                            Err(e) => Err(e),
+                        };
+                        if let Err(e) = accepted {
+                            ctx.metrics.error(&e);
+                            tracing::error!(revision, error = %e, "rejected snapshot; the previous one stays in force");
+                        }
+                    }
+                    Some(hub_message::Msg::Keepalive(k)) => {
+                        if let Some(t) = k.hub_time.as_ref().and_then(from_timestamp) {
+                            clock_offset_ms = (Utc::now() - t).num_milliseconds();
+                        }
+                    }
+                    None => {}
+                }
+            }
+            changed = report_rx.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+                // Throttle rather than trail: the first change starts the
+                // clock, so a steady stream of changes still reports every period.
+                debounce.get_or_insert(Instant::now() + cfg.report_debounce);
+            }
+            _ = sleep_until_opt(debounce) => {
+                debounce = None;
+                if let Some(m) = report_message(ctx, clock_offset_ms) {
+                    let _ = tx.try_send(m);
+                }
+            }
+            _ = heartbeat.tick() => {
+                if let Some(m) = report_message(ctx, clock_offset_ms) {
+                    let _ = tx.try_send(m);
+                }
+            }
+            _ = tokio::time::sleep_until(last_message + cfg.hub_idle_timeout) => {
+                return Err(Error::Hub(tonic::Status::deadline_exceeded("no message from the hub within the idle timeout")));
+            }
+        }
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_jittered_and_capped() {
+        let (min, max) = (Duration::from_millis(100), Duration::from_secs(5));
+        for _ in 0..100 {
+            let d0 = backoff(0, min, max);
+            assert!(d0 >= Duration::from_millis(50) && d0 <= min, "{d0:?}");
+            let d3 = backoff(3, min, max);
+            assert!(
+                d3 >= Duration::from_millis(400) && d3 <= Duration::from_millis(800),
+                "{d3:?}"
+            );
+            let big = backoff(40, min, max);
+            assert!(big >= max / 2 && big <= max, "{big:?}");
+        }
+    }
+
+    #[test]
+    fn https_requires_a_ca() {
+        assert!(HubTarget::new("https://hub:9090", "t".into(), None).is_err());
+        assert!(HubTarget::new("http://hub:9090", "t".into(), None).is_ok());
+        assert!(HubTarget::new("not a url", "t".into(), None).is_err());
+    }
+}

@@ -1,0 +1,171 @@
+//! Prometheus metrics of the spoke (prometheus-client), served at `/metrics`.
+
+use std::{sync::Arc, time::Instant};
+
+use prometheus_client::{
+    encoding::text::encode,
+    metrics::{
+        counter::Counter,
+        family::Family,
+        gauge::Gauge,
+        histogram::{Histogram, exponential_buckets},
+    },
+    registry::Registry,
+};
+
+use crate::error::Error;
+
+type Labels = Vec<(String, String)>;
+
+/// Every metric the spoke exports.
+pub struct Metrics {
+    registry: Registry,
+    pub objects_governed: Gauge,
+    pub objects_suspended: Gauge,
+    pub objects_held: Gauge,
+    pub gates_closed: Gauge,
+    pub hub_connected: Gauge,
+    pub snapshot_revision: Gauge,
+    pub patch_duration: Histogram,
+    patches: Family<Labels, Counter>,
+    errors: Family<Labels, Counter>,
+    pub reconciles: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("fleetgate_spoke");
+        let m = Metrics {
+            objects_governed: Gauge::default(),
+            objects_suspended: Gauge::default(),
+            objects_held: Gauge::default(),
+            gates_closed: Gauge::default(),
+            hub_connected: Gauge::default(),
+            snapshot_revision: Gauge::default(),
+            patch_duration: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
+            patches: Family::default(),
+            errors: Family::default(),
+            reconciles: Counter::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "objects_governed",
+            "Flux objects governed by at least one gate",
+            m.objects_governed.clone(),
+        );
+        registry.register(
+            "objects_suspended",
+            "Governed Flux objects suspended by fleetgate",
+            m.objects_suspended.clone(),
+        );
+        registry.register(
+            "objects_held",
+            "Governed Flux objects with a newer revision held by a closed gate",
+            m.objects_held.clone(),
+        );
+        registry.register(
+            "gates_closed",
+            "Gates of the snapshot closed now",
+            m.gates_closed.clone(),
+        );
+        registry.register(
+            "hub_connected",
+            "1 while the stream to the hub is up",
+            m.hub_connected.clone(),
+        );
+        registry.register(
+            "snapshot_revision",
+            "Revision of the snapshot being enforced (0: none)",
+            m.snapshot_revision.clone(),
+        );
+        registry.register(
+            "patch_duration_seconds",
+            "Latency of one patch to a Flux object",
+            m.patch_duration.clone(),
+        );
+        registry.register(
+            "patches",
+            "Patches made to Flux objects by action",
+            m.patches.clone(),
+        );
+        registry.register("reconcile_errors", "Errors by kind", m.errors.clone());
+        registry.register("reconciles", "Reconcile passes", m.reconciles.clone());
+        Metrics { registry, ..m }
+    }
+
+    /// Counts a failed operation by its `metric_label`.
+    pub fn error(&self, e: &Error) {
+        self.errors
+            .get_or_create(&vec![("error".to_owned(), e.metric_label().to_owned())])
+            .inc();
+    }
+
+    /// Counts a successful patch by action.
+    pub fn patched(&self, action: &str) {
+        self.patches
+            .get_or_create(&vec![("action".to_owned(), action.to_owned())])
+            .inc();
+    }
+
+    /// Starts timing a patch; records when dropped.
+    pub fn time_patch(self: &Arc<Self>) -> PatchTimer {
+        PatchTimer {
+            metrics: self.clone(),
+            start: Instant::now(),
+        }
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Records the patch latency on drop, so failed patches are timed too.
+pub struct PatchTimer {
+    metrics: Arc<Metrics>,
+    start: Instant,
+}
+
+impl Drop for PatchTimer {
+    fn drop(&mut self) {
+        self.metrics
+            .patch_duration
+            .observe(self.start.elapsed().as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_metric_with_prefix() {
+        let m = Arc::new(Metrics::new());
+        m.objects_governed.set(3);
+        m.patched("suspend");
+        m.error(&Error::Config("x".into()));
+        drop(m.time_patch());
+        let text = m.render();
+        for name in [
+            "fleetgate_spoke_objects_governed 3",
+            "fleetgate_spoke_objects_suspended",
+            "fleetgate_spoke_objects_held",
+            "fleetgate_spoke_hub_connected",
+            "fleetgate_spoke_patch_duration_seconds_count 1",
+            "fleetgate_spoke_patches_total{action=\"suspend\"} 1",
+            "fleetgate_spoke_reconcile_errors_total{error=\"config\"} 1",
+        ] {
+            assert!(text.contains(name), "missing {name} in\n{text}");
+        }
+    }
+}

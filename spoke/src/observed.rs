@@ -1,0 +1,248 @@
+//! What the spoke sees of one Flux object: identity, labels, suspend state,
+//! fleetgate's mark, the sources it consumes and its revisions. Extracted from
+//! the API server's JSON once, so the planner stays pure and fast.
+
+use std::{collections::BTreeMap, fmt, str::FromStr};
+
+use fleetgate_policy::FluxKind;
+use kube::api::DynamicObject;
+use serde_json::Value;
+
+use crate::annotations::{SUSPENDED_BY, parse_suspended_by};
+
+/// Identifies one Flux object in the cluster. Orders by kind (appliers first),
+/// namespace, name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    pub kind: FluxKind,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(kind: FluxKind, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            kind,
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind.as_str(), self.namespace, self.name)
+    }
+}
+
+/// One observed Flux object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObservedObject {
+    pub key: ObjectKey,
+    pub labels: BTreeMap<String, String>,
+    pub resource_version: Option<String>,
+    /// `spec.suspend` as observed.
+    pub suspended: bool,
+    /// fleetgate's mark (`fleetgate.io/suspended-by`); `Some` means the suspend is ours.
+    pub suspended_by: Option<Vec<String>>,
+    /// The sources this object consumes (Kustomization, HelmRelease only), most
+    /// specific first: for a HelmRelease the HelmChart Flux generates for it comes
+    /// before the repository it is built from.
+    pub source_refs: Vec<ObjectKey>,
+    /// `status.lastAppliedRevision` (falling back to `lastAttemptedRevision`).
+    pub last_applied_revision: Option<String>,
+    /// `status.artifact.revision` (sources only).
+    pub artifact_revision: Option<String>,
+}
+
+impl ObservedObject {
+    /// Extracts the fields the planner needs from a dynamic object.
+    pub fn from_dynamic(kind: FluxKind, obj: &DynamicObject) -> Self {
+        let meta = &obj.metadata;
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        let name = meta.name.clone().unwrap_or_default();
+        let suspended_by = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SUSPENDED_BY))
+            .map(|v| parse_suspended_by(v));
+        let data = &obj.data;
+        ObservedObject {
+            source_refs: source_refs(kind, &namespace, &name, data),
+            key: ObjectKey {
+                kind,
+                namespace,
+                name,
+            },
+            labels: meta.labels.clone().unwrap_or_default(),
+            resource_version: meta.resource_version.clone(),
+            suspended: data
+                .pointer("/spec/suspend")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            suspended_by,
+            last_applied_revision: str_at(data, "/status/lastAppliedRevision")
+                .or_else(|| str_at(data, "/status/lastAttemptedRevision")),
+            artifact_revision: str_at(data, "/status/artifact/revision"),
+        }
+    }
+
+    /// True when a person suspended it: suspended without fleetgate's mark.
+    pub fn suspended_by_human(&self) -> bool {
+        self.suspended && self.suspended_by.is_none()
+    }
+}
+
+fn str_at(data: &Value, pointer: &str) -> Option<String> {
+    data.pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// A `{kind, name, namespace?}` reference; the namespace defaults to the
+/// referrer's. Kinds fleetgate does not know (e.g. ExternalArtifact) are skipped.
+fn reference(r: &Value, default_ns: &str) -> Option<ObjectKey> {
+    let kind = FluxKind::from_str(r.get("kind")?.as_str()?).ok()?;
+    let name = r.get("name")?.as_str()?;
+    let namespace = r
+        .get("namespace")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(default_ns);
+    Some(ObjectKey::new(kind, namespace, name))
+}
+
+fn source_refs(kind: FluxKind, namespace: &str, name: &str, data: &Value) -> Vec<ObjectKey> {
+    let mut refs = Vec::new();
+    match kind {
+        FluxKind::Kustomization => {
+            refs.extend(
+                data.pointer("/spec/sourceRef")
+                    .and_then(|r| reference(r, namespace)),
+            );
+        }
+        FluxKind::HelmRelease => {
+            refs.extend(
+                data.pointer("/spec/chartRef")
+                    .and_then(|r| reference(r, namespace)),
+            );
+            if let Some(src) = data
+                .pointer("/spec/chart/spec/sourceRef")
+                .and_then(|r| reference(r, namespace))
+            {
+                // helm-controller names the chart it generates "<namespace>-<name>",
+                // in the namespace of the chart's source.
+                refs.push(ObjectKey::new(
+                    FluxKind::HelmChart,
+                    src.namespace.clone(),
+                    format!("{namespace}-{name}"),
+                ));
+                refs.push(src);
+            }
+        }
+        _ => {}
+    }
+    refs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn dynamic(v: Value) -> DynamicObject {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn kustomization_fields_are_extracted() {
+        let o = ObservedObject::from_dynamic(
+            FluxKind::Kustomization,
+            &dynamic(json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                "metadata": {"name": "apps", "namespace": "flux-system", "resourceVersion": "12",
+                             "labels": {"tier": "prod"},
+                             "annotations": {"fleetgate.io/suspended-by": "b,a"}},
+                "spec": {"suspend": true, "sourceRef": {"kind": "GitRepository", "name": "repo"}},
+                "status": {"lastAppliedRevision": "main@sha1:aaa"}
+            })),
+        );
+        assert_eq!(
+            o.key,
+            ObjectKey::new(FluxKind::Kustomization, "flux-system", "apps")
+        );
+        assert!(o.suspended);
+        assert_eq!(o.suspended_by, Some(vec!["a".to_string(), "b".to_string()]));
+        assert!(!o.suspended_by_human());
+        assert_eq!(
+            o.source_refs,
+            vec![ObjectKey::new(
+                FluxKind::GitRepository,
+                "flux-system",
+                "repo"
+            )]
+        );
+        assert_eq!(o.last_applied_revision.as_deref(), Some("main@sha1:aaa"));
+        assert_eq!(o.resource_version.as_deref(), Some("12"));
+        assert_eq!(o.labels.get("tier").map(String::as_str), Some("prod"));
+    }
+
+    #[test]
+    fn helmrelease_refs_include_generated_chart_and_chart_ref() {
+        let o = ObservedObject::from_dynamic(
+            FluxKind::HelmRelease,
+            &dynamic(json!({
+                "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                "metadata": {"name": "web", "namespace": "apps"},
+                "spec": {"chart": {"spec": {"chart": "web", "sourceRef": {"kind": "HelmRepository", "name": "charts", "namespace": "flux-system"}}}},
+            })),
+        );
+        assert!(!o.suspended);
+        assert_eq!(
+            o.source_refs,
+            vec![
+                ObjectKey::new(FluxKind::HelmChart, "flux-system", "apps-web"),
+                ObjectKey::new(FluxKind::HelmRepository, "flux-system", "charts"),
+            ]
+        );
+        let o = ObservedObject::from_dynamic(
+            FluxKind::HelmRelease,
+            &dynamic(json!({
+                "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                "metadata": {"name": "web", "namespace": "apps"},
+                "spec": {"chartRef": {"kind": "OCIRepository", "name": "web-chart"}},
+                "status": {"lastAttemptedRevision": "1.2.3"}
+            })),
+        );
+        assert_eq!(
+            o.source_refs,
+            vec![ObjectKey::new(FluxKind::OCIRepository, "apps", "web-chart")]
+        );
+        assert_eq!(o.last_applied_revision.as_deref(), Some("1.2.3"));
+    }
+
+    #[test]
+    fn human_suspend_and_unknown_ref_kinds() {
+        let o = ObservedObject::from_dynamic(
+            FluxKind::Kustomization,
+            &dynamic(json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                "metadata": {"name": "k", "namespace": "n"},
+                "spec": {"suspend": true, "sourceRef": {"kind": "ExternalArtifact", "name": "x"}},
+            })),
+        );
+        assert!(o.suspended_by_human());
+        assert!(o.source_refs.is_empty());
+        let g = ObservedObject::from_dynamic(
+            FluxKind::GitRepository,
+            &dynamic(json!({
+                "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+                "metadata": {"name": "r", "namespace": "n"},
+                "status": {"artifact": {"revision": "main@sha1:bbb"}}
+            })),
+        );
+        assert_eq!(g.artifact_revision.as_deref(), Some("main@sha1:bbb"));
+        assert!(!g.suspended);
+    }
+}

@@ -1,0 +1,487 @@
+//! The pure core of the spoke: from the gates' states at one instant and the
+//! observed Flux objects, decide per object what to patch and what to report.
+//! No I/O, no clock; `enforce` applies the steps, `report` sends the entries.
+
+use std::collections::{BTreeSet, HashMap};
+
+use fleetgate_policy::{FluxKind, Mode, Targets};
+
+use crate::observed::{ObjectKey, ObservedObject};
+
+/// One gate as the planner sees it at one instant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateView {
+    pub name: String,
+    pub mode: Mode,
+    pub targets: Targets,
+    pub open: bool,
+    /// Why it is open or closed (for events and logs).
+    pub reason: String,
+}
+
+/// What to do to one object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Set `spec.suspend: true` and mark it as fleetgate's, held by these gates.
+    Suspend { gates: Vec<String> },
+    /// Already suspended by fleetgate; the set of holding gates changed.
+    Relabel { gates: Vec<String> },
+    /// fleetgate suspended it and nothing holds it any more: resume and request
+    /// a reconcile. `gates` are the ones that had held it (from the mark).
+    Resume { gates: Vec<String> },
+    /// Not suspended but still marked (a person resumed it after the gates
+    /// opened): remove the stale mark.
+    ClearMark,
+}
+
+/// An action for one object, bound to the resourceVersion it was planned from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub key: ObjectKey,
+    pub resource_version: Option<String>,
+    pub action: Action,
+}
+
+/// What the spoke reports for one governed object (as observed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectReport {
+    pub key: ObjectKey,
+    pub suspended: bool,
+    /// Gates named in fleetgate's mark (empty unless fleetgate suspended it).
+    pub suspended_by: Vec<String>,
+    /// Every gate governing it, directly or through the sources it consumes.
+    pub gates: Vec<String>,
+    pub last_applied_revision: Option<String>,
+    pub newest_source_revision: Option<String>,
+    /// A newer source revision waits behind a closed gate.
+    pub held: bool,
+    pub suspended_by_human: bool,
+}
+
+/// The result of planning every observed object.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    /// One entry per governed object, sorted by key.
+    pub report: Vec<ObjectReport>,
+}
+
+impl Plan {
+    /// Number of governed objects currently suspended by fleetgate (as observed).
+    pub fn suspended_count(&self) -> usize {
+        self.report
+            .iter()
+            .filter(|r| r.suspended && !r.suspended_by.is_empty())
+            .count()
+    }
+
+    /// Number of governed objects with a held change.
+    pub fn held_count(&self) -> usize {
+        self.report.iter().filter(|r| r.held).count()
+    }
+}
+
+/// Kinds that consume sources; `freezeSources` suspends their sources instead.
+fn is_consumer(kind: FluxKind) -> bool {
+    matches!(kind, FluxKind::Kustomization | FluxKind::HelmRelease)
+}
+
+/// Plans objects against a fixed set of gate states. Built once per reconcile
+/// pass over all observed objects (the source index needs all of them); single
+/// objects can then be re-planned, e.g. after a 409 re-read.
+pub struct Planner<'a> {
+    gates: &'a [GateView],
+    /// Sources frozen by `freezeSources` gates through the consumers targeted.
+    frozen: HashMap<ObjectKey, BTreeSet<usize>>,
+    /// Artifact revision of every observed source.
+    artifacts: HashMap<ObjectKey, String>,
+}
+
+impl<'a> Planner<'a> {
+    pub fn new(gates: &'a [GateView], objects: &[ObservedObject]) -> Self {
+        let mut frozen: HashMap<ObjectKey, BTreeSet<usize>> = HashMap::new();
+        let mut artifacts = HashMap::new();
+        for obj in objects {
+            if let Some(rev) = &obj.artifact_revision {
+                artifacts.insert(obj.key.clone(), rev.clone());
+            }
+            if !is_consumer(obj.key.kind) {
+                continue;
+            }
+            for (i, gate) in gates.iter().enumerate() {
+                if gate.mode == Mode::FreezeSources && targets(gate, obj) {
+                    for source in &obj.source_refs {
+                        frozen.entry(source.clone()).or_default().insert(i);
+                    }
+                }
+            }
+        }
+        Planner {
+            gates,
+            frozen,
+            artifacts,
+        }
+    }
+
+    /// Plans every object: steps for those needing a change, reports for the governed.
+    pub fn plan(&self, objects: &[ObservedObject]) -> Plan {
+        let mut plan = Plan::default();
+        for obj in objects {
+            let (step, report) = self.plan_object(obj);
+            plan.steps.extend(step);
+            plan.report.extend(report);
+        }
+        plan.steps.sort_by(|a, b| a.key.cmp(&b.key));
+        plan.report.sort_by(|a, b| a.key.cmp(&b.key));
+        plan
+    }
+
+    /// Plans one object.
+    pub fn plan_object(&self, obj: &ObservedObject) -> (Option<Step>, Option<ObjectReport>) {
+        // Gates that act on this object itself: suspend-mode gates targeting it,
+        // freezeSources gates targeting it when it is not a consumer (a source or an
+        // ImageUpdateAutomation has nothing else to freeze), and freezeSources
+        // gates freezing it as the source of a targeted consumer.
+        let mut holding: BTreeSet<usize> = self.frozen.get(&obj.key).cloned().unwrap_or_default();
+        // Gates reaching a consumer only through its sources.
+        let mut via_sources: BTreeSet<usize> = BTreeSet::new();
+        for (i, gate) in self.gates.iter().enumerate() {
+            if !targets(gate, obj) {
+                continue;
+            }
+            if gate.mode == Mode::FreezeSources && is_consumer(obj.key.kind) {
+                via_sources.insert(i);
+            } else {
+                holding.insert(i);
+            }
+        }
+        let closed: Vec<String> =
+            self.names(holding.iter().copied().filter(|&i| !self.gates[i].open));
+
+        let action = match (&obj.suspended_by, obj.suspended, closed.is_empty()) {
+            // A person's suspend: never touched, whatever the gates say.
+            (None, true, _) => None,
+            (None, false, true) => None,
+            (_, false, false) => Some(Action::Suspend {
+                gates: closed.clone(),
+            }),
+            (Some(marked), true, false) if *marked != closed => Some(Action::Relabel {
+                gates: closed.clone(),
+            }),
+            (Some(_), true, false) => None,
+            (Some(marked), true, true) => Some(Action::Resume {
+                gates: marked.clone(),
+            }),
+            (Some(_), false, true) => Some(Action::ClearMark),
+        };
+        let step = action.map(|action| Step {
+            key: obj.key.clone(),
+            resource_version: obj.resource_version.clone(),
+            action,
+        });
+
+        let mut gates: BTreeSet<usize> = holding.clone();
+        gates.extend(via_sources.iter().copied());
+        if gates.is_empty() {
+            return (step, None);
+        }
+        let (last_applied, newest) = self.revisions(obj);
+        let blocked_here = !closed.is_empty() && obj.suspended_by.is_some();
+        let blocked_upstream = via_sources.iter().any(|&i| !self.gates[i].open);
+        let held = (blocked_here || blocked_upstream)
+            && newest.is_some()
+            && newest != last_applied
+            && !obj.key.kind.is_source();
+        let report = ObjectReport {
+            key: obj.key.clone(),
+            suspended: obj.suspended,
+            suspended_by: obj.suspended_by.clone().unwrap_or_default(),
+            gates: self.names(gates.into_iter()),
+            last_applied_revision: last_applied,
+            newest_source_revision: newest,
+            held,
+            suspended_by_human: obj.suspended_by_human(),
+        };
+        (step, Some(report))
+    }
+
+    /// (last applied, newest available) revisions. A source's own artifact is
+    /// both: what lies upstream of it is not visible in the cluster.
+    fn revisions(&self, obj: &ObservedObject) -> (Option<String>, Option<String>) {
+        if obj.key.kind.is_source() {
+            return (obj.artifact_revision.clone(), obj.artifact_revision.clone());
+        }
+        let newest = obj
+            .source_refs
+            .iter()
+            .find_map(|s| self.artifacts.get(s))
+            .cloned();
+        (obj.last_applied_revision.clone(), newest)
+    }
+
+    fn names(&self, idx: impl Iterator<Item = usize>) -> Vec<String> {
+        let mut names: Vec<String> = idx.map(|i| self.gates[i].name.clone()).collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+fn targets(gate: &GateView, obj: &ObservedObject) -> bool {
+    gate.targets
+        .matches(obj.key.kind, &obj.key.namespace, &obj.key.name, &obj.labels)
+}
+
+/// Convenience: plan every object against the gate states.
+pub fn plan(gates: &[GateView], objects: &[ObservedObject]) -> Plan {
+    Planner::new(gates, objects).plan(objects)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(name: &str, mode: Mode, kinds: &[FluxKind], open: bool) -> GateView {
+        GateView {
+            name: name.into(),
+            mode,
+            targets: Targets {
+                kinds: kinds.to_vec(),
+                ..Targets::default()
+            },
+            open,
+            reason: String::new(),
+        }
+    }
+
+    fn obj(kind: FluxKind, name: &str) -> ObservedObject {
+        ObservedObject {
+            key: ObjectKey::new(kind, "flux-system", name),
+            labels: Default::default(),
+            resource_version: Some("1".into()),
+            suspended: false,
+            suspended_by: None,
+            source_refs: vec![],
+            last_applied_revision: None,
+            artifact_revision: None,
+        }
+    }
+
+    fn ks(name: &str, source: &str) -> ObservedObject {
+        let mut o = obj(FluxKind::Kustomization, name);
+        o.source_refs = vec![ObjectKey::new(
+            FluxKind::GitRepository,
+            "flux-system",
+            source,
+        )];
+        o
+    }
+
+    fn git(name: &str, rev: &str) -> ObservedObject {
+        let mut o = obj(FluxKind::GitRepository, name);
+        o.artifact_revision = Some(rev.into());
+        o
+    }
+
+    fn action(p: &Plan, name: &str) -> Option<Action> {
+        p.steps
+            .iter()
+            .find(|s| s.key.name == name)
+            .map(|s| s.action.clone())
+    }
+
+    #[test]
+    fn closed_gate_suspends_open_gate_leaves_alone() {
+        let objects = vec![ks("apps", "repo"), git("repo", "r1")];
+        let closed = [gate("g", Mode::Suspend, &[FluxKind::Kustomization], false)];
+        let p = plan(&closed, &objects);
+        assert_eq!(
+            action(&p, "apps"),
+            Some(Action::Suspend {
+                gates: vec!["g".into()]
+            })
+        );
+        assert_eq!(action(&p, "repo"), None);
+        assert_eq!(p.steps[0].resource_version.as_deref(), Some("1"));
+        assert_eq!(p.report.len(), 1, "only the Kustomization is governed");
+
+        let open = [gate("g", Mode::Suspend, &[FluxKind::Kustomization], true)];
+        assert!(plan(&open, &objects).steps.is_empty());
+    }
+
+    #[test]
+    fn resumes_only_what_fleetgate_suspended() {
+        let mut ours = ks("ours", "repo");
+        ours.suspended = true;
+        ours.suspended_by = Some(vec!["g".into()]);
+        let mut human = ks("human", "repo");
+        human.suspended = true;
+        let gates = [gate("g", Mode::Suspend, &[FluxKind::Kustomization], true)];
+        let p = plan(&gates, &[ours.clone(), human.clone()]);
+        assert_eq!(
+            action(&p, "ours"),
+            Some(Action::Resume {
+                gates: vec!["g".into()]
+            })
+        );
+        assert_eq!(action(&p, "human"), None);
+        let h = p.report.iter().find(|r| r.key.name == "human").unwrap();
+        assert!(h.suspended_by_human && h.suspended_by.is_empty());
+
+        // Closed: the human's suspend is still not claimed.
+        let gates = [gate("g", Mode::Suspend, &[FluxKind::Kustomization], false)];
+        assert_eq!(action(&plan(&gates, &[human]), "human"), None);
+    }
+
+    #[test]
+    fn gate_removed_resumes_its_objects() {
+        let mut ours = ks("ours", "repo");
+        ours.suspended = true;
+        ours.suspended_by = Some(vec!["gone".into()]);
+        let p = plan(&[], &[ours]);
+        assert_eq!(
+            action(&p, "ours"),
+            Some(Action::Resume {
+                gates: vec!["gone".into()]
+            })
+        );
+        assert!(p.report.is_empty());
+    }
+
+    #[test]
+    fn several_gates_suspend_while_any_is_closed_and_relabel() {
+        let mut o = ks("apps", "repo");
+        let gates = [
+            gate("a", Mode::Suspend, &[FluxKind::Kustomization], false),
+            gate("b", Mode::Suspend, &[], false),
+        ];
+        assert_eq!(
+            action(&plan(&gates, &[o.clone()]), "apps"),
+            Some(Action::Suspend {
+                gates: vec!["a".into(), "b".into()]
+            })
+        );
+        o.suspended = true;
+        o.suspended_by = Some(vec!["a".into(), "b".into()]);
+        assert_eq!(action(&plan(&gates, &[o.clone()]), "apps"), None);
+        let one_open = [
+            gates[0].clone(),
+            GateView {
+                open: true,
+                ..gates[1].clone()
+            },
+        ];
+        assert_eq!(
+            action(&plan(&one_open, &[o.clone()]), "apps"),
+            Some(Action::Relabel {
+                gates: vec!["a".into()]
+            })
+        );
+        let p = plan(&one_open, &[o]);
+        assert_eq!(p.report[0].gates, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn resumed_by_hand_while_closed_is_suspended_again_and_stale_mark_cleared() {
+        let mut o = ks("apps", "repo");
+        o.suspended_by = Some(vec!["g".into()]);
+        let closed = [gate("g", Mode::Suspend, &[], false)];
+        assert_eq!(
+            action(&plan(&closed, &[o.clone()]), "apps"),
+            Some(Action::Suspend {
+                gates: vec!["g".into()]
+            })
+        );
+        let open = [gate("g", Mode::Suspend, &[], true)];
+        assert_eq!(action(&plan(&open, &[o]), "apps"), Some(Action::ClearMark));
+    }
+
+    #[test]
+    fn freeze_sources_suspends_the_source_not_the_consumer() {
+        let objects = vec![ks("apps", "repo"), git("repo", "r1"), git("other", "r9")];
+        let gates = [gate(
+            "f",
+            Mode::FreezeSources,
+            &[FluxKind::Kustomization],
+            false,
+        )];
+        let p = plan(&gates, &objects);
+        assert_eq!(action(&p, "apps"), None);
+        assert_eq!(
+            action(&p, "repo"),
+            Some(Action::Suspend {
+                gates: vec!["f".into()]
+            })
+        );
+        assert_eq!(action(&p, "other"), None);
+        let names: Vec<_> = p.report.iter().map(|r| r.key.name.as_str()).collect();
+        assert_eq!(names, vec!["apps", "repo"], "appliers first, then sources");
+    }
+
+    #[test]
+    fn freeze_sources_on_a_source_or_automation_suspends_it() {
+        let objects = vec![
+            git("repo", "r1"),
+            obj(FluxKind::ImageUpdateAutomation, "iua"),
+        ];
+        let gates = [gate("f", Mode::FreezeSources, &[], false)];
+        let p = plan(&gates, &objects);
+        assert_eq!(
+            action(&p, "repo"),
+            Some(Action::Suspend {
+                gates: vec!["f".into()]
+            })
+        );
+        assert_eq!(
+            action(&p, "iua"),
+            Some(Action::Suspend {
+                gates: vec!["f".into()]
+            })
+        );
+    }
+
+    #[test]
+    fn held_when_newer_source_revision_waits_behind_our_suspend() {
+        let mut k = ks("apps", "repo");
+        k.suspended = true;
+        k.suspended_by = Some(vec!["g".into()]);
+        k.last_applied_revision = Some("r1".into());
+        let gates = [gate("g", Mode::Suspend, &[FluxKind::Kustomization], false)];
+        let p = plan(&gates, &[k.clone(), git("repo", "r2")]);
+        let r = &p.report[0];
+        assert!(r.held);
+        assert_eq!(r.newest_source_revision.as_deref(), Some("r2"));
+        assert_eq!(r.last_applied_revision.as_deref(), Some("r1"));
+        assert_eq!(p.held_count(), 1);
+        assert_eq!(p.suspended_count(), 1);
+        // Up to date: not held.
+        assert!(!plan(&gates, &[k.clone(), git("repo", "r1")]).report[0].held);
+        // A human's suspend is not held by a gate.
+        k.suspended_by = None;
+        assert!(!plan(&gates, &[k, git("repo", "r2")]).report[0].held);
+    }
+
+    #[test]
+    fn replan_single_object_uses_the_source_index() {
+        let objects = vec![ks("apps", "repo"), git("repo", "r1")];
+        let gates = [gate(
+            "f",
+            Mode::FreezeSources,
+            &[FluxKind::Kustomization],
+            false,
+        )];
+        let planner = Planner::new(&gates, &objects);
+        let mut fresh = git("repo", "r1");
+        fresh.resource_version = Some("99".into());
+        let (step, report) = planner.plan_object(&fresh);
+        let step = step.unwrap();
+        assert_eq!(step.resource_version.as_deref(), Some("99"));
+        assert_eq!(
+            step.action,
+            Action::Suspend {
+                gates: vec!["f".into()]
+            }
+        );
+        assert!(report.is_some());
+    }
+}

@@ -1,0 +1,80 @@
+//! The status report the spoke sends to the hub: the planner's per-object
+//! entries plus the revision being enforced, converted to the wire message.
+
+use chrono::{DateTime, Utc};
+use fleetgate_proto::{time::to_timestamp, v1 as pb};
+
+use crate::plan::ObjectReport;
+
+/// The latest full view of the governed objects.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// The snapshot revision being enforced (0 for none).
+    pub revision: u64,
+    pub objects: Vec<ObjectReport>,
+}
+
+impl Report {
+    /// The wire message. `clock_offset_ms` is this spoke's clock minus the hub's.
+    pub fn to_proto(&self, clock_offset_ms: i64, observed_at: DateTime<Utc>) -> pb::StatusReport {
+        pb::StatusReport {
+            revision: self.revision,
+            objects: self.objects.iter().map(object_status).collect(),
+            clock_offset_ms,
+            observed_at: Some(to_timestamp(observed_at)),
+        }
+    }
+}
+
+fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
+    pb::ObjectStatus {
+        kind: o.key.kind.as_str().to_owned(),
+        namespace: o.key.namespace.clone(),
+        name: o.key.name.clone(),
+        suspended: o.suspended,
+        suspended_by: o.suspended_by.clone(),
+        gates: o.gates.clone(),
+        last_applied_revision: o.last_applied_revision.clone().unwrap_or_default(),
+        newest_source_revision: o.newest_source_revision.clone().unwrap_or_default(),
+        held: o.held,
+        suspended_by_human: o.suspended_by_human,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observed::ObjectKey;
+    use fleetgate_policy::FluxKind;
+
+    #[test]
+    fn converts_every_field() {
+        let report = Report {
+            revision: 9,
+            objects: vec![ObjectReport {
+                key: ObjectKey::new(FluxKind::Kustomization, "ns", "apps"),
+                suspended: true,
+                suspended_by: vec!["g".into()],
+                gates: vec!["g".into(), "h".into()],
+                last_applied_revision: Some("r1".into()),
+                newest_source_revision: None,
+                held: false,
+                suspended_by_human: false,
+            }],
+        };
+        let at = Utc::now();
+        let msg = report.to_proto(-1500, at);
+        assert_eq!(msg.revision, 9);
+        assert_eq!(msg.clock_offset_ms, -1500);
+        let o = &msg.objects[0];
+        assert_eq!(
+            (o.kind.as_str(), o.namespace.as_str(), o.name.as_str()),
+            ("Kustomization", "ns", "apps")
+        );
+        assert!(o.suspended && !o.held && !o.suspended_by_human);
+        assert_eq!(o.suspended_by, vec!["g"]);
+        assert_eq!(o.gates, vec!["g", "h"]);
+        assert_eq!(o.last_applied_revision, "r1");
+        assert_eq!(o.newest_source_revision, "");
+    }
+}

@@ -1,0 +1,311 @@
+//! The desired gate state for this cluster as received from the hub: a plain,
+//! serializable `Snapshot` (what is persisted), and its compiled form, which
+//! evaluates every gate at an instant with the shared policy crate.
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::{CompiledGate, GateState, Mode, Override, parse_gate_json};
+use fleetgate_proto::{time::from_timestamp, v1 as pb};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::{Error, Result},
+    plan::GateView,
+};
+
+/// Name of the gate the spoke invents for `--enforce-without-snapshot=closed`.
+pub const NO_SNAPSHOT_GATE: &str = "fleetgate-no-snapshot";
+
+/// One cluster's desired gate state at one hub revision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    pub revision: u64,
+    pub cluster: String,
+    pub gates: Vec<GateRule>,
+    #[serde(default)]
+    pub overrides: Vec<Override>,
+    #[serde(default)]
+    pub hub_time: Option<DateTime<Utc>>,
+}
+
+/// One gate's manifest as sent by the hub.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GateRule {
+    pub name: String,
+    pub version: u64,
+    /// The Gate manifest (apiVersion fleetgate.io/v1, kind Gate).
+    pub manifest: serde_json::Value,
+}
+
+fn required_time(ts: Option<&prost_types::Timestamp>, what: &str) -> Result<DateTime<Utc>> {
+    ts.and_then(from_timestamp)
+        .ok_or_else(|| Error::InvalidSnapshot(format!("{what}: missing or out-of-range timestamp")))
+}
+
+impl Snapshot {
+    /// Converts the hub's message; malformed content is an `InvalidSnapshot`.
+    pub fn from_proto(msg: pb::Snapshot) -> Result<Self> {
+        let mut gates = Vec::with_capacity(msg.gates.len());
+        for (i, g) in msg.gates.into_iter().enumerate() {
+            let manifest = serde_json::from_str(&g.manifest_json).map_err(|e| {
+                Error::InvalidSnapshot(format!("gates[{i}] ({}).manifestJson: {e}", g.name))
+            })?;
+            gates.push(GateRule {
+                name: g.name,
+                version: g.version,
+                manifest,
+            });
+        }
+        let mut overrides = Vec::with_capacity(msg.overrides.len());
+        for (i, o) in msg.overrides.into_iter().enumerate() {
+            let path = format!("overrides[{i}]");
+            let state: GateState = o
+                .state
+                .parse()
+                .map_err(|e| Error::InvalidSnapshot(format!("{path}.state: {e}")))?;
+            overrides.push(Override {
+                starts_at: required_time(o.starts_at.as_ref(), &format!("{path}.startsAt"))?,
+                created_at: required_time(o.created_at.as_ref(), &format!("{path}.createdAt"))?,
+                expires_at: match o.expires_at.as_ref() {
+                    None => None,
+                    Some(ts) => Some(required_time(Some(ts), &format!("{path}.expiresAt"))?),
+                },
+                id: o.id,
+                gate: o.gate,
+                state,
+                actor: o.actor,
+                reason: o.reason,
+            });
+        }
+        Ok(Snapshot {
+            revision: msg.revision,
+            cluster: msg.cluster,
+            gates,
+            overrides,
+            hub_time: msg.hub_time.as_ref().and_then(from_timestamp),
+        })
+    }
+}
+
+/// A snapshot whose gates are parsed and compiled, ready to evaluate.
+#[derive(Debug)]
+pub struct CompiledSnapshot {
+    pub snapshot: Snapshot,
+    gates: Vec<CompiledGate>,
+}
+
+/// Every gate's state at one instant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluated {
+    pub gates: Vec<GateView>,
+    /// The earliest instant any gate changes state: re-plan then.
+    pub next_transition: Option<DateTime<Utc>>,
+}
+
+impl CompiledSnapshot {
+    /// Parses and compiles every gate. One bad gate rejects the whole snapshot:
+    /// enforcing a partial set could resume objects a dropped gate should hold.
+    pub fn compile(snapshot: Snapshot) -> Result<Self> {
+        let mut gates = Vec::with_capacity(snapshot.gates.len());
+        for (i, rule) in snapshot.gates.iter().enumerate() {
+            let gate = parse_gate_json(rule.manifest.clone())
+                .and_then(|g| g.compile())
+                .map_err(|e| Error::InvalidSnapshot(format!("gates[{i}] ({}): {e}", rule.name)))?;
+            gates.push(gate);
+        }
+        Ok(CompiledSnapshot { snapshot, gates })
+    }
+
+    /// What `--enforce-without-snapshot=closed` enforces: one closed gate over
+    /// every Kustomization and HelmRelease.
+    pub fn all_closed() -> Result<Self> {
+        let manifest = serde_json::json!({
+            "apiVersion": "fleetgate.io/v1",
+            "kind": "Gate",
+            "metadata": { "name": NO_SNAPSHOT_GATE },
+            "spec": {
+                "description": "no snapshot received yet; --enforce-without-snapshot=closed",
+                "clusters": { "selector": {} },
+                "targets": { "kinds": ["Kustomization", "HelmRelease"] },
+                "default": "closed",
+            }
+        });
+        Self::compile(Snapshot {
+            revision: 0,
+            cluster: String::new(),
+            gates: vec![GateRule {
+                name: NO_SNAPSHOT_GATE.into(),
+                version: 0,
+                manifest,
+            }],
+            overrides: vec![],
+            hub_time: None,
+        })
+    }
+
+    /// What `--enforce-without-snapshot=open` enforces: no gates at all, so
+    /// everything fleetgate suspended earlier is resumed.
+    pub fn all_open() -> Self {
+        CompiledSnapshot {
+            snapshot: Snapshot {
+                revision: 0,
+                cluster: String::new(),
+                gates: vec![],
+                overrides: vec![],
+                hub_time: None,
+            },
+            gates: vec![],
+        }
+    }
+
+    pub fn revision(&self) -> u64 {
+        self.snapshot.revision
+    }
+
+    /// Evaluates every gate at `now` with the snapshot's overrides.
+    pub fn evaluate(&self, now: DateTime<Utc>) -> Evaluated {
+        let mut views = Vec::with_capacity(self.gates.len());
+        let mut next: Option<DateTime<Utc>> = None;
+        for gate in &self.gates {
+            let overrides: Vec<Override> = self
+                .snapshot
+                .overrides
+                .iter()
+                .filter(|o| o.gate == gate.name())
+                .cloned()
+                .collect();
+            let eval = gate.evaluate(now, &overrides);
+            if let Some(t) = eval.next_transition {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+            let spec = &gate.gate().spec;
+            views.push(GateView {
+                name: gate.name().to_owned(),
+                mode: spec.mode,
+                targets: spec.targets.clone(),
+                open: eval.state.is_open(),
+                reason: eval.reason,
+            });
+        }
+        Evaluated {
+            gates: views,
+            next_transition: next,
+        }
+    }
+
+    /// Modes in use, for logs.
+    pub fn modes(&self) -> impl Iterator<Item = Mode> + '_ {
+        self.gates.iter().map(|g| g.gate().spec.mode)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleetgate_proto::time::to_timestamp;
+
+    fn manifest(name: &str, default: &str) -> String {
+        serde_json::json!({
+            "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": name},
+            "spec": {"clusters": {"names": ["c1"]}, "targets": {"kinds": ["Kustomization"]}, "default": default}
+        })
+        .to_string()
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().to_utc()
+    }
+
+    #[test]
+    fn proto_snapshot_converts_and_evaluates_with_overrides() {
+        let now = at("2026-11-27T10:00:00Z");
+        let msg = pb::Snapshot {
+            revision: 7,
+            cluster: "c1".into(),
+            gates: vec![pb::GateRule {
+                name: "g".into(),
+                version: 1,
+                manifest_json: manifest("g", "open"),
+            }],
+            overrides: vec![pb::Override {
+                id: "o1".into(),
+                gate: "g".into(),
+                state: "closed".into(),
+                starts_at: Some(to_timestamp(at("2026-11-27T09:00:00Z"))),
+                expires_at: Some(to_timestamp(at("2026-11-27T11:00:00Z"))),
+                actor: "alice".into(),
+                reason: "incident".into(),
+                created_at: Some(to_timestamp(at("2026-11-27T09:00:00Z"))),
+            }],
+            hub_time: Some(to_timestamp(now)),
+        };
+        let snap = Snapshot::from_proto(msg).unwrap();
+        assert_eq!(snap.revision, 7);
+        assert_eq!(snap.hub_time, Some(now));
+        // The persisted form round-trips.
+        let json = serde_json::to_string(&snap).unwrap();
+        assert_eq!(serde_json::from_str::<Snapshot>(&json).unwrap(), snap);
+
+        let compiled = CompiledSnapshot::compile(snap).unwrap();
+        let eval = compiled.evaluate(now);
+        assert_eq!(eval.gates.len(), 1);
+        assert!(!eval.gates[0].open, "the override closes it");
+        assert_eq!(eval.next_transition, Some(at("2026-11-27T11:00:00Z")));
+        assert!(compiled.evaluate(at("2026-11-27T11:00:00Z")).gates[0].open);
+    }
+
+    #[test]
+    fn bad_content_is_rejected_with_its_path() {
+        let msg = pb::Snapshot {
+            revision: 1,
+            gates: vec![pb::GateRule {
+                name: "g".into(),
+                version: 1,
+                manifest_json: "{".into(),
+            }],
+            ..Default::default()
+        };
+        let err = Snapshot::from_proto(msg).unwrap_err().to_string();
+        assert!(err.contains("gates[0] (g).manifestJson"), "{err}");
+
+        let msg = pb::Snapshot {
+            revision: 1,
+            overrides: vec![pb::Override {
+                state: "ajar".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let err = Snapshot::from_proto(msg).unwrap_err().to_string();
+        assert!(err.contains("overrides[0].state"), "{err}");
+
+        let snap = Snapshot {
+            revision: 1,
+            cluster: "c1".into(),
+            gates: vec![GateRule {
+                name: "g".into(),
+                version: 1,
+                manifest: serde_json::json!({"kind": "Gate"}),
+            }],
+            overrides: vec![],
+            hub_time: None,
+        };
+        let err = CompiledSnapshot::compile(snap).unwrap_err().to_string();
+        assert!(err.contains("gates[0] (g)"), "{err}");
+    }
+
+    #[test]
+    fn without_snapshot_policies() {
+        let closed = CompiledSnapshot::all_closed().unwrap().evaluate(Utc::now());
+        assert_eq!(closed.gates.len(), 1);
+        assert!(!closed.gates[0].open);
+        assert_eq!(closed.gates[0].name, NO_SNAPSHOT_GATE);
+        assert!(
+            CompiledSnapshot::all_open()
+                .evaluate(Utc::now())
+                .gates
+                .is_empty()
+        );
+    }
+}

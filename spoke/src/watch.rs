@@ -1,0 +1,176 @@
+//! Watches every Flux kind the cluster serves with `kube::runtime::watcher` and
+//! keeps a reflector store per kind. Any event wakes the reconcile loop
+//! (level-triggered: it re-reads the stores, it does not consume events).
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use fleetgate_policy::FluxKind;
+use futures::StreamExt;
+use kube::{
+    Api, Client,
+    api::DynamicObject,
+    core::ApiResource,
+    runtime::{
+        WatchStreamExt,
+        reflector::{self, Store},
+        watcher,
+    },
+};
+use tokio::sync::{Notify, RwLock};
+use tokio_util::sync::CancellationToken;
+
+use crate::{kinds, metrics::Metrics, observed::ObservedObject};
+
+struct Watched {
+    resource: ApiResource,
+    store: Store<DynamicObject>,
+    /// Set once the first full list is in the store. The reflector swaps in a
+    /// re-list atomically, so the store stays complete after that.
+    ready: Arc<AtomicBool>,
+}
+
+/// The reflector stores of every watched Flux kind.
+pub struct Watches {
+    client: Client,
+    kinds: RwLock<BTreeMap<FluxKind, Watched>>,
+    /// Signalled on every watch event (coalesced: one permit).
+    pub changed: Arc<Notify>,
+    metrics: Arc<Metrics>,
+}
+
+impl Watches {
+    pub fn new(client: Client, metrics: Arc<Metrics>) -> Self {
+        Watches {
+            client,
+            kinds: RwLock::new(BTreeMap::new()),
+            changed: Arc::new(Notify::new()),
+            metrics,
+        }
+    }
+
+    /// Looks for Flux kinds not watched yet and starts a watch for each one found.
+    /// Returns the kinds started. Errors are logged; the next round retries.
+    pub async fn discover(&self, shutdown: &CancellationToken) -> Vec<FluxKind> {
+        let mut started = Vec::new();
+        for kind in FluxKind::ALL {
+            if self.kinds.read().await.contains_key(&kind) {
+                continue;
+            }
+            match kinds::discover(&self.client, kind).await {
+                Ok(Some(resource)) => {
+                    let ready = Arc::new(AtomicBool::new(false));
+                    let store = self.start(kind, resource.clone(), ready.clone(), shutdown.clone());
+                    self.kinds.write().await.insert(
+                        kind,
+                        Watched {
+                            resource,
+                            store,
+                            ready,
+                        },
+                    );
+                    tracing::info!(kind = kind.as_str(), "watching Flux kind");
+                    started.push(kind);
+                }
+                Ok(None) => {
+                    tracing::info!(kind = kind.as_str(), api_version = %kind.api_version(), "Flux CRD not installed; skipped until it appears");
+                }
+                Err(e) => {
+                    self.metrics.error(&e);
+                    tracing::warn!(kind = kind.as_str(), error = %e, "discovery failed; retrying later");
+                }
+            }
+        }
+        started
+    }
+
+    fn start(
+        &self,
+        kind: FluxKind,
+        resource: ApiResource,
+        ready: Arc<AtomicBool>,
+        shutdown: CancellationToken,
+    ) -> Store<DynamicObject> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let writer = reflector::store::Writer::new(resource);
+        let reader = writer.as_reader();
+        let changed = self.changed.clone();
+        let stream = reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).default_backoff(),
+        );
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    event = stream.next() => match event {
+                        Some(Ok(event)) => {
+                            if matches!(event, watcher::Event::InitDone) {
+                                ready.store(true, Ordering::Release);
+                            }
+                            changed.notify_one();
+                        }
+                        Some(Err(e)) => tracing::warn!(kind = kind.as_str(), error = %e, "watch error; retrying with backoff"),
+                        None => break,
+                    },
+                }
+            }
+        });
+        reader
+    }
+
+    /// Every object of every watched kind, as the planner sees them; `None`
+    /// until every watch has listed once. Planning on a partial view is unsafe:
+    /// a source frozen through a Kustomization not listed yet would look
+    /// ungoverned and be resumed.
+    pub async fn observed(&self) -> Option<Vec<ObservedObject>> {
+        let kinds = self.kinds.read().await;
+        if !kinds.values().all(|w| w.ready.load(Ordering::Acquire)) {
+            return None;
+        }
+        let mut out = Vec::new();
+        for (kind, w) in kinds.iter() {
+            out.extend(
+                w.store
+                    .state()
+                    .iter()
+                    .map(|o| ObservedObject::from_dynamic(*kind, o)),
+            );
+        }
+        Some(out)
+    }
+
+    /// True once every started watch has listed its objects.
+    pub async fn is_ready(&self) -> bool {
+        self.kinds
+            .read()
+            .await
+            .values()
+            .all(|w| w.ready.load(Ordering::Acquire))
+    }
+
+    /// A namespaced API for objects of `kind`, if it is watched.
+    pub async fn api(
+        &self,
+        kind: FluxKind,
+        namespace: &str,
+    ) -> Option<(Api<DynamicObject>, ApiResource)> {
+        let kinds = self.kinds.read().await;
+        let w = kinds.get(&kind)?;
+        Some((
+            Api::namespaced_with(self.client.clone(), namespace, &w.resource),
+            w.resource.clone(),
+        ))
+    }
+
+    /// The kinds currently watched.
+    pub async fn watched(&self) -> Vec<FluxKind> {
+        self.kinds.read().await.keys().copied().collect()
+    }
+}
