@@ -255,7 +255,8 @@ pub fn parse_gate(text: &str) -> Result<Gate, PolicyError> {
     let deserializer = serde_yaml::Deserializer::from_str(text);
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let path = path_of(e.path());
-        PolicyError::new(path, strip_location(&e.into_inner().to_string()))
+        let message = strip_path_prefix(&e.into_inner().to_string(), &path);
+        PolicyError::new(path, message)
     })
 }
 
@@ -273,11 +274,18 @@ fn path_of(path: &serde_path_to_error::Path) -> String {
     if p == "." { String::new() } else { p }
 }
 
-/// serde_yaml appends "at line L column C" to messages; keep it (it helps find the spot) but
-/// drop the redundant field-path prefix serde_yaml adds for nested errors.
-fn strip_location(message: &str) -> String {
+/// serde_yaml prefixes nested errors with its own rendering of the path; we report the path
+/// separately, so drop that prefix. The "at line L column C" suffix stays: it helps.
+fn strip_path_prefix(message: &str, path: &str) -> String {
     match message.split_once(": ") {
-        Some((head, rest)) if head.contains('.') && !head.contains(' ') => rest.to_string(),
+        Some((head, rest))
+            if !head.is_empty()
+                && (path == head
+                    || path.starts_with(&format!("{head}."))
+                    || path.starts_with(&format!("{head}["))) =>
+        {
+            rest.to_string()
+        }
         _ => message.to_string(),
     }
 }

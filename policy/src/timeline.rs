@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use crate::compile::{CompiledGate, CompiledWindow};
 use crate::eval::active_override;
 use crate::localtime::format_until;
-use crate::{GateState, Override, WindowKind, format_duration};
+use crate::{GateState, Override, WindowKind};
 
 /// A window's continuous activity: `[start, end)`; `end: None` means it lasts past the look-ahead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,10 +143,10 @@ impl Cursor<'_> {
                     format_until(w.tz, e, t)
                 ),
                 None => format!(
-                    "{} window '{}' (active beyond {} from now)",
+                    "{} window '{}' (no end within {} days)",
                     w.kind,
                     w.name,
-                    format_duration(EXTEND_CAP)
+                    EXTEND_CAP.num_days()
                 ),
             }
         };
