@@ -143,7 +143,7 @@ fn bump(o: &mut ObservedObject) {
     o.resource_version = Some((rv + 1).to_string());
 }
 
-fn reconcile(gates: &[GateView], objects: &mut Vec<ObservedObject>) {
+fn reconcile(gates: &[GateView], objects: &mut [ObservedObject]) {
     let human_before: Vec<ObjectKey> = objects
         .iter()
         .filter(|o| o.suspended_by_human())
