@@ -105,23 +105,17 @@ fn validation_errors_name_the_path() {
     };
     let cases: Vec<(String, &str, &str)> = vec![
         (
-            format!(
-                "apiVersion: v1\nkind: Gate\nmetadata: {{name: g}}\nspec: {{clusters: {{names: [a]}}}}"
-            ),
+            "apiVersion: v1\nkind: Gate\nmetadata: {name: g}\nspec: {clusters: {names: [a]}}".to_string(),
             "apiVersion",
             "must be 'fleetgate.io/v1', got 'v1'",
         ),
         (
-            format!(
-                "apiVersion: fleetgate.io/v1\nkind: Policy\nmetadata: {{name: g}}\nspec: {{clusters: {{names: [a]}}}}"
-            ),
+            "apiVersion: fleetgate.io/v1\nkind: Policy\nmetadata: {name: g}\nspec: {clusters: {names: [a]}}".to_string(),
             "kind",
             "must be 'Gate', got 'Policy'",
         ),
         (
-            format!(
-                "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {{name: No_Good}}\nspec: {{clusters: {{names: [a]}}}}"
-            ),
+            "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: No_Good}\nspec: {clusters: {names: [a]}}".to_string(),
             "metadata.name",
             "'No_Good' is not a DNS-1123 label",
         ),
