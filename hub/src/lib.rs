@@ -7,7 +7,10 @@ pub mod auth;
 pub mod clock;
 pub mod db;
 pub mod error;
+pub mod fanout;
+pub mod grpc;
 pub mod service;
+pub mod snapshot;
 pub mod validate;
 
 pub use error::{Error, Result};

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod clusters;
 pub mod gates;
 pub mod overrides;
+pub mod reports;
 pub mod revision;
 pub mod status;
 pub mod tokens;

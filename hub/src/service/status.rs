@@ -141,7 +141,9 @@ pub struct FleetSummary {
     pub disconnected: Vec<String>,
 }
 
-fn load_gates(rows: Vec<crate::db::gates::GateRow>) -> Result<Vec<(Gate, CompiledGate)>> {
+pub(crate) fn load_gates(
+    rows: Vec<crate::db::gates::GateRow>,
+) -> Result<Vec<(Gate, CompiledGate)>> {
     rows.iter()
         .map(|g| {
             let gate = stored_gate(&g.manifest)?;
@@ -153,7 +155,7 @@ fn load_gates(rows: Vec<crate::db::gates::GateRow>) -> Result<Vec<(Gate, Compile
         .collect()
 }
 
-fn by_gate(rows: Vec<OverrideRow>) -> HashMap<String, Vec<OverrideRow>> {
+pub(crate) fn by_gate(rows: Vec<OverrideRow>) -> HashMap<String, Vec<OverrideRow>> {
     let mut m: HashMap<String, Vec<OverrideRow>> = HashMap::new();
     for r in rows {
         m.entry(r.gate.clone()).or_default().push(r);

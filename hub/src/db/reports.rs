@@ -1,0 +1,140 @@
+//! Writes from the spoke stream: status reports into `object_status` (a report
+//! is the full set of governed objects, so objects missing from it are
+//! deleted) and the spoke's connection state on `clusters`. This path never
+//! bumps the fleet revision and never notifies: reports are not desired state.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgConnection;
+
+use crate::Result;
+
+/// One governed object of a report (JSON-encoded into a single statement
+/// parameter so a whole report is one upsert).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportedObject {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub suspended: bool,
+    pub suspended_by: Vec<String>,
+    pub gates: Vec<String>,
+    pub last_applied_revision: Option<String>,
+    pub newest_source_revision: Option<String>,
+    pub held: bool,
+    pub suspended_by_human: bool,
+}
+
+/// The latest report of one cluster, as the batcher flushes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterReport {
+    pub cluster: String,
+    /// Objects with unique (kind, namespace, name).
+    pub objects: Vec<ReportedObject>,
+    pub clock_offset_ms: i64,
+    /// When the hub received the report.
+    pub received_at: DateTime<Utc>,
+}
+
+/// Replaces `report.cluster`'s object statuses with the report's and stamps
+/// the cluster's last-seen time and clock offset. Returns false (writing
+/// nothing) when the cluster no longer exists.
+pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
+    let seen =
+        sqlx::query("update clusters set last_seen_at = $2, clock_offset_ms = $3 where name = $1")
+            .bind(&report.cluster)
+            .bind(report.received_at)
+            .bind(report.clock_offset_ms)
+            .execute(&mut *conn)
+            .await?;
+    if seen.rows_affected() == 0 {
+        return Ok(false);
+    }
+    let objects = serde_json::to_value(&report.objects)
+        .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
+    sqlx::query(
+        "delete from object_status o where o.cluster = $1 and not exists ( \
+           select 1 from jsonb_to_recordset($2) as r(kind text, namespace text, name text) \
+           where r.kind = o.kind and r.namespace = o.namespace and r.name = o.name)",
+    )
+    .bind(&report.cluster)
+    .bind(&objects)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "insert into object_status (cluster, kind, namespace, name, suspended, suspended_by, \
+           gates, last_applied_revision, newest_source_revision, held, suspended_by_human, \
+           reported_at) \
+         select $1, r.kind, r.namespace, r.name, r.suspended, \
+           array(select jsonb_array_elements_text(r.suspended_by)), \
+           array(select jsonb_array_elements_text(r.gates)), \
+           r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human, $3 \
+         from jsonb_to_recordset($2) as r(kind text, namespace text, name text, suspended bool, \
+           suspended_by jsonb, gates jsonb, last_applied_revision text, \
+           newest_source_revision text, held bool, suspended_by_human bool) \
+         on conflict (cluster, kind, namespace, name) do update set \
+           suspended = excluded.suspended, suspended_by = excluded.suspended_by, \
+           gates = excluded.gates, last_applied_revision = excluded.last_applied_revision, \
+           newest_source_revision = excluded.newest_source_revision, held = excluded.held, \
+           suspended_by_human = excluded.suspended_by_human, reported_at = excluded.reported_at",
+    )
+    .bind(&report.cluster)
+    .bind(&objects)
+    .bind(report.received_at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(true)
+}
+
+/// Records that `cluster`'s spoke connected to `replica`.
+pub async fn mark_connected(
+    conn: &mut PgConnection,
+    cluster: &str,
+    replica: &str,
+    spoke_version: &str,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    sqlx::query(
+        "update clusters set connected = true, connected_replica = $2, spoke_version = $3, \
+         last_seen_at = $4 where name = $1",
+    )
+    .bind(cluster)
+    .bind(replica)
+    .bind(spoke_version)
+    .bind(at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Records that `cluster`'s spoke left `replica`, unless it has meanwhile
+/// connected to another replica (which then owns the state).
+pub async fn mark_disconnected(
+    conn: &mut PgConnection,
+    cluster: &str,
+    replica: &str,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    sqlx::query(
+        "update clusters set connected = false, last_seen_at = $3 \
+         where name = $1 and connected_replica = $2 and connected",
+    )
+    .bind(cluster)
+    .bind(replica)
+    .bind(at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Clears connection state left by an earlier run of `replica` (a crash
+/// leaves `connected = true` behind). Returns how many clusters it cleared.
+pub async fn clear_replica(conn: &mut PgConnection, replica: &str) -> Result<u64> {
+    let res = sqlx::query(
+        "update clusters set connected = false where connected_replica = $1 and connected",
+    )
+    .bind(replica)
+    .execute(conn)
+    .await?;
+    Ok(res.rows_affected())
+}

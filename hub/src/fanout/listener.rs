@@ -1,0 +1,90 @@
+//! The replica's one LISTEN connection on `fleetgate_changes`. Notifications
+//! sent while it is disconnected are lost, so after every (re)connect it first
+//! listens, then re-reads every connected cluster (resync), then follows
+//! notifications. Failed reads are retried shortly after.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::{PgListener, PgPoolOptions};
+use tokio_util::sync::CancellationToken;
+
+use super::Fanout;
+use crate::db::revision::{CHANGES_CHANNEL, ChangeNotice};
+
+/// `application_name` of the listener's connection (visible in
+/// `pg_stat_activity`; operators and tests can find it by this name).
+pub const LISTENER_APPLICATION_NAME: &str = "fleetgate-hub-listener";
+
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+const RETRY_FAILED_AFTER: Duration = Duration::from_secs(1);
+
+/// Runs the listener until `shutdown` is cancelled.
+pub async fn run(fanout: Fanout, pool: PgPool, shutdown: CancellationToken) {
+    // A separate one-connection pool so the listener's session carries its own
+    // application_name and never competes with request handlers for a slot.
+    let options = (*pool.connect_options())
+        .clone()
+        .application_name(LISTENER_APPLICATION_NAME);
+    let listener_pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(options);
+    let mut backoff = MIN_BACKOFF;
+    while !shutdown.is_cancelled() {
+        let mut listener = match connect(&listener_pool).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, ?backoff, "change listener cannot connect; retrying");
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        };
+        backoff = MIN_BACKOFF;
+        tracing::info!("change listener connected; resyncing connected clusters");
+        let mut retry: BTreeSet<String> = fanout.resync().await.into_iter().collect();
+        loop {
+            let retry_sleep = tokio::time::sleep(RETRY_FAILED_AFTER);
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = retry_sleep, if !retry.is_empty() => {
+                    let names = std::mem::take(&mut retry).into_iter().collect();
+                    retry.extend(fanout.refresh(names).await);
+                }
+                received = listener.try_recv() => match received {
+                    Ok(Some(n)) => match serde_json::from_str::<ChangeNotice>(n.payload()) {
+                        Ok(notice) => {
+                            tracing::debug!(revision = notice.revision, "change notification");
+                            retry.extend(fanout.apply(&notice).await);
+                        }
+                        Err(e) => {
+                            // Unknown payload: be safe and recompute everything.
+                            tracing::warn!(error = %e, payload = n.payload(), "bad change notification");
+                            retry.extend(fanout.resync().await);
+                        }
+                    },
+                    Ok(None) => {
+                        tracing::warn!("change listener lost its connection; reconnecting");
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "change listener failed; reconnecting");
+                        break;
+                    }
+                },
+            }
+        }
+    }
+    listener_pool.close().await;
+}
+
+async fn connect(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(CHANGES_CHANNEL).await?;
+    Ok(listener)
+}

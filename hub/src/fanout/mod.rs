@@ -1,0 +1,269 @@
+//! Change fan-out on one hub replica: connected spokes subscribe to their
+//! cluster in the [`Index`]; change notifications (see `listener`) name the
+//! clusters to re-read, and only those connected here are recomputed and
+//! published. The snapshot source is a trait so the core is testable without SQL.
+
+pub mod index;
+pub mod listener;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::StreamExt as _;
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+
+pub use self::index::Index;
+use crate::Result;
+use crate::db::revision::ChangeNotice;
+use crate::snapshot::Desired;
+
+/// How many snapshot reads run at once during a resync.
+const READ_CONCURRENCY: usize = 16;
+
+/// Reads a cluster's current desired state (the database in production).
+pub trait SnapshotSource: Send + Sync + 'static {
+    /// The cluster's desired state now; `Desired::Gone` if it does not exist.
+    fn load<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Desired>>;
+}
+
+/// The replica's fan-out: index + source + a counter of observed changes.
+#[derive(Clone)]
+pub struct Fanout {
+    index: Arc<Mutex<Index>>,
+    source: Arc<dyn SnapshotSource>,
+    /// Bumped on every notification and resync; the fleet watchers (admin
+    /// `WatchFleet`) wake on it.
+    changes: Arc<watch::Sender<u64>>,
+}
+
+impl std::fmt::Debug for Fanout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fanout").finish_non_exhaustive()
+    }
+}
+
+impl Fanout {
+    /// A fan-out reading snapshots from `source`.
+    pub fn new(source: Arc<dyn SnapshotSource>) -> Self {
+        Self {
+            index: Arc::new(Mutex::new(Index::new())),
+            source,
+            changes: Arc::new(watch::channel(0).0),
+        }
+    }
+
+    fn index(&self) -> MutexGuard<'_, Index> {
+        // The index has no invariants a panicking holder could break halfway.
+        self.index.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Subscribes a connection to `cluster` and reads its state once, so the
+    /// receiver holds a snapshot (or `Gone`) when this returns. Subscribing
+    /// before reading means a change committed meanwhile is not lost: its
+    /// notification finds the cluster connected and re-reads it.
+    pub async fn subscribe(&self, cluster: &str) -> Result<watch::Receiver<Desired>> {
+        let rx = self.index().subscribe(cluster);
+        let desired = self.source.load(cluster).await?;
+        self.index().publish(cluster, desired);
+        Ok(rx)
+    }
+
+    /// Whether `cluster` has connections on this replica, and how many.
+    pub fn subscribers(&self, cluster: &str) -> usize {
+        self.index().subscribers(cluster)
+    }
+
+    /// Clusters connected to this replica.
+    pub fn connected(&self) -> Vec<String> {
+        self.index().connected()
+    }
+
+    /// A receiver that changes whenever a notification or resync was handled.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Handles one change notification: re-reads the named clusters that are
+    /// connected here (all connected ones for `clusters: null`). Returns the
+    /// clusters whose read failed, to retry.
+    pub async fn apply(&self, notice: &ChangeNotice) -> Vec<String> {
+        let targets = {
+            let index = self.index();
+            match &notice.clusters {
+                None => index.connected(),
+                Some(names) => names
+                    .iter()
+                    .filter(|n| index.is_connected(n))
+                    .cloned()
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect(),
+            }
+        };
+        let failed = self.refresh(targets).await;
+        self.changes.send_modify(|n| *n += 1);
+        failed
+    }
+
+    /// Re-reads every connected cluster (after the listener reconnected, when
+    /// notifications may have been lost). Returns the clusters that failed.
+    pub async fn resync(&self) -> Vec<String> {
+        let targets = self.index().connected();
+        let failed = self.refresh(targets).await;
+        self.changes.send_modify(|n| *n += 1);
+        failed
+    }
+
+    /// Reads and publishes `clusters`; returns those whose read failed.
+    pub async fn refresh(&self, clusters: Vec<String>) -> Vec<String> {
+        let results: Vec<(String, Result<Desired>)> = futures::stream::iter(clusters)
+            .map(|cluster| async move {
+                let res = self.source.load(&cluster).await;
+                (cluster, res)
+            })
+            .buffer_unordered(READ_CONCURRENCY)
+            .collect()
+            .await;
+        let mut failed = Vec::new();
+        let mut index = self.index();
+        for (cluster, res) in results {
+            match res {
+                Ok(desired) => {
+                    index.publish(&cluster, desired);
+                }
+                Err(e) => {
+                    tracing::warn!(%cluster, error = %e, "reading snapshot failed; will retry");
+                    failed.push(cluster);
+                }
+            }
+        }
+        index.prune_all();
+        failed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::snapshot::{ClusterSnapshot, SnapshotGate};
+
+    /// An in-memory source whose state tests edit, counting reads.
+    #[derive(Default)]
+    struct MemSource {
+        state: Mutex<HashMap<String, (u64, Vec<SnapshotGate>)>>,
+        reads: Mutex<Vec<String>>,
+    }
+
+    impl MemSource {
+        fn set(&self, cluster: &str, rev: u64, gates: &[(&str, u64)]) {
+            let gates = gates
+                .iter()
+                .map(|(n, v)| SnapshotGate {
+                    name: n.to_string(),
+                    version: *v,
+                    manifest_json: "{}".into(),
+                })
+                .collect();
+            self.state
+                .lock()
+                .unwrap()
+                .insert(cluster.into(), (rev, gates));
+        }
+        fn reads(&self) -> Vec<String> {
+            std::mem::take(&mut *self.reads.lock().unwrap())
+        }
+    }
+
+    impl SnapshotSource for MemSource {
+        fn load<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Desired>> {
+            Box::pin(async move {
+                self.reads.lock().unwrap().push(cluster.to_string());
+                Ok(match self.state.lock().unwrap().get(cluster) {
+                    Some((rev, gates)) => Desired::Snapshot(Arc::new(ClusterSnapshot::new(
+                        *rev,
+                        cluster.into(),
+                        gates.clone(),
+                        vec![],
+                    ))),
+                    None => Desired::Gone,
+                })
+            })
+        }
+    }
+
+    fn notice(rev: i64, clusters: Option<&[&str]>) -> ChangeNotice {
+        ChangeNotice {
+            revision: rev,
+            clusters: clusters.map(|c| c.iter().map(|s| s.to_string()).collect()),
+        }
+    }
+
+    #[tokio::test]
+    async fn only_listed_connected_clusters_are_read() {
+        let src = Arc::new(MemSource::default());
+        src.set("a", 1, &[("g", 1)]);
+        src.set("b", 1, &[("g", 1)]);
+        let fanout = Fanout::new(src.clone());
+        let mut a = fanout.subscribe("a").await.unwrap();
+        let mut b = fanout.subscribe("b").await.unwrap();
+        assert_eq!(a.borrow_and_update().revision(), 1);
+        b.borrow_and_update();
+        src.reads();
+
+        src.set("a", 2, &[("g", 2)]);
+        let failed = fanout.apply(&notice(2, Some(&["a", "elsewhere"]))).await;
+        assert!(failed.is_empty());
+        assert_eq!(src.reads(), vec!["a".to_string()]);
+        assert!(a.has_changed().unwrap());
+        assert_eq!(a.borrow_and_update().revision(), 2);
+        assert!(!b.has_changed().unwrap());
+    }
+
+    #[tokio::test]
+    async fn null_clusters_and_resync_read_all_connected() {
+        let src = Arc::new(MemSource::default());
+        src.set("a", 1, &[]);
+        src.set("b", 1, &[]);
+        let fanout = Fanout::new(src.clone());
+        let _a = fanout.subscribe("a").await.unwrap();
+        let _b = fanout.subscribe("b").await.unwrap();
+        src.reads();
+        fanout.apply(&notice(2, None)).await;
+        let mut reads = src.reads();
+        reads.sort();
+        assert_eq!(reads, vec!["a".to_string(), "b".to_string()]);
+        fanout.resync().await;
+        assert_eq!(src.reads().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn unchanged_state_wakes_nobody_and_deletion_is_gone() {
+        let src = Arc::new(MemSource::default());
+        src.set("a", 1, &[("g", 1)]);
+        let fanout = Fanout::new(src.clone());
+        let mut a = fanout.subscribe("a").await.unwrap();
+        a.borrow_and_update();
+        fanout.apply(&notice(2, Some(&["a"]))).await;
+        assert!(!a.has_changed().unwrap());
+        src.state.lock().unwrap().remove("a");
+        fanout.apply(&notice(3, Some(&["a"]))).await;
+        assert_eq!(*a.borrow_and_update(), Desired::Gone);
+    }
+
+    #[tokio::test]
+    async fn disconnected_clusters_are_forgotten() {
+        let src = Arc::new(MemSource::default());
+        src.set("a", 1, &[]);
+        let fanout = Fanout::new(src.clone());
+        let a = fanout.subscribe("a").await.unwrap();
+        assert_eq!(fanout.subscribers("a"), 1);
+        drop(a);
+        src.reads();
+        fanout.apply(&notice(2, Some(&["a"]))).await;
+        assert!(src.reads().is_empty());
+        assert!(fanout.connected().is_empty());
+    }
+}

@@ -1,0 +1,245 @@
+//! Conversions of the service layer's types to admin API messages, and of
+//! request fields to service inputs (timestamps, UUIDs, page requests).
+
+use chrono::{DateTime, Utc};
+use fleetgate_proto::time::{from_timestamp, to_timestamp};
+use fleetgate_proto::v1 as pb;
+use tonic::Status;
+use uuid::Uuid;
+
+use super::convert::invalid;
+use crate::service::PageRequest;
+use crate::service::status::{
+    ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
+};
+use crate::service::types::{ApiToken, AuditEntry, Cluster, GateRecord, OverrideRecord};
+
+fn ts(at: DateTime<Utc>) -> Option<prost_types::Timestamp> {
+    Some(to_timestamp(at))
+}
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+fn count_i64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// An optional request timestamp; INVALID_ARGUMENT naming `field` if out of range.
+pub fn opt_time(
+    field: &str,
+    t: Option<&prost_types::Timestamp>,
+) -> Result<Option<DateTime<Utc>>, Status> {
+    t.map(|t| from_timestamp(t).ok_or_else(|| invalid(field, "timestamp out of range")))
+        .transpose()
+}
+
+/// A UUID request field.
+pub fn uuid(field: &str, s: &str) -> Result<Uuid, Status> {
+    Uuid::parse_str(s).map_err(|_| invalid(field, format!("'{s}' is not a UUID")))
+}
+
+/// `limit` (0 = default) and `cursor` ("" = first page) as a page request.
+pub fn page(limit: u32, cursor: &str) -> PageRequest {
+    PageRequest {
+        limit: (limit != 0).then_some(limit),
+        cursor: (!cursor.is_empty()).then(|| cursor.to_string()),
+    }
+}
+
+/// "" as None.
+pub fn non_empty(s: &str) -> Option<&str> {
+    (!s.is_empty()).then_some(s)
+}
+
+/// A next-page cursor ("" on the last page).
+pub fn cursor(next: Option<String>) -> String {
+    next.unwrap_or_default()
+}
+
+/// A stored gate.
+pub fn gate(g: GateRecord) -> pb::GateInfo {
+    let description = fleetgate_policy::parse_gate_json(g.manifest.clone())
+        .ok()
+        .and_then(|gate| gate.compile().ok())
+        .map(|c| c.describe())
+        .unwrap_or_default();
+    pb::GateInfo {
+        name: g.name,
+        version: count_i64(g.version),
+        manifest_json: g.manifest.to_string(),
+        created_at: ts(g.created_at),
+        updated_at: ts(g.updated_at),
+        description,
+    }
+}
+
+/// A stored override.
+pub fn override_info(o: OverrideRecord) -> pb::OverrideInfo {
+    let (clusters, selector) = match o.clusters {
+        Some(scope) => (
+            scope.names,
+            scope
+                .selector
+                .and_then(|s| serde_json::to_string(&s).ok())
+                .unwrap_or_default(),
+        ),
+        None => (Vec::new(), String::new()),
+    };
+    pb::OverrideInfo {
+        id: o.id.to_string(),
+        gate: o.gate,
+        state: o.state,
+        clusters,
+        starts_at: ts(o.starts_at),
+        expires_at: o.expires_at.and_then(ts),
+        actor: o.actor,
+        reason: o.reason,
+        created_at: ts(o.created_at),
+        cancelled_at: o.cancelled_at.and_then(ts),
+        cancelled_by: o.cancelled_by.unwrap_or_default(),
+        cluster_selector_json: selector,
+    }
+}
+
+/// A registered cluster.
+pub fn cluster(c: Cluster) -> pb::ClusterInfo {
+    pb::ClusterInfo {
+        name: c.name,
+        labels: c.labels.into_iter().collect(),
+        connected: c.connected,
+        connected_replica: c.connected_replica.unwrap_or_default(),
+        last_seen_at: c.last_seen_at.and_then(ts),
+        spoke_version: c.spoke_version.unwrap_or_default(),
+        clock_offset_ms: c.clock_offset_ms.unwrap_or(0),
+        desired_revision: count_i64(c.desired_revision),
+        created_at: ts(c.created_at),
+    }
+}
+
+fn object(o: ObjectStatus) -> pb::GovernedObject {
+    pb::GovernedObject {
+        kind: o.kind,
+        namespace: o.namespace,
+        name: o.name,
+        suspended: o.suspended,
+        suspended_by: o.suspended_by,
+        gates: o.gates,
+        last_applied_revision: o.last_applied_revision.unwrap_or_default(),
+        newest_source_revision: o.newest_source_revision.unwrap_or_default(),
+        held: o.held,
+        suspended_by_human: o.suspended_by_human,
+        reported_at: ts(o.reported_at),
+    }
+}
+
+fn gate_status(g: GateStatus) -> pb::GateStatus {
+    pb::GateStatus {
+        gate: g.gate,
+        state: g.state,
+        reason: g.reason,
+        next_transition: g.next_transition.and_then(ts),
+        held: u32::try_from(g.held).unwrap_or(u32::MAX),
+        objects: g.objects.into_iter().map(object).collect(),
+    }
+}
+
+fn object_counts(c: ObjectCounts) -> pb::ObjectCounts {
+    pb::ObjectCounts {
+        governed: count_i64(c.governed),
+        held: count_i64(c.held),
+        suspended: count_i64(c.suspended),
+    }
+}
+
+/// One cluster's status.
+pub fn cluster_status(s: ClusterStatus) -> pb::ClusterStatus {
+    pb::ClusterStatus {
+        cluster: Some(cluster(s.cluster)),
+        gates: s.gates.into_iter().map(gate_status).collect(),
+        objects: s.objects.into_iter().map(object).collect(),
+        counts: Some(object_counts(s.counts)),
+        at: ts(s.at),
+        open: s.open,
+        closed_by: s.closed_by,
+        next_transition: s.next_transition.and_then(ts),
+    }
+}
+
+fn cluster_counts(c: ClusterCounts) -> pb::ClusterCounts {
+    pb::ClusterCounts {
+        total: count(c.total),
+        connected: count(c.connected),
+        disconnected: count(c.disconnected),
+        open: count(c.open),
+        closed: count(c.closed),
+        with_held: count(c.with_held),
+    }
+}
+
+fn gate_summary(g: GateSummary) -> pb::GateSummary {
+    pb::GateSummary {
+        gate: g.gate,
+        clusters: count(g.clusters),
+        open: count(g.open),
+        closed: count(g.closed),
+    }
+}
+
+/// The fleet summary.
+pub fn fleet_status(s: FleetSummary) -> pb::FleetStatus {
+    pb::FleetStatus {
+        at: ts(s.at),
+        revision: count_i64(s.revision),
+        clusters: Some(cluster_counts(s.clusters)),
+        gates: s.gates.into_iter().map(gate_summary).collect(),
+        objects: Some(object_counts(s.objects)),
+        disconnected: s.disconnected,
+    }
+}
+
+/// An audit entry.
+pub fn audit_entry(e: AuditEntry) -> pb::AuditEntry {
+    let json = |v: Option<serde_json::Value>| v.map(|v| v.to_string()).unwrap_or_default();
+    pb::AuditEntry {
+        id: e.id,
+        at: ts(e.at),
+        actor: e.actor,
+        action: e.action,
+        target_kind: e.target_kind,
+        target_name: e.target_name,
+        before_json: json(e.before),
+        after_json: json(e.after),
+        reason: e.reason.unwrap_or_default(),
+    }
+}
+
+/// An API token (no secret).
+pub fn api_token(t: ApiToken) -> pb::ApiTokenInfo {
+    pb::ApiTokenInfo {
+        id: t.id.to_string(),
+        name: t.name,
+        role: t.role,
+        created_at: ts(t.created_at),
+        revoked_at: t.revoked_at.and_then(ts),
+    }
+}
+
+/// A gate preview.
+pub fn preview(p: fleetgate_policy::Preview) -> pb::PreviewGateResponse {
+    pb::PreviewGateResponse {
+        gate: p.gate,
+        initial_state: p.initial.state.to_string(),
+        initial_reason: p.initial.reason,
+        transitions: p
+            .transitions
+            .into_iter()
+            .map(|t| pb::Transition {
+                at: ts(t.at),
+                state: t.state.to_string(),
+                reason: t.reason,
+            })
+            .collect(),
+    }
+}

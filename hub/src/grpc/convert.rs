@@ -1,0 +1,126 @@
+//! Plain conversions between the hub's types and `fleetgate.v1` messages, and
+//! from the hub's [`Error`] to a gRPC [`Status`] (field path first in the
+//! message, internal details hidden).
+
+use chrono::{DateTime, Utc};
+use fleetgate_proto::time::to_timestamp;
+use fleetgate_proto::v1 as pb;
+use tonic::{Code, Status};
+
+use crate::Error;
+use crate::db::reports::ReportedObject;
+use crate::snapshot::ClusterSnapshot;
+
+/// The gRPC status for a hub error.
+pub fn to_status(e: Error) -> Status {
+    let code = match &e {
+        Error::Unauthenticated(_) => Code::Unauthenticated,
+        Error::Forbidden(_) => Code::PermissionDenied,
+        Error::NotFound { .. } => Code::NotFound,
+        // Duplicate names and stale versions: the caller must re-read first.
+        Error::Conflict { .. } => Code::FailedPrecondition,
+        Error::BadRequest { .. } | Error::Invalid { .. } => Code::InvalidArgument,
+        Error::PayloadTooLarge => Code::ResourceExhausted,
+        // Any other input error the REST side knows (e.g. media types).
+        other if other.status().is_client_error() => Code::InvalidArgument,
+        _ => {
+            tracing::error!(error = %e, "gRPC request failed");
+            Code::Internal
+        }
+    };
+    let message = match e.field() {
+        Some(field) if !field.is_empty() => format!("{field}: {}", e.public_message()),
+        _ => e.public_message(),
+    };
+    Status::new(code, message)
+}
+
+/// INVALID_ARGUMENT naming `field`.
+pub fn invalid(field: &str, message: impl std::fmt::Display) -> Status {
+    Status::invalid_argument(format!("{field}: {message}"))
+}
+
+/// A snapshot as sent to a spoke, stamped with the hub's clock.
+pub fn snapshot_to_proto(s: &ClusterSnapshot, hub_time: DateTime<Utc>) -> pb::Snapshot {
+    pb::Snapshot {
+        revision: s.revision,
+        cluster: s.cluster.clone(),
+        gates: s
+            .gates
+            .iter()
+            .map(|g| pb::GateRule {
+                name: g.name.clone(),
+                version: g.version,
+                manifest_json: g.manifest_json.clone(),
+            })
+            .collect(),
+        overrides: s.overrides.iter().map(override_to_proto).collect(),
+        hub_time: Some(to_timestamp(hub_time)),
+    }
+}
+
+/// A gate-model override as the spoke receives it.
+pub fn override_to_proto(o: &fleetgate_policy::Override) -> pb::Override {
+    pb::Override {
+        id: o.id.clone(),
+        gate: o.gate.clone(),
+        state: o.state.to_string(),
+        starts_at: Some(to_timestamp(o.starts_at)),
+        expires_at: o.expires_at.map(to_timestamp),
+        actor: o.actor.clone(),
+        reason: o.reason.clone(),
+        created_at: Some(to_timestamp(o.created_at)),
+    }
+}
+
+/// A reported object as stored (empty revision strings mean "unknown").
+pub fn object_from_proto(o: pb::ObjectStatus) -> ReportedObject {
+    let opt = |s: String| (!s.is_empty()).then_some(s);
+    ReportedObject {
+        kind: o.kind,
+        namespace: o.namespace,
+        name: o.name,
+        suspended: o.suspended,
+        suspended_by: o.suspended_by,
+        gates: o.gates,
+        last_applied_revision: opt(o.last_applied_revision),
+        newest_source_revision: opt(o.newest_source_revision),
+        held: o.held,
+        suspended_by_human: o.suspended_by_human,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_input_names_the_field() {
+        let s = to_status(Error::invalid("spec.windows[0].schedule", "bad cron"));
+        assert_eq!(s.code(), Code::InvalidArgument);
+        assert_eq!(s.message(), "spec.windows[0].schedule: bad cron");
+    }
+
+    #[test]
+    fn internal_details_are_hidden() {
+        let s = to_status(Error::Internal("secret detail".into()));
+        assert_eq!(s.code(), Code::Internal);
+        assert!(!s.message().contains("secret"));
+    }
+
+    #[test]
+    fn auth_codes() {
+        assert_eq!(
+            to_status(Error::Unauthenticated("x".into())).code(),
+            Code::Unauthenticated
+        );
+        assert_eq!(
+            to_status(Error::Forbidden("x".into())).code(),
+            Code::PermissionDenied
+        );
+        assert_eq!(
+            to_status(Error::not_found("gate", "g")).code(),
+            Code::NotFound
+        );
+    }
+}

@@ -1,0 +1,14 @@
+//! The hub's gRPC side: the spoke stream (`spoke`), the admin API for
+//! integrations (`admin`, `watch_fleet`), report ingestion (`reports`), auth
+//! and conversions, and the server with its hygiene settings (`server`).
+
+pub mod admin;
+mod admin_convert;
+pub mod auth;
+pub mod convert;
+pub mod reports;
+pub mod server;
+pub mod spoke;
+pub mod watch_fleet;
+
+pub use server::{GrpcOptions, serve};
