@@ -37,6 +37,9 @@ pub enum Error {
     /// Request body over the limit (HTTP 413).
     #[error("request body larger than the limit")]
     PayloadTooLarge,
+    /// A body in a format the endpoint does not take (HTTP 415).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// A database failure (HTTP 500, logged).
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -96,6 +99,7 @@ impl Error {
             Self::BadRequest { .. } => "bad_request",
             Self::Invalid { .. } => "invalid",
             Self::PayloadTooLarge => "payload_too_large",
+            Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => "internal",
         }
     }
@@ -110,6 +114,7 @@ impl Error {
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
             Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -147,7 +152,8 @@ pub struct ErrorBody {
 #[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
 pub struct ErrorDetail {
     /// Machine-readable code: unauthenticated, forbidden, not_found, conflict,
-    /// bad_request, invalid, payload_too_large, timeout, internal.
+    /// bad_request, invalid, payload_too_large, unsupported_media_type,
+    /// method_not_allowed, internal.
     pub code: String,
     /// Human-readable message.
     pub message: String,

@@ -5,13 +5,20 @@
 
 pub mod auth;
 pub mod clock;
+pub mod config;
 pub mod db;
 pub mod error;
 pub mod fanout;
 pub mod grpc;
+pub mod metrics;
+pub mod openapi;
+pub mod rest;
+pub mod serve;
 pub mod service;
 pub mod snapshot;
 pub mod validate;
 
 pub use error::{Error, Result};
+pub use rest::{AppState, app};
+pub use serve::serve;
 pub use service::{Actor, Role, Service};

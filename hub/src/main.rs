@@ -1,2 +1,57 @@
+//! `fleetgate-hub`: thin entry point — parse configuration, set up logging,
+//! turn SIGTERM/SIGINT into a cancellation, run the command.
 #![forbid(unsafe_code)]
-fn main() {}
+
+use clap::Parser;
+use fleetgate_hub::config::{Cli, Command};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Migrate(c) => {
+            let pool = fleetgate_hub::db::connect(&c.database_url, 2).await?;
+            fleetgate_hub::db::migrate(&pool).await?;
+            tracing::info!("migrations applied");
+        }
+        Command::Serve(c) => {
+            let shutdown = CancellationToken::new();
+            tokio::spawn(cancel_on_signal(shutdown.clone()));
+            fleetgate_hub::serve(c, shutdown).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Cancels `token` on SIGTERM or SIGINT.
+async fn cancel_on_signal(token: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+    tracing::info!("shutdown requested; draining");
+    token.cancel();
+}

@@ -5,7 +5,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::{Error, Result};
 
@@ -57,7 +56,7 @@ impl PageRequest {
 }
 
 /// One page of a list.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
     /// The items of this page.

@@ -1,0 +1,136 @@
+//! The OpenAPI 3 document of the REST API, generated from the handlers'
+//! `#[utoipa::path]` annotations and the types' `ToSchema` derives, served at
+//! `/api/v1/openapi.json`.
+
+use std::sync::OnceLock;
+
+use axum::Json;
+use chrono::{DateTime, Utc};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use crate::error::{ErrorBody, ErrorDetail};
+use crate::rest;
+use crate::service::status::{
+    ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
+};
+use crate::service::types::{
+    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, GateRecord,
+    OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
+};
+
+macro_rules! page_doc {
+    ($name:ident, $item:ty, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(Debug, ToSchema)]
+        #[schema(rename_all = "camelCase")]
+        pub struct $name {
+            /// The items of this page.
+            pub items: Vec<$item>,
+            /// Pass as `cursor` to get the next page; absent on the last page.
+            pub next_cursor: Option<String>,
+        }
+    };
+}
+
+page_doc!(GatePage, GateRecord, "A page of gates.");
+page_doc!(ClusterPage, Cluster, "A page of clusters.");
+page_doc!(OverridePage, OverrideRecord, "A page of overrides.");
+page_doc!(AuditPage, AuditEntry, "A page of audit entries.");
+page_doc!(TokenPage, ApiToken, "A page of API tokens.");
+
+/// The preview JSON (`fleetgate gate preview -o json`).
+#[derive(Debug, ToSchema)]
+pub struct PreviewDoc {
+    pub gate: String,
+    /// The state at `from`.
+    pub initial: PreviewStateDoc,
+    /// Every state change in `(from, to]`, in order.
+    pub transitions: Vec<TransitionDoc>,
+}
+
+/// A state and why.
+#[derive(Debug, ToSchema)]
+pub struct PreviewStateDoc {
+    /// `open` or `closed`.
+    pub state: String,
+    pub reason: String,
+}
+
+/// One state change.
+#[derive(Debug, ToSchema)]
+pub struct TransitionDoc {
+    pub at: DateTime<Utc>,
+    /// `open` or `closed`.
+    pub state: String,
+    pub reason: String,
+}
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "API token (`fga_...`). Roles: viewer (read), operator (+ overrides), \
+                         admin (everything, incl. tokens).",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The API description.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "fleetgate hub REST API", version = "v1",
+        description = "Gates, overrides, clusters, status, audit and API tokens of a fleetgate hub. \
+            Errors are `{\"error\": {\"code\", \"message\", \"field\"}}`."),
+    paths(
+        rest::gates::list, rest::gates::get, rest::gates::create, rest::gates::replace,
+        rest::gates::delete, rest::gates::preview,
+        rest::overrides::open, rest::overrides::close, rest::overrides::list,
+        rest::overrides::cancel,
+        rest::clusters::list, rest::clusters::get, rest::clusters::register,
+        rest::clusters::relabel, rest::clusters::delete, rest::clusters::rotate_token,
+        rest::status::cluster, rest::status::fleet,
+        rest::audit::list,
+        rest::tokens::list, rest::tokens::create, rest::tokens::revoke,
+        rest::health::healthz, rest::health::readyz, rest::health::metrics,
+    ),
+    components(schemas(
+        ErrorBody, ErrorDetail, GateRecord, Cluster, ClusterWithToken, RegisterCluster, Relabel,
+        OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
+        ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ObjectCounts,
+        FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
+        TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc,
+    )),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "gates", description = "Gate manifests"),
+        (name = "overrides", description = "Manual open/close with expiry"),
+        (name = "clusters", description = "Registered clusters and spoke tokens"),
+        (name = "status", description = "Gate state per cluster and fleet summary"),
+        (name = "audit", description = "The append-only audit log"),
+        (name = "tokens", description = "API tokens (admin only)"),
+        (name = "health", description = "Health, readiness and metrics"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The document (built once).
+pub fn document() -> &'static utoipa::openapi::OpenApi {
+    static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
+    DOC.get_or_init(ApiDoc::openapi)
+}
+
+/// `GET /api/v1/openapi.json` (no authentication).
+pub async fn serve_openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(document().clone())
+}

@@ -1,0 +1,240 @@
+//! Request extractors that turn every kind of bad input into the hub's JSON
+//! error (never axum's plain-text rejections): the caller's token, query
+//! strings, bodies (JSON or YAML by Content-Type, size-limited), `If-Match`.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, IF_MATCH};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::AppState;
+use crate::auth::bearer_token;
+use crate::service::Actor;
+use crate::{Error, Result};
+
+/// The authenticated caller (`Authorization: Bearer fga_...`).
+#[derive(Debug, Clone)]
+pub struct ApiActor(pub Actor);
+
+impl FromRequestParts<AppState> for ApiActor {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .ok_or_else(|| Error::Unauthenticated("missing Authorization: Bearer token".into()))?;
+        let token = header.to_str().ok().and_then(bearer_token).ok_or_else(|| {
+            Error::Unauthenticated("expected Authorization: Bearer <token>".into())
+        })?;
+        state.service.authenticate_api(token).await.map(ApiActor)
+    }
+}
+
+/// A query string; parse errors are 400 naming the parameter.
+#[derive(Debug, Clone)]
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self> {
+        let q = parts.uri.query().unwrap_or_default();
+        let de = serde_urlencoded_de(q);
+        match de {
+            Ok(v) => Ok(Query(v)),
+            Err((field, msg)) => Err(Error::bad_request(field, msg)),
+        }
+    }
+}
+
+fn serde_urlencoded_de<T: DeserializeOwned>(q: &str) -> std::result::Result<T, (String, String)> {
+    // axum's Query uses serde_urlencoded; go through it to keep its semantics,
+    // then name the offending parameter from the message where possible.
+    axum::extract::Query::<T>::try_from_uri(
+        &format!("/?{q}")
+            .parse()
+            .map_err(|_| ("query".to_string(), "malformed query string".to_string()))?,
+    )
+    .map(|axum::extract::Query(v)| v)
+    .map_err(|e| {
+        let msg = e.body_text();
+        let msg = msg
+            .strip_prefix("Failed to deserialize query string: ")
+            .unwrap_or(&msg)
+            .to_string();
+        let field = msg
+            .split('`')
+            .nth(1)
+            .filter(|_| msg.starts_with("unknown field") || msg.starts_with("missing field"))
+            .unwrap_or("query")
+            .to_string();
+        (field, msg)
+    })
+}
+
+/// `?reason=` on writes without a body.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ReasonQuery {
+    /// Why (recorded in the audit log).
+    pub reason: Option<String>,
+}
+
+/// The request body's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Yaml,
+}
+
+/// A whole request body with its format; 413 past the body limit, 415 for
+/// other content types, 400 if not UTF-8.
+#[derive(Debug, Clone)]
+pub struct Body {
+    pub text: String,
+    pub format: Format,
+}
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self> {
+        let format = format_of(req.headers())?;
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Error::PayloadTooLarge
+            } else {
+                Error::bad_request("body", e.body_text())
+            }
+        })?;
+        let text = String::from_utf8(bytes.to_vec())
+            .map_err(|_| Error::bad_request("body", "not valid UTF-8"))?;
+        Ok(Body { text, format })
+    }
+}
+
+fn format_of(headers: &HeaderMap) -> Result<Format> {
+    let Some(ct) = headers.get(CONTENT_TYPE) else {
+        return Ok(Format::Json);
+    };
+    let ct = ct.to_str().unwrap_or_default();
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match mime.as_str() {
+        "application/json" | "" => Ok(Format::Json),
+        "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml" => Ok(Format::Yaml),
+        other => Err(Error::UnsupportedMediaType(format!(
+            "Content-Type '{other}' not supported; use application/json or application/yaml"
+        ))),
+    }
+}
+
+impl Body {
+    /// Deserialises the body: syntax errors are 400, wrong or unknown fields
+    /// 422 naming the field path.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T> {
+        if self.text.trim().is_empty() {
+            return Err(Error::bad_request("body", "empty body"));
+        }
+        match self.format {
+            Format::Json => {
+                let de = &mut serde_json::Deserializer::from_str(&self.text);
+                serde_path_to_error::deserialize(de).map_err(|e| {
+                    let path = path_of(e.path());
+                    let inner = e.into_inner();
+                    if inner.is_data() {
+                        Error::invalid(path, inner.to_string())
+                    } else {
+                        Error::bad_request("body", format!("malformed JSON: {inner}"))
+                    }
+                })
+            }
+            Format::Yaml => {
+                let value: serde_yaml::Value = serde_yaml::from_str(&self.text)
+                    .map_err(|e| Error::bad_request("body", format!("malformed YAML: {e}")))?;
+                serde_path_to_error::deserialize(value)
+                    .map_err(|e| Error::invalid(path_of(e.path()), e.into_inner().to_string()))
+            }
+        }
+    }
+
+    /// Parses a Gate manifest: malformed text is 400, schema errors 422 with
+    /// the field path.
+    pub fn gate(&self) -> Result<fleetgate_policy::Gate> {
+        if self.text.trim().is_empty() {
+            return Err(Error::bad_request("body", "empty body"));
+        }
+        match self.format {
+            Format::Json => {
+                let v: serde_json::Value = serde_json::from_str(&self.text)
+                    .map_err(|e| Error::bad_request("body", format!("malformed JSON: {e}")))?;
+                fleetgate_policy::parse_gate_json(v).map_err(gate_error)
+            }
+            Format::Yaml => {
+                serde_yaml::from_str::<serde_yaml::Value>(&self.text)
+                    .map_err(|e| Error::bad_request("body", format!("malformed YAML: {e}")))?;
+                fleetgate_policy::parse_gate(&self.text).map_err(gate_error)
+            }
+        }
+    }
+}
+
+fn gate_error(e: fleetgate_policy::PolicyError) -> Error {
+    let field = if e.path.is_empty() {
+        "body".to_string()
+    } else {
+        e.path
+    };
+    Error::invalid(field, e.message)
+}
+
+fn path_of(p: &serde_path_to_error::Path) -> String {
+    let s = p.to_string();
+    if s == "." { "body".to_string() } else { s }
+}
+
+/// The version in `If-Match` (`"3"`, `W/"3"` or `3`); `*` or absent = any.
+pub fn if_match(headers: &HeaderMap) -> Result<Option<i64>> {
+    let Some(v) = headers.get(IF_MATCH) else {
+        return Ok(None);
+    };
+    let bad = || Error::bad_request("If-Match", "expected the gate's ETag, e.g. \"3\"");
+    let s = v.to_str().map_err(|_| bad())?.trim();
+    if s == "*" {
+        return Ok(None);
+    }
+    let s = s.strip_prefix("W/").unwrap_or(s).trim_matches('"');
+    s.parse::<i64>().map(Some).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn if_match_forms() {
+        let mut h = HeaderMap::new();
+        assert_eq!(if_match(&h).unwrap(), None);
+        for (v, want) in [
+            ("\"3\"", Some(3)),
+            ("W/\"4\"", Some(4)),
+            ("5", Some(5)),
+            ("*", None),
+        ] {
+            h.insert(IF_MATCH, HeaderValue::from_static(v));
+            assert_eq!(if_match(&h).unwrap(), want, "{v}");
+        }
+        h.insert(IF_MATCH, HeaderValue::from_static("\"x\""));
+        assert_eq!(if_match(&h).unwrap_err().field(), Some("If-Match"));
+    }
+}

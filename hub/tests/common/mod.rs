@@ -1,0 +1,243 @@
+//! Shared setup for the hub's REST tests: a fresh database, a service with a
+//! manual clock, tokens for each role, and a helper to call the router.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use chrono::{DateTime, TimeZone, Utc};
+use fleetgate_hub::clock::ManualClock;
+use fleetgate_hub::metrics::Metrics;
+use fleetgate_hub::service::types::CreateToken;
+use fleetgate_hub::{Actor, AppState, Role, Service, app, db};
+use serde_json::Value;
+use sqlx::PgPool;
+use tower::ServiceExt as _;
+
+/// Secret of the bootstrap admin token in tests.
+pub const ADMIN: &str = "fga_test-admin-secret-0123456789";
+
+/// A hub on a fresh database.
+pub struct Hub {
+    pub app: Router,
+    pub service: Service,
+    pub clock: ManualClock,
+    pub pool: PgPool,
+    pub admin: String,
+    pub operator: String,
+    pub viewer: String,
+}
+
+/// Wednesday 2026-11-25 12:00 UTC.
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 25, 12, 0, 0).unwrap()
+}
+
+/// A response: status, headers, JSON body (Null if empty or not JSON).
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Hub {
+    pub async fn new() -> Self {
+        Self::with_body_limit(1024 * 1024).await
+    }
+
+    pub async fn with_body_limit(limit: usize) -> Self {
+        let tdb = fleetgate_tests::test_db().await;
+        let pool = db::connect(&tdb.url, 10).await.expect("connect");
+        db::migrate(&pool).await.expect("migrate");
+        let clock = ManualClock::new(t0());
+        let service = Service::with_clock(pool.clone(), Arc::new(clock.clone()));
+        service
+            .ensure_admin_token(ADMIN)
+            .await
+            .expect("admin token");
+        let root = Actor::new("bootstrap-admin", Role::Admin);
+        let mut secrets = Vec::new();
+        for (name, role) in [("ops", "operator"), ("reader", "viewer")] {
+            let t = service
+                .create_token(
+                    &root,
+                    CreateToken {
+                        name: name.into(),
+                        role: role.into(),
+                    },
+                    None,
+                )
+                .await
+                .expect("token");
+            secrets.push(t.secret);
+        }
+        let state = AppState {
+            body_limit: limit,
+            ..AppState::new(service.clone(), Metrics::new())
+        };
+        Self {
+            app: app(state),
+            service,
+            clock,
+            pool,
+            admin: ADMIN.to_string(),
+            operator: secrets[0].clone(),
+            viewer: secrets[1].clone(),
+        }
+    }
+
+    /// Calls the router with an optional token and an optional
+    /// `(content-type, body)`.
+    pub async fn call(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<(&str, String)>,
+    ) -> Resp {
+        self.call_with(method, uri, token, body, &[]).await
+    }
+
+    /// Like [`call`] with extra headers.
+    pub async fn call_with(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<(&str, String)>,
+        headers: &[(&str, &str)],
+    ) -> Resp {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = match body {
+            Some((ct, b)) => req.header("content-type", ct).body(Body::from(b)),
+            None => req.body(Body::empty()),
+        }
+        .expect("request");
+        let resp = self.app.clone().oneshot(req).await.expect("oneshot");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = axum::body::to_bytes(resp.into_body(), 64 * 1024 * 1024)
+            .await
+            .expect("body");
+        let text = String::from_utf8_lossy(&bytes).to_string();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Resp {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    pub async fn get(&self, uri: &str) -> Resp {
+        self.call(Method::GET, uri, Some(&self.admin), None).await
+    }
+
+    pub async fn post_json(&self, uri: &str, token: &str, body: Value) -> Resp {
+        self.call(
+            Method::POST,
+            uri,
+            Some(token),
+            Some(("application/json", body.to_string())),
+        )
+        .await
+    }
+
+    /// Registers a cluster with labels; returns its spoke token.
+    pub async fn register(&self, name: &str, labels: Value) -> String {
+        let r = self
+            .post_json(
+                "/api/v1/clusters",
+                &self.admin,
+                serde_json::json!({"name": name, "labels": labels}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        r.body["token"].as_str().unwrap().to_string()
+    }
+
+    /// Creates a gate from YAML.
+    pub async fn create_gate_yaml(&self, yaml: &str) -> Resp {
+        self.call(
+            Method::POST,
+            "/api/v1/gates",
+            Some(&self.admin),
+            Some(("application/yaml", yaml.to_string())),
+        )
+        .await
+    }
+
+    /// Rows in the audit log.
+    pub async fn audit_count(&self) -> i64 {
+        let (n,): (i64,) = sqlx::query_as("select count(*) from audit_log")
+            .fetch_one(&self.pool)
+            .await
+            .unwrap();
+        n
+    }
+
+    /// The fleet revision.
+    pub async fn revision(&self) -> i64 {
+        self.service.fleet_revision().await.unwrap()
+    }
+
+    /// A digest of every table a write may touch (to prove nothing changed).
+    pub async fn fingerprint(&self) -> String {
+        let (s,): (String,) = sqlx::query_as(
+            "select concat_ws('|', \
+               (select coalesce(string_agg(name || ':' || version || ':' || manifest::text, ',' order by name), '') from gates), \
+               (select coalesce(string_agg(name || ':' || labels::text || ':' || encode(token_hash, 'hex'), ',' order by name), '') from clusters), \
+               (select coalesce(string_agg(id::text || ':' || coalesce(cancelled_at::text, ''), ',' order by id), '') from overrides), \
+               (select coalesce(string_agg(name || ':' || coalesce(revoked_at::text, ''), ',' order by name), '') from api_tokens), \
+               (select count(*)::text from audit_log), \
+               (select revision::text from fleet_revision))",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .unwrap();
+        s
+    }
+}
+
+/// A gate: allow Mon 08:00 for 81h in Europe/Berlin, default closed, for
+/// clusters labelled env=<env>.
+pub fn business_hours(name: &str, env: &str) -> String {
+    format!(
+        r#"apiVersion: fleetgate.io/v1
+kind: Gate
+metadata:
+  name: {name}
+spec:
+  clusters:
+    selector:
+      matchLabels:
+        env: {env}
+  default: closed
+  timeZone: Europe/Berlin
+  windows:
+    - name: mon-to-thu
+      kind: allow
+      schedule: "0 8 * * MON"
+      duration: 81h
+"#
+    )
+}
+
+/// A gate without windows, default `state`, for the named clusters.
+pub fn simple_gate(name: &str, clusters: &[&str], state: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "fleetgate.io/v1",
+        "kind": "Gate",
+        "metadata": {"name": name},
+        "spec": {"clusters": {"names": clusters}, "default": state}
+    })
+}
