@@ -34,7 +34,8 @@ pub struct HubTarget {
 }
 
 impl HubTarget {
-    /// Builds the endpoint (TLS with `--hub-ca` for https URLs).
+    /// Builds the endpoint. https URLs use TLS, trusting `--hub-ca` when given
+    /// and the system's roots otherwise.
     pub fn new(url: &str, token: String, ca_pem: Option<Vec<u8>>) -> Result<Self> {
         let mut endpoint = Endpoint::from_shared(url.to_owned())
             .map_err(|e| Error::Config(format!("--hub-url {url}: {e}")))?
@@ -44,13 +45,13 @@ impl HubTarget {
             .keep_alive_timeout(Duration::from_secs(10))
             .keep_alive_while_idle(true);
         if url.starts_with("https://") {
-            let Some(pem) = ca_pem else {
-                return Err(Error::Config(
-                    "--hub-url uses https but no --hub-ca was given".into(),
-                ));
+            let tls = match ca_pem {
+                Some(pem) => ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)),
+                None => ClientTlsConfig::new().with_native_roots(),
             };
-            endpoint = endpoint
-                .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)))?;
+            endpoint = endpoint.tls_config(tls)?;
+        } else if ca_pem.is_some() {
+            return Err(Error::Config("--hub-ca is set but --hub-url is not https://".into()));
         }
         Ok(HubTarget { endpoint, token })
     }
@@ -228,9 +229,10 @@ mod tests {
     }
 
     #[test]
-    fn https_requires_a_ca() {
-        assert!(HubTarget::new("https://hub:9090", "t".into(), None).is_err());
+    fn tls_configuration_follows_the_url() {
+        assert!(HubTarget::new("https://hub:9090", "t".into(), None).is_ok());
         assert!(HubTarget::new("http://hub:9090", "t".into(), None).is_ok());
+        assert!(HubTarget::new("http://hub:9090", "t".into(), Some(b"pem".to_vec())).is_err());
         assert!(HubTarget::new("not a url", "t".into(), None).is_err());
     }
 }
