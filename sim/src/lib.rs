@@ -1,2 +1,26 @@
-//! stub
+//! fleetgate-sim: a faithful test Kubernetes API server serving the real Flux CRDs, with
+//! a Flux simulator reconciling them in fast-forward time. One 127.0.0.1 port per
+//! simulated cluster; real kubectl and kube-rs work against it unchanged.
 #![forbid(unsafe_code)]
+
+mod apply;
+mod cluster;
+pub mod crd;
+mod error;
+mod fields;
+pub mod flux;
+mod handlers;
+mod kubeconfig;
+mod managed;
+mod ops;
+mod patch;
+pub mod rbac;
+mod schema;
+mod selectors;
+mod sim;
+mod store;
+mod watch;
+
+pub use error::{ApiStatus, Error, Result};
+pub use rbac::{RbacConfig, RbacUser};
+pub use sim::{Sim, SimConfig, parse_manifests};

@@ -1,0 +1,50 @@
+//! One simulated cluster: its served types, storage, access control and the
+//! upstream "git" state its Flux sources pull from.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::crd::Registry;
+use crate::rbac::Authorizer;
+use crate::store::Store;
+
+/// Identifies a Flux source: (kind, namespace, name).
+pub type SourceKey = (String, String, String);
+
+#[derive(Debug)]
+pub struct Cluster {
+    pub name: String,
+    pub registry: Arc<Registry>,
+    pub store: Store,
+    /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
+    pub bookmark_interval: Duration,
+    /// Overrides every Flux object's `spec.interval` (fast-forward time).
+    pub reconcile_interval: Option<Duration>,
+    pub authorizer: Option<Authorizer>,
+    /// Newest revision "pushed" to each source's upstream (git/OCI/Helm repository).
+    pub upstream: Mutex<HashMap<SourceKey, String>>,
+    /// Reconciles the simulator ran per Flux object (kind, namespace, name).
+    pub reconciles: Mutex<HashMap<SourceKey, u64>>,
+    pub shutdown: CancellationToken,
+}
+
+impl Cluster {
+    pub fn push(&self, key: SourceKey, revision: String) {
+        self.upstream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, revision);
+        self.store.flux_changed.notify_one();
+    }
+
+    pub fn upstream_revision(&self, key: &SourceKey) -> Option<String> {
+        self.upstream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+}

@@ -1,0 +1,212 @@
+//! Field ownership for `metadata.managedFields`: sets of leaf paths, their `FieldsV1`
+//! encoding, and the ownership bookkeeping of Update operations. A faithful-enough subset
+//! of structured-merge-diff: maps are granular, lists are atomic leaves.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
+
+pub type Path = Vec<String>;
+pub type FieldSet = BTreeSet<Path>;
+
+/// Metadata fields the server owns; never tracked as managed (fieldmanager strips them).
+const SERVER_META: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+    "generateName",
+];
+
+/// Which part of the object a write may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Everything (no status subresource).
+    All,
+    /// Everything but `status` (main resource of a type with a status subresource).
+    NoStatus,
+    /// Only `status` (the `/status` subresource).
+    Status,
+}
+
+/// Leaf paths of an object, within `scope`.
+pub fn leaves(obj: &Value, scope: Scope) -> FieldSet {
+    let mut out = FieldSet::new();
+    let Some(map) = obj.as_object() else {
+        return out;
+    };
+    for (k, v) in map {
+        let keep = match (k.as_str(), scope) {
+            ("apiVersion" | "kind", _) => false,
+            ("status", Scope::NoStatus) => false,
+            ("status", _) => true,
+            (_, Scope::Status) => false,
+            _ => true,
+        };
+        if !keep {
+            continue;
+        }
+        if k == "metadata" {
+            for (mk, mv) in v.as_object().into_iter().flatten() {
+                if !SERVER_META.contains(&mk.as_str()) {
+                    collect(mv, vec!["metadata".into(), mk.clone()], &mut out);
+                }
+            }
+        } else {
+            collect(v, vec![k.clone()], &mut out);
+        }
+    }
+    out
+}
+
+fn collect(v: &Value, path: Path, out: &mut FieldSet) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, child) in m {
+                let mut p = path.clone();
+                p.push(k.clone());
+                collect(child, p, out);
+            }
+        }
+        _ => {
+            out.insert(path);
+        }
+    }
+}
+
+/// The value at `path`, if present.
+pub fn get<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter().try_fold(obj, |cur, k| cur.as_object()?.get(k))
+}
+
+/// Sets `value` at `path`, creating intermediate maps.
+pub fn set(obj: &mut Value, path: &[String], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cur = obj;
+    for k in parents {
+        if !cur.get(k).is_some_and(Value::is_object) {
+            cur[k.as_str()] = Value::Object(Map::new());
+        }
+        cur = &mut cur[k.as_str()];
+    }
+    cur[last.as_str()] = value;
+}
+
+/// Removes the value at `path` and any maps left empty above it.
+pub fn remove(obj: &mut Value, path: &[String]) {
+    fn rec(cur: &mut Value, path: &[String]) -> bool {
+        let Some(map) = cur.as_object_mut() else {
+            return false;
+        };
+        match path {
+            [] => false,
+            [k] => {
+                map.remove(k);
+                map.is_empty()
+            }
+            [k, rest @ ..] => {
+                let now_empty = map.get_mut(k).is_some_and(|c| rec(c, rest));
+                if now_empty {
+                    map.remove(k);
+                }
+                map.is_empty()
+            }
+        }
+    }
+    rec(obj, path);
+}
+
+/// Encodes a set as `FieldsV1` (`{"f:spec":{"f:suspend":{}}}`).
+pub fn to_fields_v1(set: &FieldSet) -> Value {
+    let mut root = Value::Object(Map::new());
+    for path in set {
+        let mut cur = &mut root;
+        for k in path {
+            let key = format!("f:{k}");
+            if cur.get(&key).is_none() {
+                cur[key.as_str()] = json!({});
+            }
+            cur = &mut cur[key.as_str()];
+        }
+    }
+    root
+}
+
+/// Decodes `FieldsV1`; list-item keys (`k:`/`v:`/`i:`) collapse onto their list.
+pub fn from_fields_v1(v: &Value) -> FieldSet {
+    fn rec(v: &Value, path: Path, out: &mut FieldSet) {
+        let children: Vec<(&String, &Value)> = v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.starts_with("f:"))
+            .collect();
+        let has_other = v
+            .as_object()
+            .is_some_and(|m| m.keys().any(|k| !k.starts_with("f:")));
+        if (children.is_empty() || has_other) && !path.is_empty() {
+            out.insert(path.clone());
+        }
+        if has_other {
+            return;
+        }
+        for (k, child) in children {
+            let mut p = path.clone();
+            p.push(k[2..].to_string());
+            rec(child, p, out);
+        }
+    }
+    let mut out = FieldSet::new();
+    rec(v, Vec::new(), &mut out);
+    out
+}
+
+/// Paths whose values differ between `old` and `new` (added, removed or changed leaves).
+pub fn changed(old: &Value, new: &Value, scope: Scope) -> FieldSet {
+    let (lo, ln) = (leaves(old, scope), leaves(new, scope));
+    lo.union(&ln)
+        .filter(|p| get(old, p) != get(new, p))
+        .cloned()
+        .collect()
+}
+
+/// True if `a` is `b` or lies under `b` (or vice versa): overlapping ownership.
+pub fn overlaps(a: &[String], b: &[String]) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_v1_round_trip_and_changes() {
+        let old = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "labels": {"l": "1"}},
+            "spec": {"suspend": false, "list": [1, 2], "empty": {}}, "status": {"x": 1}});
+        let set = leaves(&old, Scope::NoStatus);
+        assert_eq!(set.len(), 4);
+        let enc = to_fields_v1(&set);
+        assert_eq!(enc["f:spec"]["f:suspend"], json!({}));
+        assert_eq!(from_fields_v1(&enc), set);
+        let mut new = old.clone();
+        new["spec"]["suspend"] = json!(true);
+        new["status"]["x"] = json!(2);
+        let ch = changed(&old, &new, Scope::NoStatus);
+        assert_eq!(
+            ch,
+            FieldSet::from([vec!["spec".to_string(), "suspend".to_string()]])
+        );
+        remove(&mut new, &["metadata".into(), "labels".into(), "l".into()]);
+        assert!(new["metadata"].get("labels").is_none());
+        super::set(&mut new, &["spec".into(), "a".into(), "b".into()], json!(1));
+        assert_eq!(new["spec"]["a"]["b"], 1);
+    }
+}

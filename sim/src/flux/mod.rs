@@ -1,0 +1,183 @@
+//! The Flux simulator: one task per cluster reconciling every Flux object the way the
+//! controllers would, in fast-forward time. A pass runs on any Flux object change (new
+//! generation, `requestedAt`, a source's new artifact, a push) and when the earliest
+//! `spec.interval` (or `SimConfig::reconcile_interval`) falls due. Suspended objects are
+//! skipped entirely, as the controllers skip them.
+
+pub mod controllers;
+pub mod seed;
+pub mod status;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::cluster::{Cluster, SourceKey};
+use crate::crd::ResourceType;
+use crate::ops::{self, Sub, Track, WriteOpts};
+use controllers::{is_source, requested_at};
+
+/// Runs until the cluster shuts down.
+pub async fn run(cluster: Arc<Cluster>) {
+    let mut last: HashMap<SourceKey, Instant> = HashMap::new();
+    loop {
+        let next = pass(&cluster, &mut last);
+        tokio::select! {
+            _ = cluster.shutdown.cancelled() => return,
+            _ = cluster.store.flux_changed.notified() => {}
+            _ = tokio::time::sleep_until(next) => {}
+        }
+    }
+}
+
+fn interval(cluster: &Cluster, obj: &Value) -> Duration {
+    cluster
+        .reconcile_interval
+        .or_else(|| {
+            obj["spec"]["interval"]
+                .as_str()
+                .and_then(status::parse_duration)
+        })
+        .unwrap_or(Duration::from_secs(600))
+        .max(Duration::from_millis(10))
+}
+
+fn id(kind: &str, obj: &Value) -> SourceKey {
+    let m = &obj["metadata"];
+    (
+        kind.to_string(),
+        m["namespace"].as_str().unwrap_or_default().to_string(),
+        m["name"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+/// One sweep over all Flux objects (sources first, so appliers see fresh artifacts);
+/// returns when the next one falls due.
+fn pass(cluster: &Cluster, last: &mut HashMap<SourceKey, Instant>) -> Instant {
+    let now = Instant::now();
+    let mut next = now + Duration::from_secs(3600);
+    let mut types: Vec<Arc<ResourceType>> = cluster
+        .registry
+        .types()
+        .iter()
+        .filter(|t| t.is_flux())
+        .cloned()
+        .collect();
+    types.sort_by_key(|t| !is_source(&t.kind));
+    for rt in types {
+        let objects = cluster.store.with(|s| s.list(&rt.key(), None, None));
+        for obj in objects {
+            let key = id(&rt.kind, &obj);
+            let every = interval(cluster, &obj);
+            if obj["spec"]["suspend"] == Value::Bool(true)
+                || obj["metadata"].get("deletionTimestamp").is_some()
+            {
+                continue;
+            }
+            let due = last.get(&key).is_none_or(|t| now >= *t + every);
+            let wanted = due || triggered(cluster, &rt, &obj);
+            if wanted {
+                reconcile(cluster, &rt, &obj);
+                last.insert(key.clone(), now);
+                *cluster
+                    .reconciles
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(key)
+                    .or_default() += 1;
+            }
+            let at = last.get(&id(&rt.kind, &obj)).map_or(now, |t| *t + every);
+            next = next.min(at);
+        }
+    }
+    last.retain(|_, t| now.duration_since(*t) < Duration::from_secs(86400));
+    next
+}
+
+/// Event-driven triggers: new generation, a reconcile request, or new input revisions.
+fn triggered(cluster: &Cluster, rt: &ResourceType, obj: &Value) -> bool {
+    let st = &obj["status"];
+    if st["observedGeneration"] != obj["metadata"]["generation"] {
+        return true;
+    }
+    if requested_at(obj).is_some_and(|r| st["lastHandledReconcileAt"] != r) {
+        return true;
+    }
+    if is_source(&rt.kind) {
+        // A push is delivered like a webhook Receiver: reconcile the source now.
+        return st["artifact"]["revision"]
+            != controllers::upstream_revision(cluster, &rt.kind, obj).as_str();
+    }
+    match controllers::source_ref(&rt.kind, obj) {
+        Some(src) => {
+            let rev = source_revision(cluster, &src);
+            let seen = if rt.kind == "ImageUpdateAutomation" {
+                &st["lastPushCommit"]
+            } else {
+                &st["lastAttemptedRevision"]
+            };
+            rev.as_deref().is_some_and(|r| seen != r)
+        }
+        None => false,
+    }
+}
+
+fn source_object(cluster: &Cluster, src: &SourceKey) -> Option<Arc<Value>> {
+    let rt = cluster
+        .registry
+        .types()
+        .iter()
+        .find(|t| t.is_flux() && t.kind == src.0)?
+        .clone();
+    cluster.store.with(|s| s.get(&rt.key(), &src.1, &src.2))
+}
+
+fn source_revision(cluster: &Cluster, src: &SourceKey) -> Option<String> {
+    source_object(cluster, src)?["status"]["artifact"]["revision"]
+        .as_str()
+        .map(String::from)
+}
+
+fn reconcile(cluster: &Cluster, rt: &ResourceType, obj: &Arc<Value>) {
+    let status = if is_source(&rt.kind) {
+        let rev = controllers::upstream_revision(cluster, &rt.kind, obj);
+        controllers::reconcile_source(&rt.kind, &rt.plural, obj, &rev)
+    } else {
+        let Some(src) = controllers::source_ref(&rt.kind, obj) else {
+            return;
+        };
+        let source = source_object(cluster, &src);
+        controllers::reconcile_applier(&rt.kind, obj, source.as_deref(), &src)
+    };
+    if obj.get("status") == Some(&status) {
+        return;
+    }
+    let mut new = (**obj).clone();
+    new["status"] = status;
+    let opts = WriteOpts {
+        manager: controllers::controller(&rt.kind).to_string(),
+        ..WriteOpts::default()
+    };
+    let m = &obj["metadata"];
+    let (ns, name) = (
+        m["namespace"].as_str().unwrap_or_default(),
+        m["name"].as_str().unwrap_or_default(),
+    );
+    // Conflicts (the object changed meanwhile) just mean another pass follows.
+    if let Err(e) = ops::update(
+        cluster,
+        rt,
+        ns,
+        name,
+        new,
+        Sub::Status,
+        &opts,
+        Track::Update,
+        Some(obj),
+    ) {
+        tracing::warn!(cluster = %cluster.name, kind = %rt.kind, %ns, %name, error = %e, "status write failed");
+    }
+}

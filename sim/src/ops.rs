@@ -1,0 +1,541 @@
+//! Write semantics shared by every verb: create, update (main resource or `/status`),
+//! delete; server-set metadata (uid, creationTimestamp, generation, resourceVersion),
+//! status-subresource rules, schema admission and managedFields bookkeeping
+//! (apiextensions-apiserver pkg/registry/customresource/strategy.go).
+
+use std::sync::Arc;
+
+use rand::Rng;
+use serde_json::{Map, Value, json};
+
+use crate::cluster::Cluster;
+use crate::crd::ResourceType;
+use crate::error::{Error, FieldError, Result};
+use crate::fields::Scope;
+use crate::managed::{self, Writer};
+use crate::schema;
+
+/// `fieldValidation` query parameter (default Warn since Kubernetes 1.27).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    Ignore,
+    #[default]
+    Warn,
+    Strict,
+}
+
+/// Per-request write options.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOpts {
+    pub manager: String,
+    pub validation: FieldValidation,
+    pub dry_run: bool,
+}
+
+/// Main resource or the `/status` subresource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sub {
+    Main,
+    Status,
+}
+
+/// How managedFields are maintained for a write.
+pub enum Track<'a> {
+    /// An Update operation by `WriteOpts::manager`.
+    Update,
+    /// The caller (server-side apply) already computed them.
+    Precomputed(&'a [managed::Entry]),
+}
+
+pub struct Outcome {
+    pub object: Arc<Value>,
+    pub warnings: Vec<String>,
+}
+
+const META_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+pub fn scope_of(rt: &ResourceType, sub: Sub) -> Scope {
+    match (sub, rt.status_subresource) {
+        (Sub::Status, _) => Scope::Status,
+        (Sub::Main, true) => Scope::NoStatus,
+        (Sub::Main, false) => Scope::All,
+    }
+}
+
+fn timestamp() -> String {
+    managed::now()
+}
+
+/// Checks `apiVersion`/`kind` of a request body against the endpoint.
+pub fn check_type_meta(rt: &ResourceType, obj: &Value) -> Result<()> {
+    if !obj.is_object() {
+        return Err(Error::bad_request("the request body is not a JSON object"));
+    }
+    let av = obj["apiVersion"].as_str().unwrap_or_default();
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    if (!av.is_empty() && av != rt.api_version()) || (!kind.is_empty() && kind != rt.kind) {
+        return Err(Error::bad_request(format!(
+            "the API version in the data ({av}) does not match the expected API version ({})",
+            rt.api_version()
+        )));
+    }
+    Ok(())
+}
+
+fn normalize_metadata(obj: &mut Value) {
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    if let Some(m) = obj["metadata"].as_object_mut() {
+        m.retain(|k, v| META_FIELDS.contains(&k.as_str()) && !v.is_null());
+    }
+}
+
+/// Everything but metadata and status: what `metadata.generation` tracks.
+fn spec_part(obj: &Value) -> Map<String, Value> {
+    let mut m = obj.as_object().cloned().unwrap_or_default();
+    m.remove("metadata");
+    m.remove("status");
+    m
+}
+
+/// The object without fields that change on every write (for no-op detection).
+fn comparable(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o["metadata"].as_object_mut() {
+        m.remove("resourceVersion");
+        if let Some(Value::Array(mf)) = m.get_mut("managedFields") {
+            for e in mf {
+                if let Some(e) = e.as_object_mut() {
+                    e.remove("time");
+                }
+            }
+        }
+    }
+    o
+}
+
+/// Builds the object to store from a request body: server-owned metadata, status rules,
+/// schema pruning/defaulting/validation, generation, managedFields.
+pub fn prepare(
+    rt: &ResourceType,
+    old: Option<&Value>,
+    mut new: Value,
+    sub: Sub,
+    opts: &WriteOpts,
+    track: Track<'_>,
+) -> Result<(Value, Vec<String>)> {
+    check_type_meta(rt, &new)?;
+    new["apiVersion"] = json!(rt.api_version());
+    new["kind"] = json!(rt.kind);
+    normalize_metadata(&mut new);
+    match old {
+        Some(old) => {
+            if rt.status_subresource && sub == Sub::Status {
+                // Status writes change only status (statusStrategy.PrepareForUpdate).
+                let status = new.get("status").cloned();
+                new = old.clone();
+                match status {
+                    Some(s) => new["status"] = s,
+                    None => {
+                        new.as_object_mut().map(|m| m.remove("status"));
+                    }
+                }
+            } else if rt.status_subresource {
+                // Main-resource writes ignore status.
+                match old.get("status") {
+                    Some(s) => new["status"] = s.clone(),
+                    None => {
+                        new.as_object_mut().map(|m| m.remove("status"));
+                    }
+                }
+            }
+            for f in [
+                "name",
+                "namespace",
+                "uid",
+                "creationTimestamp",
+                "generation",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ] {
+                match old["metadata"].get(f) {
+                    Some(v) => new["metadata"][f] = v.clone(),
+                    None => {
+                        new["metadata"].as_object_mut().map(|m| m.remove(f));
+                    }
+                }
+            }
+        }
+        None => {
+            let meta = &mut new["metadata"];
+            meta["uid"] = json!(uuid::Uuid::new_v4().to_string());
+            meta["creationTimestamp"] = json!(timestamp());
+            if let Some(m) = meta.as_object_mut() {
+                for f in [
+                    "generation",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                ] {
+                    m.remove(f);
+                }
+            }
+            if rt.custom {
+                meta["generation"] = json!(1);
+            }
+            if rt.status_subresource {
+                new.as_object_mut().map(|m| m.remove("status"));
+            }
+        }
+    }
+    let name = new["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let mut warnings = Vec::new();
+    if let Some(schema) = &rt.schema {
+        let report = schema::admit(schema, &mut new);
+        unknown_fields(rt, &report.unknown, opts.validation, &mut warnings)?;
+        if !report.errors.is_empty() {
+            return Err(Error::invalid(&rt.group, &rt.kind, &name, report.errors));
+        }
+    }
+    if let (true, Some(old)) = (rt.custom, old) {
+        if spec_part(old) != spec_part(&new) {
+            let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
+            new["metadata"]["generation"] = json!(g + 1);
+        }
+    }
+    let sub_name = if sub == Sub::Status { "status" } else { "" };
+    match track {
+        Track::Update => {
+            let api_version = rt.api_version();
+            let w = Writer {
+                manager: &opts.manager,
+                subresource: sub_name,
+                scope: scope_of(rt, sub),
+                api_version: &api_version,
+            };
+            managed::record_update(old, &mut new, &w);
+        }
+        Track::Precomputed(entries) => managed::write(&mut new, entries),
+    }
+    Ok((new, warnings))
+}
+
+/// Handles pruned unknown fields per `fieldValidation`: Strict fails with the decoder's
+/// message, Warn adds `Warning` headers, Ignore drops them silently.
+pub fn unknown_fields(
+    rt: &ResourceType,
+    unknown: &[String],
+    validation: FieldValidation,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    match validation {
+        FieldValidation::Strict => {
+            let list = unknown
+                .iter()
+                .map(|f| format!("unknown field \"{f}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            Err(Error::bad_request(format!(
+                "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {list}",
+                kind = rt.kind,
+                v = rt.version
+            )))
+        }
+        FieldValidation::Warn => {
+            warnings.extend(unknown.iter().map(|f| format!("unknown field \"{f}\"")));
+            Ok(())
+        }
+        FieldValidation::Ignore => Ok(()),
+    }
+}
+
+fn dns1123_subdomain(name: &str) -> bool {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    name.len() <= 253 && name.split('.').all(label_ok)
+}
+
+fn validate_name(rt: &ResourceType, name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid(
+            &rt.group,
+            &rt.kind,
+            "",
+            vec![FieldError {
+                detail: "name or generateName is required".into(),
+                ..FieldError::required("metadata.name")
+            }],
+        ));
+    }
+    if !dns1123_subdomain(name) {
+        // validation.IsDNS1123Subdomain's message.
+        let detail = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
+            characters, '-' or '.', and must start and end with an alphanumeric character \
+            (e.g. 'example.com', regex used for validation is \
+            '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+        return Err(Error::invalid(
+            &rt.group,
+            &rt.kind,
+            name,
+            vec![FieldError::invalid(
+                "metadata.name",
+                format!("{name:?}"),
+                detail.into(),
+            )],
+        ));
+    }
+    Ok(())
+}
+
+/// Fills `metadata.namespace` from the URL and checks it matches.
+pub fn bind_namespace(rt: &ResourceType, obj: &mut Value, ns: Option<&str>) -> Result<()> {
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    match (rt.namespaced, ns) {
+        (true, Some(ns)) => match obj["metadata"]["namespace"].as_str() {
+            Some(body_ns) if !body_ns.is_empty() && body_ns != ns => Err(Error::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )),
+            _ => {
+                obj["metadata"]["namespace"] = json!(ns);
+                Ok(())
+            }
+        },
+        (true, None) => Err(Error::bad_request(
+            "the server could not find the requested resource",
+        )),
+        (false, _) => {
+            obj["metadata"]
+                .as_object_mut()
+                .map(|m| m.remove("namespace"));
+            Ok(())
+        }
+    }
+}
+
+fn namespace_type(cluster: &Cluster) -> Result<Arc<ResourceType>> {
+    cluster
+        .registry
+        .lookup("", "v1", "namespaces")
+        .ok_or_else(|| Error::Config("namespaces type missing".into()))
+}
+
+fn generated_name(prefix: &str) -> String {
+    // names.SimpleNameGenerator: 5 chars from an alphabet without vowels/ambiguous digits.
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+pub fn create(
+    cluster: &Cluster,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    mut body: Value,
+    opts: &WriteOpts,
+    track: Track<'_>,
+) -> Result<Outcome> {
+    check_type_meta(rt, &body)?;
+    bind_namespace(rt, &mut body, ns)?;
+    if body["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        if let Some(prefix) = body["metadata"]["generateName"].as_str() {
+            body["metadata"]["name"] = json!(generated_name(prefix));
+        }
+    }
+    let name = body["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    validate_name(rt, &name)?;
+    let ns = body["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (new, warnings) = prepare(rt, None, body, Sub::Main, opts, track)?;
+    let key = rt.key();
+    let nst = namespace_type(cluster)?;
+    cluster.store.with(|s| {
+        if rt.namespaced && s.get(&nst.key(), "", &ns).is_none() {
+            return Err(Error::not_found(&nst, &ns));
+        }
+        if s.get(&key, &ns, &name).is_some() {
+            return Err(Error::already_exists(rt, &name));
+        }
+        let object = if opts.dry_run {
+            Arc::new(new)
+        } else {
+            s.put(&key, new, rt.is_flux())
+        };
+        Ok(Outcome { object, warnings })
+    })
+}
+
+/// Replaces an object (PUT, or the result of a patch). `expected_rv` is the optimistic
+/// concurrency precondition; custom resources require one (AllowUnconditionalUpdate=false).
+#[allow(clippy::too_many_arguments)]
+pub fn update(
+    cluster: &Cluster,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    body: Value,
+    sub: Sub,
+    opts: &WriteOpts,
+    track: Track<'_>,
+    old_seen: Option<&Value>,
+) -> Result<Outcome> {
+    check_type_meta(rt, &body)?;
+    let body_name = body["metadata"]["name"].as_str().unwrap_or_default();
+    if body_name != name {
+        return Err(Error::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let expected_rv = body["metadata"]["resourceVersion"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(String::from);
+    if expected_rv.is_none() && rt.custom && old_seen.is_none() {
+        return Err(Error::invalid(
+            &rt.group,
+            &rt.kind,
+            name,
+            vec![FieldError::invalid(
+                "metadata.resourceVersion",
+                "0x0".into(),
+                "must be specified for an update".into(),
+            )],
+        ));
+    }
+    let key = rt.key();
+    cluster.store.with(|s| {
+        let old = s
+            .get(&key, ns, name)
+            .ok_or_else(|| Error::not_found(rt, name))?;
+        let cur_rv = old["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default();
+        if expected_rv.as_deref().is_some_and(|rv| rv != cur_rv) {
+            return Err(Error::conflict(rt, name));
+        }
+        // A patch computed on `old_seen` must still apply to the stored object.
+        if old_seen.is_some_and(|seen| seen["metadata"]["resourceVersion"] != cur_rv) {
+            return Err(Error::conflict(rt, name));
+        }
+        let mut body = body;
+        bind_namespace(rt, &mut body, rt.namespaced.then_some(ns))?;
+        let (new, warnings) = prepare(rt, Some(&old), body, sub, opts, track)?;
+        if comparable(&new) == comparable(&old) {
+            return Ok(Outcome {
+                object: old,
+                warnings,
+            });
+        }
+        let finalized = new["metadata"].get("deletionTimestamp").is_some()
+            && new["metadata"]["finalizers"]
+                .as_array()
+                .is_none_or(|f| f.is_empty());
+        let object = if opts.dry_run {
+            Arc::new(new)
+        } else if finalized {
+            s.put(&key, new, rt.is_flux());
+            s.remove(&key, ns, name, rt.is_flux())
+                .ok_or_else(|| Error::not_found(rt, name))?
+        } else {
+            s.put(&key, new, rt.is_flux())
+        };
+        Ok(Outcome { object, warnings })
+    })
+}
+
+/// Deletes an object; objects with finalizers only get a deletionTimestamp.
+/// Deleting a namespace removes everything in it at once (no Terminating phase).
+pub fn delete(
+    cluster: &Cluster,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    precondition_rv: Option<&str>,
+    dry_run: bool,
+) -> Result<Arc<Value>> {
+    let key = rt.key();
+    let namespaced_types: Vec<Arc<ResourceType>> = if rt.key() == "/v1/namespaces" {
+        cluster
+            .registry
+            .types()
+            .iter()
+            .filter(|t| t.namespaced)
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    cluster.store.with(|s| {
+        let old = s
+            .get(&key, ns, name)
+            .ok_or_else(|| Error::not_found(rt, name))?;
+        if precondition_rv.is_some_and(|rv| old["metadata"]["resourceVersion"] != rv) {
+            return Err(Error::conflict(rt, name));
+        }
+        if dry_run {
+            return Ok(old);
+        }
+        let has_finalizers = old["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty());
+        if has_finalizers {
+            if old["metadata"].get("deletionTimestamp").is_some() {
+                return Ok(old);
+            }
+            let mut marked = (*old).clone();
+            marked["metadata"]["deletionTimestamp"] = json!(timestamp());
+            marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            return Ok(s.put(&key, marked, rt.is_flux()));
+        }
+        for t in &namespaced_types {
+            for obj in s.list(&t.key(), Some(name), None) {
+                let n = obj["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                s.remove(&t.key(), name, &n, t.is_flux());
+            }
+        }
+        s.remove(&key, ns, name, rt.is_flux())
+            .ok_or_else(|| Error::not_found(rt, name))
+    })
+}

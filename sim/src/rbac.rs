@@ -1,0 +1,205 @@
+//! Optional authentication and RBAC: bearer tokens map to users; Roles, ClusterRoles and
+//! their bindings stored in the cluster (loaded from YAML or created through the API)
+//! grant verbs, evaluated like k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::crd::ResourceType;
+use crate::error::{Error, Result};
+use crate::store::State;
+
+/// Group that bypasses authorization (as on a real cluster).
+pub const MASTERS: &str = "system:masters";
+
+/// A user a bearer token authenticates as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RbacUser {
+    pub name: String,
+    pub groups: Vec<String>,
+}
+
+impl RbacUser {
+    pub fn admin() -> RbacUser {
+        RbacUser {
+            name: "sim-admin".into(),
+            groups: vec![MASTERS.into(), "system:authenticated".into()],
+        }
+    }
+
+    /// The identity of a ServiceAccount token.
+    pub fn service_account(namespace: &str, name: &str) -> RbacUser {
+        RbacUser {
+            name: format!("system:serviceaccount:{namespace}:{name}"),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".into(),
+            ],
+        }
+    }
+}
+
+/// RBAC settings of a simulated cluster.
+#[derive(Debug, Clone)]
+pub struct RbacConfig {
+    /// Token → user. Requests without a known token get 401.
+    pub tokens: BTreeMap<String, RbacUser>,
+    /// Token written into generated kubeconfigs (must map to a user in `system:masters`
+    /// to be an admin; added automatically if absent from `tokens`).
+    pub admin_token: String,
+    /// Multi-document YAML (Roles, ClusterRoles, bindings, ...) created at start.
+    pub manifests: Vec<String>,
+}
+
+impl Default for RbacConfig {
+    fn default() -> Self {
+        RbacConfig {
+            tokens: BTreeMap::new(),
+            admin_token: "sim-admin-token".into(),
+            manifests: Vec::new(),
+        }
+    }
+}
+
+/// One authorization question.
+pub struct Request<'a> {
+    pub verb: &'a str,
+    pub rt: &'a ResourceType,
+    pub subresource: Option<&'a str>,
+    pub namespace: Option<&'a str>,
+    pub name: Option<&'a str>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Authorizer {
+    tokens: BTreeMap<String, RbacUser>,
+}
+
+const RBAC: &str = "rbac.authorization.k8s.io/v1";
+
+impl Authorizer {
+    pub fn new(cfg: &RbacConfig) -> Authorizer {
+        let mut tokens = cfg.tokens.clone();
+        tokens
+            .entry(cfg.admin_token.clone())
+            .or_insert_with(RbacUser::admin);
+        Authorizer { tokens }
+    }
+
+    pub fn authenticate(&self, authorization: Option<&str>) -> Result<RbacUser> {
+        authorization
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .and_then(|t| self.tokens.get(t.trim()))
+            .cloned()
+            .ok_or_else(Error::unauthorized)
+    }
+
+    /// 403 with the real message unless some binding grants the request.
+    pub fn authorize(&self, state: &State, user: &RbacUser, req: &Request<'_>) -> Result<()> {
+        if user.groups.iter().any(|g| g == MASTERS) || allowed(state, user, req) {
+            return Ok(());
+        }
+        Err(forbidden(user, req))
+    }
+}
+
+fn forbidden(user: &RbacUser, req: &Request<'_>) -> Error {
+    let resource = match req.subresource {
+        Some(s) => format!("{}/{}", req.rt.plural, s),
+        None => req.rt.plural.clone(),
+    };
+    let subject = match req.name {
+        Some(n) => format!("{} \"{n}\"", req.rt.group_resource()),
+        None => req.rt.group_resource(),
+    };
+    let scope = match req.namespace {
+        Some(ns) if req.rt.namespaced => format!("in the namespace \"{ns}\""),
+        _ => "at the cluster scope".into(),
+    };
+    // RBAC's denial reason is appended only when non-empty; plain denial shown here.
+    let message = format!(
+        "{subject} is forbidden: User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}",
+        user.name, req.verb, req.rt.group
+    );
+    let mut details = serde_json::json!({ "kind": req.rt.plural });
+    if let Some(n) = req.name {
+        details["name"] = n.into();
+    }
+    if !req.rt.group.is_empty() {
+        details["group"] = req.rt.group.clone().into();
+    }
+    Error::api(403, "Forbidden", message, Some(details))
+}
+
+fn subject_matches(subject: &Value, user: &RbacUser, binding_ns: &str) -> bool {
+    let name = subject["name"].as_str().unwrap_or_default();
+    match subject["kind"].as_str().unwrap_or_default() {
+        "User" => user.name == name,
+        "Group" => user.groups.iter().any(|g| g == name),
+        "ServiceAccount" => {
+            let ns = subject["namespace"].as_str().unwrap_or(binding_ns);
+            user.name == format!("system:serviceaccount:{ns}:{name}")
+        }
+        _ => false,
+    }
+}
+
+fn contains(list: &Value, want: &str) -> bool {
+    list.as_array()
+        .is_some_and(|l| l.iter().any(|x| x == "*" || x == want))
+}
+
+fn rule_allows(rule: &Value, req: &Request<'_>) -> bool {
+    let resource = match req.subresource {
+        Some(s) => format!("{}/{}", req.rt.plural, s),
+        None => req.rt.plural.clone(),
+    };
+    let names_ok = match rule["resourceNames"].as_array() {
+        Some(names) if !names.is_empty() => req.name.is_some_and(|n| names.iter().any(|x| x == n)),
+        _ => true,
+    };
+    contains(&rule["verbs"], req.verb)
+        && contains(&rule["apiGroups"], &req.rt.group)
+        && contains(&rule["resources"], &resource)
+        && names_ok
+}
+
+fn role_rules(state: &State, role_ref: &Value, binding_ns: &str) -> Vec<Value> {
+    let name = role_ref["name"].as_str().unwrap_or_default();
+    let role = match role_ref["kind"].as_str() {
+        Some("ClusterRole") => state.get(&format!("{RBAC}/clusterroles"), "", name),
+        Some("Role") => state.get(&format!("{RBAC}/roles"), binding_ns, name),
+        _ => None,
+    };
+    role.and_then(|r| r["rules"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn allowed(state: &State, user: &RbacUser, req: &Request<'_>) -> bool {
+    let grants = |binding: &Value, ns: &str| {
+        binding["subjects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| subject_matches(s, user, ns))
+            && role_rules(state, &binding["roleRef"], ns)
+                .iter()
+                .any(|r| rule_allows(r, req))
+    };
+    let cluster_wide = state
+        .list(&format!("{RBAC}/clusterrolebindings"), None, None)
+        .iter()
+        .any(|b| grants(b, ""));
+    if cluster_wide {
+        return true;
+    }
+    match req.namespace.filter(|_| req.rt.namespaced) {
+        Some(ns) => state
+            .list(&format!("{RBAC}/rolebindings"), Some(ns), None)
+            .iter()
+            .any(|b| grants(b, ns)),
+        None => false,
+    }
+}
