@@ -155,9 +155,11 @@ impl Config {
             .map(|t| t.trim().to_owned()))
     }
 
-    /// A configuration for tests and embedding: defaults plus the cluster name.
-    pub fn for_cluster(cluster: &str) -> Self {
-        Config::parse_from(["fleetgate-spoke", "--cluster", cluster])
+    /// A configuration for tests and embedding: defaults (and the `FLEETGATE_*`
+    /// environment) plus the cluster name.
+    pub fn for_cluster(cluster: &str) -> crate::Result<Self> {
+        Config::try_parse_from(["fleetgate-spoke", "--cluster", cluster])
+            .map_err(|e| crate::Error::Config(e.to_string()))
     }
 }
 
@@ -203,7 +205,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("token");
         std::fs::write(&path, "fgs_abc\n").unwrap();
-        let mut c = Config::for_cluster("c1");
+        let mut c = Config::for_cluster("c1").unwrap();
         c.token = Some("from-env".into());
         c.token_file = Some(path.clone());
         assert_eq!(c.read_token().unwrap().as_deref(), Some("fgs_abc"));
