@@ -231,7 +231,12 @@ fn start_private_server() -> Result<Server> {
         .context("starting watchdog")?;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        // The port opens before recovery ends ("the database system is
+        // starting up"); the log line says when connections are accepted.
+        if TcpStream::connect(("127.0.0.1", port)).is_ok()
+            && std::fs::read_to_string(dir.join("postgres.log"))
+                .is_ok_and(|l| l.contains("ready to accept connections"))
+        {
             break;
         }
         if Instant::now() > deadline {
