@@ -215,12 +215,11 @@ pub fn prepare(
             return Err(Error::invalid(&rt.group, &rt.kind, &name, report.errors));
         }
     }
-    if let (true, Some(old)) = (rt.custom, old) {
-        if spec_part(old) != spec_part(&new) {
+    if let (true, Some(old)) = (rt.custom, old)
+        && spec_part(old) != spec_part(&new) {
             let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
             new["metadata"]["generation"] = json!(g + 1);
         }
-    }
     let sub_name = if sub == Sub::Status { "status" } else { "" };
     match track {
         Track::Update => {
@@ -371,11 +370,9 @@ pub fn create(
         .as_str()
         .unwrap_or_default()
         .is_empty()
-    {
-        if let Some(prefix) = body["metadata"]["generateName"].as_str() {
+        && let Some(prefix) = body["metadata"]["generateName"].as_str() {
             body["metadata"]["name"] = json!(generated_name(prefix));
         }
-    }
     let name = body["metadata"]["name"]
         .as_str()
         .unwrap_or_default()

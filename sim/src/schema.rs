@@ -66,21 +66,19 @@ fn join(path: &str, key: &str) -> String {
 
 fn apply_defaults(schema: &Value, map: &mut serde_json::Map<String, Value>) {
     for (k, ps) in schema["properties"].as_object().into_iter().flatten() {
-        if let Some(d) = ps.get("default") {
-            if !map.contains_key(k) {
+        if let Some(d) = ps.get("default")
+            && !map.contains_key(k) {
                 map.insert(k.clone(), d.clone());
             }
-        }
     }
 }
 
 fn required(schema: &Value, map: &serde_json::Map<String, Value>, path: &str, r: &mut Report) {
     for req in schema["required"].as_array().into_iter().flatten() {
-        if let Some(req) = req.as_str() {
-            if !map.contains_key(req) {
+        if let Some(req) = req.as_str()
+            && !map.contains_key(req) {
                 r.errors.push(FieldError::required(&join(path, req)));
             }
-        }
     }
 }
 
@@ -156,13 +154,12 @@ fn walk(v: &mut Value, schema: &Value, path: &str, r: &mut Report) {
             return;
         }
     }
-    if let Some(allowed) = schema["enum"].as_array() {
-        if !allowed.contains(v) {
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(v) {
             let supported: Vec<String> = allowed.iter().map(render).collect();
             r.errors
                 .push(FieldError::not_supported(path, render(v), &supported));
         }
-    }
     let preserve = schema["x-kubernetes-preserve-unknown-fields"] == Value::Bool(true);
     match v {
         Value::Object(map) => {
@@ -197,37 +194,34 @@ fn walk(v: &mut Value, schema: &Value, path: &str, r: &mut Report) {
         }
         Value::String(s) => {
             let chars = s.chars().count() as f64;
-            if let Some(p) = schema["pattern"].as_str() {
-                if regex(p).is_some_and(|re| !re.is_match(s)) {
+            if let Some(p) = schema["pattern"].as_str()
+                && regex(p).is_some_and(|re| !re.is_match(s)) {
                     r.errors.push(FieldError::invalid(
                         path,
                         render(v),
                         format!("{path} in body should match '{p}'"),
                     ));
                 }
-            }
             bounds(schema, "Length", chars, path, v, r);
         }
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or(0.0);
-            if let Some(min) = schema["minimum"].as_f64() {
-                if x < min {
+            if let Some(min) = schema["minimum"].as_f64()
+                && x < min {
                     r.errors.push(FieldError::invalid(
                         path,
                         render(v),
                         format!("{path} in body should be greater than or equal to {min}"),
                     ));
                 }
-            }
-            if let Some(max) = schema["maximum"].as_f64() {
-                if x > max {
+            if let Some(max) = schema["maximum"].as_f64()
+                && x > max {
                     r.errors.push(FieldError::invalid(
                         path,
                         render(v),
                         format!("{path} in body should be less than or equal to {max}"),
                     ));
                 }
-            }
         }
         _ => {}
     }
@@ -245,24 +239,22 @@ fn bounds(schema: &Value, what: &str, n: f64, path: &str, v: &Value, r: &mut Rep
     } else {
         format!("{n}")
     };
-    if let Some(min) = schema[format!("min{what}")].as_f64() {
-        if n < min {
+    if let Some(min) = schema[format!("min{what}")].as_f64()
+        && n < min {
             r.errors.push(FieldError::invalid(
                 path,
                 shown.clone(),
                 format!("{path} in body should be at least {min} {unit}"),
             ));
         }
-    }
-    if let Some(max) = schema[format!("max{what}")].as_f64() {
-        if n > max {
+    if let Some(max) = schema[format!("max{what}")].as_f64()
+        && n > max {
             r.errors.push(FieldError::invalid(
                 path,
                 shown,
                 format!("{path} in body should be at most {max} {unit}"),
             ));
         }
-    }
 }
 
 /// Compiled CRD patterns (Go RE2 syntax is a subset Rust's regex accepts).

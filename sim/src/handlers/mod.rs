@@ -222,11 +222,9 @@ async fn route(
     if let Target::Item {
         rt, sub: Some(sub), ..
     } = &target
-    {
-        if sub != "status" || !rt.status_subresource {
+        && (sub != "status" || !rt.status_subresource) {
             return Err(Error::path_not_found());
         }
-    }
     let ctx = write::Ctx {
         cluster,
         params,

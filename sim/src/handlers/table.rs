@@ -98,7 +98,6 @@ pub fn jsonpath<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
                         .unwrap_or_default()
                         .into_iter()
                         .enumerate()
-                        .map(move |(i, x)| (i, x))
                 })
                 .filter(|(i, x)| index_matches(expr, *i, x))
                 .map(|(_, x)| x)
