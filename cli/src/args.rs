@@ -51,7 +51,10 @@ pub enum Command {
     /// Clusters: register, list, label, rotate tokens, ...
     #[command(subcommand)]
     Cluster(ClusterCmd),
-    /// Fleet status (like `flux get`): every cluster × gate, held changes.
+    /// API tokens for people and pipelines (admin).
+    #[command(subcommand)]
+    Token(TokenCmd),
+    /// Fleet status (like `flux get`): every cluster, what holds it, held changes.
     Status(StatusArgs),
     /// The audit log, newest first.
     Audit(AuditArgs),
@@ -77,6 +80,9 @@ pub enum GateCmd {
     Apply {
         #[arg(short = 'f', long = "filename", required = true)]
         files: Vec<PathBuf>,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Show what `apply` would change, as a unified diff of the manifests.
     Diff {
@@ -91,7 +97,12 @@ pub enum GateCmd {
     /// Show one gate (the manifest with -o yaml/json).
     Get { name: String },
     /// Delete a gate (its overrides go with it).
-    Delete { name: String },
+    Delete {
+        name: String,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Open a gate now (an override), for a duration.
     Open(OverrideArgs),
     /// Close a gate now (an override), for a duration.
@@ -104,9 +115,17 @@ pub enum GateCmd {
         /// Cancel every active override of the gate.
         #[arg(long, conflicts_with = "id")]
         all: bool,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
     },
-    /// List the active overrides of a gate.
-    Overrides { gate: String },
+    /// List the live overrides of a gate (active now or starting later).
+    Overrides {
+        gate: String,
+        /// Also cancelled and expired ones.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -130,8 +149,15 @@ pub struct PreviewArgs {
 pub struct OverrideArgs {
     pub name: String,
     /// How long the override lasts (Go-style duration: 90m, 1h, 1h30m).
-    #[arg(long = "for", value_name = "DURATION")]
-    pub duration: String,
+    #[arg(
+        long = "for",
+        value_name = "DURATION",
+        required_unless_present = "until_cancelled"
+    )]
+    pub duration: Option<String>,
+    /// No expiry: the override lasts until `gate cancel` (break-glass).
+    #[arg(long, conflicts_with = "duration")]
+    pub until_cancelled: bool,
     /// Why (recorded in the audit log).
     #[arg(long)]
     pub reason: String,
@@ -151,6 +177,9 @@ pub enum ClusterCmd {
         /// Labels (repeatable): -L region=eu -L tier=prod
         #[arg(short = 'L', long = "label", value_name = "KEY=VALUE")]
         labels: Vec<String>,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// List clusters with labels and connection state.
     List {
@@ -165,11 +194,46 @@ pub enum ClusterCmd {
         name: String,
         #[arg(required = true, value_name = "KEY=VALUE|KEY-")]
         changes: Vec<String>,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Issue a new spoke token (the old one stops working); prints it once.
-    RotateToken { name: String },
+    RotateToken {
+        name: String,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Delete a cluster.
-    Delete { name: String },
+    Delete {
+        name: String,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCmd {
+    /// Create an API token; prints its secret once.
+    Create {
+        name: String,
+        #[arg(long, value_parser = ["viewer", "operator", "admin"])]
+        role: String,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// List API tokens (never their secrets).
+    List,
+    /// Revoke an API token by name or id.
+    Revoke {
+        name_or_id: String,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

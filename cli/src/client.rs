@@ -38,22 +38,31 @@ impl Client {
         self.send(Method::GET, path, &[], None, None).await
     }
 
-    pub async fn post(&self, path: &str, body: &Value) -> Result<Value> {
+    pub async fn post(&self, path: &str, query: &[(&str, String)], body: &Value) -> Result<Value> {
         Ok(self
-            .send(Method::POST, path, &[], Some(body), None)
+            .send(Method::POST, path, query, Some(body), None)
             .await?
             .body)
     }
 
-    pub async fn put(&self, path: &str, body: &Value, if_match: Option<&str>) -> Result<Value> {
+    pub async fn put(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+        body: &Value,
+        if_match: Option<&str>,
+    ) -> Result<Value> {
         Ok(self
-            .send(Method::PUT, path, &[], Some(body), if_match)
+            .send(Method::PUT, path, query, Some(body), if_match)
             .await?
             .body)
     }
 
-    pub async fn delete(&self, path: &str) -> Result<Value> {
-        Ok(self.send(Method::DELETE, path, &[], None, None).await?.body)
+    pub async fn delete(&self, path: &str, query: &[(&str, String)]) -> Result<Value> {
+        Ok(self
+            .send(Method::DELETE, path, query, None, None)
+            .await?
+            .body)
     }
 
     /// Follows `nextCursor` until `limit` items (or all when None) are read.
@@ -204,6 +213,15 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+/// `?reason=...` for writes (recorded in the audit log), or nothing.
+pub fn reason(reason: &Option<String>) -> Vec<(&'static str, String)> {
+    reason
+        .iter()
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| ("reason", r.clone()))
+        .collect()
 }
 
 /// Percent-encodes one path segment (names are DNS labels, but be safe).

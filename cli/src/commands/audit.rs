@@ -22,11 +22,11 @@ pub async fn run(client: &Client, args: &AuditArgs, format: Format) -> Result<()
     }
     if let Some(s) = &args.since {
         let t = timearg::parse("--since", s, Tz::UTC, now)?;
-        q.push(("from", crate::commands::preview::rfc3339(t)));
+        q.push(("since", crate::commands::preview::rfc3339(t)));
     }
     if let Some(u) = &args.until {
         let t = timearg::parse("--until", u, Tz::UTC, now)?;
-        q.push(("to", crate::commands::preview::rfc3339(t)));
+        q.push(("until", crate::commands::preview::rfc3339(t)));
     }
     let items = client.list("/audit", &q, Some(args.limit.max(1))).await?;
     output::print(format, &items, |items| render(items))

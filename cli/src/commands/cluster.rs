@@ -6,16 +6,24 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::args::{ClusterCmd, Format};
-use crate::client::{Client, seg};
+use crate::client::{Client, reason as reason_q, seg};
 use crate::error::{Error, Result};
 use crate::output::{self, Table};
 
 pub async fn run(client: &Client, cmd: &ClusterCmd, format: Format) -> Result<()> {
     match cmd {
-        ClusterCmd::Register { name, labels } => {
+        ClusterCmd::Register {
+            name,
+            labels,
+            reason,
+        } => {
             let labels = parse_labels(labels)?;
             let v = client
-                .post("/clusters", &json!({"name": name, "labels": labels}))
+                .post(
+                    "/clusters",
+                    &reason_q(reason),
+                    &json!({"name": name, "labels": labels}),
+                )
                 .await?;
             print_token(format, name, "registered", &v)
         }
@@ -24,15 +32,25 @@ pub async fn run(client: &Client, cmd: &ClusterCmd, format: Format) -> Result<()
             let v = client.get(&format!("/clusters/{}", seg(name)), &[]).await?;
             output::print(format, &v, |c| render(std::slice::from_ref(c)))
         }
-        ClusterCmd::Label { name, changes } => label(client, name, changes, format).await,
-        ClusterCmd::RotateToken { name } => {
+        ClusterCmd::Label {
+            name,
+            changes,
+            reason,
+        } => label(client, name, changes, reason, format).await,
+        ClusterCmd::RotateToken { name, reason } => {
             let v = client
-                .post(&format!("/clusters/{}/rotate-token", seg(name)), &json!({}))
+                .post(
+                    &format!("/clusters/{}/rotate-token", seg(name)),
+                    &reason_q(reason),
+                    &json!({}),
+                )
                 .await?;
             print_token(format, name, "token rotated", &v)
         }
-        ClusterCmd::Delete { name } => {
-            client.delete(&format!("/clusters/{}", seg(name))).await?;
+        ClusterCmd::Delete { name, reason } => {
+            client
+                .delete(&format!("/clusters/{}", seg(name)), &reason_q(reason))
+                .await?;
             let v = json!({"cluster": name, "action": "deleted"});
             output::print(format, &v, |_| format!("cluster/{name} deleted\n"))
         }
@@ -112,7 +130,13 @@ fn parse_labels(pairs: &[String]) -> Result<BTreeMap<String, String>> {
 
 /// kubectl-style `key=value` (set) and `key-` (remove), applied to the
 /// current labels and sent as the full new label set.
-async fn label(client: &Client, name: &str, changes: &[String], format: Format) -> Result<()> {
+async fn label(
+    client: &Client,
+    name: &str,
+    changes: &[String],
+    reason: &Option<String>,
+    format: Format,
+) -> Result<()> {
     let cur = client.get(&format!("/clusters/{}", seg(name)), &[]).await?;
     let mut labels = labels_of(&cur);
     for c in changes {
@@ -130,6 +154,7 @@ async fn label(client: &Client, name: &str, changes: &[String], format: Format) 
     let v = client
         .put(
             &format!("/clusters/{}/labels", seg(name)),
+            &reason_q(reason),
             &json!({"labels": labels}),
             None,
         )

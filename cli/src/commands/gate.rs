@@ -110,7 +110,13 @@ async fn current(client: &Client, name: &str) -> Result<Option<Current>> {
     }
 }
 
-pub async fn apply(client: &Client, files: &[std::path::PathBuf], format: Format) -> Result<()> {
+pub async fn apply(
+    client: &Client,
+    files: &[std::path::PathBuf],
+    reason: &Option<String>,
+    format: Format,
+) -> Result<()> {
+    let q = crate::client::reason(reason);
     let loaded = manifests::load_all(files)?;
     let mut results = Vec::new();
     for Loaded { gate, .. } in &loaded {
@@ -118,7 +124,7 @@ pub async fn apply(client: &Client, files: &[std::path::PathBuf], format: Format
         let body = to_value(gate)?;
         let action = match current(client, &name).await? {
             None => {
-                client.post("/gates", &body).await?;
+                client.post("/gates", &q, &body).await?;
                 Action::Created
             }
             Some(cur) if cur.gate == *gate => Action::Unchanged,
@@ -126,6 +132,7 @@ pub async fn apply(client: &Client, files: &[std::path::PathBuf], format: Format
                 client
                     .put(
                         &format!("/gates/{}", seg(&name)),
+                        &q,
                         &body,
                         cur.etag.as_deref(),
                     )
@@ -278,8 +285,18 @@ pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
     }
 }
 
-pub async fn delete(client: &Client, name: &str, format: Format) -> Result<()> {
-    client.delete(&format!("/gates/{}", seg(name))).await?;
+pub async fn delete(
+    client: &Client,
+    name: &str,
+    reason: &Option<String>,
+    format: Format,
+) -> Result<()> {
+    client
+        .delete(
+            &format!("/gates/{}", seg(name)),
+            &crate::client::reason(reason),
+        )
+        .await?;
     let v = json!({"gate": name, "action": "deleted"});
     output::print(format, &v, |_| format!("gate/{name} deleted\n"))
 }

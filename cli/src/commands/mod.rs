@@ -6,6 +6,7 @@ pub mod gate;
 pub mod overrides;
 pub mod preview;
 pub mod status;
+pub mod token;
 
 use clap::CommandFactory;
 
@@ -34,21 +35,25 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Gate(g) => match g {
             GateCmd::Validate { .. } => Ok(()),
             GateCmd::Preview(args) => preview::from_hub(&client, args, format).await,
-            GateCmd::Apply { files } => gate::apply(&client, files, format).await,
+            GateCmd::Apply { files, reason } => gate::apply(&client, files, reason, format).await,
             GateCmd::Diff { files, exit_code } => {
                 gate::diff(&client, files, *exit_code, format).await
             }
             GateCmd::List => gate::list(&client, format).await,
             GateCmd::Get { name } => gate::get(&client, name, format).await,
-            GateCmd::Delete { name } => gate::delete(&client, name, format).await,
+            GateCmd::Delete { name, reason } => gate::delete(&client, name, reason, format).await,
             GateCmd::Open(a) => overrides::set(&client, a, true, format).await,
             GateCmd::Close(a) => overrides::set(&client, a, false, format).await,
-            GateCmd::Cancel { gate, id, all } => {
-                overrides::cancel(&client, gate, id.as_deref(), *all, format).await
-            }
-            GateCmd::Overrides { gate } => overrides::list(&client, gate, format).await,
+            GateCmd::Cancel {
+                gate,
+                id,
+                all,
+                reason,
+            } => overrides::cancel(&client, gate, id.as_deref(), *all, reason, format).await,
+            GateCmd::Overrides { gate, all } => overrides::list(&client, gate, *all, format).await,
         },
         Command::Cluster(c) => cluster::run(&client, c, format).await,
+        Command::Token(t) => token::run(&client, t, format).await,
         Command::Status(s) => status::run(&client, s, format).await,
         Command::Audit(a) => audit::run(&client, a, format).await,
         Command::Completion { .. } => Ok(()),

@@ -10,12 +10,17 @@ use crate::error::{Error, Result};
 use crate::output::{self, Table};
 
 pub async fn set(client: &Client, args: &OverrideArgs, open: bool, format: Format) -> Result<()> {
-    fleetgate_policy::parse_duration(&args.duration)
-        .map_err(|e| Error::Usage(format!("--for: {}", e.message)))?;
+    if let Some(d) = &args.duration {
+        fleetgate_policy::parse_duration(d)
+            .map_err(|e| Error::Usage(format!("--for: {}", e.message)))?;
+    }
     if args.reason.trim().is_empty() {
         return Err(Error::Usage("--reason must not be empty".into()));
     }
-    let mut body = json!({"for": args.duration, "reason": args.reason});
+    let mut body = json!({"reason": args.reason});
+    if let Some(d) = &args.duration {
+        body["for"] = json!(d);
+    }
     if !args.clusters.is_empty() || args.selector.is_some() {
         let mut clusters = json!({});
         if !args.clusters.is_empty() {
@@ -31,28 +36,77 @@ pub async fn set(client: &Client, args: &OverrideArgs, open: bool, format: Forma
     }
     let verb = if open { "open" } else { "close" };
     let resp = client
-        .post(&format!("/gates/{}/{verb}", seg(&args.name)), &body)
+        .post(&format!("/gates/{}/{verb}", seg(&args.name)), &[], &body)
         .await?;
     output::print(format, &resp, |o| {
-        let id = output::s(o, "id");
-        let until = output::s(o, "expiresAt");
+        let until = match output::s(o, "expiresAt") {
+            u if u.is_empty() => "cancelled".to_string(),
+            u => u,
+        };
+        let on = match o.get("clusters") {
+            Some(c) if !c.is_null() => format!(" on {}", scope(Some(c))),
+            _ => String::new(),
+        };
         format!(
-            "gate/{} {} until {} (override {id})\n",
+            "gate/{} {}{on} until {until} (override {})\n",
             args.name,
             if open { "opened" } else { "closed" },
-            if until.is_empty() {
-                "cancelled".into()
-            } else {
-                until
-            },
+            output::s(o, "id"),
         )
     })
 }
 
-pub async fn list(client: &Client, gate: &str, format: Format) -> Result<()> {
-    let items = client
-        .list(&format!("/gates/{}/overrides", seg(gate)), &[], None)
-        .await?;
+/// A label selector in kubectl `-l` syntax, for people.
+fn selector_text(sel: &Value) -> String {
+    let mut parts: Vec<String> = sel
+        .get("matchLabels")
+        .and_then(|m| m.as_object())
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    for e in sel
+        .get("matchExpressions")
+        .and_then(|m| m.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let key = output::s(e, "key");
+        let values = e
+            .get("values")
+            .and_then(|v| v.as_array())
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default();
+        parts.push(match output::s(e, "operator").as_str() {
+            "In" => format!("{key} in ({values})"),
+            "NotIn" => format!("{key} notin ({values})"),
+            "Exists" => key,
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other} ({values})"),
+        });
+    }
+    if parts.is_empty() {
+        "<all>".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+fn query(gate: &str, all: bool) -> Vec<(&'static str, String)> {
+    let mut q = vec![("gate", gate.to_string())];
+    if all {
+        q.push(("all", "true".into()));
+    }
+    q
+}
+
+pub async fn list(client: &Client, gate: &str, all: bool, format: Format) -> Result<()> {
+    let items = client.list("/overrides", &query(gate, all), None).await?;
     output::print(format, &items, |items| render(items))
 }
 
@@ -95,7 +149,7 @@ fn scope(v: Option<&Value>) -> String {
         );
     }
     if let Some(sel) = v.get("selector").filter(|s| !s.is_null()) {
-        parts.push(format!("selector {}", sel));
+        parts.push(format!("selector {}", selector_text(sel)));
     }
     if parts.is_empty() {
         "<gate scope>".into()
@@ -109,12 +163,13 @@ pub async fn cancel(
     gate: &str,
     id: Option<&str>,
     all: bool,
+    reason: &Option<String>,
     format: Format,
 ) -> Result<()> {
     let ids: Vec<String> = match (id, all) {
         (Some(id), _) => vec![id.to_string()],
         (None, true) => client
-            .list(&format!("/gates/{}/overrides", seg(gate)), &[], None)
+            .list("/overrides", &query(gate, false), None)
             .await?
             .iter()
             .map(|o| output::s(o, "id"))
@@ -129,7 +184,10 @@ pub async fn cancel(
     let mut done = Vec::new();
     for id in &ids {
         client
-            .delete(&format!("/gates/{}/overrides/{}", seg(gate), seg(id)))
+            .delete(
+                &format!("/overrides/{}", seg(id)),
+                &crate::client::reason(reason),
+            )
             .await?;
         done.push(json!({"gate": gate, "override": id, "action": "cancelled"}));
     }

@@ -1,33 +1,69 @@
-//! `status`: the fleet at a glance (one row per cluster × gate, like
-//! `flux get`), or one cluster in detail with its governed objects.
+//! `status`: the fleet at a glance — counts, each gate's open/closed split,
+//! and one row per cluster (like `flux get`: may it change now, what holds
+//! it, what is waiting, when the next transition is) — or one cluster in
+//! detail with its governed objects.
 
-use serde_json::Value;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
 use crate::args::{Format, StatusArgs};
 use crate::client::{Client, seg};
 use crate::error::{Error, Result};
 use crate::output::{self, Table};
 
+/// Per-cluster status requests in flight at once.
+const PARALLEL: usize = 8;
+
 pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<()> {
-    match &args.cluster {
-        Some(name) => {
-            let v = client
-                .get(&format!("/status/clusters/{}", seg(name)), &[])
-                .await?;
-            output::print(format, &v, |v| render_cluster(v, args.gate.as_deref()))
-        }
-        None => {
-            let mut v = client.get("/status", &[]).await?;
-            if let Some(sel) = &args.selector {
-                let sel = fleetgate_policy::LabelSelector::parse(sel)
-                    .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
-                if let Some(Value::Array(cs)) = v.get_mut("clusters") {
-                    cs.retain(|c| sel.matches(&super::cluster::labels_of(c)));
-                }
-            }
-            output::print(format, &v, |v| render_fleet(v, args.gate.as_deref()))
+    if let Some(name) = &args.cluster {
+        let v = client
+            .get(&format!("/clusters/{}/status", seg(name)), &[])
+            .await?;
+        return output::print(format, &v, |v| render_cluster(v, args.gate.as_deref()));
+    }
+    let summary = client.get("/status", &[]).await?;
+    let mut clusters = client.list("/clusters", &[], None).await?;
+    if let Some(sel) = &args.selector {
+        let sel = fleetgate_policy::LabelSelector::parse(sel)
+            .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
+        clusters.retain(|c| sel.matches(&super::cluster::labels_of(c)));
+    }
+    let names: Vec<String> = clusters.iter().map(|c| output::s(c, "name")).collect();
+    let statuses = fetch_all(client, names).await?;
+    let v = json!({"summary": summary, "clusters": statuses});
+    output::print(format, &v, |v| render_fleet(v, args.gate.as_deref()))
+}
+
+/// Fetches every cluster's status with bounded parallelism, in name order.
+async fn fetch_all(client: &Client, names: Vec<String>) -> Result<Vec<Value>> {
+    let sem = Arc::new(Semaphore::new(PARALLEL));
+    let mut set = JoinSet::new();
+    for (i, name) in names.into_iter().enumerate() {
+        let client = client.clone();
+        let sem = sem.clone();
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            let r = client
+                .get(&format!("/clusters/{}/status", seg(&name)), &[])
+                .await;
+            (i, r)
+        });
+    }
+    let mut out: Vec<(usize, Value)> = Vec::new();
+    while let Some(joined) = set.join_next().await {
+        let (i, r) = joined.map_err(|e| Error::Other(e.to_string()))?;
+        match r {
+            Ok(v) => out.push((i, v)),
+            // Deleted between the list and the status call.
+            Err(Error::Api { status: 404, .. }) => {}
+            Err(e) => return Err(e),
         }
     }
+    out.sort_by_key(|(i, _)| *i);
+    Ok(out.into_iter().map(|(_, v)| v).collect())
 }
 
 fn gates_of(c: &Value) -> Vec<Value> {
@@ -37,105 +73,152 @@ fn gates_of(c: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn state_cell(g: &Value) -> String {
-    let state = output::s(g, "state");
-    let held = g.get("held").and_then(|h| h.as_u64()).unwrap_or(0);
-    if held > 0 {
-        format!("{state} ({held} held)")
-    } else {
-        state
+fn spoke(cluster: &Value) -> &'static str {
+    match cluster.get("connected") {
+        Some(Value::Bool(true)) => "connected",
+        Some(Value::Bool(false)) => "disconnected",
+        _ => "?",
     }
 }
 
+fn strs(v: Option<&Value>) -> String {
+    v.and_then(|x| x.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
+fn n(v: &Value, ptr: &str) -> String {
+    v.pointer(ptr).map(|x| x.to_string()).unwrap_or_default()
+}
+
 fn render_fleet(v: &Value, gate: Option<&str>) -> String {
-    let mut out = String::new();
-    if let Some(summary) = v.get("summary").filter(|s| s.is_object()) {
-        let parts: Vec<String> = summary
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        out.push_str(&parts.join("  "));
+    let s = &v["summary"];
+    let mut out = format!(
+        "clusters: {} ({} connected, {} disconnected)   may change now: {}   closed: {}   with held changes: {}\n\
+         objects: {} governed, {} suspended, {} held   fleet revision {}\n\n",
+        n(s, "/clusters/total"),
+        n(s, "/clusters/connected"),
+        n(s, "/clusters/disconnected"),
+        n(s, "/clusters/open"),
+        n(s, "/clusters/closed"),
+        n(s, "/clusters/withHeld"),
+        n(s, "/objects/governed"),
+        n(s, "/objects/suspended"),
+        n(s, "/objects/held"),
+        n(s, "/revision"),
+    );
+    let mut gates = Table::new(&["GATE", "CLUSTERS", "OPEN", "CLOSED"]);
+    for g in s
+        .get("gates")
+        .and_then(|g| g.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|g| gate.is_none_or(|n| output::s(g, "gate") == n))
+    {
+        gates.row(vec![
+            output::s(g, "gate"),
+            output::s(g, "clusters"),
+            output::s(g, "open"),
+            output::s(g, "closed"),
+        ]);
+    }
+    if !gates.is_empty() {
+        out.push_str(&gates.render());
         out.push('\n');
     }
-    let mut t = Table::new(&["CLUSTER", "SPOKE", "GATE", "STATE", "NEXT", "REASON"]);
+    let mut t = Table::new(&[
+        "CLUSTER",
+        "SPOKE",
+        "READY",
+        "CLOSED BY",
+        "HELD",
+        "NEXT",
+        "MESSAGE",
+    ]);
     for c in v
         .get("clusters")
         .and_then(|c| c.as_array())
         .into_iter()
         .flatten()
     {
-        let spoke = match c.get("connected") {
-            Some(Value::Bool(true)) => "connected",
-            Some(Value::Bool(false)) => "disconnected",
-            _ => "?",
-        };
         let gates = gates_of(c);
-        if gates.is_empty() && gate.is_none() {
-            t.row(vec![
-                output::s(c, "name"),
-                spoke.into(),
-                "-".into(),
-                "open".into(),
-                String::new(),
-                "no gates".into(),
-            ]);
-        }
-        for g in gates
-            .iter()
-            .filter(|g| gate.is_none_or(|n| output::s(g, "gate") == n))
+        if let Some(g) = gate
+            && !gates.iter().any(|x| output::s(x, "gate") == g)
         {
-            t.row(vec![
-                output::s(c, "name"),
-                spoke.into(),
-                output::s(g, "gate"),
-                state_cell(g),
-                output::s(g, "nextTransition"),
-                output::s(g, "reason"),
-            ]);
+            continue;
         }
+        let open = c.get("open").and_then(|o| o.as_bool()).unwrap_or(true);
+        // The message is the reason of the first closed gate (or the first gate).
+        let first = gates
+            .iter()
+            .find(|g| output::s(g, "state") == "closed")
+            .or(gates.first());
+        t.row(vec![
+            c.pointer("/cluster/name")
+                .and_then(|x| x.as_str())
+                .unwrap_or_default()
+                .to_string(),
+            spoke(&c["cluster"]).into(),
+            if open { "True" } else { "False" }.into(),
+            strs(c.get("closedBy")),
+            n(c, "/counts/held"),
+            output::s(c, "nextTransition"),
+            first
+                .map(|g| format!("{}: {}", output::s(g, "gate"), output::s(g, "reason")))
+                .unwrap_or_else(|| "no gates".into()),
+        ]);
     }
-    if t.is_empty() {
-        out.push_str("No clusters.\n");
+    out.push_str(&if t.is_empty() {
+        "No clusters.\n".into()
     } else {
-        out.push_str(&t.render());
-    }
+        t.render()
+    });
     out
 }
 
 fn render_cluster(v: &Value, gate: Option<&str>) -> String {
+    let c = &v["cluster"];
     let mut out = format!(
-        "cluster {}  spoke: {}\n\n",
-        output::s(v, "name"),
-        match v.get("connected") {
-            Some(Value::Bool(true)) => "connected",
-            Some(Value::Bool(false)) => "disconnected",
-            _ => "?",
-        }
+        "cluster {}   spoke: {} {}   last seen: {}   labels: {}\n\n",
+        output::s(c, "name"),
+        spoke(c),
+        output::s(c, "spokeVersion"),
+        match output::s(c, "lastSeenAt") {
+            s if s.is_empty() => "never".to_string(),
+            s => s,
+        },
+        output::labels(c.get("labels")),
     );
-    let mut t = Table::new(&["GATE", "STATE", "NEXT", "REASON"]);
+    let mut t = Table::new(&["GATE", "STATE", "HELD", "NEXT", "REASON"]);
     for g in gates_of(v)
         .iter()
         .filter(|g| gate.is_none_or(|n| output::s(g, "gate") == n))
     {
         t.row(vec![
             output::s(g, "gate"),
-            state_cell(g),
+            output::s(g, "state"),
+            output::s(g, "held"),
             output::s(g, "nextTransition"),
             output::s(g, "reason"),
         ]);
     }
     out.push_str(&if t.is_empty() {
-        "No gates.\n".into()
+        "No gates apply to this cluster.\n".into()
     } else {
         t.render()
     });
-    let objects = v
+    let objects: Vec<&Value> = v
         .get("objects")
         .and_then(|o| o.as_array())
-        .cloned()
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+        .filter(|o| gate.is_none_or(|g| strs(o.get("gates")).split(',').any(|x| x == g)))
+        .collect();
     if !objects.is_empty() {
         out.push('\n');
         let mut t = Table::new(&[
@@ -144,30 +227,25 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
             "NAME",
             "SUSPENDED",
             "BY",
+            "HELD",
             "APPLIED",
             "NEWEST",
-            "HELD",
         ]);
-        for o in &objects {
-            let by = o
-                .get("suspendedBy")
-                .and_then(|b| b.as_array())
-                .map(|b| {
-                    b.iter()
-                        .filter_map(|x| x.as_str())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
-                .unwrap_or_default();
+        for o in objects {
+            let suspended = match (o.get("suspended"), o.get("suspendedByHuman")) {
+                (_, Some(Value::Bool(true))) => "by hand".to_string(),
+                (Some(Value::Bool(true)), _) => "yes".to_string(),
+                _ => "no".to_string(),
+            };
             t.row(vec![
                 output::s(o, "kind"),
                 output::s(o, "namespace"),
                 output::s(o, "name"),
-                output::s(o, "suspended"),
-                by,
+                suspended,
+                strs(o.get("suspendedBy")),
+                output::s(o, "held"),
                 output::s(o, "lastAppliedRevision"),
                 output::s(o, "newestSourceRevision"),
-                output::s(o, "held"),
             ]);
         }
         out.push_str(&t.render());

@@ -1,0 +1,477 @@
+//! The real `fleetgate` binary against a real `fleetgate-hub` process on a
+//! throwaway PostgreSQL: gates as code (apply idempotence, diff), overrides,
+//! clusters, tokens, status, audit, parseable JSON and the exit codes.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use fleetgate_tests::{ChildGuard, bin_path, free_port, test_db};
+use serde_json::Value;
+
+const ADMIN: &str = "fga_e2e-admin-token-0123456789";
+
+struct Hub {
+    url: String,
+    _proc: ChildGuard,
+    _home: tempfile::TempDir,
+    home: std::path::PathBuf,
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn start_hub() -> Hub {
+    let rt = runtime();
+    let db = rt.block_on(test_db());
+    let http = free_port();
+    let grpc = free_port();
+    let child = Command::new(bin_path("fleetgate-hub"))
+        .arg("serve")
+        .args(["--database-url", &db.url])
+        .args(["--http-addr", &format!("127.0.0.1:{http}")])
+        .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
+        .env("FLEETGATE_ADMIN_TOKEN", ADMIN)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starting fleetgate-hub");
+    let guard = ChildGuard(child);
+    let url = format!("http://127.0.0.1:{http}");
+    // Ready = /readyz answers 200 (migrations applied, database reachable).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        loop {
+            if let Ok(r) = http.get(format!("{url}/readyz")).send().await
+                && r.status().is_success()
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "hub not ready within 60 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let home = tempfile::tempdir().unwrap();
+    Hub {
+        url,
+        _proc: guard,
+        home: home.path().to_path_buf(),
+        _home: home,
+    }
+}
+
+impl Hub {
+    /// Runs the CLI against this hub with `token`.
+    fn cli_as(&self, token: &str, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+            .args(args)
+            .env("FLEETGATE_HUB", &self.url)
+            .env("FLEETGATE_TOKEN", token)
+            .env_remove("FLEETGATE_CONFIG")
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", &self.home)
+            .output()
+            .expect("running fleetgate")
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        self.cli_as(ADMIN, args)
+    }
+
+    /// Runs the CLI, asserts exit 0, returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.cli(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", err(&o));
+        out(&o)
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        let text = self.ok(&a);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"))
+    }
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn data(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn apply_is_idempotent_and_diff_shows_changes() {
+    let hub = start_hub();
+    let gates = data("gates");
+    let first = hub.ok(&["gate", "apply", "-f", &gates]);
+    assert_eq!(
+        first,
+        "gate/business-hours created\ngate/no-deploy-friday created\ngate/sre-approval created\n"
+    );
+    let again = hub.ok(&["gate", "apply", "-f", &gates]);
+    assert_eq!(
+        again,
+        "gate/business-hours unchanged\ngate/no-deploy-friday unchanged\ngate/sre-approval unchanged\n"
+    );
+    // Nothing to change: diff prints nothing and --exit-code gives 0.
+    let o = hub.cli(&["gate", "diff", "-f", &gates, "--exit-code"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(out(&o), "");
+
+    // Change one gate: diff shows it (exit 8 with --exit-code), apply configures it.
+    let dir = tempfile::tempdir().unwrap();
+    let changed = dir.path().join("business-hours.yaml");
+    let text = std::fs::read_to_string(data("gates/business-hours.yaml")).unwrap();
+    std::fs::write(&changed, text.replace("duration: 81h", "duration: 82h")).unwrap();
+    let changed = changed.display().to_string();
+    let o = hub.cli(&["gate", "diff", "-f", &changed, "--exit-code"]);
+    assert_eq!(o.status.code(), Some(8), "{}", err(&o));
+    let d = out(&o);
+    assert!(d.contains("--- hub/gates/business-hours"), "{d}");
+    assert!(
+        d.contains("-    duration: 81h") && d.contains("+    duration: 82h"),
+        "{d}"
+    );
+    let v = hub.json(&["gate", "apply", "-f", &changed, "--reason", "longer window"]);
+    assert_eq!(
+        v,
+        serde_json::json!([{"gate": "business-hours", "action": "configured"}])
+    );
+    assert_eq!(
+        hub.ok(&["gate", "apply", "-f", &changed]),
+        "gate/business-hours unchanged\n"
+    );
+
+    // list / get: parseable JSON, get -o yaml round-trips through validate.
+    let list = hub.json(&["gate", "list"]);
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["business-hours", "no-deploy-friday", "sre-approval"]
+    );
+    assert_eq!(list[0]["version"], 2);
+    let yaml = hub.ok(&["gate", "get", "business-hours", "-o", "yaml"]);
+    let saved = dir.path().join("saved.yaml");
+    std::fs::write(&saved, &yaml).unwrap();
+    let saved = saved.display().to_string();
+    hub.ok(&["gate", "validate", "-f", &saved]);
+    assert_eq!(
+        hub.ok(&["gate", "apply", "-f", &saved]),
+        "gate/business-hours unchanged\n"
+    );
+    let table = hub.ok(&["gate", "get", "business-hours"]);
+    assert!(table.contains("Time zone:   Europe/Berlin"), "{table}");
+
+    // The audit log has the creates, the replace (with its reason).
+    let audit = hub.json(&["audit", "--target", "business-hours"]);
+    let actions: Vec<(&str, &str)> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap(),
+                e["reason"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(actions.contains(&("gate.create", "")), "{actions:?}");
+    assert!(
+        actions
+            .iter()
+            .any(|(a, r)| a.ends_with("replace") && *r == "longer window"),
+        "{actions:?}"
+    );
+
+    // Hub preview = offline preview for the same range.
+    let range = [
+        "--from",
+        "2026-11-21T12:00:00Z",
+        "--to",
+        "2026-12-01T00:00:00Z",
+    ];
+    let mut hub_args = vec!["gate", "preview", "business-hours"];
+    hub_args.extend(range);
+    let mut file_args = vec!["gate", "preview", "-f", &changed];
+    file_args.extend(range);
+    assert_eq!(hub.json(&hub_args), hub.json(&file_args));
+
+    // delete → get is "not found" (exit 3).
+    hub.ok(&["gate", "delete", "no-deploy-friday"]);
+    let o = hub.cli(&["gate", "get", "no-deploy-friday"]);
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    assert!(err(&o).contains("no-deploy-friday"), "{}", err(&o));
+}
+
+#[test]
+fn overrides_open_close_cancel_and_status() {
+    let hub = start_hub();
+    let reg = hub.json(&[
+        "cluster",
+        "register",
+        "prod-eu-1",
+        "-L",
+        "tier=prod",
+        "-L",
+        "region=eu",
+    ]);
+    assert!(reg["token"].as_str().unwrap().starts_with("fgs_"), "{reg}");
+    hub.ok(&["cluster", "register", "dev-1", "-L", "tier=dev"]);
+    hub.ok(&["gate", "apply", "-f", &data("gates/two-gates.yaml")]);
+
+    // sre-approval is closed by default on prod-eu-1.
+    let st = hub.json(&["status", "prod-eu-1"]);
+    let gate = |st: &Value, name: &str| {
+        st["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["gate"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no gate {name} in {st}"))
+    };
+    assert_eq!(gate(&st, "sre-approval")["state"], "closed");
+
+    let ov = hub.json(&[
+        "gate",
+        "open",
+        "sre-approval",
+        "--for",
+        "1h",
+        "--reason",
+        "hotfix INC-42",
+    ]);
+    let id = ov["id"].as_str().unwrap().to_string();
+    assert_eq!(ov["state"], "open");
+    let st = hub.json(&["status", "prod-eu-1"]);
+    let g = gate(&st, "sre-approval");
+    assert_eq!(g["state"], "open");
+    assert!(
+        g["reason"].as_str().unwrap().contains("hotfix INC-42"),
+        "{g}"
+    );
+    let live = hub.json(&["gate", "overrides", "sre-approval"]);
+    assert_eq!(live.as_array().unwrap().len(), 1);
+    assert_eq!(live[0]["id"], id.as_str());
+
+    // Cancel → closed again, no live overrides.
+    hub.ok(&["gate", "cancel", "sre-approval", &id, "--reason", "done"]);
+    assert_eq!(
+        gate(&hub.json(&["status", "prod-eu-1"]), "sre-approval")["state"],
+        "closed"
+    );
+    assert_eq!(
+        hub.json(&["gate", "overrides", "sre-approval"]),
+        serde_json::json!([])
+    );
+
+    // Close ahead of schedule on a selector; cancel --all.
+    let closed = hub.ok(&[
+        "gate",
+        "close",
+        "no-deploy-friday",
+        "--for",
+        "30m",
+        "--reason",
+        "incident",
+        "-l",
+        "tier=prod",
+    ]);
+    assert!(
+        closed.starts_with("gate/no-deploy-friday closed on selector"),
+        "{closed}"
+    );
+    assert_eq!(
+        gate(&hub.json(&["status", "prod-eu-1"]), "no-deploy-friday")["state"],
+        "closed"
+    );
+    hub.ok(&["gate", "cancel", "no-deploy-friday", "--all"]);
+    assert_eq!(
+        hub.json(&["gate", "overrides", "no-deploy-friday"]),
+        serde_json::json!([])
+    );
+
+    // Fleet status: JSON parseable, table has a row per cluster.
+    let fleet = hub.json(&["status"]);
+    assert_eq!(fleet["summary"]["clusters"]["total"], 2);
+    assert_eq!(fleet["clusters"].as_array().unwrap().len(), 2);
+    let table = hub.ok(&["status"]);
+    assert!(
+        table.contains("prod-eu-1") && table.contains("dev-1"),
+        "{table}"
+    );
+    // sre-approval (closed by default) always holds prod-eu-1; whether
+    // no-deploy-friday does too depends on today's weekday.
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("prod-eu-1 "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("disconnected   False"), "{row}");
+    assert!(row.contains("sre-approval"), "{row}");
+    let only_prod = hub.json(&["status", "-l", "tier=prod"]);
+    assert_eq!(only_prod["clusters"].as_array().unwrap().len(), 1);
+
+    // Cluster commands.
+    hub.ok(&["cluster", "label", "dev-1", "region=us", "tier-"]);
+    let dev = hub.json(&["cluster", "get", "dev-1"]);
+    assert_eq!(dev["labels"], serde_json::json!({"region": "us"}));
+    let listed = hub.json(&["cluster", "list", "-l", "region in (eu,us)"]);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let rotated = hub.json(&["cluster", "rotate-token", "prod-eu-1"]);
+    assert_ne!(rotated["token"], reg["token"]);
+    hub.ok(&["cluster", "delete", "dev-1"]);
+    assert_eq!(hub.cli(&["cluster", "get", "dev-1"]).status.code(), Some(3));
+}
+
+#[test]
+fn exit_codes_scripts_can_rely_on() {
+    let hub = start_hub();
+    hub.ok(&["cluster", "register", "c1"]);
+    hub.ok(&["gate", "apply", "-f", &data("gates/business-hours.yaml")]);
+
+    // 3: not found.
+    assert_eq!(hub.cli(&["gate", "get", "nope"]).status.code(), Some(3));
+    // 4: conflict (name taken).
+    let o = hub.cli(&["cluster", "register", "c1"]);
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    // 5: no / wrong token (401), role too low (403).
+    let o = hub.cli_as("", &["gate", "list"]);
+    assert_eq!(o.status.code(), Some(5), "{}", err(&o));
+    assert!(err(&o).contains("hint: pass a token"), "{}", err(&o));
+    assert_eq!(
+        hub.cli_as("fga_wrong-token-000000000000", &["gate", "list"])
+            .status
+            .code(),
+        Some(5)
+    );
+    let viewer = hub.json(&["token", "create", "ci-viewer", "--role", "viewer"]);
+    let secret = viewer["secret"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("fga_"));
+    let o = hub.cli_as(&secret, &["gate", "list", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let o = hub.cli_as(
+        &secret,
+        &[
+            "gate",
+            "open",
+            "business-hours",
+            "--for",
+            "1h",
+            "--reason",
+            "x",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", err(&o));
+    assert!(err(&o).contains("403"), "{}", err(&o));
+    hub.ok(&["token", "revoke", "ci-viewer"]);
+    assert_eq!(
+        hub.cli_as(&secret, &["gate", "list"]).status.code(),
+        Some(5)
+    );
+
+    // 6: invalid input, locally (manifest) and from the hub (422 with the field).
+    let o = hub.cli(&["gate", "apply", "-f", &data("bad/bad-cron.yaml")]);
+    assert_eq!(o.status.code(), Some(6));
+    let o = hub.cli(&[
+        "gate",
+        "open",
+        "business-hours",
+        "--for",
+        "1h",
+        "--reason",
+        "x",
+        "--cluster",
+        "NOT A NAME",
+    ]);
+    assert!(
+        matches!(o.status.code(), Some(6) | Some(3)),
+        "{:?} {}",
+        o.status,
+        err(&o)
+    );
+    // 2: usage (bad flag values caught before the hub).
+    let o = hub.cli(&[
+        "gate",
+        "open",
+        "business-hours",
+        "--for",
+        "soon",
+        "--reason",
+        "x",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("--for"), "{}", err(&o));
+    let o = hub.cli(&["gate", "open", "business-hours", "--reason", "x"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--for or --until-cancelled is required"
+    );
+    // 7: hub unreachable.
+    let o = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+        .args([
+            "gate",
+            "list",
+            "--hub",
+            "http://127.0.0.1:1",
+            "--token",
+            ADMIN,
+        ])
+        .env("HOME", &hub.home)
+        .env("XDG_CONFIG_HOME", &hub.home)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(7), "{}", err(&o));
+    assert!(
+        err(&o).contains("cannot reach the hub at http://127.0.0.1:1"),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn config_file_supplies_hub_and_token() {
+    let hub = start_hub();
+    let dir = hub.home.join("fleetgate");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.yaml"),
+        format!("hub: {}\ntoken: {ADMIN}\n", hub.url),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+        .args(["cluster", "list", "-o", "json"])
+        .env_remove("FLEETGATE_HUB")
+        .env_remove("FLEETGATE_TOKEN")
+        .env_remove("FLEETGATE_CONFIG")
+        .env("HOME", &hub.home)
+        .env("XDG_CONFIG_HOME", &hub.home)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&o.stdout).unwrap(),
+        serde_json::json!([])
+    );
+}
