@@ -216,10 +216,11 @@ pub fn prepare(
         }
     }
     if let (true, Some(old)) = (rt.custom, old)
-        && spec_part(old) != spec_part(&new) {
-            let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
-            new["metadata"]["generation"] = json!(g + 1);
-        }
+        && spec_part(old) != spec_part(&new)
+    {
+        let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
+        new["metadata"]["generation"] = json!(g + 1);
+    }
     let sub_name = if sub == Sub::Status { "status" } else { "" };
     match track {
         Track::Update => {
@@ -370,9 +371,10 @@ pub fn create(
         .as_str()
         .unwrap_or_default()
         .is_empty()
-        && let Some(prefix) = body["metadata"]["generateName"].as_str() {
-            body["metadata"]["name"] = json!(generated_name(prefix));
-        }
+        && let Some(prefix) = body["metadata"]["generateName"].as_str()
+    {
+        body["metadata"]["name"] = json!(generated_name(prefix));
+    }
     let name = body["metadata"]["name"]
         .as_str()
         .unwrap_or_default()

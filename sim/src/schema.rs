@@ -67,18 +67,20 @@ fn join(path: &str, key: &str) -> String {
 fn apply_defaults(schema: &Value, map: &mut serde_json::Map<String, Value>) {
     for (k, ps) in schema["properties"].as_object().into_iter().flatten() {
         if let Some(d) = ps.get("default")
-            && !map.contains_key(k) {
-                map.insert(k.clone(), d.clone());
-            }
+            && !map.contains_key(k)
+        {
+            map.insert(k.clone(), d.clone());
+        }
     }
 }
 
 fn required(schema: &Value, map: &serde_json::Map<String, Value>, path: &str, r: &mut Report) {
     for req in schema["required"].as_array().into_iter().flatten() {
         if let Some(req) = req.as_str()
-            && !map.contains_key(req) {
-                r.errors.push(FieldError::required(&join(path, req)));
-            }
+            && !map.contains_key(req)
+        {
+            r.errors.push(FieldError::required(&join(path, req)));
+        }
     }
 }
 
@@ -155,11 +157,12 @@ fn walk(v: &mut Value, schema: &Value, path: &str, r: &mut Report) {
         }
     }
     if let Some(allowed) = schema["enum"].as_array()
-        && !allowed.contains(v) {
-            let supported: Vec<String> = allowed.iter().map(render).collect();
-            r.errors
-                .push(FieldError::not_supported(path, render(v), &supported));
-        }
+        && !allowed.contains(v)
+    {
+        let supported: Vec<String> = allowed.iter().map(render).collect();
+        r.errors
+            .push(FieldError::not_supported(path, render(v), &supported));
+    }
     let preserve = schema["x-kubernetes-preserve-unknown-fields"] == Value::Bool(true);
     match v {
         Value::Object(map) => {
@@ -195,33 +198,36 @@ fn walk(v: &mut Value, schema: &Value, path: &str, r: &mut Report) {
         Value::String(s) => {
             let chars = s.chars().count() as f64;
             if let Some(p) = schema["pattern"].as_str()
-                && regex(p).is_some_and(|re| !re.is_match(s)) {
-                    r.errors.push(FieldError::invalid(
-                        path,
-                        render(v),
-                        format!("{path} in body should match '{p}'"),
-                    ));
-                }
+                && regex(p).is_some_and(|re| !re.is_match(s))
+            {
+                r.errors.push(FieldError::invalid(
+                    path,
+                    render(v),
+                    format!("{path} in body should match '{p}'"),
+                ));
+            }
             bounds(schema, "Length", chars, path, v, r);
         }
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or(0.0);
             if let Some(min) = schema["minimum"].as_f64()
-                && x < min {
-                    r.errors.push(FieldError::invalid(
-                        path,
-                        render(v),
-                        format!("{path} in body should be greater than or equal to {min}"),
-                    ));
-                }
+                && x < min
+            {
+                r.errors.push(FieldError::invalid(
+                    path,
+                    render(v),
+                    format!("{path} in body should be greater than or equal to {min}"),
+                ));
+            }
             if let Some(max) = schema["maximum"].as_f64()
-                && x > max {
-                    r.errors.push(FieldError::invalid(
-                        path,
-                        render(v),
-                        format!("{path} in body should be less than or equal to {max}"),
-                    ));
-                }
+                && x > max
+            {
+                r.errors.push(FieldError::invalid(
+                    path,
+                    render(v),
+                    format!("{path} in body should be less than or equal to {max}"),
+                ));
+            }
         }
         _ => {}
     }
@@ -240,21 +246,23 @@ fn bounds(schema: &Value, what: &str, n: f64, path: &str, v: &Value, r: &mut Rep
         format!("{n}")
     };
     if let Some(min) = schema[format!("min{what}")].as_f64()
-        && n < min {
-            r.errors.push(FieldError::invalid(
-                path,
-                shown.clone(),
-                format!("{path} in body should be at least {min} {unit}"),
-            ));
-        }
+        && n < min
+    {
+        r.errors.push(FieldError::invalid(
+            path,
+            shown.clone(),
+            format!("{path} in body should be at least {min} {unit}"),
+        ));
+    }
     if let Some(max) = schema[format!("max{what}")].as_f64()
-        && n > max {
-            r.errors.push(FieldError::invalid(
-                path,
-                shown,
-                format!("{path} in body should be at most {max} {unit}"),
-            ));
-        }
+        && n > max
+    {
+        r.errors.push(FieldError::invalid(
+            path,
+            shown,
+            format!("{path} in body should be at most {max} {unit}"),
+        ));
+    }
 }
 
 /// Compiled CRD patterns (Go RE2 syntax is a subset Rust's regex accepts).

@@ -222,9 +222,10 @@ async fn route(
     if let Target::Item {
         rt, sub: Some(sub), ..
     } = &target
-        && (sub != "status" || !rt.status_subresource) {
-            return Err(Error::path_not_found());
-        }
+        && (sub != "status" || !rt.status_subresource)
+    {
+        return Err(Error::path_not_found());
+    }
     let ctx = write::Ctx {
         cluster,
         params,

@@ -1,0 +1,356 @@
+//! The real kubectl against the simulator: discovery, short names, tables and YAML,
+//! merge/JSON patches, server-side apply (incl. conflicts), strict field validation,
+//! watch, delete, and the 415 of a strategic merge patch on a custom resource.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Kubectl, get, start_default};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const KS: &str = "kustomize.toolkit.fluxcd.io/v1";
+
+#[tokio::test]
+async fn get_with_short_names_tables_and_yaml() {
+    let sim = start_default().await;
+    sim.seed_fleet(10).await.unwrap();
+    let k = Kubectl::new(&sim);
+
+    // Flux's Ready printer column appears once the simulator has reconciled.
+    common::eventually("ready kustomizations", || async {
+        let out = k.run(&["get", "ks", "-n", "flux-system"]).await;
+        out.stdout
+            .contains("Applied revision: main@sha1:")
+            .then_some(())
+    })
+    .await;
+    let table = k.ok(&["get", "ks", "-n", "flux-system"]).await;
+    let header = table.lines().next().unwrap_or_default();
+    for col in ["NAME", "AGE", "READY", "STATUS"] {
+        assert!(header.contains(col), "header {header:?} lacks {col}");
+    }
+    assert!(table.contains("infra-000"), "{table}");
+
+    let hr: Value =
+        serde_yaml::from_str(&k.ok(&["get", "hr", "-n", "apps", "-o", "yaml"]).await).unwrap();
+    assert_eq!(hr["kind"], "List");
+    let items = hr["items"].as_array().unwrap();
+    assert!(!items.is_empty());
+    assert!(
+        items
+            .iter()
+            .all(|i| i["kind"] == "HelmRelease" && i["apiVersion"] == "helm.toolkit.fluxcd.io/v2")
+    );
+
+    let rev = k
+        .ok(&[
+            "get",
+            "gitrepo",
+            "flux-system",
+            "-n",
+            "flux-system",
+            "-o",
+            "jsonpath={.status.artifact.revision}",
+        ])
+        .await;
+    assert!(rev.starts_with("main@sha1:") && rev.len() == 50, "{rev}");
+    let all = k.ok(&["get", "ocirepo,helmrepo", "-A", "-o", "name"]).await;
+    assert!(
+        all.contains("ocirepository.source.toolkit.fluxcd.io/manifests"),
+        "{all}"
+    );
+    assert!(
+        all.contains("helmrepository.source.toolkit.fluxcd.io/podinfo"),
+        "{all}"
+    );
+
+    let missing = k.run(&["get", "ks", "nope", "-n", "flux-system"]).await;
+    assert!(!missing.ok);
+    assert!(
+        missing.stderr.contains(r#"Error from server (NotFound): kustomizations.kustomize.toolkit.fluxcd.io "nope" not found"#),
+        "{}",
+        missing.stderr
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn patch_merge_json_and_strategic() {
+    let sim = start_default().await;
+    sim.seed_fleet(10).await.unwrap();
+    let k = Kubectl::new(&sim);
+    let suspend = |sim: &fleetgate_sim::Sim| {
+        get(sim, KS, "Kustomization", "flux-system", "apps-003").unwrap()["spec"]["suspend"].clone()
+    };
+
+    k.ok(&[
+        "patch",
+        "ks",
+        "apps-003",
+        "-n",
+        "flux-system",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"suspend":true}}"#,
+    ])
+    .await;
+    assert_eq!(suspend(&sim), true);
+    k.ok(&[
+        "patch",
+        "ks",
+        "apps-003",
+        "-n",
+        "flux-system",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/suspend","value":false}]"#,
+    ])
+    .await;
+    assert_eq!(suspend(&sim), false);
+
+    // kubectl's default patch type is strategic merge, which CRDs do not support.
+    let out = k
+        .run(&[
+            "patch",
+            "ks",
+            "apps-003",
+            "-n",
+            "flux-system",
+            "-p",
+            r#"{"spec":{"suspend":true}}"#,
+        ])
+        .await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr.contains("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(suspend(&sim), false, "a rejected patch changes nothing");
+    sim.shutdown().await;
+}
+
+const APPLIED: &str = r#"
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: applied
+  namespace: flux-system
+spec:
+  interval: 5m
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"#;
+
+#[tokio::test]
+async fn server_side_apply_conflicts_and_strict_validation() {
+    let sim = start_default().await;
+    sim.seed_fleet(3).await.unwrap();
+    let k = Kubectl::new(&sim);
+    let apply = |yaml: String, extra: &'static [&'static str]| {
+        let k = &k;
+        async move {
+            let mut args = vec!["apply", "--server-side", "-f", "-"];
+            args.extend_from_slice(extra);
+            k.run_stdin(&args, Some(&yaml)).await
+        }
+    };
+    let out = apply(APPLIED.to_string(), &[]).await;
+    assert!(out.ok, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("kustomization.kustomize.toolkit.fluxcd.io/applied serverside-applied"),
+        "{}",
+        out.stdout
+    );
+    let obj = get(&sim, KS, "Kustomization", "flux-system", "applied").unwrap();
+    assert_eq!(obj["metadata"]["generation"], 1);
+    let managers: Vec<&str> = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert!(managers.contains(&"kubectl"), "{managers:?}");
+
+    // Another manager takes spec.interval; re-applying a different value conflicts.
+    k.ok(&[
+        "patch",
+        "ks",
+        "applied",
+        "-n",
+        "flux-system",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"interval":"7m"}}"#,
+    ])
+    .await;
+    let out = apply(APPLIED.replace("interval: 5m", "interval: 9m"), &[]).await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr.contains(r#"conflict with "kubectl-patch""#)
+            && out.stderr.contains(".spec.interval"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        get(&sim, KS, "Kustomization", "flux-system", "applied").unwrap()["spec"]["interval"],
+        "7m"
+    );
+    let out = apply(
+        APPLIED.replace("interval: 5m", "interval: 9m"),
+        &["--force-conflicts"],
+    )
+    .await;
+    assert!(out.ok, "{}", out.stderr);
+    let obj = get(&sim, KS, "Kustomization", "flux-system", "applied").unwrap();
+    assert_eq!(obj["spec"]["interval"], "9m");
+    assert_eq!(obj["metadata"]["generation"], 3);
+
+    // Fields dropped from the applied configuration are removed.
+    let out = apply(
+        APPLIED.replace("  prune: true\n", "  prune: true\n  suspend: true\n"),
+        &["--force-conflicts"],
+    )
+    .await;
+    assert!(out.ok, "{}", out.stderr);
+    assert_eq!(
+        get(&sim, KS, "Kustomization", "flux-system", "applied").unwrap()["spec"]["suspend"],
+        true
+    );
+    let out = apply(APPLIED.to_string(), &["--force-conflicts"]).await;
+    assert!(out.ok, "{}", out.stderr);
+    assert!(
+        get(&sim, KS, "Kustomization", "flux-system", "applied").unwrap()["spec"]
+            .get("suspend")
+            .is_none()
+    );
+
+    // kubectl validates strictly by default (fieldValidation=Strict): a typo fails.
+    let out = apply(
+        APPLIED.replace("  prune: true\n", "  prune: true\n  suspnd: true\n"),
+        &[],
+    )
+    .await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr
+            .contains(r#"strict decoding error: unknown field "spec.suspnd""#),
+        "{}",
+        out.stderr
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn watch_sees_a_change_and_delete() {
+    let sim = start_default().await;
+    sim.seed_fleet(3).await.unwrap();
+    let k = Kubectl::new(&sim);
+    let mut cmd = k.command(&[
+        "get",
+        "ks",
+        "infra-000",
+        "-n",
+        "flux-system",
+        "--watch",
+        "--no-headers",
+        "-o",
+        "custom-columns=NAME:.metadata.name,SUSPEND:.spec.suspend",
+    ]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("initial row")
+        .unwrap()
+        .unwrap();
+    assert!(first.starts_with("infra-000"), "{first}");
+    assert!(!first.contains("true"), "{first}");
+
+    k.ok(&[
+        "patch",
+        "ks",
+        "infra-000",
+        "-n",
+        "flux-system",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"suspend":true}}"#,
+    ])
+    .await;
+    let changed = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match lines.next_line().await {
+                Ok(Some(l)) if l.contains("true") => return l,
+                Ok(Some(_)) => continue,
+                other => panic!("watch ended: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("watch shows the change");
+    assert!(changed.starts_with("infra-000"));
+    child.kill().await.ok();
+
+    let out = k
+        .ok(&["delete", "ks", "infra-000", "-n", "flux-system"])
+        .await;
+    assert!(
+        out.contains(r#"kustomization.kustomize.toolkit.fluxcd.io "infra-000" deleted"#),
+        "{out}"
+    );
+    assert!(get(&sim, KS, "Kustomization", "flux-system", "infra-000").is_none());
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn invalid_object_is_rejected_with_field_paths() {
+    let sim = start_default().await;
+    let k = Kubectl::new(&sim);
+    let bad = r#"
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: bad, namespace: default}
+spec: {interval: 5, prune: true, sourceRef: {kind: Foo, name: x}}
+"#;
+    let out = k.run_stdin(&["create", "-f", "-"], Some(bad)).await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr.contains(r#"The Kustomization "bad" is invalid"#),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(r#"spec.interval: Invalid value: "integer": spec.interval in body must be of type string: "integer""#), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(r#"spec.sourceRef.kind: Unsupported value: "Foo""#),
+        "{}",
+        out.stderr
+    );
+    assert!(get(&sim, KS, "Kustomization", "default", "bad").is_none());
+
+    let out = k
+        .run_stdin(
+            &["create", "-f", "-"],
+            Some(
+                &bad.replace("default", "nowhere")
+                    .replace("interval: 5", "interval: 5m")
+                    .replace("Foo", "GitRepository"),
+            ),
+        )
+        .await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr.contains(r#"namespaces "nowhere" not found"#),
+        "{}",
+        out.stderr
+    );
+    sim.shutdown().await;
+}
