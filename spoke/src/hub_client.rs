@@ -51,7 +51,9 @@ impl HubTarget {
             };
             endpoint = endpoint.tls_config(tls)?;
         } else if ca_pem.is_some() {
-            return Err(Error::Config("--hub-ca is set but --hub-url is not https://".into()));
+            return Err(Error::Config(
+                "--hub-ca is set but --hub-url is not https://".into(),
+            ));
         }
         Ok(HubTarget { endpoint, token })
     }

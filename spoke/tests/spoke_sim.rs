@@ -1,0 +1,517 @@
+//! The spoke against the test Kubernetes API server and Flux simulator, with a
+//! fake hub on a real gRPC socket: suspend on close, held revisions reported,
+//! resume + reconcile request on open, people's suspends untouched, new objects
+//! caught, freezeSources, offline window edges, restart from the ConfigMap.
+
+mod support;
+
+use chrono::Utc;
+use fleetgate_spoke::{WithoutSnapshot, annotations};
+use kube::api::{Api, ListParams};
+use support::*;
+
+const MARK: &str = annotations::SUSPENDED_BY;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_hold_open_cycle_with_human_suspend_and_late_object() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+    create(&cluster, kustomization("manual", "repo", true)).await;
+    push(&cluster, "repo", &revision(1)).await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "r1 applied",
+        |o| status_str(o, "/status/lastAppliedRevision") == Some(revision(1).as_str()),
+    )
+    .await;
+
+    let mut hub = FakeHub::start().await;
+    hub.set(snapshot(
+        1,
+        vec![gate("weekdays", "suspend", &["Kustomization"], "open")],
+        vec![],
+    ));
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
+    hub.report_where("revision 1 enforced", |r| r.revision == 1)
+        .await;
+
+    // The gate closes: governed objects are suspended and marked, the person's
+    // suspend is left exactly as it was.
+    hub.set(snapshot(
+        2,
+        vec![gate("weekdays", "suspend", &["Kustomization"], "closed")],
+        vec![],
+    ));
+    let apps = wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "suspended by fleetgate",
+        |o| suspended(o) && annotation(o, MARK) == Some("weekdays"),
+    )
+    .await;
+    assert!(annotation(&apps, annotations::SUSPENDED_AT).is_some());
+    let manual = api(&cluster.client, "Kustomization")
+        .get("manual")
+        .await
+        .unwrap();
+    assert!(
+        suspended(&manual) && annotation(&manual, MARK).is_none(),
+        "a person's suspend is not claimed"
+    );
+
+    // A GateClosed event on the object.
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(cluster.client.clone(), NS);
+    let evs = events.list(&ListParams::default()).await.unwrap();
+    assert!(
+        evs.items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("GateClosed")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("apps")),
+        "GateClosed event for apps"
+    );
+
+    // A Kustomization created while closed is suspended when first seen.
+    create(&cluster, kustomization("late", "repo", false)).await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "late",
+        "suspended on creation",
+        |o| suspended(o) && annotation(o, MARK) == Some("weekdays"),
+    )
+    .await;
+
+    // A pushed revision waits: reported held, through the stream.
+    push(&cluster, "repo", &revision(2)).await;
+    let report = hub
+        .report_where("apps held", |r| {
+            r.objects.iter().any(|o| o.name == "apps" && o.held)
+        })
+        .await;
+    let apps_status = report.objects.iter().find(|o| o.name == "apps").unwrap();
+    assert_eq!(apps_status.newest_source_revision, revision(2));
+    assert_eq!(apps_status.last_applied_revision, revision(1));
+    assert_eq!(apps_status.suspended_by, vec!["weekdays"]);
+    let manual_status = report.objects.iter().find(|o| o.name == "manual").unwrap();
+    assert!(manual_status.suspended_by_human && !manual_status.held);
+
+    // The gate opens: resumed, marks removed, reconcile requested, and the
+    // simulator applies the held revision. The person's suspend stays.
+    hub.set(snapshot(
+        3,
+        vec![gate("weekdays", "suspend", &["Kustomization"], "open")],
+        vec![],
+    ));
+    let apps = wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "resumed and r2 applied",
+        |o| {
+            !suspended(o)
+                && status_str(o, "/status/lastAppliedRevision") == Some(revision(2).as_str())
+        },
+    )
+    .await;
+    assert!(
+        annotation(&apps, MARK).is_none() && annotation(&apps, annotations::SUSPENDED_AT).is_none()
+    );
+    assert!(
+        annotation(&apps, annotations::REQUESTED_AT).is_some(),
+        "reconcile requested"
+    );
+    wait_for(&cluster.client, "Kustomization", "late", "resumed", |o| {
+        !suspended(o)
+    })
+    .await;
+    // The report after the pass that resumed everything is the sync point.
+    spoke
+        .report_where("nothing suspended by fleetgate", |r| {
+            r.revision == 3 && r.objects.iter().all(|o| o.suspended_by.is_empty())
+        })
+        .await;
+    let manual = api(&cluster.client, "Kustomization")
+        .get("manual")
+        .await
+        .unwrap();
+    assert!(
+        suspended(&manual) && annotation(&manual, MARK).is_none(),
+        "a person's suspend survives a cycle"
+    );
+
+    // Second cycle: still untouched.
+    hub.set(snapshot(
+        4,
+        vec![gate("weekdays", "suspend", &["Kustomization"], "closed")],
+        vec![],
+    ));
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "suspended again",
+        suspended,
+    )
+    .await;
+    hub.set(snapshot(5, vec![], vec![]));
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "gate removed: resumed",
+        |o| !suspended(o),
+    )
+    .await;
+    spoke
+        .report_where("revision 5 enforced", |r| r.revision == 5)
+        .await;
+    let manual = api(&cluster.client, "Kustomization")
+        .get("manual")
+        .await
+        .unwrap();
+    assert!(suspended(&manual) && annotation(&manual, MARK).is_none());
+
+    // The hub saw the token and the cluster.
+    {
+        let seen = hub.seen.lock().await;
+        assert_eq!(seen.hellos[0].cluster, CLUSTER);
+        assert_eq!(seen.authorization[0], format!("Bearer {TOKEN}"));
+    }
+    spoke.stop().await;
+    hub.stop().await;
+    cluster.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn freeze_sources_keeps_the_kustomization_reconciling() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+    push(&cluster, "repo", &revision(1)).await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "r1 applied",
+        |o| status_str(o, "/status/lastAppliedRevision") == Some(revision(1).as_str()),
+    )
+    .await;
+
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(
+        1,
+        vec![gate(
+            "freeze",
+            "freezeSources",
+            &["Kustomization"],
+            "closed",
+        )],
+        vec![],
+    ));
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
+    wait_for(
+        &cluster.client,
+        "GitRepository",
+        "repo",
+        "source frozen",
+        |o| suspended(o) && annotation(o, MARK) == Some("freeze"),
+    )
+    .await;
+    spoke
+        .report_where("freeze enforced", |r| {
+            r.revision == 1 && !r.objects.is_empty()
+        })
+        .await;
+    let apps = api(&cluster.client, "Kustomization")
+        .get("apps")
+        .await
+        .unwrap();
+    assert!(
+        !suspended(&apps),
+        "the Kustomization itself is not suspended"
+    );
+
+    // The new revision does not reach the Kustomization, but it still reconciles
+    // (drift correction): a reconcile request is handled.
+    push(&cluster, "repo", &revision(2)).await;
+    let asked = Utc::now().to_rfc3339();
+    api(&cluster.client, "Kustomization")
+        .patch(
+            "apps",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"annotations": {annotations::REQUESTED_AT: asked}}})),
+        )
+        .await
+        .unwrap();
+    let apps = wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "reconciled while frozen",
+        |o| status_str(o, "/status/lastHandledReconcileAt") == Some(asked.as_str()),
+    )
+    .await;
+    assert_eq!(
+        status_str(&apps, "/status/lastAppliedRevision"),
+        Some(revision(1).as_str()),
+        "held revision not applied"
+    );
+
+    // Open: the source is resumed and the Kustomization applies r2.
+    hub.set(snapshot(
+        2,
+        vec![gate("freeze", "freezeSources", &["Kustomization"], "open")],
+        vec![],
+    ));
+    wait_for(
+        &cluster.client,
+        "GitRepository",
+        "repo",
+        "source resumed",
+        |o| !suspended(o) && annotation(o, MARK).is_none(),
+    )
+    .await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "r2 applied",
+        |o| status_str(o, "/status/lastAppliedRevision") == Some(revision(2).as_str()),
+    )
+    .await;
+    spoke.stop().await;
+    hub.stop().await;
+    cluster.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_window_edge_and_restart_from_the_persisted_snapshot() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+
+    // The gate closes by itself a few seconds from now (an override starting
+    // later); the hub disappears before that.
+    let edge = Utc::now() + chrono::Duration::seconds(3);
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(
+        7,
+        vec![gate("edge", "suspend", &["Kustomization"], "open")],
+        vec![override_from("edge", "closed", edge)],
+    ));
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
+    spoke
+        .report_where("revision 7 enforced", |r| r.revision == 7)
+        .await;
+    let apps = api(&cluster.client, "Kustomization")
+        .get("apps")
+        .await
+        .unwrap();
+    assert!(!suspended(&apps), "open before the edge");
+    hub.stop().await;
+
+    let apps = wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "suspended at the edge, hub gone",
+        suspended,
+    )
+    .await;
+    let at = annotation(&apps, annotations::SUSPENDED_AT).expect("suspended-at");
+    let at = chrono::DateTime::parse_from_rfc3339(at).unwrap().to_utc();
+    // suspended-at has second precision; the edge may have a fraction.
+    assert!(
+        at + chrono::Duration::seconds(1) > edge,
+        "not suspended before the edge: {at} vs {edge}"
+    );
+
+    // The snapshot was persisted.
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(cluster.client.clone(), SPOKE_NS);
+    let cm = cms.get("fleetgate-spoke-snapshot").await.unwrap();
+    assert_eq!(
+        cm.data
+            .as_ref()
+            .unwrap()
+            .get("revision")
+            .map(String::as_str),
+        Some("7")
+    );
+    spoke.stop().await;
+
+    // Restart with the hub still down (nothing listens at its address): the
+    // persisted snapshot is enforced — a Kustomization created meanwhile is suspended.
+    create(&cluster, kustomization("meanwhile", "repo", false)).await;
+    let dead_hub = format!("http://{}", free_addr().await);
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(dead_hub))).await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "meanwhile",
+        "suspended from the persisted snapshot",
+        |o| suspended(o) && annotation(o, MARK) == Some("edge"),
+    )
+    .await;
+    assert_eq!(spoke.ctx().revision(), 7);
+    spoke.stop().await;
+    cluster.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_any_snapshot_nothing_changes_unless_told() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+    // Marked as fleetgate's from an earlier life, still suspended.
+    let mut old = kustomization("old", "repo", true);
+    old["metadata"]["annotations"] = serde_json::json!({ MARK: "gone" });
+    create(&cluster, old).await;
+
+    // Default (none): the first pass runs and changes nothing.
+    let spoke = RunningSpoke::start(&cluster, spoke_config(None)).await;
+    spoke.wait_ready().await;
+    let ready = reqwest::get(format!("http://{}/readyz", spoke.http_addr()))
+        .await
+        .unwrap();
+    assert!(ready.status().is_success());
+    let ks = api(&cluster.client, "Kustomization");
+    assert!(!suspended(&ks.get("apps").await.unwrap()));
+    assert!(suspended(&ks.get("old").await.unwrap()));
+    let metrics = reqwest::get(format!("http://{}/metrics", spoke.http_addr()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("fleetgate_spoke_hub_connected 0"),
+        "{metrics}"
+    );
+    spoke.stop().await;
+
+    // closed: every Kustomization is suspended until a snapshot arrives.
+    let mut config = spoke_config(None);
+    config.enforce_without_snapshot = WithoutSnapshot::Closed;
+    let spoke = RunningSpoke::start(&cluster, config).await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "suspended (closed)",
+        |o| suspended(o) && annotation(o, MARK) == Some("fleetgate-no-snapshot"),
+    )
+    .await;
+    spoke.stop().await;
+
+    // open: what fleetgate suspended is resumed.
+    let mut config = spoke_config(None);
+    config.enforce_without_snapshot = WithoutSnapshot::Open;
+    let spoke = RunningSpoke::start(&cluster, config).await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "resumed (open)",
+        |o| !suspended(o),
+    )
+    .await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "old",
+        "resumed (open)",
+        |o| !suspended(o),
+    )
+    .await;
+    spoke.stop().await;
+    cluster.sim.shutdown().await;
+}
+
+async fn free_addr() -> std::net::SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_human_edit_is_never_overwritten() {
+    use fleetgate_policy::{FluxKind, Mode, Targets};
+    use fleetgate_spoke::{
+        enforce,
+        observed::ObservedObject,
+        plan::{GateView, Planner},
+    };
+
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+    create(&cluster, kustomization("other", "repo", false)).await;
+    let spoke = RunningSpoke::start(&cluster, spoke_config(None)).await;
+    spoke.wait_ready().await;
+
+    let ks = api(&cluster.client, "Kustomization");
+    let stale: Vec<ObservedObject> = [
+        ks.get("apps").await.unwrap(),
+        ks.get("other").await.unwrap(),
+    ]
+    .iter()
+    .map(|o| ObservedObject::from_dynamic(FluxKind::Kustomization, o))
+    .collect();
+    // After the spoke observed them, a person suspends `apps` and someone edits
+    // `other` (a label): both stale plans now carry an old resourceVersion.
+    set_suspend_by_hand(&cluster.client, "Kustomization", "apps", true).await;
+    ks.patch(
+        "other",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"team": "a"}}})),
+    )
+    .await
+    .unwrap();
+
+    let gates = vec![GateView {
+        name: "g".into(),
+        mode: Mode::Suspend,
+        targets: Targets {
+            kinds: vec![FluxKind::Kustomization],
+            ..Targets::default()
+        },
+        open: false,
+        reason: "test".into(),
+    }];
+    let planner = Planner::new(&gates, &stale);
+    let steps = planner.plan(&stale).steps;
+    assert_eq!(steps.len(), 2, "both planned from the stale view");
+    let applied = enforce::apply(spoke.ctx(), &planner, &gates, steps).await;
+    assert_eq!(applied.len(), 2);
+
+    // 409 → re-read → re-plan: the person's suspend stays theirs (no mark), the
+    // label edit is kept and `other` is suspended on top of it.
+    let apps = ks.get("apps").await.unwrap();
+    assert!(
+        suspended(&apps) && annotation(&apps, MARK).is_none(),
+        "human suspend not claimed"
+    );
+    let other = ks.get("other").await.unwrap();
+    assert!(suspended(&other) && annotation(&other, MARK) == Some("g"));
+    assert_eq!(
+        other
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("team"))
+            .map(String::as_str),
+        Some("a")
+    );
+    let metrics = spoke.ctx().metrics.render();
+    assert!(
+        metrics.contains("fleetgate_spoke_reconcile_errors_total{error=\"conflict\"} 2"),
+        "{metrics}"
+    );
+    spoke.stop().await;
+    cluster.sim.shutdown().await;
+}
