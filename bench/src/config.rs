@@ -1,0 +1,54 @@
+//! What one benchmark run does: fleet sizes, repetitions and measurement
+//! windows (`--quick` shortens the windows, not the fleet sizes).
+
+use std::time::Duration;
+
+use crate::bins::Bins;
+
+/// A run's configuration.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Fleet sizes, ascending; spokes are added incrementally between sizes.
+    pub spokes: Vec<usize>,
+    /// Gate flips measured per size (hub and floor each).
+    pub flips: usize,
+    /// Window over which idle CPU is averaged.
+    pub idle_window: Duration,
+    /// NOTIFY round-trips sampled.
+    pub notify_samples: usize,
+    /// Reconnect storm with the largest fleet.
+    pub storm: bool,
+    /// Status ingest: spokes reporting, objects per report, and how long.
+    pub ingest_spokes: usize,
+    pub ingest_objects: usize,
+    pub ingest_duration: Duration,
+    /// Real spoke against the simulator: Flux objects it governs (0 = skip),
+    /// and the idle window for its CPU.
+    pub spoke_objects: usize,
+    pub spoke_idle_window: Duration,
+    /// Binaries to run.
+    pub bins: Bins,
+}
+
+impl BenchConfig {
+    /// The full run (`--quick` = shorter windows, fewer flips).
+    pub fn new(spokes: Vec<usize>, quick: bool, bins: Bins) -> Self {
+        let mut spokes = spokes;
+        spokes.sort_unstable();
+        spokes.dedup();
+        spokes.retain(|n| *n > 0);
+        Self {
+            spokes,
+            flips: if quick { 4 } else { 10 },
+            idle_window: Duration::from_secs(if quick { 3 } else { 10 }),
+            notify_samples: if quick { 50 } else { 500 },
+            storm: true,
+            ingest_spokes: 1000,
+            ingest_objects: 100,
+            ingest_duration: Duration::from_secs(if quick { 5 } else { 20 }),
+            spoke_objects: 1000,
+            spoke_idle_window: Duration::from_secs(if quick { 10 } else { 30 }),
+            bins,
+        }
+    }
+}

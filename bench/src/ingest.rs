@@ -1,0 +1,117 @@
+//! Status ingest: simulated spokes send full status reports (closed loop:
+//! round k+1 starts when round k is committed) and a poller watches for each
+//! report's commit. Each round's reports carry a marker in `clock_offset_ms`,
+//! which the hub writes in the same transaction as the report's objects.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use fleetgate_hub::Service;
+use fleetgate_proto::v1 as pb;
+
+use crate::report::IngestResult;
+use crate::stats::Percentiles;
+use crate::swarm::Swarm;
+use crate::{Error, Result, fleet};
+
+const POLL: Duration = Duration::from_millis(10);
+const ROUND_BOUND: Duration = Duration::from_secs(120);
+/// Marker base, far from any real clock offset.
+const MARKER_BASE: i64 = 7_000_000_000;
+
+fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
+    (0..n)
+        .map(|j| pb::ObjectStatus {
+            kind: if j % 3 == 2 {
+                "HelmRelease"
+            } else {
+                "Kustomization"
+            }
+            .into(),
+            namespace: "apps".into(),
+            name: format!("app-{j:04}"),
+            suspended: false,
+            suspended_by: vec![],
+            gates: vec![fleet::GATE.into()],
+            last_applied_revision: format!("main@sha1:{round:040}"),
+            newest_source_revision: format!("main@sha1:{round:040}"),
+            held: false,
+            suspended_by_human: false,
+        })
+        .collect()
+}
+
+/// Runs rounds with the first `spokes` spokes of `swarm` for about `duration`.
+pub async fn run(
+    swarm: &Swarm,
+    service: &Service,
+    spokes: usize,
+    per_report: usize,
+    duration: Duration,
+) -> Result<IngestResult> {
+    let spokes = spokes.min(swarm.len());
+    let names: Vec<String> = (0..spokes).map(fleet::cluster_name).collect();
+    let start = Instant::now();
+    let mut durable = Vec::new();
+    let mut rounds = 0;
+    while rounds < 2 || start.elapsed() < duration {
+        let marker = MARKER_BASE + rounds as i64;
+        let objs = objects(rounds, per_report);
+        let t0 = Instant::now();
+        for i in 0..spokes {
+            let report = pb::StatusReport {
+                revision: 0,
+                objects: objs.clone(),
+                clock_offset_ms: marker,
+                observed_at: None,
+            };
+            if !swarm.report(i, report) {
+                return Err(Error::setup(format!("spoke {i} cannot send a report")));
+            }
+        }
+        let mut seen: HashMap<String, Duration> = HashMap::with_capacity(spokes);
+        while seen.len() < spokes {
+            if t0.elapsed() > ROUND_BOUND {
+                return Err(Error::Timeout(format!(
+                    "ingest round {rounds}: {} of {spokes} reports committed",
+                    seen.len()
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+            let rows: Vec<(String,)> = sqlx::query_as(
+                "select name from clusters where clock_offset_ms = $1 and name = any($2)",
+            )
+            .bind(marker)
+            .bind(&names)
+            .fetch_all(service.pool())
+            .await?;
+            let now = t0.elapsed();
+            for (name,) in rows {
+                seen.entry(name).or_insert(now);
+            }
+        }
+        durable.extend(seen.into_values());
+        rounds += 1;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let (stored,): (i64,) = sqlx::query_as(
+        "select count(*) from object_status where cluster = any($1) and last_applied_revision = $2",
+    )
+    .bind(&names)
+    .bind(format!("main@sha1:{:040}", rounds - 1))
+    .fetch_one(service.pool())
+    .await?;
+    let expected = (spokes * per_report) as i64;
+    if stored != expected {
+        return Err(Error::setup(format!(
+            "ingest: {stored} objects of the last round stored, expected {expected}"
+        )));
+    }
+    Ok(IngestResult {
+        spokes,
+        objects_per_report: per_report,
+        rounds,
+        objects_per_second: (rounds * spokes * per_report) as f64 / elapsed,
+        durable: Percentiles::of(&durable),
+    })
+}

@@ -1,0 +1,85 @@
+//! `fleetgate-bench`: runs the scale benchmark and prints its table (or JSON).
+//! Run it under `ulimit -n 20000` for 10,000 spokes.
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use fleetgate_bench::bins::Bins;
+use fleetgate_bench::{BenchConfig, floor};
+
+/// fleetgate scale benchmark: a real hub on a real PostgreSQL with thousands of
+/// simulated spokes, against the physical floor.
+#[derive(Debug, Parser)]
+#[command(name = "fleetgate-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Fleet sizes (simulated spokes), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    spokes: Vec<usize>,
+    /// Short run: fewer flips, shorter measurement windows.
+    #[arg(long)]
+    quick: bool,
+    /// Print the results as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Gate flips per fleet size (default 10, quick 4).
+    #[arg(long)]
+    flips: Option<usize>,
+    /// Skip the reconnect storm.
+    #[arg(long)]
+    no_storm: bool,
+    /// Flux objects the real spoke governs (0 skips the spoke measurement).
+    #[arg(long)]
+    spoke_objects: Option<usize>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The bare fan-out server (the floor); started by the benchmark itself.
+    #[command(hide = true)]
+    FloorServer {
+        #[arg(long)]
+        addr: SocketAddr,
+        #[arg(long)]
+        snapshot: PathBuf,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow_free::Result {
+    let cli = Cli::parse();
+    if let Some(Command::FloorServer { addr, snapshot }) = cli.command {
+        return floor::serve(addr, &snapshot).await.map_err(Into::into);
+    }
+    let bins = Bins::locate(std::env::current_exe()?)?;
+    let mut cfg = BenchConfig::new(cli.spokes, cli.quick, bins);
+    if let Some(f) = cli.flips {
+        cfg.flips = f.max(1);
+    }
+    if let Some(o) = cli.spoke_objects {
+        cfg.spoke_objects = o;
+    }
+    cfg.storm = !cli.no_storm;
+    let start = Instant::now();
+    let progress = move |line: &str| eprintln!("[{:>6.1}s] {line}", start.elapsed().as_secs_f64());
+    let report = fleetgate_bench::run(&cfg, &progress).await?;
+    if cli.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print!("{}\n{}", report.table(), report.notes());
+    }
+    eprintln!("total {:.0} s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// `main`'s result without pulling in anyhow: print the error, exit 1.
+mod anyhow_free {
+    pub type Result = std::result::Result<(), Box<dyn std::error::Error>>;
+}

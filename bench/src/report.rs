@@ -1,0 +1,241 @@
+//! The run's results, printed as a Markdown table (with each issue-9 target
+//! and whether it was met) or as JSON.
+
+use serde::Serialize;
+
+use crate::stats::{Percentiles, fmt_ms};
+
+/// Everything one run measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// How the fleet was registered, and how long it took.
+    pub registration: Registration,
+    /// PostgreSQL NOTIFY → LISTEN round-trip.
+    pub notify_rtt: Percentiles,
+    /// Per fleet size.
+    pub sizes: Vec<SizeResult>,
+    pub storm: Option<StormResult>,
+    pub ingest: Option<IngestResult>,
+    pub spoke: Option<SpokeResult>,
+    /// Snapshot size on the wire (bytes of the protobuf `Snapshot`).
+    pub snapshot_bytes: usize,
+    pub cores: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Registration {
+    pub clusters: usize,
+    pub seconds: f64,
+    pub method: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SizeResult {
+    pub spokes: usize,
+    /// Per-spoke delivery latency after a REST flip, all flips pooled.
+    pub hub_flip: Percentiles,
+    /// Per flip: time until the last spoke had it.
+    pub hub_flip_all: Percentiles,
+    /// The same, bare tonic fan-out (no hub logic).
+    pub floor_flip: Percentiles,
+    pub floor_flip_all: Percentiles,
+    /// REST round-trip of the flip request itself.
+    pub rest_call: Percentiles,
+    /// Seconds to connect the (additional) spokes of this size.
+    pub connect_seconds: f64,
+    pub hub_rss_kib: u64,
+    pub hub_rss_per_spoke_kib: f64,
+    pub hub_idle_millicores: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StormResult {
+    pub spokes: usize,
+    /// Hub stop (SIGTERM) → new hub ready.
+    pub hub_down_seconds: f64,
+    /// Per spoke: restart began → it held the new snapshot.
+    pub resync: Percentiles,
+    /// Most connection attempts one spoke needed.
+    pub max_attempts: u32,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestResult {
+    pub spokes: usize,
+    pub objects_per_report: usize,
+    pub rounds: usize,
+    /// Object reports durably written per second (closed loop).
+    pub objects_per_second: f64,
+    /// Per report: sent → committed in PostgreSQL (seen by a poll every 10 ms).
+    pub durable: Percentiles,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SpokeResult {
+    pub objects: usize,
+    pub reported_objects: usize,
+    pub rss_kib: u64,
+    pub idle_millicores: f64,
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "✅" } else { "❌" }
+}
+
+impl Report {
+    /// The Markdown table.
+    pub fn table(&self) -> String {
+        let mut t = String::new();
+        t.push_str("| metric | measured | target | |\n|---|---|---|---|\n");
+        let mut row = |m: String, v: String, target: &str, ok: Option<bool>| {
+            let mark = ok.map(verdict).unwrap_or("");
+            t.push_str(&format!("| {m} | {v} | {target} | {mark} |\n"));
+        };
+        row(
+            "PostgreSQL NOTIFY round-trip (floor) p50 / p99 / max".into(),
+            self.notify_rtt.cell(),
+            "",
+            None,
+        );
+        for s in &self.sizes {
+            let n = s.spokes;
+            let target = match n {
+                ..=1000 => Some(("p99 ≤ 50 ms", s.hub_flip.p99_ms <= 50.0)),
+                10_000.. => Some((
+                    "p99 ≤ 250 ms and ≤ 3× floor",
+                    s.hub_flip.p99_ms <= 250.0 && s.hub_flip.p99_ms <= 3.0 * s.floor_flip.p99_ms,
+                )),
+                _ => None,
+            };
+            row(
+                format!(
+                    "flip → spoke, {n} spokes, hub (per spoke, {} flips) p50 / p99 / max",
+                    s.hub_flip_all.samples
+                ),
+                s.hub_flip.cell(),
+                target.map_or("", |t| t.0),
+                target.map(|t| t.1),
+            );
+            row(
+                format!("flip → spoke, {n} spokes, bare tonic floor p50 / p99 / max"),
+                s.floor_flip.cell(),
+                "",
+                None,
+            );
+            let ratio = if s.floor_flip.p99_ms > 0.0 {
+                s.hub_flip.p99_ms / s.floor_flip.p99_ms
+            } else {
+                0.0
+            };
+            let with_notify = s.floor_flip.p99_ms + self.notify_rtt.p99_ms;
+            row(
+                format!("ratio hub p99 / floor p99, {n} spokes"),
+                format!(
+                    "{ratio:.1}× (vs floor + NOTIFY {}: {:.1}×)",
+                    fmt_ms(with_notify),
+                    if with_notify > 0.0 {
+                        s.hub_flip.p99_ms / with_notify
+                    } else {
+                        0.0
+                    }
+                ),
+                if n >= 10_000 { "≤ 3×" } else { "" },
+                (n >= 10_000).then_some(ratio <= 3.0),
+            );
+            row(
+                format!("flip → all {n} spokes (per flip) p50 / max; REST call p50"),
+                format!(
+                    "{} / {} ms; {} ms",
+                    fmt_ms(s.hub_flip_all.p50_ms),
+                    fmt_ms(s.hub_flip_all.max_ms),
+                    fmt_ms(s.rest_call.p50_ms)
+                ),
+                "",
+                None,
+            );
+            row(
+                format!("hub RSS per connected spoke, {n} spokes"),
+                format!(
+                    "{:.1} KiB (RSS {} MiB; connect took {:.1} s)",
+                    s.hub_rss_per_spoke_kib,
+                    s.hub_rss_kib / 1024,
+                    s.connect_seconds
+                ),
+                "≤ 32 KiB",
+                Some(s.hub_rss_per_spoke_kib <= 32.0),
+            );
+            row(
+                format!("hub idle CPU, {n} spokes connected"),
+                format!("{:.1} millicores", s.hub_idle_millicores),
+                "",
+                None,
+            );
+        }
+        if let Some(s) = &self.storm {
+            row(
+                format!(
+                    "reconnect storm, {} spokes: restart → all re-synced",
+                    s.spokes
+                ),
+                format!(
+                    "{:.2} s (hub down {:.2} s; per spoke p50 {} ms, p99 {} ms; max {} attempts)",
+                    s.resync.max_ms / 1e3,
+                    s.hub_down_seconds,
+                    fmt_ms(s.resync.p50_ms),
+                    fmt_ms(s.resync.p99_ms),
+                    s.max_attempts
+                ),
+                "≤ 5 s, no spoke starved",
+                Some(s.resync.max_ms <= 5000.0),
+            );
+        }
+        if let Some(i) = &self.ingest {
+            row(
+                format!(
+                    "status ingest ({} spokes × {} objects, {} rounds)",
+                    i.spokes, i.objects_per_report, i.rounds
+                ),
+                format!("{:.0} object reports/s", i.objects_per_second),
+                "≥ 20k reports/s",
+                Some(i.objects_per_second >= 20_000.0),
+            );
+            row(
+                "status report → durable p50 / p99 / max".into(),
+                i.durable.cell(),
+                "",
+                None,
+            );
+        }
+        if let Some(s) = &self.spoke {
+            row(
+                format!(
+                    "spoke RSS governing {} objects ({} reported)",
+                    s.objects, s.reported_objects
+                ),
+                format!("{:.1} MiB", s.rss_kib as f64 / 1024.0),
+                "≤ 20 MiB",
+                Some(s.rss_kib <= 20 * 1024),
+            );
+            row(
+                "spoke idle CPU".into(),
+                format!("{:.2} millicores", s.idle_millicores),
+                "≤ 1 millicore",
+                Some(s.idle_millicores <= 1.0),
+            );
+        }
+        t
+    }
+
+    /// Notes printed under the table: how the numbers were made.
+    pub fn notes(&self) -> String {
+        format!(
+            "Setup: {} clusters registered in {:.1} s ({}). Snapshot: {} bytes. {} cores; hub, \
+             PostgreSQL, the simulated spokes and the floor server share them.\n",
+            self.registration.clusters,
+            self.registration.seconds,
+            self.registration.method,
+            self.snapshot_bytes,
+            self.cores
+        )
+    }
+}

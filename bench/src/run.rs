@@ -1,0 +1,220 @@
+//! One benchmark run, phase by phase: PostgreSQL and the hub process, bulk
+//! registration, the floor (NOTIFY, bare fan-out), then per fleet size: connect,
+//! RSS, idle CPU, flips; status ingest; the reconnect storm; the real spoke.
+
+use std::time::{Duration, Instant};
+
+use fleetgate_hub::Service;
+use fleetgate_proto::SpokeServiceClient;
+use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
+use prost::Message as _;
+use tonic::metadata::MetadataValue;
+
+use crate::config::BenchConfig;
+use crate::fleet::{self, Flipper};
+use crate::floor::{self, FloorProcess};
+use crate::hub_process::HubSpec;
+use crate::report::{Registration, Report, SizeResult};
+use crate::swarm::{Credential, Swarm};
+use crate::{Error, Result, flips, ingest, proc_stats, spoke_process, storm};
+
+/// Bootstrap admin secret of the benchmark's private hub.
+const ADMIN_TOKEN: &str = "fleetgate-bench-admin-secret";
+/// Spokes connecting at once while a fleet comes up.
+const CONNECT_CONCURRENCY: usize = 64;
+/// Per size: how long connecting may take before the run fails.
+const CONNECT_BOUND: Duration = Duration::from_secs(300);
+/// File descriptors needed beyond one per spoke (PostgreSQL pools, processes).
+const FD_HEADROOM: u64 = 512;
+
+/// Runs the benchmark; `progress` receives one line per phase.
+pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
+    let largest = cfg.spokes.last().copied().unwrap_or(0);
+    let limit = proc_stats::open_files_limit()?;
+    if limit < largest as u64 + FD_HEADROOM {
+        return Err(Error::setup(format!(
+            "open-files limit {limit} is too low for {largest} spokes: run under `ulimit -n {}`",
+            largest as u64 + FD_HEADROOM
+        )));
+    }
+    let workdir = tempfile::Builder::new()
+        .prefix("fleetgate-bench-")
+        .tempdir()?;
+    let mut report = Report {
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        ..Report::default()
+    };
+
+    progress("starting PostgreSQL and the hub");
+    let db = fleetgate_tests::test_db().await;
+    let spec = HubSpec::new(
+        &cfg.bins.hub,
+        &db.url,
+        ADMIN_TOKEN,
+        workdir.path().join("hub.log"),
+    );
+    let mut hub = spec.start().await?;
+    let service = Service::new(fleetgate_hub::db::connect(&db.url, 20).await?);
+
+    progress(&format!("registering {largest} clusters"));
+    let t = Instant::now();
+    let creds = fleet::register(&service, 0..largest, &[("fleet", "bench")]).await?;
+    fleet::create_gate(&service).await?;
+    report.registration = Registration {
+        clusters: largest,
+        seconds: t.elapsed().as_secs_f64(),
+        method: "hub service layer in-process, 16 concurrent one-transaction registrations \
+                 (same code as POST /api/v1/clusters, minus HTTP)"
+            .into(),
+    };
+
+    progress("floor: PostgreSQL NOTIFY round-trips");
+    report.notify_rtt = floor::notify_rtt(&db.url, cfg.notify_samples).await?;
+
+    let snapshot = fetch_snapshot(hub.grpc, &creds[0]).await?;
+    report.snapshot_bytes = snapshot.encoded_len();
+    let snapshot_file = workdir.path().join("snapshot.pb");
+    std::fs::write(&snapshot_file, snapshot.encode_to_vec())?;
+
+    let mut floors = Vec::new();
+    for &n in &cfg.spokes {
+        progress(&format!("floor: bare tonic fan-out to {n} streams"));
+        let mut server = FloorProcess::start(&cfg.bins.bench, &snapshot_file).await?;
+        let mut swarm = Swarm::new();
+        let fake: Vec<Credential> = creds[..n]
+            .iter()
+            .map(|c| Credential {
+                cluster: c.cluster.clone(),
+                token: "floor".into(),
+            })
+            .collect();
+        swarm
+            .add(server.addr, &fake, CONNECT_CONCURRENCY, CONNECT_BOUND)
+            .await?;
+        floors.push(flips::through_floor(&swarm, &mut server, cfg.flips).await?);
+        swarm.shutdown().await;
+        server.stop().await?;
+    }
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss0 = proc_stats::rss_kib(hub.pid())?;
+    let mut flipper = Flipper::new(hub.base_url(), ADMIN_TOKEN.into());
+    let mut swarm = Swarm::new();
+    let mut connected = 0;
+    for (i, &n) in cfg.spokes.iter().enumerate() {
+        progress(&format!("hub: connecting spokes {connected}..{n}"));
+        let t = Instant::now();
+        swarm
+            .add(
+                hub.grpc,
+                &creds[connected..n],
+                CONNECT_CONCURRENCY,
+                CONNECT_BOUND,
+            )
+            .await?;
+        let connect_seconds = t.elapsed().as_secs_f64();
+        connected = n;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let rss = proc_stats::rss_kib(hub.pid())?;
+        progress(&format!("hub: idle CPU with {n} spokes"));
+        let idle = proc_stats::cpu_millicores(hub.pid(), cfg.idle_window).await?;
+        progress(&format!("hub: {} flips to {n} spokes", cfg.flips));
+        let hub_flips = flips::through_hub(&swarm, &mut flipper, cfg.flips).await?;
+        let floor = &floors[i];
+        report.sizes.push(SizeResult {
+            spokes: n,
+            hub_flip: hub_flips.per_spoke,
+            hub_flip_all: hub_flips.per_flip_all,
+            floor_flip: floor.per_spoke,
+            floor_flip_all: floor.per_flip_all,
+            rest_call: hub_flips.trigger,
+            connect_seconds,
+            hub_rss_kib: rss,
+            hub_rss_per_spoke_kib: rss.saturating_sub(rss0) as f64 / n as f64,
+            hub_idle_millicores: idle,
+        });
+        if i == 0 && cfg.ingest_spokes > 0 {
+            let spokes = cfg.ingest_spokes.min(n);
+            progress(&format!("hub: status ingest from {spokes} spokes"));
+            report.ingest = Some(
+                ingest::run(
+                    &swarm,
+                    &service,
+                    spokes,
+                    cfg.ingest_objects,
+                    cfg.ingest_duration,
+                )
+                .await?,
+            );
+        }
+    }
+
+    if cfg.storm && !swarm.is_empty() {
+        progress(&format!("hub: reconnect storm with {} spokes", swarm.len()));
+        let (result, restarted) = storm::run(&swarm, &spec, hub, &service).await?;
+        report.storm = Some(result);
+        hub = restarted;
+    }
+    swarm.shutdown().await;
+
+    if cfg.spoke_objects > 0 {
+        progress(&format!(
+            "real spoke governing {} objects",
+            cfg.spoke_objects
+        ));
+        report.spoke = Some(
+            spoke_process::run(
+                &cfg.bins.sim,
+                &cfg.bins.spoke,
+                cfg.spoke_objects,
+                hub.grpc,
+                &service,
+                cfg.spoke_idle_window,
+                workdir.path(),
+            )
+            .await?,
+        );
+    }
+    hub.stop().await?;
+    service.pool().close().await;
+    Ok(report)
+}
+
+/// The snapshot the hub sends to `cred`'s cluster (its bytes feed the floor).
+async fn fetch_snapshot(addr: std::net::SocketAddr, cred: &Credential) -> Result<pb::Snapshot> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| Error::setup(e.to_string()))?
+        .connect()
+        .await?;
+    let auth = MetadataValue::try_from(format!("Bearer {}", cred.token))
+        .map_err(|e| Error::setup(e.to_string()))?;
+    let mut client =
+        SpokeServiceClient::with_interceptor(channel, move |mut r: tonic::Request<()>| {
+            r.metadata_mut().insert("authorization", auth.clone());
+            Ok(r)
+        });
+    let hello = pb::SpokeMessage {
+        msg: Some(spoke_message::Msg::Hello(pb::Hello {
+            cluster: cred.cluster.clone(),
+            spoke_version: "bench".into(),
+            revision: 0,
+        })),
+    };
+    // Keep the outbound half open until the snapshot arrived.
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.send(hello).await.map_err(|_| Error::setup("hello"))?;
+    let mut inbound = client
+        .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await?
+        .into_inner();
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(30), inbound.message())
+            .await
+            .map_err(|_| Error::Timeout("first snapshot".into()))??
+            .ok_or_else(|| Error::setup("hub ended the stream before a snapshot"))?;
+        if let Some(hub_message::Msg::Snapshot(s)) = msg.msg {
+            drop(tx);
+            return Ok(s);
+        }
+    }
+}

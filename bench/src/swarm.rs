@@ -1,0 +1,343 @@
+//! Simulated spokes: N real gRPC streams over loopback, one HTTP/2 connection
+//! and one bearer token each, in this process. They speak the spoke protocol
+//! (Hello with the held revision, then reports on demand), record when each
+//! snapshot arrived, and reconnect with the real spoke's jittered backoff.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fleetgate_proto::SpokeServiceClient;
+use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
+use futures::StreamExt as _;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tonic::metadata::MetadataValue;
+use tonic::transport::Endpoint;
+
+use crate::{Error, Result};
+
+/// The real spoke's reconnect delays (`--reconnect-min` / `--reconnect-max` defaults).
+const RECONNECT_MIN: Duration = Duration::from_millis(500);
+const RECONNECT_MAX: Duration = Duration::from_secs(60);
+
+/// One simulated spoke's identity.
+#[derive(Debug, Clone)]
+pub struct Credential {
+    pub cluster: String,
+    pub token: String,
+}
+
+/// What one simulated spoke observed (read by the scenarios).
+#[derive(Debug, Default)]
+pub struct Slot {
+    /// Revision of the newest snapshot held.
+    pub revision: AtomicU64,
+    /// Snapshots received so far.
+    pub snapshots: AtomicU64,
+    /// When the newest snapshot arrived, µs since the swarm's epoch.
+    pub received_us: AtomicU64,
+    /// Connection attempts since the last successful message.
+    pub attempts: AtomicU32,
+    /// Most attempts any single reconnect needed.
+    pub max_attempts: AtomicU32,
+    /// Streams opened (Hello sent) so far.
+    pub sessions: AtomicU64,
+    /// Sender into the current stream (reports).
+    outbound: Mutex<Option<mpsc::Sender<pb::SpokeMessage>>>,
+}
+
+/// A set of simulated spokes against one gRPC address.
+pub struct Swarm {
+    pub slots: Arc<Vec<Arc<Slot>>>,
+    epoch: Instant,
+    /// Snapshots received by all spokes together.
+    total: Arc<AtomicU64>,
+    cancel: CancellationToken,
+    tasks: JoinSet<()>,
+}
+
+impl Swarm {
+    /// An empty swarm; `add` connects spokes.
+    pub fn new() -> Self {
+        Self {
+            slots: Arc::new(Vec::new()),
+            epoch: Instant::now(),
+            total: Arc::new(AtomicU64::new(0)),
+            cancel: CancellationToken::new(),
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Number of spokes.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the swarm has no spokes.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The instant `t` as µs since the epoch (the clock of `Slot::received_us`).
+    pub fn micros(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.epoch).as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// `Slot::received_us` as a duration after `t`.
+    pub fn since(&self, t: Instant, received_us: u64) -> Duration {
+        Duration::from_micros(received_us.saturating_sub(self.micros(t)))
+    }
+
+    /// Snapshots received by all spokes together.
+    pub fn total_snapshots(&self) -> u64 {
+        self.total.load(Ordering::Acquire)
+    }
+
+    /// Starts spokes for `creds` against `addr`, `concurrency` connecting at a
+    /// time, and waits (≤ `bound`) until each holds a first snapshot.
+    pub async fn add(
+        &mut self,
+        addr: SocketAddr,
+        creds: &[Credential],
+        concurrency: usize,
+        bound: Duration,
+    ) -> Result<()> {
+        let mut slots: Vec<Arc<Slot>> = self.slots.iter().cloned().collect();
+        let first_new = slots.len();
+        let new: Vec<Arc<Slot>> = creds.iter().map(|_| Arc::new(Slot::default())).collect();
+        slots.extend(new.iter().cloned());
+        self.slots = Arc::new(slots);
+        let gate = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+        for (cred, slot) in creds.iter().cloned().zip(new) {
+            let spoke = SimSpoke {
+                addr,
+                cred,
+                slot,
+                epoch: self.epoch,
+                total: self.total.clone(),
+                cancel: self.cancel.clone(),
+                connect_gate: Some(gate.clone()),
+            };
+            self.tasks.spawn(spoke.run());
+        }
+        let deadline = Instant::now() + bound;
+        loop {
+            let missing = self.slots[first_new..]
+                .iter()
+                .filter(|s| s.snapshots.load(Ordering::Acquire) == 0)
+                .count();
+            if missing == 0 {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Timeout(format!(
+                    "{missing} of {} spokes without a first snapshot after {bound:?}",
+                    creds.len()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Per-spoke snapshot counts now (a baseline for [`Swarm::wait_all_past`]).
+    pub fn snapshot_counts(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .map(|s| s.snapshots.load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// Waits (≤ `bound`) until every spoke received a snapshot after `base`
+    /// (from [`Swarm::snapshot_counts`]); returns each spoke's arrival time.
+    pub async fn wait_all_past(&self, base: &[u64], bound: Duration) -> Result<Vec<u64>> {
+        let base_total: u64 = base.iter().sum();
+        let n = base.len() as u64;
+        let deadline = Instant::now() + bound;
+        loop {
+            // Cheap check first; the per-slot scan only when it can succeed.
+            if self.total_snapshots() >= base_total + n {
+                let done = self
+                    .slots
+                    .iter()
+                    .zip(base)
+                    .all(|(s, b)| s.snapshots.load(Ordering::Acquire) > *b);
+                if done {
+                    return Ok(self
+                        .slots
+                        .iter()
+                        .map(|s| s.received_us.load(Ordering::Acquire))
+                        .collect());
+                }
+            }
+            if Instant::now() > deadline {
+                let missing = self
+                    .slots
+                    .iter()
+                    .zip(base)
+                    .filter(|(s, b)| s.snapshots.load(Ordering::Acquire) <= **b)
+                    .count();
+                return Err(Error::Timeout(format!(
+                    "{missing} of {n} spokes did not receive the new snapshot within {bound:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Waits (≤ `bound`) until every spoke holds `revision` or newer; returns
+    /// each spoke's arrival time of it.
+    pub async fn wait_all_at(&self, revision: u64, bound: Duration) -> Result<Vec<u64>> {
+        let deadline = Instant::now() + bound;
+        loop {
+            let missing = self
+                .slots
+                .iter()
+                .filter(|s| s.revision.load(Ordering::Acquire) < revision)
+                .count();
+            if missing == 0 {
+                return Ok(self
+                    .slots
+                    .iter()
+                    .map(|s| s.received_us.load(Ordering::Acquire))
+                    .collect());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Timeout(format!(
+                    "{missing} of {} spokes not at revision {revision} within {bound:?}",
+                    self.len()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    /// Sends `report` on spoke `i`'s current stream; false if it has none or
+    /// its queue is full.
+    pub fn report(&self, i: usize, report: pb::StatusReport) -> bool {
+        let Some(slot) = self.slots.get(i) else {
+            return false;
+        };
+        let tx = slot.outbound.lock().unwrap_or_else(|e| e.into_inner());
+        tx.as_ref().is_some_and(|tx| {
+            tx.try_send(pb::SpokeMessage {
+                msg: Some(spoke_message::Msg::Report(report)),
+            })
+            .is_ok()
+        })
+    }
+
+    /// Ends every stream and waits for the tasks.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+impl Default for Swarm {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One simulated spoke's connection loop.
+struct SimSpoke {
+    addr: SocketAddr,
+    cred: Credential,
+    slot: Arc<Slot>,
+    epoch: Instant,
+    total: Arc<AtomicU64>,
+    cancel: CancellationToken,
+    /// Bounds concurrent first connects (registration of a fleet), released
+    /// after the first session.
+    connect_gate: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+impl SimSpoke {
+    async fn run(mut self) {
+        let mut attempt: u32 = 0;
+        while !self.cancel.is_cancelled() {
+            let permit = match &self.connect_gate {
+                Some(g) => g.clone().acquire_owned().await.ok(),
+                None => None,
+            };
+            self.slot.attempts.store(attempt + 1, Ordering::Release);
+            self.slot
+                .max_attempts
+                .fetch_max(attempt + 1, Ordering::AcqRel);
+            let got_message = tokio::select! {
+                () = self.cancel.cancelled() => return,
+                got = self.session(permit) => got,
+            };
+            self.connect_gate = None;
+            attempt = if got_message { 0 } else { attempt + 1 };
+            let delay = fleetgate_spoke::hub_client::backoff(attempt, RECONNECT_MIN, RECONNECT_MAX);
+            tokio::select! {
+                () = self.cancel.cancelled() => return,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// One stream; returns whether any message arrived on it.
+    async fn session(&self, permit: Option<tokio::sync::OwnedSemaphorePermit>) -> bool {
+        let Ok(endpoint) = Endpoint::from_shared(format!("http://{}", self.addr)) else {
+            return false;
+        };
+        let endpoint = endpoint
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(10))
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_timeout(Duration::from_secs(20));
+        let Ok(channel) = endpoint.connect().await else {
+            return false;
+        };
+        let Ok(auth) = MetadataValue::try_from(format!("Bearer {}", self.cred.token)) else {
+            return false;
+        };
+        let mut client =
+            SpokeServiceClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
+                req.metadata_mut().insert("authorization", auth.clone());
+                Ok(req)
+            });
+        let (tx, rx) = mpsc::channel(4);
+        let hello = pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Hello(pb::Hello {
+                cluster: self.cred.cluster.clone(),
+                spoke_version: "bench".into(),
+                revision: self.slot.revision.load(Ordering::Acquire),
+            })),
+        };
+        if tx.try_send(hello).is_err() {
+            return false;
+        }
+        *self.slot.outbound.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        self.slot.sessions.fetch_add(1, Ordering::AcqRel);
+        let response = client
+            .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await;
+        drop(permit);
+        let mut got = false;
+        if let Ok(response) = response {
+            let mut inbound = response.into_inner();
+            while let Some(Ok(msg)) = inbound.next().await {
+                got = true;
+                if let Some(hub_message::Msg::Snapshot(s)) = msg.msg {
+                    let now = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    self.slot.received_us.store(now, Ordering::Release);
+                    self.slot.revision.store(s.revision, Ordering::Release);
+                    self.slot.snapshots.fetch_add(1, Ordering::AcqRel);
+                    self.total.fetch_add(1, Ordering::AcqRel);
+                }
+            }
+        }
+        self.slot
+            .outbound
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        got
+    }
+}

@@ -1,0 +1,63 @@
+//! The benchmark still works: a tiny run (20 spokes, every phase) against a
+//! real hub process, PostgreSQL, floor server, simulator and spoke. It asserts
+//! that every phase produced measurements, never how fast they were.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fleetgate_bench::BenchConfig;
+use fleetgate_bench::bins::Bins;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_run_measures_every_phase() {
+    let bins = Bins::locate(PathBuf::from(env!("CARGO_BIN_EXE_fleetgate-bench"))).unwrap();
+    let mut cfg = BenchConfig::new(vec![20, 10], true, bins);
+    cfg.flips = 2;
+    cfg.idle_window = Duration::from_millis(500);
+    cfg.notify_samples = 5;
+    cfg.ingest_spokes = 5;
+    cfg.ingest_objects = 10;
+    cfg.ingest_duration = Duration::from_millis(100);
+    cfg.spoke_objects = 20;
+    cfg.spoke_idle_window = Duration::from_millis(500);
+    let report = tokio::time::timeout(
+        Duration::from_secs(600),
+        fleetgate_bench::run(&cfg, &|l| eprintln!("{l}")),
+    )
+    .await
+    .expect("the tiny run finishes within 10 minutes")
+    .expect("the tiny run succeeds");
+
+    assert_eq!(report.registration.clusters, 20);
+    assert_eq!(report.notify_rtt.samples, 5);
+    assert!(report.snapshot_bytes > 0);
+    let sizes: Vec<usize> = report.sizes.iter().map(|s| s.spokes).collect();
+    assert_eq!(sizes, vec![10, 20], "sizes run ascending");
+    for s in &report.sizes {
+        assert_eq!(
+            s.hub_flip.samples,
+            2 * s.spokes,
+            "every spoke saw every hub flip"
+        );
+        assert_eq!(
+            s.floor_flip.samples,
+            2 * s.spokes,
+            "every spoke saw every floor flip"
+        );
+        assert_eq!(s.hub_flip_all.samples, 2);
+        assert!(s.hub_rss_kib > 0);
+    }
+    let storm = report.storm.expect("storm measured");
+    assert_eq!(
+        storm.resync.samples, 20,
+        "every spoke re-synced after the restart"
+    );
+    assert!(storm.max_attempts >= 1);
+    let ingest = report.ingest.expect("ingest measured");
+    assert!(ingest.rounds >= 2 && ingest.objects_per_second > 0.0);
+    assert_eq!(ingest.durable.samples, ingest.rounds * 5);
+    let spoke = report.spoke.expect("spoke measured");
+    assert!(spoke.reported_objects > 0 && spoke.rss_kib > 0);
+    let table = report.table();
+    assert!(table.contains("reconnect storm, 20 spokes"), "{table}");
+}
