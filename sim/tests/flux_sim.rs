@@ -1,0 +1,315 @@
+//! The Flux simulator: pushed revisions flow source → Kustomization/HelmRelease unless
+//! suspended; requestedAt triggers a reconcile; a suspended source holds new revisions
+//! while its consumers keep reconciling the last one; pushes over HTTP; the binary.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{CLUSTER, eventually, get, start};
+use fleetgate_sim::{Sim, SimConfig};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const KS: &str = "kustomize.toolkit.fluxcd.io/v1";
+const GIT: &str = "source.toolkit.fluxcd.io/v1";
+
+fn rev(n: u32) -> String {
+    format!("main@sha1:{n:040x}")
+}
+
+fn ks(sim: &Sim, name: &str) -> Value {
+    get(sim, KS, "Kustomization", "flux-system", name).expect("kustomization exists")
+}
+
+async fn merge(sim: &Sim, path: &str, patch: Value) {
+    let url = format!("{}{path}", sim.url(CLUSTER).unwrap());
+    let resp = reqwest::Client::new()
+        .patch(url)
+        .header("content-type", "application/merge-patch+json")
+        .json(&patch)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
+}
+
+fn ks_path(name: &str) -> String {
+    format!("/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/{name}")
+}
+
+const GIT_PATH: &str =
+    "/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories/flux-system";
+
+async fn applied(sim: &Sim, name: &str, want: &str) {
+    eventually(&format!("{name} applies {want}"), || async {
+        let o = ks(sim, name);
+        (o["status"]["lastAppliedRevision"] == want).then_some(())
+    })
+    .await;
+}
+
+async fn fast_sim() -> Sim {
+    let sim = start(SimConfig {
+        reconcile_interval: Some(Duration::from_millis(50)),
+        ..SimConfig::with_clusters(1)
+    })
+    .await;
+    sim.seed_fleet(3).await.unwrap();
+    sim
+}
+
+#[tokio::test]
+async fn pushed_revision_reaches_kustomizations_unless_suspended() {
+    let sim = fast_sim().await;
+    sim.push_revision(
+        CLUSTER,
+        "GitRepository",
+        "flux-system",
+        "flux-system",
+        &rev(1),
+    )
+    .await
+    .unwrap();
+    applied(&sim, "infra-000", &rev(1)).await;
+    applied(&sim, "infra-001", &rev(1)).await;
+    let o = ks(&sim, "infra-000");
+    assert_eq!(o["status"]["lastAttemptedRevision"], rev(1));
+    let ready = o["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap();
+    assert_eq!(ready["status"], "True");
+    assert_eq!(ready["message"], format!("Applied revision: {}", rev(1)));
+    assert_eq!(
+        o["status"]["observedGeneration"],
+        o["metadata"]["generation"]
+    );
+
+    merge(
+        &sim,
+        &ks_path("infra-001"),
+        json!({"spec": {"suspend": true}}),
+    )
+    .await;
+    sim.push_revision(
+        CLUSTER,
+        "GitRepository",
+        "flux-system",
+        "flux-system",
+        &rev(2),
+    )
+    .await
+    .unwrap();
+    applied(&sim, "infra-000", &rev(2)).await;
+    // A later pass proves the pass that applied rev 2 has finished for everyone.
+    sim.push_revision(
+        CLUSTER,
+        "GitRepository",
+        "flux-system",
+        "flux-system",
+        &rev(3),
+    )
+    .await
+    .unwrap();
+    applied(&sim, "infra-000", &rev(3)).await;
+    assert_eq!(
+        ks(&sim, "infra-001")["status"]["lastAppliedRevision"],
+        rev(1),
+        "suspended: held"
+    );
+
+    merge(
+        &sim,
+        &ks_path("infra-001"),
+        json!({"spec": {"suspend": false}}),
+    )
+    .await;
+    applied(&sim, "infra-001", &rev(3)).await;
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn requested_at_triggers_an_immediate_reconcile() {
+    // Real intervals (10m): only the annotation can explain a reconcile.
+    let sim = start(SimConfig::with_clusters(1)).await;
+    sim.seed_fleet(3).await.unwrap();
+    eventually("first reconcile", || async {
+        ks(&sim, "infra-000")["status"]["lastAppliedRevision"]
+            .as_str()
+            .map(|_| ())
+    })
+    .await;
+    let before = sim.reconcile_count(CLUSTER, "Kustomization", "flux-system", "infra-000");
+    let at = "2026-01-01T00:00:00Z";
+    merge(
+        &sim,
+        &ks_path("infra-000"),
+        json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": at}}}),
+    )
+    .await;
+    eventually("lastHandledReconcileAt", || async {
+        (ks(&sim, "infra-000")["status"]["lastHandledReconcileAt"] == at).then_some(())
+    })
+    .await;
+    assert_eq!(
+        sim.reconcile_count(CLUSTER, "Kustomization", "flux-system", "infra-000"),
+        before + 1
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn suspended_source_holds_revisions_while_consumers_keep_reconciling() {
+    let sim = fast_sim().await;
+    sim.push_revision(
+        CLUSTER,
+        "GitRepository",
+        "flux-system",
+        "flux-system",
+        &rev(1),
+    )
+    .await
+    .unwrap();
+    applied(&sim, "infra-000", &rev(1)).await;
+
+    merge(&sim, GIT_PATH, json!({"spec": {"suspend": true}})).await;
+    sim.push_revision(
+        CLUSTER,
+        "GitRepository",
+        "flux-system",
+        "flux-system",
+        &rev(2),
+    )
+    .await
+    .unwrap();
+    // The Kustomization keeps reconciling (drift correction) the last revision.
+    let count = sim.reconcile_count(CLUSTER, "Kustomization", "flux-system", "infra-000");
+    eventually("more reconciles", || async {
+        (sim.reconcile_count(CLUSTER, "Kustomization", "flux-system", "infra-000") >= count + 3)
+            .then_some(())
+    })
+    .await;
+    let at = "2026-01-01T00:00:00Z";
+    merge(
+        &sim,
+        &ks_path("infra-000"),
+        json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": at}}}),
+    )
+    .await;
+    eventually("requested reconcile", || async {
+        (ks(&sim, "infra-000")["status"]["lastHandledReconcileAt"] == at).then_some(())
+    })
+    .await;
+    assert_eq!(
+        ks(&sim, "infra-000")["status"]["lastAppliedRevision"],
+        rev(1)
+    );
+    let git = get(&sim, GIT, "GitRepository", "flux-system", "flux-system").unwrap();
+    assert_eq!(
+        git["status"]["artifact"]["revision"],
+        rev(1),
+        "a suspended source publishes nothing new"
+    );
+
+    merge(&sim, GIT_PATH, json!({"spec": {"suspend": false}})).await;
+    applied(&sim, "infra-000", &rev(2)).await;
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn helm_releases_follow_their_repository_and_push_works_over_http() {
+    let sim = start(SimConfig {
+        reconcile_interval: Some(Duration::from_millis(50)),
+        ..SimConfig::with_clusters(1)
+    })
+    .await;
+    sim.seed_fleet(6).await.unwrap();
+    let url = format!("{}/sim/v1/push", sim.url(CLUSTER).unwrap());
+    let resp = reqwest::Client::new()
+        .post(&url)
+        .json(&json!({"kind": "HelmRepository", "namespace": "flux-system", "name": "podinfo", "revision": "sha256:abc"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    eventually("helm release upgraded", || async {
+        let hr = get(
+            &sim,
+            "helm.toolkit.fluxcd.io/v2",
+            "HelmRelease",
+            "apps",
+            "podinfo-002",
+        )?;
+        (hr["status"]["history"][0]["chartVersion"] == "sha256:abc"
+            && hr["status"]["lastAttemptedRevision"] == "sha256:abc")
+            .then_some(())
+    })
+    .await;
+    let bad = reqwest::Client::new()
+        .post(&url)
+        .json(&json!({"kind": "Kustomization", "namespace": "flux-system", "name": "x", "revision": "r"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn binary_serves_clusters_and_writes_kubeconfigs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetgate-sim"))
+        .args([
+            "--clusters",
+            "2",
+            "--objects-per-cluster",
+            "5",
+            "--kubeconfig-dir",
+        ])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("cluster line")
+            .unwrap()
+            .unwrap();
+        seen.push(line);
+    }
+    assert!(
+        seen[0].starts_with("cluster-000 http://127.0.0.1:"),
+        "{seen:?}"
+    );
+    let kubeconfig = seen[1].split(' ').nth(2).unwrap().to_string();
+    assert!(kubeconfig.ends_with("cluster-001.yaml"));
+    let out = tokio::process::Command::new("kubectl")
+        .env("HOME", dir.path())
+        .args(["--kubeconfig", &kubeconfig, "--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args(["get", "gitrepo,helmrepo,ks,hr", "-A", "-o", "name"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 5, "{stdout}");
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("exits on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status}");
+}
