@@ -1,0 +1,428 @@
+//! End to end with real processes: PostgreSQL, `fleetgate-hub`, `fleetgate-sim`
+//! (test API server + Flux simulator) and `fleetgate-spoke`. A gate closed
+//! through the hub's REST API suspends the cluster's Kustomization; a pushed
+//! revision shows up as held in the hub's REST status; opening resumes it and
+//! the simulator applies the revision; with the hub killed, a window edge
+//! scheduled earlier is still enforced; SIGTERM stops the spoke cleanly.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::PathBuf,
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use fleetgate_tests::{ChildGuard, bin_path, free_port, test_db};
+use futures::StreamExt;
+use kube::{
+    Api, Client,
+    api::{DynamicObject, PostParams},
+    core::{ApiResource, GroupVersionKind},
+    runtime::watcher,
+};
+use serde_json::{Value, json};
+
+const ADMIN: &str = "fga_spoke-e2e-admin-token-0123456789";
+const CLUSTER: &str = "cluster-000";
+const NS: &str = "flux-system";
+const WAIT: Duration = Duration::from_secs(60);
+
+fn rev(n: u32) -> String {
+    format!("main@sha1:{n:040x}")
+}
+
+/// Polls `f` (an HTTP endpoint of another process: nothing to subscribe to)
+/// until it yields a value, bounded by `WAIT`.
+async fn poll<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let fut = async {
+        loop {
+            if let Some(v) = f().await {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+struct Rest {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Rest {
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}/api/v1{path}", self.base))
+            .bearer_auth(ADMIN);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("hub reachable");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn ok(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let (status, v) = self.send(method.clone(), path, body).await;
+        assert!(
+            (200..300).contains(&status),
+            "{method} {path}: {status} {v}"
+        );
+        v
+    }
+}
+
+fn ks_api(client: &Client) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "kustomize.toolkit.fluxcd.io",
+        "v1",
+        "Kustomization",
+    ));
+    Api::namespaced_with(client.clone(), NS, &ar)
+}
+
+async fn wait_ks(
+    client: &Client,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&DynamicObject) -> bool,
+) -> DynamicObject {
+    let fut = async {
+        let mut s = std::pin::pin!(watcher::watch_object(ks_api(client), name).boxed());
+        while let Some(ev) = s.next().await {
+            if let Ok(Some(o)) = ev
+                && pred(&o)
+            {
+                return o;
+            }
+        }
+        panic!("watch ended: {what}");
+    };
+    tokio::time::timeout(WAIT, fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {name} {what}"))
+}
+
+fn suspended(o: &DynamicObject) -> bool {
+    o.data
+        .pointer("/spec/suspend")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+fn applied(o: &DynamicObject) -> Option<&str> {
+    o.data
+        .pointer("/status/lastAppliedRevision")
+        .and_then(Value::as_str)
+}
+
+fn gate_manifest(name: &str) -> Value {
+    json!({
+        "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": name},
+        "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["Kustomization"], "namespaces": [NS]},
+                 "default": "open"}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spoke_enforces_hub_gates_end_to_end() {
+    let db = test_db().await;
+    let dir = tempfile::tempdir().unwrap();
+
+    // The simulated cluster (a process), its kubeconfig and push endpoint.
+    let mut sim = ChildGuard(
+        Command::new(bin_path("fleetgate-sim"))
+            .args([
+                "--clusters",
+                "1",
+                "--objects-per-cluster",
+                "0",
+                "--reconcile-interval",
+                "200ms",
+            ])
+            .arg("--kubeconfig-dir")
+            .arg(dir.path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting fleetgate-sim"),
+    );
+    let line = tokio::task::spawn_blocking({
+        let stdout = sim.0.stdout.take().expect("sim stdout");
+        move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        }
+    });
+    let line = tokio::time::timeout(WAIT, line)
+        .await
+        .expect("sim prints its clusters")
+        .unwrap()
+        .unwrap();
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "cluster url kubeconfig: {line}");
+    let (sim_url, kubeconfig) = (fields[1].to_owned(), PathBuf::from(fields[2]));
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+    let client = Client::try_from(
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    for ns in [NS, "fleetgate-system"] {
+        let obj = serde_json::from_value(
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
+        .unwrap();
+        match namespaces.create(&PostParams::default(), &obj).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => panic!("namespace {ns}: {e}"),
+        }
+    }
+    let gitrepos: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NS,
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "source.toolkit.fluxcd.io",
+            "v1",
+            "GitRepository",
+        )),
+    );
+    let repo = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": "repo", "namespace": NS},
+        "spec": {"interval": "1m", "url": "https://example.com/repo.git"}
+    }))
+    .unwrap();
+    gitrepos
+        .create(&PostParams::default(), &repo)
+        .await
+        .unwrap();
+    let ks = serde_json::from_value(json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+        "metadata": {"name": "apps", "namespace": NS},
+        "spec": {"interval": "1m", "path": "./", "prune": true, "sourceRef": {"kind": "GitRepository", "name": "repo"}}
+    }))
+    .unwrap();
+    ks_api(&client)
+        .create(&PostParams::default(), &ks)
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let push = |revision: String| {
+        let (http, url) = (http.clone(), sim_url.clone());
+        async move {
+            let r = http
+                .post(format!("{url}/sim/v1/push"))
+                .json(&json!({"kind": "GitRepository", "namespace": NS, "name": "repo", "revision": revision}))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "push: {}", r.status());
+        }
+    };
+    push(rev(1)).await;
+    wait_ks(&client, "apps", "r1 applied", |o| {
+        applied(o) == Some(rev(1).as_str())
+    })
+    .await;
+
+    // The hub (a process) on the throwaway database.
+    let (hub_http, hub_grpc) = (free_port(), free_port());
+    let hub = ChildGuard(
+        Command::new(bin_path("fleetgate-hub"))
+            .arg("serve")
+            .args(["--database-url", &db.url])
+            .args(["--http-addr", &format!("127.0.0.1:{hub_http}")])
+            .args(["--grpc-addr", &format!("127.0.0.1:{hub_grpc}")])
+            .env("FLEETGATE_ADMIN_TOKEN", ADMIN)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("starting fleetgate-hub"),
+    );
+    let rest = Rest {
+        http: http.clone(),
+        base: format!("http://127.0.0.1:{hub_http}"),
+    };
+    poll("hub ready", || async {
+        let r = http
+            .get(format!("{}/readyz", rest.base))
+            .send()
+            .await
+            .ok()?;
+        r.status().is_success().then_some(())
+    })
+    .await;
+    let registered = rest
+        .ok(
+            reqwest::Method::POST,
+            "/clusters",
+            Some(json!({"name": CLUSTER, "labels": {"env": "e2e"}})),
+        )
+        .await;
+    let token = registered["token"]
+        .as_str()
+        .expect("spoke token")
+        .to_owned();
+    rest.ok(
+        reqwest::Method::POST,
+        "/gates",
+        Some(gate_manifest("e2e-window")),
+    )
+    .await;
+
+    // The spoke (a process).
+    let spoke_http = free_port();
+    let spoke = ChildGuard(
+        Command::new(bin_path("fleetgate-spoke"))
+            .args(["--cluster", CLUSTER])
+            .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--namespace", "fleetgate-system"])
+            .args(["--http-addr", &format!("127.0.0.1:{spoke_http}")])
+            .args(["--report-debounce", "200ms", "--reconnect-max", "1s"])
+            .env("FLEETGATE_SPOKE_TOKEN", &token)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("starting fleetgate-spoke"),
+    );
+    let status_path = format!("/clusters/{CLUSTER}/status");
+    poll("spoke connected and reporting", || async {
+        let (code, s) = rest.send(reqwest::Method::GET, &status_path, None).await;
+        (code == 200
+            && s["cluster"]["connected"] == json!(true)
+            && s["objects"].as_array().is_some_and(|o| !o.is_empty()))
+        .then_some(())
+    })
+    .await;
+
+    // Close through the hub: suspended by the spoke.
+    let closed = rest
+        .ok(
+            reqwest::Method::POST,
+            "/gates/e2e-window/close",
+            Some(json!({"reason": "e2e freeze"})),
+        )
+        .await;
+    let override_id = closed["id"].as_str().expect("override id").to_owned();
+    let apps = wait_ks(&client, "apps", "suspended by fleetgate", |o| {
+        suspended(o)
+            && o.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("fleetgate.io/suspended-by"))
+                .map(String::as_str)
+                == Some("e2e-window")
+    })
+    .await;
+    assert_eq!(applied(&apps), Some(rev(1).as_str()));
+
+    // A pushed revision is held, visible through the hub's REST status.
+    push(rev(2)).await;
+    let obj = poll("held visible at the hub", || async {
+        let (_, s) = rest.send(reqwest::Method::GET, &status_path, None).await;
+        s["objects"]
+            .as_array()?
+            .iter()
+            .find(|o| o["name"] == "apps" && o["held"] == json!(true))
+            .cloned()
+    })
+    .await;
+    assert_eq!(obj["newestSourceRevision"], json!(rev(2)));
+    assert_eq!(obj["lastAppliedRevision"], json!(rev(1)));
+    assert_eq!(obj["suspendedBy"], json!(["e2e-window"]));
+
+    // Open (cancel the override): resumed, and the held revision rolls out.
+    rest.ok(
+        reqwest::Method::DELETE,
+        &format!("/overrides/{override_id}"),
+        None,
+    )
+    .await;
+    wait_ks(&client, "apps", "resumed, r2 applied", |o| {
+        !suspended(o) && applied(o) == Some(rev(2).as_str())
+    })
+    .await;
+
+    // Schedule a close a few seconds ahead, then kill the hub: the spoke still
+    // closes on time from its own clock and snapshot.
+    let starts_at = chrono::Utc::now() + chrono::Duration::seconds(4);
+    rest.ok(
+        reqwest::Method::POST,
+        "/gates/e2e-window/close",
+        Some(json!({"reason": "scheduled freeze", "startsAt": starts_at.to_rfc3339()})),
+    )
+    .await;
+    poll(
+        "spoke holds the snapshot with the scheduled close",
+        || async {
+            let (_, s) = rest.send(reqwest::Method::GET, &status_path, None).await;
+            let desired = s["cluster"]["desiredRevision"].as_i64()?;
+            let metrics = http
+                .get(format!("http://127.0.0.1:{spoke_http}/metrics"))
+                .send()
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            metrics
+                .lines()
+                .any(|l| l == format!("fleetgate_spoke_snapshot_revision {desired}"))
+                .then_some(())
+        },
+    )
+    .await;
+    drop(hub);
+    let apps = wait_ks(
+        &client,
+        "apps",
+        "suspended at the edge with the hub gone",
+        suspended,
+    )
+    .await;
+    let at = apps
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("fleetgate.io/suspended-at"))
+        .cloned()
+        .unwrap();
+    let at = chrono::DateTime::parse_from_rfc3339(&at).unwrap().to_utc();
+    assert!(
+        at + chrono::Duration::seconds(1) > starts_at,
+        "not before the edge: {at} vs {starts_at}"
+    );
+
+    // Graceful shutdown on SIGTERM.
+    spoke.terminate();
+    let mut spoke = spoke;
+    let exited = tokio::task::spawn_blocking(move || {
+        let status = spoke.0.wait();
+        (spoke, status)
+    });
+    let (_spoke, status) = tokio::time::timeout(WAIT, exited)
+        .await
+        .expect("spoke exits on SIGTERM")
+        .unwrap();
+    assert!(status.unwrap().success(), "spoke exits 0 on SIGTERM");
+    sim.terminate();
+}
