@@ -201,6 +201,12 @@ pub fn prepare(
             if rt.status_subresource {
                 new.as_object_mut().map(|m| m.remove("status"));
             }
+            if rt.kind == "Namespace" && rt.group.is_empty() {
+                // The namespace registry's PrepareForCreate: Active, with the
+                // `kubernetes` finalizer.
+                new["status"] = json!({"phase": "Active"});
+                new["spec"] = json!({"finalizers": ["kubernetes"]});
+            }
         }
     }
     let name = new["metadata"]["name"]

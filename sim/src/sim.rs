@@ -173,7 +173,23 @@ impl Sim {
             if let Some(rbac) = &config.rbac {
                 for doc in &rbac.manifests {
                     for obj in parse_manifests(doc)? {
-                        create_in(&cluster, obj)?;
+                        // Rendered deploy manifests also hold kinds this server does not
+                        // serve (Deployments, ...): only what it serves is loaded.
+                        let (av, kind) = (
+                            obj["apiVersion"].as_str().unwrap_or_default(),
+                            obj["kind"].as_str().unwrap_or_default(),
+                        );
+                        if cluster.registry.by_kind(av, kind).is_none() {
+                            tracing::debug!(%av, %kind, "skipping manifest of an unserved kind");
+                            continue;
+                        }
+                        match create_in(&cluster, obj) {
+                            Ok(_) => {}
+                            Err(e)
+                                if e.downcast_ref::<Error>()
+                                    .is_some_and(|e| e.status().reason == "AlreadyExists") => {}
+                            Err(e) => return Err(e),
+                        }
                     }
                 }
             }
@@ -221,6 +237,12 @@ impl Sim {
             &url,
             self.admin_token.as_deref(),
         ))
+    }
+
+    /// A kubeconfig authenticating with `token` (e.g. a ServiceAccount's from `RbacConfig`).
+    pub fn kubeconfig_yaml_with_token(&self, cluster: &str, token: &str) -> Option<String> {
+        let url = self.url(cluster)?;
+        Some(crate::kubeconfig::render(cluster, &url, Some(token)))
     }
 
     pub fn write_kubeconfig(&self, cluster: &str, path: &Path) -> anyhow::Result<()> {
