@@ -6,6 +6,7 @@ mod args;
 mod client;
 mod commands;
 mod config;
+mod demo;
 mod diff;
 mod error;
 mod manifests;
@@ -18,7 +19,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {

@@ -1,0 +1,405 @@
+//! `fleetgate demo`: the whole system on one machine — a throwaway
+//! PostgreSQL (unless DATABASE_URL is set), the hub, a simulated fleet with
+//! a spoke per cluster, the example gates, and pushed revisions so some
+//! changes are held. Ctrl-C (or SIGTERM) stops everything and cleans up.
+
+mod fleet;
+mod postgres;
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::{DemoArgs, Format};
+use crate::client::{Client, seg};
+use crate::config::Connection;
+use crate::error::{Error, Result};
+
+fn other(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Other(format!("demo: {what}: {e}"))
+}
+
+/// `fga_` + 64 hex digits from the OS's random source.
+fn random_token() -> Result<String> {
+    let mut buf = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(|e| other("random token", e))?;
+    Ok(format!(
+        "fga_{}",
+        buf.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+pub async fn run(args: &DemoArgs) -> Result<()> {
+    let started = Instant::now();
+    // The components log through tracing; warnings only unless RUST_LOG says more.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+
+    // 1. PostgreSQL.
+    let (database_url, _pg) = match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.is_empty() => {
+            println!("• PostgreSQL: using DATABASE_URL");
+            (url, None)
+        }
+        _ => {
+            let pg = tokio::task::spawn_blocking(postgres::Postgres::start)
+                .await
+                .map_err(|e| other("PostgreSQL", e))??;
+            println!(
+                "• PostgreSQL: throwaway server at {} (files in {})",
+                pg.url,
+                pg.dir().display()
+            );
+            (pg.url.clone(), Some(pg))
+        }
+    };
+    let result = run_with_db(args, &database_url, &shutdown, started).await;
+    // Stop whatever still runs; `_pg` is dropped (server stopped, files
+    // removed) when this function returns.
+    shutdown.cancel();
+    result
+}
+
+async fn run_with_db(
+    args: &DemoArgs,
+    database_url: &str,
+    shutdown: &CancellationToken,
+    started: Instant,
+) -> Result<()> {
+    // 2. The hub (in-process), with a fresh admin token.
+    let token = random_token()?;
+    let mut hub_cfg = fleetgate_hub::config::ServeConfig::for_tests(database_url);
+    hub_cfg.http_addr = args.http_addr;
+    hub_cfg.grpc_addr = args.grpc_addr;
+    hub_cfg.admin_token = Some(token.clone());
+    let hub_stop = shutdown.child_token();
+    let mut hub_task = tokio::spawn(fleetgate_hub::serve(hub_cfg, hub_stop.clone()));
+    let hub_url = format!("http://{}", loopback(args.http_addr));
+    let grpc_url = format!("http://{}", loopback(args.grpc_addr));
+    let client = Client::new(Connection {
+        hub: hub_url.clone(),
+        token: Some(token.clone()),
+        timeout: Duration::from_secs(30),
+    })?;
+    wait_ready(&client, &hub_url, &mut hub_task).await?;
+    println!("• hub: REST {hub_url}, gRPC {grpc_url}");
+
+    // 3. The simulated fleet.
+    let clusters = fleet::clusters(args.clusters);
+    let sim = fleetgate_sim::Sim::start(fleetgate_sim::SimConfig {
+        clusters: clusters.iter().map(|c| c.name.clone()).collect(),
+        reconcile_interval: Some(args.reconcile_interval),
+        ..fleetgate_sim::SimConfig::default()
+    })
+    .await
+    .map_err(|e| other("simulator", e))?;
+    sim.seed_fleet(args.objects_per_cluster)
+        .await
+        .map_err(|e| other("seeding the fleet", e))?;
+    let kube_dir = tempfile::Builder::new()
+        .prefix("fleetgate-demo-kube-")
+        .tempdir()
+        .map_err(|e| other("temp dir", e))?;
+    for c in &clusters {
+        for obj in fleet::extra_objects(c) {
+            sim.create_object(&c.name, obj)
+                .await
+                .map_err(|e| other("seeding", e))?;
+        }
+        sim.write_kubeconfig(&c.name, &kube_dir.path().join(format!("{}.yaml", c.name)))
+            .map_err(|e| other("kubeconfig", e))?;
+    }
+    println!(
+        "• simulator: {} clusters, kubeconfigs in {}",
+        clusters.len(),
+        kube_dir.path().display()
+    );
+
+    // 4. Gates first, then clusters with a spoke each.
+    let examples = examples_dir();
+    crate::commands::gate::apply(&client, &[examples.clone()], &None, Format::Table).await?;
+    let mut spokes = Vec::new();
+    for c in &clusters {
+        let spoke_token = register(&client, c).await?;
+        let kubeconfig = kube_dir.path().join(format!("{}.yaml", c.name));
+        spokes.push(start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, shutdown).await?);
+    }
+    println!("• spokes: {} started", spokes.len());
+
+    // 5. Once every spoke has enforced and reported, push revisions: where
+    // a gate is closed they are held.
+    wait_reported(&client, &clusters, shutdown).await?;
+    for (i, c) in clusters.iter().enumerate() {
+        sim.push_revision(
+            &c.name,
+            "GitRepository",
+            "flux-system",
+            "flux-system",
+            &fleet::revision(&c.name, 1),
+        )
+        .await
+        .map_err(|e| other("push", e))?;
+        if i % 2 == 0 && c.labels.get("region").is_some_and(|r| r == "us") {
+            sim.push_revision(
+                &c.name,
+                "GitRepository",
+                "flux-system",
+                "shop",
+                &fleet::revision(&c.name, 2),
+            )
+            .await
+            .map_err(|e| other("push", e))?;
+        }
+    }
+    let held = wait_held(&client, shutdown).await?;
+    print_ready(
+        &hub_url,
+        &grpc_url,
+        &token,
+        kube_dir.path(),
+        &clusters,
+        &held,
+        started,
+    );
+
+    tokio::select! {
+        _ = shutdown.cancelled() => {}
+        r = &mut hub_task => {
+            eprintln!("error: the hub stopped: {:?}", r);
+        }
+    }
+    println!("\nstopping: spokes, hub, simulator, PostgreSQL …");
+    shutdown.cancel();
+    for s in spokes {
+        let _ = tokio::time::timeout(Duration::from_secs(10), s.stop()).await;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(15), hub_task).await;
+    sim.shutdown().await;
+    println!("stopped; temporary files removed.");
+    Ok(())
+}
+
+fn loopback(addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], addr.port()))
+    } else {
+        addr
+    }
+}
+
+/// `examples/` of the source tree (the demo runs from a checkout).
+fn examples_dir() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    if here.is_dir() {
+        here
+    } else {
+        PathBuf::from("examples")
+    }
+}
+
+async fn wait_ready(
+    client: &Client,
+    hub_url: &str,
+    hub_task: &mut tokio::task::JoinHandle<fleetgate_hub::Result<()>>,
+) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if client.get("/status", &[]).await.is_ok() {
+            return Ok(());
+        }
+        if hub_task.is_finished() {
+            let r = hub_task.await.map_err(|e| other("hub", e))?;
+            return Err(other("hub did not start", format!("{r:?}")));
+        }
+        if Instant::now() > deadline {
+            return Err(other("hub", format!("not ready at {hub_url} within 60 s")));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Registers the cluster (or, on a reused database, rotates its token).
+async fn register(client: &Client, c: &fleet::DemoCluster) -> Result<String> {
+    let body = json!({"name": c.name, "labels": c.labels});
+    let v = match client.post("/clusters", &[], &body).await {
+        Ok(v) => v,
+        Err(Error::Api { status: 409, .. }) => {
+            client
+                .post(
+                    &format!("/clusters/{}/rotate-token", seg(&c.name)),
+                    &[],
+                    &json!({}),
+                )
+                .await?
+        }
+        Err(e) => return Err(e),
+    };
+    v.get("token")
+        .and_then(|t| t.as_str())
+        .map(String::from)
+        .ok_or_else(|| other("register", format!("no token in {v}")))
+}
+
+async fn start_spoke(
+    c: &fleet::DemoCluster,
+    grpc_url: &str,
+    token: &str,
+    kubeconfig: &Path,
+    shutdown: &CancellationToken,
+) -> Result<fleetgate_spoke::Spoke> {
+    let kc = kubeconfig.display().to_string();
+    let config = <fleetgate_spoke::Config as clap::Parser>::try_parse_from([
+        "fleetgate-spoke",
+        "--cluster",
+        &c.name,
+        "--hub-url",
+        grpc_url,
+        "--token",
+        token,
+        "--kubeconfig",
+        &kc,
+        "--namespace",
+        "fleetgate-system",
+        "--http-addr",
+        "127.0.0.1:0",
+    ])
+    .map_err(|e| other("spoke config", e))?;
+    let kube = fleetgate_spoke::kube_client(&config)
+        .await
+        .map_err(|e| other("spoke kube client", e))?;
+    fleetgate_spoke::Spoke::start(kube, config, shutdown.child_token())
+        .await
+        .map_err(|e| other(&format!("spoke {}", c.name), e))
+}
+
+/// Waits (bounded) until every spoke is connected and has reported objects.
+async fn wait_reported(
+    client: &Client,
+    clusters: &[fleet::DemoCluster],
+    shutdown: &CancellationToken,
+) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut pending: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
+    while !pending.is_empty() {
+        let mut still = Vec::new();
+        for name in pending {
+            let st = client
+                .get(&format!("/clusters/{}/status", seg(name)), &[])
+                .await?;
+            let connected = st.pointer("/cluster/connected") == Some(&Value::Bool(true));
+            let governed = st
+                .pointer("/counts/governed")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if !(connected && governed > 0) {
+                still.push(name);
+            }
+        }
+        pending = still;
+        if pending.is_empty() {
+            break;
+        }
+        if shutdown.is_cancelled() {
+            return Err(other("interrupted", "while waiting for the spokes"));
+        }
+        if Instant::now() > deadline {
+            return Err(other(
+                "spokes",
+                format!("not reported within 120 s: {pending:?}"),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    Ok(())
+}
+
+/// Waits (bounded) until the hub shows held changes; returns the summary.
+async fn wait_held(client: &Client, shutdown: &CancellationToken) -> Result<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = client.get("/status", &[]).await?;
+        let held = s
+            .pointer("/objects/held")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if held > 0 || Instant::now() > deadline || shutdown.is_cancelled() {
+            return Ok(s);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn print_ready(
+    hub: &str,
+    grpc: &str,
+    token: &str,
+    kube_dir: &Path,
+    clusters: &[fleet::DemoCluster],
+    summary: &Value,
+    started: Instant,
+) {
+    let n = |p: &str| {
+        summary
+            .pointer(p)
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    };
+    let first = clusters
+        .first()
+        .map(|c| c.name.as_str())
+        .unwrap_or("prod-eu-1");
+    println!(
+        "\nfleetgate demo is running (ready in {:.1} s)\n\
+         \n  dashboard    {hub}/\
+         \n  admin token  {token}\
+         \n  REST API     {hub}/api/v1   (OpenAPI: {hub}/api/v1/openapi.json)\
+         \n  gRPC         {grpc}\
+         \n  fleet        {} clusters, {} may change now, {} closed; {} objects held by a gate\
+         \n\nTry:\
+         \n  export FLEETGATE_HUB={hub} FLEETGATE_TOKEN={token}\
+         \n  fleetgate status\
+         \n  fleetgate gate preview business-hours\
+         \n  fleetgate gate open sre-approval --for 1h --reason \"demo\" --cluster {first}\
+         \n  kubectl --kubeconfig {}/{first}.yaml get kustomizations -A\
+         \n\nCtrl-C stops everything and removes the temporary files.",
+        started.elapsed().as_secs_f64(),
+        n("/clusters/total"),
+        n("/clusters/open"),
+        n("/clusters/closed"),
+        n("/objects/held"),
+        kube_dir.display(),
+    );
+    // One line for scripts and the smoke test.
+    println!(
+        "demo ready: hub={hub} token={token} held={}",
+        n("/objects/held")
+    );
+}
+
+async fn cancel_on_signal(token: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    token.cancel();
+}

@@ -1,0 +1,214 @@
+//! A throwaway PostgreSQL for the demo (the approach of the test harness in
+//! `tests/src/pg.rs`): initdb into a temp dir, loopback only, fsync off; as
+//! root the server runs as `postgres` via `runuser`. Dropping the handle
+//! stops the server and deletes its files; a watchdog does the same if the
+//! demo process dies without dropping it (SIGKILL, panic=abort).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// A running private PostgreSQL server; stopped on drop.
+#[derive(Debug)]
+pub struct Postgres {
+    pub url: String,
+    dir: PathBuf,
+    child: Child,
+}
+
+fn err(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Other(format!("throwaway PostgreSQL: {what}: {e}"))
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// PostgreSQL's server binaries: `pg_config --bindir`, Debian's
+/// `/usr/lib/postgresql/<newest>/bin`, then `PATH`.
+fn bindir() -> Result<PathBuf> {
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if dir.join("initdb").exists() && dir.join("postgres").exists() {
+            return Ok(dir);
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir("/usr/lib/postgresql") {
+        let mut dirs: Vec<(u32, PathBuf)> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let v = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+                Some((v, e.path().join("bin")))
+            })
+            .filter(|(_, p)| p.join("initdb").exists())
+            .collect();
+        dirs.sort();
+        if let Some((_, p)) = dirs.pop() {
+            return Ok(p);
+        }
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        let p = Path::new(dir);
+        if p.join("initdb").exists() && p.join("postgres").exists() {
+            return Ok(p.to_path_buf());
+        }
+    }
+    Err(Error::Other(
+        "PostgreSQL server binaries (initdb, postgres) not found: install PostgreSQL \
+         (Debian: apt-get install postgresql) or set DATABASE_URL"
+            .into(),
+    ))
+}
+
+impl Postgres {
+    pub fn start() -> Result<Postgres> {
+        let bin = bindir()?;
+        let root = is_root();
+        let dir = tempfile::Builder::new()
+            .prefix("fleetgate-demo-pg-")
+            .tempdir()
+            .map_err(|e| err("temp dir", e))?
+            .keep();
+        let data = dir.join("data");
+        if root {
+            let ok = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                return Err(err("chown", "to the postgres user failed"));
+            }
+        }
+        let as_pg = |name: &str| -> Command {
+            if root {
+                let mut c = Command::new("runuser");
+                c.args(["-u", "postgres", "--"]).arg(bin.join(name));
+                c
+            } else {
+                Command::new(bin.join(name))
+            }
+        };
+        let out = as_pg("initdb")
+            .args([
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "-D",
+            ])
+            .arg(&data)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| err("initdb", e))?;
+        if !out.status.success() {
+            return Err(err("initdb", String::from_utf8_lossy(&out.stderr)));
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| err("free port", e))?;
+        let log_path = dir.join("postgres.log");
+        let log = std::fs::File::create(&log_path).map_err(|e| err("log", e))?;
+        let log2 = log.try_clone().map_err(|e| err("log", e))?;
+        let child = as_pg("postgres")
+            .arg("-D")
+            .arg(&data)
+            .args(["-k", ""])
+            .args(["-p", &port.to_string()])
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+            .args(["-c", "synchronous_commit=off", "-c", "max_connections=300"])
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .map_err(|e| err("starting postgres", e))?;
+        spawn_watchdog(child.id(), &data, &dir)?;
+        let pg = Postgres {
+            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            dir,
+            child,
+        };
+        // Ready when the server says so (the port opens during recovery).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            if log.contains("ready to accept connections") {
+                return Ok(pg);
+            }
+            if Instant::now() > deadline {
+                return Err(err("did not start within 30 s", log));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The server's files (removed on drop).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn postmaster_pid(&self) -> Option<String> {
+        let pid = std::fs::read_to_string(self.dir.join("data/postmaster.pid")).ok()?;
+        pid.lines().next().map(|l| l.trim().to_string())
+    }
+}
+
+/// If the demo process disappears without dropping [`Postgres`], stop the
+/// server and remove its files anyway.
+fn spawn_watchdog(child: u32, data: &Path, dir: &Path) -> Result<()> {
+    let script = format!(
+        "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; \
+         pg=$(head -n1 '{data}/postmaster.pid' 2>/dev/null); [ -n \"$pg\" ] || pg={child}; \
+         kill -INT $pg 2>/dev/null; \
+         for i in $(seq 1 40); do kill -0 $pg 2>/dev/null || break; sleep 0.25; done; \
+         kill -KILL $pg {child} 2>/dev/null; rm -rf '{dir}'",
+        me = std::process::id(),
+        data = data.display(),
+        dir = dir.display()
+    );
+    Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(|_| ())
+        .map_err(|e| err("watchdog", e))
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // SIGINT = fast shutdown. `runuser` does not forward signals, so
+        // signal the postmaster itself.
+        let pid = self
+            .postmaster_pid()
+            .unwrap_or_else(|| self.child.id().to_string());
+        let _ = Command::new("kill").args(["-INT", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let alive = Command::new("kill")
+                .args(["-0", &pid])
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !alive {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

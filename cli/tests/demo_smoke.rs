@@ -1,0 +1,155 @@
+//! `fleetgate demo` as a user runs it: it starts (own PostgreSQL, hub,
+//! simulated clusters with spokes), the dashboard answers, held changes are
+//! visible through the API, and SIGTERM stops everything and removes its
+//! temporary files.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use fleetgate_tests::{ChildGuard, free_port};
+
+#[test]
+fn demo_starts_shows_held_changes_and_cleans_up() {
+    let http = free_port();
+    let grpc = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+        .args(["demo", "--clusters", "4", "--objects-per-cluster", "8"])
+        .args(["--http-addr", &format!("127.0.0.1:{http}")])
+        .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
+        .env_remove("DATABASE_URL")
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting fleetgate demo");
+    let stdout = child.stdout.take().unwrap();
+    let guard = ChildGuard(child);
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_line = |deadline: Instant| -> String {
+        let left = deadline.saturating_duration_since(Instant::now());
+        rx.recv_timeout(left)
+            .unwrap_or_else(|e| panic!("demo output ended or timed out: {e}"))
+    };
+
+    // Wait (bounded) for the ready line; remember the temp dirs it names.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut temp_dirs: Vec<PathBuf> = Vec::new();
+    let ready = loop {
+        let line = next_line(deadline);
+        for marker in ["kubeconfigs in ", "(files in "] {
+            if let Some(rest) = line.split(marker).nth(1) {
+                temp_dirs.push(PathBuf::from(rest.trim().trim_end_matches(')')));
+            }
+        }
+        if line.starts_with("demo ready:") {
+            break line;
+        }
+    };
+    let field = |k: &str| {
+        ready
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| panic!("no {k} in {ready}"))
+            .to_string()
+    };
+    let hub = field("hub");
+    let token = field("token");
+    let held: i64 = field("held").parse().unwrap();
+    assert!(
+        held > 0,
+        "the SRE approval gate holds the pushed payments revision: {ready}"
+    );
+    assert_eq!(
+        temp_dirs.len(),
+        2,
+        "PostgreSQL and kubeconfig dirs: {temp_dirs:?}"
+    );
+    for d in &temp_dirs {
+        assert!(d.is_dir(), "{}", d.display());
+    }
+
+    // The dashboard answers; the CLI sees the held changes and the spokes.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let status = rt.block_on(async {
+        reqwest::Client::new()
+            .get(format!("{hub}/"))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .expect("dashboard answers")
+            .status()
+    });
+    assert!(status.is_success(), "dashboard: {status}");
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+        .args(["status", "-o", "json", "--hub", &hub, "--token", &token])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["clusters"]["total"], 4);
+    assert_eq!(v["summary"]["clusters"]["connected"], 4);
+    assert!(v["summary"]["objects"]["held"].as_i64().unwrap() > 0);
+    let prod = v["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cluster"]["name"] == "prod-eu-1")
+        .expect("prod-eu-1 in the demo fleet");
+    let payments = prod["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "payments-api")
+        .expect("payments-api reported");
+    assert_eq!(payments["suspended"], true);
+    assert!(
+        payments["suspendedBy"]
+            .as_array()
+            .unwrap()
+            .contains(&"sre-approval".into())
+    );
+    assert_eq!(payments["held"], true);
+
+    // SIGTERM: everything stops, exit 0, temp files gone.
+    guard.terminate();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut guard = guard;
+    let code = loop {
+        if let Some(st) = guard.0.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "demo did not stop within 60 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, Some(0));
+    for d in &temp_dirs {
+        assert!(!d.exists(), "{} left behind", d.display());
+    }
+    // The hub is gone with it.
+    let gone = rt.block_on(async {
+        reqwest::Client::new()
+            .get(format!("{hub}/healthz"))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .is_err()
+    });
+    assert!(gone, "hub still answering after the demo stopped");
+}
