@@ -14,6 +14,8 @@ pub struct Cli {
 }
 
 /// What to do.
+// Parsed once at start: the size difference between variants is irrelevant.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Apply migrations, then serve REST (and gRPC) until SIGTERM/SIGINT.

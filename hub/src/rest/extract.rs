@@ -42,38 +42,23 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Query<T
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self> {
-        let q = parts.uri.query().unwrap_or_default();
-        let de = serde_urlencoded_de(q);
-        match de {
-            Ok(v) => Ok(Query(v)),
-            Err((field, msg)) => Err(Error::bad_request(field, msg)),
-        }
+        // axum's Query (serde_urlencoded + serde_path_to_error) does the
+        // parsing; its message reads `<param>: <problem>`, so name the param.
+        axum::extract::Query::<T>::try_from_uri(&parts.uri)
+            .map(|axum::extract::Query(v)| Query(v))
+            .map_err(|e| {
+                let text = e.body_text();
+                let msg = text
+                    .strip_prefix("Failed to deserialize query string: ")
+                    .unwrap_or(&text)
+                    .to_string();
+                let field = match msg.split_once(": ") {
+                    Some((head, _)) if !head.is_empty() && !head.contains(' ') => head.to_string(),
+                    _ => "query".to_string(),
+                };
+                Error::bad_request(field, msg)
+            })
     }
-}
-
-fn serde_urlencoded_de<T: DeserializeOwned>(q: &str) -> std::result::Result<T, (String, String)> {
-    // axum's Query uses serde_urlencoded; go through it to keep its semantics,
-    // then name the offending parameter from the message where possible.
-    axum::extract::Query::<T>::try_from_uri(
-        &format!("/?{q}")
-            .parse()
-            .map_err(|_| ("query".to_string(), "malformed query string".to_string()))?,
-    )
-    .map(|axum::extract::Query(v)| v)
-    .map_err(|e| {
-        let msg = e.body_text();
-        let msg = msg
-            .strip_prefix("Failed to deserialize query string: ")
-            .unwrap_or(&msg)
-            .to_string();
-        let field = msg
-            .split('`')
-            .nth(1)
-            .filter(|_| msg.starts_with("unknown field") || msg.starts_with("missing field"))
-            .unwrap_or("query")
-            .to_string();
-        (field, msg)
-    })
 }
 
 /// `?reason=` on writes without a body.
@@ -147,16 +132,12 @@ impl Body {
         }
         match self.format {
             Format::Json => {
-                let de = &mut serde_json::Deserializer::from_str(&self.text);
-                serde_path_to_error::deserialize(de).map_err(|e| {
-                    let path = path_of(e.path());
-                    let inner = e.into_inner();
-                    if inner.is_data() {
-                        Error::invalid(path, inner.to_string())
-                    } else {
-                        Error::bad_request("body", format!("malformed JSON: {inner}"))
-                    }
-                })
+                // Syntax first (400), then shape (422 with the path), so a
+                // truncated body is never reported as a wrong type.
+                let value: serde_json::Value = serde_json::from_str(&self.text)
+                    .map_err(|e| Error::bad_request("body", format!("malformed JSON: {e}")))?;
+                serde_path_to_error::deserialize(value)
+                    .map_err(|e| Error::invalid(path_of(e.path()), e.into_inner().to_string()))
             }
             Format::Yaml => {
                 let value: serde_yaml::Value = serde_yaml::from_str(&self.text)

@@ -1,0 +1,153 @@
+//! The change-notification contract the gRPC fan-out consumes: each write
+//! bumps the fleet revision, stamps `desired_revision` on exactly the
+//! affected clusters, and notifies `fleetgate_changes` with
+//! `{"revision":N,"clusters":[..]}` — only when the write commits.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use common::{Hub, business_hours, simple_gate};
+use fleetgate_hub::db::revision::{CHANGES_CHANNEL, ChangeNotice};
+use serde_json::json;
+use sqlx::postgres::PgListener;
+
+async fn next(l: &mut PgListener) -> ChangeNotice {
+    let n = tokio::time::timeout(Duration::from_secs(10), l.recv())
+        .await
+        .expect("no notification within 10s")
+        .expect("listener");
+    serde_json::from_str(n.payload()).expect("payload JSON")
+}
+
+async fn desired(hub: &Hub, cluster: &str) -> i64 {
+    let (r,): (i64,) = sqlx::query_as("select desired_revision from clusters where name = $1")
+        .bind(cluster)
+        .fetch_one(&hub.pool)
+        .await
+        .unwrap();
+    r
+}
+
+#[tokio::test]
+async fn writes_notify_the_affected_clusters() {
+    let hub = Hub::new().await;
+    hub.register("p1", json!({"env": "prod"})).await;
+    hub.register("s1", json!({"env": "staging"})).await;
+    let mut l = PgListener::connect_with(&hub.pool).await.unwrap();
+    l.listen(CHANGES_CHANNEL).await.unwrap();
+
+    // Gate for env=prod → p1 only.
+    let rev0 = hub.revision().await;
+    let r = hub.create_gate_yaml(&business_hours("bh", "prod")).await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let n = next(&mut l).await;
+    assert_eq!(n.revision, rev0 + 1);
+    assert_eq!(n.clusters, Some(vec!["p1".to_string()]));
+    assert_eq!(desired(&hub, "p1").await, rev0 + 1);
+    assert!(desired(&hub, "s1").await < rev0 + 1);
+
+    // Relabelling s1 into prod → s1.
+    let r = hub
+        .call(
+            Method::PUT,
+            "/api/v1/clusters/s1/labels",
+            Some(&hub.admin),
+            Some((
+                "application/json",
+                json!({"labels": {"env": "prod"}}).to_string(),
+            )),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(next(&mut l).await.clusters, Some(vec!["s1".to_string()]));
+
+    // Moving the gate to staging → old scope (p1, s1) ∪ new scope (none).
+    let r = hub
+        .call(
+            Method::PUT,
+            "/api/v1/gates/bh",
+            Some(&hub.admin),
+            Some(("application/yaml", business_hours("bh", "staging"))),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let n = next(&mut l).await;
+    assert_eq!(n.clusters, Some(vec!["p1".to_string(), "s1".to_string()]));
+    assert_eq!(desired(&hub, "p1").await, n.revision);
+    assert_eq!(desired(&hub, "s1").await, n.revision);
+
+    // An override for one named cluster → that cluster.
+    let r = hub
+        .post_json(
+            "/api/v1/gates",
+            &hub.admin,
+            simple_gate("named", &["p1", "s1"], "closed"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    next(&mut l).await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates/named/open",
+            &hub.operator,
+            json!({"for": "1h", "reason": "r", "clusters": {"names": ["s1"]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    assert_eq!(next(&mut l).await.clusters, Some(vec!["s1".to_string()]));
+
+    // A rejected write notifies nothing: the next notification is the next
+    // successful write's, one revision later.
+    let rev = hub.revision().await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates",
+            &hub.admin,
+            simple_gate("named", &["p1"], "closed"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(hub.revision().await, rev);
+    let r = hub
+        .call(
+            Method::POST,
+            "/api/v1/clusters/p1/rotate-token",
+            Some(&hub.admin),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let n = next(&mut l).await;
+    assert_eq!(n.revision, rev + 1);
+    assert_eq!(n.clusters, Some(vec!["p1".to_string()]));
+}
+
+#[tokio::test]
+async fn huge_cluster_lists_become_recompute_all() {
+    let hub = Hub::new().await;
+    let mut names = Vec::new();
+    for i in 0..300 {
+        let name = format!("cluster-with-a-rather-long-name-{i:04}");
+        hub.register(&name, json!({"env": "prod"})).await;
+        names.push(name);
+    }
+    let mut l = PgListener::connect_with(&hub.pool).await.unwrap();
+    l.listen(CHANGES_CHANNEL).await.unwrap();
+    let r = hub.create_gate_yaml(&business_hours("bh", "prod")).await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let n = next(&mut l).await;
+    assert_eq!(
+        n.clusters, None,
+        "payload over the NOTIFY limit → recompute all"
+    );
+    // Every affected cluster was still stamped.
+    let (stamped,): (i64,) =
+        sqlx::query_as("select count(*) from clusters where desired_revision = $1")
+            .bind(n.revision)
+            .fetch_one(&hub.pool)
+            .await
+            .unwrap();
+    assert_eq!(stamped, 300);
+}

@@ -1,0 +1,280 @@
+//! The role matrix: every route × (no token, viewer, operator, admin).
+//! Without a token → 401 with `WWW-Authenticate`; a role below the route's
+//! minimum → 403; at or above → the route's success status. Also: every
+//! routed path appears in the OpenAPI document.
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use axum::http::{Method, StatusCode};
+use common::{Hub, simple_gate};
+use fleetgate_hub::Actor;
+use fleetgate_hub::Role;
+use fleetgate_hub::service::types::{CreateToken, OverrideRequest, RegisterCluster};
+use serde_json::json;
+
+struct Case {
+    method: Method,
+    uri: &'static str,
+    body: Option<serde_json::Value>,
+    min: Role,
+    ok: StatusCode,
+}
+
+fn case(method: Method, uri: &'static str, min: Role, ok: u16) -> Case {
+    Case {
+        method,
+        uri,
+        body: None,
+        min,
+        ok: StatusCode::from_u16(ok).unwrap(),
+    }
+}
+
+fn with_body(mut c: Case, body: serde_json::Value) -> Case {
+    c.body = Some(body);
+    c
+}
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+/// Replaces placeholders with fresh objects so each call has its own target:
+/// `{n}` a counter, `{gate}` a new gate, `{cluster}` a new cluster,
+/// `{override}` a new live override, `{token}` a new API token.
+async fn fill(hub: &Hub, s: &str) -> String {
+    let root = Actor::new("bootstrap-admin", Role::Admin);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let mut s = s.replace("{n}", &n.to_string());
+    if s.contains("{gate}") {
+        let name = format!("fresh-gate-{n}");
+        let gate = fleetgate_policy::parse_gate_json(simple_gate(&name, &["a"], "open")).unwrap();
+        hub.service.create_gate(&root, gate, None).await.unwrap();
+        s = s.replace("{gate}", &name);
+    }
+    if s.contains("{cluster}") {
+        let name = format!("fresh-cluster-{n}");
+        let req = RegisterCluster {
+            name: name.clone(),
+            labels: Default::default(),
+        };
+        hub.service
+            .register_cluster(&root, req, None)
+            .await
+            .unwrap();
+        s = s.replace("{cluster}", &name);
+    }
+    if s.contains("{override}") {
+        let req = OverrideRequest {
+            duration: Some("1h".into()),
+            reason: "matrix".into(),
+            ..Default::default()
+        };
+        let o = hub
+            .service
+            .create_override(&root, "g", fleetgate_policy::GateState::Open, req)
+            .await
+            .unwrap();
+        s = s.replace("{override}", &o.id.to_string());
+    }
+    if s.contains("{token}") {
+        let req = CreateToken {
+            name: format!("fresh-token-{n}"),
+            role: "viewer".into(),
+        };
+        let t = hub.service.create_token(&root, req, None).await.unwrap();
+        s = s.replace("{token}", &t.token.id.to_string());
+    }
+    s
+}
+
+#[tokio::test]
+async fn every_route_by_every_role() {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates",
+            &hub.admin,
+            simple_gate("g", &["a"], "closed"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+
+    use Method as M;
+    use Role::*;
+    let cases = vec![
+        case(M::GET, "/api/v1/gates", Viewer, 200),
+        case(M::GET, "/api/v1/gates/g", Viewer, 200),
+        case(M::GET, "/api/v1/gates/g/preview", Viewer, 200),
+        case(M::GET, "/api/v1/overrides", Viewer, 200),
+        case(M::GET, "/api/v1/clusters", Viewer, 200),
+        case(M::GET, "/api/v1/clusters/a", Viewer, 200),
+        case(M::GET, "/api/v1/clusters/a/status", Viewer, 200),
+        case(M::GET, "/api/v1/status", Viewer, 200),
+        case(M::GET, "/api/v1/audit", Viewer, 200),
+        case(M::GET, "/api/v1/tokens", Admin, 200),
+        with_body(
+            case(M::POST, "/api/v1/gates/g/open", Operator, 201),
+            json!({"for": "1h", "reason": "hotfix"}),
+        ),
+        with_body(
+            case(M::POST, "/api/v1/gates/g/close", Operator, 201),
+            json!({"for": "1h", "reason": "incident", "clusters": {"names": ["a"]}}),
+        ),
+        case(M::DELETE, "/api/v1/overrides/{override}", Operator, 200),
+        with_body(
+            case(M::POST, "/api/v1/gates", Admin, 201),
+            simple_gate("new-gate-{n}", &["a"], "open"),
+        ),
+        with_body(
+            case(M::PUT, "/api/v1/gates/{gate}", Admin, 200),
+            json!("REPLACE"),
+        ),
+        case(M::DELETE, "/api/v1/gates/{gate}", Admin, 204),
+        with_body(
+            case(M::POST, "/api/v1/clusters", Admin, 201),
+            json!({"name": "new-cluster-{n}", "labels": {"env": "dev"}}),
+        ),
+        with_body(
+            case(M::PUT, "/api/v1/clusters/{cluster}/labels", Admin, 200),
+            json!({"labels": {"env": "qa"}}),
+        ),
+        case(
+            M::POST,
+            "/api/v1/clusters/{cluster}/rotate-token",
+            Admin,
+            200,
+        ),
+        case(M::DELETE, "/api/v1/clusters/{cluster}", Admin, 204),
+        with_body(
+            case(M::POST, "/api/v1/tokens", Admin, 201),
+            json!({"name": "new-token-{n}", "role": "viewer"}),
+        ),
+        case(M::DELETE, "/api/v1/tokens/{token}", Admin, 200),
+    ];
+    let roles = [
+        (None, None),
+        (Some(Viewer), Some(hub.viewer.clone())),
+        (Some(Operator), Some(hub.operator.clone())),
+        (Some(Admin), Some(hub.admin.clone())),
+    ];
+    for c in &cases {
+        for (role, token) in &roles {
+            let uri = fill(&hub, c.uri).await;
+            let body = match &c.body {
+                // A replace body names the gate in the URI.
+                Some(b) if b == &json!("REPLACE") => {
+                    let name = uri.rsplit('/').next().unwrap();
+                    Some(simple_gate(name, &["a"], "closed"))
+                }
+                Some(b) => Some(serde_json::from_str(&fill(&hub, &b.to_string()).await).unwrap()),
+                None => None,
+            };
+            let r = hub
+                .call(
+                    c.method.clone(),
+                    &uri,
+                    token.as_deref(),
+                    body.map(|b| ("application/json", b.to_string())),
+                )
+                .await;
+            let want = match role {
+                None => StatusCode::UNAUTHORIZED,
+                Some(r) if *r < c.min => StatusCode::FORBIDDEN,
+                Some(_) => c.ok,
+            };
+            assert_eq!(r.status, want, "{} {uri} as {role:?}: {}", c.method, r.text);
+            if want == StatusCode::UNAUTHORIZED {
+                assert!(r.headers.contains_key("www-authenticate"));
+                assert_eq!(r.body["error"]["code"], "unauthenticated");
+            }
+            if want == StatusCode::FORBIDDEN {
+                assert_eq!(r.body["error"]["code"], "forbidden");
+            }
+        }
+    }
+
+    // Public endpoints need no token.
+    for uri in ["/healthz", "/readyz", "/metrics", "/api/v1/openapi.json"] {
+        let r = hub.call(Method::GET, uri, None, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{uri}");
+    }
+    // A garbage or malformed Authorization header is a 401, not a 500.
+    for h in ["Bearer fga_nope", "Basic YWJjOmRlZg==", "Bearer"] {
+        let r = hub
+            .call_with(
+                Method::GET,
+                "/api/v1/gates",
+                None,
+                None,
+                &[("authorization", h)],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{h}");
+    }
+    // The metrics count requests by route template.
+    let m = hub.call(Method::GET, "/metrics", None, None).await.text;
+    assert!(
+        m.contains("route=\"/api/v1/gates/{name}\""),
+        "metrics lack route labels:\n{m}"
+    );
+}
+
+#[tokio::test]
+async fn openapi_documents_every_route_with_errors() {
+    let hub = Hub::new().await;
+    let r = hub
+        .call(Method::GET, "/api/v1/openapi.json", None, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let doc = &r.body;
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = doc["paths"].as_object().unwrap();
+    let expected = [
+        ("/api/v1/gates", vec!["get", "post"]),
+        ("/api/v1/gates/{name}", vec!["get", "put", "delete"]),
+        ("/api/v1/gates/{name}/preview", vec!["get"]),
+        ("/api/v1/gates/{name}/open", vec!["post"]),
+        ("/api/v1/gates/{name}/close", vec!["post"]),
+        ("/api/v1/overrides", vec!["get"]),
+        ("/api/v1/overrides/{id}", vec!["delete"]),
+        ("/api/v1/clusters", vec!["get", "post"]),
+        ("/api/v1/clusters/{name}", vec!["get", "delete"]),
+        ("/api/v1/clusters/{name}/labels", vec!["put"]),
+        ("/api/v1/clusters/{name}/rotate-token", vec!["post"]),
+        ("/api/v1/clusters/{name}/status", vec!["get"]),
+        ("/api/v1/status", vec!["get"]),
+        ("/api/v1/audit", vec!["get"]),
+        ("/api/v1/tokens", vec!["get", "post"]),
+        ("/api/v1/tokens/{id}", vec!["delete"]),
+        ("/healthz", vec!["get"]),
+        ("/readyz", vec!["get"]),
+        ("/metrics", vec!["get"]),
+    ];
+    for (path, methods) in &expected {
+        let item = paths
+            .get(*path)
+            .unwrap_or_else(|| panic!("{path} missing from OpenAPI"));
+        for m in methods {
+            let op = &item[*m];
+            assert!(op.is_object(), "{m} {path} missing");
+            if path.starts_with("/api/") {
+                let responses = op["responses"].as_object().unwrap();
+                assert!(responses.contains_key("401"), "{m} {path} lacks 401");
+                assert!(op["security"].is_array(), "{m} {path} lacks security");
+            }
+        }
+    }
+    assert_eq!(paths.len(), expected.len(), "undocumented or extra paths");
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for s in [
+        "ErrorBody",
+        "GateRecord",
+        "OverrideRequest",
+        "ClusterStatus",
+        "FleetSummary",
+    ] {
+        assert!(schemas.contains_key(s), "schema {s} missing");
+    }
+}
