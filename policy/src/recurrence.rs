@@ -4,16 +4,21 @@
 
 use std::str::FromStr;
 
-use chrono::{NaiveDateTime, TimeZone};
-use rrule::{RRule, RRuleSet, Unvalidated};
+use chrono::{Duration, NaiveDateTime, TimeZone};
+use rrule::{Frequency, RRule, RRuleSet, Unvalidated};
 
 use crate::PolicyError;
 
 /// A validated RRULE anchored at a wall-clock `DTSTART`.
 #[derive(Debug, Clone)]
 pub(crate) struct Recurrence {
+    rule: RRule<Unvalidated>,
     set: RRuleSet,
     pub(crate) dtstart: NaiveDateTime,
+    /// The fixed length of one recurrence period (INTERVAL × FREQ) when the rule may be
+    /// re-anchored closer to a query: expansion always starts at DTSTART, and an hourly rule
+    /// from years ago would otherwise be walked instance by instance on every query.
+    period: Option<Duration>,
 }
 
 impl Recurrence {
@@ -43,9 +48,47 @@ impl Recurrence {
             .collect::<Vec<_>>()
             .join(";");
         let parsed = RRule::<Unvalidated>::from_str(&body).map_err(|e| err(e.to_string()))?;
+        if parsed.get_interval() == 0 {
+            return Err(err("INTERVAL must be at least 1".into()));
+        }
         let start = rrule::Tz::UTC.from_utc_datetime(&dtstart);
-        let set = parsed.build(start).map_err(|e| err(e.to_string()))?;
-        Ok(Recurrence { set, dtstart })
+        let set = parsed
+            .clone()
+            .build(start)
+            .map_err(|e| err(e.to_string()))?;
+        let unit = match parsed.get_freq() {
+            Frequency::Weekly => Some(Duration::weeks(1)),
+            Frequency::Daily => Some(Duration::days(1)),
+            Frequency::Hourly => Some(Duration::hours(1)),
+            Frequency::Minutely => Some(Duration::minutes(1)),
+            Frequency::Secondly => Some(Duration::seconds(1)),
+            // Months and years differ in length; they are few enough to walk.
+            Frequency::Monthly | Frequency::Yearly => None,
+        };
+        // COUNT numbers instances from DTSTART, so such rules cannot be re-anchored.
+        let period = unit
+            .filter(|_| parsed.get_count().is_none())
+            .map(|u| u * i32::from(parsed.get_interval().max(1)));
+        Ok(Recurrence {
+            rule: parsed,
+            set,
+            dtstart,
+            period,
+        })
+    }
+
+    /// The rule expanded from a DTSTART moved forward by whole periods to before `from`. Whole
+    /// periods keep the grid (and the time of day, weekday, minute the rule takes from DTSTART),
+    /// so every instance from the new anchor on is unchanged.
+    fn anchored_before(&self, from: NaiveDateTime) -> Option<RRuleSet> {
+        let period = self.period?;
+        let periods = (from - self.dtstart).num_seconds() / period.num_seconds().max(1) - 1;
+        if periods < 2 {
+            return None;
+        }
+        let anchor = self.dtstart + period * i32::try_from(periods).ok()?;
+        let start = rrule::Tz::UTC.from_utc_datetime(&anchor);
+        self.rule.clone().build(start).ok()
     }
 
     /// Wall-clock instance times in `[from, to]`, in order.
@@ -54,7 +97,8 @@ impl Recurrence {
         if to < self.dtstart {
             return out;
         }
-        for instance in &self.set {
+        let anchored = self.anchored_before(from);
+        for instance in anchored.as_ref().unwrap_or(&self.set) {
             let local = instance.naive_utc();
             if local > to {
                 break;

@@ -16,8 +16,9 @@ struct Span {
     end: Option<DateTime<Utc>>,
 }
 
-/// How far past the range a window's span is followed to name when it ends.
-const EXTEND_CAP: Duration = Duration::days(35);
+/// How far past the range a window's span is followed to name when it ends. Chains of
+/// overlapping occurrences longer than this are in effect "always active".
+const EXTEND_CAP: Duration = Duration::days(8);
 
 /// The state and reason at one instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,18 +27,29 @@ pub(crate) struct Decision {
     pub(crate) reason: String,
 }
 
+/// The outcome of a sweep over `[from, to]`.
+pub(crate) struct Sweep {
+    /// The decision at `from`.
+    pub(crate) initial: Decision,
+    /// Every change of state in `(from, to]`.
+    pub(crate) changes: Vec<(DateTime<Utc>, Decision)>,
+    /// How many window occurrences were expanded: the cost, to bound look-ahead.
+    pub(crate) occurrences: usize,
+}
+
 /// The decision at `from` and every change of state in `(from, to]`.
 pub(crate) fn sweep(
     gate: &CompiledGate,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     overrides: &[Override],
-) -> (Decision, Vec<(DateTime<Utc>, Decision)>) {
+) -> Sweep {
     let to = to.max(from);
+    let mut occurrences = 0;
     let spans: Vec<Vec<Span>> = gate
         .windows
         .iter()
-        .map(|w| window_spans(w, from, to))
+        .map(|w| window_spans(w, from, to, &mut occurrences))
         .collect();
     let name = gate.name();
     let overrides: Vec<&Override> = overrides.iter().filter(|o| o.gate == name).collect();
@@ -71,7 +83,11 @@ pub(crate) fn sweep(
             changes.push((t, decision));
         }
     }
-    (initial, changes)
+    Sweep {
+        initial,
+        changes,
+        occurrences,
+    }
 }
 
 /// Walks the spans forward in time; `decide` must be called with non-decreasing instants.
@@ -172,10 +188,17 @@ impl Cursor<'_> {
 
 /// The window's activity as merged spans that touch `[from, to]`; the last span is followed
 /// past `to` (up to [`EXTEND_CAP`]) so its end is known.
-fn window_spans(w: &CompiledWindow, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Span> {
+fn window_spans(
+    w: &CompiledWindow,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    occurrences: &mut usize,
+) -> Vec<Span> {
     let mut spans: Vec<Span> = Vec::new();
     let mut ends: Vec<DateTime<Utc>> = Vec::new();
-    for (start, end) in w.occurrences(from - w.lookback(), to) {
+    let all = w.occurrences(from - w.lookback(), to);
+    *occurrences += all.len();
+    for (start, end) in all {
         if end <= from {
             continue;
         }
@@ -192,7 +215,7 @@ fn window_spans(w: &CompiledWindow, from: DateTime<Utc>, to: DateTime<Utc>) -> V
         span.end = Some(*end);
     }
     if let Some(last) = spans.last_mut() {
-        last.end = follow_span(w, last.end.unwrap_or(to), to);
+        last.end = follow_span(w, last.end.unwrap_or(to), to, occurrences);
     }
     spans
 }
@@ -203,6 +226,7 @@ fn follow_span(
     w: &CompiledWindow,
     mut end: DateTime<Utc>,
     mut scanned: DateTime<Utc>,
+    occurrences: &mut usize,
 ) -> Option<DateTime<Utc>> {
     let cap = scanned + EXTEND_CAP;
     while end > scanned {
@@ -210,7 +234,9 @@ fn follow_span(
             return None;
         }
         let hi = end.max(scanned + Duration::days(1)).min(cap);
-        for (start, e) in w.occurrences(scanned + Duration::nanoseconds(1), hi) {
+        let more = w.occurrences(scanned + Duration::nanoseconds(1), hi);
+        *occurrences += more.len();
+        for (start, e) in more {
             if start > end {
                 return Some(end);
             }

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::timeline::sweep;
+use crate::timeline::{Decision, Sweep, sweep};
 use crate::{CompiledGate, Evaluation, GateState, Override};
 
 /// A change of state at `at`.
@@ -33,23 +33,38 @@ pub struct Preview {
 /// Look-ahead steps for the next transition: most gates change within days, so start small.
 const HORIZONS_DAYS: [i64; 5] = [2, 16, 100, 400, 366 * 8];
 
+/// Stop widening the look-ahead when the next step would expand more window occurrences than
+/// this (schedules firing every minute): evaluation stays cheap and reports no next transition.
+const OCCURRENCE_BUDGET: usize = 100_000;
+
 impl CompiledGate {
     /// The state at `at` given the overrides for this gate and cluster (others are ignored by
-    /// gate name), why, and when it next changes (within about eight years).
+    /// gate name), why, and when it next changes. The look-ahead is about eight years, shorter
+    /// for windows that fire every few minutes; `next_transition: None` means no change within it.
     pub fn evaluate(&self, at: DateTime<Utc>, overrides: &[Override]) -> Evaluation {
-        let mut last = None;
+        let mut previous: Option<(Sweep, i64)> = None;
         for days in HORIZONS_DAYS {
-            let (initial, changes) = sweep(self, at, at + Duration::days(days), overrides);
-            if let Some((t, _)) = changes.first() {
+            if let Some((swept, previous_days)) = &previous {
+                let growth = usize::try_from(days / previous_days.max(&1)).unwrap_or(usize::MAX);
+                if swept.occurrences.saturating_mul(growth) > OCCURRENCE_BUDGET {
+                    break;
+                }
+            }
+            let swept = sweep(self, at, at + Duration::days(days), overrides);
+            if let Some((t, _)) = swept.changes.first() {
+                let next_transition = Some(*t);
                 return Evaluation {
-                    state: initial.state,
-                    reason: initial.reason,
-                    next_transition: Some(*t),
+                    state: swept.initial.state,
+                    reason: swept.initial.reason,
+                    next_transition,
                 };
             }
-            last = Some(initial);
+            previous = Some((swept, days));
         }
-        let initial = last.unwrap_or_else(|| sweep(self, at, at, overrides).0);
+        let initial = match previous {
+            Some((swept, _)) => swept.initial,
+            None => sweep(self, at, at, overrides).initial,
+        };
         Evaluation {
             state: initial.state,
             reason: initial.reason,
@@ -64,15 +79,7 @@ impl CompiledGate {
         to: DateTime<Utc>,
         overrides: &[Override],
     ) -> Vec<Transition> {
-        sweep(self, from, to, overrides)
-            .1
-            .into_iter()
-            .map(|(at, d)| Transition {
-                at,
-                state: d.state,
-                reason: d.reason,
-            })
-            .collect()
+        to_transitions(sweep(self, from, to, overrides).changes)
     }
 
     /// The state at `from` and every change in `(from, to]`.
@@ -82,21 +89,25 @@ impl CompiledGate {
         to: DateTime<Utc>,
         overrides: &[Override],
     ) -> Preview {
-        let (initial, changes) = sweep(self, from, to, overrides);
+        let swept = sweep(self, from, to, overrides);
         Preview {
             gate: self.name().to_string(),
             initial: PreviewState {
-                state: initial.state,
-                reason: initial.reason,
+                state: swept.initial.state,
+                reason: swept.initial.reason,
             },
-            transitions: changes
-                .into_iter()
-                .map(|(at, d)| Transition {
-                    at,
-                    state: d.state,
-                    reason: d.reason,
-                })
-                .collect(),
+            transitions: to_transitions(swept.changes),
         }
     }
+}
+
+fn to_transitions(changes: Vec<(DateTime<Utc>, Decision)>) -> Vec<Transition> {
+    changes
+        .into_iter()
+        .map(|(at, d)| Transition {
+            at,
+            state: d.state,
+            reason: d.reason,
+        })
+        .collect()
 }

@@ -164,7 +164,7 @@ fn overlapping_occurrences_form_one_span() {
     let e = g.evaluate(utc("2026-11-23 00:00"), &[]);
     assert_eq!(
         (e.state, e.reason.as_str(), e.next_transition),
-        (Open, "allow window 't' (no end within 35 days)", None)
+        (Open, "allow window 't' (no end within 8 days)", None)
     );
 }
 
