@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod clock;
 pub mod config;
+pub mod dashboard;
 pub mod db;
 pub mod error;
 pub mod fanout;

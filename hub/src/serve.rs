@@ -2,10 +2,13 @@
 //! bootstrap admin token, then serve HTTP until the shutdown token fires
 //! (SIGTERM/SIGINT in `main`), draining in-flight requests.
 
+use std::sync::Arc;
+
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeConfig;
+use crate::fanout::Fanout;
 use crate::metrics::Metrics;
 use crate::rest::{AppState, app};
 use crate::service::Service;
@@ -21,6 +24,8 @@ pub async fn prepare(config: &ServeConfig) -> Result<AppState> {
         service.ensure_admin_token(secret).await?;
     }
     Ok(AppState {
+        fanout: Fanout::new(Arc::new(service.clone())),
+        shutdown: CancellationToken::new(),
         service,
         metrics: Metrics::new(),
         body_limit: config.http_body_limit,
@@ -30,7 +35,10 @@ pub async fn prepare(config: &ServeConfig) -> Result<AppState> {
 
 /// Runs the hub until `shutdown` is cancelled.
 pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<()> {
-    let state = prepare(&config).await?;
+    let state = AppState {
+        shutdown: shutdown.clone(),
+        ..prepare(&config).await?
+    };
     let listener = TcpListener::bind(config.http_addr)
         .await
         .map_err(|e| crate::Error::Internal(format!("binding {}: {e}", config.http_addr)))?;
@@ -49,8 +57,9 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         async { stop_on_error(serve_http(listener, state.clone(), shutdown.clone()).await) },
         async {
             stop_on_error(
-                crate::grpc::serve(
+                crate::grpc::server::serve_with_fanout(
                     state.service.clone(),
+                    state.fanout.clone(),
                     grpc_listener,
                     config.grpc.clone(),
                     shutdown.clone(),

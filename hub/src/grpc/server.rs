@@ -111,6 +111,19 @@ pub async fn serve(
     opts: GrpcOptions,
     shutdown: CancellationToken,
 ) -> Result<()> {
+    let fanout = Fanout::new(Arc::new(service.clone()));
+    serve_with_fanout(service, fanout, listener, opts, shutdown).await
+}
+
+/// [`serve`] with the replica's fan-out given, so the HTTP side (the
+/// dashboard's event stream) wakes on the same change notifications.
+pub async fn serve_with_fanout(
+    service: Service,
+    fanout: Fanout,
+    listener: TcpListener,
+    opts: GrpcOptions,
+    shutdown: CancellationToken,
+) -> Result<()> {
     let replica = opts.replica();
     {
         let mut conn = service.pool().acquire().await?;
@@ -119,7 +132,6 @@ pub async fn serve(
             tracing::info!(%replica, cleared, "cleared connection state of a previous run");
         }
     }
-    let fanout = Fanout::new(Arc::new(service.clone()));
     let tasks = CancellationToken::new();
     let listener_task = tokio::spawn(listener::run(
         fanout.clone(),

@@ -7,21 +7,25 @@ pub mod clusters;
 pub mod extract;
 pub mod gates;
 pub mod health;
+pub mod json_errors;
 pub mod overrides;
 pub mod status;
 pub mod tokens;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router, middleware};
+use tokio_util::sync::CancellationToken;
 use tower_http::compression::CompressionLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::error::ErrorBody;
+use crate::fanout::Fanout;
 use crate::metrics::{Metrics, track_http};
 use crate::service::Service;
 
@@ -34,12 +38,19 @@ pub struct AppState {
     pub body_limit: usize,
     /// Per-request timeout.
     pub timeout: Duration,
+    /// This replica's change fan-out (shared with the gRPC server); the
+    /// dashboard's event stream wakes on its change counter.
+    pub fanout: Fanout,
+    /// Cancelled at shutdown; ends long-lived responses (event streams).
+    pub shutdown: CancellationToken,
 }
 
 impl AppState {
     /// State with the default limits (1 MiB bodies, 30 s timeout).
     pub fn new(service: Service, metrics: Metrics) -> Self {
         Self {
+            fanout: Fanout::new(Arc::new(service.clone())),
+            shutdown: CancellationToken::new(),
             service,
             metrics,
             body_limit: 1024 * 1024,
@@ -84,6 +95,7 @@ fn api() -> Router<AppState> {
 pub fn app(state: AppState) -> Router {
     Router::new()
         .nest("/api/v1", api())
+        .merge(crate::dashboard::router())
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
@@ -94,11 +106,14 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.body_limit))
-        .layer(CompressionLayer::new())
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             state.timeout,
         ))
+        // Outside the timeout (its 408 is empty), inside compression (so the
+        // bodies it reads are never gzipped).
+        .layer(middleware::map_response(json_errors::ensure_json_errors))
+        .layer(CompressionLayer::new())
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -1,0 +1,100 @@
+// Operator actions — open for a duration, close now, cancel an override —
+// each behind a confirmation dialog that names what will happen. Viewers get
+// no buttons (the API would refuse them anyway: 403).
+
+import { api, enc, ApiError } from './api.js';
+import { h, replace, toast } from './dom.js';
+
+/**
+ * Shows the confirmation dialog. fields: {duration: {value, required, hint}}
+ * and/or reason. onConfirm({duration, reason}) does the call; its error is
+ * shown in the dialog, success closes it.
+ */
+export function confirmDialog({ title, text, confirmLabel, kind = 'primary', duration, onConfirm }) {
+  const dlg = document.getElementById('dialog');
+  const err = h('p', { class: 'form-error', id: 'dlg-error', role: 'alert' });
+  const dur = duration ? h('input', {
+    id: 'dlg-duration', type: 'text', value: duration.value || '', placeholder: duration.placeholder || '1h',
+    required: duration.required || false, autocomplete: 'off',
+  }) : null;
+  const reason = h('textarea', { id: 'dlg-reason', rows: 3, required: true, placeholder: 'Why? (recorded in the audit log)' });
+  const confirm = h('button', { type: 'submit', class: kind, id: 'dlg-confirm' }, confirmLabel);
+  const cancel = h('button', { type: 'button', id: 'dlg-cancel', onclick: () => dlg.close() }, 'Cancel');
+  const form = h('form', { class: 'dialog-form' },
+    h('h2', {}, title), h('p', {}, text),
+    dur ? [h('label', { for: 'dlg-duration' }, 'For how long (e.g. 1h, 90m, 2h30m)'), dur, duration.hint ? h('p', { class: 'hint' }, duration.hint) : null] : null,
+    h('label', { for: 'dlg-reason' }, 'Reason'), reason, err,
+    h('div', { class: 'buttons' }, cancel, confirm));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    confirm.disabled = true;
+    err.textContent = '';
+    try {
+      await onConfirm({ duration: dur ? dur.value.trim() : '', reason: reason.value.trim() });
+      dlg.close();
+    } catch (e) {
+      err.textContent = e instanceof ApiError ? `${e.field ? `${e.field}: ` : ''}${e.message}` : String(e.message || e);
+    } finally {
+      confirm.disabled = false;
+    }
+  });
+  replace(dlg, form);
+  dlg.showModal();
+  (dur || reason).focus();
+}
+
+/** "on cluster x" / "on all 12 clusters in its scope". */
+function where(cluster, count) {
+  if (cluster) return `on cluster ${cluster} only`;
+  return `on all ${count ?? ''} clusters in its scope`.replace('  ', ' ');
+}
+
+/** Open / close buttons for a gate (whole scope, or one cluster). */
+export function gateActions(gate, ctx, { cluster, count, after } = {}) {
+  if (!ctx.canAct) return null;
+  const clusters = cluster ? { names: [cluster] } : undefined;
+  const open = () => confirmDialog({
+    title: `Open gate ${gate}`,
+    text: `Changes will flow ${where(cluster, count)} until the override expires, whatever the schedule says.`,
+    confirmLabel: 'Open gate', kind: 'primary',
+    duration: { value: '1h', required: true },
+    onConfirm: async ({ duration, reason }) => {
+      const o = await api(`/api/v1/gates/${enc(gate)}/open`, { method: 'POST', body: { for: duration, reason, clusters } });
+      toast(`Gate ${gate} opened ${cluster ? `on ${cluster} ` : ''}until ${new Date(o.expiresAt).toLocaleTimeString()}`, 'good');
+      await after?.();
+    },
+  });
+  const close = () => confirmDialog({
+    title: `Close gate ${gate} now`,
+    text: `Flux objects it governs will be suspended ${where(cluster, count)}; new changes wait until it opens.`,
+    confirmLabel: 'Close gate', kind: 'danger',
+    duration: { value: '', required: false, placeholder: 'until cancelled', hint: 'Leave empty to keep it closed until the override is cancelled.' },
+    onConfirm: async ({ duration, reason }) => {
+      await api(`/api/v1/gates/${enc(gate)}/close`, { method: 'POST', body: { for: duration || undefined, reason, clusters } });
+      toast(`Gate ${gate} closed ${cluster ? `on ${cluster}` : ''}`, 'info');
+      await after?.();
+    },
+  });
+  const suffix = cluster ? `-${cluster}` : '';
+  return h('span', { class: 'actions' },
+    h('button', { type: 'button', class: 'primary', id: `open-gate${suffix}`, 'data-action': 'open', 'data-gate': gate, onclick: open }, 'Open for…'),
+    h('button', { type: 'button', class: 'danger', id: `close-gate${suffix}`, 'data-action': 'close', 'data-gate': gate, onclick: close }, 'Close now'));
+}
+
+/** The cancel button of an override. */
+export function cancelAction(o, ctx, after) {
+  if (!ctx.canAct) return null;
+  return h('button', {
+    type: 'button', class: 'small', 'data-action': 'cancel', 'data-override': o.id,
+    onclick: () => confirmDialog({
+      title: `Cancel the ${o.state} override on ${o.gate}`,
+      text: `Made by ${o.actor}: “${o.reason}”. The gate goes back to its schedule at once.`,
+      confirmLabel: 'Cancel override', kind: 'danger',
+      onConfirm: async ({ reason }) => {
+        await api(`/api/v1/overrides/${enc(o.id)}`, { method: 'DELETE', query: { reason } });
+        toast(`Override on ${o.gate} cancelled`, 'info');
+        await after?.();
+      },
+    }),
+  }, 'Cancel…');
+}

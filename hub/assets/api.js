@@ -1,0 +1,58 @@
+// The REST client: the API token lives in sessionStorage (this tab only, gone
+// when it closes) and goes out only in the Authorization header — never in a
+// URL, a cookie or a log line. No cookies means no CSRF.
+
+const KEY = 'fleetgate.token';
+
+export function token() {
+  return sessionStorage.getItem(KEY);
+}
+
+export function setToken(t) {
+  if (t) sessionStorage.setItem(KEY, t);
+  else sessionStorage.removeItem(KEY);
+}
+
+/** An error answer of the API: {status, code, message, field}. */
+export class ApiError extends Error {
+  constructor(status, body) {
+    const e = (body && body.error) || {};
+    super(e.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = e.code || 'http_error';
+    this.field = e.field || null;
+  }
+}
+
+/** fetch() against the hub's API with the token; JSON in and out. */
+export async function api(path, { method = 'GET', body, query } = {}) {
+  const headers = { Accept: 'application/json' };
+  const t = token();
+  if (t) headers.Authorization = `Bearer ${t}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let url = path;
+  if (query) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') q.set(k, v);
+    const qs = q.toString();
+    if (qs) url += `?${qs}`;
+  }
+  const res = await fetch(url, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'omit', cache: 'no-store',
+  });
+  if (res.status === 204) return null;
+  let data = null;
+  const text = await res.text();
+  if (text) {
+    try { data = JSON.parse(text); } catch { data = null; }
+  }
+  if (!res.ok) {
+    const err = new ApiError(res.status, data);
+    if (res.status === 401) window.dispatchEvent(new CustomEvent('fleetgate:unauthenticated'));
+    throw err;
+  }
+  return data;
+}
+
+export const enc = encodeURIComponent;

@@ -1,0 +1,100 @@
+// Gate page: what the gate is (manifest, rules in words), what it will do
+// (7-day timeline in its zone and the viewer's), what people did (live
+// overrides, with cancel) and where it applies (clusters in scope).
+
+import { api, enc } from './api.js';
+import { h, replace, fmtTime, relTime, badge, toYaml, viewerZone } from './dom.js';
+import { timeline } from './timeline.js';
+import { gateActions, cancelAction } from './actions.js';
+
+export async function renderGate(main, ctx, name) {
+  async function refresh() {
+    const d = await api(`/api/v1/dashboard/gates/${enc(name)}`);
+    draw(main, ctx, d, refresh);
+  }
+  await refresh();
+  return { refresh };
+}
+
+function draw(main, ctx, d, refresh) {
+  const spec = d.gate.manifest.spec || {};
+  const open = d.clusters.filter((c) => c.state === 'open').length;
+  const closed = d.clusters.length - open;
+  const from = new Date();
+  const to = new Date(from.getTime() + 7 * 86400000);
+  const clusters = [...d.clusters].sort((a, b) => a.state.localeCompare(b.state) || a.name.localeCompare(b.name));
+
+  replace(main,
+    h('div', { class: 'page-head' },
+      h('h1', {}, h('span', { class: 'kind' }, 'Gate '), d.gate.name),
+      h('span', { class: 'muted' }, `version ${d.gate.version}`),
+      h('span', { class: 'spacer' }),
+      gateActions(d.gate.name, ctx, { count: d.clusters.length, after: refresh })),
+    spec.description ? h('p', { class: 'lead' }, spec.description) : null,
+    h('div', { class: 'counts' },
+      h('div', { class: 'count open' }, h('span', { class: 'n', id: 'gate-open' }, open), h('span', { class: 'label' }, '✓ open')),
+      h('div', { class: 'count closed' }, h('span', { class: 'n', id: 'gate-closed' }, closed), h('span', { class: 'label' }, '✕ closed')),
+      h('div', { class: 'count total' }, h('span', { class: 'n' }, spec.mode || 'suspend'), h('span', { class: 'label' }, 'mode')),
+      h('div', { class: 'count total' }, h('span', { class: 'n' }, spec.default || 'open'), h('span', { class: 'label' }, 'default')),
+      h('div', { class: 'count total' }, h('span', { class: 'n small-n' }, d.timeZone), h('span', { class: 'label' }, 'time zone'))),
+    h('section', { class: 'card' },
+      h('h2', {}, 'Next 7 days'),
+      h('p', { class: 'muted' }, `Schedule without overrides, ticks at midnight in the gate's zone (${d.timeZone}, top) and yours (${viewerZone}, bottom). Hover a band for details.`),
+      timeline({ preview: d.preview, overrides: d.overrides, gateZone: d.timeZone, from, to }),
+      transitions(d)),
+    h('section', { class: 'card' },
+      h('h2', {}, 'Rules'),
+      h('ol', { class: 'rules' },
+        h('li', {}, 'An active manual override for the cluster wins (the newest one).'),
+        ...d.rules.map((r) => h('li', {}, r))),
+      h('p', { class: 'muted' }, 'An active deny window closes the gate even while an allow window is active.')),
+    h('section', { class: 'card', id: 'overrides' },
+      h('h2', {}, `Live overrides (${d.overrides.length})`),
+      d.overrides.length ? overridesTable(d.overrides, ctx, refresh) : h('p', { class: 'muted' }, 'None — the schedule decides.')),
+    h('section', { class: 'card' },
+      h('h2', {}, `Clusters in scope (${d.clusters.length})`),
+      clusters.length ? clustersTable(clusters) : h('p', { class: 'muted' }, 'No registered cluster matches the gate\'s cluster selector.')),
+    h('section', { class: 'card' },
+      h('details', {}, h('summary', {}, 'Manifest'), h('pre', { class: 'manifest' }, toYaml(d.gate.manifest).trimStart()))));
+}
+
+function transitions(d) {
+  const list = d.preview.transitions.slice(0, 8);
+  if (!list.length) return h('p', {}, `No change in the next 7 days: ${d.preview.initial.state} (${d.preview.initial.reason}).`);
+  return h('table', { class: 'plain' },
+    h('thead', {}, h('tr', {}, h('th', {}, `When (${d.timeZone})`), h('th', {}, `When (you, ${viewerZone})`), h('th', {}, 'Becomes'), h('th', {}, 'Why'))),
+    h('tbody', {}, ...list.map((t) => h('tr', {},
+      h('td', {}, fmtTime(t.at, d.timeZone)), h('td', {}, fmtTime(t.at), ' ', h('span', { class: 'muted' }, relTime(t.at))),
+      h('td', {}, badge(t.state, t.state)), h('td', {}, t.reason)))));
+}
+
+export function scopeText(o) {
+  const c = o.clusters;
+  if (!c) return 'whole scope';
+  const parts = [];
+  if (c.names && c.names.length) parts.push(c.names.join(', '));
+  if (c.selector) parts.push(`selector ${JSON.stringify(c.selector)}`);
+  return parts.join(' + ');
+}
+
+export function overridesTable(list, ctx, refresh) {
+  return h('table', { class: 'plain', id: 'overrides-table' },
+    h('thead', {}, h('tr', {}, ...['State', 'Gate', 'Clusters', 'From', 'Until', 'By', 'Reason', ''].map((t) => h('th', {}, t)))),
+    h('tbody', {}, ...list.map((o) => h('tr', { 'data-override': o.id },
+      h('td', {}, badge(o.state, o.state)), h('td', {}, h('a', { href: `#/gates/${enc(o.gate)}` }, o.gate)),
+      h('td', {}, scopeText(o)), h('td', {}, fmtTime(o.startsAt)),
+      h('td', {}, o.expiresAt ? [fmtTime(o.expiresAt), ' ', h('span', { class: 'muted' }, relTime(o.expiresAt))] : 'until cancelled'),
+      h('td', {}, o.actor), h('td', { class: 'reason' }, o.reason), h('td', {}, cancelAction(o, ctx, refresh))))));
+}
+
+function clustersTable(list) {
+  return h('table', { class: 'plain' },
+    h('thead', {}, h('tr', {}, ...['Cluster', 'State', 'Why', 'Next change', 'Spoke', 'Held'].map((t) => h('th', {}, t)))),
+    h('tbody', {}, ...list.map((c) => h('tr', { 'data-cluster': c.name },
+      h('td', {}, h('a', { href: `#/clusters/${enc(c.name)}` }, c.name)),
+      h('td', {}, badge(c.state === 'closed' && c.held ? 'held' : c.state, c.state)),
+      h('td', {}, c.reason),
+      h('td', {}, c.nextTransition ? [fmtTime(c.nextTransition), ' ', h('span', { class: 'muted' }, relTime(c.nextTransition))] : '—'),
+      h('td', {}, c.connected ? badge('online', 'connected') : badge('offline', 'offline')),
+      h('td', {}, c.held ? badge('held', String(c.held)) : '0')))));
+}

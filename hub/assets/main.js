@@ -1,0 +1,165 @@
+// Boot and routing: sign-in with an API token, then hash routes
+// (#/fleet, #/gates/NAME, #/clusters/NAME, #/audit). Live events make the
+// current page re-fetch its data (debounced), so every page stays current.
+
+import { api, setToken, token, ApiError } from './api.js';
+import { h, replace, toast } from './dom.js';
+import { startLive } from './live.js';
+import { renderFleet } from './fleet.js';
+import { renderGate } from './gate.js';
+import { renderCluster } from './cluster.js';
+import { renderAudit } from './audit.js';
+
+const main = document.getElementById('main');
+const app = { me: null, page: null, stopLive: null, timer: null, queued: [], seq: 0 };
+
+function route() {
+  const parts = (location.hash.replace(/^#\/?/, '') || 'fleet').split('/').map(decodeURIComponent);
+  switch (parts[0]) {
+    case 'gates': return { name: 'gate', render: renderGate, arg: parts[1] };
+    case 'clusters': return { name: 'cluster', render: renderCluster, arg: parts[1] };
+    case 'audit': return { name: 'audit', render: renderAudit };
+    default: return { name: 'fleet', render: renderFleet };
+  }
+}
+
+/** Renders the page of the current hash. */
+async function show() {
+  if (!app.me) return;
+  const r = route();
+  const seq = ++app.seq;
+  document.body.dataset.page = r.name;
+  main.dataset.ready = '';
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    a.classList.toggle('current', a.dataset.nav === r.name || (r.name !== 'audit' && a.dataset.nav === 'fleet'));
+  }
+  const ctx = { me: app.me, canAct: app.me.role !== 'viewer', refresh: () => refreshNow() };
+  try {
+    const page = await r.render(main, ctx, r.arg);
+    if (seq !== app.seq) return; // navigated away meanwhile
+    app.page = page;
+    main.dataset.ready = '1';
+  } catch (e) {
+    if (seq !== app.seq) return;
+    app.page = null;
+    showError(e);
+  }
+}
+
+function showError(e) {
+  const msg = e instanceof ApiError ? `${e.message}${e.field ? ` (${e.field})` : ''}` : String(e.message || e);
+  replace(main, h('section', { class: 'card error-card' }, h('h2', {}, 'Could not load this page'), h('p', {}, msg),
+    h('p', {}, h('a', { href: '#/fleet' }, 'Back to the fleet'))));
+  main.dataset.ready = '1';
+}
+
+/** Re-fetches the current page's data now. */
+async function refreshNow() {
+  clearTimeout(app.timer);
+  app.timer = null;
+  if (!app.page || !app.page.refresh) return show();
+  try {
+    await app.page.refresh();
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) toast(`Refresh failed: ${e.message}`, 'bad');
+  }
+}
+
+/** Collects live events for a moment, then refreshes once and tells what changed. */
+function onLiveEvent(name, data) {
+  app.queued.push({ name, data });
+  if (app.timer) return;
+  app.timer = setTimeout(() => {
+    const events = app.queued;
+    app.queued = [];
+    summarize(events);
+    refreshNow();
+  }, 250);
+}
+
+function summarize(events) {
+  const gates = events.filter((e) => e.name === 'gate');
+  const overrides = events.filter((e) => e.name === 'override');
+  const spokes = events.filter((e) => e.name === 'spoke');
+  for (const o of overrides.slice(0, 2)) {
+    const d = o.data;
+    toast(d.change === 'active'
+      ? `${d.actor} ${d.state === 'open' ? 'opened' : 'closed'} gate ${d.gate}: ${d.reason}`
+      : `Override on gate ${d.gate} ended`, d.state === 'open' ? 'good' : 'info');
+  }
+  if (gates.length) {
+    const to = gates[0].data.to || 'removed';
+    const more = gates.length > 1 ? ` and ${gates.length - 1} more` : '';
+    toast(`Gate ${gates[0].data.gate} on ${gates[0].data.cluster} is now ${to}${more}`, to === 'open' ? 'good' : 'info');
+  }
+  for (const sp of spokes.slice(0, 2)) {
+    toast(`Spoke of ${sp.data.cluster} ${sp.data.connected ? 'connected' : 'disconnected'}`, sp.data.connected ? 'good' : 'bad');
+  }
+}
+
+function setLive(text, state) {
+  const el = document.getElementById('live');
+  el.hidden = false;
+  el.className = `live ${state}`;
+  el.dataset.state = state;
+  replace(el, h('span', { class: 'dot', 'aria-hidden': 'true' }), ' ', text);
+}
+
+function signOut(message) {
+  if (app.stopLive) app.stopLive();
+  app.stopLive = null;
+  app.me = null;
+  app.page = null;
+  setToken(null);
+  for (const id of ['nav', 'me', 'signout', 'live']) document.getElementById(id).hidden = true;
+  renderSignIn(message);
+}
+
+function renderSignIn(message) {
+  document.body.dataset.page = 'signin';
+  const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, placeholder: 'fga_…' });
+  const err = h('p', { class: 'form-error', id: 'signin-error', role: 'alert' }, message || '');
+  const form = h('form', { class: 'card signin', id: 'signin' },
+    h('h1', {}, 'Sign in to fleetgate'),
+    h('p', { class: 'muted' }, 'Paste an API token. It is kept in this browser tab only (session storage) and sent in the Authorization header.'),
+    h('label', { for: 'token' }, 'API token'), input, err,
+    h('button', { type: 'submit', class: 'primary', id: 'signin-submit' }, 'Sign in'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    setToken(input.value.trim());
+    try {
+      await start();
+    } catch (e) {
+      setToken(null);
+      err.textContent = e instanceof ApiError && e.status === 401 ? 'That token was not accepted.' : `Sign-in failed: ${e.message}`;
+    }
+  });
+  replace(main, form);
+  main.dataset.ready = '1';
+  input.focus();
+}
+
+async function start() {
+  app.me = await api('/api/v1/whoami');
+  const me = document.getElementById('me');
+  replace(me, h('span', { class: 'who' }, app.me.name), ' ', h('span', { class: `role role-${app.me.role}` }, app.me.role));
+  me.dataset.role = app.me.role;
+  for (const id of ['nav', 'me', 'signout']) document.getElementById(id).hidden = false;
+  if (app.stopLive) app.stopLive();
+  app.stopLive = startLive({
+    onEvent: onLiveEvent,
+    // Subscribed: state fetched from now on misses no change. After a
+    // reconnect the hub may have restarted, so fetch everything again.
+    onReady: () => refreshNow(),
+    onStatus: setLive,
+    onUnauthenticated: () => signOut('Your token is no longer valid. Sign in again.'),
+  });
+  await show();
+}
+
+window.addEventListener('hashchange', show);
+window.addEventListener('fleetgate:unauthenticated', () => { if (app.me) signOut('Your token is no longer valid. Sign in again.'); });
+document.getElementById('signout').addEventListener('click', () => signOut());
+
+if (token()) start().catch(() => signOut('Your token is no longer valid. Sign in again.'));
+else renderSignIn();

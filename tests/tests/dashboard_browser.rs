@@ -1,0 +1,317 @@
+//! The dashboard in headless Chromium against a real hub process: an
+//! operator opens a gate and sees the grid and the audit log change, a viewer
+//! gets no action buttons, and a change made through REST appears live —
+//! also after the hub restarted. Screenshots go to target/test-output/dashboard/.
+
+mod dashboard_support;
+
+use dashboard_support::{
+    ADMIN_TOKEN, Browser, Hub, SERIAL, TEST_TIMEOUT, browser_binaries, seed_small,
+};
+use serde_json::{Value, json};
+
+/// Runs `body` with a browser, or skips (with a note) where Chromium or
+/// chromedriver is not installed.
+macro_rules! browser_test {
+    ($name:ident, |$browser:ident| $body:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let Some((chromium, driver)) = browser_binaries() else {
+                eprintln!(
+                    "SKIPPED {}: chromium and chromedriver are not installed \
+                     (apt-get install chromium chromium-driver)",
+                    stringify!($name)
+                );
+                return;
+            };
+            let _serial = SERIAL.lock().await;
+            tokio::time::timeout(TEST_TIMEOUT, async {
+                let $browser = Browser::start(&chromium, &driver).await;
+                $body;
+                $browser.close().await;
+            })
+            .await
+            .expect("browser test timed out");
+        }
+    };
+}
+
+browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
+    let hub = Hub::start("operator").await;
+    seed_small(&hub).await;
+    let alice = hub.token("alice", "operator").await;
+    b.sign_in(&hub.base, &alice).await;
+
+    // The approval gate is closed on both prod clusters; staging is not governed.
+    b.wait_js(
+        &format!(
+            "{} === 'closed'",
+            Browser::cell("sre-approval", "prod-eu-1")
+        ),
+        "closed cell",
+    )
+    .await;
+    assert_eq!(
+        b.eval(&Browser::cell("sre-approval", "staging-1")).await,
+        json!("na")
+    );
+    assert_eq!(
+        b.eval("document.getElementById('me').dataset.role").await,
+        json!("operator")
+    );
+    b.wait_js(
+        "document.getElementById('live').dataset.state === 'live'",
+        "live stream",
+    )
+    .await;
+    b.screenshot("fleet").await;
+
+    // Open it for one hour with a reason, through the confirmation dialog.
+    b.route("#/gates/sre-approval").await;
+    b.wait_page("gate").await;
+    b.wait_js(
+        "document.querySelector('svg.timeline .band.closed')",
+        "timeline",
+    )
+    .await;
+    b.screenshot("gate").await;
+    b.click("#open-gate").await;
+    b.wait_js(
+        "document.getElementById('dialog').open",
+        "confirmation dialog",
+    )
+    .await;
+    b.fill("#dlg-duration", "1h").await;
+    b.fill("#dlg-reason", "CHG-1234 payments hotfix").await;
+    b.screenshot("gate-open-dialog").await;
+    b.click("#dlg-confirm").await;
+
+    // Visible at once on the gate page: the override and the open clusters.
+    b.wait_js("!document.getElementById('dialog').open", "dialog closed")
+        .await;
+    b.wait_js(
+        "document.querySelector('#overrides-table')?.textContent.includes('CHG-1234 payments hotfix')",
+        "override listed",
+    )
+    .await;
+    b.wait_js(
+        "document.getElementById('gate-open')?.textContent === '2'",
+        "both clusters open",
+    )
+    .await;
+    b.screenshot("gate-opened").await;
+
+    // The grid cell changed.
+    b.route("#/fleet").await;
+    b.wait_page("fleet").await;
+    b.wait_js(
+        &format!("{} === 'open'", Browser::cell("sre-approval", "prod-eu-1")),
+        "open cell",
+    )
+    .await;
+    assert_eq!(
+        b.eval(&Browser::cell("sre-approval", "prod-us-1")).await,
+        json!("open")
+    );
+    let title = b
+        .eval("document.querySelector('td[data-gate=\"sre-approval\"][data-cluster=\"prod-eu-1\"]').title")
+        .await;
+    assert!(
+        title.as_str().unwrap_or_default().contains("Next change"),
+        "hover text: {title}"
+    );
+
+    // The audit log shows who did it and why.
+    b.route("#/audit").await;
+    b.wait_page("audit").await;
+    b.wait_js(
+        "[...document.querySelectorAll('#audit-table tr[data-action=\"override.open\"]')]\
+         .some(r => r.textContent.includes('alice') && r.textContent.includes('CHG-1234 payments hotfix'))",
+        "audit entry",
+    )
+    .await;
+    b.screenshot("audit").await;
+
+    // And the hub agrees: one live open override by alice for about an hour.
+    let live = hub
+        .call(
+            ADMIN_TOKEN,
+            "GET",
+            "/api/v1/overrides?gate=sre-approval",
+            None,
+        )
+        .await;
+    let items = live["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(items.len(), 1, "{live}");
+    assert_eq!(items[0]["actor"], json!("alice"));
+    assert_eq!(items[0]["state"], json!("open"));
+    let start =
+        chrono::DateTime::parse_from_rfc3339(items[0]["startsAt"].as_str().unwrap()).unwrap();
+    let end =
+        chrono::DateTime::parse_from_rfc3339(items[0]["expiresAt"].as_str().unwrap()).unwrap();
+    assert_eq!((end - start).num_minutes(), 60);
+
+    // The cluster page lists the gate and the override; cancel it from there.
+    b.route("#/clusters/prod-eu-1").await;
+    b.wait_page("cluster").await;
+    b.wait_js(
+        "document.querySelector('#cluster-gates tr[data-gate=\"sre-approval\"]')",
+        "cluster gates",
+    )
+    .await;
+    b.screenshot("cluster").await;
+    b.click("button[data-action='cancel']").await;
+    b.fill("#dlg-reason", "hotfix rolled out").await;
+    b.click("#dlg-confirm").await;
+    b.wait_js(
+        "!document.querySelector(\"button[data-action='cancel']\")",
+        "override gone",
+    )
+    .await;
+    let live = hub
+        .call(
+            ADMIN_TOKEN,
+            "GET",
+            "/api/v1/overrides?gate=sre-approval",
+            None,
+        )
+        .await;
+    assert_eq!(live["items"], json!([]), "{live}");
+});
+
+browser_test!(viewer_sees_no_action_buttons, |b| {
+    let hub = Hub::start("viewer").await;
+    seed_small(&hub).await;
+    // An override exists, so the viewer would see a cancel button if any.
+    hub.call(
+        ADMIN_TOKEN,
+        "POST",
+        "/api/v1/gates/sre-approval/open",
+        Some(json!({"for": "2h", "reason": "release train"})),
+    )
+    .await;
+    let vic = hub.token("vic", "viewer").await;
+    b.sign_in(&hub.base, &vic).await;
+    assert_eq!(
+        b.eval("document.getElementById('me').dataset.role").await,
+        json!("viewer")
+    );
+    for page in ["#/gates/sre-approval", "#/clusters/prod-eu-1"] {
+        b.route(page).await;
+        b.wait_page(if page.contains("gates") {
+            "gate"
+        } else {
+            "cluster"
+        })
+        .await;
+        b.wait_js(
+            "document.body.textContent.includes('release train')",
+            "override shown",
+        )
+        .await;
+        assert_eq!(
+            b.eval("document.querySelectorAll('[data-action]:is(button)').length")
+                .await,
+            json!(0),
+            "viewer sees action buttons on {page}"
+        );
+    }
+    b.screenshot("viewer-gate").await;
+});
+
+browser_test!(rest_change_appears_live_and_survives_hub_restart, |b| {
+    let mut hub = Hub::start("live").await;
+    seed_small(&hub).await;
+    let alice = hub.token("alice", "operator").await;
+    b.sign_in(&hub.base, &alice).await;
+    b.wait_js(
+        "document.getElementById('live').dataset.state === 'live'",
+        "live stream",
+    )
+    .await;
+    let cell = Browser::cell("sre-approval", "prod-us-1");
+    b.wait_js(&format!("{cell} === 'closed'"), "closed cell")
+        .await;
+    // A marker that a reload would wipe.
+    b.eval("(window.__noReload = 42)").await;
+
+    let open =
+        |reason: &str| json!({"for": "1h", "reason": reason, "clusters": {"names": ["prod-us-1"]}});
+    hub.call(
+        ADMIN_TOKEN,
+        "POST",
+        "/api/v1/gates/sre-approval/open",
+        Some(open("from the CLI")),
+    )
+    .await;
+    b.wait_js(&format!("{cell} === 'open'"), "cell opened live")
+        .await;
+    assert_eq!(
+        b.eval("window.__noReload").await,
+        json!(42),
+        "the page reloaded"
+    );
+    assert_eq!(
+        b.eval(&Browser::cell("sre-approval", "prod-eu-1")).await,
+        json!("closed")
+    );
+
+    // The hub goes away: the page notices and keeps trying.
+    hub.stop().await;
+    b.wait_js(
+        "document.getElementById('live').dataset.state !== 'live'",
+        "stream down",
+    )
+    .await;
+    b.screenshot("live-reconnecting").await;
+    hub.restart("live").await;
+    b.wait_js(
+        "document.getElementById('live').dataset.state === 'live'",
+        "stream back",
+    )
+    .await;
+
+    // Changes after the restart still arrive without a reload.
+    let ovs = hub
+        .call(
+            ADMIN_TOKEN,
+            "GET",
+            "/api/v1/overrides?gate=sre-approval",
+            None,
+        )
+        .await;
+    let id = ovs["items"][0]["id"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_default();
+    hub.call(
+        ADMIN_TOKEN,
+        "DELETE",
+        &format!("/api/v1/overrides/{id}?reason=done"),
+        None,
+    )
+    .await;
+    b.wait_js(
+        &format!("{cell} === 'closed'"),
+        "cell closed live after restart",
+    )
+    .await;
+    hub.call(
+        ADMIN_TOKEN,
+        "POST",
+        "/api/v1/gates/sre-approval/open",
+        Some(open("second")),
+    )
+    .await;
+    b.wait_js(
+        &format!("{cell} === 'open'"),
+        "cell opened live after restart",
+    )
+    .await;
+    assert_eq!(
+        b.eval("window.__noReload").await,
+        json!(42),
+        "the page reloaded"
+    );
+    let _: Value = Value::Null;
+});

@@ -1,0 +1,384 @@
+//! Support for the dashboard browser tests: a real hub process on a fresh
+//! database seeded through REST, and headless Chromium driven through a
+//! chromedriver we spawn, with bounded polling and screenshots.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use fleetgate_tests::{ChildGuard, TestDb, bin_path, free_port, test_db};
+use serde_json::{Value, json};
+
+/// How long any wait for the page may take before the test fails.
+pub const WAIT: Duration = Duration::from_secs(20);
+/// A whole browser test.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(240);
+
+pub const ADMIN_TOKEN: &str = "fga_dashboard-test-admin-secret";
+
+/// Browser tests run one at a time: each starts a Chromium, and two cores
+/// do not run several of them well.
+pub static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// `target/test-output/dashboard/`, created.
+pub fn output_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test> → target
+    let target = exe.ancestors().nth(3).expect("target dir").to_path_buf();
+    let dir = target.join("test-output").join("dashboard");
+    std::fs::create_dir_all(&dir).expect("creating test output dir");
+    dir
+}
+
+/// Chromium and chromedriver, or None (the test is then skipped with a note).
+pub fn browser_binaries() -> Option<(PathBuf, PathBuf)> {
+    let find = |env: &str, names: &[&str]| -> Option<PathBuf> {
+        if let Ok(p) = std::env::var(env) {
+            return Some(PathBuf::from(p));
+        }
+        names.iter().find_map(|n| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join(n))
+                    .find(|p| p.is_file())
+            })
+        })
+    };
+    let chromium = find(
+        "FLEETGATE_CHROMIUM",
+        &["chromium", "chromium-browser", "google-chrome"],
+    )?;
+    let driver = find("FLEETGATE_CHROMEDRIVER", &["chromedriver"])?;
+    Some((chromium, driver))
+}
+
+/// Waits until a TCP port accepts connections.
+async fn wait_port(port: u16, what: &str) {
+    let start = Instant::now();
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(start.elapsed() < WAIT, "{what} did not listen on {port}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A running hub process.
+pub struct Hub {
+    pub child: ChildGuard,
+    pub db: TestDb,
+    pub http_port: u16,
+    pub grpc_port: u16,
+    pub base: String,
+    pub http: reqwest::Client,
+}
+
+impl Hub {
+    /// Starts `fleetgate-hub serve` on a fresh database.
+    pub async fn start(test: &str) -> Hub {
+        let db = test_db().await;
+        let (http_port, grpc_port) = (free_port(), free_port());
+        let child = spawn_hub(&db, http_port, grpc_port, test);
+        let hub = Hub {
+            child,
+            db,
+            http_port,
+            grpc_port,
+            base: format!("http://127.0.0.1:{http_port}"),
+            http: reqwest::Client::new(),
+        };
+        hub.wait_ready().await;
+        hub
+    }
+
+    /// Stops the hub (SIGTERM, then waits for it to exit).
+    pub async fn stop(&mut self) {
+        self.child.terminate();
+        let start = Instant::now();
+        while self.child.0.try_wait().expect("waiting for hub").is_none() {
+            assert!(start.elapsed() < WAIT, "hub did not stop on SIGTERM");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Starts the hub again on the same ports and database.
+    pub async fn restart(&mut self, test: &str) {
+        self.child = spawn_hub(&self.db, self.http_port, self.grpc_port, test);
+        self.wait_ready().await;
+    }
+
+    async fn wait_ready(&self) {
+        let start = Instant::now();
+        loop {
+            if let Ok(r) = self.http.get(format!("{}/readyz", self.base)).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            assert!(start.elapsed() < WAIT, "hub not ready at {}", self.base);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A REST call as `token`; panics on a non-2xx answer.
+    pub async fn call(&self, token: &str, method: &str, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}{path}", self.base);
+        let mut req = self
+            .http
+            .request(method.parse().expect("method"), &url)
+            .bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await.expect("REST request");
+        let status = res.status();
+        let text = res.text().await.unwrap_or_default();
+        assert!(status.is_success(), "{method} {path}: {status}: {text}");
+        if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).expect("JSON answer")
+        }
+    }
+
+    /// Creates an API token with `role`; returns its secret.
+    pub async fn token(&self, name: &str, role: &str) -> String {
+        let r = self
+            .call(
+                ADMIN_TOKEN,
+                "POST",
+                "/api/v1/tokens",
+                Some(json!({"name": name, "role": role})),
+            )
+            .await;
+        r["secret"].as_str().expect("secret").to_string()
+    }
+
+    pub async fn cluster(&self, name: &str, labels: Value) {
+        self.call(
+            ADMIN_TOKEN,
+            "POST",
+            "/api/v1/clusters",
+            Some(json!({"name": name, "labels": labels})),
+        )
+        .await;
+    }
+
+    pub async fn gate(&self, manifest: Value) {
+        self.call(ADMIN_TOKEN, "POST", "/api/v1/gates", Some(manifest))
+            .await;
+    }
+}
+
+fn spawn_hub(db: &TestDb, http_port: u16, grpc_port: u16, test: &str) -> ChildGuard {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(output_dir().join(format!("hub-{test}.log")))
+        .expect("hub log file");
+    let child = Command::new(bin_path("fleetgate-hub"))
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("FLEETGATE_HTTP_ADDR", format!("127.0.0.1:{http_port}"))
+        .env("FLEETGATE_GRPC_ADDR", format!("127.0.0.1:{grpc_port}"))
+        .env("FLEETGATE_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("FLEETGATE_REPLICA_ID", format!("dashboard-{test}"))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("starting fleetgate-hub");
+    ChildGuard(child)
+}
+
+/// The small fleet most tests use: three clusters, an approval gate closed by
+/// default on the two prod clusters, and a fleet-wide Friday freeze.
+pub async fn seed_small(hub: &Hub) {
+    hub.cluster("prod-eu-1", json!({"env": "prod", "region": "eu"}))
+        .await;
+    hub.cluster("prod-us-1", json!({"env": "prod", "region": "us"}))
+        .await;
+    hub.cluster("staging-1", json!({"env": "staging", "region": "eu"}))
+        .await;
+    hub.gate(json!({
+        "apiVersion": "fleetgate.io/v1", "kind": "Gate",
+        "metadata": {"name": "sre-approval"},
+        "spec": {
+            "description": "Production changes only while an SRE has opened the gate.",
+            "clusters": {"selector": {"matchLabels": {"env": "prod"}}},
+            "targets": {"kinds": ["Kustomization", "HelmRelease"]},
+            "default": "closed",
+            "timeZone": "Europe/Berlin"
+        }
+    }))
+    .await;
+    hub.gate(json!({
+        "apiVersion": "fleetgate.io/v1", "kind": "Gate",
+        "metadata": {"name": "no-deploy-friday"},
+        "spec": {
+            "description": "Nothing rolls out from Friday 00:00 until Monday 00:00.",
+            "clusters": {"selector": {}},
+            "default": "open",
+            "timeZone": "Europe/Berlin",
+            "windows": [{"name": "weekend", "kind": "deny", "schedule": "0 0 * * FRI", "duration": "72h"}]
+        }
+    }))
+    .await;
+}
+
+/// Headless Chromium behind a chromedriver we started.
+pub struct Browser {
+    pub client: Client,
+    _driver: ChildGuard,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    pub async fn start(chromium: &Path, driver: &Path) -> Browser {
+        let port = free_port();
+        let driver = ChildGuard(
+            Command::new(driver)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starting chromedriver"),
+        );
+        wait_port(port, "chromedriver").await;
+        let profile = tempfile::tempdir().expect("profile dir");
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--window-size=1400,1000",
+            &format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let caps = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium, "args": args},
+        });
+        let caps = match caps {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("WebDriver session");
+        Browser {
+            client,
+            _driver: driver,
+            _profile: profile,
+        }
+    }
+
+    /// Evaluates a JS expression.
+    pub async fn eval(&self, expr: &str) -> Value {
+        self.client
+            .execute(&format!("return ({expr});"), vec![])
+            .await
+            .unwrap_or_else(|e| panic!("evaluating {expr}: {e}"))
+    }
+
+    /// Polls a JS expression until it is truthy (bounded by [`WAIT`]).
+    pub async fn wait_js(&self, expr: &str, what: &str) {
+        let start = Instant::now();
+        loop {
+            let v = self
+                .client
+                .execute(&format!("return !!({expr});"), vec![])
+                .await;
+            if matches!(v, Ok(Value::Bool(true))) {
+                return;
+            }
+            if start.elapsed() > WAIT {
+                let shot = self.screenshot("failure").await;
+                panic!("timed out waiting for {what} ({expr}); last: {v:?}; screenshot {shot:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until the page has rendered its data.
+    pub async fn wait_page(&self, page: &str) {
+        self.wait_js(
+            &format!(
+                "document.body.dataset.page === '{page}' && document.getElementById('main').dataset.ready === '1'"
+            ),
+            &format!("page {page}"),
+        )
+        .await;
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.wait_js(
+            &format!("document.querySelector({css:?})"),
+            &format!("element {css}"),
+        )
+        .await;
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .expect("element")
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("clicking {css}: {e}"));
+    }
+
+    /// Replaces an input's text.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let el = self.client.find(Locator::Css(css)).await.expect("input");
+        el.clear().await.expect("clear");
+        el.send_keys(text).await.expect("typing");
+    }
+
+    pub async fn goto(&self, url: &str) {
+        self.client.goto(url).await.expect("navigation");
+    }
+
+    /// Sets the hash route without reloading the page.
+    pub async fn route(&self, hash: &str) {
+        self.client
+            .execute(&format!("location.hash = {hash:?};"), vec![])
+            .await
+            .expect("setting hash");
+    }
+
+    pub async fn sign_in(&self, base: &str, token: &str) {
+        self.goto(base).await;
+        self.wait_page("signin").await;
+        self.fill("#token", token).await;
+        self.click("#signin-submit").await;
+        self.wait_page("fleet").await;
+    }
+
+    /// Saves a PNG under the test output dir; returns its path.
+    pub async fn screenshot(&self, name: &str) -> Option<PathBuf> {
+        let png = self.client.screenshot().await.ok()?;
+        let path = output_dir().join(format!("{name}.png"));
+        std::fs::write(&path, png).ok()?;
+        Some(path)
+    }
+
+    /// The state shown in the grid cell of `gate` on `cluster`.
+    pub fn cell(gate: &str, cluster: &str) -> String {
+        format!(
+            "document.querySelector('td[data-gate=\"{gate}\"][data-cluster=\"{cluster}\"]')?.dataset.state"
+        )
+    }
+
+    pub async fn close(self) {
+        let _ = self.client.close().await;
+    }
+}
