@@ -65,6 +65,24 @@ impl Ctx<'_> {
     }
 }
 
+/// Request bodies this server decodes; protobuf (which kubectl's typed generators such
+/// as `kubectl create configmap` send for built-in kinds) is not among them.
+fn check_body_type(ctx: &Ctx<'_>) -> Result<bool> {
+    let ct = ctx.content_type();
+    match ct.as_str() {
+        "application/json" | "" | "*/*" => Ok(false),
+        "application/yaml" => Ok(true),
+        _ => Err(Error::api(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json, application/yaml"
+                .into(),
+            None,
+        )),
+    }
+}
+
 fn parse_body(body: &Bytes, yaml: bool) -> Result<Value> {
     if yaml {
         serde_yaml::from_slice(body)
@@ -96,7 +114,7 @@ pub fn create(
     ns: Option<&str>,
     body: &Bytes,
 ) -> Result<Response> {
-    let yaml = ctx.content_type().contains("yaml");
+    let yaml = check_body_type(ctx)?;
     let obj = parse_body(body, yaml)?;
     let out = ops::create(ctx.cluster, rt, ns, obj, &ctx.opts()?, Track::Update)?;
     Ok(respond(StatusCode::CREATED, out))
@@ -110,7 +128,7 @@ pub fn update(
     status: bool,
     body: &Bytes,
 ) -> Result<Response> {
-    let yaml = ctx.content_type().contains("yaml");
+    let yaml = check_body_type(ctx)?;
     let obj = parse_body(body, yaml)?;
     let sub = if status { Sub::Status } else { Sub::Main };
     let ns = ns.unwrap_or_default();
