@@ -49,7 +49,7 @@ pub struct ObservedObject {
     /// specific first: for a HelmRelease the HelmChart Flux generates for it comes
     /// before the repository it is built from.
     pub source_refs: Vec<ObjectKey>,
-    /// `status.lastAppliedRevision` (falling back to `lastAttemptedRevision`).
+    /// The revision last applied (see `last_applied`).
     pub last_applied_revision: Option<String>,
     /// `status.artifact.revision` (sources only).
     pub artifact_revision: Option<String>,
@@ -81,8 +81,7 @@ impl ObservedObject {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
             suspended_by,
-            last_applied_revision: str_at(data, "/status/lastAppliedRevision")
-                .or_else(|| str_at(data, "/status/lastAttemptedRevision")),
+            last_applied_revision: last_applied(kind, data),
             artifact_revision: str_at(data, "/status/artifact/revision"),
         }
     }
@@ -91,6 +90,17 @@ impl ObservedObject {
     pub fn suspended_by_human(&self) -> bool {
         self.suspended && self.suspended_by.is_none()
     }
+}
+
+/// Kustomization: `status.lastAppliedRevision`. HelmRelease v2 has none: the
+/// deployed chart version is `status.history[0].chartVersion` (the attempted
+/// one may have failed). Both fall back to `lastAttemptedRevision`.
+fn last_applied(kind: FluxKind, data: &Value) -> Option<String> {
+    let applied = match kind {
+        FluxKind::HelmRelease => str_at(data, "/status/history/0/chartVersion"),
+        _ => str_at(data, "/status/lastAppliedRevision"),
+    };
+    applied.or_else(|| str_at(data, "/status/lastAttemptedRevision"))
 }
 
 fn str_at(data: &Value, pointer: &str) -> Option<String> {
@@ -212,7 +222,7 @@ mod tests {
                 "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
                 "metadata": {"name": "web", "namespace": "apps"},
                 "spec": {"chartRef": {"kind": "OCIRepository", "name": "web-chart"}},
-                "status": {"lastAttemptedRevision": "1.2.3"}
+                "status": {"lastAttemptedRevision": "1.2.4", "history": [{"chartVersion": "1.2.3"}]}
             })),
         );
         assert_eq!(

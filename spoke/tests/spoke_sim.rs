@@ -6,6 +6,7 @@
 mod support;
 
 use chrono::Utc;
+use fleetgate_proto::v1 as pb;
 use fleetgate_spoke::{WithoutSnapshot, annotations};
 use kube::api::{Api, ListParams};
 use support::*;
@@ -513,5 +514,114 @@ async fn a_concurrent_human_edit_is_never_overwritten() {
         "{metrics}"
     );
     spoke.stop().await;
+    cluster.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_releases_are_suspended_held_and_their_repositories_frozen() {
+    let cluster = start_cluster().await;
+    create(&cluster, helm_repository("charts")).await;
+    create(&cluster, helm_release("web", "charts")).await;
+    create(&cluster, helm_release("db", "charts")).await;
+    push_kind(&cluster, "HelmRepository", "charts", "1.0.0").await;
+    wait_for(
+        &cluster.client,
+        "HelmRelease",
+        "web",
+        "1.0.0 deployed",
+        |o| status_str(o, "/status/history/0/chartVersion") == Some("1.0.0"),
+    )
+    .await;
+
+    // suspend mode on `web` only (by name), freezeSources on every HelmRelease.
+    let web_gate = pb::GateRule {
+        name: "web-window".into(),
+        version: 1,
+        manifest_json: serde_json::json!({
+            "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "web-window"},
+            "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["HelmRelease"], "names": ["web"]}, "default": "closed"}
+        })
+        .to_string(),
+    };
+    let mut hub = FakeHub::start().await;
+    hub.set(snapshot(1, vec![web_gate.clone()], vec![]));
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
+    wait_for(&cluster.client, "HelmRelease", "web", "suspended", |o| {
+        suspended(o) && annotation(o, MARK) == Some("web-window")
+    })
+    .await;
+    push_kind(&cluster, "HelmRepository", "charts", "1.1.0").await;
+    // `db` is not governed and upgrades; `web` is held.
+    wait_for(
+        &cluster.client,
+        "HelmRelease",
+        "db",
+        "1.1.0 deployed",
+        |o| status_str(o, "/status/history/0/chartVersion") == Some("1.1.0"),
+    )
+    .await;
+    let report = hub
+        .report_where("web held", |r| {
+            r.objects.iter().any(|o| o.name == "web" && o.held)
+        })
+        .await;
+    let web = report.objects.iter().find(|o| o.name == "web").unwrap();
+    assert_eq!(
+        (
+            web.last_applied_revision.as_str(),
+            web.newest_source_revision.as_str()
+        ),
+        ("1.0.0", "1.1.0")
+    );
+    assert!(
+        report.objects.iter().all(|o| o.name != "db"),
+        "db is not governed"
+    );
+
+    // Replace with a freezeSources gate over every HelmRelease: web resumes and
+    // upgrades to 1.1.0, the repository is frozen, so 1.2.0 waits for both.
+    hub.set(snapshot(
+        2,
+        vec![gate(
+            "helm-freeze",
+            "freezeSources",
+            &["HelmRelease"],
+            "closed",
+        )],
+        vec![],
+    ));
+    wait_for(&cluster.client, "HelmRepository", "charts", "frozen", |o| {
+        suspended(o) && annotation(o, MARK) == Some("helm-freeze")
+    })
+    .await;
+    wait_for(
+        &cluster.client,
+        "HelmRelease",
+        "web",
+        "resumed and upgraded",
+        |o| !suspended(o) && status_str(o, "/status/history/0/chartVersion") == Some("1.1.0"),
+    )
+    .await;
+    push_kind(&cluster, "HelmRepository", "charts", "1.2.0").await;
+    hub.set(snapshot(
+        3,
+        vec![gate(
+            "helm-freeze",
+            "freezeSources",
+            &["HelmRelease"],
+            "open",
+        )],
+        vec![],
+    ));
+    wait_for(
+        &cluster.client,
+        "HelmRelease",
+        "db",
+        "1.2.0 after the thaw",
+        |o| status_str(o, "/status/history/0/chartVersion") == Some("1.2.0"),
+    )
+    .await;
+    spoke.stop().await;
+    hub.stop().await;
     cluster.sim.shutdown().await;
 }

@@ -327,6 +327,22 @@ pub fn kustomization(name: &str, source: &str, suspend: bool) -> Value {
     })
 }
 
+pub fn helm_repository(name: &str) -> Value {
+    json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"interval": "1m", "url": format!("https://charts.example.com/{name}")}
+    })
+}
+
+pub fn helm_release(name: &str, repo: &str) -> Value {
+    json!({
+        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"interval": "1m", "chart": {"spec": {"chart": name, "sourceRef": {"kind": "HelmRepository", "name": repo}}}}
+    })
+}
+
 pub async fn create(cluster: &Cluster, obj: Value) {
     cluster
         .sim
@@ -340,9 +356,13 @@ pub fn revision(n: u32) -> String {
 }
 
 pub async fn push(cluster: &Cluster, repo: &str, rev: &str) {
+    push_kind(cluster, "GitRepository", repo, rev).await;
+}
+
+pub async fn push_kind(cluster: &Cluster, kind: &str, name: &str, rev: &str) {
     cluster
         .sim
-        .push_revision(CLUSTER, "GitRepository", NS, repo, rev)
+        .push_revision(CLUSTER, kind, NS, name, rev)
         .await
         .expect("push");
 }
