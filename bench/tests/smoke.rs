@@ -47,16 +47,16 @@ async fn tiny_run_measures_every_phase() {
         assert_eq!(s.hub_flip_all.samples, 2);
         assert!(s.hub_rss_kib > 0);
     }
-    let storm = report.storm.expect("storm measured");
+    let storm = report.storm.clone().expect("storm measured");
     assert_eq!(
         storm.resync.samples, 20,
         "every spoke re-synced after the restart"
     );
     assert!(storm.max_attempts >= 1);
-    let ingest = report.ingest.expect("ingest measured");
+    let ingest = report.ingest.clone().expect("ingest measured");
     assert!(ingest.rounds >= 2 && ingest.objects_per_second > 0.0);
     assert_eq!(ingest.durable.samples, ingest.rounds * 5);
-    let spoke = report.spoke.expect("spoke measured");
+    let spoke = report.spoke.clone().expect("spoke measured");
     assert!(spoke.reported_objects > 0 && spoke.rss_kib > 0);
     let table = report.table();
     assert!(table.contains("reconnect storm, 20 spokes"), "{table}");
