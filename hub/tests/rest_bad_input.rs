@@ -432,3 +432,34 @@ async fn yaml_gate_bodies_are_accepted() {
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
     assert_eq!(r.body["error"]["field"], "spec.windows[0].schedule");
 }
+
+#[tokio::test]
+async fn framework_rejections_are_json_too() {
+    let hub = Hub::new().await;
+    // A path segment that is not UTF-8: axum's Path rejection, rewritten.
+    let r = hub
+        .call(Method::GET, "/api/v1/gates/%FF", Some(&hub.admin), None)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.body["error"]["code"], "bad_request", "{}", r.text);
+
+    // A request slower than the timeout: 408 with a JSON body. A zero timeout
+    // fires as soon as the handler waits for the database.
+    let state = fleetgate_hub::AppState {
+        timeout: std::time::Duration::ZERO,
+        ..fleetgate_hub::AppState::new(hub.service.clone(), fleetgate_hub::metrics::Metrics::new())
+    };
+    let app = fleetgate_hub::app(state);
+    let req = axum::http::Request::get("/api/v1/gates")
+        .header("authorization", format!("Bearer {}", hub.admin))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    use tower::ServiceExt as _;
+    let resp = app.oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::REQUEST_TIMEOUT);
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body["error"]["code"], "timeout");
+}
