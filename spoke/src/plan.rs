@@ -186,9 +186,13 @@ impl<'a> Planner<'a> {
             return (step, None);
         }
         let (last_applied, newest) = self.revisions(obj);
-        let blocked_here = !closed.is_empty() && obj.suspended_by.is_some();
-        let blocked_upstream = via_sources.iter().any(|&i| !self.gates[i].open);
-        let held = (blocked_here || blocked_upstream)
+        // Held: fleetgate suspended this object and its source has moved on. A
+        // consumer behind a frozen source is not held by that: it still applies
+        // whatever its source has; what the frozen source has not fetched is not
+        // visible in the cluster.
+        let held = !closed.is_empty()
+            && obj.suspended
+            && obj.suspended_by.is_some()
             && newest.is_some()
             && newest != last_applied
             && !obj.key.kind.is_source();
@@ -459,6 +463,22 @@ mod tests {
         // A human's suspend is not held by a gate.
         k.suspended_by = None;
         assert!(!plan(&gates, &[k, git("repo", "r2")]).report[0].held);
+    }
+
+    #[test]
+    fn consumer_behind_a_frozen_source_is_not_held() {
+        let mut k = ks("apps", "repo");
+        k.last_applied_revision = Some("r1".into());
+        let gates = [gate(
+            "f",
+            Mode::FreezeSources,
+            &[FluxKind::Kustomization],
+            false,
+        )];
+        let p = plan(&gates, &[k, git("repo", "r2")]);
+        let apps = p.report.iter().find(|r| r.key.name == "apps").unwrap();
+        assert_eq!(apps.gates, vec!["f"]);
+        assert!(!apps.held, "not suspended: it applies r2 by itself");
     }
 
     #[test]
