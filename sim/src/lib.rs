@@ -14,6 +14,7 @@ mod kubeconfig;
 mod managed;
 mod ops;
 mod patch;
+mod protobuf;
 pub mod rbac;
 mod schema;
 mod selectors;

@@ -354,3 +354,88 @@ spec: {interval: 5, prune: true, sourceRef: {kind: Foo, name: x}}
     );
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn imperative_create_of_builtin_kinds_sends_protobuf() {
+    let sim = start_default().await;
+    let k = Kubectl::new(&sim);
+    k.ok(&["create", "namespace", "team-x"]).await;
+    k.ok(&[
+        "-n",
+        "team-x",
+        "create",
+        "configmap",
+        "cfg",
+        "--from-literal=a=b",
+    ])
+    .await;
+    k.ok(&[
+        "-n",
+        "team-x",
+        "create",
+        "secret",
+        "generic",
+        "tok",
+        "--from-literal=token=s3cr3t",
+    ])
+    .await;
+    k.ok(&["-n", "team-x", "create", "serviceaccount", "spoke"])
+        .await;
+    k.ok(&[
+        "-n",
+        "team-x",
+        "create",
+        "role",
+        "r",
+        "--verb=get,patch",
+        "--resource=kustomizations.kustomize.toolkit.fluxcd.io",
+    ])
+    .await;
+    k.ok(&[
+        "-n",
+        "team-x",
+        "create",
+        "rolebinding",
+        "rb",
+        "--role=r",
+        "--serviceaccount=team-x:spoke",
+    ])
+    .await;
+
+    assert_eq!(
+        get(&sim, "v1", "Namespace", "", "team-x").unwrap()["status"]["phase"],
+        "Active"
+    );
+    assert_eq!(
+        get(&sim, "v1", "ConfigMap", "team-x", "cfg").unwrap()["data"]["a"],
+        "b"
+    );
+    assert_eq!(
+        get(&sim, "v1", "Secret", "team-x", "tok").unwrap()["data"]["token"],
+        "czNjcjN0"
+    );
+    assert!(get(&sim, "v1", "ServiceAccount", "team-x", "spoke").is_some());
+    let role = get(&sim, "rbac.authorization.k8s.io/v1", "Role", "team-x", "r").unwrap();
+    assert_eq!(
+        role["rules"][0]["verbs"],
+        serde_json::json!(["get", "patch"])
+    );
+    assert_eq!(
+        role["rules"][0]["apiGroups"],
+        serde_json::json!(["kustomize.toolkit.fluxcd.io"])
+    );
+    let rb = get(
+        &sim,
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "team-x",
+        "rb",
+    )
+    .unwrap();
+    assert_eq!(
+        rb["subjects"][0],
+        serde_json::json!({"kind": "ServiceAccount", "name": "spoke", "namespace": "team-x"})
+    );
+    assert_eq!(rb["roleRef"]["name"], "r");
+    sim.shutdown().await;
+}

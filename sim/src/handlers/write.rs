@@ -65,19 +65,25 @@ impl Ctx<'_> {
     }
 }
 
-/// Request bodies this server decodes; protobuf (which kubectl's typed generators such
-/// as `kubectl create configmap` send for built-in kinds) is not among them.
-fn check_body_type(ctx: &Ctx<'_>) -> Result<bool> {
-    let ct = ctx.content_type();
-    match ct.as_str() {
-        "application/json" | "" | "*/*" => Ok(false),
-        "application/yaml" => Ok(true),
+/// Decodes a create/update body: JSON, YAML, or (built-in kinds only, as kubectl's typed
+/// generators such as `kubectl create configmap` send it) Kubernetes protobuf.
+fn decode_body(ctx: &Ctx<'_>, rt: &ResourceType, body: &Bytes) -> Result<Value> {
+    match ctx.content_type().as_str() {
+        "application/json" | "" | "*/*" => parse_body(body, false),
+        "application/yaml" => parse_body(body, true),
+        "application/vnd.kubernetes.protobuf" if !rt.custom => crate::protobuf::decode(body),
         _ => Err(Error::api(
             415,
             "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: \
-             application/json, application/yaml"
-                .into(),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: \
+                 application/json, application/yaml{}",
+                if rt.custom {
+                    ""
+                } else {
+                    ", application/vnd.kubernetes.protobuf"
+                }
+            ),
             None,
         )),
     }
@@ -88,12 +94,8 @@ fn parse_body(body: &Bytes, yaml: bool) -> Result<Value> {
         serde_yaml::from_slice(body)
             .map_err(|e| Error::bad_request(format!("error decoding YAML: {e}")))
     } else {
-        serde_json::from_slice(body).map_err(|e| {
-            Error::bad_request(format!(
-                "Object 'Kind' is missing in '{}': {e}",
-                String::from_utf8_lossy(body)
-            ))
-        })
+        serde_json::from_slice(body)
+            .map_err(|e| Error::bad_request(format!("error decoding JSON: {e}")))
     }
 }
 
@@ -114,8 +116,7 @@ pub fn create(
     ns: Option<&str>,
     body: &Bytes,
 ) -> Result<Response> {
-    let yaml = check_body_type(ctx)?;
-    let obj = parse_body(body, yaml)?;
+    let obj = decode_body(ctx, rt, body)?;
     let out = ops::create(ctx.cluster, rt, ns, obj, &ctx.opts()?, Track::Update)?;
     Ok(respond(StatusCode::CREATED, out))
 }
@@ -128,8 +129,7 @@ pub fn update(
     status: bool,
     body: &Bytes,
 ) -> Result<Response> {
-    let yaml = check_body_type(ctx)?;
-    let obj = parse_body(body, yaml)?;
+    let obj = decode_body(ctx, rt, body)?;
     let sub = if status { Sub::Status } else { Sub::Main };
     let ns = ns.unwrap_or_default();
     let out = ops::update(
