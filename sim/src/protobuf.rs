@@ -222,7 +222,7 @@ fn message(b: &[u8], schema: &[F]) -> Result<Value> {
         let name = name.to_string();
         match (t, w) {
             // Go's JSON omits empty optional strings (`omitempty`); so does this.
-            (T::Str, Wire::Bytes(b)) if b.is_empty() => {}
+            (T::Str, Wire::Bytes([])) => {}
             (T::Str, Wire::Bytes(b)) => {
                 out.insert(name, json!(text(b)?));
             }
