@@ -625,3 +625,52 @@ async fn helm_releases_are_suspended_held_and_their_repositories_frozen() {
     hub.stop().await;
     cluster.sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reports_its_clock_offset_and_reconnects_with_the_held_revision() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+    // The hub's clock runs an hour ahead: the spoke's offset is about -1 h.
+    let mut hub = FakeHub::start_skewed(chrono::Duration::hours(1)).await;
+    hub.set(snapshot(
+        3,
+        vec![gate("g", "suspend", &["Kustomization"], "open")],
+        vec![],
+    ));
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
+    let report = hub
+        .report_where("revision 3 with an offset", |r| {
+            r.revision == 3 && r.clock_offset_ms != 0
+        })
+        .await;
+    let hour_ms = 3_600_000;
+    assert!(
+        (report.clock_offset_ms + hour_ms).abs() < 60_000,
+        "offset {} ms, expected about -{hour_ms}",
+        report.clock_offset_ms
+    );
+    assert_eq!(report.objects.len(), 1);
+    assert_eq!(report.objects[0].gates, vec!["g"]);
+    let metrics = spoke.ctx().metrics.render();
+    assert!(
+        metrics.contains("fleetgate_spoke_hub_connected 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("fleetgate_spoke_snapshot_revision 3"),
+        "{metrics}"
+    );
+
+    // The hub restarts (same address): the spoke reconnects and its Hello
+    // carries the revision it holds, so the hub can skip a redundant snapshot.
+    let addr = hub.addr;
+    hub.stop().await;
+    let hub2 = FakeHub::start_at(addr).await;
+    let hello = hub2.wait_hello().await;
+    assert_eq!(hello.revision, 3, "Hello carries the held revision");
+    assert_eq!(hello.cluster, CLUSTER);
+    spoke.stop().await;
+    hub2.stop().await;
+    cluster.sim.shutdown().await;
+}

@@ -44,9 +44,12 @@ pub struct Seen {
 
 #[derive(Clone)]
 struct HubService {
+    /// Added to the hub's clock in `hub_time` (simulates clock skew).
+    skew: chrono::Duration,
     snapshot: watch::Receiver<Option<pb::Snapshot>>,
     reports: mpsc::UnboundedSender<pb::StatusReport>,
     seen: Arc<Mutex<Seen>>,
+    hello: Arc<watch::Sender<Option<pb::Hello>>>,
 }
 
 type HubStream = Pin<Box<dyn Stream<Item = Result<pb::HubMessage, Status>> + Send>>;
@@ -77,6 +80,7 @@ impl SpokeService for HubService {
             _ => return Err(Status::invalid_argument("first message must be a Hello")),
         };
         self.seen.lock().await.hellos.push(hello.clone());
+        self.hello.send_replace(Some(hello.clone()));
         let reports = self.reports.clone();
         tokio::spawn(async move {
             while let Ok(Some(msg)) = inbound.message().await {
@@ -87,6 +91,7 @@ impl SpokeService for HubService {
         });
         let mut snapshot = self.snapshot.clone();
         let held = hello.revision;
+        let skew = self.skew;
         let stream = async_stream_snapshots(move |tx| async move {
             loop {
                 let current = snapshot.borrow_and_update().clone();
@@ -94,7 +99,7 @@ impl SpokeService for HubService {
                     && s.revision != held
                 {
                     let mut s = s;
-                    s.hub_time = Some(to_timestamp(Utc::now()));
+                    s.hub_time = Some(to_timestamp(Utc::now() + skew));
                     if tx
                         .send(Ok(pb::HubMessage {
                             msg: Some(hub_message::Msg::Snapshot(s)),
@@ -131,18 +136,37 @@ pub struct FakeHub {
     snapshot: watch::Sender<Option<pb::Snapshot>>,
     pub reports: mpsc::UnboundedReceiver<pb::StatusReport>,
     pub seen: Arc<Mutex<Seen>>,
+    hello_rx: watch::Receiver<Option<pb::Hello>>,
     shutdown: CancellationToken,
     server: tokio::task::JoinHandle<()>,
 }
 
 impl FakeHub {
     pub async fn start() -> FakeHub {
+        Self::start_skewed(chrono::Duration::zero()).await
+    }
+
+    /// A hub whose clock is `skew` ahead of the machine's.
+    pub async fn start_skewed(skew: chrono::Duration) -> FakeHub {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::serve(listener, skew)
+    }
+
+    /// A hub on a given address (to stand in for a restarted hub).
+    pub async fn start_at(addr: SocketAddr) -> FakeHub {
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        Self::serve(listener, chrono::Duration::zero())
+    }
+
+    fn serve(listener: tokio::net::TcpListener, skew: chrono::Duration) -> FakeHub {
         let addr = listener.local_addr().unwrap();
         let (snapshot, snapshot_rx) = watch::channel(None);
         let (reports_tx, reports) = mpsc::unbounded_channel();
         let seen = Arc::new(Mutex::new(Seen::default()));
+        let (hello, hello_rx) = watch::channel(None);
         let service = HubService {
+            hello: Arc::new(hello),
+            skew,
             snapshot: snapshot_rx,
             reports: reports_tx,
             seen: seen.clone(),
@@ -163,6 +187,7 @@ impl FakeHub {
             snapshot,
             reports,
             seen,
+            hello_rx,
             shutdown,
             server,
         }
@@ -194,6 +219,16 @@ impl FakeHub {
         tokio::time::timeout(WAIT, fut)
             .await
             .unwrap_or_else(|_| panic!("timed out waiting for a report: {what}"))
+    }
+
+    /// Waits for a spoke's Hello.
+    pub async fn wait_hello(&self) -> pb::Hello {
+        let mut rx = self.hello_rx.clone();
+        let hello = tokio::time::timeout(WAIT, rx.wait_for(|h| h.is_some()))
+            .await
+            .expect("a Hello")
+            .expect("hub running");
+        hello.clone().expect("checked")
     }
 
     /// Stops the server and closes every stream (the hub is gone).
