@@ -7,6 +7,7 @@ mod apply;
 mod cluster;
 pub mod crd;
 mod error;
+mod events;
 mod fields;
 pub mod flux;
 mod handlers;

@@ -439,3 +439,52 @@ async fn imperative_create_of_builtin_kinds_sends_protobuf() {
     assert_eq!(rb["roleRef"]["name"], "r");
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn recorder_events_show_in_describe_and_get_events() {
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let sim = start_default().await;
+    sim.seed_fleet(3).await.unwrap();
+    let client = common::client(&sim).await;
+    let recorder = Recorder::new(
+        client,
+        Reporter {
+            controller: "fleetgate-spoke".into(),
+            instance: Some("spoke-0".into()),
+        },
+    );
+    let obj = get(&sim, KS, "Kustomization", "flux-system", "infra-000").unwrap();
+    let reference = k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some(KS.into()),
+        kind: Some("Kustomization".into()),
+        name: Some("infra-000".into()),
+        namespace: Some("flux-system".into()),
+        uid: obj["metadata"]["uid"].as_str().map(String::from),
+        ..Default::default()
+    };
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "GateClosed".into(),
+        note: Some("suspended by gate no-deploy-friday".into()),
+        action: "Suspend".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    // A repeat is patched into the same Event (series), not created again.
+    recorder.publish(&event, &reference).await.unwrap();
+
+    let k = Kubectl::new(&sim);
+    let described = k
+        .ok(&["describe", "ks", "infra-000", "-n", "flux-system"])
+        .await;
+    let events = described.split("Events:").nth(1).unwrap_or_default();
+    assert!(
+        events.contains("GateClosed") && events.contains("suspended by gate no-deploy-friday"),
+        "{described}"
+    );
+    let listed = k
+        .ok(&["get", "events", "-n", "flux-system", "-o", "name"])
+        .await;
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    sim.shutdown().await;
+}

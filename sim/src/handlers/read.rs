@@ -15,6 +15,7 @@ use super::{Params, table};
 use crate::cluster::Cluster;
 use crate::crd::ResourceType;
 use crate::error::{Error, Result};
+use crate::events;
 use crate::selectors::{FieldSelector, LabelSelector};
 
 pub fn wants_table(headers: &HeaderMap) -> bool {
@@ -95,8 +96,16 @@ pub fn select(
     cluster.store.with(|s| {
         let after = start.as_ref().map(|(_, n, m)| (n.clone(), m.clone()));
         let rv = start.as_ref().map_or(s.current_rv(), |(rv, _, _)| *rv);
-        let all: Vec<Arc<Value>> = s
-            .list(&rt.key(), ns, after.as_ref())
+        let mut all = s.list(&rt.key(), ns, after.as_ref());
+        if let Some(twin) = events::twin_key(rt) {
+            all.extend(
+                s.list(twin, ns, after.as_ref())
+                    .iter()
+                    .map(|o| events::convert(rt, o)),
+            );
+            all.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
+        }
+        let all: Vec<Arc<Value>> = all
             .into_iter()
             .filter(|o| labels.matches(o) && fields.matches(o))
             .collect();
@@ -113,6 +122,14 @@ pub fn select(
             remaining: (rest > 0 && !filtered).then_some(rest),
         })
     })
+}
+
+fn sort_key(o: &Value) -> (&str, &str) {
+    let m = &o["metadata"];
+    (
+        m["namespace"].as_str().unwrap_or_default(),
+        m["name"].as_str().unwrap_or_default(),
+    )
 }
 
 fn labels_or_fields(params: &Params) -> bool {
