@@ -3,7 +3,7 @@
 // no buttons (the API would refuse them anyway: 403).
 
 import { api, enc, ApiError } from './api.js';
-import { h, replace, toast } from './dom.js';
+import { h, replace, toast, fmtTime } from './dom.js';
 
 /**
  * Shows the confirmation dialog. fields: {duration: {value, required, hint}}
@@ -60,7 +60,7 @@ export function gateActions(gate, ctx, { cluster, count, after } = {}) {
     duration: { value: '1h', required: true },
     onConfirm: async ({ duration, reason }) => {
       const o = await api(`/api/v1/gates/${enc(gate)}/open`, { method: 'POST', body: { for: duration, reason, clusters } });
-      toast(`Gate ${gate} opened ${cluster ? `on ${cluster} ` : ''}until ${new Date(o.expiresAt).toLocaleTimeString()}`, 'good');
+      toast(`Gate ${gate} opened ${cluster ? `on ${cluster} ` : ''}until ${fmtTime(o.expiresAt)}`, 'good');
       await after?.();
     },
   });

@@ -44,14 +44,23 @@ export function replace(el, ...children) {
 const viewerZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
 export { viewerZone };
 
+// Formatters are costly to build; the fleet grid formats thousands of times.
+const formatters = new Map();
+
 /** "Tue 24 Nov, 14:05" in `zone` (default the viewer's). */
 export function fmtTime(iso, zone) {
   if (!iso) return '—';
   const d = iso instanceof Date ? iso : new Date(iso);
-  return new Intl.DateTimeFormat(undefined, {
-    weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit',
-    hourCycle: 'h23', timeZone: zone || viewerZone,
-  }).format(d);
+  const tz = zone || viewerZone;
+  let f = formatters.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat(undefined, {
+      weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit',
+      hourCycle: 'h23', timeZone: tz,
+    });
+    formatters.set(tz, f);
+  }
+  return f.format(d);
 }
 
 /** "in 3 h 20 min" / "5 min ago". */
@@ -70,7 +79,7 @@ export function relTime(iso, now = Date.now()) {
 
 /** A status badge: icon + word, so colour is never the only cue. */
 export function badge(kind, text) {
-  const icons = { open: '✓', closed: '✕', held: '⏸', offline: '⚠', online: '●', info: 'ℹ' };
+  const icons = { open: '✓', closed: '✕', held: '‖', offline: '⚠', online: '●', info: 'ℹ' };
   return h('span', { class: `badge ${kind}` }, h('span', { class: 'icon', 'aria-hidden': 'true' }, icons[kind] || ''), ' ', text);
 }
 

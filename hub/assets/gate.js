@@ -60,7 +60,7 @@ function draw(main, ctx, d, refresh) {
 
 function transitions(d) {
   const list = d.preview.transitions.slice(0, 8);
-  if (!list.length) return h('p', {}, `No change in the next 7 days: ${d.preview.initial.state} (${d.preview.initial.reason}).`);
+  if (!list.length) return h('p', {}, `No change in the next 7 days — ${d.preview.initial.state}: ${d.preview.initial.reason}.`);
   return h('table', { class: 'plain' },
     h('thead', {}, h('tr', {}, h('th', {}, `When (${d.timeZone})`), h('th', {}, `When (you, ${viewerZone})`), h('th', {}, 'Becomes'), h('th', {}, 'Why'))),
     h('tbody', {}, ...list.map((t) => h('tr', {},

@@ -50,7 +50,8 @@ export function timeline({ preview, overrides, gateZone, from, to }) {
     svg.append(s('g', { class: `band override ${o.state}` },
       s('title', {}, `${o.state} by ${o.actor}: ${o.reason}\n${fmt(start, gateZone)} – ${o.expiresAt ? fmt(end, gateZone) : 'until cancelled'}`),
       s('rect', { x: x0, y: 84, width: w, height: 20, rx: 2 }),
-      w > 80 ? s('text', { x: x0 + 4, y: 98, class: 'band-name' }, clip(`${o.state} · ${o.actor}`, w / 6.5)) : null));
+      w > 80 ? s('text', { x: x0 + 4, y: 98, class: 'band-name' }, clip(`${o.state} · ${o.actor}`, w / 6.5))
+        : s('text', { x: x0 + w + 4, y: 98, class: 'band-name outside' }, `${o.state} · ${o.actor}`)));
   }
 
   ticks(svg, t0, t1, x, gateZone, 30, 'top', `${gateZone} (gate)`);
@@ -88,7 +89,8 @@ function ticks(svg, t0, t1, x, zone, y, side, label) {
   for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
     if (parts.format(new Date(t)) !== '00:00') continue;
     const xx = x(t);
-    svg.append(s('line', { x1: xx, x2: xx, y1: side === 'top' ? y + 4 : 40, y2: side === 'top' ? 108 : y - 10, class: `tick ${side}` }),
-      s('text', { x: xx + 3, y, class: 'tick-label' }, day.format(new Date(t))));
+    svg.append(s('line', { x1: xx, x2: xx, y1: side === 'top' ? y + 4 : 40, y2: side === 'top' ? 108 : y - 10, class: `tick ${side}` }));
+    // No label where it would be cut off at the right edge.
+    if (xx < W - 50) svg.append(s('text', { x: xx + 3, y, class: 'tick-label' }, day.format(new Date(t))));
   }
 }

@@ -114,10 +114,14 @@ browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
         json!("open")
     );
     let title = b
-        .eval("document.querySelector('td[data-gate=\"sre-approval\"][data-cluster=\"prod-eu-1\"]').title")
+        .eval(
+            "(c => (c.dispatchEvent(new MouseEvent('mouseover', {bubbles: true})), c.title))\
+             (document.querySelector('td[data-gate=\"sre-approval\"][data-cluster=\"prod-eu-1\"]'))",
+        )
         .await;
     assert!(
-        title.as_str().unwrap_or_default().contains("Next change"),
+        title.as_str().unwrap_or_default().contains("Next change")
+            && title.as_str().unwrap_or_default().contains("CHG-1234"),
         "hover text: {title}"
     );
 

@@ -3,7 +3,7 @@
 //! gate's page (rules in words, 7-day preview, overrides, clusters in scope).
 //! They only compose service-layer reads.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -43,6 +43,8 @@ pub struct Cell {
     pub state: String,
     pub reason: String,
     pub next_transition: Option<DateTime<Utc>>,
+    /// Reported objects governed by this gate with a change waiting.
+    pub held: u32,
 }
 
 /// A row of the grid.
@@ -71,6 +73,17 @@ pub struct FleetGrid {
     pub overrides: usize,
 }
 
+/// Held objects per (cluster, gate) (viewer).
+async fn held_by_gate(service: &Service, actor: &Actor) -> Result<HashMap<(String, String), u32>> {
+    actor.require(Role::Viewer)?;
+    let mut conn = service.pool().acquire().await?;
+    let rows = crate::db::status::held_by_gate(&mut conn).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(c, g, n)| ((c, g), u32::try_from(n).unwrap_or(u32::MAX)))
+        .collect())
+}
+
 /// Every registered cluster (the REST list, all pages).
 async fn all_clusters(service: &Service, actor: &Actor) -> Result<Vec<Cluster>> {
     let mut out = Vec::new();
@@ -93,6 +106,7 @@ pub async fn fleet(
 ) -> Result<Json<FleetGrid>> {
     let view = s.service.fleet_view(&actor).await?;
     let clusters = all_clusters(&s.service, &actor).await?;
+    let held = held_by_gate(&s.service, &actor).await?;
     let mut gates: Vec<String> = view.gates.keys().map(|(g, _)| g.clone()).collect();
     gates.dedup();
     // Gates without any cluster in scope still get a column.
@@ -117,6 +131,7 @@ pub async fn fleet(
                         state: e.state.to_string(),
                         reason: e.reason.clone(),
                         next_transition: e.next_transition,
+                        held: held.get(&(c.name.clone(), g.clone())).copied().unwrap_or(0),
                     })
                 })
                 .collect();
@@ -146,6 +161,7 @@ pub async fn fleet(
 pub struct ScopedCluster {
     pub name: String,
     pub connected: bool,
+    /// Reported objects governed by this gate with a change waiting.
     pub held: u32,
     pub state: String,
     pub reason: String,
@@ -196,6 +212,7 @@ pub async fn gate(
         .await?
         .items;
     let view = s.service.fleet_view(&actor).await?;
+    let held = held_by_gate(&s.service, &actor).await?;
     let clusters = view
         .gates
         .iter()
@@ -203,7 +220,7 @@ pub async fn gate(
         .map(|((_, c), e)| ScopedCluster {
             name: c.clone(),
             connected: view.spokes.get(c).is_some_and(|s| s.connected),
-            held: view.held.get(c).copied().unwrap_or(0),
+            held: held.get(&(c.clone(), name.clone())).copied().unwrap_or(0),
             state: e.state.to_string(),
             reason: e.reason.clone(),
             next_transition: e.next_transition,

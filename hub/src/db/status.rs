@@ -46,3 +46,15 @@ pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<(String, i
     .await?;
     Ok(rows)
 }
+
+/// Held objects per (cluster, governing gate), for the dashboard's grid: a
+/// closed gate with held objects is shown as "closed, changes held".
+pub async fn held_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
+    let rows = sqlx::query_as(
+        "select cluster, gate, count(*) from object_status, unnest(gates) as gate \
+         where held group by cluster, gate",
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}

@@ -4,6 +4,9 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod fleet;
+pub mod spoke;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -158,14 +161,17 @@ impl Hub {
         r["secret"].as_str().expect("secret").to_string()
     }
 
-    pub async fn cluster(&self, name: &str, labels: Value) {
-        self.call(
-            ADMIN_TOKEN,
-            "POST",
-            "/api/v1/clusters",
-            Some(json!({"name": name, "labels": labels})),
-        )
-        .await;
+    /// Registers a cluster; returns its spoke token.
+    pub async fn cluster(&self, name: &str, labels: Value) -> String {
+        let r = self
+            .call(
+                ADMIN_TOKEN,
+                "POST",
+                "/api/v1/clusters",
+                Some(json!({"name": name, "labels": labels})),
+            )
+            .await;
+        r["token"].as_str().expect("spoke token").to_string()
     }
 
     pub async fn gate(&self, manifest: Value) {

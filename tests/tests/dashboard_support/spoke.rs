@@ -1,0 +1,95 @@
+//! A stand-in spoke for dashboard tests: opens the real gRPC `Connect`
+//! stream with a cluster's token and reports governed objects, so the hub
+//! shows it connected with held changes — without a Kubernetes cluster.
+
+use std::time::Duration;
+
+use fleetgate_proto::v1::spoke_service_client::SpokeServiceClient;
+use fleetgate_proto::v1::{self as pb, spoke_message};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Request;
+use tonic::transport::Endpoint;
+
+/// One connected fake spoke; the stream stays open while this lives.
+pub struct FakeSpoke {
+    tx: mpsc::Sender<pb::SpokeMessage>,
+    _responses: tonic::Streaming<pb::HubMessage>,
+}
+
+impl FakeSpoke {
+    /// Connects as `cluster` with its spoke `token` and reports `objects`.
+    pub async fn connect(grpc_port: u16, cluster: &str, token: &str) -> FakeSpoke {
+        let channel = Endpoint::from_shared(format!("http://127.0.0.1:{grpc_port}"))
+            .expect("endpoint")
+            .connect_timeout(Duration::from_secs(5))
+            .connect()
+            .await
+            .expect("gRPC connect");
+        let (tx, rx) = mpsc::channel(8);
+        tx.send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Hello(pb::Hello {
+                cluster: cluster.into(),
+                spoke_version: "0.1.0".into(),
+                revision: 0,
+            })),
+        })
+        .await
+        .expect("queue hello");
+        let mut req = Request::new(ReceiverStream::new(rx));
+        req.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {token}").parse().expect("metadata"),
+        );
+        let mut responses = SpokeServiceClient::new(channel)
+            .connect(req)
+            .await
+            .expect("Connect")
+            .into_inner();
+        // The first snapshot means the hub accepted us.
+        let first = tokio::time::timeout(Duration::from_secs(20), responses.message())
+            .await
+            .expect("snapshot in time");
+        assert!(matches!(first, Ok(Some(_))), "no snapshot: {first:?}");
+        FakeSpoke {
+            tx,
+            _responses: responses,
+        }
+    }
+
+    /// Reports objects (clock offset 120 ms).
+    pub async fn report(&self, objects: Vec<pb::ObjectStatus>) {
+        self.tx
+            .send(pb::SpokeMessage {
+                msg: Some(spoke_message::Msg::Report(pb::StatusReport {
+                    revision: 0,
+                    objects,
+                    clock_offset_ms: 120,
+                    observed_at: None,
+                })),
+            })
+            .await
+            .expect("report");
+    }
+}
+
+/// A governed object as a spoke reports it; `held` = a newer revision waits.
+pub fn object(kind: &str, ns: &str, name: &str, gates: &[&str], held: bool) -> pb::ObjectStatus {
+    let gates: Vec<String> = gates.iter().map(|g| g.to_string()).collect();
+    pb::ObjectStatus {
+        kind: kind.into(),
+        namespace: ns.into(),
+        name: name.into(),
+        suspended: held,
+        suspended_by: if held { gates.clone() } else { vec![] },
+        gates,
+        last_applied_revision: "main@sha1:4f2a9c1".into(),
+        newest_source_revision: if held {
+            "main@sha1:9be03d7".into()
+        } else {
+            "main@sha1:4f2a9c1".into()
+        },
+        held,
+        suspended_by_human: false,
+    }
+}
