@@ -418,3 +418,93 @@ async fn rbac_denies_like_the_real_server() {
     assert_eq!(code, 200);
     sim.shutdown().await;
 }
+
+/// Reads newline-delimited watch events until `n` arrived or the stream ends.
+async fn watch_events(resp: &mut reqwest::Response, n: usize) -> Vec<Value> {
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    while out.len() < n {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), resp.chunk())
+            .await
+            .expect("watch event within 10 s")
+            .unwrap();
+        let Some(chunk) = chunk else { break };
+        buf.extend_from_slice(&chunk);
+        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=pos).collect();
+            out.push(serde_json::from_slice(&line).unwrap());
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn watch_initial_events_bookmarks_selectors_and_timeout() {
+    let sim = start(SimConfig {
+        bookmark_interval: std::time::Duration::from_millis(100),
+        ..SimConfig::with_clusters(1)
+    })
+    .await;
+    let base = sim.url(CLUSTER).unwrap();
+    let http = Client::new();
+    let cms = format!("{base}/api/v1/namespaces/default/configmaps");
+    for name in ["a", "b"] {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"team": "x"}}});
+        send(http.post(&cms).json(&cm)).await;
+    }
+    // sendInitialEvents: current state as ADDED, then a BOOKMARK marking its end.
+    let mut resp = http
+        .get(format!("{cms}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=team%3Dx"))
+        .send()
+        .await
+        .unwrap();
+    let evs = watch_events(&mut resp, 3).await;
+    assert_eq!(evs[0]["type"], "ADDED");
+    assert_eq!(evs[1]["type"], "ADDED");
+    assert_eq!(evs[2]["type"], "BOOKMARK");
+    assert_eq!(
+        evs[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    assert_eq!(evs[2]["object"]["kind"], "ConfigMap");
+
+    // Leaving the selector arrives as DELETED, entering as ADDED; bookmarks keep coming.
+    let relabel = |name: &str, team: &str| {
+        http.patch(format!("{cms}/{name}"))
+            .header("content-type", "application/merge-patch+json")
+            .json(&json!({"metadata": {"labels": {"team": team}}}))
+    };
+    send(relabel("a", "y")).await;
+    send(relabel("a", "x")).await;
+    let mut changes = Vec::new();
+    while changes.len() < 2 {
+        for ev in watch_events(&mut resp, 1).await {
+            if ev["type"] != "BOOKMARK" {
+                changes.push(ev);
+            }
+        }
+    }
+    assert_eq!(changes[0]["type"], "DELETED");
+    assert_eq!(changes[1]["type"], "ADDED");
+    assert_eq!(changes[1]["object"]["metadata"]["name"], "a");
+    let bookmark = watch_events(&mut resp, 1).await;
+    assert_eq!(bookmark[0]["type"], "BOOKMARK");
+    assert_eq!(
+        bookmark[0]["object"]["metadata"]["resourceVersion"],
+        changes[1]["object"]["metadata"]["resourceVersion"]
+    );
+
+    // timeoutSeconds ends the stream.
+    let mut resp = http
+        .get(format!("{cms}?watch=true&timeoutSeconds=1"))
+        .send()
+        .await
+        .unwrap();
+    let evs = watch_events(&mut resp, 10).await;
+    assert_eq!(
+        evs.len(),
+        2,
+        "two synthetic ADDED events, then the end: {evs:?}"
+    );
+    sim.shutdown().await;
+}
