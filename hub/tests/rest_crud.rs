@@ -363,3 +363,67 @@ async fn audit_log_is_append_only() {
         assert!(err.to_string().contains("append-only"), "{sql}: {err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_cluster_and_gate_writes_never_deadlock() {
+    // Gate writes stamp the clusters they affect while cluster writes lock
+    // their cluster first: without a common lock order these deadlock.
+    let hub = Hub::new().await;
+    for c in ["a", "b", "c"] {
+        hub.register(c, json!({"env": "prod"})).await;
+    }
+    let r = hub
+        .post_json(
+            "/api/v1/gates",
+            &hub.admin,
+            simple_gate("g", &["a", "b", "c"], "open"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let app = hub.app.clone();
+        let admin = hub.admin.clone();
+        tasks.push(tokio::spawn(async move {
+            use tower::ServiceExt as _;
+            let (method, uri, body) = match i % 3 {
+                0 => (
+                    "PUT",
+                    "/api/v1/gates/g".to_string(),
+                    simple_gate(
+                        "g",
+                        &["c", "b", "a"],
+                        if i % 2 == 0 { "open" } else { "closed" },
+                    ),
+                ),
+                1 => (
+                    "PUT",
+                    format!("/api/v1/clusters/{}/labels", ["a", "b", "c"][i % 3]),
+                    json!({"labels": {"env": "prod", "n": i.to_string()}}),
+                ),
+                _ => (
+                    "POST",
+                    "/api/v1/gates/g/close".to_string(),
+                    json!({"for": "1h", "reason": "r"}),
+                ),
+            };
+            let req = axum::http::Request::builder()
+                .method(method)
+                .uri(&uri)
+                .header("authorization", format!("Bearer {admin}"))
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(body.to_string()))
+                .unwrap();
+            let resp = app.oneshot(req).await.unwrap();
+            (uri, resp.status())
+        }));
+    }
+    for t in tasks {
+        let (uri, status) = tokio::time::timeout(std::time::Duration::from_secs(60), t)
+            .await
+            .expect("write finished")
+            .unwrap();
+        assert!(status.is_success(), "{uri}: {status}");
+    }
+    assert_eq!(hub.audit_count().await, 3 + 4 + 24);
+}

@@ -41,6 +41,14 @@ pub async fn current(conn: &mut PgConnection) -> Result<i64> {
     Ok(rev)
 }
 
+/// Locks the revision row until the transaction ends (writers take it first).
+pub async fn lock(conn: &mut PgConnection) -> Result<()> {
+    sqlx::query("select revision from fleet_revision for update")
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// Bumps the revision, stamps the affected clusters and notifies. Must run in
 /// the write's transaction. Returns the new revision.
 pub async fn publish(conn: &mut PgConnection, affected: &Affected) -> Result<i64> {
@@ -50,19 +58,27 @@ pub async fn publish(conn: &mut PgConnection, affected: &Affected) -> Result<i64
             .await?;
     let clusters = match affected {
         Affected::All => {
-            sqlx::query("update clusters set desired_revision = $1")
-                .bind(rev)
-                .execute(&mut *conn)
-                .await?;
+            sqlx::query(
+                "update clusters set desired_revision = $1 where name in \
+                 (select name from clusters order by name for update)",
+            )
+            .bind(rev)
+            .execute(&mut *conn)
+            .await?;
             None
         }
         Affected::Clusters(names) => {
             if !names.is_empty() {
-                sqlx::query("update clusters set desired_revision = $1 where name = any($2)")
-                    .bind(rev)
-                    .bind(names)
-                    .execute(&mut *conn)
-                    .await?;
+                // Lock in name order so concurrent multi-row updates of
+                // `clusters` (status ingestion) cannot deadlock with this one.
+                sqlx::query(
+                    "update clusters set desired_revision = $1 where name in \
+                     (select name from clusters where name = any($2) order by name for update)",
+                )
+                .bind(rev)
+                .bind(names)
+                .execute(&mut *conn)
+                .await?;
             }
             Some(names.clone())
         }

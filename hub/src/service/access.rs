@@ -55,7 +55,7 @@ impl Service {
         }
         let hash = hash_token(secret);
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         // Serialise concurrent replicas starting at once.
         sqlx::query("select pg_advisory_xact_lock(7242001)")
             .execute(&mut *tx)

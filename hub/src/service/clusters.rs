@@ -42,7 +42,7 @@ impl Service {
         validate::optional_reason("reason", reason)?;
         let token = generate_token(SPOKE_TOKEN_PREFIX);
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let row =
             clusters::insert(&mut tx, &req.name, &req.labels, &hash_token(&token), now).await?;
         let cluster = Cluster::from(row);
@@ -77,7 +77,7 @@ impl Service {
         validate::labels("labels", &req.labels)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let old = clusters::get_for_update(&mut tx, name)
             .await?
             .ok_or_else(|| Error::not_found("cluster", name))?;
@@ -109,7 +109,7 @@ impl Service {
         actor.require(Role::Admin)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let old = clusters::get_for_update(&mut tx, name)
             .await?
             .ok_or_else(|| Error::not_found("cluster", name))?;
@@ -139,7 +139,7 @@ impl Service {
         validate::optional_reason("reason", reason)?;
         let token = generate_token(SPOKE_TOKEN_PREFIX);
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let row = clusters::get_for_update(&mut tx, name)
             .await?
             .ok_or_else(|| Error::not_found("cluster", name))?;

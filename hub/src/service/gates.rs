@@ -74,7 +74,7 @@ impl Service {
         compile(&gate)?;
         let manifest = manifest_json(&gate)?;
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let row = gates::insert(&mut tx, gate.name(), &manifest, now).await?;
         let all = clusters::all(&mut tx).await?;
         let affected = clusters_in(&all, &[&gate.spec.clusters]);
@@ -116,7 +116,7 @@ impl Service {
         compile(&gate)?;
         let manifest = manifest_json(&gate)?;
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let old = gates::get_for_update(&mut tx, name)
             .await?
             .ok_or_else(|| Error::not_found("gate", name))?;
@@ -150,7 +150,7 @@ impl Service {
         actor.require(Role::Admin)?;
         crate::validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let old = gates::get_for_update(&mut tx, name)
             .await?
             .ok_or_else(|| Error::not_found("gate", name))?;

@@ -150,6 +150,16 @@ impl Service {
         revision::current(&mut conn).await
     }
 
+    /// Starts a write transaction. It locks the fleet-revision row first:
+    /// every write needs it at the end anyway (revision bump), and taking it
+    /// before any other row lock (gate, cluster) means writers can never
+    /// wait on each other in a cycle.
+    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>> {
+        let mut tx = self.pool.begin().await?;
+        revision::lock(&mut tx).await?;
+        Ok(tx)
+    }
+
     /// Finishes a write: audit row, revision bump + notification, commit.
     /// Returns the new fleet revision.
     pub(crate) async fn finish_write(

@@ -69,7 +69,7 @@ impl Service {
                 "the override would already be over",
             ));
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         // Lock the gate so a concurrent replace/delete cannot slip between
         // the scope check and the insert.
         let g = gates::get_for_update(&mut tx, gate)
@@ -138,7 +138,7 @@ impl Service {
         actor.require(Role::Operator)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let old = overrides::get_for_update(&mut tx, id)
             .await?
             .ok_or_else(|| Error::not_found("override", id.to_string()))?;

@@ -34,7 +34,7 @@ impl Service {
         validate::optional_reason("reason", reason)?;
         let secret = generate_token(API_TOKEN_PREFIX);
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let row =
             tokens::insert(&mut tx, &req.name, role.as_str(), &hash_token(&secret), now).await?;
         let token = ApiToken::from(row);
@@ -62,7 +62,7 @@ impl Service {
         actor.require(Role::Admin)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let old = tokens::get_for_update(&mut tx, id)
             .await?
             .ok_or_else(|| Error::not_found("api_token", id.to_string()))?;

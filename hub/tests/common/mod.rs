@@ -49,6 +49,11 @@ impl Hub {
     }
 
     pub async fn with_body_limit(limit: usize) -> Self {
+        // Logs show up with a failing test's output only.
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_env_filter("warn")
+            .try_init();
         let tdb = fleetgate_tests::test_db().await;
         let pool = db::connect(&tdb.url, 10).await.expect("connect");
         db::migrate(&pool).await.expect("migrate");
