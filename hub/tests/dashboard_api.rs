@@ -1,0 +1,301 @@
+//! The dashboard's server side without a browser: pages and assets with a
+//! strict CSP, `whoami`, the grid and gate-page read endpoints, and the
+//! server-sent event stream (auth, `ready` first, changes, end at shutdown).
+
+mod common;
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use common::{Hub, simple_gate};
+use fleetgate_hub::metrics::Metrics;
+use fleetgate_hub::{AppState, app};
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt as _;
+
+async fn setup() -> Hub {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    hub.register("b", json!({"env": "prod"})).await;
+    hub.register("c", json!({"env": "dev"})).await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates",
+            &hub.admin,
+            simple_gate("g", &["a", "b"], "closed"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    hub
+}
+
+#[tokio::test]
+async fn pages_and_assets_are_served_with_a_strict_csp() {
+    let hub = Hub::new().await;
+    let page = hub.call(Method::GET, "/", None, None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let csp = page.headers[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert!(!csp.contains("unsafe"), "{csp}");
+    // No inline script: every <script> loads a file.
+    for tag in page.text.split("<script").skip(1) {
+        assert!(
+            tag.split('>').next().unwrap().contains("src="),
+            "inline script: {tag}"
+        );
+    }
+    assert!(!page.text.contains("style="), "inline style in the shell");
+
+    // Every module the app imports is served, as JavaScript.
+    let mut todo = vec!["main.js".to_string()];
+    let mut seen = Vec::new();
+    while let Some(name) = todo.pop() {
+        if seen.contains(&name) {
+            continue;
+        }
+        let r = hub
+            .call(Method::GET, &format!("/assets/{name}"), None, None)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "/assets/{name}");
+        assert!(
+            r.headers[header::CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .starts_with("text/javascript")
+        );
+        assert_eq!(r.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        for part in r.text.split("from './").skip(1) {
+            todo.push(part.split('\'').next().unwrap().to_string());
+        }
+        seen.push(name);
+    }
+    assert!(seen.len() >= 8, "{seen:?}");
+    let css = hub.call(Method::GET, "/assets/app.css", None, None).await;
+    assert!(
+        css.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/css")
+    );
+
+    let missing = hub.call(Method::GET, "/assets/nope.js", None, None).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(missing.body["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn whoami_names_the_token_and_its_role() {
+    let hub = Hub::new().await;
+    let r = hub
+        .call(Method::GET, "/api/v1/whoami", Some(&hub.operator), None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body, json!({"name": "ops", "role": "operator"}));
+    let r = hub
+        .call(Method::GET, "/api/v1/whoami", Some(&hub.viewer), None)
+        .await;
+    assert_eq!(r.body["role"], "viewer");
+    let r = hub.call(Method::GET, "/api/v1/whoami", None, None).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = hub
+        .call(Method::GET, "/api/v1/whoami", Some("fga_wrong"), None)
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn fleet_grid_has_every_gate_on_every_cluster_with_held_per_gate() {
+    let hub = setup().await;
+    // A spoke of `a` reported one held object governed by g.
+    sqlx::query(
+        "insert into object_status (cluster, kind, namespace, name, suspended, suspended_by, gates, \
+         last_applied_revision, newest_source_revision, held, suspended_by_human, reported_at) \
+         values ('a', 'Kustomization', 'apps', 'web', true, '{g}', '{g}', 'r1', 'r2', true, false, now())",
+    )
+    .execute(&hub.pool)
+    .await
+    .unwrap();
+    let r = hub
+        .call(
+            Method::GET,
+            "/api/v1/dashboard/fleet",
+            Some(&hub.viewer),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["gates"], json!(["g"]));
+    let rows = r.body["clusters"].as_array().unwrap();
+    let row = |n: &str| rows.iter().find(|c| c["name"] == n).cloned().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(row("a")["cells"][0]["state"], "closed");
+    assert_eq!(row("a")["cells"][0]["held"], 1);
+    assert_eq!(row("a")["held"], 1);
+    assert_eq!(row("a")["labels"], json!({"env": "prod"}));
+    assert_eq!(row("a")["connected"], false);
+    assert_eq!(row("b")["cells"][0]["held"], 0);
+    assert!(
+        row("a")["cells"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("default")
+    );
+    assert_eq!(row("c")["cells"][0], Value::Null, "g does not govern c");
+
+    let r = hub
+        .call(Method::GET, "/api/v1/dashboard/fleet", None, None)
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn gate_page_has_rules_timeline_overrides_and_scope() {
+    let hub = setup().await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates/g/open",
+            &hub.operator,
+            json!({"for": "1h", "reason": "CHG-1", "clusters": {"names": ["a"]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let r = hub
+        .call(
+            Method::GET,
+            "/api/v1/dashboard/gates/g",
+            Some(&hub.viewer),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["gate"]["name"], "g");
+    assert_eq!(r.body["timeZone"], "UTC");
+    assert!(
+        r.body["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("closed (default)"))
+    );
+    assert_eq!(r.body["preview"]["initial"]["state"], "closed");
+    assert_eq!(r.body["overrides"].as_array().unwrap().len(), 1);
+    assert_eq!(r.body["overrides"][0]["reason"], "CHG-1");
+    let clusters = r.body["clusters"].as_array().unwrap();
+    let state = |n: &str| {
+        clusters
+            .iter()
+            .find(|c| c["name"] == n)
+            .map(|c| c["state"].clone())
+    };
+    assert_eq!(clusters.len(), 2);
+    assert_eq!(state("a"), Some(json!("open")));
+    assert_eq!(state("b"), Some(json!("closed")));
+
+    let r = hub
+        .call(
+            Method::GET,
+            "/api/v1/dashboard/gates/nope",
+            Some(&hub.viewer),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+/// Reads SSE text from `body` until `pred` holds for what arrived (bounded).
+async fn read_until(
+    body: &mut (impl futures::Stream<Item = Result<axum::body::Bytes, axum::Error>> + Unpin),
+    seen: &mut String,
+    pred: impl Fn(&str) -> bool,
+) {
+    tokio::time::timeout(Duration::from_secs(15), async {
+        while !pred(seen) {
+            let chunk = body.next().await.expect("stream ended").expect("chunk");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out; got so far: {seen}"));
+}
+
+#[tokio::test]
+async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shutdown() {
+    let hub = setup().await;
+    let shutdown = CancellationToken::new();
+    let app = app(AppState {
+        shutdown: shutdown.clone(),
+        ..AppState::new(hub.service.clone(), Metrics::new())
+    });
+    let get = |token: Option<&str>| {
+        let mut req = Request::builder().method(Method::GET).uri("/api/v1/events");
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    let r = app.clone().oneshot(get(None)).await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = app.clone().oneshot(get(Some("fga_nope"))).await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+
+    let r = app.clone().oneshot(get(Some(&hub.viewer))).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()[header::CONTENT_TYPE], "text/event-stream");
+    let mut body = r.into_body().into_data_stream();
+    let mut seen = String::new();
+    read_until(&mut body, &mut seen, |s| s.contains("event: ready")).await;
+    assert!(
+        !seen.contains("event: gate"),
+        "initial state is not replayed: {seen}"
+    );
+
+    // A change through the API arrives as events with JSON data.
+    let r = hub
+        .post_json(
+            "/api/v1/gates/g/open",
+            &hub.operator,
+            json!({"for": "1h", "reason": "CHG-2", "clusters": {"names": ["b"]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    read_until(&mut body, &mut seen, |s| {
+        s.contains("event: gate") && s.contains("event: override")
+    })
+    .await;
+    let gate_line = seen
+        .split("event: gate\ndata: ")
+        .nth(1)
+        .and_then(|s| s.lines().next())
+        .unwrap();
+    let ev: Value = serde_json::from_str(gate_line).unwrap();
+    assert_eq!(ev["gate"], "g");
+    assert_eq!(ev["cluster"], "b");
+    assert_eq!(ev["from"], "closed");
+    assert_eq!(ev["to"], "open");
+    assert!(ev["reason"].as_str().unwrap().contains("CHG-2"));
+    assert!(seen.contains("\"reason\":\"CHG-2\""), "{seen}");
+
+    // Shutdown ends the stream, so the server can drain.
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(chunk) = body.next().await {
+            chunk.expect("chunk");
+        }
+    })
+    .await
+    .expect("stream did not end at shutdown");
+}
