@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use sqlx::types::Json;
 
+use super::WithHash;
 use crate::Result;
 use crate::error::on_unique;
 
@@ -73,13 +74,7 @@ pub async fn by_token_hash(
     conn: &mut PgConnection,
     hash: &[u8],
 ) -> Result<Option<(ClusterRow, Vec<u8>)>> {
-    #[derive(sqlx::FromRow)]
-    struct WithHash {
-        #[sqlx(flatten)]
-        row: ClusterRow,
-        token_hash: Vec<u8>,
-    }
-    let found: Option<WithHash> = sqlx::query_as(&format!(
+    let found: Option<WithHash<_>> = sqlx::query_as(&format!(
         "select {COLUMNS}, token_hash from clusters where token_hash = $1"
     ))
     .bind(hash)
@@ -94,15 +89,7 @@ pub async fn list(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<ClusterRow>> {
-    let rows = sqlx::query_as(&format!(
-        "select {COLUMNS} from clusters where ($1::text is null or name > $1) \
-         order by name limit $2"
-    ))
-    .bind(after)
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    super::page_by_name(conn, "clusters", COLUMNS, after, limit).await
 }
 
 /// Every cluster (for scope matching and the fleet summary).

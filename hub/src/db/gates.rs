@@ -92,15 +92,7 @@ pub async fn list(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<GateRow>> {
-    let rows = sqlx::query_as(&format!(
-        "select {COLUMNS} from gates where ($1::text is null or name > $1) \
-         order by name limit $2"
-    ))
-    .bind(after)
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    super::page_by_name(conn, "gates", COLUMNS, after, limit).await
 }
 
 /// Every gate (for evaluation across the fleet).

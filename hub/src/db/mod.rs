@@ -13,8 +13,8 @@ pub mod tokens;
 
 use std::time::Duration;
 
-use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgPoolOptions, PgRow};
+use sqlx::{FromRow, PgConnection, PgPool};
 
 use crate::Result;
 
@@ -42,4 +42,35 @@ pub async fn migrate(pool: &PgPool) -> Result<()> {
 pub async fn ping(pool: &PgPool) -> Result<()> {
     sqlx::query("select 1").execute(pool).await?;
     Ok(())
+}
+
+/// A keyset page of `table` ordered by its unique `name` column: the first
+/// `limit` rows whose name sorts after `after`.
+pub(crate) async fn page_by_name<T>(
+    conn: &mut PgConnection,
+    table: &str,
+    columns: &str,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<T>>
+where
+    T: for<'r> FromRow<'r, PgRow> + Send + Unpin,
+{
+    let rows = sqlx::query_as(&format!(
+        "select {columns} from {table} where ($1::text is null or name > $1) \
+         order by name limit $2"
+    ))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// A row together with the stored hash of its secret.
+#[derive(Debug, FromRow)]
+pub(crate) struct WithHash<T> {
+    #[sqlx(flatten)]
+    pub row: T,
+    pub token_hash: Vec<u8>,
 }

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::WithHash;
 use crate::Result;
 use crate::error::on_unique;
 
@@ -44,13 +45,7 @@ pub async fn insert(
 
 /// The token whose secret hashes to `hash`, with the stored hash.
 pub async fn by_hash(conn: &mut PgConnection, hash: &[u8]) -> Result<Option<(TokenRow, Vec<u8>)>> {
-    #[derive(sqlx::FromRow)]
-    struct WithHash {
-        #[sqlx(flatten)]
-        row: TokenRow,
-        token_hash: Vec<u8>,
-    }
-    let found: Option<WithHash> = sqlx::query_as(&format!(
+    let found: Option<WithHash<_>> = sqlx::query_as(&format!(
         "select {COLUMNS}, token_hash from api_tokens where token_hash = $1"
     ))
     .bind(hash)
@@ -64,13 +59,7 @@ pub async fn by_name_for_update(
     conn: &mut PgConnection,
     name: &str,
 ) -> Result<Option<(TokenRow, Vec<u8>)>> {
-    #[derive(sqlx::FromRow)]
-    struct WithHash {
-        #[sqlx(flatten)]
-        row: TokenRow,
-        token_hash: Vec<u8>,
-    }
-    let found: Option<WithHash> = sqlx::query_as(&format!(
+    let found: Option<WithHash<_>> = sqlx::query_as(&format!(
         "select {COLUMNS}, token_hash from api_tokens where name = $1 for update"
     ))
     .bind(name)
@@ -122,13 +111,5 @@ pub async fn list(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<TokenRow>> {
-    let rows = sqlx::query_as(&format!(
-        "select {COLUMNS} from api_tokens where ($1::text is null or name > $1) \
-         order by name limit $2"
-    ))
-    .bind(after)
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    super::page_by_name(conn, "api_tokens", COLUMNS, after, limit).await
 }
