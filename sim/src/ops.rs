@@ -106,6 +106,18 @@ fn normalize_metadata(obj: &mut Value) {
     }
 }
 
+/// Secret `stringData` is write-only: merged into `data` (base64) by the registry.
+fn merge_string_data(secret: &mut Value) {
+    use base64::Engine;
+    let Some(string_data) = secret.as_object_mut().and_then(|m| m.remove("stringData")) else {
+        return;
+    };
+    for (k, v) in string_data.as_object().into_iter().flatten() {
+        let text = v.as_str().unwrap_or_default();
+        secret["data"][k.as_str()] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+    }
+}
+
 /// Everything but metadata and status: what `metadata.generation` tracks.
 fn spec_part(obj: &Value) -> Map<String, Value> {
     let mut m = obj.as_object().cloned().unwrap_or_default();
@@ -144,6 +156,9 @@ pub fn prepare(
     new["apiVersion"] = json!(rt.api_version());
     new["kind"] = json!(rt.kind);
     normalize_metadata(&mut new);
+    if rt.kind == "Secret" && rt.group.is_empty() {
+        merge_string_data(&mut new);
+    }
     match old {
         Some(old) => {
             if rt.status_subresource && sub == Sub::Status {
