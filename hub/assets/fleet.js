@@ -6,7 +6,7 @@ import { api } from './api.js';
 import { h, replace, fmtTime, relTime, badge } from './dom.js';
 
 // Filters survive navigation and live refreshes.
-const ui = { text: '', gate: '', state: '', group: '', collapsed: new Set() };
+const ui = { text: '', gate: '', state: '', group: '', sort: 'name', collapsed: new Set() };
 
 export async function renderFleet(main) {
   const counts = h('div', { class: 'counts', id: 'counts' });
@@ -17,6 +17,9 @@ export async function renderFleet(main) {
   const stateSel = h('select', { id: 'filter-state', 'aria-label': 'State' },
     ...[['', 'Any state'], ['closed', 'Any gate closed'], ['held', 'Held changes'], ['open', 'All gates open'], ['offline', 'Spoke offline']]
       .map(([v, t]) => h('option', { value: v }, t)));
+  const sortSel = h('select', { id: 'sort', 'aria-label': 'Sort' },
+    h('option', { value: 'name' }, 'by name'), h('option', { value: 'attention' }, 'needs attention first'));
+  sortSel.value = ui.sort;
   const text = h('input', {
     id: 'filter-text', type: 'search', placeholder: 'Filter: name or labels (env=prod, region!=eu)',
     value: ui.text, 'aria-label': 'Filter clusters',
@@ -27,6 +30,7 @@ export async function renderFleet(main) {
   gateSel.addEventListener('change', () => { ui.gate = gateSel.value; redraw(); });
   stateSel.addEventListener('change', () => { ui.state = stateSel.value; redraw(); });
   groupSel.addEventListener('change', () => { ui.group = groupSel.value; redraw(); });
+  sortSel.addEventListener('change', () => { ui.sort = sortSel.value; redraw(); });
   stateSel.value = ui.state;
   grid.addEventListener('click', (ev) => {
     const toggle = ev.target.closest('[data-group]');
@@ -50,7 +54,8 @@ export async function renderFleet(main) {
   replace(main,
     h('div', { class: 'page-head' }, h('h1', {}, 'Fleet'), at),
     counts,
-    h('div', { class: 'toolbar' }, text, gateSel, stateSel, h('label', { class: 'inline' }, 'Group by ', groupSel)),
+    h('div', { class: 'toolbar' }, text, gateSel, stateSel, h('label', { class: 'inline' }, 'Group by ', groupSel),
+      h('label', { class: 'inline' }, 'Sort ', sortSel)),
     legend(),
     grid);
 
@@ -123,6 +128,11 @@ function draw(data, countsEl, gridEl) {
     }
   });
   drawCounts(data, countsEl);
+  if (ui.sort === 'attention') {
+    // Offline spokes, then held changes, then closed gates; names break ties.
+    const rank = (c) => (c.connected ? 0 : 4) + (c.held > 0 ? 2 : 0) + (rowState(c, cols).closed ? 1 : 0);
+    rows.sort((a, b) => rank(b) - rank(a) || a.name.localeCompare(b.name));
+  }
 
   const byName = new Map(data.clusters.map((c) => [c.name, c]));
   gridEl.onmouseover = (ev) => {

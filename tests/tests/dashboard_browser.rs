@@ -319,3 +319,61 @@ browser_test!(rest_change_appears_live_and_survives_hub_restart, |b| {
     );
     let _: Value = Value::Null;
 });
+
+browser_test!(fleet_filters_group_and_collapse, |b| {
+    let hub = Hub::start("filters").await;
+    seed_small(&hub).await;
+    b.sign_in(&hub.base, ADMIN_TOKEN).await;
+    let rows = "document.querySelectorAll('#fleet-grid tbody tr:not(.group-row)').length";
+    let set = |id: &str, value: &str| {
+        format!(
+            "(e => (e.value = {value:?}, e.dispatchEvent(new Event(e.tagName === 'INPUT' ? 'input' : 'change')), true))\
+             (document.getElementById({id:?}))"
+        )
+    };
+    b.wait_js(&format!("{rows} === 3"), "three clusters").await;
+
+    // Label filter, then name filter.
+    b.eval(&set("filter-text", "region=us")).await;
+    b.wait_js(&format!("{rows} === 1"), "one cluster in us")
+        .await;
+    assert_eq!(
+        b.eval(&Browser::cell("sre-approval", "prod-us-1")).await,
+        json!("closed")
+    );
+    b.eval(&set("filter-text", "env!=prod")).await;
+    b.wait_js(
+        &format!("{rows} === 1 && document.querySelector('td[data-cluster=\"staging-1\"]')"),
+        "staging only",
+    )
+    .await;
+    b.eval(&set("filter-text", "")).await;
+
+    // One gate's column only.
+    b.eval(&set("filter-gate", "sre-approval")).await;
+    b.wait_js(
+        "document.querySelectorAll('#fleet-grid thead th').length === 2",
+        "one gate column",
+    )
+    .await;
+    b.eval(&set("filter-gate", "")).await;
+
+    // Group by env and collapse prod.
+    b.eval(&set("group-by", "env")).await;
+    b.wait_js(
+        "document.querySelectorAll('tr.group-row').length === 2",
+        "two groups",
+    )
+    .await;
+    b.screenshot("fleet-grouped").await;
+    b.click("button[data-group='prod']").await;
+    b.wait_js(&format!("{rows} === 1"), "prod collapsed").await;
+    b.click("button[data-group='prod']").await;
+    b.wait_js(&format!("{rows} === 3"), "prod expanded").await;
+
+    // Clicking a cell opens the cluster page.
+    b.click("td[data-cluster='staging-1'][data-gate='no-deploy-friday']")
+        .await;
+    b.wait_page("cluster").await;
+    assert_eq!(b.eval("location.hash").await, json!("#/clusters/staging-1"));
+});
