@@ -129,7 +129,13 @@ async fn run_with_db(
 
     // 4. Gates first, then clusters with a spoke each.
     let examples = examples_dir();
-    crate::commands::gate::apply(&client, &[examples.clone()], &None, Format::Table).await?;
+    crate::commands::gate::apply(
+        &client,
+        std::slice::from_ref(&examples),
+        &None,
+        Format::Table,
+    )
+    .await?;
     let mut spokes = Vec::new();
     for c in &clusters {
         let spoke_token = register(&client, c).await?;
