@@ -262,6 +262,20 @@ async fn bad_input_table() {
             422,
             Some("startsAt"),
         ),
+        bad(
+            M::POST,
+            "/api/v1/gates/g/close",
+            json!({"for": "1h", "reason": "r", "startsAt": "+262000-01-01T00:00:00Z"}).to_string(),
+            422,
+            Some("startsAt"),
+        ),
+        bad(
+            M::GET,
+            "/api/v1/gates/g/preview?from=0001-01-01T00:00:00Z&to=0001-01-02T00:00:00Z",
+            "",
+            422,
+            Some("from"),
+        ),
         // Query strings.
         bad(
             M::GET,
@@ -443,23 +457,33 @@ async fn framework_rejections_are_json_too() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
     assert_eq!(r.body["error"]["code"], "bad_request", "{}", r.text);
 
-    // A request slower than the timeout: 408 with a JSON body. A zero timeout
-    // fires as soon as the handler waits for the database.
+    // A request slower than the timeout: 408 with a JSON body, nothing
+    // written. The write is held up deterministically by a lock on the
+    // fleet-revision row, which every write takes first.
     let state = fleetgate_hub::AppState {
-        timeout: std::time::Duration::ZERO,
+        timeout: std::time::Duration::from_millis(200),
         ..fleetgate_hub::AppState::new(hub.service.clone(), fleetgate_hub::metrics::Metrics::new())
     };
     let app = fleetgate_hub::app(state);
-    let req = axum::http::Request::get("/api/v1/gates")
+    let before = hub.fingerprint().await;
+    let mut blocker = hub.pool.begin().await.unwrap();
+    sqlx::query("select revision from fleet_revision for update")
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
+    let req = axum::http::Request::post("/api/v1/clusters")
         .header("authorization", format!("Bearer {}", hub.admin))
-        .body(axum::body::Body::empty())
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(json!({"name": "slow"}).to_string()))
         .unwrap();
     use tower::ServiceExt as _;
     let resp = app.oneshot(req).await.unwrap();
+    blocker.rollback().await.unwrap();
     assert_eq!(resp.status(), StatusCode::REQUEST_TIMEOUT);
     let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
         .await
         .unwrap();
     let body: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(body["error"]["code"], "timeout");
+    assert_eq!(hub.fingerprint().await, before, "a timed-out write wrote");
 }

@@ -184,6 +184,11 @@ impl Service {
     ) -> Result<Preview> {
         actor.require(Role::Viewer)?;
         let from = from.unwrap_or_else(|| self.now());
+        for (field, t) in [("from", Some(from)), ("to", to)] {
+            if t.is_some_and(|t| !plausible(t)) {
+                return Err(Error::invalid(field, "must be between 1970 and 9999"));
+            }
+        }
         let to = to.unwrap_or(from + Duration::days(DEFAULT_PREVIEW_DAYS));
         if to <= from {
             return Err(Error::invalid("to", "must be after 'from'"));
@@ -213,6 +218,12 @@ impl Service {
         };
         Ok(compiled.preview(from, to, &ovs))
     }
+}
+
+/// Instants a schedule can sensibly be evaluated at (also keeps date
+/// arithmetic far from chrono's limits).
+pub(crate) fn plausible(t: DateTime<Utc>) -> bool {
+    (1970..=9999).contains(&chrono::Datelike::year(&t))
 }
 
 fn check_version(name: &str, stored: i64, if_match: Option<i64>) -> Result<()> {

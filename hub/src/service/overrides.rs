@@ -49,6 +49,12 @@ impl Service {
         validate::reason("reason", &req.reason)?;
         let now = self.now();
         let starts_at = req.starts_at.unwrap_or(now);
+        if starts_at > now + Duration::days(MAX_OVERRIDE_DAYS) {
+            return Err(Error::invalid(
+                "startsAt",
+                format!("more than {MAX_OVERRIDE_DAYS} days ahead"),
+            ));
+        }
         let expires_at = match &req.duration {
             None => None,
             Some(d) => {
