@@ -29,6 +29,11 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 /// subscribed: state fetched after it misses no change. Later events are
 /// `gate`, `override`, `spoke` and `held`; `error` ends the stream (e.g. the
 /// token was revoked).
+#[utoipa::path(get, path = "/api/v1/events", tag = "dashboard",
+    responses(
+        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, spoke, held, error", content_type = "text/event-stream", body = String),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
+    ), security(("bearer" = [])))]
 pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Response> {
     let token = headers
         .get(AUTHORIZATION)

@@ -10,6 +10,7 @@ use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use fleetgate_policy::Preview;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::Result;
 use crate::rest::AppState;
@@ -20,7 +21,7 @@ use crate::service::types::{Cluster, GateRecord, OverrideRecord};
 use crate::service::{Actor, PageRequest, Role, Service};
 
 /// The caller (`GET /api/v1/whoami`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct WhoAmI {
     /// The API token's name.
     pub name: String,
@@ -28,6 +29,11 @@ pub struct WhoAmI {
 }
 
 /// Who holds the presented token; the dashboard shows actions by role.
+#[utoipa::path(get, path = "/api/v1/whoami", tag = "dashboard",
+    responses(
+        (status = 200, description = "The token's name and role", body = WhoAmI),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
+    ), security(("bearer" = [])))]
 pub async fn whoami(ApiActor(actor): ApiActor) -> Json<WhoAmI> {
     Json(WhoAmI {
         name: actor.name,
@@ -36,7 +42,7 @@ pub async fn whoami(ApiActor(actor): ApiActor) -> Json<WhoAmI> {
 }
 
 /// One gate on one cluster in the grid.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Cell {
     /// `open` or `closed`.
@@ -48,7 +54,7 @@ pub struct Cell {
 }
 
 /// A row of the grid.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FleetRow {
     pub name: String,
@@ -63,7 +69,7 @@ pub struct FleetRow {
 }
 
 /// The fleet grid (`GET /api/v1/dashboard/fleet`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FleetGrid {
     pub at: DateTime<Utc>,
@@ -100,6 +106,11 @@ async fn all_clusters(service: &Service, actor: &Actor) -> Result<Vec<Cluster>> 
 
 /// Every gate on every cluster now, with reasons, next transitions,
 /// connections and held counts.
+#[utoipa::path(get, path = "/api/v1/dashboard/fleet", tag = "dashboard",
+    responses(
+        (status = 200, description = "The clusters x gates grid", body = FleetGrid),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
+    ), security(("bearer" = [])))]
 pub async fn fleet(
     State(s): State<AppState>,
     ApiActor(actor): ApiActor,
@@ -156,7 +167,7 @@ pub async fn fleet(
 }
 
 /// A cluster in a gate's scope, with the gate's state there.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScopedCluster {
     pub name: String,
@@ -169,15 +180,16 @@ pub struct ScopedCluster {
 }
 
 /// A gate's page (`GET /api/v1/dashboard/gates/{name}`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct GatePage {
+pub struct GateView {
     pub gate: GateRecord,
     /// The rules in words.
     pub rules: Vec<String>,
     /// The gate's IANA time zone (UTC when it names none).
     pub time_zone: String,
     /// The schedule over the next 7 days, without overrides.
+    #[schema(value_type = crate::openapi::PreviewDoc)]
     pub preview: Preview,
     /// Live overrides (active now or starting later).
     pub overrides: Vec<OverrideRecord>,
@@ -186,11 +198,18 @@ pub struct GatePage {
 
 /// The gate, its rules in words, its next 7 days, its overrides and its
 /// clusters.
+#[utoipa::path(get, path = "/api/v1/dashboard/gates/{name}", tag = "dashboard",
+    params(("name" = String, Path, description = "Gate name")),
+    responses(
+        (status = 200, description = "Everything the gate page shows", body = GateView),
+        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
+        (status = 404, description = "No such gate", body = crate::error::ErrorBody),
+    ), security(("bearer" = [])))]
 pub async fn gate(
     State(s): State<AppState>,
     ApiActor(actor): ApiActor,
     Path(name): Path<String>,
-) -> Result<Json<GatePage>> {
+) -> Result<Json<GateView>> {
     let record = s.service.get_gate(&actor, &name).await?;
     let parsed = fleetgate_policy::parse_gate_json(record.manifest.clone())
         .map_err(|e| crate::Error::Internal(format!("stored gate '{name}': {e}")))?;
@@ -226,7 +245,7 @@ pub async fn gate(
             next_transition: e.next_transition,
         })
         .collect();
-    Ok(Json(GatePage {
+    Ok(Json(GateView {
         gate: record,
         rules: compiled.describe(),
         time_zone: compiled.time_zone().name().to_string(),
