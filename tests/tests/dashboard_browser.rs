@@ -41,6 +41,13 @@ browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
     seed_small(&hub).await;
     let alice = hub.token("alice", "operator").await;
     b.sign_in(&hub.base, &alice).await;
+    // The token stays in this tab's session storage: not in the URL, no cookie.
+    assert!(!b.eval("location.href").await.to_string().contains(&alice));
+    assert_eq!(b.eval("document.cookie").await, json!(""));
+    assert_eq!(
+        b.eval("sessionStorage.getItem('fleetgate.token')").await,
+        json!(alice)
+    );
 
     // The approval gate is closed on both prod clusters; staging is not governed.
     b.wait_js(
@@ -195,6 +202,16 @@ browser_test!(viewer_sees_no_action_buttons, |b| {
     )
     .await;
     let vic = hub.token("vic", "viewer").await;
+    // A wrong token is refused on the sign-in page.
+    b.goto(&hub.base).await;
+    b.wait_page("signin").await;
+    b.fill("#token", "fga_not-a-real-token").await;
+    b.click("#signin-submit").await;
+    b.wait_js(
+        "document.getElementById('signin-error').textContent.includes('not accepted')",
+        "sign-in error",
+    )
+    .await;
     b.sign_in(&hub.base, &vic).await;
     assert_eq!(
         b.eval("document.getElementById('me').dataset.role").await,
@@ -221,6 +238,14 @@ browser_test!(viewer_sees_no_action_buttons, |b| {
         );
     }
     b.screenshot("viewer-gate").await;
+
+    // Signing out forgets the token.
+    b.click("#signout").await;
+    b.wait_page("signin").await;
+    assert_eq!(
+        b.eval("sessionStorage.getItem('fleetgate.token')").await,
+        json!(null)
+    );
 });
 
 browser_test!(rest_change_appears_live_and_survives_hub_restart, |b| {

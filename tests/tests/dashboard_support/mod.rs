@@ -364,6 +364,7 @@ impl Browser {
     pub async fn sign_in(&self, base: &str, token: &str) {
         self.goto(base).await;
         self.wait_page("signin").await;
+        self.screenshot("signin").await;
         self.fill("#token", token).await;
         self.click("#signin-submit").await;
         self.wait_page("fleet").await;
