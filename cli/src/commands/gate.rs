@@ -254,8 +254,14 @@ fn non_empty(s: String, default: &str) -> String {
 pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
     let g = client.get(&format!("/gates/{}", seg(name)), &[]).await?;
     match format {
-        // The manifest alone, so `get -o yaml > gate.yaml` round-trips through apply.
-        Format::Yaml | Format::Json => output::print(format, manifest_of(&g), |_| String::new()),
+        // The manifest alone, so `get -o yaml > gate.yaml` round-trips through
+        // apply; through the Gate type so fields keep the manifest's order.
+        Format::Yaml | Format::Json => {
+            match fleetgate_policy::parse_gate_json(manifest_of(&g).clone()) {
+                Ok(gate) => output::print(format, &gate, |_| String::new()),
+                Err(_) => output::print(format, manifest_of(&g), |_| String::new()),
+            }
+        }
         Format::Table => {
             let m = manifest_of(&g).clone();
             let mut text = String::new();
@@ -275,7 +281,10 @@ pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
                 }
             }
             text.push_str("Manifest:\n");
-            let y = serde_yaml::to_string(&m).map_err(|e| Error::Other(e.to_string()))?;
+            let y = match fleetgate_policy::parse_gate_json(m.clone()) {
+                Ok(gate) => yaml(&gate)?,
+                Err(_) => serde_yaml::to_string(&m).map_err(|e| Error::Other(e.to_string()))?,
+            };
             for line in y.lines() {
                 text.push_str(&format!("  {line}\n"));
             }

@@ -112,18 +112,25 @@ pub async fn list(client: &Client, gate: &str, all: bool, format: Format) -> Res
 
 fn render(items: &[Value]) -> String {
     if items.is_empty() {
-        return "No active overrides.\n".into();
+        return "No overrides.\n".into();
     }
     let mut t = Table::new(&[
         "ID", "STATE", "CLUSTERS", "STARTS", "EXPIRES", "ACTOR", "REASON",
     ]);
     for o in items {
+        let expires = match output::s(o, "cancelledAt") {
+            c if !c.is_empty() => format!("cancelled {c}"),
+            _ => match output::s(o, "expiresAt") {
+                e if e.is_empty() => "when cancelled".into(),
+                e => e,
+            },
+        };
         t.row(vec![
             output::s(o, "id"),
             output::s(o, "state"),
-            scope(o.get("clusters").or_else(|| o.get("scope"))),
+            scope(o.get("clusters")),
             output::s(o, "startsAt"),
-            output::s(o, "expiresAt"),
+            expires,
             output::s(o, "actor"),
             output::s(o, "reason"),
         ]);
