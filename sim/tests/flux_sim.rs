@@ -220,41 +220,74 @@ async fn suspended_source_holds_revisions_while_consumers_keep_reconciling() {
 }
 
 #[tokio::test]
-async fn helm_releases_follow_their_repository_and_push_works_over_http() {
+async fn helm_releases_get_generated_charts_and_push_works_over_http() {
     let sim = start(SimConfig {
         reconcile_interval: Some(Duration::from_millis(50)),
         ..SimConfig::with_clusters(1)
     })
     .await;
     sim.seed_fleet(6).await.unwrap();
-    let url = format!("{}/sim/v1/push", sim.url(CLUSTER).unwrap());
-    let resp = reqwest::Client::new()
-        .post(&url)
-        .json(&json!({"kind": "HelmRepository", "namespace": "flux-system", "name": "podinfo", "revision": "sha256:abc"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 202);
-    eventually("helm release upgraded", || async {
-        let hr = get(
+    let hr = || {
+        get(
             &sim,
             "helm.toolkit.fluxcd.io/v2",
             "HelmRelease",
             "apps",
             "podinfo-002",
-        )?;
-        (hr["status"]["history"][0]["chartVersion"] == "sha256:abc"
-            && hr["status"]["lastAttemptedRevision"] == "sha256:abc")
-            .then_some(())
-    })
-    .await;
-    let bad = reqwest::Client::new()
-        .post(&url)
-        .json(&json!({"kind": "Kustomization", "namespace": "flux-system", "name": "x", "revision": "r"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 400);
+        )
+    };
+    let chart = || get(&sim, GIT, "HelmChart", "flux-system", "apps-podinfo-002");
+    let deployed = |version: &'static str| {
+        let (hr, chart) = (&hr, &chart);
+        async move {
+            eventually(&format!("chart version {version} deployed"), || async {
+                let (hr, chart) = (hr()?, chart()?);
+                (chart["status"]["artifact"]["revision"] == version
+                    && hr["status"]["history"][0]["chartVersion"] == version
+                    && hr["status"]["lastAttemptedRevision"] == version)
+                    .then_some(hr)
+            })
+            .await
+        }
+    };
+    // helm-controller's generated HelmChart: "<namespace>-<name>" next to the repository.
+    let first = deployed("1.0.0").await;
+    assert_eq!(first["status"]["helmChart"], "flux-system/apps-podinfo-002");
+    let c = chart().unwrap();
+    assert_eq!(c["spec"]["chart"], "podinfo");
+    assert_eq!(
+        c["spec"]["sourceRef"],
+        json!({"kind": "HelmRepository", "name": "podinfo"})
+    );
+
+    // A new repository index (pushed over HTTP) publishes the next chart version.
+    let url = format!("{}/sim/v1/push", sim.url(CLUSTER).unwrap());
+    let http = reqwest::Client::new();
+    let push = json!({"kind": "HelmRepository", "namespace": "flux-system", "name": "podinfo", "revision": "sha256:abc"});
+    let resp = http.post(&url).json(&push).send().await.unwrap();
+    assert_eq!(resp.status(), 202);
+    let upgraded = deployed("1.0.1").await;
+    let ready = &upgraded["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "UpgradeSucceeded");
+    assert_eq!(upgraded["status"]["history"][0]["version"], 2);
+    // Or push a chart version directly.
+    sim.push_revision(
+        CLUSTER,
+        "HelmChart",
+        "flux-system",
+        "apps-podinfo-002",
+        "6.5.5",
+    )
+    .await
+    .unwrap();
+    deployed("6.5.5").await;
+
+    let bad =
+        json!({"kind": "Kustomization", "namespace": "flux-system", "name": "x", "revision": "r"});
+    assert_eq!(
+        http.post(&url).json(&bad).send().await.unwrap().status(),
+        400
+    );
     sim.shutdown().await;
 }
 

@@ -55,7 +55,9 @@ pub fn source_ref(kind: &str, obj: &Value) -> Option<(String, String, String)> {
     let r = match kind {
         "Kustomization" | "ImageUpdateAutomation" => &obj["spec"]["sourceRef"],
         "HelmRelease" if obj["spec"]["chartRef"].is_object() => &obj["spec"]["chartRef"],
-        "HelmRelease" => &obj["spec"]["chart"]["spec"]["sourceRef"],
+        // spec.chart: the release consumes the HelmChart helm-controller generates.
+        "HelmRelease" => return super::helm::generated_chart_key(obj),
+        "HelmChart" => &obj["spec"]["sourceRef"],
         _ => return None,
     };
     let ns = r["namespace"]
@@ -86,7 +88,13 @@ pub fn upstream_revision(cluster: &Cluster, kind: &str, obj: &Value) -> String {
 }
 
 /// New status of a source after fetching `revision`.
-pub fn reconcile_source(kind: &str, plural: &str, obj: &Value, revision: &str) -> Value {
+pub fn reconcile_source(
+    kind: &str,
+    plural: &str,
+    obj: &Value,
+    revision: &str,
+    observed_source: Option<&str>,
+) -> Value {
     let mut status = obj.get("status").cloned().unwrap_or_else(|| json!({}));
     let generation = obj["metadata"]["generation"].as_i64().unwrap_or(1);
     if status["artifact"]["revision"] != revision {
@@ -112,6 +120,10 @@ pub fn reconcile_source(kind: &str, plural: &str, obj: &Value, revision: &str) -
         ),
         _ => format!("stored artifact for revision '{revision}'"),
     };
+    if let Some(src) = observed_source {
+        status["observedSourceArtifactRevision"] = json!(src);
+        status["observedChartName"] = obj["spec"]["chart"].clone();
+    }
     set_condition(
         &mut status,
         "Ready",

@@ -5,6 +5,7 @@
 //! skipped entirely, as the controllers skip them.
 
 pub mod controllers;
+pub mod helm;
 pub mod seed;
 pub mod status;
 
@@ -108,8 +109,8 @@ fn triggered(cluster: &Cluster, rt: &ResourceType, obj: &Value) -> bool {
     }
     if is_source(&rt.kind) {
         // A push is delivered like a webhook Receiver: reconcile the source now.
-        return st["artifact"]["revision"]
-            != controllers::upstream_revision(cluster, &rt.kind, obj).as_str();
+        return target_revision(cluster, &rt.kind, obj)
+            .is_some_and(|(r, _)| st["artifact"]["revision"] != r.as_str());
     }
     match controllers::source_ref(&rt.kind, obj) {
         Some(src) => {
@@ -141,16 +142,37 @@ fn source_revision(cluster: &Cluster, src: &SourceKey) -> Option<String> {
         .map(String::from)
 }
 
+/// The revision a source should publish (plus, for a HelmChart, the source revision
+/// its chart version comes from).
+fn target_revision(cluster: &Cluster, kind: &str, obj: &Value) -> Option<(String, Option<String>)> {
+    if kind == "HelmChart" {
+        let from =
+            controllers::source_ref(kind, obj).and_then(|src| source_revision(cluster, &src));
+        return helm::chart_revision(cluster, obj, from.as_deref());
+    }
+    Some((controllers::upstream_revision(cluster, kind, obj), None))
+}
+
 fn reconcile(cluster: &Cluster, rt: &ResourceType, obj: &Arc<Value>) {
     let status = if is_source(&rt.kind) {
-        let rev = controllers::upstream_revision(cluster, &rt.kind, obj);
-        controllers::reconcile_source(&rt.kind, &rt.plural, obj, &rev)
+        let Some((rev, observed)) = target_revision(cluster, &rt.kind, obj) else {
+            return; // a HelmChart whose source has no artifact yet
+        };
+        controllers::reconcile_source(&rt.kind, &rt.plural, obj, &rev, observed.as_deref())
     } else {
         let Some(src) = controllers::source_ref(&rt.kind, obj) else {
             return;
         };
+        let generated = rt.kind == "HelmRelease" && !obj["spec"]["chartRef"].is_object();
+        if generated {
+            helm::ensure_chart(cluster, obj);
+        }
         let source = source_object(cluster, &src);
-        controllers::reconcile_applier(&rt.kind, obj, source.as_deref(), &src)
+        let mut status = controllers::reconcile_applier(&rt.kind, obj, source.as_deref(), &src);
+        if generated {
+            status["helmChart"] = serde_json::json!(format!("{}/{}", src.1, src.2));
+        }
+        status
     };
     if obj.get("status") == Some(&status) {
         return;
