@@ -227,11 +227,17 @@ async fn spoke_works_under_the_rendered_rbac_and_nothing_more() {
     )
     .await;
 
-    // The role was sufficient: the spoke recorded no error at all.
+    // The role was sufficient: the spoke recorded no error (a 409 from a
+    // concurrent simulated controller write is optimistic concurrency at
+    // work, not a permission problem, and is re-planned).
     let metrics = spoke.ctx.metrics.render();
     let errors: Vec<&str> = metrics
         .lines()
-        .filter(|l| l.starts_with("fleetgate_spoke_reconcile_errors_total{") && !l.ends_with(" 0"))
+        .filter(|l| {
+            l.starts_with("fleetgate_spoke_reconcile_errors_total{")
+                && !l.contains("error=\"conflict\"")
+                && !l.ends_with(" 0")
+        })
         .collect();
     assert!(
         errors.is_empty(),
