@@ -65,6 +65,16 @@ fn bench(c: &mut Criterion) {
     c.bench_function("evaluate/with-next-transition", |b| {
         b.iter(|| gate.evaluate(black_box(at), &overrides))
     });
+
+    // The worst shape for look-ahead: a window that fires every minute and is always active.
+    let dense = parse_gate(
+        "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: dense}\nspec:\n  clusters: {selector: {}}\n  windows:\n    - {name: all, kind: deny, schedule: '* * * * *', duration: 1h}\n",
+    )
+    .and_then(|g| g.compile())
+    .unwrap_or_else(|e| panic!("dense gate: {e}"));
+    c.bench_function("evaluate/always-active-minute-cron", |b| {
+        b.iter(|| dense.evaluate(black_box(at), &[]))
+    });
 }
 
 criterion_group!(benches, bench);

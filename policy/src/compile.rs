@@ -1,7 +1,7 @@
 //! Compiling a gate: validating every field and turning each window into a schedule that can
 //! list its occurrences (start and end instants) in any range of time.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, NaiveDateTime, Offset, Utc};
 use chrono_tz::Tz;
 
 use crate::cron::CronSchedule;
@@ -45,9 +45,19 @@ pub(crate) enum Schedule {
     },
 }
 
-/// How far wall-clock times may be from their instant's local reading: the longest DST gap
-/// (Pacific/Apia skipped a whole day) plus slack.
-const WALL_SLACK: Duration = Duration::hours(26);
+/// How far a wall-clock time may be from the local reading of the instant it maps to, beyond
+/// the offset changes seen around the range: covers every ordinary DST shift (at most 2 h).
+const WALL_SLACK: Duration = Duration::hours(3);
+
+/// The wall-clock range to scan for starts in `[lo, hi]`: the local readings widened by the
+/// spread of the zone's offsets around the range (24 h where a day was skipped, as in Apia).
+fn wall_range(tz: Tz, lo: DateTime<Utc>, hi: DateTime<Utc>) -> (NaiveDateTime, NaiveDateTime) {
+    let offsets = [lo - Duration::days(2), lo, hi, hi + Duration::days(2)]
+        .map(|t| i64::from(t.with_timezone(&tz).offset().fix().local_minus_utc()));
+    let spread = offsets.iter().max().unwrap_or(&0) - offsets.iter().min().unwrap_or(&0);
+    let slack = WALL_SLACK + Duration::seconds(spread);
+    (to_local(tz, lo) - slack, to_local(tz, hi) + slack)
+}
 
 impl CompiledWindow {
     /// Occurrences `(start, end)` whose start lies in `[lo, hi]`, sorted by start, deduplicated.
@@ -56,10 +66,7 @@ impl CompiledWindow {
         lo: DateTime<Utc>,
         hi: DateTime<Utc>,
     ) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
-        let (wall_lo, wall_hi) = (
-            to_local(self.tz, lo) - WALL_SLACK,
-            to_local(self.tz, hi) + WALL_SLACK,
-        );
+        let (wall_lo, wall_hi) = wall_range(self.tz, lo, hi);
         let (walls, duration) = match &self.schedule {
             Schedule::Cron { cron, duration, .. } => {
                 (cron.matches_between(wall_lo, wall_hi), *duration)

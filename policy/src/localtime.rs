@@ -2,7 +2,7 @@
 //! moves later by the gap's length (02:30 → 03:30), an ambiguous one means the earlier instant.
 //! Also parsing of the local date-times the manifest uses (`2026-12-20T00:00:00`).
 
-use chrono::{DateTime, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeZone, Utc};
+use chrono::{DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 
 use crate::PolicyError;
@@ -64,6 +64,23 @@ pub(crate) enum ManifestTime {
 
 impl ManifestTime {
     pub(crate) fn parse(s: &str) -> Result<ManifestTime, PolicyError> {
+        let parsed = Self::parse_any_year(s)?;
+        let year = match parsed {
+            ManifestTime::Local(t) => t.year(),
+            ManifestTime::Absolute(t) => t.year(),
+        };
+        // Recurrences are expanded from their start; a start centuries back would make every
+        // evaluation walk them. No gate needs times outside this range.
+        if !(1970..=2200).contains(&year) {
+            return Err(PolicyError::new(
+                "",
+                format!("date-time '{}' is outside the years 1970-2200", s.trim()),
+            ));
+        }
+        Ok(parsed)
+    }
+
+    fn parse_any_year(s: &str) -> Result<ManifestTime, PolicyError> {
         let s = s.trim();
         if let Ok(t) = DateTime::parse_from_rfc3339(s) {
             return Ok(ManifestTime::Absolute(t.with_timezone(&Utc)));

@@ -9,6 +9,9 @@ use rrule::{Frequency, RRule, RRuleSet, Unvalidated};
 
 use crate::PolicyError;
 
+/// The largest COUNT accepted.
+const MAX_COUNT: u32 = 10_000;
+
 /// A validated RRULE anchored at a wall-clock `DTSTART`.
 #[derive(Debug, Clone)]
 pub(crate) struct Recurrence {
@@ -51,6 +54,15 @@ impl Recurrence {
         if parsed.get_interval() == 0 {
             return Err(err("INTERVAL must be at least 1".into()));
         }
+        if parsed.get_freq() == Frequency::Secondly {
+            return Err(err(
+                "FREQ=SECONDLY is finer than windows resolve (minutes)".into()
+            ));
+        }
+        // A COUNT rule is expanded from DTSTART on every query; keep that walk short.
+        if parsed.get_count().is_some_and(|c| c > MAX_COUNT) {
+            return Err(err(format!("COUNT above {MAX_COUNT}; use UNTIL or no end")));
+        }
         let start = rrule::Tz::UTC.from_utc_datetime(&dtstart);
         let set = parsed
             .clone()
@@ -79,16 +91,26 @@ impl Recurrence {
 
     /// The rule expanded from a DTSTART moved forward by whole periods to before `from`. Whole
     /// periods keep the grid (and the time of day, weekday, minute the rule takes from DTSTART),
-    /// so every instance from the new anchor on is unchanged.
-    fn anchored_before(&self, from: NaiveDateTime) -> Option<RRuleSet> {
-        let period = self.period?;
-        let periods = (from - self.dtstart).num_seconds() / period.num_seconds().max(1) - 1;
+    /// so every instance from the new anchor on is unchanged. `Some(None)`: the rule ended
+    /// (UNTIL) before the anchor, so nothing is left from `from` on.
+    fn anchored_before(&self, from: NaiveDateTime) -> Option<Option<RRuleSet>> {
+        let period = self.period?.num_seconds().max(1);
+        let periods = (from - self.dtstart).num_seconds() / period - 1;
         if periods < 2 {
             return None;
         }
-        let anchor = self.dtstart + period * i32::try_from(periods).ok()?;
+        let anchor = self
+            .dtstart
+            .checked_add_signed(Duration::seconds(period.checked_mul(periods)?))?;
+        if self
+            .rule
+            .get_until()
+            .is_some_and(|u| u.naive_utc() < anchor)
+        {
+            return Some(None);
+        }
         let start = rrule::Tz::UTC.from_utc_datetime(&anchor);
-        self.rule.clone().build(start).ok()
+        self.rule.clone().build(start).ok().map(Some)
     }
 
     /// Wall-clock instance times in `[from, to]`, in order.
@@ -97,7 +119,11 @@ impl Recurrence {
         if to < self.dtstart {
             return out;
         }
-        let anchored = self.anchored_before(from);
+        let anchored = match self.anchored_before(from) {
+            Some(None) => return out,
+            Some(Some(set)) => Some(set),
+            None => None,
+        };
         for instance in anchored.as_ref().unwrap_or(&self.set) {
             let local = instance.naive_utc();
             if local > to {

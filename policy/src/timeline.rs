@@ -196,8 +196,12 @@ fn window_spans(
 ) -> Vec<Span> {
     let mut spans: Vec<Span> = Vec::new();
     let mut ends: Vec<DateTime<Utc>> = Vec::new();
-    let all = w.occurrences(from - w.lookback(), to);
-    *occurrences += all.len();
+    let mut all: Vec<_> = latest_at_or_before(w, from, occurrences)
+        .into_iter()
+        .collect();
+    let later = w.occurrences(from + Duration::nanoseconds(1), to);
+    *occurrences += later.len();
+    all.extend(later);
     for (start, end) in all {
         if end <= from {
             continue;
@@ -218,6 +222,29 @@ fn window_spans(
         last.end = follow_span(w, last.end.unwrap_or(to), to, occurrences);
     }
     spans
+}
+
+/// The occurrence with the latest start at or before `from`, if one started within the window's
+/// duration. All occurrences of a window last equally long, so it is the one reaching furthest;
+/// searching back in growing steps keeps dense schedules with long durations cheap.
+fn latest_at_or_before(
+    w: &CompiledWindow,
+    from: DateTime<Utc>,
+    occurrences: &mut usize,
+) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+    let lookback = w.lookback();
+    let mut step = lookback.min(Duration::hours(6));
+    loop {
+        let found = w.occurrences(from - step, from);
+        *occurrences += found.len();
+        if let Some(last) = found.last() {
+            return Some(*last);
+        }
+        if step >= lookback {
+            return None;
+        }
+        step = (step * 4).min(lookback);
+    }
 }
 
 /// Follows a span ending at `end` (occurrences scanned up to `scanned`) through any further

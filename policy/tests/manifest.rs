@@ -267,6 +267,11 @@ fn validation_errors_name_the_path() {
             "invalid date-time '2026-13-20'",
         ),
         (
+            w("{name: w, kind: deny, start: '1900-01-01', end: '2026-12-21'}"),
+            "spec.windows[0].start",
+            "date-time '1900-01-01' is outside the years 1970-2200",
+        ),
+        (
             w(
                 "{name: w, kind: deny, schedule: '0 8 * * *', duration: 1h, start: '2026-12-20', end: '2026-12-21'}",
             ),

@@ -110,6 +110,8 @@ fn rrule_errors() {
         "DTSTART:20260101T000000Z;FREQ=DAILY",
         "BYDAY=MO",
         "FREQ=DAILY;INTERVAL=0",
+        "FREQ=SECONDLY",
+        "FREQ=DAILY;COUNT=20000",
     ] {
         let e = fleetgate_policy::parse_gate(&text(rule))
             .unwrap()
@@ -121,4 +123,19 @@ fn rrule_errors() {
             "{rule}: {e}"
         );
     }
+}
+
+#[test]
+fn rule_ended_long_before_the_query_is_cheap_and_empty() {
+    // UNTIL in 2021 with a minutely rule: nothing in 2026, found without walking five years.
+    let g = rrule_gate(
+        "FREQ=MINUTELY;INTERVAL=30;UNTIL=20210101T000000",
+        "2020-01-01T00:00:00",
+        "10m",
+    );
+    assert!(changes(&g, "2026-01-01 00:00", "2026-02-01 00:00", &[]).is_empty());
+    assert_eq!(
+        g.evaluate(utc("2026-01-01 00:00"), &[]).next_transition,
+        None
+    );
 }
