@@ -119,7 +119,7 @@ async fn readme_screenshot() {
         )
         .await;
         b.sign_in(&hub.base, &alice).await;
-        b.wait_js("document.getElementById('live').dataset.state === 'live'", "live").await;
+        b.wait_live().await;
         b.eval("(document.getElementById('group-by').value = 'env', document.getElementById('group-by').dispatchEvent(new Event('change')))").await;
         b.wait_js("document.querySelector('tr.group-row')", "groups").await;
         b.screenshot("readme-fleet").await;

@@ -50,14 +50,8 @@ browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
     );
 
     // The approval gate is closed on both prod clusters; staging is not governed.
-    b.wait_js(
-        &format!(
-            "{} === 'closed'",
-            Browser::cell("sre-approval", "prod-eu-1")
-        ),
-        "closed cell",
-    )
-    .await;
+    b.wait_eq(&Browser::cell("sre-approval", "prod-eu-1"), "closed")
+        .await;
     assert_eq!(
         b.eval(&Browser::cell("sre-approval", "staging-1")).await,
         json!("na")
@@ -66,11 +60,7 @@ browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
         b.eval("document.getElementById('me').dataset.role").await,
         json!("operator")
     );
-    b.wait_js(
-        "document.getElementById('live').dataset.state === 'live'",
-        "live stream",
-    )
-    .await;
+    b.wait_live().await;
     b.screenshot("fleet").await;
 
     // Open it for one hour with a reason, through the confirmation dialog.
@@ -111,11 +101,8 @@ browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
     // The grid cell changed.
     b.route("#/fleet").await;
     b.wait_page("fleet").await;
-    b.wait_js(
-        &format!("{} === 'open'", Browser::cell("sre-approval", "prod-eu-1")),
-        "open cell",
-    )
-    .await;
+    b.wait_eq(&Browser::cell("sre-approval", "prod-eu-1"), "open")
+        .await;
     assert_eq!(
         b.eval(&Browser::cell("sre-approval", "prod-us-1")).await,
         json!("open")
@@ -142,6 +129,15 @@ browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
     )
     .await;
     b.screenshot("audit").await;
+    // Filtering by actor leaves only alice's entries.
+    b.fill("#audit-actor", "alice").await;
+    b.click("#audit-filters button[type='submit']").await;
+    b.wait_js(
+        "(rows => rows.length === 1 && rows[0].dataset.action === 'override.open')\
+         (document.querySelectorAll('#audit-table tbody tr'))",
+        "audit filtered to alice",
+    )
+    .await;
 
     // And the hub agrees: one live open override by alice for about an hour.
     let live = hub
@@ -253,14 +249,9 @@ browser_test!(rest_change_appears_live_and_survives_hub_restart, |b| {
     seed_small(&hub).await;
     let alice = hub.token("alice", "operator").await;
     b.sign_in(&hub.base, &alice).await;
-    b.wait_js(
-        "document.getElementById('live').dataset.state === 'live'",
-        "live stream",
-    )
-    .await;
+    b.wait_live().await;
     let cell = Browser::cell("sre-approval", "prod-us-1");
-    b.wait_js(&format!("{cell} === 'closed'"), "closed cell")
-        .await;
+    b.wait_eq(&cell, "closed").await;
     // A marker that a reload would wipe.
     b.eval("(window.__noReload = 42)").await;
 
@@ -273,8 +264,7 @@ browser_test!(rest_change_appears_live_and_survives_hub_restart, |b| {
         Some(open("from the CLI")),
     )
     .await;
-    b.wait_js(&format!("{cell} === 'open'"), "cell opened live")
-        .await;
+    b.wait_eq(&cell, "open").await;
     assert_eq!(
         b.eval("window.__noReload").await,
         json!(42),
@@ -294,11 +284,7 @@ browser_test!(rest_change_appears_live_and_survives_hub_restart, |b| {
     .await;
     b.screenshot("live-reconnecting").await;
     hub.restart("live").await;
-    b.wait_js(
-        "document.getElementById('live').dataset.state === 'live'",
-        "stream back",
-    )
-    .await;
+    b.wait_live().await;
 
     // Changes after the restart still arrive without a reload.
     let ovs = hub
@@ -320,11 +306,7 @@ browser_test!(rest_change_appears_live_and_survives_hub_restart, |b| {
         None,
     )
     .await;
-    b.wait_js(
-        &format!("{cell} === 'closed'"),
-        "cell closed live after restart",
-    )
-    .await;
+    b.wait_eq(&cell, "closed").await;
     hub.call(
         ADMIN_TOKEN,
         "POST",
@@ -332,11 +314,7 @@ browser_test!(rest_change_appears_live_and_survives_hub_restart, |b| {
         Some(open("second")),
     )
     .await;
-    b.wait_js(
-        &format!("{cell} === 'open'"),
-        "cell opened live after restart",
-    )
-    .await;
+    b.wait_eq(&cell, "open").await;
     assert_eq!(
         b.eval("window.__noReload").await,
         json!(42),

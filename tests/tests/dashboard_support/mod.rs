@@ -316,6 +316,24 @@ impl Browser {
         }
     }
 
+    /// Waits until the live event stream is connected.
+    pub async fn wait_live(&self) {
+        self.wait_js(
+            "document.getElementById('live').dataset.state === 'live'",
+            "live stream",
+        )
+        .await;
+    }
+
+    /// Waits until the JS expression `expr` equals the string `value`.
+    pub async fn wait_eq(&self, expr: &str, value: &str) {
+        self.wait_js(
+            &format!("{expr} === {value:?}"),
+            &format!("{expr} = {value}"),
+        )
+        .await;
+    }
+
     /// Waits until the page has rendered its data.
     pub async fn wait_page(&self, page: &str) {
         self.wait_js(
