@@ -118,3 +118,53 @@ impl Error {
         ExitCode::from(self.exit_code())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(status: u16) -> Error {
+        Error::Api {
+            status,
+            code: "x".into(),
+            message: "m".into(),
+            field: Some("spec.windows[0].schedule".into()),
+        }
+    }
+
+    #[test]
+    fn http_statuses_map_to_documented_exit_codes() {
+        for (status, want) in [
+            (400, code::INVALID),
+            (401, code::AUTH),
+            (403, code::AUTH),
+            (404, code::NOT_FOUND),
+            (409, code::CONFLICT),
+            (412, code::CONFLICT),
+            (413, code::INVALID),
+            (422, code::INVALID),
+            (500, code::ERROR),
+            (503, code::ERROR),
+        ] {
+            assert_eq!(api(status).exit_code(), want, "HTTP {status}");
+        }
+        assert_eq!(Error::Usage("u".into()).exit_code(), code::USAGE);
+        assert_eq!(Error::invalid("f", "m").exit_code(), code::INVALID);
+        assert_eq!(Error::Different.exit_code(), code::DIFFERENT);
+        let unreachable = Error::Unreachable {
+            hub: "h".into(),
+            message: "m".into(),
+        };
+        assert_eq!(unreachable.exit_code(), code::UNREACHABLE);
+    }
+
+    #[test]
+    fn api_errors_name_the_field_and_hint_on_auth() {
+        assert_eq!(
+            api(422).render(),
+            "spec.windows[0].schedule: m (HTTP 422 x)"
+        );
+        assert!(api(401).render().contains("hint: pass a token"));
+        assert!(api(403).render().contains("higher role"));
+    }
+}

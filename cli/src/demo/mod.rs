@@ -226,8 +226,14 @@ async fn wait_ready(
             return Ok(());
         }
         if hub_task.is_finished() {
-            let r = hub_task.await.map_err(|e| other("hub", e))?;
-            return Err(other("hub did not start", format!("{r:?}")));
+            let why = match hub_task.await.map_err(|e| other("hub", e))? {
+                Err(e) => e.to_string(),
+                Ok(()) => "it stopped".to_string(),
+            };
+            return Err(other(
+                "the hub did not start",
+                format!("{why} (pick other ports with --http-addr / --grpc-addr)"),
+            ));
         }
         if Instant::now() > deadline {
             return Err(other("hub", format!("not ready at {hub_url} within 60 s")));
