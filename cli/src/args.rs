@@ -70,7 +70,7 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum GateCmd {
-    /// Check gate manifests offline; exits 6 with the field path on the first error.
+    /// Check gate manifests offline; exits 6 naming the file and field path of each error.
     Validate {
         /// Gate manifest files or directories (YAML or JSON).
         #[arg(short = 'f', long = "filename", required = true)]
