@@ -11,6 +11,10 @@ import { renderCluster } from './cluster.js';
 import { renderAudit } from './audit.js';
 
 const main = document.getElementById('main');
+// Script errors are kept where the browser tests can read them.
+window.fleetgateErrors = [];
+window.addEventListener('error', (e) => window.fleetgateErrors.push(String(e.message)));
+window.addEventListener('unhandledrejection', (e) => window.fleetgateErrors.push(String(e.reason)));
 const app = { me: null, page: null, stopLive: null, timer: null, queued: [], seq: 0 };
 
 function route() {

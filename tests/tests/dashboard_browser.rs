@@ -194,7 +194,10 @@ browser_test!(viewer_sees_no_action_buttons, |b| {
         ADMIN_TOKEN,
         "POST",
         "/api/v1/gates/sre-approval/open",
-        Some(json!({"for": "2h", "reason": "release train"})),
+        // Markup in a reason must show as text, never run.
+        Some(
+            json!({"for": "2h", "reason": "release train <img src=x onerror=\"window.__xss=1\">"}),
+        ),
     )
     .await;
     let vic = hub.token("vic", "viewer").await;
@@ -222,7 +225,7 @@ browser_test!(viewer_sees_no_action_buttons, |b| {
         })
         .await;
         b.wait_js(
-            "document.body.textContent.includes('release train')",
+            "document.body.textContent.includes('release train <img src=x')",
             "override shown",
         )
         .await;
@@ -234,6 +237,11 @@ browser_test!(viewer_sees_no_action_buttons, |b| {
         );
     }
     b.screenshot("viewer-gate").await;
+    assert_eq!(
+        b.eval("[window.__xss, document.querySelectorAll('img[src=\"x\"]').length]")
+            .await,
+        json!([null, 0])
+    );
 
     // Signing out forgets the token.
     b.click("#signout").await;

@@ -403,7 +403,10 @@ impl Browser {
         )
     }
 
+    /// Ends the session; fails the test if the page logged script errors.
     pub async fn close(self) {
+        let errors = self.eval("window.fleetgateErrors || []").await;
         let _ = self.client.close().await;
+        assert_eq!(errors, json!([]), "script errors in the page");
     }
 }
