@@ -7,10 +7,11 @@ use std::sync::OnceLock;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
+use crate::dashboard::views::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
 use crate::error::{ErrorBody, ErrorDetail};
-use crate::rest;
 use crate::service::status::{
     ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
 };
@@ -18,6 +19,7 @@ use crate::service::types::{
     ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, GateRecord,
     OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
 };
+use crate::{dashboard, rest};
 
 macro_rules! page_doc {
     ($name:ident, $item:ty, $doc:literal) => {
@@ -66,10 +68,44 @@ pub struct TransitionDoc {
     pub reason: String,
 }
 
-struct BearerAuth;
+/// Adds what every operation shares: the bearer scheme, and the 408
+/// (timeout) and 500 (internal) error responses any route can give.
+struct Common;
 
-impl Modify for BearerAuth {
+fn error_response(description: &str) -> utoipa::openapi::Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build()
+}
+
+impl Modify for Common {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let ops = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for op in ops.into_iter().flatten() {
+                let responses = &mut op.responses.responses;
+                for (code, text) in [
+                    ("408", "Request took longer than the timeout"),
+                    ("500", "Internal error (details in the hub's log)"),
+                ] {
+                    responses
+                        .entry(code.to_string())
+                        .or_insert_with(|| error_response(text).into());
+                }
+            }
+        }
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "bearer",
@@ -103,6 +139,8 @@ impl Modify for BearerAuth {
         rest::audit::list,
         rest::tokens::list, rest::tokens::create, rest::tokens::revoke,
         rest::health::healthz, rest::health::readyz, rest::health::metrics,
+        dashboard::views::whoami, dashboard::views::fleet, dashboard::views::gate,
+        dashboard::events::stream,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, Cluster, ClusterWithToken, RegisterCluster, Relabel,
@@ -110,8 +148,9 @@ impl Modify for BearerAuth {
         ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc,
+        WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&Common),
     tags(
         (name = "gates", description = "Gate manifests"),
         (name = "overrides", description = "Manual open/close with expiry"),
@@ -120,6 +159,7 @@ impl Modify for BearerAuth {
         (name = "audit", description = "The append-only audit log"),
         (name = "tokens", description = "API tokens (admin only)"),
         (name = "health", description = "Health, readiness and metrics"),
+        (name = "dashboard", description = "Who am I, the dashboard's views and the live event stream"),
     )
 )]
 pub struct ApiDoc;

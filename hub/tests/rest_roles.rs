@@ -251,6 +251,10 @@ async fn openapi_documents_every_route_with_errors() {
         ("/healthz", vec!["get"]),
         ("/readyz", vec!["get"]),
         ("/metrics", vec!["get"]),
+        ("/api/v1/whoami", vec!["get"]),
+        ("/api/v1/dashboard/fleet", vec!["get"]),
+        ("/api/v1/dashboard/gates/{name}", vec!["get"]),
+        ("/api/v1/events", vec!["get"]),
     ];
     for (path, methods) in &expected {
         let item = paths
@@ -261,13 +265,37 @@ async fn openapi_documents_every_route_with_errors() {
             assert!(op.is_object(), "{m} {path} missing");
             if path.starts_with("/api/") {
                 let responses = op["responses"].as_object().unwrap();
-                assert!(responses.contains_key("401"), "{m} {path} lacks 401");
+                for code in ["401", "408", "500"] {
+                    assert!(responses.contains_key(code), "{m} {path} lacks {code}");
+                }
                 assert!(op["security"].is_array(), "{m} {path} lacks security");
             }
         }
     }
     assert_eq!(paths.len(), expected.len(), "undocumented or extra paths");
     let schemas = doc["components"]["schemas"].as_object().unwrap();
+    // Every $ref resolves to a component schema.
+    fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(r) = m.get("$ref").and_then(|r| r.as_str()) {
+                    out.push(r.to_string());
+                }
+                m.values().for_each(|v| refs(v, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    refs(doc, &mut all);
+    assert!(!all.is_empty());
+    for r in all {
+        let name = r
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("unexpected $ref {r}"));
+        assert!(schemas.contains_key(name), "dangling $ref {r}");
+    }
     for s in [
         "ErrorBody",
         "GateRecord",
