@@ -35,7 +35,10 @@ export function timeline({ preview, overrides, gateZone, from, to }) {
       s('title', {}, `${b.state}: ${b.reason}\n${fmt(b.start, gateZone)} – ${fmt(b.end, gateZone)} (${gateZone})`),
       s('rect', { x: x0, y: 40, width: w, height: 34, rx: 2 }));
     const name = windowName(b.reason);
-    if (w > 60) g.append(s('text', { x: x0 + 5, y: 55, class: 'band-state' }, `${b.state === 'open' ? '✓' : '✕'} ${b.state}`));
+    const icon = b.state === 'open' ? '✓' : '✕';
+    // Narrow bands still carry their icon, so colour is never the only cue.
+    if (w > 60) g.append(s('text', { x: x0 + 5, y: 55, class: 'band-state' }, `${icon} ${b.state}`));
+    else if (w > 10) g.append(s('text', { x: x0 + w / 2, y: 61, class: 'band-state', 'text-anchor': 'middle' }, icon));
     if (w > 90 && name) g.append(s('text', { x: x0 + 5, y: 69, class: 'band-name' }, clip(name, w / 6.5)));
     svg.append(g);
   }

@@ -126,6 +126,12 @@ async fn readme_screenshot() {
         b.route("#/gates/business-hours").await;
         b.wait_page("gate").await;
         b.screenshot("readme-gate").await;
+        b.route("#/gates/staging-nightly").await;
+        b.wait_page("gate").await;
+        b.screenshot("readme-gate-nightly").await;
+        b.route("#/audit").await;
+        b.wait_page("audit").await;
+        b.screenshot("readme-audit").await;
         b.route(&format!("#/clusters/{}", clusters[0].0)).await;
         b.wait_page("cluster").await;
         b.screenshot("readme-cluster").await;
