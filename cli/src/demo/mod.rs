@@ -296,12 +296,23 @@ async fn start_spoke(
         .map_err(|e| other(&format!("spoke {}", c.name), e))
 }
 
-/// Waits (bounded) until every spoke is connected and has reported objects.
+/// Waits (bounded) until every spoke is connected and has reported that it
+/// enforces: every object a closed `suspend`-mode gate governs is suspended.
+/// Only then are revisions pushed, so they are held rather than applied.
 async fn wait_reported(
     client: &Client,
     clusters: &[fleet::DemoCluster],
     shutdown: &CancellationToken,
 ) -> Result<()> {
+    let suspend_mode: Vec<String> = client
+        .list("/gates", &[], None)
+        .await?
+        .iter()
+        .filter(|g| {
+            g.pointer("/manifest/spec/mode").and_then(Value::as_str) != Some("freezeSources")
+        })
+        .filter_map(|g| g.get("name").and_then(Value::as_str).map(String::from))
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut pending: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     while !pending.is_empty() {
@@ -310,12 +321,7 @@ async fn wait_reported(
             let st = client
                 .get(&format!("/clusters/{}/status", seg(name)), &[])
                 .await?;
-            let connected = st.pointer("/cluster/connected") == Some(&Value::Bool(true));
-            let governed = st
-                .pointer("/counts/governed")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            if !(connected && governed > 0) {
+            if !enforced(&st, &suspend_mode) {
                 still.push(name);
             }
         }
@@ -329,12 +335,44 @@ async fn wait_reported(
         if Instant::now() > deadline {
             return Err(other(
                 "spokes",
-                format!("not reported within 120 s: {pending:?}"),
+                format!("not enforcing within 120 s: {pending:?}"),
             ));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     Ok(())
+}
+
+/// A cluster status shows a connected spoke that reported objects, and
+/// every object governed by a closed gate of `suspend_mode` is suspended.
+fn enforced(st: &Value, suspend_mode: &[String]) -> bool {
+    let connected = st.pointer("/cluster/connected") == Some(&Value::Bool(true));
+    let objects = st
+        .get("objects")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let closed: Vec<&str> = st
+        .get("gates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|g| g.get("state").and_then(Value::as_str) == Some("closed"))
+        .filter_map(|g| g.get("gate").and_then(Value::as_str))
+        .filter(|g| suspend_mode.iter().any(|m| m == g))
+        .collect();
+    connected
+        && !objects.is_empty()
+        && objects.iter().all(|o| {
+            let held_by_closed = o
+                .get("gates")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .any(|g| closed.contains(&g));
+            !held_by_closed || o.get("suspended") == Some(&Value::Bool(true))
+        })
 }
 
 /// Waits (bounded) until the hub shows held changes; returns the summary.
@@ -414,4 +452,41 @@ async fn cancel_on_signal(token: CancellationToken) {
         }
     }
     token.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(connected: bool, suspended: bool) -> Value {
+        json!({
+            "cluster": {"connected": connected},
+            "gates": [
+                {"gate": "sre-approval", "state": "closed"},
+                {"gate": "release-train", "state": "closed"},
+                {"gate": "weekdays", "state": "open"}
+            ],
+            "objects": [
+                {"name": "payments-api", "gates": ["sre-approval"], "suspended": suspended},
+                {"name": "shop", "gates": ["release-train"], "suspended": false},
+                {"name": "web", "gates": ["weekdays"], "suspended": false}
+            ]
+        })
+    }
+
+    #[test]
+    fn enforced_means_connected_and_closed_suspend_gates_applied() {
+        let modes = vec!["sre-approval".to_string(), "weekdays".to_string()];
+        assert!(enforced(&status(true, true), &modes));
+        assert!(
+            !enforced(&status(true, false), &modes),
+            "payments-api not yet suspended"
+        );
+        assert!(
+            !enforced(&status(false, true), &modes),
+            "spoke not connected"
+        );
+        let no_objects = json!({"cluster": {"connected": true}, "gates": [], "objects": []});
+        assert!(!enforced(&no_objects, &modes), "nothing reported yet");
+    }
 }
