@@ -238,6 +238,9 @@ async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shu
     let shutdown = CancellationToken::new();
     let app = app(AppState {
         shutdown: shutdown.clone(),
+        // The request timeout bounds the time to the response head, not the
+        // stream: events keep flowing long after it.
+        timeout: Duration::from_millis(300),
         ..AppState::new(hub.service.clone(), Metrics::new())
     });
     let get = |token: Option<&str>| {
@@ -263,6 +266,7 @@ async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shu
         "initial state is not replayed: {seen}"
     );
 
+    tokio::time::sleep(Duration::from_millis(600)).await; // past the request timeout
     // A change through the API arrives as events with JSON data.
     let r = hub
         .post_json(
