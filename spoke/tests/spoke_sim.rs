@@ -1,13 +1,13 @@
-//! The spoke against the test Kubernetes API server and Flux simulator, with a
-//! fake hub on a real gRPC socket: suspend on close, held revisions reported,
+//! Enforcement against the test Kubernetes API server and Flux simulator, with
+//! a fake hub on a real gRPC socket: suspend on close, held revisions reported,
 //! resume + reconcile request on open, people's suspends untouched, new objects
-//! caught, freezeSources, offline window edges, restart from the ConfigMap.
+//! caught, freezeSources, HelmReleases, 409 re-plan.
 
 mod support;
 
 use chrono::Utc;
 use fleetgate_proto::v1 as pb;
-use fleetgate_spoke::{WithoutSnapshot, annotations};
+use fleetgate_spoke::annotations;
 use kube::api::{Api, ListParams};
 use support::*;
 
@@ -291,155 +291,6 @@ async fn freeze_sources_keeps_the_kustomization_reconciling() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn offline_window_edge_and_restart_from_the_persisted_snapshot() {
-    let cluster = start_cluster().await;
-    create(&cluster, git_repository("repo")).await;
-    create(&cluster, kustomization("apps", "repo", false)).await;
-
-    // The gate closes by itself a few seconds from now (an override starting
-    // later); the hub disappears before that.
-    let edge = Utc::now() + chrono::Duration::seconds(3);
-    let hub = FakeHub::start().await;
-    hub.set(snapshot(
-        7,
-        vec![gate("edge", "suspend", &["Kustomization"], "open")],
-        vec![override_from("edge", "closed", edge)],
-    ));
-    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
-    spoke
-        .report_where("revision 7 enforced", |r| r.revision == 7)
-        .await;
-    let apps = api(&cluster.client, "Kustomization")
-        .get("apps")
-        .await
-        .unwrap();
-    assert!(!suspended(&apps), "open before the edge");
-    hub.stop().await;
-
-    let apps = wait_for(
-        &cluster.client,
-        "Kustomization",
-        "apps",
-        "suspended at the edge, hub gone",
-        suspended,
-    )
-    .await;
-    let at = annotation(&apps, annotations::SUSPENDED_AT).expect("suspended-at");
-    let at = chrono::DateTime::parse_from_rfc3339(at).unwrap().to_utc();
-    // suspended-at has second precision; the edge may have a fraction.
-    assert!(
-        at + chrono::Duration::seconds(1) > edge,
-        "not suspended before the edge: {at} vs {edge}"
-    );
-
-    // The snapshot was persisted.
-    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(cluster.client.clone(), SPOKE_NS);
-    let cm = cms.get("fleetgate-spoke-snapshot").await.unwrap();
-    assert_eq!(
-        cm.data
-            .as_ref()
-            .unwrap()
-            .get("revision")
-            .map(String::as_str),
-        Some("7")
-    );
-    spoke.stop().await;
-
-    // Restart with the hub still down (nothing listens at its address): the
-    // persisted snapshot is enforced — a Kustomization created meanwhile is suspended.
-    create(&cluster, kustomization("meanwhile", "repo", false)).await;
-    let dead_hub = format!("http://{}", free_addr().await);
-    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(dead_hub))).await;
-    wait_for(
-        &cluster.client,
-        "Kustomization",
-        "meanwhile",
-        "suspended from the persisted snapshot",
-        |o| suspended(o) && annotation(o, MARK) == Some("edge"),
-    )
-    .await;
-    assert_eq!(spoke.ctx().revision(), 7);
-    spoke.stop().await;
-    cluster.sim.shutdown().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_any_snapshot_nothing_changes_unless_told() {
-    let cluster = start_cluster().await;
-    create(&cluster, git_repository("repo")).await;
-    create(&cluster, kustomization("apps", "repo", false)).await;
-    // Marked as fleetgate's from an earlier life, still suspended.
-    let mut old = kustomization("old", "repo", true);
-    old["metadata"]["annotations"] = serde_json::json!({ MARK: "gone" });
-    create(&cluster, old).await;
-
-    // Default (none): the first pass runs and changes nothing.
-    let spoke = RunningSpoke::start(&cluster, spoke_config(None)).await;
-    spoke.wait_ready().await;
-    let ready = reqwest::get(format!("http://{}/readyz", spoke.http_addr()))
-        .await
-        .unwrap();
-    assert!(ready.status().is_success());
-    let ks = api(&cluster.client, "Kustomization");
-    assert!(!suspended(&ks.get("apps").await.unwrap()));
-    assert!(suspended(&ks.get("old").await.unwrap()));
-    let metrics = reqwest::get(format!("http://{}/metrics", spoke.http_addr()))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains("fleetgate_spoke_hub_connected 0"),
-        "{metrics}"
-    );
-    spoke.stop().await;
-
-    // closed: every Kustomization is suspended until a snapshot arrives.
-    let mut config = spoke_config(None);
-    config.enforce_without_snapshot = WithoutSnapshot::Closed;
-    let spoke = RunningSpoke::start(&cluster, config).await;
-    wait_for(
-        &cluster.client,
-        "Kustomization",
-        "apps",
-        "suspended (closed)",
-        |o| suspended(o) && annotation(o, MARK) == Some("fleetgate-no-snapshot"),
-    )
-    .await;
-    spoke.stop().await;
-
-    // open: what fleetgate suspended is resumed.
-    let mut config = spoke_config(None);
-    config.enforce_without_snapshot = WithoutSnapshot::Open;
-    let spoke = RunningSpoke::start(&cluster, config).await;
-    wait_for(
-        &cluster.client,
-        "Kustomization",
-        "apps",
-        "resumed (open)",
-        |o| !suspended(o),
-    )
-    .await;
-    wait_for(
-        &cluster.client,
-        "Kustomization",
-        "old",
-        "resumed (open)",
-        |o| !suspended(o),
-    )
-    .await;
-    spoke.stop().await;
-    cluster.sim.shutdown().await;
-}
-
-async fn free_addr() -> std::net::SocketAddr {
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_concurrent_human_edit_is_never_overwritten() {
     use fleetgate_policy::{FluxKind, Mode, Targets};
     use fleetgate_spoke::{
@@ -518,22 +369,29 @@ async fn a_concurrent_human_edit_is_never_overwritten() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn helm_releases_are_suspended_held_and_their_repositories_frozen() {
+async fn helm_releases_are_suspended_held_and_their_sources_frozen() {
+    // helm-controller generates a HelmChart `<namespace>-<name>` per release;
+    // chart versions are pushed to those charts directly.
+    const WEB_CHART: &str = "flux-system-web";
+    const DB_CHART: &str = "flux-system-db";
     let cluster = start_cluster().await;
     create(&cluster, helm_repository("charts")).await;
     create(&cluster, helm_release("web", "charts")).await;
     create(&cluster, helm_release("db", "charts")).await;
-    push_kind(&cluster, "HelmRepository", "charts", "1.0.0").await;
-    wait_for(
-        &cluster.client,
-        "HelmRelease",
-        "web",
-        "1.0.0 deployed",
-        |o| status_str(o, "/status/history/0/chartVersion") == Some("1.0.0"),
-    )
-    .await;
+    push_kind(&cluster, "HelmRepository", "charts", "sha256:index-1").await;
+    for (chart, release) in [(WEB_CHART, "web"), (DB_CHART, "db")] {
+        push_kind(&cluster, "HelmChart", chart, "1.0.0").await;
+        wait_for(
+            &cluster.client,
+            "HelmRelease",
+            release,
+            "1.0.0 deployed",
+            |o| status_str(o, "/status/history/0/chartVersion") == Some("1.0.0"),
+        )
+        .await;
+    }
 
-    // suspend mode on `web` only (by name), freezeSources on every HelmRelease.
+    // suspend mode on `web` only (by name).
     let web_gate = pb::GateRule {
         name: "web-window".into(),
         version: 1,
@@ -544,14 +402,15 @@ async fn helm_releases_are_suspended_held_and_their_repositories_frozen() {
         .to_string(),
     };
     let mut hub = FakeHub::start().await;
-    hub.set(snapshot(1, vec![web_gate.clone()], vec![]));
+    hub.set(snapshot(1, vec![web_gate], vec![]));
     let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
     wait_for(&cluster.client, "HelmRelease", "web", "suspended", |o| {
         suspended(o) && annotation(o, MARK) == Some("web-window")
     })
     .await;
-    push_kind(&cluster, "HelmRepository", "charts", "1.1.0").await;
-    // `db` is not governed and upgrades; `web` is held.
+    push_kind(&cluster, "HelmChart", WEB_CHART, "1.1.0").await;
+    push_kind(&cluster, "HelmChart", DB_CHART, "1.1.0").await;
+    // `db` is not governed and upgrades; `web` is held at 1.0.0.
     wait_for(
         &cluster.client,
         "HelmRelease",
@@ -578,8 +437,9 @@ async fn helm_releases_are_suspended_held_and_their_repositories_frozen() {
         "db is not governed"
     );
 
-    // Replace with a freezeSources gate over every HelmRelease: web resumes and
-    // upgrades to 1.1.0, the repository is frozen, so 1.2.0 waits for both.
+    // freezeSources over every HelmRelease: `web` resumes and upgrades to what
+    // its chart already has, while the repository and the generated charts are
+    // frozen, so a newer chart version waits until the thaw.
     hub.set(snapshot(
         2,
         vec![gate(
@@ -590,10 +450,16 @@ async fn helm_releases_are_suspended_held_and_their_repositories_frozen() {
         )],
         vec![],
     ));
-    wait_for(&cluster.client, "HelmRepository", "charts", "frozen", |o| {
-        suspended(o) && annotation(o, MARK) == Some("helm-freeze")
-    })
-    .await;
+    for (kind, name) in [
+        ("HelmRepository", "charts"),
+        ("HelmChart", WEB_CHART),
+        ("HelmChart", DB_CHART),
+    ] {
+        wait_for(&cluster.client, kind, name, "frozen", |o| {
+            suspended(o) && annotation(o, MARK) == Some("helm-freeze")
+        })
+        .await;
+    }
     wait_for(
         &cluster.client,
         "HelmRelease",
@@ -602,7 +468,7 @@ async fn helm_releases_are_suspended_held_and_their_repositories_frozen() {
         |o| !suspended(o) && status_str(o, "/status/history/0/chartVersion") == Some("1.1.0"),
     )
     .await;
-    push_kind(&cluster, "HelmRepository", "charts", "1.2.0").await;
+    push_kind(&cluster, "HelmChart", DB_CHART, "1.2.0").await;
     hub.set(snapshot(
         3,
         vec![gate(
@@ -621,56 +487,11 @@ async fn helm_releases_are_suspended_held_and_their_repositories_frozen() {
         |o| status_str(o, "/status/history/0/chartVersion") == Some("1.2.0"),
     )
     .await;
+    wait_for(&cluster.client, "HelmChart", DB_CHART, "thawed", |o| {
+        !suspended(o)
+    })
+    .await;
     spoke.stop().await;
     hub.stop().await;
-    cluster.sim.shutdown().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reports_its_clock_offset_and_reconnects_with_the_held_revision() {
-    let cluster = start_cluster().await;
-    create(&cluster, git_repository("repo")).await;
-    create(&cluster, kustomization("apps", "repo", false)).await;
-    // The hub's clock runs an hour ahead: the spoke's offset is about -1 h.
-    let mut hub = FakeHub::start_skewed(chrono::Duration::hours(1)).await;
-    hub.set(snapshot(
-        3,
-        vec![gate("g", "suspend", &["Kustomization"], "open")],
-        vec![],
-    ));
-    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
-    let report = hub
-        .report_where("revision 3 with an offset", |r| {
-            r.revision == 3 && r.clock_offset_ms != 0
-        })
-        .await;
-    let hour_ms = 3_600_000;
-    assert!(
-        (report.clock_offset_ms + hour_ms).abs() < 60_000,
-        "offset {} ms, expected about -{hour_ms}",
-        report.clock_offset_ms
-    );
-    assert_eq!(report.objects.len(), 1);
-    assert_eq!(report.objects[0].gates, vec!["g"]);
-    let metrics = spoke.ctx().metrics.render();
-    assert!(
-        metrics.contains("fleetgate_spoke_hub_connected 1"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("fleetgate_spoke_snapshot_revision 3"),
-        "{metrics}"
-    );
-
-    // The hub restarts (same address): the spoke reconnects and its Hello
-    // carries the revision it holds, so the hub can skip a redundant snapshot.
-    let addr = hub.addr;
-    hub.stop().await;
-    let hub2 = FakeHub::start_at(addr).await;
-    let hello = hub2.wait_hello().await;
-    assert_eq!(hello.revision, 3, "Hello carries the held revision");
-    assert_eq!(hello.cluster, CLUSTER);
-    spoke.stop().await;
-    hub2.stop().await;
     cluster.sim.shutdown().await;
 }
