@@ -169,7 +169,11 @@ function draw(data, countsEl, gridEl) {
     for (const c of members) body.append(row(c, cols, data.gates));
   }
   const table = h('table', { class: 'grid', id: 'fleet-grid' }, h('thead', {}, head), h('tbody', {}, body));
+  // Live refreshes must not throw the reader back to the top of 500 rows.
+  const { scrollTop, scrollLeft } = gridEl;
   replace(gridEl, rows.length ? table : h('p', { class: 'empty' }, data.clusters.length ? 'No cluster matches the filters.' : 'No clusters registered yet.'));
+  gridEl.scrollTop = scrollTop;
+  gridEl.scrollLeft = scrollLeft;
 }
 
 /** The hover text of a cell, built when first hovered (thousands of cells). */

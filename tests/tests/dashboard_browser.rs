@@ -388,3 +388,44 @@ browser_test!(fleet_filters_group_and_collapse, |b| {
     b.wait_page("cluster").await;
     assert_eq!(b.eval("location.hash").await, json!("#/clusters/staging-1"));
 });
+
+browser_test!(live_refresh_keeps_the_grid_scrolled, |b| {
+    let hub = Hub::start("scroll").await;
+    let clusters = dashboard_support::fleet::seed(&hub, 80, 3).await;
+    b.sign_in(&hub.base, ADMIN_TOKEN).await;
+    b.wait_live().await;
+    b.wait_js(
+        "document.querySelectorAll('#fleet-grid tbody tr').length === 80",
+        "80 rows",
+    )
+    .await;
+    b.eval("(document.getElementById('grid').scrollTop = 600)")
+        .await;
+    let before = b.eval("document.getElementById('grid').scrollTop").await;
+    assert!(
+        before.as_f64().unwrap_or_default() > 300.0,
+        "grid does not scroll: {before}"
+    );
+    // The prod cluster lowest in the grid (business-hours governs prod).
+    let last = clusters
+        .iter()
+        .map(|(name, _)| name)
+        .filter(|n| n.starts_with("prod-"))
+        .max()
+        .expect("a prod cluster");
+    let cell = Browser::cell("business-hours", last);
+    assert_ne!(b.eval(&cell).await, json!(null), "{last} is governed");
+    // Open business-hours on it through REST: its cell changes live.
+    hub.call(
+        ADMIN_TOKEN,
+        "POST",
+        "/api/v1/gates/business-hours/open",
+        Some(json!({"for": "1h", "reason": "hotfix", "clusters": {"names": [last]}})),
+    )
+    .await;
+    b.wait_eq(&cell, "open").await;
+    assert_eq!(
+        b.eval("document.getElementById('grid').scrollTop").await,
+        before
+    );
+});
