@@ -19,15 +19,7 @@ async fn close_hold_open_cycle_with_human_suspend_and_late_object() {
     create(&cluster, git_repository("repo")).await;
     create(&cluster, kustomization("apps", "repo", false)).await;
     create(&cluster, kustomization("manual", "repo", true)).await;
-    push(&cluster, "repo", &revision(1)).await;
-    wait_for(
-        &cluster.client,
-        "Kustomization",
-        "apps",
-        "r1 applied",
-        |o| status_str(o, "/status/lastAppliedRevision") == Some(revision(1).as_str()),
-    )
-    .await;
+    push_and_wait_applied(&cluster, "apps", 1).await;
 
     let mut hub = FakeHub::start().await;
     hub.set(snapshot(
@@ -193,15 +185,7 @@ async fn freeze_sources_keeps_the_kustomization_reconciling() {
     let cluster = start_cluster().await;
     create(&cluster, git_repository("repo")).await;
     create(&cluster, kustomization("apps", "repo", false)).await;
-    push(&cluster, "repo", &revision(1)).await;
-    wait_for(
-        &cluster.client,
-        "Kustomization",
-        "apps",
-        "r1 applied",
-        |o| status_str(o, "/status/lastAppliedRevision") == Some(revision(1).as_str()),
-    )
-    .await;
+    push_and_wait_applied(&cluster, "apps", 1).await;
 
     let hub = FakeHub::start().await;
     hub.set(snapshot(

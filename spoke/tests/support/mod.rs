@@ -402,6 +402,21 @@ pub async fn push_kind(cluster: &Cluster, kind: &str, name: &str, rev: &str) {
         .expect("push");
 }
 
+/// Pushes revision `n` to GitRepository `repo` and waits until Kustomization
+/// `ks` applied it.
+pub async fn push_and_wait_applied(cluster: &Cluster, ks: &str, n: u32) {
+    push(cluster, "repo", &revision(n)).await;
+    let want = revision(n);
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        ks,
+        "revision applied",
+        |o| status_str(o, "/status/lastAppliedRevision") == Some(want.as_str()),
+    )
+    .await;
+}
+
 /// Waits until object `kind/name` satisfies `pred` (watch, bounded).
 pub async fn wait_for(
     client: &Client,
