@@ -1,19 +1,17 @@
 //! A throwaway PostgreSQL for tests.
 //!
 //! With `DATABASE_URL` set, each test gets a fresh database on that server.
-//! Otherwise the first test in a process starts a private server (initdb into a
-//! temp dir, loopback only, fsync off; as root it runs as the `postgres` user
-//! via `runuser`), and a watchdog stops it and removes its files when the test
-//! process exits. Each [`test_db`] call creates a new, empty database.
+//! Otherwise the first test in a process starts a private server
+//! ([`fleetgate_pgtemp`]: initdb into a temp dir, loopback only, fsync off; as
+//! root it runs as the `postgres` user via `runuser`), and a watchdog stops it
+//! and removes its files when the test process exits. Each [`test_db`] call
+//! creates a new, empty database.
 
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use sqlx::Connection;
 
 /// A fresh, empty database for one test.
@@ -33,6 +31,9 @@ struct Server {
     base: String,
     /// Query string appended to every URL (may be empty).
     query: String,
+    /// The private server, if we started one. Statics are never dropped: its
+    /// watchdog stops it and removes its files when the test process exits.
+    _private: Option<fleetgate_pgtemp::TempPostgres>,
 }
 
 static SERVER: OnceLock<std::result::Result<Server, String>> = OnceLock::new();
@@ -98,156 +99,19 @@ fn split_url(url: &str) -> Server {
         Some(i) => head[..scheme_end + i].to_string(),
         None => head.to_string(),
     };
-    Server { base, query }
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-/// Finds PostgreSQL's server binaries: `pg_config --bindir`, Debian's
-/// `/usr/lib/postgresql/<ver>/bin` (newest first), then `PATH`.
-pub fn pg_bindir() -> Result<PathBuf> {
-    if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
-        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        if dir.join("initdb").exists() && dir.join("postgres").exists() {
-            return Ok(dir);
-        }
+    Server {
+        base,
+        query,
+        _private: None,
     }
-    if let Ok(entries) = std::fs::read_dir("/usr/lib/postgresql") {
-        let mut dirs: Vec<(u32, PathBuf)> = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let v = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-                Some((v, e.path().join("bin")))
-            })
-            .filter(|(_, p)| p.join("initdb").exists())
-            .collect();
-        dirs.sort();
-        if let Some((_, p)) = dirs.pop() {
-            return Ok(p);
-        }
-    }
-    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-        let p = Path::new(dir);
-        if p.join("initdb").exists() && p.join("postgres").exists() {
-            return Ok(p.to_path_buf());
-        }
-    }
-    bail!("PostgreSQL server binaries (initdb, postgres) not found; install postgresql or set DATABASE_URL")
 }
 
 fn start_private_server() -> Result<Server> {
-    let bindir = pg_bindir()?;
-    let root = is_root();
-    let dir = tempfile::Builder::new()
-        .prefix("fleetgate-pg-")
-        .tempdir()
-        .context("temp dir")?
-        .keep();
-    let data = dir.join("data");
-    let sock = dir.join("sock");
-    std::fs::create_dir_all(&sock)?;
-    if root {
-        let st = Command::new("chown")
-            .args(["-R", "postgres:postgres"])
-            .arg(&dir)
-            .status()?;
-        if !st.success() {
-            bail!("chown {} to postgres failed", dir.display());
-        }
-    }
-    let as_pg = |bin: &str| -> Command {
-        if root {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(bindir.join(bin));
-            c
-        } else {
-            Command::new(bindir.join(bin))
-        }
-    };
-    let out = as_pg("initdb")
-        .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D"])
-        .arg(&data)
-        .stdin(Stdio::null())
-        .output()
-        .context("running initdb")?;
-    if !out.status.success() {
-        bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let port = crate::process::free_port();
-    let log = std::fs::File::create(dir.join("postgres.log"))?;
-    let child = as_pg("postgres")
-        .arg("-D")
-        .arg(&data)
-        .arg("-k")
-        .arg(&sock)
-        .args([
-            "-p",
-            &port.to_string(),
-            "-c",
-            "listen_addresses=127.0.0.1",
-            "-c",
-            "fsync=off",
-            "-c",
-            "synchronous_commit=off",
-            "-c",
-            "full_page_writes=off",
-            "-c",
-            "max_connections=500",
-            "-c",
-            "shared_buffers=128MB",
-        ])
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .context("starting postgres")?;
-    // The watchdog outlives nothing: when this test process exits it stops the
-    // server (SIGINT = fast shutdown) and removes the data directory.
-    // `runuser` does not forward signals, so it signals the postmaster itself
-    // (first line of postmaster.pid).
-    let script = format!(
-        "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; \
-         pg=$(head -n1 '{data}/postmaster.pid' 2>/dev/null); [ -n \"$pg\" ] || pg={child}; \
-         kill -INT $pg 2>/dev/null; \
-         for i in $(seq 1 40); do kill -0 $pg 2>/dev/null || break; sleep 0.25; done; \
-         kill -KILL $pg {child} 2>/dev/null; rm -rf '{dir}'",
-        me = std::process::id(),
-        child = child.id(),
-        data = data.display(),
-        dir = dir.display()
-    );
-    Command::new("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting watchdog")?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        // The port opens before recovery ends ("the database system is
-        // starting up"); the log line says when connections are accepted.
-        if TcpStream::connect(("127.0.0.1", port)).is_ok()
-            && std::fs::read_to_string(dir.join("postgres.log"))
-                .is_ok_and(|l| l.contains("ready to accept connections"))
-        {
-            break;
-        }
-        if Instant::now() > deadline {
-            let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap_or_default();
-            bail!("postgres did not start within 30s:\n{log}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let pg = fleetgate_pgtemp::TempPostgres::start()?;
     Ok(Server {
-        base: format!("postgres://postgres@127.0.0.1:{port}"),
+        base: pg.base_url.clone(),
         query: String::new(),
+        _private: Some(pg),
     })
 }
 
@@ -271,7 +135,10 @@ mod tests {
         let b = test_db().await;
         assert_ne!(a.name, b.name);
         let mut conn = sqlx::PgConnection::connect(&a.url).await.unwrap();
-        let one: (i32,) = sqlx::query_as("select 1").fetch_one(&mut conn).await.unwrap();
+        let one: (i32,) = sqlx::query_as("select 1")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
         assert_eq!(one.0, 1);
     }
 }

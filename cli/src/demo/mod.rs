@@ -4,7 +4,6 @@
 //! changes are held. Ctrl-C (or SIGTERM) stops everything and cleans up.
 
 mod fleet;
-mod postgres;
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -54,9 +53,10 @@ pub async fn run(args: &DemoArgs) -> Result<()> {
             (url, None)
         }
         _ => {
-            let pg = tokio::task::spawn_blocking(postgres::Postgres::start)
+            let pg = tokio::task::spawn_blocking(fleetgate_pgtemp::TempPostgres::start)
                 .await
-                .map_err(|e| other("PostgreSQL", e))??;
+                .map_err(|e| other("PostgreSQL", e))?
+                .map_err(|e| other("PostgreSQL", e))?;
             println!(
                 "• PostgreSQL: throwaway server at {} (files in {})",
                 pg.url,

@@ -1,26 +1,47 @@
-//! A throwaway PostgreSQL for the demo (the approach of the test harness in
-//! `tests/src/pg.rs`): initdb into a temp dir, loopback only, fsync off; as
-//! root the server runs as `postgres` via `runuser`. Dropping the handle
-//! stops the server and deletes its files; a watchdog does the same if the
-//! demo process dies without dropping it (SIGKILL, panic=abort).
+//! A throwaway PostgreSQL server for the test harness and `fleetgate demo`:
+//! initdb into a temp dir, loopback only, fsync off; as root the server runs
+//! as `postgres` via `runuser`. Dropping the handle stops the server and
+//! deletes its files; a watchdog does the same when the owning process exits
+//! without dropping it (a static in a test binary, SIGKILL, abort).
+#![forbid(unsafe_code)]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+/// Why the server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No `initdb`/`postgres` binaries anywhere we look.
+    #[error(
+        "PostgreSQL server binaries (initdb, postgres) not found: install PostgreSQL \
+         (Debian: apt-get install postgresql) or set DATABASE_URL"
+    )]
+    NotInstalled,
+    /// A step of setting the server up failed.
+    #[error("throwaway PostgreSQL: {step}: {message}")]
+    Start { step: &'static str, message: String },
+}
 
-/// A running private PostgreSQL server; stopped on drop.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A running private PostgreSQL server; stopped (and its files removed) on drop.
 #[derive(Debug)]
-pub struct Postgres {
+pub struct TempPostgres {
+    /// `postgres://postgres@127.0.0.1:PORT` (no database name).
+    pub base_url: String,
+    /// `base_url` + `/postgres`.
     pub url: String,
     dir: PathBuf,
     child: Child,
 }
 
-fn err(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Other(format!("throwaway PostgreSQL: {what}: {e}"))
+fn err(step: &'static str, e: impl std::fmt::Display) -> Error {
+    Error::Start {
+        step,
+        message: e.to_string(),
+    }
 }
 
 fn is_root() -> bool {
@@ -33,7 +54,7 @@ fn is_root() -> bool {
 
 /// PostgreSQL's server binaries: `pg_config --bindir`, Debian's
 /// `/usr/lib/postgresql/<newest>/bin`, then `PATH`.
-fn bindir() -> Result<PathBuf> {
+pub fn bindir() -> Result<PathBuf> {
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
         let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         if dir.join("initdb").exists() && dir.join("postgres").exists() {
@@ -60,19 +81,16 @@ fn bindir() -> Result<PathBuf> {
             return Ok(p.to_path_buf());
         }
     }
-    Err(Error::Other(
-        "PostgreSQL server binaries (initdb, postgres) not found: install PostgreSQL \
-         (Debian: apt-get install postgresql) or set DATABASE_URL"
-            .into(),
-    ))
+    Err(Error::NotInstalled)
 }
 
-impl Postgres {
-    pub fn start() -> Result<Postgres> {
+impl TempPostgres {
+    /// Starts a server and waits (at most 30 s) until it accepts connections.
+    pub fn start() -> Result<TempPostgres> {
         let bin = bindir()?;
         let root = is_root();
         let dir = tempfile::Builder::new()
-            .prefix("fleetgate-demo-pg-")
+            .prefix("fleetgate-pg-")
             .tempdir()
             .map_err(|e| err("temp dir", e))?
             .keep();
@@ -127,19 +145,23 @@ impl Postgres {
             .args(["-k", ""])
             .args(["-p", &port.to_string()])
             .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-            .args(["-c", "synchronous_commit=off", "-c", "max_connections=300"])
+            .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+            .args(["-c", "max_connections=500", "-c", "shared_buffers=128MB"])
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2)
             .spawn()
             .map_err(|e| err("starting postgres", e))?;
         spawn_watchdog(child.id(), &data, &dir)?;
-        let pg = Postgres {
-            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+        let base_url = format!("postgres://postgres@127.0.0.1:{port}");
+        let pg = TempPostgres {
+            url: format!("{base_url}/postgres"),
+            base_url,
             dir,
             child,
         };
-        // Ready when the server says so (the port opens during recovery).
+        // Ready when the server says so (the port opens during recovery, when
+        // connections still fail with "the database system is starting up").
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
@@ -164,7 +186,7 @@ impl Postgres {
     }
 }
 
-/// If the demo process disappears without dropping [`Postgres`], stop the
+/// If the owning process exits without dropping [`TempPostgres`], stop the
 /// server and remove its files anyway.
 fn spawn_watchdog(child: u32, data: &Path, dir: &Path) -> Result<()> {
     let script = format!(
@@ -187,7 +209,7 @@ fn spawn_watchdog(child: u32, data: &Path, dir: &Path) -> Result<()> {
         .map_err(|e| err("watchdog", e))
 }
 
-impl Drop for Postgres {
+impl Drop for TempPostgres {
     fn drop(&mut self) {
         // SIGINT = fast shutdown. `runuser` does not forward signals, so
         // signal the postmaster itself.
@@ -210,5 +232,26 @@ impl Drop for Postgres {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_accepts_connections_and_cleans_up_on_drop() {
+        let pg = TempPostgres::start().unwrap_or_else(|e| panic!("{e}"));
+        let port: u16 = pg.base_url.rsplit(':').next().unwrap().parse().unwrap();
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        assert!(pg.url.ends_with("/postgres"));
+        let dir = pg.dir().to_path_buf();
+        assert!(dir.join("data/PG_VERSION").exists());
+        drop(pg);
+        assert!(!dir.exists(), "files removed");
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "server stopped"
+        );
     }
 }
