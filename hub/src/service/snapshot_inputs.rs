@@ -69,6 +69,15 @@ pub(crate) fn overrides_for_cluster(
     cluster: &ClusterRow,
     rows: Vec<OverrideRow>,
 ) -> Vec<Override> {
+    overrides_applying(gate, cluster, &rows)
+}
+
+/// Like [`overrides_for_cluster`], borrowing the rows.
+pub(crate) fn overrides_applying(
+    gate: &Gate,
+    cluster: &ClusterRow,
+    rows: &[OverrideRow],
+) -> Vec<Override> {
     rows.iter()
         .filter(|r| applies(gate, cluster, r))
         .map(to_policy)

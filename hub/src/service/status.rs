@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::gates::stored_gate;
-use super::snapshot_inputs::overrides_for_cluster;
+use super::snapshot_inputs::{overrides_applying, overrides_for_cluster};
 use super::types::Cluster;
 use super::{Actor, Role, Service};
 use crate::db::overrides::OverrideRow;
@@ -253,6 +253,13 @@ impl Service {
             total: all_clusters.len(),
             ..Default::default()
         };
+        // A gate's state depends only on its rules and the overrides that
+        // apply: evaluate each gate once for clusters without overrides.
+        let base_open: Vec<bool> = all_gates
+            .iter()
+            .map(|(_, compiled)| compiled.evaluate(now, &[]).state.is_open())
+            .collect();
+        let no_rows = Vec::new();
         let mut disconnected = Vec::new();
         for c in &all_clusters {
             if c.connected {
@@ -264,14 +271,21 @@ impl Service {
                 }
             }
             let mut all_open = true;
-            for ((gate, compiled), summary) in all_gates.iter().zip(summaries.iter_mut()) {
+            for (((gate, compiled), summary), base) in
+                all_gates.iter().zip(summaries.iter_mut()).zip(&base_open)
+            {
                 if !gate.spec.clusters.matches(&c.name, &c.labels.0) {
                     continue;
                 }
-                let rows = ovs.get(gate.name()).cloned().unwrap_or_default();
-                let o = overrides_for_cluster(gate, c, rows);
+                let rows = ovs.get(gate.name()).unwrap_or(&no_rows);
+                let o = overrides_applying(gate, c, rows);
                 summary.clusters += 1;
-                if compiled.evaluate(now, &o).state.is_open() {
+                let open = if o.is_empty() {
+                    *base
+                } else {
+                    compiled.evaluate(now, &o).state.is_open()
+                };
+                if open {
                     summary.open += 1;
                 } else {
                     summary.closed += 1;
