@@ -281,3 +281,71 @@ fn every_cluster_in_the_flux_layout_gets_a_patched_spoke() {
     }
     assert!(seen >= 2, "expected at least two example clusters");
 }
+
+/// No container runtime here, so the Dockerfiles are checked statically:
+/// the binary they build exists in the workspace, the runtime stage is the
+/// non-root distroless image, and the uid matches the manifests' runAsUser.
+#[test]
+fn dockerfiles_build_existing_binaries_into_a_non_root_runtime() {
+    let meta = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(repo())
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        meta.status.success(),
+        "{}",
+        String::from_utf8_lossy(&meta.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&meta.stdout).unwrap();
+    let bins: BTreeSet<String> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter())
+        .filter(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "bin"))
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    for (file, bin, deploy) in [
+        ("Dockerfile.hub", "fleetgate-hub", "deploy/hub"),
+        ("Dockerfile.spoke", "fleetgate-spoke", "deploy/spoke"),
+    ] {
+        assert!(bins.contains(bin), "{bin} is a workspace binary");
+        let text = std::fs::read_to_string(repo().join(file)).unwrap();
+        let froms: Vec<&str> = text.lines().filter(|l| l.starts_with("FROM ")).collect();
+        assert_eq!(
+            froms,
+            [
+                "FROM rust:1-bookworm AS build",
+                "FROM gcr.io/distroless/cc-debian12:nonroot"
+            ],
+            "{file}"
+        );
+        assert!(
+            text.contains(&format!("cargo build --release --locked --bin {bin}")),
+            "{file}"
+        );
+        assert!(
+            text.contains(&format!("ENTRYPOINT [\"/usr/local/bin/{bin}\"]")),
+            "{file}"
+        );
+        assert!(text.contains("\nUSER 65532:65532\n"), "{file}");
+        let objs = render(&repo().join(deploy));
+        let d = objs.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        assert_eq!(
+            d["spec"]["template"]["spec"]["securityContext"]["runAsUser"],
+            65532
+        );
+    }
+    let ignore = std::fs::read_to_string(repo().join(".dockerignore")).unwrap();
+    assert!(
+        ignore.lines().any(|l| l.trim() == "target/"),
+        "build output stays out of the context"
+    );
+}
