@@ -3,7 +3,8 @@
 //! through the hub's REST API suspends the cluster's Kustomization; a pushed
 //! revision shows up as held in the hub's REST status; opening resumes it and
 //! the simulator applies the revision; with the hub killed, a window edge
-//! scheduled earlier is still enforced; SIGTERM stops the spoke cleanly.
+//! scheduled earlier is still enforced; SIGTERM stops the spoke cleanly; a
+//! spoke restarted with the hub down enforces its persisted snapshot.
 
 use std::{
     io::{BufRead, BufReader},
@@ -289,21 +290,24 @@ async fn spoke_enforces_hub_gates_end_to_end() {
 
     // The spoke (a process).
     let spoke_http = free_port();
-    let spoke = ChildGuard(
-        Command::new(bin_path("fleetgate-spoke"))
-            .args(["--cluster", CLUSTER])
-            .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--namespace", "fleetgate-system"])
-            .args(["--http-addr", &format!("127.0.0.1:{spoke_http}")])
-            .args(["--report-debounce", "200ms", "--reconnect-max", "1s"])
-            .env("FLEETGATE_SPOKE_TOKEN", &token)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("starting fleetgate-spoke"),
-    );
+    let start_spoke = || {
+        ChildGuard(
+            Command::new(bin_path("fleetgate-spoke"))
+                .args(["--cluster", CLUSTER])
+                .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .args(["--namespace", "fleetgate-system"])
+                .args(["--http-addr", &format!("127.0.0.1:{spoke_http}")])
+                .args(["--report-debounce", "200ms", "--reconnect-max", "1s"])
+                .env("FLEETGATE_SPOKE_TOKEN", &token)
+                .env("RUST_LOG", "info")
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("starting fleetgate-spoke"),
+        )
+    };
+    let spoke = start_spoke();
     let status_path = format!("/clusters/{CLUSTER}/status");
     poll("spoke connected and reporting", || async {
         let (code, s) = rest.send(reqwest::Method::GET, &status_path, None).await;
@@ -424,5 +428,26 @@ async fn spoke_enforces_hub_gates_end_to_end() {
         .expect("spoke exits on SIGTERM")
         .unwrap();
     assert!(status.unwrap().success(), "spoke exits 0 on SIGTERM");
+
+    // Restarted while the hub is still down: the persisted snapshot is enforced
+    // at once (a Kustomization created meanwhile is suspended).
+    let late = serde_json::from_value(json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+        "metadata": {"name": "late", "namespace": NS},
+        "spec": {"interval": "1m", "path": "./", "prune": true, "sourceRef": {"kind": "GitRepository", "name": "repo"}}
+    }))
+    .unwrap();
+    ks_api(&client)
+        .create(&PostParams::default(), &late)
+        .await
+        .unwrap();
+    let _spoke = start_spoke();
+    wait_ks(
+        &client,
+        "late",
+        "suspended from the persisted snapshot, hub down",
+        suspended,
+    )
+    .await;
     sim.terminate();
 }
