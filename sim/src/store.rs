@@ -64,7 +64,9 @@ pub struct Store {
 
 impl Store {
     pub fn new(history_cap: usize) -> Store {
-        let (tx, _) = broadcast::channel(16 * 1024);
+        // Slots are preallocated per cluster; a watcher lagging this far is closed and
+        // resumes from history (like a slow watcher of the real watch cache).
+        let (tx, _) = broadcast::channel(1024);
         Store {
             state: Mutex::new(State {
                 objects: HashMap::new(),
