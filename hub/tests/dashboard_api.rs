@@ -303,3 +303,46 @@ async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shu
     .await
     .expect("stream did not end at shutdown");
 }
+
+#[tokio::test]
+async fn event_stream_ends_with_an_error_event_when_the_token_is_revoked() {
+    let hub = setup().await;
+    let req = Request::builder()
+        .uri("/api/v1/events")
+        .header("authorization", format!("Bearer {}", hub.viewer))
+        .body(Body::empty())
+        .unwrap();
+    let r = hub.app.clone().oneshot(req).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut body = r.into_body().into_data_stream();
+    let mut seen = String::new();
+    read_until(&mut body, &mut seen, |s| s.contains("event: ready")).await;
+
+    let tokens = hub.get("/api/v1/tokens").await;
+    let id = tokens.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "reader")
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .unwrap();
+    let r = hub
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/tokens/{id}"),
+            Some(&hub.admin),
+            None,
+        )
+        .await;
+    assert!(r.status.is_success(), "{}", r.text);
+
+    read_until(&mut body, &mut seen, |s| s.contains("event: error")).await;
+    assert!(seen.contains("\"code\":\"Unauthenticated\""), "{seen}");
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(chunk) = body.next().await {
+            chunk.expect("chunk");
+        }
+    })
+    .await
+    .expect("stream did not end after the error");
+}

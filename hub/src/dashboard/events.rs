@@ -59,7 +59,7 @@ pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Res
             Ok(e) => to_sse(&e),
             Err(status) => Some(sse(
                 "error",
-                &json!({"code": status.code().to_string(), "message": status.message()}),
+                &json!({"code": format!("{:?}", status.code()), "message": status.message()}),
             )),
         }
     });
