@@ -296,9 +296,18 @@ async fn openapi_documents_every_route_with_errors() {
             .unwrap_or_else(|| panic!("unexpected $ref {r}"));
         assert!(schemas.contains_key(name), "dangling $ref {r}");
     }
+    // Gate bodies are described field by field, JSON and YAML.
+    let body = &paths["/api/v1/gates"]["post"]["requestBody"]["content"];
+    assert_eq!(
+        body["application/json"]["schema"]["$ref"],
+        "#/components/schemas/GateManifest"
+    );
+    assert!(body["application/yaml"].is_object());
     for s in [
         "ErrorBody",
         "GateRecord",
+        "GateManifest",
+        "WindowDoc",
         "OverrideRequest",
         "ClusterStatus",
         "FleetSummary",

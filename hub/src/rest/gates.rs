@@ -65,7 +65,7 @@ pub async fn get(
 /// (`Content-Type: application/yaml`).
 #[utoipa::path(post, path = "/api/v1/gates", tag = "gates", params(ReasonQuery),
     request_body(description = "Gate manifest (JSON or YAML)",
-        content((Object = "application/json"), (String = "application/yaml"))),
+        content((crate::openapi::GateManifest = "application/json"), (String = "application/yaml"))),
     responses(
         (status = 201, description = "Created", body = GateRecord,
             headers(("ETag" = String, description = "The gate's version, quoted"))),
@@ -98,7 +98,7 @@ pub async fn create(
         ("If-Match" = Option<String>, Header, description = "Expected version (ETag)"),
         ReasonQuery),
     request_body(description = "Gate manifest (JSON or YAML)",
-        content((Object = "application/json"), (String = "application/yaml"))),
+        content((crate::openapi::GateManifest = "application/json"), (String = "application/yaml"))),
     responses(
         (status = 200, description = "Replaced", body = GateRecord,
             headers(("ETag" = String, description = "The new version, quoted"))),

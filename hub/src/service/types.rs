@@ -23,7 +23,7 @@ pub struct GateRecord {
     /// Bumped on every replace; send it back in `If-Match` to replace safely.
     pub version: i64,
     /// The validated Gate manifest (apiVersion fleetgate.io/v1, kind Gate).
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::openapi::GateManifest)]
     pub manifest: serde_json::Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -112,7 +112,7 @@ pub struct OverrideClusters {
     pub names: Vec<String>,
     /// Kubernetes label selector (`matchLabels`, `matchExpressions`) over cluster labels.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<crate::openapi::LabelSelectorDoc>)]
     pub selector: Option<fleetgate_policy::LabelSelector>,
 }
 
@@ -143,7 +143,7 @@ pub struct OverrideRecord {
     /// `open` or `closed`.
     pub state: String,
     /// Which clusters; absent = the gate's whole scope.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<crate::openapi::ClusterScopeDoc>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clusters: Option<fleetgate_policy::ClusterScope>,
     pub starts_at: DateTime<Utc>,

@@ -2,6 +2,8 @@
 //! `#[utoipa::path]` annotations and the types' `ToSchema` derives, served at
 //! `/api/v1/openapi.json`.
 
+mod gate_schema;
+
 use std::sync::OnceLock;
 
 use axum::Json;
@@ -11,6 +13,11 @@ use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::dashboard::views::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
+pub use gate_schema::{
+    ClusterScopeDoc, GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc,
+    LabelSelectorRequirementDoc, TargetsDoc, WindowDoc,
+};
+
 use crate::error::{ErrorBody, ErrorDetail};
 use crate::service::status::{
     ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
@@ -147,7 +154,9 @@ impl Modify for Common {
         OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
         ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
-        TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc,
+        TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, GateManifest, GateMetadata,
+        GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
+        WindowDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster,
     )),
     modifiers(&Common),

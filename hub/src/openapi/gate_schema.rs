@@ -1,0 +1,106 @@
+//! OpenAPI schemas of the Gate manifest and its parts. The manifest types
+//! live in the pure `fleetgate-policy` crate, which does not depend on
+//! utoipa, so they are described here field for field (documentation only;
+//! parsing always goes through the policy crate).
+
+use std::collections::BTreeMap;
+
+use utoipa::ToSchema;
+
+/// A gate manifest (`apiVersion: fleetgate.io/v1`, `kind: Gate`). Unknown
+/// fields are rejected.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct GateManifest {
+    /// `fleetgate.io/v1`.
+    pub api_version: String,
+    /// `Gate`.
+    pub kind: String,
+    pub metadata: GateMetadata,
+    pub spec: GateSpecDoc,
+}
+
+/// Object metadata; `name` (a DNS-1123 label) identifies the gate.
+#[derive(Debug, ToSchema)]
+pub struct GateMetadata {
+    pub name: String,
+    pub labels: Option<BTreeMap<String, String>>,
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// What the gate governs and when it is open.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct GateSpecDoc {
+    pub description: Option<String>,
+    /// Which clusters (at least one of names/selector).
+    pub clusters: ClusterScopeDoc,
+    /// Which Flux objects on those clusters (empty = all).
+    pub targets: Option<TargetsDoc>,
+    /// `suspend` (default) or `freezeSources`.
+    #[schema(example = "suspend")]
+    pub mode: Option<String>,
+    /// `open` (default) or `closed`: the state when no rule applies.
+    #[schema(example = "closed")]
+    pub default: Option<String>,
+    /// IANA zone for windows that set none (default UTC).
+    #[schema(example = "Europe/Berlin")]
+    pub time_zone: Option<String>,
+    pub windows: Option<Vec<WindowDoc>>,
+}
+
+/// Clusters by name and/or label selector (`selector: {}` = all clusters).
+#[derive(Debug, ToSchema)]
+pub struct ClusterScopeDoc {
+    pub names: Option<Vec<String>>,
+    pub selector: Option<LabelSelectorDoc>,
+}
+
+/// Which Flux objects a gate governs; each non-empty criterion must match.
+#[derive(Debug, ToSchema)]
+pub struct TargetsDoc {
+    /// Kustomization, HelmRelease, GitRepository, OCIRepository,
+    /// HelmRepository, Bucket, HelmChart, ImageUpdateAutomation.
+    pub kinds: Option<Vec<String>>,
+    pub namespaces: Option<Vec<String>>,
+    pub names: Option<Vec<String>>,
+    pub selector: Option<LabelSelectorDoc>,
+}
+
+/// A Kubernetes label selector; `{}` matches everything.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct LabelSelectorDoc {
+    pub match_labels: Option<BTreeMap<String, String>>,
+    pub match_expressions: Option<Vec<LabelSelectorRequirementDoc>>,
+}
+
+/// One `matchExpressions` entry.
+#[derive(Debug, ToSchema)]
+pub struct LabelSelectorRequirementDoc {
+    pub key: String,
+    /// In, NotIn, Exists or DoesNotExist.
+    pub operator: String,
+    pub values: Option<Vec<String>>,
+}
+
+/// A window: exactly one of `schedule`+`duration` (5-field cron),
+/// `rrule`+`dtstart`+`duration` (RFC 5545), or `start`+`end` (dated).
+/// Times are wall-clock in `timeZone` (the window's, else the gate's).
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct WindowDoc {
+    pub name: String,
+    /// `allow` (opens the gate while active) or `deny` (closes it).
+    pub kind: String,
+    #[schema(example = "0 8 * * MON")]
+    pub schedule: Option<String>,
+    /// Go-style duration, e.g. `81h`, `1h30m`.
+    #[schema(example = "81h")]
+    pub duration: Option<String>,
+    pub rrule: Option<String>,
+    pub dtstart: Option<String>,
+    pub start: Option<String>,
+    pub end: Option<String>,
+    pub time_zone: Option<String>,
+}
