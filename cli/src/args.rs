@@ -86,6 +86,10 @@ pub enum GateCmd {
         /// Why (recorded in the audit log).
         #[arg(long)]
         reason: Option<String>,
+        /// Also delete hub gates that no given file defines (the files are
+        /// the whole truth, as in GitOps).
+        #[arg(long)]
+        prune: bool,
     },
     /// Show what `apply` would change, as a unified diff of the manifests.
     Diff {

@@ -369,3 +369,45 @@ fn config_file_supplies_hub_and_token() {
         serde_json::json!([])
     );
 }
+
+#[test]
+fn apply_prune_deletes_gates_no_file_defines() {
+    let hub = start_hub();
+    hub.ok(&["gate", "apply", "-f", &data("gates")]);
+    // A broken file aborts before anything is pruned.
+    let o = hub.cli(&[
+        "gate",
+        "apply",
+        "--prune",
+        "-f",
+        &data("gates/two-gates.yaml"),
+        "-f",
+        &data("bad/bad-cron.yaml"),
+    ]);
+    assert_eq!(o.status.code(), Some(6));
+    assert_eq!(hub.json(&["gate", "list"]).as_array().unwrap().len(), 3);
+    // Without business-hours.yaml, --prune removes that gate and keeps the rest.
+    let out = hub.ok(&[
+        "gate",
+        "apply",
+        "--prune",
+        "-f",
+        &data("gates/two-gates.yaml"),
+        "--reason",
+        "removed from git",
+    ]);
+    assert_eq!(
+        out,
+        "gate/no-deploy-friday unchanged\ngate/sre-approval unchanged\ngate/business-hours pruned\n"
+    );
+    let names: Vec<String> = hub
+        .json(&["gate", "list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["no-deploy-friday", "sre-approval"]);
+    let audit = hub.json(&["audit", "--target", "business-hours", "--limit", "1"]);
+    assert_eq!(audit[0]["reason"], "removed from git");
+}

@@ -114,6 +114,7 @@ pub async fn apply(
     client: &Client,
     files: &[std::path::PathBuf],
     reason: &Option<String>,
+    prune: bool,
     format: Format,
 ) -> Result<()> {
     let q = crate::client::reason(reason);
@@ -145,6 +146,21 @@ pub async fn apply(
             println!("gate/{name} {}", action.as_str());
         }
         results.push(json!({"gate": name, "action": action.as_str()}));
+    }
+    if prune {
+        // Only after every file applied cleanly: a bad file must not turn
+        // into deletions.
+        for g in client.list("/gates", &[], None).await? {
+            let name = output::s(&g, "name");
+            if name.is_empty() || loaded.iter().any(|l| l.gate.name() == name) {
+                continue;
+            }
+            client.delete(&format!("/gates/{}", seg(&name)), &q).await?;
+            if format == Format::Table {
+                println!("gate/{name} pruned");
+            }
+            results.push(json!({"gate": name, "action": "pruned"}));
+        }
     }
     if format != Format::Table {
         output::print(format, &results, |_| String::new())?;

@@ -36,7 +36,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Gate(g) => match g {
             GateCmd::Validate { .. } => Ok(()),
             GateCmd::Preview(args) => preview::from_hub(&client, args, format).await,
-            GateCmd::Apply { files, reason } => gate::apply(&client, files, reason, format).await,
+            GateCmd::Apply {
+                files,
+                reason,
+                prune,
+            } => gate::apply(&client, files, reason, *prune, format).await,
             GateCmd::Diff { files, exit_code } => {
                 gate::diff(&client, files, *exit_code, format).await
             }

@@ -133,6 +133,7 @@ async fn run_with_db(
         &client,
         std::slice::from_ref(&examples),
         &None,
+        false,
         Format::Table,
     )
     .await?;
