@@ -64,7 +64,7 @@ function draw(list, items, more, loadMore) {
   replace(list, h('table', { class: 'plain audit', id: 'audit-table' },
     h('thead', {}, h('tr', {}, ...['When', 'Actor', 'Action', 'Target', 'Reason', 'Change'].map((t) => h('th', {}, t)))),
     h('tbody', {}, ...items.map((e) => h('tr', { 'data-audit': e.id, 'data-action': e.action },
-      h('td', { class: 'nowrap' }, fmtTime(e.at)), h('td', {}, e.actor), h('td', {}, h('code', {}, e.action)),
+      h('td', { class: 'nowrap', title: e.at }, fmtTime(e.at, undefined, true)), h('td', {}, e.actor), h('td', {}, h('code', {}, e.action)),
       h('td', {}, `${e.targetKind} `, h('strong', {}, e.targetName)),
       h('td', { class: 'reason' }, e.reason || ''),
       h('td', {}, (e.before || e.after) ? h('details', {}, h('summary', {}, 'show'),

@@ -47,18 +47,19 @@ export { viewerZone };
 // Formatters are costly to build; the fleet grid formats thousands of times.
 const formatters = new Map();
 
-/** "Tue 24 Nov, 14:05" in `zone` (default the viewer's). */
-export function fmtTime(iso, zone) {
+/** "Tue 24 Nov, 14:05" in `zone` (default the viewer's); with seconds if asked. */
+export function fmtTime(iso, zone, seconds = false) {
   if (!iso) return '—';
   const d = iso instanceof Date ? iso : new Date(iso);
   const tz = zone || viewerZone;
-  let f = formatters.get(tz);
+  const key = `${tz}|${seconds}`;
+  let f = formatters.get(key);
   if (!f) {
     f = new Intl.DateTimeFormat(undefined, {
       weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit',
-      hourCycle: 'h23', timeZone: tz,
+      second: seconds ? '2-digit' : undefined, hourCycle: 'h23', timeZone: tz,
     });
-    formatters.set(tz, f);
+    formatters.set(key, f);
   }
   return f.format(d);
 }
