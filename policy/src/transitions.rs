@@ -31,7 +31,7 @@ pub struct Preview {
 }
 
 /// Look-ahead steps for the next transition: most gates change within days, so start small.
-const HORIZONS_DAYS: [i64; 5] = [2, 16, 100, 400, 366 * 8];
+const HORIZONS_DAYS: [i64; 4] = [8, 64, 400, 366 * 8];
 
 /// Stop widening the look-ahead when the next step would expand more window occurrences than
 /// this (schedules firing every minute): evaluation stays cheap and reports no next transition.

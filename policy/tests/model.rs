@@ -252,3 +252,11 @@ fn enum_string_forms() {
     );
     assert_eq!(serde_json::to_value(GateState::Closed).unwrap(), "closed");
 }
+
+#[test]
+fn compiled_gates_can_be_shared_across_threads() {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<fleetgate_policy::CompiledGate>();
+    shareable::<fleetgate_policy::Gate>();
+    shareable::<fleetgate_policy::PolicyError>();
+}
