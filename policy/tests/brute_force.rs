@@ -4,7 +4,7 @@
 
 mod support;
 
-use chrono::{DateTime, Duration, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, Duration, NaiveDateTime, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use fleetgate_policy::{CronSchedule, GateState, Override, parse_gate, resolve_local};
 use proptest::prelude::*;
@@ -116,6 +116,12 @@ fn base_local(case: &Case) -> NaiveDateTime {
     NaiveDateTime::parse_from_str(case.base, "%Y-%m-%d %H:%M").unwrap()
 }
 
+/// An rrule window's DTSTART: `hours` before the base, at `minute` past the hour.
+fn rrule_dtstart(base: NaiveDateTime, hours: i64, minute: u32) -> NaiveDateTime {
+    let t = base - Duration::hours(hours);
+    t.date().and_hms_opt(t.hour(), minute, 0).unwrap()
+}
+
 fn manifest(case: &Case) -> String {
     let base = base_local(case);
     let mut text = format!(
@@ -137,11 +143,10 @@ fn manifest(case: &Case) -> String {
                 minute,
                 minutes,
             } => {
-                let dtstart = (base - Duration::hours(*start_offset_h))
-                    .format("%Y-%m-%dT%H")
-                    .to_string();
+                let dtstart = rrule_dtstart(base, *start_offset_h, *minute);
                 format!(
-                    "rrule: '{rule}', dtstart: '{dtstart}:{minute:02}:00', duration: {minutes}m"
+                    "rrule: '{rule}', dtstart: '{}', duration: {minutes}m",
+                    dtstart.format("%Y-%m-%dT%H:%M:%S")
                 )
             }
             Shape::Dated { offset, minutes } => {
@@ -189,19 +194,7 @@ fn brute_starts(
             minute,
             minutes,
         } => {
-            let dtstart = (base - Duration::hours(*start_offset_h))
-                .date()
-                .and_hms_opt(
-                    (base - Duration::hours(*start_offset_h))
-                        .time()
-                        .format("%H")
-                        .to_string()
-                        .parse()
-                        .unwrap(),
-                    *minute,
-                    0,
-                )
-                .unwrap();
+            let dtstart = rrule_dtstart(base, *start_offset_h, *minute);
             let set: rrule::RRuleSet =
                 format!("DTSTART:{}Z\nRRULE:{rule}", dtstart.format("%Y%m%dT%H%M%S"))
                     .parse()
