@@ -148,12 +148,20 @@ impl Spoke {
 
         let (c, sd) = (ctx.clone(), shutdown.clone());
         tasks.spawn(async move {
-            let period = c.config.discovery_interval.max(Duration::from_secs(1));
+            let every = c.config.discovery_interval.max(Duration::from_secs(1));
             loop {
+                // Until one round succeeded nothing is enforced: retry soon.
+                let period = if c.watches.discovered() {
+                    every
+                } else {
+                    every.min(Duration::from_secs(2))
+                };
                 tokio::select! {
                     _ = sd.cancelled() => return,
                     _ = tokio::time::sleep(period) => {
-                        if !c.watches.discover(&sd).await.is_empty() {
+                        let was = c.watches.discovered();
+                        let started = c.watches.discover(&sd).await;
+                        if !started.is_empty() || (!was && c.watches.discovered()) {
                             c.watches.changed.notify_one();
                         }
                     }

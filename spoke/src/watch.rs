@@ -41,6 +41,12 @@ pub struct Watches {
     kinds: RwLock<BTreeMap<FluxKind, Watched>>,
     /// Signalled on every watch event (coalesced: one permit).
     pub changed: Arc<Notify>,
+    /// Set once a discovery round answered for every kind (found or missing):
+    /// until then a kind might be watched-but-unknown, and planning on a
+    /// partial view of the kinds could resume what another kind's gate holds.
+    discovered: AtomicBool,
+    /// Kinds reported missing, so the log line is written once per kind.
+    missing: std::sync::Mutex<std::collections::BTreeSet<FluxKind>>,
     metrics: Arc<Metrics>,
 }
 
@@ -50,6 +56,8 @@ impl Watches {
             client,
             kinds: RwLock::new(BTreeMap::new()),
             changed: Arc::new(Notify::new()),
+            discovered: AtomicBool::new(false),
+            missing: Default::default(),
             metrics,
         }
     }
@@ -58,6 +66,7 @@ impl Watches {
     /// Returns the kinds started. Errors are logged; the next round retries.
     pub async fn discover(&self, shutdown: &CancellationToken) -> Vec<FluxKind> {
         let mut started = Vec::new();
+        let mut failed = false;
         for kind in FluxKind::ALL {
             if self.kinds.read().await.contains_key(&kind) {
                 continue;
@@ -78,15 +87,31 @@ impl Watches {
                     started.push(kind);
                 }
                 Ok(None) => {
-                    tracing::info!(kind = kind.as_str(), api_version = %kind.api_version(), "Flux CRD not installed; skipped until it appears");
+                    let first = self
+                        .missing
+                        .lock()
+                        .map(|mut m| m.insert(kind))
+                        .unwrap_or(true);
+                    if first {
+                        tracing::info!(kind = kind.as_str(), api_version = %kind.api_version(), "Flux CRD not installed; skipped until it appears");
+                    }
                 }
                 Err(e) => {
+                    failed = true;
                     self.metrics.error(&e);
-                    tracing::warn!(kind = kind.as_str(), error = %e, "discovery failed; retrying later");
+                    tracing::warn!(kind = kind.as_str(), error = %e, "discovery failed; retrying");
                 }
             }
         }
+        if !failed {
+            self.discovered.store(true, Ordering::Release);
+        }
         started
+    }
+
+    /// True once a discovery round completed without errors.
+    pub fn discovered(&self) -> bool {
+        self.discovered.load(Ordering::Acquire)
     }
 
     fn start(
@@ -130,6 +155,9 @@ impl Watches {
     /// a source frozen through a Kustomization not listed yet would look
     /// ungoverned and be resumed.
     pub async fn observed(&self) -> Option<Vec<ObservedObject>> {
+        if !self.discovered() {
+            return None;
+        }
         let kinds = self.kinds.read().await;
         if !kinds.values().all(|w| w.ready.load(Ordering::Acquire)) {
             return None;
@@ -144,15 +172,6 @@ impl Watches {
             );
         }
         Some(out)
-    }
-
-    /// True once every started watch has listed its objects.
-    pub async fn is_ready(&self) -> bool {
-        self.kinds
-            .read()
-            .await
-            .values()
-            .all(|w| w.ready.load(Ordering::Acquire))
     }
 
     /// A namespaced API for objects of `kind`, if it is watched.
