@@ -2,6 +2,7 @@
 //! applying to the cluster (manifest JSON + version) and its overrides, stamped
 //! with the cluster's `desired_revision`. Converted to protobuf in `grpc::convert`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use fleetgate_policy::Override;
@@ -34,6 +35,9 @@ pub struct ClusterSnapshot {
     /// Live overrides (active or upcoming) for those gates and this cluster,
     /// ordered by (created_at, id).
     pub overrides: Vec<Override>,
+    /// The cluster's spoke token hash when it was read, so a stream woken by
+    /// a change can re-check its token without a query (`None`: unknown).
+    pub token_hash: Option<Arc<[u8]>>,
 }
 
 impl ClusterSnapshot {
@@ -52,7 +56,14 @@ impl ClusterSnapshot {
             cluster,
             gates,
             overrides,
+            token_hash: None,
         }
+    }
+
+    /// The same snapshot, carrying the cluster's token hash.
+    pub fn with_token_hash(mut self, hash: Vec<u8>) -> Self {
+        self.token_hash = Some(hash.into());
+        self
     }
 
     /// Same gates and overrides, regardless of revision: whether a spoke
@@ -106,30 +117,62 @@ impl Desired {
 }
 
 /// The database as the fan-out's snapshot source, through the service layer.
+/// Clusters are read in batches (one read for many clusters), so a
+/// fleet-wide change costs a few queries, not a few per connected spoke.
 impl SnapshotSource for Service {
     fn load<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Desired>> {
         Box::pin(async move {
-            let inputs = match self.cluster_snapshot_inputs(cluster).await {
-                Ok(inputs) => inputs,
-                Err(Error::NotFound { .. }) => return Ok(Desired::Gone),
-                Err(e) => return Err(e),
-            };
-            let mut gates = Vec::with_capacity(inputs.gates.len());
-            for g in inputs.gates {
-                let manifest_json = serde_json::to_string(&g.manifest)
-                    .map_err(|e| Error::Internal(format!("encoding gate '{}': {e}", g.name)))?;
-                gates.push(SnapshotGate {
-                    name: g.name,
-                    version: u64::try_from(g.version).unwrap_or(0),
-                    manifest_json,
-                });
+            let names = [cluster.to_string()];
+            let mut loaded = self.load_many(&names).await?;
+            Ok(loaded.pop().map_or(Desired::Gone, |(_, d)| d))
+        })
+    }
+
+    fn load_many<'a>(
+        &'a self,
+        clusters: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<(String, Desired)>>> {
+        Box::pin(async move {
+            let batch = self.clusters_snapshot_inputs(clusters).await?;
+            // Each gate's JSON is encoded once per batch, not once per cluster.
+            let mut manifests: HashMap<(String, i64), String> = HashMap::new();
+            let mut found: HashMap<String, Desired> = HashMap::with_capacity(batch.len());
+            for b in batch {
+                let mut gates = Vec::with_capacity(b.inputs.gates.len());
+                for g in b.inputs.gates {
+                    let key = (g.name, g.version);
+                    let manifest_json = match manifests.get(&key) {
+                        Some(json) => json.clone(),
+                        None => {
+                            let json = serde_json::to_string(&g.manifest).map_err(|e| {
+                                Error::Internal(format!("encoding gate '{}': {e}", key.0))
+                            })?;
+                            manifests.insert(key.clone(), json.clone());
+                            json
+                        }
+                    };
+                    gates.push(SnapshotGate {
+                        name: key.0,
+                        version: u64::try_from(key.1).unwrap_or(0),
+                        manifest_json,
+                    });
+                }
+                let snapshot = ClusterSnapshot::new(
+                    u64::try_from(b.inputs.desired_revision).unwrap_or(0),
+                    b.inputs.cluster.name,
+                    gates,
+                    b.inputs.overrides,
+                )
+                .with_token_hash(b.token_hash);
+                found.insert(
+                    snapshot.cluster.clone(),
+                    Desired::Snapshot(Arc::new(snapshot)),
+                );
             }
-            Ok(Desired::Snapshot(Arc::new(ClusterSnapshot::new(
-                u64::try_from(inputs.desired_revision).unwrap_or(0),
-                inputs.cluster.name,
-                gates,
-                inputs.overrides,
-            ))))
+            Ok(clusters
+                .iter()
+                .map(|c| (c.clone(), found.remove(c).unwrap_or(Desired::Gone)))
+                .collect())
         })
     }
 }

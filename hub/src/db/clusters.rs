@@ -83,6 +83,27 @@ pub async fn by_token_hash(
     Ok(found.map(|w| (w.row, w.token_hash)))
 }
 
+/// The named clusters that exist, with their token hashes (the fan-out's
+/// batched snapshot read; a spoke stream checks its token against the hash).
+pub async fn by_names_with_token_hash(
+    conn: &mut PgConnection,
+    names: &[String],
+) -> Result<Vec<(ClusterRow, Vec<u8>)>> {
+    #[derive(sqlx::FromRow)]
+    struct WithHash {
+        #[sqlx(flatten)]
+        row: ClusterRow,
+        token_hash: Vec<u8>,
+    }
+    let found: Vec<WithHash> = sqlx::query_as(&format!(
+        "select {COLUMNS}, token_hash from clusters where name = any($1)"
+    ))
+    .bind(names)
+    .fetch_all(conn)
+    .await?;
+    Ok(found.into_iter().map(|w| (w.row, w.token_hash)).collect())
+}
+
 /// A page of clusters ordered by name, after `after`.
 pub async fn list(
     conn: &mut PgConnection,

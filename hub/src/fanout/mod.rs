@@ -9,7 +9,6 @@ pub mod listener;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures::StreamExt as _;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
@@ -18,13 +17,30 @@ use crate::Result;
 use crate::db::revision::ChangeNotice;
 use crate::snapshot::Desired;
 
-/// How many snapshot reads run at once during a resync.
-const READ_CONCURRENCY: usize = 16;
+/// Clusters per batched snapshot read during a refresh; batches are published
+/// as they arrive, so the first spokes do not wait for the whole fleet.
+const READ_BATCH: usize = 500;
 
 /// Reads a cluster's current desired state (the database in production).
 pub trait SnapshotSource: Send + Sync + 'static {
     /// The cluster's desired state now; `Desired::Gone` if it does not exist.
     fn load<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Desired>>;
+
+    /// The desired state of each of `clusters` (in that order). Sources that
+    /// can read many clusters at once override this; by default it reads one
+    /// by one.
+    fn load_many<'a>(
+        &'a self,
+        clusters: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<(String, Desired)>>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(clusters.len());
+            for c in clusters {
+                out.push((c.clone(), self.load(c).await?));
+            }
+            Ok(out)
+        })
+    }
 }
 
 /// The replica's fan-out: index + source + a counter of observed changes.
@@ -115,30 +131,24 @@ impl Fanout {
         failed
     }
 
-    /// Reads and publishes `clusters`; returns those whose read failed.
+    /// Reads and publishes `clusters` in batches; returns those whose read failed.
     pub async fn refresh(&self, clusters: Vec<String>) -> Vec<String> {
-        let results: Vec<(String, Result<Desired>)> = futures::stream::iter(clusters)
-            .map(|cluster| async move {
-                let res = self.source.load(&cluster).await;
-                (cluster, res)
-            })
-            .buffer_unordered(READ_CONCURRENCY)
-            .collect()
-            .await;
         let mut failed = Vec::new();
-        let mut index = self.index();
-        for (cluster, res) in results {
-            match res {
-                Ok(desired) => {
-                    index.publish(&cluster, desired);
+        for batch in clusters.chunks(READ_BATCH) {
+            match self.source.load_many(batch).await {
+                Ok(loaded) => {
+                    let mut index = self.index();
+                    for (cluster, desired) in loaded {
+                        index.publish(&cluster, desired);
+                    }
                 }
                 Err(e) => {
-                    tracing::warn!(%cluster, error = %e, "reading snapshot failed; will retry");
-                    failed.push(cluster);
+                    tracing::warn!(clusters = batch.len(), error = %e, "reading snapshots failed; will retry");
+                    failed.extend_from_slice(batch);
                 }
             }
         }
-        index.prune_all();
+        self.index().prune_all();
         failed
     }
 }

@@ -17,6 +17,7 @@ use super::auth::bearer;
 use super::convert::{invalid, object_from_proto, snapshot_to_proto, to_status};
 use super::reports::{ReportBatcher, normalize_objects};
 use crate::Error;
+use crate::auth::{hash_token, hashes_equal};
 use crate::db::reports::{self as db, ClusterReport};
 use crate::fanout::Fanout;
 use crate::service::Service;
@@ -216,6 +217,7 @@ fn session(
                 hello.cluster
             )))?;
         }
+        let token_hash = hash_token(&token);
         let rx = inner.fanout.subscribe(&cluster).await.map_err(to_status)?;
         let mut conn = Connection { inner: inner.clone(), cluster: cluster.clone(), rx: Some(rx) };
         inner.mark_connected(&cluster, &hello.spoke_version).await;
@@ -268,13 +270,23 @@ fn session(
                 }
                 Step::Changed(desired) => {
                     // Something about this cluster changed: a rotated token or a
-                    // deleted cluster must end the stream now.
-                    match inner.service.authenticate_spoke(&token).await {
-                        Ok(c) if c.name == cluster => {}
-                        Ok(_) | Err(Error::Unauthenticated(_)) => {
-                            Err(Status::unauthenticated("spoke token revoked or rotated"))?;
-                        }
-                        Err(e) => tracing::warn!(%cluster, error = %e, "re-checking spoke token failed"),
+                    // deleted cluster must end the stream now. The snapshot read
+                    // carries the token hash, so thousands of streams woken by one
+                    // fleet-wide change do not each query the database.
+                    let known = match &desired {
+                        Desired::Snapshot(s) => s.token_hash.as_deref().map(|h| hashes_equal(h, &token_hash)),
+                        _ => None,
+                    };
+                    match known {
+                        Some(true) => {}
+                        Some(false) => Err(Status::unauthenticated("spoke token revoked or rotated"))?,
+                        None => match inner.service.authenticate_spoke(&token).await {
+                            Ok(c) if c.name == cluster => {}
+                            Ok(_) | Err(Error::Unauthenticated(_)) => {
+                                Err(Status::unauthenticated("spoke token revoked or rotated"))?;
+                            }
+                            Err(e) => tracing::warn!(%cluster, error = %e, "re-checking spoke token failed"),
+                        },
                     }
                     match desired {
                         Desired::Snapshot(s) => {

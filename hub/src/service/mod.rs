@@ -10,6 +10,7 @@ pub mod fleet_view;
 pub mod gates;
 pub mod overrides;
 pub mod page;
+pub mod snapshot_batch;
 pub mod snapshot_inputs;
 pub mod status;
 pub mod tokens;
