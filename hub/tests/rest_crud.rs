@@ -427,3 +427,42 @@ async fn concurrent_cluster_and_gate_writes_never_deadlock() {
     }
     assert_eq!(hub.audit_count().await, 3 + 4 + 24);
 }
+
+#[tokio::test]
+async fn cluster_list_filters_by_label_selector_across_pages() {
+    let hub = Hub::new().await;
+    for i in 0..30 {
+        let env = if i % 2 == 0 { "prod" } else { "dev" };
+        hub.register(&format!("c{i:02}"), json!({"env": env, "n": i.to_string()}))
+            .await;
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut uri = "/api/v1/clusters?limit=4&selector=env%3Dprod,n%20notin%20(4)".to_string();
+        if let Some(c) = &cursor {
+            uri.push_str(&format!("&cursor={c}"));
+        }
+        let r = hub.get(&uri).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let items = r.body["items"].as_array().unwrap();
+        assert!(items.len() <= 4);
+        seen.extend(
+            items
+                .iter()
+                .map(|i| i["name"].as_str().unwrap().to_string()),
+        );
+        match r.body.get("nextCursor").and_then(|c| c.as_str()) {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..30)
+        .filter(|i| i % 2 == 0 && *i != 4)
+        .map(|i| format!("c{i:02}"))
+        .collect();
+    assert_eq!(seen, expected);
+    let r = hub.get("/api/v1/clusters?selector=env%20in%20(").await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+    assert_eq!(r.body["error"]["field"], "selector");
+}

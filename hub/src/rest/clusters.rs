@@ -12,20 +12,42 @@ use crate::Result;
 use crate::service::PageRequest;
 use crate::service::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
 
+/// Cluster list query.
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ClusterQuery {
+    /// Only clusters whose labels match this selector (kubectl syntax:
+    /// `env=prod`, `env!=dev`, `tier in (a,b)`, `gpu`, `!legacy`).
+    pub selector: Option<String>,
+    /// Page size, 1..=1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
 /// List clusters with labels and connection state.
-#[utoipa::path(get, path = "/api/v1/clusters", tag = "clusters", params(PageRequest),
+#[utoipa::path(get, path = "/api/v1/clusters", tag = "clusters", params(ClusterQuery),
     responses(
         (status = 200, description = "A page of clusters", body = crate::openapi::ClusterPage),
         (status = 400, description = "Bad cursor", body = crate::error::ErrorBody),
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
-        (status = 422, description = "Bad limit", body = crate::error::ErrorBody),
+        (status = 422, description = "Bad limit or selector", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn list(
     State(s): State<AppState>,
     ApiActor(actor): ApiActor,
-    Query(page): Query<PageRequest>,
+    Query(q): Query<ClusterQuery>,
 ) -> Result<impl IntoResponse> {
-    Ok(Json(s.service.list_clusters(&actor, &page).await?))
+    let page = PageRequest {
+        limit: q.limit,
+        cursor: q.cursor,
+    };
+    Ok(Json(
+        s.service
+            .list_clusters_selected(&actor, &page, q.selector.as_deref())
+            .await?,
+    ))
 }
 
 /// Get a cluster.

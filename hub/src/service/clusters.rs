@@ -1,6 +1,8 @@
 //! Cluster operations: register (spoke token shown once), list, get,
 //! relabel, delete, rotate the spoke token.
 
+use fleetgate_policy::LabelSelector;
+
 use super::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
 use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
 use crate::auth::{SPOKE_TOKEN_PREFIX, generate_token, hash_token};
@@ -17,6 +19,50 @@ impl Service {
         let mut conn = self.pool.acquire().await?;
         let rows = clusters::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
         Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
+    }
+
+    /// Lists clusters by name whose labels match `selector` (kubectl syntax,
+    /// e.g. `env=prod,tier in (a,b)`). Scans in name order in batches, so the
+    /// cursor stays a plain keyset position.
+    pub async fn list_clusters_selected(
+        &self,
+        actor: &Actor,
+        page: &PageRequest,
+        selector: Option<&str>,
+    ) -> Result<Page<Cluster>> {
+        let Some(selector) = selector else {
+            return self.list_clusters(actor, page).await;
+        };
+        actor.require(Role::Viewer)?;
+        let sel =
+            LabelSelector::parse(selector).map_err(|e| Error::invalid("selector", e.message))?;
+        let limit = page.limit()?;
+        let mut after: Option<String> = page.key()?;
+        let batch = i64::from(limit).max(500) + 1;
+        let mut conn = self.pool.acquire().await?;
+        let mut matched = Vec::new();
+        'scan: loop {
+            let rows = clusters::list(&mut conn, after.as_deref(), batch).await?;
+            let last_batch = (rows.len() as i64) < batch;
+            for r in rows {
+                after = Some(r.name.clone());
+                if sel.matches(&r.labels.0) {
+                    matched.push(r);
+                    if matched.len() > limit as usize {
+                        break 'scan;
+                    }
+                }
+            }
+            if last_batch {
+                break;
+            }
+        }
+        Ok(Page::from_rows(
+            matched,
+            limit,
+            |r| r.name.clone(),
+            Into::into,
+        ))
     }
 
     /// One cluster.
