@@ -1,6 +1,28 @@
 //! fleetgate's gate model and its evaluation: manifests, validation, cron/rrule/dated windows
 //! with DST-correct wall-clock semantics, overrides, and transitions. Pure, no I/O; shared by
 //! the hub, the spoke and the CLI so they always agree.
+//!
+//! ```
+//! use chrono::{TimeZone, Utc};
+//! use fleetgate_policy::{GateState, parse_gate};
+//!
+//! let gate = parse_gate(r#"
+//! apiVersion: fleetgate.io/v1
+//! kind: Gate
+//! metadata: {name: no-deploy-friday}
+//! spec:
+//!   clusters: {selector: {}}
+//!   timeZone: Europe/Berlin
+//!   windows:
+//!     - {name: weekend, kind: deny, schedule: "0 0 * * FRI", duration: 72h}
+//! "#)?.compile()?;
+//! let friday_noon = Utc.with_ymd_and_hms(2026, 11, 27, 11, 0, 0).unwrap();
+//! let e = gate.evaluate(friday_noon, &[]);
+//! assert_eq!(e.state, GateState::Closed);
+//! assert_eq!(e.reason, "deny window 'weekend' until Mon 2026-11-30 00:00 CET");
+//! assert_eq!(e.next_transition, Some(Utc.with_ymd_and_hms(2026, 11, 29, 23, 0, 0).unwrap()));
+//! # Ok::<(), fleetgate_policy::PolicyError>(())
+//! ```
 #![forbid(unsafe_code)]
 
 mod compile;
