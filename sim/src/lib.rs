@@ -21,6 +21,7 @@ mod schema;
 mod selectors;
 mod sim;
 mod store;
+mod tls;
 mod watch;
 
 pub use error::{ApiStatus, Error, Result};

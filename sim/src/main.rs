@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use fleetgate_sim::{Sim, SimConfig};
+use fleetgate_sim::{RbacConfig, RbacUser, Sim, SimConfig};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,6 +30,43 @@ struct Args {
     /// Override every Flux object's spec.interval, e.g. "10s" (fast-forward).
     #[arg(long, env = "FLEETGATE_SIM_RECONCILE_INTERVAL")]
     reconcile_interval: Option<String>,
+    /// Serve HTTPS with the embedded test certificate (implied by the RBAC options:
+    /// kubectl sends bearer tokens only over TLS).
+    #[arg(long, env = "FLEETGATE_SIM_TLS")]
+    tls: bool,
+    /// Enable RBAC with Roles/ClusterRoles/bindings from this YAML file (repeatable; e.g.
+    /// the spoke's rendered manifests — kinds the simulator does not serve are skipped).
+    #[arg(long = "rbac-manifest", value_name = "FILE")]
+    rbac_manifests: Vec<PathBuf>,
+    /// Accept TOKEN as ServiceAccount NAMESPACE/NAME (repeatable; enables RBAC).
+    #[arg(long = "service-account-token", value_name = "TOKEN=NAMESPACE/NAME")]
+    service_account_tokens: Vec<String>,
+}
+
+/// RBAC settings from the command line, if any were given.
+fn rbac_config(args: &Args) -> anyhow::Result<Option<RbacConfig>> {
+    if args.rbac_manifests.is_empty() && args.service_account_tokens.is_empty() {
+        return Ok(None);
+    }
+    let mut cfg = RbacConfig::default();
+    for path in &args.rbac_manifests {
+        let yaml = std::fs::read_to_string(path)
+            .with_context(|| format!("--rbac-manifest: reading {}", path.display()))?;
+        cfg.manifests.push(yaml);
+    }
+    for spec in &args.service_account_tokens {
+        let parsed = spec
+            .split_once('=')
+            .and_then(|(token, sa)| Some((token, sa.split_once('/')?)));
+        let Some((token, (ns, name))) =
+            parsed.filter(|(t, (n, m))| !t.is_empty() && !n.is_empty() && !m.is_empty())
+        else {
+            anyhow::bail!("--service-account-token: expected TOKEN=NAMESPACE/NAME, got {spec:?}");
+        };
+        cfg.tokens
+            .insert(token.to_string(), RbacUser::service_account(ns, name));
+    }
+    Ok(Some(cfg))
 }
 
 #[tokio::main]
@@ -49,8 +86,11 @@ async fn main() -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let rbac = rbac_config(&args)?;
     let config = SimConfig {
         reconcile_interval,
+        rbac: rbac.clone(),
+        tls: args.tls || rbac.is_some(),
         base_port: args.base_port,
         ..SimConfig::with_clusters(args.clusters)
     };

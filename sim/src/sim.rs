@@ -34,6 +34,9 @@ pub struct SimConfig {
     pub history_limit: usize,
     /// Cluster `i` listens on `base_port + i`; `None` picks free ports.
     pub base_port: Option<u16>,
+    /// Serve HTTPS with the embedded test certificate (kubectl only sends bearer tokens
+    /// over TLS, so use this with `rbac` when kubectl must authenticate).
+    pub tls: bool,
 }
 
 impl Default for SimConfig {
@@ -45,6 +48,7 @@ impl Default for SimConfig {
             bookmark_interval: Duration::from_secs(5),
             history_limit: 10_000,
             base_port: None,
+            tls: false,
         }
     }
 }
@@ -69,6 +73,7 @@ struct Running {
 pub struct Sim {
     clusters: Arc<BTreeMap<String, Running>>,
     admin_token: Option<String>,
+    tls: bool,
     shutdown: CancellationToken,
     tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
@@ -152,7 +157,8 @@ impl Sim {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
                 .await
                 .with_context(|| format!("binding 127.0.0.1:{port} for cluster {name}"))?;
-            let url = format!("http://{}", listener.local_addr()?);
+            let scheme = if config.tls { "https" } else { "http" };
+            let url = format!("{scheme}://{}", listener.local_addr()?);
             let cluster = Arc::new(Cluster {
                 name: name.clone(),
                 registry: registry.clone(),
@@ -195,10 +201,19 @@ impl Sim {
             }
             let app = crate::handlers::router(cluster.clone());
             let stop = cluster.shutdown.clone();
+            let tls = config.tls;
             tasks.push(tokio::spawn(async move {
-                let served = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { stop.cancelled().await });
-                if let Err(e) = served.await {
+                let served = if tls {
+                    crate::tls::serve(listener, app, stop)
+                        .await
+                        .map_err(anyhow::Error::from)
+                } else {
+                    axum::serve(listener, app)
+                        .with_graceful_shutdown(async move { stop.cancelled().await })
+                        .await
+                        .map_err(anyhow::Error::from)
+                };
+                if let Err(e) = served {
                     tracing::error!(error = %e, "simulated API server failed");
                 }
             }));
@@ -208,6 +223,7 @@ impl Sim {
         Ok(Sim {
             clusters: Arc::new(clusters),
             admin_token: config.rbac.map(|r| r.admin_token),
+            tls: config.tls,
             shutdown,
             tasks: Arc::new(Mutex::new(tasks)),
         })
@@ -236,13 +252,24 @@ impl Sim {
             cluster,
             &url,
             self.admin_token.as_deref(),
+            self.ca_pem(),
         ))
     }
 
     /// A kubeconfig authenticating with `token` (e.g. a ServiceAccount's from `RbacConfig`).
     pub fn kubeconfig_yaml_with_token(&self, cluster: &str, token: &str) -> Option<String> {
         let url = self.url(cluster)?;
-        Some(crate::kubeconfig::render(cluster, &url, Some(token)))
+        Some(crate::kubeconfig::render(
+            cluster,
+            &url,
+            Some(token),
+            self.ca_pem(),
+        ))
+    }
+
+    /// PEM of the CA to trust when TLS is on.
+    pub fn ca_pem(&self) -> Option<&'static str> {
+        self.tls.then_some(crate::tls::CA_PEM)
     }
 
     pub fn write_kubeconfig(&self, cluster: &str, path: &Path) -> anyhow::Result<()> {

@@ -1,6 +1,6 @@
 //! The Flux simulator: pushed revisions flow source → Kustomization/HelmRelease unless
 //! suspended; requestedAt triggers a reconcile; a suspended source holds new revisions
-//! while its consumers keep reconciling the last one; pushes over HTTP; the binary.
+//! while its consumers keep reconciling the last one; generated HelmCharts; HTTP pushes.
 
 mod common;
 
@@ -9,7 +9,6 @@ use std::time::Duration;
 use common::{CLUSTER, eventually, get, start};
 use fleetgate_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const KS: &str = "kustomize.toolkit.fluxcd.io/v1";
 const GIT: &str = "source.toolkit.fluxcd.io/v1";
@@ -289,60 +288,4 @@ async fn helm_releases_get_generated_charts_and_push_works_over_http() {
         400
     );
     sim.shutdown().await;
-}
-
-#[tokio::test]
-async fn binary_serves_clusters_and_writes_kubeconfigs() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetgate-sim"))
-        .args([
-            "--clusters",
-            "2",
-            "--objects-per-cluster",
-            "5",
-            "--kubeconfig-dir",
-        ])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    for _ in 0..2 {
-        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("cluster line")
-            .unwrap()
-            .unwrap();
-        seen.push(line);
-    }
-    assert!(
-        seen[0].starts_with("cluster-000 http://127.0.0.1:"),
-        "{seen:?}"
-    );
-    let kubeconfig = seen[1].split(' ').nth(2).unwrap().to_string();
-    assert!(kubeconfig.ends_with("cluster-001.yaml"));
-    let out = tokio::process::Command::new("kubectl")
-        .env("HOME", dir.path())
-        .args(["--kubeconfig", &kubeconfig, "--cache-dir"])
-        .arg(dir.path().join("cache"))
-        .args(["get", "gitrepo,helmrepo,ks,hr", "-A", "-o", "name"])
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().count(), 5, "{stdout}");
-    let pid = child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
-        .await
-        .expect("exits on SIGTERM")
-        .unwrap();
-    assert!(status.success(), "{status}");
 }

@@ -70,6 +70,28 @@ async fn discovery_lists_every_flux_kind() {
 }
 
 #[tokio::test]
+async fn kube_client_over_tls_with_the_generated_kubeconfig() {
+    let sim = start(SimConfig {
+        tls: true,
+        ..SimConfig::with_clusters(1)
+    })
+    .await;
+    assert!(sim.url(CLUSTER).unwrap().starts_with("https://127.0.0.1:"));
+    let client = client(&sim).await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    let names: Vec<String> = namespaces
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|n| n.metadata.name.unwrap())
+        .collect();
+    assert!(names.contains(&"kube-system".to_string()), "{names:?}");
+    sim.shutdown().await;
+}
+
+#[tokio::test]
 async fn lists_page_and_select() {
     let sim = start(SimConfig::with_clusters(1)).await;
     sim.seed_fleet(20).await.unwrap();
