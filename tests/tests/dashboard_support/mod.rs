@@ -7,6 +7,7 @@
 pub mod fleet;
 pub mod spoke;
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -236,19 +237,35 @@ pub async fn seed_small(hub: &Hub) {
     .await;
 }
 
+/// chromedriver in its own process group: dropping it kills the group, so
+/// the Chromium it started goes too even when a test failed before closing
+/// its session.
+struct DriverGuard(std::process::Child);
+
+impl Drop for DriverGuard {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0.id())])
+            .status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Headless Chromium behind a chromedriver we started.
 pub struct Browser {
     pub client: Client,
-    _driver: ChildGuard,
+    _driver: DriverGuard,
     _profile: tempfile::TempDir,
 }
 
 impl Browser {
     pub async fn start(chromium: &Path, driver: &Path) -> Browser {
         let port = free_port();
-        let driver = ChildGuard(
+        let driver = DriverGuard(
             Command::new(driver)
                 .arg(format!("--port={port}"))
+                .process_group(0)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
