@@ -146,3 +146,40 @@ fn publish(ctx: &Context, revision: u64, plan: &Plan, closed: usize) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fleetgate_policy::FluxKind;
+
+    fn obj(name: &str, rv: &str, suspended: bool) -> ObservedObject {
+        ObservedObject {
+            key: ObjectKey::new(FluxKind::Kustomization, "ns", name),
+            labels: Default::default(),
+            resource_version: Some(rv.into()),
+            suspended,
+            suspended_by: None,
+            source_refs: vec![],
+            last_applied_revision: None,
+            artifact_revision: None,
+        }
+    }
+
+    #[test]
+    fn overlay_replaces_stale_copies_until_the_store_catches_up() {
+        let mut overlay = Overlay::default();
+        overlay.record(vec![enforce::Applied {
+            key: obj("a", "1", false).key,
+            stale_rv: Some("1".into()),
+            fresh: obj("a", "2", true),
+        }]);
+        // The store still has rv 1: the patched copy is used.
+        let seen = overlay.apply(vec![obj("a", "1", false), obj("b", "5", false)]);
+        assert!(seen[0].suspended && seen[0].resource_version.as_deref() == Some("2"));
+        assert_eq!(seen[1], obj("b", "5", false));
+        // The store moved on (our write or a later one): the store wins and the entry goes.
+        let seen = overlay.apply(vec![obj("a", "3", false)]);
+        assert_eq!(seen[0], obj("a", "3", false));
+        assert!(overlay.0.is_empty());
+    }
+}

@@ -63,3 +63,60 @@ pub async fn serve(
         .await
         .map_err(Error::Http)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn readyz_follows_the_flag_and_metrics_are_served() {
+        let state = HealthState {
+            metrics: Arc::new(Metrics::new()),
+            ready: Arc::new(AtomicBool::new(false)),
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(serve(listener, state.clone(), shutdown.clone()));
+
+        assert_eq!(
+            reqwest::get(format!("{base}/healthz"))
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
+        assert_eq!(
+            reqwest::get(format!("{base}/readyz"))
+                .await
+                .unwrap()
+                .status(),
+            503
+        );
+        state.ready.store(true, Ordering::Release);
+        assert_eq!(
+            reqwest::get(format!("{base}/readyz"))
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
+        let metrics = reqwest::get(format!("{base}/metrics")).await.unwrap();
+        assert!(
+            metrics.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/openmetrics-text")
+        );
+        assert!(
+            metrics
+                .text()
+                .await
+                .unwrap()
+                .contains("fleetgate_spoke_objects_governed")
+        );
+
+        shutdown.cancel();
+        server.await.unwrap().unwrap();
+    }
+}
