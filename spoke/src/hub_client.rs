@@ -124,7 +124,17 @@ async fn session(
         msg: Some(spoke_message::Msg::Hello(hello)),
     });
     let mut request = Request::new(ReceiverStream::new(rx));
-    let bearer = MetadataValue::try_from(format!("Bearer {}", target.token)).map_err(|_| {
+    // Re-read the token file on every connect: a rotated Secret is picked up
+    // without a restart. If it is unreadable now, the token read at start is used.
+    let token = match ctx.config.read_token() {
+        Ok(Some(t)) => t,
+        Ok(None) => target.token.clone(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot re-read the token; using the one read at start");
+            target.token.clone()
+        }
+    };
+    let bearer = MetadataValue::try_from(format!("Bearer {token}")).map_err(|_| {
         Error::Config("the spoke token contains characters not allowed in a header".into())
     })?;
     request.metadata_mut().insert("authorization", bearer);

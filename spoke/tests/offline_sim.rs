@@ -1,6 +1,7 @@
-//! Offline safety against the simulator: a window edge enforced with the hub
-//! gone, a restart enforcing the persisted snapshot with the hub down, the
-//! no-snapshot policies, clock offset and the reconnect Hello.
+//! Offline safety and the hub connection, against the simulator: a window edge
+//! enforced with the hub gone, a restart enforcing the persisted snapshot with
+//! the hub down, the no-snapshot policies, clock offset, the reconnect Hello
+//! and a rotated token file.
 
 mod support;
 
@@ -207,4 +208,27 @@ async fn reports_its_clock_offset_and_reconnects_with_the_held_revision() {
 async fn free_addr() -> std::net::SocketAddr {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     l.local_addr().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_token_file_is_picked_up_on_reconnect() {
+    let cluster = start_cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "fgs_old-token\n").unwrap();
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(1, vec![], vec![]));
+    let mut config = spoke_config(Some(hub.url()));
+    config.token = None;
+    config.token_file = Some(token_file.clone());
+    let spoke = RunningSpoke::start(&cluster, config).await;
+    // Rejected with the old token (the hub saw it) ...
+    hub.wait_authorization("Bearer fgs_old-token").await;
+    // ... then the Secret is rotated: the next attempt uses the new file content.
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let hello = hub.wait_hello().await;
+    assert_eq!(hello.cluster, CLUSTER);
+    spoke.stop().await;
+    hub.stop().await;
+    cluster.sim.shutdown().await;
 }

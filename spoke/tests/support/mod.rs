@@ -50,6 +50,8 @@ struct HubService {
     reports: mpsc::UnboundedSender<pb::StatusReport>,
     seen: Arc<Mutex<Seen>>,
     hello: Arc<watch::Sender<Option<pb::Hello>>>,
+    /// Bumped on every connect attempt (after `seen` is updated).
+    attempts: Arc<watch::Sender<usize>>,
 }
 
 type HubStream = Pin<Box<dyn Stream<Item = Result<pb::HubMessage, Status>> + Send>>;
@@ -69,6 +71,7 @@ impl SpokeService for HubService {
             .unwrap_or_default()
             .to_owned();
         self.seen.lock().await.authorization.push(auth.clone());
+        self.attempts.send_modify(|n| *n += 1);
         if auth != format!("Bearer {TOKEN}") {
             return Err(Status::unauthenticated("bad token"));
         }
@@ -137,6 +140,7 @@ pub struct FakeHub {
     pub reports: mpsc::UnboundedReceiver<pb::StatusReport>,
     pub seen: Arc<Mutex<Seen>>,
     hello_rx: watch::Receiver<Option<pb::Hello>>,
+    attempts_rx: watch::Receiver<usize>,
     shutdown: CancellationToken,
     server: tokio::task::JoinHandle<()>,
 }
@@ -164,7 +168,9 @@ impl FakeHub {
         let (reports_tx, reports) = mpsc::unbounded_channel();
         let seen = Arc::new(Mutex::new(Seen::default()));
         let (hello, hello_rx) = watch::channel(None);
+        let (attempts, attempts_rx) = watch::channel(0usize);
         let service = HubService {
+            attempts: Arc::new(attempts),
             hello: Arc::new(hello),
             skew,
             snapshot: snapshot_rx,
@@ -188,6 +194,7 @@ impl FakeHub {
             reports,
             seen,
             hello_rx,
+            attempts_rx,
             shutdown,
             server,
         }
@@ -229,6 +236,29 @@ impl FakeHub {
             .expect("a Hello")
             .expect("hub running");
         hello.clone().expect("checked")
+    }
+
+    /// Waits until a spoke tried to connect with `authorization`.
+    pub async fn wait_authorization(&self, authorization: &str) {
+        let mut rx = self.attempts_rx.clone();
+        let fut = async {
+            loop {
+                if self
+                    .seen
+                    .lock()
+                    .await
+                    .authorization
+                    .iter()
+                    .any(|a| a == authorization)
+                {
+                    return;
+                }
+                rx.changed().await.expect("hub running");
+            }
+        };
+        tokio::time::timeout(WAIT, fut)
+            .await
+            .unwrap_or_else(|_| panic!("no attempt with {authorization}"));
     }
 
     /// Stops the server and closes every stream (the hub is gone).
