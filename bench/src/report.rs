@@ -53,6 +53,8 @@ pub struct StormResult {
     pub spokes: usize,
     /// Hub stop (SIGTERM) → new hub ready.
     pub hub_down_seconds: f64,
+    /// Of that, SIGTERM → old hub exited (graceful drain).
+    pub hub_stop_seconds: f64,
     /// Per spoke: restart began → it held the new snapshot.
     pub resync: Percentiles,
     /// Most connection attempts one spoke needed.
@@ -178,9 +180,10 @@ impl Report {
                     s.spokes
                 ),
                 format!(
-                    "{:.2} s (hub down {:.2} s; per spoke p50 {} ms, p99 {} ms; max {} attempts)",
+                    "{:.2} s (hub down {:.2} s of which drain {:.2} s; per spoke p50 {} ms, p99 {} ms; max {} attempts)",
                     s.resync.max_ms / 1e3,
                     s.hub_down_seconds,
+                    s.hub_stop_seconds,
                     fmt_ms(s.resync.p50_ms),
                     fmt_ms(s.resync.p99_ms),
                     s.max_attempts

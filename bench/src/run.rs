@@ -47,26 +47,20 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
 
     progress("starting PostgreSQL and the hub");
     let db = fleetgate_tests::test_db().await;
-    let spec = HubSpec::new(
-        &cfg.bins.hub,
-        &db.url,
-        ADMIN_TOKEN,
-        workdir.path().join("hub.log"),
-    );
+    // FLEETGATE_BENCH_HUB_LOG keeps the hub's log (level: BENCH_HUB_LOG).
+    let hub_log = std::env::var_os("FLEETGATE_BENCH_HUB_LOG")
+        .map_or_else(|| workdir.path().join("hub.log"), std::path::PathBuf::from);
+    let spec = HubSpec::new(&cfg.bins.hub, &db.url, ADMIN_TOKEN, hub_log);
     let mut hub = spec.start().await?;
     let service = Service::new(fleetgate_hub::db::connect(&db.url, 20).await?);
 
-    progress(&format!("registering {largest} clusters"));
-    let t = Instant::now();
-    let creds = fleet::register(&service, 0..largest, &[("fleet", "bench")]).await?;
+    // The fleet is registered size by size, so the 1,000-spoke numbers are
+    // those of a 1,000-cluster fleet.
+    let mut creds: Vec<Credential> = Vec::new();
+    let mut registering = Duration::ZERO;
+    let first = cfg.spokes.first().copied().unwrap_or(0);
+    grow_fleet(&service, &mut creds, first, &mut registering, progress).await?;
     fleet::create_gate(&service).await?;
-    report.registration = Registration {
-        clusters: largest,
-        seconds: t.elapsed().as_secs_f64(),
-        method: "hub service layer in-process, 16 concurrent one-transaction registrations \
-                 (same code as POST /api/v1/clusters, minus HTTP)"
-            .into(),
-    };
 
     progress("floor: PostgreSQL NOTIFY round-trips");
     report.notify_rtt = floor::notify_rtt(&db.url, cfg.notify_samples).await?;
@@ -81,10 +75,9 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         progress(&format!("floor: bare tonic fan-out to {n} streams"));
         let mut server = FloorProcess::start(&cfg.bins.bench, &snapshot_file).await?;
         let mut swarm = Swarm::new();
-        let fake: Vec<Credential> = creds[..n]
-            .iter()
-            .map(|c| Credential {
-                cluster: c.cluster.clone(),
+        let fake: Vec<Credential> = (0..n)
+            .map(|i| Credential {
+                cluster: fleet::cluster_name(i),
                 token: "floor".into(),
             })
             .collect();
@@ -102,6 +95,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     let mut swarm = Swarm::new();
     let mut connected = 0;
     for (i, &n) in cfg.spokes.iter().enumerate() {
+        grow_fleet(&service, &mut creds, n, &mut registering, progress).await?;
         progress(&format!("hub: connecting spokes {connected}..{n}"));
         let t = Instant::now();
         swarm
@@ -149,6 +143,14 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         }
     }
 
+    report.registration = Registration {
+        clusters: creds.len(),
+        seconds: registering.as_secs_f64(),
+        method: "hub service layer in-process, 16 concurrent one-transaction registrations \
+                 (same code as POST /api/v1/clusters, minus HTTP)"
+            .into(),
+    };
+
     if cfg.storm && !swarm.is_empty() {
         progress(&format!("hub: reconnect storm with {} spokes", swarm.len()));
         let (result, restarted) = storm::run(&swarm, &spec, hub, &service).await?;
@@ -178,6 +180,24 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     hub.stop().await?;
     service.pool().close().await;
     Ok(report)
+}
+
+/// Registers clusters until the fleet has `n`.
+async fn grow_fleet(
+    service: &Service,
+    creds: &mut Vec<Credential>,
+    n: usize,
+    took: &mut Duration,
+    progress: &dyn Fn(&str),
+) -> Result<()> {
+    if creds.len() >= n {
+        return Ok(());
+    }
+    progress(&format!("registering clusters {}..{n}", creds.len()));
+    let t = Instant::now();
+    creds.extend(fleet::register(service, creds.len()..n, &[("fleet", "bench")]).await?);
+    *took += t.elapsed();
+    Ok(())
 }
 
 /// The snapshot the hub sends to `cred`'s cluster (its bytes feed the floor).

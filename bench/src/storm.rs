@@ -28,6 +28,7 @@ pub async fn run(
     }
     let t0 = Instant::now();
     hub.stop().await?;
+    let hub_stop = t0.elapsed();
     fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
     let (target,): (i64,) =
         sqlx::query_as("select min(desired_revision) from clusters where name like 'b-%'")
@@ -49,6 +50,7 @@ pub async fn run(
         StormResult {
             spokes: swarm.len(),
             hub_down_seconds: hub_down.as_secs_f64(),
+            hub_stop_seconds: hub_stop.as_secs_f64(),
             resync: Percentiles::of(&resync),
             max_attempts,
         },
