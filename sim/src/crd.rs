@@ -49,6 +49,8 @@ pub struct ResourceType {
     /// Custom resources get `metadata.generation`, need a resourceVersion on update, and
     /// accept only JSON/merge/apply patches (strategic merge needs Go structs).
     pub custom: bool,
+    /// A create-only review resource (SelfSubjectAccessReview): nothing is stored.
+    pub review: bool,
 }
 
 impl ResourceType {
@@ -196,6 +198,7 @@ fn parse_crd(doc: &str) -> Result<Vec<ResourceType>, Error> {
             schema: version["schema"].get("openAPIV3Schema").cloned(),
             printer_columns,
             custom: true,
+            review: false,
         });
     }
     if out.is_empty() {
@@ -226,6 +229,7 @@ fn builtin(
         schema: None,
         printer_columns: Vec::new(),
         custom: false,
+        review: false,
     }
 }
 
@@ -258,6 +262,17 @@ fn builtin_types() -> Vec<ResourceType> {
         ),
         builtin(rbac, "Role", "roles", &[], true, false),
         builtin(rbac, "RoleBinding", "rolebindings", &[], true, false),
+        ResourceType {
+            review: true,
+            ..builtin(
+                "authorization.k8s.io",
+                "SelfSubjectAccessReview",
+                "selfsubjectaccessreviews",
+                &[],
+                false,
+                false,
+            )
+        },
     ]
 }
 

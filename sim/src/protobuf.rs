@@ -1,6 +1,6 @@
 //! Decoding of Kubernetes protobuf request bodies for the built-in kinds kubectl's
 //! generators send that way (`kubectl create namespace|configmap|secret|serviceaccount|
-//! role|rolebinding|clusterrole|clusterrolebinding`). Format: the `k8s\0` magic, then a
+//! role|rolebinding|clusterrole|clusterrolebinding`, `kubectl auth can-i`). Format: the `k8s\0` magic, then a
 //! `runtime.Unknown{typeMeta, raw}` whose `raw` is the object message
 //! (k8s.io/apimachinery/pkg/runtime/serializer/protobuf, k8s.io/api/*/generated.proto).
 
@@ -99,6 +99,24 @@ const BINDING: &[F] = &[
     (3, "roleRef", T::Msg(ROLE_REF)),
 ];
 
+const RESOURCE_ATTRIBUTES: &[F] = &[
+    (1, "namespace", T::Str),
+    (2, "verb", T::Str),
+    (3, "group", T::Str),
+    (4, "version", T::Str),
+    (5, "resource", T::Str),
+    (6, "subresource", T::Str),
+    (7, "name", T::Str),
+];
+const ACCESS_REVIEW: &[F] = &[
+    (1, "metadata", T::Msg(OBJECT_META)),
+    (
+        2,
+        "spec",
+        T::Msg(&[(1, "resourceAttributes", T::Msg(RESOURCE_ATTRIBUTES))]),
+    ),
+];
+
 fn schema_for(kind: &str) -> Option<&'static [F]> {
     Some(match kind {
         "ConfigMap" => CONFIG_MAP,
@@ -107,6 +125,7 @@ fn schema_for(kind: &str) -> Option<&'static [F]> {
         "ServiceAccount" => SERVICE_ACCOUNT,
         "Role" | "ClusterRole" => ROLE,
         "RoleBinding" | "ClusterRoleBinding" => BINDING,
+        "SelfSubjectAccessReview" => ACCESS_REVIEW,
         _ => return None,
     })
 }

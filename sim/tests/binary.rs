@@ -214,5 +214,23 @@ async fn binary_enforces_rbac_from_manifests_and_tokens() {
         stderr.contains(r#"Error from server (Forbidden): gitrepositories.source.toolkit.fluxcd.io "flux-system" is forbidden: User "system:serviceaccount:fleetgate-system:fleetgate-spoke" cannot get resource "gitrepositories" in API group "source.toolkit.fluxcd.io" in the namespace "flux-system""#),
         "{stderr}"
     );
+    // `kubectl auth can-i` asks the server (SelfSubjectAccessReview).
+    for (resource, want) in [("kustomizations", "yes"), ("gitrepositories", "no")] {
+        let out = run(as_spoke(&[
+            "auth",
+            "can-i",
+            "patch",
+            resource,
+            "-n",
+            "flux-system",
+        ]))
+        .await;
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            want,
+            "{resource}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     terminate(child).await;
 }

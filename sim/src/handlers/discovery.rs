@@ -77,7 +77,7 @@ pub fn resource_list(cluster: &Cluster, group: &str, version: &str) -> Response 
             "singularName": t.singular,
             "namespaced": t.namespaced,
             "kind": t.kind,
-            "verbs": VERBS,
+            "verbs": if t.review { &["create"][..] } else { VERBS },
         });
         if !t.short_names.is_empty() {
             r["shortNames"] = json!(t.short_names);

@@ -204,6 +204,33 @@ async fn route(
             _ => Err(Error::method_not_allowed()),
         };
     }
+    if let Target::Collection { rt, .. } = &target
+        && rt.review
+    {
+        if *method != Method::POST {
+            return Err(Error::method_not_allowed());
+        }
+        let protobuf = headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|c| c.to_str().ok())
+            .is_some_and(|c| c.contains("protobuf"));
+        let body: serde_json::Value = if protobuf {
+            crate::protobuf::decode(&body)?
+        } else {
+            serde_json::from_slice(&body)
+                .map_err(|e| Error::bad_request(format!("error decoding JSON: {e}")))?
+        };
+        let answer = cluster.store.with(|s| {
+            rbac::review(
+                &cluster.registry,
+                cluster.authorizer.as_ref(),
+                s,
+                user.as_ref(),
+                body,
+            )
+        });
+        return Ok((http::StatusCode::CREATED, axum::Json(answer)).into_response());
+    }
     if let (Some(authz), Some(user)) = (&cluster.authorizer, &user) {
         let (rt, ns, name, sub) = match &target {
             Target::Collection { rt, ns } => (rt, ns, None, None),
