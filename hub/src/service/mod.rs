@@ -17,12 +17,14 @@ pub mod tokens;
 pub mod types;
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use utoipa::ToSchema;
 
 use crate::clock::{Clock, SystemClock};
@@ -37,6 +39,32 @@ pub use page::{Page, PageRequest};
 pub struct Service {
     pool: PgPool,
     clock: Arc<dyn Clock>,
+    /// Writers queue here, not on database connections: writes serialise on
+    /// the fleet-revision row anyway, and a burst of them must not hold the
+    /// whole pool while reads (status, spoke auth) wait.
+    writers: Arc<Semaphore>,
+}
+
+/// How many writes of one replica may wait on the database at once.
+const CONCURRENT_WRITES: usize = 4;
+
+/// A write transaction and the writer slot it holds until it ends.
+pub(crate) struct WriteTx {
+    tx: Transaction<'static, Postgres>,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Deref for WriteTx {
+    type Target = PgConnection;
+    fn deref(&self) -> &PgConnection {
+        &self.tx
+    }
+}
+
+impl DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        &mut self.tx
+    }
 }
 
 /// A role of an API token; each includes the ones before it.
@@ -132,7 +160,11 @@ impl Service {
 
     /// A service with an injected clock (tests).
     pub fn with_clock(pool: PgPool, clock: Arc<dyn Clock>) -> Self {
-        Self { pool, clock }
+        Self {
+            pool,
+            clock,
+            writers: Arc::new(Semaphore::new(CONCURRENT_WRITES)),
+        }
     }
 
     /// The database pool (for the gRPC side's own queries in `db/`).
@@ -155,17 +187,23 @@ impl Service {
     /// every write needs it at the end anyway (revision bump), and taking it
     /// before any other row lock (gate, cluster) means writers can never
     /// wait on each other in a cycle.
-    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>> {
+    pub(crate) async fn begin_write(&self) -> Result<WriteTx> {
+        let slot = self
+            .writers
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Internal("write queue closed".into()))?;
         let mut tx = self.pool.begin().await?;
         revision::lock(&mut tx).await?;
-        Ok(tx)
+        Ok(WriteTx { tx, _slot: slot })
     }
 
     /// Finishes a write: audit row, revision bump + notification, commit.
     /// Returns the new fleet revision.
     pub(crate) async fn finish_write(
         &self,
-        mut tx: Transaction<'static, Postgres>,
+        mut tx: WriteTx,
         actor: &Actor,
         at: DateTime<Utc>,
         audit: Audit<'_>,
@@ -186,7 +224,7 @@ impl Service {
         )
         .await?;
         let rev = revision::publish(&mut tx, affected).await?;
-        tx.commit().await?;
+        tx.tx.commit().await?;
         Ok(rev)
     }
 }

@@ -25,6 +25,8 @@ pub struct Hub {
     pub service: Service,
     pub clock: ManualClock,
     pub pool: PgPool,
+    /// The test database's URL.
+    pub url: String,
     pub admin: String,
     pub operator: String,
     pub viewer: String,
@@ -88,6 +90,7 @@ impl Hub {
             service,
             clock,
             pool,
+            url: tdb.url.clone(),
             admin: ADMIN.to_string(),
             operator: secrets[0].clone(),
             viewer: secrets[1].clone(),
