@@ -48,6 +48,29 @@ async fn applied(sim: &Sim, name: &str, want: &str) {
     .await;
 }
 
+/// "Pushes commit `n`" to the seeded GitRepository.
+async fn push_git(sim: &Sim, n: u32) {
+    sim.push_revision(
+        CLUSTER,
+        "GitRepository",
+        "flux-system",
+        "flux-system",
+        &rev(n),
+    )
+    .await
+    .unwrap();
+}
+
+/// Sets `reconcile.fluxcd.io/requestedAt` and waits until the simulator handled it.
+async fn request_reconcile(sim: &Sim, name: &str, at: &str) {
+    let annotation = json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": at}}});
+    merge(sim, &ks_path(name), annotation).await;
+    eventually("lastHandledReconcileAt", || async {
+        (ks(sim, name)["status"]["lastHandledReconcileAt"] == at).then_some(())
+    })
+    .await;
+}
+
 async fn fast_sim() -> Sim {
     let sim = start(SimConfig {
         reconcile_interval: Some(Duration::from_millis(50)),
@@ -61,15 +84,7 @@ async fn fast_sim() -> Sim {
 #[tokio::test]
 async fn pushed_revision_reaches_kustomizations_unless_suspended() {
     let sim = fast_sim().await;
-    sim.push_revision(
-        CLUSTER,
-        "GitRepository",
-        "flux-system",
-        "flux-system",
-        &rev(1),
-    )
-    .await
-    .unwrap();
+    push_git(&sim, 1).await;
     applied(&sim, "infra-000", &rev(1)).await;
     applied(&sim, "infra-001", &rev(1)).await;
     let o = ks(&sim, "infra-000");
@@ -93,26 +108,10 @@ async fn pushed_revision_reaches_kustomizations_unless_suspended() {
         json!({"spec": {"suspend": true}}),
     )
     .await;
-    sim.push_revision(
-        CLUSTER,
-        "GitRepository",
-        "flux-system",
-        "flux-system",
-        &rev(2),
-    )
-    .await
-    .unwrap();
+    push_git(&sim, 2).await;
     applied(&sim, "infra-000", &rev(2)).await;
     // A later pass proves the pass that applied rev 2 has finished for everyone.
-    sim.push_revision(
-        CLUSTER,
-        "GitRepository",
-        "flux-system",
-        "flux-system",
-        &rev(3),
-    )
-    .await
-    .unwrap();
+    push_git(&sim, 3).await;
     applied(&sim, "infra-000", &rev(3)).await;
     assert_eq!(
         ks(&sim, "infra-001")["status"]["lastAppliedRevision"],
@@ -143,16 +142,7 @@ async fn requested_at_triggers_an_immediate_reconcile() {
     .await;
     let before = sim.reconcile_count(CLUSTER, "Kustomization", "flux-system", "infra-000");
     let at = "2026-01-01T00:00:00Z";
-    merge(
-        &sim,
-        &ks_path("infra-000"),
-        json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": at}}}),
-    )
-    .await;
-    eventually("lastHandledReconcileAt", || async {
-        (ks(&sim, "infra-000")["status"]["lastHandledReconcileAt"] == at).then_some(())
-    })
-    .await;
+    request_reconcile(&sim, "infra-000", at).await;
     assert_eq!(
         sim.reconcile_count(CLUSTER, "Kustomization", "flux-system", "infra-000"),
         before + 1
@@ -163,27 +153,11 @@ async fn requested_at_triggers_an_immediate_reconcile() {
 #[tokio::test]
 async fn suspended_source_holds_revisions_while_consumers_keep_reconciling() {
     let sim = fast_sim().await;
-    sim.push_revision(
-        CLUSTER,
-        "GitRepository",
-        "flux-system",
-        "flux-system",
-        &rev(1),
-    )
-    .await
-    .unwrap();
+    push_git(&sim, 1).await;
     applied(&sim, "infra-000", &rev(1)).await;
 
     merge(&sim, GIT_PATH, json!({"spec": {"suspend": true}})).await;
-    sim.push_revision(
-        CLUSTER,
-        "GitRepository",
-        "flux-system",
-        "flux-system",
-        &rev(2),
-    )
-    .await
-    .unwrap();
+    push_git(&sim, 2).await;
     // The Kustomization keeps reconciling (drift correction) the last revision.
     let count = sim.reconcile_count(CLUSTER, "Kustomization", "flux-system", "infra-000");
     eventually("more reconciles", || async {
@@ -192,16 +166,7 @@ async fn suspended_source_holds_revisions_while_consumers_keep_reconciling() {
     })
     .await;
     let at = "2026-01-01T00:00:00Z";
-    merge(
-        &sim,
-        &ks_path("infra-000"),
-        json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": at}}}),
-    )
-    .await;
-    eventually("requested reconcile", || async {
-        (ks(&sim, "infra-000")["status"]["lastHandledReconcileAt"] == at).then_some(())
-    })
-    .await;
+    request_reconcile(&sim, "infra-000", at).await;
     assert_eq!(
         ks(&sim, "infra-000")["status"]["lastAppliedRevision"],
         rev(1)

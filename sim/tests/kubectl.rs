@@ -67,12 +67,7 @@ async fn get_with_short_names_tables_and_yaml() {
     );
 
     let missing = k.run(&["get", "ks", "nope", "-n", "flux-system"]).await;
-    assert!(!missing.ok);
-    assert!(
-        missing.stderr.contains(r#"Error from server (NotFound): kustomizations.kustomize.toolkit.fluxcd.io "nope" not found"#),
-        "{}",
-        missing.stderr
-    );
+    missing.assert_fails_with(r#"Error from server (NotFound): kustomizations.kustomize.toolkit.fluxcd.io "nope" not found"#);
     sim.shutdown().await;
 }
 
@@ -321,12 +316,7 @@ metadata: {name: bad, namespace: default}
 spec: {interval: 5, prune: true, sourceRef: {kind: Foo, name: x}}
 "#;
     let out = k.run_stdin(&["create", "-f", "-"], Some(bad)).await;
-    assert!(!out.ok);
-    assert!(
-        out.stderr.contains(r#"The Kustomization "bad" is invalid"#),
-        "{}",
-        out.stderr
-    );
+    out.assert_fails_with(r#"The Kustomization "bad" is invalid"#);
     assert!(out.stderr.contains(r#"spec.interval: Invalid value: "integer": spec.interval in body must be of type string: "integer""#), "{}", out.stderr);
     assert!(
         out.stderr
@@ -346,12 +336,7 @@ spec: {interval: 5, prune: true, sourceRef: {kind: Foo, name: x}}
             ),
         )
         .await;
-    assert!(!out.ok);
-    assert!(
-        out.stderr.contains(r#"namespaces "nowhere" not found"#),
-        "{}",
-        out.stderr
-    );
+    out.assert_fails_with(r#"namespaces "nowhere" not found"#);
     sim.shutdown().await;
 }
 

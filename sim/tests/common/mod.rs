@@ -69,6 +69,18 @@ pub struct Output {
     pub stderr: String,
 }
 
+impl Output {
+    /// Asserts the command failed with `needle` in its stderr.
+    pub fn assert_fails_with(&self, needle: &str) {
+        assert!(!self.ok, "expected failure, got: {}", self.stdout);
+        assert!(
+            self.stderr.contains(needle),
+            "{needle:?} not in: {}",
+            self.stderr
+        );
+    }
+}
+
 impl Kubectl {
     pub fn new(sim: &Sim) -> Kubectl {
         let dir = tempfile::tempdir().expect("tempdir");
