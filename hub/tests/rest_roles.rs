@@ -268,6 +268,11 @@ async fn openapi_documents_every_route_with_errors() {
                 for code in ["401", "408", "500"] {
                     assert!(responses.contains_key(code), "{m} {path} lacks {code}");
                 }
+                if op["requestBody"].is_object() {
+                    for code in ["413", "415"] {
+                        assert!(responses.contains_key(code), "{m} {path} lacks {code}");
+                    }
+                }
                 assert!(op["security"].is_array(), "{m} {path} lacks security");
             }
         }

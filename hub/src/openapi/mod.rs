@@ -75,8 +75,9 @@ pub struct TransitionDoc {
     pub reason: String,
 }
 
-/// Adds what every operation shares: the bearer scheme, and the 408
-/// (timeout) and 500 (internal) error responses any route can give.
+/// Adds what operations share: the bearer scheme; the 408 (timeout) and 500
+/// (internal) responses any route can give; 401 on every authenticated
+/// route and 413/415 on every route with a body.
 struct Common;
 
 fn error_response(description: &str) -> utoipa::openapi::Response {
@@ -102,11 +103,21 @@ impl Modify for Common {
                 &mut item.patch,
             ];
             for op in ops.into_iter().flatten() {
+                let authenticated = op.security.as_ref().is_some_and(|s| !s.is_empty());
+                let has_body = op.request_body.is_some();
                 let responses = &mut op.responses.responses;
-                for (code, text) in [
+                let mut common = vec![
                     ("408", "Request took longer than the timeout"),
                     ("500", "Internal error (details in the hub's log)"),
-                ] {
+                ];
+                if authenticated {
+                    common.push(("401", "Missing, unknown or revoked token"));
+                }
+                if has_body {
+                    common.push(("413", "Body larger than the limit"));
+                    common.push(("415", "Body neither JSON nor YAML"));
+                }
+                for (code, text) in common {
                     responses
                         .entry(code.to_string())
                         .or_insert_with(|| error_response(text).into());

@@ -14,7 +14,6 @@ use crate::service::audit::AuditQuery;
     responses(
         (status = 200, description = "A page of audit entries", body = crate::openapi::AuditPage),
         (status = 400, description = "Bad query or cursor", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit or time range", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn list(

@@ -31,7 +31,6 @@ pub struct ClusterQuery {
     responses(
         (status = 200, description = "A page of clusters", body = crate::openapi::ClusterPage),
         (status = 400, description = "Bad cursor", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit or selector", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn list(
@@ -55,7 +54,6 @@ pub async fn list(
     params(("name" = String, Path, description = "Cluster name")),
     responses(
         (status = 200, description = "The cluster", body = Cluster),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 404, description = "No such cluster", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn get(
@@ -73,10 +71,8 @@ pub async fn get(
     responses(
         (status = 201, description = "Registered", body = ClusterWithToken),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 409, description = "Name taken", body = crate::error::ErrorBody),
-        (status = 413, description = "Body too large", body = crate::error::ErrorBody),
         (status = 422, description = "Invalid name or labels (field named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn register(
@@ -100,10 +96,8 @@ pub async fn register(
     responses(
         (status = 200, description = "Relabelled", body = Cluster),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such cluster", body = crate::error::ErrorBody),
-        (status = 413, description = "Body too large", body = crate::error::ErrorBody),
         (status = 422, description = "Invalid labels (field named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn relabel(
@@ -126,7 +120,6 @@ pub async fn relabel(
     params(("name" = String, Path, description = "Cluster name"), ReasonQuery),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such cluster", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
@@ -147,7 +140,6 @@ pub async fn delete(
     params(("name" = String, Path, description = "Cluster name"), ReasonQuery),
     responses(
         (status = 200, description = "New token (shown once)", body = ClusterWithToken),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such cluster", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]

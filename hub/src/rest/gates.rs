@@ -30,7 +30,6 @@ fn with_etag(status: StatusCode, rec: GateRecord) -> Response {
     responses(
         (status = 200, description = "A page of gates", body = crate::openapi::GatePage),
         (status = 400, description = "Bad cursor", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn list(
@@ -47,7 +46,6 @@ pub async fn list(
     responses(
         (status = 200, description = "The gate", body = GateRecord,
             headers(("ETag" = String, description = "The gate's version, quoted"))),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 404, description = "No such gate", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn get(
@@ -70,11 +68,8 @@ pub async fn get(
         (status = 201, description = "Created", body = GateRecord,
             headers(("ETag" = String, description = "The gate's version, quoted"))),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 409, description = "Name taken", body = crate::error::ErrorBody),
-        (status = 413, description = "Body too large", body = crate::error::ErrorBody),
-        (status = 415, description = "Unsupported Content-Type", body = crate::error::ErrorBody),
         (status = 422, description = "Invalid manifest (field named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn create(
@@ -103,12 +98,9 @@ pub async fn create(
         (status = 200, description = "Replaced", body = GateRecord,
             headers(("ETag" = String, description = "The new version, quoted"))),
         (status = 400, description = "Malformed body or If-Match", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such gate", body = crate::error::ErrorBody),
         (status = 409, description = "Version conflict", body = crate::error::ErrorBody),
-        (status = 413, description = "Body too large", body = crate::error::ErrorBody),
-        (status = 415, description = "Unsupported Content-Type", body = crate::error::ErrorBody),
         (status = 422, description = "Invalid manifest (field named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn replace(
@@ -136,7 +128,6 @@ pub async fn replace(
     responses(
         (status = 204, description = "Deleted"),
         (status = 400, description = "Malformed If-Match", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such gate", body = crate::error::ErrorBody),
         (status = 409, description = "Version conflict", body = crate::error::ErrorBody),
@@ -184,7 +175,6 @@ fn instant(field: &str, v: Option<&str>) -> Result<Option<DateTime<Utc>>> {
     responses(
         (status = 200, description = "Preview", body = PreviewDoc),
         (status = 400, description = "Malformed from/to", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 404, description = "No such gate or cluster", body = crate::error::ErrorBody),
         (status = 422, description = "to before from, or range too long", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]

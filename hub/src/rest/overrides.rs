@@ -35,10 +35,8 @@ async fn create(
     responses(
         (status = 201, description = "Override created", body = OverrideRecord),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such gate", body = crate::error::ErrorBody),
-        (status = 413, description = "Body too large", body = crate::error::ErrorBody),
         (status = 422, description = "Invalid duration, reason or clusters (field named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn open(
@@ -57,10 +55,8 @@ pub async fn open(
     responses(
         (status = 201, description = "Override created", body = OverrideRecord),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such gate", body = crate::error::ErrorBody),
-        (status = 413, description = "Body too large", body = crate::error::ErrorBody),
         (status = 422, description = "Invalid duration, reason or clusters (field named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn close(
@@ -78,7 +74,6 @@ pub async fn close(
     responses(
         (status = 200, description = "A page of overrides", body = crate::openapi::OverridePage),
         (status = 400, description = "Bad query or cursor", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn list(
@@ -95,7 +90,6 @@ pub async fn list(
     responses(
         (status = 200, description = "Cancelled", body = OverrideRecord),
         (status = 400, description = "Malformed id", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such override", body = crate::error::ErrorBody),
         (status = 409, description = "Already cancelled or expired", body = crate::error::ErrorBody),

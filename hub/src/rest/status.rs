@@ -15,7 +15,6 @@ use crate::service::status::{ClusterStatus, FleetSummary};
     params(("name" = String, Path, description = "Cluster name")),
     responses(
         (status = 200, description = "Cluster status", body = ClusterStatus),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 404, description = "No such cluster", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn cluster(
@@ -31,7 +30,6 @@ pub async fn cluster(
 #[utoipa::path(get, path = "/api/v1/status", tag = "status",
     responses(
         (status = 200, description = "Fleet summary", body = FleetSummary),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn fleet(
     State(s): State<AppState>,

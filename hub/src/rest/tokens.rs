@@ -17,7 +17,6 @@ use crate::service::types::{ApiToken, ApiTokenWithSecret, CreateToken};
     responses(
         (status = 200, description = "A page of tokens", body = crate::openapi::TokenPage),
         (status = 400, description = "Bad cursor", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
@@ -35,10 +34,8 @@ pub async fn list(
     responses(
         (status = 201, description = "Created", body = ApiTokenWithSecret),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 409, description = "Name taken", body = crate::error::ErrorBody),
-        (status = 413, description = "Body too large", body = crate::error::ErrorBody),
         (status = 422, description = "Invalid name or role (field named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn create(
@@ -61,7 +58,6 @@ pub async fn create(
     responses(
         (status = 200, description = "Revoked", body = ApiToken),
         (status = 400, description = "Malformed id", body = crate::error::ErrorBody),
-        (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
