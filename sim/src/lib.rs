@@ -13,6 +13,7 @@ pub mod flux;
 mod handlers;
 mod kubeconfig;
 mod managed;
+mod meta;
 mod ops;
 mod patch;
 mod protobuf;

@@ -13,6 +13,7 @@ use crate::crd::ResourceType;
 use crate::error::{Error, FieldError, Result};
 use crate::fields::Scope;
 use crate::managed::{self, Writer};
+use crate::meta::{validate_metadata, validate_name};
 use crate::schema;
 
 /// `fieldValidation` query parameter (default Warn since Kubernetes 1.27).
@@ -228,6 +229,10 @@ pub fn prepare(
         .as_str()
         .unwrap_or_default()
         .to_string();
+    let meta_errors = validate_metadata(&new);
+    if !meta_errors.is_empty() {
+        return Err(Error::invalid(&rt.group, &rt.kind, &name, meta_errors));
+    }
     let mut warnings = Vec::new();
     if let Some(schema) = &rt.schema {
         let report = schema::admit(schema, &mut new);
@@ -289,49 +294,6 @@ pub fn unknown_fields(
         }
         FieldValidation::Ignore => Ok(()),
     }
-}
-
-fn dns1123_subdomain(name: &str) -> bool {
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    name.len() <= 253 && name.split('.').all(label_ok)
-}
-
-fn validate_name(rt: &ResourceType, name: &str) -> Result<()> {
-    if name.is_empty() {
-        return Err(Error::invalid(
-            &rt.group,
-            &rt.kind,
-            "",
-            vec![FieldError {
-                detail: "name or generateName is required".into(),
-                ..FieldError::required("metadata.name")
-            }],
-        ));
-    }
-    if !dns1123_subdomain(name) {
-        // validation.IsDNS1123Subdomain's message.
-        let detail = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
-            characters, '-' or '.', and must start and end with an alphanumeric character \
-            (e.g. 'example.com', regex used for validation is \
-            '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-        return Err(Error::invalid(
-            &rt.group,
-            &rt.kind,
-            name,
-            vec![FieldError::invalid(
-                "metadata.name",
-                format!("{name:?}"),
-                detail.into(),
-            )],
-        ));
-    }
-    Ok(())
 }
 
 /// Fills `metadata.namespace` from the URL and checks it matches.
