@@ -153,7 +153,13 @@ impl Sim {
             if clusters.contains_key(name) {
                 bail!("duplicate cluster name {name:?}");
             }
-            let port = config.base_port.map_or(0, |b| b + i as u16);
+            let port = match config.base_port {
+                None => 0,
+                Some(b) => u16::try_from(i)
+                    .ok()
+                    .and_then(|i| b.checked_add(i))
+                    .ok_or_else(|| anyhow!("base port {b} + {i} clusters exceeds 65535"))?,
+            };
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
                 .await
                 .with_context(|| format!("binding 127.0.0.1:{port} for cluster {name}"))?;
