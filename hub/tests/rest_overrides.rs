@@ -258,3 +258,51 @@ async fn status_shows_held_objects_and_fleet_counts() {
     assert_eq!(r.body["gates"][0]["open"], 2);
     assert_eq!(r.body["clusters"]["open"], 3);
 }
+
+#[tokio::test]
+async fn preview_counts_overrides() {
+    let hub = setup().await;
+    let preview = |q: &'static str| {
+        let hub = &hub;
+        async move {
+            let r = hub
+                .get(&format!(
+                    "/api/v1/gates/g/preview?from=2026-11-25T12:00:00Z&to=2026-11-26T12:00:00Z{q}"
+                ))
+                .await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+            r.body
+        }
+    };
+    let p = preview("").await;
+    assert_eq!(p["initial"]["state"], "closed");
+    assert!(p["transitions"].as_array().unwrap().is_empty());
+
+    // An override for one cluster shows only in that cluster's preview.
+    hub.post_json(
+        "/api/v1/gates/g/open",
+        &hub.operator,
+        json!({"for": "2h", "reason": "a only", "clusters": {"names": ["a"]}}),
+    )
+    .await;
+    assert_eq!(preview("").await["initial"]["state"], "closed");
+    let p = preview("&cluster=a").await;
+    assert_eq!(p["initial"]["state"], "open");
+    assert_eq!(p["transitions"][0]["at"], "2026-11-25T14:00:00Z");
+    assert_eq!(p["transitions"][0]["state"], "closed");
+    assert_eq!(preview("&cluster=b").await["initial"]["state"], "closed");
+
+    // A whole-gate override shows in the gate's preview.
+    hub.post_json(
+        "/api/v1/gates/g/open",
+        &hub.operator,
+        json!({"for": "1h", "reason": "all"}),
+    )
+    .await;
+    let p = preview("").await;
+    assert_eq!(p["initial"]["state"], "open");
+    assert_eq!(p["transitions"][0]["at"], "2026-11-25T13:00:00Z");
+    assert_eq!(p["gate"], "g");
+    let r = hub.get("/api/v1/gates/g/preview?cluster=ghost").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}

@@ -173,7 +173,8 @@ impl Service {
     }
 
     /// The gate's transitions in `(from, to]` (default: now .. now+7d), in the
-    /// CLI's JSON shape. With `cluster`, that cluster's live overrides count.
+    /// CLI's JSON shape. Live overrides count: with `cluster`, those applying
+    /// to that cluster; without, those for the gate's whole scope.
     pub async fn preview_gate(
         &self,
         actor: &Actor,
@@ -205,14 +206,18 @@ impl Service {
             .ok_or_else(|| Error::not_found("gate", name))?;
         let gate = stored_gate(&row.manifest)?;
         let compiled = gate.compile().map_err(Error::from_policy)?;
+        let rows = overrides::live_for_gates(&mut conn, &[name.to_string()], self.now()).await?;
         let ovs = match cluster {
-            None => Vec::new(),
+            // Without a cluster, the overrides every cluster of the gate gets.
+            None => rows
+                .iter()
+                .filter(|r| r.scope.is_none())
+                .map(super::snapshot_inputs::to_policy)
+                .collect(),
             Some(c) => {
                 let c = clusters::get(&mut conn, c)
                     .await?
                     .ok_or_else(|| Error::not_found("cluster", c))?;
-                let rows =
-                    overrides::live_for_gates(&mut conn, &[name.to_string()], self.now()).await?;
                 super::snapshot_inputs::overrides_for_cluster(&gate, &c, rows)
             }
         };
