@@ -28,6 +28,8 @@ pub struct Cluster {
     pub upstream: Mutex<HashMap<SourceKey, String>>,
     /// Reconciles the simulator ran per Flux object (kind, namespace, name).
     pub reconciles: Mutex<HashMap<SourceKey, u64>>,
+    /// Watch requests served (tests prove clients really re-watched).
+    pub watches: std::sync::atomic::AtomicU64,
     pub shutdown: CancellationToken,
 }
 

@@ -174,6 +174,7 @@ impl Sim {
                 authorizer: config.rbac.as_ref().map(Authorizer::new),
                 upstream: Mutex::default(),
                 reconciles: Mutex::default(),
+                watches: Default::default(),
                 shutdown: shutdown.child_token(),
             });
             for ns in SYSTEM_NAMESPACES {
@@ -352,6 +353,12 @@ impl Sim {
             .get(&(kind.into(), namespace.into(), name.into()))
             .copied()
             .unwrap_or(0)
+    }
+
+    /// How many watch requests a cluster has served.
+    pub fn watch_count(&self, cluster: &str) -> u64 {
+        self.cluster(cluster)
+            .map_or(0, |c| c.watches.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Drops a cluster's watch history: watching from any earlier resourceVersion now

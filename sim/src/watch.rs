@@ -88,6 +88,9 @@ pub fn serve(
     ns: Option<String>,
     params: &Params,
 ) -> Result<Response> {
+    cluster
+        .watches
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let filter = Filter {
         key: rt.key(),
         ns: ns.clone(),

@@ -207,11 +207,11 @@ async fn watcher_sees_every_change_once_across_restarts_and_relists_after_410() 
         }
     };
     let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
-    let started = tokio::time::Instant::now();
-    let mut step = 0;
-    // Keep changing across at least three server-side watch timeouts.
-    while started.elapsed() < Duration::from_millis(3500) {
-        step += 1;
+    // 12 changes spaced 300 ms apart span at least three 1 s server-side watch timeouts
+    // (the spacing spreads changes across restarts; it synchronises nothing).
+    let steps = 12;
+    let watches_before = sim.watch_count(CLUSTER);
+    for step in 1..=steps {
         set_step(step).await;
         loop {
             match next(&mut rx).await {
@@ -225,9 +225,13 @@ async fn watcher_sees_every_change_once_across_restarts_and_relists_after_410() 
                 other => panic!("unexpected watcher event {other:?}"),
             }
         }
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    assert!(step >= 10, "only {step} steps");
+    let step = steps;
+    assert!(
+        sim.watch_count(CLUSTER) >= watches_before + 3,
+        "the watcher re-watched at least three times"
+    );
     assert!(
         seen.values().all(|n| *n == 1),
         "each change exactly once: {seen:?}"
