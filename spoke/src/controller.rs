@@ -68,10 +68,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             match &snapshot {
                 Some(snap) => next_transition = reconcile(&ctx, snap, objects, &mut overlay).await,
                 None => {
+                    ctx.ready.store(true, Ordering::Release);
                     ctx.report.send_replace(Some(Arc::new(Report::default())));
                 }
             }
-            ctx.ready.store(true, Ordering::Release);
         }
         let resync = tokio::time::Instant::now() + ctx.config.resync_interval;
         let wake = next_transition.map_or(resync, |t| resync.min(instant_of(t)));
@@ -123,7 +123,10 @@ async fn reconcile(
     eval.next_transition
 }
 
+/// Publishes the pass's outcome. Ready is set first, so whoever sees the
+/// first report also sees `/readyz` succeed.
 fn publish(ctx: &Context, revision: u64, plan: &Plan, closed: usize) {
+    ctx.ready.store(true, Ordering::Release);
     let m = &ctx.metrics;
     m.objects_governed
         .set(i64::try_from(plan.report.len()).unwrap_or(i64::MAX));

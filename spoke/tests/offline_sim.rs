@@ -35,7 +35,11 @@ async fn offline_window_edge_and_restart_from_the_persisted_snapshot() {
         .get("apps")
         .await
         .unwrap();
-    assert!(!suspended(&apps), "open before the edge");
+    // (Only meaningful if this machine got here before the edge; the
+    // suspended-at check below holds either way.)
+    if Utc::now() < edge {
+        assert!(!suspended(&apps), "open before the edge");
+    }
     hub.stop().await;
 
     let apps = wait_for(

@@ -8,7 +8,6 @@ mod support;
 use chrono::Utc;
 use fleetgate_proto::v1 as pb;
 use fleetgate_spoke::annotations;
-use kube::api::{Api, ListParams};
 use support::*;
 
 const MARK: &str = annotations::SUSPENDED_BY;
@@ -56,16 +55,12 @@ async fn close_hold_open_cycle_with_human_suspend_and_late_object() {
         "a person's suspend is not claimed"
     );
 
-    // A GateClosed event on the object.
-    let events: Api<k8s_openapi::api::events::v1::Event> =
-        Api::namespaced(cluster.client.clone(), NS);
-    let evs = events.list(&ListParams::default()).await.unwrap();
-    assert!(
-        evs.items
-            .iter()
-            .any(|e| e.reason.as_deref() == Some("GateClosed")
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("apps")),
-        "GateClosed event for apps"
+    // A GateClosed event on the object, naming the gate.
+    let event = wait_event(&cluster.client, "GateClosed", "apps").await;
+    assert!(event.note.unwrap_or_default().contains("'weekdays'"));
+    assert_eq!(
+        event.reporting_controller.as_deref(),
+        Some("fleetgate-spoke")
     );
 
     // A Kustomization created while closed is suspended when first seen.

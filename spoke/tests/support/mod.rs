@@ -18,7 +18,7 @@ use kube::{
     Api, Client,
     api::{DynamicObject, Patch, PatchParams, PostParams},
     core::{ApiResource, GroupVersionKind},
-    runtime::watcher,
+    runtime::{WatchStreamExt, watcher},
 };
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc, watch};
@@ -430,6 +430,31 @@ pub async fn push_kind(cluster: &Cluster, kind: &str, name: &str, rev: &str) {
         .push_revision(CLUSTER, kind, NS, name, rev)
         .await
         .expect("push");
+}
+
+/// Waits for an events.k8s.io Event with `reason` regarding object `name`.
+pub async fn wait_event(
+    client: &Client,
+    reason: &str,
+    name: &str,
+) -> k8s_openapi::api::events::v1::Event {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), NS);
+    let fut = async {
+        let mut stream =
+            std::pin::pin!(watcher(events, watcher::Config::default()).applied_objects());
+        while let Some(ev) = stream.next().await {
+            if let Ok(e) = ev
+                && e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+            {
+                return e;
+            }
+        }
+        panic!("event watch ended waiting for {reason} on {name}");
+    };
+    tokio::time::timeout(WAIT, fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for event {reason} on {name}"))
 }
 
 /// Pushes revision `n` to GitRepository `repo` and waits until Kustomization
