@@ -81,14 +81,15 @@ fn pass(cluster: &Cluster, last: &mut HashMap<SourceKey, Instant>) -> Instant {
             let due = last.get(&key).is_none_or(|t| now >= *t + every);
             let wanted = due || triggered(cluster, &rt, &obj);
             if wanted {
-                reconcile(cluster, &rt, &obj);
-                last.insert(key.clone(), now);
+                // Counted before the status write, so a visible result implies the count.
                 *cluster
                     .reconciles
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .entry(key)
+                    .entry(key.clone())
                     .or_default() += 1;
+                reconcile(cluster, &rt, &obj);
+                last.insert(key, now);
             }
             let at = last.get(&id(&rt.kind, &obj)).map_or(now, |t| *t + every);
             next = next.min(at);
