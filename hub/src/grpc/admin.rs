@@ -155,7 +155,7 @@ impl pb::admin_service_server::AdminService for AdminApi {
                 Some(LabelSelector::parse(s).map_err(|e| invalid("cluster_selector", e.message))?)
             }
         };
-        let clusters = (!r.clusters.is_empty() || selector.is_some()).then(|| OverrideClusters {
+        let clusters = (!r.clusters.is_empty() || selector.is_some()).then_some(OverrideClusters {
             names: r.clusters,
             selector,
         });

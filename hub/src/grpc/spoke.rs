@@ -249,8 +249,7 @@ fn session(
         );
         keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
-        loop {
-            let Some(rx) = conn.rx.as_mut() else { break };
+        while let Some(rx) = conn.rx.as_mut() {
             // Decide inside `select!`, act outside it: `?` and `yield` of
             // `try_stream!` do not reach into the macro's branches.
             let step = tokio::select! {
