@@ -50,27 +50,37 @@ pub async fn kube_client(config: &Config) -> Result<kube::Client> {
 }
 
 /// Enforces the persisted snapshot, or the `--enforce-without-snapshot` policy
-/// when there is none. Runs before the hub is contacted.
-async fn load_persisted(ctx: &Context) {
+/// when there is none. Runs before the hub is contacted. `Err` when the API
+/// server could not be asked: then nothing is decided (falling back to the
+/// policy could resume what the unread snapshot holds) and the caller retries.
+async fn load_persisted(ctx: &Context) -> Result<()> {
     match ctx.store.load().await {
         Ok(Some(snapshot)) => match ctx.accept(snapshot, SnapshotSource::ConfigMap).await {
-            Ok(_) => return,
+            Ok(_) => return Ok(()),
             Err(e) => {
                 ctx.metrics.error(&e);
-                tracing::error!(error = %e, "persisted snapshot unusable");
+                tracing::error!(error = %e, "persisted snapshot unusable; treated as none");
             }
         },
         Ok(None) => {
             tracing::info!(configmap = %ctx.config.snapshot_configmap, "no persisted snapshot")
         }
+        Err(e @ Error::PersistedSnapshot { .. }) => {
+            ctx.metrics.error(&e);
+            tracing::error!(error = %e, "persisted snapshot corrupt; treated as none");
+        }
         Err(e) => {
             ctx.metrics.error(&e);
-            tracing::error!(error = %e, "could not read the persisted snapshot");
+            tracing::warn!(error = %e, "could not read the persisted snapshot; retrying");
+            return Err(e);
         }
     }
-    if ctx.snapshot.borrow().is_some() {
-        return;
-    }
+    enforce_without_snapshot(ctx);
+    Ok(())
+}
+
+/// Applies `--enforce-without-snapshot` unless a snapshot is in force already.
+fn enforce_without_snapshot(ctx: &Context) {
     let policy = match ctx.config.enforce_without_snapshot {
         WithoutSnapshot::None => {
             tracing::warn!(
@@ -83,8 +93,18 @@ async fn load_persisted(ctx: &Context) {
     };
     match policy {
         Ok(p) => {
-            tracing::warn!(policy = ?ctx.config.enforce_without_snapshot, "no snapshot: enforcing --enforce-without-snapshot");
-            ctx.snapshot.send_replace(Some(Arc::new(p)));
+            let p = Arc::new(p);
+            // A snapshot from the hub that arrived meanwhile wins.
+            let applied = ctx.snapshot.send_if_modified(|cur| {
+                if cur.is_some() {
+                    return false;
+                }
+                *cur = Some(p.clone());
+                true
+            });
+            if applied {
+                tracing::warn!(policy = ?ctx.config.enforce_without_snapshot, "no snapshot: enforcing --enforce-without-snapshot");
+            }
         }
         Err(e) => tracing::error!(error = %e, "cannot build the no-snapshot policy"),
     }
@@ -143,7 +163,22 @@ impl Spoke {
         });
 
         ctx.watches.discover(&shutdown).await;
-        load_persisted(&ctx).await;
+        if load_persisted(&ctx).await.is_err() {
+            let (c, sd) = (ctx.clone(), shutdown.clone());
+            tasks.spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = sd.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                    }
+                    // A snapshot from the hub supersedes whatever was persisted.
+                    let superseded = c.snapshot.borrow().is_some();
+                    if superseded || load_persisted(&c).await.is_ok() {
+                        return;
+                    }
+                }
+            });
+        }
         tasks.spawn(controller::run(ctx.clone(), shutdown.clone()));
 
         let (c, sd) = (ctx.clone(), shutdown.clone());

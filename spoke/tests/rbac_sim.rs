@@ -14,15 +14,17 @@ use support::*;
 
 const SPOKE_TOKEN: &str = "spoke-sa-token";
 
-fn deploy_rbac() -> Vec<String> {
+const ALL_RBAC: [&str; 4] = [
+    "clusterrole.yaml",
+    "clusterrolebinding.yaml",
+    "role.yaml",
+    "rolebinding.yaml",
+];
+
+fn deploy_rbac(files: &[&str]) -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/spoke");
     let mut out = Vec::new();
-    for file in [
-        "clusterrole.yaml",
-        "clusterrolebinding.yaml",
-        "role.yaml",
-        "rolebinding.yaml",
-    ] {
+    for file in files {
         let text =
             std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         for mut obj in parse_manifests(&text).unwrap() {
@@ -36,15 +38,16 @@ fn deploy_rbac() -> Vec<String> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn least_privilege_rbac_from_deploy_is_enough() {
+/// A simulator with RBAC from `deploy/spoke/` (`files`), seeded with `repo`
+/// and `apps`, and a client holding the spoke ServiceAccount's token.
+async fn cluster_with_rbac(files: &[&str]) -> (Cluster, kube::Client) {
     let rbac = RbacConfig {
         tokens: [(
             SPOKE_TOKEN.to_owned(),
             RbacUser::service_account(SPOKE_NS, "fleetgate-spoke"),
         )]
         .into(),
-        manifests: deploy_rbac(),
+        manifests: deploy_rbac(files),
         ..RbacConfig::default()
     };
     let admin_token = rbac.admin_token.clone();
@@ -60,8 +63,7 @@ async fn least_privilege_rbac_from_deploy_is_enough() {
         client: client_for(&sim).await,
         sim,
     };
-    // (The simulator creates the namespaces of what it seeds, the spoke's own
-    // one with the Role.)
+    // (The simulator creates the namespaces of what it seeds.)
     create(&cluster, git_repository("repo")).await;
     create(&cluster, kustomization("apps", "repo", false)).await;
 
@@ -80,6 +82,12 @@ async fn least_privilege_rbac_from_deploy_is_enough() {
     assert!(
         matches!(secrets.list(&Default::default()).await, Err(kube::Error::Api(s)) if s.code == 403)
     );
+    (cluster, spoke_client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn least_privilege_rbac_from_deploy_is_enough() {
+    let (cluster, spoke_client) = cluster_with_rbac(&ALL_RBAC).await;
 
     let hub = FakeHub::start().await;
     hub.set(snapshot(
@@ -146,5 +154,45 @@ async fn least_privilege_rbac_from_deploy_is_enough() {
     spoke.stop().await;
     drop(shutdown);
     hub.stop().await;
+    cluster.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_snapshot_configmap_never_falls_back_to_the_policy() {
+    // Without the Role the persisted snapshot cannot be read (403). Even with
+    // --enforce-without-snapshot=open, what fleetgate suspended stays suspended:
+    // the unread snapshot may still hold it.
+    let (cluster, spoke_client) =
+        cluster_with_rbac(&["clusterrole.yaml", "clusterrolebinding.yaml"]).await;
+    let mut held = kustomization("held", "repo", true);
+    held["metadata"]["annotations"] = serde_json::json!({ annotations::SUSPENDED_BY: "g" });
+    create(&cluster, held).await;
+    let mut config = spoke_config(None);
+    config.enforce_without_snapshot = fleetgate_spoke::WithoutSnapshot::Open;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let spoke = fleetgate_spoke::Spoke::start(spoke_client, config, shutdown.clone())
+        .await
+        .unwrap();
+    // The first pass ran (watches synced) with no snapshot in force.
+    let mut rx = spoke.ctx.report.subscribe();
+    tokio::time::timeout(WAIT, rx.wait_for(|r| r.is_some()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(spoke.ctx.snapshot.borrow().is_none(), "no fallback policy");
+    let held = api(&cluster.client, "Kustomization")
+        .get("held")
+        .await
+        .unwrap();
+    assert!(suspended(&held), "not resumed");
+    assert!(
+        spoke
+            .ctx
+            .metrics
+            .render()
+            .contains("reconcile_errors_total{error=\"forbidden\"}")
+    );
+    spoke.stop().await;
+    drop(shutdown);
     cluster.sim.shutdown().await;
 }
