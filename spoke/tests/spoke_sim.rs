@@ -12,6 +12,15 @@ use support::*;
 
 const MARK: &str = annotations::SUSPENDED_BY;
 
+/// The snapshot of the cycle test: one suspend-mode gate over Kustomizations.
+fn weekdays(revision: u64, state: &str) -> pb::Snapshot {
+    snapshot(
+        revision,
+        vec![gate("weekdays", "suspend", &["Kustomization"], state)],
+        vec![],
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_hold_open_cycle_with_human_suspend_and_late_object() {
     let cluster = start_cluster().await;
@@ -21,22 +30,14 @@ async fn close_hold_open_cycle_with_human_suspend_and_late_object() {
     push_and_wait_applied(&cluster, "apps", 1).await;
 
     let mut hub = FakeHub::start().await;
-    hub.set(snapshot(
-        1,
-        vec![gate("weekdays", "suspend", &["Kustomization"], "open")],
-        vec![],
-    ));
+    hub.set(weekdays(1, "open"));
     let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
     hub.report_where("revision 1 enforced", |r| r.revision == 1)
         .await;
 
     // The gate closes: governed objects are suspended and marked, the person's
     // suspend is left exactly as it was.
-    hub.set(snapshot(
-        2,
-        vec![gate("weekdays", "suspend", &["Kustomization"], "closed")],
-        vec![],
-    ));
+    hub.set(weekdays(2, "closed"));
     let apps = wait_for(
         &cluster.client,
         "Kustomization",
@@ -90,11 +91,7 @@ async fn close_hold_open_cycle_with_human_suspend_and_late_object() {
 
     // The gate opens: resumed, marks removed, reconcile requested, and the
     // simulator applies the held revision. The person's suspend stays.
-    hub.set(snapshot(
-        3,
-        vec![gate("weekdays", "suspend", &["Kustomization"], "open")],
-        vec![],
-    ));
+    hub.set(weekdays(3, "open"));
     let apps = wait_for(
         &cluster.client,
         "Kustomization",
@@ -133,11 +130,7 @@ async fn close_hold_open_cycle_with_human_suspend_and_late_object() {
     );
 
     // Second cycle: still untouched.
-    hub.set(snapshot(
-        4,
-        vec![gate("weekdays", "suspend", &["Kustomization"], "closed")],
-        vec![],
-    ));
+    hub.set(weekdays(4, "closed"));
     wait_for(
         &cluster.client,
         "Kustomization",
