@@ -246,6 +246,17 @@ async fn helm_releases_get_generated_charts_and_push_works_over_http() {
     .unwrap();
     deployed("6.5.5").await;
 
+    // Deleting the release deletes its generated chart.
+    let hr_path = format!(
+        "{}/apis/helm.toolkit.fluxcd.io/v2/namespaces/apps/helmreleases/podinfo-002",
+        sim.url(CLUSTER).unwrap()
+    );
+    assert_eq!(http.delete(hr_path).send().await.unwrap().status(), 200);
+    eventually("generated chart deleted", || async {
+        chart().is_none().then_some(())
+    })
+    .await;
+
     let bad =
         json!({"kind": "Kustomization", "namespace": "flux-system", "name": "x", "revision": "r"});
     assert_eq!(

@@ -87,6 +87,50 @@ pub fn ensure_chart(cluster: &Cluster, hr: &Value) {
     }
 }
 
+/// Deletes generated HelmCharts whose HelmRelease is gone or no longer uses `spec.chart`
+/// (helm-controller removes them through its finalizer). Generated charts are those
+/// helm-controller created: it is a manager of their main resource.
+pub fn collect_orphan_charts(cluster: &Cluster) {
+    let (Some(charts), Some(releases)) = (
+        cluster
+            .registry
+            .by_kind("source.toolkit.fluxcd.io/v1", "HelmChart"),
+        cluster
+            .registry
+            .by_kind("helm.toolkit.fluxcd.io/v2", "HelmRelease"),
+    ) else {
+        return;
+    };
+    let (all_charts, all_releases) = cluster.store.with(|s| {
+        (
+            s.list(&charts.key(), None, None),
+            s.list(&releases.key(), None, None),
+        )
+    });
+    let wanted: Vec<SourceKey> = all_releases
+        .iter()
+        .filter(|hr| !hr["spec"]["chartRef"].is_object())
+        .filter_map(|hr| generated_chart_key(hr))
+        .collect();
+    for chart in all_charts {
+        let generated = crate::managed::read(&chart)
+            .iter()
+            .any(|e| e.manager == "helm-controller" && e.subresource.is_empty());
+        let m = &chart["metadata"];
+        let (ns, name) = (
+            m["namespace"].as_str().unwrap_or_default(),
+            m["name"].as_str().unwrap_or_default(),
+        );
+        let key = ("HelmChart".to_string(), ns.to_string(), name.to_string());
+        if generated
+            && !wanted.contains(&key)
+            && let Err(e) = ops::delete(cluster, &charts, ns, name, None, false)
+        {
+            tracing::debug!(cluster = %cluster.name, %ns, %name, error = %e, "deleting orphan HelmChart failed");
+        }
+    }
+}
+
 /// Next patch version (`6.5.4` → `6.5.5`; anything else → `1.0.0`).
 fn bump(version: &str) -> String {
     let core = version.split(['+', '-']).next().unwrap_or_default();

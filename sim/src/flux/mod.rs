@@ -58,6 +58,7 @@ fn id(kind: &str, obj: &Value) -> SourceKey {
 /// One sweep over all Flux objects (sources first, so appliers see fresh artifacts);
 /// returns when the next one falls due.
 fn pass(cluster: &Cluster, last: &mut HashMap<SourceKey, Instant>) -> Instant {
+    helm::collect_orphan_charts(cluster);
     let now = Instant::now();
     let mut next = now + Duration::from_secs(3600);
     let mut types: Vec<Arc<ResourceType>> = cluster
