@@ -473,3 +473,35 @@ async fn recorder_events_show_in_describe_and_get_events() {
     assert_eq!(listed.lines().count(), 1, "{listed}");
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn api_resources_and_explain_use_discovery_and_openapi_v3() {
+    let sim = start_default().await;
+    let k = Kubectl::new(&sim);
+    let resources = k
+        .ok(&["api-resources", "--api-group=source.toolkit.fluxcd.io"])
+        .await;
+    for (plural, short) in [
+        ("gitrepositories", "gitrepo"),
+        ("ocirepositories", "ocirepo"),
+        ("helmrepositories", "helmrepo"),
+        ("helmcharts", "hc"),
+    ] {
+        let line = resources
+            .lines()
+            .find(|l| l.starts_with(plural))
+            .unwrap_or_default();
+        assert!(line.contains(short), "{plural}: {resources}");
+    }
+    let explained = k.ok(&["explain", "kustomization.spec.suspend"]).await;
+    assert!(
+        explained.contains("FIELD: suspend <boolean>"),
+        "{explained}"
+    );
+    assert!(
+        explained
+            .contains("This flag tells the controller to suspend subsequent kustomize executions"),
+        "{explained}"
+    );
+    sim.shutdown().await;
+}
