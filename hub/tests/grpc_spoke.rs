@@ -289,7 +289,7 @@ async fn reports_are_visible_through_rest_and_replace_the_object_set() {
 async fn kill_listeners(hub: &Hub) -> i64 {
     let (n,): (i64,) = sqlx::query_as(
         "select count(*) from (select pg_terminate_backend(pid) from pg_stat_activity \
-         where datname = current_database() and application_name = $1) t",
+         where datname = current_database() and application_name like $1 || '/%') t",
     )
     .bind(fleetgate_hub::fanout::listener::LISTENER_APPLICATION_NAME)
     .fetch_one(&hub.pool)
@@ -317,7 +317,7 @@ async fn set_allow_connections(hub: &Hub, allow: bool) {
 async fn listener_pids(hub: &Hub) -> Vec<i32> {
     sqlx::query_scalar(
         "select pid from pg_stat_activity where datname = current_database() \
-         and application_name = $1",
+         and application_name like $1 || '/%'",
     )
     .bind(fleetgate_hub::fanout::listener::LISTENER_APPLICATION_NAME)
     .fetch_all(&hub.pool)

@@ -13,21 +13,22 @@ use tokio_util::sync::CancellationToken;
 use super::Fanout;
 use crate::db::revision::{CHANGES_CHANNEL, ChangeNotice};
 
-/// `application_name` of the listener's connection (visible in
-/// `pg_stat_activity`; operators and tests can find it by this name).
+/// Prefix of the listener connection's `application_name`, which is
+/// `fleetgate-hub-listener/<replica id>` (visible in `pg_stat_activity`, so
+/// operators and tests can find one replica's listener).
 pub const LISTENER_APPLICATION_NAME: &str = "fleetgate-hub-listener";
 
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const RETRY_FAILED_AFTER: Duration = Duration::from_secs(1);
 
-/// Runs the listener until `shutdown` is cancelled.
-pub async fn run(fanout: Fanout, pool: PgPool, shutdown: CancellationToken) {
+/// Runs the listener of replica `replica` until `shutdown` is cancelled.
+pub async fn run(fanout: Fanout, pool: PgPool, replica: String, shutdown: CancellationToken) {
     // A separate one-connection pool so the listener's session carries its own
     // application_name and never competes with request handlers for a slot.
     let options = (*pool.connect_options())
         .clone()
-        .application_name(LISTENER_APPLICATION_NAME);
+        .application_name(&format!("{LISTENER_APPLICATION_NAME}/{replica}"));
     let listener_pool = PgPoolOptions::new()
         .max_connections(1)
         .connect_lazy_with(options);
@@ -48,13 +49,16 @@ pub async fn run(fanout: Fanout, pool: PgPool, shutdown: CancellationToken) {
         backoff = MIN_BACKOFF;
         tracing::info!("change listener connected; resyncing connected clusters");
         let mut retry: BTreeSet<String> = fanout.resync().await.into_iter().collect();
+        // A fixed deadline (not a fresh sleep per loop), so a steady stream of
+        // notifications cannot postpone the retry of failed reads forever.
+        let mut retry_at = tokio::time::Instant::now() + RETRY_FAILED_AFTER;
         loop {
-            let retry_sleep = tokio::time::sleep(RETRY_FAILED_AFTER);
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                () = retry_sleep, if !retry.is_empty() => {
+                () = tokio::time::sleep_until(retry_at), if !retry.is_empty() => {
                     let names = std::mem::take(&mut retry).into_iter().collect();
                     retry.extend(fanout.refresh(names).await);
+                    retry_at = tokio::time::Instant::now() + RETRY_FAILED_AFTER;
                 }
                 received = listener.try_recv() => match received {
                     Ok(Some(n)) => match serde_json::from_str::<ChangeNotice>(n.payload()) {

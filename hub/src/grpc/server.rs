@@ -136,6 +136,7 @@ pub async fn serve_with_fanout(
     let listener_task = tokio::spawn(listener::run(
         fanout.clone(),
         service.pool().clone(),
+        replica.clone(),
         tasks.clone(),
     ));
     let reports = ReportBatcher::new(
