@@ -162,7 +162,21 @@ impl FakeHub {
         Self::serve(listener, chrono::Duration::zero())
     }
 
+    /// A hub serving TLS with `identity` (certificate + key PEM).
+    pub async fn start_tls(identity: tonic::transport::Identity) -> FakeHub {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::serve_with(listener, chrono::Duration::zero(), Some(identity))
+    }
+
     fn serve(listener: tokio::net::TcpListener, skew: chrono::Duration) -> FakeHub {
+        Self::serve_with(listener, skew, None)
+    }
+
+    fn serve_with(
+        listener: tokio::net::TcpListener,
+        skew: chrono::Duration,
+        tls: Option<tonic::transport::Identity>,
+    ) -> FakeHub {
         let addr = listener.local_addr().unwrap();
         let (snapshot, snapshot_rx) = watch::channel(None);
         let (reports_tx, reports) = mpsc::unbounded_channel();
@@ -179,8 +193,14 @@ impl FakeHub {
         };
         let shutdown = CancellationToken::new();
         let sd = shutdown.clone();
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(identity) = tls {
+            builder = builder
+                .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+                .expect("server TLS config");
+        }
         let server = tokio::spawn(async move {
-            let _ = tonic::transport::Server::builder()
+            let _ = builder
                 .add_service(SpokeServiceServer::new(service))
                 .serve_with_incoming_shutdown(
                     TcpListenerStream::new(listener),
