@@ -50,8 +50,9 @@ pub struct Config {
     #[arg(long, env = "FLEETGATE_HUB_CA")]
     pub hub_ca: Option<PathBuf>,
 
-    /// Kubeconfig to use; without it the in-cluster config (or the default kubeconfig).
-    #[arg(long, env = "KUBECONFIG")]
+    /// Kubeconfig file to use. Without it: `$KUBECONFIG` (several paths allowed),
+    /// then the in-cluster config, then `~/.kube/config` (kube-rs inference).
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
 
     /// The spoke's own namespace (where the snapshot ConfigMap lives).
