@@ -50,8 +50,8 @@ pub struct Config {
     #[arg(long, env = "FLEETGATE_HUB_CA")]
     pub hub_ca: Option<PathBuf>,
 
-    /// Kubeconfig file to use. Without it: `$KUBECONFIG` (several paths allowed),
-    /// then the in-cluster config, then `~/.kube/config` (kube-rs inference).
+    /// Kubeconfig file to use. Without it: `$KUBECONFIG` (several paths allowed)
+    /// or `~/.kube/config`, else the in-cluster config (kube-rs inference).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
 
