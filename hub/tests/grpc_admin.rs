@@ -366,6 +366,32 @@ async fn clusters_status_audit_and_preview() {
     assert_eq!(relabeled.labels["env"], "dev");
     let r = hub.get("/api/v1/clusters/edge-1").await;
     assert_eq!(r.body["labels"]["env"], "dev", "{}", r.text);
+    for (selector, want) in [("env=dev", 1), ("env=prod", 0)] {
+        let l = admin
+            .list_clusters(authed(
+                pb::ListClustersRequest {
+                    selector: selector.into(),
+                    ..Default::default()
+                },
+                &hub.viewer,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(l.clusters.len(), want, "{selector}");
+    }
+    let err = admin
+        .list_clusters(authed(
+            pb::ListClustersRequest {
+                selector: "env in (".into(),
+                ..Default::default()
+            },
+            &hub.viewer,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().starts_with("selector"), "{err:?}");
     grpc.stop().await;
 }
 

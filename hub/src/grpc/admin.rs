@@ -233,7 +233,11 @@ impl pb::admin_service_server::AdminService for AdminApi {
         let r = req.into_inner();
         let page = ok(self
             .service
-            .list_clusters(&actor, &conv::page(r.limit, &r.cursor))
+            .list_clusters_selected(
+                &actor,
+                &conv::page(r.limit, &r.cursor),
+                conv::non_empty(&r.selector),
+            )
             .await)?;
         Ok(Response::new(pb::ListClustersResponse {
             clusters: page.items.into_iter().map(conv::cluster).collect(),
