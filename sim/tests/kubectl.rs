@@ -395,6 +395,20 @@ async fn imperative_create_of_builtin_kinds_sends_protobuf() {
         get(&sim, "v1", "ConfigMap", "team-x", "cfg").unwrap()["data"]["a"],
         "b"
     );
+    let ns = k.ok(&["get", "namespace", "team-x", "--no-headers"]).await;
+    assert_eq!(
+        ns.split_whitespace().take(2).collect::<Vec<_>>(),
+        ["team-x", "Active"],
+        "{ns}"
+    );
+    let cm = k
+        .ok(&["get", "configmap", "cfg", "-n", "team-x", "--no-headers"])
+        .await;
+    assert_eq!(
+        cm.split_whitespace().take(2).collect::<Vec<_>>(),
+        ["cfg", "1"],
+        "{cm}"
+    );
     assert_eq!(
         get(&sim, "v1", "Secret", "team-x", "tok").unwrap()["data"]["token"],
         "czNjcjN0"
@@ -471,6 +485,28 @@ async fn recorder_events_show_in_describe_and_get_events() {
         .ok(&["get", "events", "-n", "flux-system", "-o", "name"])
         .await;
     assert_eq!(listed.lines().count(), 1, "{listed}");
+    let table = k.ok(&["get", "events", "-n", "flux-system"]).await;
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{table}"
+    );
+    let row: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &row[1..4],
+        ["Normal", "GateClosed", "kustomization/infra-000"],
+        "{table}"
+    );
     sim.shutdown().await;
 }
 

@@ -8,6 +8,123 @@ use serde_json::{Value, json};
 
 use crate::crd::{PrinterColumn, ResourceType};
 
+/// A computed column of a built-in kind (what the apiserver's internal printers show).
+struct Computed {
+    name: &'static str,
+    type_: &'static str,
+    cell: fn(&Value) -> Value,
+}
+
+fn age_of(obj: &Value, paths: &[&str]) -> Value {
+    paths
+        .iter()
+        .find_map(|p| jsonpath(obj, p).into_iter().next().and_then(Value::as_str))
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map_or(json!("<unknown>"), |t| {
+            json!(human_duration(chrono::Utc::now().signed_duration_since(t)))
+        })
+}
+
+fn count_keys(obj: &Value) -> Value {
+    let n = |f: &str| obj[f].as_object().map_or(0, |m| m.len());
+    json!(n("data") + n("binaryData"))
+}
+
+/// Columns of built-in kinds (k8s.io/kubernetes/pkg/printers/internalversion/printers.go);
+/// `None` for kinds that get Name and Age.
+fn builtin_columns(rt: &ResourceType) -> Option<Vec<Computed>> {
+    let name = Computed {
+        name: "Name",
+        type_: "string",
+        cell: |o| o["metadata"]["name"].clone(),
+    };
+    let age = Computed {
+        name: "Age",
+        type_: "string",
+        cell: |o| age_of(o, &[".metadata.creationTimestamp"]),
+    };
+    if !rt.group.is_empty() {
+        return None;
+    }
+    Some(match rt.kind.as_str() {
+        "Namespace" => vec![
+            name,
+            Computed {
+                name: "Status",
+                type_: "string",
+                cell: |o| o["status"]["phase"].clone(),
+            },
+            age,
+        ],
+        "ConfigMap" => vec![
+            name,
+            Computed {
+                name: "Data",
+                type_: "integer",
+                cell: count_keys,
+            },
+            age,
+        ],
+        "Secret" => vec![
+            name,
+            Computed {
+                name: "Type",
+                type_: "string",
+                cell: |o| o["type"].clone(),
+            },
+            Computed {
+                name: "Data",
+                type_: "integer",
+                cell: count_keys,
+            },
+            age,
+        ],
+        // Events have no Name column.
+        "Event" => vec![
+            Computed {
+                name: "Last Seen",
+                type_: "string",
+                cell: |o| {
+                    age_of(
+                        o,
+                        &[
+                            ".series.lastObservedTime",
+                            ".lastTimestamp",
+                            ".eventTime",
+                            ".metadata.creationTimestamp",
+                        ],
+                    )
+                },
+            },
+            Computed {
+                name: "Type",
+                type_: "string",
+                cell: |o| o["type"].clone(),
+            },
+            Computed {
+                name: "Reason",
+                type_: "string",
+                cell: |o| o["reason"].clone(),
+            },
+            Computed {
+                name: "Object",
+                type_: "string",
+                cell: |o| {
+                    let r = &o["involvedObject"];
+                    let kind = r["kind"].as_str().unwrap_or_default().to_lowercase();
+                    json!(format!("{kind}/{}", r["name"].as_str().unwrap_or_default()))
+                },
+            },
+            Computed {
+                name: "Message",
+                type_: "string",
+                cell: |o| o["message"].clone(),
+            },
+        ],
+        _ => return None,
+    })
+}
+
 pub fn render(
     rt: &ResourceType,
     objects: &[Arc<Value>],
@@ -15,6 +132,17 @@ pub fn render(
     continue_token: Option<&str>,
     include_object: bool,
 ) -> Value {
+    if let Some(columns) = builtin_columns(rt) {
+        let defs: Vec<Value> = columns
+            .iter()
+            .map(|c| json!({"name": c.name, "type": c.type_, "format": if c.name == "Name" { "name" } else { "" }, "description": "", "priority": 0}))
+            .collect();
+        let rows = objects
+            .iter()
+            .map(|o| (columns.iter().map(|c| (c.cell)(o)).collect(), o))
+            .collect();
+        return table(defs, rows, rv, continue_token, include_object);
+    }
     let age = PrinterColumn {
         name: "Age".into(),
         type_: "date".into(),
@@ -34,11 +162,27 @@ pub fn render(
     defs.extend(columns.iter().map(|c| {
         json!({"name": c.name, "type": c.type_, "format": "", "description": c.description, "priority": c.priority})
     }));
-    let rows: Vec<Value> = objects
+    let rows = objects
         .iter()
         .map(|o| {
             let mut cells = vec![o["metadata"]["name"].clone()];
             cells.extend(columns.iter().map(|c| cell(o, c)));
+            (cells, o)
+        })
+        .collect();
+    table(defs, rows, rv, continue_token, include_object)
+}
+
+fn table(
+    defs: Vec<Value>,
+    rows: Vec<(Vec<Value>, &Arc<Value>)>,
+    rv: u64,
+    continue_token: Option<&str>,
+    include_object: bool,
+) -> Value {
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .map(|(cells, o)| {
             let object = if include_object {
                 (**o).clone()
             } else {
