@@ -1,8 +1,8 @@
 //! Core `v1` Events and `events.k8s.io/v1` Events are one resource on a real server,
 //! served in two shapes. Here each API stores its own writes, and lists of either include
 //! the other's objects converted (k8s.io/kubernetes/pkg/apis/events/v1/conversion.go), so
-//! `kubectl get events` and `kubectl describe` show what kube-rs' `Recorder` posted.
-//! Watches see only their own API's writes.
+//! `kubectl get events` and `kubectl describe` show what kube-rs' `Recorder` posted;
+//! watches of either API see both (one resourceVersion sequence, so this is consistent).
 
 use std::sync::Arc;
 

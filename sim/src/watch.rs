@@ -2,7 +2,8 @@
 //! rv unset/"0" starts with synthetic ADDED events for the current state (like the watch
 //! cache); rv=N replays history after N, or answers a 410 `Expired` ERROR event when N
 //! was compacted; `allowWatchBookmarks` adds periodic BOOKMARKs; `sendInitialEvents`
-//! ends the initial state with a BOOKMARK annotated `k8s.io/initial-events-end`.
+//! ends the initial state with a BOOKMARK annotated `k8s.io/initial-events-end`. Watches
+//! of either Events API also see the other's objects, converted (see `events`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,12 +16,16 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::cluster::Cluster;
 use crate::crd::ResourceType;
 use crate::error::{Error, Result};
+use crate::events;
 use crate::handlers::Params;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::store::{EventType, Since, WatchEvent};
 
 struct Filter {
+    rt: Arc<ResourceType>,
     key: String,
+    /// The other Events API's storage key: its objects are shown converted.
+    twin: Option<&'static str>,
     ns: Option<String>,
     labels: LabelSelector,
     fields: FieldSelector,
@@ -33,9 +38,22 @@ impl Filter {
 
     /// The event this watcher sees, if any (selector enter/leave → ADDED/DELETED).
     fn translate(&self, ev: &WatchEvent) -> Option<(EventType, Arc<Value>)> {
-        if ev.key != self.key || self.ns.as_ref().is_some_and(|n| *n != ev.namespace) {
+        let twin = self.twin.is_some_and(|t| ev.key == t);
+        if (ev.key != self.key && !twin) || self.ns.as_ref().is_some_and(|n| *n != ev.namespace) {
             return None;
         }
+        if twin {
+            let converted = WatchEvent {
+                object: events::convert(&self.rt, &ev.object),
+                prev: ev.prev.as_ref().map(|p| events::convert(&self.rt, p)),
+                ..ev.clone()
+            };
+            return self.translate_own(&converted);
+        }
+        self.translate_own(ev)
+    }
+
+    fn translate_own(&self, ev: &WatchEvent) -> Option<(EventType, Arc<Value>)> {
         let now = self.matches(&ev.object);
         match ev.type_ {
             EventType::Modified => {
@@ -92,7 +110,9 @@ pub fn serve(
         .watches
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let filter = Filter {
+        rt: rt.clone(),
         key: rt.key(),
+        twin: events::twin_key(&rt),
         ns: ns.clone(),
         labels: LabelSelector::parse(params.get("labelSelector").map_or("", |s| s))?,
         fields: FieldSelector::parse(params.get("fieldSelector").map_or("", |s| s), rt.custom)?,
@@ -116,8 +136,12 @@ pub fn serve(
     // Atomically: the starting events and a receiver for everything after them.
     let start = cluster.store.with(|s| {
         if from_now {
-            let initial: Vec<(EventType, Arc<Value>)> = s
-                .list(&filter.key, ns.as_deref(), None)
+            let mut current = s.list(&filter.key, ns.as_deref(), None);
+            if let Some(twin) = filter.twin {
+                let converted = s.list(twin, ns.as_deref(), None);
+                current.extend(converted.iter().map(|o| events::convert(&rt, o)));
+            }
+            let initial: Vec<(EventType, Arc<Value>)> = current
                 .into_iter()
                 .filter(|o| filter.matches(o))
                 .map(|o| (EventType::Added, o))

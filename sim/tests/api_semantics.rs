@@ -508,3 +508,29 @@ async fn watch_initial_events_bookmarks_selectors_and_timeout() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn both_event_apis_see_each_others_events_in_lists_and_watches() {
+    let sim = start(SimConfig::with_clusters(1)).await;
+    let base = sim.url(CLUSTER).unwrap();
+    let http = Client::new();
+    let core = format!("{base}/api/v1/namespaces/default/events");
+    let new_api = format!("{base}/apis/events.k8s.io/v1/namespaces/default/events");
+    let mut watch = http.get(format!("{core}?watch=true")).send().await.unwrap();
+    let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "e1"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "fleetgate-spoke", "reportingInstance": "spoke-0",
+        "action": "Suspend", "reason": "GateClosed", "type": "Normal", "note": "held",
+        "regarding": {"kind": "Kustomization", "name": "apps", "namespace": "default"}});
+    let (code, _, _) = send(http.post(&new_api).json(&event)).await;
+    assert_eq!(code, 201);
+    let seen = watch_events(&mut watch, 1).await;
+    assert_eq!(seen[0]["type"], "ADDED");
+    assert_eq!(seen[0]["object"]["apiVersion"], "v1");
+    assert_eq!(seen[0]["object"]["involvedObject"]["name"], "apps");
+    assert_eq!(seen[0]["object"]["message"], "held");
+    let (_, list, _) =
+        send(http.get(format!("{core}?fieldSelector=involvedObject.name%3Dapps"))).await;
+    assert_eq!(list["items"][0]["reason"], "GateClosed");
+    sim.shutdown().await;
+}
