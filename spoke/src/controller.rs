@@ -93,6 +93,7 @@ fn instant_of(t: DateTime<Utc>) -> tokio::time::Instant {
 }
 
 /// One pass: evaluate, plan, apply, report. Returns the next transition.
+#[tracing::instrument(name = "pass", skip_all, fields(revision = snapshot.revision(), objects = objects.len()))]
 async fn reconcile(
     ctx: &Arc<Context>,
     snapshot: &CompiledSnapshot,

@@ -74,6 +74,7 @@ pub async fn apply(
         .await
 }
 
+#[tracing::instrument(name = "patch", skip_all, fields(object = %step.key, action = step.action.label()))]
 async fn apply_one(
     ctx: &Arc<Context>,
     planner: &Planner<'_>,
@@ -96,7 +97,7 @@ async fn apply_one(
         match result.map_err(Error::from) {
             Ok(obj) => {
                 ctx.metrics.patched(step.action.label());
-                tracing::info!(object = %key, action = step.action.label(), "patched");
+                tracing::info!(action = step.action.label(), "patched");
                 publish_event(ctx, &resource, &obj, &step.action, gates).await;
                 return Some(Applied {
                     key,
@@ -106,14 +107,14 @@ async fn apply_one(
             }
             Err(e) if e.is_conflict() => {
                 ctx.metrics.error(&e);
-                tracing::debug!(object = %key, "conflict; re-reading and re-planning");
+                tracing::debug!("conflict; re-reading and re-planning");
                 let fresh = match api.get_opt(&key.name).await {
                     Ok(Some(obj)) => ObservedObject::from_dynamic(key.kind, &obj),
                     Ok(None) => return None,
                     Err(e) => {
                         let e = Error::from(e);
                         ctx.metrics.error(&e);
-                        tracing::warn!(object = %key, error = %e, "re-read after conflict failed");
+                        tracing::warn!(error = %e, "re-read after conflict failed");
                         return None;
                     }
                 };
@@ -132,12 +133,12 @@ async fn apply_one(
             Err(e) if e.is_not_found() => return None,
             Err(e) => {
                 ctx.metrics.error(&e);
-                tracing::warn!(object = %key, action = step.action.label(), error = %e, "patch failed; retried on the next pass");
+                tracing::warn!(action = step.action.label(), error = %e, "patch failed; retried on the next pass");
                 return None;
             }
         }
     }
-    tracing::warn!(object = %key, "gave up after repeated conflicts; retried on the next pass");
+    tracing::warn!("gave up after repeated conflicts; retried on the next pass");
     None
 }
 
