@@ -60,6 +60,7 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
                 crate::grpc::server::serve_with_fanout(
                     state.service.clone(),
                     state.fanout.clone(),
+                    &state.metrics,
                     grpc_listener,
                     config.grpc.clone(),
                     shutdown.clone(),

@@ -22,6 +22,21 @@ const ADMIN: &str = "fga_replicas-test-admin-0123456789";
 struct Replica {
     child: ChildGuard,
     grpc: Channel,
+    http: u16,
+}
+
+impl Replica {
+    /// One metric's value from the replica's `/metrics`.
+    async fn metric(&self, name: &str) -> Option<f64> {
+        let text = reqwest::get(format!("http://127.0.0.1:{}/metrics", self.http))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    }
 }
 
 fn gate_yaml(name: &str) -> String {
@@ -69,7 +84,7 @@ async fn start(db_url: &str, replica: &str) -> Replica {
         }
     })
     .await;
-    Replica { child, grpc }
+    Replica { child, grpc, http }
 }
 
 async fn listener_count(conn: &mut PgConnection, replica: &str) -> i64 {
@@ -118,6 +133,14 @@ async fn changes_through_replica_a_reach_a_spoke_on_replica_b() {
         .unwrap();
     let s0 = spoke.snapshot().await;
     assert!(s0.gates.is_empty());
+    assert_eq!(
+        b.metric("fleetgate_hub_grpc_spokes_connected").await,
+        Some(1.0)
+    );
+    assert_eq!(
+        a.metric("fleetgate_hub_grpc_spokes_connected").await,
+        Some(0.0)
+    );
 
     // Written through A, delivered by B.
     admin_a
@@ -133,6 +156,10 @@ async fn changes_through_replica_a_reach_a_spoke_on_replica_b() {
     let s1 = spoke.snapshot().await;
     assert_eq!(gate_names(&s1), vec!["freeze"]);
     assert!(s1.revision > s0.revision);
+    assert_eq!(
+        b.metric("fleetgate_hub_grpc_snapshots_sent_total").await,
+        Some(2.0)
+    );
 
     // B's listener is killed and kept out while A writes: B learns of the
     // change only by its resync after reconnecting.

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Fanout;
 use crate::db::revision::{CHANGES_CHANNEL, ChangeNotice};
+use crate::grpc::metrics::GrpcMetrics;
 
 /// Prefix of the listener connection's `application_name`, which is
 /// `fleetgate-hub-listener/<replica id>` (visible in `pg_stat_activity`, so
@@ -23,7 +24,13 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const RETRY_FAILED_AFTER: Duration = Duration::from_secs(1);
 
 /// Runs the listener of replica `replica` until `shutdown` is cancelled.
-pub async fn run(fanout: Fanout, pool: PgPool, replica: String, shutdown: CancellationToken) {
+pub async fn run(
+    fanout: Fanout,
+    pool: PgPool,
+    replica: String,
+    metrics: GrpcMetrics,
+    shutdown: CancellationToken,
+) {
     // A separate one-connection pool so the listener's session carries its own
     // application_name and never competes with request handlers for a slot.
     let options = (*pool.connect_options())
@@ -47,6 +54,7 @@ pub async fn run(fanout: Fanout, pool: PgPool, replica: String, shutdown: Cancel
             }
         };
         backoff = MIN_BACKOFF;
+        metrics.listener_connects.inc();
         tracing::info!("change listener connected; resyncing connected clusters");
         let mut retry: BTreeSet<String> = fanout.resync().await.into_iter().collect();
         // A fixed deadline (not a fresh sleep per loop), so a steady stream of
@@ -64,6 +72,7 @@ pub async fn run(fanout: Fanout, pool: PgPool, replica: String, shutdown: Cancel
                     Ok(Some(n)) => match serde_json::from_str::<ChangeNotice>(n.payload()) {
                         Ok(notice) => {
                             tracing::debug!(revision = notice.revision, "change notification");
+                            metrics.notifications.inc();
                             retry.extend(fanout.apply(&notice).await);
                         }
                         Err(e) => {

@@ -6,6 +6,7 @@ pub mod admin;
 mod admin_convert;
 pub mod auth;
 pub mod convert;
+pub mod metrics;
 pub mod reports;
 pub mod server;
 pub mod spoke;

@@ -11,6 +11,7 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::metrics::GrpcMetrics;
 use crate::db::reports::{self, ClusterReport, ReportedObject};
 use crate::{Error, Result};
 
@@ -25,16 +26,18 @@ pub struct ReportBatcher {
     wake: Notify,
     /// How long to gather reports after the first one arrives.
     linger: Duration,
+    metrics: GrpcMetrics,
 }
 
 impl ReportBatcher {
     /// A batcher writing to `pool`, gathering reports for `linger` per flush.
-    pub fn new(pool: PgPool, linger: Duration) -> Arc<Self> {
+    pub fn new(pool: PgPool, linger: Duration, metrics: GrpcMetrics) -> Arc<Self> {
         Arc::new(Self {
             pool,
             pending: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             linger,
+            metrics,
         })
     }
 
@@ -81,6 +84,7 @@ impl ReportBatcher {
                 return;
             }
             if let Err(e) = self.write(&batch).await {
+                self.metrics.report_flush_failures.inc();
                 tracing::warn!(error = %e, reports = batch.len(), "writing status reports failed");
                 // Put them back unless a newer report arrived meanwhile; the
                 // next flush retries (spokes also re-send as heartbeat).
@@ -90,6 +94,7 @@ impl ReportBatcher {
                 }
                 return;
             }
+            self.metrics.report_flushes.inc();
         }
     }
 

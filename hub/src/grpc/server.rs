@@ -14,10 +14,12 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
 use super::admin::AdminApi;
+use super::metrics::GrpcMetrics;
 use super::reports::ReportBatcher;
 use super::spoke::{SpokeApi, StreamConfig};
 use crate::db::reports as db;
 use crate::fanout::{Fanout, listener};
+use crate::metrics::Metrics;
 use crate::service::Service;
 use crate::{Error, Result};
 
@@ -112,7 +114,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> Result<()> {
     let fanout = Fanout::new(Arc::new(service.clone()));
-    serve_with_fanout(service, fanout, listener, opts, shutdown).await
+    serve_with_fanout(service, fanout, &Metrics::new(), listener, opts, shutdown).await
 }
 
 /// [`serve`] with the replica's fan-out given, so the HTTP side (the
@@ -120,6 +122,7 @@ pub async fn serve(
 pub async fn serve_with_fanout(
     service: Service,
     fanout: Fanout,
+    metrics: &Metrics,
     listener: TcpListener,
     opts: GrpcOptions,
     shutdown: CancellationToken,
@@ -132,16 +135,20 @@ pub async fn serve_with_fanout(
             tracing::info!(%replica, cleared, "cleared connection state of a previous run");
         }
     }
+    let grpc_metrics = GrpcMetrics::default();
+    metrics.register(|r| grpc_metrics.register(r));
     let tasks = CancellationToken::new();
     let listener_task = tokio::spawn(listener::run(
         fanout.clone(),
         service.pool().clone(),
         replica.clone(),
+        grpc_metrics.clone(),
         tasks.clone(),
     ));
     let reports = ReportBatcher::new(
         service.pool().clone(),
         Duration::from_millis(opts.report_flush_ms),
+        grpc_metrics.clone(),
     );
     let batcher_task = tokio::spawn(reports.clone().run(tasks.clone()));
 
@@ -156,6 +163,7 @@ pub async fn serve_with_fanout(
             ..StreamConfig::default()
         },
         shutdown.clone(),
+        grpc_metrics,
     );
     let admin = AdminApi::new(service.clone(), fanout.clone(), shutdown.clone());
 

@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::auth::bearer;
 use super::convert::{invalid, object_from_proto, snapshot_to_proto, to_status};
+use super::metrics::GrpcMetrics;
 use super::reports::{ReportBatcher, normalize_objects};
 use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
@@ -60,6 +61,7 @@ struct Inner {
     reports: Arc<ReportBatcher>,
     cfg: StreamConfig,
     shutdown: CancellationToken,
+    metrics: GrpcMetrics,
     /// Serialises connection-state writes per cluster shard so a reconnect's
     /// "connected" is never overwritten by the old stream's late "disconnected".
     conn_locks: Vec<tokio::sync::Mutex<()>>,
@@ -73,6 +75,7 @@ impl SpokeApi {
         reports: Arc<ReportBatcher>,
         cfg: StreamConfig,
         shutdown: CancellationToken,
+        metrics: GrpcMetrics,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -81,6 +84,7 @@ impl SpokeApi {
                 reports,
                 cfg,
                 shutdown,
+                metrics,
                 conn_locks: (0..16).map(|_| tokio::sync::Mutex::new(())).collect(),
             }),
         }
@@ -141,6 +145,7 @@ struct Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.rx.take();
+        self.inner.metrics.spokes_connected.dec();
         let inner = self.inner.clone();
         let cluster = std::mem::take(&mut self.cluster);
         tracing::info!(%cluster, "spoke disconnected");
@@ -169,13 +174,69 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
             .map_err(to_status)?
             .name;
         let inbound = req.into_inner();
-        Ok(Response::new(Box::pin(session(
-            self.inner.clone(),
-            cluster,
-            token,
-            inbound,
-        ))))
+        let stream = session(self.inner.clone(), cluster, token, inbound);
+        Ok(Response::new(Box::pin(Observed {
+            inner: Box::pin(stream),
+            metrics: self.inner.metrics.clone(),
+            done: false,
+        })))
     }
+}
+
+/// Records how a stream ended (`stream_ends{reason}`): its error status,
+/// `ok` for a clean end (drain, max age, client closed), `dropped` when the
+/// client went away mid-stream.
+struct Observed {
+    inner: HubStream,
+    metrics: GrpcMetrics,
+    done: bool,
+}
+
+impl Stream for Observed {
+    type Item = Result<pb::HubMessage, Status>;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let polled = self.inner.as_mut().poll_next(cx);
+        if let std::task::Poll::Ready(item) = &polled
+            && !self.done
+        {
+            match item {
+                Some(Ok(_)) => {}
+                Some(Err(status)) => {
+                    self.done = true;
+                    self.metrics.stream_ended(&end_reason(status.code()));
+                }
+                None => {
+                    self.done = true;
+                    self.metrics.stream_ended("ok");
+                }
+            }
+        }
+        polled
+    }
+}
+
+impl Drop for Observed {
+    fn drop(&mut self) {
+        if !self.done {
+            self.metrics.stream_ended("dropped");
+        }
+    }
+}
+
+/// `PermissionDenied` → `permission_denied`.
+fn end_reason(code: tonic::Code) -> String {
+    let mut out = String::new();
+    for (i, c) in format!("{code:?}").chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
 }
 
 fn hub_msg(msg: hub_message::Msg) -> pb::HubMessage {
@@ -220,6 +281,7 @@ fn session(
         let token_hash = hash_token(&token);
         let rx = inner.fanout.subscribe(&cluster).await.map_err(to_status)?;
         let mut conn = Connection { inner: inner.clone(), cluster: cluster.clone(), rx: Some(rx) };
+        inner.metrics.spokes_connected.inc();
         inner.mark_connected(&cluster, &hello.spoke_version).await;
         tracing::info!(%cluster, spoke_version = %hello.spoke_version, revision = hello.revision, "spoke connected");
 
@@ -231,6 +293,7 @@ fn session(
         match initial {
             Some(Desired::Snapshot(s)) => {
                 if s.revision != hello.revision {
+                    inner.metrics.snapshots_sent.inc();
                     yield hub_msg(hub_message::Msg::Snapshot(snapshot_to_proto(&s, inner.service.now())));
                 }
                 held_revision = s.revision;
@@ -290,6 +353,7 @@ fn session(
                     match desired {
                         Desired::Snapshot(s) => {
                             if needs_send(held.as_deref(), &s) {
+                                inner.metrics.snapshots_sent.inc();
                                 yield hub_msg(hub_message::Msg::Snapshot(snapshot_to_proto(&s, inner.service.now())));
                                 held_revision = s.revision;
                                 held = Some(s);
@@ -302,6 +366,7 @@ fn session(
                 Step::Inbound(Ok(Some(pb::SpokeMessage { msg: Some(spoke_message::Msg::Report(report)) }))) => {
                     let objects = report.objects.into_iter().map(object_from_proto).collect();
                     let objects = normalize_objects(objects).map_err(to_status)?;
+                    inner.metrics.reports_received.inc();
                     inner.reports.submit(ClusterReport {
                         cluster: cluster.clone(),
                         objects,

@@ -1,0 +1,86 @@
+//! Metrics of the gRPC side, registered into the hub's `/metrics` registry
+//! (prefix `fleetgate_hub_grpc_`): connected spokes, snapshots sent, stream
+//! ends by reason, report ingestion, and the change listener's activity.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// Why a spoke stream ended.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndLabels {
+    /// `drain`, `max_age`, `client_closed`, `client_error`, `unauthenticated`,
+    /// `invalid_argument`, `permission_denied`.
+    pub reason: String,
+}
+
+/// Counters and gauges of the gRPC side. Cheap to clone (shared cells).
+#[derive(Debug, Clone, Default)]
+pub struct GrpcMetrics {
+    pub spokes_connected: Gauge,
+    pub snapshots_sent: Counter,
+    pub stream_ends: Family<EndLabels, Counter>,
+    pub reports_received: Counter,
+    pub report_flushes: Counter,
+    pub report_flush_failures: Counter,
+    pub notifications: Counter,
+    pub listener_connects: Counter,
+}
+
+impl GrpcMetrics {
+    /// Registers every metric under `grpc_` in `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        let r = registry.sub_registry_with_prefix("grpc");
+        r.register(
+            "spokes_connected",
+            "Spoke streams open on this replica",
+            self.spokes_connected.clone(),
+        );
+        r.register(
+            "snapshots_sent",
+            "Snapshots sent to spokes",
+            self.snapshots_sent.clone(),
+        );
+        r.register(
+            "stream_ends",
+            "Spoke streams ended, by reason",
+            self.stream_ends.clone(),
+        );
+        r.register(
+            "reports_received",
+            "Status reports received from spokes",
+            self.reports_received.clone(),
+        );
+        r.register(
+            "report_flushes",
+            "Batched status-report writes committed",
+            self.report_flushes.clone(),
+        );
+        r.register(
+            "report_flush_failures",
+            "Batched status-report writes that failed (retried)",
+            self.report_flush_failures.clone(),
+        );
+        r.register(
+            "change_notifications",
+            "Change notifications received by the listener",
+            self.notifications.clone(),
+        );
+        r.register(
+            "listener_connects",
+            "(Re)connections of the change listener, each followed by a resync",
+            self.listener_connects.clone(),
+        );
+    }
+
+    /// Counts a stream end.
+    pub fn stream_ended(&self, reason: &str) {
+        self.stream_ends
+            .get_or_create(&EndLabels {
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+}
