@@ -386,6 +386,7 @@ pub fn resource(kind: &str) -> ApiResource {
     let (group, version) = match kind {
         "Kustomization" => ("kustomize.toolkit.fluxcd.io", "v1"),
         "HelmRelease" => ("helm.toolkit.fluxcd.io", "v2"),
+        "ImageUpdateAutomation" => ("image.toolkit.fluxcd.io", "v1"),
         _ => ("source.toolkit.fluxcd.io", "v1"),
     };
     ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
