@@ -40,6 +40,8 @@ pub async fn run(
         .wait_all_at(u64::try_from(target).unwrap_or(0), RESYNC_BOUND)
         .await?;
     let resync: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(t0, us)).collect();
+    let ready = t0 + hub_down;
+    let after_ready: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(ready, us)).collect();
     let max_attempts = swarm
         .slots
         .iter()
@@ -52,6 +54,7 @@ pub async fn run(
             hub_down_seconds: hub_down.as_secs_f64(),
             hub_stop_seconds: hub_stop.as_secs_f64(),
             resync: Percentiles::of(&resync),
+            resync_after_ready: Percentiles::of(&after_ready),
             max_attempts,
         },
         hub,
