@@ -423,3 +423,36 @@ async fn drain_ends_streams_cleanly() {
     .await;
     grpc.stop().await;
 }
+
+#[tokio::test]
+async fn streams_end_cleanly_at_their_age_limit_and_resume_without_a_snapshot() {
+    let hub = Hub::new().await;
+    let token = hub.register("c1", json!({})).await;
+    let opts = fleetgate_hub::grpc::GrpcOptions {
+        // Well above the 300 ms keepalive, so the resumed stream's keepalive
+        // comes before its own age limit.
+        spoke_stream_max_age: Duration::from_secs(1),
+        ..Grpc::opts()
+    };
+    let grpc = Grpc::start(hub.service.clone(), opts).await;
+    let mut spoke = TestSpoke::connect(grpc.channel.clone(), &token, "c1", 0)
+        .await
+        .unwrap();
+    let s = spoke.snapshot().await;
+    within("the stream to reach its age limit", async {
+        loop {
+            match spoke.next().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => break,
+                Err(st) => panic!("expected a clean end of stream, got {st:?}"),
+            }
+        }
+    })
+    .await;
+    // The spoke reconnects holding the current revision: no snapshot resent.
+    let mut again = TestSpoke::connect(grpc.channel.clone(), &token, "c1", s.revision)
+        .await
+        .unwrap();
+    assert_eq!(again.expect_keepalive().await.revision, s.revision);
+    grpc.stop().await;
+}
