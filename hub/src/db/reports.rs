@@ -86,6 +86,23 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     Ok(true)
 }
 
+/// Stamps `last_seen_at` of clusters whose streams are alive (keepalives sent
+/// by the serving replica), one statement for the whole batch. A newer stamp
+/// already stored (a report, another replica) is kept.
+pub async fn touch_seen(conn: &mut PgConnection, seen: &[(String, DateTime<Utc>)]) -> Result<()> {
+    let (names, times): (Vec<&str>, Vec<DateTime<Utc>>) =
+        seen.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
+    sqlx::query(
+        "update clusters c set last_seen_at = greatest(c.last_seen_at, s.at) \
+         from unnest($1::text[], $2::timestamptz[]) as s(name, at) where c.name = s.name",
+    )
+    .bind(&names)
+    .bind(&times)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Records that `cluster`'s spoke connected to `replica`.
 pub async fn mark_connected(
     conn: &mut PgConnection,

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -23,6 +24,8 @@ const MAX_BATCH: usize = 256;
 pub struct ReportBatcher {
     pool: PgPool,
     pending: Mutex<HashMap<String, ClusterReport>>,
+    /// Streams alive at the given instant (keepalive sent), not yet written.
+    seen: Mutex<HashMap<String, DateTime<Utc>>>,
     wake: Notify,
     /// How long to gather reports after the first one arrives.
     linger: Duration,
@@ -35,6 +38,7 @@ impl ReportBatcher {
         Arc::new(Self {
             pool,
             pending: Mutex::new(HashMap::new()),
+            seen: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             linger,
             metrics,
@@ -48,6 +52,17 @@ impl ReportBatcher {
     /// Queues a report; a newer report of the same cluster replaces it.
     pub fn submit(&self, report: ClusterReport) {
         self.pending().insert(report.cluster.clone(), report);
+        self.wake.notify_one();
+    }
+
+    /// Queues a liveness stamp for `cluster` (its stream is open at `at`),
+    /// written with the next flush so `last_seen_at` stays fresh without one
+    /// statement per keepalive.
+    pub fn seen(&self, cluster: &str, at: DateTime<Utc>) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(cluster.to_string(), at);
         self.wake.notify_one();
     }
 
@@ -72,8 +87,9 @@ impl ReportBatcher {
         self.flush_all().await;
     }
 
-    /// Writes every pending report now (also used by tests).
+    /// Writes every pending report and liveness stamp now.
     pub async fn flush_all(&self) {
+        self.flush_seen().await;
         loop {
             let batch: Vec<ClusterReport> = {
                 let mut pending = self.pending();
@@ -95,6 +111,25 @@ impl ReportBatcher {
                 return;
             }
             self.metrics.report_flushes.inc();
+        }
+    }
+
+    async fn flush_seen(&self) {
+        let seen: Vec<(String, DateTime<Utc>)> =
+            std::mem::take(&mut *self.seen.lock().unwrap_or_else(|e| e.into_inner()))
+                .into_iter()
+                .collect();
+        if seen.is_empty() {
+            return;
+        }
+        let res = async {
+            let mut conn = self.pool.acquire().await?;
+            reports::touch_seen(&mut conn, &seen).await
+        }
+        .await;
+        if let Err(e) = res {
+            // Not retried: the next keepalive stamps again.
+            tracing::warn!(error = %e, clusters = seen.len(), "refreshing last-seen times failed");
         }
     }
 

@@ -384,6 +384,8 @@ fn session(
                     break;
                 }
                 Step::Keepalive => {
+                    // Keeps `last_seen_at` fresh, which "connected" is derived from.
+                    inner.reports.seen(&cluster, inner.service.now());
                     yield hub_msg(hub_message::Msg::Keepalive(pb::Keepalive {
                         hub_time: Some(fleetgate_proto::time::to_timestamp(inner.service.now())),
                         revision: held_revision,

@@ -3,6 +3,7 @@
 
 use fleetgate_policy::LabelSelector;
 
+use super::liveness;
 use super::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
 use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
 use crate::auth::{SPOKE_TOKEN_PREFIX, generate_token, hash_token};
@@ -18,7 +19,13 @@ impl Service {
         let after: Option<String> = page.key()?;
         let mut conn = self.pool.acquire().await?;
         let rows = clusters::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
-        Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
+        let now = self.now();
+        Ok(Page::from_rows(
+            rows,
+            limit,
+            |r| r.name.clone(),
+            |r| liveness::at(r, now).into(),
+        ))
     }
 
     /// Lists clusters by name whose labels match `selector` (kubectl syntax,
@@ -57,11 +64,12 @@ impl Service {
                 break;
             }
         }
+        let now = self.now();
         Ok(Page::from_rows(
             matched,
             limit,
             |r| r.name.clone(),
-            Into::into,
+            |r| liveness::at(r, now).into(),
         ))
     }
 
@@ -69,9 +77,10 @@ impl Service {
     pub async fn get_cluster(&self, actor: &Actor, name: &str) -> Result<Cluster> {
         actor.require(Role::Viewer)?;
         let mut conn = self.pool.acquire().await?;
+        let now = self.now();
         clusters::get(&mut conn, name)
             .await?
-            .map(Into::into)
+            .map(|r| liveness::at(r, now).into())
             .ok_or_else(|| Error::not_found("cluster", name))
     }
 
@@ -140,7 +149,7 @@ impl Service {
         let rev = self.finish_write(tx, actor, now, audit, &affected).await?;
         Ok(Cluster {
             desired_revision: rev,
-            ..row.into()
+            ..liveness::at(row, now).into()
         })
     }
 
@@ -203,7 +212,7 @@ impl Service {
         Ok(ClusterWithToken {
             cluster: Cluster {
                 desired_revision: rev,
-                ..row.into()
+                ..liveness::at(row, now).into()
             },
             token,
         })

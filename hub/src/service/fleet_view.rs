@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use fleetgate_policy::GateState;
 
+use super::liveness;
 use super::snapshot_inputs::overrides_for_cluster;
 use super::status::{by_gate, load_gates};
 use super::types::OverrideRecord;
@@ -77,7 +78,7 @@ impl Service {
             view.spokes.insert(
                 c.name.clone(),
                 SpokeState {
-                    connected: c.connected,
+                    connected: liveness::is_connected(c, now),
                     replica: c.connected_replica.clone(),
                     spoke_version: c.spoke_version.clone(),
                 },

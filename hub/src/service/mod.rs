@@ -8,6 +8,7 @@ pub mod audit;
 pub mod clusters;
 pub mod fleet_view;
 pub mod gates;
+pub mod liveness;
 pub mod overrides;
 pub mod page;
 pub mod snapshot_batch;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::gates::stored_gate;
+use super::liveness;
 use super::snapshot_inputs::{overrides_applying, overrides_for_cluster};
 use super::types::Cluster;
 use super::{Actor, Role, Service};
@@ -215,7 +216,7 @@ impl Service {
             suspended: objects.iter().filter(|o| o.suspended).count() as i64,
         };
         Ok(ClusterStatus {
-            cluster: cluster.into(),
+            cluster: liveness::at(cluster, now).into(),
             at: now,
             open: combined.open,
             closed_by: combined.closed_by,
@@ -262,7 +263,7 @@ impl Service {
         let no_rows = Vec::new();
         let mut disconnected = Vec::new();
         for c in &all_clusters {
-            if c.connected {
+            if liveness::is_connected(c, now) {
                 counts.connected += 1;
             } else {
                 counts.disconnected += 1;
