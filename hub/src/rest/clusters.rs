@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
 use super::AppState;
-use super::extract::{ApiActor, Body, Query, ReasonQuery};
+use super::extract::{ApiActor, ApiAdmin, Body, Query, ReasonQuery};
 use crate::Result;
 use crate::service::PageRequest;
 use crate::service::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
@@ -77,7 +77,7 @@ pub async fn get(
     ), security(("bearer" = [])))]
 pub async fn register(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Query(q): Query<ReasonQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<ClusterWithToken>)> {
@@ -102,7 +102,7 @@ pub async fn register(
     ), security(("bearer" = [])))]
 pub async fn relabel(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Path(name): Path<String>,
     Query(q): Query<ReasonQuery>,
     body: Body,
@@ -125,7 +125,7 @@ pub async fn relabel(
     ), security(("bearer" = [])))]
 pub async fn delete(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Path(name): Path<String>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<StatusCode> {
@@ -145,7 +145,7 @@ pub async fn delete(
     ), security(("bearer" = [])))]
 pub async fn rotate_token(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Path(name): Path<String>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<Json<ClusterWithToken>> {

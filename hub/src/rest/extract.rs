@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::AppState;
 use crate::auth::bearer_token;
-use crate::service::Actor;
+use crate::service::{Actor, Role};
 use crate::{Error, Result};
 
 /// The authenticated caller (`Authorization: Bearer fga_...`).
@@ -31,6 +31,38 @@ impl FromRequestParts<AppState> for ApiActor {
             Error::Unauthenticated("expected Authorization: Bearer <token>".into())
         })?;
         state.service.authenticate_api(token).await.map(ApiActor)
+    }
+}
+
+/// The caller holding at least the operator role. Role checks at extraction
+/// run before the body extractor, so a caller whose role is too low gets 403
+/// whatever the body (the service checks again, as defence in depth).
+#[derive(Debug, Clone)]
+pub struct ApiOperator(pub Actor);
+
+/// The caller holding the admin role (checked before the body is read).
+#[derive(Debug, Clone)]
+pub struct ApiAdmin(pub Actor);
+
+async fn actor_with(parts: &mut Parts, state: &AppState, role: Role) -> Result<Actor> {
+    let ApiActor(actor) = ApiActor::from_request_parts(parts, state).await?;
+    actor.require(role)?;
+    Ok(actor)
+}
+
+impl FromRequestParts<AppState> for ApiOperator {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        actor_with(parts, state, Role::Operator).await.map(Self)
+    }
+}
+
+impl FromRequestParts<AppState> for ApiAdmin {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        actor_with(parts, state, Role::Admin).await.map(Self)
     }
 }
 

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::AppState;
-use super::extract::{ApiActor, Body, Query, ReasonQuery, if_match};
+use super::extract::{ApiActor, ApiAdmin, Body, Query, ReasonQuery, if_match};
 use crate::openapi::PreviewDoc;
 use crate::service::PageRequest;
 use crate::service::types::GateRecord;
@@ -74,7 +74,7 @@ pub async fn get(
     ), security(("bearer" = [])))]
 pub async fn create(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Query(q): Query<ReasonQuery>,
     body: Body,
 ) -> Result<Response> {
@@ -105,7 +105,7 @@ pub async fn create(
     ), security(("bearer" = [])))]
 pub async fn replace(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Path(name): Path<String>,
     Query(q): Query<ReasonQuery>,
     headers: HeaderMap,
@@ -134,7 +134,7 @@ pub async fn replace(
     ), security(("bearer" = [])))]
 pub async fn delete(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Path(name): Path<String>,
     Query(q): Query<ReasonQuery>,
     headers: HeaderMap,

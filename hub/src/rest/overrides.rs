@@ -9,7 +9,7 @@ use fleetgate_policy::GateState;
 use uuid::Uuid;
 
 use super::AppState;
-use super::extract::{ApiActor, Body, Query, ReasonQuery};
+use super::extract::{ApiActor, ApiOperator, Body, Query, ReasonQuery};
 use crate::service::overrides::OverrideQuery;
 use crate::service::types::{OverrideRecord, OverrideRequest};
 use crate::{Error, Result};
@@ -41,7 +41,7 @@ async fn create(
     ), security(("bearer" = [])))]
 pub async fn open(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiOperator(actor): ApiOperator,
     Path(gate): Path<String>,
     body: Body,
 ) -> Result<(StatusCode, Json<OverrideRecord>)> {
@@ -61,7 +61,7 @@ pub async fn open(
     ), security(("bearer" = [])))]
 pub async fn close(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiOperator(actor): ApiOperator,
     Path(gate): Path<String>,
     body: Body,
 ) -> Result<(StatusCode, Json<OverrideRecord>)> {
@@ -96,7 +96,7 @@ pub async fn list(
     ), security(("bearer" = [])))]
 pub async fn cancel(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiOperator(actor): ApiOperator,
     Path(id): Path<String>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<Json<OverrideRecord>> {

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
 use super::AppState;
-use super::extract::{ApiActor, Body, Query, ReasonQuery};
+use super::extract::{ApiAdmin, Body, Query, ReasonQuery};
 use super::overrides::parse_id;
 use crate::Result;
 use crate::service::PageRequest;
@@ -22,7 +22,7 @@ use crate::service::types::{ApiToken, ApiTokenWithSecret, CreateToken};
     ), security(("bearer" = [])))]
 pub async fn list(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Query(page): Query<PageRequest>,
 ) -> Result<impl IntoResponse> {
     Ok(Json(s.service.list_tokens(&actor, &page).await?))
@@ -40,7 +40,7 @@ pub async fn list(
     ), security(("bearer" = [])))]
 pub async fn create(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Query(q): Query<ReasonQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<ApiTokenWithSecret>)> {
@@ -63,7 +63,7 @@ pub async fn create(
     ), security(("bearer" = [])))]
 pub async fn revoke(
     State(s): State<AppState>,
-    ApiActor(actor): ApiActor,
+    ApiAdmin(actor): ApiAdmin,
     Path(id): Path<String>,
     Query(q): Query<ReasonQuery>,
 ) -> Result<Json<ApiToken>> {
