@@ -224,5 +224,14 @@ pub async fn serve_with_fanout(
     tasks.cancel();
     let _ = listener_task.await;
     let _ = batcher_task.await;
+    // Streams ended by the drain skipped recording their disconnection.
+    let cleared = async {
+        let mut conn = service.pool().acquire().await?;
+        db::clear_replica(&mut conn, &replica).await
+    }
+    .await;
+    if let Err(e) = cleared {
+        tracing::warn!(%replica, error = %e, "clearing connection state after the drain failed");
+    }
     result.map_err(|e| Error::Internal(format!("gRPC server: {e}")))
 }

@@ -149,6 +149,12 @@ impl Drop for Connection {
         let inner = self.inner.clone();
         let cluster = std::mem::take(&mut self.cluster);
         tracing::info!(%cluster, "spoke disconnected");
+        if self.inner.shutdown.is_cancelled() {
+            // Draining: the server clears this replica's connection state in
+            // one statement once every stream has ended, instead of thousands
+            // of updates competing with the drain (fleetgate-bench storm).
+            return;
+        }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move { inner.mark_disconnected(&cluster).await });
         }
