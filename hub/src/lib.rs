@@ -10,6 +10,7 @@ pub mod dashboard;
 pub mod db;
 pub mod error;
 pub mod fanout;
+pub mod fleet_feed;
 pub mod grpc;
 pub mod metrics;
 pub mod openapi;

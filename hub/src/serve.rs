@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeConfig;
 use crate::fanout::Fanout;
+use crate::fleet_feed::FleetFeed;
 use crate::metrics::Metrics;
 use crate::rest::{AppState, app};
 use crate::service::Service;
@@ -23,11 +24,22 @@ pub async fn prepare(config: &ServeConfig) -> Result<AppState> {
     if let Some(secret) = &config.admin_token {
         service.ensure_admin_token(secret).await?;
     }
+    let fanout = Fanout::new(Arc::new(service.clone()));
+    let fleet = FleetFeed::new(service.clone(), fanout.changes());
+    let metrics = Metrics::new();
+    metrics.register(|r| {
+        r.register(
+            "fleet_view_reads",
+            "Fleet views read for WatchFleet and dashboard event streams (one per change, shared by all watchers)",
+            fleet.reads_counter(),
+        );
+    });
     Ok(AppState {
-        fanout: Fanout::new(Arc::new(service.clone())),
+        fanout,
+        fleet,
         shutdown: CancellationToken::new(),
         service,
-        metrics: Metrics::new(),
+        metrics,
         body_limit: config.http_body_limit,
         timeout: config.http_timeout(),
     })
@@ -60,6 +72,7 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
                 crate::grpc::server::serve_with_fanout(
                     state.service.clone(),
                     state.fanout.clone(),
+                    state.fleet.clone(),
                     &state.metrics,
                     grpc_listener,
                     config.grpc.clone(),

@@ -41,14 +41,7 @@ fn with_body(mut c: Case, body: serde_json::Value) -> Case {
 async fn hub_with_cluster_a_and_gate_g() -> Hub {
     let hub = Hub::new().await;
     hub.register("a", json!({"env": "prod"})).await;
-    let r = hub
-        .post_json(
-            "/api/v1/gates",
-            &hub.admin,
-            simple_gate("g", &["a"], "closed"),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED);
+    hub.simple_gate("g", &["a"], "closed").await;
     hub
 }
 

@@ -1,6 +1,6 @@
 //! `GET /api/v1/events`: the fleet's changes as server-sent events for the
-//! dashboard. The same source as gRPC `WatchFleet` (fleet view diffs woken by
-//! this replica's change notifications), converted to JSON. The browser reads
+//! dashboard. The same source as gRPC `WatchFleet` (diffs of the replica's
+//! shared fleet view, see `fleet_feed`), converted to JSON. The browser reads
 //! it with `fetch`, so the token travels in the Authorization header.
 
 use std::convert::Infallible;
@@ -42,11 +42,11 @@ pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Res
         .ok_or_else(|| Error::Unauthenticated("missing Authorization: Bearer token".into()))?
         .to_string();
     let actor = s.service.authenticate_api(&token).await?;
-    let first = s.service.fleet_view(&actor).await?;
+    let (first, updates) = s.fleet.subscribe(&actor).await?;
     let at = first.at;
     let changes = watch_fleet(
         s.service.clone(),
-        s.fanout.changes(),
+        updates,
         s.shutdown.clone(),
         token,
         pb::WatchFleetRequest::default(),

@@ -13,7 +13,7 @@ use super::auth::{api_actor, bearer};
 use super::convert::{invalid, to_status};
 use super::watch_fleet::{FleetStream, watch_fleet};
 use crate::Error;
-use crate::fanout::Fanout;
+use crate::fleet_feed::FleetFeed;
 use crate::service::Service;
 use crate::service::audit::AuditQuery;
 use crate::service::overrides::OverrideQuery;
@@ -25,16 +25,16 @@ use crate::service::types::{
 #[derive(Clone)]
 pub struct AdminApi {
     service: Service,
-    fanout: Fanout,
+    fleet: FleetFeed,
     shutdown: CancellationToken,
 }
 
 impl AdminApi {
     /// An admin service; `WatchFleet` streams end when `shutdown` is cancelled.
-    pub fn new(service: Service, fanout: Fanout, shutdown: CancellationToken) -> Self {
+    pub fn new(service: Service, fleet: FleetFeed, shutdown: CancellationToken) -> Self {
         Self {
             service,
-            fanout,
+            fleet,
             shutdown,
         }
     }
@@ -395,10 +395,10 @@ impl pb::admin_service_server::AdminService for AdminApi {
         let token = bearer(&req)?;
         let filter = req.into_inner();
         // Fail fast (before the stream starts) if the first read fails.
-        let first = ok(self.service.fleet_view(&actor).await)?;
+        let (first, updates) = ok(self.fleet.subscribe(&actor).await)?;
         Ok(Response::new(watch_fleet(
             self.service.clone(),
-            self.fanout.changes(),
+            updates,
             self.shutdown.clone(),
             token,
             filter,

@@ -19,6 +19,7 @@ use super::reports::ReportBatcher;
 use super::spoke::{SpokeApi, StreamConfig};
 use crate::db::reports as db;
 use crate::fanout::{Fanout, listener};
+use crate::fleet_feed::FleetFeed;
 use crate::metrics::Metrics;
 use crate::service::Service;
 use crate::{Error, Result};
@@ -114,14 +115,26 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> Result<()> {
     let fanout = Fanout::new(Arc::new(service.clone()));
-    serve_with_fanout(service, fanout, &Metrics::new(), listener, opts, shutdown).await
+    let fleet = FleetFeed::new(service.clone(), fanout.changes());
+    serve_with_fanout(
+        service,
+        fanout,
+        fleet,
+        &Metrics::new(),
+        listener,
+        opts,
+        shutdown,
+    )
+    .await
 }
 
-/// [`serve`] with the replica's fan-out given, so the HTTP side (the
-/// dashboard's event stream) wakes on the same change notifications.
+/// [`serve`] with the replica's fan-out and fleet feed given, so the HTTP
+/// side (the dashboard's event stream) wakes on the same change notifications
+/// and shares the fleet-view reads with `WatchFleet`.
 pub async fn serve_with_fanout(
     service: Service,
     fanout: Fanout,
+    fleet: FleetFeed,
     metrics: &Metrics,
     listener: TcpListener,
     opts: GrpcOptions,
@@ -165,7 +178,7 @@ pub async fn serve_with_fanout(
         shutdown.clone(),
         grpc_metrics,
     );
-    let admin = AdminApi::new(service.clone(), fanout.clone(), shutdown.clone());
+    let admin = AdminApi::new(service.clone(), fleet, shutdown.clone());
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<SpokeServiceServer<SpokeApi>>().await;

@@ -1,30 +1,27 @@
-//! `AdminService.WatchFleet`: re-reads the [`FleetView`] whenever a change
-//! notification arrives, when the earliest gate transition is due, and every
-//! few seconds (spoke connections and held counts do not notify), and sends
-//! the difference to the previous view as events. Pure diffing is unit-tested.
+//! `AdminService.WatchFleet`: follows the replica's shared [`FleetView`]
+//! (see `fleet_feed`: one read per change however many watchers) and sends
+//! each view's difference to the previous one as events, filtered per
+//! watcher. Pure diffing is unit-tested.
 
 use std::collections::BTreeSet;
 use std::pin::Pin;
-use std::time::Duration;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use fleetgate_proto::time::to_timestamp;
 use fleetgate_proto::v1::{self as pb, fleet_event::Event};
 use futures::Stream;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use super::admin_convert::override_info;
 use super::convert::to_status;
+use crate::fleet_feed::FleetUpdates;
 use crate::service::Service;
 use crate::service::fleet_view::FleetView;
 
 /// The server stream of `WatchFleet`.
 pub type FleetStream = Pin<Box<dyn Stream<Item = Result<pb::FleetEvent, Status>> + Send>>;
-
-/// Longest wait between two reads (connections and held counts are polled).
-const POLL: Duration = Duration::from_secs(2);
 
 /// Which events a watcher wants.
 #[derive(Debug, Clone, Default)]
@@ -190,14 +187,17 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
     out
 }
 
-/// The `WatchFleet` stream for the caller holding `token`, starting at `first`.
+/// The `WatchFleet` stream for the caller holding `token`: the events of
+/// `first`, then the difference of each view the replica's
+/// [`FleetFeed`](crate::fleet_feed::FleetFeed)
+/// publishes (no read of its own).
 pub fn watch_fleet(
     service: Service,
-    mut changes: watch::Receiver<u64>,
+    mut updates: FleetUpdates,
     shutdown: CancellationToken,
     token: String,
     request: pb::WatchFleetRequest,
-    first: FleetView,
+    first: Arc<FleetView>,
 ) -> FleetStream {
     let filter = Filter::from(request);
     Box::pin(async_stream::try_stream! {
@@ -205,25 +205,17 @@ pub fn watch_fleet(
             yield e;
         }
         let mut prev = first;
-        changes.borrow_and_update();
         loop {
-            let wait = prev
-                .next_transition
-                .and_then(|t| (t - service.now()).to_std().ok())
-                .map_or(POLL, |d| d.min(POLL) + Duration::from_millis(5));
-            tokio::select! {
+            let next = tokio::select! {
                 () = shutdown.cancelled() => break,
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        break;
-                    }
-                    changes.borrow_and_update();
-                }
-                () = tokio::time::sleep(wait) => {}
-            }
+                next = updates.next() => match next {
+                    Some(next) => next,
+                    None => break,
+                },
+            };
             // Re-check the caller: a revoked token ends the stream.
-            let actor = service.authenticate_api(&token).await.map_err(to_status)?;
-            let next = service.fleet_view(&actor).await.map_err(to_status)?;
+            service.authenticate_api(&token).await.map_err(to_status)?;
+            let next = next.map_err(to_status)?;
             for e in diff(Some(&prev), &next, &filter) {
                 yield e;
             }

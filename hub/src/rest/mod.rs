@@ -26,6 +26,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::error::ErrorBody;
 use crate::fanout::Fanout;
+use crate::fleet_feed::FleetFeed;
 use crate::metrics::{Metrics, track_http};
 use crate::service::Service;
 
@@ -41,6 +42,8 @@ pub struct AppState {
     /// This replica's change fan-out (shared with the gRPC server); the
     /// dashboard's event stream wakes on its change counter.
     pub fanout: Fanout,
+    /// This replica's shared fleet view (dashboard events and `WatchFleet`).
+    pub fleet: FleetFeed,
     /// Cancelled at shutdown; ends long-lived responses (event streams).
     pub shutdown: CancellationToken,
 }
@@ -48,8 +51,10 @@ pub struct AppState {
 impl AppState {
     /// State with the default limits (1 MiB bodies, 30 s timeout).
     pub fn new(service: Service, metrics: Metrics) -> Self {
+        let fanout = Fanout::new(Arc::new(service.clone()));
         Self {
-            fanout: Fanout::new(Arc::new(service.clone())),
+            fleet: FleetFeed::new(service.clone(), fanout.changes()),
+            fanout,
             shutdown: CancellationToken::new(),
             service,
             metrics,

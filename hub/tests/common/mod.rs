@@ -173,6 +173,18 @@ impl Hub {
         r.body["token"].as_str().unwrap().to_string()
     }
 
+    /// Creates a [`simple_gate`] as admin (must succeed).
+    pub async fn simple_gate(&self, name: &str, clusters: &[&str], state: &str) {
+        let r = self
+            .post_json(
+                "/api/v1/gates",
+                &self.admin,
+                simple_gate(name, clusters, state),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    }
+
     /// Creates a gate from YAML.
     pub async fn create_gate_yaml(&self, yaml: &str) -> Resp {
         self.call(
