@@ -206,8 +206,11 @@ fn overrides_open_close_cancel_and_status() {
         serde_json::json!([])
     );
 
-    // Fleet status: JSON parseable, table has a row per cluster.
+    // Fleet status: JSON parseable, table has a row per cluster, and it
+    // takes one API request however many clusters there are.
+    let before = api_requests(&hub);
     let fleet = hub.json(&["status"]);
+    assert_eq!(api_requests(&hub) - before, 1, "fleet status requests");
     assert_eq!(fleet["summary"]["clusters"]["total"], 2);
     assert_eq!(fleet["clusters"].as_array().unwrap().len(), 2);
     let table = hub.ok(&["status"]);
@@ -410,4 +413,21 @@ fn apply_prune_deletes_gates_no_file_defines() {
     assert_eq!(names, ["no-deploy-friday", "sre-approval"]);
     let audit = hub.json(&["audit", "--target", "business-hours", "--limit", "1"]);
     assert_eq!(audit[0]["reason"], "removed from git");
+}
+
+/// API requests the hub has served so far (its `/metrics`, scrapes excluded).
+fn api_requests(hub: &common::Hub) -> u64 {
+    let text = common::runtime().block_on(async {
+        reqwest::get(format!("{}/metrics", hub.url))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    text.lines()
+        .filter(|l| l.starts_with("fleetgate_hub_http_requests_total{"))
+        .filter(|l| !l.contains("route=\"/metrics\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
 }

@@ -121,6 +121,7 @@ async fn every_route_by_every_role() {
         case(M::GET, "/api/v1/clusters/a", Viewer, 200),
         case(M::GET, "/api/v1/clusters/a/status", Viewer, 200),
         case(M::GET, "/api/v1/status", Viewer, 200),
+        case(M::GET, "/api/v1/status/clusters", Viewer, 200),
         case(M::GET, "/api/v1/audit", Viewer, 200),
         case(M::GET, "/api/v1/tokens", Admin, 200),
         with_body(
@@ -249,6 +250,7 @@ async fn openapi_documents_every_route_with_errors() {
         ("/api/v1/clusters/{name}/rotate-token", vec!["post"]),
         ("/api/v1/clusters/{name}/status", vec!["get"]),
         ("/api/v1/status", vec!["get"]),
+        ("/api/v1/status/clusters", vec!["get"]),
         ("/api/v1/audit", vec!["get"]),
         ("/api/v1/tokens", vec!["get", "post"]),
         ("/api/v1/tokens/{id}", vec!["delete"]),

@@ -3,19 +3,12 @@
 //! it, what is waiting, when the next transition is) — or one cluster in
 //! detail with its governed objects.
 
-use std::sync::Arc;
-
-use serde_json::{Value, json};
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
+use serde_json::Value;
 
 use crate::args::{Format, StatusArgs};
 use crate::client::{Client, seg};
 use crate::error::{Error, Result};
 use crate::output::{self, Table};
-
-/// Per-cluster status requests in flight at once.
-const PARALLEL: usize = 8;
 
 pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<()> {
     if let Some(name) = &args.cluster {
@@ -24,46 +17,19 @@ pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<(
             .await?;
         return output::print(format, &v, |v| render_cluster(v, args.gate.as_deref()));
     }
-    let summary = client.get("/status", &[]).await?;
-    let mut clusters = client.list("/clusters", &[], None).await?;
     if let Some(sel) = &args.selector {
-        let sel = fleetgate_policy::LabelSelector::parse(sel)
+        // A usage error before any request, like the other `-l` commands.
+        fleetgate_policy::LabelSelector::parse(sel)
             .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
-        clusters.retain(|c| sel.matches(&super::cluster::labels_of(c)));
     }
-    let names: Vec<String> = clusters.iter().map(|c| output::s(c, "name")).collect();
-    let statuses = fetch_all(client, names).await?;
-    let v = json!({"summary": summary, "clusters": statuses});
+    // One request: the fleet summary and every (selected) cluster's gates.
+    let query: Vec<(&str, String)> = args
+        .selector
+        .iter()
+        .map(|s| ("selector", s.clone()))
+        .collect();
+    let v = client.get("/status/clusters", &query).await?;
     output::print(format, &v, |v| render_fleet(v, args.gate.as_deref()))
-}
-
-/// Fetches every cluster's status with bounded parallelism, in name order.
-async fn fetch_all(client: &Client, names: Vec<String>) -> Result<Vec<Value>> {
-    let sem = Arc::new(Semaphore::new(PARALLEL));
-    let mut set = JoinSet::new();
-    for (i, name) in names.into_iter().enumerate() {
-        let client = client.clone();
-        let sem = sem.clone();
-        set.spawn(async move {
-            let _permit = sem.acquire_owned().await;
-            let r = client
-                .get(&format!("/clusters/{}/status", seg(&name)), &[])
-                .await;
-            (i, r)
-        });
-    }
-    let mut out: Vec<(usize, Value)> = Vec::new();
-    while let Some(joined) = set.join_next().await {
-        let (i, r) = joined.map_err(|e| Error::Other(e.to_string()))?;
-        match r {
-            Ok(v) => out.push((i, v)),
-            // Deleted between the list and the status call.
-            Err(Error::Api { status: 404, .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    out.sort_by_key(|(i, _)| *i);
-    Ok(out.into_iter().map(|(_, v)| v).collect())
 }
 
 fn gates_of(c: &Value) -> Vec<Value> {

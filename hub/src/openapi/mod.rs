@@ -19,6 +19,7 @@ pub use gate_schema::{
 };
 
 use crate::error::{ErrorBody, ErrorDetail};
+use crate::service::fleet_status::{ClusterBrief, FleetStatus, GateBrief};
 use crate::service::status::{
     ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
 };
@@ -153,7 +154,7 @@ impl Modify for Common {
         rest::overrides::cancel,
         rest::clusters::list, rest::clusters::get, rest::clusters::register,
         rest::clusters::relabel, rest::clusters::delete, rest::clusters::rotate_token,
-        rest::status::cluster, rest::status::fleet,
+        rest::status::cluster, rest::status::fleet, rest::status::clusters,
         rest::audit::list,
         rest::tokens::list, rest::tokens::create, rest::tokens::revoke,
         rest::health::healthz, rest::health::readyz, rest::health::metrics,
@@ -168,7 +169,8 @@ impl Modify for Common {
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
         WindowDoc,
-        WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster,
+        WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
+        GateBrief,
     )),
     modifiers(&Common),
     tags(

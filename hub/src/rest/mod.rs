@@ -89,6 +89,7 @@ fn api() -> Router<AppState> {
         )
         .route("/clusters/{name}/status", get(status::cluster))
         .route("/status", get(status::fleet))
+        .route("/status/clusters", get(status::clusters))
         .route("/audit", get(audit::list))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{id}", delete(tokens::revoke))

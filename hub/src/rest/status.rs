@@ -1,12 +1,15 @@
-//! Status views: `GET /api/v1/clusters/{name}/status` and the fleet summary
-//! `GET /api/v1/status`.
+//! Status views: `GET /api/v1/clusters/{name}/status`, the fleet summary
+//! `GET /api/v1/status` and every cluster's gates `GET /api/v1/status/clusters`.
 
 use axum::Json;
 use axum::extract::{Path, State};
 
 use super::AppState;
-use super::extract::ApiActor;
+use serde::Deserialize;
+
+use super::extract::{ApiActor, Query};
 use crate::Result;
+use crate::service::fleet_status::FleetStatus;
 use crate::service::status::{ClusterStatus, FleetSummary};
 
 /// A cluster's gates now (state, reason, next transition) and its governed
@@ -36,4 +39,34 @@ pub async fn fleet(
     ApiActor(actor): ApiActor,
 ) -> Result<Json<FleetSummary>> {
     Ok(Json(s.service.fleet_summary(&actor).await?))
+}
+
+/// `GET /api/v1/status/clusters` query.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct FleetStatusQuery {
+    /// Only clusters whose labels match (kubectl syntax, e.g. `env=prod,tier in (a,b)`).
+    pub selector: Option<String>,
+}
+
+/// The fleet in one response: the fleet summary and, per cluster (by name),
+/// each applying gate's state, reason, next transition and held count — no
+/// objects (see the per-cluster status). Not paged: one row per cluster.
+#[utoipa::path(get, path = "/api/v1/status/clusters", tag = "status", params(FleetStatusQuery),
+    responses(
+        (status = 200, description = "Fleet summary and every cluster's gates", body = FleetStatus),
+        (status = 400, description = "Unknown query parameter", body = crate::error::ErrorBody),
+        (status = 422, description = "Invalid selector", body = crate::error::ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn clusters(
+    State(s): State<AppState>,
+    ApiActor(actor): ApiActor,
+    Query(q): Query<FleetStatusQuery>,
+) -> Result<Json<FleetStatus>> {
+    Ok(Json(
+        s.service
+            .fleet_status(&actor, q.selector.as_deref())
+            .await?,
+    ))
 }

@@ -6,6 +6,7 @@
 pub mod access;
 pub mod audit;
 pub mod clusters;
+pub mod fleet_status;
 pub mod fleet_view;
 pub mod gates;
 pub mod liveness;

@@ -164,6 +164,20 @@ pub(crate) fn by_gate(rows: Vec<OverrideRow>) -> HashMap<String, Vec<OverrideRow
     m
 }
 
+/// Every gate (compiled) and the live overrides at `now` by gate name.
+pub(crate) async fn gates_with_live_overrides(
+    conn: &mut sqlx::PgConnection,
+    now: DateTime<Utc>,
+) -> Result<(Vec<(Gate, CompiledGate)>, HashMap<String, Vec<OverrideRow>>)> {
+    let all_gates = load_gates(gates::all(&mut *conn).await?)?;
+    let names: Vec<String> = all_gates
+        .iter()
+        .map(|(g, _)| g.name().to_string())
+        .collect();
+    let ovs = by_gate(overrides::live_for_gates(conn, &names, now).await?);
+    Ok((all_gates, ovs))
+}
+
 impl Service {
     /// The status of one cluster now (viewer).
     pub async fn cluster_status(&self, actor: &Actor, name: &str) -> Result<ClusterStatus> {
@@ -234,12 +248,7 @@ impl Service {
         let mut conn = self.pool.acquire().await?;
         let rev = revision::current(&mut conn).await?;
         let all_clusters = clusters::all(&mut conn).await?;
-        let all_gates = load_gates(gates::all(&mut conn).await?)?;
-        let names: Vec<String> = all_gates
-            .iter()
-            .map(|(g, _)| g.name().to_string())
-            .collect();
-        let ovs = by_gate(overrides::live_for_gates(&mut conn, &names, now).await?);
+        let (all_gates, ovs) = gates_with_live_overrides(&mut conn, now).await?;
         let held = status::counts_by_cluster(&mut conn).await?;
         let mut summaries: Vec<GateSummary> = all_gates
             .iter()

@@ -1,0 +1,126 @@
+//! `GET /api/v1/status/clusters`: the fleet in one response agrees with the
+//! per-cluster status of every cluster (gate states, reasons, next
+//! transitions, held counts per gate), honours overrides and `selector`, and
+//! rejects bad query input naming the field.
+
+mod common;
+
+use axum::http::StatusCode;
+use chrono::Utc;
+use common::{Hub, business_hours};
+use fleetgate_hub::db::reports::{ClusterReport, ReportedObject, write_report};
+use serde_json::{Value, json};
+
+fn held_object(name: &str, gates: &[&str]) -> ReportedObject {
+    ReportedObject {
+        kind: "Kustomization".into(),
+        namespace: "apps".into(),
+        name: name.into(),
+        suspended: true,
+        suspended_by: gates.iter().map(|g| g.to_string()).collect(),
+        gates: gates.iter().map(|g| g.to_string()).collect(),
+        last_applied_revision: Some("main@sha1:aaa".into()),
+        newest_source_revision: Some("main@sha1:bbb".into()),
+        held: true,
+        suspended_by_human: false,
+    }
+}
+
+/// The fields both views share: a cluster's gates without objects.
+fn comparable(c: &Value) -> Value {
+    let gates: Vec<Value> = c["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            json!({"gate": g["gate"], "state": g["state"], "reason": g["reason"],
+                "nextTransition": g["nextTransition"], "held": g["held"]})
+        })
+        .collect();
+    json!({"name": c["cluster"]["name"], "connected": c["cluster"]["connected"],
+        "open": c["open"], "closedBy": c["closedBy"], "nextTransition": c["nextTransition"],
+        "gates": gates, "counts": c["counts"]})
+}
+
+#[tokio::test]
+async fn one_response_matches_every_clusters_own_status() {
+    let hub = Hub::new().await;
+    for (name, env) in [("p1", "prod"), ("p2", "prod"), ("d1", "dev")] {
+        hub.register(name, json!({"env": env})).await;
+    }
+    let r = hub.create_gate_yaml(&business_hours("bh", "prod")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    hub.simple_gate("approval", &["p1", "d1"], "closed").await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates/approval/open",
+            &hub.operator,
+            json!({"for": "1h", "reason": "CHG-7", "clusters": {"names": ["d1"]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let mut conn = hub.pool.acquire().await.unwrap();
+    let report = ClusterReport {
+        cluster: "p1".into(),
+        objects: vec![
+            held_object("a", &["bh", "approval"]),
+            held_object("b", &["approval"]),
+        ],
+        clock_offset_ms: 0,
+        received_at: Utc::now(),
+    };
+    assert!(write_report(&mut conn, &report).await.unwrap());
+    drop(conn);
+
+    let r = hub.get("/api/v1/status/clusters").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let fleet = r.body;
+    assert_eq!(fleet["summary"]["clusters"]["total"], 3);
+    let rows = fleet["clusters"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|c| c["cluster"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["d1", "p1", "p2"]);
+    for row in rows {
+        let name = row["cluster"]["name"].as_str().unwrap();
+        let own = hub.get(&format!("/api/v1/clusters/{name}/status")).await;
+        assert_eq!(own.status, StatusCode::OK, "{}", own.text);
+        assert_eq!(comparable(row), comparable(&own.body), "{name}");
+        assert!(row.get("objects").is_none(), "no objects in the fleet view");
+    }
+    // Spot checks on what the comparison covers.
+    let p1 = &rows[1];
+    // t0 is a Wednesday noon: business hours are open.
+    assert_eq!(p1["closedBy"], json!(["approval"]));
+    assert_eq!(p1["counts"]["held"], 2);
+    let held: Vec<(&str, i64)> = p1["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["gate"].as_str().unwrap(), g["held"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(held, [("approval", 2), ("bh", 1)]);
+    let d1 = &rows[0];
+    assert_eq!(d1["open"], true);
+    assert!(
+        d1["gates"][0]["reason"].as_str().unwrap().contains("CHG-7"),
+        "{d1}"
+    );
+
+    let prod = hub.get("/api/v1/status/clusters?selector=env%3Dprod").await;
+    assert_eq!(prod.status, StatusCode::OK, "{}", prod.text);
+    assert_eq!(prod.body["clusters"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        prod.body["summary"]["clusters"]["total"], 3,
+        "summary is fleet-wide"
+    );
+
+    let bad = hub
+        .get("/api/v1/status/clusters?selector=env%20in%20(")
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    assert_eq!(bad.body["error"]["field"], "selector");
+    let unknown = hub.get("/api/v1/status/clusters?limit=3").await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST, "{}", unknown.text);
+}
