@@ -24,6 +24,8 @@ pub struct FlipTimes {
     pub per_flip_all: Percentiles,
     /// Per flip, the trigger call itself (REST round-trip; stdin write).
     pub trigger: Percentiles,
+    /// Per flip, until the last spoke, in order (ms).
+    pub all_ms: Vec<f64>,
 }
 
 /// `flips` flips through the hub's REST API.
@@ -44,6 +46,7 @@ pub async fn through_hub(swarm: &Swarm, flipper: &mut Flipper, flips: usize) -> 
         per_spoke: Percentiles::of(&per_spoke),
         per_flip_all: Percentiles::of(&all),
         trigger: Percentiles::of(&trigger),
+        all_ms: all.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
     })
 }
 
@@ -69,6 +72,7 @@ pub async fn through_floor(
         per_spoke: Percentiles::of(&per_spoke),
         per_flip_all: Percentiles::of(&all),
         trigger: Percentiles::of(&trigger),
+        all_ms: all.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
     })
 }
 

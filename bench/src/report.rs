@@ -36,6 +36,8 @@ pub struct SizeResult {
     pub hub_flip: Percentiles,
     /// Per flip: time until the last spoke had it.
     pub hub_flip_all: Percentiles,
+    /// The same per flip, in order (ms).
+    pub hub_flip_all_ms: Vec<f64>,
     /// The same, bare tonic fan-out (no hub logic).
     pub floor_flip: Percentiles,
     pub floor_flip_all: Percentiles,

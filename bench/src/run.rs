@@ -1,5 +1,5 @@
-//! One benchmark run, phase by phase: PostgreSQL and the hub process, bulk
-//! registration, the floor (NOTIFY, bare fan-out), then per fleet size: connect,
+//! One benchmark run, phase by phase: PostgreSQL and the hub process, the
+//! NOTIFY floor, then per fleet size: bare fan-out floor, registration, connect,
 //! RSS, idle CPU, flips; status ingest; the reconnect storm; the real spoke.
 
 use std::time::{Duration, Instant};
@@ -30,11 +30,18 @@ const FD_HEADROOM: u64 = 512;
 /// Runs the benchmark; `progress` receives one line per phase.
 pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     let largest = cfg.spokes.last().copied().unwrap_or(0);
+    // At most: the previous size's hub spokes plus this size's floor streams.
+    let peak = cfg
+        .spokes
+        .iter()
+        .scan(0, |prev, &n| Some(std::mem::replace(prev, n) + n))
+        .max()
+        .unwrap_or(0) as u64;
+    let need = peak.max(largest as u64) + FD_HEADROOM;
     let limit = proc_stats::open_files_limit()?;
-    if limit < largest as u64 + FD_HEADROOM {
+    if limit < need {
         return Err(Error::setup(format!(
-            "open-files limit {limit} is too low for {largest} spokes: run under `ulimit -n {}`",
-            largest as u64 + FD_HEADROOM
+            "open-files limit {limit} is too low for {largest} spokes: run under `ulimit -n {need}`"
         )));
     }
     let workdir = tempfile::Builder::new()
@@ -70,31 +77,16 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     let snapshot_file = workdir.path().join("snapshot.pb");
     std::fs::write(&snapshot_file, snapshot.encode_to_vec())?;
 
-    let mut floors = Vec::new();
-    for &n in &cfg.spokes {
-        progress(&format!("floor: bare tonic fan-out to {n} streams"));
-        let mut server = FloorProcess::start(&cfg.bins.bench, &snapshot_file).await?;
-        let mut swarm = Swarm::new();
-        let fake: Vec<Credential> = (0..n)
-            .map(|i| Credential {
-                cluster: fleet::cluster_name(i),
-                token: "floor".into(),
-            })
-            .collect();
-        swarm
-            .add(server.addr, &fake, CONNECT_CONCURRENCY, CONNECT_BOUND)
-            .await?;
-        floors.push(flips::through_floor(&swarm, &mut server, cfg.flips).await?);
-        swarm.shutdown().await;
-        server.stop().await?;
-    }
-
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss0 = proc_stats::rss_kib(hub.pid())?;
     let mut flipper = Flipper::new(hub.base_url(), ADMIN_TOKEN.into());
     let mut swarm = Swarm::new();
     let mut connected = 0;
     for (i, &n) in cfg.spokes.iter().enumerate() {
+        // Each size's floor right before its hub phase, under the same
+        // conditions (the smaller fleet's spokes stay connected, idle).
+        progress(&format!("floor: bare tonic fan-out to {n} streams"));
+        let floor = floor_flips(cfg, &snapshot_file, n).await?;
         grow_fleet(&service, &mut creds, n, &mut registering, progress).await?;
         progress(&format!("hub: connecting spokes {connected}..{n}"));
         let t = Instant::now();
@@ -114,11 +106,20 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         let idle = proc_stats::cpu_millicores(hub.pid(), cfg.idle_window).await?;
         progress(&format!("hub: {} flips to {n} spokes", cfg.flips));
         let hub_flips = flips::through_hub(&swarm, &mut flipper, cfg.flips).await?;
-        let floor = &floors[i];
+        let per_flip: Vec<String> = hub_flips
+            .all_ms
+            .iter()
+            .map(|ms| format!("{ms:.0}"))
+            .collect();
+        progress(&format!(
+            "hub: flip → all {n} spokes per flip (ms): {}",
+            per_flip.join(" ")
+        ));
         report.sizes.push(SizeResult {
             spokes: n,
             hub_flip: hub_flips.per_spoke,
             hub_flip_all: hub_flips.per_flip_all,
+            hub_flip_all_ms: hub_flips.all_ms.clone(),
             floor_flip: floor.per_spoke,
             floor_flip_all: floor.per_flip_all,
             rest_call: hub_flips.trigger,
@@ -180,6 +181,29 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     hub.stop().await?;
     service.pool().close().await;
     Ok(report)
+}
+
+/// `cfg.flips` publications of the snapshot by the bare floor server to `n` streams.
+async fn floor_flips(
+    cfg: &BenchConfig,
+    snapshot_file: &std::path::Path,
+    n: usize,
+) -> Result<flips::FlipTimes> {
+    let mut server = FloorProcess::start(&cfg.bins.bench, snapshot_file).await?;
+    let mut swarm = Swarm::new();
+    let fake: Vec<Credential> = (0..n)
+        .map(|i| Credential {
+            cluster: fleet::cluster_name(i),
+            token: "floor".into(),
+        })
+        .collect();
+    swarm
+        .add(server.addr, &fake, CONNECT_CONCURRENCY, CONNECT_BOUND)
+        .await?;
+    let times = flips::through_floor(&swarm, &mut server, cfg.flips).await?;
+    swarm.shutdown().await;
+    server.stop().await?;
+    Ok(times)
 }
 
 /// Registers clusters until the fleet has `n`.
