@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -150,6 +151,10 @@ impl TempPostgres {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2)
+            // Its own process group: a terminal's Ctrl-C (SIGINT to the whole
+            // foreground group) must not kill the database under a hub that is
+            // still draining; the owner stops it last, on drop.
+            .process_group(0)
             .spawn()
             .map_err(|e| err("starting postgres", e))?;
         spawn_watchdog(child.id(), &data, &dir)?;
@@ -204,6 +209,7 @@ fn spawn_watchdog(child: u32, data: &Path, dir: &Path) -> Result<()> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .map(|_| ())
         .map_err(|e| err("watchdog", e))
@@ -247,11 +253,28 @@ mod tests {
         assert!(pg.url.ends_with("/postgres"));
         let dir = pg.dir().to_path_buf();
         assert!(dir.join("data/PG_VERSION").exists());
+        // The server runs in a process group of its own, so a terminal's
+        // Ctrl-C (SIGINT to the foreground group) leaves it to the owner.
+        let pid = std::fs::read_to_string(dir.join("data/postmaster.pid")).unwrap();
+        let pid = pid.lines().next().unwrap().trim().to_string();
+        assert_ne!(
+            pgrp(&pid),
+            pgrp("self"),
+            "postgres shares our process group"
+        );
         drop(pg);
         assert!(!dir.exists(), "files removed");
         assert!(
             std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
             "server stopped"
         );
+    }
+
+    /// The process group of a process (field 5 of /proc/<pid>/stat, after
+    /// the parenthesised command name).
+    fn pgrp(pid: &str) -> String {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        after.split(' ').nth(2).unwrap().to_string()
     }
 }
