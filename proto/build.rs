@@ -29,6 +29,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // `SpokeServiceClient::connect(dst)` constructor: build clients from a
         // `tonic::transport::Channel` with `::new(channel)` instead.
         .build_transport(false)
+        // Small per-stream codec buffers: thousands of idle spoke streams
+        // each held tonic's 8 KiB encode + 8 KiB decode buffers.
+        .codec_path("crate::codec::SmallBufferCodec")
         .emit_rerun_if_changed(false)
         .compile_fds(fds)?;
     Ok(())

@@ -3,6 +3,8 @@
 //! and tonic. `FILE_DESCRIPTOR_SET` feeds gRPC server reflection.
 #![forbid(unsafe_code)]
 
+pub mod codec;
+
 /// Generated messages, clients (`*_client`) and servers (`*_server`).
 pub mod v1 {
     #![allow(clippy::all, clippy::pedantic, missing_docs)]
