@@ -14,6 +14,7 @@ pub mod health;
 pub mod hub_client;
 pub mod kinds;
 pub mod metrics;
+pub mod object_store;
 pub mod observed;
 pub mod plan;
 pub mod report;

@@ -1,5 +1,5 @@
 //! Watches every Flux kind the cluster serves with `kube::runtime::watcher` and
-//! keeps a reflector store per kind. Any event wakes the reconcile loop
+//! keeps an object store per kind. Any event wakes the reconcile loop
 //! (level-triggered: it re-reads the stores, it does not consume events).
 
 use std::{
@@ -16,26 +16,31 @@ use kube::{
     Api, Client,
     api::DynamicObject,
     core::ApiResource,
-    runtime::{
-        WatchStreamExt,
-        reflector::{self, Store},
-        watcher,
-    },
+    runtime::{WatchStreamExt, watcher},
 };
 use tokio::sync::{Notify, RwLock};
 use tokio_util::sync::CancellationToken;
 
-use crate::{kinds, metrics::Metrics, observed::ObservedObject};
+use crate::{
+    kinds,
+    metrics::Metrics,
+    object_store::{ObjectStore, StoreWriter},
+    observed::ObservedObject,
+};
+
+/// Objects per initial LIST page: a page is held whole (body and parsed
+/// objects) while it is read, so smaller pages lower the spoke's peak memory.
+const LIST_PAGE: u32 = 100;
 
 struct Watched {
     resource: ApiResource,
-    store: Store<DynamicObject>,
-    /// Set once the first full list is in the store. The reflector swaps in a
+    store: Arc<ObjectStore>,
+    /// Set once the first full list is in the store. The writer swaps in a
     /// re-list atomically, so the store stays complete after that.
     ready: Arc<AtomicBool>,
 }
 
-/// The reflector stores of every watched Flux kind.
+/// The object stores of every watched Flux kind.
 pub struct Watches {
     client: Client,
     kinds: RwLock<BTreeMap<FluxKind, Watched>>,
@@ -120,15 +125,13 @@ impl Watches {
         resource: ApiResource,
         ready: Arc<AtomicBool>,
         shutdown: CancellationToken,
-    ) -> Store<DynamicObject> {
+    ) -> Arc<ObjectStore> {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-        let writer = reflector::store::Writer::new(resource);
-        let reader = writer.as_reader();
+        let mut writer = StoreWriter::new(kind);
+        let reader = writer.reader();
         let changed = self.changed.clone();
-        let stream = reflector::reflector(
-            writer,
-            watcher(api, watcher::Config::default()).default_backoff(),
-        );
+        let stream =
+            watcher(api, watcher::Config::default().page_size(LIST_PAGE)).default_backoff();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             loop {
@@ -136,7 +139,7 @@ impl Watches {
                     _ = shutdown.cancelled() => break,
                     event = stream.next() => match event {
                         Some(Ok(event)) => {
-                            if matches!(event, watcher::Event::InitDone) {
+                            if writer.apply(event) {
                                 ready.store(true, Ordering::Release);
                             }
                             changed.notify_one();
@@ -163,13 +166,8 @@ impl Watches {
             return None;
         }
         let mut out = Vec::new();
-        for (kind, w) in kinds.iter() {
-            out.extend(
-                w.store
-                    .state()
-                    .iter()
-                    .map(|o| ObservedObject::from_dynamic(*kind, o)),
-            );
+        for w in kinds.values() {
+            out.extend(w.store.state());
         }
         Some(out)
     }
