@@ -41,7 +41,7 @@ async fn shutdown_signal(token: CancellationToken) {
     token.cancel();
 }
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
     init_tracing(config.log_format);
