@@ -4,15 +4,13 @@
 
 use std::sync::{Arc, atomic::AtomicBool};
 
-use kube::{
-    Client,
-    runtime::events::{Recorder, Reporter},
-};
+use kube::Client;
 use tokio::sync::watch;
 
 use crate::{
     config::Config,
     error::{Error, Result},
+    events::EventRecorder,
     metrics::Metrics,
     report::Report,
     snapshot::{CompiledSnapshot, Snapshot},
@@ -32,7 +30,7 @@ pub struct Context {
     pub config: Config,
     pub metrics: Arc<Metrics>,
     pub watches: Watches,
-    pub recorder: Recorder,
+    pub recorder: EventRecorder,
     pub store: SnapshotStore,
     /// The snapshot being enforced; `None`: change nothing.
     pub snapshot: watch::Sender<Option<Arc<CompiledSnapshot>>>,
@@ -45,13 +43,13 @@ pub struct Context {
 impl Context {
     pub fn new(client: Client, config: Config) -> Arc<Self> {
         let metrics = Arc::new(Metrics::new());
-        let reporter = Reporter {
-            controller: "fleetgate-spoke".into(),
-            instance: config.instance.clone(),
-        };
         Arc::new(Context {
             watches: Watches::new(client.clone(), metrics.clone()),
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: EventRecorder::new(
+                client.clone(),
+                "fleetgate-spoke",
+                config.instance.clone(),
+            ),
             store: SnapshotStore::new(client, &config.namespace, &config.snapshot_configmap),
             snapshot: watch::channel(None).0,
             report: watch::channel(None).0,

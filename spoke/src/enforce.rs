@@ -11,7 +11,6 @@ use kube::{
     Resource,
     api::{DynamicObject, Patch, PatchParams},
     core::ApiResource,
-    runtime::events::{Event, EventType},
 };
 
 use crate::{
@@ -179,16 +178,14 @@ async fn publish_event(
         ),
         Action::Relabel { .. } | Action::ClearMark => return,
     };
-    let event = Event {
-        type_: EventType::Normal,
-        reason: reason.into(),
-        // The events API limits a note to 1 kB.
-        note: Some(note.chars().take(1000).collect()),
-        action: action_name.into(),
-        secondary: None,
-    };
+    // The events API limits a note to 1 kB.
+    let note = note.chars().take(1000).collect();
     let reference = obj.object_ref(resource);
-    if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+    if let Err(e) = ctx
+        .recorder
+        .publish(reason, action_name, note, &reference)
+        .await
+    {
         let e = Error::from(e);
         ctx.metrics.error(&e);
         tracing::warn!(error = %e, reason, "could not publish event");

@@ -10,6 +10,7 @@ pub mod context;
 pub mod controller;
 pub mod enforce;
 pub mod error;
+pub mod events;
 pub mod health;
 pub mod hub_client;
 pub mod kinds;

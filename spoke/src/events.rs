@@ -1,0 +1,170 @@
+//! Publishes events.k8s.io/v1 Events about the objects the spoke changes. As
+//! with kube's `Recorder`, a repeat within six minutes bumps the first event's
+//! series; unlike it, the cache keeps a name and a count, not whole events.
+
+use std::{
+    collections::HashMap,
+    sync::{Mutex, PoisonError},
+};
+
+use chrono::{DateTime, Duration, Utc};
+use k8s_openapi::{
+    api::{
+        core::v1::ObjectReference,
+        events::v1::{Event, EventSeries},
+    },
+    apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta},
+};
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+/// How long a published event can still grow a series (kube-runtime's value).
+const SERIES_TTL: Duration = Duration::minutes(6);
+
+/// Which repeats fold into one event: same reason and action about the same
+/// object (the reporter and the type are fixed for the spoke).
+#[derive(Debug, Hash, PartialEq, Eq)]
+struct Key {
+    reason: &'static str,
+    action: &'static str,
+    api_version: Option<String>,
+    kind: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    uid: Option<String>,
+}
+
+#[derive(Debug)]
+struct Published {
+    namespace: String,
+    name: String,
+    /// Occurrences so far (1: created, no series yet).
+    count: i32,
+    last: DateTime<Utc>,
+}
+
+/// Writes Normal events as `controller` / `instance`.
+pub struct EventRecorder {
+    client: Client,
+    controller: String,
+    instance: String,
+    published: Mutex<HashMap<Key, Published>>,
+}
+
+impl EventRecorder {
+    pub fn new(client: Client, controller: &str, instance: Option<String>) -> Self {
+        EventRecorder {
+            client,
+            controller: controller.to_owned(),
+            instance: instance.unwrap_or_else(|| controller.to_owned()),
+            published: Mutex::default(),
+        }
+    }
+
+    /// Creates a Normal event regarding `regarding`, or bumps the series of
+    /// the same event published less than six minutes ago.
+    pub async fn publish(
+        &self,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+        regarding: &ObjectReference,
+    ) -> Result<(), kube::Error> {
+        let now = Utc::now();
+        let key = Key {
+            reason,
+            action,
+            api_version: regarding.api_version.clone(),
+            kind: regarding.kind.clone(),
+            namespace: regarding.namespace.clone(),
+            name: regarding.name.clone(),
+            uid: regarding.uid.clone(),
+        };
+        let repeat = {
+            let mut published = self
+                .published
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            published.retain(|_, p| p.last + SERIES_TTL > now);
+            published
+                .get(&key)
+                .map(|p| (p.namespace.clone(), p.name.clone(), p.count + 1))
+        };
+        let published = match repeat {
+            Some((namespace, name, count)) => {
+                let series = EventSeries {
+                    count,
+                    last_observed_time: MicroTime(now),
+                };
+                Api::<Event>::namespaced(self.client.clone(), &namespace)
+                    .patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({ "series": series })),
+                    )
+                    .await?;
+                Published {
+                    namespace,
+                    name,
+                    count,
+                    last: now,
+                }
+            }
+            None => {
+                let event = self.event(reason, action, note, regarding, now);
+                let namespace = event.metadata.namespace.clone().unwrap_or_default();
+                let name = event.metadata.name.clone().unwrap_or_default();
+                Api::<Event>::namespaced(self.client.clone(), &namespace)
+                    .create(&PostParams::default(), &event)
+                    .await?;
+                Published {
+                    namespace,
+                    name,
+                    count: 1,
+                    last: now,
+                }
+            }
+        };
+        self.published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, published);
+        Ok(())
+    }
+
+    fn event(
+        &self,
+        reason: &str,
+        action: &str,
+        note: String,
+        regarding: &ObjectReference,
+        now: DateTime<Utc>,
+    ) -> Event {
+        let nanos = now.timestamp_nanos_opt().unwrap_or_else(|| now.timestamp());
+        let object = regarding.name.as_deref().unwrap_or(&self.controller);
+        Event {
+            action: Some(action.to_owned()),
+            reason: Some(reason.to_owned()),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(regarding.clone()),
+            note: Some(note),
+            metadata: ObjectMeta {
+                namespace: Some(
+                    regarding
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| "default".to_owned()),
+                ),
+                name: Some(format!("{object}.{nanos:x}")),
+                ..ObjectMeta::default()
+            },
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            type_: Some("Normal".to_owned()),
+            ..Event::default()
+        }
+    }
+}
