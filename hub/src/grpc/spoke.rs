@@ -270,7 +270,10 @@ fn session(
     mut inbound: Streaming<pb::SpokeMessage>,
 ) -> impl Stream<Item = Result<pb::HubMessage, Status>> + Send {
     async_stream::try_stream! {
-        let first = tokio::time::timeout(inner.cfg.hello_timeout, inbound.message()).await;
+        // Futures awaited once (or rarely) are boxed: a generator is as large
+        // as its largest await point for the stream's whole life, and the
+        // database futures would otherwise make every idle stream ~1 KiB larger.
+        let first = Box::pin(tokio::time::timeout(inner.cfg.hello_timeout, inbound.message())).await;
         let hello = match first {
             Err(_) => Err(invalid("hello", "the first message must be a Hello (none received in time)"))?,
             Ok(Err(status)) => Err(status)?,
@@ -285,10 +288,10 @@ fn session(
             )))?;
         }
         let token_hash = hash_token(&token);
-        let rx = inner.fanout.subscribe(&cluster).await.map_err(to_status)?;
+        let rx = Box::pin(inner.fanout.subscribe(&cluster)).await.map_err(to_status)?;
         let mut conn = Connection { inner: inner.clone(), cluster: cluster.clone(), rx: Some(rx) };
         inner.metrics.spokes_connected.inc();
-        inner.mark_connected(&cluster, &hello.spoke_version).await;
+        Box::pin(inner.mark_connected(&cluster, &hello.spoke_version)).await;
         tracing::info!(%cluster, spoke_version = %hello.spoke_version, revision = hello.revision, "spoke connected");
 
         // What the spoke holds: nothing known, unless its Hello revision is the
@@ -348,7 +351,7 @@ fn session(
                     match known {
                         Some(true) => {}
                         Some(false) => Err(Status::unauthenticated("spoke token revoked or rotated"))?,
-                        None => match inner.service.authenticate_spoke(&token).await {
+                        None => match Box::pin(inner.service.authenticate_spoke(&token)).await {
                             Ok(c) if c.name == cluster => {}
                             Ok(_) | Err(Error::Unauthenticated(_)) => {
                                 Err(Status::unauthenticated("spoke token revoked or rotated"))?;
