@@ -51,6 +51,8 @@ impl Overlay {
             })
             .collect();
         self.0.retain(|k, _| seen.contains(k));
+        // A mass suspend fills it with every object; do not keep that capacity.
+        self.0.shrink_to_fit();
         out
     }
 }
