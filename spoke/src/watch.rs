@@ -30,7 +30,7 @@ use crate::{
 
 /// Objects per initial LIST page: a page is held whole (body and parsed
 /// objects) while it is read, so smaller pages lower the spoke's peak memory.
-const LIST_PAGE: u32 = 100;
+const LIST_PAGE: u32 = 50;
 
 struct Watched {
     resource: ApiResource,
