@@ -2,8 +2,8 @@
 //! applying to the cluster (manifest JSON + version) and its overrides, stamped
 //! with the cluster's `desired_revision`. Converted to protobuf in `grpc::convert`.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use fleetgate_policy::Override;
 use futures::future::BoxFuture;
@@ -19,8 +19,9 @@ pub struct SnapshotGate {
     pub name: String,
     /// The gate's version.
     pub version: u64,
-    /// The manifest as JSON text.
-    pub manifest_json: String,
+    /// The manifest as JSON text, shared by every cluster's snapshot of this
+    /// gate version (one copy per replica, not one per connected spoke).
+    pub manifest_json: Arc<str>,
 }
 
 /// A cluster's full desired state at `revision`.
@@ -135,7 +136,7 @@ impl SnapshotSource for Service {
         Box::pin(async move {
             let batch = self.clusters_snapshot_inputs(clusters).await?;
             // Each gate's JSON is encoded once per batch, not once per cluster.
-            let mut manifests: HashMap<(String, i64), String> = HashMap::new();
+            let mut manifests: HashMap<(String, i64), Arc<str>> = HashMap::new();
             let mut found: HashMap<String, Desired> = HashMap::with_capacity(batch.len());
             for b in batch {
                 let mut gates = Vec::with_capacity(b.inputs.gates.len());
@@ -147,6 +148,7 @@ impl SnapshotSource for Service {
                             let json = serde_json::to_string(&g.manifest).map_err(|e| {
                                 Error::Internal(format!("encoding gate '{}': {e}", key.0))
                             })?;
+                            let json = intern_manifest(json);
                             manifests.insert(key.clone(), json.clone());
                             json
                         }
@@ -177,9 +179,40 @@ impl SnapshotSource for Service {
     }
 }
 
+/// Every snapshot of the replica shares one copy of each distinct manifest
+/// JSON: clusters connecting one by one read their snapshot alone, and a
+/// per-spoke copy of every gate's JSON was ~1 KiB of hub memory per spoke.
+static MANIFESTS: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Mutex::default);
+
+fn intern_manifest(json: String) -> Arc<str> {
+    // The set has no invariant a panicking holder could break halfway.
+    let mut set = MANIFESTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(shared) = set.get(json.as_str()) {
+        return shared.clone();
+    }
+    // Forget manifests no snapshot holds any more (old gate versions); amortised
+    // by only sweeping when the set has doubled since the last sweep.
+    if set.len() >= 64 && set.len().is_power_of_two() {
+        set.retain(|m| Arc::strong_count(m) > 1);
+    }
+    let shared: Arc<str> = json.into();
+    set.insert(shared.clone());
+    shared
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_manifests_share_one_copy() {
+        let a = intern_manifest(r#"{"kind":"Gate","t":"intern"}"#.to_string());
+        let b = intern_manifest(r#"{"kind":"Gate","t":"intern"}"#.to_string());
+        let c = intern_manifest(r#"{"kind":"Gate","t":"other"}"#.to_string());
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(&*c, r#"{"kind":"Gate","t":"other"}"#);
+    }
 
     fn snap(rev: u64, gates: &[(&str, u64)]) -> Desired {
         Desired::Snapshot(Arc::new(ClusterSnapshot::new(
@@ -224,12 +257,12 @@ mod tests {
                 SnapshotGate {
                     name: "b".into(),
                     version: 1,
-                    manifest_json: String::new(),
+                    manifest_json: "".into(),
                 },
                 SnapshotGate {
                     name: "a".into(),
                     version: 1,
-                    manifest_json: String::new(),
+                    manifest_json: "".into(),
                 },
             ],
             vec![],

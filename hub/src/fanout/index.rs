@@ -116,7 +116,7 @@ mod tests {
         SnapshotGate {
             name: name.into(),
             version,
-            manifest_json: format!("{{\"metadata\":{{\"name\":\"{name}\"}}}}"),
+            manifest_json: format!("{{\"metadata\":{{\"name\":\"{name}\"}}}}").into(),
         }
     }
 

@@ -51,7 +51,7 @@ pub fn snapshot_to_proto(s: &ClusterSnapshot, hub_time: DateTime<Utc>) -> pb::Sn
             .map(|g| pb::GateRule {
                 name: g.name.clone(),
                 version: g.version,
-                manifest_json: g.manifest_json.clone(),
+                manifest_json: g.manifest_json.to_string(),
             })
             .collect(),
         overrides: s.overrides.iter().map(override_to_proto).collect(),
