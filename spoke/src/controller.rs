@@ -120,7 +120,7 @@ async fn reconcile(
     publish(
         ctx,
         snapshot.revision(),
-        &plan,
+        plan,
         eval.gates.iter().filter(|g| !g.open).count(),
     );
     eval.next_transition
@@ -128,7 +128,7 @@ async fn reconcile(
 
 /// Publishes the pass's outcome. Ready is set first, so whoever sees the
 /// first report also sees `/readyz` succeed.
-fn publish(ctx: &Context, revision: u64, plan: &Plan, closed: usize) {
+fn publish(ctx: &Context, revision: u64, plan: Plan, closed: usize) {
     ctx.ready.store(true, Ordering::Release);
     let m = &ctx.metrics;
     m.objects_governed
@@ -141,7 +141,8 @@ fn publish(ctx: &Context, revision: u64, plan: &Plan, closed: usize) {
         .set(i64::try_from(closed).unwrap_or(i64::MAX));
     let report = Report {
         revision,
-        objects: plan.report.clone(),
+        // Moved, not copied: one entry per governed object.
+        objects: plan.report,
     };
     ctx.report.send_if_modified(|cur| {
         if cur.as_deref() == Some(&report) {
