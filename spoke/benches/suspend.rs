@@ -90,6 +90,7 @@ async fn run(n: usize) -> anyhow::Result<()> {
 
     // --- the spoke ---
     let mut config = Config::for_cluster(CLUSTER)?;
+    let in_flight = config.patch_concurrency;
     config.hub_url = None;
     config.namespace = "fleetgate-system".into();
     config.http_addr = "127.0.0.1:0".parse()?;
@@ -187,7 +188,7 @@ async fn run(n: usize) -> anyhow::Result<()> {
 
     println!("suspend {n} Kustomizations after a gate closes (same simulated API server):");
     println!(
-        "  fleetgate-spoke (merge patch + event per object, 32 in flight): {:>9.3} s",
+        "  fleetgate-spoke (merge patch + event per object, {in_flight:>2} in flight): {:>9.3} s",
         spoke_time.as_secs_f64()
     );
     println!(
