@@ -109,6 +109,29 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         .iter()
         .find(|c| c["cluster"]["name"] == "prod-eu-1")
         .expect("prod-eu-1 in the demo fleet");
+    assert!(
+        prod["closedBy"]
+            .as_array()
+            .unwrap()
+            .contains(&"sre-approval".into()),
+        "prod-eu-1 closed by sre-approval: {prod}"
+    );
+    // The fleet view carries no objects; one cluster's detail does.
+    let out = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+        .args([
+            "status",
+            "prod-eu-1",
+            "-o",
+            "json",
+            "--hub",
+            &hub,
+            "--token",
+            &token,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let prod: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let payments = prod["objects"]
         .as_array()
         .unwrap()
