@@ -6,83 +6,14 @@ mod common;
 mod grpc_support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use common::Hub;
 use fleetgate_hub::grpc::GrpcOptions;
+use fleetgate_tests::pki::make_pki;
 use grpc_support::Grpc;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("running openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A CA, and a server (`localhost`) and client certificate signed by it.
-fn make_pki(dir: &Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec![
-        "req",
-        "-x509",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=fleetgate-test-ca",
-    ];
-    ca.extend(ec);
-    ca.extend(["-keyout", "ca.key", "-out", "ca.crt"]);
-    openssl(dir, &ca);
-    std::fs::write(dir.join("server.ext"), "subjectAltName=DNS:localhost\n").unwrap();
-    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
-    for who in ["server", "client"] {
-        let subj = format!("/CN={who}");
-        let (key, csr, crt, ext) = (
-            format!("{who}.key"),
-            format!("{who}.csr"),
-            format!("{who}.crt"),
-            format!("{who}.ext"),
-        );
-        let mut req = vec!["req", "-subj", &subj, "-keyout", &key, "-out", &csr];
-        req.extend(ec);
-        openssl(dir, &req);
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "1",
-                "-out",
-                &crt,
-                "-extfile",
-                &ext,
-            ],
-        );
-    }
-}
 
 fn tls_channel(dir: &Path, addr: std::net::SocketAddr, with_identity: bool) -> Channel {
     let read = |f: &str| std::fs::read(dir.join(f)).unwrap();

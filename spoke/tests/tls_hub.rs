@@ -4,81 +4,16 @@
 
 mod support;
 
-use std::{path::Path, process::Command};
-
+use fleetgate_tests::pki::make_pki;
 use support::*;
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("running openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A CA and a server certificate for 127.0.0.1 signed by it.
-fn make_certs(dir: &Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec![
-        "req",
-        "-x509",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=fleetgate-test-ca",
-    ];
-    ca.extend(ec);
-    ca.extend(["-keyout", "ca.key", "-out", "ca.pem"]);
-    openssl(dir, &ca);
-    let mut csr = vec!["req", "-subj", "/CN=fake-hub"];
-    csr.extend(ec);
-    csr.extend(["-keyout", "hub.key", "-out", "hub.csr"]);
-    openssl(dir, &csr);
-    std::fs::write(
-        dir.join("san.ext"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
-    )
-    .unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "hub.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "1",
-            "-extfile",
-            "san.ext",
-            "-out",
-            "hub.pem",
-        ],
-    );
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connects_to_a_tls_hub_trusting_hub_ca() {
     let dir = tempfile::tempdir().unwrap();
-    make_certs(dir.path());
+    make_pki(dir.path());
     let identity = tonic::transport::Identity::from_pem(
-        std::fs::read(dir.path().join("hub.pem")).unwrap(),
-        std::fs::read(dir.path().join("hub.key")).unwrap(),
+        std::fs::read(dir.path().join("server.crt")).unwrap(),
+        std::fs::read(dir.path().join("server.key")).unwrap(),
     );
     let cluster = start_cluster().await;
     create(&cluster, git_repository("repo")).await;
@@ -91,7 +26,7 @@ async fn connects_to_a_tls_hub_trusting_hub_ca() {
     ));
 
     let mut config = spoke_config(Some(format!("https://{}", hub.addr)));
-    config.hub_ca = Some(dir.path().join("ca.pem"));
+    config.hub_ca = Some(dir.path().join("ca.crt"));
     let spoke = RunningSpoke::start(&cluster, config).await;
     let hello = hub.wait_hello().await;
     assert_eq!(hello.cluster, CLUSTER);

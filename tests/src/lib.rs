@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod pg;
+pub mod pki;
 pub mod process;
 
 pub use pg::{TestDb, test_db};
