@@ -134,13 +134,19 @@ impl Fanout {
 
     /// Reads and publishes `clusters` in batches; returns those whose read failed.
     pub async fn refresh(&self, clusters: Vec<String>) -> Vec<String> {
+        let started = std::time::Instant::now();
         let mut failed = Vec::new();
+        let mut read_time = std::time::Duration::ZERO;
+        let mut published = 0usize;
         for batch in clusters.chunks(READ_BATCH) {
-            match self.source.load_many(batch).await {
+            let read_started = std::time::Instant::now();
+            let loaded = self.source.load_many(batch).await;
+            read_time += read_started.elapsed();
+            match loaded {
                 Ok(loaded) => {
                     let mut index = self.index();
                     for (cluster, desired) in loaded {
-                        index.publish(&cluster, desired);
+                        published += usize::from(index.publish(&cluster, desired));
                     }
                 }
                 Err(e) => {
@@ -150,6 +156,14 @@ impl Fanout {
             }
         }
         self.index().prune_all();
+        tracing::debug!(
+            clusters = clusters.len(),
+            published,
+            failed = failed.len(),
+            read_ms = read_time.as_secs_f64() * 1e3,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            "fan-out refresh"
+        );
         failed
     }
 }
