@@ -64,6 +64,7 @@ pub async fn run(
                 objects: objs.clone(),
                 clock_offset_ms: marker,
                 observed_at: None,
+                more: false,
             };
             if !swarm.report(i, report) {
                 return Err(Error::setup(format!("spoke {i} cannot send a report")));
@@ -113,5 +114,6 @@ pub async fn run(
         rounds,
         objects_per_second: (rounds * spokes * per_report) as f64 / elapsed,
         durable: Percentiles::of(&durable),
+        hub_rss_per_reporting_spoke_kib: 0.0,
     })
 }

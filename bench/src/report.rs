@@ -74,6 +74,9 @@ pub struct IngestResult {
     pub objects_per_second: f64,
     /// Per report: sent → committed in PostgreSQL (seen by a poll every 10 ms).
     pub durable: Percentiles,
+    /// Hub RSS growth over the ingest divided by the reporting spokes: what a
+    /// spoke that reports keeps costing beyond an idle one.
+    pub hub_rss_per_reporting_spoke_kib: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -210,6 +213,15 @@ impl Report {
             row(
                 "status report → durable p50 / p99 / max".into(),
                 i.durable.cell(),
+                "",
+                None,
+            );
+            row(
+                format!(
+                    "hub RSS added per reporting spoke (after the ingest, {} objects each)",
+                    i.objects_per_report
+                ),
+                format!("{:.1} KiB", i.hub_rss_per_reporting_spoke_kib),
                 "",
                 None,
             );

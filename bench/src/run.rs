@@ -128,19 +128,25 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             hub_rss_per_spoke_kib: rss.saturating_sub(rss0) as f64 / n as f64,
             hub_idle_millicores: idle,
         });
-        if i == 0 && cfg.ingest_spokes > 0 {
+        // Ingest after the largest fleet's idle and flip measurements: the
+        // reporting streams' larger buffers must not count as idle cost.
+        if i + 1 == cfg.spokes.len() && cfg.ingest_spokes > 0 {
             let spokes = cfg.ingest_spokes.min(n);
             progress(&format!("hub: status ingest from {spokes} spokes"));
-            report.ingest = Some(
-                ingest::run(
-                    &swarm,
-                    &service,
-                    spokes,
-                    cfg.ingest_objects,
-                    cfg.ingest_duration,
-                )
-                .await?,
-            );
+            let before = proc_stats::rss_kib(hub.pid())?;
+            let mut ingest = ingest::run(
+                &swarm,
+                &service,
+                spokes,
+                cfg.ingest_objects,
+                cfg.ingest_duration,
+            )
+            .await?;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let after = proc_stats::rss_kib(hub.pid())?;
+            ingest.hub_rss_per_reporting_spoke_kib =
+                after.saturating_sub(before) as f64 / spokes as f64;
+            report.ingest = Some(ingest);
         }
     }
 

@@ -316,7 +316,12 @@ impl SimSpoke {
         *self.slot.outbound.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
         self.slot.sessions.fetch_add(1, Ordering::AcqRel);
         let response = client
-            .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .connect(
+                // Reports go out in parts, as the real spoke sends them.
+                tokio_stream::wrappers::ReceiverStream::new(rx).flat_map(|m| {
+                    futures::stream::iter(fleetgate_proto::report_parts::message_parts(m))
+                }),
+            )
             .await;
         drop(permit);
         let mut got = false;

@@ -38,6 +38,80 @@ async fn status_until(hub: &Hub, cluster: &str, done: impl Fn(&Value) -> bool) -
 }
 
 #[tokio::test]
+async fn a_report_in_parts_is_applied_whole_and_an_unfinished_one_never() {
+    let hub = Hub::new().await;
+    let token = hub.register("c1", json!({"env": "prod"})).await;
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let mut spoke = TestSpoke::connect(grpc.channel.clone(), &token, "c1", 0)
+        .await
+        .unwrap();
+    let rev = spoke.snapshot().await.revision;
+
+    // Three parts: stored together, with the last part's clock offset.
+    spoke
+        .report_part(rev, vec![kustomization("apps", "a", false, &[])], 1, true)
+        .await;
+    spoke
+        .report_part(rev, vec![kustomization("apps", "b", false, &[])], 2, true)
+        .await;
+    spoke
+        .report_part(rev, vec![kustomization("apps", "c", false, &[])], 3, false)
+        .await;
+    let body = status_until(&hub, "c1", |b| b["cluster"]["clockOffsetMs"] == 3).await;
+    let mut names: Vec<String> = body["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a", "b", "c"], "{body}");
+
+    // A first part, then the stream ends: once the hub has handled the end
+    // (the cluster reads as disconnected) the unfinished report was dropped.
+    spoke
+        .report_part(rev, vec![kustomization("apps", "x", false, &[])], 99, true)
+        .await;
+    spoke.close();
+    let body = status_until(&hub, "c1", |b| b["cluster"]["connected"] == false).await;
+    assert_eq!(body["cluster"]["clockOffsetMs"], 3, "{body}");
+    assert_eq!(body["objects"].as_array().unwrap().len(), 3, "{body}");
+
+    // Parts together beyond the limit: INVALID_ARGUMENT naming the field.
+    let mut spoke = TestSpoke::connect(grpc.channel.clone(), &token, "c1", rev)
+        .await
+        .unwrap();
+    let max = fleetgate_proto::report_parts::MAX_REPORT_OBJECTS;
+    let tiny = |i: usize| pb::ObjectStatus {
+        kind: "Kustomization".into(),
+        namespace: "a".into(),
+        name: format!("k{i}"),
+        ..Default::default()
+    };
+    // Two parts of max/2 (each well under the 4 MiB message limit), then one more.
+    spoke
+        .report_part(rev, (0..max / 2).map(tiny).collect(), 5, true)
+        .await;
+    spoke
+        .report_part(rev, (max / 2..max).map(tiny).collect(), 5, true)
+        .await;
+    spoke
+        .report_part(
+            rev,
+            vec![kustomization("apps", "one-more", false, &[])],
+            5,
+            false,
+        )
+        .await;
+    let err = spoke.error().await;
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(err.message().contains("report.objects"), "{err:?}");
+    assert!(err.message().contains("100000"), "{err:?}");
+    let body = hub.get("/api/v1/clusters/c1/status").await.body;
+    assert_eq!(body["objects"].as_array().unwrap().len(), 3, "{body}");
+}
+
+#[tokio::test]
 async fn gate_change_via_rest_reaches_connected_spoke_and_only_its_cluster() {
     let hub = Hub::new().await;
     let t1 = hub.register("prod-1", json!({"env": "prod"})).await;

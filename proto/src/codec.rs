@@ -14,9 +14,13 @@ use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 /// cost (256 B measured ~1 KiB less hub RSS per spoke than 1 KiB).
 pub const BUFFER_SIZE: usize = 256;
 
-/// Encoded bytes gathered before a streaming response yields them to HTTP/2
-/// (tonic's default; a batch is only built when messages queue up).
-pub const YIELD_THRESHOLD: usize = 32 * 1024;
+/// Encoded bytes gathered before a stream yields them to HTTP/2 (tonic's
+/// default is 32 KiB; a batch is only built when messages queue up). The
+/// receiver copies each HTTP/2 DATA frame into its stream's decode buffer,
+/// which keeps its largest size, so a spoke sending the parts of a report
+/// (`report_parts::PART_BYTES`) in 32 KiB batches would still grow the hub's
+/// buffer per stream to 16 KiB (a full frame).
+pub const YIELD_THRESHOLD: usize = 4 * 1024;
 
 /// `tonic_prost::ProstCodec` with [`BUFFER_SIZE`] buffers (see the module docs).
 #[derive(Debug, Clone)]

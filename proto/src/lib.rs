@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod codec;
+pub mod report_parts;
 
 /// Generated messages, clients (`*_client`) and servers (`*_server`).
 pub mod v1 {

@@ -6,10 +6,11 @@ use std::{sync::Arc, time::Duration};
 
 use chrono::Utc;
 use fleetgate_proto::{
-    SpokeServiceClient,
+    SpokeServiceClient, report_parts,
     time::from_timestamp,
     v1::{self as pb, hub_message, spoke_message},
 };
+use futures::StreamExt as _;
 use rand::Rng;
 use tokio::{sync::mpsc, time::Instant};
 use tokio_stream::wrappers::ReceiverStream;
@@ -123,7 +124,12 @@ async fn session(
     let _ = tx.try_send(pb::SpokeMessage {
         msg: Some(spoke_message::Msg::Hello(hello)),
     });
-    let mut request = Request::new(ReceiverStream::new(rx));
+    // A queued report goes out as parts of a few KiB (`StatusReport.more`), so
+    // the hub keeps no report-sized buffer per stream; the queue still holds
+    // whole reports, so a dropped one is dropped whole.
+    let outbound =
+        ReceiverStream::new(rx).flat_map(|m| futures::stream::iter(report_parts::message_parts(m)));
+    let mut request = Request::new(outbound);
     // Re-read the token file on every connect: a rotated Secret is picked up
     // without a restart. If it is unreadable now, the token read at start is used.
     let token = match ctx.config.read_token() {

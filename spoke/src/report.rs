@@ -22,6 +22,7 @@ impl Report {
             objects: self.objects.iter().map(object_status).collect(),
             clock_offset_ms,
             observed_at: Some(to_timestamp(observed_at)),
+            more: false,
         }
     }
 }

@@ -467,3 +467,36 @@ async fn helm_releases_are_suspended_held_and_their_sources_frozen() {
     hub.stop().await;
     cluster.sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_report_goes_out_in_parts_and_arrives_whole() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    // ~150 B per object on the wire: 120 objects make a ~18 KiB report.
+    for i in 0..120 {
+        create(
+            &cluster,
+            kustomization(&format!("app-{i:03}"), "repo", false),
+        )
+        .await;
+    }
+    let mut hub = FakeHub::start().await;
+    hub.set(weekdays(1, "open"));
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
+    let report = hub
+        .report_where("all 120 objects in one report", |r| {
+            r.revision == 1 && r.objects.len() == 120
+        })
+        .await;
+    let mut names: Vec<&str> = report.objects.iter().map(|o| o.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 120);
+    let parts = hub.seen.lock().await.report_parts.clone();
+    // Several parts flagged `more`, each run ended by a last part.
+    assert!(parts.iter().filter(|m| **m).count() >= 3, "{parts:?}");
+    assert_eq!(parts.last(), Some(&false), "{parts:?}");
+    spoke.stop().await;
+    hub.stop().await;
+    cluster.sim.shutdown().await;
+}

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fleetgate_proto::report_parts::MAX_REPORT_OBJECTS;
 use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
 use futures::Stream;
 use tokio::sync::watch;
@@ -321,6 +322,8 @@ fn session(
         );
         keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
+        // Objects of a report whose last part has not arrived yet.
+        let mut partial: Vec<db::ReportedObject> = Vec::new();
         while let Some(rx) = conn.rx.as_mut() {
             // Decide inside `select!`, act outside it: `?` and `yield` of
             // `try_stream!` do not reach into the macro's branches.
@@ -373,8 +376,19 @@ fn session(
                     }
                 }
                 Step::Inbound(Ok(Some(pb::SpokeMessage { msg: Some(spoke_message::Msg::Report(report)) }))) => {
-                    let objects = report.objects.into_iter().map(object_from_proto).collect();
-                    let objects = normalize_objects(objects).map_err(to_status)?;
+                    // A report may come in parts (`more`); it is applied whole,
+                    // when its last part arrives.
+                    if partial.len() + report.objects.len() > MAX_REPORT_OBJECTS {
+                        Err(invalid(
+                            "report.objects",
+                            format!("more than {MAX_REPORT_OBJECTS} objects in one report"),
+                        ))?;
+                    }
+                    partial.extend(report.objects.into_iter().map(object_from_proto));
+                    if report.more {
+                        continue;
+                    }
+                    let objects = normalize_objects(std::mem::take(&mut partial)).map_err(to_status)?;
                     inner.metrics.reports_received.inc();
                     inner.reports.submit(ClusterReport {
                         cluster: cluster.clone(),

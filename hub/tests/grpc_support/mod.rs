@@ -191,17 +191,35 @@ impl TestSpoke {
 
     /// Sends a status report.
     pub async fn report(&self, revision: u64, objects: Vec<pb::ObjectStatus>) {
+        self.report_part(revision, objects, 42, false).await;
+    }
+
+    /// Sends one part of a status report (`more`: further parts follow).
+    pub async fn report_part(
+        &self,
+        revision: u64,
+        objects: Vec<pb::ObjectStatus>,
+        clock_offset_ms: i64,
+        more: bool,
+    ) {
         self.tx
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
                     revision,
                     objects,
-                    clock_offset_ms: 42,
+                    clock_offset_ms,
                     observed_at: None,
+                    more,
                 })),
             })
             .await
             .unwrap();
+    }
+
+    /// Ends the request stream, as a spoke shutting down does.
+    pub fn close(&mut self) {
+        let (tx, _) = tokio::sync::mpsc::channel(1);
+        self.tx = tx;
     }
 
     /// Sends any message.

@@ -9,6 +9,8 @@ use super::*;
 pub struct Seen {
     pub hellos: Vec<pb::Hello>,
     pub authorization: Vec<String>,
+    /// The `more` flag of every report message received, in order.
+    pub report_parts: Vec<bool>,
 }
 
 #[derive(Clone)]
@@ -54,10 +56,19 @@ impl SpokeService for HubService {
         self.seen.lock().await.hellos.push(hello.clone());
         self.hello.send_replace(Some(hello.clone()));
         let reports = self.reports.clone();
+        let seen = self.seen.clone();
         tokio::spawn(async move {
+            // Reports come in parts (`more`); tests see each whole report,
+            // as the hub applies it.
+            let mut objects = Vec::new();
             while let Ok(Some(msg)) = inbound.message().await {
-                if let Some(spoke_message::Msg::Report(r)) = msg.msg {
-                    let _ = reports.send(r);
+                if let Some(spoke_message::Msg::Report(mut r)) = msg.msg {
+                    seen.lock().await.report_parts.push(r.more);
+                    objects.append(&mut r.objects);
+                    if !r.more {
+                        r.objects = std::mem::take(&mut objects);
+                        let _ = reports.send(r);
+                    }
                 }
             }
         });

@@ -66,6 +66,7 @@ impl FakeSpoke {
                     objects,
                     clock_offset_ms: 120,
                     observed_at: None,
+                    more: false,
                 })),
             })
             .await

@@ -1,0 +1,138 @@
+//! Splitting a [`StatusReport`] into parts of a few KiB (the `more` field),
+//! so that neither the spoke's encode buffer nor the hub's per-stream decode
+//! buffer grows to the size of a whole report and stays there.
+
+use prost::Message;
+
+use crate::v1::{SpokeMessage, StatusReport, spoke_message};
+
+/// Largest encoded size of one part's objects (a single larger object still
+/// gets a part of its own). Hub streams then keep decode buffers of a few KiB.
+pub const PART_BYTES: usize = 4 * 1024;
+
+/// Most objects one report (all its parts together) may carry; the hub
+/// rejects a report beyond this with INVALID_ARGUMENT.
+pub const MAX_REPORT_OBJECTS: usize = 100_000;
+
+/// `report` as consecutive parts of at most `part_bytes` of objects each; every
+/// part but the last has `more = true`. Revision, clock offset and observation
+/// time are repeated in every part. An empty report is one part.
+pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
+    let StatusReport {
+        revision,
+        objects,
+        clock_offset_ms,
+        observed_at,
+        more: _,
+    } = report;
+    let part = |objects| StatusReport {
+        revision,
+        objects,
+        clock_offset_ms,
+        observed_at,
+        more: true,
+    };
+    let mut parts = Vec::new();
+    let mut current = Vec::new();
+    let mut size = 0;
+    for o in objects {
+        // Field tag + length prefix + body, as it is encoded inside the report.
+        let len = o.encoded_len();
+        let len = len + prost::length_delimiter_len(len) + 1;
+        if !current.is_empty() && size + len > part_bytes {
+            parts.push(part(std::mem::take(&mut current)));
+            size = 0;
+        }
+        size += len;
+        current.push(o);
+    }
+    parts.push(part(current));
+    if let Some(last) = parts.last_mut() {
+        last.more = false;
+    }
+    parts
+}
+
+/// A spoke message as sent on the stream: a report as its parts of at most
+/// [`PART_BYTES`], any other message as itself.
+pub fn message_parts(m: SpokeMessage) -> Vec<SpokeMessage> {
+    match m.msg {
+        Some(spoke_message::Msg::Report(r)) => split(r, PART_BYTES)
+            .into_iter()
+            .map(|part| SpokeMessage {
+                msg: Some(spoke_message::Msg::Report(part)),
+            })
+            .collect(),
+        msg => vec![SpokeMessage { msg }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::v1::ObjectStatus;
+
+    fn object(i: usize, revision_len: usize) -> ObjectStatus {
+        ObjectStatus {
+            kind: "Kustomization".into(),
+            namespace: "apps".into(),
+            name: format!("app-{i:04}"),
+            gates: vec!["weekday-window".into()],
+            last_applied_revision: "x".repeat(revision_len),
+            ..Default::default()
+        }
+    }
+
+    fn report(objects: Vec<ObjectStatus>) -> StatusReport {
+        StatusReport {
+            revision: 7,
+            objects,
+            clock_offset_ms: -12,
+            observed_at: Some(prost_types::Timestamp {
+                seconds: 5,
+                nanos: 0,
+            }),
+            more: false,
+        }
+    }
+
+    #[test]
+    fn parts_carry_every_object_in_order_within_the_size() {
+        let objects: Vec<_> = (0..1000).map(|i| object(i, 60)).collect();
+        let parts = split(report(objects.clone()), PART_BYTES);
+        assert!(parts.len() > 10, "{} parts", parts.len());
+        let rejoined: Vec<_> = parts.iter().flat_map(|p| p.objects.clone()).collect();
+        assert_eq!(rejoined, objects);
+        for (i, p) in parts.iter().enumerate() {
+            assert_eq!(p.more, i + 1 < parts.len());
+            assert_eq!((p.revision, p.clock_offset_ms), (7, -12));
+            assert!(p.observed_at.is_some());
+            assert!(!p.objects.is_empty());
+            // The whole part message stays near the budget (header fields ~20 B).
+            assert!(p.encoded_len() <= PART_BYTES + 32, "{}", p.encoded_len());
+        }
+    }
+
+    #[test]
+    fn small_and_empty_reports_are_one_part() {
+        let parts = split(report(vec![]), PART_BYTES);
+        assert_eq!(parts.len(), 1);
+        assert!(!parts[0].more && parts[0].objects.is_empty());
+        let parts = split(report(vec![object(1, 10), object(2, 10)]), PART_BYTES);
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].objects.len(), 2);
+        assert!(!parts[0].more);
+    }
+
+    #[test]
+    fn an_object_larger_than_a_part_gets_its_own_part() {
+        let objects = vec![object(1, 10), object(2, 3 * PART_BYTES), object(3, 10)];
+        let parts = split(report(objects), PART_BYTES);
+        let sizes: Vec<usize> = parts.iter().map(|p| p.objects.len()).collect();
+        assert_eq!(sizes, vec![1, 1, 1]);
+        assert_eq!(
+            parts.iter().map(|p| p.more).collect::<Vec<_>>(),
+            vec![true, true, false]
+        );
+    }
+}
