@@ -2,7 +2,7 @@
 //! spoke, simulator, and this benchmark's own floor server), building them
 //! first when run through cargo so a stale binary is never measured.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use crate::{Error, Result};
@@ -33,8 +33,9 @@ impl Bins {
         if dir.file_name().is_some_and(|n| n == "deps") {
             dir.pop();
         }
+        let release = dir.file_name().is_some_and(|n| n == "release");
         if let Ok(cargo) = std::env::var("CARGO") {
-            build(&cargo, &dir)?;
+            build(&cargo, release)?;
         }
         let find = |name: &str| -> Result<PathBuf> {
             let p = dir.join(name);
@@ -53,7 +54,7 @@ impl Bins {
             .parent()
             .map(|target| target.join("dist").join("fleetgate-spoke"));
         let spoke = match dist_spoke {
-            Some(p) if dir.file_name().is_some_and(|n| n == "release") && p.exists() => p,
+            Some(p) if release && p.exists() => p,
             _ => find("fleetgate-spoke")?,
         };
         Ok(Self {
@@ -65,35 +66,37 @@ impl Bins {
     }
 }
 
-fn build(cargo: &str, profile_dir: &Path) -> Result<()> {
-    let mut cmd = Command::new(cargo);
-    cmd.arg("build").arg("--quiet");
+/// Builds the binaries in the running profile (and in release the spoke also
+/// in `dist`).
+fn build(cargo: &str, release: bool) -> Result<()> {
+    let mut args = vec!["build", "--quiet"];
     for p in PACKAGES {
-        cmd.args(["-p", p]);
+        args.extend(["-p", p]);
     }
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
+    if release {
+        args.push("--release");
     }
-    let status = cmd.status()?;
-    if !status.success() {
-        return Err(Error::setup(format!("cargo build of {PACKAGES:?} failed")));
-    }
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        let status = Command::new(cargo)
-            .args([
+    cargo_build(cargo, &args)?;
+    if release {
+        cargo_build(
+            cargo,
+            &[
                 "build",
                 "--quiet",
                 "--profile",
                 "dist",
                 "-p",
                 "fleetgate-spoke",
-            ])
-            .status()?;
-        if !status.success() {
-            return Err(Error::setup(
-                "cargo build --profile dist of fleetgate-spoke failed",
-            ));
-        }
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+fn cargo_build(cargo: &str, args: &[&str]) -> Result<()> {
+    let status = Command::new(cargo).args(args).status()?;
+    if !status.success() {
+        return Err(Error::setup(format!("cargo {} failed", args.join(" "))));
     }
     Ok(())
 }

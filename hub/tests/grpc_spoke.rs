@@ -109,6 +109,7 @@ async fn a_report_in_parts_is_applied_whole_and_an_unfinished_one_never() {
     assert!(err.message().contains("100000"), "{err:?}");
     let body = hub.get("/api/v1/clusters/c1/status").await.body;
     assert_eq!(body["objects"].as_array().unwrap().len(), 3, "{body}");
+    grpc.stop().await;
 }
 
 #[tokio::test]
