@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use fleetgate_hub::Service;
 use fleetgate_proto::v1 as pb;
 
 use crate::report::IngestResult;
@@ -44,7 +43,7 @@ fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
 /// Runs rounds with the first `spokes` spokes of `swarm` for about `duration`.
 pub async fn run(
     swarm: &Swarm,
-    service: &Service,
+    pool: &sqlx::PgPool,
     spokes: usize,
     per_report: usize,
     duration: Duration,
@@ -84,7 +83,7 @@ pub async fn run(
             )
             .bind(marker)
             .bind(&names)
-            .fetch_all(service.pool())
+            .fetch_all(pool)
             .await?;
             let now = t0.elapsed();
             for (name,) in rows {
@@ -100,7 +99,7 @@ pub async fn run(
     )
     .bind(&names)
     .bind(format!("main@sha1:{:040}", rounds - 1))
-    .fetch_one(service.pool())
+    .fetch_one(pool)
     .await?;
     let expected = (spokes * per_report) as i64;
     if stored != expected {

@@ -59,7 +59,8 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         .map_or_else(|| workdir.path().join("hub.log"), std::path::PathBuf::from);
     let spec = HubSpec::new(&cfg.bins.hub, &db.url, ADMIN_TOKEN, hub_log);
     let mut hub = spec.start().await?;
-    let service = Service::new(fleetgate_hub::db::connect(&db.url, 20).await?);
+    let pool = fleetgate_hub::db::connect(&db.url, 20).await?;
+    let service = Service::new(pool.clone());
 
     // The fleet is registered size by size, so the 1,000-spoke numbers are
     // those of a 1,000-cluster fleet.
@@ -136,7 +137,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             let before = proc_stats::rss_kib(hub.pid())?;
             let mut ingest = ingest::run(
                 &swarm,
-                &service,
+                &pool,
                 spokes,
                 cfg.ingest_objects,
                 cfg.ingest_duration,
@@ -160,7 +161,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
 
     if cfg.storm && !swarm.is_empty() {
         progress(&format!("hub: reconnect storm with {} spokes", swarm.len()));
-        let (result, restarted) = storm::run(&swarm, &spec, hub, &service).await?;
+        let (result, restarted) = storm::run(&swarm, &spec, hub, &service, &pool).await?;
         report.storm = Some(result);
         hub = restarted;
     }
@@ -185,7 +186,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         );
     }
     hub.stop().await?;
-    service.pool().close().await;
+    pool.close().await;
     Ok(report)
 }
 

@@ -101,10 +101,11 @@ pub async fn run(
             )));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let (n,): (i64,) = sqlx::query_as("select count(*) from object_status where cluster = $1")
-            .bind(CLUSTER)
-            .fetch_one(service.pool())
-            .await?;
+        let n = service
+            .cluster_status(&fleet::actor(), CLUSTER)
+            .await?
+            .counts
+            .governed;
         if n != last.0 {
             last = (n, Instant::now());
         } else if n > 0 && last.1.elapsed() > Duration::from_secs(3) {

@@ -22,6 +22,7 @@ pub async fn run(
     spec: &HubSpec,
     hub: HubProcess,
     service: &Service,
+    pool: &sqlx::PgPool,
 ) -> Result<(StormResult, HubProcess)> {
     for s in swarm.slots.iter() {
         s.max_attempts.store(0, Ordering::Release);
@@ -32,7 +33,7 @@ pub async fn run(
     fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
     let (target,): (i64,) =
         sqlx::query_as("select min(desired_revision) from clusters where name like 'b-%'")
-            .fetch_one(service.pool())
+            .fetch_one(pool)
             .await?;
     let hub = spec.start().await?;
     let hub_down = t0.elapsed();

@@ -1,6 +1,7 @@
 //! Command-line and environment configuration of `fleetgate-hub`.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -32,6 +33,27 @@ pub struct MigrateConfig {
     pub database_url: String,
 }
 
+/// Every default of the hub's settings, in one place: the flags below and
+/// the `Default` impls read them.
+pub mod defaults {
+    /// `--http-addr`.
+    pub const HTTP_ADDR: &str = "0.0.0.0:8080";
+    /// `--grpc-addr`.
+    pub const GRPC_ADDR: &str = "0.0.0.0:9090";
+    /// `--db-max-connections`.
+    pub const DB_MAX_CONNECTIONS: u32 = 20;
+    /// `--http-body-limit`: 1 MiB.
+    pub const HTTP_BODY_LIMIT: usize = 1024 * 1024;
+    /// `--http-timeout-secs`.
+    pub const HTTP_TIMEOUT_SECS: u64 = 30;
+    /// `--spoke-keepalive`.
+    pub const SPOKE_KEEPALIVE: &str = "15s";
+    /// `--spoke-stream-max-age`.
+    pub const SPOKE_STREAM_MAX_AGE: &str = "30m";
+    /// `--report-flush-ms`.
+    pub const REPORT_FLUSH_MS: u64 = 250;
+}
+
 /// `fleetgate-hub serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
@@ -39,32 +61,29 @@ pub struct ServeConfig {
     #[arg(long, env = "DATABASE_URL")]
     pub database_url: String,
     /// Address of the REST API, dashboard, health and metrics endpoints.
-    #[arg(long, env = "FLEETGATE_HTTP_ADDR", default_value = "0.0.0.0:8080")]
+    #[arg(long, env = "FLEETGATE_HTTP_ADDR", default_value = defaults::HTTP_ADDR)]
     pub http_addr: SocketAddr,
     /// Address of the gRPC server (spoke streams and admin API).
-    #[arg(long, env = "FLEETGATE_GRPC_ADDR", default_value = "0.0.0.0:9090")]
+    #[arg(long, env = "FLEETGATE_GRPC_ADDR", default_value = defaults::GRPC_ADDR)]
     pub grpc_addr: SocketAddr,
     /// Ensures an admin API token named `bootstrap-admin` with this secret
     /// (at least 16 characters) at start, for bootstrap and scripts.
     #[arg(long, env = "FLEETGATE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// Maximum database connections of this replica.
-    #[arg(long, env = "FLEETGATE_DB_MAX_CONNECTIONS", default_value_t = 20)]
+    #[arg(long, env = "FLEETGATE_DB_MAX_CONNECTIONS", default_value_t = defaults::DB_MAX_CONNECTIONS)]
     pub db_max_connections: u32,
-    /// Largest accepted request body, in bytes.
-    #[arg(long, env = "FLEETGATE_HTTP_BODY_LIMIT", default_value_t = 1024 * 1024)]
-    pub http_body_limit: usize,
-    /// Per-request timeout of the REST API, in seconds.
-    #[arg(long, env = "FLEETGATE_HTTP_TIMEOUT_SECS", default_value_t = 30)]
-    pub http_timeout_secs: u64,
+    /// HTTP settings (body limit, timeout).
+    #[command(flatten)]
+    pub http: HttpOptions,
     /// gRPC settings (TLS, keepalive, replica id, ...).
     #[command(flatten)]
-    pub grpc: crate::grpc::GrpcOptions,
+    pub grpc: GrpcOptions,
 }
 
 impl ServeConfig {
     /// A config for `database_url` with every other setting at its default
-    /// and ephemeral loopback ports (tests).
+    /// and ephemeral loopback ports (tests, the demo).
     pub fn for_tests(database_url: impl Into<String>) -> Self {
         Self {
             database_url: database_url.into(),
@@ -72,14 +91,100 @@ impl ServeConfig {
             grpc_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             admin_token: None,
             db_max_connections: 10,
-            http_body_limit: 1024 * 1024,
-            http_timeout_secs: 30,
-            grpc: crate::grpc::GrpcOptions::default(),
+            http: HttpOptions::default(),
+            grpc: GrpcOptions::default(),
         }
     }
+}
 
+/// HTTP flags of `fleetgate-hub serve`.
+#[derive(Debug, Clone, Args)]
+pub struct HttpOptions {
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "FLEETGATE_HTTP_BODY_LIMIT", default_value_t = defaults::HTTP_BODY_LIMIT)]
+    pub http_body_limit: usize,
+    /// Per-request timeout of the REST API, in seconds.
+    #[arg(long, env = "FLEETGATE_HTTP_TIMEOUT_SECS", default_value_t = defaults::HTTP_TIMEOUT_SECS)]
+    pub http_timeout_secs: u64,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            http_body_limit: defaults::HTTP_BODY_LIMIT,
+            http_timeout_secs: defaults::HTTP_TIMEOUT_SECS,
+        }
+    }
+}
+
+impl HttpOptions {
     /// The REST request timeout.
-    pub fn http_timeout(&self) -> Duration {
+    pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.http_timeout_secs)
     }
+}
+
+/// gRPC flags of `fleetgate-hub serve`.
+#[derive(Debug, Clone, Args)]
+pub struct GrpcOptions {
+    /// PEM certificate chain for the gRPC listener; with --grpc-tls-key enables TLS.
+    #[arg(long, env = "FLEETGATE_GRPC_TLS_CERT", requires = "grpc_tls_key")]
+    pub grpc_tls_cert: Option<PathBuf>,
+    /// PEM private key for --grpc-tls-cert.
+    #[arg(long, env = "FLEETGATE_GRPC_TLS_KEY", requires = "grpc_tls_cert")]
+    pub grpc_tls_key: Option<PathBuf>,
+    /// PEM CA bundle: require client certificates signed by it (mTLS).
+    #[arg(long, env = "FLEETGATE_GRPC_CLIENT_CA", requires = "grpc_tls_cert")]
+    pub grpc_client_ca: Option<PathBuf>,
+    /// This replica's id in `clusters.connected_replica` (default: hostname).
+    #[arg(long, env = "FLEETGATE_REPLICA_ID")]
+    pub replica_id: Option<String>,
+    /// Interval of keepalive messages on spoke streams (Go-style duration).
+    #[arg(long, env = "FLEETGATE_SPOKE_KEEPALIVE", default_value = defaults::SPOKE_KEEPALIVE, value_parser = parse_std_duration)]
+    pub spoke_keepalive: Duration,
+    /// Spoke streams end cleanly after this age ±10 % so spokes re-balance.
+    #[arg(long, env = "FLEETGATE_SPOKE_STREAM_MAX_AGE", default_value = defaults::SPOKE_STREAM_MAX_AGE, value_parser = parse_std_duration)]
+    pub spoke_stream_max_age: Duration,
+    /// How long status reports are gathered before one batched write (ms).
+    #[arg(long, env = "FLEETGATE_REPORT_FLUSH_MS", default_value_t = defaults::REPORT_FLUSH_MS)]
+    pub report_flush_ms: u64,
+}
+
+impl Default for GrpcOptions {
+    fn default() -> Self {
+        let duration = |s: &str| parse_std_duration(s).expect("valid default duration");
+        Self {
+            grpc_tls_cert: None,
+            grpc_tls_key: None,
+            grpc_client_ca: None,
+            replica_id: None,
+            spoke_keepalive: duration(defaults::SPOKE_KEEPALIVE),
+            spoke_stream_max_age: duration(defaults::SPOKE_STREAM_MAX_AGE),
+            report_flush_ms: defaults::REPORT_FLUSH_MS,
+        }
+    }
+}
+
+impl GrpcOptions {
+    /// The replica id: the flag, else the hostname, else a random id.
+    pub fn replica(&self) -> String {
+        self.replica_id
+            .clone()
+            .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+            .or_else(|| {
+                std::fs::read_to_string("/etc/hostname")
+                    .ok()
+                    .map(|h| h.trim().to_string())
+                    .filter(|h| !h.is_empty())
+            })
+            .unwrap_or_else(|| format!("hub-{}", uuid::Uuid::new_v4().simple()))
+    }
+}
+
+/// A Go-style duration ("15s", "30m") as a std duration.
+pub fn parse_std_duration(s: &str) -> std::result::Result<Duration, String> {
+    fleetgate_policy::parse_duration(s)
+        .map_err(|e| e.message)?
+        .to_std()
+        .map_err(|e| e.to_string())
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::watch;
 
-use crate::service::fleet_view::FleetView;
+use crate::service::fleet::FleetView;
 use crate::service::{Actor, Role, Service};
 use crate::{Error, Result};
 

@@ -14,10 +14,10 @@ pub mod fleet_feed;
 pub mod grpc;
 pub mod metrics;
 pub mod openapi;
+pub mod replica;
 pub mod rest;
 pub mod serve;
 pub mod service;
-pub mod snapshot;
 pub mod validate;
 
 pub use error::{Error, Result};

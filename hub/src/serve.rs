@@ -1,62 +1,50 @@
 //! `fleetgate-hub serve`: connect and migrate the database, ensure the
-//! bootstrap admin token, then serve HTTP until the shutdown token fires
-//! (SIGTERM/SIGINT in `main`), draining in-flight requests.
-
-use std::sync::Arc;
+//! bootstrap admin token, build the [`Replica`], then serve HTTP and gRPC
+//! until the shutdown token fires (SIGTERM/SIGINT in `main`), draining
+//! in-flight requests and streams.
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeConfig;
-use crate::fanout::Fanout;
-use crate::fleet_feed::FleetFeed;
-use crate::metrics::Metrics;
+use crate::replica::Replica;
 use crate::rest::{AppState, app};
 use crate::service::Service;
-use crate::{Result, db};
+use crate::{Error, Result, db};
 
-/// Prepares the database and the shared state: pool, migrations, bootstrap
-/// admin token, metrics registry.
-pub async fn prepare(config: &ServeConfig) -> Result<AppState> {
+/// Runs the hub until `shutdown` is cancelled.
+pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<()> {
     let pool = db::connect(&config.database_url, config.db_max_connections).await?;
     db::migrate(&pool).await?;
     let service = Service::new(pool);
     if let Some(secret) = &config.admin_token {
         service.ensure_admin_token(secret).await?;
     }
-    let fanout = Fanout::new(Arc::new(service.clone()));
-    let fleet = FleetFeed::new(service.clone(), fanout.changes());
-    let metrics = Metrics::new();
-    metrics.register(|r| {
-        r.register(
-            "fleet_view_reads",
-            "Fleet views read for WatchFleet and dashboard event streams (one per change, shared by all watchers)",
-            fleet.reads_counter(),
-        );
-    });
-    Ok(AppState {
-        fanout,
-        fleet,
-        shutdown: CancellationToken::new(),
-        service,
-        metrics,
-        body_limit: config.http_body_limit,
-        timeout: config.http_timeout(),
-    })
+    let replica = Replica::new(service, config.http, config.grpc);
+    let bind = |addr| async move {
+        TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::Internal(format!("binding {addr}: {e}")))
+    };
+    let http = bind(config.http_addr).await?;
+    let grpc = bind(config.grpc_addr).await?;
+    replica
+        .run(serve_both(&replica, http, grpc, shutdown))
+        .await
 }
 
-/// Runs the hub until `shutdown` is cancelled.
-pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<()> {
+/// Serves `replica`'s HTTP app on `http` and its gRPC services on `grpc`
+/// until `shutdown` is cancelled.
+pub async fn serve_both(
+    replica: &Replica,
+    http: TcpListener,
+    grpc: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<()> {
     let state = AppState {
         shutdown: shutdown.clone(),
-        ..prepare(&config).await?
+        ..AppState::from_replica(replica.clone())
     };
-    let listener = TcpListener::bind(config.http_addr)
-        .await
-        .map_err(|e| crate::Error::Internal(format!("binding {}: {e}", config.http_addr)))?;
-    let grpc_listener = TcpListener::bind(config.grpc_addr)
-        .await
-        .map_err(|e| crate::Error::Internal(format!("binding {}: {e}", config.grpc_addr)))?;
     // Either server failing stops the other: a half-running replica would
     // look healthy to one API while the other is down.
     let stop_on_error = |r: Result<()>| {
@@ -66,21 +54,8 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         r
     };
     let (http, grpc) = tokio::join!(
-        async { stop_on_error(serve_http(listener, state.clone(), shutdown.clone()).await) },
-        async {
-            stop_on_error(
-                crate::grpc::server::serve_with_fanout(
-                    state.service.clone(),
-                    state.fanout.clone(),
-                    state.fleet.clone(),
-                    &state.metrics,
-                    grpc_listener,
-                    config.grpc.clone(),
-                    shutdown.clone(),
-                )
-                .await,
-            )
-        },
+        async { stop_on_error(serve_http(http, state, shutdown.clone()).await) },
+        async { stop_on_error(crate::grpc::serve_replica(replica, grpc, shutdown.clone()).await) },
     );
     http.and(grpc)
 }
@@ -93,10 +68,10 @@ pub async fn serve_http(
 ) -> Result<()> {
     let addr = listener
         .local_addr()
-        .map_err(|e| crate::Error::Internal(e.to_string()))?;
+        .map_err(|e| Error::Internal(e.to_string()))?;
     tracing::info!(%addr, "HTTP listening");
     axum::serve(listener, app(state))
         .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
         .await
-        .map_err(|e| crate::Error::Internal(format!("HTTP server: {e}")))
+        .map_err(|e| Error::Internal(format!("HTTP server: {e}")))
 }

@@ -9,7 +9,8 @@ mod grpc_support;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use common::Hub;
-use fleetgate_hub::metrics::Metrics;
+use fleetgate_hub::config::HttpOptions;
+use fleetgate_hub::replica::Replica;
 use fleetgate_hub::{AppState, app};
 use fleetgate_proto::v1::{self as pb, fleet_event::Event};
 use futures::StreamExt as _;
@@ -29,31 +30,19 @@ async fn many_watchers_share_one_fleet_read_per_change() {
 
     // One replica: HTTP app and gRPC server on the same fan-out and feed.
     let shutdown = CancellationToken::new();
+    let replica = Replica::new(hub.service.clone(), HttpOptions::default(), Grpc::opts());
     let state = AppState {
         shutdown: shutdown.clone(),
-        ..AppState::new(hub.service.clone(), Metrics::new())
+        ..AppState::from_replica(replica)
     };
     let feed = state.fleet.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = {
-        let (service, fanout, feed, shutdown) = (
-            hub.service.clone(),
-            state.fanout.clone(),
-            feed.clone(),
-            shutdown.clone(),
-        );
+        let (replica, shutdown) = (state.replica.clone(), shutdown.clone());
         tokio::spawn(async move {
-            fleetgate_hub::grpc::server::serve_with_fanout(
-                service,
-                fanout,
-                feed,
-                &Metrics::new(),
-                listener,
-                Grpc::opts(),
-                shutdown,
-            )
-            .await
+            let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
+            replica.run(serving).await
         })
     };
     let http = app(state);

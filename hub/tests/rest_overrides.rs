@@ -56,13 +56,13 @@ async fn override_opens_for_selected_clusters_and_expires() {
     assert_eq!(state(&hub, "b").await.0, "closed", "b not selected");
 
     // The snapshot inputs the gRPC side sends: only a gets the override.
-    let a = hub.service.cluster_snapshot_inputs("a").await.unwrap();
+    let a = hub.service.cluster_snapshot("a").await.unwrap();
     assert_eq!(a.gates.len(), 1);
     assert_eq!(a.overrides.len(), 1);
     assert_eq!(a.overrides[0].reason, "hotfix INC-42");
-    let b = hub.service.cluster_snapshot_inputs("b").await.unwrap();
+    let b = hub.service.cluster_snapshot("b").await.unwrap();
     assert!(b.overrides.is_empty());
-    let c = hub.service.cluster_snapshot_inputs("c").await.unwrap();
+    let c = hub.service.cluster_snapshot("c").await.unwrap();
     assert!(c.gates.is_empty(), "c is not in the gate's scope");
 
     let r = hub.get("/api/v1/overrides?gate=g").await;
@@ -77,7 +77,7 @@ async fn override_opens_for_selected_clusters_and_expires() {
     assert_eq!(r.body["items"].as_array().unwrap().len(), 1);
     assert!(
         hub.service
-            .cluster_snapshot_inputs("a")
+            .cluster_snapshot("a")
             .await
             .unwrap()
             .overrides
@@ -162,7 +162,7 @@ async fn override_until_cancelled_newest_wins_and_future_start() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    let a = hub.service.cluster_snapshot_inputs("a").await.unwrap();
+    let a = hub.service.cluster_snapshot("a").await.unwrap();
     assert_eq!(a.overrides.len(), 1);
     assert_eq!(state(&hub, "a").await.0, "closed", "not yet");
     hub.clock.set(starts + Duration::minutes(1));

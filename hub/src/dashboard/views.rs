@@ -3,11 +3,8 @@
 //! gate's page (rules in words, 7-day preview, overrides, clusters in scope).
 //! They only compose service-layer reads.
 
-use std::collections::{BTreeMap, HashMap};
-
 use axum::Json;
 use axum::extract::{Path, State};
-use chrono::{DateTime, Utc};
 use fleetgate_policy::Preview;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -15,10 +12,11 @@ use utoipa::ToSchema;
 use crate::Result;
 use crate::rest::AppState;
 use crate::rest::extract::ApiActor;
+use crate::service::Role;
+use crate::service::fleet::{FleetGrid, ScopedCluster};
 use crate::service::overrides::OverrideQuery;
 use crate::service::page::MAX_LIMIT;
-use crate::service::types::{Cluster, GateRecord, OverrideRecord};
-use crate::service::{Actor, PageRequest, Role, Service};
+use crate::service::types::{GateRecord, OverrideRecord};
 
 /// The caller (`GET /api/v1/whoami`).
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -41,69 +39,6 @@ pub async fn whoami(ApiActor(actor): ApiActor) -> Json<WhoAmI> {
     })
 }
 
-/// One gate on one cluster in the grid.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Cell {
-    /// `open` or `closed`.
-    pub state: String,
-    pub reason: String,
-    pub next_transition: Option<DateTime<Utc>>,
-    /// Reported objects governed by this gate with a change waiting.
-    pub held: u32,
-}
-
-/// A row of the grid.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetRow {
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub connected: bool,
-    pub last_seen_at: Option<DateTime<Utc>>,
-    pub spoke_version: Option<String>,
-    /// Objects with a change waiting for a gate.
-    pub held: u32,
-    /// Aligned with [`FleetGrid::gates`]; `None` where the gate does not apply.
-    pub cells: Vec<Option<Cell>>,
-}
-
-/// The fleet grid (`GET /api/v1/dashboard/fleet`).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetGrid {
-    pub at: DateTime<Utc>,
-    pub gates: Vec<String>,
-    pub clusters: Vec<FleetRow>,
-    /// Live overrides (active now or starting later).
-    pub overrides: usize,
-}
-
-/// Held objects per (cluster, gate) (viewer).
-async fn held_by_gate(service: &Service, actor: &Actor) -> Result<HashMap<(String, String), u32>> {
-    actor.require(Role::Viewer)?;
-    let mut conn = service.pool().acquire().await?;
-    let rows = crate::db::status::held_by_gate(&mut conn).await?;
-    Ok(rows
-        .into_iter()
-        .map(|(c, g, n)| ((c, g), u32::try_from(n).unwrap_or(u32::MAX)))
-        .collect())
-}
-
-/// Every registered cluster (the REST list, all pages).
-async fn all_clusters(service: &Service, actor: &Actor) -> Result<Vec<Cluster>> {
-    let mut out = Vec::new();
-    let mut page = PageRequest::first(MAX_LIMIT);
-    loop {
-        let p = service.list_clusters(actor, &page).await?;
-        out.extend(p.items);
-        match p.next_cursor {
-            Some(c) => page.cursor = Some(c),
-            None => return Ok(out),
-        }
-    }
-}
-
 /// Every gate on every cluster now, with reasons, next transitions,
 /// connections and held counts.
 #[utoipa::path(get, path = "/api/v1/dashboard/fleet", tag = "dashboard",
@@ -115,68 +50,7 @@ pub async fn fleet(
     State(s): State<AppState>,
     ApiActor(actor): ApiActor,
 ) -> Result<Json<FleetGrid>> {
-    let view = s.service.fleet_view(&actor).await?;
-    let clusters = all_clusters(&s.service, &actor).await?;
-    let held = held_by_gate(&s.service, &actor).await?;
-    let mut gates: Vec<String> = view.gates.keys().map(|(g, _)| g.clone()).collect();
-    gates.dedup();
-    // Gates without any cluster in scope still get a column.
-    for g in s
-        .service
-        .list_gates(&actor, &PageRequest::first(MAX_LIMIT))
-        .await?
-        .items
-    {
-        if !gates.contains(&g.name) {
-            gates.push(g.name);
-        }
-    }
-    gates.sort();
-    let rows = clusters
-        .into_iter()
-        .map(|c| {
-            let cells = gates
-                .iter()
-                .map(|g| {
-                    view.gates.get(&(g.clone(), c.name.clone())).map(|e| Cell {
-                        state: e.state.to_string(),
-                        reason: e.reason.clone(),
-                        next_transition: e.next_transition,
-                        held: held.get(&(c.name.clone(), g.clone())).copied().unwrap_or(0),
-                    })
-                })
-                .collect();
-            let spoke = view.spokes.get(&c.name);
-            FleetRow {
-                connected: spoke.map_or(c.connected, |s| s.connected),
-                held: view.held.get(&c.name).copied().unwrap_or(0),
-                name: c.name,
-                labels: c.labels,
-                last_seen_at: c.last_seen_at,
-                spoke_version: c.spoke_version,
-                cells,
-            }
-        })
-        .collect();
-    Ok(Json(FleetGrid {
-        at: view.at,
-        gates,
-        clusters: rows,
-        overrides: view.overrides.len(),
-    }))
-}
-
-/// A cluster in a gate's scope, with the gate's state there.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ScopedCluster {
-    pub name: String,
-    pub connected: bool,
-    /// Reported objects governed by this gate with a change waiting.
-    pub held: u32,
-    pub state: String,
-    pub reason: String,
-    pub next_transition: Option<DateTime<Utc>>,
+    Ok(Json(s.service.fleet_grid(&actor).await?))
 }
 
 /// A gate's page (`GET /api/v1/dashboard/gates/{name}`).
@@ -230,21 +104,7 @@ pub async fn gate(
         )
         .await?
         .items;
-    let view = s.service.fleet_view(&actor).await?;
-    let held = held_by_gate(&s.service, &actor).await?;
-    let clusters = view
-        .gates
-        .iter()
-        .filter(|((g, _), _)| *g == name)
-        .map(|((_, c), e)| ScopedCluster {
-            name: c.clone(),
-            connected: view.spokes.get(c).is_some_and(|s| s.connected),
-            held: held.get(&(c.clone(), name.clone())).copied().unwrap_or(0),
-            state: e.state.to_string(),
-            reason: e.reason.clone(),
-            next_transition: e.next_transition,
-        })
-        .collect();
+    let clusters = s.service.gate_clusters(&actor, &name).await?;
     Ok(Json(GateView {
         gate: record,
         rules: compiled.describe(),

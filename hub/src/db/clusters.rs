@@ -83,20 +83,15 @@ pub async fn by_token_hash(
     Ok(found.map(|w| (w.row, w.token_hash)))
 }
 
-/// The named clusters that exist, with their token hashes (the fan-out's
-/// batched snapshot read; a spoke stream checks its token against the hash).
-pub async fn by_names_with_token_hash(
+/// Clusters with their spoke token hashes, by name: all of them, or those of
+/// `names` that exist.
+pub async fn with_token_hash(
     conn: &mut PgConnection,
-    names: &[String],
+    names: Option<&[String]>,
 ) -> Result<Vec<(ClusterRow, Vec<u8>)>> {
-    #[derive(sqlx::FromRow)]
-    struct WithHash {
-        #[sqlx(flatten)]
-        row: ClusterRow,
-        token_hash: Vec<u8>,
-    }
-    let found: Vec<WithHash> = sqlx::query_as(&format!(
-        "select {COLUMNS}, token_hash from clusters where name = any($1)"
+    let found: Vec<WithHash<ClusterRow>> = sqlx::query_as(&format!(
+        "select {COLUMNS}, token_hash from clusters \
+         where $1::text[] is null or name = any($1) order by name"
     ))
     .bind(names)
     .fetch_all(conn)

@@ -39,6 +39,37 @@ pub async fn migrate(pool: &PgPool) -> Result<()> {
 }
 
 /// `select 1`: is the database reachable?
+/// Starts a read-only REPEATABLE READ transaction: every query in it sees the
+/// same committed state, so a revision read in it matches the data.
+pub async fn begin_read(pool: &PgPool) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("set transaction isolation level repeatable read read only")
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
+}
+
+/// Takes the transaction-scoped advisory lock `key` (released at commit or
+/// rollback).
+pub async fn advisory_xact_lock(conn: &mut PgConnection, key: i64) -> Result<()> {
+    sqlx::query("select pg_advisory_xact_lock($1)")
+        .bind(key)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// A lazily connecting one-connection pool like `pool`, whose session is
+/// named `application_name` (visible in `pg_stat_activity`).
+pub fn dedicated_connection(pool: &PgPool, application_name: &str) -> PgPool {
+    let options = (*pool.connect_options())
+        .clone()
+        .application_name(application_name);
+    PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(options)
+}
+
 pub async fn ping(pool: &PgPool) -> Result<()> {
     sqlx::query("select 1").execute(pool).await?;
     Ok(())

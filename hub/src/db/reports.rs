@@ -4,24 +4,32 @@
 //! bumps the fleet revision and never notifies: reports are not desired state.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
+use utoipa::ToSchema;
 
 use crate::Result;
 
-/// One governed object of a report (JSON-encoded into a single statement
-/// parameter so a whole report is one upsert).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A governed Flux object as its spoke reports it: written by report
+/// ingestion, read back by the status views (with `reported_at`, see
+/// [`super::status::ObjectStatus`]). A whole report is JSON-encoded into one
+/// statement parameter, so it is one upsert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ReportedObject {
     pub kind: String,
     pub namespace: String,
     pub name: String,
     pub suspended: bool,
+    /// Gates whose closure suspended it.
     pub suspended_by: Vec<String>,
+    /// Gates governing it.
     pub gates: Vec<String>,
     pub last_applied_revision: Option<String>,
     pub newest_source_revision: Option<String>,
+    /// A newer source revision waits for a gate to open.
     pub held: bool,
+    /// Suspended by a person (fleetgate leaves it alone).
     pub suspended_by_human: bool,
 }
 
@@ -61,22 +69,23 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     .bind(&objects)
     .execute(&mut *conn)
     .await?;
+    // The recordset's column names are the objects' JSON (camelCase) names.
     sqlx::query(
-        "insert into object_status (cluster, kind, namespace, name, suspended, suspended_by, \
-           gates, last_applied_revision, newest_source_revision, held, suspended_by_human, \
-           reported_at) \
-         select $1, r.kind, r.namespace, r.name, r.suspended, \
-           array(select jsonb_array_elements_text(r.suspended_by)), \
-           array(select jsonb_array_elements_text(r.gates)), \
-           r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human, $3 \
-         from jsonb_to_recordset($2) as r(kind text, namespace text, name text, suspended bool, \
-           suspended_by jsonb, gates jsonb, last_applied_revision text, \
-           newest_source_revision text, held bool, suspended_by_human bool) \
-         on conflict (cluster, kind, namespace, name) do update set \
-           suspended = excluded.suspended, suspended_by = excluded.suspended_by, \
-           gates = excluded.gates, last_applied_revision = excluded.last_applied_revision, \
-           newest_source_revision = excluded.newest_source_revision, held = excluded.held, \
-           suspended_by_human = excluded.suspended_by_human, reported_at = excluded.reported_at",
+        r#"insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
+           gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
+           reported_at)
+         select $1, r.kind, r.namespace, r.name, r.suspended,
+           array(select jsonb_array_elements_text(r."suspendedBy")),
+           array(select jsonb_array_elements_text(r.gates)),
+           r."lastAppliedRevision", r."newestSourceRevision", r.held, r."suspendedByHuman", $3
+         from jsonb_to_recordset($2) as r(kind text, namespace text, name text, suspended bool,
+           "suspendedBy" jsonb, gates jsonb, "lastAppliedRevision" text,
+           "newestSourceRevision" text, held bool, "suspendedByHuman" bool)
+         on conflict (cluster, kind, namespace, name) do update set
+           suspended = excluded.suspended, suspended_by = excluded.suspended_by,
+           gates = excluded.gates, last_applied_revision = excluded.last_applied_revision,
+           newest_source_revision = excluded.newest_source_revision, held = excluded.held,
+           suspended_by_human = excluded.suspended_by_human, reported_at = excluded.reported_at"#,
     )
     .bind(&report.cluster)
     .bind(&objects)

@@ -99,3 +99,10 @@ pub async fn publish(conn: &mut PgConnection, affected: &Affected) -> Result<i64
         .await?;
     Ok(rev)
 }
+
+/// A LISTEN session on [`CHANGES_CHANNEL`] over `pool`.
+pub async fn listen(pool: &sqlx::PgPool) -> Result<sqlx::postgres::PgListener, sqlx::Error> {
+    let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;
+    listener.listen(CHANGES_CHANNEL).await?;
+    Ok(listener)
+}

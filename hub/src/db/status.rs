@@ -2,31 +2,28 @@
 //! `db/reports.rs`): governed objects per cluster and fleet-wide held counts.
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
+use utoipa::ToSchema;
+
+use super::reports::ReportedObject;
 
 use crate::Result;
 
-/// One governed Flux object as last reported by its spoke.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ObjectStatusRow {
-    pub cluster: String,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    pub suspended: bool,
-    pub suspended_by: Vec<String>,
-    pub gates: Vec<String>,
-    pub last_applied_revision: Option<String>,
-    pub newest_source_revision: Option<String>,
-    pub held: bool,
-    pub suspended_by_human: bool,
+/// A reported object with the time of the report that carried it.
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectStatus {
+    #[serde(flatten)]
+    #[sqlx(flatten)]
+    pub object: ReportedObject,
     pub reported_at: DateTime<Utc>,
 }
 
 /// Every reported object of `cluster`.
-pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<ObjectStatusRow>> {
+pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<ObjectStatus>> {
     let rows = sqlx::query_as(
-        "select cluster, kind, namespace, name, suspended, suspended_by, gates, \
+        "select kind, namespace, name, suspended, suspended_by, gates, \
          last_applied_revision, newest_source_revision, held, suspended_by_human, reported_at \
          from object_status where cluster = $1 order by kind, namespace, name",
     )

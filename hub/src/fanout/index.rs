@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tokio::sync::watch;
 
-use crate::snapshot::Desired;
+use super::Desired;
 
 /// Connected clusters and their published desired state.
 #[derive(Debug, Default)]
@@ -110,7 +110,7 @@ mod tests {
     use fleetgate_policy::{GateState, Override};
 
     use super::*;
-    use crate::snapshot::{ClusterSnapshot, SnapshotGate};
+    use crate::service::fleet::{Snapshot, SnapshotGate};
 
     fn mk_gate(name: &str, version: u64) -> SnapshotGate {
         SnapshotGate {
@@ -135,12 +135,7 @@ mod tests {
     }
 
     fn mk_snap(cluster: &str, rev: u64, gates: Vec<SnapshotGate>, ov: Vec<Override>) -> Desired {
-        Desired::Snapshot(Arc::new(ClusterSnapshot::new(
-            rev,
-            cluster.into(),
-            gates,
-            ov,
-        )))
+        Desired::Snapshot(Arc::new(Snapshot::new(rev, cluster.into(), gates, ov)))
     }
 
     #[test]

@@ -6,13 +6,12 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use sqlx::PgPool;
-use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio_util::sync::CancellationToken;
 
 use super::Fanout;
-use crate::db::revision::{CHANGES_CHANNEL, ChangeNotice};
-use crate::grpc::metrics::GrpcMetrics;
+use crate::db::revision::{self, ChangeNotice};
+use crate::metrics::GrpcMetrics;
+use crate::service::Service;
 
 /// Prefix of the listener connection's `application_name`, which is
 /// `fleetgate-hub-listener/<replica id>` (visible in `pg_stat_activity`, so
@@ -26,22 +25,18 @@ const RETRY_FAILED_AFTER: Duration = Duration::from_secs(1);
 /// Runs the listener of replica `replica` until `shutdown` is cancelled.
 pub async fn run(
     fanout: Fanout,
-    pool: PgPool,
+    service: Service,
     replica: String,
     metrics: GrpcMetrics,
     shutdown: CancellationToken,
 ) {
     // A separate one-connection pool so the listener's session carries its own
     // application_name and never competes with request handlers for a slot.
-    let options = (*pool.connect_options())
-        .clone()
-        .application_name(&format!("{LISTENER_APPLICATION_NAME}/{replica}"));
-    let listener_pool = PgPoolOptions::new()
-        .max_connections(1)
-        .connect_lazy_with(options);
+    let listener_pool =
+        service.dedicated_connection(&format!("{LISTENER_APPLICATION_NAME}/{replica}"));
     let mut backoff = MIN_BACKOFF;
     while !shutdown.is_cancelled() {
-        let mut listener = match connect(&listener_pool).await {
+        let mut listener = match revision::listen(&listener_pool).await {
             Ok(l) => l,
             Err(e) => {
                 tracing::warn!(error = %e, ?backoff, "change listener cannot connect; retrying");
@@ -94,10 +89,4 @@ pub async fn run(
         }
     }
     listener_pool.close().await;
-}
-
-async fn connect(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
-    let mut listener = PgListener::connect_with(pool).await?;
-    listener.listen(CHANGES_CHANNEL).await?;
-    Ok(listener)
 }

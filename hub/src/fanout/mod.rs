@@ -3,8 +3,10 @@
 //! clusters to re-read, and only those connected here are recomputed and
 //! published. The snapshot source is a trait so the core is testable without SQL.
 
+mod desired;
 pub mod index;
 pub mod listener;
+mod source;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,10 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
+pub use self::desired::Desired;
 pub use self::index::Index;
 use crate::Result;
 use crate::db::revision::ChangeNotice;
-use crate::snapshot::Desired;
 
 /// Clusters per batched snapshot read during a refresh; batches are published
 /// as they arrive, so streams already send while the next batch is read. At
@@ -173,7 +175,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::snapshot::{ClusterSnapshot, SnapshotGate};
+    use crate::service::fleet::{Snapshot, SnapshotGate};
 
     /// An in-memory source whose state tests edit, counting reads.
     #[derive(Default)]
@@ -207,7 +209,7 @@ mod tests {
             Box::pin(async move {
                 self.reads.lock().unwrap().push(cluster.to_string());
                 Ok(match self.state.lock().unwrap().get(cluster) {
-                    Some((rev, gates)) => Desired::Snapshot(Arc::new(ClusterSnapshot::new(
+                    Some((rev, gates)) => Desired::Snapshot(Arc::new(Snapshot::new(
                         *rev,
                         cluster.into(),
                         gates.clone(),

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::convert::invalid;
 use crate::service::PageRequest;
-use crate::service::status::{
+use crate::service::fleet::{
     ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
 };
 use crate::service::types::{ApiToken, AuditEntry, Cluster, GateRecord, OverrideRecord};
@@ -118,7 +118,8 @@ pub fn cluster(c: Cluster) -> pb::ClusterInfo {
     }
 }
 
-fn object(o: ObjectStatus) -> pb::GovernedObject {
+fn object(status: ObjectStatus) -> pb::GovernedObject {
+    let o = status.object;
     pb::GovernedObject {
         kind: o.kind,
         namespace: o.namespace,
@@ -130,7 +131,7 @@ fn object(o: ObjectStatus) -> pb::GovernedObject {
         newest_source_revision: o.newest_source_revision.unwrap_or_default(),
         held: o.held,
         suspended_by_human: o.suspended_by_human,
-        reported_at: ts(o.reported_at),
+        reported_at: ts(status.reported_at),
     }
 }
 

@@ -9,7 +9,7 @@ use tonic::{Code, Status};
 
 use crate::Error;
 use crate::db::reports::ReportedObject;
-use crate::snapshot::ClusterSnapshot;
+use crate::service::fleet::Snapshot;
 
 /// The gRPC status for a hub error.
 pub fn to_status(e: Error) -> Status {
@@ -41,7 +41,7 @@ pub fn invalid(field: &str, message: impl std::fmt::Display) -> Status {
 }
 
 /// A snapshot as sent to a spoke, stamped with the hub's clock.
-pub fn snapshot_to_proto(s: &ClusterSnapshot, hub_time: DateTime<Utc>) -> pb::Snapshot {
+pub fn snapshot_to_proto(s: &Snapshot, hub_time: DateTime<Utc>) -> pb::Snapshot {
     pb::Snapshot {
         revision: s.revision,
         cluster: s.cluster.clone(),

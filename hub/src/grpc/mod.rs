@@ -6,10 +6,9 @@ pub mod admin;
 mod admin_convert;
 pub mod auth;
 pub mod convert;
-pub mod metrics;
-pub mod reports;
 pub mod server;
 pub mod spoke;
 pub mod watch_fleet;
 
-pub use server::{GrpcOptions, serve};
+pub use crate::config::GrpcOptions;
+pub use server::{serve, serve_replica};

@@ -18,7 +18,7 @@ use super::admin_convert::override_info;
 use super::convert::to_status;
 use crate::fleet_feed::FleetUpdates;
 use crate::service::Service;
-use crate::service::fleet_view::FleetView;
+use crate::service::fleet::FleetView;
 
 /// The server stream of `WatchFleet`.
 pub type FleetStream = Pin<Box<dyn Stream<Item = Result<pb::FleetEvent, Status>> + Send>>;
@@ -230,7 +230,7 @@ mod tests {
     use fleetgate_policy::GateState;
 
     use super::*;
-    use crate::service::fleet_view::{GateOnCluster, SpokeState};
+    use crate::service::fleet::{GateOnCluster, SpokeState};
 
     fn view(
         states: &[(&str, &str, GateState)],

@@ -12,16 +12,17 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use crate::dashboard::views::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
+use crate::dashboard::views::{GateView, WhoAmI};
 pub use gate_schema::{
     ClusterScopeDoc, GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc,
     LabelSelectorRequirementDoc, TargetsDoc, WindowDoc,
 };
 
+use crate::db::reports::ReportedObject;
 use crate::error::{ErrorBody, ErrorDetail};
-use crate::service::fleet_status::{ClusterBrief, FleetStatus, GateBrief};
-use crate::service::status::{
-    ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
+use crate::service::fleet::{
+    Cell, ClusterBrief, ClusterCounts, ClusterStatus, FleetGrid, FleetRow, FleetStatus,
+    FleetSummary, GateBrief, GateStatus, GateSummary, ObjectCounts, ObjectStatus, ScopedCluster,
 };
 use crate::service::types::{
     ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, GateRecord,
@@ -164,7 +165,7 @@ impl Modify for Common {
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, Cluster, ClusterWithToken, RegisterCluster, Relabel,
         OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
-        ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ObjectCounts,
+        ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ReportedObject, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,

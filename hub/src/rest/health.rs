@@ -6,7 +6,6 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use crate::db;
 
 /// Liveness: always 200 while the process serves.
 #[utoipa::path(get, path = "/healthz", tag = "health",
@@ -20,7 +19,7 @@ pub async fn healthz() -> &'static str {
     responses((status = 200, description = "Database reachable", body = String),
         (status = 503, description = "Database unreachable", body = crate::error::ErrorBody)))]
 pub async fn readyz(State(s): State<AppState>) -> Response {
-    match db::ping(s.service.pool()).await {
+    match s.service.ping().await {
         Ok(()) => "ok".into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");

@@ -12,7 +12,6 @@ pub mod overrides;
 pub mod status;
 pub mod tokens;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
@@ -24,43 +23,53 @@ use tower_http::compression::CompressionLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
+use crate::config::{GrpcOptions, HttpOptions};
 use crate::error::ErrorBody;
-use crate::fanout::Fanout;
-use crate::fleet_feed::FleetFeed;
 use crate::metrics::{Metrics, track_http};
+use crate::replica::Replica;
 use crate::service::Service;
 
-/// What every handler gets.
+/// What every handler gets: the replica and the HTTP settings.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    pub service: Service,
-    pub metrics: Metrics,
+    pub replica: Replica,
     /// Largest accepted request body, in bytes.
     pub body_limit: usize,
     /// Per-request timeout.
     pub timeout: Duration,
-    /// This replica's change fan-out (shared with the gRPC server); the
-    /// dashboard's event stream wakes on its change counter.
-    pub fanout: Fanout,
-    /// This replica's shared fleet view (dashboard events and `WatchFleet`).
-    pub fleet: FleetFeed,
     /// Cancelled at shutdown; ends long-lived responses (event streams).
     pub shutdown: CancellationToken,
 }
 
 impl AppState {
-    /// State with the default limits (1 MiB bodies, 30 s timeout).
-    pub fn new(service: Service, metrics: Metrics) -> Self {
-        let fanout = Fanout::new(Arc::new(service.clone()));
+    /// The HTTP side of `replica`, with its HTTP settings.
+    pub fn from_replica(replica: Replica) -> Self {
         Self {
-            fleet: FleetFeed::new(service.clone(), fanout.changes()),
-            fanout,
+            body_limit: replica.http.http_body_limit,
+            timeout: replica.http.timeout(),
             shutdown: CancellationToken::new(),
+            replica,
+        }
+    }
+
+    /// The HTTP side of a new replica of `service` with default settings,
+    /// registering its metrics into `metrics` (tests).
+    pub fn new(service: Service, metrics: Metrics) -> Self {
+        Self::from_replica(Replica::with_metrics(
             service,
             metrics,
-            body_limit: 1024 * 1024,
-            timeout: Duration::from_secs(30),
-        }
+            HttpOptions::default(),
+            GrpcOptions::default(),
+        ))
+    }
+}
+
+/// Handlers reach the replica's parts (`state.service`, `state.fleet`, ...)
+/// directly.
+impl std::ops::Deref for AppState {
+    type Target = Replica;
+    fn deref(&self) -> &Replica {
+        &self.replica
     }
 }
 

@@ -9,8 +9,7 @@ use serde::Deserialize;
 
 use super::extract::{ApiActor, Query};
 use crate::Result;
-use crate::service::fleet_status::FleetStatus;
-use crate::service::status::{ClusterStatus, FleetSummary};
+use crate::service::fleet::{ClusterStatus, FleetStatus, FleetSummary};
 
 /// A cluster's gates now (state, reason, next transition) and its governed
 /// objects, with which are held.

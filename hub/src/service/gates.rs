@@ -212,13 +212,13 @@ impl Service {
             None => rows
                 .iter()
                 .filter(|r| r.scope.is_none())
-                .map(super::snapshot_inputs::to_policy)
+                .map(super::fleet::to_policy)
                 .collect(),
             Some(c) => {
                 let c = clusters::get(&mut conn, c)
                     .await?
                     .ok_or_else(|| Error::not_found("cluster", c))?;
-                super::snapshot_inputs::overrides_for_cluster(&gate, &c, rows)
+                super::fleet::applying(&gate, &c, &rows)
             }
         };
         Ok(compiled.preview(from, to, &ovs))

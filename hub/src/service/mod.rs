@@ -6,15 +6,12 @@
 pub mod access;
 pub mod audit;
 pub mod clusters;
-pub mod fleet_status;
-pub mod fleet_view;
+pub mod fleet;
 pub mod gates;
 pub mod liveness;
 pub mod overrides;
 pub mod page;
-pub mod snapshot_batch;
-pub mod snapshot_inputs;
-pub mod status;
+pub mod reports;
 pub mod tokens;
 pub mod types;
 
@@ -169,9 +166,15 @@ impl Service {
         }
     }
 
-    /// The database pool (for the gRPC side's own queries in `db/`).
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
+    /// A one-connection pool of its own, named `application_name` (the
+    /// change listener's LISTEN session).
+    pub(crate) fn dedicated_connection(&self, application_name: &str) -> PgPool {
+        crate::db::dedicated_connection(&self.pool, application_name)
+    }
+
+    /// Whether the database answers (readiness).
+    pub async fn ping(&self) -> Result<()> {
+        crate::db::ping(&self.pool).await
     }
 
     /// The service's notion of now.

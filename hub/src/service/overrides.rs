@@ -165,7 +165,7 @@ impl Service {
         let all = clusters::all(&mut tx).await?;
         let affected: Vec<String> = all
             .iter()
-            .filter(|c| super::snapshot_inputs::applies(&gate_def, c, &old))
+            .filter(|c| super::fleet::applies(&gate_def, c, &old))
             .map(|c| c.name.clone())
             .collect();
         let row = overrides::cancel(&mut tx, id, now, &actor.name).await?;

@@ -1,6 +1,6 @@
-//! Metrics of the gRPC side, registered into the hub's `/metrics` registry
-//! (prefix `fleetgate_hub_grpc_`): connected spokes, snapshots sent, stream
-//! ends by reason, report ingestion, and the change listener's activity.
+//! Metrics of a replica's spoke side, registered into the hub's `/metrics`
+//! registry (prefix `fleetgate_hub_grpc_`): connected spokes, snapshots sent,
+//! stream ends by reason, report ingestion, and the change listener's activity.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

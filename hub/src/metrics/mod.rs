@@ -2,6 +2,8 @@
 //! at `/metrics`. The HTTP layer records requests by route and status; other
 //! parts (the gRPC side) register their own metrics with [`Metrics::register`].
 
+mod grpc;
+
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -13,6 +15,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+pub use grpc::{EndLabels, GrpcMetrics};
 
 /// Labels of the HTTP metrics.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

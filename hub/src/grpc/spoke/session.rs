@@ -1,0 +1,335 @@
+//! One spoke stream as a state machine: [`Session::open`] checks the Hello and
+//! subscribes, then each wake-up ([`Step`]) is handled by a small method that
+//! returns what to send. The `try_stream!` body only sequences them, because
+//! rustfmt cannot reach into the macro.
+//!
+//! Futures awaited once (or rarely) are boxed: a generator is as large as its
+//! largest await point for the stream's whole life, and the database futures
+//! would otherwise make every idle stream ~1 KiB larger.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
+use futures::Stream;
+use tokio::sync::watch;
+use tokio::time::{Interval, MissedTickBehavior, Sleep};
+use tonic::{Status, Streaming};
+
+use super::Inner;
+use crate::Error;
+use crate::auth::{hash_token, hashes_equal};
+use crate::fanout::Desired;
+use crate::grpc::convert::{invalid, object_from_proto, snapshot_to_proto, to_status};
+use crate::service::fleet::Snapshot;
+use crate::service::reports::ReportParts;
+
+/// What woke a stream up.
+enum Step {
+    Stop(&'static str),
+    Changed(Desired),
+    Inbound(Result<Option<pb::SpokeMessage>, Status>),
+    Keepalive,
+}
+
+/// Whether the stream goes on after an inbound message.
+enum Flow {
+    Continue,
+    End,
+}
+
+/// The stream of one spoke connection.
+pub(super) fn stream(
+    inner: Arc<Inner>,
+    cluster: String,
+    token: String,
+    mut inbound: Streaming<pb::SpokeMessage>,
+) -> impl Stream<Item = Result<pb::HubMessage, Status>> + Send {
+    async_stream::try_stream! {
+        let Some(hello) = Box::pin(read_hello(&inner, &mut inbound)).await? else {
+            return;
+        };
+        let mut s = Box::pin(Session::open(inner, cluster, token, inbound, hello)).await?;
+        if let Some(msg) = s.initial()? {
+            yield msg;
+        }
+        loop {
+            match s.next().await {
+                Step::Stop(why) => {
+                    tracing::debug!(cluster = %s.cluster, why, "ending spoke stream");
+                    break;
+                }
+                Step::Changed(desired) => {
+                    if s.token_unknown(&desired) {
+                        Box::pin(s.recheck_token()).await?;
+                    }
+                    if let Some(msg) = s.changed(desired)? {
+                        yield msg;
+                    }
+                }
+                Step::Inbound(msg) => match s.inbound(msg)? {
+                    Flow::Continue => {}
+                    Flow::End => break,
+                },
+                Step::Keepalive => yield s.keepalive(),
+            }
+        }
+    }
+}
+
+/// The stream's first message, which must be a Hello; `None` if the spoke
+/// closed the stream before sending anything.
+async fn read_hello(
+    inner: &Inner,
+    inbound: &mut Streaming<pb::SpokeMessage>,
+) -> Result<Option<pb::Hello>, Status> {
+    match tokio::time::timeout(inner.cfg.hello_timeout, inbound.message()).await {
+        Err(_) => Err(invalid(
+            "hello",
+            "the first message must be a Hello (none received in time)",
+        )),
+        Ok(Err(status)) => Err(status),
+        Ok(Ok(None)) => Ok(None),
+        Ok(Ok(Some(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Hello(h)),
+        }))) => Ok(Some(h)),
+        Ok(Ok(Some(_))) => Err(invalid("hello", "the first message must be a Hello")),
+    }
+}
+
+fn hub_msg(msg: hub_message::Msg) -> pb::HubMessage {
+    pb::HubMessage { msg: Some(msg) }
+}
+
+/// A stream's subscription to its cluster; on drop (stream ended or client
+/// gone) it unsubscribes and records the disconnection if it was the last
+/// stream of the cluster here.
+struct Subscription {
+    inner: Arc<Inner>,
+    cluster: String,
+    rx: Option<watch::Receiver<Desired>>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.rx.take();
+        self.inner.metrics.spokes_connected.dec();
+        let inner = self.inner.clone();
+        let cluster = std::mem::take(&mut self.cluster);
+        tracing::info!(%cluster, "spoke disconnected");
+        if self.inner.shutdown.is_cancelled() {
+            // Draining: the replica clears its connection state in one
+            // statement once every stream has ended, instead of thousands of
+            // updates competing with the drain (fleetgate-bench storm).
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let fanout = inner.fanout.clone();
+                inner
+                    .reports
+                    .disconnected(&cluster, || fanout.subscribers(&cluster) > 0)
+                    .await;
+            });
+        }
+    }
+}
+
+/// A connected spoke's stream state.
+struct Session {
+    inner: Arc<Inner>,
+    cluster: String,
+    token: String,
+    token_hash: Vec<u8>,
+    inbound: Streaming<pb::SpokeMessage>,
+    subscription: Subscription,
+    /// What the spoke holds: the content last sent, or the current one if its
+    /// Hello revision was current; `None`: unknown.
+    held: Option<Arc<Snapshot>>,
+    /// The revision the spoke holds (sent in keepalives).
+    held_revision: u64,
+    /// A report whose last part has not arrived yet.
+    parts: ReportParts,
+    end_of_life: Pin<Box<Sleep>>,
+    keepalive: Interval,
+}
+
+impl Session {
+    /// Checks the Hello against the token's cluster, subscribes to the
+    /// cluster and records the connection.
+    async fn open(
+        inner: Arc<Inner>,
+        cluster: String,
+        token: String,
+        inbound: Streaming<pb::SpokeMessage>,
+        hello: pb::Hello,
+    ) -> Result<Self, Status> {
+        if hello.cluster != cluster {
+            return Err(Status::permission_denied(format!(
+                "hello.cluster: this token belongs to cluster '{cluster}', not '{}'",
+                hello.cluster
+            )));
+        }
+        let rx = inner.fanout.subscribe(&cluster).await.map_err(to_status)?;
+        let subscription = Subscription {
+            inner: inner.clone(),
+            cluster: cluster.clone(),
+            rx: Some(rx),
+        };
+        inner.metrics.spokes_connected.inc();
+        inner
+            .reports
+            .connected(&cluster, &hello.spoke_version)
+            .await;
+        tracing::info!(%cluster, spoke_version = %hello.spoke_version, revision = hello.revision, "spoke connected");
+        let age = inner
+            .cfg
+            .max_stream_age
+            .mul_f64(rand::random_range(0.9..1.1));
+        let mut keepalive = tokio::time::interval_at(
+            tokio::time::Instant::now() + inner.cfg.keepalive,
+            inner.cfg.keepalive,
+        );
+        keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        Ok(Self {
+            token_hash: hash_token(&token),
+            end_of_life: Box::pin(tokio::time::sleep(age)),
+            keepalive,
+            inner,
+            cluster,
+            token,
+            inbound,
+            subscription,
+            held: None,
+            held_revision: hello.revision,
+            parts: ReportParts::default(),
+        })
+    }
+
+    /// The snapshot to send right after the Hello: none if the spoke's
+    /// revision is the current one (or nothing was read yet).
+    fn initial(&mut self) -> Result<Option<pb::HubMessage>, Status> {
+        let Some(rx) = self.subscription.rx.as_mut() else {
+            return Ok(None);
+        };
+        let initial = rx.borrow_and_update().clone();
+        match initial {
+            Desired::Snapshot(s) => {
+                let msg = (s.revision != self.held_revision).then(|| self.send(&s));
+                self.held_revision = s.revision;
+                self.held = Some(s);
+                Ok(msg)
+            }
+            Desired::Gone => Err(Status::unauthenticated("cluster deleted")),
+            Desired::Pending => Ok(None),
+        }
+    }
+
+    /// Waits for the next thing to do. Decides only: `?` and `yield` of
+    /// `try_stream!` do not reach into `select!`'s branches.
+    async fn next(&mut self) -> Step {
+        let Some(rx) = self.subscription.rx.as_mut() else {
+            return Step::Stop("unsubscribed");
+        };
+        tokio::select! {
+            () = self.inner.shutdown.cancelled() => Step::Stop("draining"),
+            () = &mut self.end_of_life => Step::Stop("max stream age reached"),
+            changed = rx.changed() => match changed {
+                Ok(()) => Step::Changed(rx.borrow_and_update().clone()),
+                Err(_) => Step::Stop("index closed"),
+            },
+            msg = self.inbound.message() => Step::Inbound(msg),
+            _ = self.keepalive.tick() => Step::Keepalive,
+        }
+    }
+
+    /// Whether the token must be re-checked in the database: the snapshot
+    /// read carries the token hash, so thousands of streams woken by one
+    /// fleet-wide change do not each query the database.
+    fn token_unknown(&self, desired: &Desired) -> bool {
+        !matches!(desired, Desired::Snapshot(s) if s.token_hash.is_some())
+    }
+
+    /// Ends the stream if the token no longer belongs to the cluster.
+    async fn recheck_token(&self) -> Result<(), Status> {
+        match self.inner.service.authenticate_spoke(&self.token).await {
+            Ok(c) if c.name == self.cluster => Ok(()),
+            Ok(_) | Err(Error::Unauthenticated(_)) => {
+                Err(Status::unauthenticated("spoke token revoked or rotated"))
+            }
+            Err(e) => {
+                tracing::warn!(cluster = %self.cluster, error = %e, "re-checking spoke token failed");
+                Ok(())
+            }
+        }
+    }
+
+    /// Something about the cluster changed: a rotated token or a deleted
+    /// cluster ends the stream; new content is sent.
+    fn changed(&mut self, desired: Desired) -> Result<Option<pb::HubMessage>, Status> {
+        match desired {
+            Desired::Snapshot(s) => {
+                if let Some(hash) = s.token_hash.as_deref()
+                    && !hashes_equal(hash, &self.token_hash)
+                {
+                    return Err(Status::unauthenticated("spoke token revoked or rotated"));
+                }
+                if self.held.as_ref().is_some_and(|h| h.same_content(&s)) {
+                    return Ok(None);
+                }
+                let msg = self.send(&s);
+                self.held_revision = s.revision;
+                self.held = Some(s);
+                Ok(Some(msg))
+            }
+            Desired::Gone => Err(Status::unauthenticated("cluster deleted")),
+            Desired::Pending => Ok(None),
+        }
+    }
+
+    fn send(&self, s: &Snapshot) -> pb::HubMessage {
+        self.inner.metrics.snapshots_sent.inc();
+        hub_msg(hub_message::Msg::Snapshot(snapshot_to_proto(
+            s,
+            self.inner.service.now(),
+        )))
+    }
+
+    /// A message from the spoke: report parts go to ingestion.
+    fn inbound(&mut self, msg: Result<Option<pb::SpokeMessage>, Status>) -> Result<Flow, Status> {
+        match msg {
+            Ok(Some(pb::SpokeMessage {
+                msg: Some(spoke_message::Msg::Report(report)),
+            })) => {
+                let objects = report.objects.into_iter().map(object_from_proto);
+                if let Some(objects) = self.parts.add(objects, report.more).map_err(to_status)? {
+                    self.inner
+                        .reports
+                        .submit(&self.cluster, objects, report.clock_offset_ms);
+                }
+                Ok(Flow::Continue)
+            }
+            Ok(Some(pb::SpokeMessage {
+                msg: Some(spoke_message::Msg::Hello(_)),
+            })) => Err(invalid("hello", "only the first message may be a Hello")),
+            Ok(Some(pb::SpokeMessage { msg: None })) => Ok(Flow::Continue),
+            Ok(None) => Ok(Flow::End),
+            Err(status) => {
+                tracing::debug!(cluster = %self.cluster, %status, "spoke stream broke");
+                Ok(Flow::End)
+            }
+        }
+    }
+
+    /// A keepalive; it also keeps `last_seen_at` fresh, which "connected" is
+    /// derived from.
+    fn keepalive(&self) -> pb::HubMessage {
+        self.inner.reports.seen(&self.cluster);
+        hub_msg(hub_message::Msg::Keepalive(pb::Keepalive {
+            hub_time: Some(fleetgate_proto::time::to_timestamp(
+                self.inner.service.now(),
+            )),
+            revision: self.held_revision,
+        }))
+    }
+}

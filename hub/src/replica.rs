@@ -1,0 +1,116 @@
+//! One hub replica: the parts both APIs serve from — the service layer, the
+//! change fan-out, the shared fleet feed, report ingestion and the metrics
+//! registry — built in one place ([`Replica::new`]), and its background tasks
+//! (the change listener, the report batcher) run around whatever serves it
+//! ([`Replica::run`]). Production, the tests and the demo all assemble a hub
+//! this way; `rest`, `grpc` and `dashboard` are adapters over it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::Result;
+use crate::config::{GrpcOptions, HttpOptions};
+use crate::fanout::{Fanout, listener};
+use crate::fleet_feed::FleetFeed;
+use crate::metrics::{GrpcMetrics, Metrics};
+use crate::service::Service;
+use crate::service::reports::Reports;
+
+/// A replica's parts. Cheap to clone (shared handles).
+#[derive(Debug, Clone)]
+pub struct Replica {
+    pub service: Service,
+    /// Per-cluster desired state of the spokes connected here.
+    pub fanout: Fanout,
+    /// The fleet view shared by every fleet watcher (WatchFleet, SSE).
+    pub fleet: FleetFeed,
+    /// Report ingestion and spoke connection state.
+    pub reports: Arc<Reports>,
+    /// The `/metrics` registry.
+    pub metrics: Metrics,
+    /// The spoke side's metrics (registered in `metrics`).
+    pub grpc_metrics: GrpcMetrics,
+    pub http: HttpOptions,
+    pub grpc: GrpcOptions,
+}
+
+impl Replica {
+    /// A replica over `service` with these settings and a fresh registry.
+    pub fn new(service: Service, http: HttpOptions, grpc: GrpcOptions) -> Self {
+        Self::with_metrics(service, Metrics::new(), http, grpc)
+    }
+
+    /// [`Replica::new`] registering into `metrics`.
+    pub fn with_metrics(
+        service: Service,
+        metrics: Metrics,
+        http: HttpOptions,
+        grpc: GrpcOptions,
+    ) -> Self {
+        let fanout = Fanout::new(Arc::new(service.clone()));
+        let fleet = FleetFeed::new(service.clone(), fanout.changes());
+        let grpc_metrics = GrpcMetrics::default();
+        let reports = Reports::new(
+            service.clone(),
+            grpc.replica(),
+            Duration::from_millis(grpc.report_flush_ms),
+            grpc_metrics.clone(),
+        );
+        metrics.register(|r| {
+            grpc_metrics.register(r);
+            r.register(
+                "fleet_view_reads",
+                "Fleet views read for WatchFleet and dashboard event streams (one per change, shared by all watchers)",
+                fleet.reads_counter(),
+            );
+        });
+        Self {
+            service,
+            fanout,
+            fleet,
+            reports,
+            metrics,
+            grpc_metrics,
+            http,
+            grpc,
+        }
+    }
+
+    /// This replica's id (`clusters.connected_replica`).
+    pub fn id(&self) -> &str {
+        self.reports.replica()
+    }
+
+    /// Runs the replica's background tasks around `serving` (the servers):
+    /// clears connection state a previous run of this replica left, follows
+    /// change notifications and writes reports until `serving` ends, then
+    /// flushes pending reports and clears the connection state of the
+    /// streams the drain ended.
+    pub async fn run(&self, serving: impl Future<Output = Result<()>>) -> Result<()> {
+        let cleared = self.reports.clear_connections().await?;
+        if cleared > 0 {
+            tracing::info!(replica = %self.id(), cleared, "cleared connection state of a previous run");
+        }
+        let tasks = CancellationToken::new();
+        let listener_task = tokio::spawn(listener::run(
+            self.fanout.clone(),
+            self.service.clone(),
+            self.id().to_string(),
+            self.grpc_metrics.clone(),
+            tasks.clone(),
+        ));
+        let batcher_task = tokio::spawn(self.reports.clone().run(tasks.clone()));
+        let result = serving.await;
+        tasks.cancel();
+        let _ = listener_task.await;
+        let _ = batcher_task.await;
+        // Streams ended by the drain skipped recording their disconnection.
+        if let Err(e) = self.reports.clear_connections().await {
+            tracing::warn!(replica = %self.id(), error = %e, "clearing connection state after the drain failed");
+        }
+        result
+    }
+}

@@ -1,0 +1,310 @@
+//! The fleet as the hub knows it at one instant: [`FleetInputs::read`] reads
+//! clusters, gates, live overrides and reported objects in one consistent
+//! (REPEATABLE READ) transaction, and every view is a pure projection of it —
+//! the fleet summary and status, a cluster's status, the fleet view the change
+//! streams diff, the dashboard's grid, and the spokes' snapshots.
+
+mod evaluate;
+pub mod grid;
+pub mod snapshot;
+pub mod status;
+pub mod summary;
+pub mod view;
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::{Gate, GateState, Override};
+use sqlx::PgConnection;
+
+use super::gates::stored_gate;
+use super::{Actor, Role, Service};
+use crate::db::clusters::ClusterRow;
+use crate::db::overrides::OverrideRow;
+use crate::db::{self, clusters, gates, overrides, revision};
+use crate::{Error, Result};
+
+pub use crate::db::status::ObjectStatus;
+pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
+pub use snapshot::{Snapshot, SnapshotGate};
+pub use status::{ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus};
+pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
+pub use view::{FleetView, GateOnCluster, SpokeState};
+
+/// Which clusters a read covers, and how much of what their spokes reported.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// Every cluster, with reported-object counts (fleet views).
+    Fleet,
+    /// Those of the named clusters that exist, without reported objects
+    /// (snapshots: the fan-out reads connected clusters in batches).
+    Clusters(&'a [String]),
+    /// One cluster with every object its spoke reported; 404 if unknown.
+    Cluster(&'a str),
+}
+
+/// A registered cluster and its spoke token hash.
+#[derive(Debug, Clone)]
+pub struct ClusterInput {
+    pub row: ClusterRow,
+    pub token_hash: Vec<u8>,
+}
+
+/// A stored gate, parsed.
+#[derive(Debug, Clone)]
+pub struct GateInput {
+    pub gate: Gate,
+    pub version: i64,
+    /// The validated manifest as stored.
+    pub manifest: serde_json::Value,
+}
+
+impl GateInput {
+    /// metadata.name.
+    pub fn name(&self) -> &str {
+        self.gate.name()
+    }
+
+    /// Whether the gate's scope includes `cluster`.
+    pub fn applies_to(&self, cluster: &ClusterRow) -> bool {
+        self.gate
+            .spec
+            .clusters
+            .matches(&cluster.name, &cluster.labels.0)
+    }
+}
+
+/// What the spokes of the read clusters reported.
+#[derive(Debug, Clone, Default)]
+pub struct Reported {
+    /// Object counts per cluster (clusters without reported objects absent).
+    pub counts: HashMap<String, ObjectCounts>,
+    /// Held objects per (cluster, governing gate).
+    pub held_by_gate: HashMap<(String, String), i64>,
+    /// Every reported object ([`Scope::Cluster`] only), by kind, namespace, name.
+    pub objects: Vec<ObjectStatus>,
+}
+
+/// Everything the fleet's views are computed from, read at one instant.
+#[derive(Debug, Clone)]
+pub struct FleetInputs {
+    /// The instant evaluated (the service clock when read).
+    pub at: DateTime<Utc>,
+    /// The fleet revision the read saw.
+    pub revision: i64,
+    /// The clusters in scope, by name.
+    pub clusters: Vec<ClusterInput>,
+    /// Every gate, by name.
+    pub gates: Vec<GateInput>,
+    /// Live overrides (neither cancelled nor expired at `at`: active or
+    /// starting later) by gate, oldest first.
+    overrides: HashMap<String, Vec<OverrideRow>>,
+    pub reported: Reported,
+}
+
+impl FleetInputs {
+    /// Reads the inputs of `scope` at `now` from `tx`, which should be a
+    /// REPEATABLE READ transaction ([`db::begin_read`]) so all parts agree.
+    pub async fn read(tx: &mut PgConnection, now: DateTime<Utc>, scope: Scope<'_>) -> Result<Self> {
+        let revision = revision::current(tx).await?;
+        let names: Option<Vec<String>> = match scope {
+            Scope::Fleet => None,
+            Scope::Clusters(names) => Some(names.to_vec()),
+            Scope::Cluster(name) => Some(vec![name.to_string()]),
+        };
+        let clusters: Vec<ClusterInput> = clusters::with_token_hash(tx, names.as_deref())
+            .await?
+            .into_iter()
+            .map(|(row, token_hash)| ClusterInput { row, token_hash })
+            .collect();
+        if let Scope::Cluster(name) = scope
+            && clusters.is_empty()
+        {
+            return Err(Error::not_found("cluster", name));
+        }
+        let gates = gates::all(tx)
+            .await?
+            .into_iter()
+            .map(|g| {
+                Ok(GateInput {
+                    gate: stored_gate(&g.manifest)?,
+                    version: g.version,
+                    manifest: g.manifest,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let gate_names: Vec<String> = gates.iter().map(|g| g.name().to_string()).collect();
+        let mut by_gate: HashMap<String, Vec<OverrideRow>> = HashMap::new();
+        for row in overrides::live_for_gates(tx, &gate_names, now).await? {
+            by_gate.entry(row.gate.clone()).or_default().push(row);
+        }
+        let reported = match scope {
+            Scope::Fleet => Reported {
+                counts: db::status::counts_by_cluster(tx)
+                    .await?
+                    .into_iter()
+                    .map(|(cluster, governed, held, suspended)| {
+                        let counts = ObjectCounts {
+                            governed,
+                            held,
+                            suspended,
+                        };
+                        (cluster, counts)
+                    })
+                    .collect(),
+                held_by_gate: db::status::held_by_gate(tx)
+                    .await?
+                    .into_iter()
+                    .map(|(cluster, gate, n)| ((cluster, gate), n))
+                    .collect(),
+                objects: Vec::new(),
+            },
+            Scope::Clusters(_) => Reported::default(),
+            Scope::Cluster(name) => Reported {
+                objects: db::status::for_cluster(tx, name).await?,
+                ..Reported::default()
+            },
+        };
+        Ok(Self {
+            at: now,
+            revision,
+            clusters,
+            gates,
+            overrides: by_gate,
+            reported,
+        })
+    }
+
+    /// Every live override, oldest first per gate.
+    pub fn live_overrides(&self) -> impl Iterator<Item = &OverrideRow> {
+        self.gates
+            .iter()
+            .filter_map(|g| self.overrides.get(g.name()))
+            .flatten()
+    }
+
+    /// The live overrides of `gate` that apply to `cluster`, oldest first.
+    pub fn applying(&self, gate: &GateInput, cluster: &ClusterRow) -> Vec<Override> {
+        self.overrides
+            .get(gate.name())
+            .map_or_else(Vec::new, |rows| applying(&gate.gate, cluster, rows))
+    }
+}
+
+/// Whether override `row` applies to `cluster`: it is `gate`'s, the gate's
+/// scope includes the cluster, and the override's own scope (absent: the
+/// whole gate scope) does too.
+pub(crate) fn applies(gate: &Gate, cluster: &ClusterRow, row: &OverrideRow) -> bool {
+    row.gate == gate.name()
+        && gate.spec.clusters.matches(&cluster.name, &cluster.labels.0)
+        && row
+            .scope
+            .as_ref()
+            .is_none_or(|s| s.0.matches(&cluster.name, &cluster.labels.0))
+}
+
+/// Those of `rows` that apply to `cluster` for `gate`, in the policy crate's
+/// form and in the order given.
+pub(crate) fn applying<'a>(
+    gate: &Gate,
+    cluster: &ClusterRow,
+    rows: impl IntoIterator<Item = &'a OverrideRow>,
+) -> Vec<Override> {
+    rows.into_iter()
+        .filter(|r| applies(gate, cluster, r))
+        .map(to_policy)
+        .collect()
+}
+
+/// The policy-crate form of a stored override.
+pub(crate) fn to_policy(row: &OverrideRow) -> Override {
+    Override {
+        id: row.id.to_string(),
+        gate: row.gate.clone(),
+        state: if row.state == "open" {
+            GateState::Open
+        } else {
+            GateState::Closed
+        },
+        starts_at: row.starts_at,
+        expires_at: row.expires_at,
+        created_at: row.created_at,
+        actor: row.actor.clone(),
+        reason: row.reason.clone(),
+    }
+}
+
+impl Service {
+    /// Reads the fleet inputs of `scope` now, in one consistent transaction.
+    pub(crate) async fn read_fleet(&self, scope: Scope<'_>) -> Result<FleetInputs> {
+        let now = self.now();
+        let mut tx = db::begin_read(&self.pool).await?;
+        let inputs = FleetInputs::read(&mut tx, now, scope).await?;
+        tx.commit().await?;
+        Ok(inputs)
+    }
+
+    /// Counts across the fleet now (viewer).
+    pub async fn fleet_summary(&self, actor: &Actor) -> Result<FleetSummary> {
+        actor.require(Role::Viewer)?;
+        let inputs = self.read_fleet(Scope::Fleet).await?;
+        summary::summary(&inputs, &evaluate::evaluate(&inputs)?)
+    }
+
+    /// The fleet summary and each cluster's gate states now (viewer), only
+    /// clusters whose labels match `selector` (kubectl syntax) if given.
+    pub async fn fleet_status(&self, actor: &Actor, selector: Option<&str>) -> Result<FleetStatus> {
+        actor.require(Role::Viewer)?;
+        let selector = selector
+            .map(fleetgate_policy::LabelSelector::parse)
+            .transpose()
+            .map_err(|e| Error::invalid("selector", e.message))?;
+        let inputs = self.read_fleet(Scope::Fleet).await?;
+        status::fleet_status(&inputs, selector.as_ref())
+    }
+
+    /// The status of one cluster now (viewer); 404 if unknown.
+    pub async fn cluster_status(&self, actor: &Actor, name: &str) -> Result<ClusterStatus> {
+        actor.require(Role::Viewer)?;
+        let inputs = self.read_fleet(Scope::Cluster(name)).await?;
+        status::cluster_status(inputs)
+    }
+
+    /// The whole fleet now (viewer), as the change streams diff it.
+    pub async fn fleet_view(&self, actor: &Actor) -> Result<FleetView> {
+        actor.require(Role::Viewer)?;
+        let inputs = self.read_fleet(Scope::Fleet).await?;
+        view::view(&inputs)
+    }
+
+    /// Every gate on every cluster now (viewer): the dashboard's grid.
+    pub async fn fleet_grid(&self, actor: &Actor) -> Result<FleetGrid> {
+        actor.require(Role::Viewer)?;
+        let inputs = self.read_fleet(Scope::Fleet).await?;
+        grid::grid(&inputs)
+    }
+
+    /// The clusters in `gate`'s scope with its state on each (viewer).
+    pub async fn gate_clusters(&self, actor: &Actor, gate: &str) -> Result<Vec<ScopedCluster>> {
+        actor.require(Role::Viewer)?;
+        let inputs = self.read_fleet(Scope::Fleet).await?;
+        grid::gate_clusters(&inputs, gate)
+    }
+
+    /// The snapshots of those of `names` that exist (missing ones were
+    /// deleted), in one read: a fleet-wide change costs the fan-out a few
+    /// queries per batch of clusters, not a few per connected spoke.
+    pub async fn snapshots(&self, names: &[String]) -> Result<Vec<Snapshot>> {
+        let inputs = self.read_fleet(Scope::Clusters(names)).await?;
+        snapshot::snapshots(&inputs)
+    }
+
+    /// `cluster`'s snapshot (a batch of one); 404 if unknown.
+    pub async fn cluster_snapshot(&self, cluster: &str) -> Result<Snapshot> {
+        let names = [cluster.to_string()];
+        self.snapshots(&names)
+            .await?
+            .pop()
+            .ok_or_else(|| Error::not_found("cluster", cluster))
+    }
+}

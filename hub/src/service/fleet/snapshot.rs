@@ -1,0 +1,168 @@
+//! A cluster's desired-state snapshot: the gates applying to the cluster
+//! (manifest JSON + version) and the live overrides that apply to it, stamped
+//! with the cluster's `desired_revision` — projected from a fleet read, held
+//! by the fan-out index, converted to protobuf in `grpc::convert`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use fleetgate_policy::Override;
+
+use super::FleetInputs;
+use crate::{Error, Result};
+
+/// One gate in a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotGate {
+    /// metadata.name.
+    pub name: String,
+    /// The gate's version.
+    pub version: u64,
+    /// The manifest as JSON text, shared by every cluster's snapshot of this
+    /// gate version (one copy per replica, not one per connected spoke).
+    pub manifest_json: Arc<str>,
+}
+
+/// A cluster's full desired state at `revision`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The cluster's `desired_revision` when this was read.
+    pub revision: u64,
+    /// The cluster's name.
+    pub cluster: String,
+    /// Gates whose scope includes the cluster, ordered by name.
+    pub gates: Vec<SnapshotGate>,
+    /// Live overrides (active or upcoming) for those gates and this cluster,
+    /// ordered by (created_at, id).
+    pub overrides: Vec<Override>,
+    /// The cluster's spoke token hash when it was read, so a stream woken by
+    /// a change can re-check its token without a query (`None`: unknown).
+    pub token_hash: Option<Arc<[u8]>>,
+}
+
+impl Snapshot {
+    /// Builds a snapshot and puts gates and overrides in a canonical order, so
+    /// two reads of the same state compare equal.
+    pub fn new(
+        revision: u64,
+        cluster: String,
+        mut gates: Vec<SnapshotGate>,
+        mut overrides: Vec<Override>,
+    ) -> Self {
+        gates.sort_by(|a, b| a.name.cmp(&b.name));
+        overrides.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Self {
+            revision,
+            cluster,
+            gates,
+            overrides,
+            token_hash: None,
+        }
+    }
+
+    /// The same snapshot, carrying the cluster's token hash.
+    pub fn with_token_hash(mut self, hash: Vec<u8>) -> Self {
+        self.token_hash = Some(hash.into());
+        self
+    }
+
+    /// Same gates and overrides, regardless of revision: whether a spoke
+    /// holding `other` would have to be sent `self`.
+    pub fn same_content(&self, other: &Self) -> bool {
+        self.cluster == other.cluster
+            && self.gates == other.gates
+            && self.overrides == other.overrides
+    }
+}
+
+/// The snapshot of every cluster of `inputs`, in cluster order.
+pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
+    // Each gate's JSON is encoded once per read, not once per cluster.
+    let mut manifests: HashMap<&str, Arc<str>> = HashMap::new();
+    for g in &inputs.gates {
+        let json = serde_json::to_string(&g.manifest)
+            .map_err(|e| Error::Internal(format!("encoding gate '{}': {e}", g.name())))?;
+        manifests.insert(g.name(), intern_manifest(json));
+    }
+    Ok(inputs
+        .clusters
+        .iter()
+        .map(|c| {
+            let mut gates = Vec::new();
+            let mut overrides = Vec::new();
+            for g in inputs.gates.iter().filter(|g| g.applies_to(&c.row)) {
+                gates.push(SnapshotGate {
+                    name: g.name().to_string(),
+                    version: u64::try_from(g.version).unwrap_or(0),
+                    manifest_json: manifests[g.name()].clone(),
+                });
+                overrides.extend(inputs.applying(g, &c.row));
+            }
+            Snapshot::new(
+                u64::try_from(c.row.desired_revision).unwrap_or(0),
+                c.row.name.clone(),
+                gates,
+                overrides,
+            )
+            .with_token_hash(c.token_hash.clone())
+        })
+        .collect())
+}
+
+/// Every snapshot of the replica shares one copy of each distinct manifest
+/// JSON: clusters connecting one by one read their snapshot alone, and a
+/// per-spoke copy of every gate's JSON was ~1 KiB of hub memory per spoke.
+static MANIFESTS: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Mutex::default);
+
+fn intern_manifest(json: String) -> Arc<str> {
+    // The set has no invariant a panicking holder could break halfway.
+    let mut set = MANIFESTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(shared) = set.get(json.as_str()) {
+        return shared.clone();
+    }
+    // Forget manifests no snapshot holds any more (old gate versions); amortised
+    // by only sweeping when the set has doubled since the last sweep.
+    if set.len() >= 64 && set.len().is_power_of_two() {
+        set.retain(|m| Arc::strong_count(m) > 1);
+    }
+    let shared: Arc<str> = json.into();
+    set.insert(shared.clone());
+    shared
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_manifests_share_one_copy() {
+        let a = intern_manifest(r#"{"kind":"Gate","t":"intern"}"#.to_string());
+        let b = intern_manifest(r#"{"kind":"Gate","t":"intern"}"#.to_string());
+        let c = intern_manifest(r#"{"kind":"Gate","t":"other"}"#.to_string());
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(&*c, r#"{"kind":"Gate","t":"other"}"#);
+    }
+
+    #[test]
+    fn canonical_order() {
+        let a = Snapshot::new(
+            1,
+            "c".into(),
+            vec![
+                SnapshotGate {
+                    name: "b".into(),
+                    version: 1,
+                    manifest_json: "".into(),
+                },
+                SnapshotGate {
+                    name: "a".into(),
+                    version: 1,
+                    manifest_json: "".into(),
+                },
+            ],
+            vec![],
+        );
+        assert_eq!(a.gates[0].name, "a");
+    }
+}

@@ -1,0 +1,187 @@
+//! Gate states per cluster: one cluster's status with every object its spoke
+//! reported, and the fleet status (`GET /api/v1/status/clusters`) — the
+//! summary plus each cluster's gates with reason, next transition and held
+//! count, what `fleetgate status` shows.
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::LabelSelector;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::FleetInputs;
+use super::evaluate::{ClusterEvals, evaluate};
+use super::summary::{FleetSummary, ObjectCounts, summary};
+use crate::db::status::ObjectStatus;
+use crate::service::liveness;
+use crate::service::types::Cluster;
+use crate::{Error, Result};
+
+/// One gate's state on one cluster.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GateStatus {
+    pub gate: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Which rule decided, in words.
+    pub reason: String,
+    pub next_transition: Option<DateTime<Utc>>,
+    /// Reported objects this gate governs.
+    pub objects: Vec<ObjectStatus>,
+    /// How many of them are held.
+    pub held: usize,
+}
+
+/// A cluster's status.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    pub cluster: Cluster,
+    /// The instant evaluated.
+    pub at: DateTime<Utc>,
+    /// All gates open: changes may flow.
+    pub open: bool,
+    /// The closed gates.
+    pub closed_by: Vec<String>,
+    /// The earliest next transition of any gate.
+    pub next_transition: Option<DateTime<Utc>>,
+    pub gates: Vec<GateStatus>,
+    /// Every reported object.
+    pub objects: Vec<ObjectStatus>,
+    pub counts: ObjectCounts,
+}
+
+/// One gate's state on one cluster (without the objects).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GateBrief {
+    pub gate: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Which rule decided, in words.
+    pub reason: String,
+    pub next_transition: Option<DateTime<Utc>>,
+    /// Reported objects governed by this gate that are held.
+    pub held: i64,
+}
+
+/// One cluster's gates now, without its objects (see the per-cluster status
+/// for those).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterBrief {
+    pub cluster: Cluster,
+    /// All gates open: changes may flow.
+    pub open: bool,
+    /// The closed gates.
+    pub closed_by: Vec<String>,
+    /// The earliest next transition of any gate.
+    pub next_transition: Option<DateTime<Utc>>,
+    /// The gates applying to the cluster, by name.
+    pub gates: Vec<GateBrief>,
+    pub counts: ObjectCounts,
+}
+
+/// The fleet summary and every (selected) cluster's gate states.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetStatus {
+    /// Counts over the whole fleet (the selector does not apply).
+    pub summary: FleetSummary,
+    /// Clusters by name.
+    pub clusters: Vec<ClusterBrief>,
+}
+
+/// The status of the one cluster of a [`super::Scope::Cluster`] read.
+pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
+    let evals = evaluate(&inputs)?;
+    let cluster = evals
+        .first()
+        .ok_or_else(|| Error::Internal("cluster read without its cluster".into()))?;
+    let objects = &inputs.reported.objects;
+    let combined = cluster.combined();
+    let gates = cluster
+        .gates
+        .iter()
+        .map(|(gate, e)| {
+            let governed: Vec<ObjectStatus> = objects
+                .iter()
+                .filter(|o| o.object.gates.iter().any(|g| g == gate.name()))
+                .cloned()
+                .collect();
+            GateStatus {
+                held: governed.iter().filter(|o| o.object.held).count(),
+                objects: governed,
+                gate: gate.name().to_string(),
+                state: e.state.as_str().to_string(),
+                reason: e.reason.clone(),
+                next_transition: e.next_transition,
+            }
+        })
+        .collect();
+    let counts = ObjectCounts {
+        governed: objects.len() as i64,
+        held: objects.iter().filter(|o| o.object.held).count() as i64,
+        suspended: objects.iter().filter(|o| o.object.suspended).count() as i64,
+    };
+    Ok(ClusterStatus {
+        cluster: liveness::at(cluster.cluster.row.clone(), inputs.at).into(),
+        at: inputs.at,
+        open: combined.open,
+        closed_by: combined.closed_by,
+        next_transition: combined.next_transition,
+        gates,
+        objects: objects.clone(),
+        counts,
+    })
+}
+
+/// The summary of a fleet read and the briefs of its clusters matching
+/// `selector` (all without one).
+pub(super) fn fleet_status(
+    inputs: &FleetInputs,
+    selector: Option<&LabelSelector>,
+) -> Result<FleetStatus> {
+    let evals = evaluate(inputs)?;
+    let summary = summary(inputs, &evals)?;
+    let clusters = evals
+        .iter()
+        .filter(|c| selector.is_none_or(|s| s.matches(&c.cluster.row.labels.0)))
+        .map(|c| brief(inputs, c))
+        .collect();
+    Ok(FleetStatus { summary, clusters })
+}
+
+fn brief(inputs: &FleetInputs, evals: &ClusterEvals<'_>) -> ClusterBrief {
+    let row = &evals.cluster.row;
+    let combined = evals.combined();
+    let gates = evals
+        .gates
+        .iter()
+        .map(|(gate, e)| GateBrief {
+            held: inputs
+                .reported
+                .held_by_gate
+                .get(&(row.name.clone(), gate.name().to_string()))
+                .copied()
+                .unwrap_or(0),
+            gate: gate.name().to_string(),
+            state: e.state.as_str().to_string(),
+            reason: e.reason.clone(),
+            next_transition: e.next_transition,
+        })
+        .collect();
+    ClusterBrief {
+        counts: inputs
+            .reported
+            .counts
+            .get(&row.name)
+            .cloned()
+            .unwrap_or_default(),
+        cluster: liveness::at(row.clone(), inputs.at).into(),
+        open: combined.open,
+        closed_by: combined.closed_by,
+        next_transition: combined.next_transition,
+        gates,
+    }
+}

@@ -1,0 +1,133 @@
+//! The fleet at a glance: cluster counts (connected, open, with held
+//! objects), each gate's open/closed count, and object counts.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::FleetInputs;
+use super::evaluate::ClusterEvals;
+use crate::Result;
+use crate::service::liveness;
+
+/// Object counts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectCounts {
+    pub governed: i64,
+    pub held: i64,
+    pub suspended: i64,
+}
+
+/// One gate across the fleet.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GateSummary {
+    pub gate: String,
+    /// Clusters in scope.
+    pub clusters: usize,
+    pub open: usize,
+    pub closed: usize,
+}
+
+/// Cluster counts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterCounts {
+    pub total: usize,
+    pub connected: usize,
+    pub disconnected: usize,
+    /// All gates open.
+    pub open: usize,
+    /// At least one gate closed.
+    pub closed: usize,
+    /// At least one held object.
+    pub with_held: usize,
+}
+
+/// The fleet at a glance.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetSummary {
+    pub at: DateTime<Utc>,
+    pub revision: i64,
+    pub clusters: ClusterCounts,
+    pub gates: Vec<GateSummary>,
+    pub objects: ObjectCounts,
+    /// Names of disconnected clusters (at most 100).
+    pub disconnected: Vec<String>,
+}
+
+/// How many disconnected clusters a summary names.
+const NAMED_DISCONNECTED: usize = 100;
+
+/// The summary of a fleet read ([`super::Scope::Fleet`]) and its evaluation.
+pub(super) fn summary(inputs: &FleetInputs, evals: &[ClusterEvals<'_>]) -> Result<FleetSummary> {
+    let mut gates: Vec<GateSummary> = inputs
+        .gates
+        .iter()
+        .map(|g| GateSummary {
+            gate: g.name().to_string(),
+            clusters: 0,
+            open: 0,
+            closed: 0,
+        })
+        .collect();
+    let mut counts = ClusterCounts {
+        total: inputs.clusters.len(),
+        ..ClusterCounts::default()
+    };
+    let index: HashMap<&str, usize> = inputs
+        .gates
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g.name(), i))
+        .collect();
+    let mut disconnected = Vec::new();
+    for cluster in evals {
+        let row = &cluster.cluster.row;
+        if liveness::is_connected(row, inputs.at) {
+            counts.connected += 1;
+        } else {
+            counts.disconnected += 1;
+            if disconnected.len() < NAMED_DISCONNECTED {
+                disconnected.push(row.name.clone());
+            }
+        }
+        let mut all_open = true;
+        for (gate, e) in &cluster.gates {
+            let summary = &mut gates[index[gate.name()]];
+            summary.clusters += 1;
+            if e.state.is_open() {
+                summary.open += 1;
+            } else {
+                summary.closed += 1;
+                all_open = false;
+            }
+        }
+        if all_open {
+            counts.open += 1;
+        } else {
+            counts.closed += 1;
+        }
+    }
+    let mut objects = ObjectCounts::default();
+    for c in inputs.reported.counts.values() {
+        objects.governed += c.governed;
+        objects.held += c.held;
+        objects.suspended += c.suspended;
+        if c.held > 0 {
+            counts.with_held += 1;
+        }
+    }
+    Ok(FleetSummary {
+        at: inputs.at,
+        revision: inputs.revision,
+        clusters: counts,
+        gates,
+        objects,
+        disconnected,
+    })
+}

@@ -1,0 +1,92 @@
+//! The whole fleet at one instant as the change streams (admin `WatchFleet`,
+//! the dashboard's events) see it: every (gate, cluster) state, live
+//! overrides, spoke connections and held counts. Watchers diff two views to
+//! produce events.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::GateState;
+
+use super::FleetInputs;
+use super::evaluate::evaluate;
+use crate::Result;
+use crate::service::liveness;
+use crate::service::types::OverrideRecord;
+
+/// One gate's state on one cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateOnCluster {
+    pub state: GateState,
+    pub reason: String,
+    pub next_transition: Option<DateTime<Utc>>,
+}
+
+/// A cluster's spoke connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpokeState {
+    pub connected: bool,
+    pub replica: Option<String>,
+    pub spoke_version: Option<String>,
+}
+
+/// The fleet at `at`.
+#[derive(Debug, Clone, Default)]
+pub struct FleetView {
+    pub at: DateTime<Utc>,
+    /// Keyed by (gate, cluster).
+    pub gates: BTreeMap<(String, String), GateOnCluster>,
+    /// Live overrides (active now or starting later) by id.
+    pub overrides: BTreeMap<String, OverrideRecord>,
+    /// Every registered cluster's spoke connection.
+    pub spokes: BTreeMap<String, SpokeState>,
+    /// Held objects per cluster (clusters without any are absent).
+    pub held: BTreeMap<String, u32>,
+    /// The earliest next transition of any (gate, cluster).
+    pub next_transition: Option<DateTime<Utc>>,
+}
+
+/// The view of a fleet read ([`super::Scope::Fleet`]).
+pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
+    let mut view = FleetView {
+        at: inputs.at,
+        overrides: inputs
+            .live_overrides()
+            .map(|r| (r.id.to_string(), OverrideRecord::from(r.clone())))
+            .collect(),
+        ..FleetView::default()
+    };
+    for cluster in evaluate(inputs)? {
+        let row = &cluster.cluster.row;
+        view.spokes.insert(
+            row.name.clone(),
+            SpokeState {
+                connected: liveness::is_connected(row, inputs.at),
+                replica: row.connected_replica.clone(),
+                spoke_version: row.spoke_version.clone(),
+            },
+        );
+        for (gate, e) in cluster.gates {
+            if let Some(t) = e.next_transition {
+                view.next_transition = Some(view.next_transition.map_or(t, |n| n.min(t)));
+            }
+            view.gates.insert(
+                (gate.name().to_string(), row.name.clone()),
+                GateOnCluster {
+                    state: e.state,
+                    reason: e.reason,
+                    next_transition: e.next_transition,
+                },
+            );
+        }
+    }
+    for (cluster, counts) in &inputs.reported.counts {
+        if counts.held > 0 {
+            view.held.insert(
+                cluster.clone(),
+                u32::try_from(counts.held).unwrap_or(u32::MAX),
+            );
+        }
+    }
+    Ok(view)
+}

@@ -1,0 +1,328 @@
+//! Report ingestion and spoke connection state, for the spoke streams of one
+//! replica. Reports (possibly in parts) are assembled per stream, validated,
+//! and handed to a batcher that keeps only the newest report per cluster (a
+//! report is the full object set, so newer replaces older) and writes pending
+//! reports in one transaction per flush; memory is bounded by the number of
+//! connected clusters. Connection and liveness stamps are written here too.
+//! Nothing here bumps the fleet revision: reports are not desired state.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use fleetgate_proto::report_parts::MAX_REPORT_OBJECTS;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::Service;
+use crate::db::reports::{self, ClusterReport, ReportedObject};
+use crate::metrics::GrpcMetrics;
+use crate::{Error, Result};
+
+/// Reports per flush transaction at most.
+const MAX_BATCH: usize = 256;
+
+/// Shards of the per-cluster connection-state lock.
+const CONNECTION_LOCKS: usize = 16;
+
+/// A replica's report ingestion and connection bookkeeping. Shared by its
+/// spoke streams (`Arc`).
+#[derive(Debug)]
+pub struct Reports {
+    service: Service,
+    /// This replica's id, recorded as `clusters.connected_replica`.
+    replica: String,
+    pending: Mutex<HashMap<String, ClusterReport>>,
+    /// Streams alive at the given instant (keepalive sent), not yet written.
+    seen: Mutex<HashMap<String, DateTime<Utc>>>,
+    wake: Notify,
+    /// How long to gather reports after the first one arrives.
+    linger: Duration,
+    metrics: GrpcMetrics,
+    /// Serialises connection-state writes per cluster shard so a reconnect's
+    /// "connected" is never overwritten by the old stream's late "disconnected".
+    connection_locks: Vec<tokio::sync::Mutex<()>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain maps: no invariant a panicking holder could break halfway.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Reports {
+    /// Ingestion for `replica`, gathering reports for `linger` per flush.
+    pub fn new(
+        service: Service,
+        replica: String,
+        linger: Duration,
+        metrics: GrpcMetrics,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            service,
+            replica,
+            pending: Mutex::new(HashMap::new()),
+            seen: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
+            linger,
+            metrics,
+            connection_locks: (0..CONNECTION_LOCKS)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
+        })
+    }
+
+    /// This replica's id.
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// Queues `cluster`'s complete, validated report received now; a newer
+    /// report of the same cluster replaces it.
+    pub fn submit(&self, cluster: &str, objects: Vec<ReportedObject>, clock_offset_ms: i64) {
+        self.metrics.reports_received.inc();
+        let report = ClusterReport {
+            cluster: cluster.to_string(),
+            objects,
+            clock_offset_ms,
+            received_at: self.service.now(),
+        };
+        lock(&self.pending).insert(report.cluster.clone(), report);
+        self.wake.notify_one();
+    }
+
+    /// Queues a liveness stamp for `cluster` (its stream is open now),
+    /// written with the next flush so `last_seen_at` stays fresh without one
+    /// statement per keepalive.
+    pub fn seen(&self, cluster: &str) {
+        lock(&self.seen).insert(cluster.to_string(), self.service.now());
+        self.wake.notify_one();
+    }
+
+    /// Reports waiting to be written.
+    pub fn backlog(&self) -> usize {
+        lock(&self.pending).len()
+    }
+
+    /// Flushes until `shutdown`, then flushes what is left.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = self.wake.notified() => {}
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(self.linger) => {}
+            }
+            self.flush_all().await;
+        }
+        self.flush_all().await;
+    }
+
+    /// Writes every pending report and liveness stamp now.
+    pub async fn flush_all(&self) {
+        self.flush_seen().await;
+        loop {
+            let batch: Vec<ClusterReport> = {
+                let mut pending = lock(&self.pending);
+                let keys: Vec<String> = pending.keys().take(MAX_BATCH).cloned().collect();
+                keys.iter().filter_map(|k| pending.remove(k)).collect()
+            };
+            if batch.is_empty() {
+                return;
+            }
+            if let Err(e) = self.write(&batch).await {
+                self.metrics.report_flush_failures.inc();
+                tracing::warn!(error = %e, reports = batch.len(), "writing status reports failed");
+                // Put them back unless a newer report arrived meanwhile; the
+                // next flush retries (spokes also re-send as heartbeat).
+                let mut pending = lock(&self.pending);
+                for report in batch {
+                    pending.entry(report.cluster.clone()).or_insert(report);
+                }
+                return;
+            }
+            self.metrics.report_flushes.inc();
+        }
+    }
+
+    async fn flush_seen(&self) {
+        let seen: Vec<(String, DateTime<Utc>)> =
+            std::mem::take(&mut *lock(&self.seen)).into_iter().collect();
+        if seen.is_empty() {
+            return;
+        }
+        let res = async {
+            let mut conn = self.service.pool.acquire().await?;
+            reports::touch_seen(&mut conn, &seen).await
+        }
+        .await;
+        if let Err(e) = res {
+            // Not retried: the next keepalive stamps again.
+            tracing::warn!(error = %e, clusters = seen.len(), "refreshing last-seen times failed");
+        }
+    }
+
+    async fn write(&self, batch: &[ClusterReport]) -> Result<()> {
+        let mut tx = self.service.pool.begin().await?;
+        for report in batch {
+            if !reports::write_report(&mut tx, report).await? {
+                tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    fn connection_lock(&self, cluster: &str) -> &tokio::sync::Mutex<()> {
+        let h = cluster
+            .bytes()
+            .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
+        &self.connection_locks[h % self.connection_locks.len()]
+    }
+
+    /// Records that `cluster`'s spoke (version `spoke_version`) connected to
+    /// this replica. Failures are logged: the stream serves regardless.
+    pub async fn connected(&self, cluster: &str, spoke_version: &str) {
+        let _guard = self.connection_lock(cluster).lock().await;
+        let res = async {
+            let mut conn = self.service.pool.acquire().await?;
+            let now = self.service.now();
+            reports::mark_connected(&mut conn, cluster, &self.replica, spoke_version, now).await
+        }
+        .await;
+        if let Err(e) = res {
+            tracing::warn!(%cluster, error = %e, "recording spoke connection failed");
+        }
+    }
+
+    /// Records that `cluster`'s spoke left this replica, unless
+    /// `still_connected` (checked under the cluster's lock) says another of
+    /// its streams is (again) open here.
+    pub async fn disconnected(&self, cluster: &str, still_connected: impl FnOnce() -> bool) {
+        let _guard = self.connection_lock(cluster).lock().await;
+        if still_connected() {
+            return;
+        }
+        let res = async {
+            let mut conn = self.service.pool.acquire().await?;
+            let now = self.service.now();
+            reports::mark_disconnected(&mut conn, cluster, &self.replica, now).await
+        }
+        .await;
+        if let Err(e) = res {
+            tracing::warn!(%cluster, error = %e, "recording spoke disconnection failed");
+        }
+    }
+
+    /// Clears this replica's connection state (left by a crash before start,
+    /// or by streams a drain ended without recording it). Returns how many
+    /// clusters it cleared.
+    pub async fn clear_connections(&self) -> Result<u64> {
+        let mut conn = self.service.pool.acquire().await?;
+        reports::clear_replica(&mut conn, &self.replica).await
+    }
+}
+
+/// The parts of one report received so far on a stream: a report may come in
+/// parts (`more`) and is applied whole, when its last part arrives.
+#[derive(Debug, Default)]
+pub struct ReportParts {
+    objects: Vec<ReportedObject>,
+}
+
+impl ReportParts {
+    /// Adds a part; returns the whole report, validated and without
+    /// duplicates, when this was its last part (`more` false). Errors name
+    /// the field (`report.objects[3].kind`).
+    pub fn add(
+        &mut self,
+        objects: impl ExactSizeIterator<Item = ReportedObject>,
+        more: bool,
+    ) -> Result<Option<Vec<ReportedObject>>> {
+        if self.objects.len() + objects.len() > MAX_REPORT_OBJECTS {
+            return Err(Error::invalid(
+                "report.objects",
+                format!("more than {MAX_REPORT_OBJECTS} objects in one report"),
+            ));
+        }
+        self.objects.extend(objects);
+        if more {
+            return Ok(None);
+        }
+        normalize_objects(std::mem::take(&mut self.objects)).map(Some)
+    }
+}
+
+/// Validates a report's objects and removes duplicates (the last one of a key
+/// wins). Errors name the field, e.g. `report.objects[3].kind`.
+pub fn normalize_objects(objects: Vec<ReportedObject>) -> Result<Vec<ReportedObject>> {
+    let mut by_key: BTreeMap<(String, String, String), ReportedObject> = BTreeMap::new();
+    for (i, o) in objects.into_iter().enumerate() {
+        if o.kind.parse::<fleetgate_policy::FluxKind>().is_err() {
+            return Err(Error::invalid(
+                format!("report.objects[{i}].kind"),
+                format!("unknown Flux kind '{}'", o.kind),
+            ));
+        }
+        if o.name.is_empty() {
+            return Err(Error::invalid(
+                format!("report.objects[{i}].name"),
+                "must not be empty",
+            ));
+        }
+        if o.namespace.is_empty() {
+            return Err(Error::invalid(
+                format!("report.objects[{i}].namespace"),
+                "must not be empty",
+            ));
+        }
+        by_key.insert((o.kind.clone(), o.namespace.clone(), o.name.clone()), o);
+    }
+    Ok(by_key.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(kind: &str, ns: &str, name: &str, held: bool) -> ReportedObject {
+        ReportedObject {
+            kind: kind.into(),
+            namespace: ns.into(),
+            name: name.into(),
+            suspended: false,
+            suspended_by: vec![],
+            gates: vec![],
+            last_applied_revision: None,
+            newest_source_revision: None,
+            held,
+            suspended_by_human: false,
+        }
+    }
+
+    #[test]
+    fn duplicates_collapse_to_the_last() {
+        let out = normalize_objects(vec![
+            obj("Kustomization", "a", "x", false),
+            obj("Kustomization", "a", "x", true),
+            obj("HelmRelease", "a", "x", false),
+        ])
+        .unwrap();
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().any(|o| o.kind == "Kustomization" && o.held));
+    }
+
+    #[test]
+    fn bad_kind_names_the_field() {
+        let err = normalize_objects(vec![
+            obj("Kustomization", "a", "x", false),
+            obj("Deployment", "a", "y", false),
+        ])
+        .unwrap_err();
+        assert_eq!(err.field(), Some("report.objects[1].kind"));
+        let err = normalize_objects(vec![obj("Kustomization", "a", "", false)]).unwrap_err();
+        assert_eq!(err.field(), Some("report.objects[0].name"));
+    }
+}
