@@ -30,16 +30,24 @@ pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
     }
     let results: Vec<Value> = loaded
         .iter()
-        .map(|l| json!({"source": l.source, "gate": l.gate.name(), "valid": true}))
+        .map(|l| {
+            json!({"source": l.source, "gate": l.gate.name(), "valid": true,
+                   "limitations": l.gate.limitations()})
+        })
         .collect();
     output::print(format, &results, |rs| {
         rs.iter()
             .map(|r| {
-                format!(
+                let mut line = format!(
                     "{}: gate '{}' is valid\n",
                     output::s(r, "source"),
                     output::s(r, "gate")
-                )
+                );
+                // What the mode cannot hold back, so nobody learns it from an incident.
+                for note in r["limitations"].as_array().into_iter().flatten() {
+                    line.push_str(&format!("  note: {}\n", note.as_str().unwrap_or_default()));
+                }
+                line
             })
             .collect()
     })?;
@@ -294,6 +302,9 @@ pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
                 text.push_str("Rules:\n");
                 for line in compiled.describe() {
                     text.push_str(&format!("  - {line}\n"));
+                }
+                for note in gate.limitations() {
+                    text.push_str(&format!("Note:        {note}\n"));
                 }
             }
             text.push_str("Manifest:\n");
