@@ -39,6 +39,7 @@ mod selector;
 mod timeline;
 mod transitions;
 mod validate;
+mod warnings;
 
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;
@@ -53,3 +54,4 @@ pub use manifest::{
 };
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 pub use transitions::{Preview, PreviewState, Transition};
+pub use warnings::Warning;
