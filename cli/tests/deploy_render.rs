@@ -153,6 +153,7 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
         [
             "ClusterRole",
             "ClusterRoleBinding",
+            "CustomResourceDefinition",
             "Deployment",
             "Namespace",
             "Role",
