@@ -34,6 +34,7 @@ mod eval;
 mod kinds;
 mod localtime;
 mod manifest;
+mod objects;
 mod recurrence;
 mod selector;
 mod timeline;
@@ -52,6 +53,7 @@ pub use manifest::{
     API_VERSION, ClusterScope, Gate, GateSpec, GateState, KIND, Metadata, Mode, Targets, Window,
     WindowKind, parse_gate, parse_gate_json,
 };
+pub use objects::{GroupKind, HeldObjects};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 pub use transitions::{Preview, PreviewState, Transition};
 pub use warnings::Warning;

@@ -37,18 +37,24 @@ pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
                 .iter()
                 .map(|w| json!({"path": w.path, "message": w.message}))
                 .collect();
-            json!({"source": l.source, "gate": l.gate.name(), "valid": true, "warnings": warnings})
+            json!({"source": l.source, "gate": l.gate.name(), "valid": true,
+                   "limitations": l.gate.limitations(), "warnings": warnings})
         })
         .collect();
     print_warnings(&loaded);
     output::print(format, &results, |rs| {
         rs.iter()
             .map(|r| {
-                format!(
+                let mut line = format!(
                     "{}: gate '{}' is valid\n",
                     output::s(r, "source"),
                     output::s(r, "gate")
-                )
+                );
+                // What the mode cannot hold back, so nobody learns it from an incident.
+                for note in r["limitations"].as_array().into_iter().flatten() {
+                    line.push_str(&format!("  note: {}\n", note.as_str().unwrap_or_default()));
+                }
+                line
             })
             .collect()
     })?;
@@ -314,6 +320,9 @@ pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
                 text.push_str("Rules:\n");
                 for line in compiled.describe() {
                     text.push_str(&format!("  - {line}\n"));
+                }
+                for note in gate.limitations() {
+                    text.push_str(&format!("Note:        {note}\n"));
                 }
             }
             text.push_str("Manifest:\n");
