@@ -40,6 +40,7 @@ mod selector;
 mod timeline;
 mod transitions;
 mod validate;
+mod warnings;
 
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;
@@ -55,3 +56,4 @@ pub use manifest::{
 pub use objects::{GroupKind, HeldObjects};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 pub use transitions::{Preview, PreviewState, Transition};
+pub use warnings::Warning;
