@@ -316,6 +316,26 @@ fn accepted_time_forms() {
     }
 }
 
+/// The in-cluster stories (Gate objects) are gate manifests too.
+#[test]
+fn in_cluster_examples_validate() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/in-cluster");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !text.contains("\nkind: Gate\n") {
+            continue; // the Flagger Canary beside them
+        }
+        let gate = parse_gate(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        gate.validate()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        names.push(gate.name().to_string());
+    }
+    names.sort();
+    assert_eq!(names, ["maintenance", "sre-approval"]);
+}
+
 #[test]
 fn every_example_parses_and_validates() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
