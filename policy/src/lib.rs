@@ -34,11 +34,13 @@ mod eval;
 mod kinds;
 mod localtime;
 mod manifest;
+mod objects;
 mod recurrence;
 mod selector;
 mod timeline;
 mod transitions;
 mod validate;
+mod warnings;
 
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;
@@ -52,5 +54,7 @@ pub use manifest::{
     LocalRequests, MAX_REQUEST_WINDOW, Metadata, Mode, Targets, Window, WindowKind, parse_gate,
     parse_gate_json,
 };
+pub use objects::{GroupKind, HeldObjects};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 pub use transitions::{Preview, PreviewState, Transition};
+pub use warnings::Warning;

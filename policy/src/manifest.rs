@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{FluxKind, LabelSelector, PolicyError};
+use crate::{FluxKind, HeldObjects, LabelSelector, PolicyError};
 
 /// The `apiVersion` every gate manifest carries.
 pub const API_VERSION: &str = "fleetgate.io/v1";
@@ -46,6 +46,9 @@ pub struct GateSpec {
     pub targets: Targets,
     #[serde(default)]
     pub mode: Mode,
+    /// What a `holdObjects` gate holds inside its target Kustomizations (that mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects: Option<HeldObjects>,
     #[serde(default)]
     pub default: GateState,
     /// IANA zone for windows that set none; UTC when absent.
@@ -161,6 +164,10 @@ pub enum Mode {
     /// Suspend the sources the targeted Kustomizations/HelmReleases consume, so the last
     /// approved revision keeps being applied (drift is corrected) and only new revisions wait.
     FreezeSources,
+    /// Hold chosen objects *inside* the targeted Kustomizations (`spec.objects`): they get
+    /// kustomize-controller's `reconcile: disabled` mark while the gate is closed, and the
+    /// rest of what the Kustomization applies stays real-time (drift correction included).
+    HoldObjects,
 }
 
 impl Mode {
@@ -169,6 +176,7 @@ impl Mode {
         match self {
             Mode::Suspend => "suspend",
             Mode::FreezeSources => "freezeSources",
+            Mode::HoldObjects => "holdObjects",
         }
     }
 }
@@ -185,9 +193,10 @@ impl FromStr for Mode {
         match s {
             "suspend" => Ok(Mode::Suspend),
             "freezeSources" => Ok(Mode::FreezeSources),
+            "holdObjects" => Ok(Mode::HoldObjects),
             _ => Err(PolicyError::new(
                 "",
-                format!("unknown mode '{s}', expected suspend or freezeSources"),
+                format!("unknown mode '{s}', expected suspend, freezeSources or holdObjects"),
             )),
         }
     }

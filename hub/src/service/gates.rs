@@ -37,6 +37,13 @@ pub(crate) fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
         .map_err(|e| Error::Internal(format!("stored gate manifest unreadable: {e}")))
 }
 
+/// Logs the warnings a written gate carries (they are also in the response).
+fn log_warnings(rec: &GateRecord) {
+    for w in &rec.warnings {
+        tracing::warn!(gate = %rec.name, field = %w.path, "{}", w.message);
+    }
+}
+
 fn manifest_json(gate: &Gate) -> Result<serde_json::Value> {
     serde_json::to_value(gate).map_err(|e| Error::Internal(e.to_string()))
 }
@@ -89,6 +96,7 @@ impl Service {
         };
         self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
             .await?;
+        log_warnings(&rec);
         Ok(rec)
     }
 
@@ -136,6 +144,7 @@ impl Service {
         };
         self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
             .await?;
+        log_warnings(&rec);
         Ok(rec)
     }
 
