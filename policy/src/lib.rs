@@ -46,7 +46,7 @@ pub use compile::CompiledGate;
 pub use cron::CronSchedule;
 pub use duration::{format_duration, parse_duration};
 pub use error::PolicyError;
-pub use eval::{Combined, Evaluation, Override, Rule, combine};
+pub use eval::{Combined, Evaluation, Override, Rule, combine, next_combined_change};
 pub use kinds::FluxKind;
 pub use localtime::resolve_local;
 pub use manifest::{
