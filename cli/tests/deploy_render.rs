@@ -182,6 +182,10 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
     for v in ["create", "patch"] {
         want.insert(("events.k8s.io".into(), "events".into(), v.into()));
     }
+    for v in ["get", "list", "watch", "create", "update", "delete"] {
+        want.insert(("fleetgate.io".into(), "gates".into(), v.into()));
+    }
+    want.insert(("fleetgate.io".into(), "gates/status".into(), "patch".into()));
     let cr = find(&objs, "ClusterRole", "fleetgate-spoke");
     assert_eq!(grants(cr), want);
 
