@@ -164,13 +164,22 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
             .output()
             .expect("kubectl runs");
         let table = String::from_utf8_lossy(&out.stdout).into_owned();
-        if table.lines().any(|l| l.starts_with("sre-approval") && l.contains("False")) {
+        if table
+            .lines()
+            .any(|l| l.starts_with("sre-approval") && l.contains("False"))
+        {
             break table;
         }
-        assert!(Instant::now() < deadline, "no closed sre-approval Gate: {table}");
+        assert!(
+            Instant::now() < deadline,
+            "no closed sre-approval Gate: {table}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     };
-    assert!(table.starts_with("NAME") && table.contains("REASON"), "{table}");
+    assert!(
+        table.starts_with("NAME") && table.contains("REASON"),
+        "{table}"
+    );
 
     // SIGTERM: everything stops, exit 0, temp files gone.
     guard.terminate();
