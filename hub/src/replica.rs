@@ -66,6 +66,11 @@ impl Replica {
                 "Fleet views read for WatchFleet and dashboard event streams (one per change, shared by all watchers)",
                 fleet.reads_counter(),
             );
+            r.register(
+                "database_up",
+                "1 while PostgreSQL answers the hub, 0 while it is unreachable (API calls then answer 503)",
+                service.db_health().gauge(),
+            );
         });
         Self {
             service,
@@ -85,16 +90,21 @@ impl Replica {
     }
 
     /// Runs the replica's background tasks around `serving` (the servers):
-    /// clears connection state a previous run of this replica left, follows
-    /// change notifications and writes reports until `serving` ends, then
+    /// clears connection state a previous run of this replica left, watches
+    /// the database's reachability, follows change notifications and writes
+    /// reports until `serving` ends, then
     /// flushes pending reports and clears the connection state of the
     /// streams the drain ended.
     pub async fn run(&self, serving: impl Future<Output = Result<()>>) -> Result<()> {
+        let tasks = CancellationToken::new();
+        let health_task = tokio::spawn({
+            let (service, tasks) = (self.service.clone(), tasks.clone());
+            async move { service.watch_db(tasks).await }
+        });
         let cleared = self.reports.clear_connections().await?;
         if cleared > 0 {
             tracing::info!(replica = %self.id(), cleared, "cleared connection state of a previous run");
         }
-        let tasks = CancellationToken::new();
         let listener_task = tokio::spawn(listener::run(
             self.fanout.clone(),
             self.service.clone(),
@@ -107,6 +117,7 @@ impl Replica {
         tasks.cancel();
         let _ = listener_task.await;
         let _ = batcher_task.await;
+        let _ = health_task.await;
         // Streams ended by the drain skipped recording their disconnection.
         if let Err(e) = self.reports.clear_connections().await {
             tracing::warn!(replica = %self.id(), error = %e, "clearing connection state after the drain failed");

@@ -245,6 +245,11 @@ fn builtin_types() -> Vec<ResourceType> {
         builtin("", "Namespace", "namespaces", &["ns"], false, true),
         builtin("", "ConfigMap", "configmaps", &["cm"], true, false),
         builtin("", "Secret", "secrets", &[], true, false),
+        // What Kustomizations apply in tests and the demo (the nginx example of issue 22).
+        builtin("", "Service", "services", &["svc"], true, true),
+        builtin("apps", "Deployment", "deployments", &["deploy"], true, true),
+        builtin("apps", "StatefulSet", "statefulsets", &["sts"], true, true),
+        builtin("apps", "DaemonSet", "daemonsets", &["ds"], true, true),
         builtin("", "Event", "events", &["ev"], true, false),
         builtin(
             "",

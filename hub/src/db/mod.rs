@@ -5,8 +5,10 @@
 pub mod audit;
 pub mod clusters;
 pub mod gates;
+pub mod health;
 pub mod overrides;
 pub mod reports;
+pub mod retry;
 pub mod revision;
 pub mod status;
 pub mod tokens;
@@ -39,14 +41,14 @@ pub async fn migrate(pool: &PgPool) -> Result<()> {
 }
 
 /// `select 1`: is the database reachable?
-/// Starts a read-only REPEATABLE READ transaction: every query in it sees the
-/// same committed state, so a revision read in it matches the data.
-pub async fn begin_read(pool: &PgPool) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
-    let mut tx = pool.begin().await?;
+/// Makes the transaction just begun on `tx` read-only REPEATABLE READ: every
+/// query in it sees the same committed state, so a revision read in it
+/// matches the data.
+pub async fn read_snapshot(tx: &mut PgConnection) -> Result<()> {
     sqlx::query("set transaction isolation level repeatable read read only")
-        .execute(&mut *tx)
+        .execute(tx)
         .await?;
-    Ok(tx)
+    Ok(())
 }
 
 /// Takes the transaction-scoped advisory lock `key` (released at commit or

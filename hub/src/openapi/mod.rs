@@ -15,7 +15,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use crate::dashboard::views::{GateView, WhoAmI};
 pub use gate_schema::{
     ClusterScopeDoc, GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc,
-    LabelSelectorRequirementDoc, TargetsDoc, WindowDoc,
+    LabelSelectorRequirementDoc, LocalRequestsDoc, TargetsDoc, WindowDoc,
 };
 
 use crate::db::reports::ReportedObject;
@@ -25,8 +25,8 @@ use crate::service::fleet::{
     FleetSummary, GateBrief, GateStatus, GateSummary, ObjectCounts, ObjectStatus, ScopedCluster,
 };
 use crate::service::types::{
-    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, GateRecord,
-    OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
+    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
+    GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
 };
 use crate::{dashboard, rest};
 
@@ -163,13 +163,13 @@ impl Modify for Common {
         dashboard::events::stream,
     ),
     components(schemas(
-        ErrorBody, ErrorDetail, GateRecord, Cluster, ClusterWithToken, RegisterCluster, Relabel,
+        ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
         OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
         ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ReportedObject, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
-        WindowDoc,
+        WindowDoc, LocalRequestsDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
         GateBrief,
     )),

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Service;
 use crate::db::reports::{self, ClusterReport, ReportedObject};
+use crate::db::retry;
 use crate::metrics::GrpcMetrics;
 use crate::{Error, Result};
 
@@ -132,7 +133,7 @@ impl Reports {
             if batch.is_empty() {
                 return;
             }
-            if let Err(e) = self.write(&batch).await {
+            if let Err(e) = retry::transaction("status reports", || self.write(&batch)).await {
                 self.metrics.report_flush_failures.inc();
                 tracing::warn!(error = %e, reports = batch.len(), "writing status reports failed");
                 // Put them back unless a newer report arrived meanwhile; the
@@ -153,10 +154,11 @@ impl Reports {
         if seen.is_empty() {
             return;
         }
-        let res = async {
-            let mut conn = self.service.pool.acquire().await?;
-            reports::touch_seen(&mut conn, &seen).await
-        }
+        let (service, seen) = (&self.service, &seen);
+        let res = retry::transaction("last-seen stamps", move || async move {
+            let mut conn = service.conn().await?;
+            reports::touch_seen(&mut conn, seen).await
+        })
         .await;
         if let Err(e) = res {
             // Not retried: the next keepalive stamps again.
@@ -165,7 +167,10 @@ impl Reports {
     }
 
     async fn write(&self, batch: &[ClusterReport]) -> Result<()> {
-        let mut tx = self.service.pool.begin().await?;
+        let mut tx = self.service.begin().await?;
+        // Name order, the one order of every path locking several clusters.
+        let mut batch: Vec<&ClusterReport> = batch.iter().collect();
+        batch.sort_unstable_by(|a, b| a.cluster.cmp(&b.cluster));
         for report in batch {
             if !reports::write_report(&mut tx, report).await? {
                 tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");
@@ -187,7 +192,7 @@ impl Reports {
     pub async fn connected(&self, cluster: &str, spoke_version: &str) {
         let _guard = self.connection_lock(cluster).lock().await;
         let res = async {
-            let mut conn = self.service.pool.acquire().await?;
+            let mut conn = self.service.conn().await?;
             let now = self.service.now();
             reports::mark_connected(&mut conn, cluster, &self.replica, spoke_version, now).await
         }
@@ -206,7 +211,7 @@ impl Reports {
             return;
         }
         let res = async {
-            let mut conn = self.service.pool.acquire().await?;
+            let mut conn = self.service.conn().await?;
             let now = self.service.now();
             reports::mark_disconnected(&mut conn, cluster, &self.replica, now).await
         }
@@ -220,7 +225,7 @@ impl Reports {
     /// or by streams a drain ended without recording it). Returns how many
     /// clusters it cleared.
     pub async fn clear_connections(&self) -> Result<u64> {
-        let mut conn = self.service.pool.acquire().await?;
+        let mut conn = self.service.conn().await?;
         reports::clear_replica(&mut conn, &self.replica).await
     }
 }

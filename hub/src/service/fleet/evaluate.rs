@@ -2,7 +2,11 @@
 //! crate, so the hub shows exactly what the spokes enforce. The views project
 //! this one evaluation.
 
-use fleetgate_policy::{CompiledGate, Evaluation};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::{Combined, CompiledGate, Evaluation, Override, next_combined_change};
 
 use super::{ClusterInput, FleetInputs, GateInput};
 use crate::{Error, Result};
@@ -12,18 +16,51 @@ pub(super) struct ClusterEvals<'a> {
     pub cluster: &'a ClusterInput,
     /// The gates whose scope includes the cluster, in gate-name order.
     pub gates: Vec<(&'a GateInput, Evaluation)>,
+    /// Per entry of `gates`: the gate's index in the inputs and the overrides
+    /// that apply to this cluster.
+    applying: Vec<(usize, Vec<Override>)>,
 }
 
 impl ClusterEvals<'_> {
     /// The gates' states combined (open only if all are open).
-    pub fn combined(&self) -> fleetgate_policy::Combined {
+    pub fn combined(&self) -> Combined {
         fleetgate_policy::combine(self.gates.iter().map(|(g, e)| (g.name(), e)))
     }
 }
 
-/// Evaluates every gate on every cluster of `inputs` at `inputs.at`, in
-/// cluster order.
-pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Vec<ClusterEvals<'_>>> {
+/// The evaluation of a fleet read at its instant.
+pub(super) struct Evaluated<'a> {
+    at: DateTime<Utc>,
+    compiled: Vec<CompiledGate>,
+    /// In cluster order.
+    pub clusters: Vec<ClusterEvals<'a>>,
+    /// Gates without applicable overrides at later instants, shared by every
+    /// cluster's next-change search.
+    later: RefCell<HashMap<(usize, DateTime<Utc>), Evaluation>>,
+}
+
+impl Evaluated<'_> {
+    /// When `cluster`'s combined state (open only while all its gates are
+    /// open) next changes — not merely some gate.
+    pub fn next_change(&self, cluster: &ClusterEvals<'_>) -> Option<DateTime<Utc>> {
+        let now: Vec<Evaluation> = cluster.gates.iter().map(|(_, e)| e.clone()).collect();
+        next_combined_change(self.at, &now, |k, t| {
+            let (i, applying) = &cluster.applying[k];
+            if applying.is_empty() {
+                self.later
+                    .borrow_mut()
+                    .entry((*i, t))
+                    .or_insert_with(|| self.compiled[*i].evaluate(t, &[]))
+                    .clone()
+            } else {
+                self.compiled[*i].evaluate(t, applying)
+            }
+        })
+    }
+}
+
+/// Evaluates every gate on every cluster of `inputs` at `inputs.at`.
+pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Evaluated<'_>> {
     let compiled = inputs
         .gates
         .iter()
@@ -39,27 +76,36 @@ pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Vec<ClusterEvals<'_>>> {
         .iter()
         .map(|c| c.evaluate(inputs.at, &[]))
         .collect();
-    Ok(inputs
+    let clusters = inputs
         .clusters
         .iter()
         .map(|cluster| {
-            let gates = inputs
-                .gates
-                .iter()
-                .zip(&compiled)
-                .zip(&base)
-                .filter(|((gate, _), _)| gate.applies_to(&cluster.row))
-                .map(|((gate, compiled), base)| {
-                    let applying = inputs.applying(gate, &cluster.row);
-                    let e = if applying.is_empty() {
-                        base.clone()
-                    } else {
-                        compiled.evaluate(inputs.at, &applying)
-                    };
-                    (gate, e)
-                })
-                .collect();
-            ClusterEvals { cluster, gates }
+            let mut gates = Vec::new();
+            let mut applying = Vec::new();
+            for (i, gate) in inputs.gates.iter().enumerate() {
+                if !gate.applies_to(&cluster.row) {
+                    continue;
+                }
+                let overrides = inputs.applying(gate, &cluster.row);
+                let e = if overrides.is_empty() {
+                    base[i].clone()
+                } else {
+                    compiled[i].evaluate(inputs.at, &overrides)
+                };
+                gates.push((gate, e));
+                applying.push((i, overrides));
+            }
+            ClusterEvals {
+                cluster,
+                gates,
+                applying,
+            }
         })
-        .collect())
+        .collect();
+    Ok(Evaluated {
+        at: inputs.at,
+        compiled,
+        clusters,
+        later: RefCell::new(HashMap::new()),
+    })
 }

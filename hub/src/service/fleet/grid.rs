@@ -78,6 +78,7 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
     let mut gates: Vec<String> = inputs.gates.iter().map(|g| g.name().to_string()).collect();
     gates.sort();
     let clusters = evaluate(inputs)?
+        .clusters
         .into_iter()
         .map(|c| {
             let row = &c.cluster.row;
@@ -121,6 +122,7 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
 /// The clusters in `gate`'s scope (by name) with its state on each.
 pub(super) fn gate_clusters(inputs: &FleetInputs, gate: &str) -> Result<Vec<ScopedCluster>> {
     let mut out: Vec<ScopedCluster> = evaluate(inputs)?
+        .clusters
         .into_iter()
         .filter_map(|c| {
             let (_, e) = c.gates.into_iter().find(|(g, _)| g.name() == gate)?;

@@ -238,7 +238,8 @@ impl Service {
     /// Reads the fleet inputs of `scope` now, in one consistent transaction.
     pub(crate) async fn read_fleet(&self, scope: Scope<'_>) -> Result<FleetInputs> {
         let now = self.now();
-        let mut tx = db::begin_read(&self.pool).await?;
+        let mut tx = self.begin().await?;
+        db::read_snapshot(&mut tx).await?;
         let inputs = FleetInputs::read(&mut tx, now, scope).await?;
         tx.commit().await?;
         Ok(inputs)

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::FleetInputs;
-use super::evaluate::{ClusterEvals, evaluate};
+use super::evaluate::{ClusterEvals, Evaluated, evaluate};
 use super::summary::{FleetSummary, ObjectCounts, summary};
 use crate::db::status::ObjectStatus;
 use crate::service::liveness;
@@ -43,7 +43,8 @@ pub struct ClusterStatus {
     pub open: bool,
     /// The closed gates.
     pub closed_by: Vec<String>,
-    /// The earliest next transition of any gate.
+    /// When `open` next changes (not merely some gate): absent when it does not within the
+    /// look-ahead, e.g. while a gate without windows is closed. Per-gate times are in `gates`.
     pub next_transition: Option<DateTime<Utc>>,
     pub gates: Vec<GateStatus>,
     /// Every reported object.
@@ -75,7 +76,8 @@ pub struct ClusterBrief {
     pub open: bool,
     /// The closed gates.
     pub closed_by: Vec<String>,
-    /// The earliest next transition of any gate.
+    /// When `open` next changes (not merely some gate): absent when it does not within the
+    /// look-ahead, e.g. while a gate without windows is closed.
     pub next_transition: Option<DateTime<Utc>>,
     /// The gates applying to the cluster, by name.
     pub gates: Vec<GateBrief>,
@@ -96,6 +98,7 @@ pub struct FleetStatus {
 pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
     let evals = evaluate(&inputs)?;
     let cluster = evals
+        .clusters
         .first()
         .ok_or_else(|| Error::Internal("cluster read without its cluster".into()))?;
     let objects = &inputs.reported.objects;
@@ -129,7 +132,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         at: inputs.at,
         open: combined.open,
         closed_by: combined.closed_by,
-        next_transition: combined.next_transition,
+        next_transition: evals.next_change(cluster),
         gates,
         objects: objects.clone(),
         counts,
@@ -145,14 +148,15 @@ pub(super) fn fleet_status(
     let evals = evaluate(inputs)?;
     let summary = summary(inputs, &evals)?;
     let clusters = evals
+        .clusters
         .iter()
         .filter(|c| selector.is_none_or(|s| s.matches(&c.cluster.row.labels.0)))
-        .map(|c| brief(inputs, c))
+        .map(|c| brief(inputs, &evals, c))
         .collect();
     Ok(FleetStatus { summary, clusters })
 }
 
-fn brief(inputs: &FleetInputs, evals: &ClusterEvals<'_>) -> ClusterBrief {
+fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) -> ClusterBrief {
     let row = &evals.cluster.row;
     let combined = evals.combined();
     let gates = evals
@@ -181,7 +185,7 @@ fn brief(inputs: &FleetInputs, evals: &ClusterEvals<'_>) -> ClusterBrief {
         cluster: liveness::at(row.clone(), inputs.at).into(),
         open: combined.open,
         closed_by: combined.closed_by,
-        next_transition: combined.next_transition,
+        next_transition: all.next_change(evals),
         gates,
     }
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::FleetInputs;
-use super::evaluate::ClusterEvals;
+use super::evaluate::Evaluated;
 use crate::Result;
 use crate::service::liveness;
 
@@ -64,7 +64,7 @@ pub struct FleetSummary {
 const NAMED_DISCONNECTED: usize = 100;
 
 /// The summary of a fleet read ([`super::Scope::Fleet`]) and its evaluation.
-pub(super) fn summary(inputs: &FleetInputs, evals: &[ClusterEvals<'_>]) -> Result<FleetSummary> {
+pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<FleetSummary> {
     let mut gates: Vec<GateSummary> = inputs
         .gates
         .iter()
@@ -86,7 +86,7 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &[ClusterEvals<'_>]) -> Resul
         .map(|(i, g)| (g.name(), i))
         .collect();
     let mut disconnected = Vec::new();
-    for cluster in evals {
+    for cluster in &evals.clusters {
         let row = &cluster.cluster.row;
         if liveness::is_connected(row, inputs.at) {
             counts.connected += 1;

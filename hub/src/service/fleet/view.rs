@@ -56,7 +56,7 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
             .collect(),
         ..FleetView::default()
     };
-    for cluster in evaluate(inputs)? {
+    for cluster in evaluate(inputs)?.clusters {
         let row = &cluster.cluster.row;
         view.spokes.insert(
             row.name.clone(),
