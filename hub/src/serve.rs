@@ -7,8 +7,9 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeConfig;
+use crate::http::app;
 use crate::replica::Replica;
-use crate::rest::{AppState, app};
+use crate::rest::AppState;
 use crate::service::Service;
 use crate::{Error, Result, db};
 

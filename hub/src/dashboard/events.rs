@@ -1,6 +1,6 @@
 //! `GET /api/v1/events`: the fleet's changes as server-sent events for the
-//! dashboard. The same source as gRPC `WatchFleet` (diffs of the replica's
-//! shared fleet view, see `fleet_feed`), converted to JSON. The browser reads
+//! dashboard. The same domain events as gRPC `WatchFleet` (diffs of the
+//! replica's shared fleet view, see `fleet_feed::events`), as JSON. The browser reads
 //! it with `fetch`, so the token travels in the Authorization header.
 
 use std::convert::Infallible;
@@ -11,14 +11,13 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
-use fleetgate_proto::time::from_timestamp;
-use fleetgate_proto::v1::{self as pb, fleet_event::Event as Pe};
+use fleetgate_policy::GateState;
 use futures::{Stream, StreamExt as _, stream};
 use serde_json::{Value, json};
 
 use crate::auth::bearer_token;
-use crate::grpc::watch_fleet::watch_fleet;
+use crate::fleet_feed::events::{Filter, FleetChange, FleetEvent, events};
+use crate::grpc::convert::to_status;
 use crate::rest::AppState;
 use crate::{Error, Result};
 
@@ -44,23 +43,26 @@ pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Res
     let actor = s.service.authenticate_api(&token).await?;
     let (first, updates) = s.fleet.subscribe(&actor).await?;
     let at = first.at;
-    let changes = watch_fleet(
+    let changes = events(
         s.service.clone(),
         updates,
         s.shutdown.clone(),
         token,
-        pb::WatchFleetRequest::default(),
+        Filter::default(),
         first,
     )
     .filter_map(|r| async move {
         match r {
             // The page fetches the state itself after `ready`.
             Ok(e) if e.initial => None,
-            Ok(e) => to_sse(&e),
-            Err(status) => Some(sse(
-                "error",
-                &json!({"code": format!("{:?}", status.code()), "message": status.message()}),
-            )),
+            Ok(e) => Some(to_sse(&e)),
+            Err(e) => {
+                let status = to_status(e);
+                Some(sse(
+                    "error",
+                    &json!({"code": format!("{:?}", status.code()), "message": status.message()}),
+                ))
+            }
         }
     });
     let ready = stream::once(async move { sse("ready", &json!({"at": at})) });
@@ -79,45 +81,43 @@ fn sse(name: &str, data: &Value) -> Event {
     Event::default().event(name).data(data.to_string())
 }
 
-fn time(ts: Option<&prost_types::Timestamp>) -> Option<DateTime<Utc>> {
-    ts.and_then(from_timestamp)
-}
-
-/// One fleet event as an SSE event (name = its kind, data = JSON).
-pub fn to_sse(e: &pb::FleetEvent) -> Option<Event> {
-    let at = time(e.at.as_ref());
-    let (name, data) = match e.event.as_ref()? {
-        Pe::GateState(g) => (
+/// One fleet event as an SSE event (name = its kind, data = JSON; absent
+/// states and replicas are empty strings, as in `WatchFleet`).
+pub fn to_sse(e: &FleetEvent) -> Event {
+    let at = e.at;
+    let state = |s: Option<GateState>| s.map(|s| s.to_string()).unwrap_or_default();
+    let (name, data) = match &e.change {
+        FleetChange::Gate(g) => (
             "gate",
             json!({
-                "at": at, "gate": g.gate, "cluster": g.cluster, "from": g.from, "to": g.to,
-                "reason": g.reason, "nextTransition": time(g.next_transition.as_ref()),
+                "at": at, "gate": g.gate, "cluster": g.cluster, "from": state(g.from),
+                "to": state(g.to), "reason": g.reason, "nextTransition": g.next_transition,
             }),
         ),
-        Pe::Override(o) => {
-            let ov = o.r#override.as_ref();
-            (
-                "override",
-                json!({
-                    "at": at, "change": o.change,
-                    "id": ov.map(|o| o.id.clone()), "gate": ov.map(|o| o.gate.clone()),
-                    "state": ov.map(|o| o.state.clone()), "actor": ov.map(|o| o.actor.clone()),
-                    "reason": ov.map(|o| o.reason.clone()),
-                    "expiresAt": time(ov.and_then(|o| o.expires_at.as_ref())),
-                }),
-            )
-        }
-        Pe::Spoke(sp) => (
+        FleetChange::Override { record: o, change } => (
+            "override",
+            json!({
+                "at": at, "change": change.as_str(), "id": o.id.to_string(), "gate": o.gate,
+                "state": o.state, "actor": o.actor, "reason": o.reason,
+                "expiresAt": o.expires_at,
+            }),
+        ),
+        FleetChange::Spoke(sp) => (
             "spoke",
             json!({
                 "at": at, "cluster": sp.cluster, "connected": sp.connected,
-                "replica": sp.replica, "spokeVersion": sp.spoke_version,
+                "replica": sp.replica.clone().unwrap_or_default(),
+                "spokeVersion": sp.spoke_version.clone().unwrap_or_default(),
             }),
         ),
-        Pe::Held(h) => (
+        FleetChange::Held {
+            cluster,
+            held,
+            previous,
+        } => (
             "held",
-            json!({"at": at, "cluster": h.cluster, "held": h.held, "previous": h.previous}),
+            json!({"at": at, "cluster": cluster, "held": held, "previous": previous}),
         ),
     };
-    Some(sse(name, &data))
+    sse(name, &data)
 }

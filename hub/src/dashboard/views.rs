@@ -63,7 +63,7 @@ pub struct GateView {
     /// The gate's IANA time zone (UTC when it names none).
     pub time_zone: String,
     /// The schedule over the next 7 days, without overrides.
-    #[schema(value_type = crate::openapi::PreviewDoc)]
+    #[schema(value_type = crate::schema::preview::PreviewDoc)]
     pub preview: Preview,
     /// Live overrides (active now or starting later).
     pub overrides: Vec<OverrideRecord>,

@@ -2,24 +2,23 @@
 //! `#[utoipa::path]` annotations and the types' `ToSchema` derives, served at
 //! `/api/v1/openapi.json`.
 
-mod gate_schema;
-
 use std::sync::OnceLock;
 
 use axum::Json;
-use chrono::{DateTime, Utc};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 
 use crate::dashboard::views::{GateView, WhoAmI};
-pub use gate_schema::{
-    ClusterScopeDoc, GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc,
-    LabelSelectorRequirementDoc, LocalRequestsDoc, TargetsDoc, WindowDoc,
-};
 
 use crate::db::reports::ReportedObject;
 use crate::error::{ErrorBody, ErrorDetail};
+use crate::schema::gate::{
+    ClusterScopeDoc, GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc,
+    LabelSelectorRequirementDoc, LocalRequestsDoc, TargetsDoc, WindowDoc,
+};
+use crate::schema::pages::{AuditPage, ClusterPage, GatePage, OverridePage, TokenPage};
+use crate::schema::preview::{PreviewDoc, PreviewStateDoc, TransitionDoc};
 use crate::service::fleet::{
     Cell, ClusterBrief, ClusterCounts, ClusterStatus, FleetGrid, FleetRow, FleetStatus,
     FleetSummary, GateBrief, GateStatus, GateSummary, ObjectCounts, ObjectStatus, ScopedCluster,
@@ -29,53 +28,6 @@ use crate::service::types::{
     GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
 };
 use crate::{dashboard, rest};
-
-macro_rules! page_doc {
-    ($name:ident, $item:ty, $doc:literal) => {
-        #[doc = $doc]
-        #[derive(Debug, ToSchema)]
-        #[schema(rename_all = "camelCase")]
-        pub struct $name {
-            /// The items of this page.
-            pub items: Vec<$item>,
-            /// Pass as `cursor` to get the next page; absent on the last page.
-            pub next_cursor: Option<String>,
-        }
-    };
-}
-
-page_doc!(GatePage, GateRecord, "A page of gates.");
-page_doc!(ClusterPage, Cluster, "A page of clusters.");
-page_doc!(OverridePage, OverrideRecord, "A page of overrides.");
-page_doc!(AuditPage, AuditEntry, "A page of audit entries.");
-page_doc!(TokenPage, ApiToken, "A page of API tokens.");
-
-/// The preview JSON (`fleetgate gate preview -o json`).
-#[derive(Debug, ToSchema)]
-pub struct PreviewDoc {
-    pub gate: String,
-    /// The state at `from`.
-    pub initial: PreviewStateDoc,
-    /// Every state change in `(from, to]`, in order.
-    pub transitions: Vec<TransitionDoc>,
-}
-
-/// A state and why.
-#[derive(Debug, ToSchema)]
-pub struct PreviewStateDoc {
-    /// `open` or `closed`.
-    pub state: String,
-    pub reason: String,
-}
-
-/// One state change.
-#[derive(Debug, ToSchema)]
-pub struct TransitionDoc {
-    pub at: DateTime<Utc>,
-    /// `open` or `closed`.
-    pub state: String,
-    pub reason: String,
-}
 
 /// Adds what operations share: the bearer scheme; the 408 (timeout) and 500
 /// (internal) responses any route can give; 401 on every authenticated

@@ -12,7 +12,7 @@ use crate::service::audit::AuditQuery;
 /// Audit entries, newest first.
 #[utoipa::path(get, path = "/api/v1/audit", tag = "audit", params(AuditQuery),
     responses(
-        (status = 200, description = "A page of audit entries", body = crate::openapi::AuditPage),
+        (status = 200, description = "A page of audit entries", body = crate::schema::pages::AuditPage),
         (status = 400, description = "Bad query or cursor", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit or time range", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]

@@ -29,7 +29,7 @@ pub struct ClusterQuery {
 /// List clusters with labels and connection state.
 #[utoipa::path(get, path = "/api/v1/clusters", tag = "clusters", params(ClusterQuery),
     responses(
-        (status = 200, description = "A page of clusters", body = crate::openapi::ClusterPage),
+        (status = 200, description = "A page of clusters", body = crate::schema::pages::ClusterPage),
         (status = 400, description = "Bad cursor", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit or selector", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::extract::{ApiActor, ApiAdmin, Body, Query, ReasonQuery, if_match};
-use crate::openapi::PreviewDoc;
+use crate::schema::preview::PreviewDoc;
 use crate::service::PageRequest;
 use crate::service::types::GateRecord;
 use crate::{Error, Result};
@@ -28,7 +28,7 @@ fn with_etag(status: StatusCode, rec: GateRecord) -> Response {
 /// List gates.
 #[utoipa::path(get, path = "/api/v1/gates", tag = "gates", params(PageRequest),
     responses(
-        (status = 200, description = "A page of gates", body = crate::openapi::GatePage),
+        (status = 200, description = "A page of gates", body = crate::schema::pages::GatePage),
         (status = 400, description = "Bad cursor", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
@@ -63,7 +63,7 @@ pub async fn get(
 /// (`Content-Type: application/yaml`).
 #[utoipa::path(post, path = "/api/v1/gates", tag = "gates", params(ReasonQuery),
     request_body(description = "Gate manifest (JSON or YAML)",
-        content((crate::openapi::GateManifest = "application/json"), (String = "application/yaml"))),
+        content((crate::schema::gate::GateManifest = "application/json"), (String = "application/yaml"))),
     responses(
         (status = 201, description = "Created", body = GateRecord,
             headers(("ETag" = String, description = "The gate's version, quoted"))),
@@ -93,7 +93,7 @@ pub async fn create(
         ("If-Match" = Option<String>, Header, description = "Expected version (ETag)"),
         ReasonQuery),
     request_body(description = "Gate manifest (JSON or YAML)",
-        content((crate::openapi::GateManifest = "application/json"), (String = "application/yaml"))),
+        content((crate::schema::gate::GateManifest = "application/json"), (String = "application/yaml"))),
     responses(
         (status = 200, description = "Replaced", body = GateRecord,
             headers(("ETag" = String, description = "The new version, quoted"))),

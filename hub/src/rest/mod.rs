@@ -1,6 +1,6 @@
-//! The REST API (`/api/v1`), health and metrics endpoints as an axum
-//! [`Router`]. Handlers only translate HTTP to service calls; the service
-//! layer validates, authorises and writes.
+//! The REST API (`/api/v1`), health and metrics endpoints, over the replica
+//! ([`AppState`]). Handlers only translate HTTP to service calls; the service
+//! layer validates, authorises and writes. `crate::http` assembles the app.
 
 pub mod audit;
 pub mod clusters;
@@ -14,18 +14,12 @@ pub mod tokens;
 
 use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
+use axum::Router;
 use axum::routing::{delete, get, post, put};
-use axum::{Json, Router, middleware};
 use tokio_util::sync::CancellationToken;
-use tower_http::compression::CompressionLayer;
-use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
 
 use crate::config::{GrpcOptions, HttpOptions};
-use crate::error::ErrorBody;
-use crate::metrics::{Metrics, track_http};
+use crate::metrics::Metrics;
 use crate::replica::Replica;
 use crate::service::Service;
 
@@ -74,7 +68,7 @@ impl std::ops::Deref for AppState {
 }
 
 /// The `/api/v1` routes.
-fn api() -> Router<AppState> {
+pub(crate) fn api() -> Router<AppState> {
     Router::new()
         .route("/gates", get(gates::list).post(gates::create))
         .route(
@@ -102,51 +96,4 @@ fn api() -> Router<AppState> {
         .route("/audit", get(audit::list))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{id}", delete(tokens::revoke))
-        .route("/openapi.json", get(crate::openapi::serve_openapi))
-}
-
-/// The whole HTTP application. Other routes (the dashboard at `/`) can be
-/// merged into the returned router.
-pub fn app(state: AppState) -> Router {
-    Router::new()
-        .nest("/api/v1", api())
-        .merge(crate::dashboard::router())
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(health::metrics))
-        .route_layer(middleware::from_fn_with_state(
-            state.metrics.clone(),
-            track_http,
-        ))
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(state.body_limit))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            state.timeout,
-        ))
-        // Outside the timeout (its 408 is empty), inside compression (so the
-        // bodies it reads are never gzipped).
-        .layer(middleware::map_response(json_errors::ensure_json_errors))
-        .layer(CompressionLayer::new())
-        .layer(TraceLayer::new_for_http())
-        .with_state(state)
-}
-
-async fn not_found() -> (StatusCode, Json<ErrorBody>) {
-    (
-        StatusCode::NOT_FOUND,
-        Json(ErrorBody::new("not_found", "no such route", None)),
-    )
-}
-
-async fn method_not_allowed() -> (StatusCode, Json<ErrorBody>) {
-    (
-        StatusCode::METHOD_NOT_ALLOWED,
-        Json(ErrorBody::new(
-            "method_not_allowed",
-            "method not allowed on this route",
-            None,
-        )),
-    )
 }

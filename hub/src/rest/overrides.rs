@@ -72,7 +72,7 @@ pub async fn close(
 /// unless `all=true`.
 #[utoipa::path(get, path = "/api/v1/overrides", tag = "overrides", params(OverrideQuery),
     responses(
-        (status = 200, description = "A page of overrides", body = crate::openapi::OverridePage),
+        (status = 200, description = "A page of overrides", body = crate::schema::pages::OverridePage),
         (status = 400, description = "Bad query or cursor", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]

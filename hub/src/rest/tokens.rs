@@ -15,7 +15,7 @@ use crate::service::types::{ApiToken, ApiTokenWithSecret, CreateToken};
 /// List API tokens (admin).
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", params(PageRequest),
     responses(
-        (status = 200, description = "A page of tokens", body = crate::openapi::TokenPage),
+        (status = 200, description = "A page of tokens", body = crate::schema::pages::TokenPage),
         (status = 400, description = "Bad cursor", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 422, description = "Bad limit", body = crate::error::ErrorBody),

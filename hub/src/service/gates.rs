@@ -4,6 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use fleetgate_policy::{ClusterScope, CompiledGate, Gate, Preview};
 
+use super::fleet::stored_gate;
 use super::types::GateRecord;
 use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::ClusterRow;
@@ -29,12 +30,6 @@ pub(crate) fn clusters_in(clusters: &[ClusterRow], scopes: &[&ClusterScope]) -> 
 pub fn compile(gate: &Gate) -> Result<CompiledGate> {
     gate.validate().map_err(Error::from_policy)?;
     gate.compile().map_err(Error::from_policy)
-}
-
-/// Parses a stored manifest (already validated when written).
-pub(crate) fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
-    fleetgate_policy::parse_gate_json(manifest.clone())
-        .map_err(|e| Error::Internal(format!("stored gate manifest unreadable: {e}")))
 }
 
 /// Logs the warnings a written gate carries (they are also in the response).

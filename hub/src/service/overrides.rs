@@ -8,7 +8,8 @@ use serde::Deserialize;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::gates::{clusters_in, stored_gate};
+use super::fleet::stored_gate;
+use super::gates::clusters_in;
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
 use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::ClusterRow;

@@ -23,7 +23,7 @@ pub struct GateRecord {
     /// Bumped on every replace; send it back in `If-Match` to replace safely.
     pub version: i64,
     /// The validated Gate manifest (apiVersion fleetgate.io/v1, kind Gate).
-    #[schema(value_type = crate::openapi::GateManifest)]
+    #[schema(value_type = crate::schema::gate::GateManifest)]
     pub manifest: serde_json::Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -137,7 +137,7 @@ pub struct OverrideClusters {
     pub names: Vec<String>,
     /// Kubernetes label selector (`matchLabels`, `matchExpressions`) over cluster labels.
     #[serde(default)]
-    #[schema(value_type = Option<crate::openapi::LabelSelectorDoc>)]
+    #[schema(value_type = Option<crate::schema::gate::LabelSelectorDoc>)]
     pub selector: Option<fleetgate_policy::LabelSelector>,
 }
 
@@ -168,7 +168,7 @@ pub struct OverrideRecord {
     /// `open` or `closed`.
     pub state: String,
     /// Which clusters; absent = the gate's whole scope.
-    #[schema(value_type = Option<crate::openapi::ClusterScopeDoc>)]
+    #[schema(value_type = Option<crate::schema::gate::ClusterScopeDoc>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clusters: Option<fleetgate_policy::ClusterScope>,
     pub starts_at: DateTime<Utc>,

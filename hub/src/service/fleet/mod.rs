@@ -17,7 +17,6 @@ use chrono::{DateTime, Utc};
 use fleetgate_policy::{Gate, GateState, Override};
 use sqlx::PgConnection;
 
-use super::gates::stored_gate;
 use super::{Actor, Role, Service};
 use crate::db::clusters::ClusterRow;
 use crate::db::overrides::OverrideRow;
@@ -214,6 +213,12 @@ pub(crate) fn applying<'a>(
         .filter(|r| applies(gate, cluster, r))
         .map(to_policy)
         .collect()
+}
+
+/// Parses a stored manifest (already validated when written).
+pub(crate) fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
+    fleetgate_policy::parse_gate_json(manifest.clone())
+        .map_err(|e| Error::Internal(format!("stored gate manifest unreadable: {e}")))
 }
 
 /// The policy-crate form of a stored override.

@@ -4,6 +4,8 @@
 //! few seconds, and publishes it through a `watch`; subscribers diff views
 //! themselves. The task runs only while someone subscribes.
 
+pub mod events;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

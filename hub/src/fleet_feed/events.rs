@@ -1,0 +1,391 @@
+//! The fleet's changes as domain events: the difference of two
+//! [`FleetView`]s (gate states, overrides, spoke connections, held counts),
+//! filtered per watcher, and the stream every fleet watcher follows — the
+//! events of its first view, then of each view the replica's feed
+//! publishes. gRPC `WatchFleet` and the dashboard's SSE stream each convert
+//! these events to their wire form.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::GateState;
+use futures::Stream;
+use tokio_util::sync::CancellationToken;
+
+use super::FleetUpdates;
+use crate::Result;
+use crate::service::Service;
+use crate::service::fleet::FleetView;
+use crate::service::types::OverrideRecord;
+
+/// Which events a watcher wants (empty: all).
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    clusters: BTreeSet<String>,
+    gates: BTreeSet<String>,
+}
+
+impl Filter {
+    /// Events of these clusters and gates only (an empty list: all).
+    pub fn new(clusters: Vec<String>, gates: Vec<String>) -> Self {
+        Self {
+            clusters: clusters.into_iter().collect(),
+            gates: gates.into_iter().collect(),
+        }
+    }
+    fn cluster(&self, c: &str) -> bool {
+        self.clusters.is_empty() || self.clusters.contains(c)
+    }
+    fn gate(&self, g: &str) -> bool {
+        self.gates.is_empty() || self.gates.contains(g)
+    }
+    fn override_wanted(&self, o: &OverrideRecord) -> bool {
+        self.gate(&o.gate)
+            && (self.clusters.is_empty()
+                || o.clusters.as_ref().is_none_or(|s| {
+                    s.selector.is_some() || s.names.iter().any(|n| self.cluster(n))
+                }))
+    }
+}
+
+/// A gate's state on a cluster changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateChange {
+    pub gate: String,
+    pub cluster: String,
+    /// `None`: the gate did not apply to the cluster before.
+    pub from: Option<GateState>,
+    /// `None`: the gate no longer applies to the cluster.
+    pub to: Option<GateState>,
+    pub reason: String,
+    pub next_transition: Option<DateTime<Utc>>,
+}
+
+/// What happened to an override.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverrideChange {
+    /// It is live (active now or starting later).
+    Active,
+    /// It expired or was cancelled.
+    Ended,
+}
+
+impl OverrideChange {
+    /// The wire name: `active` or `ended`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Ended => "ended",
+        }
+    }
+}
+
+/// A spoke's connection changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpokeChange {
+    pub cluster: String,
+    pub connected: bool,
+    pub replica: Option<String>,
+    pub spoke_version: Option<String>,
+}
+
+/// One change of the fleet.
+#[derive(Debug, Clone)]
+pub enum FleetChange {
+    Gate(GateChange),
+    Override {
+        record: OverrideRecord,
+        change: OverrideChange,
+    },
+    Spoke(SpokeChange),
+    /// A cluster's held-object count changed.
+    Held {
+        cluster: String,
+        held: u32,
+        previous: u32,
+    },
+}
+
+/// A change with the instant of the view that showed it.
+#[derive(Debug, Clone)]
+pub struct FleetEvent {
+    pub at: DateTime<Utc>,
+    /// Part of the watcher's initial state rather than a change.
+    pub initial: bool,
+    pub change: FleetChange,
+}
+
+/// The events that turn `prev` into `next` (`prev` None: the initial state).
+pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<FleetEvent> {
+    let initial = prev.is_none();
+    let empty = FleetView::default();
+    let prev = prev.unwrap_or(&empty);
+    let mut out = Vec::new();
+    let mut push = |change| {
+        out.push(FleetEvent {
+            at: next.at,
+            initial,
+            change,
+        })
+    };
+
+    for ((gate, cluster), now) in &next.gates {
+        if !filter.gate(gate) || !filter.cluster(cluster) {
+            continue;
+        }
+        let before = prev.gates.get(&(gate.clone(), cluster.clone()));
+        if before.is_some_and(|b| b.state == now.state) {
+            continue;
+        }
+        push(FleetChange::Gate(GateChange {
+            gate: gate.clone(),
+            cluster: cluster.clone(),
+            from: before.map(|b| b.state),
+            to: Some(now.state),
+            reason: now.reason.clone(),
+            next_transition: now.next_transition,
+        }));
+    }
+    for ((gate, cluster), before) in &prev.gates {
+        if !filter.gate(gate) || !filter.cluster(cluster) {
+            continue;
+        }
+        if !next.gates.contains_key(&(gate.clone(), cluster.clone())) {
+            push(FleetChange::Gate(GateChange {
+                gate: gate.clone(),
+                cluster: cluster.clone(),
+                from: Some(before.state),
+                to: None,
+                reason: "gate no longer applies to the cluster".into(),
+                next_transition: None,
+            }));
+        }
+    }
+
+    let overrides = [
+        (&next.overrides, &prev.overrides, OverrideChange::Active),
+        (&prev.overrides, &next.overrides, OverrideChange::Ended),
+    ];
+    for (these, others, change) in overrides {
+        for (id, o) in these {
+            if !others.contains_key(id) && filter.override_wanted(o) {
+                push(FleetChange::Override {
+                    record: o.clone(),
+                    change,
+                });
+            }
+        }
+    }
+
+    for (cluster, s) in &next.spokes {
+        if !filter.cluster(cluster) || prev.spokes.get(cluster) == Some(s) {
+            continue;
+        }
+        // A new cluster without a spoke is not a connection change.
+        if !initial && !prev.spokes.contains_key(cluster) && !s.connected {
+            continue;
+        }
+        if prev.spokes.get(cluster).map(|p| p.connected) == Some(s.connected)
+            && s.connected
+            && prev.spokes.get(cluster).map(|p| &p.replica) == Some(&s.replica)
+        {
+            continue; // only the version changed
+        }
+        push(FleetChange::Spoke(SpokeChange {
+            cluster: cluster.clone(),
+            connected: s.connected,
+            replica: s.replica.clone(),
+            spoke_version: s.spoke_version.clone(),
+        }));
+    }
+
+    let clusters: BTreeSet<&String> = next.held.keys().chain(prev.held.keys()).collect();
+    for cluster in clusters {
+        if !filter.cluster(cluster) {
+            continue;
+        }
+        let previous = prev.held.get(cluster).copied().unwrap_or(0);
+        let held = next.held.get(cluster).copied().unwrap_or(0);
+        if previous != held {
+            push(FleetChange::Held {
+                cluster: cluster.clone(),
+                held,
+                previous,
+            });
+        }
+    }
+    out
+}
+
+/// The events for the watcher holding `token`: those of `first`, then the
+/// difference of each view the replica's feed publishes (no read of its
+/// own), until `shutdown`. A revoked token ends the stream with its error.
+pub fn events(
+    service: Service,
+    mut updates: FleetUpdates,
+    shutdown: CancellationToken,
+    token: String,
+    filter: Filter,
+    first: Arc<FleetView>,
+) -> impl Stream<Item = Result<FleetEvent>> + Send {
+    async_stream::try_stream! {
+        for e in diff(None, &first, &filter) {
+            yield e;
+        }
+        let mut prev = first;
+        loop {
+            let next = tokio::select! {
+                () = shutdown.cancelled() => break,
+                next = updates.next() => match next {
+                    Some(next) => next,
+                    None => break,
+                },
+            };
+            // Re-check the caller: a revoked token ends the stream.
+            service.authenticate_api(&token).await?;
+            let next = next?;
+            for e in diff(Some(&prev), &next, &filter) {
+                yield e;
+            }
+            prev = next;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use fleetgate_policy::GateState;
+
+    use super::*;
+    use crate::service::fleet::{GateOnCluster, SpokeState};
+
+    fn view(
+        states: &[(&str, &str, GateState)],
+        connected: &[&str],
+        held: &[(&str, u32)],
+    ) -> FleetView {
+        let mut v = FleetView {
+            at: Utc.with_ymd_and_hms(2026, 11, 27, 7, 0, 0).unwrap(),
+            ..FleetView::default()
+        };
+        for (g, c, s) in states {
+            v.gates.insert(
+                (g.to_string(), c.to_string()),
+                GateOnCluster {
+                    state: *s,
+                    reason: "r".into(),
+                    next_transition: None,
+                },
+            );
+            v.spokes.insert(
+                c.to_string(),
+                SpokeState {
+                    connected: connected.contains(c),
+                    replica: connected.contains(c).then(|| "hub-a".into()),
+                    spoke_version: None,
+                },
+            );
+        }
+        v.held = held.iter().map(|(c, n)| (c.to_string(), *n)).collect();
+        v
+    }
+
+    fn kinds(events: &[FleetEvent]) -> Vec<String> {
+        let state = |s: &Option<GateState>| s.map(|s| s.to_string()).unwrap_or_default();
+        events
+            .iter()
+            .map(|e| match &e.change {
+                FleetChange::Gate(g) => format!(
+                    "gate {} {} {}->{}",
+                    g.gate,
+                    g.cluster,
+                    state(&g.from),
+                    state(&g.to)
+                ),
+                FleetChange::Override { change, .. } => format!("override {}", change.as_str()),
+                FleetChange::Spoke(s) => format!("spoke {} {}", s.cluster, s.connected),
+                FleetChange::Held {
+                    cluster,
+                    held,
+                    previous,
+                } => format!("held {cluster} {previous}->{held}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn initial_events_describe_the_state() {
+        let v = view(&[("g", "a", GateState::Open)], &["a"], &[("a", 2)]);
+        let ev = diff(None, &v, &Filter::default());
+        assert!(ev.iter().all(|e| e.initial));
+        assert_eq!(
+            kinds(&ev),
+            vec!["gate g a ->open", "spoke a true", "held a 0->2"]
+        );
+    }
+
+    #[test]
+    fn only_changes_are_sent() {
+        let a = view(
+            &[("g", "a", GateState::Open), ("g", "b", GateState::Open)],
+            &["a"],
+            &[],
+        );
+        let b = view(
+            &[("g", "a", GateState::Closed), ("g", "b", GateState::Open)],
+            &["a", "b"],
+            &[("a", 1)],
+        );
+        assert!(diff(Some(&a), &a, &Filter::default()).is_empty());
+        let ev = diff(Some(&a), &b, &Filter::default());
+        assert!(ev.iter().all(|e| !e.initial));
+        assert_eq!(
+            kinds(&ev),
+            vec!["gate g a open->closed", "spoke b true", "held a 0->1"]
+        );
+    }
+
+    #[test]
+    fn filters_apply() {
+        let a = view(
+            &[("g", "a", GateState::Open), ("h", "b", GateState::Open)],
+            &[],
+            &[],
+        );
+        let b = view(
+            &[("g", "a", GateState::Closed), ("h", "b", GateState::Closed)],
+            &[],
+            &[],
+        );
+        let f = Filter::new(vec!["b".into()], vec![]);
+        assert_eq!(
+            kinds(&diff(Some(&a), &b, &f)),
+            vec!["gate h b open->closed"]
+        );
+        let f = Filter::new(vec![], vec!["g".into()]);
+        assert_eq!(
+            kinds(&diff(Some(&a), &b, &f)),
+            vec!["gate g a open->closed"]
+        );
+    }
+
+    #[test]
+    fn removed_gate_and_disconnect() {
+        let a = view(&[("g", "a", GateState::Open)], &["a"], &[("a", 3)]);
+        let mut b = view(&[], &[], &[]);
+        b.spokes.insert(
+            "a".into(),
+            SpokeState {
+                connected: false,
+                replica: Some("hub-a".into()),
+                spoke_version: None,
+            },
+        );
+        assert_eq!(
+            kinds(&diff(Some(&a), &b, &Filter::default())),
+            vec!["gate g a open->", "spoke a false", "held a 3->0"]
+        );
+    }
+}
