@@ -12,6 +12,7 @@ pub mod enforce;
 pub mod error;
 pub mod events;
 pub mod health;
+pub mod hold;
 pub mod hub_client;
 pub mod kinds;
 pub mod metrics;
@@ -165,6 +166,7 @@ impl Spoke {
         });
 
         ctx.watches.discover(&shutdown).await;
+        ctx.held.discover(&shutdown).await;
         if load_persisted(&ctx).await.is_err() {
             let (c, sd) = (ctx.clone(), shutdown.clone());
             tasks.spawn(async move {
@@ -198,7 +200,8 @@ impl Spoke {
                     _ = tokio::time::sleep(period) => {
                         let was = c.watches.discovered();
                         let started = c.watches.discover(&sd).await;
-                        if !started.is_empty() || (!was && c.watches.discovered()) {
+                        let held_started = c.held.discover(&sd).await;
+                        if !started.is_empty() || held_started > 0 || (!was && c.watches.discovered()) {
                             c.watches.changed.notify_one();
                         }
                     }
