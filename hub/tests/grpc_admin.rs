@@ -57,9 +57,33 @@ async fn roles_and_token_kinds() {
     assert_eq!(g.name, "bh");
     assert_eq!(g.version, 1);
     assert!(!g.description.is_empty());
+    assert!(g.warnings.is_empty());
     // The same write again: the name is taken.
     let err = admin.create_gate(create(&hub.admin)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    // A schedule whose days changed with the Kubernetes cron rules: accepted, with a warning.
+    let stepped = pb::CreateGateRequest {
+        manifest: business_hours("steps", "staging").replace("0 8 * * MON", "0 0 */2 * MON"),
+        reason: String::new(),
+    };
+    let g = admin
+        .create_gate(authed(stepped, &hub.admin))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(g.warnings.len(), 1);
+    assert_eq!(g.warnings[0].path, "spec.windows[0].schedule");
+    assert!(g.warnings[0].message.contains("OR"), "{:?}", g.warnings);
+    admin
+        .delete_gate(authed(
+            pb::DeleteGateRequest {
+                name: "steps".into(),
+                ..Default::default()
+            },
+            &hub.admin,
+        ))
+        .await
+        .unwrap();
 
     // Viewer reads, operator overrides, viewer cannot override.
     let list = admin

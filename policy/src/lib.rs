@@ -40,12 +40,13 @@ mod selector;
 mod timeline;
 mod transitions;
 mod validate;
+mod warnings;
 
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;
 pub use duration::{format_duration, parse_duration};
 pub use error::PolicyError;
-pub use eval::{Combined, Evaluation, Override, combine};
+pub use eval::{Combined, Evaluation, Override, combine, next_combined_change};
 pub use kinds::FluxKind;
 pub use localtime::resolve_local;
 pub use manifest::{
@@ -55,3 +56,4 @@ pub use manifest::{
 pub use objects::{GroupKind, HeldObjects};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 pub use transitions::{Preview, PreviewState, Transition};
+pub use warnings::Warning;

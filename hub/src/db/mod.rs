@@ -7,6 +7,7 @@ pub mod clusters;
 pub mod gates;
 pub mod overrides;
 pub mod reports;
+pub mod retry;
 pub mod revision;
 pub mod status;
 pub mod tokens;

@@ -24,8 +24,8 @@ use crate::service::status::{
     ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
 };
 use crate::service::types::{
-    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, GateRecord,
-    OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
+    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
+    GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
 };
 use crate::{dashboard, rest};
 
@@ -162,7 +162,7 @@ impl Modify for Common {
         dashboard::events::stream,
     ),
     components(schemas(
-        ErrorBody, ErrorDetail, GateRecord, Cluster, ClusterWithToken, RegisterCluster, Relabel,
+        ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
         OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
         ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
