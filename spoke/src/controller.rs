@@ -220,6 +220,7 @@ mod tests {
             source_refs: vec![],
             last_applied_revision: None,
             artifact_revision: None,
+            nesting: Default::default(),
         }
     }
 

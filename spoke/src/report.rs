@@ -63,6 +63,8 @@ mod tests {
                 newest_source_revision: None,
                 held: false,
                 suspended_by_human: false,
+                pinned: false,
+                applied_by_parent: false,
             }],
             held_objects: vec![],
         };

@@ -281,6 +281,7 @@ mod tests {
             source_refs: vec![],
             last_applied_revision: Some(rev.into()),
             artifact_revision: None,
+            nesting: Default::default(),
         }
     }
 
