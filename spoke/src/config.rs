@@ -120,6 +120,15 @@ pub struct Config {
     /// and keep the spoke ~1.5 MiB smaller than 32.
     #[arg(long, env = "FLEETGATE_PATCH_CONCURRENCY", default_value_t = 8)]
     pub patch_concurrency: usize,
+
+    /// `namespace/name` of the Flux Kustomization that delivers this spoke (deploy/flux's
+    /// name by default): the spoke warns when a gate would hold it. Empty: no check.
+    #[arg(
+        long,
+        env = "FLEETGATE_OWN_KUSTOMIZATION",
+        default_value = "flux-system/fleetgate-spoke"
+    )]
+    pub own_kustomization: String,
 }
 
 /// Go-style durations (`500ms`, `30s`, `1m30s`), as everywhere in fleetgate.

@@ -15,6 +15,7 @@ use crate::{
     context::Context,
     enforce,
     observed::{ObjectKey, ObservedObject},
+    own_delivery::OwnDelivery,
     plan::{Plan, Planner},
     report::Report,
     snapshot::CompiledSnapshot,
@@ -61,6 +62,7 @@ impl Overlay {
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let mut snapshot_rx = ctx.snapshot.subscribe();
     let mut overlay = Overlay::default();
+    let mut own = OwnDelivery::new(&ctx.config.own_kustomization);
     let changed = ctx.watches.changed.clone();
     loop {
         let snapshot = snapshot_rx.borrow_and_update().clone();
@@ -68,7 +70,9 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         if let Some(objects) = ctx.watches.observed().await {
             let objects = overlay.apply(objects);
             match &snapshot {
-                Some(snap) => next_transition = reconcile(&ctx, snap, objects, &mut overlay).await,
+                Some(snap) => {
+                    next_transition = reconcile(&ctx, snap, objects, &mut overlay, &mut own).await;
+                }
                 None => {
                     ctx.ready.store(true, Ordering::Release);
                     ctx.report.send_replace(Some(Arc::new(Report::default())));
@@ -101,10 +105,14 @@ async fn reconcile(
     snapshot: &CompiledSnapshot,
     objects: Vec<ObservedObject>,
     overlay: &mut Overlay,
+    own: &mut OwnDelivery,
 ) -> Option<DateTime<Utc>> {
     ctx.metrics.reconciles.inc();
     let eval = snapshot.evaluate(Utc::now());
     let planner = Planner::new(&eval.gates, &objects);
+    if let Some((key, gates)) = own.check(&planner, &objects) {
+        crate::own_delivery::warn(ctx, &key, &gates).await;
+    }
     let mut plan = planner.plan(&objects);
     let steps = std::mem::take(&mut plan.steps);
     if !steps.is_empty() {
@@ -169,6 +177,7 @@ mod tests {
             source_refs: vec![],
             last_applied_revision: None,
             artifact_revision: None,
+            ignored: false,
         }
     }
 

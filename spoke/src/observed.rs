@@ -8,7 +8,7 @@ use fleetgate_policy::FluxKind;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use crate::annotations::{SUSPENDED_BY, parse_suspended_by};
+use crate::annotations::{IGNORE, SUSPENDED_BY, parse_suspended_by};
 
 /// Identifies one Flux object in the cluster. Orders by kind (appliers first),
 /// namespace, name.
@@ -53,6 +53,8 @@ pub struct ObservedObject {
     pub last_applied_revision: Option<String>,
     /// `status.artifact.revision` (sources only).
     pub artifact_revision: Option<String>,
+    /// Annotated `fleetgate.io/ignore: "true"`: never governed.
+    pub ignored: bool,
 }
 
 impl ObservedObject {
@@ -66,6 +68,11 @@ impl ObservedObject {
             .as_ref()
             .and_then(|a| a.get(SUSPENDED_BY))
             .map(|v| parse_suspended_by(v));
+        let ignored = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(IGNORE))
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         let data = &obj.data;
         ObservedObject {
             source_refs: source_refs(kind, &namespace, &name, data),
@@ -83,6 +90,7 @@ impl ObservedObject {
             suspended_by,
             last_applied_revision: last_applied(kind, data),
             artifact_revision: str_at(data, "/status/artifact/revision"),
+            ignored,
         }
     }
 
