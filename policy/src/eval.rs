@@ -40,6 +40,43 @@ pub struct Evaluation {
     pub next_transition: Option<DateTime<Utc>>,
 }
 
+/// Which rule decided an [`Evaluation`] (first that applies: override, deny, allow, default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    Override,
+    DenyWindow,
+    AllowWindow,
+    Default,
+}
+
+impl Rule {
+    /// CamelCase, as a Kubernetes condition reason.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Rule::Override => "Override",
+            Rule::DenyWindow => "DenyWindow",
+            Rule::AllowWindow => "AllowWindow",
+            Rule::Default => "Default",
+        }
+    }
+}
+
+impl Evaluation {
+    /// The rule that decided. Read back from the reason, which this crate writes
+    /// (`timeline.rs`) with one fixed prefix per rule.
+    pub fn rule(&self) -> Rule {
+        if self.reason.starts_with("override ") {
+            Rule::Override
+        } else if self.reason.starts_with("deny window ") {
+            Rule::DenyWindow
+        } else if self.reason.starts_with("allow window ") {
+            Rule::AllowWindow
+        } else {
+            Rule::Default
+        }
+    }
+}
+
 /// The state of several gates governing one object: it may change only while all are open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -46,12 +46,13 @@ pub use compile::CompiledGate;
 pub use cron::CronSchedule;
 pub use duration::{format_duration, parse_duration};
 pub use error::PolicyError;
-pub use eval::{Combined, Evaluation, Override, combine, next_combined_change};
+pub use eval::{Combined, Evaluation, Override, Rule, combine, next_combined_change};
 pub use kinds::FluxKind;
 pub use localtime::resolve_local;
 pub use manifest::{
-    API_VERSION, ClusterScope, Gate, GateSpec, GateState, KIND, Metadata, Mode, Targets, Window,
-    WindowKind, parse_gate, parse_gate_json,
+    API_VERSION, ClusterScope, DEFAULT_REQUEST_WINDOW, Gate, GateSpec, GateState, KIND,
+    LocalRequests, MAX_REQUEST_WINDOW, Metadata, Mode, Targets, Window, WindowKind, parse_gate,
+    parse_gate_json,
 };
 pub use objects::{GroupKind, HeldObjects};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};

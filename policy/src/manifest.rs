@@ -56,6 +56,53 @@ pub struct GateSpec {
     pub time_zone: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Window>,
+    /// How long an open or close request made on the Gate object in a cluster lasts (the
+    /// Flux gating RFC's `window`): [`DEFAULT_REQUEST_WINDOW`] when absent, at most
+    /// [`MAX_REQUEST_WINDOW`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    /// Which requests made on the Gate object in a cluster are honoured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_requests: Option<LocalRequests>,
+}
+
+/// How long a request lasts when the gate sets no `window`.
+pub const DEFAULT_REQUEST_WINDOW: chrono::Duration = chrono::Duration::hours(1);
+/// The longest `window`: a longer freeze belongs in a dated deny window, in Git.
+pub const MAX_REQUEST_WINDOW: chrono::Duration = chrono::Duration::hours(168);
+
+/// Whether open and close requests made in a cluster (annotations on the Gate object) are
+/// honoured; unset means the default of where the gate comes from (closing always; opening
+/// only for gates defined in the cluster itself, not for the hub's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LocalRequests {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close: Option<bool>,
+}
+
+impl GateSpec {
+    /// How long a local request lasts (`spec.window`, else the default). Call after
+    /// validation: an invalid window falls back to the default.
+    pub fn request_window(&self) -> chrono::Duration {
+        self.window
+            .as_deref()
+            .and_then(|w| crate::parse_duration(w).ok())
+            .unwrap_or(DEFAULT_REQUEST_WINDOW)
+    }
+
+    /// Whether a local request to open (`open == true`) or close is honoured; `from_hub`
+    /// picks the default when `localRequests` does not say.
+    pub fn allows_local_request(&self, open: bool, from_hub: bool) -> bool {
+        let set = self.local_requests.unwrap_or_default();
+        if open {
+            set.open.unwrap_or(!from_hub)
+        } else {
+            set.close.unwrap_or(true)
+        }
+    }
 }
 
 /// Which clusters a gate applies to: listed by name, or matched by a selector over cluster labels.

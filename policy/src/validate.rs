@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::manifest::{API_VERSION, KIND};
+use crate::manifest::{API_VERSION, KIND, MAX_REQUEST_WINDOW};
 use crate::{FluxKind, Gate, GateSpec, Mode, PolicyError};
 
 /// Checks the non-schedule parts of `gate`; the first error found is returned with its path.
@@ -87,6 +87,19 @@ pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
     }
 
     validate_objects(spec)?;
+
+    if let Some(window) = &spec.window {
+        let d = crate::parse_duration(window).map_err(|e| e.within("spec.window"))?;
+        if d <= chrono::Duration::zero() || d > MAX_REQUEST_WINDOW {
+            return Err(PolicyError::new(
+                "spec.window",
+                format!(
+                    "must be more than 0 and at most {}, got '{window}'",
+                    crate::format_duration(MAX_REQUEST_WINDOW)
+                ),
+            ));
+        }
+    }
 
     let mut names = BTreeSet::new();
     for (i, window) in spec.windows.iter().enumerate() {

@@ -38,6 +38,12 @@ pub struct Config {
     #[arg(long, env = "FLEETGATE_HUB_URL")]
     pub hub_url: Option<String>,
 
+    /// Run without a hub: the gates are the Gate objects (gates.fleetgate.io)
+    /// in this cluster, delivered by Flux from Git like anything else.
+    /// Excludes --hub-url.
+    #[arg(long, env = "FLEETGATE_STANDALONE", conflicts_with = "hub_url")]
+    pub standalone: bool,
+
     /// File holding the cluster's spoke token (takes precedence over FLEETGATE_SPOKE_TOKEN).
     #[arg(long, env = "FLEETGATE_SPOKE_TOKEN_FILE")]
     pub token_file: Option<PathBuf>,
@@ -129,6 +135,14 @@ pub struct Config {
         default_value = "flux-system/fleetgate-spoke"
     )]
     pub own_kustomization: String,
+
+    /// Kinds whose objects `holdObjects` gates may mark inside Kustomizations,
+    /// comma-separated `group/version/Kind` (`apps/v1/Deployment,v1/Service`).
+    /// Empty: holdObjects gates hold nothing here. The spoke's ClusterRole must
+    /// grant list/watch/patch on exactly these (deploy/spoke component
+    /// `hold-objects`).
+    #[arg(long, env = "FLEETGATE_HELD_KINDS", value_delimiter = ',')]
+    pub held_kinds: Vec<crate::hold::kinds::HeldKind>,
 }
 
 /// Go-style durations (`500ms`, `30s`, `1m30s`), as everywhere in fleetgate.

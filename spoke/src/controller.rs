@@ -14,6 +14,10 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     context::Context,
     enforce,
+    hold::{
+        self, HeldOverlay,
+        plan::{HoldPlan, HoldPlanner},
+    },
     observed::{ObjectKey, ObservedObject},
     own_delivery::OwnDelivery,
     plan::{Plan, Planner},
@@ -61,17 +65,28 @@ impl Overlay {
 /// Runs until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let mut snapshot_rx = ctx.snapshot.subscribe();
+    let mut local_rx = ctx.local_overrides.subscribe();
     let mut overlay = Overlay::default();
     let mut own = OwnDelivery::new(&ctx.config.own_kustomization);
+    let mut held_overlay = HeldOverlay::default();
     let changed = ctx.watches.changed.clone();
     loop {
         let snapshot = snapshot_rx.borrow_and_update().clone();
+        local_rx.borrow_and_update();
         let mut next_transition = None;
         if let Some(objects) = ctx.watches.observed().await {
             let objects = overlay.apply(objects);
             match &snapshot {
                 Some(snap) => {
-                    next_transition = reconcile(&ctx, snap, objects, &mut overlay, &mut own).await;
+                    next_transition = reconcile(
+                        &ctx,
+                        snap,
+                        objects,
+                        &mut overlay,
+                        &mut held_overlay,
+                        &mut own,
+                    )
+                    .await;
                 }
                 None => {
                     ctx.ready.store(true, Ordering::Release);
@@ -84,6 +99,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             r = snapshot_rx.changed() => if r.is_err() { return },
+            r = local_rx.changed() => if r.is_err() { return },
             _ = changed.notified() => {
                 tokio::time::sleep(COALESCE).await;
             }
@@ -93,7 +109,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
 }
 
 /// The monotonic instant of a wall-clock instant (now if it has passed).
-fn instant_of(t: DateTime<Utc>) -> tokio::time::Instant {
+pub(crate) fn instant_of(t: DateTime<Utc>) -> tokio::time::Instant {
     let ahead = (t - Utc::now()).to_std().unwrap_or(Duration::ZERO);
     tokio::time::Instant::now() + ahead
 }
@@ -105,38 +121,73 @@ async fn reconcile(
     snapshot: &CompiledSnapshot,
     objects: Vec<ObservedObject>,
     overlay: &mut Overlay,
+    held_overlay: &mut HeldOverlay,
     own: &mut OwnDelivery,
 ) -> Option<DateTime<Utc>> {
     ctx.metrics.reconciles.inc();
-    let eval = snapshot.evaluate(Utc::now());
+    let local = ctx.local_overrides.borrow().clone();
+    let eval = snapshot.evaluate_with(Utc::now(), &local);
     let planner = Planner::new(&eval.gates, &objects);
     if let Some((key, gates)) = own.check(&planner, &objects) {
         crate::own_delivery::warn(ctx, &key, &gates).await;
     }
     let mut plan = planner.plan(&objects);
     let steps = std::mem::take(&mut plan.steps);
+    let mut patched = false;
     if !steps.is_empty() {
         tracing::debug!(steps = steps.len(), "applying");
         let applied = enforce::apply(ctx, &planner, &eval.gates, steps).await;
         if !applied.is_empty() {
             overlay.record(applied);
-            // Report what the patches left, not what was there before.
-            let objects = overlay.apply(objects);
-            plan = Planner::new(&eval.gates, &objects).plan(&objects);
+            patched = true;
         }
+    }
+    // Holds read only the Kustomizations' identity, labels and applied
+    // revision, which suspends do not change.
+    let holds = reconcile_holds(ctx, &eval.gates, &objects, held_overlay).await;
+    if patched {
+        // Report what the patches left, not what was there before.
+        let objects = overlay.apply(objects);
+        plan = Planner::new(&eval.gates, &objects).plan(&objects);
     }
     publish(
         ctx,
         snapshot.revision(),
         plan,
+        holds,
         eval.gates.iter().filter(|g| !g.open).count(),
     );
     eval.next_transition
 }
 
+/// Object-level holds inside Kustomizations (`mode: holdObjects`): plan from
+/// the metadata watches, patch, and plan again from what the patches left.
+async fn reconcile_holds(
+    ctx: &Arc<Context>,
+    gates: &[crate::plan::GateView],
+    objects: &[ObservedObject],
+    held_overlay: &mut HeldOverlay,
+) -> HoldPlan {
+    let applied = held_overlay.apply(ctx.held.observed().await);
+    let planner = HoldPlanner::new(gates, objects);
+    let mut plan = planner.plan(&applied);
+    let steps = std::mem::take(&mut plan.steps);
+    if steps.is_empty() {
+        return plan;
+    }
+    tracing::debug!(steps = steps.len(), "applying holds");
+    let done = hold::enforce::apply(ctx, &planner, gates, steps).await;
+    if done.is_empty() {
+        return plan;
+    }
+    held_overlay.record(done);
+    let applied = held_overlay.apply(applied);
+    planner.plan(&applied)
+}
+
 /// Publishes the pass's outcome. Ready is set first, so whoever sees the
 /// first report also sees `/readyz` succeed.
-fn publish(ctx: &Context, revision: u64, plan: Plan, closed: usize) {
+fn publish(ctx: &Context, revision: u64, plan: Plan, holds: HoldPlan, closed: usize) {
     ctx.ready.store(true, Ordering::Release);
     let m = &ctx.metrics;
     m.objects_governed
@@ -145,12 +196,17 @@ fn publish(ctx: &Context, revision: u64, plan: Plan, closed: usize) {
         .set(i64::try_from(plan.suspended_count()).unwrap_or(i64::MAX));
     m.objects_held
         .set(i64::try_from(plan.held_count()).unwrap_or(i64::MAX));
+    m.applied_objects_held
+        .set(i64::try_from(holds.held_count()).unwrap_or(i64::MAX));
+    m.applied_objects_held_by_person
+        .set(i64::try_from(holds.held_by_person_count()).unwrap_or(i64::MAX));
     m.gates_closed
         .set(i64::try_from(closed).unwrap_or(i64::MAX));
     let report = Report {
         revision,
         // Moved, not copied: one entry per governed object.
         objects: plan.report,
+        held_objects: holds.report,
     };
     ctx.report.send_if_modified(|cur| {
         if cur.as_deref() == Some(&report) {

@@ -28,6 +28,7 @@ const SERIES_TTL: Duration = Duration::minutes(6);
 /// object (the reporter and the type are fixed for the spoke).
 #[derive(Debug, Hash, PartialEq, Eq)]
 struct Key {
+    warning: bool,
     reason: &'static str,
     action: &'static str,
     api_version: Option<String>,
@@ -46,7 +47,7 @@ struct Published {
     last: DateTime<Utc>,
 }
 
-/// Writes Normal events as `controller` / `instance`.
+/// Writes Normal (and Warning) events as `controller` / `instance`.
 pub struct EventRecorder {
     client: Client,
     controller: String,
@@ -73,8 +74,23 @@ impl EventRecorder {
         note: String,
         regarding: &ObjectReference,
     ) -> Result<(), kube::Error> {
+        self.publish_typed(false, reason, action, note, regarding)
+            .await
+    }
+
+    /// Like [`EventRecorder::publish`]; `warning` makes it a Warning event
+    /// (something a person did was not honoured).
+    pub async fn publish_typed(
+        &self,
+        warning: bool,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+        regarding: &ObjectReference,
+    ) -> Result<(), kube::Error> {
         let now = Utc::now();
         let key = Key {
+            warning,
             reason,
             action,
             api_version: regarding.api_version.clone(),
@@ -114,7 +130,10 @@ impl EventRecorder {
                 }
             }
             None => {
-                let event = self.event(reason, action, note, regarding, now);
+                let mut event = self.event(reason, action, note, regarding, now);
+                if warning {
+                    event.type_ = Some("Warning".to_owned());
+                }
                 let namespace = event.metadata.namespace.clone().unwrap_or_default();
                 let name = event.metadata.name.clone().unwrap_or_default();
                 Api::<Event>::namespaced(self.client.clone(), &namespace)

@@ -11,7 +11,10 @@ pub mod controller;
 pub mod enforce;
 pub mod error;
 pub mod events;
+pub mod flagger;
+pub mod gates;
 pub mod health;
+pub mod hold;
 pub mod hub_client;
 pub mod kinds;
 pub mod metrics;
@@ -159,14 +162,18 @@ impl Spoke {
             ready: ctx.ready.clone(),
         };
         let sd = shutdown.clone();
+        let router = health::app(health).merge(flagger::router(ctx.clone()));
         tasks.spawn(async move {
-            if let Err(e) = health::serve(listener, health, sd).await {
+            if let Err(e) = health::serve(listener, router, sd).await {
                 tracing::error!(error = %e, "health listener failed");
             }
         });
 
         ctx.watches.discover(&shutdown).await;
-        if load_persisted(&ctx).await.is_err() {
+        ctx.held.discover(&shutdown).await;
+        // Standalone, the Gate objects are the persisted state: nothing is
+        // enforced until their watch has listed.
+        if !ctx.config.standalone && load_persisted(&ctx).await.is_err() {
             let (c, sd) = (ctx.clone(), shutdown.clone());
             tasks.spawn(async move {
                 loop {
@@ -183,6 +190,7 @@ impl Spoke {
             });
         }
         tasks.spawn(controller::run(ctx.clone(), shutdown.clone()));
+        tasks.spawn(gates::run(ctx.clone(), shutdown.clone()));
 
         let (c, sd) = (ctx.clone(), shutdown.clone());
         tasks.spawn(async move {
@@ -199,7 +207,8 @@ impl Spoke {
                     _ = tokio::time::sleep(period) => {
                         let was = c.watches.discovered();
                         let started = c.watches.discover(&sd).await;
-                        if !started.is_empty() || (!was && c.watches.discovered()) {
+                        let held_started = c.held.discover(&sd).await;
+                        if !started.is_empty() || held_started > 0 || (!was && c.watches.discovered()) {
                             c.watches.changed.notify_one();
                         }
                     }
@@ -210,6 +219,9 @@ impl Spoke {
         match hub {
             Some(target) => {
                 tasks.spawn(hub_client::run(ctx.clone(), target, shutdown.clone()));
+            }
+            None if ctx.config.standalone => {
+                tracing::info!("standalone: the gates are the Gate objects in this cluster")
             }
             None => tracing::warn!("no --hub-url: running offline from the persisted snapshot"),
         }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use fleetgate_policy::{FluxKind, Mode, Targets};
+use fleetgate_policy::{FluxKind, HeldObjects, Mode, Targets};
 
 use crate::observed::{ObjectKey, ObservedObject};
 
@@ -14,6 +14,8 @@ pub struct GateView {
     pub name: String,
     pub mode: Mode,
     pub targets: Targets,
+    /// `spec.objects` of a holdObjects gate.
+    pub objects: Option<HeldObjects>,
     pub open: bool,
     /// Why it is open or closed (for events and logs).
     pub reason: String,
@@ -149,7 +151,9 @@ impl<'a> Planner<'a> {
         // Gates reaching a consumer only through its sources.
         let mut via_sources: BTreeSet<usize> = BTreeSet::new();
         for (i, gate) in self.gates.iter().enumerate() {
-            if !targets(gate, obj) {
+            // holdObjects gates act on the objects inside (see `hold::plan`),
+            // never on the Kustomization itself.
+            if gate.mode == Mode::HoldObjects || !targets(gate, obj) {
                 continue;
             }
             if gate.mode == Mode::FreezeSources && is_consumer(obj.key.kind) {
@@ -277,6 +281,7 @@ mod tests {
                 kinds: kinds.to_vec(),
                 ..Targets::default()
             },
+            objects: None,
             open,
             reason: String::new(),
         }

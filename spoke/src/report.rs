@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use fleetgate_proto::{time::to_timestamp, v1 as pb};
 
-use crate::plan::ObjectReport;
+use crate::{hold::plan::HeldReport, plan::ObjectReport};
 
 /// The latest full view of the governed objects.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -12,6 +12,8 @@ pub struct Report {
     /// The snapshot revision being enforced (0 for none).
     pub revision: u64,
     pub objects: Vec<ObjectReport>,
+    /// Objects inside Kustomizations selected by holdObjects gates or marked.
+    pub held_objects: Vec<HeldReport>,
 }
 
 impl Report {
@@ -64,6 +66,7 @@ mod tests {
                 suspended_by_human: false,
                 ignored: true,
             }],
+            held_objects: vec![],
         };
         let at = Utc::now();
         let msg = report.to_proto(-1500, at);

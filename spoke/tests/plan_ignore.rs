@@ -16,6 +16,7 @@ fn gate(mode: Mode, open: bool) -> GateView {
             kinds: vec![FluxKind::Kustomization],
             ..Targets::default()
         },
+        objects: None,
         open,
         reason: String::new(),
     }
@@ -147,4 +148,35 @@ fn an_empty_or_malformed_own_kustomization_turns_the_check_off() {
         let gates = [gate(Mode::Suspend, false)];
         assert_eq!(own.check(&Planner::new(&gates, &objects), &objects), None);
     }
+}
+
+#[test]
+fn a_hold_objects_gate_holds_nothing_inside_an_ignored_kustomization() {
+    use fleetgate_policy::{GroupKind, HeldObjects};
+    use fleetgate_spoke::hold::observed::{AppliedObject, HeldKey};
+    use fleetgate_spoke::hold::plan::HoldPlanner;
+
+    let hold = GateView {
+        objects: Some(HeldObjects {
+            kinds: vec![GroupKind::new("apps", "Deployment")],
+            ..HeldObjects::default()
+        }),
+        ..gate(Mode::HoldObjects, false)
+    };
+    let deployment = |owner: &str| AppliedObject {
+        key: HeldKey {
+            kind: GroupKind::new("apps", "Deployment"),
+            namespace: "fleetgate-system".into(),
+            name: owner.into(),
+        },
+        owner: Some(("flux-system".into(), owner.into())),
+        resource_version: Some("7".into()),
+        ..AppliedObject::default()
+    };
+    let owners = vec![ks("fleetgate-spoke", true), ks("apps", false)];
+    let gates = [hold];
+    let p = HoldPlanner::new(&gates, &owners)
+        .plan(&[deployment("fleetgate-spoke"), deployment("apps")]);
+    let marked: Vec<&str> = p.steps.iter().map(|s| s.key.name.as_str()).collect();
+    assert_eq!(marked, ["apps"]);
 }

@@ -34,7 +34,11 @@ enum Op {
 
 fn gate_spec() -> impl Strategy<Value = GateSpec> {
     (
-        prop_oneof![Just(Mode::Suspend), Just(Mode::FreezeSources)],
+        prop_oneof![
+            Just(Mode::Suspend),
+            Just(Mode::FreezeSources),
+            Just(Mode::HoldObjects)
+        ],
         prop::sample::subsequence(
             vec![FluxKind::Kustomization, FluxKind::GitRepository],
             0..=2,
@@ -78,6 +82,7 @@ fn view(i: usize, spec: &GateSpec, open: bool) -> GateView {
             names: vec![],
             selector,
         },
+        objects: None,
         open,
         reason: String::new(),
     }

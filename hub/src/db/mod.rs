@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod clusters;
 pub mod gates;
+pub mod health;
 pub mod overrides;
 pub mod reports;
 pub mod retry;

@@ -47,6 +47,19 @@ pub struct GateSpecDoc {
     #[schema(example = "Europe/Berlin")]
     pub time_zone: Option<String>,
     pub windows: Option<Vec<WindowDoc>>,
+    /// How long an open/close request made on the Gate object in a cluster
+    /// lasts (default `1h`, at most `168h`).
+    #[schema(example = "1h")]
+    pub window: Option<String>,
+    pub local_requests: Option<LocalRequestsDoc>,
+}
+
+/// Whether requests made on the Gate object in a cluster are honoured. For
+/// gates from the hub: closing yes, opening no, unless set here.
+#[derive(Debug, ToSchema)]
+pub struct LocalRequestsDoc {
+    pub open: Option<bool>,
+    pub close: Option<bool>,
 }
 
 /// Clusters by name and/or label selector (`selector: {}` = all clusters).

@@ -15,7 +15,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use crate::dashboard::views::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
 pub use gate_schema::{
     ClusterScopeDoc, GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc,
-    LabelSelectorRequirementDoc, TargetsDoc, WindowDoc,
+    LabelSelectorRequirementDoc, LocalRequestsDoc, TargetsDoc, WindowDoc,
 };
 
 use crate::error::{ErrorBody, ErrorDetail};
@@ -168,7 +168,7 @@ impl Modify for Common {
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
-        WindowDoc,
+        WindowDoc, LocalRequestsDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
         GateBrief,
     )),

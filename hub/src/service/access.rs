@@ -18,7 +18,7 @@ impl Service {
     /// The actor behind an API token; 401 if unknown or revoked.
     pub async fn authenticate_api(&self, token: &str) -> Result<Actor> {
         let presented = hash_token(token);
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let found = tokens::by_hash(&mut conn, &presented).await?;
         match found {
             Some((row, stored)) if hashes_equal(&stored, &presented) => {
@@ -37,7 +37,7 @@ impl Service {
     /// The cluster a spoke token belongs to; 401 if unknown (or rotated).
     pub async fn authenticate_spoke(&self, token: &str) -> Result<Cluster> {
         let presented = hash_token(token);
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         match clusters::by_token_hash(&mut conn, &presented).await? {
             Some((row, stored)) if hashes_equal(&stored, &presented) => Ok(row.into()),
             _ => Err(Error::Unauthenticated("unknown spoke token".into())),

@@ -17,7 +17,7 @@ impl Service {
         actor.require(Role::Viewer)?;
         let limit = page.limit()?;
         let after: Option<String> = page.key()?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rows = clusters::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
         let now = self.now();
         Ok(Page::from_rows(
@@ -46,7 +46,7 @@ impl Service {
         let limit = page.limit()?;
         let mut after: Option<String> = page.key()?;
         let batch = i64::from(limit).max(500) + 1;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let mut matched = Vec::new();
         'scan: loop {
             let rows = clusters::list(&mut conn, after.as_deref(), batch).await?;
@@ -76,7 +76,7 @@ impl Service {
     /// One cluster.
     pub async fn get_cluster(&self, actor: &Actor, name: &str) -> Result<Cluster> {
         actor.require(Role::Viewer)?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let now = self.now();
         clusters::get(&mut conn, name)
             .await?

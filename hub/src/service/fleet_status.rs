@@ -71,7 +71,7 @@ impl Service {
             .map_err(|e| Error::invalid("selector", e.message))?;
         let summary = self.fleet_summary(actor).await?;
         let now = summary.at;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let mut all_clusters = clusters::all(&mut conn).await?;
         if let Some(sel) = &selector {
             all_clusters.retain(|c| sel.matches(&c.labels.0));

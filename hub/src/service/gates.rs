@@ -54,7 +54,7 @@ impl Service {
         actor.require(Role::Viewer)?;
         let limit = page.limit()?;
         let after: Option<String> = page.key()?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rows = gates::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
         Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
     }
@@ -62,7 +62,7 @@ impl Service {
     /// One gate.
     pub async fn get_gate(&self, actor: &Actor, name: &str) -> Result<GateRecord> {
         actor.require(Role::Viewer)?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         gates::get(&mut conn, name)
             .await?
             .map(Into::into)
@@ -223,7 +223,7 @@ impl Service {
                 format!("range longer than {MAX_PREVIEW_DAYS} days"),
             ));
         }
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let row = gates::get(&mut conn, name)
             .await?
             .ok_or_else(|| Error::not_found("gate", name))?;

@@ -28,12 +28,14 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use tokio::sync::Semaphore;
 use utoipa::ToSchema;
 
 use crate::clock::{Clock, SystemClock};
 use crate::db::audit::NewAudit;
+use crate::db::health::DbHealth;
 use crate::db::retry;
 use crate::db::revision::{self, Affected};
 use crate::{Error, Result};
@@ -49,6 +51,8 @@ pub struct Service {
     /// the fleet-revision row anyway, and a burst of them must not hold the
     /// whole pool while reads (status, spoke auth) wait.
     writers: Arc<Semaphore>,
+    /// Whether the database is reachable (kept by [`DbHealth::watch`]).
+    health: DbHealth,
 }
 
 /// How many writes of one replica may wait on the database at once.
@@ -200,6 +204,42 @@ impl Service {
             pool,
             clock,
             writers: Arc::new(Semaphore::new(CONCURRENT_WRITES)),
+            health: DbHealth::new(),
+        }
+    }
+
+    /// The database's reachability, for `/readyz` and its watcher.
+    pub fn db_health(&self) -> &DbHealth {
+        &self.health
+    }
+
+    /// A pooled connection, or 503 at once while the database is known to
+    /// be unreachable (also for requests already waiting when it goes down).
+    pub(crate) async fn conn(&self) -> Result<PoolConnection<Postgres>> {
+        self.reachable(self.pool.acquire()).await
+    }
+
+    /// A transaction, failing fast like [`Service::conn`].
+    pub(crate) async fn begin(&self) -> Result<Transaction<'static, Postgres>> {
+        self.reachable(self.pool.begin()).await
+    }
+
+    async fn reachable<T>(
+        &self,
+        acquire: impl Future<Output = std::result::Result<T, sqlx::Error>>,
+    ) -> Result<T> {
+        if !self.health.is_up() {
+            return Err(Error::db_down());
+        }
+        tokio::select! {
+            got = acquire => got.map_err(|e| {
+                let e = Error::from(e);
+                if matches!(e, Error::Unavailable(_)) {
+                    self.health.suspect();
+                }
+                e
+            }),
+            () = self.health.went_down() => Err(Error::db_down()),
         }
     }
 
@@ -215,7 +255,7 @@ impl Service {
 
     /// The current fleet revision.
     pub async fn fleet_revision(&self) -> Result<i64> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         revision::current(&mut conn).await
     }
 
@@ -256,7 +296,7 @@ impl Service {
         body: &mut impl for<'t> FnMut(&'t mut WriteTx<'a>) -> WriteBody<'t, T>,
     ) -> Result<(T, i64)> {
         let mut tx = WriteTx {
-            tx: self.pool.begin().await?,
+            tx: self.begin().await?,
             scope: PhantomData,
         };
         let current = revision::lock(&mut tx).await?;

@@ -210,7 +210,7 @@ impl Service {
             gate: q.gate.clone(),
             live_at: (!q.all.unwrap_or(false)).then(|| self.now()),
         };
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
         Ok(Page::from_rows(
             rows,

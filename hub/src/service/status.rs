@@ -188,7 +188,7 @@ impl Service {
     pub async fn cluster_status(&self, actor: &Actor, name: &str) -> Result<ClusterStatus> {
         actor.require(Role::Viewer)?;
         let now = self.now();
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let cluster = clusters::get(&mut conn, name)
             .await?
             .ok_or_else(|| Error::not_found("cluster", name))?;
@@ -256,7 +256,7 @@ impl Service {
     pub async fn fleet_summary(&self, actor: &Actor) -> Result<FleetSummary> {
         actor.require(Role::Viewer)?;
         let now = self.now();
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rev = revision::current(&mut conn).await?;
         let all_clusters = clusters::all(&mut conn).await?;
         let (all_gates, ovs) = gates_with_live_overrides(&mut conn, now).await?;

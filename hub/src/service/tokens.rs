@@ -16,7 +16,7 @@ impl Service {
         actor.require(Role::Admin)?;
         let limit = page.limit()?;
         let after: Option<String> = page.key()?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rows = tokens::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
         Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
     }
