@@ -234,6 +234,7 @@ mod tests {
             last_applied_revision: None,
             artifact_revision: None,
             ignored: false,
+            nesting: Default::default(),
         }
     }
 

@@ -65,6 +65,8 @@ mod tests {
                 held: false,
                 suspended_by_human: false,
                 ignored: true,
+                pinned: false,
+                applied_by_parent: false,
             }],
             held_objects: vec![],
         };

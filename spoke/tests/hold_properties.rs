@@ -34,6 +34,7 @@ fn kustomization(name: &str) -> ObservedObject {
         last_applied_revision: Some(format!("{name}@r1")),
         artifact_revision: None,
         ignored: false,
+        nesting: Default::default(),
     }
 }
 

@@ -42,6 +42,7 @@ fn ks_from(name: &str, source: &str, ignored: bool) -> ObservedObject {
         last_applied_revision: Some("r1".into()),
         artifact_revision: None,
         ignored,
+        nesting: Default::default(),
     }
 }
 

@@ -204,6 +204,7 @@ fn seed_objects() -> Vec<ObservedObject> {
                 last_applied_revision: None,
                 artifact_revision: Some(format!("main@sha1:{r}")),
                 ignored: false,
+                nesting: Default::default(),
             });
         }
     }
@@ -238,6 +239,7 @@ proptest! {
                         last_applied_revision: None,
                         artifact_revision: None,
                         ignored: false,
+                        nesting: Default::default(),
                     });
                     created += 1;
                 }

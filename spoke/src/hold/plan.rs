@@ -283,6 +283,7 @@ mod tests {
             last_applied_revision: Some(rev.into()),
             artifact_revision: None,
             ignored: false,
+            nesting: Default::default(),
         }
     }
 
