@@ -42,6 +42,10 @@ pub struct Step {
     pub key: ObjectKey,
     pub resource_version: Option<String>,
     pub action: Action,
+    /// `Some(true)`: also pin the object against its parent Kustomization
+    /// (`reconcile: disabled` + `fleetgate.io/pinned`); `Some(false)`: remove
+    /// fleetgate's pin; `None`: leave that annotation alone.
+    pub pin: Option<bool>,
 }
 
 /// What the spoke reports for one governed object (as observed).
@@ -58,6 +62,14 @@ pub struct ObjectReport {
     /// A newer source revision waits behind a closed gate.
     pub held: bool,
     pub suspended_by_human: bool,
+    /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but it is not governed.
+    pub ignored: bool,
+    /// A parent Kustomization applies it; fleetgate pinned its suspend with
+    /// `reconcile: disabled` so the parent cannot revert it (as observed).
+    pub pinned: bool,
+    /// A parent Kustomization server-side applies its spec (managedFields):
+    /// without the pin, a manifest declaring `suspend: false` resumes it.
+    pub applied_by_parent: bool,
 }
 
 /// The result of planning every observed object.
@@ -107,7 +119,8 @@ impl<'a> Planner<'a> {
             if let Some(rev) = &obj.artifact_revision {
                 artifacts.insert(obj.key.clone(), rev.clone());
             }
-            if !is_consumer(obj.key.kind) {
+            // An ignored consumer freezes nothing: its sources stay as free as it is.
+            if !is_consumer(obj.key.kind) || obj.ignored {
                 continue;
             }
             for (i, gate) in gates.iter().enumerate() {
@@ -159,8 +172,13 @@ impl<'a> Planner<'a> {
                 holding.insert(i);
             }
         }
-        let closed: Vec<String> =
-            self.names(holding.iter().copied().filter(|&i| !self.gates[i].open));
+        // Ignored: nothing holds it, so a suspend of fleetgate's own is released and a
+        // person's stays, exactly as when every gate opens.
+        let closed: Vec<String> = if obj.ignored {
+            Vec::new()
+        } else {
+            self.names(holding.iter().copied().filter(|&i| !self.gates[i].open))
+        };
 
         let action = match (&obj.suspended_by, obj.suspended, closed.is_empty()) {
             // A person's suspend: never touched, whatever the gates say.
@@ -178,10 +196,34 @@ impl<'a> Planner<'a> {
             }),
             (Some(_), false, true) => Some(Action::ClearMark),
         };
+        // Nested layout: a parent Kustomization applying this object would
+        // revert spec.suspend at its next apply (flux2#3462). While fleetgate
+        // holds it suspended it also carries kustomize-controller's opt-out,
+        // so the parent skips it; a person's opt-out is left as it is.
+        let n = &obj.nesting;
+        let ours_after = match &action {
+            Some(Action::Suspend { .. } | Action::Relabel { .. }) => true,
+            Some(Action::Resume { .. } | Action::ClearMark) => false,
+            None => obj.suspended && obj.suspended_by.is_some(),
+        };
+        let want_pin = ours_after && n.parent.is_some() && !n.disabled_by_person;
+        let pin = match (want_pin, n.pinned) {
+            (true, false) => Some(true),
+            (false, true) => Some(false),
+            _ => None,
+        };
+        let action = match (action, pin) {
+            (None, Some(_)) if ours_after => Some(Action::Relabel {
+                gates: obj.suspended_by.clone().unwrap_or_default(),
+            }),
+            (None, Some(_)) => Some(Action::ClearMark),
+            (action, _) => action,
+        };
         let step = action.map(|action| Step {
             key: obj.key.clone(),
             resource_version: obj.resource_version.clone(),
             action,
+            pin,
         });
 
         let mut gates: BTreeSet<usize> = holding.clone();
@@ -209,8 +251,26 @@ impl<'a> Planner<'a> {
             newest_source_revision: newest,
             held,
             suspended_by_human: obj.suspended_by_human(),
+            ignored: obj.ignored,
+            pinned: n.pinned,
+            applied_by_parent: n.applied_by_parent,
         };
         (step, Some(report))
+    }
+
+    /// The gates that hold `obj` back when closed, open or not: those that would suspend it
+    /// and those freezing the sources it applies from. Empty for an ignored object unless
+    /// another targeted consumer freezes a source it shares.
+    pub fn gates_holding(&self, obj: &ObservedObject) -> Vec<String> {
+        let mut idx: BTreeSet<usize> = BTreeSet::new();
+        if !obj.ignored {
+            idx.extend(self.frozen.get(&obj.key).into_iter().flatten().copied());
+            idx.extend((0..self.gates.len()).filter(|&i| targets(&self.gates[i], obj)));
+        }
+        for source in &obj.source_refs {
+            idx.extend(self.frozen.get(source).into_iter().flatten().copied());
+        }
+        self.names(idx.into_iter())
     }
 
     /// (last applied, newest available) revisions. A source's own artifact is
@@ -273,6 +333,8 @@ mod tests {
             source_refs: vec![],
             last_applied_revision: None,
             artifact_revision: None,
+            ignored: false,
+            nesting: Default::default(),
         }
     }
 
@@ -508,5 +570,43 @@ mod tests {
             }
         );
         assert!(report.is_some());
+    }
+
+    #[test]
+    fn a_child_of_a_parent_kustomization_is_pinned_while_suspended() {
+        let mut child = ks("apps", "repo");
+        child.nesting.parent = Some(("flux-system".into(), "flux-system".into()));
+        let closed = [gate("g", Mode::Suspend, &[FluxKind::Kustomization], false)];
+        let open = [gate("g", Mode::Suspend, &[FluxKind::Kustomization], true)];
+        let step =
+            |gates: &[GateView], o: &ObservedObject| plan(gates, std::slice::from_ref(o)).steps;
+        let s = step(&closed, &child);
+        assert_eq!(s[0].pin, Some(true));
+        assert!(matches!(s[0].action, Action::Suspend { .. }));
+
+        // Suspended by fleetgate before the pin existed: pinned with a no-op relabel.
+        child.suspended = true;
+        child.suspended_by = Some(vec!["g".into()]);
+        let s = step(&closed, &child);
+        assert_eq!(
+            (s[0].action.clone(), s[0].pin),
+            (
+                Action::Relabel {
+                    gates: vec!["g".into()]
+                },
+                Some(true)
+            )
+        );
+
+        child.nesting.pinned = true;
+        assert!(step(&closed, &child).is_empty());
+        let s = step(&open, &child);
+        assert_eq!((s[0].action.label(), s[0].pin), ("resume", Some(false)));
+
+        // A person's reconcile: disabled is neither added to nor removed.
+        child.nesting.pinned = false;
+        child.nesting.disabled_by_person = true;
+        assert!(step(&closed, &child).is_empty());
+        assert_eq!(step(&open, &child)[0].pin, None);
     }
 }
