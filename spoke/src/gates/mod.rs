@@ -375,6 +375,7 @@ async fn judge_requests(
                 now,
             };
             let h = requests::judge(req, &judge);
+            ctx.metrics.request(req.action.as_str(), h.accepted);
             let (warning, reason) = if h.accepted {
                 (
                     false,
