@@ -36,6 +36,7 @@ fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
             newest_source_revision: format!("main@sha1:{round:040}"),
             held: false,
             suspended_by_human: false,
+            ignored: false,
         })
         .collect()
 }
@@ -64,6 +65,7 @@ pub async fn run(
                 clock_offset_ms: marker,
                 observed_at: None,
                 more: false,
+                held_objects: vec![],
             };
             if !swarm.report(i, report) {
                 return Err(Error::setup(format!("spoke {i} cannot send a report")));

@@ -33,6 +33,9 @@ pub struct ReportedObject {
     pub held: bool,
     /// Suspended by a person (fleetgate leaves it alone).
     pub suspended_by_human: bool,
+    /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but fleetgate never
+    /// governs it (not counted as governed).
+    pub ignored: bool,
 }
 
 /// The latest report of one cluster, as the batcher flushes it.
@@ -86,19 +89,21 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     sqlx::query(
         r#"insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
            gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
-           reported_at)
+           ignored, reported_at)
          select $1, r.kind, r.namespace, r.name, r.suspended,
            array(select jsonb_array_elements_text(r."suspendedBy")),
            array(select jsonb_array_elements_text(r.gates)),
-           r."lastAppliedRevision", r."newestSourceRevision", r.held, r."suspendedByHuman", $3
+           r."lastAppliedRevision", r."newestSourceRevision", r.held, r."suspendedByHuman",
+           coalesce(r.ignored, false), $3
          from jsonb_to_recordset($2) as r(kind text, namespace text, name text, suspended bool,
            "suspendedBy" jsonb, gates jsonb, "lastAppliedRevision" text,
-           "newestSourceRevision" text, held bool, "suspendedByHuman" bool)
+           "newestSourceRevision" text, held bool, "suspendedByHuman" bool, ignored bool)
          on conflict (cluster, kind, namespace, name) do update set
            suspended = excluded.suspended, suspended_by = excluded.suspended_by,
            gates = excluded.gates, last_applied_revision = excluded.last_applied_revision,
            newest_source_revision = excluded.newest_source_revision, held = excluded.held,
-           suspended_by_human = excluded.suspended_by_human, reported_at = excluded.reported_at"#,
+           suspended_by_human = excluded.suspended_by_human, ignored = excluded.ignored,
+           reported_at = excluded.reported_at"#,
     )
     .bind(&report.cluster)
     .bind(&objects)

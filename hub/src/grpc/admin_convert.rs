@@ -140,6 +140,7 @@ fn object(status: ObjectStatus) -> pb::GovernedObject {
         held: o.held,
         suspended_by_human: o.suspended_by_human,
         reported_at: ts(status.reported_at),
+        ignored: o.ignored,
     }
 }
 

@@ -3,13 +3,14 @@
 //! message, internal details hidden).
 
 use chrono::{DateTime, Utc};
-use fleetgate_proto::time::to_timestamp;
+use fleetgate_proto::time::{from_timestamp, to_timestamp};
 use fleetgate_proto::v1 as pb;
 use tonic::{Code, Status};
 
 use crate::Error;
 use crate::db::reports::ReportedObject;
 use crate::service::fleet::Snapshot;
+use crate::service::local_requests::LocalRequest;
 
 /// The gRPC status for a hub error.
 pub fn to_status(e: Error) -> Status {
@@ -89,7 +90,27 @@ pub fn object_from_proto(o: pb::ObjectStatus) -> ReportedObject {
         newest_source_revision: opt(o.newest_source_revision),
         held: o.held,
         suspended_by_human: o.suspended_by_human,
+        ignored: o.ignored,
     }
+}
+
+/// A spoke's report of a request made in its cluster, checked field by field.
+pub fn local_request_from_proto(r: pb::LocalRequest) -> Result<LocalRequest, Status> {
+    let time = |t: Option<&prost_types::Timestamp>, field: &str| {
+        t.and_then(from_timestamp)
+            .ok_or_else(|| invalid(field, "missing or out-of-range timestamp"))
+    };
+    Ok(LocalRequest {
+        state: r
+            .state
+            .parse()
+            .map_err(|e: fleetgate_policy::PolicyError| invalid("localRequest.state", e.message))?,
+        requested_at: time(r.requested_at.as_ref(), "localRequest.requestedAt")?,
+        expires_at: time(r.expires_at.as_ref(), "localRequest.expiresAt")?,
+        gate: r.gate,
+        reason: r.reason,
+        requested_by: r.requested_by,
+    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod clusters;
 pub mod fleet;
 pub mod gates;
 pub mod liveness;
+pub mod local_requests;
 pub mod overrides;
 pub mod page;
 pub mod reports;

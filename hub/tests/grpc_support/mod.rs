@@ -210,6 +210,7 @@ impl TestSpoke {
                     clock_offset_ms,
                     observed_at: None,
                     more,
+                    held_objects: vec![],
                 })),
             })
             .await
@@ -249,6 +250,7 @@ pub fn kustomization(ns: &str, name: &str, held: bool, gates: &[&str]) -> pb::Ob
         },
         held,
         suspended_by_human: false,
+        ignored: false,
     }
 }
 

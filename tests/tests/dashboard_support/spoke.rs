@@ -67,6 +67,7 @@ impl FakeSpoke {
                     clock_offset_ms: 120,
                     observed_at: None,
                     more: false,
+                    held_objects: vec![],
                 })),
             })
             .await
@@ -92,5 +93,6 @@ pub fn object(kind: &str, ns: &str, name: &str, gates: &[&str], held: bool) -> p
         },
         held,
         suspended_by_human: false,
+        ignored: false,
     }
 }

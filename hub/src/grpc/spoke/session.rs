@@ -20,8 +20,11 @@ use super::Inner;
 use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
-use crate::grpc::convert::{invalid, object_from_proto, snapshot_to_proto, to_status};
+use crate::grpc::convert::{
+    invalid, local_request_from_proto, object_from_proto, snapshot_to_proto, to_status,
+};
 use crate::service::fleet::Snapshot;
+use crate::service::local_requests::LocalRequest;
 use crate::service::reports::ReportParts;
 
 /// What woke a stream up.
@@ -35,6 +38,8 @@ enum Step {
 /// Whether the stream goes on after an inbound message.
 enum Flow {
     Continue,
+    /// A request made in the cluster, to record (a database write).
+    Record(LocalRequest),
     End,
 }
 
@@ -69,6 +74,7 @@ pub(super) fn stream(
                 }
                 Step::Inbound(msg) => match s.inbound(msg)? {
                     Flow::Continue => {}
+                    Flow::Record(request) => Box::pin(s.record(request)).await,
                     Flow::End => break,
                 },
                 Step::Keepalive => yield s.keepalive(),
@@ -312,6 +318,15 @@ impl Session {
             Ok(Some(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Hello(_)),
             })) => Err(invalid("hello", "only the first message may be a Hello")),
+            Ok(Some(pb::SpokeMessage {
+                msg: Some(spoke_message::Msg::LocalRequest(r)),
+            })) => match local_request_from_proto(r) {
+                Ok(request) => Ok(Flow::Record(request)),
+                Err(status) => {
+                    self.not_recorded(&status);
+                    Ok(Flow::Continue)
+                }
+            },
             Ok(Some(pb::SpokeMessage { msg: None })) => Ok(Flow::Continue),
             Ok(None) => Ok(Flow::End),
             Err(status) => {
@@ -319,6 +334,28 @@ impl Session {
                 Ok(Flow::End)
             }
         }
+    }
+
+    /// Records a request made in the cluster. It is already in force there:
+    /// a refusal is logged, not fatal to the stream (the spoke resends until
+    /// it is recorded).
+    async fn record(&self, request: LocalRequest) {
+        match self
+            .inner
+            .service
+            .record_local_request(&self.cluster, request)
+            .await
+        {
+            Ok(Some(o)) => {
+                tracing::info!(cluster = %self.cluster, gate = %o.gate, state = %o.state, actor = %o.actor, "recorded a request made in the cluster");
+            }
+            Ok(None) => {}
+            Err(e) => self.not_recorded(&to_status(e)),
+        }
+    }
+
+    fn not_recorded(&self, status: &Status) {
+        tracing::warn!(cluster = %self.cluster, %status, "request made in the cluster not recorded");
     }
 
     /// A keepalive; it also keeps `last_seen_at` fresh, which "connected" is

@@ -123,7 +123,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         })
         .collect();
     let counts = ObjectCounts {
-        governed: objects.len() as i64,
+        governed: objects.iter().filter(|o| !o.object.ignored).count() as i64,
         held: objects.iter().filter(|o| o.object.held).count() as i64,
         suspended: objects.iter().filter(|o| o.object.suspended).count() as i64,
     };
