@@ -39,6 +39,7 @@ mod selector;
 mod timeline;
 mod transitions;
 mod validate;
+pub mod yaml;
 
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;

@@ -36,7 +36,7 @@ pub async fn insert(
     token_hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<ClusterRow> {
-    sqlx::query_as(&format!(
+    sqlx::query_as(sql!(
         "insert into clusters (name, labels, token_hash, created_at) values ($1, $2, $3, $4) \
          returning {COLUMNS}"
     ))
@@ -51,7 +51,7 @@ pub async fn insert(
 
 /// The cluster named `name`.
 pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
-    let row = sqlx::query_as(&format!("select {COLUMNS} from clusters where name = $1"))
+    let row = sqlx::query_as(sql!("select {COLUMNS} from clusters where name = $1"))
         .bind(name)
         .fetch_optional(conn)
         .await?;
@@ -60,7 +60,7 @@ pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRo
 
 /// The cluster named `name`, locked until the transaction ends.
 pub async fn get_for_update(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "select {COLUMNS} from clusters where name = $1 for update"
     ))
     .bind(name)
@@ -74,7 +74,7 @@ pub async fn by_token_hash(
     conn: &mut PgConnection,
     hash: &[u8],
 ) -> Result<Option<(ClusterRow, Vec<u8>)>> {
-    let found: Option<WithHash<_>> = sqlx::query_as(&format!(
+    let found: Option<WithHash<_>> = sqlx::query_as(sql!(
         "select {COLUMNS}, token_hash from clusters where token_hash = $1"
     ))
     .bind(hash)
@@ -95,7 +95,7 @@ pub async fn by_names_with_token_hash(
         row: ClusterRow,
         token_hash: Vec<u8>,
     }
-    let found: Vec<WithHash> = sqlx::query_as(&format!(
+    let found: Vec<WithHash> = sqlx::query_as(sql!(
         "select {COLUMNS}, token_hash from clusters where name = any($1)"
     ))
     .bind(names)
@@ -115,7 +115,7 @@ pub async fn list(
 
 /// Every cluster (for scope matching and the fleet summary).
 pub async fn all(conn: &mut PgConnection) -> Result<Vec<ClusterRow>> {
-    let rows = sqlx::query_as(&format!("select {COLUMNS} from clusters order by name"))
+    let rows = sqlx::query_as(sql!("select {COLUMNS} from clusters order by name"))
         .fetch_all(conn)
         .await?;
     Ok(rows)
@@ -127,7 +127,7 @@ pub async fn set_labels(
     name: &str,
     labels: &BTreeMap<String, String>,
 ) -> Result<ClusterRow> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "update clusters set labels = $2 where name = $1 returning {COLUMNS}"
     ))
     .bind(name)
