@@ -80,7 +80,7 @@ pub async fn run(
             }
             tokio::time::sleep(POLL).await;
             let rows: Vec<(String,)> = sqlx::query_as(
-                "select name from clusters where clock_offset_ms = $1 and name = any($2)",
+                "select cluster from cluster_connections where clock_offset_ms = $1 and cluster = any($2)",
             )
             .bind(marker)
             .bind(&names)

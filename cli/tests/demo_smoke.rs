@@ -147,6 +147,40 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
     );
     assert_eq!(payments["held"], true);
 
+    // The clusters expose the hub's gates as Gate objects (the spoke mirrors
+    // them); prod-eu-1 shows sre-approval closed. Bounded: the mirror follows
+    // the snapshot asynchronously.
+    let kubeconfigs = temp_dirs
+        .iter()
+        .find(|d| d.join("prod-eu-1.yaml").exists())
+        .expect("kubeconfig dir");
+    let kubeconfig = kubeconfigs.join("prod-eu-1.yaml");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let table = loop {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["get", "gates"])
+            .output()
+            .expect("kubectl runs");
+        let table = String::from_utf8_lossy(&out.stdout).into_owned();
+        if table
+            .lines()
+            .any(|l| l.starts_with("sre-approval") && l.contains("False"))
+        {
+            break table;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no closed sre-approval Gate: {table}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        table.starts_with("NAME") && table.contains("REASON"),
+        "{table}"
+    );
+
     // SIGTERM: everything stops, exit 0, temp files gone.
     guard.terminate();
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -154,10 +154,12 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
         [
             "ClusterRole",
             "ClusterRoleBinding",
+            "CustomResourceDefinition",
             "Deployment",
             "Namespace",
             "Role",
             "RoleBinding",
+            "Service",
             "ServiceAccount"
         ]
         .map(String::from)
@@ -182,6 +184,10 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
     for v in ["create", "patch"] {
         want.insert(("events.k8s.io".into(), "events".into(), v.into()));
     }
+    for v in ["get", "list", "watch", "create", "update", "delete"] {
+        want.insert(("fleetgate.io".into(), "gates".into(), v.into()));
+    }
+    want.insert(("fleetgate.io".into(), "gates/status".into(), "patch".into()));
     let cr = find(&objs, "ClusterRole", "fleetgate-spoke");
     assert_eq!(grants(cr), want);
 
@@ -350,4 +356,38 @@ fn dockerfiles_build_existing_binaries_into_a_non_root_runtime() {
         ignore.lines().any(|l| l.trim() == "target/"),
         "build output stays out of the context"
     );
+}
+
+/// deploy/standalone: the same spoke without hub URL, token or its Secret
+/// volume, in standalone mode; the Service answers Flagger on the http port.
+#[test]
+fn standalone_overlay_needs_no_hub_and_no_token() {
+    let objs = render(&repo().join("deploy/standalone"));
+    let d = find(&objs, "Deployment", "fleetgate-spoke");
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    let env: BTreeSet<(String, String)> = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| Some((e["name"].as_str()?.into(), e["value"].as_str()?.into())))
+        .collect();
+    assert!(
+        env.contains(&("FLEETGATE_STANDALONE".into(), "true".into())),
+        "{env:?}"
+    );
+    assert!(
+        env.iter()
+            .all(|(n, _)| n != "FLEETGATE_HUB_URL" && n != "FLEETGATE_SPOKE_TOKEN_FILE"),
+        "{env:?}"
+    );
+    let vols = &d["spec"]["template"]["spec"]["volumes"];
+    assert!(
+        vols.is_null() || vols.as_array().is_some_and(|v| v.is_empty()),
+        "{vols:?}"
+    );
+    assert_hardened(d);
+    let svc = find(&objs, "Service", "fleetgate-spoke");
+    assert_eq!(svc["metadata"]["namespace"], "fleetgate-system");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], "http");
+    assert!(kinds(&objs).contains("CustomResourceDefinition"));
 }

@@ -226,6 +226,18 @@ fn overrides_open_close_cancel_and_status() {
         .unwrap_or_else(|| panic!("{table}"));
     assert!(row.contains("disconnected   False"), "{row}");
     assert!(row.contains("sre-approval"), "{row}");
+    // NEXT is when the cluster's own state changes: never while sre-approval (no windows)
+    // is closed, whatever no-deploy-friday's next transition.
+    assert!(row.contains(" — "), "{row}");
+    let prod = fleet["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cluster"]["name"] == "prod-eu-1")
+        .unwrap();
+    assert_eq!(prod["nextTransition"], Value::Null, "{prod}");
+    let text = hub.ok(&["status", "prod-eu-1"]);
+    assert!(text.contains("next change: —"), "{text}");
     let only_prod = hub.json(&["status", "-l", "tier=prod"]);
     assert_eq!(only_prod["clusters"].as_array().unwrap().len(), 1);
 

@@ -63,6 +63,7 @@ fn every_example_validates_and_previews() {
         let f = f.display().to_string();
         let o = run(&["gate", "validate", "-f", &f]);
         assert_eq!(o.status.code(), Some(0), "{f}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("warning"), "{f}: {}", stderr(&o));
         let o = run(&[
             "gate",
             "preview",
@@ -79,6 +80,32 @@ fn every_example_validates_and_previews() {
         let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert!(v["transitions"].is_array(), "{f}");
     }
+}
+
+#[test]
+fn validate_warns_about_cron_schedules_whose_days_changed() {
+    let file = data("warn/stepped-days.yaml");
+    let o = run(&["gate", "validate", "-f", &file]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("gate 'stepped' is valid"),
+        "{}",
+        stdout(&o)
+    );
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "warning: {file}: gate 'stepped': spec.windows[1].schedule: cron '0 0 */2 * MON' fires on other days than before"
+        )),
+        "{err}"
+    );
+    let o = run(&["gate", "validate", "-f", &file, "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v[0]["warnings"][0]["path"], "spec.windows[1].schedule",
+        "{v}"
+    );
 }
 
 #[test]

@@ -54,7 +54,9 @@ function draw(main, ctx, st, overrides, refresh) {
       fact('Last seen', c.lastSeenAt ? [fmtTime(c.lastSeenAt), ' ', h('span', { class: 'muted' }, `(${relTime(c.lastSeenAt)})`)] : 'never'),
       fact('Clock offset', offset === null || offset === undefined ? '—'
         : h('span', { class: Math.abs(offset) > 2000 ? 'warn' : '' }, `${offset > 0 ? '+' : ''}${offset} ms${Math.abs(offset) > 2000 ? ' ⚠ windows open/close off by this much' : ''}`)),
-      fact('Next change', st.nextTransition ? [fmtTime(st.nextTransition), ' ', h('span', { class: 'muted' }, `(${relTime(st.nextTransition)})`)] : '—'),
+      // The cluster's own open/closed state, not the earliest change of any gate (those are in the rows).
+      fact('Next change', st.nextTransition ? [fmtTime(st.nextTransition), ' ', h('span', { class: 'muted' }, `(${relTime(st.nextTransition)})`)] : '—',
+        st.nextTransition ? `when this cluster ${st.open ? 'closes' : 'opens'}` : 'this cluster stays as it is (within the look-ahead)'),
       fact('Desired revision', String(c.desiredRevision))),
     h('section', { class: 'card' },
       h('h2', {}, `Gates (${st.gates.length})`),
@@ -76,8 +78,8 @@ function draw(main, ctx, st, overrides, refresh) {
       st.objects.length ? objectsTable(st.objects) : h('p', { class: 'muted' }, c.lastSeenAt ? 'The spoke reported no governed Flux objects.' : 'No report yet: the spoke has not connected.')));
 }
 
-function fact(label, value) {
-  return h('div', { class: 'fact' }, h('span', { class: 'fact-label' }, label), h('span', { class: 'fact-value' }, value));
+function fact(label, value, title) {
+  return h('div', { class: 'fact', 'data-fact': label, title }, h('span', { class: 'fact-label' }, label), h('span', { class: 'fact-value' }, value));
 }
 
 function objectsTable(objects) {

@@ -40,9 +40,13 @@ pub enum Error {
     /// A body in a format the endpoint does not take (HTTP 415).
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// The database cannot be reached right now (HTTP 503 with
+    /// `Retry-After`, gRPC UNAVAILABLE): an outage, not a fault of the request.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
     /// A database failure (HTTP 500, logged).
     #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     /// A failed schema migration.
     #[error("migration: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -51,7 +55,27 @@ pub enum Error {
     Internal(String),
 }
 
+/// Seconds a client should wait before retrying a 503 `unavailable`.
+pub const RETRY_AFTER_SECS: u64 = 5;
+
+impl From<sqlx::Error> for Error {
+    /// Connection failures become [`Error::Unavailable`], the rest
+    /// [`Error::Database`].
+    fn from(e: sqlx::Error) -> Self {
+        if crate::db::health::is_unreachable(&e) {
+            Self::Unavailable(e.to_string())
+        } else {
+            Self::Database(e)
+        }
+    }
+}
+
 impl Error {
+    /// 503: the database is known to be unreachable.
+    pub fn db_down() -> Self {
+        Self::Unavailable("known to be unreachable".into())
+    }
+
     /// 422 with a field path.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Invalid {
@@ -100,6 +124,7 @@ impl Error {
             Self::Invalid { .. } => "invalid",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
+            Self::Unavailable(_) => "unavailable",
             Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => "internal",
         }
     }
@@ -115,6 +140,7 @@ impl Error {
             Self::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -136,6 +162,9 @@ impl Error {
             Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => {
                 "internal error; see the hub's log".to_string()
             }
+            Self::Unavailable(_) => {
+                format!("the hub's database is unreachable; retry in {RETRY_AFTER_SECS} s")
+            }
             Self::BadRequest { message, .. } | Self::Invalid { message, .. } => message.clone(),
             other => other.to_string(),
         }
@@ -153,7 +182,8 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// Machine-readable code: unauthenticated, forbidden, not_found, conflict,
     /// bad_request, invalid, payload_too_large, unsupported_media_type,
-    /// method_not_allowed, internal.
+    /// method_not_allowed, unavailable (503: the database is unreachable;
+    /// retry after `Retry-After` seconds), internal.
     pub code: String,
     /// Human-readable message.
     pub message: String,
@@ -178,7 +208,10 @@ impl ErrorBody {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() {
+        if let Self::Unavailable(_) = &self {
+            // The outage itself is logged once by the health watcher.
+            tracing::debug!(error = %self, "request failed");
+        } else if status.is_server_error() {
             tracing::error!(error = %self, "request failed");
         }
         let body = ErrorBody::new(
@@ -187,6 +220,10 @@ impl IntoResponse for Error {
             self.field().map(str::to_string),
         );
         let mut resp = (status, axum::Json(body)).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -201,6 +238,6 @@ impl IntoResponse for Error {
 pub(crate) fn on_unique(e: sqlx::Error, message: impl FnOnce() -> String) -> Error {
     match &e {
         sqlx::Error::Database(db) if db.is_unique_violation() => Error::conflict(message()),
-        _ => Error::Database(e),
+        _ => Error::from(e),
     }
 }

@@ -33,6 +33,11 @@ pub async fn prepare(config: &ServeConfig) -> Result<AppState> {
             "Fleet views read for WatchFleet and dashboard event streams (one per change, shared by all watchers)",
             fleet.reads_counter(),
         );
+        r.register(
+            "database_up",
+            "1 while PostgreSQL answers the hub, 0 while it is unreachable (API calls then answer 503)",
+            service.db_health().gauge(),
+        );
     });
     Ok(AppState {
         fanout,
@@ -51,6 +56,13 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         shutdown: shutdown.clone(),
         ..prepare(&config).await?
     };
+    let service = &state.service;
+    tokio::spawn(
+        service
+            .db_health()
+            .clone()
+            .watch(service.pool().clone(), shutdown.clone()),
+    );
     let listener = TcpListener::bind(config.http_addr)
         .await
         .map_err(|e| crate::Error::Internal(format!("binding {}: {e}", config.http_addr)))?;

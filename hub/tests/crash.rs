@@ -3,31 +3,14 @@
 //! the database afterwards, with its audit row (commit before response).
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fleetgate_tests::{ChildGuard, bin_path, free_port, test_db};
+use fleetgate_tests::{ChildGuard, free_port, hub_serve, test_db, wait_readyz};
 use serde_json::json;
 use tokio::sync::watch;
 
 const ADMIN: &str = "fga_crash-test-admin-secret-000";
-
-async fn wait_ready(client: &reqwest::Client, base: &str, guard: &mut ChildGuard) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
-            && r.status().is_success()
-        {
-            return;
-        }
-        if let Ok(Some(st)) = guard.0.try_wait() {
-            panic!("hub exited before becoming ready: {st}");
-        }
-        assert!(Instant::now() < deadline, "hub not ready within 60s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn acknowledged_writes_survive_sigkill() {
@@ -35,15 +18,7 @@ async fn acknowledged_writes_survive_sigkill() {
     let http = free_port();
     let grpc = free_port();
     let log = tempfile::NamedTempFile::new().unwrap();
-    let child = Command::new(bin_path("fleetgate-hub"))
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("FLEETGATE_HTTP_ADDR", format!("127.0.0.1:{http}"))
-        .env("FLEETGATE_GRPC_ADDR", format!("127.0.0.1:{grpc}"))
-        .env("FLEETGATE_ADMIN_TOKEN", ADMIN)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
+    let child = hub_serve(&db.url, http, grpc, ADMIN)
         .stderr(log.reopen().unwrap())
         .spawn()
         .expect("spawn hub");
@@ -53,7 +28,7 @@ async fn acknowledged_writes_survive_sigkill() {
         .timeout(Duration::from_secs(20))
         .build()
         .unwrap();
-    wait_ready(&client, &base, &mut guard).await;
+    wait_readyz(&client, &base, 200, &mut guard).await;
     let started = Instant::now();
 
     // Writers: clusters and gates, acknowledged names collected.

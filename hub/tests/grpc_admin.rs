@@ -1,7 +1,7 @@
 //! The admin API over a real socket: roles as in REST, spoke tokens refused,
 //! validation errors as INVALID_ARGUMENT naming the field (and nothing
-//! written), writes visible through REST, WatchFleet events, health and
-//! reflection.
+//! written), writes visible through REST, WatchFleet events. Health and
+//! reflection are in `grpc_reflection.rs`.
 
 mod common;
 mod grpc_support;
@@ -57,9 +57,33 @@ async fn roles_and_token_kinds() {
     assert_eq!(g.name, "bh");
     assert_eq!(g.version, 1);
     assert!(!g.description.is_empty());
+    assert!(g.warnings.is_empty());
     // The same write again: the name is taken.
     let err = admin.create_gate(create(&hub.admin)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    // A schedule whose days changed with the Kubernetes cron rules: accepted, with a warning.
+    let stepped = pb::CreateGateRequest {
+        manifest: business_hours("steps", "staging").replace("0 8 * * MON", "0 0 */2 * MON"),
+        reason: String::new(),
+    };
+    let g = admin
+        .create_gate(authed(stepped, &hub.admin))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(g.warnings.len(), 1);
+    assert_eq!(g.warnings[0].path, "spec.windows[0].schedule");
+    assert!(g.warnings[0].message.contains("OR"), "{:?}", g.warnings);
+    admin
+        .delete_gate(authed(
+            pb::DeleteGateRequest {
+                name: "steps".into(),
+                ..Default::default()
+            },
+            &hub.admin,
+        ))
+        .await
+        .unwrap();
 
     // Viewer reads, operator overrides, viewer cannot override.
     let list = admin
@@ -510,53 +534,5 @@ async fn watch_fleet_streams_transitions_overrides_and_connections() {
         }
     })
     .await;
-    grpc.stop().await;
-}
-
-#[tokio::test]
-async fn health_and_reflection() {
-    use tonic_health::pb::health_check_response::ServingStatus;
-    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
-
-    let hub = Hub::new().await;
-    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
-    let mut health = HealthClient::new(grpc.channel.clone());
-    for service in ["", "fleetgate.v1.SpokeService", "fleetgate.v1.AdminService"] {
-        let r = health
-            .check(HealthCheckRequest {
-                service: service.into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        assert_eq!(r.status(), ServingStatus::Serving, "{service}");
-    }
-
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
-    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    let mut refl = ServerReflectionClient::new(grpc.channel.clone());
-    let req = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut resp = refl
-        .server_reflection_info(tokio_stream::iter(vec![req]))
-        .await
-        .unwrap()
-        .into_inner();
-    let msg = within("reflection", resp.message()).await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = msg.message_response else {
-        panic!("unexpected {msg:?}");
-    };
-    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-    for want in [
-        "fleetgate.v1.SpokeService",
-        "fleetgate.v1.AdminService",
-        "grpc.health.v1.Health",
-    ] {
-        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
-    }
     grpc.stop().await;
 }

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fleetgate_tests::{ChildGuard, bin_path, free_port, test_db};
+use fleetgate_tests::{ChildGuard, bin_path, free_port, hub_serve, test_db, wait_readyz};
 
 const ADMIN: &str = "fga_process-test-admin-secret-0";
 
@@ -36,15 +36,7 @@ async fn migrate_is_idempotent() {
 async fn serve_bootstraps_and_stops_on_sigterm() {
     let db = test_db().await;
     let http = free_port();
-    let child = Command::new(bin_path("fleetgate-hub"))
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("FLEETGATE_HTTP_ADDR", format!("127.0.0.1:{http}"))
-        .env("FLEETGATE_GRPC_ADDR", format!("127.0.0.1:{}", free_port()))
-        .env("FLEETGATE_ADMIN_TOKEN", ADMIN)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
+    let child = hub_serve(&db.url, http, free_port(), ADMIN)
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn hub");
@@ -54,17 +46,7 @@ async fn serve_bootstraps_and_stops_on_sigterm() {
         .build()
         .unwrap();
     let base = format!("http://127.0.0.1:{http}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
-            && r.status().is_success()
-        {
-            break;
-        }
-        assert!(guard.0.try_wait().unwrap().is_none(), "hub exited early");
-        assert!(Instant::now() < deadline, "hub not ready within 60s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_readyz(&client, &base, 200, &mut guard).await;
     // The bootstrap token from the environment works; a wrong one does not.
     let r = client
         .get(format!("{base}/api/v1/tokens"))

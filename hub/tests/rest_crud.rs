@@ -466,3 +466,44 @@ async fn cluster_list_filters_by_label_selector_across_pages() {
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
     assert_eq!(r.body["error"]["field"], "selector");
 }
+
+/// A schedule whose days changed with the Kubernetes CronJob dialect is accepted with a
+/// warning naming the field, on create, get and replace; gates without one carry no
+/// `warnings` key at all (the response shape older clients know).
+#[tokio::test]
+async fn changed_cron_meaning_is_a_warning_naming_the_field() {
+    let hub = Hub::new().await;
+    let r = hub.create_gate_yaml(&business_hours("bh", "prod")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    assert!(r.body.get("warnings").is_none(), "{}", r.text);
+
+    let stepped = business_hours("steps", "prod").replace("0 8 * * MON", "0 12 * * MON/2");
+    let r = hub.create_gate_yaml(&stepped).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let warnings = r.body["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{}", r.text);
+    assert_eq!(warnings[0]["path"], "spec.windows[0].schedule");
+    let message = warnings[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("'MON/2' now means Mon,Wed,Fri (before: Sun,Mon,Wed,Fri)"),
+        "{message}"
+    );
+    assert_eq!(
+        hub.get("/api/v1/gates/steps").await.body["warnings"],
+        r.body["warnings"]
+    );
+
+    let mut manifest = r.body["manifest"].clone();
+    manifest["spec"]["windows"][0]["schedule"] = json!("0 12 * * MON,WED,FRI");
+    let r = hub
+        .call_with(
+            Method::PUT,
+            "/api/v1/gates/steps",
+            Some(&hub.admin),
+            Some(("application/json", manifest.to_string())),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert!(r.body.get("warnings").is_none(), "{}", r.text);
+}

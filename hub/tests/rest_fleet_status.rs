@@ -1,7 +1,8 @@
 //! `GET /api/v1/status/clusters`: the fleet in one response agrees with the
 //! per-cluster status of every cluster (gate states, reasons, next
-//! transitions, held counts per gate), honours overrides and `selector`, and
-//! rejects bad query input naming the field.
+//! transitions, held counts per gate, when the cluster's own state next
+//! changes), honours overrides and `selector`, and rejects bad query input
+//! naming the field.
 
 mod common;
 
@@ -101,8 +102,24 @@ async fn one_response_matches_every_clusters_own_status() {
         .map(|g| (g["gate"].as_str().unwrap(), g["held"].as_i64().unwrap()))
         .collect();
     assert_eq!(held, [("approval", 2), ("bh", 1)]);
+    // "Next change" is the cluster's: `approval` has no windows and keeps p1 closed, so there
+    // is none, although business hours close on Thursday.
+    assert_eq!(p1["nextTransition"], Value::Null, "{p1}");
+    assert!(p1["gates"][1]["nextTransition"].is_string(), "{p1}");
+    // p2 has only business hours: the cluster closes when they do.
+    assert_eq!(
+        rows[2]["nextTransition"],
+        rows[2]["gates"][0]["nextTransition"]
+    );
+    assert!(rows[2]["nextTransition"].is_string());
     let d1 = &rows[0];
     assert_eq!(d1["open"], true);
+    // d1 is open by CHG-7's hour: it closes when that ends.
+    assert_eq!(
+        d1["nextTransition"], d1["gates"][0]["nextTransition"],
+        "{d1}"
+    );
+    assert!(d1["nextTransition"].is_string(), "{d1}");
     assert!(
         d1["gates"][0]["reason"].as_str().unwrap().contains("CHG-7"),
         "{d1}"

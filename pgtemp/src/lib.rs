@@ -2,7 +2,8 @@
 //! initdb into a temp dir, loopback only, fsync off; as root the server runs
 //! as `postgres` via `runuser`. Dropping the handle stops the server and
 //! deletes its files; a watchdog does the same when the owning process exits
-//! without dropping it (a static in a test binary, SIGKILL, abort).
+//! without dropping it (a static in a test binary, SIGKILL, abort). Outage
+//! tests can stop the server and start it again.
 #![forbid(unsafe_code)]
 
 use std::net::TcpListener;
@@ -28,6 +29,8 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A running private PostgreSQL server; stopped (and its files removed) on drop.
+/// [`TempPostgres::stop`] and [`TempPostgres::restart`] stop and start it
+/// again on the same port and data (outage tests).
 #[derive(Debug)]
 pub struct TempPostgres {
     /// `postgres://postgres@127.0.0.1:PORT` (no database name).
@@ -35,7 +38,11 @@ pub struct TempPostgres {
     /// `base_url` + `/postgres`.
     pub url: String,
     dir: PathBuf,
-    child: Child,
+    bin: PathBuf,
+    root: bool,
+    port: u16,
+    /// The server process; `None` while stopped.
+    child: Option<Child>,
 }
 
 fn err(step: &'static str, e: impl std::fmt::Display) -> Error {
@@ -51,6 +58,18 @@ fn is_root() -> bool {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
         .unwrap_or(false)
+}
+
+/// A command running PostgreSQL's binary `name`, as the `postgres` user when
+/// we are root (PostgreSQL refuses to run as root).
+fn as_pg(bin: &Path, root: bool, name: &str) -> Command {
+    if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(bin.join(name));
+        c
+    } else {
+        Command::new(bin.join(name))
+    }
 }
 
 /// PostgreSQL's server binaries: `pg_config --bindir`, Debian's
@@ -106,16 +125,7 @@ impl TempPostgres {
                 return Err(err("chown", "to the postgres user failed"));
             }
         }
-        let as_pg = |name: &str| -> Command {
-            if root {
-                let mut c = Command::new("runuser");
-                c.args(["-u", "postgres", "--"]).arg(bin.join(name));
-                c
-            } else {
-                Command::new(bin.join(name))
-            }
-        };
-        let out = as_pg("initdb")
+        let out = as_pg(&bin, root, "initdb")
             .args([
                 "-A",
                 "trust",
@@ -137,14 +147,34 @@ impl TempPostgres {
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .map_err(|e| err("free port", e))?;
-        let log_path = dir.join("postgres.log");
+        let base_url = format!("postgres://postgres@127.0.0.1:{port}");
+        let mut pg = TempPostgres {
+            url: format!("{base_url}/postgres"),
+            base_url,
+            dir,
+            bin,
+            root,
+            port,
+            child: None,
+        };
+        pg.spawn()?;
+        spawn_watchdog(&data, &pg.dir)?;
+        Ok(pg)
+    }
+
+    /// Starts the server process and waits (at most 30 s) until it accepts
+    /// connections.
+    fn spawn(&mut self) -> Result<()> {
+        let data = self.dir.join("data");
+        let log_path = self.dir.join("postgres.log");
+        // A fresh log each start, so "ready" below is this start's.
         let log = std::fs::File::create(&log_path).map_err(|e| err("log", e))?;
         let log2 = log.try_clone().map_err(|e| err("log", e))?;
-        let child = as_pg("postgres")
+        let child = as_pg(&self.bin, self.root, "postgres")
             .arg("-D")
             .arg(&data)
             .args(["-k", ""])
-            .args(["-p", &port.to_string()])
+            .args(["-p", &self.port.to_string()])
             .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
             .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
             .args(["-c", "max_connections=500", "-c", "shared_buffers=128MB"])
@@ -157,27 +187,56 @@ impl TempPostgres {
             .process_group(0)
             .spawn()
             .map_err(|e| err("starting postgres", e))?;
-        spawn_watchdog(child.id(), &data, &dir)?;
-        let base_url = format!("postgres://postgres@127.0.0.1:{port}");
-        let pg = TempPostgres {
-            url: format!("{base_url}/postgres"),
-            base_url,
-            dir,
-            child,
-        };
+        self.child = Some(child);
         // Ready when the server says so (the port opens during recovery, when
         // connections still fail with "the database system is starting up").
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
             if log.contains("ready to accept connections") {
-                return Ok(pg);
+                return Ok(());
             }
             if Instant::now() > deadline {
                 return Err(err("did not start within 30 s", log));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Stops the server (fast shutdown: open connections are terminated) and
+    /// waits for it to exit; its data stays for [`TempPostgres::restart`].
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        // SIGINT = fast shutdown. `runuser` does not forward signals, so
+        // signal the postmaster itself.
+        let pid = self
+            .postmaster_pid()
+            .unwrap_or_else(|| child.id().to_string());
+        let _ = Command::new("kill").args(["-INT", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let alive = Command::new("kill")
+                .args(["-0", &pid])
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !alive {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Starts a stopped server again on the same port with the same data.
+    pub fn restart(&mut self) -> Result<()> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        self.spawn()
     }
 
     /// The server's files (removed on drop).
@@ -192,14 +251,16 @@ impl TempPostgres {
 }
 
 /// If the owning process exits without dropping [`TempPostgres`], stop the
-/// server and remove its files anyway.
-fn spawn_watchdog(child: u32, data: &Path, dir: &Path) -> Result<()> {
+/// server (the postmaster named in its pid file, which exists exactly while
+/// it runs) and remove its files anyway.
+fn spawn_watchdog(data: &Path, dir: &Path) -> Result<()> {
     let script = format!(
         "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; \
-         pg=$(head -n1 '{data}/postmaster.pid' 2>/dev/null); [ -n \"$pg\" ] || pg={child}; \
-         kill -INT $pg 2>/dev/null; \
-         for i in $(seq 1 40); do kill -0 $pg 2>/dev/null || break; sleep 0.25; done; \
-         kill -KILL $pg {child} 2>/dev/null; rm -rf '{dir}'",
+         pg=$(head -n1 '{data}/postmaster.pid' 2>/dev/null); \
+         if [ -n \"$pg\" ]; then kill -INT $pg 2>/dev/null; \
+           for i in $(seq 1 40); do kill -0 $pg 2>/dev/null || break; sleep 0.25; done; \
+           kill -KILL $pg 2>/dev/null; fi; \
+         rm -rf '{dir}'",
         me = std::process::id(),
         data = data.display(),
         dir = dir.display()
@@ -217,26 +278,7 @@ fn spawn_watchdog(child: u32, data: &Path, dir: &Path) -> Result<()> {
 
 impl Drop for TempPostgres {
     fn drop(&mut self) {
-        // SIGINT = fast shutdown. `runuser` does not forward signals, so
-        // signal the postmaster itself.
-        let pid = self
-            .postmaster_pid()
-            .unwrap_or_else(|| self.child.id().to_string());
-        let _ = Command::new("kill").args(["-INT", &pid]).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            let alive = Command::new("kill")
-                .args(["-0", &pid])
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if !alive {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -268,6 +310,23 @@ mod tests {
             std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
             "server stopped"
         );
+    }
+
+    #[test]
+    fn stops_and_restarts_on_the_same_port() {
+        let mut pg = TempPostgres::start().unwrap_or_else(|e| panic!("{e}"));
+        let port: u16 = pg.base_url.rsplit(':').next().unwrap().parse().unwrap();
+        pg.stop();
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "server stopped"
+        );
+        assert!(pg.dir().join("data/PG_VERSION").exists(), "data kept");
+        pg.restart().unwrap_or_else(|e| panic!("{e}"));
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        let dir = pg.dir().to_path_buf();
+        drop(pg);
+        assert!(!dir.exists(), "files removed");
     }
 
     /// The process group of a process (field 5 of /proc/<pid>/stat, after

@@ -40,6 +40,43 @@ pub struct Evaluation {
     pub next_transition: Option<DateTime<Utc>>,
 }
 
+/// Which rule decided an [`Evaluation`] (first that applies: override, deny, allow, default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    Override,
+    DenyWindow,
+    AllowWindow,
+    Default,
+}
+
+impl Rule {
+    /// CamelCase, as a Kubernetes condition reason.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Rule::Override => "Override",
+            Rule::DenyWindow => "DenyWindow",
+            Rule::AllowWindow => "AllowWindow",
+            Rule::Default => "Default",
+        }
+    }
+}
+
+impl Evaluation {
+    /// The rule that decided. Read back from the reason, which this crate writes
+    /// (`timeline.rs`) with one fixed prefix per rule.
+    pub fn rule(&self) -> Rule {
+        if self.reason.starts_with("override ") {
+            Rule::Override
+        } else if self.reason.starts_with("deny window ") {
+            Rule::DenyWindow
+        } else if self.reason.starts_with("allow window ") {
+            Rule::AllowWindow
+        } else {
+            Rule::Default
+        }
+    }
+}
+
 /// The state of several gates governing one object: it may change only while all are open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -48,7 +85,8 @@ pub struct Combined {
     /// Names of the closed gates, in the order given.
     pub closed_by: Vec<String>,
     /// The earliest next transition of any of the gates: the combined state cannot change
-    /// before it, so re-evaluate then.
+    /// before it, so re-evaluate then. For when the combined state itself changes (what to
+    /// show people) see [`next_combined_change`].
     pub next_transition: Option<DateTime<Utc>>,
 }
 
@@ -70,6 +108,48 @@ pub fn combine<'a>(evals: impl IntoIterator<Item = (&'a str, &'a Evaluation)>) -
         closed_by,
         next_transition,
     }
+}
+
+/// How many instants [`next_combined_change`] looks at before giving up: gates that take turns
+/// being closed (one on even minutes, one on odd) never open together, and each look costs an
+/// evaluation per gate.
+const COMBINED_STEPS: usize = 1_000;
+
+/// When the combined state of several gates on one cluster (open only while all are open) next
+/// changes: what a cluster's "next change" means, as opposed to the earliest transition of any
+/// gate (a gate closed indefinitely keeps the cluster closed through every other gate's
+/// windows). `now` holds each gate's evaluation at `at`; `evaluate(i, t)` evaluates gate `i`
+/// (with its overrides) at a later instant `t` — callers may cache it across clusters.
+///
+/// While all are open, the first close of any gate. While some are closed: no instant before
+/// the latest next transition of the closed gates can have all open, so jump there and look
+/// again, until all are open at once. `None`: no change within the evaluations' look-ahead
+/// (about 8 years) or within 1,000 jumps.
+pub fn next_combined_change(
+    at: DateTime<Utc>,
+    now: &[Evaluation],
+    mut evaluate: impl FnMut(usize, DateTime<Utc>) -> Evaluation,
+) -> Option<DateTime<Utc>> {
+    if now.iter().all(|e| e.state == GateState::Open) {
+        return now.iter().filter_map(|e| e.next_transition).min();
+    }
+    let horizon = at + chrono::Duration::days(366 * 8);
+    let mut evals: Vec<Evaluation> = now.to_vec();
+    for _ in 0..COMBINED_STEPS {
+        // Every closed gate must have opened: the latest of their next transitions.
+        let mut t = at;
+        for e in evals.iter().filter(|e| e.state == GateState::Closed) {
+            t = t.max(e.next_transition?);
+        }
+        if t > horizon {
+            return None;
+        }
+        evals = (0..now.len()).map(|i| evaluate(i, t)).collect();
+        if evals.iter().all(|e| e.state == GateState::Open) {
+            return Some(t);
+        }
+    }
+    None
 }
 
 /// The newest override active at `t` among those for `gate`.

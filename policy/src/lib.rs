@@ -34,23 +34,28 @@ mod eval;
 mod kinds;
 mod localtime;
 mod manifest;
+mod objects;
 mod recurrence;
 mod selector;
 mod timeline;
 mod transitions;
 mod validate;
+mod warnings;
 pub mod yaml;
 
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;
 pub use duration::{format_duration, parse_duration};
 pub use error::PolicyError;
-pub use eval::{Combined, Evaluation, Override, combine};
+pub use eval::{Combined, Evaluation, Override, Rule, combine, next_combined_change};
 pub use kinds::FluxKind;
 pub use localtime::resolve_local;
 pub use manifest::{
-    API_VERSION, ClusterScope, Gate, GateSpec, GateState, KIND, Metadata, Mode, Targets, Window,
-    WindowKind, parse_gate, parse_gate_json,
+    API_VERSION, ClusterScope, DEFAULT_REQUEST_WINDOW, Gate, GateSpec, GateState, KIND,
+    LocalRequests, MAX_REQUEST_WINDOW, Metadata, Mode, Targets, Window, WindowKind, parse_gate,
+    parse_gate_json,
 };
+pub use objects::{GroupKind, HeldObjects};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 pub use transitions::{Preview, PreviewState, Transition};
+pub use warnings::Warning;

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{FluxKind, LabelSelector, PolicyError};
+use crate::{FluxKind, HeldObjects, LabelSelector, PolicyError};
 
 /// The `apiVersion` every gate manifest carries.
 pub const API_VERSION: &str = "fleetgate.io/v1";
@@ -54,6 +54,9 @@ pub struct GateSpec {
     pub targets: Targets,
     #[serde(default)]
     pub mode: Mode,
+    /// What a `holdObjects` gate holds inside its target Kustomizations (that mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects: Option<HeldObjects>,
     #[serde(default)]
     pub default: GateState,
     /// IANA zone for windows that set none; UTC when absent.
@@ -65,6 +68,53 @@ pub struct GateSpec {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub windows: Vec<Window>,
+    /// How long an open or close request made on the Gate object in a cluster lasts (the
+    /// Flux gating RFC's `window`): [`DEFAULT_REQUEST_WINDOW`] when absent, at most
+    /// [`MAX_REQUEST_WINDOW`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    /// Which requests made on the Gate object in a cluster are honoured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_requests: Option<LocalRequests>,
+}
+
+/// How long a request lasts when the gate sets no `window`.
+pub const DEFAULT_REQUEST_WINDOW: chrono::Duration = chrono::Duration::hours(1);
+/// The longest `window`: a longer freeze belongs in a dated deny window, in Git.
+pub const MAX_REQUEST_WINDOW: chrono::Duration = chrono::Duration::hours(168);
+
+/// Whether open and close requests made in a cluster (annotations on the Gate object) are
+/// honoured; unset means the default of where the gate comes from (closing always; opening
+/// only for gates defined in the cluster itself, not for the hub's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LocalRequests {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close: Option<bool>,
+}
+
+impl GateSpec {
+    /// How long a local request lasts (`spec.window`, else the default). Call after
+    /// validation: an invalid window falls back to the default.
+    pub fn request_window(&self) -> chrono::Duration {
+        self.window
+            .as_deref()
+            .and_then(|w| crate::parse_duration(w).ok())
+            .unwrap_or(DEFAULT_REQUEST_WINDOW)
+    }
+
+    /// Whether a local request to open (`open == true`) or close is honoured; `from_hub`
+    /// picks the default when `localRequests` does not say.
+    pub fn allows_local_request(&self, open: bool, from_hub: bool) -> bool {
+        let set = self.local_requests.unwrap_or_default();
+        if open {
+            set.open.unwrap_or(!from_hub)
+        } else {
+            set.close.unwrap_or(true)
+        }
+    }
 }
 
 /// Which clusters a gate applies to: listed by name, or matched by a selector over cluster labels.
@@ -142,6 +192,10 @@ pub enum Mode {
     /// Suspend the sources the targeted Kustomizations/HelmReleases consume, so the last
     /// approved revision keeps being applied (drift is corrected) and only new revisions wait.
     FreezeSources,
+    /// Hold chosen objects *inside* the targeted Kustomizations (`spec.objects`): they get
+    /// kustomize-controller's `reconcile: disabled` mark while the gate is closed, and the
+    /// rest of what the Kustomization applies stays real-time (drift correction included).
+    HoldObjects,
 }
 
 impl Mode {
@@ -150,6 +204,7 @@ impl Mode {
         match self {
             Mode::Suspend => "suspend",
             Mode::FreezeSources => "freezeSources",
+            Mode::HoldObjects => "holdObjects",
         }
     }
 }
@@ -166,9 +221,10 @@ impl FromStr for Mode {
         match s {
             "suspend" => Ok(Mode::Suspend),
             "freezeSources" => Ok(Mode::FreezeSources),
+            "holdObjects" => Ok(Mode::HoldObjects),
             _ => Err(PolicyError::new(
                 "",
-                format!("unknown mode '{s}', expected suspend or freezeSources"),
+                format!("unknown mode '{s}', expected suspend, freezeSources or holdObjects"),
             )),
         }
     }

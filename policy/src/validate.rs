@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::manifest::{API_VERSION, KIND};
-use crate::{FluxKind, Gate, Mode, PolicyError};
+use crate::manifest::{API_VERSION, KIND, MAX_REQUEST_WINDOW};
+use crate::{FluxKind, Gate, GateSpec, Mode, PolicyError};
 
 /// Checks the non-schedule parts of `gate`; the first error found is returned with its path.
 pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
@@ -54,6 +54,19 @@ pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
                 format!("duplicate kind '{kind}'"),
             ));
         }
+        if spec.mode == Mode::HoldObjects && *kind != FluxKind::Kustomization {
+            return Err(PolicyError::new(
+                format!("spec.targets.kinds[{i}]"),
+                format!(
+                    "mode holdObjects holds objects inside Kustomizations only, not '{kind}'{}",
+                    if *kind == FluxKind::HelmRelease {
+                        " (helm-controller has no per-object hold; use mode suspend or freezeSources for HelmReleases)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
         if spec.mode == Mode::FreezeSources
             && !matches!(kind, FluxKind::Kustomization | FluxKind::HelmRelease)
         {
@@ -73,6 +86,21 @@ pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
             .map_err(|e| e.within("spec.targets.selector"))?;
     }
 
+    validate_objects(spec)?;
+
+    if let Some(window) = &spec.window {
+        let d = crate::parse_duration(window).map_err(|e| e.within("spec.window"))?;
+        if d <= chrono::Duration::zero() || d > MAX_REQUEST_WINDOW {
+            return Err(PolicyError::new(
+                "spec.window",
+                format!(
+                    "must be more than 0 and at most {}, got '{window}'",
+                    crate::format_duration(MAX_REQUEST_WINDOW)
+                ),
+            ));
+        }
+    }
+
     let mut names = BTreeSet::new();
     for (i, window) in spec.windows.iter().enumerate() {
         let path = format!("spec.windows[{i}].name");
@@ -88,6 +116,56 @@ pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
                 format!("duplicate window name '{}'", window.name),
             ));
         }
+    }
+    Ok(())
+}
+
+/// `spec.objects`: required by `holdObjects`, refused by every other mode.
+fn validate_objects(spec: &GateSpec) -> Result<(), PolicyError> {
+    let objects = match (&spec.objects, spec.mode) {
+        (None, Mode::HoldObjects) => {
+            return Err(PolicyError::new(
+                "spec.objects",
+                "required with mode holdObjects: which objects inside the Kustomizations to hold (objects: {} holds all of them)",
+            ));
+        }
+        (Some(_), mode) if mode != Mode::HoldObjects => {
+            return Err(PolicyError::new(
+                "spec.objects",
+                format!("only allowed with mode holdObjects (this gate's mode is {mode})"),
+            ));
+        }
+        (None, _) => return Ok(()),
+        (Some(objects), _) => objects,
+    };
+    let mut seen = BTreeSet::new();
+    for (i, gk) in objects.kinds.iter().enumerate() {
+        let path = format!("spec.objects.kinds[{i}]");
+        if gk.kind.trim().is_empty() {
+            return Err(PolicyError::new(
+                format!("{path}.kind"),
+                "must not be empty",
+            ));
+        }
+        if gk.group.contains('/') {
+            return Err(PolicyError::new(
+                format!("{path}.group"),
+                format!(
+                    "'{}' is an apiVersion; give the API group without its version (apps, not apps/v1; empty for the core group)",
+                    gk.group
+                ),
+            ));
+        }
+        if !seen.insert(gk) {
+            return Err(PolicyError::new(path, format!("duplicate kind '{gk}'")));
+        }
+    }
+    non_empty_unique(&objects.namespaces, "spec.objects.namespaces")?;
+    non_empty_unique(&objects.names, "spec.objects.names")?;
+    if let Some(selector) = &objects.selector {
+        selector
+            .validate()
+            .map_err(|e| e.within("spec.objects.selector"))?;
     }
     Ok(())
 }

@@ -1,13 +1,16 @@
 //! Property tests: on random small schedules, zones with DST quirks and random overrides,
 //! `transitions` is sorted, alternates state, and agrees with a brute-force evaluator that
-//! decides every single minute from first principles.
+//! decides every single minute from first principles (cron read by its own parser,
+//! `support/cron_oracle.rs`, held against robfig/cron's tables in `robfig_tables.rs` and
+//! `day_rule.rs`).
 
 mod support;
 
 use chrono::{DateTime, Duration, NaiveDateTime, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
-use fleetgate_policy::{CronSchedule, GateState, Override, parse_gate, resolve_local};
+use fleetgate_policy::{GateState, Override, parse_gate, resolve_local};
 use proptest::prelude::*;
+use support::cron_oracle::OracleCron;
 
 const ZONES: [&str; 6] = [
     "UTC",
@@ -30,8 +33,12 @@ const BASES: [&str; 8] = [
 ];
 const MINUTES: [&str; 5] = ["0", "30", "*/20", "15,45", "5-10"];
 const HOURS: [&str; 6] = ["*", "*/3", "2", "8-17", "1,2,3", "22"];
-const DOMS: [&str; 3] = ["*", "1-10", "*/2"];
-const DOWS: [&str; 5] = ["*", "MON-FRI", "SAT,SUN", "0", "3"];
+/// Day fields in every form the Kubernetes day rule tells apart: unrestricted (`*`, `?`,
+/// `*/1`), stepped (`*/2`, `1/2`, `MON/2`), ranges, lists mixing steps and values, and 7.
+const DOMS: [&str; 7] = ["*", "1-10", "*/2", "?", "*/1", "1/2", "*/3,1"];
+const DOWS: [&str; 11] = [
+    "*", "MON-FRI", "SAT,SUN", "0", "3", "MON/2", "SUN/2", "*/2", "?", "1-7/2", "5-7",
+];
 const RRULES: [&str; 4] = [
     "FREQ=HOURLY;INTERVAL=5",
     "FREQ=DAILY;BYHOUR=2,14",
@@ -177,7 +184,7 @@ fn brute_starts(
     let base = base_local(case);
     let (walls, minutes): (Vec<NaiveDateTime>, i64) = match shape {
         Shape::Cron { expr, minutes } => {
-            let cron = CronSchedule::parse(expr).unwrap();
+            let cron = OracleCron::parse(expr).unwrap();
             let mut walls = Vec::new();
             let mut t = lo;
             while t <= hi {

@@ -1,5 +1,6 @@
 //! The cron dialect: fields, names, ranges, steps, lists, Sunday as 0 and 7, the
-//! day-of-month/day-of-week OR rule, macros, next-match search and error messages.
+//! day-of-month/day-of-week OR rule, macros, next-match search and error messages. The day rule
+//! is checked in full against robfig/cron and croniter in `day_rule.rs`.
 
 use chrono::NaiveDateTime;
 use fleetgate_policy::CronSchedule;
@@ -51,9 +52,19 @@ fn next_match_table() {
         // Both day fields restricted: either matches (the 1st or a Monday).
         ("0 0 1 * MON", "2026-11-24 00:00", "2026-11-30 00:00 Mon"),
         ("0 0 1 * MON", "2026-11-30 00:01", "2026-12-01 00:00 Tue"),
-        // Day-of-month '*'-stepped counts as unrestricted: both must match (odd days that are Mondays).
-        ("0 0 */2 * MON", "2026-11-20 00:00", "2026-11-23 00:00 Mon"),
-        ("0 0 */2 * MON", "2026-11-24 00:00", "2026-12-07 00:00 Mon"),
+        // A stepped `*/2` is restricted (Kubernetes CronJob): every odd day or every Monday.
+        ("0 0 */2 * MON", "2026-11-20 00:00", "2026-11-21 00:00 Sat"),
+        ("0 0 */2 * MON", "2026-11-22 00:00", "2026-11-23 00:00 Mon"),
+        // `*/1` and `?` are unrestricted: Mondays only.
+        ("0 0 */1 * MON", "2026-11-20 00:00", "2026-11-23 00:00 Mon"),
+        ("0 0 ? * MON", "2026-11-20 00:00", "2026-11-23 00:00 Mon"),
+        ("0 0 1 * ?", "2026-11-20 00:00", "2026-12-01 00:00 Tue"),
+        // Day-of-week steps end on Saturday: MON/2 is Mon, Wed, Fri - never Sunday.
+        ("0 12 * * MON/2", "2026-11-28 13:00", "2026-11-30 12:00 Mon"),
+        ("0 12 * * MON/2", "2026-12-04 13:00", "2026-12-07 12:00 Mon"),
+        ("0 12 * * 1-7/2", "2026-12-04 13:00", "2026-12-06 12:00 Sun"),
+        // robfig accepts steps past the maximum: only the first value.
+        ("*/90 * * * *", "2026-11-20 10:07", "2026-11-20 11:00 Fri"),
         // With the OR rule Feb 29 or any Monday in February.
         ("0 0 29 2 MON", "2026-01-01 00:00", "2026-02-02 00:00 Mon"),
         ("@daily", "2026-11-20 00:01", "2026-11-21 00:00 Sat"),
@@ -150,7 +161,15 @@ fn errors_name_the_field() {
         ),
         (
             "*/0 * * * *",
-            "invalid cron field 'minute': step 0 out of range 1-59 in '*/0'",
+            "invalid cron field 'minute': step 0 in '*/0' (a step is 1 or more)",
+        ),
+        (
+            "TZ=UTC 0 * * * *",
+            "invalid cron expression 'TZ=UTC 0 * * * *': give the zone in the window's or gate's timeZone, not as TZ= in the schedule",
+        ),
+        (
+            "@every 1h",
+            "invalid cron expression '@every 1h': @every has no fixed start; use a 5-field schedule or an rrule",
         ),
         (
             "1,,2 * * * *",

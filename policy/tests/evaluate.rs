@@ -408,3 +408,25 @@ fn combine_all_open_means_open() {
     let r = combine(none);
     assert!(r.open && r.next_transition.is_none());
 }
+
+#[test]
+fn the_deciding_rule_is_named() {
+    use fleetgate_policy::Rule;
+    let g = week();
+    for (at, rule) in [
+        ("2026-11-23 07:59", Rule::Default),
+        ("2026-11-23 08:00", Rule::AllowWindow),
+        ("2026-11-27 00:00", Rule::DenyWindow),
+    ] {
+        assert_eq!(g.evaluate(utc(at), &[]).rule(), rule, "at {at}");
+    }
+    let o = ovr(
+        "o1",
+        Open,
+        "2026-11-27 01:00",
+        Some("2026-11-27 02:00"),
+        "2026-11-27 01:00",
+    );
+    let e = g.evaluate(utc("2026-11-27 01:30"), &[o]);
+    assert_eq!((e.rule(), e.rule().as_str()), (Rule::Override, "Override"));
+}

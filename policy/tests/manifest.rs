@@ -316,6 +316,26 @@ fn accepted_time_forms() {
     }
 }
 
+/// The in-cluster stories (Gate objects) are gate manifests too.
+#[test]
+fn in_cluster_examples_validate() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/in-cluster");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !text.contains("\nkind: Gate\n") {
+            continue; // the Flagger Canary beside them
+        }
+        let gate = parse_gate(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        gate.validate()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        names.push(gate.name().to_string());
+    }
+    names.sort();
+    assert_eq!(names, ["maintenance", "sre-approval"]);
+}
+
 #[test]
 fn every_example_parses_and_validates() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
@@ -341,4 +361,56 @@ fn every_example_parses_and_validates() {
             "sre-approval"
         ]
     );
+}
+
+#[test]
+fn request_window_and_local_requests() {
+    let g = parse_gate(&full(
+        "  clusters: {names: [a]}\n  window: 24h\n  localRequests: {open: true}\n",
+    ))
+    .unwrap();
+    g.validate().unwrap();
+    assert_eq!(g.spec.request_window(), chrono::Duration::hours(24));
+    assert!(
+        g.spec.allows_local_request(true, true),
+        "opening set explicitly"
+    );
+    assert!(
+        g.spec.allows_local_request(false, true),
+        "closing by default"
+    );
+
+    let g = parse_gate(&full("  clusters: {names: [a]}\n")).unwrap();
+    assert_eq!(
+        g.spec.request_window(),
+        fleetgate_policy::DEFAULT_REQUEST_WINDOW
+    );
+    assert!(
+        !g.spec.allows_local_request(true, true),
+        "hub gates: no local opening by default"
+    );
+    assert!(
+        g.spec.allows_local_request(true, false),
+        "cluster gates: opening by default"
+    );
+
+    for (window, why) in [
+        ("0s", "greater than zero"),
+        ("169h", "at most 168h"),
+        ("soon", "invalid duration"),
+    ] {
+        let err = parse_gate(&full(&format!(
+            "  clusters: {{names: [a]}}\n  window: {window}\n"
+        )))
+        .unwrap()
+        .validate()
+        .unwrap_err();
+        assert_eq!(err.path, "spec.window", "{window}");
+        assert!(err.message.contains(why), "{window}: {}", err.message);
+    }
+    let err = parse_gate(&full(
+        "  clusters: {names: [a]}\n  localRequests: {open: yes-please}\n",
+    ))
+    .unwrap_err();
+    assert_eq!(err.path, "spec.localRequests.open");
 }

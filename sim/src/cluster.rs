@@ -26,6 +26,9 @@ pub struct Cluster {
     pub authorizer: Option<Authorizer>,
     /// Newest revision "pushed" to each source's upstream (git/OCI/Helm repository).
     pub upstream: Mutex<HashMap<SourceKey, String>>,
+    /// Manifests pushed with a revision of a source (source, revision) → objects per path;
+    /// what the simulated kustomize-controller applies.
+    pub bundles: Mutex<HashMap<(SourceKey, String), Arc<crate::flux::kustomize::Bundle>>>,
     /// Reconciles the simulator ran per Flux object (kind, namespace, name).
     pub reconciles: Mutex<HashMap<SourceKey, u64>>,
     /// Watch requests served (tests prove clients really re-watched).
@@ -40,6 +43,33 @@ impl Cluster {
             .unwrap_or_else(|p| p.into_inner())
             .insert(key, revision);
         self.store.flux_changed.notify_one();
+    }
+
+    /// Pushes `revision` together with the manifests it carries.
+    pub fn push_bundle(
+        &self,
+        key: SourceKey,
+        revision: String,
+        bundle: crate::flux::kustomize::Bundle,
+    ) {
+        self.bundles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((key.clone(), revision.clone()), Arc::new(bundle));
+        self.push(key, revision);
+    }
+
+    /// The manifests pushed with `revision` of `source`, if any.
+    pub fn bundle(
+        &self,
+        source: &SourceKey,
+        revision: &str,
+    ) -> Option<Arc<crate::flux::kustomize::Bundle>> {
+        self.bundles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(source.clone(), revision.to_string()))
+            .cloned()
     }
 
     pub fn upstream_revision(&self, key: &SourceKey) -> Option<String> {

@@ -1,5 +1,6 @@
 //! The resource types the simulated API server serves: the real Flux CRDs (embedded
-//! unmodified from `sim/crds/`) plus the built-in kinds controllers need. A [`Registry`]
+//! unmodified from `sim/crds/`), fleetgate's own Gate CRD (as shipped in `deploy/spoke`)
+//! plus the built-in kinds controllers need. A [`Registry`]
 //! answers "which type is `/apis/{group}/{version}/{plural}`" and feeds discovery.
 
 use std::sync::Arc;
@@ -19,6 +20,10 @@ const FLUX_CRDS: &[&str] = &[
     include_str!("../crds/source.toolkit.fluxcd.io_helmcharts.yaml"),
     include_str!("../crds/image.toolkit.fluxcd.io_imageupdateautomations.yaml"),
 ];
+
+/// fleetgate's Gate CRD, the very file `deploy/spoke` installs, so what kubectl shows
+/// against the simulator is what it shows in a real cluster.
+const FLEETGATE_CRDS: &[&str] = &[include_str!("../../deploy/spoke/gates.fleetgate.io.yaml")];
 
 /// One `additionalPrinterColumns` entry of a CRD version.
 #[derive(Debug, Clone)]
@@ -101,7 +106,7 @@ impl Registry {
     /// The Flux CRDs plus the built-in kinds.
     pub fn standard() -> Result<Registry, Error> {
         let mut types = builtin_types();
-        for doc in FLUX_CRDS {
+        for doc in FLUX_CRDS.iter().chain(FLEETGATE_CRDS) {
             types.extend(parse_crd(doc)?);
         }
         Ok(Registry {
@@ -241,6 +246,11 @@ fn builtin_types() -> Vec<ResourceType> {
         builtin("", "Namespace", "namespaces", &["ns"], false, true),
         builtin("", "ConfigMap", "configmaps", &["cm"], true, false),
         builtin("", "Secret", "secrets", &[], true, false),
+        // What Kustomizations apply in tests and the demo (the nginx example of issue 22).
+        builtin("", "Service", "services", &["svc"], true, true),
+        builtin("apps", "Deployment", "deployments", &["deploy"], true, true),
+        builtin("apps", "StatefulSet", "statefulsets", &["sts"], true, true),
+        builtin("apps", "DaemonSet", "daemonsets", &["ds"], true, true),
         builtin("", "Event", "events", &["ev"], true, false),
         builtin(
             "",
@@ -294,6 +304,9 @@ mod tests {
             .unwrap();
         assert_eq!(hr.short_names, vec!["hr"]);
         assert_eq!(r.types().iter().filter(|t| t.is_flux()).count(), 8);
+        let gates = r.lookup("fleetgate.io", "v1", "gates").unwrap();
+        assert!(gates.status_subresource && !gates.namespaced && gates.custom);
+        assert_eq!(gates.printer_columns[0].name, "Open");
         assert_eq!(
             r.by_kind("v1", "ConfigMap").unwrap().group_resource(),
             "configmaps"

@@ -119,13 +119,15 @@ fn create_in(cluster: &Cluster, obj: Value) -> anyhow::Result<Value> {
     Ok((*out.object).clone())
 }
 
-/// Records a pushed revision for a source (also used by `POST /sim/v1/push`).
+/// Records a pushed revision for a source (also used by `POST /sim/v1/push`), with the
+/// manifests it carries (source path → multi-document YAML) when given.
 pub fn push(
     cluster: &Cluster,
     kind: &str,
     namespace: &str,
     name: &str,
     revision: &str,
+    manifests: Option<&BTreeMap<String, String>>,
 ) -> Result<(), Error> {
     if !controllers::is_source(kind) {
         return Err(Error::bad_request(format!(
@@ -135,6 +137,30 @@ pub fn push(
     }
     if revision.is_empty() {
         return Err(Error::bad_request("revision must not be empty"));
+    }
+    if let Some(manifests) = manifests {
+        let mut bundle = flux::kustomize::Bundle::new();
+        for (path, yaml) in manifests {
+            let objects = parse_manifests(yaml)
+                .map_err(|e| Error::bad_request(format!("manifests[{path:?}]: {e:#}")))?;
+            for (i, o) in objects.iter().enumerate() {
+                if o["apiVersion"].as_str().is_none_or(str::is_empty)
+                    || o["kind"].as_str().is_none_or(str::is_empty)
+                    || o["metadata"]["name"].as_str().is_none_or(str::is_empty)
+                {
+                    return Err(Error::bad_request(format!(
+                        "manifests[{path:?}][{i}]: apiVersion, kind and metadata.name are required"
+                    )));
+                }
+            }
+            bundle.insert(flux::kustomize::normalize_path(path), objects);
+        }
+        cluster.push_bundle(
+            (kind.into(), namespace.into(), name.into()),
+            revision.into(),
+            bundle,
+        );
+        return Ok(());
     }
     cluster.push(
         (kind.into(), namespace.into(), name.into()),
@@ -173,6 +199,7 @@ impl Sim {
                 reconcile_interval: config.reconcile_interval,
                 authorizer: config.rbac.as_ref().map(Authorizer::new),
                 upstream: Mutex::default(),
+                bundles: Mutex::default(),
                 reconciles: Mutex::default(),
                 watches: Default::default(),
                 shutdown: shutdown.child_token(),
@@ -302,6 +329,28 @@ impl Sim {
             namespace,
             name,
             revision,
+            None,
+        )?)
+    }
+
+    /// Pushes a revision carrying manifests (source path → multi-document YAML): the
+    /// Kustomizations on that source apply the objects under their `spec.path` as
+    /// kustomize-controller would (see `flux::kustomize`).
+    pub async fn push_manifests(
+        &self,
+        cluster: &str,
+        source: (&str, &str, &str),
+        revision: &str,
+        manifests: &BTreeMap<String, String>,
+    ) -> anyhow::Result<()> {
+        let (kind, namespace, name) = source;
+        Ok(push(
+            self.cluster(cluster)?,
+            kind,
+            namespace,
+            name,
+            revision,
+            Some(manifests),
         )?)
     }
 

@@ -38,6 +38,12 @@ pub struct Config {
     #[arg(long, env = "FLEETGATE_HUB_URL")]
     pub hub_url: Option<String>,
 
+    /// Run without a hub: the gates are the Gate objects (gates.fleetgate.io)
+    /// in this cluster, delivered by Flux from Git like anything else.
+    /// Excludes --hub-url.
+    #[arg(long, env = "FLEETGATE_STANDALONE", conflicts_with = "hub_url")]
+    pub standalone: bool,
+
     /// File holding the cluster's spoke token (takes precedence over FLEETGATE_SPOKE_TOKEN).
     #[arg(long, env = "FLEETGATE_SPOKE_TOKEN_FILE")]
     pub token_file: Option<PathBuf>,

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, atomic::AtomicBool};
 
+use fleetgate_policy::Override;
 use kube::Client;
 use tokio::sync::watch;
 
@@ -23,6 +24,8 @@ use crate::{
 pub enum SnapshotSource {
     Hub,
     ConfigMap,
+    /// Built by a standalone spoke from the Gate objects in its cluster.
+    GateObjects,
 }
 
 /// Everything the spoke's tasks share.
@@ -38,6 +41,9 @@ pub struct Context {
     pub report: watch::Sender<Option<Arc<Report>>>,
     /// Set once the watches have synced and the first pass ran.
     pub ready: Arc<AtomicBool>,
+    /// Overrides made in the cluster (open/close requests on Gate objects),
+    /// evaluated together with the snapshot's; they work without the hub.
+    pub local_overrides: watch::Sender<Arc<Vec<Override>>>,
 }
 
 impl Context {
@@ -54,6 +60,7 @@ impl Context {
             snapshot: watch::channel(None).0,
             report: watch::channel(None).0,
             ready: Arc::new(AtomicBool::new(false)),
+            local_overrides: watch::channel(Arc::new(Vec::new())).0,
             metrics,
             config,
         })
@@ -62,6 +69,21 @@ impl Context {
     /// The revision being enforced (0: none, or an invented no-snapshot policy).
     pub fn revision(&self) -> u64 {
         self.snapshot.borrow().as_ref().map_or(0, |s| s.revision())
+    }
+
+    /// Takes a snapshot built from the cluster's Gate objects into force (a
+    /// standalone spoke: the cluster is the source, so nothing is persisted).
+    pub fn enforce_local(&self, compiled: Arc<CompiledSnapshot>) {
+        self.metrics
+            .snapshot_revision
+            .set(i64::try_from(compiled.revision()).unwrap_or(i64::MAX));
+        tracing::info!(
+            revision = compiled.revision(),
+            gates = compiled.snapshot.gates.len(),
+            source = ?SnapshotSource::GateObjects,
+            "snapshot in force"
+        );
+        self.snapshot.send_replace(Some(compiled));
     }
 
     /// Takes a snapshot into force unless it is for another cluster, not newer

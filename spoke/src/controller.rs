@@ -60,10 +60,12 @@ impl Overlay {
 /// Runs until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let mut snapshot_rx = ctx.snapshot.subscribe();
+    let mut local_rx = ctx.local_overrides.subscribe();
     let mut overlay = Overlay::default();
     let changed = ctx.watches.changed.clone();
     loop {
         let snapshot = snapshot_rx.borrow_and_update().clone();
+        local_rx.borrow_and_update();
         let mut next_transition = None;
         if let Some(objects) = ctx.watches.observed().await {
             let objects = overlay.apply(objects);
@@ -80,6 +82,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             r = snapshot_rx.changed() => if r.is_err() { return },
+            r = local_rx.changed() => if r.is_err() { return },
             _ = changed.notified() => {
                 tokio::time::sleep(COALESCE).await;
             }
@@ -89,7 +92,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
 }
 
 /// The monotonic instant of a wall-clock instant (now if it has passed).
-fn instant_of(t: DateTime<Utc>) -> tokio::time::Instant {
+pub(crate) fn instant_of(t: DateTime<Utc>) -> tokio::time::Instant {
     let ahead = (t - Utc::now()).to_std().unwrap_or(Duration::ZERO);
     tokio::time::Instant::now() + ahead
 }
@@ -103,7 +106,8 @@ async fn reconcile(
     overlay: &mut Overlay,
 ) -> Option<DateTime<Utc>> {
     ctx.metrics.reconciles.inc();
-    let eval = snapshot.evaluate(Utc::now());
+    let local = ctx.local_overrides.borrow().clone();
+    let eval = snapshot.evaluate_with(Utc::now(), &local);
     let planner = Planner::new(&eval.gates, &objects);
     let mut plan = planner.plan(&objects);
     let steps = std::mem::take(&mut plan.steps);

@@ -35,6 +35,7 @@ const SERIES_TTL: Duration = Duration::minutes(6);
 /// object (the reporter and the type are fixed for the spoke).
 #[derive(Debug, Hash, PartialEq, Eq)]
 struct Key {
+    warning: bool,
     reason: &'static str,
     action: &'static str,
     api_version: Option<String>,
@@ -53,7 +54,7 @@ struct Published {
     last: DateTime<Utc>,
 }
 
-/// Writes Normal events as `controller` / `instance`.
+/// Writes Normal (and Warning) events as `controller` / `instance`.
 pub struct EventRecorder {
     client: Client,
     controller: String,
@@ -80,8 +81,23 @@ impl EventRecorder {
         note: String,
         regarding: &ObjectReference,
     ) -> Result<(), kube::Error> {
+        self.publish_typed(false, reason, action, note, regarding)
+            .await
+    }
+
+    /// Like [`EventRecorder::publish`]; `warning` makes it a Warning event
+    /// (something a person did was not honoured).
+    pub async fn publish_typed(
+        &self,
+        warning: bool,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+        regarding: &ObjectReference,
+    ) -> Result<(), kube::Error> {
         let now = Utc::now();
         let key = Key {
+            warning,
             reason,
             action,
             api_version: regarding.api_version.clone(),
@@ -121,7 +137,10 @@ impl EventRecorder {
                 }
             }
             None => {
-                let event = self.event(reason, action, note, regarding, now);
+                let mut event = self.event(reason, action, note, regarding, now);
+                if warning {
+                    event.type_ = Some("Warning".to_owned());
+                }
                 let namespace = event.metadata.namespace.clone().unwrap_or_default();
                 let name = event.metadata.name.clone().unwrap_or_default();
                 Api::<Event>::namespaced(self.client.clone(), &namespace)

@@ -52,13 +52,14 @@ async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
     }
 }
 
-/// Serves on `listener` until `shutdown` fires.
+/// Serves `router` (the health routes, and what else the spoke answers over
+/// HTTP) on `listener` until `shutdown` fires.
 pub async fn serve(
     listener: TcpListener,
-    state: HealthState,
+    router: Router,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    axum::serve(listener, app(state))
+    axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
         .map_err(Error::Http)
@@ -77,7 +78,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let shutdown = CancellationToken::new();
-        let server = tokio::spawn(serve(listener, state.clone(), shutdown.clone()));
+        let server = tokio::spawn(serve(listener, app(state.clone()), shutdown.clone()));
 
         assert_eq!(
             reqwest::get(format!("{base}/healthz"))

@@ -11,6 +11,8 @@ pub mod controller;
 pub mod enforce;
 pub mod error;
 pub mod events;
+pub mod flagger;
+pub mod gates;
 pub mod health;
 pub mod hub_client;
 pub mod kinds;
@@ -158,14 +160,17 @@ impl Spoke {
             ready: ctx.ready.clone(),
         };
         let sd = shutdown.clone();
+        let router = health::app(health).merge(flagger::router(ctx.clone()));
         tasks.spawn(async move {
-            if let Err(e) = health::serve(listener, health, sd).await {
+            if let Err(e) = health::serve(listener, router, sd).await {
                 tracing::error!(error = %e, "health listener failed");
             }
         });
 
         ctx.watches.discover(&shutdown).await;
-        if load_persisted(&ctx).await.is_err() {
+        // Standalone, the Gate objects are the persisted state: nothing is
+        // enforced until their watch has listed.
+        if !ctx.config.standalone && load_persisted(&ctx).await.is_err() {
             let (c, sd) = (ctx.clone(), shutdown.clone());
             tasks.spawn(async move {
                 loop {
@@ -182,6 +187,7 @@ impl Spoke {
             });
         }
         tasks.spawn(controller::run(ctx.clone(), shutdown.clone()));
+        tasks.spawn(gates::run(ctx.clone(), shutdown.clone()));
 
         let (c, sd) = (ctx.clone(), shutdown.clone());
         tasks.spawn(async move {
@@ -209,6 +215,9 @@ impl Spoke {
         match hub {
             Some(target) => {
                 tasks.spawn(hub_client::run(ctx.clone(), target, shutdown.clone()));
+            }
+            None if ctx.config.standalone => {
+                tracing::info!("standalone: the gates are the Gate objects in this cluster")
             }
             None => tracing::warn!("no --hub-url: running offline from the persisted snapshot"),
         }

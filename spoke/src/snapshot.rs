@@ -3,7 +3,7 @@
 //! evaluates every gate at an instant with the shared policy crate.
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::{CompiledGate, GateState, Mode, Override, parse_gate_json};
+use fleetgate_policy::{CompiledGate, Evaluation, GateState, Mode, Override, parse_gate_json};
 use fleetgate_proto::{time::from_timestamp, v1 as pb};
 use serde::{Deserialize, Serialize};
 
@@ -165,16 +165,44 @@ impl CompiledSnapshot {
 
     /// Evaluates every gate at `now` with the snapshot's overrides.
     pub fn evaluate(&self, now: DateTime<Utc>) -> Evaluated {
+        self.evaluate_with(now, &[])
+    }
+
+    /// The overrides of `gate`: the snapshot's and `local` ones (requests made
+    /// in the cluster); the newest active one wins.
+    pub fn overrides_of(&self, gate: &str, local: &[Override]) -> Vec<Override> {
+        self.snapshot
+            .overrides
+            .iter()
+            .chain(local)
+            .filter(|o| o.gate == gate)
+            .cloned()
+            .collect()
+    }
+
+    /// One gate's compiled form, by name.
+    pub fn gate(&self, name: &str) -> Option<&CompiledGate> {
+        self.gates.iter().find(|g| g.name() == name)
+    }
+
+    /// One gate's state at `now`, with the snapshot's and `local` overrides.
+    pub fn evaluate_gate(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        local: &[Override],
+    ) -> Option<Evaluation> {
+        let gate = self.gate(name)?;
+        Some(gate.evaluate(now, &self.overrides_of(name, local)))
+    }
+
+    /// Evaluates every gate at `now` with the snapshot's overrides and `local`
+    /// ones (requests made in the cluster).
+    pub fn evaluate_with(&self, now: DateTime<Utc>, local: &[Override]) -> Evaluated {
         let mut views = Vec::with_capacity(self.gates.len());
         let mut next: Option<DateTime<Utc>> = None;
         for gate in &self.gates {
-            let overrides: Vec<Override> = self
-                .snapshot
-                .overrides
-                .iter()
-                .filter(|o| o.gate == gate.name())
-                .cloned()
-                .collect();
+            let overrides = self.overrides_of(gate.name(), local);
             let eval = gate.evaluate(now, &overrides);
             if let Some(t) = eval.next_transition {
                 next = Some(next.map_or(t, |n| n.min(t)));

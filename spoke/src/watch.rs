@@ -114,6 +114,11 @@ impl Watches {
         started
     }
 
+    /// The Kubernetes client the watches use.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// True once a discovery round completed without errors.
     pub fn discovered(&self) -> bool {
         self.discovered.load(Ordering::Acquire)

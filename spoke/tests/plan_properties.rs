@@ -104,6 +104,8 @@ fn must_hold(gates: &[GateView], objects: &[ObservedObject], obj: &ObservedObjec
                         && c.source_refs.contains(&obj.key)
                 })
         }
+        // holdObjects marks objects inside Kustomizations; it never suspends.
+        Mode::HoldObjects => false,
     })
 }
 

@@ -8,4 +8,4 @@ pub mod pki;
 pub mod process;
 
 pub use pg::{TestDb, test_db};
-pub use process::{ChildGuard, bin_path, free_port};
+pub use process::{ChildGuard, bin_path, free_port, hub_serve, wait_readyz};

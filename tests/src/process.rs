@@ -2,8 +2,9 @@
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
 pub fn free_port() -> u16 {
@@ -41,6 +42,43 @@ pub fn bin_path(name: &str) -> PathBuf {
         assert!(st.success(), "cargo build --bin {name} failed");
     }
     path
+}
+
+/// `fleetgate-hub serve` on `database_url` with HTTP and gRPC on the given
+/// loopback ports, `admin` as the bootstrap admin token and warn-level logs;
+/// stdin and stdout are null, stderr is the caller's to choose before spawning.
+pub fn hub_serve(database_url: &str, http: u16, grpc: u16, admin: &str) -> Command {
+    let mut cmd = Command::new(bin_path("fleetgate-hub"));
+    cmd.arg("serve")
+        .env("DATABASE_URL", database_url)
+        .env("FLEETGATE_HTTP_ADDR", format!("127.0.0.1:{http}"))
+        .env("FLEETGATE_GRPC_ADDR", format!("127.0.0.1:{grpc}"))
+        .env("FLEETGATE_ADMIN_TOKEN", admin)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    cmd
+}
+
+/// Polls `{base}/readyz` until it answers `status` (60 s at most); panics
+/// when `hub` exits first.
+pub async fn wait_readyz(client: &reqwest::Client, base: &str, status: u16, hub: &mut ChildGuard) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
+            && r.status().as_u16() == status
+        {
+            return;
+        }
+        if let Ok(Some(st)) = hub.0.try_wait() {
+            panic!("hub exited: {st}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz not {status} within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Kills (SIGKILL) and reaps the child when dropped, so a failing test leaves

@@ -175,6 +175,13 @@ browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
         "override gone",
     )
     .await;
+    // Closed again by sre-approval, which has no windows: the cluster's next change is none,
+    // whatever the other gates' next transitions (those stay in the gate rows).
+    b.wait_js(
+        "document.querySelector('[data-fact=\"Next change\"] .fact-value')?.textContent === '—'",
+        "no next change for the cluster",
+    )
+    .await;
     let live = hub
         .call(
             ADMIN_TOKEN,

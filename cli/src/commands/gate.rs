@@ -30,16 +30,31 @@ pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
     }
     let results: Vec<Value> = loaded
         .iter()
-        .map(|l| json!({"source": l.source, "gate": l.gate.name(), "valid": true}))
+        .map(|l| {
+            let warnings: Vec<Value> = l
+                .gate
+                .warnings()
+                .iter()
+                .map(|w| json!({"path": w.path, "message": w.message}))
+                .collect();
+            json!({"source": l.source, "gate": l.gate.name(), "valid": true,
+                   "limitations": l.gate.limitations(), "warnings": warnings})
+        })
         .collect();
+    print_warnings(&loaded);
     output::print(format, &results, |rs| {
         rs.iter()
             .map(|r| {
-                format!(
+                let mut line = format!(
                     "{}: gate '{}' is valid\n",
                     output::s(r, "source"),
                     output::s(r, "gate")
-                )
+                );
+                // What the mode cannot hold back, so nobody learns it from an incident.
+                for note in r["limitations"].as_array().into_iter().flatten() {
+                    line.push_str(&format!("  note: {}\n", note.as_str().unwrap_or_default()));
+                }
+                line
             })
             .collect()
     })?;
@@ -48,6 +63,16 @@ pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
         eprintln!("error: {}", e.render());
     }
     last.map_or(Ok(()), Err)
+}
+
+/// Prints on stderr each field of `loaded` that is valid but reads differently than the
+/// author may expect (cron schedules whose days changed with the Kubernetes CronJob rules).
+fn print_warnings(loaded: &[Loaded]) {
+    for l in loaded {
+        for w in l.gate.warnings() {
+            eprintln!("warning: {}: gate '{}': {w}", l.source, l.gate.name());
+        }
+    }
 }
 
 /// The manifest inside a hub gate resource (`{"manifest": {...}, "version": N}`),
@@ -119,6 +144,7 @@ pub async fn apply(
 ) -> Result<()> {
     let q = crate::client::reason(reason);
     let loaded = manifests::load_all(files)?;
+    print_warnings(&loaded);
     let mut results = Vec::new();
     for Loaded { gate, .. } in &loaded {
         let name = gate.name().to_string();
@@ -294,6 +320,9 @@ pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
                 text.push_str("Rules:\n");
                 for line in compiled.describe() {
                     text.push_str(&format!("  - {line}\n"));
+                }
+                for note in gate.limitations() {
+                    text.push_str(&format!("Note:        {note}\n"));
                 }
             }
             text.push_str("Manifest:\n");

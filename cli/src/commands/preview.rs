@@ -35,7 +35,16 @@ pub fn offline(args: &PreviewArgs, format: Format) -> Result<()> {
     let (from, to) = range(args, zone, Utc::now())?;
     let preview = compiled.preview(from, to, &[]);
     let value = serde_json::to_value(&preview).map_err(|e| Error::Other(e.to_string()))?;
-    print_preview(format, value, zone)
+    print_preview(format, value, zone)?;
+    print_limitations(&l.gate);
+    Ok(())
+}
+
+/// What the gate's mode cannot hold back, on stderr (the JSON on stdout keeps its shape).
+fn print_limitations(gate: &fleetgate_policy::Gate) {
+    for note in gate.limitations() {
+        eprintln!("note: {note}");
+    }
 }
 
 pub async fn from_hub(client: &Client, args: &PreviewArgs, format: Format) -> Result<()> {
@@ -53,7 +62,13 @@ pub async fn from_hub(client: &Client, args: &PreviewArgs, format: Format) -> Re
             &[("from", rfc3339(from)), ("to", rfc3339(to))],
         )
         .await?;
-    print_preview(format, value, zone)
+    print_preview(format, value, zone)?;
+    if let Ok(gate) =
+        fleetgate_policy::parse_gate_json(gate.get("manifest").unwrap_or(&gate).clone())
+    {
+        print_limitations(&gate);
+    }
+    Ok(())
 }
 
 /// The preview JSON with its keys in the documented order (serde_json's

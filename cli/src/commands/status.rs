@@ -133,7 +133,7 @@ fn render_fleet(v: &Value, gate: Option<&str>) -> String {
             if open { "True" } else { "False" }.into(),
             strs(c.get("closedBy")),
             n(c, "/counts/held"),
-            output::s(c, "nextTransition"),
+            or_dash(output::s(c, "nextTransition")),
             first
                 .map(|g| format!("{}: {}", output::s(g, "gate"), output::s(g, "reason")))
                 .unwrap_or_else(|| "no gates".into()),
@@ -147,10 +147,17 @@ fn render_fleet(v: &Value, gate: Option<&str>) -> String {
     out
 }
 
+/// "—" for a time that is absent: the state does not change within the look-ahead.
+fn or_dash(s: String) -> String {
+    if s.is_empty() { "—".into() } else { s }
+}
+
 fn render_cluster(v: &Value, gate: Option<&str>) -> String {
     let c = &v["cluster"];
+    let open = v.get("open").and_then(|o| o.as_bool()).unwrap_or(true);
     let mut out = format!(
-        "cluster {}   spoke: {} {}   last seen: {}   labels: {}\n\n",
+        "cluster {}   spoke: {} {}   last seen: {}   labels: {}\n\
+         may change now: {}   next change: {}\n\n",
         output::s(c, "name"),
         spoke(c),
         output::s(c, "spokeVersion"),
@@ -159,6 +166,12 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
             s => s,
         },
         output::labels(c.get("labels")),
+        if open {
+            "yes".to_string()
+        } else {
+            format!("no (closed by {})", strs(v.get("closedBy")))
+        },
+        or_dash(output::s(v, "nextTransition")),
     );
     let mut t = Table::new(&["GATE", "STATE", "HELD", "NEXT", "REASON"]);
     for g in gates_of(v)

@@ -82,7 +82,7 @@ pub struct FleetGrid {
 /// Held objects per (cluster, gate) (viewer).
 async fn held_by_gate(service: &Service, actor: &Actor) -> Result<HashMap<(String, String), u32>> {
     actor.require(Role::Viewer)?;
-    let mut conn = service.pool().acquire().await?;
+    let mut conn = service.conn().await?;
     let rows = crate::db::status::held_by_gate(&mut conn).await?;
     Ok(rows
         .into_iter()

@@ -1,5 +1,6 @@
 //! The `clusters` table: registered clusters, their labels, the hash of the
-//! spoke token and the connection state the gRPC side maintains.
+//! spoke token and `desired_revision`; rows read together with the spoke's
+//! connection state from `cluster_connections` (written in `reports`).
 
 use std::collections::BTreeMap;
 
@@ -25,10 +26,16 @@ pub struct ClusterRow {
     pub desired_revision: i64,
 }
 
-const COLUMNS: &str = "name, labels, created_at, last_seen_at, spoke_version, connected, \
-                       connected_replica, clock_offset_ms, desired_revision";
+const COLUMNS: &str = "c.name, c.labels, c.created_at, k.last_seen_at, k.spoke_version, \
+                       coalesce(k.connected, false) as connected, k.connected_replica, \
+                       k.clock_offset_ms, c.desired_revision";
 
-/// Registers a cluster; 409 if the name is taken.
+/// `clusters` with each one's connection state (every cluster has a row in
+/// `cluster_connections`; the outer join only guards against a missing one).
+const FROM: &str = "clusters c left join cluster_connections k on k.cluster = c.name";
+
+/// Registers a cluster (with its empty connection state); 409 if the name is
+/// taken.
 pub async fn insert(
     conn: &mut PgConnection,
     name: &str,
@@ -36,22 +43,31 @@ pub async fn insert(
     token_hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<ClusterRow> {
-    sqlx::query_as(sql!(
-        "insert into clusters (name, labels, token_hash, created_at) values ($1, $2, $3, $4) \
-         returning {COLUMNS}"
-    ))
+    sqlx::query(
+        "insert into clusters (name, labels, token_hash, created_at) values ($1, $2, $3, $4)",
+    )
     .bind(name)
     .bind(Json(labels))
     .bind(token_hash)
     .bind(now)
-    .fetch_one(conn)
+    .execute(&mut *conn)
     .await
-    .map_err(|e| on_unique(e, || format!("cluster '{name}' already exists")))
+    .map_err(|e| on_unique(e, || format!("cluster '{name}' already exists")))?;
+    sqlx::query("insert into cluster_connections (cluster) values ($1)")
+        .bind(name)
+        .execute(&mut *conn)
+        .await?;
+    expect(get(conn, name).await?, name)
+}
+
+/// The row just written in this transaction.
+fn expect(row: Option<ClusterRow>, name: &str) -> Result<ClusterRow> {
+    row.ok_or_else(|| crate::Error::Internal(format!("cluster '{name}' vanished in its write")))
 }
 
 /// The cluster named `name`.
 pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
-    let row = sqlx::query_as(sql!("select {COLUMNS} from clusters where name = $1"))
+    let row = sqlx::query_as(sql!("select {COLUMNS} from {FROM} where c.name = $1"))
         .bind(name)
         .fetch_optional(conn)
         .await?;
@@ -61,7 +77,7 @@ pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRo
 /// The cluster named `name`, locked until the transaction ends.
 pub async fn get_for_update(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
     let row = sqlx::query_as(sql!(
-        "select {COLUMNS} from clusters where name = $1 for update"
+        "select {COLUMNS} from {FROM} where c.name = $1 for update of c"
     ))
     .bind(name)
     .fetch_optional(conn)
@@ -75,7 +91,7 @@ pub async fn by_token_hash(
     hash: &[u8],
 ) -> Result<Option<(ClusterRow, Vec<u8>)>> {
     let found: Option<WithHash<_>> = sqlx::query_as(sql!(
-        "select {COLUMNS}, token_hash from clusters where token_hash = $1"
+        "select {COLUMNS}, c.token_hash from {FROM} where c.token_hash = $1"
     ))
     .bind(hash)
     .fetch_optional(conn)
@@ -96,7 +112,7 @@ pub async fn by_names_with_token_hash(
         token_hash: Vec<u8>,
     }
     let found: Vec<WithHash> = sqlx::query_as(sql!(
-        "select {COLUMNS}, token_hash from clusters where name = any($1)"
+        "select {COLUMNS}, c.token_hash from {FROM} where c.name = any($1)"
     ))
     .bind(names)
     .fetch_all(conn)
@@ -110,12 +126,12 @@ pub async fn list(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<ClusterRow>> {
-    super::page_by_name(conn, "clusters", COLUMNS, after, limit).await
+    super::page_by_name(conn, FROM, COLUMNS, after, limit).await
 }
 
 /// Every cluster (for scope matching and the fleet summary).
 pub async fn all(conn: &mut PgConnection) -> Result<Vec<ClusterRow>> {
-    let rows = sqlx::query_as(sql!("select {COLUMNS} from clusters order by name"))
+    let rows = sqlx::query_as(sql!("select {COLUMNS} from {FROM} order by c.name"))
         .fetch_all(conn)
         .await?;
     Ok(rows)
@@ -127,14 +143,12 @@ pub async fn set_labels(
     name: &str,
     labels: &BTreeMap<String, String>,
 ) -> Result<ClusterRow> {
-    let row = sqlx::query_as(sql!(
-        "update clusters set labels = $2 where name = $1 returning {COLUMNS}"
-    ))
-    .bind(name)
-    .bind(Json(labels))
-    .fetch_one(conn)
-    .await?;
-    Ok(row)
+    sqlx::query("update clusters set labels = $2 where name = $1")
+        .bind(name)
+        .bind(Json(labels))
+        .execute(&mut *conn)
+        .await?;
+    expect(get(conn, name).await?, name)
 }
 
 /// Replaces the token hash (the old token stops working on commit).

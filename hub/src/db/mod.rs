@@ -14,8 +14,10 @@ macro_rules! sql {
 pub mod audit;
 pub mod clusters;
 pub mod gates;
+pub mod health;
 pub mod overrides;
 pub mod reports;
+pub mod retry;
 pub mod revision;
 pub mod status;
 pub mod tokens;

@@ -1,7 +1,9 @@
 //! Writes from the spoke stream: status reports into `object_status` (a report
 //! is the full set of governed objects, so objects missing from it are
-//! deleted) and the spoke's connection state on `clusters`. This path never
-//! bumps the fleet revision and never notifies: reports are not desired state.
+//! deleted) and the spoke's connection state in `cluster_connections`. This
+//! path never bumps the fleet revision and never notifies: reports are not
+//! desired state. It never updates `clusters` rows, which writes lock, and
+//! takes several clusters' rows only in name order, as writes do.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -38,18 +40,29 @@ pub struct ClusterReport {
 
 /// Replaces `report.cluster`'s object statuses with the report's and stamps
 /// the cluster's last-seen time and clock offset. Returns false (writing
-/// nothing) when the cluster no longer exists.
+/// nothing) when the cluster no longer exists. A transaction writing several
+/// reports writes them in cluster-name order.
 pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
-    let seen =
-        sqlx::query("update clusters set last_seen_at = $2, clock_offset_ms = $3 where name = $1")
-            .bind(&report.cluster)
-            .bind(report.received_at)
-            .bind(report.clock_offset_ms)
-            .execute(&mut *conn)
-            .await?;
-    if seen.rows_affected() == 0 {
+    // The key-share lock the foreign keys take anyway, taken before any row of
+    // the cluster's status or connection: a concurrent delete of the cluster
+    // (row lock, then cascade into those rows) makes this report wait for it
+    // here, and then drop the report, instead of each waiting on the other.
+    let exists = sqlx::query("select 1 from clusters where name = $1 for key share")
+        .bind(&report.cluster)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if exists.is_none() {
         return Ok(false);
     }
+    sqlx::query(
+        "update cluster_connections set last_seen_at = $2, clock_offset_ms = $3 \
+         where cluster = $1",
+    )
+    .bind(&report.cluster)
+    .bind(report.received_at)
+    .bind(report.clock_offset_ms)
+    .execute(&mut *conn)
+    .await?;
     let objects = serde_json::to_value(&report.objects)
         .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
     sqlx::query(
@@ -92,9 +105,12 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
 pub async fn touch_seen(conn: &mut PgConnection, seen: &[(String, DateTime<Utc>)]) -> Result<()> {
     let (names, times): (Vec<&str>, Vec<DateTime<Utc>>) =
         seen.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
+    // Rows locked in name order, like a report batch's.
     sqlx::query(
-        "update clusters c set last_seen_at = greatest(c.last_seen_at, s.at) \
-         from unnest($1::text[], $2::timestamptz[]) as s(name, at) where c.name = s.name",
+        "update cluster_connections k set last_seen_at = greatest(k.last_seen_at, s.at) \
+         from unnest($1::text[], $2::timestamptz[]) as s(name, at) \
+         where k.cluster = s.name and k.cluster in (select cluster from cluster_connections \
+           where cluster = any($1) order by cluster for no key update)",
     )
     .bind(&names)
     .bind(&times)
@@ -112,8 +128,8 @@ pub async fn mark_connected(
     at: DateTime<Utc>,
 ) -> Result<()> {
     sqlx::query(
-        "update clusters set connected = true, connected_replica = $2, spoke_version = $3, \
-         last_seen_at = $4 where name = $1",
+        "update cluster_connections set connected = true, connected_replica = $2, \
+         spoke_version = $3, last_seen_at = $4 where cluster = $1",
     )
     .bind(cluster)
     .bind(replica)
@@ -133,8 +149,8 @@ pub async fn mark_disconnected(
     at: DateTime<Utc>,
 ) -> Result<()> {
     sqlx::query(
-        "update clusters set connected = false, last_seen_at = $3 \
-         where name = $1 and connected_replica = $2 and connected",
+        "update cluster_connections set connected = false, last_seen_at = $3 \
+         where cluster = $1 and connected_replica = $2 and connected",
     )
     .bind(cluster)
     .bind(replica)
@@ -148,7 +164,9 @@ pub async fn mark_disconnected(
 /// leaves `connected = true` behind). Returns how many clusters it cleared.
 pub async fn clear_replica(conn: &mut PgConnection, replica: &str) -> Result<u64> {
     let res = sqlx::query(
-        "update clusters set connected = false where connected_replica = $1 and connected",
+        "update cluster_connections set connected = false where cluster in \
+         (select cluster from cluster_connections where connected_replica = $1 and connected \
+          order by cluster for no key update)",
     )
     .bind(replica)
     .execute(conn)

@@ -41,12 +41,13 @@ pub async fn current(conn: &mut PgConnection) -> Result<i64> {
     Ok(rev)
 }
 
-/// Locks the revision row until the transaction ends (writers take it first).
-pub async fn lock(conn: &mut PgConnection) -> Result<()> {
-    sqlx::query("select revision from fleet_revision for update")
-        .execute(conn)
+/// Locks the revision row until the transaction ends (writers take it first)
+/// and returns the current revision.
+pub async fn lock(conn: &mut PgConnection) -> Result<i64> {
+    let (rev,): (i64,) = sqlx::query_as("select revision from fleet_revision for update")
+        .fetch_one(conn)
         .await?;
-    Ok(())
+    Ok(rev)
 }
 
 /// Bumps the revision, stamps the affected clusters and notifies. Must run in
@@ -56,11 +57,15 @@ pub async fn publish(conn: &mut PgConnection, affected: &Affected) -> Result<i64
         sqlx::query_as("update fleet_revision set revision = revision + 1 returning revision")
             .fetch_one(&mut *conn)
             .await?;
+    // Clusters are locked in name order, the one order every path that locks
+    // several `clusters` rows uses. `for no key update` (what the update takes
+    // anyway) leaves the key-share locks of foreign-key checks alone, so
+    // status reports (`object_status` rows) never wait for a write's stamps.
     let clusters = match affected {
         Affected::All => {
             sqlx::query(
                 "update clusters set desired_revision = $1 where name in \
-                 (select name from clusters order by name for update)",
+                 (select name from clusters order by name for no key update)",
             )
             .bind(rev)
             .execute(&mut *conn)
@@ -69,11 +74,10 @@ pub async fn publish(conn: &mut PgConnection, affected: &Affected) -> Result<i64
         }
         Affected::Clusters(names) => {
             if !names.is_empty() {
-                // Lock in name order so concurrent multi-row updates of
-                // `clusters` (status ingestion) cannot deadlock with this one.
                 sqlx::query(
                     "update clusters set desired_revision = $1 where name in \
-                     (select name from clusters where name = any($2) order by name for update)",
+                     (select name from clusters where name = any($2) order by name \
+                      for no key update)",
                 )
                 .bind(rev)
                 .bind(names)

@@ -72,6 +72,14 @@ pub fn gate(g: GateRecord) -> pb::GateInfo {
         created_at: ts(g.created_at),
         updated_at: ts(g.updated_at),
         description,
+        warnings: g
+            .warnings
+            .into_iter()
+            .map(|w| pb::FieldWarning {
+                path: w.path,
+                message: w.message,
+            })
+            .collect(),
     }
 }
 

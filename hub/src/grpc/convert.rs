@@ -21,6 +21,8 @@ pub fn to_status(e: Error) -> Status {
         Error::Conflict { .. } => Code::FailedPrecondition,
         Error::BadRequest { .. } | Error::Invalid { .. } => Code::InvalidArgument,
         Error::PayloadTooLarge => Code::ResourceExhausted,
+        // The database is down: retry later (spokes and clients back off).
+        Error::Unavailable(_) => Code::Unavailable,
         // Any other input error the REST side knows (e.g. media types).
         other if other.status().is_client_error() => Code::InvalidArgument,
         _ => {
@@ -106,6 +108,13 @@ mod tests {
         let s = to_status(Error::Internal("secret detail".into()));
         assert_eq!(s.code(), Code::Internal);
         assert!(!s.message().contains("secret"));
+    }
+
+    #[test]
+    fn database_outage_is_unavailable() {
+        let s = to_status(Error::from(sqlx::Error::PoolTimedOut));
+        assert_eq!(s.code(), Code::Unavailable);
+        assert!(s.message().contains("unreachable"), "{}", s.message());
     }
 
     #[test]

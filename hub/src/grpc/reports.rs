@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::metrics::GrpcMetrics;
 use crate::db::reports::{self, ClusterReport, ReportedObject};
+use crate::db::retry;
 use crate::{Error, Result};
 
 /// Reports per flush transaction at most.
@@ -99,7 +100,7 @@ impl ReportBatcher {
             if batch.is_empty() {
                 return;
             }
-            if let Err(e) = self.write(&batch).await {
+            if let Err(e) = retry::transaction("status reports", || self.write(&batch)).await {
                 self.metrics.report_flush_failures.inc();
                 tracing::warn!(error = %e, reports = batch.len(), "writing status reports failed");
                 // Put them back unless a newer report arrived meanwhile; the
@@ -122,10 +123,11 @@ impl ReportBatcher {
         if seen.is_empty() {
             return;
         }
-        let res = async {
-            let mut conn = self.pool.acquire().await?;
-            reports::touch_seen(&mut conn, &seen).await
-        }
+        let (pool, seen) = (&self.pool, &seen);
+        let res = retry::transaction("last-seen stamps", move || async move {
+            let mut conn = pool.acquire().await?;
+            reports::touch_seen(&mut conn, seen).await
+        })
         .await;
         if let Err(e) = res {
             // Not retried: the next keepalive stamps again.
@@ -135,6 +137,9 @@ impl ReportBatcher {
 
     async fn write(&self, batch: &[ClusterReport]) -> Result<()> {
         let mut tx = self.pool.begin().await?;
+        // Name order, the one order of every path locking several clusters.
+        let mut batch: Vec<&ClusterReport> = batch.iter().collect();
+        batch.sort_unstable_by(|a, b| a.cluster.cmp(&b.cluster));
         for report in batch {
             if !reports::write_report(&mut tx, report).await? {
                 tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");

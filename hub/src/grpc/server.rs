@@ -1,5 +1,5 @@
 //! The gRPC server of one replica: spoke + admin services, grpc.health.v1,
-//! server reflection, HTTP/2 keepalive, small stream windows, max connection
+//! server reflection (v1 and v1alpha), HTTP/2 keepalive, small stream windows, max connection
 //! age, optional TLS/mTLS from PEM files, and a graceful drain on shutdown.
 
 use std::path::PathBuf;
@@ -183,11 +183,23 @@ pub async fn serve_with_fanout(
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<SpokeServiceServer<SpokeApi>>().await;
     health.set_serving::<AdminServiceServer<AdminApi>>().await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(fleetgate_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    // Both reflection versions: grpcurl/grpcui speak v1, while Python's
+    // grpcio-reflection and older grpcurl, Evans and Postman builds speak only
+    // v1alpha. Each lists both reflection services, so either client sees the
+    // same set of services.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(fleetgate_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
         .build_v1()
-        .map_err(|e| Error::Internal(format!("reflection: {e}")))?;
+        .map_err(|e| Error::Internal(format!("reflection v1: {e}")))?;
+    let reflection_v1alpha = reflection()
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .map_err(|e| Error::Internal(format!("reflection v1alpha: {e}")))?;
 
     let mut builder = Server::builder()
         // Detect dead peers (spokes behind NAT, half-open TCP) within ~40 s.
@@ -229,7 +241,8 @@ pub async fn serve_with_fanout(
     };
     let result = builder
         .add_service(health_service)
-        .add_service(reflection)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .add_service(SpokeServiceServer::new(spoke))
         .add_service(AdminServiceServer::new(admin))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain)

@@ -47,6 +47,19 @@ pub struct GateSpecDoc {
     #[schema(example = "Europe/Berlin")]
     pub time_zone: Option<String>,
     pub windows: Option<Vec<WindowDoc>>,
+    /// How long an open/close request made on the Gate object in a cluster
+    /// lasts (default `1h`, at most `168h`).
+    #[schema(example = "1h")]
+    pub window: Option<String>,
+    pub local_requests: Option<LocalRequestsDoc>,
+}
+
+/// Whether requests made on the Gate object in a cluster are honoured. For
+/// gates from the hub: closing yes, opening no, unless set here.
+#[derive(Debug, ToSchema)]
+pub struct LocalRequestsDoc {
+    pub open: Option<bool>,
+    pub close: Option<bool>,
 }
 
 /// Clusters by name and/or label selector (`selector: {}` = all clusters).
@@ -93,6 +106,8 @@ pub struct WindowDoc {
     pub name: String,
     /// `allow` (opens the gate while active) or `deny` (closes it).
     pub kind: String,
+    /// 5-field cron read exactly as Kubernetes CronJob reads it (robfig/cron v3), see README
+    /// "Cron dialect": `0 0 */2 * MON` = odd days or Mondays, `MON/2` = Mon, Wed, Fri.
     #[schema(example = "0 8 * * MON")]
     pub schedule: Option<String>,
     /// Go-style duration, e.g. `81h`, `1h30m`.

@@ -15,7 +15,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use crate::dashboard::views::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
 pub use gate_schema::{
     ClusterScopeDoc, GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc,
-    LabelSelectorRequirementDoc, TargetsDoc, WindowDoc,
+    LabelSelectorRequirementDoc, LocalRequestsDoc, TargetsDoc, WindowDoc,
 };
 
 use crate::error::{ErrorBody, ErrorDetail};
@@ -24,8 +24,8 @@ use crate::service::status::{
     ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
 };
 use crate::service::types::{
-    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, GateRecord,
-    OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
+    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
+    GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
 };
 use crate::{dashboard, rest};
 
@@ -162,13 +162,13 @@ impl Modify for Common {
         dashboard::events::stream,
     ),
     components(schemas(
-        ErrorBody, ErrorDetail, GateRecord, Cluster, ClusterWithToken, RegisterCluster, Relabel,
+        ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
         OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
         ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
-        WindowDoc,
+        WindowDoc, LocalRequestsDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
         GateBrief,
     )),

@@ -1,5 +1,7 @@
 //! Process endpoints: `/healthz` (the process answers), `/readyz` (the
-//! database answers), `/metrics` (Prometheus text).
+//! database answers, quickly either way), `/metrics` (Prometheus text).
+
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -15,17 +17,39 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Readiness: 200 if the database answers, else 503.
+/// Longest `/readyz` waits on the database: it answers well within a
+/// readiness probe's timeout (Kubernetes default 1 s) even when PostgreSQL
+/// does not answer at all.
+const READY_BUDGET: Duration = Duration::from_millis(500);
+
+/// Readiness: 200 if the database answers, else 503 — at once while the
+/// database is known to be down, else after at most [`READY_BUDGET`].
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses((status = 200, description = "Database reachable", body = String),
         (status = 503, description = "Database unreachable", body = crate::error::ErrorBody)))]
 pub async fn readyz(State(s): State<AppState>) -> Response {
-    match db::ping(s.service.pool()).await {
+    let health = s.service.db_health();
+    let result = if health.is_up() {
+        match tokio::time::timeout(READY_BUDGET, db::ping(s.service.pool())).await {
+            Ok(r) => r,
+            Err(_) => Err(crate::Error::Unavailable(format!(
+                "no answer within {READY_BUDGET:?}"
+            ))),
+        }
+    } else {
+        Err(crate::Error::db_down())
+    };
+    match result {
         Ok(()) => "ok".into_response(),
         Err(e) => {
+            health.suspect();
             tracing::warn!(error = %e, "readiness check failed");
             let body = crate::error::ErrorBody::new("unavailable", "database unreachable", None);
-            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
+            let retry = [(
+                header::RETRY_AFTER,
+                crate::error::RETRY_AFTER_SECS.to_string(),
+            )];
+            (StatusCode::SERVICE_UNAVAILABLE, retry, axum::Json(body)).into_response()
         }
     }
 }

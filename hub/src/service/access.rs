@@ -3,7 +3,7 @@
 
 use super::types::ApiToken;
 use super::types::Cluster;
-use super::{Actor, Audit, Role, Service, to_json};
+use super::{Actor, Audit, Role, Service, Written, to_json};
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::revision::Affected;
 use crate::db::{clusters, tokens};
@@ -18,7 +18,7 @@ impl Service {
     /// The actor behind an API token; 401 if unknown or revoked.
     pub async fn authenticate_api(&self, token: &str) -> Result<Actor> {
         let presented = hash_token(token);
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let found = tokens::by_hash(&mut conn, &presented).await?;
         match found {
             Some((row, stored)) if hashes_equal(&stored, &presented) => {
@@ -37,7 +37,7 @@ impl Service {
     /// The cluster a spoke token belongs to; 401 if unknown (or rotated).
     pub async fn authenticate_spoke(&self, token: &str) -> Result<Cluster> {
         let presented = hash_token(token);
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         match clusters::by_token_hash(&mut conn, &presented).await? {
             Some((row, stored)) if hashes_equal(&stored, &presented) => Ok(row.into()),
             _ => Err(Error::Unauthenticated("unknown spoke token".into())),
@@ -55,48 +55,52 @@ impl Service {
         }
         let hash = hash_token(secret);
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        // Serialise concurrent replicas starting at once.
-        sqlx::query("select pg_advisory_xact_lock(7242001)")
-            .execute(&mut *tx)
-            .await?;
-        let existing = tokens::by_name_for_update(&mut tx, BOOTSTRAP_TOKEN_NAME).await?;
-        let (action, before, row) = match existing {
-            Some((row, stored))
-                if hashes_equal(&stored, &hash)
-                    && row.revoked_at.is_none()
-                    && row.role == Role::Admin.as_str() =>
-            {
-                return Ok(());
-            }
-            Some((row, _)) => {
-                let before = to_json(&ApiToken::from(row.clone()));
-                let new = tokens::reset(&mut tx, row.id, Role::Admin.as_str(), &hash).await?;
-                ("api_token.reset", before, new)
-            }
-            None => {
-                let new = tokens::insert(
-                    &mut tx,
-                    BOOTSTRAP_TOKEN_NAME,
-                    Role::Admin.as_str(),
-                    &hash,
-                    now,
-                )
-                .await?;
-                ("api_token.create", None, new)
-            }
-        };
         let actor = Actor::new(SYSTEM_ACTOR, Role::Admin);
-        let audit = Audit {
-            action,
-            target_kind: "api_token",
-            target_name: BOOTSTRAP_TOKEN_NAME,
-            before,
-            after: to_json(&ApiToken::from(row)),
-            reason: Some("FLEETGATE_ADMIN_TOKEN at hub start"),
-        };
-        self.finish_write(tx, &actor, now, audit, &Affected::Clusters(Vec::new()))
-            .await?;
+        let hash = &hash;
+        self.write(&actor, now, |tx| {
+            Box::pin(async move {
+                // Serialise concurrent replicas starting at once.
+                sqlx::query("select pg_advisory_xact_lock(7242001)")
+                    .execute(&mut **tx)
+                    .await?;
+                let existing = tokens::by_name_for_update(tx, BOOTSTRAP_TOKEN_NAME).await?;
+                let (action, before, row) = match existing {
+                    Some((row, stored))
+                        if hashes_equal(&stored, hash)
+                            && row.revoked_at.is_none()
+                            && row.role == Role::Admin.as_str() =>
+                    {
+                        return Ok(Written::unchanged(()));
+                    }
+                    Some((row, _)) => {
+                        let before = to_json(&ApiToken::from(row.clone()));
+                        let new = tokens::reset(tx, row.id, Role::Admin.as_str(), hash).await?;
+                        ("api_token.reset", before, new)
+                    }
+                    None => {
+                        let new = tokens::insert(
+                            tx,
+                            BOOTSTRAP_TOKEN_NAME,
+                            Role::Admin.as_str(),
+                            hash,
+                            now,
+                        )
+                        .await?;
+                        ("api_token.create", None, new)
+                    }
+                };
+                let audit = Audit {
+                    action,
+                    target_kind: "api_token",
+                    target_name: BOOTSTRAP_TOKEN_NAME.into(),
+                    before,
+                    after: to_json(&ApiToken::from(row)),
+                    reason: Some("FLEETGATE_ADMIN_TOKEN at hub start".into()),
+                };
+                Ok(Written::changed((), audit, Affected::Clusters(Vec::new())))
+            })
+        })
+        .await?;
         Ok(())
     }
 }

@@ -55,7 +55,7 @@ impl Service {
             since: q.since,
             until: q.until,
         };
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rows = audit::list(&mut conn, &filter, before, i64::from(limit) + 1).await?;
         Ok(Page::from_rows(rows, limit, |r| r.id, Into::into))
     }

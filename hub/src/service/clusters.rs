@@ -5,7 +5,7 @@ use fleetgate_policy::LabelSelector;
 
 use super::liveness;
 use super::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
-use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
+use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::auth::{SPOKE_TOKEN_PREFIX, generate_token, hash_token};
 use crate::db::clusters;
 use crate::db::revision::Affected;
@@ -17,7 +17,7 @@ impl Service {
         actor.require(Role::Viewer)?;
         let limit = page.limit()?;
         let after: Option<String> = page.key()?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rows = clusters::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
         let now = self.now();
         Ok(Page::from_rows(
@@ -46,7 +46,7 @@ impl Service {
         let limit = page.limit()?;
         let mut after: Option<String> = page.key()?;
         let batch = i64::from(limit).max(500) + 1;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let mut matched = Vec::new();
         'scan: loop {
             let rows = clusters::list(&mut conn, after.as_deref(), batch).await?;
@@ -76,7 +76,7 @@ impl Service {
     /// One cluster.
     pub async fn get_cluster(&self, actor: &Actor, name: &str) -> Result<Cluster> {
         actor.require(Role::Viewer)?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let now = self.now();
         clusters::get(&mut conn, name)
             .await?
@@ -97,20 +97,25 @@ impl Service {
         validate::optional_reason("reason", reason)?;
         let token = generate_token(SPOKE_TOKEN_PREFIX);
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let row =
-            clusters::insert(&mut tx, &req.name, &req.labels, &hash_token(&token), now).await?;
-        let cluster = Cluster::from(row);
-        let audit = Audit {
-            action: "cluster.register",
-            target_kind: "cluster",
-            target_name: &cluster.name,
-            before: None,
-            after: to_json(&req),
-            reason,
-        };
-        let affected = Affected::Clusters(vec![cluster.name.clone()]);
-        let rev = self.finish_write(tx, actor, now, audit, &affected).await?;
+        let (req, token_hash) = (&req, &hash_token(&token));
+        let (cluster, rev) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    let row = clusters::insert(tx, &req.name, &req.labels, token_hash, now).await?;
+                    let cluster = Cluster::from(row);
+                    let audit = Audit {
+                        action: "cluster.register",
+                        target_kind: "cluster",
+                        target_name: cluster.name.clone(),
+                        before: None,
+                        after: to_json(&req),
+                        reason: reason.map(Into::into),
+                    };
+                    let affected = Affected::Clusters(vec![cluster.name.clone()]);
+                    Ok(Written::changed(cluster, audit, affected))
+                })
+            })
+            .await?;
         Ok(ClusterWithToken {
             cluster: Cluster {
                 desired_revision: rev,
@@ -132,21 +137,27 @@ impl Service {
         validate::labels("labels", &req.labels)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let old = clusters::get_for_update(&mut tx, name)
-            .await?
-            .ok_or_else(|| Error::not_found("cluster", name))?;
-        let row = clusters::set_labels(&mut tx, name, &req.labels).await?;
-        let audit = Audit {
-            action: "cluster.relabel",
-            target_kind: "cluster",
-            target_name: name,
-            before: to_json(&old.labels.0),
-            after: to_json(&req.labels),
-            reason,
-        };
-        let affected = Affected::Clusters(vec![name.to_string()]);
-        let rev = self.finish_write(tx, actor, now, audit, &affected).await?;
+        let req = &req;
+        let (row, rev) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    let old = clusters::get_for_update(tx, name)
+                        .await?
+                        .ok_or_else(|| Error::not_found("cluster", name))?;
+                    let row = clusters::set_labels(tx, name, &req.labels).await?;
+                    let audit = Audit {
+                        action: "cluster.relabel",
+                        target_kind: "cluster",
+                        target_name: name.into(),
+                        before: to_json(&old.labels.0),
+                        after: to_json(&req.labels),
+                        reason: reason.map(Into::into),
+                    };
+                    let affected = Affected::Clusters(vec![name.to_string()]);
+                    Ok(Written::changed(row, audit, affected))
+                })
+            })
+            .await?;
         Ok(Cluster {
             desired_revision: rev,
             ..liveness::at(row, now).into()
@@ -164,21 +175,25 @@ impl Service {
         actor.require(Role::Admin)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let old = clusters::get_for_update(&mut tx, name)
-            .await?
-            .ok_or_else(|| Error::not_found("cluster", name))?;
-        clusters::delete(&mut tx, name).await?;
-        let audit = Audit {
-            action: "cluster.delete",
-            target_kind: "cluster",
-            target_name: name,
-            before: to_json(&Cluster::from(old)),
-            after: None,
-            reason,
-        };
-        let affected = Affected::Clusters(vec![name.to_string()]);
-        self.finish_write(tx, actor, now, audit, &affected).await?;
+        self.write(actor, now, |tx| {
+            Box::pin(async move {
+                let old = clusters::get_for_update(tx, name)
+                    .await?
+                    .ok_or_else(|| Error::not_found("cluster", name))?;
+                clusters::delete(tx, name).await?;
+                let audit = Audit {
+                    action: "cluster.delete",
+                    target_kind: "cluster",
+                    target_name: name.into(),
+                    before: to_json(&Cluster::from(old)),
+                    after: None,
+                    reason: reason.map(Into::into),
+                };
+                let affected = Affected::Clusters(vec![name.to_string()]);
+                Ok(Written::changed((), audit, affected))
+            })
+        })
+        .await?;
         Ok(())
     }
 
@@ -194,21 +209,27 @@ impl Service {
         validate::optional_reason("reason", reason)?;
         let token = generate_token(SPOKE_TOKEN_PREFIX);
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let row = clusters::get_for_update(&mut tx, name)
-            .await?
-            .ok_or_else(|| Error::not_found("cluster", name))?;
-        clusters::set_token_hash(&mut tx, name, &hash_token(&token)).await?;
-        let audit = Audit {
-            action: "cluster.rotate_token",
-            target_kind: "cluster",
-            target_name: name,
-            before: None,
-            after: None,
-            reason,
-        };
-        let affected = Affected::Clusters(vec![name.to_string()]);
-        let rev = self.finish_write(tx, actor, now, audit, &affected).await?;
+        let token_hash = &hash_token(&token);
+        let (row, rev) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    let row = clusters::get_for_update(tx, name)
+                        .await?
+                        .ok_or_else(|| Error::not_found("cluster", name))?;
+                    clusters::set_token_hash(tx, name, token_hash).await?;
+                    let audit = Audit {
+                        action: "cluster.rotate_token",
+                        target_kind: "cluster",
+                        target_name: name.into(),
+                        before: None,
+                        after: None,
+                        reason: reason.map(Into::into),
+                    };
+                    let affected = Affected::Clusters(vec![name.to_string()]);
+                    Ok(Written::changed(row, audit, affected))
+                })
+            })
+            .await?;
         Ok(ClusterWithToken {
             cluster: Cluster {
                 desired_revision: rev,

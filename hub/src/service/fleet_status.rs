@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::{Evaluation, LabelSelector, combine};
+use fleetgate_policy::{Evaluation, LabelSelector, combine, next_combined_change};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -42,7 +42,8 @@ pub struct ClusterBrief {
     pub open: bool,
     /// The closed gates.
     pub closed_by: Vec<String>,
-    /// The earliest next transition of any gate.
+    /// When `open` next changes (not merely some gate): absent when it does not within the
+    /// look-ahead, e.g. while a gate without windows is closed.
     pub next_transition: Option<DateTime<Utc>>,
     /// The gates applying to the cluster, by name.
     pub gates: Vec<GateBrief>,
@@ -70,7 +71,7 @@ impl Service {
             .map_err(|e| Error::invalid("selector", e.message))?;
         let summary = self.fleet_summary(actor).await?;
         let now = summary.at;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let mut all_clusters = clusters::all(&mut conn).await?;
         if let Some(sel) = &selector {
             all_clusters.retain(|c| sel.matches(&c.labels.0));
@@ -101,11 +102,14 @@ impl Service {
             .iter()
             .map(|(_, compiled)| compiled.evaluate(now, &[]))
             .collect();
+        // The same holds at the later instants the clusters' next changes look at.
+        let mut later: HashMap<(usize, DateTime<Utc>), Evaluation> = HashMap::new();
         let no_rows = Vec::new();
         let mut out = Vec::with_capacity(all_clusters.len());
         for c in all_clusters {
             let mut evals: Vec<(&str, Evaluation)> = Vec::new();
-            for ((gate, compiled), base) in all_gates.iter().zip(&base) {
+            let mut applying = Vec::new();
+            for (i, ((gate, compiled), base)) in all_gates.iter().zip(&base).enumerate() {
                 if !gate.spec.clusters.matches(&c.name, &c.labels.0) {
                     continue;
                 }
@@ -117,8 +121,21 @@ impl Service {
                     compiled.evaluate(now, &o)
                 };
                 evals.push((gate.name(), e));
+                applying.push((i, o));
             }
             let combined = combine(evals.iter().map(|(n, e)| (*n, e)));
+            let at_now: Vec<Evaluation> = evals.iter().map(|(_, e)| e.clone()).collect();
+            let next_change = next_combined_change(now, &at_now, |k, t| {
+                let (i, o) = &applying[k];
+                if o.is_empty() {
+                    later
+                        .entry((*i, t))
+                        .or_insert_with(|| all_gates[*i].1.evaluate(t, &[]))
+                        .clone()
+                } else {
+                    all_gates[*i].1.evaluate(t, o)
+                }
+            });
             let gates = evals
                 .into_iter()
                 .map(|(gate, e)| GateBrief {
@@ -137,7 +154,7 @@ impl Service {
                 cluster: liveness::at(c, now).into(),
                 open: combined.open,
                 closed_by: combined.closed_by,
-                next_transition: combined.next_transition,
+                next_transition: next_change,
                 gates,
             });
         }

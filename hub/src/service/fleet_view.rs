@@ -53,7 +53,7 @@ impl Service {
     pub async fn fleet_view(&self, actor: &Actor) -> Result<FleetView> {
         actor.require(Role::Viewer)?;
         let now = self.now();
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.conn().await?;
         let all_clusters = clusters::all(&mut conn).await?;
         let all_gates = load_gates(gates::all(&mut conn).await?)?;
         let names: Vec<String> = all_gates

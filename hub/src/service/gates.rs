@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use fleetgate_policy::{ClusterScope, CompiledGate, Gate, Preview};
 
 use super::types::GateRecord;
-use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
+use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::ClusterRow;
 use crate::db::revision::Affected;
 use crate::db::{clusters, gates, overrides};
@@ -37,6 +37,13 @@ pub(crate) fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
         .map_err(|e| Error::Internal(format!("stored gate manifest unreadable: {e}")))
 }
 
+/// Logs the warnings a written gate carries (they are also in the response).
+fn log_warnings(rec: &GateRecord) {
+    for w in &rec.warnings {
+        tracing::warn!(gate = %rec.name, field = %w.path, "{}", w.message);
+    }
+}
+
 fn manifest_json(gate: &Gate) -> Result<serde_json::Value> {
     serde_json::to_value(gate).map_err(|e| Error::Internal(e.to_string()))
 }
@@ -47,7 +54,7 @@ impl Service {
         actor.require(Role::Viewer)?;
         let limit = page.limit()?;
         let after: Option<String> = page.key()?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rows = gates::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
         Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
     }
@@ -55,7 +62,7 @@ impl Service {
     /// One gate.
     pub async fn get_gate(&self, actor: &Actor, name: &str) -> Result<GateRecord> {
         actor.require(Role::Viewer)?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         gates::get(&mut conn, name)
             .await?
             .map(Into::into)
@@ -74,21 +81,27 @@ impl Service {
         compile(&gate)?;
         let manifest = manifest_json(&gate)?;
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let row = gates::insert(&mut tx, gate.name(), &manifest, now).await?;
-        let all = clusters::all(&mut tx).await?;
-        let affected = clusters_in(&all, &[&gate.spec.clusters]);
-        let rec = GateRecord::from(row);
-        let audit = Audit {
-            action: "gate.create",
-            target_kind: "gate",
-            target_name: &rec.name,
-            before: None,
-            after: Some(rec.manifest.clone()),
-            reason,
-        };
-        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
+        let (gate, manifest) = (&gate, &manifest);
+        let (rec, _) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    let row = gates::insert(tx, gate.name(), manifest, now).await?;
+                    let all = clusters::all(tx).await?;
+                    let affected = clusters_in(&all, &[&gate.spec.clusters]);
+                    let rec = GateRecord::from(row);
+                    let audit = Audit {
+                        action: "gate.create",
+                        target_kind: "gate",
+                        target_name: rec.name.clone(),
+                        before: None,
+                        after: Some(rec.manifest.clone()),
+                        reason: reason.map(Into::into),
+                    };
+                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
+                })
+            })
             .await?;
+        log_warnings(&rec);
         Ok(rec)
     }
 
@@ -116,26 +129,33 @@ impl Service {
         compile(&gate)?;
         let manifest = manifest_json(&gate)?;
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let old = gates::get_for_update(&mut tx, name)
-            .await?
-            .ok_or_else(|| Error::not_found("gate", name))?;
-        check_version(name, old.version, if_match)?;
-        let old_gate = stored_gate(&old.manifest)?;
-        let row = gates::update(&mut tx, name, &manifest, now).await?;
-        let all = clusters::all(&mut tx).await?;
-        let affected = clusters_in(&all, &[&old_gate.spec.clusters, &gate.spec.clusters]);
-        let rec = GateRecord::from(row);
-        let audit = Audit {
-            action: "gate.replace",
-            target_kind: "gate",
-            target_name: name,
-            before: Some(old.manifest),
-            after: Some(rec.manifest.clone()),
-            reason,
-        };
-        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
+        let (gate, manifest) = (&gate, &manifest);
+        let (rec, _) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    let old = gates::get_for_update(tx, name)
+                        .await?
+                        .ok_or_else(|| Error::not_found("gate", name))?;
+                    check_version(name, old.version, if_match)?;
+                    let old_gate = stored_gate(&old.manifest)?;
+                    let row = gates::update(tx, name, manifest, now).await?;
+                    let all = clusters::all(tx).await?;
+                    let affected =
+                        clusters_in(&all, &[&old_gate.spec.clusters, &gate.spec.clusters]);
+                    let rec = GateRecord::from(row);
+                    let audit = Audit {
+                        action: "gate.replace",
+                        target_kind: "gate",
+                        target_name: name.into(),
+                        before: Some(old.manifest),
+                        after: Some(rec.manifest.clone()),
+                        reason: reason.map(Into::into),
+                    };
+                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
+                })
+            })
             .await?;
+        log_warnings(&rec);
         Ok(rec)
     }
 
@@ -150,25 +170,28 @@ impl Service {
         actor.require(Role::Admin)?;
         crate::validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let old = gates::get_for_update(&mut tx, name)
-            .await?
-            .ok_or_else(|| Error::not_found("gate", name))?;
-        check_version(name, old.version, if_match)?;
-        let old_gate = stored_gate(&old.manifest)?;
-        gates::delete(&mut tx, name).await?;
-        let all = clusters::all(&mut tx).await?;
-        let affected = clusters_in(&all, &[&old_gate.spec.clusters]);
-        let audit = Audit {
-            action: "gate.delete",
-            target_kind: "gate",
-            target_name: name,
-            before: to_json(&GateRecord::from(old)).map(|r| r["manifest"].clone()),
-            after: None,
-            reason,
-        };
-        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
-            .await?;
+        self.write(actor, now, |tx| {
+            Box::pin(async move {
+                let old = gates::get_for_update(tx, name)
+                    .await?
+                    .ok_or_else(|| Error::not_found("gate", name))?;
+                check_version(name, old.version, if_match)?;
+                let old_gate = stored_gate(&old.manifest)?;
+                gates::delete(tx, name).await?;
+                let all = clusters::all(tx).await?;
+                let affected = clusters_in(&all, &[&old_gate.spec.clusters]);
+                let audit = Audit {
+                    action: "gate.delete",
+                    target_kind: "gate",
+                    target_name: name.into(),
+                    before: to_json(&GateRecord::from(old)).map(|r| r["manifest"].clone()),
+                    after: None,
+                    reason: reason.map(Into::into),
+                };
+                Ok(Written::changed((), audit, Affected::Clusters(affected)))
+            })
+        })
+        .await?;
         Ok(())
     }
 
@@ -200,7 +223,7 @@ impl Service {
                 format!("range longer than {MAX_PREVIEW_DAYS} days"),
             ));
         }
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let row = gates::get(&mut conn, name)
             .await?
             .ok_or_else(|| Error::not_found("gate", name))?;

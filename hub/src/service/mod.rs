@@ -19,18 +19,24 @@ pub mod tokens;
 pub mod types;
 
 use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
+use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use utoipa::ToSchema;
 
 use crate::clock::{Clock, SystemClock};
 use crate::db::audit::NewAudit;
+use crate::db::health::DbHealth;
+use crate::db::retry;
 use crate::db::revision::{self, Affected};
 use crate::{Error, Result};
 
@@ -45,27 +51,59 @@ pub struct Service {
     /// the fleet-revision row anyway, and a burst of them must not hold the
     /// whole pool while reads (status, spoke auth) wait.
     writers: Arc<Semaphore>,
+    /// Whether the database is reachable (kept by [`DbHealth::watch`]).
+    health: DbHealth,
 }
 
 /// How many writes of one replica may wait on the database at once.
 const CONCURRENT_WRITES: usize = 4;
 
-/// A write transaction and the writer slot it holds until it ends.
-pub(crate) struct WriteTx {
+/// A write transaction, as a write's body sees it (the connection). `'a` is
+/// the scope of what the body borrows: every `&'t mut WriteTx<'a>` implies
+/// `'a: 't`, so a boxed body future may hold the caller's references.
+pub(crate) struct WriteTx<'a> {
     tx: Transaction<'static, Postgres>,
-    _slot: OwnedSemaphorePermit,
+    scope: PhantomData<&'a ()>,
 }
 
-impl Deref for WriteTx {
+/// The future of a write's body.
+pub(crate) type WriteBody<'t, T> = Pin<Box<dyn Future<Output = Result<Written<T>>> + Send + 't>>;
+
+impl Deref for WriteTx<'_> {
     type Target = PgConnection;
     fn deref(&self) -> &PgConnection {
         &self.tx
     }
 }
 
-impl DerefMut for WriteTx {
+impl DerefMut for WriteTx<'_> {
     fn deref_mut(&mut self) -> &mut PgConnection {
         &mut self.tx
+    }
+}
+
+/// What a write's body did: its result for the caller and, when it changed
+/// something, the audit entry and the clusters whose snapshot changed.
+pub(crate) struct Written<T> {
+    value: T,
+    change: Option<(Audit, Affected)>,
+}
+
+impl<T> Written<T> {
+    /// A change: committed with its audit row and revision bump.
+    pub fn changed(value: T, audit: Audit, affected: Affected) -> Self {
+        Self {
+            value,
+            change: Some((audit, affected)),
+        }
+    }
+
+    /// Nothing to change (e.g. revoking a revoked token): rolled back.
+    pub fn unchanged(value: T) -> Self {
+        Self {
+            value,
+            change: None,
+        }
     }
 }
 
@@ -145,13 +183,13 @@ impl Actor {
 }
 
 /// An audit entry to write with a change.
-pub(crate) struct Audit<'a> {
-    pub action: &'a str,
-    pub target_kind: &'a str,
-    pub target_name: &'a str,
+pub(crate) struct Audit {
+    pub action: &'static str,
+    pub target_kind: &'static str,
+    pub target_name: String,
     pub before: Option<serde_json::Value>,
     pub after: Option<serde_json::Value>,
-    pub reason: Option<&'a str>,
+    pub reason: Option<String>,
 }
 
 impl Service {
@@ -166,6 +204,42 @@ impl Service {
             pool,
             clock,
             writers: Arc::new(Semaphore::new(CONCURRENT_WRITES)),
+            health: DbHealth::new(),
+        }
+    }
+
+    /// The database's reachability, for `/readyz` and its watcher.
+    pub fn db_health(&self) -> &DbHealth {
+        &self.health
+    }
+
+    /// A pooled connection, or 503 at once while the database is known to
+    /// be unreachable (also for requests already waiting when it goes down).
+    pub(crate) async fn conn(&self) -> Result<PoolConnection<Postgres>> {
+        self.reachable(self.pool.acquire()).await
+    }
+
+    /// A transaction, failing fast like [`Service::conn`].
+    pub(crate) async fn begin(&self) -> Result<Transaction<'static, Postgres>> {
+        self.reachable(self.pool.begin()).await
+    }
+
+    async fn reachable<T>(
+        &self,
+        acquire: impl Future<Output = std::result::Result<T, sqlx::Error>>,
+    ) -> Result<T> {
+        if !self.health.is_up() {
+            return Err(Error::db_down());
+        }
+        tokio::select! {
+            got = acquire => got.map_err(|e| {
+                let e = Error::from(e);
+                if matches!(e, Error::Unavailable(_)) {
+                    self.health.suspect();
+                }
+                e
+            }),
+            () = self.health.went_down() => Err(Error::db_down()),
         }
     }
 
@@ -181,36 +255,55 @@ impl Service {
 
     /// The current fleet revision.
     pub async fn fleet_revision(&self) -> Result<i64> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         revision::current(&mut conn).await
     }
 
-    /// Starts a write transaction. It locks the fleet-revision row first:
-    /// every write needs it at the end anyway (revision bump), and taking it
-    /// before any other row lock (gate, cluster) means writers can never
-    /// wait on each other in a cycle.
-    pub(crate) async fn begin_write(&self) -> Result<WriteTx> {
-        let slot = self
-            .writers
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| Error::Internal("write queue closed".into()))?;
-        let mut tx = self.pool.begin().await?;
-        revision::lock(&mut tx).await?;
-        Ok(WriteTx { tx, _slot: slot })
-    }
-
-    /// Finishes a write: audit row, revision bump + notification, commit.
-    /// Returns the new fleet revision.
-    pub(crate) async fn finish_write(
+    /// Runs one write: `body` in a transaction that first locks the
+    /// fleet-revision row (every write needs it at the end anyway, and taking
+    /// it before any other row lock (gate, cluster) means writers never wait
+    /// on each other in a cycle), then the audit row, revision bump +
+    /// notification, commit. A transaction PostgreSQL aborts for a deadlock
+    /// or serialization failure runs again from the start (see
+    /// [`crate::db::retry`]), so `body` may run more than once and must only
+    /// change the database: `|tx| Box::pin(async move { … })`, borrowing the
+    /// caller's values (`let x = &x;` before it). Returns the body's value
+    /// and the fleet revision after the write.
+    pub(crate) async fn write<'a, T>(
         &self,
-        mut tx: WriteTx,
         actor: &Actor,
         at: DateTime<Utc>,
-        audit: Audit<'_>,
-        affected: &Affected,
-    ) -> Result<i64> {
+        mut body: impl for<'t> FnMut(&'t mut WriteTx<'a>) -> WriteBody<'t, T>,
+    ) -> Result<(T, i64)> {
+        let _slot = self
+            .writers
+            .acquire()
+            .await
+            .map_err(|_| Error::Internal("write queue closed".into()))?;
+        let mut attempts = retry::Attempts::new("write");
+        loop {
+            match self.write_once(actor, at, &mut body).await {
+                Err(e) if attempts.again(&e).await => {}
+                result => return result,
+            }
+        }
+    }
+
+    async fn write_once<'a, T>(
+        &self,
+        actor: &Actor,
+        at: DateTime<Utc>,
+        body: &mut impl for<'t> FnMut(&'t mut WriteTx<'a>) -> WriteBody<'t, T>,
+    ) -> Result<(T, i64)> {
+        let mut tx = WriteTx {
+            tx: self.begin().await?,
+            scope: PhantomData,
+        };
+        let current = revision::lock(&mut tx).await?;
+        let written = body(&mut tx).await?;
+        let Some((audit, affected)) = written.change else {
+            return Ok((written.value, current));
+        };
         crate::db::audit::insert(
             &mut tx,
             &NewAudit {
@@ -218,16 +311,16 @@ impl Service {
                 actor: &actor.name,
                 action: audit.action,
                 target_kind: audit.target_kind,
-                target_name: audit.target_name,
+                target_name: &audit.target_name,
                 before: audit.before,
                 after: audit.after,
-                reason: audit.reason,
+                reason: audit.reason.as_deref(),
             },
         )
         .await?;
-        let rev = revision::publish(&mut tx, affected).await?;
+        let rev = revision::publish(&mut tx, &affected).await?;
         tx.tx.commit().await?;
-        Ok(rev)
+        Ok((written.value, rev))
     }
 }
 

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::gates::{clusters_in, stored_gate};
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
-use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
+use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::ClusterRow;
 use crate::db::overrides::{self, OverrideFilter, OverrideRow};
 use crate::db::revision::Affected;
@@ -75,61 +75,66 @@ impl Service {
                 "the override would already be over",
             ));
         }
-        let mut tx = self.begin_write().await?;
-        // Lock the gate so a concurrent replace/delete cannot slip between
-        // the scope check and the insert.
-        let g = gates::get_for_update(&mut tx, gate)
-            .await?
-            .ok_or_else(|| Error::not_found("gate", gate))?;
-        let gate_def = stored_gate(&g.manifest)?;
-        let all = clusters::all(&mut tx).await?;
-        let scope = match &req.clusters {
-            None => None,
-            Some(c) => Some(check_scope(c, &gate_def.spec.clusters, &all)?),
-        };
-        let in_gate = clusters_in(&all, &[&gate_def.spec.clusters]);
-        let affected: Vec<String> = match &scope {
-            None => in_gate,
-            Some(s) => {
-                let narrowed = clusters_in(&all, &[s]);
-                in_gate
-                    .into_iter()
-                    .filter(|c| narrowed.contains(c))
-                    .collect()
-            }
-        };
-        let row = overrides::insert(
-            &mut tx,
-            &OverrideRow {
-                id: Uuid::new_v4(),
-                gate: gate.to_string(),
-                scope: scope.map(Json),
-                state: state.as_str().to_string(),
-                starts_at,
-                expires_at,
-                actor: actor.name.clone(),
-                reason: req.reason.clone(),
-                created_at: now,
-                cancelled_at: None,
-                cancelled_by: None,
-            },
-        )
-        .await?;
-        let rec = OverrideRecord::from(row);
-        let action = if state == GateState::Open {
-            "override.open"
-        } else {
-            "override.close"
-        };
-        let audit = Audit {
-            action,
-            target_kind: "gate",
-            target_name: gate,
-            before: None,
-            after: to_json(&rec),
-            reason: Some(&req.reason),
-        };
-        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
+        let req = &req;
+        let (rec, _) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    // Lock the gate so a concurrent replace/delete cannot slip between
+                    // the scope check and the insert.
+                    let g = gates::get_for_update(tx, gate)
+                        .await?
+                        .ok_or_else(|| Error::not_found("gate", gate))?;
+                    let gate_def = stored_gate(&g.manifest)?;
+                    let all = clusters::all(tx).await?;
+                    let scope = match &req.clusters {
+                        None => None,
+                        Some(c) => Some(check_scope(c, &gate_def.spec.clusters, &all)?),
+                    };
+                    let in_gate = clusters_in(&all, &[&gate_def.spec.clusters]);
+                    let affected: Vec<String> = match &scope {
+                        None => in_gate,
+                        Some(s) => {
+                            let narrowed = clusters_in(&all, &[s]);
+                            in_gate
+                                .into_iter()
+                                .filter(|c| narrowed.contains(c))
+                                .collect()
+                        }
+                    };
+                    let row = overrides::insert(
+                        tx,
+                        &OverrideRow {
+                            id: Uuid::new_v4(),
+                            gate: gate.to_string(),
+                            scope: scope.map(Json),
+                            state: state.as_str().to_string(),
+                            starts_at,
+                            expires_at,
+                            actor: actor.name.clone(),
+                            reason: req.reason.clone(),
+                            created_at: now,
+                            cancelled_at: None,
+                            cancelled_by: None,
+                        },
+                    )
+                    .await?;
+                    let rec = OverrideRecord::from(row);
+                    let action = if state == GateState::Open {
+                        "override.open"
+                    } else {
+                        "override.close"
+                    };
+                    let audit = Audit {
+                        action,
+                        target_kind: "gate",
+                        target_name: gate.into(),
+                        before: None,
+                        after: to_json(&rec),
+                        reason: Some(req.reason.clone()),
+                    };
+                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
+                })
+            })
             .await?;
         Ok(rec)
     }
@@ -144,42 +149,46 @@ impl Service {
         actor.require(Role::Operator)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let old = overrides::get_for_update(&mut tx, id)
-            .await?
-            .ok_or_else(|| Error::not_found("override", id.to_string()))?;
-        if old.cancelled_at.is_some() {
-            return Err(Error::conflict(format!(
-                "override {id} is already cancelled"
-            )));
-        }
-        if old.expires_at.is_some_and(|e| e <= now) {
-            return Err(Error::conflict(format!(
-                "override {id} has already expired"
-            )));
-        }
-        let g = gates::get(&mut tx, &old.gate)
-            .await?
-            .ok_or_else(|| Error::not_found("gate", old.gate.clone()))?;
-        let gate_def = stored_gate(&g.manifest)?;
-        let all = clusters::all(&mut tx).await?;
-        let affected: Vec<String> = all
-            .iter()
-            .filter(|c| super::snapshot_inputs::applies(&gate_def, c, &old))
-            .map(|c| c.name.clone())
-            .collect();
-        let row = overrides::cancel(&mut tx, id, now, &actor.name).await?;
-        let before = to_json(&OverrideRecord::from(old));
-        let rec = OverrideRecord::from(row);
-        let audit = Audit {
-            action: "override.cancel",
-            target_kind: "gate",
-            target_name: &rec.gate,
-            before,
-            after: to_json(&rec),
-            reason,
-        };
-        self.finish_write(tx, actor, now, audit, &Affected::Clusters(affected))
+        let (rec, _) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    let old = overrides::get_for_update(tx, id)
+                        .await?
+                        .ok_or_else(|| Error::not_found("override", id.to_string()))?;
+                    if old.cancelled_at.is_some() {
+                        return Err(Error::conflict(format!(
+                            "override {id} is already cancelled"
+                        )));
+                    }
+                    if old.expires_at.is_some_and(|e| e <= now) {
+                        return Err(Error::conflict(format!(
+                            "override {id} has already expired"
+                        )));
+                    }
+                    let g = gates::get(tx, &old.gate)
+                        .await?
+                        .ok_or_else(|| Error::not_found("gate", old.gate.clone()))?;
+                    let gate_def = stored_gate(&g.manifest)?;
+                    let all = clusters::all(tx).await?;
+                    let affected: Vec<String> = all
+                        .iter()
+                        .filter(|c| super::snapshot_inputs::applies(&gate_def, c, &old))
+                        .map(|c| c.name.clone())
+                        .collect();
+                    let row = overrides::cancel(tx, id, now, &actor.name).await?;
+                    let before = to_json(&OverrideRecord::from(old));
+                    let rec = OverrideRecord::from(row);
+                    let audit = Audit {
+                        action: "override.cancel",
+                        target_kind: "gate",
+                        target_name: rec.gate.clone(),
+                        before,
+                        after: to_json(&rec),
+                        reason: reason.map(Into::into),
+                    };
+                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
+                })
+            })
             .await?;
         Ok(rec)
     }
@@ -201,7 +210,7 @@ impl Service {
             gate: q.gate.clone(),
             live_at: (!q.all.unwrap_or(false)).then(|| self.now()),
         };
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
         Ok(Page::from_rows(
             rows,

@@ -24,7 +24,7 @@ impl Service {
     /// [`Service::cluster_snapshot_inputs`], with the same selection rules.
     pub async fn clusters_snapshot_inputs(&self, names: &[String]) -> Result<Vec<BatchedInputs>> {
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("set transaction isolation level repeatable read read only")
             .execute(&mut *tx)
             .await?;

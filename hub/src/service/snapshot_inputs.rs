@@ -89,7 +89,7 @@ impl Service {
     /// transaction so the revision matches the data. 404 if unknown.
     pub async fn cluster_snapshot_inputs(&self, cluster: &str) -> Result<SnapshotInputs> {
         let now = self.now();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin().await?;
         sqlx::query("set transaction isolation level repeatable read read only")
             .execute(&mut *tx)
             .await?;

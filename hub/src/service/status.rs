@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::{CompiledGate, Gate, combine};
+use fleetgate_policy::{CompiledGate, Evaluation, Gate, combine, next_combined_change};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -95,7 +95,8 @@ pub struct ClusterStatus {
     pub open: bool,
     /// The closed gates.
     pub closed_by: Vec<String>,
-    /// The earliest next transition of any gate.
+    /// When `open` next changes (not merely some gate): absent when it does not within the
+    /// look-ahead, e.g. while a gate without windows is closed. Per-gate times are in `gates`.
     pub next_transition: Option<DateTime<Utc>>,
     pub gates: Vec<GateStatus>,
     /// Every reported object.
@@ -183,7 +184,7 @@ impl Service {
     pub async fn cluster_status(&self, actor: &Actor, name: &str) -> Result<ClusterStatus> {
         actor.require(Role::Viewer)?;
         let now = self.now();
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let cluster = clusters::get(&mut conn, name)
             .await?
             .ok_or_else(|| Error::not_found("cluster", name))?;
@@ -200,12 +201,18 @@ impl Service {
             .map(Into::into)
             .collect();
         let mut evals = Vec::new();
+        let mut applying = Vec::new();
         for (gate, compiled) in &mine {
             let rows = ovs.get(gate.name()).cloned().unwrap_or_default();
             let o = overrides_for_cluster(gate, &cluster, rows);
             evals.push((gate.name().to_string(), compiled.evaluate(now, &o)));
+            applying.push((compiled, o));
         }
         let combined = combine(evals.iter().map(|(n, e)| (n.as_str(), e)));
+        let at_now: Vec<Evaluation> = evals.iter().map(|(_, e)| e.clone()).collect();
+        let next_change = next_combined_change(now, &at_now, |i, t| {
+            applying[i].0.evaluate(t, &applying[i].1)
+        });
         let gates = evals
             .into_iter()
             .map(|(gate, e)| {
@@ -234,7 +241,7 @@ impl Service {
             at: now,
             open: combined.open,
             closed_by: combined.closed_by,
-            next_transition: combined.next_transition,
+            next_transition: next_change,
             gates,
             objects,
             counts,
@@ -245,7 +252,7 @@ impl Service {
     pub async fn fleet_summary(&self, actor: &Actor) -> Result<FleetSummary> {
         actor.require(Role::Viewer)?;
         let now = self.now();
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rev = revision::current(&mut conn).await?;
         let all_clusters = clusters::all(&mut conn).await?;
         let (all_gates, ovs) = gates_with_live_overrides(&mut conn, now).await?;

@@ -4,7 +4,7 @@
 use uuid::Uuid;
 
 use super::types::{ApiToken, ApiTokenWithSecret, CreateToken};
-use super::{Actor, Audit, Page, PageRequest, Role, Service, to_json};
+use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::auth::{API_TOKEN_PREFIX, generate_token, hash_token};
 use crate::db::revision::Affected;
 use crate::db::tokens;
@@ -16,7 +16,7 @@ impl Service {
         actor.require(Role::Admin)?;
         let limit = page.limit()?;
         let after: Option<String> = page.key()?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.conn().await?;
         let rows = tokens::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
         Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
     }
@@ -34,19 +34,28 @@ impl Service {
         validate::optional_reason("reason", reason)?;
         let secret = generate_token(API_TOKEN_PREFIX);
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let row =
-            tokens::insert(&mut tx, &req.name, role.as_str(), &hash_token(&secret), now).await?;
-        let token = ApiToken::from(row);
-        let audit = Audit {
-            action: "api_token.create",
-            target_kind: "api_token",
-            target_name: &token.name,
-            before: None,
-            after: to_json(&token),
-            reason,
-        };
-        self.finish_write(tx, actor, now, audit, &Affected::Clusters(Vec::new()))
+        let (req, secret_hash) = (&req, &hash_token(&secret));
+        let (token, _) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    let row =
+                        tokens::insert(tx, &req.name, role.as_str(), secret_hash, now).await?;
+                    let token = ApiToken::from(row);
+                    let audit = Audit {
+                        action: "api_token.create",
+                        target_kind: "api_token",
+                        target_name: token.name.clone(),
+                        before: None,
+                        after: to_json(&token),
+                        reason: reason.map(Into::into),
+                    };
+                    Ok(Written::changed(
+                        token,
+                        audit,
+                        Affected::Clusters(Vec::new()),
+                    ))
+                })
+            })
             .await?;
         Ok(ApiTokenWithSecret { token, secret })
     }
@@ -62,24 +71,32 @@ impl Service {
         actor.require(Role::Admin)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let old = tokens::get_for_update(&mut tx, id)
-            .await?
-            .ok_or_else(|| Error::not_found("api_token", id.to_string()))?;
-        if old.revoked_at.is_some() {
-            return Ok(old.into());
-        }
-        let row = tokens::revoke(&mut tx, id, now).await?;
-        let token = ApiToken::from(row);
-        let audit = Audit {
-            action: "api_token.revoke",
-            target_kind: "api_token",
-            target_name: &token.name,
-            before: to_json(&ApiToken::from(old)),
-            after: to_json(&token),
-            reason,
-        };
-        self.finish_write(tx, actor, now, audit, &Affected::Clusters(Vec::new()))
+        let (token, _) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    let old = tokens::get_for_update(tx, id)
+                        .await?
+                        .ok_or_else(|| Error::not_found("api_token", id.to_string()))?;
+                    if old.revoked_at.is_some() {
+                        return Ok(Written::unchanged(old.into()));
+                    }
+                    let row = tokens::revoke(tx, id, now).await?;
+                    let token = ApiToken::from(row);
+                    let audit = Audit {
+                        action: "api_token.revoke",
+                        target_kind: "api_token",
+                        target_name: token.name.clone(),
+                        before: to_json(&ApiToken::from(old)),
+                        after: to_json(&token),
+                        reason: reason.map(Into::into),
+                    };
+                    Ok(Written::changed(
+                        token,
+                        audit,
+                        Affected::Clusters(Vec::new()),
+                    ))
+                })
+            })
             .await?;
         Ok(token)
     }

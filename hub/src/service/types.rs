@@ -27,16 +27,41 @@ pub struct GateRecord {
     pub manifest: serde_json::Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Valid fields that probably do not mean what their author meant: today cron schedules
+    /// whose days changed when fleetgate adopted Kubernetes CronJob's cron rules. Absent when
+    /// there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<FieldWarning>,
+}
+
+/// A warning about one manifest field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FieldWarning {
+    /// `spec.windows[0].schedule`.
+    pub path: String,
+    pub message: String,
 }
 
 impl From<GateRow> for GateRecord {
     fn from(r: GateRow) -> Self {
+        // Stored manifests were validated when written; one that no longer parses has no
+        // warnings to give (reading it fails elsewhere with a clear error).
+        let warnings = fleetgate_policy::parse_gate_json(r.manifest.clone())
+            .map(|g| g.warnings())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| FieldWarning {
+                path: w.path,
+                message: w.message,
+            })
+            .collect();
         Self {
             name: r.name,
             version: r.version,
             manifest: r.manifest,
             created_at: r.created_at,
             updated_at: r.updated_at,
+            warnings,
         }
     }
 }

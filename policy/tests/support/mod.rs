@@ -67,3 +67,5 @@ pub fn changes(
         .map(|t| (t.at, t.state))
         .collect()
 }
+
+pub mod cron_oracle;

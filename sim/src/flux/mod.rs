@@ -6,6 +6,7 @@
 
 pub mod controllers;
 pub mod helm;
+pub mod kustomize;
 pub mod seed;
 pub mod status;
 
@@ -155,6 +156,48 @@ fn target_revision(cluster: &Cluster, kind: &str, obj: &Value) -> Option<(String
     Some((controllers::upstream_revision(cluster, kind, obj), None))
 }
 
+/// A Kustomization whose source revision carries manifests applies them (see `kustomize`);
+/// without manifests only the status revisions move, as before.
+fn apply_manifests(
+    cluster: &Cluster,
+    obj: &Value,
+    source: Option<&Value>,
+    src: &SourceKey,
+    status: &mut Value,
+) {
+    let Some(revision) = source.and_then(|s| s["status"]["artifact"]["revision"].as_str()) else {
+        return;
+    };
+    let Some(bundle) = kustomize::bundle(cluster, src, revision) else {
+        return;
+    };
+    let generation = obj["metadata"]["generation"].as_i64().unwrap_or(1);
+    match kustomize::apply(cluster, obj, &bundle) {
+        Ok(applied) => {
+            status["inventory"] = serde_json::json!({"entries": applied.inventory});
+        }
+        Err(message) => {
+            // Nothing was applied at this revision: lastAppliedRevision stays.
+            match obj["status"].get("lastAppliedRevision") {
+                Some(prev) => status["lastAppliedRevision"] = prev.clone(),
+                None => {
+                    if let Some(m) = status.as_object_mut() {
+                        m.remove("lastAppliedRevision");
+                    }
+                }
+            }
+            status::set_condition(
+                status,
+                "Ready",
+                false,
+                "ReconciliationFailed",
+                &message,
+                generation,
+            );
+        }
+    }
+}
+
 fn reconcile(cluster: &Cluster, rt: &ResourceType, obj: &Arc<Value>) {
     let status = if is_source(&rt.kind) {
         let Some((rev, observed)) = target_revision(cluster, &rt.kind, obj) else {
@@ -171,6 +214,9 @@ fn reconcile(cluster: &Cluster, rt: &ResourceType, obj: &Arc<Value>) {
         }
         let source = source_object(cluster, &src);
         let mut status = controllers::reconcile_applier(&rt.kind, obj, source.as_deref(), &src);
+        if rt.kind == "Kustomization" {
+            apply_manifests(cluster, obj, source.as_deref(), &src, &mut status);
+        }
         if generated {
             status["helmChart"] = serde_json::json!(format!("{}/{}", src.1, src.2));
         }

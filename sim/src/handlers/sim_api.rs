@@ -1,6 +1,8 @@
 //! The simulator's own HTTP API on each cluster's port (not part of Kubernetes):
 //! `POST /sim/v1/push` with `{"kind","namespace","name","revision"}` "pushes a commit"
-//! to a Flux source's upstream, so processes (demo, CLI, e2e tests) can drive Flux.
+//! to a Flux source's upstream, so processes (demo, CLI, e2e tests) can drive Flux. An
+//! optional `"manifests": {"<path>": "<multi-document YAML>"}` makes the revision carry the
+//! objects the Kustomizations on that source apply.
 
 use std::sync::Arc;
 
@@ -20,6 +22,8 @@ pub struct Push {
     pub namespace: String,
     pub name: String,
     pub revision: String,
+    #[serde(default)]
+    pub manifests: Option<std::collections::BTreeMap<String, String>>,
 }
 
 pub async fn push(State(cluster): State<Arc<Cluster>>, body: axum::body::Bytes) -> Response {
@@ -33,6 +37,7 @@ pub async fn push(State(cluster): State<Arc<Cluster>>, body: axum::body::Bytes) 
         &push.namespace,
         &push.name,
         &push.revision,
+        push.manifests.as_ref(),
     ) {
         Ok(()) => (StatusCode::ACCEPTED, Json(json!({"pushed": push.revision}))).into_response(),
         Err(e) => e.into_response(),

@@ -34,6 +34,9 @@ pub const TOKEN: &str = "fgs_test-token";
 pub const WAIT: Duration = Duration::from_secs(30);
 
 mod fake_hub;
+mod gates;
+#[allow(unused_imports)]
+pub use gates::*;
 // Like the dead_code allow above: not every test binary uses the fake hub.
 #[allow(unused_imports)]
 pub use fake_hub::*;

@@ -1,0 +1,107 @@
+//! Gate objects as gates: the manifest a Gate object stands for (its name and
+//! spec; the rest of its metadata is Kubernetes' business), validated with the
+//! policy crate exactly as `fleetgate gate validate` and the hub do, and the
+//! snapshot a standalone spoke builds from the valid ones.
+
+use std::collections::BTreeMap;
+
+use fleetgate_policy::{API_VERSION, Gate, KIND, parse_gate_json};
+use serde_json::{Value, json};
+
+use crate::snapshot::{GateRule, Snapshot};
+
+/// The gate manifest a Gate object named `name` with `spec` stands for.
+pub fn manifest(name: &str, spec: &Value) -> Value {
+    json!({
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+/// Parses and compiles a Gate object's spec; the error names the field
+/// (`spec.windows[0].schedule: ...`).
+pub fn validate(name: &str, spec: &Value) -> Result<Gate, String> {
+    let gate = parse_gate_json(manifest(name, spec)).map_err(|e| e.to_string())?;
+    gate.compile().map_err(|e| e.to_string())?;
+    Ok(gate)
+}
+
+/// The last valid version of each Gate object in force on a standalone spoke.
+#[derive(Debug, Default)]
+pub struct InForce {
+    /// name → (generation, manifest).
+    gates: BTreeMap<String, (u64, Value)>,
+    revision: u64,
+}
+
+impl InForce {
+    /// Records a valid version (replacing an older one).
+    pub fn set(&mut self, name: &str, generation: u64, spec: &Value) {
+        self.gates
+            .insert(name.to_owned(), (generation, manifest(name, spec)));
+    }
+
+    /// Drops a gate (its object is gone, or it no longer selects this cluster).
+    pub fn remove(&mut self, name: &str) {
+        self.gates.remove(name);
+    }
+
+    /// Keeps only the named gates.
+    pub fn retain(&mut self, names: &std::collections::BTreeSet<&str>) {
+        self.gates.retain(|n, _| names.contains(n.as_str()));
+    }
+
+    /// The snapshot for these gates; its revision goes up whenever the set of
+    /// gates or any of their manifests differs from `current`.
+    pub fn snapshot(&mut self, cluster: &str, current: Option<&Snapshot>) -> Option<Snapshot> {
+        let gates: Vec<GateRule> = self
+            .gates
+            .iter()
+            .map(|(name, (generation, manifest))| GateRule {
+                name: name.clone(),
+                version: *generation,
+                manifest: manifest.clone(),
+            })
+            .collect();
+        if current.is_some_and(|c| c.gates == gates) {
+            return None;
+        }
+        self.revision += 1;
+        Some(Snapshot {
+            revision: self.revision,
+            cluster: cluster.to_owned(),
+            gates,
+            overrides: vec![],
+            hub_time: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_field_and_snapshots_change_only_with_the_gates() {
+        let good = json!({"clusters": {"selector": {}}, "default": "closed", "window": "1h"});
+        assert!(validate("sre-approval", &good).is_ok());
+        let bad = json!({"clusters": {"selector": {}},
+            "windows": [{"name": "w", "kind": "deny", "schedule": "61 * * * *", "duration": "1h"}]});
+        let err = validate("g", &bad).unwrap_err();
+        assert!(err.starts_with("spec.windows[0].schedule"), "{err}");
+        let err =
+            validate("g", &json!({"clusters": {"selector": {}}, "window": "9d"})).unwrap_err();
+        assert!(err.starts_with("spec.window"), "{err}");
+
+        let mut in_force = InForce::default();
+        in_force.set("sre-approval", 1, &good);
+        let s1 = in_force.snapshot("c1", None).unwrap();
+        assert_eq!((s1.revision, s1.gates.len()), (1, 1));
+        assert!(in_force.snapshot("c1", Some(&s1)).is_none());
+        in_force.remove("sre-approval");
+        let s2 = in_force.snapshot("c1", Some(&s1)).unwrap();
+        assert_eq!((s2.revision, s2.gates.len()), (2, 0));
+    }
+}
