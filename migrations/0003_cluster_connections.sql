@@ -18,9 +18,6 @@ insert into cluster_connections
 select name, last_seen_at, spoke_version, connected, connected_replica, clock_offset_ms
 from clusters;
 
-alter table clusters
-    drop column last_seen_at,
-    drop column spoke_version,
-    drop column connected,
-    drop column connected_replica,
-    drop column clock_offset_ms;
+-- The old columns stay (unused, no longer written) so that replicas of the
+-- previous release keep working during a rolling upgrade; a later migration
+-- drops them once no such replica can be running.

@@ -228,16 +228,71 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
     assert_hardened(d);
 }
 
+/// Copies a directory tree (deploy/spoke has components below it).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let p = entry.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, dest).unwrap();
+        }
+    }
+}
+
+/// The `hold-objects` component grants list/watch/get/patch on exactly the
+/// kinds it enables with FLEETGATE_HELD_KINDS, nothing cluster-wide beyond.
+#[test]
+fn hold_objects_component_grants_exactly_the_held_kinds() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("deploy/spoke"), &tmp.path().join("spoke"));
+    let overlay = tmp.path().join("overlay");
+    std::fs::create_dir(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../spoke]\ncomponents: [../spoke/components/hold-objects]\n",
+    )
+    .unwrap();
+    let objs = render(&overlay);
+    let deploy = find(&objs, "Deployment", "fleetgate-spoke");
+    let env = deploy["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_sequence()
+        .unwrap();
+    let held = env
+        .iter()
+        .find(|e| e["name"] == "FLEETGATE_HELD_KINDS")
+        .and_then(|e| e["value"].as_str())
+        .expect("FLEETGATE_HELD_KINDS set");
+    let mut want = BTreeSet::new();
+    for kind in held.split(',') {
+        let parts: Vec<&str> = kind.split('/').collect();
+        let (group, kind) = match parts.as_slice() {
+            [_, k] => ("", *k),
+            [g, _, k] => (*g, *k),
+            _ => panic!("bad held kind {kind}"),
+        };
+        for v in ["get", "list", "watch", "patch"] {
+            want.insert((
+                group.to_string(),
+                format!("{}s", kind.to_lowercase()),
+                v.to_string(),
+            ));
+        }
+    }
+    let cr = find(&objs, "ClusterRole", "fleetgate-spoke-held-objects");
+    assert_eq!(grants(cr), want);
+    let binding = find(&objs, "ClusterRoleBinding", "fleetgate-spoke-held-objects");
+    assert_eq!(binding["subjects"][0]["name"], "fleetgate-spoke");
+    assert_eq!(binding["subjects"][0]["namespace"], "fleetgate-system");
+}
+
 /// Applies a Flux Kustomization's `spec.patches` to a copy of deploy/spoke
 /// with kubectl kustomize, as kustomize-controller would.
 fn render_with_flux_patches(flux_ks: &Value) -> Vec<Value> {
     let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().join("spoke");
-    std::fs::create_dir(&base).unwrap();
-    for entry in std::fs::read_dir(repo().join("deploy/spoke")).unwrap() {
-        let p = entry.unwrap().path();
-        std::fs::copy(&p, base.join(p.file_name().unwrap())).unwrap();
-    }
+    copy_dir(&repo().join("deploy/spoke"), &tmp.path().join("spoke"));
     let overlay = tmp.path().join("overlay");
     std::fs::create_dir(&overlay).unwrap();
     let ks = fleetgate_policy::yaml::to_string(&fleetgate_policy::yaml::from_str::<Value>(&format!(

@@ -11,7 +11,7 @@ use crate::{Gate, LabelSelector, Mode};
 
 /// A Kubernetes group and kind, as in a Kustomization's inventory (`apps`/`Deployment`;
 /// the core group is `""`).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GroupKind {
     #[serde(default)]

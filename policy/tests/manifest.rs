@@ -356,6 +356,7 @@ fn every_example_parses_and_validates() {
         [
             "business-hours",
             "holiday-freeze",
+            "nginx-window",
             "no-deploy-friday",
             "release-train",
             "sre-approval"

@@ -105,6 +105,7 @@ pub fn serve(
     rt: Arc<ResourceType>,
     ns: Option<String>,
     params: &Params,
+    metadata_only: bool,
 ) -> Result<Response> {
     cluster
         .watches
@@ -175,6 +176,7 @@ pub fn serve(
     let interval = cluster.bookmark_interval;
     let stream = async_stream::stream! {
         for (t, obj) in initial {
+            let obj = if metadata_only { Arc::new(crate::handlers::read::partial(&obj)) } else { obj };
             yield Ok::<Bytes, std::convert::Infallible>(line(t.as_str(), &obj));
         }
         if send_initial && bookmarks {
@@ -195,6 +197,7 @@ pub fn serve(
                         }
                         progress = ev.rv;
                         if let Some((t, obj)) = filter.translate(&ev) {
+                            let obj = if metadata_only { Arc::new(crate::handlers::read::partial(&obj)) } else { obj };
                             yield Ok(line(t.as_str(), &obj));
                         }
                     }

@@ -10,6 +10,13 @@ use serde_json::{Value, json};
 pub const SUSPENDED_BY: &str = "fleetgate.io/suspended-by";
 /// When fleetgate suspended the object (RFC 3339, UTC).
 pub const SUSPENDED_AT: &str = "fleetgate.io/suspended-at";
+/// Marks a `kustomize.toolkit.fluxcd.io/reconcile: disabled` annotation as
+/// fleetgate's: set beside a suspend of a Flux object a parent Kustomization
+/// applies, so the parent's server-side apply (which would revert
+/// `spec.suspend` when its manifest declares `suspend: false`) skips it.
+pub const PINNED: &str = "fleetgate.io/pinned";
+/// kustomize-controller's per-object opt-out (see `hold::marks`).
+const RECONCILE: &str = crate::hold::marks::RECONCILE;
 /// Flux's "reconcile now" request, set on resume so held changes roll out at once.
 pub const REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
 
@@ -58,6 +65,20 @@ pub fn suspend_patch(
         })),
         "spec": { "suspend": true },
     })
+}
+
+/// Adds (`true`) or removes (`false`) fleetgate's pin to a patch: the
+/// `reconcile: disabled` annotation with fleetgate's marker beside it.
+pub fn with_pin(mut patch: Value, pin: bool) -> Value {
+    let value = |v: &str| if pin { json!(v) } else { Value::Null };
+    if let Some(ann) = patch
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        ann.insert(RECONCILE.into(), value("disabled"));
+        ann.insert(PINNED.into(), value("true"));
+    }
+    patch
 }
 
 /// Updates which gates hold an object fleetgate already suspended.

@@ -126,6 +126,14 @@ pub struct Config {
     /// and keep the spoke ~1.5 MiB smaller than 32.
     #[arg(long, env = "FLEETGATE_PATCH_CONCURRENCY", default_value_t = 8)]
     pub patch_concurrency: usize,
+
+    /// Kinds whose objects `holdObjects` gates may mark inside Kustomizations,
+    /// comma-separated `group/version/Kind` (`apps/v1/Deployment,v1/Service`).
+    /// Empty: holdObjects gates hold nothing here. The spoke's ClusterRole must
+    /// grant list/watch/patch on exactly these (deploy/spoke component
+    /// `hold-objects`).
+    #[arg(long, env = "FLEETGATE_HELD_KINDS", value_delimiter = ',')]
+    pub held_kinds: Vec<crate::hold::kinds::HeldKind>,
 }
 
 /// Go-style durations (`500ms`, `30s`, `1m30s`), as everywhere in fleetgate.

@@ -12,6 +12,7 @@ use crate::{
     config::Config,
     error::{Error, Result},
     events::EventRecorder,
+    hold::watch::HeldWatches,
     metrics::Metrics,
     report::Report,
     snapshot::{CompiledSnapshot, Snapshot},
@@ -33,6 +34,8 @@ pub struct Context {
     pub config: Config,
     pub metrics: Arc<Metrics>,
     pub watches: Watches,
+    /// Metadata-only watches of the `--held-kinds` (objects inside Kustomizations).
+    pub held: HeldWatches,
     pub recorder: EventRecorder,
     pub store: SnapshotStore,
     /// The snapshot being enforced; `None`: change nothing.
@@ -49,8 +52,15 @@ pub struct Context {
 impl Context {
     pub fn new(client: Client, config: Config) -> Arc<Self> {
         let metrics = Arc::new(Metrics::new());
+        let watches = Watches::new(client.clone(), metrics.clone());
         Arc::new(Context {
-            watches: Watches::new(client.clone(), metrics.clone()),
+            held: HeldWatches::new(
+                client.clone(),
+                config.held_kinds.clone(),
+                watches.changed.clone(),
+                metrics.clone(),
+            ),
+            watches,
             recorder: EventRecorder::new(
                 client.clone(),
                 "fleetgate-spoke",

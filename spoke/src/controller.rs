@@ -14,6 +14,10 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     context::Context,
     enforce,
+    hold::{
+        self, HeldOverlay,
+        plan::{HoldPlan, HoldPlanner},
+    },
     observed::{ObjectKey, ObservedObject},
     plan::{Plan, Planner},
     report::Report,
@@ -62,6 +66,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let mut snapshot_rx = ctx.snapshot.subscribe();
     let mut local_rx = ctx.local_overrides.subscribe();
     let mut overlay = Overlay::default();
+    let mut held_overlay = HeldOverlay::default();
     let changed = ctx.watches.changed.clone();
     loop {
         let snapshot = snapshot_rx.borrow_and_update().clone();
@@ -70,7 +75,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         if let Some(objects) = ctx.watches.observed().await {
             let objects = overlay.apply(objects);
             match &snapshot {
-                Some(snap) => next_transition = reconcile(&ctx, snap, objects, &mut overlay).await,
+                Some(snap) => {
+                    next_transition =
+                        reconcile(&ctx, snap, objects, &mut overlay, &mut held_overlay).await
+                }
                 None => {
                     ctx.ready.store(true, Ordering::Release);
                     ctx.report.send_replace(Some(Arc::new(Report::default())));
@@ -104,6 +112,7 @@ async fn reconcile(
     snapshot: &CompiledSnapshot,
     objects: Vec<ObservedObject>,
     overlay: &mut Overlay,
+    held_overlay: &mut HeldOverlay,
 ) -> Option<DateTime<Utc>> {
     ctx.metrics.reconciles.inc();
     let local = ctx.local_overrides.borrow().clone();
@@ -111,28 +120,61 @@ async fn reconcile(
     let planner = Planner::new(&eval.gates, &objects);
     let mut plan = planner.plan(&objects);
     let steps = std::mem::take(&mut plan.steps);
+    let mut patched = false;
     if !steps.is_empty() {
         tracing::debug!(steps = steps.len(), "applying");
         let applied = enforce::apply(ctx, &planner, &eval.gates, steps).await;
         if !applied.is_empty() {
             overlay.record(applied);
-            // Report what the patches left, not what was there before.
-            let objects = overlay.apply(objects);
-            plan = Planner::new(&eval.gates, &objects).plan(&objects);
+            patched = true;
         }
+    }
+    // Holds read only the Kustomizations' identity, labels and applied
+    // revision, which suspends do not change.
+    let holds = reconcile_holds(ctx, &eval.gates, &objects, held_overlay).await;
+    if patched {
+        // Report what the patches left, not what was there before.
+        let objects = overlay.apply(objects);
+        plan = Planner::new(&eval.gates, &objects).plan(&objects);
     }
     publish(
         ctx,
         snapshot.revision(),
         plan,
+        holds,
         eval.gates.iter().filter(|g| !g.open).count(),
     );
     eval.next_transition
 }
 
+/// Object-level holds inside Kustomizations (`mode: holdObjects`): plan from
+/// the metadata watches, patch, and plan again from what the patches left.
+async fn reconcile_holds(
+    ctx: &Arc<Context>,
+    gates: &[crate::plan::GateView],
+    objects: &[ObservedObject],
+    held_overlay: &mut HeldOverlay,
+) -> HoldPlan {
+    let applied = held_overlay.apply(ctx.held.observed().await);
+    let planner = HoldPlanner::new(gates, objects);
+    let mut plan = planner.plan(&applied);
+    let steps = std::mem::take(&mut plan.steps);
+    if steps.is_empty() {
+        return plan;
+    }
+    tracing::debug!(steps = steps.len(), "applying holds");
+    let done = hold::enforce::apply(ctx, &planner, gates, steps).await;
+    if done.is_empty() {
+        return plan;
+    }
+    held_overlay.record(done);
+    let applied = held_overlay.apply(applied);
+    planner.plan(&applied)
+}
+
 /// Publishes the pass's outcome. Ready is set first, so whoever sees the
 /// first report also sees `/readyz` succeed.
-fn publish(ctx: &Context, revision: u64, plan: Plan, closed: usize) {
+fn publish(ctx: &Context, revision: u64, plan: Plan, holds: HoldPlan, closed: usize) {
     ctx.ready.store(true, Ordering::Release);
     let m = &ctx.metrics;
     m.objects_governed
@@ -141,12 +183,17 @@ fn publish(ctx: &Context, revision: u64, plan: Plan, closed: usize) {
         .set(i64::try_from(plan.suspended_count()).unwrap_or(i64::MAX));
     m.objects_held
         .set(i64::try_from(plan.held_count()).unwrap_or(i64::MAX));
+    m.applied_objects_held
+        .set(i64::try_from(holds.held_count()).unwrap_or(i64::MAX));
+    m.applied_objects_held_by_person
+        .set(i64::try_from(holds.held_by_person_count()).unwrap_or(i64::MAX));
     m.gates_closed
         .set(i64::try_from(closed).unwrap_or(i64::MAX));
     let report = Report {
         revision,
         // Moved, not copied: one entry per governed object.
         objects: plan.report,
+        held_objects: holds.report,
     };
     ctx.report.send_if_modified(|cur| {
         if cur.as_deref() == Some(&report) {
@@ -173,6 +220,7 @@ mod tests {
             source_refs: vec![],
             last_applied_revision: None,
             artifact_revision: None,
+            nesting: Default::default(),
         }
     }
 

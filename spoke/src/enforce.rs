@@ -50,11 +50,15 @@ impl Action {
 fn patch_body(step: &Step) -> serde_json::Value {
     let rv = step.resource_version.as_deref();
     let now = Utc::now();
-    match &step.action {
+    let patch = match &step.action {
         Action::Suspend { gates } => annotations::suspend_patch(rv, gates, now),
         Action::Relabel { gates } => annotations::relabel_patch(rv, gates),
         Action::Resume { .. } => annotations::resume_patch(rv, now),
         Action::ClearMark => annotations::clear_patch(rv),
+    };
+    match step.pin {
+        Some(pin) => annotations::with_pin(patch, pin),
+        None => patch,
     }
 }
 
@@ -97,7 +101,7 @@ async fn apply_one(
             Ok(obj) => {
                 ctx.metrics.patched(step.action.label());
                 tracing::info!(action = step.action.label(), "patched");
-                publish_event(ctx, &resource, &obj, &step.action, gates).await;
+                publish_event(ctx, &resource, &obj, &step, gates).await;
                 return Some(Applied {
                     key,
                     stale_rv,
@@ -156,15 +160,20 @@ async fn publish_event(
     ctx: &Context,
     resource: &ApiResource,
     obj: &DynamicObject,
-    action: &Action,
+    step: &Step,
     gates: &[GateView],
 ) {
-    let (reason, action_name, note) = match action {
+    let pinned = if step.pin == Some(true) {
+        "; a parent Kustomization applies it, so it also carries kustomize.toolkit.fluxcd.io/reconcile: disabled (fleetgate.io/pinned) and the parent cannot revert the suspend"
+    } else {
+        ""
+    };
+    let (reason, action_name, note) = match &step.action {
         Action::Suspend { gates: names } => (
             "GateClosed",
             "Suspend",
             format!(
-                "fleetgate suspended this object: closed gate(s) {}",
+                "fleetgate suspended this object: closed gate(s) {}{pinned}",
                 describe(names, gates)
             ),
         ),

@@ -14,6 +14,7 @@ pub mod events;
 pub mod flagger;
 pub mod gates;
 pub mod health;
+pub mod hold;
 pub mod hub_client;
 pub mod kinds;
 pub mod metrics;
@@ -168,6 +169,7 @@ impl Spoke {
         });
 
         ctx.watches.discover(&shutdown).await;
+        ctx.held.discover(&shutdown).await;
         // Standalone, the Gate objects are the persisted state: nothing is
         // enforced until their watch has listed.
         if !ctx.config.standalone && load_persisted(&ctx).await.is_err() {
@@ -204,7 +206,8 @@ impl Spoke {
                     _ = tokio::time::sleep(period) => {
                         let was = c.watches.discovered();
                         let started = c.watches.discover(&sd).await;
-                        if !started.is_empty() || (!was && c.watches.discovered()) {
+                        let held_started = c.held.discover(&sd).await;
+                        if !started.is_empty() || held_started > 0 || (!was && c.watches.discovered()) {
                             c.watches.changed.notify_one();
                         }
                     }

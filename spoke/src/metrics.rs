@@ -23,6 +23,8 @@ pub struct Metrics {
     pub objects_governed: Gauge,
     pub objects_suspended: Gauge,
     pub objects_held: Gauge,
+    pub applied_objects_held: Gauge,
+    pub applied_objects_held_by_person: Gauge,
     pub gates_closed: Gauge,
     pub hub_connected: Gauge,
     pub snapshot_revision: Gauge,
@@ -45,6 +47,8 @@ impl Metrics {
             objects_governed: Gauge::default(),
             objects_suspended: Gauge::default(),
             objects_held: Gauge::default(),
+            applied_objects_held: Gauge::default(),
+            applied_objects_held_by_person: Gauge::default(),
             gates_closed: Gauge::default(),
             hub_connected: Gauge::default(),
             snapshot_revision: Gauge::default(),
@@ -68,6 +72,16 @@ impl Metrics {
             "objects_held",
             "Governed Flux objects with a newer revision held by a closed gate",
             m.objects_held.clone(),
+        );
+        registry.register(
+            "applied_objects_held",
+            "Objects inside Kustomizations fleetgate marks reconcile: disabled (holdObjects gates)",
+            m.applied_objects_held.clone(),
+        );
+        registry.register(
+            "applied_objects_held_by_person",
+            "Objects a holdObjects gate selects that a person marked (left alone)",
+            m.applied_objects_held_by_person.clone(),
         );
         registry.register(
             "gates_closed",

@@ -8,7 +8,8 @@ use fleetgate_policy::FluxKind;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use crate::annotations::{SUSPENDED_BY, parse_suspended_by};
+use crate::annotations::{PINNED, SUSPENDED_BY, parse_suspended_by};
+use crate::hold::marks::{OWNER_NAME, OWNER_NAMESPACE, RECONCILE, SSA};
 
 /// Identifies one Flux object in the cluster. Orders by kind (appliers first),
 /// namespace, name.
@@ -53,6 +54,28 @@ pub struct ObservedObject {
     pub last_applied_revision: Option<String>,
     /// `status.artifact.revision` (sources only).
     pub artifact_revision: Option<String>,
+    /// Whether a parent Kustomization applies this object (Flux's bootstrap
+    /// layout), and the marks that keep the parent from reverting a suspend.
+    pub nesting: Nesting,
+}
+
+/// A Flux object applied by a parent Kustomization: the parent's server-side
+/// apply would revert `spec.suspend` if its manifest declares the field.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Nesting {
+    /// The applying Kustomization (owner labels): (namespace, name).
+    pub parent: Option<(String, String)>,
+    /// managedFields: a server-side apply manager (kustomize-controller applying
+    /// the parent's manifest) owns fields of `spec`, so its next apply re-sets
+    /// them; a manifest declaring `suspend: false` would revert a suspend.
+    /// (Once fleetgate patched `spec.suspend` it owns that field itself until
+    /// the parent applies again, so the field alone is no stable signal.)
+    pub applied_by_parent: bool,
+    /// fleetgate set `reconcile: disabled` on it (marker `fleetgate.io/pinned`).
+    pub pinned: bool,
+    /// `reconcile: disabled` / `ssa: Ignore` without fleetgate's marker: a
+    /// person's; left alone.
+    pub disabled_by_person: bool,
 }
 
 impl ObservedObject {
@@ -83,12 +106,45 @@ impl ObservedObject {
             suspended_by,
             last_applied_revision: last_applied(kind, data),
             artifact_revision: str_at(data, "/status/artifact/revision"),
+            nesting: nesting(obj),
         }
     }
 
     /// True when a person suspended it: suspended without fleetgate's mark.
     pub fn suspended_by_human(&self) -> bool {
         self.suspended && self.suspended_by.is_none()
+    }
+}
+
+fn nesting(obj: &DynamicObject) -> Nesting {
+    let meta = &obj.metadata;
+    let empty = BTreeMap::new();
+    let labels = meta.labels.as_ref().unwrap_or(&empty);
+    let annotations = meta.annotations.as_ref().unwrap_or(&empty);
+    let is = |m: &BTreeMap<String, String>, k: &str, v: &str| {
+        m.get(k).is_some_and(|x| x.eq_ignore_ascii_case(v))
+    };
+    let opted_out =
+        |m: &BTreeMap<String, String>| is(m, RECONCILE, "disabled") || is(m, SSA, "ignore");
+    let pinned = annotations.contains_key(PINNED);
+    let parent = match (labels.get(OWNER_NAMESPACE), labels.get(OWNER_NAME)) {
+        (Some(ns), Some(name)) => Some((ns.clone(), name.clone())),
+        _ => None,
+    };
+    // A manager applying spec (server-side apply): kustomize-controller
+    // applying the parent's manifest. fleetgate's own patches are Updates.
+    let applied_by_parent = meta.managed_fields.iter().flatten().any(|f| {
+        f.operation.as_deref() == Some("Apply")
+            && f.fields_v1
+                .as_ref()
+                .and_then(|v| v.0.get("f:spec"))
+                .is_some()
+    });
+    Nesting {
+        parent,
+        applied_by_parent,
+        pinned,
+        disabled_by_person: !pinned && (opted_out(labels) || opted_out(annotations)),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use fleetgate_policy::{FluxKind, Mode, Targets};
+use fleetgate_policy::{FluxKind, HeldObjects, Mode, Targets};
 
 use crate::observed::{ObjectKey, ObservedObject};
 
@@ -14,6 +14,8 @@ pub struct GateView {
     pub name: String,
     pub mode: Mode,
     pub targets: Targets,
+    /// `spec.objects` of a holdObjects gate.
+    pub objects: Option<HeldObjects>,
     pub open: bool,
     /// Why it is open or closed (for events and logs).
     pub reason: String,
@@ -40,6 +42,10 @@ pub struct Step {
     pub key: ObjectKey,
     pub resource_version: Option<String>,
     pub action: Action,
+    /// `Some(true)`: also pin the object against its parent Kustomization
+    /// (`reconcile: disabled` + `fleetgate.io/pinned`); `Some(false)`: remove
+    /// fleetgate's pin; `None`: leave that annotation alone.
+    pub pin: Option<bool>,
 }
 
 /// What the spoke reports for one governed object (as observed).
@@ -56,6 +62,12 @@ pub struct ObjectReport {
     /// A newer source revision waits behind a closed gate.
     pub held: bool,
     pub suspended_by_human: bool,
+    /// A parent Kustomization applies it; fleetgate pinned its suspend with
+    /// `reconcile: disabled` so the parent cannot revert it (as observed).
+    pub pinned: bool,
+    /// A parent Kustomization server-side applies its spec (managedFields):
+    /// without the pin, a manifest declaring `suspend: false` resumes it.
+    pub applied_by_parent: bool,
 }
 
 /// The result of planning every observed object.
@@ -146,7 +158,9 @@ impl<'a> Planner<'a> {
         // Gates reaching a consumer only through its sources.
         let mut via_sources: BTreeSet<usize> = BTreeSet::new();
         for (i, gate) in self.gates.iter().enumerate() {
-            if !targets(gate, obj) {
+            // holdObjects gates act on the objects inside (see `hold::plan`),
+            // never on the Kustomization itself.
+            if gate.mode == Mode::HoldObjects || !targets(gate, obj) {
                 continue;
             }
             if gate.mode == Mode::FreezeSources && is_consumer(obj.key.kind) {
@@ -174,10 +188,34 @@ impl<'a> Planner<'a> {
             }),
             (Some(_), false, true) => Some(Action::ClearMark),
         };
+        // Nested layout: a parent Kustomization applying this object would
+        // revert spec.suspend at its next apply (flux2#3462). While fleetgate
+        // holds it suspended it also carries kustomize-controller's opt-out,
+        // so the parent skips it; a person's opt-out is left as it is.
+        let n = &obj.nesting;
+        let ours_after = match &action {
+            Some(Action::Suspend { .. } | Action::Relabel { .. }) => true,
+            Some(Action::Resume { .. } | Action::ClearMark) => false,
+            None => obj.suspended && obj.suspended_by.is_some(),
+        };
+        let want_pin = ours_after && n.parent.is_some() && !n.disabled_by_person;
+        let pin = match (want_pin, n.pinned) {
+            (true, false) => Some(true),
+            (false, true) => Some(false),
+            _ => None,
+        };
+        let action = match (action, pin) {
+            (None, Some(_)) if ours_after => Some(Action::Relabel {
+                gates: obj.suspended_by.clone().unwrap_or_default(),
+            }),
+            (None, Some(_)) => Some(Action::ClearMark),
+            (action, _) => action,
+        };
         let step = action.map(|action| Step {
             key: obj.key.clone(),
             resource_version: obj.resource_version.clone(),
             action,
+            pin,
         });
 
         let mut gates: BTreeSet<usize> = holding.clone();
@@ -205,6 +243,8 @@ impl<'a> Planner<'a> {
             newest_source_revision: newest,
             held,
             suspended_by_human: obj.suspended_by_human(),
+            pinned: n.pinned,
+            applied_by_parent: n.applied_by_parent,
         };
         (step, Some(report))
     }
@@ -253,6 +293,7 @@ mod tests {
                 kinds: kinds.to_vec(),
                 ..Targets::default()
             },
+            objects: None,
             open,
             reason: String::new(),
         }
@@ -268,6 +309,7 @@ mod tests {
             source_refs: vec![],
             last_applied_revision: None,
             artifact_revision: None,
+            nesting: Default::default(),
         }
     }
 
@@ -503,5 +545,43 @@ mod tests {
             }
         );
         assert!(report.is_some());
+    }
+
+    #[test]
+    fn a_child_of_a_parent_kustomization_is_pinned_while_suspended() {
+        let mut child = ks("apps", "repo");
+        child.nesting.parent = Some(("flux-system".into(), "flux-system".into()));
+        let closed = [gate("g", Mode::Suspend, &[FluxKind::Kustomization], false)];
+        let open = [gate("g", Mode::Suspend, &[FluxKind::Kustomization], true)];
+        let step =
+            |gates: &[GateView], o: &ObservedObject| plan(gates, std::slice::from_ref(o)).steps;
+        let s = step(&closed, &child);
+        assert_eq!(s[0].pin, Some(true));
+        assert!(matches!(s[0].action, Action::Suspend { .. }));
+
+        // Suspended by fleetgate before the pin existed: pinned with a no-op relabel.
+        child.suspended = true;
+        child.suspended_by = Some(vec!["g".into()]);
+        let s = step(&closed, &child);
+        assert_eq!(
+            (s[0].action.clone(), s[0].pin),
+            (
+                Action::Relabel {
+                    gates: vec!["g".into()]
+                },
+                Some(true)
+            )
+        );
+
+        child.nesting.pinned = true;
+        assert!(step(&closed, &child).is_empty());
+        let s = step(&open, &child);
+        assert_eq!((s[0].action.label(), s[0].pin), ("resume", Some(false)));
+
+        // A person's reconcile: disabled is neither added to nor removed.
+        child.nesting.pinned = false;
+        child.nesting.disabled_by_person = true;
+        assert!(step(&closed, &child).is_empty());
+        assert_eq!(step(&open, &child)[0].pin, None);
     }
 }

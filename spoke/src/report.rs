@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use fleetgate_proto::{time::to_timestamp, v1 as pb};
 
-use crate::plan::ObjectReport;
+use crate::{hold::plan::HeldReport, plan::ObjectReport};
 
 /// The latest full view of the governed objects.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -12,6 +12,8 @@ pub struct Report {
     /// The snapshot revision being enforced (0 for none).
     pub revision: u64,
     pub objects: Vec<ObjectReport>,
+    /// Objects inside Kustomizations selected by holdObjects gates or marked.
+    pub held_objects: Vec<HeldReport>,
 }
 
 impl Report {
@@ -61,7 +63,10 @@ mod tests {
                 newest_source_revision: None,
                 held: false,
                 suspended_by_human: false,
+                pinned: false,
+                applied_by_parent: false,
             }],
+            held_objects: vec![],
         };
         let at = Utc::now();
         let msg = report.to_proto(-1500, at);

@@ -212,6 +212,7 @@ impl CompiledSnapshot {
                 name: gate.name().to_owned(),
                 mode: spec.mode,
                 targets: spec.targets.clone(),
+                objects: spec.objects.clone(),
                 open: eval.state.is_open(),
                 reason: eval.reason,
             });

@@ -34,7 +34,11 @@ enum Op {
 
 fn gate_spec() -> impl Strategy<Value = GateSpec> {
     (
-        prop_oneof![Just(Mode::Suspend), Just(Mode::FreezeSources)],
+        prop_oneof![
+            Just(Mode::Suspend),
+            Just(Mode::FreezeSources),
+            Just(Mode::HoldObjects)
+        ],
         prop::sample::subsequence(
             vec![FluxKind::Kustomization, FluxKind::GitRepository],
             0..=2,
@@ -78,6 +82,7 @@ fn view(i: usize, spec: &GateSpec, open: bool) -> GateView {
             names: vec![],
             selector,
         },
+        objects: None,
         open,
         reason: String::new(),
     }
@@ -198,6 +203,7 @@ fn seed_objects() -> Vec<ObservedObject> {
                 source_refs: vec![],
                 last_applied_revision: None,
                 artifact_revision: Some(format!("main@sha1:{r}")),
+                nesting: Default::default(),
             });
         }
     }
@@ -231,6 +237,7 @@ proptest! {
                         source_refs: vec![repo_key(ns, repo)],
                         last_applied_revision: None,
                         artifact_revision: None,
+                        nesting: Default::default(),
                     });
                     created += 1;
                 }

@@ -304,6 +304,7 @@ async fn a_concurrent_human_edit_is_never_overwritten() {
             kinds: vec![FluxKind::Kustomization],
             ..Targets::default()
         },
+        objects: None,
         open: false,
         reason: "test".into(),
     }];

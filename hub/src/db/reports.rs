@@ -128,8 +128,14 @@ pub async fn mark_connected(
     at: DateTime<Utc>,
 ) -> Result<()> {
     sqlx::query(
-        "update cluster_connections set connected = true, connected_replica = $2, \
-         spoke_version = $3, last_seen_at = $4 where cluster = $1",
+        // An upsert: a cluster registered by a replica that predates
+        // `cluster_connections` (during a rolling upgrade) has no row yet.
+        "insert into cluster_connections \
+         (cluster, connected, connected_replica, spoke_version, last_seen_at) \
+         values ($1, true, $2, $3, $4) \
+         on conflict (cluster) do update set connected = true, \
+         connected_replica = excluded.connected_replica, \
+         spoke_version = excluded.spoke_version, last_seen_at = excluded.last_seen_at",
     )
     .bind(cluster)
     .bind(replica)

@@ -4,7 +4,7 @@
 
 mod discovery;
 mod openapi;
-mod read;
+pub(crate) mod read;
 mod sim_api;
 mod table;
 mod write;
@@ -269,7 +269,13 @@ async fn route(
                 params,
             ) == "watch"
             {
-                crate::watch::serve(cluster.clone(), rt, ns, params)
+                crate::watch::serve(
+                    cluster.clone(),
+                    rt,
+                    ns,
+                    params,
+                    read::wants_metadata(headers),
+                )
             } else {
                 read::list(cluster, &rt, ns.as_deref(), params, headers)
             }

@@ -26,6 +26,21 @@ pub fn wants_table(headers: &HeaderMap) -> bool {
         .any(|a| a.contains("as=Table"))
 }
 
+/// `Accept: application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`: the client
+/// (kube's `metadata_watcher`, `kubectl get -o name`) wants metadata only.
+pub fn wants_metadata(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .any(|a| a.contains("as=PartialObjectMetadata"))
+}
+
+/// An object reduced to its metadata, as the API server answers metadata-only requests.
+pub fn partial(obj: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})
+}
+
 pub fn get(
     cluster: &Cluster,
     rt: &ResourceType,
@@ -42,6 +57,9 @@ pub fn get(
     let obj = obj.ok_or_else(|| Error::not_found(rt, name))?;
     if wants_table(headers) {
         return Ok(Json(table::render(rt, &[obj], rv, None, false)).into_response());
+    }
+    if wants_metadata(headers) {
+        return Ok(Json(partial(&obj)).into_response());
     }
     Ok(Json((*obj).clone()).into_response())
 }
@@ -166,6 +184,16 @@ pub fn list(
     }
     if let Some(r) = page.remaining {
         meta["remainingItemCount"] = json!(r);
+    }
+    if wants_metadata(headers) {
+        let items: Vec<Value> = page.items.iter().map(|o| partial(o)).collect();
+        return Ok(Json(json!({
+            "apiVersion": "meta.k8s.io/v1",
+            "kind": "PartialObjectMetadataList",
+            "metadata": meta,
+            "items": items,
+        }))
+        .into_response());
     }
     let items: Vec<&Value> = page.items.iter().map(|o| o.as_ref()).collect();
     Ok(Json(json!({

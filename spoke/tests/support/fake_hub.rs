@@ -289,6 +289,19 @@ pub fn gate(name: &str, mode: &str, kinds: &[&str], default: &str) -> pb::GateRu
     }
 }
 
+/// A gate of `mode` over the Kustomizations named `names`.
+pub fn gate_named(name: &str, mode: &str, names: &[&str], default: &str) -> pb::GateRule {
+    let manifest = json!({
+        "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": name},
+        "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["Kustomization"], "names": names}, "mode": mode, "default": default}
+    });
+    pb::GateRule {
+        name: name.into(),
+        version: 1,
+        manifest_json: manifest.to_string(),
+    }
+}
+
 pub fn snapshot(
     revision: u64,
     gates: Vec<pb::GateRule>,

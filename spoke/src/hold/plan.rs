@@ -1,0 +1,394 @@
+//! The pure planner of object-level holds (`mode: holdObjects`): from the gate
+//! states, the observed Kustomizations and the applied objects, decide which
+//! objects to mark, relabel or release, which Kustomizations to ask for a
+//! reconcile, and what to report. No I/O, no clock.
+//!
+//! Safety rules (property-tested in `tests/hold_properties.rs`):
+//! - an object Flux already skips without fleetgate's marker is a person's
+//!   hold: never marked, relabelled or released;
+//! - a release removes only what fleetgate set and asks the owning
+//!   Kustomization to reconcile, so the held changes roll out at once;
+//! - an object is marked exactly while a closed holdObjects gate selects it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use fleetgate_policy::{FluxKind, Mode};
+
+use super::observed::{AppliedObject, HeldKey};
+use crate::{
+    observed::{ObjectKey, ObservedObject},
+    plan::GateView,
+};
+
+/// What to do to one applied object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HoldAction {
+    /// Set `reconcile: disabled` with fleetgate's marker for these gates,
+    /// recording the owner's applied revision.
+    Mark {
+        gates: Vec<String>,
+        revision: Option<String>,
+    },
+    /// Marked already; the set of holding gates changed.
+    Relabel { gates: Vec<String> },
+    /// No closed gate selects it any more: remove fleetgate's marks. `gates`
+    /// are the ones that had held it.
+    Release { gates: Vec<String> },
+}
+
+impl HoldAction {
+    pub fn label(&self) -> &'static str {
+        match self {
+            HoldAction::Mark { .. } => "hold",
+            HoldAction::Relabel { .. } => "relabel_hold",
+            HoldAction::Release { .. } => "release",
+        }
+    }
+}
+
+/// An action for one object, bound to the resourceVersion it was planned from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HoldStep {
+    pub key: HeldKey,
+    pub resource_version: Option<String>,
+    /// The owning Kustomization (events, reconcile requests).
+    pub owner: Option<ObjectKey>,
+    pub action: HoldAction,
+}
+
+/// What the spoke reports for one object a holdObjects gate selects (or that
+/// still carries fleetgate's mark).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldReport {
+    pub key: HeldKey,
+    pub owner: Option<ObjectKey>,
+    /// Every holdObjects gate selecting it, open or closed.
+    pub gates: Vec<String>,
+    /// Gates named in fleetgate's mark (as observed).
+    pub held_by: Vec<String>,
+    /// Flux skips it because a person marked it.
+    pub held_by_person: bool,
+    /// The owner's applied revision when fleetgate marked it.
+    pub since_revision: Option<String>,
+    pub since: Option<String>,
+    /// The owner applied a newer revision since: changes to it may be waiting.
+    pub newer_revision_applied: bool,
+}
+
+/// The result of planning every applied object.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HoldPlan {
+    pub steps: Vec<HoldStep>,
+    /// One entry per selected or marked object, sorted by key.
+    pub report: Vec<HeldReport>,
+}
+
+impl HoldPlan {
+    /// Objects currently marked by fleetgate (as observed).
+    pub fn held_count(&self) -> usize {
+        self.report.iter().filter(|r| !r.held_by.is_empty()).count()
+    }
+
+    /// Objects selected by a gate but held by a person.
+    pub fn held_by_person_count(&self) -> usize {
+        self.report.iter().filter(|r| r.held_by_person).count()
+    }
+}
+
+/// Plans holds against fixed gate states; built once per pass, then single
+/// objects can be re-planned after a 409 re-read.
+pub struct HoldPlanner<'a> {
+    gates: Vec<&'a GateView>,
+    /// Kustomizations by (namespace, name).
+    owners: HashMap<(&'a str, &'a str), &'a ObservedObject>,
+}
+
+impl<'a> HoldPlanner<'a> {
+    pub fn new(gates: &'a [GateView], objects: &'a [ObservedObject]) -> Self {
+        HoldPlanner {
+            gates: gates
+                .iter()
+                .filter(|g| g.mode == Mode::HoldObjects)
+                .collect(),
+            owners: objects
+                .iter()
+                .filter(|o| o.key.kind == FluxKind::Kustomization)
+                .map(|o| ((o.key.namespace.as_str(), o.key.name.as_str()), o))
+                .collect(),
+        }
+    }
+
+    /// Whether any holdObjects gate exists (else only releases can be due).
+    pub fn has_gates(&self) -> bool {
+        !self.gates.is_empty()
+    }
+
+    pub fn plan(&self, applied: &[AppliedObject]) -> HoldPlan {
+        let mut plan = HoldPlan::default();
+        for obj in applied {
+            let (step, report) = self.plan_object(obj);
+            plan.steps.extend(step);
+            plan.report.extend(report);
+        }
+        plan.steps.sort_by(|a, b| a.key.cmp(&b.key));
+        plan.report.sort_by(|a, b| a.key.cmp(&b.key));
+        plan
+    }
+
+    pub fn plan_object(&self, obj: &AppliedObject) -> (Option<HoldStep>, Option<HeldReport>) {
+        let owner = obj
+            .owner
+            .as_ref()
+            .and_then(|(ns, name)| self.owners.get(&(ns.as_str(), name.as_str())).copied());
+        let mut selecting: BTreeSet<&str> = BTreeSet::new();
+        let mut closed: BTreeSet<&str> = BTreeSet::new();
+        if let Some(ks) = owner {
+            for g in &self.gates {
+                let targeted = g.targets.matches(
+                    FluxKind::Kustomization,
+                    &ks.key.namespace,
+                    &ks.key.name,
+                    &ks.labels,
+                );
+                let selected = g.objects.as_ref().is_some_and(|o| {
+                    o.matches(
+                        &obj.key.kind.group,
+                        &obj.key.kind.kind,
+                        &obj.key.namespace,
+                        &obj.key.name,
+                        &obj.labels,
+                    )
+                });
+                if targeted && selected {
+                    selecting.insert(&g.name);
+                    if !g.open {
+                        closed.insert(&g.name);
+                    }
+                }
+            }
+        }
+        let closed: Vec<String> = closed.into_iter().map(str::to_owned).collect();
+        let applied_revision = owner.and_then(|k| k.last_applied_revision.clone());
+        let action = match &obj.mark {
+            // A person's hold: never touched.
+            None if obj.skipped_by_flux => None,
+            None if closed.is_empty() => None,
+            None => Some(HoldAction::Mark {
+                gates: closed.clone(),
+                revision: applied_revision.clone(),
+            }),
+            Some(m) if closed.is_empty() => Some(HoldAction::Release {
+                gates: m.gates.clone(),
+            }),
+            // Our marker without the annotation (someone removed it): mark again,
+            // keeping the revision the hold started at.
+            Some(m) if !obj.disabled_annotation => Some(HoldAction::Mark {
+                gates: closed.clone(),
+                revision: m.revision.clone().or(applied_revision.clone()),
+            }),
+            Some(m) if m.gates != closed => Some(HoldAction::Relabel {
+                gates: closed.clone(),
+            }),
+            Some(_) => None,
+        };
+        let owner_key = obj
+            .owner
+            .as_ref()
+            .map(|(ns, name)| ObjectKey::new(FluxKind::Kustomization, ns.clone(), name.clone()));
+        let step = action.map(|action| HoldStep {
+            key: obj.key.clone(),
+            resource_version: obj.resource_version.clone(),
+            owner: owner_key.clone(),
+            action,
+        });
+        if selecting.is_empty() && obj.mark.is_none() {
+            return (step, None);
+        }
+        let since_revision = obj.mark.as_ref().and_then(|m| m.revision.clone());
+        let report = HeldReport {
+            key: obj.key.clone(),
+            owner: owner_key,
+            gates: selecting.into_iter().map(str::to_owned).collect(),
+            held_by: obj
+                .mark
+                .as_ref()
+                .map(|m| m.gates.clone())
+                .unwrap_or_default(),
+            held_by_person: obj.held_by_person(),
+            newer_revision_applied: obj.mark.is_some()
+                && since_revision.is_some()
+                && applied_revision.is_some()
+                && since_revision != applied_revision,
+            since_revision,
+            since: obj.mark.as_ref().and_then(|m| m.since.clone()),
+        };
+        (step, Some(report))
+    }
+}
+
+/// The Kustomizations to ask for a reconcile after `released` objects lost
+/// their marks, each once, sorted.
+pub fn reconcile_requests<'s>(released: impl IntoIterator<Item = &'s HoldStep>) -> Vec<ObjectKey> {
+    let owners: BTreeSet<ObjectKey> = released
+        .into_iter()
+        .filter(|s| matches!(s.action, HoldAction::Release { .. }))
+        .filter_map(|s| s.owner.clone())
+        .collect();
+    owners.into_iter().collect()
+}
+
+/// Held-object counts per owning Kustomization, for events and status.
+pub fn per_owner(report: &[HeldReport]) -> BTreeMap<ObjectKey, usize> {
+    let mut out = BTreeMap::new();
+    for r in report.iter().filter(|r| !r.held_by.is_empty()) {
+        if let Some(o) = &r.owner {
+            *out.entry(o.clone()).or_default() += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hold::observed::HeldMark;
+    use fleetgate_policy::{GroupKind, HeldObjects, Targets};
+
+    fn gate(open: bool) -> GateView {
+        GateView {
+            name: "window".into(),
+            mode: Mode::HoldObjects,
+            targets: Targets {
+                names: vec!["apps".into()],
+                ..Targets::default()
+            },
+            objects: Some(HeldObjects {
+                kinds: vec![GroupKind::new("apps", "Deployment")],
+                ..HeldObjects::default()
+            }),
+            open,
+            reason: String::new(),
+        }
+    }
+
+    fn ks(rev: &str) -> ObservedObject {
+        ObservedObject {
+            key: ObjectKey::new(FluxKind::Kustomization, "flux-system", "apps"),
+            labels: Default::default(),
+            resource_version: Some("1".into()),
+            suspended: false,
+            suspended_by: None,
+            source_refs: vec![],
+            last_applied_revision: Some(rev.into()),
+            artifact_revision: None,
+            nesting: Default::default(),
+        }
+    }
+
+    fn applied(group: &str, kind: &str, name: &str) -> AppliedObject {
+        AppliedObject {
+            key: HeldKey {
+                kind: GroupKind::new(group, kind),
+                namespace: "nginx".into(),
+                name: name.into(),
+            },
+            owner: Some(("flux-system".into(), "apps".into())),
+            resource_version: Some("7".into()),
+            ..AppliedObject::default()
+        }
+    }
+
+    fn marked(mut o: AppliedObject, rev: &str) -> AppliedObject {
+        o.skipped_by_flux = true;
+        o.disabled_annotation = true;
+        o.mark = Some(HeldMark {
+            gates: vec!["window".into()],
+            since: None,
+            revision: Some(rev.into()),
+        });
+        o
+    }
+
+    #[test]
+    fn closed_marks_the_selected_kind_only() {
+        let gates = [gate(false)];
+        let kss = [ks("r1")];
+        let p = HoldPlanner::new(&gates, &kss).plan(&[
+            applied("apps", "Deployment", "nginx"),
+            applied("", "ConfigMap", "nginx-config"),
+        ]);
+        assert_eq!(p.steps.len(), 1);
+        assert_eq!(
+            p.steps[0].action,
+            HoldAction::Mark {
+                gates: vec!["window".into()],
+                revision: Some("r1".into())
+            }
+        );
+        assert_eq!(p.steps[0].resource_version.as_deref(), Some("7"));
+        assert_eq!(p.report.len(), 1, "the ConfigMap is not selected");
+    }
+
+    #[test]
+    fn open_releases_ours_and_requests_a_reconcile_of_the_owner() {
+        let gates = [gate(true)];
+        let kss = [ks("r2")];
+        let p = HoldPlanner::new(&gates, &kss)
+            .plan(&[marked(applied("apps", "Deployment", "nginx"), "r1")]);
+        assert_eq!(
+            p.steps[0].action,
+            HoldAction::Release {
+                gates: vec!["window".into()]
+            }
+        );
+        assert_eq!(
+            reconcile_requests(&p.steps),
+            vec![ObjectKey::new(
+                FluxKind::Kustomization,
+                "flux-system",
+                "apps"
+            )]
+        );
+        assert!(p.report[0].newer_revision_applied);
+    }
+
+    #[test]
+    fn a_persons_mark_is_never_touched() {
+        let mut person = applied("apps", "Deployment", "nginx");
+        person.skipped_by_flux = true;
+        person.disabled_annotation = true;
+        for open in [false, true] {
+            let gates = [gate(open)];
+            let kss = [ks("r1")];
+            let p = HoldPlanner::new(&gates, &kss).plan(std::slice::from_ref(&person));
+            assert!(p.steps.is_empty());
+            assert!(p.report[0].held_by_person);
+            assert_eq!(p.held_by_person_count(), 1);
+        }
+    }
+
+    #[test]
+    fn marker_without_annotation_is_marked_again_keeping_its_revision() {
+        let mut o = marked(applied("apps", "Deployment", "nginx"), "r1");
+        o.disabled_annotation = false;
+        o.skipped_by_flux = false;
+        let gates = [gate(false)];
+        let kss = [ks("r2")];
+        let p = HoldPlanner::new(&gates, &kss).plan(&[o]);
+        assert_eq!(
+            p.steps[0].action,
+            HoldAction::Mark {
+                gates: vec!["window".into()],
+                revision: Some("r1".into())
+            }
+        );
+    }
+
+    #[test]
+    fn gate_removed_or_owner_gone_releases() {
+        let o = marked(applied("apps", "Deployment", "nginx"), "r1");
+        let p = HoldPlanner::new(&[], &[]).plan(std::slice::from_ref(&o));
+        assert!(matches!(p.steps[0].action, HoldAction::Release { .. }));
+        assert_eq!(p.report.len(), 1, "still reported while marked");
+    }
+}

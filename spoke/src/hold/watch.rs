@@ -1,0 +1,176 @@
+//! Metadata-only watches (PartialObjectMeta) of the `--held-kinds`, restricted
+//! to objects a Kustomization applied (`kustomize.toolkit.fluxcd.io/name`
+//! label present): the spoke keeps a few hundred bytes per applied object and
+//! never reads a Deployment's spec. Any event wakes the reconcile loop.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc, PoisonError, RwLock,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use fleetgate_policy::GroupKind;
+use futures::StreamExt;
+use kube::{
+    Api, Client,
+    api::DynamicObject,
+    core::{ApiResource, GroupVersionKind},
+    discovery::pinned_kind,
+    runtime::{WatchStreamExt, metadata_watcher, watcher},
+};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    kinds::HeldKind,
+    marks::OWNER_NAME,
+    observed::{AppliedObject, HeldKey},
+};
+use crate::metrics::Metrics;
+
+type Objects = BTreeMap<HeldKey, AppliedObject>;
+
+struct Watched {
+    resource: ApiResource,
+    objects: Arc<RwLock<Objects>>,
+    ready: Arc<AtomicBool>,
+}
+
+/// The applied objects of every enabled held kind.
+pub struct HeldWatches {
+    client: Client,
+    configured: Vec<HeldKind>,
+    kinds: tokio::sync::RwLock<BTreeMap<GroupKind, Watched>>,
+    changed: Arc<Notify>,
+    metrics: Arc<Metrics>,
+}
+
+impl HeldWatches {
+    pub fn new(
+        client: Client,
+        configured: Vec<HeldKind>,
+        changed: Arc<Notify>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        HeldWatches {
+            client,
+            configured,
+            kinds: Default::default(),
+            changed,
+            metrics,
+        }
+    }
+
+    /// The kinds enabled with `--held-kinds`.
+    pub fn configured(&self) -> &[HeldKind] {
+        &self.configured
+    }
+
+    /// Starts a watch for each enabled kind the cluster serves and is not
+    /// watched yet; missing kinds are retried on the next round.
+    pub async fn discover(&self, shutdown: &CancellationToken) -> usize {
+        let mut started = 0;
+        for held in &self.configured {
+            let gk = held.group_kind();
+            if self.kinds.read().await.contains_key(&gk) {
+                continue;
+            }
+            let gvk = GroupVersionKind::gvk(&held.group, &held.version, &held.kind);
+            match pinned_kind(&self.client, &gvk).await {
+                Ok((resource, _)) => {
+                    let watched = self.start(gk.clone(), resource, shutdown.clone());
+                    self.kinds.write().await.insert(gk, watched);
+                    tracing::info!(kind = %held, "watching held kind (metadata only)");
+                    started += 1;
+                }
+                Err(e) => {
+                    let e = crate::Error::Kube(e);
+                    self.metrics.error(&e);
+                    tracing::warn!(kind = %held, error = %e, "held kind not served (yet); retrying");
+                }
+            }
+        }
+        started
+    }
+
+    fn start(&self, gk: GroupKind, resource: ApiResource, shutdown: CancellationToken) -> Watched {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let config = watcher::Config::default().labels(OWNER_NAME).page_size(500);
+        let stream = metadata_watcher(api, config).default_backoff();
+        let objects: Arc<RwLock<Objects>> = Arc::default();
+        let ready = Arc::new(AtomicBool::new(false));
+        let (store, is_ready, changed) = (objects.clone(), ready.clone(), self.changed.clone());
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            let mut buffer = Objects::new();
+            let write = || store.write().unwrap_or_else(PoisonError::into_inner);
+            loop {
+                let event = tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    event = stream.next() => event,
+                };
+                match event {
+                    Some(Ok(watcher::Event::Apply(o))) => {
+                        let a = AppliedObject::from_meta(&gk, &o.metadata);
+                        write().insert(a.key.clone(), a);
+                    }
+                    Some(Ok(watcher::Event::Delete(o))) => {
+                        let a = AppliedObject::from_meta(&gk, &o.metadata);
+                        write().remove(&a.key);
+                    }
+                    Some(Ok(watcher::Event::Init)) => buffer.clear(),
+                    Some(Ok(watcher::Event::InitApply(o))) => {
+                        let a = AppliedObject::from_meta(&gk, &o.metadata);
+                        buffer.insert(a.key.clone(), a);
+                    }
+                    Some(Ok(watcher::Event::InitDone)) => {
+                        *write() = std::mem::take(&mut buffer);
+                        is_ready.store(true, Ordering::Release);
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(kind = %gk, error = %e, "held-kind watch error; retrying with backoff");
+                        continue;
+                    }
+                    None => break,
+                }
+                changed.notify_one();
+            }
+        });
+        Watched {
+            resource,
+            objects,
+            ready,
+        }
+    }
+
+    /// Every applied object of the kinds listed at least once. Planning holds
+    /// object by object is safe on a partial set of kinds: a kind not listed
+    /// yet is simply not acted on.
+    pub async fn observed(&self) -> Vec<AppliedObject> {
+        let kinds = self.kinds.read().await;
+        let mut out = Vec::new();
+        for w in kinds.values().filter(|w| w.ready.load(Ordering::Acquire)) {
+            out.extend(
+                w.objects
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .values()
+                    .cloned(),
+            );
+        }
+        out
+    }
+
+    /// A namespaced API for objects of `kind`, if it is watched.
+    pub async fn api(&self, kind: &GroupKind, namespace: &str) -> Option<Api<DynamicObject>> {
+        let kinds = self.kinds.read().await;
+        let w = kinds.get(kind)?;
+        Some(Api::namespaced_with(
+            self.client.clone(),
+            namespace,
+            &w.resource,
+        ))
+    }
+}

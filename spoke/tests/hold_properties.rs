@@ -1,0 +1,206 @@
+//! Properties of the object-level hold planner, against an oracle written
+//! independently: for any gates (open/closed, selecting kinds/names) and any
+//! applied objects (unmarked, marked by fleetgate, marked by a person, marker
+//! without its annotation), applying the planned steps
+//! - never touches a person's mark,
+//! - leaves fleetgate's mark exactly on the objects a closed gate selects,
+//! - requests a reconcile of every owner whose objects were released,
+//! - and re-planning afterwards plans nothing (a fixpoint in one pass).
+
+use std::collections::BTreeSet;
+
+use fleetgate_policy::{FluxKind, GroupKind, HeldObjects, Mode, Targets};
+use fleetgate_spoke::{
+    hold::{
+        observed::{AppliedObject, HeldKey, HeldMark},
+        plan::{HoldAction, HoldPlanner, reconcile_requests},
+    },
+    observed::{ObjectKey, ObservedObject},
+    plan::GateView,
+};
+use proptest::prelude::*;
+
+const KINDS: [(&str, &str); 3] = [("apps", "Deployment"), ("", "Service"), ("", "ConfigMap")];
+const OWNERS: [&str; 2] = ["apps", "infra"];
+
+fn kustomization(name: &str) -> ObservedObject {
+    ObservedObject {
+        key: ObjectKey::new(FluxKind::Kustomization, "flux-system", name),
+        labels: Default::default(),
+        resource_version: Some("1".into()),
+        suspended: false,
+        suspended_by: None,
+        source_refs: vec![],
+        last_applied_revision: Some(format!("{name}@r1")),
+        artifact_revision: None,
+        nesting: Default::default(),
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Start {
+    Plain,
+    Ours,
+    Person,
+    OursWithoutAnnotation,
+}
+
+fn gate() -> impl Strategy<Value = GateView> {
+    (
+        prop::sample::subsequence(OWNERS.to_vec(), 0..=2),
+        prop::sample::subsequence(vec![0usize, 1, 2], 0..=3),
+        any::<bool>(),
+        0..3usize,
+    )
+        .prop_map(|(owners, kinds, open, n)| GateView {
+            name: format!("g{n}"),
+            mode: Mode::HoldObjects,
+            targets: Targets {
+                names: owners.iter().map(|s| s.to_string()).collect(),
+                ..Targets::default()
+            },
+            objects: Some(HeldObjects {
+                kinds: kinds
+                    .iter()
+                    .map(|&i| GroupKind::new(KINDS[i].0, KINDS[i].1))
+                    .collect(),
+                ..HeldObjects::default()
+            }),
+            open,
+            reason: String::new(),
+        })
+}
+
+fn object() -> impl Strategy<Value = AppliedObject> {
+    (
+        0..3usize,
+        0..3usize,
+        prop::option::of(0..2usize),
+        prop_oneof![
+            Just(Start::Plain),
+            Just(Start::Ours),
+            Just(Start::Person),
+            Just(Start::OursWithoutAnnotation)
+        ],
+    )
+        .prop_map(|(kind, n, owner, start)| {
+            let mut o = AppliedObject {
+                key: HeldKey {
+                    kind: GroupKind::new(KINDS[kind].0, KINDS[kind].1),
+                    namespace: "app".into(),
+                    name: format!("o{n}"),
+                },
+                owner: owner.map(|i| ("flux-system".to_string(), OWNERS[i].to_string())),
+                resource_version: Some("1".into()),
+                ..AppliedObject::default()
+            };
+            match start {
+                Start::Plain => {}
+                Start::Ours => {
+                    o.skipped_by_flux = true;
+                    o.disabled_annotation = true;
+                    o.mark = Some(HeldMark {
+                        gates: vec!["g0".into()],
+                        ..HeldMark::default()
+                    });
+                }
+                Start::Person => {
+                    o.skipped_by_flux = true;
+                    o.disabled_annotation = true;
+                }
+                Start::OursWithoutAnnotation => {
+                    o.mark = Some(HeldMark {
+                        gates: vec!["g1".into()],
+                        ..HeldMark::default()
+                    });
+                }
+            }
+            o
+        })
+}
+
+/// The oracle: the closed gates that must hold `o`.
+fn must_hold(gates: &[GateView], o: &AppliedObject) -> BTreeSet<String> {
+    let Some((_, owner)) = &o.owner else {
+        return BTreeSet::new();
+    };
+    gates
+        .iter()
+        .filter(|g| !g.open && (g.targets.names.is_empty() || g.targets.names.contains(owner)))
+        .filter(|g| {
+            let kinds = &g.objects.as_ref().unwrap().kinds;
+            kinds.is_empty() || kinds.contains(&o.key.kind)
+        })
+        .map(|g| g.name.clone())
+        .collect()
+}
+
+/// What the API server holds after a step (the patches of `hold::marks`).
+fn apply(o: &mut AppliedObject, action: &HoldAction) {
+    match action {
+        HoldAction::Mark { gates, .. } => {
+            o.disabled_annotation = true;
+            o.skipped_by_flux = true;
+            o.mark = Some(HeldMark {
+                gates: gates.clone(),
+                ..HeldMark::default()
+            });
+        }
+        HoldAction::Relabel { gates } => {
+            if let Some(m) = &mut o.mark {
+                m.gates = gates.clone();
+            }
+        }
+        HoldAction::Release { .. } => {
+            o.disabled_annotation = false;
+            o.skipped_by_flux = false;
+            o.mark = None;
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn holds_follow_the_gates_and_never_touch_a_persons_mark(
+        gates in prop::collection::vec(gate(), 0..4),
+        objects in prop::collection::vec(object(), 0..12),
+    ) {
+        let mut gates = gates;
+        gates.sort_by(|a, b| a.name.cmp(&b.name));
+        gates.dedup_by(|a, b| a.name == b.name);
+        let mut objects = objects;
+        objects.sort_by(|a, b| a.key.cmp(&b.key));
+        objects.dedup_by(|a, b| a.key == b.key);
+        let kss = vec![kustomization("apps"), kustomization("infra")];
+        let planner = HoldPlanner::new(&gates, &kss);
+        let plan = planner.plan(&objects);
+        let requested: BTreeSet<ObjectKey> = reconcile_requests(&plan.steps).into_iter().collect();
+        let mut after = objects.clone();
+        for step in &plan.steps {
+            let o = after.iter_mut().find(|o| o.key == step.key).unwrap();
+            prop_assert!(!o.held_by_person(), "touched a person's mark: {:?}", step);
+            if matches!(step.action, HoldAction::Release { .. })
+                && let Some((ns, name)) = &o.owner
+            {
+                let owner = ObjectKey::new(FluxKind::Kustomization, ns.clone(), name.clone());
+                prop_assert!(requested.contains(&owner));
+            }
+            apply(o, &step.action);
+        }
+        for (before, o) in objects.iter().zip(&after) {
+            if before.held_by_person() {
+                prop_assert_eq!(before, o);
+                continue;
+            }
+            let want = must_hold(&gates, o);
+            match &o.mark {
+                Some(m) => {
+                    prop_assert!(o.disabled_annotation);
+                    prop_assert_eq!(m.gates.iter().cloned().collect::<BTreeSet<_>>(), want);
+                }
+                None => prop_assert!(want.is_empty(), "{:?} not held by {:?}", o.key, want),
+            }
+        }
+        prop_assert!(planner.plan(&after).steps.is_empty(), "not a fixpoint");
+    }
+}

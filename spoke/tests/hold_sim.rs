@@ -1,0 +1,372 @@
+//! Object-level holds (`mode: holdObjects`) end to end against the simulator's
+//! kustomize-controller: the seeds' nginx example in ONE Kustomization (the
+//! ConfigMap stays real-time, drift included; the Deployment waits for the
+//! window), a person's own `reconcile: disabled` surviving open and close, and
+//! a window edge passing with the hub down and the spoke restarted. People
+//! look with the real kubectl.
+
+mod support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use chrono::Utc;
+use fleetgate_proto::v1 as pb;
+use fleetgate_spoke::{Config, hold::marks};
+use kube::{
+    Api, Client,
+    api::{DynamicObject, Patch, PatchParams},
+    core::{ApiResource, GroupVersionKind},
+    runtime::watcher,
+};
+use serde_json::{Value, json};
+use support::*;
+
+const APP_NS: &str = "nginx";
+
+fn nginx(image: &str, color: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: nginx}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: nginx-config, namespace: nginx}}
+data: {{color: {color}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: nginx, namespace: nginx}}
+spec:
+  replicas: 1
+  template: {{spec: {{containers: [{{name: nginx, image: "{image}"}}]}}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: nginx, namespace: nginx}}
+spec: {{ports: [{{port: 80}}]}}
+"#
+    )
+}
+
+/// The gate of the README's walk-through: Deployments and Services of `apps`
+/// wait for the window, everything else it applies stays real-time.
+fn hold_gate(default: &str) -> pb::GateRule {
+    let manifest = json!({
+        "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "window"},
+        "spec": {
+            "clusters": {"names": [CLUSTER]},
+            "mode": "holdObjects",
+            "targets": {"names": ["apps"]},
+            "objects": {"kinds": [{"group": "apps", "kind": "Deployment"}, {"kind": "Service"}]},
+            "default": default,
+        }
+    });
+    pb::GateRule {
+        name: "window".into(),
+        version: 1,
+        manifest_json: manifest.to_string(),
+    }
+}
+
+fn config(hub_url: Option<String>) -> Config {
+    let mut c = spoke_config(hub_url);
+    c.held_kinds = ["apps/v1/Deployment", "v1/Service", "v1/ConfigMap"]
+        .iter()
+        .map(|k| k.parse().unwrap())
+        .collect();
+    c
+}
+
+async fn setup() -> Cluster {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    let mut apps = kustomization("apps", "repo", false);
+    apps["spec"]["path"] = json!("./apps");
+    create(&cluster, apps).await;
+    push_nginx(&cluster, 1, "nginx:1.25", "blue").await;
+    cluster
+}
+
+async fn push_nginx(cluster: &Cluster, n: u32, image: &str, color: &str) {
+    let manifests = BTreeMap::from([("apps".to_string(), nginx(image, color))]);
+    cluster
+        .sim
+        .push_manifests(
+            CLUSTER,
+            ("GitRepository", NS, "repo"),
+            &revision(n),
+            &manifests,
+        )
+        .await
+        .expect("push");
+    let want = revision(n);
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "revision applied",
+        |o| status_str(o, "/status/lastAppliedRevision") == Some(want.as_str()),
+    )
+    .await;
+}
+
+fn app_api(client: &Client, group: &str, kind: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1", kind);
+    Api::namespaced_with(client.clone(), APP_NS, &ApiResource::from_gvk(&gvk))
+}
+
+/// Waits (watch, bounded) until the app object satisfies `pred`.
+async fn wait_app(
+    client: &Client,
+    group: &str,
+    kind: &str,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&DynamicObject) -> bool,
+) -> DynamicObject {
+    let api = app_api(client, group, kind);
+    let fut = async {
+        let mut stream = std::pin::pin!(watcher::watch_object(api, name).boxed());
+        while let Some(ev) = stream.next().await {
+            if let Ok(Some(obj)) = ev
+                && pred(&obj)
+            {
+                return obj;
+            }
+        }
+        panic!("watch ended");
+    };
+    tokio::time::timeout(WAIT, fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {kind} {name}: {what}"))
+}
+
+fn image(o: &DynamicObject) -> Option<&str> {
+    o.data
+        .pointer("/spec/template/spec/containers/0/image")
+        .and_then(Value::as_str)
+}
+
+fn held_by_us(o: &DynamicObject) -> bool {
+    annotation(o, marks::RECONCILE) == Some("disabled") && annotation(o, marks::HELD_BY).is_some()
+}
+
+/// The real kubectl against the simulated cluster, as a person would look.
+async fn kubectl(cluster: &Cluster, args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    cluster.sim.write_kubeconfig(CLUSTER, &kubeconfig).unwrap();
+    let out = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new("kubectl")
+            .env("HOME", dir.path())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("kubectl finished")
+    .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+use futures::StreamExt;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nginx_in_one_kustomization_configmap_real_time_deployment_in_the_window() {
+    let cluster = setup().await;
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(1, vec![hold_gate("closed")], vec![]));
+    let spoke = RunningSpoke::start(&cluster, config(Some(hub.url()))).await;
+
+    // Closed: the Deployment and the Service are marked, the ConfigMap is not.
+    let c = &cluster.client;
+    wait_app(c, "apps", "Deployment", "nginx", "held", held_by_us).await;
+    wait_app(c, "", "Service", "nginx", "held", held_by_us).await;
+    spoke
+        .report_where("two objects held", |r| {
+            r.held_objects
+                .iter()
+                .filter(|h| !h.held_by.is_empty())
+                .count()
+                == 2
+        })
+        .await;
+    let cm = app_api(c, "", "ConfigMap")
+        .get("nginx-config")
+        .await
+        .unwrap();
+    assert_eq!(annotation(&cm, marks::RECONCILE), None);
+    let out = kubectl(
+        &cluster,
+        &["get", "deployment", "nginx", "-n", APP_NS, "-o",
+          "jsonpath={.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/reconcile} {.metadata.annotations.fleetgate\\.io/held-by}"],
+    )
+    .await;
+    assert_eq!(out, "disabled window");
+
+    // A commit changing both: the ConfigMap changes at once, the Deployment waits.
+    push_nginx(&cluster, 2, "nginx:1.26", "green").await;
+    let apps = api(c, "Kustomization").get("apps").await.unwrap();
+    assert!(!suspended(&apps), "nothing else was suspended");
+    let ready = apps
+        .data
+        .pointer("/status/conditions/0/status")
+        .and_then(Value::as_str);
+    assert_eq!(ready, Some("True"), "Ready unchanged by the held objects");
+    let cm = app_api(c, "", "ConfigMap")
+        .get("nginx-config")
+        .await
+        .unwrap();
+    assert_eq!(cm.data.pointer("/data/color"), Some(&json!("green")));
+    let deploy = app_api(c, "apps", "Deployment").get("nginx").await.unwrap();
+    assert_eq!(image(&deploy), Some("nginx:1.25"), "held: keeps its image");
+    spoke
+        .report_where("newer revision waits", |r| {
+            r.held_objects.iter().any(|h| {
+                h.key.name == "nginx"
+                    && h.key.kind.kind == "Deployment"
+                    && h.newer_revision_applied
+                    && h.since_revision.as_deref() == Some(revision(1).as_str())
+            })
+        })
+        .await;
+
+    // Drift on the ConfigMap is still corrected while the gate is closed.
+    app_api(c, "", "ConfigMap")
+        .patch(
+            "nginx-config",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"color": "red"}})),
+        )
+        .await
+        .unwrap();
+    wait_app(c, "", "ConfigMap", "nginx-config", "drift corrected", |o| {
+        o.data.pointer("/data/color") == Some(&json!("green"))
+    })
+    .await;
+
+    // The window opens: marks removed, a reconcile requested, the new image rolls out.
+    hub.set(snapshot(2, vec![hold_gate("open")], vec![]));
+    let deploy = wait_app(c, "apps", "Deployment", "nginx", "new image", |o| {
+        image(o) == Some("nginx:1.26")
+    })
+    .await;
+    assert_eq!(annotation(&deploy, marks::RECONCILE), None);
+    assert_eq!(annotation(&deploy, marks::HELD_BY), None);
+    let apps = api(c, "Kustomization").get("apps").await.unwrap();
+    assert!(annotation(&apps, fleetgate_spoke::annotations::REQUESTED_AT).is_some());
+    wait_event(c, "ObjectsHeld", "apps").await;
+    wait_event(c, "ObjectsReleased", "apps").await;
+    spoke
+        .report_where("nothing held", |r| {
+            r.held_objects.iter().all(|h| h.held_by.is_empty())
+        })
+        .await;
+    spoke.stop().await;
+    hub.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_own_mark_survives_every_close_and_open() {
+    let cluster = setup().await;
+    let c = &cluster.client;
+    // A person holds the Service themselves, before fleetgate ever closes.
+    kubectl(
+        &cluster,
+        &[
+            "annotate",
+            "service/nginx",
+            "-n",
+            APP_NS,
+            "kustomize.toolkit.fluxcd.io/reconcile=disabled",
+        ],
+    )
+    .await;
+    let hub = FakeHub::start().await;
+    let spoke = RunningSpoke::start(&cluster, config(Some(hub.url()))).await;
+    for (revision, state) in [(1, "closed"), (2, "open"), (3, "closed"), (4, "open")] {
+        hub.set(snapshot(revision, vec![hold_gate(state)], vec![]));
+        spoke
+            .report_where(&format!("revision {revision} enforced"), |r| {
+                r.revision == revision
+                    && r.held_objects.iter().any(|h| {
+                        h.key.kind.kind == "Deployment" && h.held_by.is_empty() == (state == "open")
+                    })
+            })
+            .await;
+        let svc = app_api(c, "", "Service").get("nginx").await.unwrap();
+        assert_eq!(
+            annotation(&svc, marks::RECONCILE),
+            Some("disabled"),
+            "{state}"
+        );
+        assert_eq!(annotation(&svc, marks::HELD_BY), None, "never claimed");
+        spoke
+            .report_where("reported as held by a person", |r| {
+                r.held_objects
+                    .iter()
+                    .any(|h| h.key.kind.kind == "Service" && h.held_by_person)
+            })
+            .await;
+    }
+    spoke.stop().await;
+    hub.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn window_edge_passes_with_the_hub_down_and_the_spoke_restarted() {
+    let cluster = setup().await;
+    let c = &cluster.client;
+    // Closed now; an override opens it a few seconds from now.
+    let edge = Utc::now() + chrono::Duration::seconds(4);
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(
+        5,
+        vec![hold_gate("closed")],
+        vec![override_from("window", "open", edge)],
+    ));
+    let spoke = RunningSpoke::start(&cluster, config(Some(hub.url()))).await;
+    wait_app(c, "apps", "Deployment", "nginx", "held", held_by_us).await;
+    spoke
+        .report_where("revision 5 enforced", |r| r.revision == 5)
+        .await;
+    hub.stop().await;
+    spoke.stop().await;
+
+    // A commit lands while everything fleetgate is down: held by the mark alone.
+    push_nginx(&cluster, 2, "nginx:1.26", "green").await;
+    let deploy = app_api(c, "apps", "Deployment").get("nginx").await.unwrap();
+    assert_eq!(image(&deploy), Some("nginx:1.25"));
+
+    // Restarted with the hub unreachable: the persisted snapshot opens it at the edge.
+    let dead = format!(
+        "http://{}",
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    );
+    let spoke = RunningSpoke::start(&cluster, config(Some(dead))).await;
+    let deploy = wait_app(
+        c,
+        "apps",
+        "Deployment",
+        "nginx",
+        "released at the edge",
+        |o| image(o) == Some("nginx:1.26"),
+    )
+    .await;
+    assert!(Utc::now() >= edge, "not released before the edge");
+    assert!(!held_by_us(&deploy));
+    spoke.stop().await;
+    tokio::time::sleep(Duration::ZERO).await;
+}
