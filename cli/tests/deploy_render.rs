@@ -258,7 +258,7 @@ fn hold_objects_component_grants_exactly_the_held_kinds() {
     let objs = render(&overlay);
     let deploy = find(&objs, "Deployment", "fleetgate-spoke");
     let env = deploy["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_sequence()
+        .as_array()
         .unwrap();
     let held = env
         .iter()
