@@ -37,6 +37,7 @@ fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
             newest_source_revision: format!("main@sha1:{round:040}"),
             held: false,
             suspended_by_human: false,
+            ignored: false,
         })
         .collect()
 }

@@ -318,6 +318,21 @@ fn every_cluster_in_the_flux_layout_gets_a_patched_spoke() {
             ["GitRepository", "Kustomization"].map(String::from).into()
         );
         let ks = find(&objs, "Kustomization", "fleetgate-spoke");
+        // Gates never hold the spoke's own delivery; the name is the spoke's
+        // --own-kustomization default, so it warns if a gate would.
+        for obj in [ks, find(&objs, "GitRepository", "fleetgate")] {
+            assert_eq!(
+                obj["metadata"]["annotations"]["fleetgate.io/ignore"], "true",
+                "{name}"
+            );
+        }
+        assert_eq!(ks["metadata"]["namespace"], "flux-system");
+        assert_eq!(
+            fleetgate_spoke::config::Config::for_cluster("x")
+                .unwrap()
+                .own_kustomization,
+            "flux-system/fleetgate-spoke"
+        );
         assert_eq!(ks["spec"]["path"], "./deploy/spoke");
         assert_eq!(ks["spec"]["sourceRef"]["name"], "fleetgate");
         let rendered = render_with_flux_patches(ks);

@@ -90,7 +90,7 @@ function objectsTable(objects) {
       h('td', {}, o.kind), h('td', {}, o.namespace), h('td', {}, o.name),
       h('td', {}, o.suspendedByHuman ? badge('info', 'by a person (left alone)')
         : o.suspended ? badge('closed', `by ${o.suspendedBy.join(', ') || 'fleetgate'}`) : 'no'),
-      h('td', {}, o.gates.join(', ')),
+      h('td', {}, o.ignored ? [o.gates.join(', '), ' ', h('span', { class: 'muted', title: 'annotated fleetgate.io/ignore: "true": never governed' }, '(ignored)')] : o.gates.join(', ')),
       h('td', { class: 'rev' }, o.lastAppliedRevision || '—'),
       h('td', { class: 'rev' }, o.newestSourceRevision || '—'),
       h('td', {}, o.held ? badge('held', 'held') : '')))));

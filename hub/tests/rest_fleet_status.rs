@@ -24,6 +24,7 @@ fn held_object(name: &str, gates: &[&str]) -> ReportedObject {
         newest_source_revision: Some("main@sha1:bbb".into()),
         held: true,
         suspended_by_human: false,
+        ignored: false,
     }
 }
 
@@ -66,6 +67,14 @@ async fn one_response_matches_every_clusters_own_status() {
         objects: vec![
             held_object("a", &["bh", "approval"]),
             held_object("b", &["approval"]),
+            // Annotated fleetgate.io/ignore: targeted, never governed, not counted.
+            ReportedObject {
+                suspended: false,
+                suspended_by: vec![],
+                held: false,
+                ignored: true,
+                ..held_object("own", &["approval"])
+            },
         ],
         clock_offset_ms: 0,
         received_at: Utc::now(),
@@ -95,6 +104,19 @@ async fn one_response_matches_every_clusters_own_status() {
     // t0 is a Wednesday noon: business hours are open.
     assert_eq!(p1["closedBy"], json!(["approval"]));
     assert_eq!(p1["counts"]["held"], 2);
+    assert_eq!(
+        p1["counts"]["governed"], 2,
+        "the ignored object is not governed"
+    );
+    let own = hub.get("/api/v1/clusters/p1/status").await.body;
+    let ignored: Vec<&Value> = own["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["ignored"] == true)
+        .collect();
+    assert_eq!(ignored.len(), 1, "{own}");
+    assert_eq!(ignored[0]["name"], "own");
     let held: Vec<(&str, i64)> = p1["gates"]
         .as_array()
         .unwrap()

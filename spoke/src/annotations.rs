@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 pub const SUSPENDED_BY: &str = "fleetgate.io/suspended-by";
 /// When fleetgate suspended the object (RFC 3339, UTC).
 pub const SUSPENDED_AT: &str = "fleetgate.io/suspended-at";
+/// A person's opt-out: an object annotated `fleetgate.io/ignore: "true"` is never governed
+/// (deploy/flux sets it on the Kustomization that delivers the spoke itself).
+pub const IGNORE: &str = "fleetgate.io/ignore";
 /// Marks a `kustomize.toolkit.fluxcd.io/reconcile: disabled` annotation as
 /// fleetgate's: set beside a suspend of a Flux object a parent Kustomization
 /// applies, so the parent's server-side apply (which would revert

@@ -127,6 +127,15 @@ pub struct Config {
     #[arg(long, env = "FLEETGATE_PATCH_CONCURRENCY", default_value_t = 8)]
     pub patch_concurrency: usize,
 
+    /// `namespace/name` of the Flux Kustomization that delivers this spoke (deploy/flux's
+    /// name by default): the spoke warns when a gate would hold it. Empty: no check.
+    #[arg(
+        long,
+        env = "FLEETGATE_OWN_KUSTOMIZATION",
+        default_value = "flux-system/fleetgate-spoke"
+    )]
+    pub own_kustomization: String,
+
     /// Kinds whose objects `holdObjects` gates may mark inside Kustomizations,
     /// comma-separated `group/version/Kind` (`apps/v1/Deployment,v1/Service`).
     /// Empty: holdObjects gates hold nothing here. The spoke's ClusterRole must

@@ -19,6 +19,7 @@ use crate::{
         plan::{HoldPlan, HoldPlanner},
     },
     observed::{ObjectKey, ObservedObject},
+    own_delivery::OwnDelivery,
     plan::{Plan, Planner},
     report::Report,
     snapshot::CompiledSnapshot,
@@ -66,6 +67,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let mut snapshot_rx = ctx.snapshot.subscribe();
     let mut local_rx = ctx.local_overrides.subscribe();
     let mut overlay = Overlay::default();
+    let mut own = OwnDelivery::new(&ctx.config.own_kustomization);
     let mut held_overlay = HeldOverlay::default();
     let changed = ctx.watches.changed.clone();
     loop {
@@ -76,8 +78,15 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             let objects = overlay.apply(objects);
             match &snapshot {
                 Some(snap) => {
-                    next_transition =
-                        reconcile(&ctx, snap, objects, &mut overlay, &mut held_overlay).await
+                    next_transition = reconcile(
+                        &ctx,
+                        snap,
+                        objects,
+                        &mut overlay,
+                        &mut held_overlay,
+                        &mut own,
+                    )
+                    .await;
                 }
                 None => {
                     ctx.ready.store(true, Ordering::Release);
@@ -113,11 +122,15 @@ async fn reconcile(
     objects: Vec<ObservedObject>,
     overlay: &mut Overlay,
     held_overlay: &mut HeldOverlay,
+    own: &mut OwnDelivery,
 ) -> Option<DateTime<Utc>> {
     ctx.metrics.reconciles.inc();
     let local = ctx.local_overrides.borrow().clone();
     let eval = snapshot.evaluate_with(Utc::now(), &local);
     let planner = Planner::new(&eval.gates, &objects);
+    if let Some((key, gates)) = own.check(&planner, &objects) {
+        crate::own_delivery::warn(ctx, &key, &gates).await;
+    }
     let mut plan = planner.plan(&objects);
     let steps = std::mem::take(&mut plan.steps);
     let mut patched = false;
@@ -220,6 +233,7 @@ mod tests {
             source_refs: vec![],
             last_applied_revision: None,
             artifact_revision: None,
+            ignored: false,
             nesting: Default::default(),
         }
     }

@@ -8,7 +8,7 @@ use fleetgate_policy::FluxKind;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use crate::annotations::{PINNED, SUSPENDED_BY, parse_suspended_by};
+use crate::annotations::{IGNORE, PINNED, SUSPENDED_BY, parse_suspended_by};
 use crate::hold::marks::{OWNER_NAME, OWNER_NAMESPACE, RECONCILE, SSA};
 
 /// Identifies one Flux object in the cluster. Orders by kind (appliers first),
@@ -54,6 +54,8 @@ pub struct ObservedObject {
     pub last_applied_revision: Option<String>,
     /// `status.artifact.revision` (sources only).
     pub artifact_revision: Option<String>,
+    /// Annotated `fleetgate.io/ignore: "true"`: never governed.
+    pub ignored: bool,
     /// Whether a parent Kustomization applies this object (Flux's bootstrap
     /// layout), and the marks that keep the parent from reverting a suspend.
     pub nesting: Nesting,
@@ -89,6 +91,11 @@ impl ObservedObject {
             .as_ref()
             .and_then(|a| a.get(SUSPENDED_BY))
             .map(|v| parse_suspended_by(v));
+        let ignored = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(IGNORE))
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         let data = &obj.data;
         ObservedObject {
             source_refs: source_refs(kind, &namespace, &name, data),
@@ -106,6 +113,7 @@ impl ObservedObject {
             suspended_by,
             last_applied_revision: last_applied(kind, data),
             artifact_revision: str_at(data, "/status/artifact/revision"),
+            ignored,
             nesting: nesting(obj),
         }
     }

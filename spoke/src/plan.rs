@@ -62,6 +62,8 @@ pub struct ObjectReport {
     /// A newer source revision waits behind a closed gate.
     pub held: bool,
     pub suspended_by_human: bool,
+    /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but it is not governed.
+    pub ignored: bool,
     /// A parent Kustomization applies it; fleetgate pinned its suspend with
     /// `reconcile: disabled` so the parent cannot revert it (as observed).
     pub pinned: bool,
@@ -117,7 +119,8 @@ impl<'a> Planner<'a> {
             if let Some(rev) = &obj.artifact_revision {
                 artifacts.insert(obj.key.clone(), rev.clone());
             }
-            if !is_consumer(obj.key.kind) {
+            // An ignored consumer freezes nothing: its sources stay as free as it is.
+            if !is_consumer(obj.key.kind) || obj.ignored {
                 continue;
             }
             for (i, gate) in gates.iter().enumerate() {
@@ -169,8 +172,13 @@ impl<'a> Planner<'a> {
                 holding.insert(i);
             }
         }
-        let closed: Vec<String> =
-            self.names(holding.iter().copied().filter(|&i| !self.gates[i].open));
+        // Ignored: nothing holds it, so a suspend of fleetgate's own is released and a
+        // person's stays, exactly as when every gate opens.
+        let closed: Vec<String> = if obj.ignored {
+            Vec::new()
+        } else {
+            self.names(holding.iter().copied().filter(|&i| !self.gates[i].open))
+        };
 
         let action = match (&obj.suspended_by, obj.suspended, closed.is_empty()) {
             // A person's suspend: never touched, whatever the gates say.
@@ -243,10 +251,26 @@ impl<'a> Planner<'a> {
             newest_source_revision: newest,
             held,
             suspended_by_human: obj.suspended_by_human(),
+            ignored: obj.ignored,
             pinned: n.pinned,
             applied_by_parent: n.applied_by_parent,
         };
         (step, Some(report))
+    }
+
+    /// The gates that hold `obj` back when closed, open or not: those that would suspend it
+    /// and those freezing the sources it applies from. Empty for an ignored object unless
+    /// another targeted consumer freezes a source it shares.
+    pub fn gates_holding(&self, obj: &ObservedObject) -> Vec<String> {
+        let mut idx: BTreeSet<usize> = BTreeSet::new();
+        if !obj.ignored {
+            idx.extend(self.frozen.get(&obj.key).into_iter().flatten().copied());
+            idx.extend((0..self.gates.len()).filter(|&i| targets(&self.gates[i], obj)));
+        }
+        for source in &obj.source_refs {
+            idx.extend(self.frozen.get(source).into_iter().flatten().copied());
+        }
+        self.names(idx.into_iter())
     }
 
     /// (last applied, newest available) revisions. A source's own artifact is
@@ -309,6 +333,7 @@ mod tests {
             source_refs: vec![],
             last_applied_revision: None,
             artifact_revision: None,
+            ignored: false,
             nesting: Default::default(),
         }
     }

@@ -41,6 +41,7 @@ fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
         newest_source_revision: o.newest_source_revision.clone().unwrap_or_default(),
         held: o.held,
         suspended_by_human: o.suspended_by_human,
+        ignored: o.ignored,
     }
 }
 
@@ -63,6 +64,7 @@ mod tests {
                 newest_source_revision: None,
                 held: false,
                 suspended_by_human: false,
+                ignored: true,
                 pinned: false,
                 applied_by_parent: false,
             }],

@@ -33,6 +33,7 @@ fn kustomization(name: &str) -> ObservedObject {
         source_refs: vec![],
         last_applied_revision: Some(format!("{name}@r1")),
         artifact_revision: None,
+        ignored: false,
         nesting: Default::default(),
     }
 }

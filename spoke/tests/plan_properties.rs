@@ -203,6 +203,7 @@ fn seed_objects() -> Vec<ObservedObject> {
                 source_refs: vec![],
                 last_applied_revision: None,
                 artifact_revision: Some(format!("main@sha1:{r}")),
+                ignored: false,
                 nesting: Default::default(),
             });
         }
@@ -237,6 +238,7 @@ proptest! {
                         source_refs: vec![repo_key(ns, repo)],
                         last_applied_revision: None,
                         artifact_revision: None,
+                        ignored: false,
                         nesting: Default::default(),
                     });
                     created += 1;

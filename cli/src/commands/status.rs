@@ -212,6 +212,8 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
         ]);
         for o in objects {
             let suspended = match (o.get("suspended"), o.get("suspendedByHuman")) {
+                // fleetgate.io/ignore: "true": the gates target it, fleetgate leaves it be.
+                _ if o.get("ignored") == Some(&Value::Bool(true)) => "ignored".to_string(),
                 (_, Some(Value::Bool(true))) => "by hand".to_string(),
                 (Some(Value::Bool(true)), _) => "yes".to_string(),
                 _ => "no".to_string(),

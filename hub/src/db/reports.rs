@@ -25,6 +25,7 @@ pub struct ReportedObject {
     pub newest_source_revision: Option<String>,
     pub held: bool,
     pub suspended_by_human: bool,
+    pub ignored: bool,
 }
 
 /// The latest report of one cluster, as the batcher flushes it.
@@ -77,19 +78,21 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     sqlx::query(
         "insert into object_status (cluster, kind, namespace, name, suspended, suspended_by, \
            gates, last_applied_revision, newest_source_revision, held, suspended_by_human, \
-           reported_at) \
+           ignored, reported_at) \
          select $1, r.kind, r.namespace, r.name, r.suspended, \
            array(select jsonb_array_elements_text(r.suspended_by)), \
            array(select jsonb_array_elements_text(r.gates)), \
-           r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human, $3 \
+           r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human, \
+           coalesce(r.ignored, false), $3 \
          from jsonb_to_recordset($2) as r(kind text, namespace text, name text, suspended bool, \
            suspended_by jsonb, gates jsonb, last_applied_revision text, \
-           newest_source_revision text, held bool, suspended_by_human bool) \
+           newest_source_revision text, held bool, suspended_by_human bool, ignored bool) \
          on conflict (cluster, kind, namespace, name) do update set \
            suspended = excluded.suspended, suspended_by = excluded.suspended_by, \
            gates = excluded.gates, last_applied_revision = excluded.last_applied_revision, \
            newest_source_revision = excluded.newest_source_revision, held = excluded.held, \
-           suspended_by_human = excluded.suspended_by_human, reported_at = excluded.reported_at",
+           suspended_by_human = excluded.suspended_by_human, ignored = excluded.ignored, \
+           reported_at = excluded.reported_at",
     )
     .bind(&report.cluster)
     .bind(&objects)

@@ -20,6 +20,7 @@ pub struct ObjectStatusRow {
     pub newest_source_revision: Option<String>,
     pub held: bool,
     pub suspended_by_human: bool,
+    pub ignored: bool,
     pub reported_at: DateTime<Utc>,
 }
 
@@ -27,7 +28,8 @@ pub struct ObjectStatusRow {
 pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<ObjectStatusRow>> {
     let rows = sqlx::query_as(
         "select cluster, kind, namespace, name, suspended, suspended_by, gates, \
-         last_applied_revision, newest_source_revision, held, suspended_by_human, reported_at \
+         last_applied_revision, newest_source_revision, held, suspended_by_human, ignored, \
+         reported_at \
          from object_status where cluster = $1 order by kind, namespace, name",
     )
     .bind(cluster)
@@ -39,7 +41,7 @@ pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<O
 /// Per cluster: (cluster, governed objects, held objects, suspended objects).
 pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<(String, i64, i64, i64)>> {
     let rows = sqlx::query_as(
-        "select cluster, count(*), count(*) filter (where held), \
+        "select cluster, count(*) filter (where not ignored), count(*) filter (where held), \
          count(*) filter (where suspended) from object_status group by cluster",
     )
     .fetch_all(conn)

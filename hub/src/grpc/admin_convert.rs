@@ -139,6 +139,7 @@ fn object(o: ObjectStatus) -> pb::GovernedObject {
         held: o.held,
         suspended_by_human: o.suspended_by_human,
         reported_at: ts(o.reported_at),
+        ignored: o.ignored,
     }
 }
 

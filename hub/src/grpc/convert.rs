@@ -89,6 +89,7 @@ pub fn object_from_proto(o: pb::ObjectStatus) -> ReportedObject {
         newest_source_revision: opt(o.newest_source_revision),
         held: o.held,
         suspended_by_human: o.suspended_by_human,
+        ignored: o.ignored,
     }
 }
 

@@ -194,6 +194,7 @@ mod tests {
             newest_source_revision: None,
             held,
             suspended_by_human: false,
+            ignored: false,
         }
     }
 

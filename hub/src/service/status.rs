@@ -38,6 +38,9 @@ pub struct ObjectStatus {
     pub held: bool,
     /// Suspended by a person (fleetgate leaves it alone).
     pub suspended_by_human: bool,
+    /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but fleetgate never
+    /// governs it (not counted as governed).
+    pub ignored: bool,
     pub reported_at: DateTime<Utc>,
 }
 
@@ -54,6 +57,7 @@ impl From<ObjectStatusRow> for ObjectStatus {
             newest_source_revision: r.newest_source_revision,
             held: r.held,
             suspended_by_human: r.suspended_by_human,
+            ignored: r.ignored,
             reported_at: r.reported_at,
         }
     }
@@ -232,7 +236,7 @@ impl Service {
             })
             .collect();
         let counts = ObjectCounts {
-            governed: objects.len() as i64,
+            governed: objects.iter().filter(|o| !o.ignored).count() as i64,
             held: objects.iter().filter(|o| o.held).count() as i64,
             suspended: objects.iter().filter(|o| o.suspended).count() as i64,
         };

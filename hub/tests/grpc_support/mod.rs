@@ -249,6 +249,7 @@ pub fn kustomization(ns: &str, name: &str, held: bool, gates: &[&str]) -> pb::Ob
         },
         held,
         suspended_by_human: false,
+        ignored: false,
     }
 }
 

@@ -142,7 +142,8 @@ impl<'a> HoldPlanner<'a> {
             .and_then(|(ns, name)| self.owners.get(&(ns.as_str(), name.as_str())).copied());
         let mut selecting: BTreeSet<&str> = BTreeSet::new();
         let mut closed: BTreeSet<&str> = BTreeSet::new();
-        if let Some(ks) = owner {
+        // A Kustomization annotated fleetgate.io/ignore holds none of its objects.
+        if let Some(ks) = owner.filter(|k| !k.ignored) {
             for g in &self.gates {
                 let targeted = g.targets.matches(
                     FluxKind::Kustomization,
@@ -281,6 +282,7 @@ mod tests {
             source_refs: vec![],
             last_applied_revision: Some(rev.into()),
             artifact_revision: None,
+            ignored: false,
             nesting: Default::default(),
         }
     }

@@ -92,5 +92,6 @@ pub fn object(kind: &str, ns: &str, name: &str, gates: &[&str], held: bool) -> p
         },
         held,
         suspended_by_human: false,
+        ignored: false,
     }
 }
