@@ -66,6 +66,7 @@ pub async fn run(
                 clock_offset_ms: marker,
                 observed_at: None,
                 more: false,
+                held_objects: vec![],
             };
             if !swarm.report(i, report) {
                 return Err(Error::setup(format!("spoke {i} cannot send a report")));

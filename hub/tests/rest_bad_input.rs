@@ -126,6 +126,24 @@ async fn bad_input_table() {
         bad(
             M::POST,
             "/api/v1/gates",
+            gate_with(|g| {
+                g["spec"]["mode"] = json!("holdObjects");
+                g["spec"]["targets"] = json!({"kinds": ["HelmRelease"]});
+                g["spec"]["objects"] = json!({});
+            }),
+            422,
+            Some("spec.targets.kinds[0]"),
+        ),
+        bad(
+            M::POST,
+            "/api/v1/gates",
+            gate_with(|g| g["spec"]["mode"] = json!("holdObjects")),
+            422,
+            Some("spec.objects"),
+        ),
+        bad(
+            M::POST,
+            "/api/v1/gates",
             gate_with(|g| g["metadata"]["name"] = json!("Not_A_Name")),
             422,
             Some("metadata.name"),

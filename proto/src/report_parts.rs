@@ -24,29 +24,43 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         clock_offset_ms,
         observed_at,
         more: _,
+        held_objects,
     } = report;
-    let part = |objects| StatusReport {
+    let part = |objects, held_objects| StatusReport {
         revision,
         objects,
         clock_offset_ms,
         observed_at,
         more: true,
+        held_objects,
     };
     let mut parts = Vec::new();
-    let mut current = Vec::new();
+    let (mut current, mut held) = (Vec::new(), Vec::new());
     let mut size = 0;
+    // Field tag + length prefix + body, as it is encoded inside the report.
+    let framed = |len: usize| len + prost::length_delimiter_len(len) + 1;
     for o in objects {
-        // Field tag + length prefix + body, as it is encoded inside the report.
-        let len = o.encoded_len();
-        let len = len + prost::length_delimiter_len(len) + 1;
+        let len = framed(o.encoded_len());
         if !current.is_empty() && size + len > part_bytes {
-            parts.push(part(std::mem::take(&mut current)));
+            parts.push(part(std::mem::take(&mut current), Vec::new()));
             size = 0;
         }
         size += len;
         current.push(o);
     }
-    parts.push(part(current));
+    for h in held_objects {
+        let len = framed(h.encoded_len());
+        if (!current.is_empty() || !held.is_empty()) && size + len > part_bytes {
+            parts.push(part(
+                std::mem::take(&mut current),
+                std::mem::take(&mut held),
+            ));
+            size = 0;
+        }
+        size += len;
+        held.push(h);
+    }
+    parts.push(part(current, held));
     if let Some(last) = parts.last_mut() {
         last.more = false;
     }
@@ -93,6 +107,7 @@ mod tests {
                 nanos: 0,
             }),
             more: false,
+            held_objects: vec![],
         }
     }
 
@@ -111,6 +126,34 @@ mod tests {
             // The whole part message stays near the budget (header fields ~20 B).
             assert!(p.encoded_len() <= PART_BYTES + 32, "{}", p.encoded_len());
         }
+    }
+
+    #[test]
+    fn held_objects_follow_the_objects_within_the_size() {
+        let objects: Vec<_> = (0..30).map(|i| object(i, 60)).collect();
+        let held: Vec<_> = (0..500)
+            .map(|i| crate::v1::HeldObjectStatus {
+                group: "apps".into(),
+                kind: "Deployment".into(),
+                namespace: "web".into(),
+                name: format!("web-{i:04}"),
+                kustomization_namespace: "flux-system".into(),
+                kustomization_name: "apps".into(),
+                held_by: vec!["window".into()],
+                ..Default::default()
+            })
+            .collect();
+        let mut r = report(objects.clone());
+        r.held_objects = held.clone();
+        let parts = split(r, PART_BYTES);
+        assert!(parts.len() > 5, "{} parts", parts.len());
+        let objs: Vec<_> = parts.iter().flat_map(|p| p.objects.clone()).collect();
+        let helds: Vec<_> = parts.iter().flat_map(|p| p.held_objects.clone()).collect();
+        assert_eq!((objs, helds), (objects, held));
+        for p in &parts {
+            assert!(p.encoded_len() <= PART_BYTES + 32, "{}", p.encoded_len());
+        }
+        assert!(!parts.last().unwrap().more);
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct Context {
     /// Overrides made in the cluster (open/close requests on Gate objects),
     /// evaluated together with the snapshot's; they work without the hub.
     pub local_overrides: watch::Sender<Arc<Vec<Override>>>,
+    /// Accepted requests on the hub's gates that the hub has not recorded yet:
+    /// sent on every connect, change and heartbeat until its snapshot has them.
+    pub local_requests: watch::Sender<Arc<Vec<fleetgate_proto::v1::LocalRequest>>>,
 }
 
 impl Context {
@@ -71,6 +74,7 @@ impl Context {
             report: watch::channel(None).0,
             ready: Arc::new(AtomicBool::new(false)),
             local_overrides: watch::channel(Arc::new(Vec::new())).0,
+            local_requests: watch::channel(Arc::new(Vec::new())).0,
             metrics,
             config,
         })

@@ -3,7 +3,6 @@
 //! local clock, plans every observed object and applies the steps.
 
 use std::{
-    collections::{HashMap, HashSet},
     sync::{Arc, atomic::Ordering},
     time::Duration,
 };
@@ -15,10 +14,10 @@ use crate::{
     context::Context,
     enforce,
     hold::{
-        self, HeldOverlay,
+        self,
         plan::{HoldPlan, HoldPlanner},
     },
-    observed::{ObjectKey, ObservedObject},
+    observed::ObservedObject,
     own_delivery::OwnDelivery,
     plan::{Plan, Planner},
     report::Report,
@@ -29,38 +28,10 @@ use crate::{
 /// coalesced for this long before re-planning.
 const COALESCE: Duration = Duration::from_millis(20);
 
-/// Objects the spoke just patched, until the watch store catches up: planning
-/// from the stale store copy would patch again with an old resourceVersion.
-#[derive(Default)]
-struct Overlay(HashMap<ObjectKey, (Option<String>, ObservedObject)>);
-
-impl Overlay {
-    fn record(&mut self, applied: Vec<enforce::Applied>) {
-        for a in applied {
-            self.0.insert(a.key, (a.stale_rv, a.fresh));
-        }
-    }
-
-    /// Replaces stale store copies with the patched objects; forgets entries
-    /// the store has caught up with (or whose objects are gone).
-    fn apply(&mut self, objects: Vec<ObservedObject>) -> Vec<ObservedObject> {
-        let mut seen = HashSet::new();
-        let out = objects
-            .into_iter()
-            .map(|o| match self.0.get(&o.key) {
-                Some((stale, fresh)) if *stale == o.resource_version => {
-                    seen.insert(o.key.clone());
-                    fresh.clone()
-                }
-                _ => o,
-            })
-            .collect();
-        self.0.retain(|k, _| seen.contains(k));
-        // A mass suspend fills it with every object; do not keep that capacity.
-        self.0.shrink_to_fit();
-        out
-    }
-}
+/// Patched Flux objects until their watch catches up.
+type Overlay = crate::overlay::Overlay<ObservedObject>;
+/// Patched held objects until their watch catches up.
+type HeldOverlay = crate::overlay::Overlay<hold::observed::AppliedObject>;
 
 /// Runs until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
@@ -138,7 +109,9 @@ async fn reconcile(
         tracing::debug!(steps = steps.len(), "applying");
         let applied = enforce::apply(ctx, &planner, &eval.gates, steps).await;
         if !applied.is_empty() {
-            overlay.record(applied);
+            for a in applied {
+                overlay.record(a.stale_rv, a.fresh);
+            }
             patched = true;
         }
     }
@@ -180,7 +153,9 @@ async fn reconcile_holds(
     if done.is_empty() {
         return plan;
     }
-    held_overlay.record(done);
+    for a in done {
+        held_overlay.record(a.stale_rv, a.fresh);
+    }
     let applied = held_overlay.apply(applied);
     planner.plan(&applied)
 }
@@ -221,6 +196,7 @@ fn publish(ctx: &Context, revision: u64, plan: Plan, holds: HoldPlan, closed: us
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observed::ObjectKey;
     use fleetgate_policy::FluxKind;
 
     fn obj(name: &str, rv: &str, suspended: bool) -> ObservedObject {
@@ -241,11 +217,7 @@ mod tests {
     #[test]
     fn overlay_replaces_stale_copies_until_the_store_catches_up() {
         let mut overlay = Overlay::default();
-        overlay.record(vec![enforce::Applied {
-            key: obj("a", "1", false).key,
-            stale_rv: Some("1".into()),
-            fresh: obj("a", "2", true),
-        }]);
+        overlay.record(Some("1".into()), obj("a", "2", true));
         // The store still has rv 1: the patched copy is used.
         let seen = overlay.apply(vec![obj("a", "1", false), obj("b", "5", false)]);
         assert!(seen[0].suspended && seen[0].resource_version.as_deref() == Some("2"));

@@ -95,6 +95,16 @@ pub async fn run(ctx: Arc<Context>, target: HubTarget, shutdown: CancellationTok
     }
 }
 
+/// Queues every request made in the cluster that the hub has not recorded
+/// (the hub deduplicates, so a repeat is harmless and a dropped one is resent).
+fn send_local_requests(ctx: &Context, tx: &mpsc::Sender<pb::SpokeMessage>) {
+    for r in ctx.local_requests.borrow().iter() {
+        let _ = tx.try_send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::LocalRequest(r.clone())),
+        });
+    }
+}
+
 fn report_message(ctx: &Context, clock_offset_ms: i64) -> Option<pb::SpokeMessage> {
     let report = ctx.report.borrow().clone()?;
     Some(pb::SpokeMessage {
@@ -155,6 +165,9 @@ async fn session(
     if let Some(m) = report_message(ctx, clock_offset_ms) {
         let _ = tx.try_send(m);
     }
+    let mut requests_rx = ctx.local_requests.subscribe();
+    requests_rx.mark_unchanged();
+    send_local_requests(ctx, &tx);
     let mut heartbeat = tokio::time::interval_at(
         Instant::now() + cfg.heartbeat_interval,
         cfg.heartbeat_interval,
@@ -211,6 +224,13 @@ async fn session(
                 if let Some(m) = report_message(ctx, clock_offset_ms) {
                     let _ = tx.try_send(m);
                 }
+                send_local_requests(ctx, &tx);
+            }
+            changed = requests_rx.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+                send_local_requests(ctx, &tx);
             }
             _ = tokio::time::sleep_until(last_message + cfg.hub_idle_timeout) => {
                 return Err(Error::Hub(tonic::Status::deadline_exceeded("no message from the hub within the idle timeout")));

@@ -20,6 +20,7 @@ pub mod kinds;
 pub mod metrics;
 pub mod object_store;
 pub mod observed;
+pub mod overlay;
 pub mod own_delivery;
 pub mod plan;
 pub mod report;

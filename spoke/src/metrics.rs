@@ -31,6 +31,7 @@ pub struct Metrics {
     pub patch_duration: Histogram,
     patches: Family<Labels, Counter>,
     errors: Family<Labels, Counter>,
+    requests: Family<Labels, Counter>,
     pub reconciles: Counter,
 }
 
@@ -55,6 +56,7 @@ impl Metrics {
             patch_duration: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
             patches: Family::default(),
             errors: Family::default(),
+            requests: Family::default(),
             reconciles: Counter::default(),
             registry: Registry::default(),
         };
@@ -109,6 +111,11 @@ impl Metrics {
             m.patches.clone(),
         );
         registry.register("reconcile_errors", "Errors by kind", m.errors.clone());
+        registry.register(
+            "gate_requests",
+            "Open/close requests made on Gate objects, by action and whether honoured",
+            m.requests.clone(),
+        );
         registry.register("reconciles", "Reconcile passes", m.reconciles.clone());
         Metrics { registry, ..m }
     }
@@ -117,6 +124,16 @@ impl Metrics {
     pub fn error(&self, e: &Error) {
         self.errors
             .get_or_create(&vec![("error".to_owned(), e.metric_label().to_owned())])
+            .inc();
+    }
+
+    /// Counts an open/close request on a Gate object as judged.
+    pub fn request(&self, action: &str, accepted: bool) {
+        self.requests
+            .get_or_create(&vec![
+                ("action".to_owned(), action.to_owned()),
+                ("accepted".to_owned(), accepted.to_string()),
+            ])
             .inc();
     }
 

@@ -25,7 +25,30 @@ impl Report {
             clock_offset_ms,
             observed_at: Some(to_timestamp(observed_at)),
             more: false,
+            held_objects: self.held_objects.iter().map(held_status).collect(),
         }
+    }
+}
+
+fn held_status(h: &HeldReport) -> pb::HeldObjectStatus {
+    let (ks_ns, ks_name) = h
+        .owner
+        .as_ref()
+        .map(|o| (o.namespace.clone(), o.name.clone()))
+        .unwrap_or_default();
+    pb::HeldObjectStatus {
+        group: h.key.kind.group.clone(),
+        kind: h.key.kind.kind.clone(),
+        namespace: h.key.namespace.clone(),
+        name: h.key.name.clone(),
+        kustomization_namespace: ks_ns,
+        kustomization_name: ks_name,
+        gates: h.gates.clone(),
+        held_by: h.held_by.clone(),
+        held_by_person: h.held_by_person,
+        held_since_revision: h.since_revision.clone().unwrap_or_default(),
+        held_since: h.since.clone().unwrap_or_default(),
+        newer_revision_applied: h.newer_revision_applied,
     }
 }
 

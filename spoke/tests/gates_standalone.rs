@@ -318,5 +318,13 @@ async fn requests_by_annotation_and_flagger_follow_the_gate() {
     .await;
     let (code, _) = flagger(&spoke, "/flagger/gates/sre-approval", "Confirming").await;
     assert_eq!(code, 403);
+    let metrics = spoke.ctx().metrics.render();
+    for line in [
+        r#"fleetgate_spoke_gate_requests_total{action="open",accepted="true"} 1"#,
+        r#"fleetgate_spoke_gate_requests_total{action="open",accepted="false"} 1"#,
+        r#"fleetgate_spoke_gate_requests_total{action="close",accepted="true"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} not in {metrics}");
+    }
     spoke.stop().await;
 }

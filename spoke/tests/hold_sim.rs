@@ -183,7 +183,7 @@ use futures::StreamExt;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_in_one_kustomization_configmap_real_time_deployment_in_the_window() {
     let cluster = setup().await;
-    let hub = FakeHub::start().await;
+    let mut hub = FakeHub::start().await;
     hub.set(snapshot(1, vec![hold_gate("closed")], vec![]));
     let spoke = RunningSpoke::start(&cluster, config(Some(hub.url()))).await;
 
@@ -205,6 +205,28 @@ async fn nginx_in_one_kustomization_configmap_real_time_deployment_in_the_window
         .await
         .unwrap();
     assert_eq!(annotation(&cm, marks::RECONCILE), None);
+    // The hub gets them in the status report (proto HeldObjectStatus).
+    let report = hub
+        .report_where("held objects reported", |r: &pb::StatusReport| {
+            r.held_objects.iter().any(|h| !h.held_by.is_empty())
+        })
+        .await;
+    let deploy = report
+        .held_objects
+        .iter()
+        .find(|h| h.kind == "Deployment")
+        .expect("Deployment reported");
+    assert_eq!(
+        (
+            deploy.group.as_str(),
+            deploy.namespace.as_str(),
+            deploy.name.as_str()
+        ),
+        ("apps", APP_NS, "nginx")
+    );
+    assert_eq!(deploy.kustomization_name, "apps");
+    assert_eq!(deploy.held_by, ["window"]);
+    assert_eq!(deploy.held_since_revision, revision(1));
     let out = kubectl(
         &cluster,
         &["get", "deployment", "nginx", "-n", APP_NS, "-o",

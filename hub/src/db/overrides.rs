@@ -130,3 +130,25 @@ pub async fn live_for_gates(
     .await?;
     Ok(rows)
 }
+
+/// The override recording a request made in a cluster, cancelled or not: a
+/// spoke resends a request until it sees it, so a repeat must find the first.
+pub async fn find_recorded(
+    conn: &mut PgConnection,
+    gate: &str,
+    state: &str,
+    created_at: DateTime<Utc>,
+    actor: &str,
+) -> Result<Option<OverrideRow>> {
+    let row = sqlx::query_as(&format!(
+        "select {COLUMNS} from overrides where gate = $1 and state = $2 and created_at = $3 \
+         and actor = $4 limit 1"
+    ))
+    .bind(gate)
+    .bind(state)
+    .bind(created_at)
+    .bind(actor)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row)
+}

@@ -400,6 +400,19 @@ fn session(
                 Step::Inbound(Ok(Some(pb::SpokeMessage { msg: Some(spoke_message::Msg::Hello(_)) }))) => {
                     Err(invalid("hello", "only the first message may be a Hello"))?;
                 }
+                Step::Inbound(Ok(Some(pb::SpokeMessage { msg: Some(spoke_message::Msg::LocalRequest(r)) }))) => {
+                    // Already in force on the cluster: a refusal here is logged,
+                    // not fatal to the stream (the spoke resends until recorded).
+                    let recorded = match local_request_from_proto(r) {
+                        Ok(r) => inner.service.record_local_request(&cluster, r).await.map_err(to_status),
+                        Err(e) => Err(e),
+                    };
+                    match recorded {
+                        Ok(Some(o)) => tracing::info!(%cluster, gate = %o.gate, state = %o.state, actor = %o.actor, "recorded a request made in the cluster"),
+                        Ok(None) => {}
+                        Err(status) => tracing::warn!(%cluster, %status, "request made in the cluster not recorded"),
+                    }
+                }
                 Step::Inbound(Ok(Some(pb::SpokeMessage { msg: None }))) => {}
                 Step::Inbound(Ok(None)) => break,
                 Step::Inbound(Err(status)) => {
@@ -418,4 +431,26 @@ fn session(
         }
         drop(conn);
     }
+}
+
+/// A spoke's report of a request made in its cluster, checked field by field.
+fn local_request_from_proto(
+    r: pb::LocalRequest,
+) -> Result<crate::service::local_requests::LocalRequest, Status> {
+    use fleetgate_proto::time::from_timestamp;
+    let time = |t: Option<&prost_types::Timestamp>, field: &str| {
+        t.and_then(from_timestamp)
+            .ok_or_else(|| invalid(field, "missing or out-of-range timestamp"))
+    };
+    Ok(crate::service::local_requests::LocalRequest {
+        state: r
+            .state
+            .parse()
+            .map_err(|e: fleetgate_policy::PolicyError| invalid("localRequest.state", e.message))?,
+        requested_at: time(r.requested_at.as_ref(), "localRequest.requestedAt")?,
+        expires_at: time(r.expires_at.as_ref(), "localRequest.expiresAt")?,
+        gate: r.gate,
+        reason: r.reason,
+        requested_by: r.requested_by,
+    })
 }

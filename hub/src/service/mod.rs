@@ -10,6 +10,7 @@ pub mod fleet_status;
 pub mod fleet_view;
 pub mod gates;
 pub mod liveness;
+pub mod local_requests;
 pub mod overrides;
 pub mod page;
 pub mod snapshot_batch;

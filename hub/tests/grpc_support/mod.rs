@@ -210,6 +210,7 @@ impl TestSpoke {
                     clock_offset_ms,
                     observed_at: None,
                     more,
+                    held_objects: vec![],
                 })),
             })
             .await

@@ -326,6 +326,8 @@ async fn judge_requests(
     now: DateTime<Utc>,
 ) {
     let mut overrides = Vec::new();
+    let mut to_hub = Vec::new();
+    let standalone = ctx.config.standalone;
     let mut seen = BTreeSet::new();
     for obj in objects {
         let name = obj.name_any();
@@ -373,6 +375,7 @@ async fn judge_requests(
                 now,
             };
             let h = requests::judge(req, &judge);
+            ctx.metrics.request(req.action.as_str(), h.accepted);
             let (warning, reason) = if h.accepted {
                 (
                     false,
@@ -401,12 +404,47 @@ async fn judge_requests(
             }
             handled.insert(req.action, h);
         }
-        for (action, h) in handled.iter() {
+        let from_hub = is_from_hub(obj);
+        let hub_overrides = snapshot
+            .map(|s| s.snapshot.overrides.as_slice())
+            .unwrap_or_default();
+        for (action, h) in handled.iter_mut() {
             // A request lasts while its annotation stays: removing it cancels.
             let current = reqs
                 .iter()
                 .any(|r| r.action == *action && r.requested_at == h.requested_at);
-            if current && let Some(o) = requests::to_override(&name, *action, h) {
+            if !current || !h.accepted || h.cancelled {
+                continue;
+            }
+            if from_hub && !standalone {
+                let recorded = hub_overrides
+                    .iter()
+                    .any(|o| o.gate == name && h.recorded_as(*action, o));
+                if recorded {
+                    h.acknowledged = true;
+                } else if h.acknowledged {
+                    // The hub recorded it and no longer sends it: cancelled there.
+                    h.cancelled = true;
+                    h.message = format!("{}; cancelled at the hub", h.message);
+                    if let Err(e) = ctx
+                        .recorder
+                        .publish_typed(
+                            true,
+                            "RequestCancelled",
+                            "Request",
+                            h.message.clone(),
+                            &reference(obj),
+                        )
+                        .await
+                    {
+                        tracing::warn!(error = %e, gate = %name, "could not publish the cancel event");
+                    }
+                    continue;
+                } else if let Some(m) = h.to_proto(&name, *action) {
+                    to_hub.push(m);
+                }
+            }
+            if let Some(o) = requests::to_override(&name, *action, h) {
                 overrides.push(o);
             }
         }
@@ -417,6 +455,14 @@ async fn judge_requests(
             false
         } else {
             *cur = Arc::new(overrides);
+            true
+        }
+    });
+    ctx.local_requests.send_if_modified(|cur| {
+        if **cur == to_hub {
+            false
+        } else {
+            *cur = Arc::new(to_hub);
             true
         }
     });

@@ -87,6 +87,52 @@ pub struct Handled {
     pub requested_by: String,
     pub accepted: bool,
     pub message: String,
+    /// The hub recorded it (its snapshot carries the request as an override).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub acknowledged: bool,
+    /// The hub's copy went away after it was recorded: an admin cancelled it
+    /// (or it ended); the request no longer applies here either.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub cancelled: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Handled {
+    /// The request's timestamp, if it parses.
+    pub fn requested_time(&self) -> Option<DateTime<Utc>> {
+        DateTime::parse_from_rfc3339(&self.requested_at)
+            .ok()
+            .map(|t| t.to_utc())
+    }
+
+    /// Whether `o` is the hub's record of this request.
+    pub fn recorded_as(&self, action: Action, o: &Override) -> bool {
+        o.state == action.state() && Some(o.created_at) == self.requested_time()
+    }
+
+    /// The message to the hub for an accepted request.
+    pub fn to_proto(
+        &self,
+        gate: &str,
+        action: Action,
+    ) -> Option<fleetgate_proto::v1::LocalRequest> {
+        use fleetgate_proto::time::to_timestamp;
+        let at = self.requested_time()?;
+        let expires = DateTime::parse_from_rfc3339(self.expires_at.as_deref()?)
+            .ok()?
+            .to_utc();
+        Some(fleetgate_proto::v1::LocalRequest {
+            gate: gate.to_owned(),
+            state: action.state().as_str().to_owned(),
+            requested_at: Some(to_timestamp(at)),
+            expires_at: Some(to_timestamp(expires)),
+            reason: self.reason.clone(),
+            requested_by: self.requested_by.clone(),
+        })
+    }
 }
 
 /// What the gate is, for judging a request.
@@ -218,7 +264,7 @@ pub fn judge(req: &Request, j: &Judge<'_>) -> Handled {
 /// The override an accepted request stands for. It starts and is created at the
 /// request's time, so the newest of the cluster's and the hub's overrides wins.
 pub fn to_override(gate: &str, action: Action, h: &Handled) -> Option<Override> {
-    if !h.accepted {
+    if !h.accepted || h.cancelled {
         return None;
     }
     let at = DateTime::parse_from_rfc3339(&h.requested_at).ok()?.to_utc();

@@ -284,4 +284,55 @@ mod tests {
             "stale counts removed"
         );
     }
+
+    /// Every status field the spoke writes is declared in the CRD it ships:
+    /// the API server prunes undeclared ones, and the spoke would then find
+    /// the status different on every pass and write it again.
+    #[test]
+    fn every_written_field_is_in_the_crd_schema() {
+        let crd: Value = serde_yaml::from_str(include_str!(
+            "../../../deploy/spoke/gates.fleetgate.io.yaml"
+        ))
+        .unwrap();
+        let schema =
+            &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"];
+        let handled = Handled {
+            requested_at: "2026-11-24T10:00:00Z".into(),
+            expires_at: Some("2026-11-24T11:00:00Z".into()),
+            reason: "r".into(),
+            requested_by: "alice".into(),
+            accepted: true,
+            message: "m".into(),
+            acknowledged: true,
+            cancelled: true,
+        };
+        let requests = BTreeMap::from([(Action::Open, handled.clone()), (Action::Close, handled)]);
+        let extra = Extra {
+            generation: Some(1),
+            revision: 1,
+            origin: "hub",
+            requests: &requests,
+        };
+        let status = desired(
+            &Value::Null,
+            &Verdict::Enforced(facts(true)),
+            &extra,
+            at("2026-11-24T10:00:00Z"),
+        );
+        fn check(schema: &Value, v: &Value, path: &str) {
+            match v {
+                Value::Object(m) => {
+                    for (k, child) in m {
+                        let s = &schema["properties"][k];
+                        assert!(!s.is_null(), "status{path}.{k} is not in the CRD schema");
+                        check(s, child, &format!("{path}.{k}"));
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|i| check(&schema["items"], i, path)),
+                _ => {}
+            }
+        }
+        check(schema, &status, "");
+        assert!(FIELDS.iter().all(|f| !schema["properties"][*f].is_null()));
+    }
 }

@@ -67,6 +67,7 @@ impl FakeSpoke {
                     clock_offset_ms: 120,
                     observed_at: None,
                     more: false,
+                    held_objects: vec![],
                 })),
             })
             .await

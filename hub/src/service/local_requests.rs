@@ -1,0 +1,156 @@
+//! Open/close requests made inside a cluster (annotations on a Gate object),
+//! reported by that cluster's spoke after it already applied them: recorded as
+//! an override of that one cluster, audited with the cluster and the
+//! Kubernetes field manager as the actor, so they show in the override list,
+//! status and dashboard and an admin can cancel them like any override.
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::{ClusterScope, GateState, MAX_REQUEST_WINDOW};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::gates::{clusters_in, stored_gate};
+use super::types::OverrideRecord;
+use super::{Actor, Audit, Role, Service, Written, to_json};
+use crate::db::overrides::{self, OverrideRow};
+use crate::db::revision::Affected;
+use crate::db::{clusters, gates};
+use crate::{Error, Result};
+
+/// How far ahead of the hub's clock a request may be stamped (clock skew).
+const MAX_AHEAD: chrono::Duration = chrono::Duration::minutes(5);
+
+/// A request as the spoke reports it.
+#[derive(Debug, Clone)]
+pub struct LocalRequest {
+    pub gate: String,
+    pub state: GateState,
+    pub requested_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub reason: String,
+    pub requested_by: String,
+}
+
+/// The actor a request is recorded under: who (the field manager that set the
+/// annotation, when known) and from which cluster.
+pub fn local_actor(cluster: &str, requested_by: &str) -> String {
+    let who = if requested_by.trim().is_empty() {
+        "someone"
+    } else {
+        requested_by.trim()
+    };
+    format!("{who}@cluster/{cluster}")
+}
+
+impl Service {
+    /// Records `req` from `cluster`'s spoke as an override of that cluster only.
+    /// `Ok(None)`: already recorded (a resend) or already over. Refused
+    /// (INVALID_ARGUMENT / not found) when the gate does not govern the cluster
+    /// or does not allow such requests from clusters.
+    pub async fn record_local_request(
+        &self,
+        cluster: &str,
+        req: LocalRequest,
+    ) -> Result<Option<OverrideRecord>> {
+        let now = self.now();
+        if req.requested_at > now + MAX_AHEAD {
+            return Err(Error::invalid("localRequest.requestedAt", "in the future"));
+        }
+        if req.expires_at <= req.requested_at
+            || req.expires_at - req.requested_at > MAX_REQUEST_WINDOW
+        {
+            return Err(Error::invalid(
+                "localRequest.expiresAt",
+                "must be after requestedAt, by at most the longest window (168h)",
+            ));
+        }
+        if req.expires_at <= now {
+            return Ok(None);
+        }
+        if req.reason.chars().count() > 1000 {
+            return Err(Error::invalid(
+                "localRequest.reason",
+                "longer than 1000 characters",
+            ));
+        }
+        let actor_name = local_actor(cluster, &req.requested_by);
+        let actor = Actor::new(actor_name.clone(), Role::Operator);
+        let req = &req;
+        let (rec, _) = self
+            .write(&actor, now, |tx| {
+                let actor_name = actor_name.clone();
+                Box::pin(async move {
+                    let g = gates::get_for_update(tx, &req.gate)
+                        .await?
+                        .ok_or_else(|| Error::not_found("gate", &req.gate))?;
+                    let gate_def = stored_gate(&g.manifest)?;
+                    let open = req.state == GateState::Open;
+                    if !gate_def.spec.allows_local_request(open, true) {
+                        return Err(Error::invalid(
+                            "localRequest.state",
+                            format!(
+                                "gate '{}' does not allow {} requests from clusters (spec.localRequests)",
+                                req.gate,
+                                if open { "open" } else { "close" }
+                            ),
+                        ));
+                    }
+                    let all = clusters::all(tx).await?;
+                    if !clusters_in(&all, &[&gate_def.spec.clusters]).iter().any(|c| c == cluster) {
+                        return Err(Error::invalid(
+                            "localRequest.gate",
+                            format!("gate '{}' does not apply to cluster '{cluster}'", req.gate),
+                        ));
+                    }
+                    let state = req.state.as_str();
+                    if overrides::find_recorded(tx, &req.gate, state, req.requested_at, &actor_name)
+                        .await?
+                        .is_some()
+                    {
+                        return Ok(Written::unchanged(None));
+                    }
+                    let reason = if req.reason.trim().is_empty() {
+                        "requested in the cluster".to_owned()
+                    } else {
+                        req.reason.clone()
+                    };
+                    let row = overrides::insert(
+                        tx,
+                        &OverrideRow {
+                            id: Uuid::new_v4(),
+                            gate: req.gate.clone(),
+                            scope: Some(Json(ClusterScope {
+                                names: vec![cluster.to_owned()],
+                                selector: None,
+                            })),
+                            state: state.to_owned(),
+                            starts_at: req.requested_at,
+                            expires_at: Some(req.expires_at),
+                            actor: actor_name.clone(),
+                            reason: reason.clone(),
+                            created_at: req.requested_at,
+                            cancelled_at: None,
+                            cancelled_by: None,
+                        },
+                    )
+                    .await?;
+                    let rec = OverrideRecord::from(row);
+                    let audit = Audit {
+                        action: if open { "override.open" } else { "override.close" },
+                        target_kind: "gate",
+                        target_name: req.gate.clone(),
+                        before: None,
+                        after: to_json(&rec),
+                        reason: Some(format!("{reason} (requested in cluster {cluster})")),
+                    };
+                    Ok(Written::changed(
+                        Some(rec),
+                        audit,
+                        Affected::Clusters(vec![cluster.to_owned()]),
+                    ))
+                })
+            })
+            .await?;
+        Ok(rec)
+    }
+}
