@@ -140,7 +140,7 @@ pub async fn find_recorded(
     created_at: DateTime<Utc>,
     actor: &str,
 ) -> Result<Option<OverrideRow>> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "select {COLUMNS} from overrides where gate = $1 and state = $2 and created_at = $3 \
          and actor = $4 limit 1"
     ))
