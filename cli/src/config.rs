@@ -79,7 +79,8 @@ fn read_file(path: &Path, explicit: bool) -> Result<FileConfig> {
     if text.trim().is_empty() {
         return Ok(FileConfig::default());
     }
-    serde_yaml::from_str(&text).map_err(|e| Error::invalid(path.display().to_string(), e))
+    fleetgate_policy::yaml::from_str(&text)
+        .map_err(|e| Error::invalid(path.display().to_string(), e))
 }
 
 #[cfg(test)]

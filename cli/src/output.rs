@@ -64,7 +64,9 @@ pub fn print<T: Serialize>(
 ) -> Result<()> {
     let text = match format {
         Format::Json => to_json(value)?,
-        Format::Yaml => serde_yaml::to_string(value).map_err(|e| Error::Other(e.to_string()))?,
+        Format::Yaml => {
+            fleetgate_policy::yaml::to_string(value).map_err(|e| Error::Other(e.to_string()))?
+        }
         Format::Table => table(value),
     };
     print!("{text}");

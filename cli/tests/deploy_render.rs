@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_yaml::Value;
+use serde_json::Value;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -26,9 +26,10 @@ fn render(dir: &Path) -> Vec<Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .filter(|v: &Value| !v.is_null())
+    fleetgate_policy::yaml::from_str_documents::<Value>(&text)
+        .unwrap()
+        .into_iter()
+        .filter(|v| !v.is_null())
         .collect()
 }
 
@@ -45,7 +46,7 @@ fn find<'a>(objs: &'a [Value], kind: &str, name: &str) -> &'a Value {
 }
 
 fn strs(v: &Value) -> BTreeSet<String> {
-    v.as_sequence()
+    v.as_array()
         .map(|s| s.iter().map(|x| x.as_str().unwrap().to_string()).collect())
         .unwrap_or_default()
 }
@@ -53,7 +54,7 @@ fn strs(v: &Value) -> BTreeSet<String> {
 fn assert_hardened(deploy: &Value) {
     let pod = &deploy["spec"]["template"]["spec"];
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
-    for c in pod["containers"].as_sequence().unwrap() {
+    for c in pod["containers"].as_array().unwrap() {
         let sc = &c["securityContext"];
         assert_eq!(sc["readOnlyRootFilesystem"], true, "{c:?}");
         assert_eq!(sc["allowPrivilegeEscalation"], false);
@@ -95,7 +96,7 @@ fn hub_renders_two_hardened_replicas_with_secret_refs() {
         "{:?}",
         c["image"]
     );
-    let env = c["env"].as_sequence().unwrap();
+    let env = c["env"].as_array().unwrap();
     for (var, key) in [
         ("DATABASE_URL", "database-url"),
         ("FLEETGATE_ADMIN_TOKEN", "admin-token"),
@@ -106,7 +107,7 @@ fn hub_renders_two_hardened_replicas_with_secret_refs() {
     }
     let svc = find(&objs, "Service", "fleetgate-hub");
     let ports: BTreeSet<(String, i64)> = svc["spec"]["ports"]
-        .as_sequence()
+        .as_array()
         .unwrap()
         .iter()
         .map(|p| {
@@ -129,7 +130,7 @@ fn hub_renders_two_hardened_replicas_with_secret_refs() {
 /// (apiGroup, resource) → verbs, flattened from a role's rules.
 fn grants(role: &Value) -> BTreeSet<(String, String, String)> {
     let mut out = BTreeSet::new();
-    for rule in role["rules"].as_sequence().unwrap() {
+    for rule in role["rules"].as_array().unwrap() {
         assert!(
             rule["resourceNames"].is_null() || role["kind"] == "Role",
             "ClusterRole rules are not name-restricted"
@@ -194,7 +195,7 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
     // for create (RBAC cannot restrict create by name).
     let role = find(&objs, "Role", "fleetgate-spoke");
     assert_eq!(role["metadata"]["namespace"], "fleetgate-system");
-    let rules = role["rules"].as_sequence().unwrap();
+    let rules = role["rules"].as_array().unwrap();
     assert_eq!(rules.len(), 2);
     let pinned = rules
         .iter()
@@ -257,7 +258,7 @@ fn hold_objects_component_grants_exactly_the_held_kinds() {
     let objs = render(&overlay);
     let deploy = find(&objs, "Deployment", "fleetgate-spoke");
     let env = deploy["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_sequence()
+        .as_array()
         .unwrap();
     let held = env
         .iter()
@@ -294,7 +295,7 @@ fn render_with_flux_patches(flux_ks: &Value) -> Vec<Value> {
     copy_dir(&repo().join("deploy/spoke"), &tmp.path().join("spoke"));
     let overlay = tmp.path().join("overlay");
     std::fs::create_dir(&overlay).unwrap();
-    let ks = serde_yaml::to_string(&serde_yaml::from_str::<Value>(&format!(
+    let ks = fleetgate_policy::yaml::to_string(&fleetgate_policy::yaml::from_str::<Value>(&format!(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../spoke]\npatches: {}",
         serde_json::to_string(&flux_ks["spec"]["patches"]).unwrap()
     ))
@@ -337,7 +338,7 @@ fn every_cluster_in_the_flux_layout_gets_a_patched_spoke() {
         let rendered = render_with_flux_patches(ks);
         let d = find(&rendered, "Deployment", "fleetgate-spoke");
         let env = d["spec"]["template"]["spec"]["containers"][0]["env"]
-            .as_sequence()
+            .as_array()
             .unwrap();
         let get = |n: &str| env.iter().find(|e| e["name"] == n).unwrap()["value"].clone();
         assert_eq!(
@@ -435,7 +436,7 @@ fn standalone_overlay_needs_no_hub_and_no_token() {
     let d = find(&objs, "Deployment", "fleetgate-spoke");
     let c = &d["spec"]["template"]["spec"]["containers"][0];
     let env: BTreeSet<(String, String)> = c["env"]
-        .as_sequence()
+        .as_array()
         .unwrap()
         .iter()
         .filter_map(|e| Some((e["name"].as_str()?.into(), e["value"].as_str()?.into())))
@@ -451,7 +452,7 @@ fn standalone_overlay_needs_no_hub_and_no_token() {
     );
     let vols = &d["spec"]["template"]["spec"]["volumes"];
     assert!(
-        vols.is_null() || vols.as_sequence().is_some_and(|v| v.is_empty()),
+        vols.is_null() || vols.as_array().is_some_and(|v| v.is_empty()),
         "{vols:?}"
     );
     assert_hardened(d);

@@ -101,9 +101,9 @@ async fn listener_count(conn: &mut PgConnection, replica: &str) -> i64 {
 
 async fn set_allow_connections(admin_url: &str, db: &str, allow: bool) {
     let mut admin = sqlx::PgConnection::connect(admin_url).await.unwrap();
-    sqlx::query(&format!(
+    sqlx::query(sqlx::AssertSqlSafe(format!(
         "alter database \"{db}\" with allow_connections {allow}"
-    ))
+    )))
     .execute(&mut admin)
     .await
     .unwrap();

@@ -381,9 +381,9 @@ async fn set_allow_connections(hub: &Hub, allow: bool) {
     // PostgreSQL refuses this for the current database: run it from `postgres`.
     let opts = (*hub.pool.connect_options()).clone().database("postgres");
     let mut admin = sqlx::PgConnection::connect_with(&opts).await.unwrap();
-    sqlx::query(&format!(
+    sqlx::query(sqlx::AssertSqlSafe(format!(
         "alter database \"{db}\" with allow_connections {allow}"
-    ))
+    )))
     .execute(&mut admin)
     .await
     .unwrap();

@@ -465,6 +465,24 @@ async fn yaml_gate_bodies_are_accepted() {
     assert_eq!(r.body["error"]["field"], "spec.windows[0].schedule");
 }
 
+/// A billion-laughs document (nine levels of nine aliases, under 1 KiB)
+/// stops at the YAML parser's alias limit: 400 naming the limit, nothing written.
+#[tokio::test]
+async fn yaml_alias_bomb_is_rejected() {
+    let hub = Hub::new().await;
+    let before = hub.fingerprint().await;
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..=9 {
+        let refs = vec![format!("*a{}", i - 1); 9].join(", ");
+        text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    let r = hub.create_gate_yaml(&text).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    let message = r.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("alias replay limit"), "{}", r.text);
+    assert_eq!(hub.fingerprint().await, before);
+}
+
 #[tokio::test]
 async fn framework_rejections_are_json_too() {
     let hub = Hub::new().await;

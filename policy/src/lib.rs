@@ -41,6 +41,7 @@ mod timeline;
 mod transitions;
 mod validate;
 mod warnings;
+pub mod yaml;
 
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;

@@ -29,9 +29,17 @@ pub struct Gate {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Metadata {
     pub name: String,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub labels: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -54,7 +62,11 @@ pub struct GateSpec {
     /// IANA zone for windows that set none; UTC when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub windows: Vec<Window>,
     /// How long an open or close request made on the Gate object in a cluster lasts (the
     /// Flux gating RFC's `window`): [`DEFAULT_REQUEST_WINDOW`] when absent, at most
@@ -109,7 +121,11 @@ impl GateSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterScope {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub names: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
@@ -128,11 +144,23 @@ impl ClusterScope {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Targets {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub kinds: Vec<FluxKind>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub namespaces: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub names: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
@@ -301,6 +329,16 @@ impl Gate {
     }
 }
 
+/// An absent list or map may be written as null (`windows:` with nothing after it), as the
+/// Kubernetes API and serde_yaml allowed; serde-saphyr and serde_json would reject it.
+pub(crate) fn null_as_empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
 /// Parses a gate manifest from YAML or JSON text (JSON is valid YAML). Unknown fields, wrong
 /// types and missing fields are errors naming the field path. Does not validate values; call
 /// [`Gate::validate`] or [`Gate::compile`] for that.
@@ -308,40 +346,13 @@ pub fn parse_gate(text: &str) -> Result<Gate, PolicyError> {
     if text.trim().is_empty() {
         return Err(PolicyError::new("", "empty gate manifest"));
     }
-    let deserializer = serde_yaml::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let path = path_of(e.path());
-        let message = strip_path_prefix(&e.into_inner().to_string(), &path);
-        PolicyError::new(path, message)
-    })
+    crate::yaml::from_str(text)
 }
 
 /// Parses a gate manifest from a JSON value, with the same errors as [`parse_gate`].
 pub fn parse_gate_json(value: serde_json::Value) -> Result<Gate, PolicyError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = path_of(e.path());
+        let path = crate::yaml::path_of(e.path());
         PolicyError::new(path, e.into_inner().to_string())
     })
-}
-
-/// serde_path_to_error prints the root as `.`; we print it as the empty path.
-fn path_of(path: &serde_path_to_error::Path) -> String {
-    let p = path.to_string();
-    if p == "." { String::new() } else { p }
-}
-
-/// serde_yaml prefixes nested errors with its own rendering of the path; we report the path
-/// separately, so drop that prefix. The "at line L column C" suffix stays: it helps.
-fn strip_path_prefix(message: &str, path: &str) -> String {
-    match message.split_once(": ") {
-        Some((head, rest))
-            if !head.is_empty()
-                && (path == head
-                    || path.starts_with(&format!("{head}."))
-                    || path.starts_with(&format!("{head}["))) =>
-        {
-            rest.to_string()
-        }
-        _ => message.to_string(),
-    }
 }

@@ -12,10 +12,18 @@ use crate::PolicyError;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelSelector {
     /// Every pair must be present with exactly this value.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub match_labels: BTreeMap<String, String>,
     /// Every requirement must hold.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
@@ -25,7 +33,11 @@ pub struct LabelSelector {
 pub struct LabelSelectorRequirement {
     pub key: String,
     pub operator: SelectorOperator,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::manifest::null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub values: Vec<String>,
 }
 

@@ -38,7 +38,7 @@ fn issue_example_parses_with_defaults() {
     assert_eq!(parse_gate_json(json.clone()).unwrap(), gate);
     assert_eq!(parse_gate(&json.to_string()).unwrap(), gate);
     assert_eq!(
-        parse_gate(&serde_yaml::to_string(&gate).unwrap()).unwrap(),
+        parse_gate(&fleetgate_policy::yaml::to_string(&gate).unwrap()).unwrap(),
         gate
     );
 }

@@ -24,6 +24,6 @@ pub fn render(cluster: &str, server: &str, token: Option<&str>, ca_pem: Option<&
         "current-context": cluster,
         "preferences": {},
     });
-    // serde_yaml renders any serde_json::Value; failure is impossible for this shape.
-    serde_yaml::to_string(&doc).unwrap_or_default()
+    // Any serde_json::Value renders; failure is impossible for this shape.
+    serde_saphyr::to_string(&doc).unwrap_or_default()
 }

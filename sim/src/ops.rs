@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use rand::Rng;
+use rand::RngExt;
 use serde_json::{Map, Value, json};
 
 use crate::cluster::Cluster;

@@ -436,13 +436,8 @@ impl Sim {
 
 /// Objects of a multi-document YAML stream (empty documents skipped).
 pub fn parse_manifests(doc: &str) -> anyhow::Result<Vec<Value>> {
-    use serde::Deserialize;
-    let mut out = Vec::new();
-    for d in serde_yaml::Deserializer::from_str(doc) {
-        let v = Value::deserialize(d).context("parsing YAML manifest")?;
-        if v.is_object() {
-            out.push(v);
-        }
-    }
-    Ok(out)
+    let docs: Vec<Value> = serde_saphyr::from_multiple(doc)
+        .map_err(|e| anyhow::anyhow!("{}", e.without_snippet()))
+        .context("parsing YAML manifest")?;
+    Ok(docs.into_iter().filter(Value::is_object).collect())
 }

@@ -14,12 +14,19 @@ use k8s_openapi::{
         events::v1::{Event, EventSeries},
     },
     apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta},
+    jiff::Timestamp,
 };
 use kube::{
     Api, Client,
     api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
+
+/// k8s-openapi's time types hold a `jiff::Timestamp`; the spoke's clock is chrono's.
+fn micro_time(t: DateTime<Utc>) -> MicroTime {
+    let nanos = i32::try_from(t.timestamp_subsec_nanos()).unwrap_or(0);
+    MicroTime(Timestamp::new(t.timestamp(), nanos).unwrap_or(Timestamp::UNIX_EPOCH))
+}
 
 /// How long a published event can still grow a series (kube-runtime's value).
 const SERIES_TTL: Duration = Duration::minutes(6);
@@ -113,7 +120,7 @@ impl EventRecorder {
             Some((namespace, name, count)) => {
                 let series = EventSeries {
                     count,
-                    last_observed_time: MicroTime(now),
+                    last_observed_time: micro_time(now),
                 };
                 Api::<Event>::namespaced(self.client.clone(), &namespace)
                     .patch(
@@ -167,7 +174,7 @@ impl EventRecorder {
         Event {
             action: Some(action.to_owned()),
             reason: Some(reason.to_owned()),
-            event_time: Some(MicroTime(now)),
+            event_time: Some(micro_time(now)),
             regarding: Some(regarding.clone()),
             note: Some(note),
             metadata: ObjectMeta {

@@ -11,7 +11,7 @@ use fleetgate_proto::{
     v1::{self as pb, hub_message, spoke_message},
 };
 use futures::StreamExt as _;
-use rand::Rng;
+use rand::RngExt;
 use tokio::{sync::mpsc, time::Instant};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;

@@ -70,8 +70,7 @@ async fn cluster_with_rbac(files: &[&str]) -> (Cluster, kube::Client) {
     // The spoke's own client: the same server, the ServiceAccount's token.
     let yaml = cluster.sim.kubeconfig_yaml(CLUSTER).unwrap();
     assert!(yaml.contains(&admin_token));
-    let kc: kube::config::Kubeconfig =
-        serde_yaml::from_str(&yaml.replace(&admin_token, SPOKE_TOKEN)).unwrap();
+    let kc = kube::config::Kubeconfig::from_yaml(&yaml.replace(&admin_token, SPOKE_TOKEN)).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
         .unwrap();

@@ -60,7 +60,7 @@ pub async fn test_db() -> TestDb {
     .await
     .expect("timed out connecting to test PostgreSQL")
     .expect("connecting to test PostgreSQL");
-    sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
         .execute(&mut conn)
         .await
         .expect("CREATE DATABASE");

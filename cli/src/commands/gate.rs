@@ -240,7 +240,7 @@ pub async fn diff(
 }
 
 fn yaml(gate: &Gate) -> Result<String> {
-    serde_yaml::to_string(gate).map_err(|e| Error::Other(e.to_string()))
+    fleetgate_policy::yaml::to_string(gate).map_err(|e| Error::Other(e.to_string()))
 }
 
 pub async fn list(client: &Client, format: Format) -> Result<()> {
@@ -328,7 +328,8 @@ pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
             text.push_str("Manifest:\n");
             let y = match fleetgate_policy::parse_gate_json(m.clone()) {
                 Ok(gate) => yaml(&gate)?,
-                Err(_) => serde_yaml::to_string(&m).map_err(|e| Error::Other(e.to_string()))?,
+                Err(_) => fleetgate_policy::yaml::to_string(&m)
+                    .map_err(|e| Error::Other(e.to_string()))?,
             };
             for line in y.lines() {
                 text.push_str(&format!("  {line}\n"));

@@ -67,7 +67,7 @@ fn expect(row: Option<ClusterRow>, name: &str) -> Result<ClusterRow> {
 
 /// The cluster named `name`.
 pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
-    let row = sqlx::query_as(&format!("select {COLUMNS} from {FROM} where c.name = $1"))
+    let row = sqlx::query_as(sql!("select {COLUMNS} from {FROM} where c.name = $1"))
         .bind(name)
         .fetch_optional(conn)
         .await?;
@@ -76,7 +76,7 @@ pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRo
 
 /// The cluster named `name`, locked until the transaction ends.
 pub async fn get_for_update(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "select {COLUMNS} from {FROM} where c.name = $1 for update of c"
     ))
     .bind(name)
@@ -90,7 +90,7 @@ pub async fn by_token_hash(
     conn: &mut PgConnection,
     hash: &[u8],
 ) -> Result<Option<(ClusterRow, Vec<u8>)>> {
-    let found: Option<WithHash<_>> = sqlx::query_as(&format!(
+    let found: Option<WithHash<_>> = sqlx::query_as(sql!(
         "select {COLUMNS}, c.token_hash from {FROM} where c.token_hash = $1"
     ))
     .bind(hash)
@@ -105,7 +105,7 @@ pub async fn with_token_hash(
     conn: &mut PgConnection,
     names: Option<&[String]>,
 ) -> Result<Vec<(ClusterRow, Vec<u8>)>> {
-    let found: Vec<WithHash<ClusterRow>> = sqlx::query_as(&format!(
+    let found: Vec<WithHash<ClusterRow>> = sqlx::query_as(sql!(
         "select {COLUMNS}, c.token_hash from {FROM} \
          where $1::text[] is null or c.name = any($1) order by c.name"
     ))
@@ -126,7 +126,7 @@ pub async fn list(
 
 /// Every cluster (for scope matching and the fleet summary).
 pub async fn all(conn: &mut PgConnection) -> Result<Vec<ClusterRow>> {
-    let rows = sqlx::query_as(&format!("select {COLUMNS} from {FROM} order by c.name"))
+    let rows = sqlx::query_as(sql!("select {COLUMNS} from {FROM} order by c.name"))
         .fetch_all(conn)
         .await?;
     Ok(rows)

@@ -21,7 +21,7 @@ const COLUMNS: &str = "name, manifest, version, created_at, updated_at";
 
 /// The gate named `name`.
 pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<GateRow>> {
-    let row = sqlx::query_as(&format!("select {COLUMNS} from gates where name = $1"))
+    let row = sqlx::query_as(sql!("select {COLUMNS} from gates where name = $1"))
         .bind(name)
         .fetch_optional(conn)
         .await?;
@@ -30,7 +30,7 @@ pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<GateRow>>
 
 /// The gate named `name`, locked until the transaction ends.
 pub async fn get_for_update(conn: &mut PgConnection, name: &str) -> Result<Option<GateRow>> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "select {COLUMNS} from gates where name = $1 for update"
     ))
     .bind(name)
@@ -46,7 +46,7 @@ pub async fn insert(
     manifest: &serde_json::Value,
     now: DateTime<Utc>,
 ) -> Result<GateRow> {
-    sqlx::query_as(&format!(
+    sqlx::query_as(sql!(
         "insert into gates (name, manifest, version, created_at, updated_at) \
          values ($1, $2, 1, $3, $3) returning {COLUMNS}"
     ))
@@ -65,7 +65,7 @@ pub async fn update(
     manifest: &serde_json::Value,
     now: DateTime<Utc>,
 ) -> Result<GateRow> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "update gates set manifest = $2, version = version + 1, updated_at = $3 \
          where name = $1 returning {COLUMNS}"
     ))
@@ -97,7 +97,7 @@ pub async fn list(
 
 /// Every gate (for evaluation across the fleet).
 pub async fn all(conn: &mut PgConnection) -> Result<Vec<GateRow>> {
-    let rows = sqlx::query_as(&format!("select {COLUMNS} from gates order by name"))
+    let rows = sqlx::query_as(sql!("select {COLUMNS} from gates order by name"))
         .fetch_all(conn)
         .await?;
     Ok(rows)

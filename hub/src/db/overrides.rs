@@ -30,7 +30,7 @@ const COLUMNS: &str = "id, gate, scope, state, starts_at, expires_at, actor, rea
 
 /// Inserts an override.
 pub async fn insert(conn: &mut PgConnection, o: &OverrideRow) -> Result<OverrideRow> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "insert into overrides (id, gate, scope, state, starts_at, expires_at, actor, reason, \
          created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning {COLUMNS}"
     ))
@@ -50,7 +50,7 @@ pub async fn insert(conn: &mut PgConnection, o: &OverrideRow) -> Result<Override
 
 /// The override with `id`, locked until the transaction ends.
 pub async fn get_for_update(conn: &mut PgConnection, id: Uuid) -> Result<Option<OverrideRow>> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "select {COLUMNS} from overrides where id = $1 for update"
     ))
     .bind(id)
@@ -66,7 +66,7 @@ pub async fn cancel(
     at: DateTime<Utc>,
     by: &str,
 ) -> Result<OverrideRow> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "update overrides set cancelled_at = $2, cancelled_by = $3 where id = $1 \
          returning {COLUMNS}"
     ))
@@ -96,7 +96,7 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<OverrideRow>> {
     let (after_at, after_id) = after.unzip();
-    let rows = sqlx::query_as(&format!(
+    let rows = sqlx::query_as(sql!(
         "select {COLUMNS} from overrides \
          where ($1::text is null or gate = $1) \
            and ($2::timestamptz is null or \
@@ -120,7 +120,7 @@ pub async fn live_for_gates(
     gates: &[String],
     now: DateTime<Utc>,
 ) -> Result<Vec<OverrideRow>> {
-    let rows = sqlx::query_as(&format!(
+    let rows = sqlx::query_as(sql!(
         "select {COLUMNS} from overrides where gate = any($1) and cancelled_at is null \
          and (expires_at is null or expires_at > $2) order by created_at, id"
     ))
@@ -140,7 +140,7 @@ pub async fn find_recorded(
     created_at: DateTime<Utc>,
     actor: &str,
 ) -> Result<Option<OverrideRow>> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "select {COLUMNS} from overrides where gate = $1 and state = $2 and created_at = $3 \
          and actor = $4 limit 1"
     ))

@@ -29,7 +29,7 @@ pub async fn insert(
     hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<TokenRow> {
-    sqlx::query_as(&format!(
+    sqlx::query_as(sql!(
         "insert into api_tokens (id, name, role, token_hash, created_at) \
          values ($1, $2, $3, $4, $5) returning {COLUMNS}"
     ))
@@ -45,7 +45,7 @@ pub async fn insert(
 
 /// The token whose secret hashes to `hash`, with the stored hash.
 pub async fn by_hash(conn: &mut PgConnection, hash: &[u8]) -> Result<Option<(TokenRow, Vec<u8>)>> {
-    let found: Option<WithHash<_>> = sqlx::query_as(&format!(
+    let found: Option<WithHash<_>> = sqlx::query_as(sql!(
         "select {COLUMNS}, token_hash from api_tokens where token_hash = $1"
     ))
     .bind(hash)
@@ -59,7 +59,7 @@ pub async fn by_name_for_update(
     conn: &mut PgConnection,
     name: &str,
 ) -> Result<Option<(TokenRow, Vec<u8>)>> {
-    let found: Option<WithHash<_>> = sqlx::query_as(&format!(
+    let found: Option<WithHash<_>> = sqlx::query_as(sql!(
         "select {COLUMNS}, token_hash from api_tokens where name = $1 for update"
     ))
     .bind(name)
@@ -70,7 +70,7 @@ pub async fn by_name_for_update(
 
 /// Sets a new secret hash and role, un-revoking the token.
 pub async fn reset(conn: &mut PgConnection, id: Uuid, role: &str, hash: &[u8]) -> Result<TokenRow> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "update api_tokens set role = $2, token_hash = $3, revoked_at = null where id = $1 \
          returning {COLUMNS}"
     ))
@@ -84,7 +84,7 @@ pub async fn reset(conn: &mut PgConnection, id: Uuid, role: &str, hash: &[u8]) -
 
 /// The token with `id`, locked until the transaction ends.
 pub async fn get_for_update(conn: &mut PgConnection, id: Uuid) -> Result<Option<TokenRow>> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "select {COLUMNS} from api_tokens where id = $1 for update"
     ))
     .bind(id)
@@ -95,7 +95,7 @@ pub async fn get_for_update(conn: &mut PgConnection, id: Uuid) -> Result<Option<
 
 /// Marks the token revoked.
 pub async fn revoke(conn: &mut PgConnection, id: Uuid, at: DateTime<Utc>) -> Result<TokenRow> {
-    let row = sqlx::query_as(&format!(
+    let row = sqlx::query_as(sql!(
         "update api_tokens set revoked_at = $2 where id = $1 returning {COLUMNS}"
     ))
     .bind(id)

@@ -162,21 +162,21 @@ impl Body {
         if self.text.trim().is_empty() {
             return Err(Error::bad_request("body", "empty body"));
         }
+        // Syntax first (400), then shape (422 with the path), so a truncated
+        // body is never reported as a wrong type.
+        let value = self.value()?;
+        serde_path_to_error::deserialize(value)
+            .map_err(|e| Error::invalid(path_of(e.path()), e.into_inner().to_string()))
+    }
+
+    /// The body as a JSON value; malformed text (or YAML past the parser's
+    /// limits) is 400.
+    fn value(&self) -> Result<serde_json::Value> {
         match self.format {
-            Format::Json => {
-                // Syntax first (400), then shape (422 with the path), so a
-                // truncated body is never reported as a wrong type.
-                let value: serde_json::Value = serde_json::from_str(&self.text)
-                    .map_err(|e| Error::bad_request("body", format!("malformed JSON: {e}")))?;
-                serde_path_to_error::deserialize(value)
-                    .map_err(|e| Error::invalid(path_of(e.path()), e.into_inner().to_string()))
-            }
-            Format::Yaml => {
-                let value: serde_yaml::Value = serde_yaml::from_str(&self.text)
-                    .map_err(|e| Error::bad_request("body", format!("malformed YAML: {e}")))?;
-                serde_path_to_error::deserialize(value)
-                    .map_err(|e| Error::invalid(path_of(e.path()), e.into_inner().to_string()))
-            }
+            Format::Json => serde_json::from_str(&self.text)
+                .map_err(|e| Error::bad_request("body", format!("malformed JSON: {e}"))),
+            Format::Yaml => fleetgate_policy::yaml::from_str(&self.text)
+                .map_err(|e| Error::bad_request("body", format!("malformed YAML: {}", e.message))),
         }
     }
 
@@ -186,17 +186,11 @@ impl Body {
         if self.text.trim().is_empty() {
             return Err(Error::bad_request("body", "empty body"));
         }
+        let value = self.value()?;
         match self.format {
-            Format::Json => {
-                let v: serde_json::Value = serde_json::from_str(&self.text)
-                    .map_err(|e| Error::bad_request("body", format!("malformed JSON: {e}")))?;
-                fleetgate_policy::parse_gate_json(v).map_err(gate_error)
-            }
-            Format::Yaml => {
-                serde_yaml::from_str::<serde_yaml::Value>(&self.text)
-                    .map_err(|e| Error::bad_request("body", format!("malformed YAML: {e}")))?;
-                fleetgate_policy::parse_gate(&self.text).map_err(gate_error)
-            }
+            Format::Json => fleetgate_policy::parse_gate_json(value).map_err(gate_error),
+            // From the text again, so schema errors also name the line and column.
+            Format::Yaml => fleetgate_policy::parse_gate(&self.text).map_err(gate_error),
         }
     }
 }

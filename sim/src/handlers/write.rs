@@ -91,8 +91,9 @@ fn decode_body(ctx: &Ctx<'_>, rt: &ResourceType, body: &Bytes) -> Result<Value> 
 
 fn parse_body(body: &Bytes, yaml: bool) -> Result<Value> {
     if yaml {
-        serde_yaml::from_slice(body)
-            .map_err(|e| Error::bad_request(format!("error decoding YAML: {e}")))
+        serde_saphyr::from_slice(body).map_err(|e| {
+            Error::bad_request(format!("error decoding YAML: {}", e.without_snippet()))
+        })
     } else {
         serde_json::from_slice(body)
             .map_err(|e| Error::bad_request(format!("error decoding JSON: {e}")))

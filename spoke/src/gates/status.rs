@@ -290,7 +290,7 @@ mod tests {
     /// the status different on every pass and write it again.
     #[test]
     fn every_written_field_is_in_the_crd_schema() {
-        let crd: Value = serde_yaml::from_str(include_str!(
+        let crd: Value = fleetgate_policy::yaml::from_str(include_str!(
             "../../../deploy/spoke/gates.fleetgate.io.yaml"
         ))
         .unwrap();

@@ -15,10 +15,10 @@ use fleetgate_policy::GroupKind;
 use futures::StreamExt;
 use kube::{
     Api, Client,
-    api::DynamicObject,
+    api::{DynamicObject, PartialObjectMeta},
     core::{ApiResource, GroupVersionKind},
     discovery::pinned_kind,
-    runtime::{WatchStreamExt, metadata_watcher, watcher},
+    runtime::{WatchStreamExt, watcher},
 };
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -96,9 +96,11 @@ impl HeldWatches {
     }
 
     fn start(&self, gk: GroupKind, resource: ApiResource, shutdown: CancellationToken) -> Watched {
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        // kube 5: an Api of PartialObjectMeta makes metadata-only requests.
+        let api: Api<PartialObjectMeta<DynamicObject>> =
+            Api::all_with(self.client.clone(), &resource);
         let config = watcher::Config::default().labels(OWNER_NAME).page_size(500);
-        let stream = metadata_watcher(api, config).default_backoff();
+        let stream = watcher(api, config).default_backoff();
         let objects: Arc<RwLock<Objects>> = Arc::default();
         let ready = Arc::new(AtomicBool::new(false));
         let (store, is_ready, changed) = (objects.clone(), ready.clone(), self.changed.clone());

@@ -65,7 +65,7 @@ pub async fn start_cluster() -> Cluster {
 
 pub async fn client_for(sim: &Sim) -> Client {
     let yaml = sim.kubeconfig_yaml(CLUSTER).expect("kubeconfig");
-    let kc: kube::config::Kubeconfig = serde_yaml::from_str(&yaml).expect("kubeconfig parses");
+    let kc = kube::config::Kubeconfig::from_yaml(&yaml).expect("kubeconfig parses");
     let config =
         kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
             .await
