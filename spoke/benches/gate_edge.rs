@@ -13,40 +13,20 @@ use fleetgate_sim::{Sim, SimConfig};
 use fleetgate_spoke::{Config, Spoke};
 use futures::StreamExt;
 use kube::{
-    Api, Client,
+    Api,
     api::{DynamicObject, PostParams},
     runtime::watcher,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-const CLUSTER: &str = "bench";
+mod support;
+use support::{CLUSTER, bench_main, client_for};
+
 const NS: &str = "flux-system";
 
 fn main() -> anyhow::Result<()> {
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("gate_edge bench: run with `cargo bench -p fleetgate-spoke --bench gate_edge`");
-        return Ok(());
-    }
-    let edges: usize = std::env::var("FLEETGATE_BENCH_EDGES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run(edges))
-}
-
-async fn client_for(sim: &Sim) -> anyhow::Result<Client> {
-    let yaml = sim
-        .kubeconfig_yaml(CLUSTER)
-        .ok_or_else(|| anyhow::anyhow!("no kubeconfig"))?;
-    let kc = kube::config::Kubeconfig::from_yaml(&yaml)?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await?;
-    Ok(Client::try_from(config)?)
+    bench_main("gate_edge", "FLEETGATE_BENCH_EDGES", 5, run)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -13,7 +13,7 @@ use fleetgate_spoke::{
 };
 use futures::StreamExt;
 use kube::{
-    Api, Client,
+    Api,
     api::{DynamicObject, Patch, PatchParams, PostParams},
     core::{ApiResource, GroupVersionKind},
 };
@@ -21,35 +21,13 @@ use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-const CLUSTER: &str = "bench";
+mod support;
+use support::{CLUSTER, bench_main, client_for};
+
 const NS: &str = "flux-system";
 
 fn main() -> anyhow::Result<()> {
-    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing
-    // useful either: only run the (long) measurement when asked to bench.
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("suspend bench: run with `cargo bench -p fleetgate-spoke --bench suspend`");
-        return Ok(());
-    }
-    let n: usize = std::env::var("FLEETGATE_BENCH_OBJECTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run(n))
-}
-
-async fn client_for(sim: &Sim) -> anyhow::Result<Client> {
-    let yaml = sim
-        .kubeconfig_yaml(CLUSTER)
-        .ok_or_else(|| anyhow::anyhow!("no kubeconfig"))?;
-    let kc = kube::config::Kubeconfig::from_yaml(&yaml)?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await?;
-    Ok(Client::try_from(config)?)
+    bench_main("suspend", "FLEETGATE_BENCH_OBJECTS", 1000, run)
 }
 
 async fn run(n: usize) -> anyhow::Result<()> {
