@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use fleetgate_api_types::{ClusterWithToken, FleetSummary, GateRecord, RegisterCluster};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -226,7 +227,7 @@ async fn wait_ready(
 ) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if client.get("/status", &[]).await.is_ok() {
+        if client.get::<FleetSummary>("/status", &[]).await.is_ok() {
             return Ok(());
         }
         if hub_task.is_finished() {
@@ -248,8 +249,11 @@ async fn wait_ready(
 
 /// Registers the cluster (or, on a reused database, rotates its token).
 async fn register(client: &Client, c: &fleet::DemoCluster) -> Result<String> {
-    let body = json!({"name": c.name, "labels": c.labels});
-    let v = match client.post("/clusters", &[], &body).await {
+    let body = RegisterCluster {
+        name: c.name.clone(),
+        labels: c.labels.clone(),
+    };
+    let v: ClusterWithToken = match client.post("/clusters", &[], &body).await {
         Ok(v) => v,
         Err(Error::Api { status: 409, .. }) => {
             client
@@ -262,10 +266,7 @@ async fn register(client: &Client, c: &fleet::DemoCluster) -> Result<String> {
         }
         Err(e) => return Err(e),
     };
-    v.get("token")
-        .and_then(|t| t.as_str())
-        .map(String::from)
-        .ok_or_else(|| other("register", format!("no token in {v}")))
+    Ok(v.token)
 }
 
 async fn start_spoke(
@@ -309,20 +310,20 @@ async fn wait_reported(
     shutdown: &CancellationToken,
 ) -> Result<()> {
     let suspend_mode: Vec<String> = client
-        .list("/gates", &[], None)
+        .list::<GateRecord>("/gates", &[], None)
         .await?
-        .iter()
+        .into_iter()
         .filter(|g| {
-            g.pointer("/manifest/spec/mode").and_then(Value::as_str) != Some("freezeSources")
+            g.manifest.pointer("/spec/mode").and_then(Value::as_str) != Some("freezeSources")
         })
-        .filter_map(|g| g.get("name").and_then(Value::as_str).map(String::from))
+        .map(|g| g.name)
         .collect();
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut pending: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     while !pending.is_empty() {
         let mut still = Vec::new();
         for name in pending {
-            let st = client
+            let st: Value = client
                 .get(&format!("/clusters/{}/status", seg(name)), &[])
                 .await?;
             if !enforced(&st, &suspend_mode) {
@@ -380,15 +381,11 @@ fn enforced(st: &Value, suspend_mode: &[String]) -> bool {
 }
 
 /// Waits (bounded) until the hub shows held changes; returns the summary.
-async fn wait_held(client: &Client, shutdown: &CancellationToken) -> Result<Value> {
+async fn wait_held(client: &Client, shutdown: &CancellationToken) -> Result<FleetSummary> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let s = client.get("/status", &[]).await?;
-        let held = s
-            .pointer("/objects/held")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if held > 0 || Instant::now() > deadline || shutdown.is_cancelled() {
+        let s: FleetSummary = client.get("/status", &[]).await?;
+        if s.objects.held > 0 || Instant::now() > deadline || shutdown.is_cancelled() {
             return Ok(s);
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -401,15 +398,9 @@ fn print_ready(
     token: &str,
     kube_dir: &Path,
     clusters: &[fleet::DemoCluster],
-    summary: &Value,
+    summary: &FleetSummary,
     started: Instant,
 ) {
-    let n = |p: &str| {
-        summary
-            .pointer(p)
-            .map(|v| v.to_string())
-            .unwrap_or_default()
-    };
     let first = clusters
         .first()
         .map(|c| c.name.as_str())
@@ -429,16 +420,16 @@ fn print_ready(
          \n  kubectl --kubeconfig {}/{first}.yaml get kustomizations -A\
          \n\nCtrl-C stops everything and removes the temporary files.",
         started.elapsed().as_secs_f64(),
-        n("/clusters/total"),
-        n("/clusters/open"),
-        n("/clusters/closed"),
-        n("/objects/held"),
+        summary.clusters.total,
+        summary.clusters.open,
+        summary.clusters.closed,
+        summary.objects.held,
         kube_dir.display(),
     );
     // One line for scripts and the smoke test.
     println!(
         "demo ready: hub={hub} token={token} held={}",
-        n("/objects/held")
+        summary.objects.held
     );
 }
 

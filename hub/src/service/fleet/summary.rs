@@ -3,62 +3,12 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
 use super::FleetInputs;
 use super::evaluate::Evaluated;
 use crate::Result;
 use crate::service::liveness;
 
-/// Object counts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectCounts {
-    pub governed: i64,
-    pub held: i64,
-    pub suspended: i64,
-}
-
-/// One gate across the fleet.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GateSummary {
-    pub gate: String,
-    /// Clusters in scope.
-    pub clusters: usize,
-    pub open: usize,
-    pub closed: usize,
-}
-
-/// Cluster counts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterCounts {
-    pub total: usize,
-    pub connected: usize,
-    pub disconnected: usize,
-    /// All gates open.
-    pub open: usize,
-    /// At least one gate closed.
-    pub closed: usize,
-    /// At least one held object.
-    pub with_held: usize,
-}
-
-/// The fleet at a glance.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetSummary {
-    pub at: DateTime<Utc>,
-    pub revision: i64,
-    pub clusters: ClusterCounts,
-    pub gates: Vec<GateSummary>,
-    pub objects: ObjectCounts,
-    /// Names of disconnected clusters (at most 100).
-    pub disconnected: Vec<String>,
-}
+pub use fleetgate_api_types::status::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
 
 /// How many disconnected clusters a summary names.
 const NAMED_DISCONNECTED: usize = 100;
