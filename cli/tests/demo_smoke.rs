@@ -1,7 +1,8 @@
 //! `fleetgate demo` as a user runs it: it starts (own PostgreSQL, hub,
 //! simulated clusters with spokes), the dashboard answers, held changes are
 //! visible through the API, and SIGTERM stops everything and removes its
-//! temporary files.
+//! temporary files. `fleetgate demo` runs the `fleetgate-demo` program beside
+//! it, and says so clearly when that is missing.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -9,10 +10,12 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fleetgate_tests::{ChildGuard, free_port};
+use fleetgate_tests::{ChildGuard, bin_path, free_port};
 
 #[test]
 fn demo_starts_shows_held_changes_and_cleans_up() {
+    // The demo program beside the CLI, as after `cargo build --release`.
+    bin_path("fleetgate-demo");
     let http = free_port();
     let grpc = free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
@@ -209,4 +212,45 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
             .is_err()
     });
     assert!(gone, "hub still answering after the demo stopped");
+}
+
+/// A directory holding (a hard link to) the CLI and nothing else; inside the
+/// target dir, so the link stays on one file system. Links, not copies: an
+/// executable written while other test threads fork can fail with ETXTBSY.
+fn lone_cli() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let cli = dir.path().join("fleetgate");
+    std::fs::hard_link(env!("CARGO_BIN_EXE_fleetgate"), &cli).unwrap();
+    (dir, cli)
+}
+
+#[test]
+fn demo_without_its_program_beside_the_cli_says_how_to_get_it() {
+    let (_dir, cli) = lone_cli();
+    let out = Command::new(&cli)
+        .args(["demo", "--clusters", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("fleetgate-demo") && err.contains("cargo run --release --bin fleetgate-demo"),
+        "{err}"
+    );
+}
+
+#[test]
+fn demo_passes_every_argument_to_its_program() {
+    let (dir, cli) = lone_cli();
+    // A stand-in demo program that prints its arguments.
+    std::os::unix::fs::symlink("/bin/echo", dir.path().join("fleetgate-demo")).unwrap();
+    let out = Command::new(&cli)
+        .args(["demo", "--clusters", "3", "--objects-per-cluster", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "--clusters 3 --objects-per-cluster 2\n"
+    );
 }

@@ -1,23 +1,80 @@
-//! `fleetgate demo`: the whole system on one machine — a throwaway
-//! PostgreSQL (unless DATABASE_URL is set), the hub, a simulated fleet with
-//! a spoke per cluster, the example gates, and pushed revisions so some
-//! changes are held. Ctrl-C (or SIGTERM) stops everything and cleans up.
+//! `fleetgate-demo` (also run as `fleetgate demo`): the whole system on one
+//! machine — a throwaway PostgreSQL (unless DATABASE_URL is set), the hub, a
+//! simulated fleet with a spoke per cluster, the example gates, and pushed
+//! revisions so some changes are held. Ctrl-C (or SIGTERM) stops everything
+//! and cleans up. Its own program, so the `fleetgate` CLI does not link the
+//! hub, the spoke, the simulator or pgtemp.
+#![forbid(unsafe_code)]
 
 mod fleet;
 
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+use clap::Parser;
 
 use fleetgate_api_types::{ClusterWithToken, FleetSummary, GateRecord, RegisterCluster};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{DemoArgs, Format};
-use crate::client::{Client, seg};
-use crate::config::Connection;
-use crate::error::{Error, Result};
+use fleetgate::args::Format;
+use fleetgate::client::{Client, seg};
+use fleetgate::config::Connection;
+use fleetgate::error::{Error, Result};
+
+/// fleetgate-demo — the whole fleetgate system on one machine: PostgreSQL,
+/// hub, simulated fleet with a spoke per cluster, the example gates. Ctrl-C
+/// stops and cleans up.
+#[derive(Debug, Parser)]
+#[command(name = "fleetgate-demo", version, about)]
+pub struct DemoArgs {
+    /// Number of simulated clusters.
+    #[arg(long, default_value_t = 20)]
+    pub clusters: usize,
+    /// Flux objects per cluster (sources, Kustomizations, HelmReleases).
+    #[arg(long, default_value_t = 12)]
+    pub objects_per_cluster: usize,
+    /// Hub REST + dashboard address.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub http_addr: std::net::SocketAddr,
+    /// Hub gRPC address.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    pub grpc_addr: std::net::SocketAddr,
+    /// Simulated Flux reconcile interval (fast-forward).
+    #[arg(long, default_value = "30s", value_parser = parse_std_duration)]
+    pub reconcile_interval: std::time::Duration,
+}
+
+fn parse_std_duration(s: &str) -> Result<std::time::Duration, String> {
+    fleetgate_policy::parse_duration(s)
+        .map_err(|e| e.message)?
+        .to_std()
+        .map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let args = DemoArgs::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", e.render());
+            e.to_exit_code()
+        }
+    }
+}
 
 fn other(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Other(format!("demo: {what}: {e}"))
@@ -133,7 +190,7 @@ async fn run_with_db(
 
     // 4. Gates first, then clusters with a spoke each.
     let examples = examples_dir();
-    crate::commands::gate::apply(
+    fleetgate::commands::gate::apply(
         &client,
         std::slice::from_ref(&examples),
         &None,
