@@ -55,6 +55,7 @@ pub fn snapshot_to_proto(s: &Snapshot, hub_time: DateTime<Utc>) -> pb::Snapshot 
                 name: g.name.clone(),
                 version: g.version,
                 manifest_json: g.manifest_json.to_string(),
+                release: None,
             })
             .collect(),
         overrides: s.overrides.iter().map(override_to_proto).collect(),
