@@ -19,5 +19,5 @@ pub use records::{
 };
 pub use status::{
     ClusterBrief, ClusterCounts, ClusterStatus, FleetStatus, FleetSummary, GateBrief, GateStatus,
-    GateSummary, ObjectCounts, ObjectStatus, ReportedObject,
+    GateSummary, HeldObject, HeldObjectStatus, ObjectCounts, ObjectStatus, ReportedObject,
 };

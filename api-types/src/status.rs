@@ -46,14 +46,78 @@ pub struct ObjectStatus {
     pub reported_at: DateTime<Utc>,
 }
 
+/// One object a Kustomization applied that a holdObjects gate selects, as its
+/// spoke reports it. A whole report's set is JSON-encoded into one statement
+/// parameter, like [`super::reports::ReportedObject`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[serde(rename_all = "camelCase")]
+pub struct HeldObject {
+    /// API group, `""` for the core group (e.g. `apps`).
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "api_group"))]
+    pub group: String,
+    pub kind: String,
+    /// `""` for cluster-scoped objects.
+    pub namespace: String,
+    pub name: String,
+    /// The Kustomization that applied it (its owner labels).
+    pub kustomization_namespace: String,
+    pub kustomization_name: String,
+    /// Every holdObjects gate selecting it, open or closed.
+    pub gates: Vec<String>,
+    /// The closed gates fleetgate's mark names (empty: fleetgate does not hold it).
+    pub held_by: Vec<String>,
+    /// A person marked it `kustomize.toolkit.fluxcd.io/reconcile: disabled`
+    /// (or `ssa: Ignore`); fleetgate leaves that mark alone.
+    pub held_by_person: bool,
+    /// The Kustomization's last applied revision when fleetgate marked it.
+    pub held_since_revision: Option<String>,
+    /// When fleetgate marked it.
+    pub held_since: Option<DateTime<Utc>>,
+    /// The Kustomization applied a newer revision since: changes to it wait.
+    pub newer_revision_applied: bool,
+}
+
+impl HeldObject {
+    /// Flux skips it now: fleetgate or a person holds it.
+    pub fn is_held(&self) -> bool {
+        !self.held_by.is_empty() || self.held_by_person
+    }
+}
+
+/// A reported held object with what the views add: whether it is held now and
+/// the time of the report that carried it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[serde(rename_all = "camelCase")]
+pub struct HeldObjectStatus {
+    #[serde(flatten)]
+    #[cfg_attr(feature = "sqlx", sqlx(flatten))]
+    pub object: HeldObject,
+    /// Flux skips it now (`heldBy` not empty, or `heldByPerson`).
+    pub held: bool,
+    pub reported_at: DateTime<Utc>,
+}
+
 /// Object counts.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectCounts {
+    /// Flux objects governed (not counting ignored ones).
     pub governed: i64,
+    /// Flux objects with a newer revision waiting behind a closed gate.
     pub held: i64,
     pub suspended: i64,
+    /// Objects inside Kustomizations held by fleetgate (holdObjects gates).
+    pub held_objects: i64,
+    /// Objects inside Kustomizations Flux skips because a person marked them.
+    pub held_objects_by_person: i64,
+    /// Objects held by fleetgate whose Kustomization applied a newer revision
+    /// since (their changes wait for the gate).
+    pub held_objects_waiting: i64,
 }
 
 /// One gate across the fleet.
@@ -66,6 +130,8 @@ pub struct GateSummary {
     pub clusters: usize,
     pub open: usize,
     pub closed: usize,
+    /// Objects this gate holds (fleetgate's marks naming it) across the fleet.
+    pub held_objects: i64,
 }
 
 /// Cluster counts.
@@ -80,8 +146,10 @@ pub struct ClusterCounts {
     pub open: usize,
     /// At least one gate closed.
     pub closed: usize,
-    /// At least one held object.
+    /// At least one held Flux object (a newer revision waits).
     pub with_held: usize,
+    /// At least one object inside a Kustomization held by fleetgate.
+    pub with_held_objects: usize,
 }
 
 /// The fleet at a glance.
@@ -113,6 +181,8 @@ pub struct GateStatus {
     pub objects: Vec<ObjectStatus>,
     /// How many of them are held.
     pub held: usize,
+    /// Objects inside Kustomizations this gate holds (fleetgate's mark names it).
+    pub held_objects: usize,
 }
 
 /// A cluster's status.
@@ -133,6 +203,11 @@ pub struct ClusterStatus {
     pub gates: Vec<GateStatus>,
     /// Every reported object.
     pub objects: Vec<ObjectStatus>,
+    /// Objects inside Kustomizations that holdObjects gates select (held ones
+    /// first): which are held, by which gates or by a person, since which
+    /// revision, and whether newer changes wait. Empty for spokes that
+    /// predate object holds.
+    pub held_objects: Vec<HeldObjectStatus>,
     pub counts: ObjectCounts,
 }
 
@@ -149,6 +224,8 @@ pub struct GateBrief {
     pub next_transition: Option<DateTime<Utc>>,
     /// Reported objects governed by this gate that are held.
     pub held: i64,
+    /// Objects inside Kustomizations this gate holds.
+    pub held_objects: i64,
 }
 
 /// One cluster's gates now, without its objects (see the per-cluster status

@@ -7,7 +7,7 @@ use fleetgate_policy::LabelSelector;
 
 use super::FleetInputs;
 use super::evaluate::{ClusterEvals, Evaluated, evaluate};
-use super::summary::{ObjectCounts, summary};
+use super::summary::{ObjectCounts, summary, with_held_objects};
 use crate::db::status::ObjectStatus;
 use crate::service::liveness;
 use crate::{Error, Result};
@@ -24,6 +24,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         .first()
         .ok_or_else(|| Error::Internal("cluster read without its cluster".into()))?;
     let objects = &inputs.reported.objects;
+    let held_list = &inputs.reported.held_object_list;
     let combined = cluster.combined();
     let gates = cluster
         .gates
@@ -36,6 +37,10 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
                 .collect();
             GateStatus {
                 held: governed.iter().filter(|o| o.object.held).count(),
+                held_objects: held_list
+                    .iter()
+                    .filter(|h| h.object.held_by.iter().any(|g| g == gate.name()))
+                    .count(),
                 objects: governed,
                 gate: gate.name().to_string(),
                 state: e.state.as_str().to_string(),
@@ -44,10 +49,16 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
             }
         })
         .collect();
+    let fleetgate_held = held_list.iter().filter(|h| !h.object.held_by.is_empty());
     let counts = ObjectCounts {
         governed: objects.iter().filter(|o| !o.object.ignored).count() as i64,
         held: objects.iter().filter(|o| o.object.held).count() as i64,
         suspended: objects.iter().filter(|o| o.object.suspended).count() as i64,
+        held_objects: fleetgate_held.clone().count() as i64,
+        held_objects_by_person: held_list.iter().filter(|h| h.object.held_by_person).count() as i64,
+        held_objects_waiting: fleetgate_held
+            .filter(|h| h.object.newer_revision_applied)
+            .count() as i64,
     };
     Ok(ClusterStatus {
         cluster: liveness::at(cluster.cluster.row.clone(), inputs.at).into(),
@@ -57,6 +68,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         next_transition: evals.next_change(cluster),
         gates,
         objects: objects.clone(),
+        held_objects: held_list.clone(),
         counts,
     })
 }
@@ -91,6 +103,12 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
                 .get(&(row.name.clone(), gate.name().to_string()))
                 .copied()
                 .unwrap_or(0),
+            held_objects: inputs
+                .reported
+                .held_objects_by_gate
+                .get(&(row.name.clone(), gate.name().to_string()))
+                .copied()
+                .unwrap_or(0),
             gate: gate.name().to_string(),
             state: e.state.as_str().to_string(),
             reason: e.reason.clone(),
@@ -98,12 +116,15 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
         })
         .collect();
     ClusterBrief {
-        counts: inputs
-            .reported
-            .counts
-            .get(&row.name)
-            .cloned()
-            .unwrap_or_default(),
+        counts: with_held_objects(
+            inputs
+                .reported
+                .counts
+                .get(&row.name)
+                .cloned()
+                .unwrap_or_default(),
+            inputs.reported.held_objects.get(&row.name),
+        ),
         cluster: liveness::at(row.clone(), inputs.at).into(),
         open: combined.open,
         closed_by: combined.closed_by,
