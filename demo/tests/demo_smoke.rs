@@ -1,8 +1,7 @@
-//! `fleetgate demo` as a user runs it: it starts (own PostgreSQL, hub,
-//! simulated clusters with spokes), the dashboard answers, held changes are
-//! visible through the API, and SIGTERM stops everything and removes its
-//! temporary files. `fleetgate demo` runs the `fleetgate-demo` program beside
-//! it, and says so clearly when that is missing.
+//! The demo as a user runs it (the README's quick start): it starts (own
+//! PostgreSQL, hub, simulated clusters with spokes), the dashboard answers,
+//! held changes are visible through the API and the CLI, and SIGTERM stops
+//! everything and removes its temporary files.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -14,12 +13,10 @@ use fleetgate_tests::{ChildGuard, bin_path, free_port};
 
 #[test]
 fn demo_starts_shows_held_changes_and_cleans_up() {
-    // The demo program beside the CLI, as after `cargo build --release`.
-    bin_path("fleetgate-demo");
     let http = free_port();
     let grpc = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
-        .args(["demo", "--clusters", "4", "--objects-per-cluster", "8"])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate-demo"))
+        .args(["--clusters", "4", "--objects-per-cluster", "8"])
         .args(["--http-addr", &format!("127.0.0.1:{http}")])
         .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
         .env_remove("DATABASE_URL")
@@ -28,7 +25,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("starting fleetgate demo");
+        .expect("starting fleetgate-demo");
     let stdout = child.stdout.take().unwrap();
     let guard = ChildGuard(child);
     let (tx, rx) = mpsc::channel::<String>();
@@ -97,7 +94,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
             .status()
     });
     assert!(status.is_success(), "dashboard: {status}");
-    let out = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+    let out = Command::new(bin_path("fleetgate"))
         .args(["status", "-o", "json", "--hub", &hub, "--token", &token])
         .output()
         .unwrap();
@@ -120,7 +117,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         "prod-eu-1 closed by sre-approval: {prod}"
     );
     // The fleet view carries no objects; one cluster's detail does.
-    let out = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+    let out = Command::new(bin_path("fleetgate"))
         .args([
             "status",
             "prod-eu-1",
@@ -212,45 +209,4 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
             .is_err()
     });
     assert!(gone, "hub still answering after the demo stopped");
-}
-
-/// A directory holding (a hard link to) the CLI and nothing else; inside the
-/// target dir, so the link stays on one file system. Links, not copies: an
-/// executable written while other test threads fork can fail with ETXTBSY.
-fn lone_cli() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let cli = dir.path().join("fleetgate");
-    std::fs::hard_link(env!("CARGO_BIN_EXE_fleetgate"), &cli).unwrap();
-    (dir, cli)
-}
-
-#[test]
-fn demo_without_its_program_beside_the_cli_says_how_to_get_it() {
-    let (_dir, cli) = lone_cli();
-    let out = Command::new(&cli)
-        .args(["demo", "--clusters", "3"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("fleetgate-demo") && err.contains("cargo run --release --bin fleetgate-demo"),
-        "{err}"
-    );
-}
-
-#[test]
-fn demo_passes_every_argument_to_its_program() {
-    let (dir, cli) = lone_cli();
-    // A stand-in demo program that prints its arguments.
-    std::os::unix::fs::symlink("/bin/echo", dir.path().join("fleetgate-demo")).unwrap();
-    let out = Command::new(&cli)
-        .args(["demo", "--clusters", "3", "--objects-per-cluster", "2"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "--clusters 3 --objects-per-cluster 2\n"
-    );
 }
