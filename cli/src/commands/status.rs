@@ -1,7 +1,8 @@
 //! `status`: the fleet at a glance — counts, each gate's open/closed split,
 //! and one row per cluster (like `flux get`: may it change now, what holds
 //! it, what is waiting, when the next transition is) — or one cluster in
-//! detail with its governed objects.
+//! detail with its governed objects and the objects held inside its
+//! Kustomizations (holdObjects gates).
 
 use chrono::{DateTime, Utc};
 use fleetgate_api_types::{Cluster, ClusterStatus, FleetStatus};
@@ -51,7 +52,7 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
     let s = &v.summary;
     let mut out = format!(
         "clusters: {} ({} connected, {} disconnected)   may change now: {}   closed: {}   with held changes: {}\n\
-         objects: {} governed, {} suspended, {} held   fleet revision {}\n\n",
+         objects: {} governed, {} suspended, {} held   fleet revision {}\n         held objects: {} ({} with changes waiting, {} by a person) on {} clusters\n\n",
         s.clusters.total,
         s.clusters.connected,
         s.clusters.disconnected,
@@ -62,14 +63,19 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
         s.objects.suspended,
         s.objects.held,
         s.revision,
+        s.objects.held_objects,
+        s.objects.held_objects_waiting,
+        s.objects.held_objects_by_person,
+        s.clusters.with_held_objects,
     );
-    let mut gates = Table::new(&["GATE", "CLUSTERS", "OPEN", "CLOSED"]);
+    let mut gates = Table::new(&["GATE", "CLUSTERS", "OPEN", "CLOSED", "HELD OBJECTS"]);
     for g in s.gates.iter().filter(|g| gate.is_none_or(|n| g.gate == n)) {
         gates.row(vec![
             g.gate.clone(),
             g.clusters.to_string(),
             g.open.to_string(),
             g.closed.to_string(),
+            g.held_objects.to_string(),
         ]);
     }
     if !gates.is_empty() {
@@ -82,6 +88,7 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
         "READY",
         "CLOSED BY",
         "HELD",
+        "HELD OBJECTS",
         "NEXT",
         "MESSAGE",
     ]);
@@ -103,6 +110,7 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
             if c.open { "True" } else { "False" }.into(),
             c.closed_by.join(","),
             c.counts.held.to_string(),
+            c.counts.held_objects.to_string(),
             next(c.next_transition.as_ref()),
             first
                 .map(|g| format!("{}: {}", g.gate, g.reason))
@@ -137,12 +145,13 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
         },
         next(v.next_transition.as_ref()),
     );
-    let mut t = Table::new(&["GATE", "STATE", "HELD", "NEXT", "REASON"]);
+    let mut t = Table::new(&["GATE", "STATE", "HELD", "HELD OBJECTS", "NEXT", "REASON"]);
     for g in v.gates.iter().filter(|g| gate.is_none_or(|n| g.gate == n)) {
         t.row(vec![
             g.gate.clone(),
             g.state.clone(),
             g.held.to_string(),
+            g.held_objects.to_string(),
             output::time_or_empty(g.next_transition.as_ref()),
             g.reason.clone(),
         ]);
@@ -194,5 +203,113 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
         }
         out.push_str(&t.render());
     }
+    out.push_str(&held_objects(v, gate));
     out
+}
+
+/// The objects inside the cluster's Kustomizations that holdObjects gates
+/// select (held ones first, as the hub orders them).
+fn held_objects(v: &ClusterStatus, gate: Option<&str>) -> String {
+    let held: Vec<_> = v
+        .held_objects
+        .iter()
+        .map(|o| &o.object)
+        .filter(|o| gate.is_none_or(|g| o.gates.iter().any(|x| x == g)))
+        .collect();
+    if held.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(&[
+        "HELD OBJECT",
+        "NAMESPACE",
+        "NAME",
+        "KUSTOMIZATION",
+        "HELD BY",
+        "SINCE",
+        "WAITING",
+    ]);
+    for o in held {
+        let kind = match o.group.as_str() {
+            "" => o.kind.clone(),
+            g => format!("{}.{g}", o.kind),
+        };
+        let by = if !o.held_by.is_empty() {
+            o.held_by.join(",")
+        } else if o.held_by_person {
+            "a person".into()
+        } else {
+            "— (not held)".into()
+        };
+        t.row(vec![
+            kind,
+            o.namespace.clone(),
+            o.name.clone(),
+            format!("{}/{}", o.kustomization_namespace, o.kustomization_name),
+            by,
+            o.held_since_revision.clone().unwrap_or_else(|| "—".into()),
+            if o.newer_revision_applied {
+                "yes"
+            } else {
+                "no"
+            }
+            .into(),
+        ]);
+    }
+    format!("\n{}", t.render())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn cluster_shows_held_objects() {
+        let v: ClusterStatus = serde_json::from_value(json!({
+            "cluster": {"name": "prod-1", "connected": true, "labels": {},
+                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
+                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
+                        "desiredRevision": 1},
+            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
+            "open": false, "closedBy": ["nginx-window"],
+            "gates": [{"gate": "nginx-window", "state": "closed", "held": 0, "heldObjects": 1,
+                       "reason": "default (closed)", "nextTransition": null, "objects": []}],
+            "objects": [],
+            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 1,
+                       "heldObjectsByPerson": 1, "heldObjectsWaiting": 1},
+            "heldObjects": [
+                {"group": "apps", "kind": "Deployment", "namespace": "nginx", "name": "nginx",
+                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
+                 "gates": ["nginx-window"], "heldBy": ["nginx-window"], "heldByPerson": false,
+                 "heldSinceRevision": "main@sha1:aaa", "newerRevisionApplied": true,
+                 "heldSince": "2026-11-24T08:30:00Z", "held": true,
+                 "reportedAt": "2026-11-24T09:00:00Z"},
+                {"group": "", "kind": "Service", "namespace": "nginx", "name": "legacy",
+                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
+                 "gates": ["nginx-window"], "heldBy": [], "heldByPerson": true,
+                 "heldSinceRevision": null, "newerRevisionApplied": false,
+                 "heldSince": null, "held": true, "reportedAt": "2026-11-24T09:00:00Z"}
+            ]
+        }))
+        .unwrap();
+        let out = render_cluster(&v, None);
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("Deployment.apps"))
+            .unwrap();
+        for cell in [
+            "nginx",
+            "flux-system/apps",
+            "nginx-window",
+            "main@sha1:aaa",
+            "yes",
+        ] {
+            assert!(row.contains(cell), "{cell} missing in {row:?}\n{out}");
+        }
+        let row = out.lines().find(|l| l.starts_with("Service ")).unwrap();
+        assert!(row.contains("a person") && row.ends_with("no"), "{row:?}");
+        // A gate filter that selects nothing hides the list.
+        assert!(!render_cluster(&v, Some("other")).contains("HELD OBJECT "));
+    }
 }
