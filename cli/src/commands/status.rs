@@ -246,7 +246,10 @@ fn held_objects(v: &ClusterStatus, gate: Option<&str>) -> String {
             o.name.clone(),
             format!("{}/{}", o.kustomization_namespace, o.kustomization_name),
             by,
-            o.held_since_revision.clone().unwrap_or_else(|| "—".into()),
+            o.held_since_revision
+                .clone()
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "—".into()),
             if o.newer_revision_applied {
                 "yes"
             } else {
