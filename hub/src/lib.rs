@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod replica;
 pub mod rest;
+pub mod rollout;
 pub mod schema;
 pub mod serve;
 pub mod service;
