@@ -198,7 +198,10 @@ pub struct ReleaseRow {
 }
 
 /// The releases of current rollouts for those of `names` (all clusters when `None`).
-pub async fn releases(conn: &mut PgConnection, names: Option<&[String]>) -> Result<Vec<ReleaseRow>> {
+pub async fn releases(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<Vec<ReleaseRow>> {
     let rows = sqlx::query_as(
         "select r.gate, m.cluster, r.id as rollout_id, coalesce(m.opening_at, r.opening_at) \
          as opening_at, m.wave from rollout_clusters m join rollouts r on r.id = m.rollout_id \

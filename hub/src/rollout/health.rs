@@ -153,7 +153,14 @@ mod tests {
             namespace: "flux-system".into(),
             name: "apps".into(),
             ready: Some(ready.into()),
-            ready_message: Some(if ready == "False" { "apply failed" } else { "ok" }.into()),
+            ready_message: Some(
+                if ready == "False" {
+                    "apply failed"
+                } else {
+                    "ok"
+                }
+                .into(),
+            ),
             generation: Some(2),
             observed_generation: Some(2),
             last_applied_revision: Some("main@sha1:b".into()),
@@ -189,8 +196,14 @@ mod tests {
 
     #[test]
     fn disconnected_is_unknown_then_failed() {
-        assert_eq!(judge_at(false, &[ks("True", 10)], 2).health, Health::Unknown);
-        assert_eq!(judge_at(false, &[ks("True", 10)], 31).health, Health::Failed);
+        assert_eq!(
+            judge_at(false, &[ks("True", 10)], 2).health,
+            Health::Unknown
+        );
+        assert_eq!(
+            judge_at(false, &[ks("True", 10)], 31).health,
+            Health::Failed
+        );
     }
 
     #[test]
@@ -201,7 +214,10 @@ mod tests {
         assert_eq!(v.health, Health::Failed);
         assert!(v.detail.unwrap().contains("apply failed"));
         // A Ready=False left from before the release is not this revision's failure.
-        assert_eq!(judge_at(true, &[ks("False", 9)], 2).health, Health::Progressing);
+        assert_eq!(
+            judge_at(true, &[ks("False", 9)], 2).health,
+            Health::Progressing
+        );
     }
 
     #[test]

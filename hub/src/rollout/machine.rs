@@ -95,7 +95,8 @@ pub fn step(input: &StepInput<'_>, current: Option<Current>) -> Outcome {
                 c.set_state(State::Ended);
                 c.row.ended_at = Some(input.now);
                 c.row.detail = Some(why.to_string());
-                out.events.push(Event::new(&c, "rollout.end", Some(why.into())));
+                out.events
+                    .push(Event::new(&c, "rollout.end", Some(why.into())));
                 out.ended = Some(c);
             }
             None => cur = Some(c),
@@ -322,14 +323,13 @@ fn advance(
         events.push(e);
         return false;
     }
+    // Once healthy, a wave soaks: only a failure (beyond maxFailures) stops it from there.
     let settled = wave_members
         .iter()
         .all(|m| matches!(verdict(m), Some(Health::Healthy | Health::Failed)));
-    if !settled {
-        return false;
-    }
     let healthy_at = match c.row.healthy_at {
         Some(t) => t,
+        None if !settled => return false,
         None => {
             c.row.healthy_at = Some(now);
             events.push(Event::new(c, "rollout.healthy", None));

@@ -13,6 +13,7 @@ use crate::db::rollouts::RolloutRow;
 /// A rollout's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = RolloutState)]
 pub enum State {
     /// Releasing waves as they become healthy and soaked.
     Running,
@@ -71,11 +72,7 @@ pub struct Event {
 }
 
 impl Event {
-    pub(crate) fn new(
-        c: &machine::Current,
-        action: &'static str,
-        detail: Option<String>,
-    ) -> Self {
+    pub(crate) fn new(c: &machine::Current, action: &'static str, detail: Option<String>) -> Self {
         Self::of(&c.row, action, detail)
     }
 

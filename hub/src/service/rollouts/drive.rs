@@ -14,9 +14,9 @@ use crate::db::audit::NewAudit;
 use crate::db::revision::Affected;
 use crate::db::rollouts::{self, MemberRow};
 use crate::db::{clusters, gates, overrides};
+use crate::rollout::Event;
 use crate::rollout::health::{ClusterHealthInput, Verdict, judge};
 use crate::rollout::machine::{self, Current, ScopeCluster, StepInput};
-use crate::rollout::{Event, State};
 use crate::service::fleet::{applying, stored_gate, to_policy};
 use crate::service::liveness;
 use crate::{Error, Result};
@@ -46,19 +46,25 @@ pub async fn step_gate(
     let compiled = gate
         .compile()
         .map_err(|e| Error::Internal(format!("stored gate does not compile: {e}")))?;
-    let before = rollouts::current(tx, gate_name).await?.map(|(row, members)| Current { row, members });
+    let before = rollouts::current(tx, gate_name)
+        .await?
+        .map(|(row, members)| Current { row, members });
     let mut current = before.clone();
     let mut events = Vec::new();
     if let Some(command) = command {
-        let c = current
-            .as_mut()
-            .ok_or_else(|| Error::conflict(format!("gate '{gate_name}' has no rollout in progress")))?;
+        let c = current.as_mut().ok_or_else(|| {
+            Error::conflict(format!("gate '{gate_name}' has no rollout in progress"))
+        })?;
         events.push(command.apply(c, now)?);
     }
 
     let all = clusters::all(tx).await?;
     let rows = overrides::live_for_gates(tx, &[gate_name.to_string()], now).await?;
-    let gate_wide: Vec<_> = rows.iter().filter(|r| r.scope.is_none()).map(to_policy).collect();
+    let gate_wide: Vec<_> = rows
+        .iter()
+        .filter(|r| r.scope.is_none())
+        .map(to_policy)
+        .collect();
     let gate_open_since = compiled.open_since(now, &gate_wide);
     let scope: Vec<ScopeCluster> = all
         .iter()
@@ -165,7 +171,11 @@ pub(crate) async fn judge_wave(
     connected: &HashMap<&str, bool>,
     now: DateTime<Utc>,
 ) -> Result<HashMap<String, Verdict>> {
-    let released: Vec<&MemberRow> = c.members.iter().filter(|m| m.released_at.is_some()).collect();
+    let released: Vec<&MemberRow> = c
+        .members
+        .iter()
+        .filter(|m| m.released_at.is_some())
+        .collect();
     let names: Vec<String> = released.iter().map(|m| m.cluster.clone()).collect();
     let objects = rollouts::object_health(tx, &c.row.gate, &names).await?;
     let timeout = c.row.spec.health_timeout();
@@ -220,9 +230,4 @@ pub(crate) async fn audit_all_but_last(
 /// The affected set of a step.
 pub(crate) fn affected(stepped: &Stepped) -> Affected {
     Affected::Clusters(stepped.affected.clone())
-}
-
-/// Whether `state` lets clusters join and releases move.
-pub(crate) fn is_live(state: &str) -> bool {
-    State::parse(state) != State::Ended
 }

@@ -1,5 +1,5 @@
 //! The rollout driver task every replica runs: steps every rollout gate on a short tick
-//! (and at once when a change notification arrives). Replicas never elect a leader: each
+//! . Replicas never elect a leader: each
 //! step takes the gate's advisory lock in its transaction, so one replica steps a gate at
 //! a time and a dead replica's lock goes with its session. Time comes from the service's
 //! clock, so tests move it instead of waiting.
@@ -13,12 +13,11 @@ use crate::metrics::RolloutMetrics;
 use crate::rollout::Event;
 use crate::service::Service;
 
-/// Steps every rollout gate every `tick` until `stop`, also when `wake` fires, publishing
-/// each step's events to `events` and counting them in `metrics`.
+/// Steps every rollout gate every `tick` until `stop`, publishing each step's events to
+/// `events` and counting them in `metrics`.
 pub async fn run(
     service: Service,
     tick: Duration,
-    mut wake: broadcast::Receiver<()>,
     events: broadcast::Sender<Event>,
     metrics: RolloutMetrics,
     stop: CancellationToken,
@@ -29,12 +28,6 @@ pub async fn run(
         tokio::select! {
             () = stop.cancelled() => return,
             _ = interval.tick() => {}
-            r = wake.recv() => {
-                if matches!(r, Err(broadcast::error::RecvError::Closed)) {
-                    // No more wake-ups: keep ticking.
-                    wake = broadcast::channel(1).1;
-                }
-            }
         }
         match service.step_rollouts().await {
             Ok(stepped) => {

@@ -59,7 +59,10 @@ impl Command {
                 c.row.health_since = Some(now);
                 c.row.healthy_at = None;
                 let wave = c.row.wave;
-                if c.members.iter().any(|m| m.wave == wave && m.released_at.is_none()) {
+                if c.members
+                    .iter()
+                    .any(|m| m.wave == wave && m.released_at.is_none())
+                {
                     // onFailure close closed the wave: release it again.
                     c.row.wave_released_at = None;
                 }

@@ -146,20 +146,25 @@ pub(crate) fn project(
             } else if state == State::Halted {
                 "failed"
             } else if c.row.wave_released_at.is_none() {
-                if waiting_for_approval { "waiting-approval" } else { "next" }
+                if waiting_for_approval {
+                    "waiting-approval"
+                } else {
+                    "next"
+                }
             } else if c.row.healthy_at.is_some() {
                 "soaking"
             } else {
                 "released"
             };
             let live = matches!(state, State::Running | State::Paused);
-            let estimated_release_at = if live && w >= current && c.row.wave_released_at.is_none_or(|_| w > current) {
-                let at = next_at;
-                next_at = next_at.map(|t| t + soak);
-                at
-            } else {
-                None
-            };
+            let estimated_release_at =
+                if live && w >= current && c.row.wave_released_at.is_none_or(|_| w > current) {
+                    let at = next_at;
+                    next_at = next_at.map(|t| t + soak);
+                    at
+                } else {
+                    None
+                };
             WaveStatus {
                 index: w + 1,
                 name: if usize::try_from(w).is_ok_and(|i| i < spec.waves.len()) {
