@@ -18,7 +18,7 @@ pub mod openapi;
 pub mod replica;
 pub mod rest;
 pub mod rollout;
-pub mod schema;
+pub use fleetgate_api_types::schema;
 pub mod serve;
 pub mod service;
 pub mod validate;
