@@ -9,6 +9,7 @@ mod common;
 use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use common::{Hub, t0};
+use fleetgate_hub::db::held_objects::HeldObject;
 use fleetgate_hub::db::reports::{
     ClusterReport, ReportedObject, STAMP_EVERY, touch_seen, write_report,
 };
@@ -30,10 +31,28 @@ fn object(name: &str, revision: &str) -> ReportedObject {
     }
 }
 
+fn held(name: &str) -> HeldObject {
+    HeldObject {
+        group: "apps".into(),
+        kind: "Deployment".into(),
+        namespace: "apps".into(),
+        name: name.into(),
+        kustomization_namespace: "flux-system".into(),
+        kustomization_name: "apps".into(),
+        gates: vec!["g".into()],
+        held_by: vec!["g".into()],
+        held_by_person: false,
+        held_since_revision: Some("main@sha1:1".into()),
+        held_since: Some(t0()),
+        newer_revision_applied: false,
+    }
+}
+
 fn report(objects: Vec<ReportedObject>, at: DateTime<Utc>, offset: i64) -> ClusterReport {
     ClusterReport {
         cluster: "c1".into(),
         objects,
+        held_objects: vec![],
         clock_offset_ms: offset,
         received_at: at,
     }
@@ -118,6 +137,18 @@ async fn unchanged_reports_write_only_a_throttled_stamp() {
     // A removed object is a change too.
     write(&hub, &report(vec![object("a", "main@sha1:1")], t2, 9)).await;
     assert_eq!(versions(&hub).await.0.len(), 1);
+
+    // So is a held object (holdObjects gates), alone.
+    let mut with_held = report(vec![object("a", "main@sha1:1")], t2, 9);
+    with_held.held_objects = vec![held("web")];
+    write(&hub, &with_held).await;
+    let r = hub.get("/api/v1/clusters/c1/status").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert!(
+        r.text.contains("\"web\""),
+        "held object not stored: {}",
+        r.text
+    );
 }
 
 #[tokio::test]
@@ -169,6 +200,28 @@ fn the_hash_covers_every_field_of_a_reported_object() {
         };
         let other = report(vec![obj], t0(), 0);
         assert_ne!(other.content_hash().unwrap(), hash, "field {key}");
+    }
+    // The same for held objects.
+    let mut with_held = report(vec![object("a", "r")], t0(), 0);
+    with_held.held_objects = vec![held("web")];
+    let held_hash = with_held.content_hash().unwrap();
+    assert_ne!(held_hash, hash);
+    let json = serde_json::to_value(&with_held.held_objects[0]).unwrap();
+    for (key, value) in json.as_object().unwrap() {
+        let mut changed = json.clone();
+        changed[key] = match value {
+            serde_json::Value::Bool(b) => json!(!b),
+            serde_json::Value::String(s) => json!(format!("{s}x")),
+            serde_json::Value::Array(_) => json!(["other"]),
+            serde_json::Value::Null => json!("set"),
+            _ => continue,
+        };
+        let Ok(obj) = serde_json::from_value::<HeldObject>(changed) else {
+            continue; // e.g. a time field given a string that is no time
+        };
+        let mut other = with_held.clone();
+        other.held_objects = vec![obj];
+        assert_ne!(other.content_hash().unwrap(), held_hash, "held field {key}");
     }
     // Arrival time and clock offset are not content.
     assert_eq!(

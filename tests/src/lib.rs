@@ -6,6 +6,8 @@
 pub mod pg;
 pub mod pki;
 pub mod process;
+pub mod sim;
 
 pub use pg::{TestDb, test_db};
-pub use process::{ChildGuard, bin_path, free_port, hub_serve, wait_readyz};
+pub use process::{ChildGuard, bin_path, free_port, hub_serve, poll, wait_readyz};
+pub use sim::{SimProcess, start_sim};

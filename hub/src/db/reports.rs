@@ -1,20 +1,20 @@
-//! Writes from the spoke stream: status reports into `object_status` (a report
-//! is the full set of governed objects, so objects missing from it are
-//! deleted) and the spoke's connection state in `cluster_connections`. A
-//! report whose content equals the stored one (its hash, kept per cluster)
-//! writes no object row; it and keepalives only refresh the liveness stamps,
-//! at most every [`STAMP_EVERY`]: an idle fleet costs the database one row per
-//! cluster per minute, not one per object per heartbeat. This
+//! Writes from the spoke stream: status reports into `object_status` and
+//! `held_objects` (a report is the full set of governed and held objects, so
+//! objects missing from it are deleted) and the spoke's connection state in
+//! `cluster_connections`. A report whose content equals the stored one (its
+//! hash, kept per cluster) writes no object row; it and keepalives only
+//! refresh the liveness stamps, at most every [`STAMP_EVERY`]: an idle fleet
+//! costs the database one row per cluster per minute, not one per object per
+//! heartbeat. This
 //! path never bumps the fleet revision and never notifies: reports are not
 //! desired state. It never updates `clusters` rows, which writes lock, and
 //! takes several clusters' rows only in name order, as writes do.
 
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
-use utoipa::ToSchema;
 
+use super::held_objects::{self, HeldObject};
 use crate::Result;
 
 /// While nothing changes, a cluster's `last_seen_at` (keepalives, reports) and
@@ -23,31 +23,9 @@ use crate::Result;
 /// for it). Just under a minute, so a 30 s heartbeat stamps every second one.
 pub const STAMP_EVERY: Duration = Duration::seconds(55);
 
-/// A governed Flux object as its spoke reports it: written by report
-/// ingestion, read back by the status views (with `reported_at`, see
-/// [`super::status::ObjectStatus`]). A whole report is JSON-encoded into one
-/// statement parameter, so it is one upsert.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReportedObject {
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    pub suspended: bool,
-    /// Gates whose closure suspended it.
-    pub suspended_by: Vec<String>,
-    /// Gates governing it.
-    pub gates: Vec<String>,
-    pub last_applied_revision: Option<String>,
-    pub newest_source_revision: Option<String>,
-    /// A newer source revision waits for a gate to open.
-    pub held: bool,
-    /// Suspended by a person (fleetgate leaves it alone).
-    pub suspended_by_human: bool,
-    /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but fleetgate never
-    /// governs it (not counted as governed).
-    pub ignored: bool,
-}
+/// A governed Flux object as its spoke reports it, written by report ingestion and read
+/// back by the status views (one type for both, shared with REST clients).
+pub use fleetgate_api_types::ReportedObject;
 
 /// The latest report of one cluster, as the batcher flushes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +33,9 @@ pub struct ClusterReport {
     pub cluster: String,
     /// Objects with unique (kind, namespace, name).
     pub objects: Vec<ReportedObject>,
+    /// Objects inside Kustomizations that holdObjects gates select, unique by
+    /// (group, kind, namespace, name); empty from spokes that predate them.
+    pub held_objects: Vec<HeldObject>,
     pub clock_offset_ms: i64,
     /// When the hub received the report.
     pub received_at: DateTime<Utc>,
@@ -63,34 +44,34 @@ pub struct ClusterReport {
 impl ClusterReport {
     /// SHA-256 of the report's content: everything a report stores except
     /// when it arrived and the clock offset. The destructuring lists every
-    /// field, so a field added to reports must be decided on here; the
-    /// objects are hashed through their JSON, so a field added to
-    /// [`ReportedObject`] is covered without a change here.
+    /// field, so a field added to reports must be decided on here; objects
+    /// are hashed through their JSON, so a field added to [`ReportedObject`]
+    /// or [`HeldObject`] is covered without a change here.
     pub fn content_hash(&self) -> Result<Vec<u8>> {
         let Self {
             cluster: _,
             objects,
+            held_objects,
             clock_offset_ms: _,
             received_at: _,
         } = self;
-        let json = serde_json::to_vec(objects)
+        let json = serde_json::to_vec(&(objects, held_objects))
             .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
         Ok(Sha256::digest(&json).to_vec())
     }
 }
 
-/// Replaces `report.cluster`'s object statuses with the report's and stamps
-/// the cluster's last-seen and report times and clock offset. A report whose
-/// content hash equals the stored one writes no object row and stamps only
-/// when the stored stamps are [`STAMP_EVERY`] old. Returns false (writing
-/// nothing) when the cluster no longer exists. A transaction writing several
-/// reports writes them in cluster-name order.
+/// Replaces `report.cluster`'s object statuses and held objects with the
+/// report's and stamps the cluster's last-seen and report times and clock
+/// offset. A report whose content hash equals the stored one writes no object
+/// row and stamps only when the stored report stamp is [`STAMP_EVERY`] old.
+/// Returns false (writing nothing) when the cluster no longer exists. A
+/// transaction writing several reports writes them in cluster-name order.
 pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
     let hash = report.content_hash()?;
-    // A plain read, no lock: an idle fleet's heartbeats lock nothing. Only the
-    // replica serving the cluster's stream writes its reports; the hash is
-    // compared again in the update, so a concurrent change (a spoke that just
-    // moved replicas) is never overwritten by a stamp.
+    // A plain read, no lock: an idle fleet's heartbeats lock nothing. The
+    // hash is compared again in the update, so a report written meanwhile by
+    // another replica (a spoke that just moved) is never taken for this one.
     let stored: Option<(Option<Vec<u8>>,)> =
         sqlx::query_as("select report_hash from cluster_connections where cluster = $1")
             .bind(&report.cluster)
@@ -102,7 +83,10 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
         // An update whose condition fails writes nothing at all (no row
         // version, no WAL).
         sqlx::query(
-            "update cluster_connections set last_seen_at = greatest(last_seen_at, $2),              reported_at = $2, clock_offset_ms = $3              where cluster = $1 and report_hash = $4              and (reported_at is null or reported_at <= $2 - $5 * interval '1 second')",
+            "update cluster_connections set last_seen_at = greatest(last_seen_at, $2), \
+             reported_at = $2, clock_offset_ms = $3 \
+             where cluster = $1 and report_hash = $4 \
+             and (reported_at is null or reported_at <= $2 - $5 * interval '1 second')",
         )
         .bind(&report.cluster)
         .bind(report.received_at)
@@ -169,6 +153,13 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     .bind(&objects)
     .bind(report.received_at)
     .execute(&mut *conn)
+    .await?;
+    held_objects::replace(
+        conn,
+        &report.cluster,
+        &report.held_objects,
+        report.received_at,
+    )
     .await?;
     Ok(true)
 }
