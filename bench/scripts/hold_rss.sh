@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Spoke RSS with Flux objects plus held objects (README "Holding objects inside a
 # Kustomization"): fleetgate-sim serves one cluster with FLUX (default 1,000) seeded Flux
-# objects and one Kustomization `apps` that applied HELD (default 5,000) Deployments; a
+# objects and Kustomizations `apps-0`, `apps-1`, … that applied HELD (default 5,000) Deployments,
+# 1,000 each (the simulator parses at most 1,024 YAML documents per path); a
 # standalone fleetgate-spoke (--held-kinds apps/v1/Deployment) holds them all behind a closed
 # holdObjects Gate. Prints the spoke's VmRSS once every Deployment is marked, and before the
 # Gate exists (held kinds watched, nothing held) for comparison.
@@ -14,6 +15,7 @@ FLUX=${FLUX:-1000}
 HELD=${HELD:-5000}
 PORT=${PORT:-18391}
 WORK=$(mktemp -d)
+SIM= SPOKE=
 trap 'kill $SPOKE $SIM 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 "$BIN/fleetgate-sim" --clusters 1 --objects-per-cluster "$FLUX" --kubeconfig-dir "$WORK" \
@@ -23,28 +25,29 @@ for _ in $(seq 600); do [ -s "$WORK/sim.out" ] && break; sleep 0.1; done
 read -r _ URL KC <"$WORK/sim.out"
 k() { kubectl --kubeconfig "$KC" "$@"; }
 k create namespace fleetgate-system >/dev/null
-k apply -f - >/dev/null <<YAML
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata: {name: bench, namespace: flux-system}
-spec: {interval: 1m, url: "https://example.com/bench.git"}
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: apps, namespace: flux-system}
-spec: {interval: 10m, path: ./apps, prune: true, targetNamespace: web,
-       sourceRef: {kind: GitRepository, name: bench}}
-YAML
-python3 - "$HELD" >"$WORK/push.json" <<'PY'
+k create namespace web >/dev/null
+python3 - "$HELD" "$WORK" <<'PY'
 import json, sys
-n = int(sys.argv[1])
-docs = ["apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n"]
-for i in range(n):
-    docs.append(f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web-{i:05}, labels: {{app: web}}}}\n"
-                f"spec: {{replicas: 1, template: {{spec: {{containers: [{{name: web, image: \"nginx:1.25\"}}]}}}}}}\n")
-print(json.dumps({"kind": "GitRepository", "namespace": "flux-system", "name": "bench",
-                  "revision": "main@sha1:" + "1" * 40, "manifests": {"apps": "---\n".join(docs)}}))
+n, work = int(sys.argv[1]), sys.argv[2]
+per = 1000
+paths = {}
+ks = ["apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\n"
+      "metadata: {name: bench, namespace: flux-system}\n"
+      "spec: {interval: 1m, url: 'https://example.com/bench.git'}\n"]
+for p in range((n + per - 1) // per):
+    ks.append(f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+              f"metadata: {{name: apps-{p}, namespace: flux-system, labels: {{bench: hold}}}}\n"
+              f"spec: {{interval: 10m, path: ./apps-{p}, prune: true, targetNamespace: web, "
+              f"sourceRef: {{kind: GitRepository, name: bench}}}}\n")
+    docs = [f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web-{i:05}, labels: {{app: web}}}}\n"
+            f"spec: {{replicas: 1, template: {{spec: {{containers: [{{name: web, image: 'nginx:1.25'}}]}}}}}}\n"
+            for i in range(p * per, min(n, (p + 1) * per))]
+    paths[f"apps-{p}"] = "---\n".join(docs)
+open(f"{work}/ks.yaml", "w").write("---\n".join(ks))
+json.dump({"kind": "GitRepository", "namespace": "flux-system", "name": "bench",
+           "revision": "main@sha1:" + "1" * 40, "manifests": paths}, open(f"{work}/push.json", "w"))
 PY
+k apply -f "$WORK/ks.yaml" >/dev/null
 curl -sf -X POST "$URL/sim/v1/push" -H 'Content-Type: application/json' --data-binary @"$WORK/push.json" >/dev/null
 for _ in $(seq 1200); do
   [ "$(k -n web get deploy -o name 2>/dev/null | wc -l)" -ge "$HELD" ] && break; sleep 0.5
@@ -66,7 +69,7 @@ metadata: {name: bench-hold}
 spec:
   clusters: {names: [cluster-000]}
   mode: holdObjects
-  targets: {kinds: [Kustomization], namespaces: [flux-system], names: [apps]}
+  targets: {kinds: [Kustomization], namespaces: [flux-system], selector: {matchLabels: {bench: hold}}}
   objects: {kinds: [{group: apps, kind: Deployment}]}
   default: closed
 YAML
