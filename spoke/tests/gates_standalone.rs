@@ -2,7 +2,8 @@
 //! Gate objects in its cluster, with the real kubectl against the simulator:
 //! a window edge opens the gate and `kubectl wait --for=condition=Opened`
 //! returns at it; an invalid edit is refused with Ready=False naming the field
-//! and changes nothing; open/close requests by annotation (the RFC's
+//! and changes nothing, also across a spoke restart (the last valid version is
+//! persisted); open/close requests by annotation (the RFC's
 //! sre-approval and maintenance stories), an ignored request with its Warning;
 //! Flagger's webhook payload answered 403 closed / 200 open.
 
@@ -180,6 +181,33 @@ async fn an_invalid_edit_names_the_field_and_changes_nothing() {
         .await
         .unwrap();
     assert!(suspended(&ks), "an invalid edit changes nothing");
+
+    // The last valid version was persisted: a restarted spoke keeps it in
+    // force (without it, the invalid object would enforce nothing and the
+    // Kustomization would be resumed).
+    let before = spoke.ctx().revision();
+    spoke.stop().await;
+    let spoke = RunningSpoke::start(&cluster, standalone()).await;
+    spoke
+        .report_where("the last valid version enforced after a restart", |r| {
+            r.revision > before
+                && r.objects
+                    .iter()
+                    .any(|o| o.key.name == "apps" && o.suspended_by == ["freeze"])
+        })
+        .await;
+    let g = wait_gate(
+        &cluster.client,
+        "freeze",
+        "Ready=False after the restart",
+        |o| condition(o, "Ready", "status") == Some("False"),
+    )
+    .await;
+    assert!(
+        condition(&g, "Ready", "message")
+            .unwrap_or_default()
+            .contains("the last valid version stays in force")
+    );
 
     // A Gate for another cluster is valid but not enforced here.
     k.apply("apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: elsewhere}\nspec:\n  clusters: {names: [other]}\n  default: closed\n").await;
