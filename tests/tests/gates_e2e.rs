@@ -9,17 +9,16 @@
 //! nothing and reaches nobody.
 
 use std::{
-    io::{BufRead, BufReader},
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::Duration,
 };
 
 use chrono::{SecondsFormat, Utc};
-use fleetgate_tests::{ChildGuard, bin_path, free_port, test_db};
+use fleetgate_tests::{ChildGuard, SimProcess, bin_path, free_port, poll, test_db};
 use futures::StreamExt;
 use kube::{
-    Api, Client,
+    Api,
     api::{DynamicObject, PostParams},
     core::{ApiResource, GroupVersionKind},
     runtime::watcher,
@@ -30,25 +29,6 @@ const ADMIN: &str = "fga_gates-e2e-admin-token-0123456789";
 const CLUSTER: &str = "cluster-000";
 const NS: &str = "flux-system";
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Polls another process's HTTP API (nothing to subscribe to), bounded.
-async fn poll<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let fut = async {
-        loop {
-            if let Some(v) = f().await {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(WAIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {what}"))
-}
 
 async fn get(http: &reqwest::Client, base: &str, path: &str) -> Option<Value> {
     let r = http
@@ -151,45 +131,8 @@ async fn local_overrides(http: &reqwest::Client, base: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     let db = test_db().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut sim = ChildGuard(
-        Command::new(bin_path("fleetgate-sim"))
-            .args([
-                "--clusters",
-                "1",
-                "--objects-per-cluster",
-                "0",
-                "--reconcile-interval",
-                "200ms",
-            ])
-            .arg("--kubeconfig-dir")
-            .arg(dir.path())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting fleetgate-sim"),
-    );
-    let stdout = sim.0.stdout.take().expect("sim stdout");
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
-    });
-    let line = tokio::time::timeout(WAIT, line)
-        .await
-        .expect("sim prints its clusters")
-        .unwrap()
-        .unwrap();
-    let kubeconfig = PathBuf::from(line.split_whitespace().nth(2).expect("kubeconfig path"));
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let client = Client::try_from(
-        kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap(),
-    )
-    .unwrap();
-    // The simulator has flux-system; the spoke needs its own namespace.
-    kubectl(&kubeconfig, &["create", "namespace", "fleetgate-system"]);
+    let sim = SimProcess::start().await;
+    let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client.clone());
     let create = |group: &str, version: &str, kind: &str, obj: Value| {
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), NS, &resource(group, version, kind));
@@ -416,5 +359,5 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     );
     let ks_now = ks.get("apps").await.unwrap();
     assert!(suspended(&ks_now));
-    sim.terminate();
+    sim.child.terminate();
 }
