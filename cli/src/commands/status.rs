@@ -152,6 +152,43 @@ fn or_dash(s: String) -> String {
     if s.is_empty() { "—".into() } else { s }
 }
 
+/// The live open/close requests made inside the cluster (annotations on its
+/// Gate objects), with the Kubernetes user; cancel one with
+/// `fleetgate gate cancel GATE ID`.
+fn render_local_requests(v: &Value, gate: Option<&str>) -> String {
+    let requests: Vec<&Value> = v
+        .get("localRequests")
+        .and_then(|o| o.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|r| gate.is_none_or(|g| output::s(r, "gate") == g))
+        .collect();
+    if requests.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(&["REQUEST", "GATE", "BY", "AT", "UNTIL", "REASON", "ID"]);
+    for r in requests {
+        let action = if output::s(r, "state") == "open" {
+            "open"
+        } else {
+            "close"
+        };
+        t.row(vec![
+            action.to_string(),
+            output::s(r, "gate"),
+            or_dash(output::s(r, "requestedBy")),
+            output::s(r, "createdAt"),
+            or_dash(output::s(r, "expiresAt")),
+            output::s(r, "reason"),
+            output::s(r, "id"),
+        ]);
+    }
+    format!(
+        "\nRequests made in the cluster (cancel: fleetgate gate cancel GATE ID):\n{}",
+        t.render()
+    )
+}
+
 fn render_cluster(v: &Value, gate: Option<&str>) -> String {
     let c = &v["cluster"];
     let open = v.get("open").and_then(|o| o.as_bool()).unwrap_or(true);
@@ -191,6 +228,7 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
     } else {
         t.render()
     });
+    out.push_str(&render_local_requests(v, gate));
     let objects: Vec<&Value> = v
         .get("objects")
         .and_then(|o| o.as_array())

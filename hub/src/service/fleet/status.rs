@@ -13,7 +13,7 @@ use super::evaluate::{ClusterEvals, Evaluated, evaluate};
 use super::summary::{FleetSummary, ObjectCounts, summary};
 use crate::db::status::ObjectStatus;
 use crate::service::liveness;
-use crate::service::types::Cluster;
+use crate::service::types::{Cluster, OverrideRecord};
 use crate::{Error, Result};
 
 /// One gate's state on one cluster.
@@ -50,6 +50,10 @@ pub struct ClusterStatus {
     /// Every reported object.
     pub objects: Vec<ObjectStatus>,
     pub counts: ObjectCounts,
+    /// Live open/close requests made inside this cluster (annotations on its
+    /// Gate objects), as the overrides they were recorded as, newest first;
+    /// an admin cancels one like any override.
+    pub local_requests: Vec<OverrideRecord>,
 }
 
 /// One gate's state on one cluster (without the objects).
@@ -127,7 +131,18 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         held: objects.iter().filter(|o| o.object.held).count() as i64,
         suspended: objects.iter().filter(|o| o.object.suspended).count() as i64,
     };
+    let name = &cluster.cluster.row.name;
+    let mut local_requests: Vec<OverrideRecord> = inputs
+        .overrides
+        .values()
+        .flatten()
+        .filter(|o| o.requested_in.as_ref() == Some(name))
+        .cloned()
+        .map(OverrideRecord::from)
+        .collect();
+    local_requests.sort_by(|a, b| (b.created_at, b.id).cmp(&(a.created_at, a.id)));
     Ok(ClusterStatus {
+        local_requests,
         cluster: liveness::at(cluster.cluster.row.clone(), inputs.at).into(),
         at: inputs.at,
         open: combined.open,
