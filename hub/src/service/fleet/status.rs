@@ -140,7 +140,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         .cloned()
         .map(OverrideRecord::from)
         .collect();
-    local_requests.sort_by(|a, b| (b.created_at, b.id).cmp(&(a.created_at, a.id)));
+    local_requests.sort_by_key(|o| std::cmp::Reverse((o.created_at, o.id)));
     Ok(ClusterStatus {
         local_requests,
         cluster: liveness::at(cluster.cluster.row.clone(), inputs.at).into(),
