@@ -5,8 +5,9 @@
 //! override from that cluster (actor = the field manager @ the cluster); an
 //! admin cancelling it at the hub reopens the gate; with the hub SIGKILLed a
 //! close request still applies at once, and after the hub restarts the spoke
-//! reports it and the hub records it; a disallowed open request changes
-//! nothing and reaches nobody.
+//! reports it, the hub records and audits it and the cluster's status lists
+//! it with the Kubernetes user; a disallowed open request changes nothing and
+//! reaches nobody.
 
 use std::{
     path::Path,
@@ -350,6 +351,30 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
         (Some("closed"), Some("hub down"))
     );
     assert!(offline["cancelledAt"].is_null());
+    assert_eq!(offline["requestedIn"], CLUSTER);
+    assert_eq!(offline["requestedBy"], "bob");
+    // Audited, and listed on the cluster's status (what the dashboard's
+    // cluster page and `fleetgate status` show).
+    let audit = get(&http, &base, "/audit").await.unwrap();
+    let entry = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["actor"] == format!("bob@cluster/{CLUSTER}"))
+        .cloned()
+        .expect("audit entry of the offline request");
+    assert_eq!(entry["action"], "override.close");
+    let status = get(&http, &base, &format!("/clusters/{CLUSTER}/status"))
+        .await
+        .unwrap();
+    let listed: Vec<&Value> = status["localRequests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["requestedBy"] == "bob")
+        .collect();
+    assert_eq!(listed.len(), 1, "{status}");
+    assert_eq!(listed[0]["id"], offline["id"]);
     assert!(
         local_overrides(&http, &base)
             .await

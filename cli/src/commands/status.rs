@@ -271,3 +271,40 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_cluster_lists_the_requests_made_in_it_with_their_ids() {
+        let status = json!({
+            "cluster": {"name": "edge-1", "labels": {}},
+            "open": false, "closedBy": ["sre-approval"],
+            "gates": [{"gate": "sre-approval", "state": "closed", "held": 0, "reason": "override"}],
+            "objects": [],
+            "localRequests": [{
+                "id": "0b5c1f7e-0000-4000-8000-000000000001", "gate": "sre-approval",
+                "state": "closed", "requestedBy": "alice", "requestedIn": "edge-1",
+                "createdAt": "2026-11-24T10:00:00Z", "expiresAt": "2026-11-24T11:00:00Z",
+                "reason": "incident 7"
+            }]
+        });
+        let text = render_cluster(&status, None);
+        assert!(text.contains("Requests made in the cluster"), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.contains("alice"))
+            .expect("a row for the request");
+        for part in [
+            "close",
+            "sre-approval",
+            "incident 7",
+            "0b5c1f7e-0000-4000-8000-000000000001",
+        ] {
+            assert!(row.contains(part), "{part} not in {row}");
+        }
+        assert!(!render_cluster(&status, Some("other")).contains("Requests made"));
+    }
+}
