@@ -76,6 +76,7 @@ async fn one_response_matches_every_clusters_own_status() {
                 ..held_object("own", &["approval"])
             },
         ],
+        held_objects: vec![],
         clock_offset_ms: 0,
         received_at: Utc::now(),
     };

@@ -37,8 +37,10 @@ pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
                 .iter()
                 .map(|w| json!({"path": w.path, "message": w.message}))
                 .collect();
+            let rollout = l.gate.spec.rollout.as_ref().map(|r| r.describe());
             json!({"source": l.source, "gate": l.gate.name(), "valid": true,
-                   "limitations": l.gate.limitations(), "warnings": warnings})
+                   "limitations": l.gate.limitations(), "warnings": warnings,
+                   "rollout": rollout})
         })
         .collect();
     print_warnings(&loaded);
@@ -53,6 +55,13 @@ pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
                 // What the mode cannot hold back, so nobody learns it from an incident.
                 for note in r["limitations"].as_array().into_iter().flatten() {
                     line.push_str(&format!("  note: {}\n", note.as_str().unwrap_or_default()));
+                }
+                // The waves as the hub will run them, so a typo in a selector shows here.
+                for wave in r["rollout"].as_array().into_iter().flatten() {
+                    line.push_str(&format!(
+                        "  rollout: {}\n",
+                        wave.as_str().unwrap_or_default()
+                    ));
                 }
                 line
             })

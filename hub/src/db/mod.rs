@@ -15,6 +15,7 @@ pub mod audit;
 pub mod clusters;
 pub mod gates;
 pub mod health;
+pub mod held_objects;
 pub mod overrides;
 pub mod reports;
 pub mod retry;

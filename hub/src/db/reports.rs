@@ -1,6 +1,6 @@
-//! Writes from the spoke stream: status reports into `object_status` (a report
-//! is the full set of governed objects, so objects missing from it are
-//! deleted) and the spoke's connection state in `cluster_connections`. This
+//! Writes from the spoke stream: status reports into `object_status` and
+//! `held_objects` (a report is the full set of governed and held objects, so
+//! objects missing from it are deleted) and the spoke's connection state in `cluster_connections`. This
 //! path never bumps the fleet revision and never notifies: reports are not
 //! desired state. It never updates `clusters` rows, which writes lock, and
 //! takes several clusters' rows only in name order, as writes do.
@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa::ToSchema;
 
+use super::held_objects::{self, HeldObject};
 use crate::Result;
 
 /// A governed Flux object as its spoke reports it: written by report
@@ -44,6 +45,9 @@ pub struct ClusterReport {
     pub cluster: String,
     /// Objects with unique (kind, namespace, name).
     pub objects: Vec<ReportedObject>,
+    /// Objects inside Kustomizations that holdObjects gates select, unique by
+    /// (group, kind, namespace, name); empty from spokes that predate them.
+    pub held_objects: Vec<HeldObject>,
     pub clock_offset_ms: i64,
     /// When the hub received the report.
     pub received_at: DateTime<Utc>,
@@ -109,6 +113,13 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     .bind(&objects)
     .bind(report.received_at)
     .execute(&mut *conn)
+    .await?;
+    held_objects::replace(
+        conn,
+        &report.cluster,
+        &report.held_objects,
+        report.received_at,
+    )
     .await?;
     Ok(true)
 }

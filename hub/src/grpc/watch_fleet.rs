@@ -53,6 +53,13 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             held,
             previous,
         }),
+        FleetChange::HeldObjects(h) => Event::HeldObjects(pb::HeldObjectsChanged {
+            cluster: h.cluster,
+            held: h.held,
+            by_person: h.by_person,
+            previous: h.previous,
+            previous_by_person: h.previous_by_person,
+        }),
     };
     pb::FleetEvent {
         at: Some(to_timestamp(e.at)),

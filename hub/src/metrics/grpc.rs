@@ -8,6 +8,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::held::HeldObjectMetrics;
+use crate::db::held_objects::HeldObject;
+
 /// Why a spoke stream ended.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndLabels {
@@ -38,11 +41,15 @@ pub struct GrpcMetrics {
     pub notifications: Counter,
     pub listener_connects: Counter,
     pub local_requests: Family<LocalRequestLabels, Counter>,
+    /// Held-object gauges of the clusters this replica serves (registered
+    /// without the `grpc_` prefix).
+    pub held_objects: HeldObjectMetrics,
 }
 
 impl GrpcMetrics {
     /// Registers every metric under `grpc_` in `registry`.
     pub fn register(&self, registry: &mut Registry) {
+        self.held_objects.register(registry);
         let r = registry.sub_registry_with_prefix("grpc");
         r.register(
             "spokes_connected",
@@ -99,6 +106,16 @@ impl GrpcMetrics {
                 result: result.to_string(),
             })
             .inc();
+    }
+
+    /// Sets `cluster`'s held-object gauges from its latest report.
+    pub fn set_held_objects(&self, cluster: &str, objects: &[HeldObject]) {
+        self.held_objects.set(cluster, objects);
+    }
+
+    /// Drops `cluster`'s held-object gauges (its stream left this replica).
+    pub fn forget_held_objects(&self, cluster: &str) {
+        self.held_objects.forget(cluster);
     }
 
     /// Counts a stream end.

@@ -3,6 +3,7 @@
 //! parts (the gRPC side) register their own metrics with [`Metrics::register`].
 
 mod grpc;
+mod held;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -17,6 +18,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 pub use grpc::{EndLabels, GrpcMetrics};
+pub use held::HeldObjectMetrics;
 
 /// Labels of the HTTP metrics.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -11,6 +11,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::dashboard::views::{GateView, WhoAmI};
 
+use crate::db::held_objects::{HeldObject, HeldObjectStatus};
 use crate::db::reports::ReportedObject;
 use crate::error::{ErrorBody, ErrorDetail};
 use crate::schema::gate::{
@@ -123,7 +124,7 @@ impl Modify for Common {
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
         WindowDoc, LocalRequestsDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
-        GateBrief,
+        GateBrief, HeldObject, HeldObjectStatus,
     )),
     modifiers(&Common),
     tags(

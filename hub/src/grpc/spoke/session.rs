@@ -21,7 +21,8 @@ use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
 use crate::grpc::convert::{
-    invalid, local_request_from_proto, object_from_proto, snapshot_to_proto, to_status,
+    held_from_proto, invalid, local_request_from_proto, object_from_proto, snapshot_to_proto,
+    to_status,
 };
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
@@ -308,10 +309,15 @@ impl Session {
                 msg: Some(spoke_message::Msg::Report(report)),
             })) => {
                 let objects = report.objects.into_iter().map(object_from_proto);
-                if let Some(objects) = self.parts.add(objects, report.more).map_err(to_status)? {
+                let first = self.parts.held_len();
+                let held = (report.held_objects.into_iter().enumerate())
+                    .map(|(i, o)| held_from_proto(first + i, o))
+                    .collect::<Result<Vec<_>, Status>>()?;
+                let added = self.parts.add(objects, held, report.more);
+                if let Some(whole) = added.map_err(to_status)? {
                     self.inner
                         .reports
-                        .submit(&self.cluster, objects, report.clock_offset_ms);
+                        .submit(&self.cluster, whole, report.clock_offset_ms);
                 }
                 Ok(Flow::Continue)
             }

@@ -23,12 +23,14 @@ use crate::db::overrides::OverrideRow;
 use crate::db::{self, clusters, gates, overrides, revision};
 use crate::{Error, Result};
 
+pub use crate::db::held_objects::HeldObjectStatus;
+use crate::db::held_objects::{self, HeldCounts};
 pub use crate::db::status::ObjectStatus;
 pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate};
 pub use status::{ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
-pub use view::{FleetView, GateOnCluster, SpokeState};
+pub use view::{FleetView, GateOnCluster, HeldSet, SpokeState};
 
 /// Which clusters a read covers, and how much of what their spokes reported.
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +84,12 @@ pub struct Reported {
     pub held_by_gate: HashMap<(String, String), i64>,
     /// Every reported object ([`Scope::Cluster`] only), by kind, namespace, name.
     pub objects: Vec<ObjectStatus>,
+    /// Held-object counts per cluster (clusters without reported held objects absent).
+    pub held_objects: HashMap<String, HeldCounts>,
+    /// Objects held by fleetgate per (cluster, gate of its mark).
+    pub held_objects_by_gate: HashMap<(String, String), i64>,
+    /// Every reported held object ([`Scope::Cluster`] only), held ones first.
+    pub held_object_list: Vec<HeldObjectStatus>,
 }
 
 /// Everything the fleet's views are computed from, read at one instant.
@@ -147,6 +155,7 @@ impl FleetInputs {
                             governed,
                             held,
                             suspended,
+                            ..ObjectCounts::default()
                         };
                         (cluster, counts)
                     })
@@ -156,11 +165,22 @@ impl FleetInputs {
                     .into_iter()
                     .map(|(cluster, gate, n)| ((cluster, gate), n))
                     .collect(),
-                objects: Vec::new(),
+                held_objects: held_objects::counts_by_cluster(tx)
+                    .await?
+                    .into_iter()
+                    .map(|c| (c.cluster.clone(), c))
+                    .collect(),
+                held_objects_by_gate: held_objects::held_by_gate(tx)
+                    .await?
+                    .into_iter()
+                    .map(|(cluster, gate, n)| ((cluster, gate), n))
+                    .collect(),
+                ..Reported::default()
             },
             Scope::Clusters(_) => Reported::default(),
             Scope::Cluster(name) => Reported {
                 objects: db::status::for_cluster(tx, name).await?,
+                held_object_list: held_objects::for_cluster(tx, name).await?,
                 ..Reported::default()
             },
         };

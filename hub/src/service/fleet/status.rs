@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use super::FleetInputs;
 use super::evaluate::{ClusterEvals, Evaluated, evaluate};
 use super::summary::{FleetSummary, ObjectCounts, summary};
+use crate::db::held_objects::HeldObjectStatus;
 use crate::db::status::ObjectStatus;
 use crate::service::liveness;
 use crate::service::types::{Cluster, OverrideRecord};
@@ -30,6 +31,8 @@ pub struct GateStatus {
     pub objects: Vec<ObjectStatus>,
     /// How many of them are held.
     pub held: usize,
+    /// Objects inside Kustomizations this gate holds (fleetgate's mark names it).
+    pub held_objects: usize,
 }
 
 /// A cluster's status.
@@ -49,6 +52,11 @@ pub struct ClusterStatus {
     pub gates: Vec<GateStatus>,
     /// Every reported object.
     pub objects: Vec<ObjectStatus>,
+    /// Objects inside Kustomizations that holdObjects gates select (held ones
+    /// first): which are held, by which gates or by a person, since which
+    /// revision, and whether newer changes wait. Empty for spokes that
+    /// predate object holds.
+    pub held_objects: Vec<HeldObjectStatus>,
     pub counts: ObjectCounts,
     /// Live open/close requests made inside this cluster (annotations on its
     /// Gate objects), as the overrides they were recorded as, newest first;
@@ -68,6 +76,8 @@ pub struct GateBrief {
     pub next_transition: Option<DateTime<Utc>>,
     /// Reported objects governed by this gate that are held.
     pub held: i64,
+    /// Objects inside Kustomizations this gate holds.
+    pub held_objects: i64,
 }
 
 /// One cluster's gates now, without its objects (see the per-cluster status
@@ -106,6 +116,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         .first()
         .ok_or_else(|| Error::Internal("cluster read without its cluster".into()))?;
     let objects = &inputs.reported.objects;
+    let held_list = &inputs.reported.held_object_list;
     let combined = cluster.combined();
     let gates = cluster
         .gates
@@ -118,6 +129,10 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
                 .collect();
             GateStatus {
                 held: governed.iter().filter(|o| o.object.held).count(),
+                held_objects: held_list
+                    .iter()
+                    .filter(|h| h.object.held_by.iter().any(|g| g == gate.name()))
+                    .count(),
                 objects: governed,
                 gate: gate.name().to_string(),
                 state: e.state.as_str().to_string(),
@@ -126,10 +141,16 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
             }
         })
         .collect();
+    let fleetgate_held = held_list.iter().filter(|h| !h.object.held_by.is_empty());
     let counts = ObjectCounts {
         governed: objects.iter().filter(|o| !o.object.ignored).count() as i64,
         held: objects.iter().filter(|o| o.object.held).count() as i64,
         suspended: objects.iter().filter(|o| o.object.suspended).count() as i64,
+        held_objects: fleetgate_held.clone().count() as i64,
+        held_objects_by_person: held_list.iter().filter(|h| h.object.held_by_person).count() as i64,
+        held_objects_waiting: fleetgate_held
+            .filter(|h| h.object.newer_revision_applied)
+            .count() as i64,
     };
     let name = &cluster.cluster.row.name;
     let mut local_requests: Vec<OverrideRecord> = inputs
@@ -150,6 +171,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         next_transition: evals.next_change(cluster),
         gates,
         objects: objects.clone(),
+        held_objects: held_list.clone(),
         counts,
     })
 }
@@ -184,6 +206,12 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
                 .get(&(row.name.clone(), gate.name().to_string()))
                 .copied()
                 .unwrap_or(0),
+            held_objects: inputs
+                .reported
+                .held_objects_by_gate
+                .get(&(row.name.clone(), gate.name().to_string()))
+                .copied()
+                .unwrap_or(0),
             gate: gate.name().to_string(),
             state: e.state.as_str().to_string(),
             reason: e.reason.clone(),
@@ -196,7 +224,8 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
             .counts
             .get(&row.name)
             .cloned()
-            .unwrap_or_default(),
+            .unwrap_or_default()
+            .with_held_objects(inputs.reported.held_objects.get(&row.name)),
         cluster: liveness::at(row.clone(), inputs.at).into(),
         open: combined.open,
         closed_by: combined.closed_by,

@@ -10,15 +10,37 @@ use utoipa::ToSchema;
 use super::FleetInputs;
 use super::evaluate::Evaluated;
 use crate::Result;
+use crate::db::held_objects::HeldCounts;
 use crate::service::liveness;
 
 /// Object counts.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectCounts {
+    /// Flux objects governed (not counting ignored ones).
     pub governed: i64,
+    /// Flux objects with a newer revision waiting behind a closed gate.
     pub held: i64,
     pub suspended: i64,
+    /// Objects inside Kustomizations held by fleetgate (holdObjects gates).
+    pub held_objects: i64,
+    /// Objects inside Kustomizations Flux skips because a person marked them.
+    pub held_objects_by_person: i64,
+    /// Objects held by fleetgate whose Kustomization applied a newer revision
+    /// since (their changes wait for the gate).
+    pub held_objects_waiting: i64,
+}
+
+impl ObjectCounts {
+    /// These counts with the held-object counts of `held` (absent: none).
+    pub(super) fn with_held_objects(mut self, held: Option<&HeldCounts>) -> Self {
+        if let Some(h) = held {
+            self.held_objects = h.held;
+            self.held_objects_by_person = h.by_person;
+            self.held_objects_waiting = h.waiting;
+        }
+        self
+    }
 }
 
 /// One gate across the fleet.
@@ -30,6 +52,8 @@ pub struct GateSummary {
     pub clusters: usize,
     pub open: usize,
     pub closed: usize,
+    /// Objects this gate holds (fleetgate's marks naming it) across the fleet.
+    pub held_objects: i64,
 }
 
 /// Cluster counts.
@@ -43,8 +67,10 @@ pub struct ClusterCounts {
     pub open: usize,
     /// At least one gate closed.
     pub closed: usize,
-    /// At least one held object.
+    /// At least one held Flux object (a newer revision waits).
     pub with_held: usize,
+    /// At least one object inside a Kustomization held by fleetgate.
+    pub with_held_objects: usize,
 }
 
 /// The fleet at a glance.
@@ -73,6 +99,7 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
             clusters: 0,
             open: 0,
             closed: 0,
+            held_objects: 0,
         })
         .collect();
     let mut counts = ClusterCounts {
@@ -120,6 +147,19 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
         objects.suspended += c.suspended;
         if c.held > 0 {
             counts.with_held += 1;
+        }
+    }
+    for h in inputs.reported.held_objects.values() {
+        objects.held_objects += h.held;
+        objects.held_objects_by_person += h.by_person;
+        objects.held_objects_waiting += h.waiting;
+        if h.held > 0 {
+            counts.with_held_objects += 1;
+        }
+    }
+    for ((_, gate), n) in &inputs.reported.held_objects_by_gate {
+        if let Some(&i) = index.get(gate.as_str()) {
+            gates[i].held_objects += n;
         }
     }
     Ok(FleetSummary {

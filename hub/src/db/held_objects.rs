@@ -1,0 +1,177 @@
+//! `held_objects`: the objects inside Kustomizations that `holdObjects` gates
+//! select, as each spoke reports them (written only by report ingestion through
+//! [`super::reports::write_report`], read by the status views).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use utoipa::ToSchema;
+
+use crate::Result;
+
+/// One object a Kustomization applied that a holdObjects gate selects, as its
+/// spoke reports it. A whole report's set is JSON-encoded into one statement
+/// parameter, like [`super::reports::ReportedObject`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldObject {
+    /// API group, `""` for the core group (e.g. `apps`).
+    #[sqlx(rename = "api_group")]
+    pub group: String,
+    pub kind: String,
+    /// `""` for cluster-scoped objects.
+    pub namespace: String,
+    pub name: String,
+    /// The Kustomization that applied it (its owner labels).
+    pub kustomization_namespace: String,
+    pub kustomization_name: String,
+    /// Every holdObjects gate selecting it, open or closed.
+    pub gates: Vec<String>,
+    /// The closed gates fleetgate's mark names (empty: fleetgate does not hold it).
+    pub held_by: Vec<String>,
+    /// A person marked it `kustomize.toolkit.fluxcd.io/reconcile: disabled`
+    /// (or `ssa: Ignore`); fleetgate leaves that mark alone.
+    pub held_by_person: bool,
+    /// The Kustomization's last applied revision when fleetgate marked it.
+    pub held_since_revision: Option<String>,
+    /// When fleetgate marked it.
+    pub held_since: Option<DateTime<Utc>>,
+    /// The Kustomization applied a newer revision since: changes to it wait.
+    pub newer_revision_applied: bool,
+}
+
+impl HeldObject {
+    /// Flux skips it now: fleetgate or a person holds it.
+    pub fn is_held(&self) -> bool {
+        !self.held_by.is_empty() || self.held_by_person
+    }
+}
+
+/// A reported held object with what the views add: whether it is held now and
+/// the time of the report that carried it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldObjectStatus {
+    #[serde(flatten)]
+    #[sqlx(flatten)]
+    pub object: HeldObject,
+    /// Flux skips it now (`heldBy` not empty, or `heldByPerson`).
+    pub held: bool,
+    pub reported_at: DateTime<Utc>,
+}
+
+/// Per cluster, what the fleet views count of its held objects.
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct HeldCounts {
+    pub cluster: String,
+    /// Held by fleetgate.
+    pub held: i64,
+    /// Held by a person's own mark.
+    pub by_person: i64,
+    /// Held by fleetgate while the Kustomization applied a newer revision.
+    pub waiting: i64,
+    /// Changes whenever the held set does (which objects, by which gates).
+    pub digest: String,
+}
+
+/// Replaces `cluster`'s held objects with `objects` (unique by group, kind,
+/// namespace, name), reported at `at`. The caller holds the cluster's
+/// key-share lock (see `write_report`).
+pub async fn replace(
+    conn: &mut PgConnection,
+    cluster: &str,
+    objects: &[HeldObject],
+    at: DateTime<Utc>,
+) -> Result<()> {
+    let json = serde_json::to_value(objects)
+        .map_err(|e| crate::Error::Internal(format!("encoding held objects: {e}")))?;
+    sqlx::query(
+        r#"delete from held_objects h where h.cluster = $1 and not exists (
+             select 1 from jsonb_to_recordset($2) as r("group" text, kind text, namespace text,
+               name text)
+             where r."group" = h.api_group and r.kind = h.kind and r.namespace = h.namespace
+               and r.name = h.name)"#,
+    )
+    .bind(cluster)
+    .bind(&json)
+    .execute(&mut *conn)
+    .await?;
+    if objects.is_empty() {
+        return Ok(());
+    }
+    // The recordset's column names are the objects' JSON (camelCase) names.
+    sqlx::query(
+        r#"insert into held_objects (cluster, api_group, kind, namespace, name,
+           kustomization_namespace, kustomization_name, gates, held_by, held_by_person,
+           held_since_revision, held_since, newer_revision_applied, reported_at)
+         select $1, r."group", r.kind, r.namespace, r.name, r."kustomizationNamespace",
+           r."kustomizationName", array(select jsonb_array_elements_text(r.gates)),
+           array(select jsonb_array_elements_text(r."heldBy")), r."heldByPerson",
+           r."heldSinceRevision", r."heldSince", r."newerRevisionApplied", $3
+         from jsonb_to_recordset($2) as r("group" text, kind text, namespace text, name text,
+           "kustomizationNamespace" text, "kustomizationName" text, gates jsonb, "heldBy" jsonb,
+           "heldByPerson" bool, "heldSinceRevision" text, "heldSince" timestamptz,
+           "newerRevisionApplied" bool)
+         on conflict (cluster, api_group, kind, namespace, name) do update set
+           kustomization_namespace = excluded.kustomization_namespace,
+           kustomization_name = excluded.kustomization_name, gates = excluded.gates,
+           held_by = excluded.held_by, held_by_person = excluded.held_by_person,
+           held_since_revision = excluded.held_since_revision,
+           held_since = excluded.held_since,
+           newer_revision_applied = excluded.newer_revision_applied,
+           reported_at = excluded.reported_at"#,
+    )
+    .bind(cluster)
+    .bind(&json)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Every reported held object of `cluster`: held ones first, then by
+/// Kustomization, namespace, name, kind.
+pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<HeldObjectStatus>> {
+    let rows = sqlx::query_as(
+        "select api_group, kind, namespace, name, kustomization_namespace, kustomization_name, \
+         gates, held_by, held_by_person, held_since_revision, held_since, \
+         newer_revision_applied, (cardinality(held_by) > 0 or held_by_person) as held, \
+         reported_at \
+         from held_objects where cluster = $1 \
+         order by held desc, kustomization_namespace, kustomization_name, namespace, name, \
+         kind, api_group",
+    )
+    .bind(cluster)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// [`HeldCounts`] of every cluster with reported held objects.
+pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<HeldCounts>> {
+    let rows = sqlx::query_as(
+        "select cluster, \
+         count(*) filter (where cardinality(held_by) > 0) as held, \
+         count(*) filter (where held_by_person) as by_person, \
+         count(*) filter (where cardinality(held_by) > 0 and newer_revision_applied) as waiting, \
+         md5(coalesce(string_agg(api_group || '/' || kind || '/' || namespace || '/' || name \
+           || '=' || array_to_string(held_by, ',') || case when held_by_person then '+p' else '' end, \
+           ';' order by api_group, kind, namespace, name) \
+           filter (where cardinality(held_by) > 0 or held_by_person), '')) as digest \
+         from held_objects group by cluster",
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Objects held by fleetgate per (cluster, gate of its mark).
+pub async fn held_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
+    let rows = sqlx::query_as(
+        "select cluster, gate, count(*) from held_objects, unnest(held_by) as gate \
+         group by cluster, gate",
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
