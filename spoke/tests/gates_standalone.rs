@@ -175,6 +175,14 @@ async fn an_invalid_edit_names_the_field_and_changes_nothing() {
         "{message}"
     );
     assert_eq!(condition(&g, "Stalled", "status"), Some("True"));
+    let e = wait_gate_event(
+        &cluster.client,
+        "InvalidSpec",
+        "freeze",
+        "spec.windows[0].schedule",
+    )
+    .await;
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
     assert_eq!(opened(&g).map(|o| o.0), Some("False".into()));
     let ks = api(&cluster.client, "Kustomization")
         .get("apps")

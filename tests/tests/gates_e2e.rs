@@ -323,7 +323,10 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
 
     // The hub SIGKILLed: a close request still applies at once.
     drop(hub);
-    tokio::time::sleep(Duration::from_millis(1100)).await; // a later second than the first request
+    // Stamped 2 s ahead (within the clock skew a request may be ahead of the
+    // spoke): a later second than the first request without waiting for one.
+    let later =
+        (Utc::now() + chrono::Duration::seconds(2)).to_rfc3339_opts(SecondsFormat::Secs, true);
     kubectl(
         &kubeconfig,
         &[
@@ -331,7 +334,7 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
             "--overwrite",
             "--field-manager=bob",
             "gate/release",
-            &format!("close.gate.fleetgate.io/requestedAt={}", now_z()),
+            &format!("close.gate.fleetgate.io/requestedAt={later}"),
             "close.gate.fleetgate.io/reason=hub down",
         ],
     );

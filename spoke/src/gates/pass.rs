@@ -10,6 +10,7 @@ use kube::{
     Api, ResourceExt,
     api::{DynamicObject, Patch, PatchParams},
 };
+use serde_json::Value;
 
 use super::judge::judge_requests;
 use super::requests::{Action, LOCAL_ID_PREFIX};
@@ -165,6 +166,7 @@ async fn write_status(
         tracing::warn!(gate = %name, error = %e, "could not write the Gate status; retrying on the next pass");
         return;
     }
+    not_ready_event(ctx, obj, current, &desired).await;
     let was = status::find_condition(current, "Opened").map(|c| c["status"].clone());
     let Some(now_c) = status::find_condition(&desired, "Opened") else {
         return;
@@ -186,5 +188,38 @@ async fn write_status(
         .await
     {
         tracing::warn!(gate = %name, error = %e, "could not publish the transition event");
+    }
+}
+
+/// A Warning Event when a Gate becomes not Ready (an invalid spec, a Gate made
+/// in the cluster that a hub-connected spoke does not enforce, a name taken by
+/// the hub's gate), so `kubectl describe` and event-based alerting say why
+/// it is ignored; once per change of the Ready reason.
+async fn not_ready_event(ctx: &Context, obj: &DynamicObject, current: &Value, desired: &Value) {
+    let Some(ready) = status::find_condition(desired, "Ready") else {
+        return;
+    };
+    if ready["status"] != "False" {
+        return;
+    }
+    let key = |c: &Value| (c["status"].clone(), c["reason"].clone());
+    if status::find_condition(current, "Ready").map(key) == Some(key(ready)) {
+        return;
+    }
+    // Event reasons are static (the recorder keys series by them).
+    let reason = match ready["reason"].as_str() {
+        Some("InvalidSpec") => "InvalidSpec",
+        Some("NotEnforced") => "NotEnforced",
+        Some("NameConflict") => "NameConflict",
+        Some("NotInSnapshot") => "NotInSnapshot",
+        _ => "NotReady",
+    };
+    let message = ready["message"].as_str().unwrap_or_default().to_owned();
+    if let Err(e) = ctx
+        .recorder
+        .publish_typed(true, reason, "Validate", message, &reference(obj))
+        .await
+    {
+        tracing::warn!(gate = %obj.name_any(), error = %e, "could not publish the not-ready event");
     }
 }

@@ -92,7 +92,14 @@ pub(super) fn hub_specs(
                 reason: "NotInSnapshot",
                 message: "the hub no longer sends this gate for this cluster".into(),
             },
-            (false, _) => Spec::Skipped {
+            // Names are unique in the cluster and in the fleet: the hub's gate
+            // is enforced (from the snapshot) and this object stays unused.
+            (false, true) => Spec::Skipped {
+                ready: false,
+                reason: "NameConflict",
+                message: format!("the hub's gate '{name}' has this name and wins on this cluster: this Gate object made in the cluster is not enforced (the hub's gate is not mirrored into it either); rename it"),
+            },
+            (false, false) => Spec::Skipped {
                 ready: false,
                 reason: "NotEnforced",
                 message: "this cluster takes its gates from the hub; Gate objects made in the cluster are enforced by a standalone spoke only (--standalone)".into(),
