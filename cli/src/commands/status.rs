@@ -1,7 +1,8 @@
 //! `status`: the fleet at a glance — counts, each gate's open/closed split,
 //! and one row per cluster (like `flux get`: may it change now, what holds
 //! it, what is waiting, when the next transition is) — or one cluster in
-//! detail with its governed objects.
+//! detail with its governed objects and the objects held inside its
+//! Kustomizations (holdObjects gates).
 
 use serde_json::Value;
 
@@ -66,7 +67,7 @@ fn render_fleet(v: &Value, gate: Option<&str>) -> String {
     let s = &v["summary"];
     let mut out = format!(
         "clusters: {} ({} connected, {} disconnected)   may change now: {}   closed: {}   with held changes: {}\n\
-         objects: {} governed, {} suspended, {} held   fleet revision {}\n\n",
+         objects: {} governed, {} suspended, {} held   fleet revision {}\n         held objects: {} ({} with changes waiting, {} by a person) on {} clusters\n\n",
         n(s, "/clusters/total"),
         n(s, "/clusters/connected"),
         n(s, "/clusters/disconnected"),
@@ -77,8 +78,12 @@ fn render_fleet(v: &Value, gate: Option<&str>) -> String {
         n(s, "/objects/suspended"),
         n(s, "/objects/held"),
         n(s, "/revision"),
+        n(s, "/objects/heldObjects"),
+        n(s, "/objects/heldObjectsWaiting"),
+        n(s, "/objects/heldObjectsByPerson"),
+        n(s, "/clusters/withHeldObjects"),
     );
-    let mut gates = Table::new(&["GATE", "CLUSTERS", "OPEN", "CLOSED"]);
+    let mut gates = Table::new(&["GATE", "CLUSTERS", "OPEN", "CLOSED", "HELD OBJECTS"]);
     for g in s
         .get("gates")
         .and_then(|g| g.as_array())
@@ -91,6 +96,7 @@ fn render_fleet(v: &Value, gate: Option<&str>) -> String {
             output::s(g, "clusters"),
             output::s(g, "open"),
             output::s(g, "closed"),
+            output::s(g, "heldObjects"),
         ]);
     }
     if !gates.is_empty() {
@@ -103,6 +109,7 @@ fn render_fleet(v: &Value, gate: Option<&str>) -> String {
         "READY",
         "CLOSED BY",
         "HELD",
+        "HELD OBJECTS",
         "NEXT",
         "MESSAGE",
     ]);
@@ -133,6 +140,7 @@ fn render_fleet(v: &Value, gate: Option<&str>) -> String {
             if open { "True" } else { "False" }.into(),
             strs(c.get("closedBy")),
             n(c, "/counts/held"),
+            n(c, "/counts/heldObjects"),
             or_dash(output::s(c, "nextTransition")),
             first
                 .map(|g| format!("{}: {}", output::s(g, "gate"), output::s(g, "reason")))
@@ -210,7 +218,7 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
         },
         or_dash(output::s(v, "nextTransition")),
     );
-    let mut t = Table::new(&["GATE", "STATE", "HELD", "NEXT", "REASON"]);
+    let mut t = Table::new(&["GATE", "STATE", "HELD", "HELD OBJECTS", "NEXT", "REASON"]);
     for g in gates_of(v)
         .iter()
         .filter(|g| gate.is_none_or(|n| output::s(g, "gate") == n))
@@ -219,6 +227,7 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
             output::s(g, "gate"),
             output::s(g, "state"),
             output::s(g, "held"),
+            output::s(g, "heldObjects"),
             output::s(g, "nextTransition"),
             output::s(g, "reason"),
         ]);
@@ -269,13 +278,104 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
         }
         out.push_str(&t.render());
     }
+    out.push_str(&held_objects(v, gate));
     out
+}
+
+/// The objects inside the cluster's Kustomizations that holdObjects gates
+/// select (held ones first, as the hub orders them).
+fn held_objects(v: &Value, gate: Option<&str>) -> String {
+    let held: Vec<&Value> = v
+        .get("heldObjects")
+        .and_then(|o| o.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|o| gate.is_none_or(|g| strs(o.get("gates")).split(',').any(|x| x == g)))
+        .collect();
+    if held.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(&[
+        "HELD OBJECT",
+        "NAMESPACE",
+        "NAME",
+        "KUSTOMIZATION",
+        "HELD BY",
+        "SINCE",
+        "WAITING",
+    ]);
+    for o in held {
+        let kind = match output::s(o, "group") {
+            g if g.is_empty() => output::s(o, "kind"),
+            g => format!("{}.{g}", output::s(o, "kind")),
+        };
+        let by = match (strs(o.get("heldBy")), o.get("heldByPerson")) {
+            (gates, _) if !gates.is_empty() => gates,
+            (_, Some(Value::Bool(true))) => "a person".into(),
+            _ => "— (not held)".into(),
+        };
+        let waiting = o.get("newerRevisionApplied") == Some(&Value::Bool(true));
+        t.row(vec![
+            kind,
+            output::s(o, "namespace"),
+            output::s(o, "name"),
+            format!(
+                "{}/{}",
+                output::s(o, "kustomizationNamespace"),
+                output::s(o, "kustomizationName")
+            ),
+            by,
+            or_dash(output::s(o, "heldSinceRevision")),
+            if waiting { "yes" } else { "no" }.into(),
+        ]);
+    }
+    format!("\n{}", t.render())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn cluster_shows_held_objects() {
+        let v = json!({
+            "cluster": {"name": "prod-1", "connected": true, "labels": {}},
+            "open": false, "closedBy": ["nginx-window"],
+            "gates": [{"gate": "nginx-window", "state": "closed", "held": 0, "heldObjects": 1,
+                       "reason": "default (closed)"}],
+            "objects": [],
+            "heldObjects": [
+                {"group": "apps", "kind": "Deployment", "namespace": "nginx", "name": "nginx",
+                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
+                 "gates": ["nginx-window"], "heldBy": ["nginx-window"], "heldByPerson": false,
+                 "heldSinceRevision": "main@sha1:aaa", "newerRevisionApplied": true},
+                {"group": "", "kind": "Service", "namespace": "nginx", "name": "legacy",
+                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
+                 "gates": ["nginx-window"], "heldBy": [], "heldByPerson": true,
+                 "heldSinceRevision": null, "newerRevisionApplied": false}
+            ]
+        });
+        let out = render_cluster(&v, None);
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("Deployment.apps"))
+            .unwrap();
+        for cell in [
+            "nginx",
+            "flux-system/apps",
+            "nginx-window",
+            "main@sha1:aaa",
+            "yes",
+        ] {
+            assert!(row.contains(cell), "{cell} missing in {row:?}\n{out}");
+        }
+        let row = out.lines().find(|l| l.starts_with("Service ")).unwrap();
+        assert!(row.contains("a person") && row.ends_with("no"), "{row:?}");
+        // A gate filter that selects nothing hides the list.
+        assert!(!render_cluster(&v, Some("other")).contains("HELD OBJECT "));
+    }
 
     #[test]
     fn a_cluster_lists_the_requests_made_in_it_with_their_ids() {

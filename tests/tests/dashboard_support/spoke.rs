@@ -59,6 +59,16 @@ impl FakeSpoke {
 
     /// Reports objects (clock offset 120 ms).
     pub async fn report(&self, objects: Vec<pb::ObjectStatus>) {
+        self.report_held(objects, vec![]).await;
+    }
+
+    /// Reports objects and the objects inside Kustomizations that holdObjects
+    /// gates select.
+    pub async fn report_held(
+        &self,
+        objects: Vec<pb::ObjectStatus>,
+        held_objects: Vec<pb::HeldObjectStatus>,
+    ) {
         self.tx
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
@@ -67,7 +77,7 @@ impl FakeSpoke {
                     clock_offset_ms: 120,
                     observed_at: None,
                     more: false,
-                    held_objects: vec![],
+                    held_objects,
                 })),
             })
             .await
