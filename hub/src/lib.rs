@@ -17,7 +17,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod replica;
 pub mod rest;
-pub mod schema;
+pub use fleetgate_api_types::schema;
 pub mod serve;
 pub mod service;
 pub mod validate;

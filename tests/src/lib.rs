@@ -7,9 +7,9 @@ pub mod kube_client;
 pub mod pg;
 pub mod pki;
 pub mod process;
-pub mod sim_process;
+pub mod sim;
 
 pub use kube_client::{kube_client, kube_client_from_file};
 pub use pg::{TestDb, test_db};
 pub use process::{ChildGuard, bin_path, free_port, hub_serve, poll, wait_readyz};
-pub use sim_process::SimProcess;
+pub use sim::{SimProcess, start_sim};

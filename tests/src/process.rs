@@ -103,7 +103,7 @@ impl Drop for ChildGuard {
 }
 
 /// Polls `f` (another process's HTTP API: nothing to subscribe to) every
-/// 100 ms until it yields a value; panics after 60 s.
+/// 100 ms until it yields a value; panics naming `what` after 60 s.
 pub async fn poll<T, F, Fut>(what: &str, mut f: F) -> T
 where
     F: FnMut() -> Fut,

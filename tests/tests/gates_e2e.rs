@@ -16,7 +16,7 @@ use std::{
 };
 
 use chrono::{SecondsFormat, Utc};
-use fleetgate_tests::{ChildGuard, SimProcess, bin_path, free_port, poll, test_db};
+use fleetgate_tests::{ChildGuard, bin_path, free_port, poll, start_sim, test_db};
 use futures::StreamExt;
 use kube::{
     Api,
@@ -132,8 +132,11 @@ async fn local_overrides(http: &reqwest::Client, base: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     let db = test_db().await;
-    let sim = SimProcess::start().await;
-    let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let sim = start_sim(dir.path()).await;
+    // The simulator has flux-system; the spoke needs its own namespace.
+    sim.create_namespaces(&["fleetgate-system"]).await;
+    let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client().await);
     let create = |group: &str, version: &str, kind: &str, obj: Value| {
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), NS, &resource(group, version, kind));

@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use fleetgate_tests::{ChildGuard, SimProcess, bin_path, free_port, poll, test_db};
+use fleetgate_tests::{ChildGuard, bin_path, free_port, poll, start_sim, test_db};
 use futures::StreamExt;
 use kube::{
     Api, Client,
@@ -120,9 +120,11 @@ async fn spoke_enforces_hub_gates_end_to_end() {
     let db = test_db().await;
 
     // The simulated cluster (a process), its kubeconfig and push endpoint.
-    let sim = SimProcess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let sim = start_sim(dir.path()).await;
+    sim.create_namespaces(&[NS, "fleetgate-system"]).await;
     let (sim_url, kubeconfig, client) =
-        (sim.url.clone(), sim.kubeconfig.clone(), sim.client.clone());
+        (sim.url.clone(), sim.kubeconfig.clone(), sim.client().await);
     let gitrepos: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         NS,

@@ -25,7 +25,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             return Ok(());
         }
         Command::Gate(GateCmd::Validate { files }) => return gate::validate(files, format),
-        Command::Demo(args) => return crate::demo::run(args).await,
+        Command::Demo { args } => return crate::demo::exec(args),
         Command::Gate(GateCmd::Preview(args)) if args.file.is_some() => {
             return preview::offline(args, format);
         }
@@ -61,6 +61,6 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Token(t) => token::run(&client, t, format).await,
         Command::Status(s) => status::run(&client, s, format).await,
         Command::Audit(a) => audit::run(&client, a, format).await,
-        Command::Completion { .. } | Command::Demo(_) => Ok(()),
+        Command::Completion { .. } | Command::Demo { .. } => Ok(()),
     }
 }

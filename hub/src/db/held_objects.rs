@@ -3,62 +3,13 @@
 //! [`super::reports::write_report`], read by the status views).
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
-use utoipa::ToSchema;
 
 use crate::Result;
 
-/// One object a Kustomization applied that a holdObjects gate selects, as its
-/// spoke reports it. A whole report's set is JSON-encoded into one statement
-/// parameter, like [`super::reports::ReportedObject`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HeldObject {
-    /// API group, `""` for the core group (e.g. `apps`).
-    #[sqlx(rename = "api_group")]
-    pub group: String,
-    pub kind: String,
-    /// `""` for cluster-scoped objects.
-    pub namespace: String,
-    pub name: String,
-    /// The Kustomization that applied it (its owner labels).
-    pub kustomization_namespace: String,
-    pub kustomization_name: String,
-    /// Every holdObjects gate selecting it, open or closed.
-    pub gates: Vec<String>,
-    /// The closed gates fleetgate's mark names (empty: fleetgate does not hold it).
-    pub held_by: Vec<String>,
-    /// A person marked it `kustomize.toolkit.fluxcd.io/reconcile: disabled`
-    /// (or `ssa: Ignore`); fleetgate leaves that mark alone.
-    pub held_by_person: bool,
-    /// The Kustomization's last applied revision when fleetgate marked it.
-    pub held_since_revision: Option<String>,
-    /// When fleetgate marked it.
-    pub held_since: Option<DateTime<Utc>>,
-    /// The Kustomization applied a newer revision since: changes to it wait.
-    pub newer_revision_applied: bool,
-}
-
-impl HeldObject {
-    /// Flux skips it now: fleetgate or a person holds it.
-    pub fn is_held(&self) -> bool {
-        !self.held_by.is_empty() || self.held_by_person
-    }
-}
-
-/// A reported held object with what the views add: whether it is held now and
-/// the time of the report that carried it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HeldObjectStatus {
-    #[serde(flatten)]
-    #[sqlx(flatten)]
-    pub object: HeldObject,
-    /// Flux skips it now (`heldBy` not empty, or `heldByPerson`).
-    pub held: bool,
-    pub reported_at: DateTime<Utc>,
-}
+/// One object a Kustomization applied that a holdObjects gate selects, as its spoke
+/// reports it, and that object as the views show it (shared with REST clients).
+pub use fleetgate_api_types::{HeldObject, HeldObjectStatus};
 
 /// Per cluster, what the fleet views count of its held objects.
 #[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]

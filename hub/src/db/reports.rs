@@ -6,38 +6,14 @@
 //! takes several clusters' rows only in name order, as writes do.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
-use utoipa::ToSchema;
 
 use super::held_objects::{self, HeldObject};
 use crate::Result;
 
-/// A governed Flux object as its spoke reports it: written by report
-/// ingestion, read back by the status views (with `reported_at`, see
-/// [`super::status::ObjectStatus`]). A whole report is JSON-encoded into one
-/// statement parameter, so it is one upsert.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReportedObject {
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    pub suspended: bool,
-    /// Gates whose closure suspended it.
-    pub suspended_by: Vec<String>,
-    /// Gates governing it.
-    pub gates: Vec<String>,
-    pub last_applied_revision: Option<String>,
-    pub newest_source_revision: Option<String>,
-    /// A newer source revision waits for a gate to open.
-    pub held: bool,
-    /// Suspended by a person (fleetgate leaves it alone).
-    pub suspended_by_human: bool,
-    /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but fleetgate never
-    /// governs it (not counted as governed).
-    pub ignored: bool,
-}
+/// A governed Flux object as its spoke reports it, written by report ingestion and read
+/// back by the status views (one type for both, shared with REST clients).
+pub use fleetgate_api_types::ReportedObject;
 
 /// The latest report of one cluster, as the batcher flushes it.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,24 +1,12 @@
 //! Reads of `object_status` (written by the gRPC report ingestion in
 //! `db/reports.rs`): governed objects per cluster and fleet-wide held counts.
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
-use utoipa::ToSchema;
-
-use super::reports::ReportedObject;
 
 use crate::Result;
 
 /// A reported object with the time of the report that carried it.
-#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectStatus {
-    #[serde(flatten)]
-    #[sqlx(flatten)]
-    pub object: ReportedObject,
-    pub reported_at: DateTime<Utc>,
-}
+pub use fleetgate_api_types::ObjectStatus;
 
 /// Every reported object of `cluster`.
 pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<ObjectStatus>> {

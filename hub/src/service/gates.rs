@@ -51,7 +51,12 @@ impl Service {
         let after: Option<String> = page.key()?;
         let mut conn = self.conn().await?;
         let rows = gates::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
-        Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
+        Ok(super::page::from_rows(
+            rows,
+            limit,
+            |r| r.name.clone(),
+            Into::into,
+        ))
     }
 
     /// One gate.

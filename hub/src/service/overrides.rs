@@ -215,7 +215,7 @@ impl Service {
         };
         let mut conn = self.conn().await?;
         let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
-        Ok(Page::from_rows(
+        Ok(super::page::from_rows(
             rows,
             limit,
             |r| (r.created_at, r.id),

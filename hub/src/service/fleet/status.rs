@@ -3,110 +3,19 @@
 //! summary plus each cluster's gates with reason, next transition and held
 //! count, what `fleetgate status` shows.
 
-use chrono::{DateTime, Utc};
 use fleetgate_policy::LabelSelector;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::FleetInputs;
 use super::evaluate::{ClusterEvals, Evaluated, evaluate};
-use super::summary::{FleetSummary, ObjectCounts, summary};
-use crate::db::held_objects::HeldObjectStatus;
+use super::summary::{ObjectCounts, summary, with_held_objects};
 use crate::db::status::ObjectStatus;
 use crate::service::liveness;
-use crate::service::types::{Cluster, OverrideRecord};
+use crate::service::types::OverrideRecord;
 use crate::{Error, Result};
 
-/// One gate's state on one cluster.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GateStatus {
-    pub gate: String,
-    /// `open` or `closed`.
-    pub state: String,
-    /// Which rule decided, in words.
-    pub reason: String,
-    pub next_transition: Option<DateTime<Utc>>,
-    /// Reported objects this gate governs.
-    pub objects: Vec<ObjectStatus>,
-    /// How many of them are held.
-    pub held: usize,
-    /// Objects inside Kustomizations this gate holds (fleetgate's mark names it).
-    pub held_objects: usize,
-}
-
-/// A cluster's status.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterStatus {
-    pub cluster: Cluster,
-    /// The instant evaluated.
-    pub at: DateTime<Utc>,
-    /// All gates open: changes may flow.
-    pub open: bool,
-    /// The closed gates.
-    pub closed_by: Vec<String>,
-    /// When `open` next changes (not merely some gate): absent when it does not within the
-    /// look-ahead, e.g. while a gate without windows is closed. Per-gate times are in `gates`.
-    pub next_transition: Option<DateTime<Utc>>,
-    pub gates: Vec<GateStatus>,
-    /// Every reported object.
-    pub objects: Vec<ObjectStatus>,
-    /// Objects inside Kustomizations that holdObjects gates select (held ones
-    /// first): which are held, by which gates or by a person, since which
-    /// revision, and whether newer changes wait. Empty for spokes that
-    /// predate object holds.
-    pub held_objects: Vec<HeldObjectStatus>,
-    pub counts: ObjectCounts,
-    /// Live open/close requests made inside this cluster (annotations on its
-    /// Gate objects), as the overrides they were recorded as, newest first;
-    /// an admin cancels one like any override.
-    pub local_requests: Vec<OverrideRecord>,
-}
-
-/// One gate's state on one cluster (without the objects).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GateBrief {
-    pub gate: String,
-    /// `open` or `closed`.
-    pub state: String,
-    /// Which rule decided, in words.
-    pub reason: String,
-    pub next_transition: Option<DateTime<Utc>>,
-    /// Reported objects governed by this gate that are held.
-    pub held: i64,
-    /// Objects inside Kustomizations this gate holds.
-    pub held_objects: i64,
-}
-
-/// One cluster's gates now, without its objects (see the per-cluster status
-/// for those).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterBrief {
-    pub cluster: Cluster,
-    /// All gates open: changes may flow.
-    pub open: bool,
-    /// The closed gates.
-    pub closed_by: Vec<String>,
-    /// When `open` next changes (not merely some gate): absent when it does not within the
-    /// look-ahead, e.g. while a gate without windows is closed.
-    pub next_transition: Option<DateTime<Utc>>,
-    /// The gates applying to the cluster, by name.
-    pub gates: Vec<GateBrief>,
-    pub counts: ObjectCounts,
-}
-
-/// The fleet summary and every (selected) cluster's gate states.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetStatus {
-    /// Counts over the whole fleet (the selector does not apply).
-    pub summary: FleetSummary,
-    /// Clusters by name.
-    pub clusters: Vec<ClusterBrief>,
-}
+pub use fleetgate_api_types::status::{
+    ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus,
+};
 
 /// The status of the one cluster of a [`super::Scope::Cluster`] read.
 pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
@@ -219,13 +128,15 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
         })
         .collect();
     ClusterBrief {
-        counts: inputs
-            .reported
-            .counts
-            .get(&row.name)
-            .cloned()
-            .unwrap_or_default()
-            .with_held_objects(inputs.reported.held_objects.get(&row.name)),
+        counts: with_held_objects(
+            inputs
+                .reported
+                .counts
+                .get(&row.name)
+                .cloned()
+                .unwrap_or_default(),
+            inputs.reported.held_objects.get(&row.name),
+        ),
         cluster: liveness::at(row.clone(), inputs.at).into(),
         open: combined.open,
         closed_by: combined.closed_by,

@@ -3,87 +3,25 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
 use super::FleetInputs;
 use super::evaluate::Evaluated;
 use crate::Result;
 use crate::db::held_objects::HeldCounts;
 use crate::service::liveness;
 
-/// Object counts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectCounts {
-    /// Flux objects governed (not counting ignored ones).
-    pub governed: i64,
-    /// Flux objects with a newer revision waiting behind a closed gate.
-    pub held: i64,
-    pub suspended: i64,
-    /// Objects inside Kustomizations held by fleetgate (holdObjects gates).
-    pub held_objects: i64,
-    /// Objects inside Kustomizations Flux skips because a person marked them.
-    pub held_objects_by_person: i64,
-    /// Objects held by fleetgate whose Kustomization applied a newer revision
-    /// since (their changes wait for the gate).
-    pub held_objects_waiting: i64,
-}
+pub use fleetgate_api_types::status::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
 
-impl ObjectCounts {
-    /// These counts with the held-object counts of `held` (absent: none).
-    pub(super) fn with_held_objects(mut self, held: Option<&HeldCounts>) -> Self {
-        if let Some(h) = held {
-            self.held_objects = h.held;
-            self.held_objects_by_person = h.by_person;
-            self.held_objects_waiting = h.waiting;
-        }
-        self
+/// `counts` with the held-object counts of `held` (absent: none).
+pub(super) fn with_held_objects(
+    mut counts: ObjectCounts,
+    held: Option<&HeldCounts>,
+) -> ObjectCounts {
+    if let Some(h) = held {
+        counts.held_objects = h.held;
+        counts.held_objects_by_person = h.by_person;
+        counts.held_objects_waiting = h.waiting;
     }
-}
-
-/// One gate across the fleet.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GateSummary {
-    pub gate: String,
-    /// Clusters in scope.
-    pub clusters: usize,
-    pub open: usize,
-    pub closed: usize,
-    /// Objects this gate holds (fleetgate's marks naming it) across the fleet.
-    pub held_objects: i64,
-}
-
-/// Cluster counts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterCounts {
-    pub total: usize,
-    pub connected: usize,
-    pub disconnected: usize,
-    /// All gates open.
-    pub open: usize,
-    /// At least one gate closed.
-    pub closed: usize,
-    /// At least one held Flux object (a newer revision waits).
-    pub with_held: usize,
-    /// At least one object inside a Kustomization held by fleetgate.
-    pub with_held_objects: usize,
-}
-
-/// The fleet at a glance.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetSummary {
-    pub at: DateTime<Utc>,
-    pub revision: i64,
-    pub clusters: ClusterCounts,
-    pub gates: Vec<GateSummary>,
-    pub objects: ObjectCounts,
-    /// Names of disconnected clusters (at most 100).
-    pub disconnected: Vec<String>,
+    counts
 }
 
 /// How many disconnected clusters a summary names.

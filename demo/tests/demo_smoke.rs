@@ -1,7 +1,7 @@
-//! `fleetgate demo` as a user runs it: it starts (own PostgreSQL, hub,
-//! simulated clusters with spokes), the dashboard answers, held changes are
-//! visible through the API, and SIGTERM stops everything and removes its
-//! temporary files.
+//! The demo as a user runs it (the README's quick start): it starts (own
+//! PostgreSQL, hub, simulated clusters with spokes), the dashboard answers,
+//! held changes are visible through the API and the CLI, and SIGTERM stops
+//! everything and removes its temporary files.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -9,14 +9,14 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fleetgate_tests::{ChildGuard, free_port};
+use fleetgate_tests::{ChildGuard, bin_path, free_port};
 
 #[test]
 fn demo_starts_shows_held_changes_and_cleans_up() {
     let http = free_port();
     let grpc = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
-        .args(["demo", "--clusters", "4", "--objects-per-cluster", "8"])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate-demo"))
+        .args(["--clusters", "4", "--objects-per-cluster", "8"])
         .args(["--http-addr", &format!("127.0.0.1:{http}")])
         .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
         .env_remove("DATABASE_URL")
@@ -25,7 +25,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("starting fleetgate demo");
+        .expect("starting fleetgate-demo");
     let stdout = child.stdout.take().unwrap();
     let guard = ChildGuard(child);
     let (tx, rx) = mpsc::channel::<String>();
@@ -94,7 +94,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
             .status()
     });
     assert!(status.is_success(), "dashboard: {status}");
-    let out = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+    let out = Command::new(bin_path("fleetgate"))
         .args(["status", "-o", "json", "--hub", &hub, "--token", &token])
         .output()
         .unwrap();
@@ -117,7 +117,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         "prod-eu-1 closed by sre-approval: {prod}"
     );
     // The fleet view carries no objects; one cluster's detail does.
-    let out = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+    let out = Command::new(bin_path("fleetgate"))
         .args([
             "status",
             "prod-eu-1",

@@ -1,22 +1,80 @@
-//! `fleetgate demo`: the whole system on one machine — a throwaway
-//! PostgreSQL (unless DATABASE_URL is set), the hub, a simulated fleet with
-//! a spoke per cluster, the example gates, and pushed revisions so some
-//! changes are held. Ctrl-C (or SIGTERM) stops everything and cleans up.
+//! `fleetgate-demo` (also run as `fleetgate demo`): the whole system on one
+//! machine — a throwaway PostgreSQL (unless DATABASE_URL is set), the hub, a
+//! simulated fleet with a spoke per cluster, the example gates, and pushed
+//! revisions so some changes are held. Ctrl-C (or SIGTERM) stops everything
+//! and cleans up. Its own program, so the `fleetgate` CLI does not link the
+//! hub, the spoke, the simulator or pgtemp.
+#![forbid(unsafe_code)]
 
 mod fleet;
 
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
+
+use fleetgate_api_types::{ClusterWithToken, FleetSummary, GateRecord, RegisterCluster};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{DemoArgs, Format};
-use crate::client::{Client, seg};
-use crate::config::Connection;
-use crate::error::{Error, Result};
+use fleetgate::args::Format;
+use fleetgate::client::{Client, seg};
+use fleetgate::config::Connection;
+use fleetgate::error::{Error, Result};
+
+/// fleetgate-demo — the whole fleetgate system on one machine: PostgreSQL,
+/// hub, simulated fleet with a spoke per cluster, the example gates. Ctrl-C
+/// stops and cleans up.
+#[derive(Debug, Parser)]
+#[command(name = "fleetgate-demo", version, about)]
+pub struct DemoArgs {
+    /// Number of simulated clusters.
+    #[arg(long, default_value_t = 20)]
+    pub clusters: usize,
+    /// Flux objects per cluster (sources, Kustomizations, HelmReleases).
+    #[arg(long, default_value_t = 12)]
+    pub objects_per_cluster: usize,
+    /// Hub REST + dashboard address.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub http_addr: std::net::SocketAddr,
+    /// Hub gRPC address.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    pub grpc_addr: std::net::SocketAddr,
+    /// Simulated Flux reconcile interval (fast-forward).
+    #[arg(long, default_value = "30s", value_parser = parse_std_duration)]
+    pub reconcile_interval: std::time::Duration,
+}
+
+fn parse_std_duration(s: &str) -> Result<std::time::Duration, String> {
+    fleetgate_policy::parse_duration(s)
+        .map_err(|e| e.message)?
+        .to_std()
+        .map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let args = DemoArgs::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", e.render());
+            e.to_exit_code()
+        }
+    }
+}
 
 fn other(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Other(format!("demo: {what}: {e}"))
@@ -132,7 +190,7 @@ async fn run_with_db(
 
     // 4. Gates first, then clusters with a spoke each.
     let examples = examples_dir();
-    crate::commands::gate::apply(
+    fleetgate::commands::gate::apply(
         &client,
         std::slice::from_ref(&examples),
         &None,
@@ -226,7 +284,7 @@ async fn wait_ready(
 ) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if client.get("/status", &[]).await.is_ok() {
+        if client.get::<FleetSummary>("/status", &[]).await.is_ok() {
             return Ok(());
         }
         if hub_task.is_finished() {
@@ -248,8 +306,11 @@ async fn wait_ready(
 
 /// Registers the cluster (or, on a reused database, rotates its token).
 async fn register(client: &Client, c: &fleet::DemoCluster) -> Result<String> {
-    let body = json!({"name": c.name, "labels": c.labels});
-    let v = match client.post("/clusters", &[], &body).await {
+    let body = RegisterCluster {
+        name: c.name.clone(),
+        labels: c.labels.clone(),
+    };
+    let v: ClusterWithToken = match client.post("/clusters", &[], &body).await {
         Ok(v) => v,
         Err(Error::Api { status: 409, .. }) => {
             client
@@ -262,10 +323,7 @@ async fn register(client: &Client, c: &fleet::DemoCluster) -> Result<String> {
         }
         Err(e) => return Err(e),
     };
-    v.get("token")
-        .and_then(|t| t.as_str())
-        .map(String::from)
-        .ok_or_else(|| other("register", format!("no token in {v}")))
+    Ok(v.token)
 }
 
 async fn start_spoke(
@@ -309,20 +367,20 @@ async fn wait_reported(
     shutdown: &CancellationToken,
 ) -> Result<()> {
     let suspend_mode: Vec<String> = client
-        .list("/gates", &[], None)
+        .list::<GateRecord>("/gates", &[], None)
         .await?
-        .iter()
+        .into_iter()
         .filter(|g| {
-            g.pointer("/manifest/spec/mode").and_then(Value::as_str) != Some("freezeSources")
+            g.manifest.pointer("/spec/mode").and_then(Value::as_str) != Some("freezeSources")
         })
-        .filter_map(|g| g.get("name").and_then(Value::as_str).map(String::from))
+        .map(|g| g.name)
         .collect();
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut pending: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     while !pending.is_empty() {
         let mut still = Vec::new();
         for name in pending {
-            let st = client
+            let st: Value = client
                 .get(&format!("/clusters/{}/status", seg(name)), &[])
                 .await?;
             if !enforced(&st, &suspend_mode) {
@@ -380,15 +438,11 @@ fn enforced(st: &Value, suspend_mode: &[String]) -> bool {
 }
 
 /// Waits (bounded) until the hub shows held changes; returns the summary.
-async fn wait_held(client: &Client, shutdown: &CancellationToken) -> Result<Value> {
+async fn wait_held(client: &Client, shutdown: &CancellationToken) -> Result<FleetSummary> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let s = client.get("/status", &[]).await?;
-        let held = s
-            .pointer("/objects/held")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if held > 0 || Instant::now() > deadline || shutdown.is_cancelled() {
+        let s: FleetSummary = client.get("/status", &[]).await?;
+        if s.objects.held > 0 || Instant::now() > deadline || shutdown.is_cancelled() {
             return Ok(s);
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -401,15 +455,9 @@ fn print_ready(
     token: &str,
     kube_dir: &Path,
     clusters: &[fleet::DemoCluster],
-    summary: &Value,
+    summary: &FleetSummary,
     started: Instant,
 ) {
-    let n = |p: &str| {
-        summary
-            .pointer(p)
-            .map(|v| v.to_string())
-            .unwrap_or_default()
-    };
     let first = clusters
         .first()
         .map(|c| c.name.as_str())
@@ -429,16 +477,16 @@ fn print_ready(
          \n  kubectl --kubeconfig {}/{first}.yaml get kustomizations -A\
          \n\nCtrl-C stops everything and removes the temporary files.",
         started.elapsed().as_secs_f64(),
-        n("/clusters/total"),
-        n("/clusters/open"),
-        n("/clusters/closed"),
-        n("/objects/held"),
+        summary.clusters.total,
+        summary.clusters.open,
+        summary.clusters.closed,
+        summary.objects.held,
         kube_dir.display(),
     );
     // One line for scripts and the smoke test.
     println!(
         "demo ready: hub={hub} token={token} held={}",
-        n("/objects/held")
+        summary.objects.held
     );
 }
 
