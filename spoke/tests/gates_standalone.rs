@@ -364,3 +364,64 @@ async fn requests_by_annotation_and_flagger_follow_the_gate() {
     }
     spoke.stop().await;
 }
+
+/// The RFC's maintenance story as committed in examples/in-cluster: open by
+/// default, a close request holds everything for the gate's 24 h window.
+#[tokio::test]
+async fn maintenance_story_a_close_request_holds_for_the_24h_window() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+    let spoke = RunningSpoke::start(&cluster, standalone()).await;
+    let k = Kubectl::new(&cluster);
+    let story = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/in-cluster/maintenance.yaml"
+    );
+    k.apply(&std::fs::read_to_string(story).expect("example"))
+        .await;
+    wait_gate(&cluster.client, "maintenance", "open by default", |o| {
+        opened(o) == Some(("True".into(), "Default".into()))
+    })
+    .await;
+
+    let at = z(Utc::now());
+    k.ok(&[
+        "annotate",
+        "--overwrite",
+        "--field-manager=sre-oncall",
+        "gate/maintenance",
+        &format!("close.gate.fleetgate.io/requestedAt={at}"),
+        "close.gate.fleetgate.io/reason=storage migration",
+    ])
+    .await;
+    let g = wait_gate(&cluster.client, "maintenance", "closed by request", |o| {
+        opened(o) == Some(("False".into(), "CloseRequested".into()))
+    })
+    .await;
+    let until =
+        z(chrono::DateTime::parse_from_rfc3339(&at).unwrap().to_utc()
+            + chrono::Duration::hours(24));
+    assert_eq!(
+        g.data["status"]["closeRequest"]["expiresAt"],
+        until.as_str()
+    );
+    assert_eq!(
+        g.data["status"]["closeRequest"]["requestedBy"],
+        "sre-oncall"
+    );
+    assert_eq!(
+        g.data["status"]["nextTransition"],
+        until.as_str(),
+        "it opens again when the window ends"
+    );
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "held for the maintenance",
+        suspended,
+    )
+    .await;
+    spoke.stop().await;
+}
