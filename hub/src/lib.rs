@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod replica;
 pub mod rest;
+pub mod rollout;
 pub use fleetgate_api_types::schema;
 pub mod serve;
 pub mod service;

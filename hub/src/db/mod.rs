@@ -20,6 +20,7 @@ pub mod overrides;
 pub mod reports;
 pub mod retry;
 pub mod revision;
+pub mod rollouts;
 pub mod status;
 pub mod tokens;
 

@@ -56,7 +56,11 @@ pub fn snapshot_to_proto(s: &Snapshot, hub_time: DateTime<Utc>) -> pb::Snapshot 
                 name: g.name.clone(),
                 version: g.version,
                 manifest_json: g.manifest_json.to_string(),
-                release: None,
+                release: g.release.as_ref().map(|r| pb::RolloutRelease {
+                    rollout_id: r.rollout_id.clone(),
+                    opening_at: Some(to_timestamp(r.opening_at)),
+                    wave: r.wave,
+                }),
             })
             .collect(),
         overrides: s.overrides.iter().map(override_to_proto).collect(),

@@ -4,6 +4,7 @@
 
 mod grpc;
 mod held;
+mod rollout;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -19,6 +20,7 @@ use prometheus_client::registry::Registry;
 
 pub use grpc::{EndLabels, GrpcMetrics};
 pub use held::HeldObjectMetrics;
+pub use rollout::RolloutMetrics;
 
 /// Labels of the HTTP metrics.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -20,6 +20,7 @@ use sqlx::PgConnection;
 use super::{Actor, Role, Service};
 use crate::db::clusters::ClusterRow;
 use crate::db::overrides::OverrideRow;
+use crate::db::rollouts::ReleaseRow;
 use crate::db::{self, clusters, gates, overrides, revision};
 use crate::{Error, Result};
 
@@ -107,6 +108,8 @@ pub struct FleetInputs {
     /// starting later) by gate, oldest first.
     overrides: HashMap<String, Vec<OverrideRow>>,
     pub reported: Reported,
+    /// Rollout releases of current rollouts, by (gate, cluster).
+    pub releases: HashMap<(String, String), ReleaseRow>,
 }
 
 impl FleetInputs {
@@ -184,6 +187,15 @@ impl FleetInputs {
                 ..Reported::default()
             },
         };
+        let releases = if gates.iter().any(|g| g.gate.spec.rollout.is_some()) {
+            db::rollouts::releases(tx, names.as_deref())
+                .await?
+                .into_iter()
+                .map(|r| ((r.gate.clone(), r.cluster.clone()), r))
+                .collect()
+        } else {
+            HashMap::new()
+        };
         Ok(Self {
             at: now,
             revision,
@@ -191,6 +203,7 @@ impl FleetInputs {
             gates,
             overrides: by_gate,
             reported,
+            releases,
         })
     }
 
