@@ -84,13 +84,17 @@ pub async fn replace(
 /// Kustomization, namespace, name, kind.
 pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<HeldObjectStatus>> {
     let rows = sqlx::query_as(
-        "select api_group, kind, namespace, name, kustomization_namespace, kustomization_name, \
-         gates, held_by, held_by_person, held_since_revision, held_since, \
-         newer_revision_applied, (cardinality(held_by) > 0 or held_by_person) as held, \
-         reported_at \
-         from held_objects where cluster = $1 \
-         order by held desc, kustomization_namespace, kustomization_name, namespace, name, \
-         kind, api_group",
+        // Unchanged reports stamp only the cluster's `reported_at` (see
+        // `reports::write_report`).
+        "select h.api_group, h.kind, h.namespace, h.name, h.kustomization_namespace, \
+         h.kustomization_name, h.gates, h.held_by, h.held_by_person, h.held_since_revision, \
+         h.held_since, h.newer_revision_applied, \
+         (cardinality(h.held_by) > 0 or h.held_by_person) as held, \
+         greatest(h.reported_at, k.reported_at) as reported_at \
+         from held_objects h left join cluster_connections k on k.cluster = h.cluster \
+         where h.cluster = $1 \
+         order by held desc, h.kustomization_namespace, h.kustomization_name, h.namespace, \
+         h.name, h.kind, h.api_group",
     )
     .bind(cluster)
     .fetch_all(conn)

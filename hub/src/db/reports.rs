@@ -1,15 +1,27 @@
 //! Writes from the spoke stream: status reports into `object_status` and
 //! `held_objects` (a report is the full set of governed and held objects, so
-//! objects missing from it are deleted) and the spoke's connection state in `cluster_connections`. This
+//! objects missing from it are deleted) and the spoke's connection state in
+//! `cluster_connections`. A report whose content equals the stored one (its
+//! hash, kept per cluster) writes no object row; it and keepalives only
+//! refresh the liveness stamps, at most every [`STAMP_EVERY`]: an idle fleet
+//! costs the database one row per cluster per minute, not one per object per
+//! heartbeat. This
 //! path never bumps the fleet revision and never notifies: reports are not
 //! desired state. It never updates `clusters` rows, which writes lock, and
 //! takes several clusters' rows only in name order, as writes do.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
+use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
 
 use super::held_objects::{self, HeldObject};
 use crate::Result;
+
+/// While nothing changes, a cluster's `last_seen_at` (keepalives, reports) and
+/// `reported_at` (reports) are rewritten only once the stored stamp is at
+/// least this old (see `service::liveness::CONNECTED_WITHIN`, which allows
+/// for it). Just under a minute, so a 30 s heartbeat stamps every second one.
+pub const STAMP_EVERY: Duration = Duration::seconds(55);
 
 /// A governed Flux object as its spoke reports it, written by report ingestion and read
 /// back by the status views (one type for both, shared with REST clients).
@@ -29,11 +41,62 @@ pub struct ClusterReport {
     pub received_at: DateTime<Utc>,
 }
 
-/// Replaces `report.cluster`'s object statuses with the report's and stamps
-/// the cluster's last-seen time and clock offset. Returns false (writing
-/// nothing) when the cluster no longer exists. A transaction writing several
-/// reports writes them in cluster-name order.
+impl ClusterReport {
+    /// SHA-256 of the report's content: everything a report stores except
+    /// when it arrived and the clock offset. The destructuring lists every
+    /// field, so a field added to reports must be decided on here; objects
+    /// are hashed through their JSON, so a field added to [`ReportedObject`]
+    /// or [`HeldObject`] is covered without a change here.
+    pub fn content_hash(&self) -> Result<Vec<u8>> {
+        let Self {
+            cluster: _,
+            objects,
+            held_objects,
+            clock_offset_ms: _,
+            received_at: _,
+        } = self;
+        let json = serde_json::to_vec(&(objects, held_objects))
+            .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
+        Ok(Sha256::digest(&json).to_vec())
+    }
+}
+
+/// Replaces `report.cluster`'s object statuses and held objects with the
+/// report's and stamps the cluster's last-seen and report times and clock
+/// offset. A report whose content hash equals the stored one writes no object
+/// row and stamps only when the stored report stamp is [`STAMP_EVERY`] old.
+/// Returns false (writing nothing) when the cluster no longer exists. A
+/// transaction writing several reports writes them in cluster-name order.
 pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
+    let hash = report.content_hash()?;
+    // A plain read, no lock: an idle fleet's heartbeats lock nothing. The
+    // hash is compared again in the update, so a report written meanwhile by
+    // another replica (a spoke that just moved) is never taken for this one.
+    let stored: Option<(Option<Vec<u8>>,)> =
+        sqlx::query_as("select report_hash from cluster_connections where cluster = $1")
+            .bind(&report.cluster)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if let Some((Some(stored),)) = &stored
+        && *stored == hash
+    {
+        // An update whose condition fails writes nothing at all (no row
+        // version, no WAL).
+        sqlx::query(
+            "update cluster_connections set last_seen_at = greatest(last_seen_at, $2), \
+             reported_at = $2, clock_offset_ms = $3 \
+             where cluster = $1 and report_hash = $4 \
+             and (reported_at is null or reported_at <= $2 - $5 * interval '1 second')",
+        )
+        .bind(&report.cluster)
+        .bind(report.received_at)
+        .bind(report.clock_offset_ms)
+        .bind(&hash)
+        .bind(STAMP_EVERY.num_seconds())
+        .execute(&mut *conn)
+        .await?;
+        return Ok(true);
+    }
     // The key-share lock the foreign keys take anyway, taken before any row of
     // the cluster's status or connection: a concurrent delete of the cluster
     // (row lock, then cascade into those rows) makes this report wait for it
@@ -46,12 +109,13 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
         return Ok(false);
     }
     sqlx::query(
-        "update cluster_connections set last_seen_at = $2, clock_offset_ms = $3 \
-         where cluster = $1",
+        "update cluster_connections set last_seen_at = $2, reported_at = $2, \
+         clock_offset_ms = $3, report_hash = $4 where cluster = $1",
     )
     .bind(&report.cluster)
     .bind(report.received_at)
     .bind(report.clock_offset_ms)
+    .bind(&hash)
     .execute(&mut *conn)
     .await?;
     let objects = serde_json::to_value(&report.objects)
@@ -101,8 +165,9 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
 }
 
 /// Stamps `last_seen_at` of clusters whose streams are alive (keepalives sent
-/// by the serving replica), one statement for the whole batch. A newer stamp
-/// already stored (a report, another replica) is kept.
+/// by the serving replica), one statement for the whole batch, where the
+/// stored stamp is [`STAMP_EVERY`] old (younger ones are left alone, not even
+/// locked). A newer stamp already stored (a report, another replica) is kept.
 pub async fn touch_seen(conn: &mut PgConnection, seen: &[(String, DateTime<Utc>)]) -> Result<()> {
     let (names, times): (Vec<&str>, Vec<DateTime<Utc>>) =
         seen.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
@@ -110,11 +175,15 @@ pub async fn touch_seen(conn: &mut PgConnection, seen: &[(String, DateTime<Utc>)
     sqlx::query(
         "update cluster_connections k set last_seen_at = greatest(k.last_seen_at, s.at) \
          from unnest($1::text[], $2::timestamptz[]) as s(name, at) \
-         where k.cluster = s.name and k.cluster in (select cluster from cluster_connections \
-           where cluster = any($1) order by cluster for no key update)",
+         where k.cluster = s.name and k.cluster in (select c.cluster \
+           from cluster_connections c join unnest($1::text[], $2::timestamptz[]) as u(name, at) \
+             on c.cluster = u.name \
+           where c.last_seen_at is null or c.last_seen_at <= u.at - $3 * interval '1 second' \
+           order by c.cluster for no key update of c)",
     )
     .bind(&names)
     .bind(&times)
+    .bind(STAMP_EVERY.num_seconds())
     .execute(conn)
     .await?;
     Ok(())

@@ -5,16 +5,23 @@ use sqlx::PgConnection;
 
 use crate::Result;
 
-/// A reported object with the time of the report that carried it.
+/// A reported object with the time of the latest report that carried it (to
+/// within [`super::reports::STAMP_EVERY`]: an unchanged report is stamped at
+/// most that often).
 pub use fleetgate_api_types::ObjectStatus;
 
 /// Every reported object of `cluster`.
 pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<ObjectStatus>> {
     let rows = sqlx::query_as(
-        "select kind, namespace, name, suspended, suspended_by, gates, \
-         last_applied_revision, newest_source_revision, held, suspended_by_human, ignored, \
-         reported_at \
-         from object_status where cluster = $1 order by kind, namespace, name",
+        // An unchanged report leaves the object rows alone and stamps the
+        // cluster's `reported_at` (every object of the latest report was in
+        // it: reports are full sets); rows written by older replicas carry
+        // their own time.
+        "select o.kind, o.namespace, o.name, o.suspended, o.suspended_by, o.gates, \
+         o.last_applied_revision, o.newest_source_revision, o.held, o.suspended_by_human, \
+         o.ignored, greatest(o.reported_at, k.reported_at) as reported_at \
+         from object_status o left join cluster_connections k on k.cluster = o.cluster \
+         where o.cluster = $1 order by o.kind, o.namespace, o.name",
     )
     .bind(cluster)
     .fetch_all(conn)

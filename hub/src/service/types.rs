@@ -67,6 +67,8 @@ impl From<OverrideRow> for OverrideRecord {
             created_at: r.created_at,
             cancelled_at: r.cancelled_at,
             cancelled_by: r.cancelled_by,
+            requested_in: r.requested_in,
+            requested_by: r.requested_by,
         }
     }
 }
