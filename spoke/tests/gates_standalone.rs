@@ -1,7 +1,7 @@
 //! A standalone spoke (no hub, no database, no token) takes its gates from the
 //! Gate objects in its cluster, with the real kubectl against the simulator:
-//! a window edge opens the gate and `kubectl wait --for=condition=Opened`
-//! returns at it; an invalid edit is refused with Ready=False naming the field
+//! a window edge (reached by moving the spoke's manual clock, not by waiting)
+//! opens the gate and `kubectl wait --for=condition=Opened` returns at it; an invalid edit is refused with Ready=False naming the field
 //! and changes nothing, also across a spoke restart (the last valid version is
 //! persisted); open/close requests by annotation (the RFC's
 //! sre-approval and maintenance stories), an ignored request with its Warning;
@@ -53,11 +53,17 @@ async fn window_edge_opens_the_gate_and_kubectl_wait_returns() {
     let cluster = start_cluster().await;
     create(&cluster, git_repository("repo")).await;
     create(&cluster, kustomization("apps", "repo", false)).await;
-    let spoke = RunningSpoke::start(&cluster, standalone()).await;
+    // The spoke's clock is the test's: the window edge is reached by moving
+    // it, not by waiting (kubectl, the API server and Flux run on real time).
+    let t0 = chrono::SubsecRound::trunc_subsecs(Utc::now(), 0);
+    let clock = fleetgate_spoke::clock::Clock::manual(t0);
+    let mut config = standalone();
+    config.clock = clock.clone();
+    let spoke = RunningSpoke::start(&cluster, config).await;
     let k = Kubectl::new(&cluster);
 
-    // Closed by default, an allow window starting 3 s from now (UTC).
-    let start = chrono::SubsecRound::trunc_subsecs(Utc::now() + chrono::Duration::seconds(3), 0);
+    // Closed by default, an allow window starting in an hour (UTC).
+    let start = t0 + chrono::Duration::hours(1);
     let end = start + chrono::Duration::hours(1);
     let fmt = |t: chrono::DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%S").to_string();
     k.apply(&format!(
@@ -89,7 +95,7 @@ async fn window_edge_opens_the_gate_and_kubectl_wait_returns() {
     })
     .await;
 
-    let wait = k
+    let mut wait = k
         .command(&[
             "wait",
             "--for=condition=Opened",
@@ -98,6 +104,17 @@ async fn window_edge_opens_the_gate_and_kubectl_wait_returns() {
         ])
         .spawn()
         .expect("kubectl wait runs");
+    // A minute before the edge: still closed, kubectl still waiting.
+    clock.set(start - chrono::Duration::minutes(1));
+    wait_gate(&cluster.client, "release", "closed a minute before", |o| {
+        opened(o).is_some_and(|(s, _)| s == "False")
+    })
+    .await;
+    assert!(
+        wait.try_wait().expect("kubectl wait").is_none(),
+        "kubectl wait returned before the window edge"
+    );
+    clock.set(start);
     let out = tokio::time::timeout(WAIT, wait.wait_with_output())
         .await
         .expect("kubectl wait returns")
@@ -106,10 +123,6 @@ async fn window_edge_opens_the_gate_and_kubectl_wait_returns() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        Utc::now() >= start,
-        "kubectl wait returned before the window edge"
     );
     let gate = wait_gate(&cluster.client, "release", "open", |o| {
         opened(o).is_some_and(|(s, _)| s == "True")

@@ -166,15 +166,19 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     }
     let mut snapshot_rx = ctx.snapshot.subscribe();
     let mut report_rx = ctx.report.subscribe();
+    let mut clock_moved = ctx.config.clock.moved();
     loop {
         snapshot_rx.borrow_and_update();
         report_rx.borrow_and_update();
         let objects = store.state();
         let next = pass::pass(&ctx, &api, &objects, &mut state).await;
         let resync = tokio::time::Instant::now() + ctx.config.resync_interval;
-        let wake = next.map_or(resync, |t| resync.min(crate::controller::instant_of(t)));
+        let wake = next.map_or(resync, |t| {
+            resync.min(crate::controller::instant_of(t, ctx.config.clock.now()))
+        });
         tokio::select! {
             _ = shutdown.cancelled() => return,
+            _ = clock_moved.next() => {}
             _ = changed.notified() => tokio::time::sleep(COALESCE).await,
             r = snapshot_rx.changed() => if r.is_err() { return },
             r = report_rx.changed() => if r.is_err() { return },

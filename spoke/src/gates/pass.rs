@@ -26,7 +26,7 @@ pub(super) async fn pass(
     objects: &[Arc<DynamicObject>],
     state: &mut State,
 ) -> Option<DateTime<Utc>> {
-    let now = Utc::now();
+    let now = ctx.config.clock.now();
     let standalone = ctx.config.standalone;
     let specs = if standalone {
         standalone_specs(ctx, objects, state).await
