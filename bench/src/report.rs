@@ -87,6 +87,8 @@ pub struct SteadyResult {
     pub objects_per_report: usize,
     pub report_interval_seconds: f64,
     pub window_seconds: f64,
+    /// Until every spoke's first report (all new content) was stored.
+    pub warmup_seconds: f64,
     /// Rows inserted + updated + deleted per second, all tables
     /// (`pg_stat_user_tables`).
     pub rows_per_second: f64,
@@ -270,7 +272,7 @@ impl Report {
                     s.spokes, s.objects_per_report, s.report_interval_seconds
                 ),
                 format!(
-                    "{:.0} rows/s ({}), WAL {:.0} KiB/s, over {:.0} s; reports carry {:.0} object rows/s",
+                    "{:.0} rows/s ({}), WAL {:.0} KiB/s, over {:.0} s; reports carry {:.0} object rows/s (first reports stored in {:.0} s)",
                     s.rows_per_second,
                     if tables.is_empty() {
                         "none".into()
@@ -279,7 +281,8 @@ impl Report {
                     },
                     s.wal_bytes_per_second / 1024.0,
                     s.window_seconds,
-                    s.object_rows_offered_per_second
+                    s.object_rows_offered_per_second,
+                    s.warmup_seconds
                 ),
                 "≤ 1 % of one row per reported object",
                 Some(s.rows_per_second <= 0.01 * s.object_rows_offered_per_second),
