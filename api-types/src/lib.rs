@@ -7,6 +7,7 @@
 pub mod error;
 pub mod page;
 pub mod records;
+pub mod rollout;
 #[cfg(feature = "utoipa")]
 pub mod schema;
 pub mod status;

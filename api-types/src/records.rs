@@ -140,11 +140,20 @@ pub struct OverrideRecord {
     pub created_at: DateTime<Utc>,
     pub cancelled_at: Option<DateTime<Utc>>,
     pub cancelled_by: Option<String>,
+    /// Set for a request made inside that cluster (an open/close annotation on
+    /// its Gate object, reported by its spoke); absent for overrides made at the hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_in: Option<String>,
+    /// The Kubernetes user that made such a request (the field manager named in
+    /// the Gate object's managedFields), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
 }
 
 /// One audit-log entry.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
     pub id: i64,

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::records::Cluster;
+use crate::records::{Cluster, OverrideRecord};
 
 /// A governed Flux object as its spoke reports it: written by report
 /// ingestion, read back by the status views (with `reported_at`, see
@@ -209,6 +209,11 @@ pub struct ClusterStatus {
     /// predate object holds.
     pub held_objects: Vec<HeldObjectStatus>,
     pub counts: ObjectCounts,
+    /// Live open/close requests made inside this cluster (annotations on its
+    /// Gate objects), as the overrides they were recorded as, newest first;
+    /// an admin cancels one like any override.
+    #[serde(default)]
+    pub local_requests: Vec<OverrideRecord>,
 }
 
 /// One gate's state on one cluster (without the objects).

@@ -54,6 +54,9 @@ pub enum Command {
     /// API tokens for people and pipelines (admin).
     #[command(subcommand)]
     Token(TokenCmd),
+    /// Rollout waves of a gate: status, and (operator) pause, resume, abort, release-next.
+    #[command(subcommand)]
+    Rollout(RolloutCmd),
     /// Fleet status (like `flux get`): every cluster, what holds it, held changes.
     Status(StatusArgs),
     /// The audit log, newest first.
@@ -73,6 +76,22 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutCmd {
+    /// The gate's current (else latest) rollout: waves, each cluster's release and health,
+    /// soak countdown, estimated release times.
+    Status { gate: String },
+    /// Release no further wave until resumed (operator).
+    Pause { gate: String },
+    /// Continue a paused or halted rollout; a halted wave is judged afresh (operator).
+    Resume { gate: String },
+    /// Stop: the remaining waves stay closed until the gate opens anew (operator).
+    Abort { gate: String },
+    /// Release the next wave now: approve a wave waiting for approval, or end the soak
+    /// of a healthy wave (operator).
+    ReleaseNext { gate: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod fleet;
+mod nginx;
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -182,6 +183,18 @@ async fn run_with_db(
         sim.write_kubeconfig(&c.name, &kube_dir.path().join(format!("{}.yaml", c.name)))
             .map_err(|e| other("kubeconfig", e))?;
     }
+    // The nginx app (one Kustomization) applied once before the spokes start.
+    let nginx_cluster = nginx::cluster(&clusters).map(|c| c.name.clone());
+    if let Some(c) = &nginx_cluster {
+        for obj in nginx::objects() {
+            sim.create_object(c, obj)
+                .await
+                .map_err(|e| other("seeding", e))?;
+        }
+        nginx::push(&sim, c, 1, "nginx:1.25", "blue")
+            .await
+            .map_err(|e| other("push", e))?;
+    }
     println!(
         "• simulator: {} clusters, kubeconfigs in {}",
         clusters.len(),
@@ -231,7 +244,27 @@ async fn run_with_db(
             .map_err(|e| other("push", e))?;
         }
     }
-    let held = wait_held(&client, shutdown).await?;
+    wait_held(&client, shutdown).await?;
+    let nginx = match &nginx_cluster {
+        Some(c) => Some((c.clone(), nginx::hold(&client, &sim, c, shutdown).await?)),
+        None => None,
+    };
+    if let Some((c, o)) = &nginx {
+        let kc = kube_dir.path().join(format!("{c}.yaml"));
+        println!(
+            "• object holds: on {c} gate {} holds the nginx Deployment ({}); {}\n    \
+             kubectl --kubeconfig {} -n nginx get deploy,cm -o wide",
+            nginx::GATE,
+            if o.held { "held" } else { "not held yet" },
+            if o.waiting {
+                "a new revision changed its ConfigMap at once, the new image waits"
+            } else {
+                "the Kustomization applied no newer revision (another gate holds it whole)"
+            },
+            kc.display(),
+        );
+    }
+    let held: FleetSummary = client.get("/status", &[]).await?;
     print_ready(
         &hub_url,
         &grpc_url,
@@ -348,6 +381,9 @@ async fn start_spoke(
         "fleetgate-system",
         "--http-addr",
         "127.0.0.1:0",
+        // The kinds examples/hold-objects.yaml holds (deploy/spoke/components/hold-objects).
+        "--held-kinds",
+        "apps/v1/Deployment,v1/Service",
     ])
     .map_err(|e| other("spoke config", e))?;
     let kube = fleetgate_spoke::kube_client(&config)
@@ -485,8 +521,8 @@ fn print_ready(
     );
     // One line for scripts and the smoke test.
     println!(
-        "demo ready: hub={hub} token={token} held={}",
-        summary.objects.held
+        "demo ready: hub={hub} token={token} held={} held_objects={}",
+        summary.objects.held, summary.objects.held_objects
     );
 }
 

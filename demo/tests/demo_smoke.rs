@@ -66,6 +66,11 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
     let hub = field("hub");
     let token = field("token");
     let held: i64 = field("held").parse().unwrap();
+    let held_objects: i64 = field("held_objects").parse().unwrap();
+    assert!(
+        held_objects >= 1,
+        "nginx-window holds the nginx Deployment on staging-eu-1: {ready}"
+    );
     assert!(
         held > 0,
         "the SRE approval gate holds the pushed payments revision: {ready}"
@@ -147,6 +152,36 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
     );
     assert_eq!(payments["held"], true);
 
+    // The nginx app on staging-eu-1: the Deployment is held by nginx-window
+    // (object-level hold), with kubectl showing fleetgate's mark on it.
+    let out = Command::new(bin_path("fleetgate"))
+        .args([
+            "status",
+            "staging-eu-1",
+            "-o",
+            "json",
+            "--hub",
+            &hub,
+            "--token",
+            &token,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let staging: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let deploy = staging["heldObjects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["name"] == "nginx")
+        .unwrap_or_else(|| panic!("nginx Deployment reported: {staging}"));
+    assert_eq!(
+        deploy["heldBy"],
+        serde_json::json!(["nginx-window"]),
+        "{deploy}"
+    );
+    assert_eq!(deploy["kustomizationName"], "apps", "{deploy}");
+
     // The clusters expose the hub's gates as Gate objects (the spoke mirrors
     // them); prod-eu-1 shows sre-approval closed. Bounded: the mirror follows
     // the snapshot asynchronously.
@@ -154,6 +189,14 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         .iter()
         .find(|d| d.join("prod-eu-1.yaml").exists())
         .expect("kubeconfig dir");
+    let held_by = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfigs.join("staging-eu-1.yaml"))
+        .args(["-n", "nginx", "get", "deployment", "nginx", "-o"])
+        .arg("jsonpath={.metadata.annotations.fleetgate\\.io/held-by}")
+        .output()
+        .expect("kubectl runs");
+    assert_eq!(String::from_utf8_lossy(&held_by.stdout), "nginx-window");
     let kubeconfig = kubeconfigs.join("prod-eu-1.yaml");
     let deadline = Instant::now() + Duration::from_secs(30);
     let table = loop {

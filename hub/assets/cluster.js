@@ -1,11 +1,12 @@
-// Cluster page: its gates now (with cluster-scoped actions), the overrides
-// that apply to it, the Flux objects its spoke reported (suspended by which
-// gates, applied vs newest revision, held), the objects held inside its
-// Kustomizations (holdObjects gates), and the spoke's health.
+// Cluster page: its gates now (with cluster-scoped actions), the open/close
+// requests made inside the cluster (with the Kubernetes user; cancellable),
+// the other overrides that apply to it, the Flux objects its spoke reported
+// (suspended by which gates, applied vs newest revision, held), the objects
+// held inside its Kustomizations (holdObjects gates), and the spoke's health.
 
 import { api, enc } from './api.js';
 import { h, replace, fmtTime, relTime, badge } from './dom.js';
-import { gateActions } from './actions.js';
+import { gateActions, cancelAction } from './actions.js';
 import { overridesTable } from './gate.js';
 
 export async function renderCluster(main, ctx, name) {
@@ -40,7 +41,9 @@ function applies(o, c) {
 function draw(main, ctx, st, overrides, refresh) {
   const c = st.cluster;
   const gates = new Set(st.gates.map((g) => g.gate));
-  const mine = overrides.filter((o) => gates.has(o.gate) && applies(o, c));
+  // Requests made in the cluster have their own section.
+  const mine = overrides.filter((o) => gates.has(o.gate) && applies(o, c) && !o.requestedIn);
+  const requests = st.localRequests || [];
   const offset = c.clockOffsetMs;
   const heldCount = st.objects.filter((o) => o.held).length;
   replace(main,
@@ -73,6 +76,10 @@ function draw(main, ctx, st, overrides, refresh) {
           h('td', {}, gateActions(g.gate, ctx, { cluster: c.name, after: refresh }))))))
         : h('p', { class: 'muted' }, 'No gate governs this cluster.')),
     h('section', { class: 'card' },
+      h('h2', {}, `Requests made in the cluster (${requests.length})`),
+      requests.length ? localRequestsTable(requests, ctx, refresh)
+        : h('p', { class: 'muted' }, 'None: open/close requests annotated on this cluster\'s Gate objects show here once its spoke reports them.')),
+    h('section', { class: 'card' },
       h('h2', {}, `Overrides on this cluster (${mine.length})`),
       mine.length ? overridesTable(mine, ctx, refresh) : h('p', { class: 'muted' }, 'None.')),
     h('section', { class: 'card' },
@@ -99,6 +106,19 @@ function heldObjectsSection(st) {
         h('td', { class: 'rev', title: o.heldSince ? `since ${fmtTime(o.heldSince)}` : '' }, o.heldSinceRevision || '—'),
         h('td', { class: 'waiting' }, o.heldBy.length && o.newerRevisionApplied ? 'yes' : 'no')))))
       : h('p', { class: 'muted' }, 'No holdObjects gate selects objects on this cluster (or its spoke predates object holds).'));
+}
+
+/** Live requests made in the cluster (kubectl annotate gate/X open|close.gate.fleetgate.io/requestedAt=…). */
+function localRequestsTable(list, ctx, refresh) {
+  return h('table', { class: 'plain', id: 'local-requests' },
+    h('thead', {}, h('tr', {}, ...['Request', 'Gate', 'Requested by', 'Requested at', 'Until', 'Reason', ''].map((t) => h('th', {}, t)))),
+    h('tbody', {}, ...list.map((o) => h('tr', { 'data-override': o.id, 'data-gate': o.gate },
+      h('td', {}, badge(o.state, o.state === 'open' ? 'open' : 'close')),
+      h('td', {}, h('a', { href: `#/gates/${enc(o.gate)}` }, o.gate)),
+      h('td', { class: 'requested-by' }, o.requestedBy || h('span', { class: 'muted' }, 'unknown')),
+      h('td', {}, fmtTime(o.createdAt)),
+      h('td', {}, o.expiresAt ? [fmtTime(o.expiresAt), ' ', h('span', { class: 'muted' }, relTime(o.expiresAt))] : 'until cancelled'),
+      h('td', { class: 'reason' }, o.reason), h('td', {}, cancelAction(o, ctx, refresh))))));
 }
 
 function fact(label, value, title) {

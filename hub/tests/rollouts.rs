@@ -132,6 +132,20 @@ impl Fleet {
         self.replica.reports.flush_all().await;
     }
 
+    /// The gate's (state, reason) on `cluster` as `GET /clusters/{name}/status` shows it.
+    async fn gate_state(&self, cluster: &str) -> (String, String) {
+        let r = self
+            .hub
+            .get(&format!("/api/v1/clusters/{cluster}/status"))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let g = &r.body["gates"][0];
+        (
+            g["state"].as_str().unwrap().to_string(),
+            g["reason"].as_str().unwrap().to_string(),
+        )
+    }
+
     async fn status(&self) -> Value {
         let r = self.hub.get("/api/v1/gates/waves/rollout").await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
@@ -177,6 +191,15 @@ async fn waves_release_in_order_with_soak() {
     assert_eq!(s["waves"][1]["clusters"][0]["name"], "c2");
     assert_eq!(s["waves"][1]["clusters"][1]["name"], "c3");
     assert_eq!(s["waves"][2]["clusters"].as_array().unwrap().len(), 3);
+    // Every surface shows what the spokes enforce: c1 open, c2 waiting for its wave.
+    assert_eq!(
+        f.gate_state("c1").await,
+        ("open".into(), "allow window 'day' until 17:00 UTC".into())
+    );
+    assert_eq!(
+        f.gate_state("c2").await,
+        ("closed".into(), "waiting for rollout wave 2".into())
+    );
 
     // A report from before the release never passes the wave: c1 is still progressing.
     f.advance(1);
@@ -243,6 +266,10 @@ async fn a_failed_wave_halts_and_resume_continues() {
     assert_eq!(s["state"], "halted");
     assert!(s["detail"].as_str().unwrap().contains("c1"), "{s}");
     assert_eq!(s["waves"][0]["state"], "failed");
+    assert_eq!(
+        f.gate_state("c2").await.1,
+        "waiting for rollout wave 2 (rollout halted)"
+    );
     // Halt: the failed canary stays open, the other waves stay closed.
     assert_eq!(f.released().await, ["c1"]);
     f.advance(60);

@@ -1,13 +1,17 @@
 //! `fleetgate-sim` as a real process for end-to-end tests: one simulated
 //! cluster without Flux objects, Flux controllers reconciling every 200 ms,
-//! its API URL and kubeconfig read from the line it prints at start.
+//! its API URL and kubeconfig read from the line it prints at start, a client
+//! for it and the namespaces a spoke needs.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::{ChildGuard, bin_path};
+use kube::Api;
+use kube::api::PostParams;
+
+use crate::{ChildGuard, bin_path, kube_client_from_file};
 
 /// A running simulator with one cluster.
 #[derive(Debug)]
@@ -50,5 +54,28 @@ pub async fn start_sim(dir: &Path) -> SimProcess {
         child,
         url: fields[1].to_owned(),
         kubeconfig: PathBuf::from(fields[2]),
+    }
+}
+
+impl SimProcess {
+    /// A kube-rs client for the cluster.
+    pub async fn client(&self) -> kube::Client {
+        kube_client_from_file(&self.kubeconfig).await
+    }
+
+    /// Creates the namespaces (those that exist already are fine).
+    pub async fn create_namespaces(&self, names: &[&str]) {
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client().await);
+        for ns in names {
+            let obj = serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}
+            }))
+            .expect("namespace");
+            match namespaces.create(&PostParams::default(), &obj).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => panic!("namespace {ns}: {e}"),
+            }
+        }
     }
 }

@@ -196,6 +196,44 @@ browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
     assert_eq!(live["items"], json!([]), "{live}");
 });
 
+browser_test!(requests_made_in_a_cluster_are_listed_and_cancelled, |b| {
+    let hub = Hub::start("local-requests").await;
+    seed_small(&hub).await;
+    // A prod cluster whose spoke reports a close request made there with
+    // kubectl (by alice) on the approval gate.
+    let token = hub.cluster("edge-1", json!({"env": "prod"})).await;
+    let spoke = FakeSpoke::connect(hub.grpc_port, "edge-1", &token).await;
+    spoke
+        .request("sre-approval", "closed", "alice", "incident 7")
+        .await;
+    b.sign_in(&hub.base, ADMIN_TOKEN).await;
+    b.route("#/clusters/edge-1").await;
+    b.wait_page("cluster").await;
+    // Reported asynchronously: the page shows it once recorded (live refresh).
+    b.wait_js(
+        "document.querySelector('#local-requests tr[data-gate=\"sre-approval\"] .requested-by')?.textContent === 'alice'",
+        "the request listed with its Kubernetes user",
+    )
+    .await;
+    b.screenshot("cluster-local-requests").await;
+    b.click("#local-requests button[data-action='cancel']")
+        .await;
+    b.fill("#dlg-reason", "not needed").await;
+    b.click("#dlg-confirm").await;
+    b.wait_js("!document.querySelector('#local-requests')", "request gone")
+        .await;
+    let audit = hub
+        .call(
+            ADMIN_TOKEN,
+            "GET",
+            "/api/v1/audit?action=override.cancel",
+            None,
+        )
+        .await;
+    assert_eq!(audit["items"].as_array().map(Vec::len), Some(1), "{audit}");
+    drop(spoke);
+});
+
 browser_test!(viewer_sees_no_action_buttons, |b| {
     let hub = Hub::start("viewer").await;
     seed_small(&hub).await;

@@ -5,8 +5,9 @@
 //! override from that cluster (actor = the field manager @ the cluster); an
 //! admin cancelling it at the hub reopens the gate; with the hub SIGKILLed a
 //! close request still applies at once, and after the hub restarts the spoke
-//! reports it and the hub records it; a disallowed open request changes
-//! nothing and reaches nobody.
+//! reports it, the hub records and audits it and the cluster's status lists
+//! it with the Kubernetes user; a disallowed open request changes nothing and
+//! reaches nobody.
 
 use std::{
     path::Path,
@@ -18,7 +19,7 @@ use chrono::{SecondsFormat, Utc};
 use fleetgate_tests::{ChildGuard, bin_path, free_port, poll, start_sim, test_db};
 use futures::StreamExt;
 use kube::{
-    Api, Client,
+    Api,
     api::{DynamicObject, PostParams},
     core::{ApiResource, GroupVersionKind},
     runtime::watcher,
@@ -133,16 +134,9 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     let db = test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let sim = start_sim(dir.path()).await;
-    let kubeconfig = sim.kubeconfig.clone();
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let client = Client::try_from(
-        kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap(),
-    )
-    .unwrap();
     // The simulator has flux-system; the spoke needs its own namespace.
-    kubectl(&kubeconfig, &["create", "namespace", "fleetgate-system"]);
+    sim.create_namespaces(&["fleetgate-system"]).await;
+    let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client().await);
     let create = |group: &str, version: &str, kind: &str, obj: Value| {
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), NS, &resource(group, version, kind));
@@ -332,7 +326,10 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
 
     // The hub SIGKILLed: a close request still applies at once.
     drop(hub);
-    tokio::time::sleep(Duration::from_millis(1100)).await; // a later second than the first request
+    // Stamped 2 s ahead (within the clock skew a request may be ahead of the
+    // spoke): a later second than the first request without waiting for one.
+    let later =
+        (Utc::now() + chrono::Duration::seconds(2)).to_rfc3339_opts(SecondsFormat::Secs, true);
     kubectl(
         &kubeconfig,
         &[
@@ -340,7 +337,7 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
             "--overwrite",
             "--field-manager=bob",
             "gate/release",
-            &format!("close.gate.fleetgate.io/requestedAt={}", now_z()),
+            &format!("close.gate.fleetgate.io/requestedAt={later}"),
             "close.gate.fleetgate.io/reason=hub down",
         ],
     );
@@ -360,6 +357,30 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
         (Some("closed"), Some("hub down"))
     );
     assert!(offline["cancelledAt"].is_null());
+    assert_eq!(offline["requestedIn"], CLUSTER);
+    assert_eq!(offline["requestedBy"], "bob");
+    // Audited, and listed on the cluster's status (what the dashboard's
+    // cluster page and `fleetgate status` show).
+    let audit = get(&http, &base, "/audit").await.unwrap();
+    let entry = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["actor"] == format!("bob@cluster/{CLUSTER}"))
+        .cloned()
+        .expect("audit entry of the offline request");
+    assert_eq!(entry["action"], "override.close");
+    let status = get(&http, &base, &format!("/clusters/{CLUSTER}/status"))
+        .await
+        .unwrap();
+    let listed: Vec<&Value> = status["localRequests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["requestedBy"] == "bob")
+        .collect();
+    assert_eq!(listed.len(), 1, "{status}");
+    assert_eq!(listed[0]["id"], offline["id"]);
     assert!(
         local_overrides(&http, &base)
             .await

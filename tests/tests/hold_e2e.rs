@@ -213,14 +213,7 @@ async fn nginx_deployment_waits_for_the_hub_gate_while_its_configmap_changes_at_
     let db = test_db().await;
     let dir = tempfile::tempdir().unwrap();
     let sim = start_sim(dir.path()).await;
-    let kubeconfig = sim.kubeconfig.clone();
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let client = Client::try_from(
-        kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client().await);
     kubectl(&kubeconfig, &["create", "namespace", "fleetgate-system"]);
     create(
         &client,

@@ -118,30 +118,13 @@ fn gate_manifest(name: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spoke_enforces_hub_gates_end_to_end() {
     let db = test_db().await;
-    let dir = tempfile::tempdir().unwrap();
 
     // The simulated cluster (a process), its kubeconfig and push endpoint.
+    let dir = tempfile::tempdir().unwrap();
     let sim = start_sim(dir.path()).await;
-    let (sim_url, kubeconfig) = (sim.url.clone(), sim.kubeconfig.clone());
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let client = Client::try_from(
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .unwrap(),
-    )
-    .unwrap();
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    for ns in [NS, "fleetgate-system"] {
-        let obj = serde_json::from_value(
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
-        .unwrap();
-        match namespaces.create(&PostParams::default(), &obj).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => panic!("namespace {ns}: {e}"),
-        }
-    }
+    sim.create_namespaces(&[NS, "fleetgate-system"]).await;
+    let (sim_url, kubeconfig, client) =
+        (sim.url.clone(), sim.kubeconfig.clone(), sim.client().await);
     let gitrepos: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         NS,

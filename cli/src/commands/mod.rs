@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod gate;
 pub mod overrides;
 pub mod preview;
+pub mod rollout;
 pub mod status;
 pub mod token;
 
@@ -58,6 +59,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             GateCmd::Overrides { gate, all } => overrides::list(&client, gate, *all, format).await,
         },
         Command::Cluster(c) => cluster::run(&client, c, format).await,
+        Command::Rollout(r) => rollout::run(&client, r, format).await,
         Command::Token(t) => token::run(&client, t, format).await,
         Command::Status(s) => status::run(&client, s, format).await,
         Command::Audit(a) => audit::run(&client, a, format).await,

@@ -125,6 +125,35 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
     out
 }
 
+/// The live open/close requests made inside the cluster (annotations on its
+/// Gate objects), with the Kubernetes user; cancel one with
+/// `fleetgate gate cancel GATE ID`.
+fn local_requests(v: &ClusterStatus, gate: Option<&str>) -> String {
+    let mut t = Table::new(&["REQUEST", "GATE", "BY", "AT", "UNTIL", "REASON", "ID"]);
+    for r in v
+        .local_requests
+        .iter()
+        .filter(|r| gate.is_none_or(|g| r.gate == g))
+    {
+        t.row(vec![
+            if r.state == "open" { "open" } else { "close" }.into(),
+            r.gate.clone(),
+            r.requested_by.clone().unwrap_or_else(|| "—".into()),
+            output::time(&r.created_at),
+            output::time_or_empty(r.expires_at.as_ref()),
+            r.reason.clone(),
+            r.id.to_string(),
+        ]);
+    }
+    if t.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nRequests made in the cluster (cancel: fleetgate gate cancel GATE ID):\n{}",
+        t.render()
+    )
+}
+
 fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
     let c = &v.cluster;
     let mut out = format!(
@@ -161,6 +190,7 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
     } else {
         t.render()
     });
+    out.push_str(&local_requests(v, gate));
     let objects: Vec<_> = v
         .objects
         .iter()
@@ -314,5 +344,46 @@ mod tests {
         assert!(row.contains("a person") && row.ends_with("no"), "{row:?}");
         // A gate filter that selects nothing hides the list.
         assert!(!render_cluster(&v, Some("other")).contains("HELD OBJECT "));
+    }
+
+    #[test]
+    fn a_cluster_lists_the_requests_made_in_it_with_their_ids() {
+        let v: ClusterStatus = serde_json::from_value(json!({
+            "cluster": {"name": "edge-1", "connected": true, "labels": {},
+                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
+                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
+                        "desiredRevision": 1},
+            "at": "2026-11-24T10:05:00Z", "nextTransition": null,
+            "open": false, "closedBy": ["sre-approval"],
+            "gates": [{"gate": "sre-approval", "state": "closed", "held": 0, "heldObjects": 0,
+                       "reason": "override", "nextTransition": null, "objects": []}],
+            "objects": [], "heldObjects": [],
+            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
+                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
+            "localRequests": [{
+                "id": "0b5c1f7e-0000-4000-8000-000000000001", "gate": "sre-approval",
+                "state": "closed", "requestedBy": "alice", "requestedIn": "edge-1",
+                "clusters": {"names": ["edge-1"]},
+                "startsAt": "2026-11-24T10:00:00Z", "createdAt": "2026-11-24T10:00:00Z",
+                "expiresAt": "2026-11-24T11:00:00Z", "actor": "alice@cluster/edge-1",
+                "reason": "incident 7", "cancelledAt": null, "cancelledBy": null
+            }]
+        }))
+        .unwrap();
+        let text = render_cluster(&v, None);
+        assert!(text.contains("Requests made in the cluster"), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.contains("alice"))
+            .expect("a row for the request");
+        for part in [
+            "close",
+            "sre-approval",
+            "incident 7",
+            "0b5c1f7e-0000-4000-8000-000000000001",
+        ] {
+            assert!(row.contains(part), "{part} not in {row}");
+        }
+        assert!(!render_cluster(&v, Some("other")).contains("Requests made"));
     }
 }

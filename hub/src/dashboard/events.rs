@@ -99,7 +99,8 @@ pub fn to_sse(e: &FleetEvent) -> Event {
             json!({
                 "at": at, "change": change.as_str(), "id": o.id.to_string(), "gate": o.gate,
                 "state": o.state, "actor": o.actor, "reason": o.reason,
-                "expiresAt": o.expires_at,
+                "expiresAt": o.expires_at, "requestedIn": o.requested_in,
+                "requestedBy": o.requested_by,
             }),
         ),
         FleetChange::Spoke(sp) => (

@@ -214,17 +214,25 @@ pub async fn releases(
     Ok(rows)
 }
 
-/// The waves of the current rollouts' clusters not released yet, by (gate, cluster): the
-/// fleet grid's "waiting for wave N".
-pub async fn waiting(conn: &mut PgConnection) -> Result<HashMap<(String, String), i32>> {
-    let rows: Vec<(String, String, i32)> = sqlx::query_as(
-        "select r.gate, m.cluster, m.wave from rollout_clusters m \
+/// The waves of the current rollouts' clusters not released yet, with the rollout's
+/// state, by (gate, cluster): the views' "waiting for rollout wave N".
+pub async fn waiting(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<HashMap<(String, String), (i32, String)>> {
+    let rows: Vec<(String, String, i32, String)> = sqlx::query_as(
+        "select r.gate, m.cluster, m.wave, r.state from rollout_clusters m \
          join rollouts r on r.id = m.rollout_id \
-         where r.ended_at is null and m.released_at is null",
+         where r.ended_at is null and m.released_at is null \
+         and ($1::text[] is null or m.cluster = any($1))",
     )
+    .bind(names)
     .fetch_all(conn)
     .await?;
-    Ok(rows.into_iter().map(|(g, c, w)| ((g, c), w)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|(g, c, w, s)| ((g, c), (w, s)))
+        .collect())
 }
 
 /// What the spokes of `clusters` last reported about the objects `gate` governs there

@@ -95,7 +95,8 @@ pub struct SpokeChange {
 pub enum FleetChange {
     Gate(GateChange),
     Override {
-        record: OverrideRecord,
+        /// Boxed: a record is several times the size of the other changes.
+        record: Box<OverrideRecord>,
         change: OverrideChange,
     },
     Spoke(SpokeChange),
@@ -189,7 +190,7 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
         for (id, o) in these {
             if !others.contains_key(id) && filter.override_wanted(o) {
                 push(FleetChange::Override {
-                    record: o.clone(),
+                    record: Box::new(o.clone()),
                     change,
                 });
             }

@@ -109,6 +109,8 @@ pub fn override_info(o: OverrideRecord) -> pb::OverrideInfo {
         cancelled_at: o.cancelled_at.and_then(ts),
         cancelled_by: o.cancelled_by.unwrap_or_default(),
         cluster_selector_json: selector,
+        requested_in: o.requested_in.unwrap_or_default(),
+        requested_by: o.requested_by.unwrap_or_default(),
     }
 }
 
@@ -199,6 +201,7 @@ pub fn cluster_status(s: ClusterStatus) -> pb::ClusterStatus {
         open: s.open,
         closed_by: s.closed_by,
         next_transition: s.next_transition.and_then(ts),
+        local_requests: s.local_requests.into_iter().map(override_info).collect(),
         held_objects: s.held_objects.into_iter().map(held_object).collect(),
     }
 }

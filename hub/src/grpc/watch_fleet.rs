@@ -35,7 +35,7 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             next_transition: g.next_transition.map(to_timestamp),
         }),
         FleetChange::Override { record, change } => Event::Override(pb::OverrideChanged {
-            r#override: Some(override_info(record)),
+            r#override: Some(override_info(*record)),
             change: change.as_str().into(),
         }),
         FleetChange::Spoke(s) => Event::Spoke(pb::SpokeConnectionChanged {

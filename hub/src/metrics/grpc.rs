@@ -19,6 +19,16 @@ pub struct EndLabels {
     pub reason: String,
 }
 
+/// What became of an open/close request made in a cluster that its spoke reported.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LocalRequestLabels {
+    /// `open` or `closed`; `invalid` when the message did not parse.
+    pub state: String,
+    /// `recorded` (a new audited override), `duplicate` (a resend, or already
+    /// over) or `refused` (the gate does not allow it, or bad fields).
+    pub result: String,
+}
+
 /// Counters and gauges of the gRPC side. Cheap to clone (shared cells).
 #[derive(Debug, Clone, Default)]
 pub struct GrpcMetrics {
@@ -30,6 +40,7 @@ pub struct GrpcMetrics {
     pub report_flush_failures: Counter,
     pub notifications: Counter,
     pub listener_connects: Counter,
+    pub local_requests: Family<LocalRequestLabels, Counter>,
     /// Held-object gauges of the clusters this replica serves (registered
     /// without the `grpc_` prefix).
     pub held_objects: HeldObjectMetrics,
@@ -80,6 +91,21 @@ impl GrpcMetrics {
             "(Re)connections of the change listener, each followed by a resync",
             self.listener_connects.clone(),
         );
+        r.register(
+            "local_requests",
+            "Open/close requests made in clusters that spokes reported, by state and result",
+            self.local_requests.clone(),
+        );
+    }
+
+    /// Counts a reported request made in a cluster.
+    pub fn local_request(&self, state: &str, result: &str) {
+        self.local_requests
+            .get_or_create(&LocalRequestLabels {
+                state: state.to_string(),
+                result: result.to_string(),
+            })
+            .inc();
     }
 
     /// Sets `cluster`'s held-object gauges from its latest report.

@@ -4,8 +4,6 @@
 //! from the previous revision never passes a wave.
 
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 pub use crate::db::rollouts::ObjectHealth;
 
@@ -26,34 +24,7 @@ pub struct ClusterHealthInput<'a> {
     pub objects: &'a [ObjectHealth],
 }
 
-/// A released cluster's health.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Health {
-    /// Not released (yet).
-    Closed,
-    /// Released; not every object is Ready at the new revision yet.
-    Progressing,
-    /// Every governed object is Ready at its source's newest revision.
-    Healthy,
-    /// An object failed at the new revision, or the cluster was not healthy in time.
-    Failed,
-    /// Its spoke is disconnected: never healthy.
-    Unknown,
-}
-
-impl Health {
-    /// The wire name.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Health::Closed => "closed",
-            Health::Progressing => "progressing",
-            Health::Healthy => "healthy",
-            Health::Failed => "failed",
-            Health::Unknown => "unknown",
-        }
-    }
-}
+pub use fleetgate_api_types::rollout::Health;
 
 /// The judgement and, unless healthy, why (naming the failing object and its Ready message).
 #[derive(Debug, Clone, PartialEq, Eq)]

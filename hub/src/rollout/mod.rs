@@ -5,55 +5,9 @@
 pub mod health;
 pub mod machine;
 
-use serde::Serialize;
-use utoipa::ToSchema;
-
 use crate::db::rollouts::RolloutRow;
 
-/// A rollout's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-#[schema(as = RolloutState)]
-pub enum State {
-    /// Releasing waves as they become healthy and soaked.
-    Running,
-    /// An operator paused it: no wave is released or advanced.
-    Paused,
-    /// A wave failed: the remaining waves stay closed until an operator resumes.
-    Halted,
-    /// An operator aborted it: the remaining waves stay closed until the gate opens anew.
-    Aborted,
-    /// Every wave was released and found healthy; clusters joining later reopen it.
-    Completed,
-    /// The gate closed (or opened anew): the rollout is over.
-    Ended,
-}
-
-impl State {
-    /// The stored name.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            State::Running => "running",
-            State::Paused => "paused",
-            State::Halted => "halted",
-            State::Aborted => "aborted",
-            State::Completed => "completed",
-            State::Ended => "ended",
-        }
-    }
-
-    /// Parses a stored name (the table's check constraint admits only these).
-    pub fn parse(s: &str) -> Self {
-        match s {
-            "paused" => State::Paused,
-            "halted" => State::Halted,
-            "aborted" => State::Aborted,
-            "completed" => State::Completed,
-            "ended" => State::Ended,
-            _ => State::Running,
-        }
-    }
-}
+pub use fleetgate_api_types::rollout::RolloutState as State;
 
 /// Something a rollout did: one audit row, one fleet-feed event, one metric increment.
 #[derive(Debug, Clone, PartialEq, Eq)]

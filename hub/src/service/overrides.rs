@@ -116,6 +116,8 @@ impl Service {
                             created_at: now,
                             cancelled_at: None,
                             cancelled_by: None,
+                            requested_in: None,
+                            requested_by: None,
                         },
                     )
                     .await?;

@@ -7,7 +7,6 @@ pub use fleetgate_api_types::records::{
     GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
 };
 
-use crate::db::audit::AuditRow;
 use crate::db::clusters::ClusterRow;
 use crate::db::gates::GateRow;
 use crate::db::overrides::OverrideRow;
@@ -67,22 +66,8 @@ impl From<OverrideRow> for OverrideRecord {
             created_at: r.created_at,
             cancelled_at: r.cancelled_at,
             cancelled_by: r.cancelled_by,
-        }
-    }
-}
-
-impl From<AuditRow> for AuditEntry {
-    fn from(r: AuditRow) -> Self {
-        Self {
-            id: r.id,
-            at: r.at,
-            actor: r.actor,
-            action: r.action,
-            target_kind: r.target_kind,
-            target_name: r.target_name,
-            before: r.before,
-            after: r.after,
-            reason: r.reason,
+            requested_in: r.requested_in,
+            requested_by: r.requested_by,
         }
     }
 }

@@ -85,6 +85,28 @@ impl FakeSpoke {
     }
 }
 
+impl FakeSpoke {
+    /// Reports an open/close request made in the cluster on `gate` by the
+    /// Kubernetes user `by`, stamped a minute ago, lasting an hour.
+    pub async fn request(&self, gate: &str, state: &str, by: &str, reason: &str) {
+        use fleetgate_proto::time::to_timestamp;
+        let at = chrono::Utc::now() - chrono::Duration::minutes(1);
+        self.tx
+            .send(pb::SpokeMessage {
+                msg: Some(spoke_message::Msg::LocalRequest(pb::LocalRequest {
+                    gate: gate.into(),
+                    state: state.into(),
+                    requested_at: Some(to_timestamp(at)),
+                    expires_at: Some(to_timestamp(at + chrono::Duration::hours(1))),
+                    reason: reason.into(),
+                    requested_by: by.into(),
+                })),
+            })
+            .await
+            .expect("request");
+    }
+}
+
 /// A governed object as a spoke reports it; `held` = a newer revision waits.
 pub fn object(kind: &str, ns: &str, name: &str, gates: &[&str], held: bool) -> pb::ObjectStatus {
     let gates: Vec<String> = gates.iter().map(|g| g.to_string()).collect();

@@ -329,6 +329,7 @@ impl Session {
             })) => match local_request_from_proto(r) {
                 Ok(request) => Ok(Flow::Record(request)),
                 Err(status) => {
+                    self.inner.metrics.local_request("invalid", "refused");
                     self.not_recorded(&status);
                     Ok(Flow::Continue)
                 }
@@ -346,18 +347,24 @@ impl Session {
     /// a refusal is logged, not fatal to the stream (the spoke resends until
     /// it is recorded).
     async fn record(&self, request: LocalRequest) {
-        match self
+        let state = request.state.as_str();
+        let result = self
             .inner
             .service
             .record_local_request(&self.cluster, request)
-            .await
-        {
+            .await;
+        let counted = match result {
             Ok(Some(o)) => {
                 tracing::info!(cluster = %self.cluster, gate = %o.gate, state = %o.state, actor = %o.actor, "recorded a request made in the cluster");
+                "recorded"
             }
-            Ok(None) => {}
-            Err(e) => self.not_recorded(&to_status(e)),
-        }
+            Ok(None) => "duplicate",
+            Err(e) => {
+                self.not_recorded(&to_status(e));
+                "refused"
+            }
+        };
+        self.inner.metrics.local_request(state, counted);
     }
 
     fn not_recorded(&self, status: &Status) {

@@ -110,6 +110,8 @@ pub struct FleetInputs {
     pub reported: Reported,
     /// Rollout releases of current rollouts, by (gate, cluster).
     pub releases: HashMap<(String, String), ReleaseRow>,
+    /// Clusters current rollouts have not released: (wave, rollout state) by (gate, cluster).
+    pub waiting: HashMap<(String, String), (i32, String)>,
 }
 
 impl FleetInputs {
@@ -187,14 +189,15 @@ impl FleetInputs {
                 ..Reported::default()
             },
         };
-        let releases = if gates.iter().any(|g| g.gate.spec.rollout.is_some()) {
-            db::rollouts::releases(tx, names.as_deref())
+        let (releases, waiting) = if gates.iter().any(|g| g.gate.spec.rollout.is_some()) {
+            let releases = db::rollouts::releases(tx, names.as_deref())
                 .await?
                 .into_iter()
                 .map(|r| ((r.gate.clone(), r.cluster.clone()), r))
-                .collect()
+                .collect();
+            (releases, db::rollouts::waiting(tx, names.as_deref()).await?)
         } else {
-            HashMap::new()
+            (HashMap::new(), HashMap::new())
         };
         Ok(Self {
             at: now,
@@ -204,6 +207,7 @@ impl FleetInputs {
             overrides: by_gate,
             reported,
             releases,
+            waiting,
         })
     }
 

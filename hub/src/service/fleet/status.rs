@@ -10,6 +10,7 @@ use super::evaluate::{ClusterEvals, Evaluated, evaluate};
 use super::summary::{ObjectCounts, summary, with_held_objects};
 use crate::db::status::ObjectStatus;
 use crate::service::liveness;
+use crate::service::types::OverrideRecord;
 use crate::{Error, Result};
 
 pub use fleetgate_api_types::status::{
@@ -60,7 +61,18 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
             .filter(|h| h.object.newer_revision_applied)
             .count() as i64,
     };
+    let name = &cluster.cluster.row.name;
+    let mut local_requests: Vec<OverrideRecord> = inputs
+        .overrides
+        .values()
+        .flatten()
+        .filter(|o| o.requested_in.as_ref() == Some(name))
+        .cloned()
+        .map(OverrideRecord::from)
+        .collect();
+    local_requests.sort_by_key(|o| std::cmp::Reverse((o.created_at, o.id)));
     Ok(ClusterStatus {
+        local_requests,
         cluster: liveness::at(cluster.cluster.row.clone(), inputs.at).into(),
         at: inputs.at,
         open: combined.open,

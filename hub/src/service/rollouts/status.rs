@@ -5,9 +5,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::PgConnection;
-use utoipa::ToSchema;
 
 use crate::Result;
 use crate::db::{clusters, rollouts};
@@ -15,61 +13,7 @@ use crate::rollout::State;
 use crate::rollout::health::Health;
 use crate::rollout::machine::Current;
 use crate::service::liveness;
-
-/// A gate's rollout.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RolloutStatus {
-    pub gate: String,
-    pub id: String,
-    pub state: State,
-    /// When the gate's open period (this rollout's opening) began.
-    pub opening_at: DateTime<Utc>,
-    pub started_at: DateTime<Utc>,
-    pub ended_at: Option<DateTime<Utc>>,
-    /// The current wave, 1-based (one past the last when all are done).
-    pub wave: i32,
-    /// The current wave waits for an operator's `release-next`.
-    pub waiting_for_approval: bool,
-    /// When the current wave's soak ends (it is healthy and soaking).
-    pub soak_until: Option<DateTime<Utc>>,
-    /// When the current wave counts as failed unless healthy (it is released).
-    pub health_deadline: Option<DateTime<Utc>>,
-    /// Why it halted or ended.
-    pub detail: Option<String>,
-    pub waves: Vec<WaveStatus>,
-}
-
-/// One wave.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WaveStatus {
-    /// 1-based.
-    pub index: i32,
-    pub name: String,
-    pub approval: bool,
-    /// `done`, `released`, `soaking`, `waiting-approval`, `next`, `pending`, `failed`.
-    pub state: String,
-    /// For a wave not released yet of a running rollout: the earliest it can be released if
-    /// every earlier wave is healthy at once (soaks add up; approvals and health do not).
-    pub estimated_release_at: Option<DateTime<Utc>>,
-    pub clusters: Vec<RolloutClusterStatus>,
-}
-
-/// One cluster of a rollout.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RolloutClusterStatus {
-    pub name: String,
-    pub released_at: Option<DateTime<Utc>>,
-    pub health: Health,
-    /// Why it is not healthy: the failing object and its Ready message.
-    pub detail: Option<String>,
-    /// Came into scope after the rollout started.
-    pub late: bool,
-    /// Opened ahead of its wave by a cluster-scoped open override.
-    pub bypass: bool,
-}
+pub use fleetgate_api_types::rollout::{RolloutClusterStatus, RolloutStatus, WaveStatus};
 
 /// The status of `gate`'s current (else latest) rollout at `now`; `None` if it has none.
 pub(crate) async fn read(
