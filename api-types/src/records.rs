@@ -153,6 +153,7 @@ pub struct OverrideRecord {
 /// One audit-log entry.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
     pub id: i64,

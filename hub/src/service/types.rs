@@ -7,7 +7,6 @@ pub use fleetgate_api_types::records::{
     GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
 };
 
-use crate::db::audit::AuditRow;
 use crate::db::clusters::ClusterRow;
 use crate::db::gates::GateRow;
 use crate::db::overrides::OverrideRow;
@@ -69,22 +68,6 @@ impl From<OverrideRow> for OverrideRecord {
             cancelled_by: r.cancelled_by,
             requested_in: r.requested_in,
             requested_by: r.requested_by,
-        }
-    }
-}
-
-impl From<AuditRow> for AuditEntry {
-    fn from(r: AuditRow) -> Self {
-        Self {
-            id: r.id,
-            at: r.at,
-            actor: r.actor,
-            action: r.action,
-            target_kind: r.target_kind,
-            target_name: r.target_name,
-            before: r.before,
-            after: r.after,
-            reason: r.reason,
         }
     }
 }
