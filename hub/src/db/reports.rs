@@ -16,7 +16,9 @@ use crate::Result;
 /// ingestion, read back by the status views (with `reported_at`, see
 /// [`super::status::ObjectStatus`]). A whole report is JSON-encoded into one
 /// statement parameter, so it is one upsert.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportedObject {
     pub kind: String,
@@ -36,6 +38,29 @@ pub struct ReportedObject {
     /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but fleetgate never
     /// governs it (not counted as governed).
     pub ignored: bool,
+    /// Its Ready condition as Flux wrote it: `True`, `False` or `Unknown`; absent while it
+    /// has none (never reconciled) or from a spoke that predates health reports.
+    #[serde(default)]
+    pub ready: Option<String>,
+    /// The Ready condition's reason, e.g. `ReconciliationFailed`, `UpgradeFailed`.
+    #[serde(default)]
+    pub ready_reason: Option<String>,
+    /// The Ready condition's message (at most 1 KiB).
+    #[serde(default)]
+    pub ready_message: Option<String>,
+    /// `Stalled=True`: Flux stopped retrying until the object or its input changes.
+    #[serde(default)]
+    pub stalled: bool,
+    /// `metadata.generation`.
+    #[serde(default)]
+    pub generation: Option<i64>,
+    /// `status.observedGeneration`; behind `generation` while Flux has not reconciled the
+    /// current spec successfully.
+    #[serde(default)]
+    pub observed_generation: Option<i64>,
+    /// `status.lastAttemptedRevision`: the revision Flux tried last, applied or failed.
+    #[serde(default)]
+    pub last_attempted_revision: Option<String>,
 }
 
 /// The latest report of one cluster, as the batcher flushes it.
@@ -44,6 +69,8 @@ pub struct ClusterReport {
     pub cluster: String,
     /// Objects with unique (kind, namespace, name).
     pub objects: Vec<ReportedObject>,
+    /// The snapshot revision the spoke enforced when it made the report.
+    pub revision: u64,
     pub clock_offset_ms: i64,
     /// When the hub received the report.
     pub received_at: DateTime<Utc>,
@@ -89,25 +116,35 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     sqlx::query(
         r#"insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
            gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
-           ignored, reported_at)
+           ignored, ready, ready_reason, ready_message, stalled, generation,
+           observed_generation, last_attempted_revision, report_revision, reported_at)
          select $1, r.kind, r.namespace, r.name, r.suspended,
            array(select jsonb_array_elements_text(r."suspendedBy")),
            array(select jsonb_array_elements_text(r.gates)),
            r."lastAppliedRevision", r."newestSourceRevision", r.held, r."suspendedByHuman",
-           coalesce(r.ignored, false), $3
+           coalesce(r.ignored, false), r.ready, r."readyReason", r."readyMessage",
+           coalesce(r.stalled, false), r.generation, r."observedGeneration",
+           r."lastAttemptedRevision", $4, $3
          from jsonb_to_recordset($2) as r(kind text, namespace text, name text, suspended bool,
            "suspendedBy" jsonb, gates jsonb, "lastAppliedRevision" text,
-           "newestSourceRevision" text, held bool, "suspendedByHuman" bool, ignored bool)
+           "newestSourceRevision" text, held bool, "suspendedByHuman" bool, ignored bool,
+           ready text, "readyReason" text, "readyMessage" text, stalled bool,
+           generation bigint, "observedGeneration" bigint, "lastAttemptedRevision" text)
          on conflict (cluster, kind, namespace, name) do update set
            suspended = excluded.suspended, suspended_by = excluded.suspended_by,
            gates = excluded.gates, last_applied_revision = excluded.last_applied_revision,
            newest_source_revision = excluded.newest_source_revision, held = excluded.held,
            suspended_by_human = excluded.suspended_by_human, ignored = excluded.ignored,
-           reported_at = excluded.reported_at"#,
+           ready = excluded.ready, ready_reason = excluded.ready_reason,
+           ready_message = excluded.ready_message, stalled = excluded.stalled,
+           generation = excluded.generation, observed_generation = excluded.observed_generation,
+           last_attempted_revision = excluded.last_attempted_revision,
+           report_revision = excluded.report_revision, reported_at = excluded.reported_at"#,
     )
     .bind(&report.cluster)
     .bind(&objects)
     .bind(report.received_at)
+    .bind(i64::try_from(report.revision).unwrap_or(i64::MAX))
     .execute(&mut *conn)
     .await?;
     Ok(true)

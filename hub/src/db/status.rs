@@ -18,6 +18,9 @@ pub struct ObjectStatus {
     #[sqlx(flatten)]
     pub object: ReportedObject,
     pub reported_at: DateTime<Utc>,
+    /// The snapshot revision the spoke enforced when it reported this (status reported
+    /// before a change reached the spoke carries an older revision).
+    pub report_revision: Option<i64>,
 }
 
 /// Every reported object of `cluster`.
@@ -25,7 +28,8 @@ pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<O
     let rows = sqlx::query_as(
         "select kind, namespace, name, suspended, suspended_by, gates, \
          last_applied_revision, newest_source_revision, held, suspended_by_human, ignored, \
-         reported_at \
+         ready, ready_reason, ready_message, stalled, generation, observed_generation, \
+         last_attempted_revision, reported_at, report_revision \
          from object_status where cluster = $1 order by kind, namespace, name",
     )
     .bind(cluster)

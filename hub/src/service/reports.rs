@@ -80,11 +80,19 @@ impl Reports {
 
     /// Queues `cluster`'s complete, validated report received now; a newer
     /// report of the same cluster replaces it.
-    pub fn submit(&self, cluster: &str, objects: Vec<ReportedObject>, clock_offset_ms: i64) {
+    /// `revision` is the snapshot revision the spoke enforced when it made the report.
+    pub fn submit(
+        &self,
+        cluster: &str,
+        revision: u64,
+        objects: Vec<ReportedObject>,
+        clock_offset_ms: i64,
+    ) {
         self.metrics.reports_received.inc();
         let report = ClusterReport {
             cluster: cluster.to_string(),
             objects,
+            revision,
             clock_offset_ms,
             received_at: self.service.now(),
         };
@@ -283,6 +291,14 @@ pub fn normalize_objects(objects: Vec<ReportedObject>) -> Result<Vec<ReportedObj
                 "must not be empty",
             ));
         }
+        if let Some(ready) = o.ready.as_deref()
+            && !matches!(ready, "True" | "False" | "Unknown")
+        {
+            return Err(Error::invalid(
+                format!("report.objects[{i}].ready"),
+                format!("must be True, False, Unknown or empty, not '{ready}'"),
+            ));
+        }
         by_key.insert((o.kind.clone(), o.namespace.clone(), o.name.clone()), o);
     }
     Ok(by_key.into_values().collect())
@@ -305,6 +321,13 @@ mod tests {
             held,
             suspended_by_human: false,
             ignored: false,
+            ready: None,
+            ready_reason: None,
+            ready_message: None,
+            stalled: false,
+            generation: None,
+            observed_generation: None,
+            last_attempted_revision: None,
         }
     }
 
@@ -330,5 +353,9 @@ mod tests {
         assert_eq!(err.field(), Some("report.objects[1].kind"));
         let err = normalize_objects(vec![obj("Kustomization", "a", "", false)]).unwrap_err();
         assert_eq!(err.field(), Some("report.objects[0].name"));
+        let mut maybe = obj("Kustomization", "a", "x", false);
+        maybe.ready = Some("Maybe".into());
+        let err = normalize_objects(vec![maybe]).unwrap_err();
+        assert_eq!(err.field(), Some("report.objects[0].ready"));
     }
 }

@@ -284,6 +284,7 @@ mod tests {
             artifact_revision: None,
             ignored: false,
             nesting: Default::default(),
+            readiness: Default::default(),
         }
     }
 

@@ -311,7 +311,7 @@ impl Session {
                 if let Some(objects) = self.parts.add(objects, report.more).map_err(to_status)? {
                     self.inner
                         .reports
-                        .submit(&self.cluster, objects, report.clock_offset_ms);
+                        .submit(&self.cluster, report.revision, objects, report.clock_offset_ms);
                 }
                 Ok(Flow::Continue)
             }
