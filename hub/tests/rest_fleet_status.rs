@@ -141,7 +141,12 @@ async fn one_response_matches_every_clusters_own_status() {
         .find(|o| o["name"] == "b")
         .unwrap();
     assert_eq!(
-        (&b["ready"], &b["readyReason"], &b["readyMessage"], &b["stalled"]),
+        (
+            &b["ready"],
+            &b["readyReason"],
+            &b["readyMessage"],
+            &b["stalled"]
+        ),
         (
             &json!("False"),
             &json!("ReconciliationFailed"),
@@ -151,7 +156,11 @@ async fn one_response_matches_every_clusters_own_status() {
         "{b}"
     );
     assert_eq!(
-        (&b["generation"], &b["observedGeneration"], &b["lastAttemptedRevision"]),
+        (
+            &b["generation"],
+            &b["observedGeneration"],
+            &b["lastAttemptedRevision"]
+        ),
         (&json!(4), &json!(3), &json!("main@sha1:bbb"))
     );
     assert_eq!(b["reportRevision"], 7);

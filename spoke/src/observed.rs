@@ -9,8 +9,8 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 use crate::annotations::{IGNORE, PINNED, SUSPENDED_BY, parse_suspended_by};
-use crate::readiness::Readiness;
 use crate::hold::marks::{OWNER_NAME, OWNER_NAMESPACE, RECONCILE, SSA};
+use crate::readiness::Readiness;
 
 /// Identifies one Flux object in the cluster. Orders by kind (appliers first),
 /// namespace, name.
@@ -324,9 +324,18 @@ mod tests {
             })),
         );
         assert_eq!(o.last_applied_revision.as_deref(), Some("1.2.3"));
-        assert_eq!(o.readiness.last_attempted_revision.as_deref(), Some("1.2.4"));
-        assert_eq!(o.readiness.ready.as_ref().map(|r| r.reason.as_str()), Some("UpgradeFailed"));
-        assert_eq!((o.readiness.generation, o.readiness.observed_generation), (2, 2));
+        assert_eq!(
+            o.readiness.last_attempted_revision.as_deref(),
+            Some("1.2.4")
+        );
+        assert_eq!(
+            o.readiness.ready.as_ref().map(|r| r.reason.as_str()),
+            Some("UpgradeFailed")
+        );
+        assert_eq!(
+            (o.readiness.generation, o.readiness.observed_generation),
+            (2, 2)
+        );
     }
 
     #[test]

@@ -111,7 +111,10 @@ mod tests {
         assert!(r.stalled);
         assert_eq!((r.generation, r.observed_generation), (4, 3));
         assert_eq!(r.last_attempted_revision.as_deref(), Some("main@sha1:bad"));
-        assert_eq!(Readiness::from_object(&json!({}), None), Readiness::default());
+        assert_eq!(
+            Readiness::from_object(&json!({}), None),
+            Readiness::default()
+        );
     }
 
     #[test]

@@ -66,9 +66,21 @@ fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
         held: o.held,
         suspended_by_human: o.suspended_by_human,
         ignored: o.ignored,
-        ready: r.ready.as_ref().map(|c| c.status.clone()).unwrap_or_default(),
-        ready_reason: r.ready.as_ref().map(|c| c.reason.clone()).unwrap_or_default(),
-        ready_message: r.ready.as_ref().map(|c| c.message.clone()).unwrap_or_default(),
+        ready: r
+            .ready
+            .as_ref()
+            .map(|c| c.status.clone())
+            .unwrap_or_default(),
+        ready_reason: r
+            .ready
+            .as_ref()
+            .map(|c| c.reason.clone())
+            .unwrap_or_default(),
+        ready_message: r
+            .ready
+            .as_ref()
+            .map(|c| c.message.clone())
+            .unwrap_or_default(),
         stalled: r.stalled,
         generation: r.generation,
         observed_generation: r.observed_generation,
@@ -127,7 +139,11 @@ mod tests {
         assert_eq!(o.last_applied_revision, "r1");
         assert_eq!(o.newest_source_revision, "");
         assert_eq!(
-            (o.ready.as_str(), o.ready_reason.as_str(), o.ready_message.as_str()),
+            (
+                o.ready.as_str(),
+                o.ready_reason.as_str(),
+                o.ready_message.as_str()
+            ),
             ("False", "HealthCheckFailed", "health check failed")
         );
         assert!(o.stalled);

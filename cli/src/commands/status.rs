@@ -204,13 +204,18 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
             "KIND",
             "NAMESPACE",
             "NAME",
+            "READY",
             "SUSPENDED",
             "BY",
             "HELD",
             "APPLIED",
             "NEWEST",
         ]);
+        let mut not_ready = Vec::new();
         for o in objects {
+            if let Some(line) = not_ready_line(o) {
+                not_ready.push(line);
+            }
             let suspended = match (o.get("suspended"), o.get("suspendedByHuman")) {
                 // fleetgate.io/ignore: "true": the gates target it, fleetgate leaves it be.
                 _ if o.get("ignored") == Some(&Value::Bool(true)) => "ignored".to_string(),
@@ -222,6 +227,7 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
                 output::s(o, "kind"),
                 output::s(o, "namespace"),
                 output::s(o, "name"),
+                ready(o),
                 suspended,
                 strs(o.get("suspendedBy")),
                 output::s(o, "held"),
@@ -230,6 +236,86 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
             ]);
         }
         out.push_str(&t.render());
+        if !not_ready.is_empty() {
+            out.push_str("\nnot ready:\n");
+            for line in not_ready {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
     }
     out
+}
+
+/// Flux's Ready condition in one cell: `True`, `False (Reason)`, `Unknown`, `-` while none
+/// was reported; `, stalled` when Flux stopped retrying.
+fn ready(o: &Value) -> String {
+    let status = output::s(o, "ready");
+    let reason = output::s(o, "readyReason");
+    let mut cell = match status.as_str() {
+        "" => "-".to_string(),
+        "True" => status,
+        _ if reason.is_empty() => status,
+        _ => format!("{status} ({reason})"),
+    };
+    if o.get("stalled") == Some(&Value::Bool(true)) {
+        cell.push_str(", stalled");
+    }
+    cell
+}
+
+/// `  Kustomization apps/web: health check failed …` for an object whose Ready is not True
+/// and which has a message (messages are too long for the table).
+fn not_ready_line(o: &Value) -> Option<String> {
+    let status = output::s(o, "ready");
+    let message = output::s(o, "readyMessage");
+    if status.is_empty() || status == "True" || message.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "  {} {}/{}: {message}",
+        output::s(o, "kind"),
+        output::s(o, "namespace"),
+        output::s(o, "name")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cluster_view_shows_ready_and_the_failure_message() {
+        let v = json!({
+            "cluster": {"name": "edge-1", "connected": true, "labels": {}},
+            "open": true, "gates": [],
+            "objects": [
+                {"kind": "Kustomization", "namespace": "apps", "name": "api", "gates": ["g"],
+                 "ready": "True", "readyReason": "ReconciliationSucceeded",
+                 "readyMessage": "Applied revision: main@sha1:aaa", "held": false},
+                {"kind": "Kustomization", "namespace": "apps", "name": "web", "gates": ["g"],
+                 "ready": "False", "readyReason": "HealthCheckFailed", "stalled": true,
+                 "readyMessage": "health check failed after 5m: Deployment/apps/web not ready",
+                 "held": false},
+                {"kind": "HelmRelease", "namespace": "apps", "name": "old", "gates": ["g"],
+                 "held": false}
+            ]
+        });
+        let out = render_cluster(&v, None);
+        assert!(out.contains("READY"), "{out}");
+        assert!(out.contains("False (HealthCheckFailed), stalled"), "{out}");
+        assert!(
+            out.contains(
+                "not ready:\n  Kustomization apps/web: health check failed after 5m: Deployment/apps/web not ready"
+            ),
+            "{out}"
+        );
+        assert!(
+            !out.contains("Applied revision"),
+            "a Ready message is not repeated: {out}"
+        );
+        let old = out.lines().find(|l| l.contains(" old ")).unwrap();
+        assert!(old.contains(" - "), "no Ready reported: {old}");
+    }
 }

@@ -16,9 +16,7 @@ use crate::Result;
 /// ingestion, read back by the status views (with `reported_at`, see
 /// [`super::status::ObjectStatus`]). A whole report is JSON-encoded into one
 /// statement parameter, so it is one upsert.
-#[derive(
-    Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema,
-)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportedObject {
     pub kind: String,

@@ -309,9 +309,12 @@ impl Session {
             })) => {
                 let objects = report.objects.into_iter().map(object_from_proto);
                 if let Some(objects) = self.parts.add(objects, report.more).map_err(to_status)? {
-                    self.inner
-                        .reports
-                        .submit(&self.cluster, report.revision, objects, report.clock_offset_ms);
+                    self.inner.reports.submit(
+                        &self.cluster,
+                        report.revision,
+                        objects,
+                        report.clock_offset_ms,
+                    );
                 }
                 Ok(Flow::Continue)
             }
