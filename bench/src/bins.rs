@@ -57,8 +57,14 @@ impl Bins {
             Some(p) if release && p.exists() => p,
             _ => find("fleetgate-spoke")?,
         };
+        // FLEETGATE_BENCH_HUB measures another hub build (e.g. one with a
+        // dependency pinned back) against the same benchmark.
+        let hub = match std::env::var_os("FLEETGATE_BENCH_HUB") {
+            Some(p) => PathBuf::from(p),
+            None => find("fleetgate-hub")?,
+        };
         Ok(Self {
-            hub: find("fleetgate-hub")?,
+            hub,
             spoke,
             sim: find("fleetgate-sim")?,
             bench,

@@ -22,6 +22,10 @@ pub struct BenchConfig {
     pub ingest_spokes: usize,
     pub ingest_objects: usize,
     pub ingest_duration: Duration,
+    /// Steady state with the largest fleet (unchanged reports at the spoke's
+    /// heartbeat interval): the interval and the measurement window (0 skips).
+    pub steady_interval: Duration,
+    pub steady_window: Duration,
     /// Real spoke against the simulator: Flux objects it governs (0 = skip),
     /// and the idle window for its CPU.
     pub spoke_objects: usize,
@@ -46,6 +50,8 @@ impl BenchConfig {
             ingest_spokes: 1000,
             ingest_objects: 100,
             ingest_duration: Duration::from_secs(if quick { 5 } else { 20 }),
+            steady_interval: Duration::from_secs(30),
+            steady_window: Duration::from_secs(if quick { 30 } else { 60 }),
             spoke_objects: 1000,
             spoke_idle_window: Duration::from_secs(if quick { 10 } else { 30 }),
             bins,

@@ -18,7 +18,8 @@ const ROUND_BOUND: Duration = Duration::from_secs(120);
 /// Marker base, far from any real clock offset.
 const MARKER_BASE: i64 = 7_000_000_000;
 
-fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
+/// `n` objects of round `round` (their revisions name the round).
+pub(crate) fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
     (0..n)
         .map(|j| pb::ObjectStatus {
             kind: if j % 3 == 2 {

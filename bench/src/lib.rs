@@ -16,6 +16,7 @@ pub mod report;
 pub mod run;
 pub mod spoke_process;
 pub mod stats;
+pub mod steady;
 pub mod storm;
 pub mod swarm;
 

@@ -32,6 +32,9 @@ struct Cli {
     /// Skip the reconnect storm.
     #[arg(long)]
     no_storm: bool,
+    /// Skip the steady-state phase (idle fleet's database writes).
+    #[arg(long)]
+    no_steady: bool,
     /// Flux objects the real spoke governs (0 skips the spoke measurement).
     #[arg(long)]
     spoke_objects: Option<usize>,
@@ -64,6 +67,9 @@ async fn main() -> anyhow_free::Result {
         cfg.spoke_objects = o;
     }
     cfg.storm = !cli.no_storm;
+    if cli.no_steady {
+        cfg.steady_window = std::time::Duration::ZERO;
+    }
     let start = Instant::now();
     let progress = move |line: &str| eprintln!("[{:>6.1}s] {line}", start.elapsed().as_secs_f64());
     let report = fleetgate_bench::run(&cfg, &progress).await?;

@@ -16,6 +16,7 @@ pub struct Report {
     pub sizes: Vec<SizeResult>,
     pub storm: Option<StormResult>,
     pub ingest: Option<IngestResult>,
+    pub steady: Option<SteadyResult>,
     pub spoke: Option<SpokeResult>,
     /// Snapshot size on the wire (bytes of the protobuf `Snapshot`).
     pub snapshot_bytes: usize,
@@ -77,6 +78,25 @@ pub struct IngestResult {
     /// Hub RSS growth over the ingest divided by the reporting spokes: what a
     /// spoke that reports keeps costing beyond an idle one.
     pub hub_rss_per_reporting_spoke_kib: f64,
+}
+
+/// An idle fleet re-sending unchanged reports at the heartbeat interval.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SteadyResult {
+    pub spokes: usize,
+    pub objects_per_report: usize,
+    pub report_interval_seconds: f64,
+    pub window_seconds: f64,
+    /// Rows inserted + updated + deleted per second, all tables
+    /// (`pg_stat_user_tables`).
+    pub rows_per_second: f64,
+    pub per_table_rows_per_second: std::collections::BTreeMap<String, f64>,
+    pub wal_bytes_per_second: f64,
+    /// Reports the fleet sends per second, and the object rows they carry.
+    pub reports_per_second: f64,
+    pub object_rows_offered_per_second: f64,
+    /// Reports the swarm could not hand to a stream (none expected).
+    pub reports_not_sent: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -224,6 +244,33 @@ impl Report {
                 format!("{:.1} KiB", i.hub_rss_per_reporting_spoke_kib),
                 "",
                 None,
+            );
+        }
+        if let Some(s) = &self.steady {
+            let tables: Vec<String> = s
+                .per_table_rows_per_second
+                .iter()
+                .map(|(t, r)| format!("{t} {r:.0}"))
+                .collect();
+            row(
+                format!(
+                    "idle fleet, {} spokes × {} objects, unchanged report every {:.0} s: database writes",
+                    s.spokes, s.objects_per_report, s.report_interval_seconds
+                ),
+                format!(
+                    "{:.0} rows/s ({}), WAL {:.0} KiB/s, over {:.0} s; reports carry {:.0} object rows/s",
+                    s.rows_per_second,
+                    if tables.is_empty() {
+                        "none".into()
+                    } else {
+                        tables.join(", ")
+                    },
+                    s.wal_bytes_per_second / 1024.0,
+                    s.window_seconds,
+                    s.object_rows_offered_per_second
+                ),
+                "≤ 1 % of one row per reported object",
+                Some(s.rows_per_second <= 0.01 * s.object_rows_offered_per_second),
             );
         }
         if let Some(s) = &self.spoke {

@@ -16,7 +16,7 @@ use crate::floor::{self, FloorProcess};
 use crate::hub_process::HubSpec;
 use crate::report::{Registration, Report, SizeResult};
 use crate::swarm::{Credential, Swarm};
-use crate::{Error, Result, flips, ingest, proc_stats, spoke_process, storm};
+use crate::{Error, Result, flips, ingest, proc_stats, spoke_process, steady, storm};
 
 /// Bootstrap admin secret of the benchmark's private hub.
 const ADMIN_TOKEN: &str = "fleetgate-bench-admin-secret";
@@ -148,6 +148,25 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             ingest.hub_rss_per_reporting_spoke_kib =
                 after.saturating_sub(before) as f64 / spokes as f64;
             report.ingest = Some(ingest);
+        }
+        if i + 1 == cfg.spokes.len() && !cfg.steady_window.is_zero() {
+            progress(&format!(
+                "hub: steady state, {n} spokes re-sending unchanged reports every {:?}",
+                cfg.steady_interval
+            ));
+            let steady = steady::run(
+                &swarm,
+                &pool,
+                cfg.ingest_objects,
+                cfg.steady_interval,
+                cfg.steady_window,
+            )
+            .await?;
+            progress(&format!(
+                "hub: steady state {:.0} rows/s {:?}",
+                steady.rows_per_second, steady.per_table_rows_per_second
+            ));
+            report.steady = Some(steady);
         }
     }
 

@@ -54,18 +54,44 @@ pub enum Command {
     /// API tokens for people and pipelines (admin).
     #[command(subcommand)]
     Token(TokenCmd),
+    /// Rollout waves of a gate: status, and (operator) pause, resume, abort, release-next.
+    #[command(subcommand)]
+    Rollout(RolloutCmd),
     /// Fleet status (like `flux get`): every cluster, what holds it, held changes.
     Status(StatusArgs),
     /// The audit log, newest first.
     Audit(AuditArgs),
     /// Run the whole system locally: PostgreSQL, hub, simulated fleet with
     /// a spoke per cluster, the example gates. Ctrl-C stops and cleans up.
-    Demo(DemoArgs),
+    ///
+    /// Runs the `fleetgate-demo` program installed beside this one.
+    #[command(disable_help_flag = true)]
+    Demo {
+        /// fleetgate-demo's options (`fleetgate demo --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Print a shell completion script.
     Completion {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutCmd {
+    /// The gate's current (else latest) rollout: waves, each cluster's release and health,
+    /// soak countdown, estimated release times.
+    Status { gate: String },
+    /// Release no further wave until resumed (operator).
+    Pause { gate: String },
+    /// Continue a paused or halted rollout; a halted wave is judged afresh (operator).
+    Resume { gate: String },
+    /// Stop: the remaining waves stay closed until the gate opens anew (operator).
+    Abort { gate: String },
+    /// Release the next wave now: approve a wave waiting for approval, or end the soak
+    /// of a healthy wave (operator).
+    ReleaseNext { gate: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -219,32 +245,6 @@ pub enum ClusterCmd {
         #[arg(long)]
         reason: Option<String>,
     },
-}
-
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// Number of simulated clusters.
-    #[arg(long, default_value_t = 20)]
-    pub clusters: usize,
-    /// Flux objects per cluster (sources, Kustomizations, HelmReleases).
-    #[arg(long, default_value_t = 12)]
-    pub objects_per_cluster: usize,
-    /// Hub REST + dashboard address.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub http_addr: std::net::SocketAddr,
-    /// Hub gRPC address.
-    #[arg(long, default_value = "127.0.0.1:9090")]
-    pub grpc_addr: std::net::SocketAddr,
-    /// Simulated Flux reconcile interval (fast-forward).
-    #[arg(long, default_value = "30s", value_parser = parse_std_duration)]
-    pub reconcile_interval: std::time::Duration,
-}
-
-fn parse_std_duration(s: &str) -> Result<std::time::Duration, String> {
-    fleetgate_policy::parse_duration(s)
-        .map_err(|e| e.message)?
-        .to_std()
-        .map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Subcommand)]

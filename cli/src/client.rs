@@ -1,8 +1,10 @@
 //! A small REST client for the hub's `/api/v1`: Bearer auth, JSON in and
 //! out, the hub's error body mapped to [`Error::Api`], and cursor paging.
 
+use fleetgate_api_types::{ErrorBody, Page};
 use reqwest::{Method, StatusCode};
-use serde_json::Value;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::config::Connection;
 use crate::error::{Error, Result};
@@ -13,12 +15,15 @@ pub struct Client {
     conn: Connection,
 }
 
-/// A successful response: its JSON body (Null when empty) and ETag.
+/// A successful response: its body and ETag.
 #[derive(Debug)]
-pub struct Response {
-    pub body: Value,
+pub struct Response<T> {
+    pub body: T,
     pub etag: Option<String>,
 }
+
+/// No request body.
+const NO_BODY: Option<&()> = None;
 
 impl Client {
     pub fn new(conn: Connection) -> Result<Self> {
@@ -30,49 +35,65 @@ impl Client {
         Ok(Client { http, conn })
     }
 
-    pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value> {
-        Ok(self.send(Method::GET, path, query, None, None).await?.body)
+    pub async fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<T> {
+        Ok(self
+            .send(Method::GET, path, query, NO_BODY, None)
+            .await?
+            .body)
     }
 
-    pub async fn get_full(&self, path: &str) -> Result<Response> {
-        self.send(Method::GET, path, &[], None, None).await
+    pub async fn get_full<T: DeserializeOwned>(&self, path: &str) -> Result<Response<T>> {
+        self.send(Method::GET, path, &[], NO_BODY, None).await
     }
 
-    pub async fn post(&self, path: &str, query: &[(&str, String)], body: &Value) -> Result<Value> {
+    pub async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+        body: &B,
+    ) -> Result<T> {
         Ok(self
             .send(Method::POST, path, query, Some(body), None)
             .await?
             .body)
     }
 
-    pub async fn put(
+    pub async fn put<B: Serialize, T: DeserializeOwned>(
         &self,
         path: &str,
         query: &[(&str, String)],
-        body: &Value,
+        body: &B,
         if_match: Option<&str>,
-    ) -> Result<Value> {
+    ) -> Result<T> {
         Ok(self
             .send(Method::PUT, path, query, Some(body), if_match)
             .await?
             .body)
     }
 
-    pub async fn delete(&self, path: &str, query: &[(&str, String)]) -> Result<Value> {
+    /// DELETE; the answer is `T` (`()` for 204 No Content).
+    pub async fn delete<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<T> {
         Ok(self
-            .send(Method::DELETE, path, query, None, None)
+            .send(Method::DELETE, path, query, NO_BODY, None)
             .await?
             .body)
     }
 
     /// Follows `nextCursor` until `limit` items (or all when None) are read.
-    /// Accepts both `{"items": [...]}` pages and a bare array.
-    pub async fn list(
+    pub async fn list<T: DeserializeOwned>(
         &self,
         path: &str,
         query: &[(&str, String)],
         limit: Option<usize>,
-    ) -> Result<Vec<Value>> {
+    ) -> Result<Vec<T>> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -83,31 +104,16 @@ impl Client {
             if let Some(l) = limit {
                 q.push(("limit", (l - items.len()).min(500).to_string()));
             }
-            let page = self.get(path, &q).await?;
-            let (page_items, next) = match page {
-                Value::Array(a) => (a, None),
-                Value::Object(mut o) => {
-                    let its = match o.remove("items") {
-                        Some(Value::Array(a)) => a,
-                        _ => Vec::new(),
-                    };
-                    let next = o
-                        .remove("nextCursor")
-                        .or_else(|| o.remove("next_cursor"))
-                        .and_then(|v| v.as_str().map(String::from));
-                    (its, next)
-                }
-                _ => (Vec::new(), None),
-            };
-            let empty = page_items.is_empty();
-            items.extend(page_items);
+            let page: Page<T> = self.get(path, &q).await?;
+            let empty = page.items.is_empty();
+            items.extend(page.items);
             if let Some(l) = limit
                 && items.len() >= l
             {
                 items.truncate(l);
                 break;
             }
-            match next {
+            match page.next_cursor {
                 Some(n) if !empty && !n.is_empty() => cursor = Some(n),
                 _ => break,
             }
@@ -115,16 +121,16 @@ impl Client {
         Ok(items)
     }
 
-    async fn send(
+    async fn send<B: Serialize, T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
         query: &[(&str, String)],
-        body: Option<&Value>,
+        body: Option<&B>,
         if_match: Option<&str>,
-    ) -> Result<Response> {
+    ) -> Result<Response<T>> {
         let url = format!("{}/api/v1{path}", self.conn.hub);
-        let mut req = self.http.request(method, &url);
+        let mut req = self.http.request(method.clone(), &url);
         if !query.is_empty() {
             req = req.query(query);
         }
@@ -151,52 +157,46 @@ impl Client {
             hub: self.conn.hub.clone(),
             message: error_chain(&e),
         })?;
-        let json: Option<Value> = if bytes.is_empty() {
-            None
-        } else {
-            serde_json::from_slice(&bytes).ok()
-        };
-        if status.is_success() {
-            return Ok(Response {
-                body: json.unwrap_or(Value::Null),
-                etag,
-            });
+        if !status.is_success() {
+            return Err(api_error(status, &bytes));
         }
-        Err(api_error(status, json, &bytes))
+        // An empty body (204) reads as JSON null, which `()` and `Option` accept.
+        let json: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+        let body = serde_json::from_slice(json).map_err(|e| {
+            Error::Other(format!(
+                "the hub's answer to {method} {path} is not what this CLI expects: {e}"
+            ))
+        })?;
+        Ok(Response { body, etag })
     }
 }
 
 /// Maps the hub's `{"error": {"code", "message", "field"}}` body (or any
 /// other body) to an error carrying the HTTP status.
-fn api_error(status: StatusCode, json: Option<Value>, raw: &[u8]) -> Error {
-    let err = json.as_ref().and_then(|j| j.get("error"));
-    let text = |k: &str| {
-        err.and_then(|e| e.get(k))
-            .and_then(|v| v.as_str())
-            .map(String::from)
-    };
-    let message = text("message").unwrap_or_else(|| {
-        let raw = String::from_utf8_lossy(raw).trim().to_string();
-        if raw.is_empty() {
-            status
-                .canonical_reason()
-                .unwrap_or("request failed")
-                .to_string()
-        } else {
-            raw.chars().take(500).collect()
+fn api_error(status: StatusCode, raw: &[u8]) -> Error {
+    let detail = serde_json::from_slice::<ErrorBody>(raw)
+        .ok()
+        .map(|b| b.error);
+    let reason = status.canonical_reason();
+    let message = match &detail {
+        Some(d) => d.message.clone(),
+        None => {
+            let raw = String::from_utf8_lossy(raw).trim().to_string();
+            if raw.is_empty() {
+                reason.unwrap_or("request failed").to_string()
+            } else {
+                raw.chars().take(500).collect()
+            }
         }
-    });
+    };
     Error::Api {
         status: status.as_u16(),
-        code: text("code").unwrap_or_else(|| {
-            status
-                .canonical_reason()
-                .unwrap_or("error")
-                .to_lowercase()
-                .replace(' ', "_")
-        }),
+        code: match &detail {
+            Some(d) => d.code.clone(),
+            None => reason.unwrap_or("error").to_lowercase().replace(' ', "_"),
+        },
         message,
-        field: text("field"),
+        field: detail.and_then(|d| d.field),
     }
 }
 

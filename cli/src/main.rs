@@ -1,21 +1,12 @@
 //! `fleetgate`: the CLI for people and pipelines — gates as code, overrides,
 //! clusters, fleet status, audit — plus offline `gate validate`/`preview`.
+//! Parses the command line and runs it (the commands live in the library).
 #![forbid(unsafe_code)]
-
-mod args;
-mod client;
-mod commands;
-mod config;
-mod demo;
-mod diff;
-mod error;
-mod manifests;
-mod output;
-mod timearg;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use fleetgate::{args, commands, error};
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();

@@ -1,6 +1,9 @@
 //! Printing results: aligned tables for people, JSON/YAML for scripts.
 //! JSON and YAML always carry the full data; tables pick columns.
 
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use crate::args::Format;
@@ -80,6 +83,22 @@ pub fn to_json<T: Serialize>(value: &T) -> Result<String> {
     serde_json::to_string_pretty(value).map_err(|e| Error::Other(e.to_string()))
 }
 
+/// Prints an answer of the hub like [`print`], its JSON/YAML keys sorted as
+/// they always printed (scripts compare them), not in struct field order.
+pub fn print_answer<T: Serialize>(
+    format: Format,
+    value: &T,
+    table: impl FnOnce(&T) -> String,
+) -> Result<()> {
+    match format {
+        Format::Table => print(format, value, table),
+        Format::Json | Format::Yaml => {
+            let sorted = serde_json::to_value(value).map_err(|e| Error::Other(e.to_string()))?;
+            print(format, &sorted, |_| String::new())
+        }
+    }
+}
+
 /// A string field of a JSON object, or "" (tables show what there is).
 pub fn s(v: &serde_json::Value, key: &str) -> String {
     match v.get(key) {
@@ -89,16 +108,25 @@ pub fn s(v: &serde_json::Value, key: &str) -> String {
     }
 }
 
-/// `k=v,k=v` for a JSON object of labels.
-pub fn labels(v: Option<&serde_json::Value>) -> String {
-    match v.and_then(|v| v.as_object()) {
-        Some(map) if !map.is_empty() => map
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-            .collect::<Vec<_>>()
-            .join(","),
-        _ => "<none>".to_string(),
+/// An instant as the hub writes it (RFC 3339, UTC, only the fractional digits it needs).
+pub fn time(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// [`time`], or "" for none.
+pub fn time_or_empty(t: Option<&DateTime<Utc>>) -> String {
+    t.map(time).unwrap_or_default()
+}
+
+/// `k=v,k=v` for a label map.
+pub fn labels(map: &BTreeMap<String, String>) -> String {
+    if map.is_empty() {
+        return "<none>".to_string();
     }
+    map.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]

@@ -39,14 +39,6 @@ fn rendered_spoke() -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-async fn client(yaml: &str) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(yaml).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(cfg).unwrap()
-}
-
 fn kustomizations(c: kube::Client) -> Api<DynamicObject> {
     let ar = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("kustomize.toolkit.fluxcd.io", "v1", "Kustomization"),
@@ -120,8 +112,10 @@ async fn spoke_works_under_the_rendered_rbac_and_nothing_more() {
     .await
     .unwrap();
     sim.seed_fleet(8).await.unwrap();
-    let admin = client(&sim.kubeconfig_yaml("c1").unwrap()).await;
-    let as_spoke = client(&sim.kubeconfig_yaml_with_token("c1", SPOKE_TOKEN).unwrap()).await;
+    let admin = fleetgate_tests::kube_client(&sim.kubeconfig_yaml("c1").unwrap()).await;
+    let as_spoke =
+        fleetgate_tests::kube_client(&sim.kubeconfig_yaml_with_token("c1", SPOKE_TOKEN).unwrap())
+            .await;
 
     // Register the cluster and a gate that is closed for its Kustomizations.
     let reg = hub.json(&["cluster", "register", "c1"]);

@@ -443,3 +443,62 @@ fn api_requests(hub: &common::Hub) -> u64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
 }
+
+/// `fleetgate rollout`: the hub's driver (a real process on the system clock) starts the
+/// rollout of an open gate and releases its canary; status shows the waves; an operator
+/// pauses; a command the state does not allow fails with the hub's reason.
+#[test]
+fn rollout_status_and_commands() {
+    let hub = start_hub();
+    hub.ok(&["cluster", "register", "c1"]);
+    hub.ok(&["cluster", "register", "c2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("waves.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: waves}\nspec:\n  clusters: {names: [c1, c2]}\n  rollout:\n    waves:\n      - {name: canary, clusters: {names: [c1]}}\n      - {name: rest}\n",
+    )
+    .unwrap();
+    hub.ok(&["gate", "apply", "-f", &file.display().to_string()]);
+    // The driver ticks every second: the rollout appears within a few.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        let o = hub.cli(&["rollout", "status", "waves", "-o", "json"]);
+        if o.status.code() == Some(0) {
+            break serde_json::from_str::<Value>(&out(&o)).unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no rollout: {}",
+            err(&o)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(status["state"], "running");
+    assert_eq!(status["waves"][0]["clusters"][0]["name"], "c1");
+    assert!(status["waves"][0]["clusters"][0]["releasedAt"].is_string());
+    // No spoke: c1 is unknown, never healthy; c2 waits for wave 2.
+    assert_eq!(status["waves"][0]["clusters"][0]["health"], "unknown");
+    assert_eq!(status["waves"][1]["clusters"][0]["releasedAt"], Value::Null);
+    let table = hub.ok(&["rollout", "status", "waves"]);
+    assert!(table.contains("gate/waves rollout"), "{table}");
+    assert!(
+        table.contains("1 canary") && table.contains("2 rest"),
+        "{table}"
+    );
+
+    let paused = hub.json(&["rollout", "pause", "waves"]);
+    assert_eq!(paused["state"], "paused");
+    let o = hub.cli(&["rollout", "release-next", "waves"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(err(&o).contains("resume it first"), "{}", err(&o));
+    let audit = hub.json(&["audit", "--target", "waves"]);
+    let actions: Vec<&str> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert!(actions.contains(&"rollout.pause"), "{audit}");
+    assert!(actions.contains(&"rollout.release"), "{audit}");
+}

@@ -1,11 +1,13 @@
-// Cluster page: its gates now (with cluster-scoped actions), the overrides
-// that apply to it, the Flux objects its spoke reported (suspended by which
-// gates, Flux's Ready condition with its message, applied vs newest revision,
-// held), and the spoke's health.
+// Cluster page: its gates now (with cluster-scoped actions), the open/close
+// requests made inside the cluster (with the Kubernetes user; cancellable),
+// the other overrides that apply to it, the Flux objects its spoke reported
+// (suspended by which gates, Flux's Ready condition with its message, applied
+// vs newest revision, held), the objects held inside its Kustomizations
+// (holdObjects gates), and the spoke's health.
 
 import { api, enc } from './api.js';
 import { h, replace, fmtTime, relTime, badge } from './dom.js';
-import { gateActions } from './actions.js';
+import { gateActions, cancelAction } from './actions.js';
 import { overridesTable } from './gate.js';
 
 export async function renderCluster(main, ctx, name) {
@@ -40,13 +42,15 @@ function applies(o, c) {
 function draw(main, ctx, st, overrides, refresh) {
   const c = st.cluster;
   const gates = new Set(st.gates.map((g) => g.gate));
-  const mine = overrides.filter((o) => gates.has(o.gate) && applies(o, c));
+  // Requests made in the cluster have their own section.
+  const mine = overrides.filter((o) => gates.has(o.gate) && applies(o, c) && !o.requestedIn);
+  const requests = st.localRequests || [];
   const offset = c.clockOffsetMs;
   const heldCount = st.objects.filter((o) => o.held).length;
   replace(main,
     h('div', { class: 'page-head' },
       h('h1', {}, h('span', { class: 'kind' }, 'Cluster '), c.name),
-      st.open ? badge('open', 'changes may flow') : badge(heldCount ? 'held' : 'closed', `closed by ${st.closedBy.join(', ')}`),
+      st.open ? badge('open', 'changes may flow') : badge(heldCount || st.counts.heldObjects ? 'held' : 'closed', `closed by ${st.closedBy.join(', ')}`),
       c.connected ? badge('online', 'spoke connected') : badge('offline', 'spoke offline')),
     h('section', { class: 'card facts' },
       fact('Labels', Object.keys(c.labels).length ? Object.entries(c.labels).map(([k, v]) => h('span', { class: 'chip' }, `${k}=${v}`)) : '—'),
@@ -62,21 +66,60 @@ function draw(main, ctx, st, overrides, refresh) {
     h('section', { class: 'card' },
       h('h2', {}, `Gates (${st.gates.length})`),
       st.gates.length ? h('table', { class: 'plain', id: 'cluster-gates' },
-        h('thead', {}, h('tr', {}, ...['Gate', 'State', 'Why', 'Next change', 'Held', ''].map((t) => h('th', {}, t)))),
+        h('thead', {}, h('tr', {}, ...['Gate', 'State', 'Why', 'Next change', 'Held', 'Held objects', ''].map((t) => h('th', {}, t)))),
         h('tbody', {}, ...st.gates.map((g) => h('tr', { 'data-gate': g.gate },
           h('td', {}, h('a', { href: `#/gates/${enc(g.gate)}` }, g.gate)),
           h('td', {}, badge(g.state === 'closed' && g.held ? 'held' : g.state, g.state)),
           h('td', {}, g.reason),
           h('td', {}, g.nextTransition ? [fmtTime(g.nextTransition), ' ', h('span', { class: 'muted' }, relTime(g.nextTransition))] : '—'),
           h('td', {}, String(g.held)),
+          h('td', {}, String(g.heldObjects ?? 0)),
           h('td', {}, gateActions(g.gate, ctx, { cluster: c.name, after: refresh }))))))
         : h('p', { class: 'muted' }, 'No gate governs this cluster.')),
+    h('section', { class: 'card' },
+      h('h2', {}, `Requests made in the cluster (${requests.length})`),
+      requests.length ? localRequestsTable(requests, ctx, refresh)
+        : h('p', { class: 'muted' }, 'None: open/close requests annotated on this cluster\'s Gate objects show here once its spoke reports them.')),
     h('section', { class: 'card' },
       h('h2', {}, `Overrides on this cluster (${mine.length})`),
       mine.length ? overridesTable(mine, ctx, refresh) : h('p', { class: 'muted' }, 'None.')),
     h('section', { class: 'card' },
       h('h2', {}, `Governed objects (${st.objects.length}; ${heldCount} held)`),
-      st.objects.length ? objectsTable(st.objects) : h('p', { class: 'muted' }, c.lastSeenAt ? 'The spoke reported no governed Flux objects.' : 'No report yet: the spoke has not connected.')));
+      st.objects.length ? objectsTable(st.objects) : h('p', { class: 'muted' }, c.lastSeenAt ? 'The spoke reported no governed Flux objects.' : 'No report yet: the spoke has not connected.')),
+    heldObjectsSection(st));
+}
+
+/** Objects inside Kustomizations that holdObjects gates select (held ones first, as the hub sends them). */
+function heldObjectsSection(st) {
+  const list = st.heldObjects || [];
+  const held = list.filter((o) => o.held).length;
+  const waiting = list.filter((o) => o.heldBy.length && o.newerRevisionApplied).length;
+  return h('section', { class: 'card', id: 'held-objects-card' },
+    h('h2', {}, `Held objects (${held} held of ${list.length} selected${waiting ? `; ${waiting} with changes waiting` : ''})`),
+    list.length ? h('table', { class: 'plain', id: 'held-objects' },
+      h('thead', {}, h('tr', {}, ...['Kind', 'Namespace', 'Name', 'Kustomization', 'Held', 'Since revision', 'Changes waiting'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, ...list.map((o) => h('tr', { 'data-object': `${o.kind}/${o.namespace}/${o.name}` },
+        h('td', { title: o.group ? `${o.group}/${o.kind}` : o.kind }, o.kind),
+        h('td', {}, o.namespace || '—'), h('td', {}, o.name),
+        h('td', {}, `${o.kustomizationNamespace}/${o.kustomizationName}`),
+        h('td', { class: 'held-by' }, o.heldBy.length ? badge('held', `by ${o.heldBy.join(', ')}`)
+          : o.heldByPerson ? badge('info', 'by a person (left alone)') : 'no'),
+        h('td', { class: 'rev', title: o.heldSince ? `since ${fmtTime(o.heldSince)}` : '' }, o.heldSinceRevision || '—'),
+        h('td', { class: 'waiting' }, o.heldBy.length && o.newerRevisionApplied ? 'yes' : 'no')))))
+      : h('p', { class: 'muted' }, 'No holdObjects gate selects objects on this cluster (or its spoke predates object holds).'));
+}
+
+/** Live requests made in the cluster (kubectl annotate gate/X open|close.gate.fleetgate.io/requestedAt=…). */
+function localRequestsTable(list, ctx, refresh) {
+  return h('table', { class: 'plain', id: 'local-requests' },
+    h('thead', {}, h('tr', {}, ...['Request', 'Gate', 'Requested by', 'Requested at', 'Until', 'Reason', ''].map((t) => h('th', {}, t)))),
+    h('tbody', {}, ...list.map((o) => h('tr', { 'data-override': o.id, 'data-gate': o.gate },
+      h('td', {}, badge(o.state, o.state === 'open' ? 'open' : 'close')),
+      h('td', {}, h('a', { href: `#/gates/${enc(o.gate)}` }, o.gate)),
+      h('td', { class: 'requested-by' }, o.requestedBy || h('span', { class: 'muted' }, 'unknown')),
+      h('td', {}, fmtTime(o.createdAt)),
+      h('td', {}, o.expiresAt ? [fmtTime(o.expiresAt), ' ', h('span', { class: 'muted' }, relTime(o.expiresAt))] : 'until cancelled'),
+      h('td', { class: 'reason' }, o.reason), h('td', {}, cancelAction(o, ctx, refresh))))));
 }
 
 function fact(label, value, title) {

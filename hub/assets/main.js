@@ -38,8 +38,13 @@ async function show() {
     a.classList.toggle('current', a.dataset.nav === r.name || (r.name !== 'audit' && a.dataset.nav === 'fleet'));
   }
   const ctx = { me: app.me, canAct: app.me.role !== 'viewer', refresh: () => refreshNow() };
+  // Each navigation renders into its own element: a refresh of the previous
+  // page still in flight (a live event just before the click) then draws into
+  // a detached element instead of over this page.
+  const view = h('div', { class: 'view' });
+  replace(main, view);
   try {
-    const page = await r.render(main, ctx, r.arg);
+    const page = await r.render(view, ctx, r.arg);
     if (seq !== app.seq) return; // navigated away meanwhile
     app.page = page;
     main.dataset.ready = '1';

@@ -52,6 +52,8 @@ pub mod defaults {
     pub const SPOKE_STREAM_MAX_AGE: &str = "30m";
     /// `--report-flush-ms`.
     pub const REPORT_FLUSH_MS: u64 = 250;
+    /// `--rollout-tick`.
+    pub const ROLLOUT_TICK: &str = "1s";
 }
 
 /// `fleetgate-hub serve`.
@@ -148,6 +150,9 @@ pub struct GrpcOptions {
     /// How long status reports are gathered before one batched write (ms).
     #[arg(long, env = "FLEETGATE_REPORT_FLUSH_MS", default_value_t = defaults::REPORT_FLUSH_MS)]
     pub report_flush_ms: u64,
+    /// How often the rollout driver steps every rollout (releases, health, soak).
+    #[arg(long, env = "FLEETGATE_ROLLOUT_TICK", default_value = defaults::ROLLOUT_TICK, value_parser = parse_std_duration)]
+    pub rollout_tick: Duration,
 }
 
 impl Default for GrpcOptions {
@@ -161,6 +166,7 @@ impl Default for GrpcOptions {
             spoke_keepalive: duration(defaults::SPOKE_KEEPALIVE),
             spoke_stream_max_age: duration(defaults::SPOKE_STREAM_MAX_AGE),
             report_flush_ms: defaults::REPORT_FLUSH_MS,
+            rollout_tick: duration(defaults::ROLLOUT_TICK),
         }
     }
 }

@@ -4,8 +4,8 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
-use utoipa::ToSchema;
+
+pub use fleetgate_api_types::{ErrorBody, ErrorDetail};
 
 /// Result with the hub's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -167,40 +167,6 @@ impl Error {
             }
             Self::BadRequest { message, .. } | Self::Invalid { message, .. } => message.clone(),
             other => other.to_string(),
-        }
-    }
-}
-
-/// The JSON error body: `{"error": {"code", "message", "field"}}`.
-#[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
-pub struct ErrorBody {
-    pub error: ErrorDetail,
-}
-
-/// Details of an error response.
-#[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
-pub struct ErrorDetail {
-    /// Machine-readable code: unauthenticated, forbidden, not_found, conflict,
-    /// bad_request, invalid, payload_too_large, unsupported_media_type,
-    /// method_not_allowed, unavailable (503: the database is unreachable;
-    /// retry after `Retry-After` seconds), internal.
-    pub code: String,
-    /// Human-readable message.
-    pub message: String,
-    /// Path of the offending field (e.g. `spec.windows[0].schedule`), if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-}
-
-impl ErrorBody {
-    /// Builds a body from its parts.
-    pub fn new(code: &str, message: impl Into<String>, field: Option<String>) -> Self {
-        Self {
-            error: ErrorDetail {
-                code: code.to_string(),
-                message: message.into(),
-                field,
-            },
         }
     }
 }

@@ -1,7 +1,7 @@
 //! One hub replica: the parts both APIs serve from — the service layer, the
 //! change fan-out, the shared fleet feed, report ingestion and the metrics
 //! registry — built in one place ([`Replica::new`]), and its background tasks
-//! (the change listener, the report batcher) run around whatever serves it
+//! (the change listener, the report batcher, the rollout driver) run around whatever serves it
 //! ([`Replica::run`]). Production, the tests and the demo all assemble a hub
 //! this way; `rest`, `grpc` and `dashboard` are adapters over it.
 
@@ -15,7 +15,8 @@ use crate::Result;
 use crate::config::{GrpcOptions, HttpOptions};
 use crate::fanout::{Fanout, listener};
 use crate::fleet_feed::FleetFeed;
-use crate::metrics::{GrpcMetrics, Metrics};
+use crate::metrics::{GrpcMetrics, Metrics, RolloutMetrics};
+use crate::rollout::Event;
 use crate::service::Service;
 use crate::service::reports::Reports;
 
@@ -33,6 +34,9 @@ pub struct Replica {
     pub metrics: Metrics,
     /// The spoke side's metrics (registered in `metrics`).
     pub grpc_metrics: GrpcMetrics,
+    /// What this replica's rollout driver did (fleet feeds subscribe).
+    pub rollout_events: tokio::sync::broadcast::Sender<Event>,
+    pub rollout_metrics: RolloutMetrics,
     pub http: HttpOptions,
     pub grpc: GrpcOptions,
 }
@@ -53,6 +57,8 @@ impl Replica {
         let fanout = Fanout::new(Arc::new(service.clone()));
         let fleet = FleetFeed::new(service.clone(), fanout.changes());
         let grpc_metrics = GrpcMetrics::default();
+        let rollout_metrics = RolloutMetrics::default();
+        let (rollout_events, _) = tokio::sync::broadcast::channel(256);
         let reports = Reports::new(
             service.clone(),
             grpc.replica(),
@@ -61,6 +67,7 @@ impl Replica {
         );
         metrics.register(|r| {
             grpc_metrics.register(r);
+            rollout_metrics.register(r);
             r.register(
                 "fleet_view_reads",
                 "Fleet views read for WatchFleet and dashboard event streams (one per change, shared by all watchers)",
@@ -79,6 +86,8 @@ impl Replica {
             reports,
             metrics,
             grpc_metrics,
+            rollout_events,
+            rollout_metrics,
             http,
             grpc,
         }
@@ -113,10 +122,18 @@ impl Replica {
             tasks.clone(),
         ));
         let batcher_task = tokio::spawn(self.reports.clone().run(tasks.clone()));
+        let rollout_task = tokio::spawn(crate::service::rollouts::driver::run(
+            self.service.clone(),
+            self.grpc.rollout_tick,
+            self.rollout_events.clone(),
+            self.rollout_metrics.clone(),
+            tasks.clone(),
+        ));
         let result = serving.await;
         tasks.cancel();
         let _ = listener_task.await;
         let _ = batcher_task.await;
+        let _ = rollout_task.await;
         let _ = health_task.await;
         // Streams ended by the drain skipped recording their disconnection.
         if let Err(e) = self.reports.clear_connections().await {

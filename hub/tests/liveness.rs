@@ -1,7 +1,7 @@
 //! "Connected" is derived from a fresh heartbeat: a replica that crashed
 //! leaves `clusters.connected = true`, but REST, the fleet summary and the
 //! dashboard report the spoke disconnected once `last_seen_at` is older than
-//! 90 s (injected clock, no sleeping); a live stream's keepalives keep it fresh.
+//! `CONNECTED_WITHIN` (injected clock, no sleeping); a live stream's keepalives keep it fresh.
 
 mod common;
 mod grpc_support;
@@ -48,7 +48,8 @@ async fn a_crashed_replicas_spokes_turn_disconnected_after_the_grace_period() {
     assert_eq!(fleet_counts(&hub).await["connected"], 1);
     assert!(dashboard_connected(&hub, "orphan").await);
 
-    hub.clock.advance(chrono::Duration::seconds(89));
+    let grace = fleetgate_hub::service::liveness::CONNECTED_WITHIN;
+    hub.clock.advance(grace - chrono::Duration::seconds(1));
     assert_eq!(cluster(&hub, "orphan").await["connected"], true);
 
     hub.clock.advance(chrono::Duration::seconds(2));

@@ -35,12 +35,15 @@ mod kinds;
 mod localtime;
 mod manifest;
 mod objects;
+mod opening;
 mod recurrence;
+mod rollout;
 mod selector;
 mod timeline;
 mod transitions;
 mod validate;
 mod warnings;
+mod waves;
 pub mod yaml;
 
 pub use compile::CompiledGate;
@@ -56,6 +59,11 @@ pub use manifest::{
     parse_gate_json,
 };
 pub use objects::{GroupKind, HeldObjects};
+pub use opening::OPEN_SINCE_EVER;
+pub use rollout::{
+    Amount, DEFAULT_HEALTH_TIMEOUT, MAX_ROLLOUT_DURATION, MAX_WAVES, OnFailure, Rollout, Wave,
+};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 pub use transitions::{Preview, PreviewState, Transition};
 pub use warnings::Warning;
+pub use waves::{WaveCandidate, assign_waves};

@@ -76,6 +76,9 @@ pub struct GateSpec {
     /// Which requests made on the Gate object in a cluster are honoured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_requests: Option<LocalRequests>,
+    /// Open the clusters progressively, in waves, on every closed→open change of the gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<crate::Rollout>,
 }
 
 /// How long a request lasts when the gate sets no `window`.

@@ -101,6 +101,10 @@ pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
         }
     }
 
+    if let Some(rollout) = &spec.rollout {
+        rollout.validate().map_err(|e| e.within("spec.rollout"))?;
+    }
+
     let mut names = BTreeSet::new();
     for (i, window) in spec.windows.iter().enumerate() {
         let path = format!("spec.windows[{i}].name");

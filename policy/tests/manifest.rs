@@ -358,6 +358,7 @@ fn every_example_parses_and_validates() {
             "holiday-freeze",
             "nginx-window",
             "no-deploy-friday",
+            "prod-waves",
             "release-train",
             "sre-approval"
         ]

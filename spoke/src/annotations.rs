@@ -18,8 +18,10 @@ pub const IGNORE: &str = "fleetgate.io/ignore";
 /// applies, so the parent's server-side apply (which would revert
 /// `spec.suspend` when its manifest declares `suspend: false`) skips it.
 pub const PINNED: &str = "fleetgate.io/pinned";
-/// kustomize-controller's per-object opt-out (see `hold::marks`).
-const RECONCILE: &str = crate::hold::marks::RECONCILE;
+/// kustomize-controller skips any object whose live copy carries this with
+/// value `disabled` (fluxcd/pkg ssa `shouldSkipApply`, case-insensitive); the
+/// nested pin and `hold::marks` both set it.
+pub const RECONCILE: &str = "kustomize.toolkit.fluxcd.io/reconcile";
 /// Flux's "reconcile now" request, set on resume so held changes roll out at once.
 pub const REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
 

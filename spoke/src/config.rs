@@ -29,6 +29,10 @@ pub enum LogFormat {
 #[derive(Clone, Debug, Parser)]
 #[command(name = "fleetgate-spoke", version, about)]
 pub struct Config {
+    /// The clock gates are evaluated with (tests inject a manual one).
+    #[arg(skip)]
+    pub clock: crate::clock::Clock,
+
     /// This cluster's name, as registered at the hub.
     #[arg(long, env = "FLEETGATE_CLUSTER")]
     pub cluster: String,

@@ -86,8 +86,10 @@ impl Context {
     }
 
     /// Takes a snapshot built from the cluster's Gate objects into force (a
-    /// standalone spoke: the cluster is the source, so nothing is persisted).
-    pub fn enforce_local(&self, compiled: Arc<CompiledSnapshot>) {
+    /// standalone spoke) and persists it: it holds the last valid version of
+    /// each gate, which a Gate object edited into an invalid spec keeps in
+    /// force across a restart.
+    pub async fn enforce_local(&self, compiled: Arc<CompiledSnapshot>) {
         self.metrics
             .snapshot_revision
             .set(i64::try_from(compiled.revision()).unwrap_or(i64::MAX));
@@ -97,7 +99,11 @@ impl Context {
             source = ?SnapshotSource::GateObjects,
             "snapshot in force"
         );
-        self.snapshot.send_replace(Some(compiled));
+        self.snapshot.send_replace(Some(compiled.clone()));
+        if let Err(e) = self.store.save(&compiled.snapshot).await {
+            self.metrics.error(&e);
+            tracing::error!(error = %e, "could not persist the snapshot; after a restart a Gate object with an invalid spec would enforce nothing");
+        }
     }
 
     /// Takes a snapshot into force unless it is for another cluster, not newer

@@ -41,6 +41,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let mut own = OwnDelivery::new(&ctx.config.own_kustomization);
     let mut held_overlay = HeldOverlay::default();
     let changed = ctx.watches.changed.clone();
+    let mut clock_moved = ctx.config.clock.moved();
     loop {
         let snapshot = snapshot_rx.borrow_and_update().clone();
         local_rx.borrow_and_update();
@@ -66,9 +67,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             }
         }
         let resync = tokio::time::Instant::now() + ctx.config.resync_interval;
-        let wake = next_transition.map_or(resync, |t| resync.min(instant_of(t)));
+        let wake = next_transition.map_or(resync, |t| {
+            resync.min(instant_of(t, ctx.config.clock.now()))
+        });
         tokio::select! {
             _ = shutdown.cancelled() => return,
+            _ = clock_moved.next() => {}
             r = snapshot_rx.changed() => if r.is_err() { return },
             r = local_rx.changed() => if r.is_err() { return },
             _ = changed.notified() => {
@@ -79,9 +83,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     }
 }
 
-/// The monotonic instant of a wall-clock instant (now if it has passed).
-pub(crate) fn instant_of(t: DateTime<Utc>) -> tokio::time::Instant {
-    let ahead = (t - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+/// The monotonic instant of a wall-clock instant `t` seen at `now` (now if
+/// it has passed).
+pub(crate) fn instant_of(t: DateTime<Utc>, now: DateTime<Utc>) -> tokio::time::Instant {
+    let ahead = (t - now).to_std().unwrap_or(Duration::ZERO);
     tokio::time::Instant::now() + ahead
 }
 
@@ -97,7 +102,7 @@ async fn reconcile(
 ) -> Option<DateTime<Utc>> {
     ctx.metrics.reconciles.inc();
     let local = ctx.local_overrides.borrow().clone();
-    let eval = snapshot.evaluate_with(Utc::now(), &local);
+    let eval = snapshot.evaluate_with(ctx.config.clock.now(), &local);
     let planner = Planner::new(&eval.gates, &objects);
     if let Some((key, gates)) = own.check(&planner, &objects) {
         crate::own_delivery::warn(ctx, &key, &gates).await;

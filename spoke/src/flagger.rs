@@ -16,7 +16,6 @@ use axum::{
     response::{IntoResponse, Response},
     routing::post,
 };
-use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -105,7 +104,7 @@ fn decide(ctx: &Context, gate: &str) -> Response {
         );
     };
     let local = ctx.local_overrides.borrow().clone();
-    match snapshot.evaluate_gate(gate, Utc::now(), &local) {
+    match snapshot.evaluate_gate(gate, ctx.config.clock.now(), &local) {
         Some(e) if e.state.is_open() => answer(StatusCode::OK, gate, true, &e.reason),
         Some(e) => answer(StatusCode::FORBIDDEN, gate, false, &e.reason),
         None => answer(

@@ -12,18 +12,22 @@ use fleetgate_proto::{
 };
 use futures::StreamExt as _;
 use rand::RngExt;
-use tokio::{sync::mpsc, time::Instant};
+use tokio::{
+    sync::{mpsc, watch},
+    time::{Instant, Interval},
+};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tonic::{
-    Request,
-    metadata::MetadataValue,
+    Request, Streaming,
+    metadata::{Ascii, MetadataValue},
     transport::{Certificate, ClientTlsConfig, Endpoint},
 };
 
 use crate::{
     context::{Context, SnapshotSource},
     error::{Error, Result},
+    report::Report,
     snapshot::Snapshot,
 };
 
@@ -95,53 +99,210 @@ pub async fn run(ctx: Arc<Context>, target: HubTarget, shutdown: CancellationTok
     }
 }
 
-/// Queues every request made in the cluster that the hub has not recorded
-/// (the hub deduplicates, so a repeat is harmless and a dropped one is resent).
-fn send_local_requests(ctx: &Context, tx: &mpsc::Sender<pb::SpokeMessage>) {
-    for r in ctx.local_requests.borrow().iter() {
-        let _ = tx.try_send(pb::SpokeMessage {
-            msg: Some(spoke_message::Msg::LocalRequest(r.clone())),
-        });
-    }
+/// What woke a session up.
+enum Step {
+    /// Shutdown, or the context that feeds reports went away.
+    Stop,
+    Inbound(std::result::Result<Option<pb::HubMessage>, tonic::Status>),
+    /// The report changed: send it within the debounce period.
+    ReportChanged,
+    /// The debounce period after a change is over.
+    ReportDue,
+    Heartbeat,
+    /// A request was made on a Gate object in the cluster.
+    RequestsChanged,
+    /// No message from the hub within the idle timeout.
+    Idle,
 }
 
-fn report_message(ctx: &Context, clock_offset_ms: i64) -> Option<pb::SpokeMessage> {
-    let report = ctx.report.borrow().clone()?;
-    Some(pb::SpokeMessage {
-        msg: Some(spoke_message::Msg::Report(
-            report.to_proto(clock_offset_ms, Utc::now()),
-        )),
-    })
-}
-
-/// One stream's life. `Ok` only on shutdown.
+/// One stream's life: [`Session::open`] connects and says Hello, then each
+/// wake-up ([`Step`]) is handled by a small method. `Ok` only on shutdown.
 async fn session(
     ctx: &Context,
     target: &HubTarget,
     shutdown: &CancellationToken,
     received: &mut bool,
 ) -> Result<()> {
-    let channel = target.endpoint.connect().await?;
-    let mut client = SpokeServiceClient::new(channel);
-    // Reports are full views, so a report dropped because the hub reads slowly
-    // is made good by the next one: a small queue and `try_send`.
-    let (tx, rx) = mpsc::channel::<pb::SpokeMessage>(8);
-    let hello = pb::Hello {
-        cluster: ctx.config.cluster.clone(),
-        spoke_version: env!("CARGO_PKG_VERSION").into(),
-        revision: ctx.revision(),
-    };
-    let _ = tx.try_send(pb::SpokeMessage {
-        msg: Some(spoke_message::Msg::Hello(hello)),
-    });
-    // A queued report goes out as parts of a few KiB (`StatusReport.more`), so
-    // the hub keeps no report-sized buffer per stream; the queue still holds
-    // whole reports, so a dropped one is dropped whole.
-    let outbound =
-        ReceiverStream::new(rx).flat_map(|m| futures::stream::iter(report_parts::message_parts(m)));
-    let mut request = Request::new(outbound);
-    // Re-read the token file on every connect: a rotated Secret is picked up
-    // without a restart. If it is unreadable now, the token read at start is used.
+    let mut s = Session::open(ctx, target).await?;
+    loop {
+        match s.next(shutdown).await {
+            Step::Stop => return Ok(()),
+            Step::Inbound(msg) => {
+                let Some(msg) = msg? else {
+                    return Err(Error::Hub(tonic::Status::unavailable(
+                        "the hub closed the stream",
+                    )));
+                };
+                *received = true;
+                s.inbound(msg).await;
+            }
+            Step::ReportChanged => s.report_changed(),
+            Step::ReportDue => {
+                s.debounce = None;
+                s.send_report();
+            }
+            Step::Heartbeat => {
+                s.send_report();
+                s.send_local_requests();
+            }
+            Step::RequestsChanged => s.send_local_requests(),
+            Step::Idle => {
+                return Err(Error::Hub(tonic::Status::deadline_exceeded(
+                    "no message from the hub within the idle timeout",
+                )));
+            }
+        }
+    }
+}
+
+/// A connected stream and what the spoke tracks about it.
+struct Session<'a> {
+    ctx: &'a Context,
+    /// Outbound messages. Reports are full views, so a report dropped because
+    /// the hub reads slowly is made good by the next one: a small queue and
+    /// `try_send`.
+    tx: mpsc::Sender<pb::SpokeMessage>,
+    inbound: Streaming<pb::HubMessage>,
+    report_rx: watch::Receiver<Option<Arc<Report>>>,
+    requests_rx: watch::Receiver<Arc<Vec<pb::LocalRequest>>>,
+    heartbeat: Interval,
+    /// Spoke clock minus hub clock, from the last snapshot or keepalive.
+    clock_offset_ms: i64,
+    /// When the pending report goes out.
+    debounce: Option<Instant>,
+    last_message: Instant,
+}
+
+impl<'a> Session<'a> {
+    /// Connects, sends Hello, the current report and the unrecorded requests.
+    async fn open(ctx: &'a Context, target: &HubTarget) -> Result<Session<'a>> {
+        let channel = target.endpoint.connect().await?;
+        let mut client = SpokeServiceClient::new(channel);
+        let (tx, rx) = mpsc::channel::<pb::SpokeMessage>(8);
+        let hello = pb::Hello {
+            cluster: ctx.config.cluster.clone(),
+            spoke_version: env!("CARGO_PKG_VERSION").into(),
+            revision: ctx.revision(),
+        };
+        let _ = tx.try_send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Hello(hello)),
+        });
+        // A queued report goes out as parts of a few KiB (`StatusReport.more`), so
+        // the hub keeps no report-sized buffer per stream; the queue still holds
+        // whole reports, so a dropped one is dropped whole.
+        let outbound = ReceiverStream::new(rx)
+            .flat_map(|m| futures::stream::iter(report_parts::message_parts(m)));
+        let mut request = Request::new(outbound);
+        request
+            .metadata_mut()
+            .insert("authorization", bearer(ctx, target)?);
+        let inbound = client.connect(request).await?.into_inner();
+        ctx.metrics.hub_connected.set(1);
+        tracing::info!(revision = ctx.revision(), "connected to the hub");
+
+        let mut report_rx = ctx.report.subscribe();
+        report_rx.mark_unchanged();
+        let mut requests_rx = ctx.local_requests.subscribe();
+        requests_rx.mark_unchanged();
+        let every = ctx.config.heartbeat_interval;
+        let s = Session {
+            ctx,
+            tx,
+            inbound,
+            report_rx,
+            requests_rx,
+            heartbeat: tokio::time::interval_at(Instant::now() + every, every),
+            clock_offset_ms: 0,
+            debounce: None,
+            last_message: Instant::now(),
+        };
+        s.send_report();
+        s.send_local_requests();
+        Ok(s)
+    }
+
+    /// Waits for whatever happens first.
+    async fn next(&mut self, shutdown: &CancellationToken) -> Step {
+        let idle = self.last_message + self.ctx.config.hub_idle_timeout;
+        tokio::select! {
+            _ = shutdown.cancelled() => Step::Stop,
+            msg = self.inbound.message() => Step::Inbound(msg),
+            changed = self.report_rx.changed() => match changed {
+                Ok(()) => Step::ReportChanged,
+                Err(_) => Step::Stop,
+            },
+            _ = sleep_until_opt(self.debounce) => Step::ReportDue,
+            _ = self.heartbeat.tick() => Step::Heartbeat,
+            changed = self.requests_rx.changed() => match changed {
+                Ok(()) => Step::RequestsChanged,
+                Err(_) => Step::Stop,
+            },
+            _ = tokio::time::sleep_until(idle) => Step::Idle,
+        }
+    }
+
+    /// A snapshot is enforced (a bad one is rejected, the previous one stays);
+    /// snapshots and keepalives measure the clock offset.
+    async fn inbound(&mut self, msg: pb::HubMessage) {
+        self.last_message = Instant::now();
+        match msg.msg {
+            Some(hub_message::Msg::Snapshot(snap)) => {
+                self.measure_clock(snap.hub_time.as_ref());
+                let revision = snap.revision;
+                let accepted = match Snapshot::from_proto(snap) {
+                    Ok(s) => self.ctx.accept(s, SnapshotSource::Hub).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = accepted {
+                    self.ctx.metrics.error(&e);
+                    tracing::error!(revision, error = %e, "rejected snapshot; the previous one stays in force");
+                }
+            }
+            Some(hub_message::Msg::Keepalive(k)) => self.measure_clock(k.hub_time.as_ref()),
+            None => {}
+        }
+    }
+
+    fn measure_clock(&mut self, hub_time: Option<&prost_types::Timestamp>) {
+        if let Some(t) = hub_time.and_then(from_timestamp) {
+            self.clock_offset_ms = (Utc::now() - t).num_milliseconds();
+        }
+    }
+
+    /// Throttle rather than trail: the first change starts the clock, so a
+    /// steady stream of changes still reports every period.
+    fn report_changed(&mut self) {
+        self.debounce
+            .get_or_insert(Instant::now() + self.ctx.config.report_debounce);
+    }
+
+    /// Queues the current report, if there is one yet.
+    fn send_report(&self) {
+        let Some(report) = self.ctx.report.borrow().clone() else {
+            return;
+        };
+        let _ = self.tx.try_send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Report(
+                report.to_proto(self.clock_offset_ms, Utc::now()),
+            )),
+        });
+    }
+
+    /// Queues every request made in the cluster that the hub has not recorded
+    /// (the hub deduplicates, so a repeat is harmless and a dropped one is resent).
+    fn send_local_requests(&self) {
+        for r in self.ctx.local_requests.borrow().iter() {
+            let _ = self.tx.try_send(pb::SpokeMessage {
+                msg: Some(spoke_message::Msg::LocalRequest(r.clone())),
+            });
+        }
+    }
+}
+
+/// The `authorization` header. The token file is re-read on every connect, so
+/// a rotated Secret is picked up without a restart; if it is unreadable now,
+/// the token read at start is used.
+fn bearer(ctx: &Context, target: &HubTarget) -> Result<MetadataValue<Ascii>> {
     let token = match ctx.config.read_token() {
         Ok(Some(t)) => t,
         Ok(None) => target.token.clone(),
@@ -150,93 +311,9 @@ async fn session(
             target.token.clone()
         }
     };
-    let bearer = MetadataValue::try_from(format!("Bearer {token}")).map_err(|_| {
+    MetadataValue::try_from(format!("Bearer {token}")).map_err(|_| {
         Error::Config("the spoke token contains characters not allowed in a header".into())
-    })?;
-    request.metadata_mut().insert("authorization", bearer);
-    let mut inbound = client.connect(request).await?.into_inner();
-    ctx.metrics.hub_connected.set(1);
-    tracing::info!(revision = ctx.revision(), "connected to the hub");
-
-    let cfg = &ctx.config;
-    let mut clock_offset_ms = 0i64;
-    let mut report_rx = ctx.report.subscribe();
-    report_rx.mark_unchanged();
-    if let Some(m) = report_message(ctx, clock_offset_ms) {
-        let _ = tx.try_send(m);
-    }
-    let mut requests_rx = ctx.local_requests.subscribe();
-    requests_rx.mark_unchanged();
-    send_local_requests(ctx, &tx);
-    let mut heartbeat = tokio::time::interval_at(
-        Instant::now() + cfg.heartbeat_interval,
-        cfg.heartbeat_interval,
-    );
-    let mut debounce: Option<Instant> = None;
-    let mut last_message = Instant::now();
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            msg = inbound.message() => {
-                let Some(msg) = msg? else {
-                    return Err(Error::Hub(tonic::Status::unavailable("the hub closed the stream")));
-                };
-                last_message = Instant::now();
-                *received = true;
-                match msg.msg {
-                    Some(hub_message::Msg::Snapshot(snap)) => {
-                        if let Some(t) = snap.hub_time.as_ref().and_then(from_timestamp) {
-                            clock_offset_ms = (Utc::now() - t).num_milliseconds();
-                        }
-                        let revision = snap.revision;
-                        let accepted = match Snapshot::from_proto(snap) {
-                            Ok(s) => ctx.accept(s, SnapshotSource::Hub).await,
-                            Err(e) => Err(e),
-                        };
-                        if let Err(e) = accepted {
-                            ctx.metrics.error(&e);
-                            tracing::error!(revision, error = %e, "rejected snapshot; the previous one stays in force");
-                        }
-                    }
-                    Some(hub_message::Msg::Keepalive(k)) => {
-                        if let Some(t) = k.hub_time.as_ref().and_then(from_timestamp) {
-                            clock_offset_ms = (Utc::now() - t).num_milliseconds();
-                        }
-                    }
-                    None => {}
-                }
-            }
-            changed = report_rx.changed() => {
-                if changed.is_err() {
-                    return Ok(());
-                }
-                // Throttle rather than trail: the first change starts the
-                // clock, so a steady stream of changes still reports every period.
-                debounce.get_or_insert(Instant::now() + cfg.report_debounce);
-            }
-            _ = sleep_until_opt(debounce) => {
-                debounce = None;
-                if let Some(m) = report_message(ctx, clock_offset_ms) {
-                    let _ = tx.try_send(m);
-                }
-            }
-            _ = heartbeat.tick() => {
-                if let Some(m) = report_message(ctx, clock_offset_ms) {
-                    let _ = tx.try_send(m);
-                }
-                send_local_requests(ctx, &tx);
-            }
-            changed = requests_rx.changed() => {
-                if changed.is_err() {
-                    return Ok(());
-                }
-                send_local_requests(ctx, &tx);
-            }
-            _ = tokio::time::sleep_until(last_message + cfg.hub_idle_timeout) => {
-                return Err(Error::Hub(tonic::Status::deadline_exceeded("no message from the hub within the idle timeout")));
-            }
-        }
-    }
+    })
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod annotations;
+pub mod clock;
 pub mod config;
 pub mod context;
 pub mod controller;

@@ -256,6 +256,7 @@ mod tests {
                 name: "g".into(),
                 version: 1,
                 manifest_json: manifest("g", "open"),
+                release: None,
             }],
             overrides: vec![pb::Override {
                 id: "o1".into(),
@@ -292,6 +293,7 @@ mod tests {
                 name: "g".into(),
                 version: 1,
                 manifest_json: "{".into(),
+                release: None,
             }],
             ..Default::default()
         };

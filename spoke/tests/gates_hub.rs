@@ -2,7 +2,9 @@
 //! spec edit is reverted with a Warning Event; a local open request on a hub
 //! gate is refused by default (Warning, nothing changes) while a close request
 //! is honoured at once, also with the hub gone; a Gate made in the cluster is
-//! reported as not enforced; a gate the hub drops is deleted.
+//! reported as not enforced (condition and Warning Event), and when the hub
+//! sends a gate of its name the hub's wins (NameConflict); a gate the hub
+//! drops is deleted.
 
 mod support;
 
@@ -92,6 +94,46 @@ async fn mirrored_gates_revert_edits_and_take_local_requests() {
         condition(o, "Ready", "reason") == Some("NotEnforced")
     })
     .await;
+    let e = wait_gate_event(
+        &cluster.client,
+        "NotEnforced",
+        "local-freeze",
+        "enforced by a standalone spoke only",
+    )
+    .await;
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
+
+    // The hub gets a gate of the same name: the hub's gate wins, the Gate
+    // made in the cluster says so and is not taken over by the mirror.
+    hub.set(snapshot(
+        4,
+        vec![
+            gate("release", "suspend", &["Kustomization"], "open"),
+            gate("extra", "suspend", &["HelmRelease"], "open"),
+            gate("local-freeze", "suspend", &["HelmRelease"], "open"),
+        ],
+        vec![],
+    ));
+    let g = wait_gate(&cluster.client, "local-freeze", "name conflict", |o| {
+        condition(o, "Ready", "reason") == Some("NameConflict")
+    })
+    .await;
+    assert!(
+        g.metadata
+            .labels
+            .as_ref()
+            .is_none_or(|l| !l.contains_key("fleetgate.io/origin")),
+        "the mirror left the Gate made in the cluster alone"
+    );
+    assert_eq!(spec_of(&g)["default"], "closed");
+    let e = wait_gate_event(
+        &cluster.client,
+        "NameConflict",
+        "local-freeze",
+        "wins on this cluster",
+    )
+    .await;
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
 
     // Closing works with the hub gone: applied at once, from the cluster.
     hub.stop().await;

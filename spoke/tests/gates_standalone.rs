@@ -1,8 +1,9 @@
 //! A standalone spoke (no hub, no database, no token) takes its gates from the
 //! Gate objects in its cluster, with the real kubectl against the simulator:
-//! a window edge opens the gate and `kubectl wait --for=condition=Opened`
-//! returns at it; an invalid edit is refused with Ready=False naming the field
-//! and changes nothing; open/close requests by annotation (the RFC's
+//! a window edge (reached by moving the spoke's manual clock, not by waiting)
+//! opens the gate and `kubectl wait --for=condition=Opened` returns at it; an invalid edit is refused with Ready=False naming the field
+//! and changes nothing, also across a spoke restart (the last valid version is
+//! persisted); open/close requests by annotation (the RFC's
 //! sre-approval and maintenance stories), an ignored request with its Warning;
 //! Flagger's webhook payload answered 403 closed / 200 open.
 
@@ -52,11 +53,17 @@ async fn window_edge_opens_the_gate_and_kubectl_wait_returns() {
     let cluster = start_cluster().await;
     create(&cluster, git_repository("repo")).await;
     create(&cluster, kustomization("apps", "repo", false)).await;
-    let spoke = RunningSpoke::start(&cluster, standalone()).await;
+    // The spoke's clock is the test's: the window edge is reached by moving
+    // it, not by waiting (kubectl, the API server and Flux run on real time).
+    let t0 = chrono::SubsecRound::trunc_subsecs(Utc::now(), 0);
+    let clock = fleetgate_spoke::clock::Clock::manual(t0);
+    let mut config = standalone();
+    config.clock = clock.clone();
+    let spoke = RunningSpoke::start(&cluster, config).await;
     let k = Kubectl::new(&cluster);
 
-    // Closed by default, an allow window starting 3 s from now (UTC).
-    let start = chrono::SubsecRound::trunc_subsecs(Utc::now() + chrono::Duration::seconds(3), 0);
+    // Closed by default, an allow window starting in an hour (UTC).
+    let start = t0 + chrono::Duration::hours(1);
     let end = start + chrono::Duration::hours(1);
     let fmt = |t: chrono::DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%S").to_string();
     k.apply(&format!(
@@ -88,7 +95,7 @@ async fn window_edge_opens_the_gate_and_kubectl_wait_returns() {
     })
     .await;
 
-    let wait = k
+    let mut wait = k
         .command(&[
             "wait",
             "--for=condition=Opened",
@@ -97,6 +104,17 @@ async fn window_edge_opens_the_gate_and_kubectl_wait_returns() {
         ])
         .spawn()
         .expect("kubectl wait runs");
+    // A minute before the edge: still closed, kubectl still waiting.
+    clock.set(start - chrono::Duration::minutes(1));
+    wait_gate(&cluster.client, "release", "closed a minute before", |o| {
+        opened(o).is_some_and(|(s, _)| s == "False")
+    })
+    .await;
+    assert!(
+        wait.try_wait().expect("kubectl wait").is_none(),
+        "kubectl wait returned before the window edge"
+    );
+    clock.set(start);
     let out = tokio::time::timeout(WAIT, wait.wait_with_output())
         .await
         .expect("kubectl wait returns")
@@ -105,10 +123,6 @@ async fn window_edge_opens_the_gate_and_kubectl_wait_returns() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        Utc::now() >= start,
-        "kubectl wait returned before the window edge"
     );
     let gate = wait_gate(&cluster.client, "release", "open", |o| {
         opened(o).is_some_and(|(s, _)| s == "True")
@@ -174,12 +188,47 @@ async fn an_invalid_edit_names_the_field_and_changes_nothing() {
         "{message}"
     );
     assert_eq!(condition(&g, "Stalled", "status"), Some("True"));
+    let e = wait_gate_event(
+        &cluster.client,
+        "InvalidSpec",
+        "freeze",
+        "spec.windows[0].schedule",
+    )
+    .await;
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
     assert_eq!(opened(&g).map(|o| o.0), Some("False".into()));
     let ks = api(&cluster.client, "Kustomization")
         .get("apps")
         .await
         .unwrap();
     assert!(suspended(&ks), "an invalid edit changes nothing");
+
+    // The last valid version was persisted: a restarted spoke keeps it in
+    // force (without it, the invalid object would enforce nothing and the
+    // Kustomization would be resumed).
+    let before = spoke.ctx().revision();
+    spoke.stop().await;
+    let spoke = RunningSpoke::start(&cluster, standalone()).await;
+    spoke
+        .report_where("the last valid version enforced after a restart", |r| {
+            r.revision > before
+                && r.objects
+                    .iter()
+                    .any(|o| o.key.name == "apps" && o.suspended_by == ["freeze"])
+        })
+        .await;
+    let g = wait_gate(
+        &cluster.client,
+        "freeze",
+        "Ready=False after the restart",
+        |o| condition(o, "Ready", "status") == Some("False"),
+    )
+    .await;
+    assert!(
+        condition(&g, "Ready", "message")
+            .unwrap_or_default()
+            .contains("the last valid version stays in force")
+    );
 
     // A Gate for another cluster is valid but not enforced here.
     k.apply("apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: elsewhere}\nspec:\n  clusters: {names: [other]}\n  default: closed\n").await;
@@ -326,5 +375,66 @@ async fn requests_by_annotation_and_flagger_follow_the_gate() {
     ] {
         assert!(metrics.contains(line), "{line} not in {metrics}");
     }
+    spoke.stop().await;
+}
+
+/// The RFC's maintenance story as committed in examples/in-cluster: open by
+/// default, a close request holds everything for the gate's 24 h window.
+#[tokio::test]
+async fn maintenance_story_a_close_request_holds_for_the_24h_window() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+    let spoke = RunningSpoke::start(&cluster, standalone()).await;
+    let k = Kubectl::new(&cluster);
+    let story = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/in-cluster/maintenance.yaml"
+    );
+    k.apply(&std::fs::read_to_string(story).expect("example"))
+        .await;
+    wait_gate(&cluster.client, "maintenance", "open by default", |o| {
+        opened(o) == Some(("True".into(), "Default".into()))
+    })
+    .await;
+
+    let at = z(Utc::now());
+    k.ok(&[
+        "annotate",
+        "--overwrite",
+        "--field-manager=sre-oncall",
+        "gate/maintenance",
+        &format!("close.gate.fleetgate.io/requestedAt={at}"),
+        "close.gate.fleetgate.io/reason=storage migration",
+    ])
+    .await;
+    let g = wait_gate(&cluster.client, "maintenance", "closed by request", |o| {
+        opened(o) == Some(("False".into(), "CloseRequested".into()))
+    })
+    .await;
+    let until =
+        z(chrono::DateTime::parse_from_rfc3339(&at).unwrap().to_utc()
+            + chrono::Duration::hours(24));
+    assert_eq!(
+        g.data["status"]["closeRequest"]["expiresAt"],
+        until.as_str()
+    );
+    assert_eq!(
+        g.data["status"]["closeRequest"]["requestedBy"],
+        "sre-oncall"
+    );
+    assert_eq!(
+        g.data["status"]["nextTransition"],
+        until.as_str(),
+        "it opens again when the window ends"
+    );
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "held for the maintenance",
+        suspended,
+    )
+    .await;
     spoke.stop().await;
 }

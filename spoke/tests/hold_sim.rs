@@ -66,6 +66,7 @@ fn hold_gate(default: &str) -> pb::GateRule {
         name: "window".into(),
         version: 1,
         manifest_json: manifest.to_string(),
+        release: None,
     }
 }
 

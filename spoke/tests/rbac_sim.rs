@@ -70,11 +70,7 @@ async fn cluster_with_rbac(files: &[&str]) -> (Cluster, kube::Client) {
     // The spoke's own client: the same server, the ServiceAccount's token.
     let yaml = cluster.sim.kubeconfig_yaml(CLUSTER).unwrap();
     assert!(yaml.contains(&admin_token));
-    let kc = kube::config::Kubeconfig::from_yaml(&yaml.replace(&admin_token, SPOKE_TOKEN)).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
-    let spoke_client = kube::Client::try_from(config).unwrap();
+    let spoke_client = fleetgate_tests::kube_client(&yaml.replace(&admin_token, SPOKE_TOKEN)).await;
     // Sanity: the token really is restricted.
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(spoke_client.clone(), SPOKE_NS);

@@ -373,6 +373,7 @@ async fn helm_releases_are_suspended_held_and_their_sources_frozen() {
             "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["HelmRelease"], "names": ["web"]}, "default": "closed"}
         })
         .to_string(),
+        release: None,
     };
     let mut hub = FakeHub::start().await;
     hub.set(snapshot(1, vec![web_gate], vec![]));

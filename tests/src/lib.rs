@@ -3,9 +3,13 @@
 //! run the workspace's binaries as real processes.
 #![forbid(unsafe_code)]
 
+pub mod kube_client;
 pub mod pg;
 pub mod pki;
 pub mod process;
+pub mod sim;
 
+pub use kube_client::{kube_client, kube_client_from_file};
 pub use pg::{TestDb, test_db};
-pub use process::{ChildGuard, bin_path, free_port, hub_serve, wait_readyz};
+pub use process::{ChildGuard, bin_path, free_port, hub_serve, poll, wait_readyz};
+pub use sim::{SimProcess, start_sim};

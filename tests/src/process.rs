@@ -101,3 +101,23 @@ impl Drop for ChildGuard {
         let _ = self.0.wait();
     }
 }
+
+/// Polls `f` (another process's HTTP API: nothing to subscribe to) every
+/// 100 ms until it yields a value; panics naming `what` after 60 s.
+pub async fn poll<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let fut = async {
+        loop {
+            if let Some(v) = f().await {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}

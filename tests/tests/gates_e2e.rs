@@ -5,21 +5,21 @@
 //! override from that cluster (actor = the field manager @ the cluster); an
 //! admin cancelling it at the hub reopens the gate; with the hub SIGKILLed a
 //! close request still applies at once, and after the hub restarts the spoke
-//! reports it and the hub records it; a disallowed open request changes
-//! nothing and reaches nobody.
+//! reports it, the hub records and audits it and the cluster's status lists
+//! it with the Kubernetes user; a disallowed open request changes nothing and
+//! reaches nobody.
 
 use std::{
-    io::{BufRead, BufReader},
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::Duration,
 };
 
 use chrono::{SecondsFormat, Utc};
-use fleetgate_tests::{ChildGuard, bin_path, free_port, test_db};
+use fleetgate_tests::{ChildGuard, bin_path, free_port, poll, start_sim, test_db};
 use futures::StreamExt;
 use kube::{
-    Api, Client,
+    Api,
     api::{DynamicObject, PostParams},
     core::{ApiResource, GroupVersionKind},
     runtime::watcher,
@@ -30,25 +30,6 @@ const ADMIN: &str = "fga_gates-e2e-admin-token-0123456789";
 const CLUSTER: &str = "cluster-000";
 const NS: &str = "flux-system";
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Polls another process's HTTP API (nothing to subscribe to), bounded.
-async fn poll<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let fut = async {
-        loop {
-            if let Some(v) = f().await {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(WAIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {what}"))
-}
 
 async fn get(http: &reqwest::Client, base: &str, path: &str) -> Option<Value> {
     let r = http
@@ -152,44 +133,10 @@ async fn local_overrides(http: &reqwest::Client, base: &str) -> Vec<Value> {
 async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     let db = test_db().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut sim = ChildGuard(
-        Command::new(bin_path("fleetgate-sim"))
-            .args([
-                "--clusters",
-                "1",
-                "--objects-per-cluster",
-                "0",
-                "--reconcile-interval",
-                "200ms",
-            ])
-            .arg("--kubeconfig-dir")
-            .arg(dir.path())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting fleetgate-sim"),
-    );
-    let stdout = sim.0.stdout.take().expect("sim stdout");
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
-    });
-    let line = tokio::time::timeout(WAIT, line)
-        .await
-        .expect("sim prints its clusters")
-        .unwrap()
-        .unwrap();
-    let kubeconfig = PathBuf::from(line.split_whitespace().nth(2).expect("kubeconfig path"));
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let client = Client::try_from(
-        kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let sim = start_sim(dir.path()).await;
     // The simulator has flux-system; the spoke needs its own namespace.
-    kubectl(&kubeconfig, &["create", "namespace", "fleetgate-system"]);
+    sim.create_namespaces(&["fleetgate-system"]).await;
+    let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client().await);
     let create = |group: &str, version: &str, kind: &str, obj: Value| {
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), NS, &resource(group, version, kind));
@@ -379,7 +326,10 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
 
     // The hub SIGKILLed: a close request still applies at once.
     drop(hub);
-    tokio::time::sleep(Duration::from_millis(1100)).await; // a later second than the first request
+    // Stamped 2 s ahead (within the clock skew a request may be ahead of the
+    // spoke): a later second than the first request without waiting for one.
+    let later =
+        (Utc::now() + chrono::Duration::seconds(2)).to_rfc3339_opts(SecondsFormat::Secs, true);
     kubectl(
         &kubeconfig,
         &[
@@ -387,7 +337,7 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
             "--overwrite",
             "--field-manager=bob",
             "gate/release",
-            &format!("close.gate.fleetgate.io/requestedAt={}", now_z()),
+            &format!("close.gate.fleetgate.io/requestedAt={later}"),
             "close.gate.fleetgate.io/reason=hub down",
         ],
     );
@@ -407,6 +357,30 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
         (Some("closed"), Some("hub down"))
     );
     assert!(offline["cancelledAt"].is_null());
+    assert_eq!(offline["requestedIn"], CLUSTER);
+    assert_eq!(offline["requestedBy"], "bob");
+    // Audited, and listed on the cluster's status (what the dashboard's
+    // cluster page and `fleetgate status` show).
+    let audit = get(&http, &base, "/audit").await.unwrap();
+    let entry = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["actor"] == format!("bob@cluster/{CLUSTER}"))
+        .cloned()
+        .expect("audit entry of the offline request");
+    assert_eq!(entry["action"], "override.close");
+    let status = get(&http, &base, &format!("/clusters/{CLUSTER}/status"))
+        .await
+        .unwrap();
+    let listed: Vec<&Value> = status["localRequests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["requestedBy"] == "bob")
+        .collect();
+    assert_eq!(listed.len(), 1, "{status}");
+    assert_eq!(listed[0]["id"], offline["id"]);
     assert!(
         local_overrides(&http, &base)
             .await
@@ -416,5 +390,5 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     );
     let ks_now = ks.get("apps").await.unwrap();
     assert!(suspended(&ks_now));
-    sim.terminate();
+    sim.child.terminate();
 }

@@ -7,13 +7,11 @@
 //! spoke restarted with the hub down enforces its persisted snapshot.
 
 use std::{
-    io::{BufRead, BufReader},
-    path::PathBuf,
     process::{Command, Stdio},
     time::Duration,
 };
 
-use fleetgate_tests::{ChildGuard, bin_path, free_port, test_db};
+use fleetgate_tests::{ChildGuard, bin_path, free_port, poll, start_sim, test_db};
 use futures::StreamExt;
 use kube::{
     Api, Client,
@@ -30,26 +28,6 @@ const WAIT: Duration = Duration::from_secs(60);
 
 fn rev(n: u32) -> String {
     format!("main@sha1:{n:040x}")
-}
-
-/// Polls `f` (an HTTP endpoint of another process: nothing to subscribe to)
-/// until it yields a value, bounded by `WAIT`.
-async fn poll<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let fut = async {
-        loop {
-            if let Some(v) = f().await {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(WAIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {what}"))
 }
 
 struct Rest {
@@ -140,61 +118,13 @@ fn gate_manifest(name: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spoke_enforces_hub_gates_end_to_end() {
     let db = test_db().await;
-    let dir = tempfile::tempdir().unwrap();
 
     // The simulated cluster (a process), its kubeconfig and push endpoint.
-    let mut sim = ChildGuard(
-        Command::new(bin_path("fleetgate-sim"))
-            .args([
-                "--clusters",
-                "1",
-                "--objects-per-cluster",
-                "0",
-                "--reconcile-interval",
-                "200ms",
-            ])
-            .arg("--kubeconfig-dir")
-            .arg(dir.path())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting fleetgate-sim"),
-    );
-    let line = tokio::task::spawn_blocking({
-        let stdout = sim.0.stdout.take().expect("sim stdout");
-        move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).map(|_| line)
-        }
-    });
-    let line = tokio::time::timeout(WAIT, line)
-        .await
-        .expect("sim prints its clusters")
-        .unwrap()
-        .unwrap();
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(fields.len(), 3, "cluster url kubeconfig: {line}");
-    let (sim_url, kubeconfig) = (fields[1].to_owned(), PathBuf::from(fields[2]));
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let client = Client::try_from(
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .unwrap(),
-    )
-    .unwrap();
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    for ns in [NS, "fleetgate-system"] {
-        let obj = serde_json::from_value(
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
-        .unwrap();
-        match namespaces.create(&PostParams::default(), &obj).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => panic!("namespace {ns}: {e}"),
-        }
-    }
+    let dir = tempfile::tempdir().unwrap();
+    let sim = start_sim(dir.path()).await;
+    sim.create_namespaces(&[NS, "fleetgate-system"]).await;
+    let (sim_url, kubeconfig, client) =
+        (sim.url.clone(), sim.kubeconfig.clone(), sim.client().await);
     let gitrepos: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         NS,
@@ -449,5 +379,5 @@ async fn spoke_enforces_hub_gates_end_to_end() {
         suspended,
     )
     .await;
-    sim.terminate();
+    sim.child.terminate();
 }

@@ -3,7 +3,7 @@
 
 use chrono::Utc;
 use chrono_tz::Tz;
-use serde_json::Value;
+use fleetgate_api_types::AuditEntry;
 
 use crate::args::{AuditArgs, Format};
 use crate::client::Client;
@@ -28,27 +28,22 @@ pub async fn run(client: &Client, args: &AuditArgs, format: Format) -> Result<()
         let t = timearg::parse("--until", u, Tz::UTC, now)?;
         q.push(("until", crate::commands::preview::rfc3339(t)));
     }
-    let items = client.list("/audit", &q, Some(args.limit.max(1))).await?;
-    output::print(format, &items, |items| render(items))
+    let items: Vec<AuditEntry> = client.list("/audit", &q, Some(args.limit.max(1))).await?;
+    output::print_answer(format, &items, |items| render(items))
 }
 
-fn render(items: &[Value]) -> String {
+fn render(items: &[AuditEntry]) -> String {
     if items.is_empty() {
         return "No audit entries.\n".into();
     }
     let mut t = Table::new(&["AT", "ACTOR", "ACTION", "TARGET", "REASON"]);
     for e in items {
-        let target = format!(
-            "{}/{}",
-            output::s(e, "targetKind"),
-            output::s(e, "targetName")
-        );
         t.row(vec![
-            output::s(e, "at"),
-            output::s(e, "actor"),
-            output::s(e, "action"),
-            target,
-            output::s(e, "reason"),
+            output::time(&e.at),
+            e.actor.clone(),
+            e.action.clone(),
+            format!("{}/{}", e.target_kind, e.target_name),
+            e.reason.clone().unwrap_or_default(),
         ]);
     }
     t.render()

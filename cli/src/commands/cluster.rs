@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use fleetgate_api_types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
+use serde_json::json;
 
 use crate::args::{ClusterCmd, Format};
 use crate::client::{Client, reason as reason_q, seg};
@@ -18,19 +19,17 @@ pub async fn run(client: &Client, cmd: &ClusterCmd, format: Format) -> Result<()
             reason,
         } => {
             let labels = parse_labels(labels)?;
-            let v = client
-                .post(
-                    "/clusters",
-                    &reason_q(reason),
-                    &json!({"name": name, "labels": labels}),
-                )
-                .await?;
+            let body = RegisterCluster {
+                name: name.clone(),
+                labels,
+            };
+            let v = client.post("/clusters", &reason_q(reason), &body).await?;
             print_token(format, name, "registered", &v)
         }
         ClusterCmd::List { selector } => list(client, selector.as_deref(), format).await,
         ClusterCmd::Get { name } => {
-            let v = client.get(&format!("/clusters/{}", seg(name)), &[]).await?;
-            output::print(format, &v, |c| render(std::slice::from_ref(c)))
+            let v: Cluster = client.get(&format!("/clusters/{}", seg(name)), &[]).await?;
+            output::print_answer(format, &v, |c| render(std::slice::from_ref(c)))
         }
         ClusterCmd::Label {
             name,
@@ -49,7 +48,7 @@ pub async fn run(client: &Client, cmd: &ClusterCmd, format: Format) -> Result<()
         }
         ClusterCmd::Delete { name, reason } => {
             client
-                .delete(&format!("/clusters/{}", seg(name)), &reason_q(reason))
+                .delete::<()>(&format!("/clusters/{}", seg(name)), &reason_q(reason))
                 .await?;
             let v = json!({"cluster": name, "action": "deleted"});
             output::print(format, &v, |_| format!("cluster/{name} deleted\n"))
@@ -57,53 +56,38 @@ pub async fn run(client: &Client, cmd: &ClusterCmd, format: Format) -> Result<()
     }
 }
 
-fn print_token(format: Format, name: &str, what: &str, v: &Value) -> Result<()> {
-    output::print(format, v, |v| {
+fn print_token(format: Format, name: &str, what: &str, v: &ClusterWithToken) -> Result<()> {
+    output::print_answer(format, v, |v| {
         format!(
             "cluster/{name} {what}\nspoke token (shown once, store it in the spoke's Secret):\n{}\n",
-            output::s(v, "token")
+            v.token
         )
     })
 }
 
 async fn list(client: &Client, selector: Option<&str>, format: Format) -> Result<()> {
-    let mut items = client.list("/clusters", &[], None).await?;
+    let mut items: Vec<Cluster> = client.list("/clusters", &[], None).await?;
     if let Some(sel) = selector {
         // Filtered here so it works whatever the hub supports server-side.
         let sel = fleetgate_policy::LabelSelector::parse(sel)
             .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
-        items.retain(|c| sel.matches(&labels_of(c)));
+        items.retain(|c| sel.matches(&c.labels));
     }
-    output::print(format, &items, |items| render(items))
+    output::print_answer(format, &items, |items| render(items))
 }
 
-pub fn labels_of(c: &Value) -> BTreeMap<String, String> {
-    c.get("labels")
-        .and_then(|l| l.as_object())
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn render(items: &[Value]) -> String {
+fn render(items: &[Cluster]) -> String {
     if items.is_empty() {
         return "No clusters.\n".into();
     }
     let mut t = Table::new(&["NAME", "CONNECTED", "LAST SEEN", "SPOKE", "LABELS"]);
     for c in items {
         t.row(vec![
-            output::s(c, "name"),
-            match c.get("connected") {
-                Some(Value::Bool(true)) => "yes".into(),
-                Some(Value::Bool(false)) => "no".into(),
-                _ => "?".into(),
-            },
-            non_empty(output::s(c, "lastSeenAt"), "never"),
-            output::s(c, "spokeVersion"),
-            output::labels(c.get("labels")),
+            c.name.clone(),
+            if c.connected { "yes" } else { "no" }.into(),
+            non_empty(output::time_or_empty(c.last_seen_at.as_ref()), "never"),
+            c.spoke_version.clone().unwrap_or_default(),
+            output::labels(&c.labels),
         ]);
     }
     t.render()
@@ -137,8 +121,8 @@ async fn label(
     reason: &Option<String>,
     format: Format,
 ) -> Result<()> {
-    let cur = client.get(&format!("/clusters/{}", seg(name)), &[]).await?;
-    let mut labels = labels_of(&cur);
+    let cur: Cluster = client.get(&format!("/clusters/{}", seg(name)), &[]).await?;
+    let mut labels = cur.labels;
     for c in changes {
         if let Some(key) = c.strip_suffix('-')
             && !c.contains('=')
@@ -151,15 +135,15 @@ async fn label(
             labels.insert(k.to_string(), v.to_string());
         }
     }
-    let v = client
+    let v: Cluster = client
         .put(
             &format!("/clusters/{}/labels", seg(name)),
             &reason_q(reason),
-            &json!({"labels": labels}),
+            &Relabel { labels },
             None,
         )
         .await?;
-    output::print(format, &v, |_| format!("cluster/{name} labeled\n"))
+    output::print_answer(format, &v, |_| format!("cluster/{name} labeled\n"))
 }
 
 #[cfg(test)]

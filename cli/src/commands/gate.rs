@@ -2,7 +2,9 @@
 //! idempotent: it compares the parsed manifests (not the text), so
 //! formatting and defaulted fields never cause a spurious update.
 
+use fleetgate_api_types::GateRecord;
 use fleetgate_policy::Gate;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use crate::args::Format;
@@ -37,8 +39,10 @@ pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
                 .iter()
                 .map(|w| json!({"path": w.path, "message": w.message}))
                 .collect();
+            let rollout = l.gate.spec.rollout.as_ref().map(|r| r.describe());
             json!({"source": l.source, "gate": l.gate.name(), "valid": true,
-                   "limitations": l.gate.limitations(), "warnings": warnings})
+                   "limitations": l.gate.limitations(), "warnings": warnings,
+                   "rollout": rollout})
         })
         .collect();
     print_warnings(&loaded);
@@ -53,6 +57,13 @@ pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
                 // What the mode cannot hold back, so nobody learns it from an incident.
                 for note in r["limitations"].as_array().into_iter().flatten() {
                     line.push_str(&format!("  note: {}\n", note.as_str().unwrap_or_default()));
+                }
+                // The waves as the hub will run them, so a typo in a selector shows here.
+                for wave in r["rollout"].as_array().into_iter().flatten() {
+                    line.push_str(&format!(
+                        "  rollout: {}\n",
+                        wave.as_str().unwrap_or_default()
+                    ));
                 }
                 line
             })
@@ -73,16 +84,6 @@ fn print_warnings(loaded: &[Loaded]) {
             eprintln!("warning: {}: gate '{}': {w}", l.source, l.gate.name());
         }
     }
-}
-
-/// The manifest inside a hub gate resource (`{"manifest": {...}, "version": N}`),
-/// or the body itself if the hub returns bare manifests.
-pub fn manifest_of(gate: &Value) -> &Value {
-    gate.get("manifest").unwrap_or(gate)
-}
-
-fn to_value(gate: &Gate) -> Result<Value> {
-    serde_json::to_value(gate).map_err(|e| Error::Other(e.to_string()))
 }
 
 /// What `apply` did (or, for diff, would do) with one gate.
@@ -110,24 +111,19 @@ struct Current {
 }
 
 async fn current(client: &Client, name: &str) -> Result<Option<Current>> {
-    match client.get_full(&format!("/gates/{}", seg(name))).await {
+    match client
+        .get_full::<GateRecord>(&format!("/gates/{}", seg(name)))
+        .await
+    {
         Ok(resp) => {
-            let manifest = manifest_of(&resp.body).clone();
-            let gate = fleetgate_policy::parse_gate_json(manifest).map_err(|e| {
+            let gate = fleetgate_policy::parse_gate_json(resp.body.manifest).map_err(|e| {
                 Error::Other(format!(
                     "the hub returned gate '{name}' in an unexpected shape: {e}"
                 ))
             })?;
-            let etag = resp.etag.or_else(|| {
-                resp.body.get("version").map(|v| {
-                    format!(
-                        "\"{}\"",
-                        v.as_i64()
-                            .map(|n| n.to_string())
-                            .unwrap_or_else(|| v.to_string())
-                    )
-                })
-            });
+            let etag = resp
+                .etag
+                .or_else(|| Some(format!("\"{}\"", resp.body.version)));
             Ok(Some(Current { gate, etag }))
         }
         Err(Error::Api { status: 404, .. }) => Ok(None),
@@ -148,19 +144,18 @@ pub async fn apply(
     let mut results = Vec::new();
     for Loaded { gate, .. } in &loaded {
         let name = gate.name().to_string();
-        let body = to_value(gate)?;
         let action = match current(client, &name).await? {
             None => {
-                client.post("/gates", &q, &body).await?;
+                client.post::<_, IgnoredAny>("/gates", &q, gate).await?;
                 Action::Created
             }
             Some(cur) if cur.gate == *gate => Action::Unchanged,
             Some(cur) => {
                 client
-                    .put(
+                    .put::<_, IgnoredAny>(
                         &format!("/gates/{}", seg(&name)),
                         &q,
-                        &body,
+                        gate,
                         cur.etag.as_deref(),
                     )
                     .await?;
@@ -176,12 +171,14 @@ pub async fn apply(
     if prune {
         // Only after every file applied cleanly: a bad file must not turn
         // into deletions.
-        for g in client.list("/gates", &[], None).await? {
-            let name = output::s(&g, "name");
+        for g in client.list::<GateRecord>("/gates", &[], None).await? {
+            let name = g.name;
             if name.is_empty() || loaded.iter().any(|l| l.gate.name() == name) {
                 continue;
             }
-            client.delete(&format!("/gates/{}", seg(&name)), &q).await?;
+            client
+                .delete::<()>(&format!("/gates/{}", seg(&name)), &q)
+                .await?;
             if format == Format::Table {
                 println!("gate/{name} pruned");
             }
@@ -244,8 +241,8 @@ fn yaml(gate: &Gate) -> Result<String> {
 }
 
 pub async fn list(client: &Client, format: Format) -> Result<()> {
-    let items = client.list("/gates", &[], None).await?;
-    output::print(format, &items, |items| {
+    let items: Vec<GateRecord> = client.list("/gates", &[], None).await?;
+    output::print_answer(format, &items, |items| {
         let mut t = Table::new(&[
             "NAME",
             "MODE",
@@ -256,7 +253,7 @@ pub async fn list(client: &Client, format: Format) -> Result<()> {
             "DESCRIPTION",
         ]);
         for g in items {
-            let m = manifest_of(g);
+            let m = &g.manifest;
             let spec = m.get("spec").cloned().unwrap_or(Value::Null);
             let windows = spec
                 .get("windows")
@@ -277,7 +274,7 @@ pub async fn list(client: &Client, format: Format) -> Result<()> {
                 non_empty(output::s(&spec, "default"), "open"),
                 non_empty(output::s(&spec, "timeZone"), "UTC"),
                 non_empty(windows, "<none>"),
-                output::s(g, "version"),
+                g.version.to_string(),
                 output::s(&spec, "description"),
             ]);
         }
@@ -294,21 +291,21 @@ fn non_empty(s: String, default: &str) -> String {
 }
 
 pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
-    let g = client.get(&format!("/gates/{}", seg(name)), &[]).await?;
+    let g: GateRecord = client.get(&format!("/gates/{}", seg(name)), &[]).await?;
     match format {
         // The manifest alone, so `get -o yaml > gate.yaml` round-trips through
         // apply; through the Gate type so fields keep the manifest's order.
         Format::Yaml | Format::Json => {
-            match fleetgate_policy::parse_gate_json(manifest_of(&g).clone()) {
+            match fleetgate_policy::parse_gate_json(g.manifest.clone()) {
                 Ok(gate) => output::print(format, &gate, |_| String::new()),
-                Err(_) => output::print(format, manifest_of(&g), |_| String::new()),
+                Err(_) => output::print(format, &g.manifest, |_| String::new()),
             }
         }
         Format::Table => {
-            let m = manifest_of(&g).clone();
+            let m = g.manifest;
             let mut text = String::new();
             text.push_str(&format!("Name:        {name}\n"));
-            text.push_str(&format!("Version:     {}\n", output::s(&g, "version")));
+            text.push_str(&format!("Version:     {}\n", g.version));
             if let Ok(gate) = fleetgate_policy::parse_gate_json(m.clone())
                 && let Ok(compiled) = gate.compile()
             {
@@ -347,7 +344,7 @@ pub async fn delete(
     format: Format,
 ) -> Result<()> {
     client
-        .delete(
+        .delete::<()>(
             &format!("/gates/{}", seg(name)),
             &crate::client::reason(reason),
         )

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod gate;
 pub mod overrides;
 pub mod preview;
+pub mod rollout;
 pub mod status;
 pub mod token;
 
@@ -25,7 +26,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             return Ok(());
         }
         Command::Gate(GateCmd::Validate { files }) => return gate::validate(files, format),
-        Command::Demo(args) => return crate::demo::run(args).await,
+        Command::Demo { args } => return crate::demo::exec(args),
         Command::Gate(GateCmd::Preview(args)) if args.file.is_some() => {
             return preview::offline(args, format);
         }
@@ -58,9 +59,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             GateCmd::Overrides { gate, all } => overrides::list(&client, gate, *all, format).await,
         },
         Command::Cluster(c) => cluster::run(&client, c, format).await,
+        Command::Rollout(r) => rollout::run(&client, r, format).await,
         Command::Token(t) => token::run(&client, t, format).await,
         Command::Status(s) => status::run(&client, s, format).await,
         Command::Audit(a) => audit::run(&client, a, format).await,
-        Command::Completion { .. } | Command::Demo(_) => Ok(()),
+        Command::Completion { .. } | Command::Demo { .. } => Ok(()),
     }
 }

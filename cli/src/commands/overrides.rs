@@ -2,7 +2,10 @@
 //! 1 h", close ahead of schedule, break-glass). The duration and selector
 //! are checked locally first, so typos fail before reaching the hub.
 
-use serde_json::{Value, json};
+use fleetgate_api_types::{OverrideClusters, OverrideRecord, OverrideRequest};
+use fleetgate_policy::{ClusterScope, LabelSelector, SelectorOperator};
+use serde::de::IgnoredAny;
+use serde_json::json;
 
 use crate::args::{Format, OverrideArgs};
 use crate::client::{Client, seg};
@@ -17,77 +20,63 @@ pub async fn set(client: &Client, args: &OverrideArgs, open: bool, format: Forma
     if args.reason.trim().is_empty() {
         return Err(Error::Usage("--reason must not be empty".into()));
     }
-    let mut body = json!({"reason": args.reason});
-    if let Some(d) = &args.duration {
-        body["for"] = json!(d);
-    }
-    if !args.clusters.is_empty() || args.selector.is_some() {
-        let mut clusters = json!({});
-        if !args.clusters.is_empty() {
-            clusters["names"] = json!(args.clusters);
-        }
-        if let Some(sel) = &args.selector {
-            let parsed = fleetgate_policy::LabelSelector::parse(sel)
-                .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
-            clusters["selector"] =
-                serde_json::to_value(&parsed).map_err(|e| Error::Other(e.to_string()))?;
-        }
-        body["clusters"] = clusters;
-    }
+    let clusters = if !args.clusters.is_empty() || args.selector.is_some() {
+        let selector = match &args.selector {
+            Some(sel) => Some(
+                LabelSelector::parse(sel).map_err(|e| Error::Usage(format!("--selector: {e}")))?,
+            ),
+            None => None,
+        };
+        Some(OverrideClusters {
+            names: args.clusters.clone(),
+            selector,
+        })
+    } else {
+        None
+    };
+    let body = OverrideRequest {
+        duration: args.duration.clone(),
+        reason: args.reason.clone(),
+        clusters,
+        starts_at: None,
+    };
     let verb = if open { "open" } else { "close" };
-    let resp = client
+    let resp: OverrideRecord = client
         .post(&format!("/gates/{}/{verb}", seg(&args.name)), &[], &body)
         .await?;
-    output::print(format, &resp, |o| {
-        let until = match output::s(o, "expiresAt") {
-            u if u.is_empty() => "cancelled".to_string(),
-            u => u,
+    output::print_answer(format, &resp, |o| {
+        let until = match o.expires_at {
+            Some(u) => output::time(&u),
+            None => "cancelled".to_string(),
         };
-        let on = match o.get("clusters") {
-            Some(c) if !c.is_null() => format!(" on {}", scope(Some(c))),
-            _ => String::new(),
+        let on = match &o.clusters {
+            Some(c) => format!(" on {}", scope(Some(c))),
+            None => String::new(),
         };
         format!(
             "gate/{} {}{on} until {until} (override {})\n",
             args.name,
             if open { "opened" } else { "closed" },
-            output::s(o, "id"),
+            o.id,
         )
     })
 }
 
 /// A label selector in kubectl `-l` syntax, for people.
-fn selector_text(sel: &Value) -> String {
+fn selector_text(sel: &LabelSelector) -> String {
     let mut parts: Vec<String> = sel
-        .get("matchLabels")
-        .and_then(|m| m.as_object())
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .match_labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    for e in sel
-        .get("matchExpressions")
-        .and_then(|m| m.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let key = output::s(e, "key");
-        let values = e
-            .get("values")
-            .and_then(|v| v.as_array())
-            .map(|v| {
-                v.iter()
-                    .filter_map(|x| x.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .unwrap_or_default();
-        parts.push(match output::s(e, "operator").as_str() {
-            "In" => format!("{key} in ({values})"),
-            "NotIn" => format!("{key} notin ({values})"),
-            "Exists" => key,
-            "DoesNotExist" => format!("!{key}"),
-            other => format!("{key} {other} ({values})"),
+    for e in &sel.match_expressions {
+        let key = e.key.clone();
+        let values = e.values.join(",");
+        parts.push(match e.operator {
+            SelectorOperator::In => format!("{key} in ({values})"),
+            SelectorOperator::NotIn => format!("{key} notin ({values})"),
+            SelectorOperator::Exists => key,
+            SelectorOperator::DoesNotExist => format!("!{key}"),
         });
     }
     if parts.is_empty() {
@@ -106,11 +95,11 @@ fn query(gate: &str, all: bool) -> Vec<(&'static str, String)> {
 }
 
 pub async fn list(client: &Client, gate: &str, all: bool, format: Format) -> Result<()> {
-    let items = client.list("/overrides", &query(gate, all), None).await?;
-    output::print(format, &items, |items| render(items))
+    let items: Vec<OverrideRecord> = client.list("/overrides", &query(gate, all), None).await?;
+    output::print_answer(format, &items, |items| render(items))
 }
 
-fn render(items: &[Value]) -> String {
+fn render(items: &[OverrideRecord]) -> String {
     if items.is_empty() {
         return "No overrides.\n".into();
     }
@@ -118,44 +107,34 @@ fn render(items: &[Value]) -> String {
         "ID", "STATE", "CLUSTERS", "STARTS", "EXPIRES", "ACTOR", "REASON",
     ]);
     for o in items {
-        let expires = match output::s(o, "cancelledAt") {
-            c if !c.is_empty() => format!("cancelled {c}"),
-            _ => match output::s(o, "expiresAt") {
-                e if e.is_empty() => "when cancelled".into(),
-                e => e,
-            },
+        let expires = match (&o.cancelled_at, &o.expires_at) {
+            (Some(c), _) => format!("cancelled {}", output::time(c)),
+            (None, Some(e)) => output::time(e),
+            (None, None) => "when cancelled".into(),
         };
         t.row(vec![
-            output::s(o, "id"),
-            output::s(o, "state"),
-            scope(o.get("clusters")),
-            output::s(o, "startsAt"),
+            o.id.to_string(),
+            o.state.clone(),
+            scope(o.clusters.as_ref()),
+            output::time(&o.starts_at),
             expires,
-            output::s(o, "actor"),
-            output::s(o, "reason"),
+            o.actor.clone(),
+            o.reason.clone(),
         ]);
     }
     t.render()
 }
 
 /// The override's cluster scope in a few words.
-fn scope(v: Option<&Value>) -> String {
-    let Some(v) = v.filter(|v| !v.is_null()) else {
+fn scope(v: Option<&ClusterScope>) -> String {
+    let Some(v) = v else {
         return "<gate scope>".into();
     };
     let mut parts = Vec::new();
-    if let Some(names) = v.get("names").and_then(|n| n.as_array())
-        && !names.is_empty()
-    {
-        parts.push(
-            names
-                .iter()
-                .filter_map(|n| n.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-        );
+    if !v.names.is_empty() {
+        parts.push(v.names.join(","));
     }
-    if let Some(sel) = v.get("selector").filter(|s| !s.is_null()) {
+    if let Some(sel) = &v.selector {
         parts.push(format!("selector {}", selector_text(sel)));
     }
     if parts.is_empty() {
@@ -176,11 +155,10 @@ pub async fn cancel(
     let ids: Vec<String> = match (id, all) {
         (Some(id), _) => vec![id.to_string()],
         (None, true) => client
-            .list("/overrides", &query(gate, false), None)
+            .list::<OverrideRecord>("/overrides", &query(gate, false), None)
             .await?
             .iter()
-            .map(|o| output::s(o, "id"))
-            .filter(|i| !i.is_empty())
+            .map(|o| o.id.to_string())
             .collect(),
         (None, false) => {
             return Err(Error::Usage(
@@ -191,7 +169,7 @@ pub async fn cancel(
     let mut done = Vec::new();
     for id in &ids {
         client
-            .delete(
+            .delete::<IgnoredAny>(
                 &format!("/overrides/{}", seg(id)),
                 &crate::client::reason(reason),
             )

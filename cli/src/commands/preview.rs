@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
+use fleetgate_api_types::GateRecord;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::args::{Format, PreviewArgs};
 use crate::client::{Client, seg};
@@ -34,8 +34,11 @@ pub fn offline(args: &PreviewArgs, format: Format) -> Result<()> {
     let zone = compiled.time_zone();
     let (from, to) = range(args, zone, Utc::now())?;
     let preview = compiled.preview(from, to, &[]);
-    let value = serde_json::to_value(&preview).map_err(|e| Error::Other(e.to_string()))?;
-    print_preview(format, value, zone)?;
+    // The same shape the hub answers with (the policy crate's `Preview` serialised).
+    let out: PreviewOut = serde_json::to_value(&preview)
+        .and_then(serde_json::from_value)
+        .map_err(|e| Error::Other(format!("unexpected preview shape: {e}")))?;
+    print_preview(format, &out, zone)?;
     print_limitations(&l.gate);
     Ok(())
 }
@@ -53,19 +56,17 @@ pub async fn from_hub(client: &Client, args: &PreviewArgs, format: Format) -> Re
         .as_deref()
         .ok_or_else(|| Error::Usage("gate preview needs -f FILE or a gate NAME".into()))?;
     // The gate's zone reads local --from/--to and renders the table.
-    let gate = client.get(&format!("/gates/{}", seg(name)), &[]).await?;
+    let gate: GateRecord = client.get(&format!("/gates/{}", seg(name)), &[]).await?;
     let zone = gate_zone(&gate);
     let (from, to) = range(args, zone, Utc::now())?;
-    let value = client
+    let out: PreviewOut = client
         .get(
             &format!("/gates/{}/preview", seg(name)),
             &[("from", rfc3339(from)), ("to", rfc3339(to))],
         )
         .await?;
-    print_preview(format, value, zone)?;
-    if let Ok(gate) =
-        fleetgate_policy::parse_gate_json(gate.get("manifest").unwrap_or(&gate).clone())
-    {
+    print_preview(format, &out, zone)?;
+    if let Ok(gate) = fleetgate_policy::parse_gate_json(gate.manifest) {
         print_limitations(&gate);
     }
     Ok(())
@@ -75,36 +76,32 @@ pub async fn from_hub(client: &Client, args: &PreviewArgs, format: Format) -> Re
 /// `Value` would sort them): `gate`, `initial{state,reason}`,
 /// `transitions[{at,state,reason}]` — the same from a file and from the hub.
 #[derive(Debug, Serialize, Deserialize)]
-struct PreviewOut {
+pub struct PreviewOut {
     gate: String,
     initial: StateOut,
     transitions: Vec<TransitionOut>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-struct StateOut {
+pub struct StateOut {
     state: String,
     reason: String,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-struct TransitionOut {
+pub struct TransitionOut {
     at: String,
     state: String,
     reason: String,
 }
 
-fn print_preview(format: Format, value: Value, zone: Tz) -> Result<()> {
-    let out: PreviewOut = serde_json::from_value(value.clone())
-        .map_err(|e| Error::Other(format!("unexpected preview shape: {e}")))?;
-    output::print(format, &out, |_| render_table(&value, zone))
+fn print_preview(format: Format, out: &PreviewOut, zone: Tz) -> Result<()> {
+    output::print(format, out, |out| render_table(out, zone))
 }
 
-/// `spec.timeZone` of a gate as the hub returns it (the manifest may be
-/// wrapped in `{"manifest": ...}`); UTC when absent.
-pub fn gate_zone(gate: &Value) -> Tz {
-    let manifest = gate.get("manifest").unwrap_or(gate);
-    manifest
+/// `spec.timeZone` of a gate as the hub returns it; UTC when absent.
+pub fn gate_zone(gate: &GateRecord) -> Tz {
+    gate.manifest
         .pointer("/spec/timeZone")
         .and_then(|v| v.as_str())
         .and_then(|z| z.parse().ok())
@@ -141,36 +138,22 @@ pub fn rfc3339(t: DateTime<Utc>) -> String {
 
 /// The preview for people: one row for the state at --from, one per change,
 /// times in the gate's zone.
-pub fn render_table(v: &Value, zone: Tz) -> String {
+pub fn render_table(v: &PreviewOut, zone: Tz) -> String {
     let mut t = Table::new(&["WHEN", "STATE", "REASON"]);
-    let initial = v.get("initial").cloned().unwrap_or(Value::Null);
     t.row(vec![
         "(at --from)".to_string(),
-        output::s(&initial, "state"),
-        output::s(&initial, "reason"),
+        v.initial.state.clone(),
+        v.initial.reason.clone(),
     ]);
-    for tr in v
-        .get("transitions")
-        .and_then(|x| x.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let at = tr
-            .get("at")
-            .and_then(|a| a.as_str())
-            .and_then(|a| DateTime::parse_from_rfc3339(a).ok())
+    for tr in &v.transitions {
+        let at = DateTime::parse_from_rfc3339(&tr.at)
             .map(|a| {
                 a.with_timezone(&zone)
                     .format("%a %Y-%m-%d %H:%M %Z")
                     .to_string()
             })
-            .unwrap_or_else(|| output::s(tr, "at"));
-        t.row(vec![at, output::s(tr, "state"), output::s(tr, "reason")]);
+            .unwrap_or_else(|_| tr.at.clone());
+        t.row(vec![at, tr.state.clone(), tr.reason.clone()]);
     }
-    format!(
-        "gate {} (times in {})\n{}",
-        output::s(v, "gate"),
-        zone.name(),
-        t.render()
-    )
+    format!("gate {} (times in {})\n{}", v.gate, zone.name(), t.render())
 }

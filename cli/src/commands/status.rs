@@ -1,9 +1,11 @@
 //! `status`: the fleet at a glance — counts, each gate's open/closed split,
 //! and one row per cluster (like `flux get`: may it change now, what holds
 //! it, what is waiting, when the next transition is) — or one cluster in
-//! detail with its governed objects.
+//! detail with its governed objects and the objects held inside its
+//! Kustomizations (holdObjects gates).
 
-use serde_json::Value;
+use chrono::{DateTime, Utc};
+use fleetgate_api_types::{Cluster, ClusterStatus, FleetStatus, ReportedObject};
 
 use crate::args::{Format, StatusArgs};
 use crate::client::{Client, seg};
@@ -12,10 +14,10 @@ use crate::output::{self, Table};
 
 pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<()> {
     if let Some(name) = &args.cluster {
-        let v = client
+        let v: ClusterStatus = client
             .get(&format!("/clusters/{}/status", seg(name)), &[])
             .await?;
-        return output::print(format, &v, |v| render_cluster(v, args.gate.as_deref()));
+        return output::print_answer(format, &v, |v| render_cluster(v, args.gate.as_deref()));
     }
     if let Some(sel) = &args.selector {
         // A usage error before any request, like the other `-l` commands.
@@ -28,69 +30,52 @@ pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<(
         .iter()
         .map(|s| ("selector", s.clone()))
         .collect();
-    let v = client.get("/status/clusters", &query).await?;
-    output::print(format, &v, |v| render_fleet(v, args.gate.as_deref()))
+    let v: FleetStatus = client.get("/status/clusters", &query).await?;
+    output::print_answer(format, &v, |v| render_fleet(v, args.gate.as_deref()))
 }
 
-fn gates_of(c: &Value) -> Vec<Value> {
-    c.get("gates")
-        .and_then(|g| g.as_array())
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn spoke(cluster: &Value) -> &'static str {
-    match cluster.get("connected") {
-        Some(Value::Bool(true)) => "connected",
-        Some(Value::Bool(false)) => "disconnected",
-        _ => "?",
+fn spoke(cluster: &Cluster) -> &'static str {
+    if cluster.connected {
+        "connected"
+    } else {
+        "disconnected"
     }
 }
 
-fn strs(v: Option<&Value>) -> String {
-    v.and_then(|x| x.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default()
+/// An optional instant as the hub writes it, or "—": the state does not
+/// change within the look-ahead.
+fn next(t: Option<&DateTime<Utc>>) -> String {
+    t.map(output::time).unwrap_or_else(|| "—".into())
 }
 
-fn n(v: &Value, ptr: &str) -> String {
-    v.pointer(ptr).map(|x| x.to_string()).unwrap_or_default()
-}
-
-fn render_fleet(v: &Value, gate: Option<&str>) -> String {
-    let s = &v["summary"];
+fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
+    let s = &v.summary;
     let mut out = format!(
         "clusters: {} ({} connected, {} disconnected)   may change now: {}   closed: {}   with held changes: {}\n\
-         objects: {} governed, {} suspended, {} held   fleet revision {}\n\n",
-        n(s, "/clusters/total"),
-        n(s, "/clusters/connected"),
-        n(s, "/clusters/disconnected"),
-        n(s, "/clusters/open"),
-        n(s, "/clusters/closed"),
-        n(s, "/clusters/withHeld"),
-        n(s, "/objects/governed"),
-        n(s, "/objects/suspended"),
-        n(s, "/objects/held"),
-        n(s, "/revision"),
+         objects: {} governed, {} suspended, {} held   fleet revision {}\n         held objects: {} ({} with changes waiting, {} by a person) on {} clusters\n\n",
+        s.clusters.total,
+        s.clusters.connected,
+        s.clusters.disconnected,
+        s.clusters.open,
+        s.clusters.closed,
+        s.clusters.with_held,
+        s.objects.governed,
+        s.objects.suspended,
+        s.objects.held,
+        s.revision,
+        s.objects.held_objects,
+        s.objects.held_objects_waiting,
+        s.objects.held_objects_by_person,
+        s.clusters.with_held_objects,
     );
-    let mut gates = Table::new(&["GATE", "CLUSTERS", "OPEN", "CLOSED"]);
-    for g in s
-        .get("gates")
-        .and_then(|g| g.as_array())
-        .into_iter()
-        .flatten()
-        .filter(|g| gate.is_none_or(|n| output::s(g, "gate") == n))
-    {
+    let mut gates = Table::new(&["GATE", "CLUSTERS", "OPEN", "CLOSED", "HELD OBJECTS"]);
+    for g in s.gates.iter().filter(|g| gate.is_none_or(|n| g.gate == n)) {
         gates.row(vec![
-            output::s(g, "gate"),
-            output::s(g, "clusters"),
-            output::s(g, "open"),
-            output::s(g, "closed"),
+            g.gate.clone(),
+            g.clusters.to_string(),
+            g.open.to_string(),
+            g.closed.to_string(),
+            g.held_objects.to_string(),
         ]);
     }
     if !gates.is_empty() {
@@ -103,39 +88,32 @@ fn render_fleet(v: &Value, gate: Option<&str>) -> String {
         "READY",
         "CLOSED BY",
         "HELD",
+        "HELD OBJECTS",
         "NEXT",
         "MESSAGE",
     ]);
-    for c in v
-        .get("clusters")
-        .and_then(|c| c.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let gates = gates_of(c);
+    for c in &v.clusters {
         if let Some(g) = gate
-            && !gates.iter().any(|x| output::s(x, "gate") == g)
+            && !c.gates.iter().any(|x| x.gate == g)
         {
             continue;
         }
-        let open = c.get("open").and_then(|o| o.as_bool()).unwrap_or(true);
         // The message is the reason of the first closed gate (or the first gate).
-        let first = gates
+        let first = c
+            .gates
             .iter()
-            .find(|g| output::s(g, "state") == "closed")
-            .or(gates.first());
+            .find(|g| g.state == "closed")
+            .or(c.gates.first());
         t.row(vec![
-            c.pointer("/cluster/name")
-                .and_then(|x| x.as_str())
-                .unwrap_or_default()
-                .to_string(),
-            spoke(&c["cluster"]).into(),
-            if open { "True" } else { "False" }.into(),
-            strs(c.get("closedBy")),
-            n(c, "/counts/held"),
-            or_dash(output::s(c, "nextTransition")),
+            c.cluster.name.clone(),
+            spoke(&c.cluster).into(),
+            if c.open { "True" } else { "False" }.into(),
+            c.closed_by.join(","),
+            c.counts.held.to_string(),
+            c.counts.held_objects.to_string(),
+            next(c.next_transition.as_ref()),
             first
-                .map(|g| format!("{}: {}", output::s(g, "gate"), output::s(g, "reason")))
+                .map(|g| format!("{}: {}", g.gate, g.reason))
                 .unwrap_or_else(|| "no gates".into()),
         ]);
     }
@@ -147,43 +125,64 @@ fn render_fleet(v: &Value, gate: Option<&str>) -> String {
     out
 }
 
-/// "—" for a time that is absent: the state does not change within the look-ahead.
-fn or_dash(s: String) -> String {
-    if s.is_empty() { "—".into() } else { s }
+/// The live open/close requests made inside the cluster (annotations on its
+/// Gate objects), with the Kubernetes user; cancel one with
+/// `fleetgate gate cancel GATE ID`.
+fn local_requests(v: &ClusterStatus, gate: Option<&str>) -> String {
+    let mut t = Table::new(&["REQUEST", "GATE", "BY", "AT", "UNTIL", "REASON", "ID"]);
+    for r in v
+        .local_requests
+        .iter()
+        .filter(|r| gate.is_none_or(|g| r.gate == g))
+    {
+        t.row(vec![
+            if r.state == "open" { "open" } else { "close" }.into(),
+            r.gate.clone(),
+            r.requested_by.clone().unwrap_or_else(|| "—".into()),
+            output::time(&r.created_at),
+            output::time_or_empty(r.expires_at.as_ref()),
+            r.reason.clone(),
+            r.id.to_string(),
+        ]);
+    }
+    if t.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nRequests made in the cluster (cancel: fleetgate gate cancel GATE ID):\n{}",
+        t.render()
+    )
 }
 
-fn render_cluster(v: &Value, gate: Option<&str>) -> String {
-    let c = &v["cluster"];
-    let open = v.get("open").and_then(|o| o.as_bool()).unwrap_or(true);
+fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
+    let c = &v.cluster;
     let mut out = format!(
         "cluster {}   spoke: {} {}   last seen: {}   labels: {}\n\
          may change now: {}   next change: {}\n\n",
-        output::s(c, "name"),
+        c.name,
         spoke(c),
-        output::s(c, "spokeVersion"),
-        match output::s(c, "lastSeenAt") {
-            s if s.is_empty() => "never".to_string(),
-            s => s,
+        c.spoke_version.clone().unwrap_or_default(),
+        match &c.last_seen_at {
+            Some(t) => output::time(t),
+            None => "never".to_string(),
         },
-        output::labels(c.get("labels")),
-        if open {
+        output::labels(&c.labels),
+        if v.open {
             "yes".to_string()
         } else {
-            format!("no (closed by {})", strs(v.get("closedBy")))
+            format!("no (closed by {})", v.closed_by.join(","))
         },
-        or_dash(output::s(v, "nextTransition")),
+        next(v.next_transition.as_ref()),
     );
-    let mut t = Table::new(&["GATE", "STATE", "HELD", "NEXT", "REASON"]);
-    for g in gates_of(v)
-        .iter()
-        .filter(|g| gate.is_none_or(|n| output::s(g, "gate") == n))
-    {
+    let mut t = Table::new(&["GATE", "STATE", "HELD", "HELD OBJECTS", "NEXT", "REASON"]);
+    for g in v.gates.iter().filter(|g| gate.is_none_or(|n| g.gate == n)) {
         t.row(vec![
-            output::s(g, "gate"),
-            output::s(g, "state"),
-            output::s(g, "held"),
-            output::s(g, "nextTransition"),
-            output::s(g, "reason"),
+            g.gate.clone(),
+            g.state.clone(),
+            g.held.to_string(),
+            g.held_objects.to_string(),
+            output::time_or_empty(g.next_transition.as_ref()),
+            g.reason.clone(),
         ]);
     }
     out.push_str(&if t.is_empty() {
@@ -191,12 +190,12 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
     } else {
         t.render()
     });
-    let objects: Vec<&Value> = v
-        .get("objects")
-        .and_then(|o| o.as_array())
-        .into_iter()
-        .flatten()
-        .filter(|o| gate.is_none_or(|g| strs(o.get("gates")).split(',').any(|x| x == g)))
+    out.push_str(&local_requests(v, gate));
+    let objects: Vec<_> = v
+        .objects
+        .iter()
+        .map(|o| &o.object)
+        .filter(|o| gate.is_none_or(|g| o.gates.iter().any(|x| x == g)))
         .collect();
     if !objects.is_empty() {
         out.push('\n');
@@ -216,23 +215,26 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
             if let Some(line) = not_ready_line(o) {
                 not_ready.push(line);
             }
-            let suspended = match (o.get("suspended"), o.get("suspendedByHuman")) {
+            let suspended = if o.ignored {
                 // fleetgate.io/ignore: "true": the gates target it, fleetgate leaves it be.
-                _ if o.get("ignored") == Some(&Value::Bool(true)) => "ignored".to_string(),
-                (_, Some(Value::Bool(true))) => "by hand".to_string(),
-                (Some(Value::Bool(true)), _) => "yes".to_string(),
-                _ => "no".to_string(),
+                "ignored"
+            } else if o.suspended_by_human {
+                "by hand"
+            } else if o.suspended {
+                "yes"
+            } else {
+                "no"
             };
             t.row(vec![
-                output::s(o, "kind"),
-                output::s(o, "namespace"),
-                output::s(o, "name"),
+                o.kind.clone(),
+                o.namespace.clone(),
+                o.name.clone(),
                 ready(o),
-                suspended,
-                strs(o.get("suspendedBy")),
-                output::s(o, "held"),
-                output::s(o, "lastAppliedRevision"),
-                output::s(o, "newestSourceRevision"),
+                suspended.to_string(),
+                o.suspended_by.join(","),
+                o.held.to_string(),
+                o.last_applied_revision.clone().unwrap_or_default(),
+                o.newest_source_revision.clone().unwrap_or_default(),
             ]);
         }
         out.push_str(&t.render());
@@ -244,21 +246,19 @@ fn render_cluster(v: &Value, gate: Option<&str>) -> String {
             }
         }
     }
+    out.push_str(&held_objects(v, gate));
     out
 }
 
 /// Flux's Ready condition in one cell: `True`, `False (Reason)`, `Unknown`, `-` while none
 /// was reported; `, stalled` when Flux stopped retrying.
-fn ready(o: &Value) -> String {
-    let status = output::s(o, "ready");
-    let reason = output::s(o, "readyReason");
-    let mut cell = match status.as_str() {
-        "" => "-".to_string(),
-        "True" => status,
-        _ if reason.is_empty() => status,
-        _ => format!("{status} ({reason})"),
+fn ready(o: &ReportedObject) -> String {
+    let mut cell = match (o.ready.as_deref(), o.ready_reason.as_deref()) {
+        (None, _) => "-".to_string(),
+        (Some("True"), _) | (Some(_), None | Some("")) => o.ready.clone().unwrap_or_default(),
+        (Some(status), Some(reason)) => format!("{status} ({reason})"),
     };
-    if o.get("stalled") == Some(&Value::Bool(true)) {
+    if o.stalled {
         cell.push_str(", stalled");
     }
     cell
@@ -266,42 +266,107 @@ fn ready(o: &Value) -> String {
 
 /// `  Kustomization apps/web: health check failed …` for an object whose Ready is not True
 /// and which has a message (messages are too long for the table).
-fn not_ready_line(o: &Value) -> Option<String> {
-    let status = output::s(o, "ready");
-    let message = output::s(o, "readyMessage");
-    if status.is_empty() || status == "True" || message.is_empty() {
+fn not_ready_line(o: &ReportedObject) -> Option<String> {
+    let message = o.ready_message.as_deref().filter(|m| !m.is_empty())?;
+    if matches!(o.ready.as_deref(), None | Some("True")) {
         return None;
     }
     Some(format!(
         "  {} {}/{}: {message}",
-        output::s(o, "kind"),
-        output::s(o, "namespace"),
-        output::s(o, "name")
+        o.kind, o.namespace, o.name
     ))
+}
+
+/// The objects inside the cluster's Kustomizations that holdObjects gates
+/// select (held ones first, as the hub orders them).
+fn held_objects(v: &ClusterStatus, gate: Option<&str>) -> String {
+    let held: Vec<_> = v
+        .held_objects
+        .iter()
+        .map(|o| &o.object)
+        .filter(|o| gate.is_none_or(|g| o.gates.iter().any(|x| x == g)))
+        .collect();
+    if held.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(&[
+        "HELD OBJECT",
+        "NAMESPACE",
+        "NAME",
+        "KUSTOMIZATION",
+        "HELD BY",
+        "SINCE",
+        "WAITING",
+    ]);
+    for o in held {
+        let kind = match o.group.as_str() {
+            "" => o.kind.clone(),
+            g => format!("{}.{g}", o.kind),
+        };
+        let by = if !o.held_by.is_empty() {
+            o.held_by.join(",")
+        } else if o.held_by_person {
+            "a person".into()
+        } else {
+            "— (not held)".into()
+        };
+        t.row(vec![
+            kind,
+            o.namespace.clone(),
+            o.name.clone(),
+            format!("{}/{}", o.kustomization_namespace, o.kustomization_name),
+            by,
+            o.held_since_revision
+                .clone()
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "—".into()),
+            if o.newer_revision_applied {
+                "yes"
+            } else {
+                "no"
+            }
+            .into(),
+        ]);
+    }
+    format!("\n{}", t.render())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use serde_json::json;
+
+    use super::*;
 
     #[test]
     fn cluster_view_shows_ready_and_the_failure_message() {
-        let v = json!({
-            "cluster": {"name": "edge-1", "connected": true, "labels": {}},
-            "open": true, "gates": [],
+        let v: ClusterStatus = serde_json::from_value(json!({
+            "cluster": {"name": "edge-1", "connected": true, "labels": {},
+                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
+                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
+                        "desiredRevision": 1},
+            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
+            "open": true, "closedBy": [], "gates": [],
             "objects": [
                 {"kind": "Kustomization", "namespace": "apps", "name": "api", "gates": ["g"],
+                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
+                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
                  "ready": "True", "readyReason": "ReconciliationSucceeded",
                  "readyMessage": "Applied revision: main@sha1:aaa", "held": false},
                 {"kind": "Kustomization", "namespace": "apps", "name": "web", "gates": ["g"],
+                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
+                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
                  "ready": "False", "readyReason": "HealthCheckFailed", "stalled": true,
                  "readyMessage": "health check failed after 5m: Deployment/apps/web not ready",
                  "held": false},
                 {"kind": "HelmRelease", "namespace": "apps", "name": "old", "gates": ["g"],
-                 "held": false}
-            ]
-        });
+                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
+                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z", "held": false}
+            ],
+            "counts": {"governed": 3, "held": 0, "suspended": 0, "heldObjects": 0,
+                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
+            "heldObjects": []
+        }))
+        .unwrap();
         let out = render_cluster(&v, None);
         assert!(out.contains("READY"), "{out}");
         assert!(out.contains("False (HealthCheckFailed), stalled"), "{out}");
@@ -317,5 +382,95 @@ mod tests {
         );
         let old = out.lines().find(|l| l.contains(" old ")).unwrap();
         assert!(old.contains(" - "), "no Ready reported: {old}");
+    }
+
+    #[test]
+    fn cluster_shows_held_objects() {
+        let v: ClusterStatus = serde_json::from_value(json!({
+            "cluster": {"name": "prod-1", "connected": true, "labels": {},
+                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
+                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
+                        "desiredRevision": 1},
+            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
+            "open": false, "closedBy": ["nginx-window"],
+            "gates": [{"gate": "nginx-window", "state": "closed", "held": 0, "heldObjects": 1,
+                       "reason": "default (closed)", "nextTransition": null, "objects": []}],
+            "objects": [],
+            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 1,
+                       "heldObjectsByPerson": 1, "heldObjectsWaiting": 1},
+            "heldObjects": [
+                {"group": "apps", "kind": "Deployment", "namespace": "nginx", "name": "nginx",
+                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
+                 "gates": ["nginx-window"], "heldBy": ["nginx-window"], "heldByPerson": false,
+                 "heldSinceRevision": "main@sha1:aaa", "newerRevisionApplied": true,
+                 "heldSince": "2026-11-24T08:30:00Z", "held": true,
+                 "reportedAt": "2026-11-24T09:00:00Z"},
+                {"group": "", "kind": "Service", "namespace": "nginx", "name": "legacy",
+                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
+                 "gates": ["nginx-window"], "heldBy": [], "heldByPerson": true,
+                 "heldSinceRevision": null, "newerRevisionApplied": false,
+                 "heldSince": null, "held": true, "reportedAt": "2026-11-24T09:00:00Z"}
+            ]
+        }))
+        .unwrap();
+        let out = render_cluster(&v, None);
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("Deployment.apps"))
+            .unwrap();
+        for cell in [
+            "nginx",
+            "flux-system/apps",
+            "nginx-window",
+            "main@sha1:aaa",
+            "yes",
+        ] {
+            assert!(row.contains(cell), "{cell} missing in {row:?}\n{out}");
+        }
+        let row = out.lines().find(|l| l.starts_with("Service ")).unwrap();
+        assert!(row.contains("a person") && row.ends_with("no"), "{row:?}");
+        // A gate filter that selects nothing hides the list.
+        assert!(!render_cluster(&v, Some("other")).contains("HELD OBJECT "));
+    }
+
+    #[test]
+    fn a_cluster_lists_the_requests_made_in_it_with_their_ids() {
+        let v: ClusterStatus = serde_json::from_value(json!({
+            "cluster": {"name": "edge-1", "connected": true, "labels": {},
+                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
+                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
+                        "desiredRevision": 1},
+            "at": "2026-11-24T10:05:00Z", "nextTransition": null,
+            "open": false, "closedBy": ["sre-approval"],
+            "gates": [{"gate": "sre-approval", "state": "closed", "held": 0, "heldObjects": 0,
+                       "reason": "override", "nextTransition": null, "objects": []}],
+            "objects": [], "heldObjects": [],
+            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
+                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
+            "localRequests": [{
+                "id": "0b5c1f7e-0000-4000-8000-000000000001", "gate": "sre-approval",
+                "state": "closed", "requestedBy": "alice", "requestedIn": "edge-1",
+                "clusters": {"names": ["edge-1"]},
+                "startsAt": "2026-11-24T10:00:00Z", "createdAt": "2026-11-24T10:00:00Z",
+                "expiresAt": "2026-11-24T11:00:00Z", "actor": "alice@cluster/edge-1",
+                "reason": "incident 7", "cancelledAt": null, "cancelledBy": null
+            }]
+        }))
+        .unwrap();
+        let text = render_cluster(&v, None);
+        assert!(text.contains("Requests made in the cluster"), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.contains("alice"))
+            .expect("a row for the request");
+        for part in [
+            "close",
+            "sre-approval",
+            "incident 7",
+            "0b5c1f7e-0000-4000-8000-000000000001",
+        ] {
+            assert!(row.contains(part), "{part} not in {row}");
+        }
+        assert!(!render_cluster(&v, Some("other")).contains("Requests made"));
     }
 }

@@ -1,7 +1,7 @@
 //! `token create|list|revoke`: API tokens with a role (viewer, operator,
 //! admin). The secret is printed once; the hub keeps only its hash.
 
-use serde_json::{Value, json};
+use fleetgate_api_types::{ApiToken, ApiTokenWithSecret, CreateToken};
 
 use crate::args::{Format, TokenCmd};
 use crate::client::{Client, reason, seg};
@@ -15,46 +15,43 @@ pub async fn run(client: &Client, cmd: &TokenCmd, format: Format) -> Result<()> 
             role,
             reason: why,
         } => {
-            let v = client
-                .post(
-                    "/tokens",
-                    &reason(why),
-                    &json!({"name": name, "role": role}),
-                )
-                .await?;
-            output::print(format, &v, |v| {
+            let body = CreateToken {
+                name: name.clone(),
+                role: role.clone(),
+            };
+            let v: ApiTokenWithSecret = client.post("/tokens", &reason(why), &body).await?;
+            output::print_answer(format, &v, |v| {
                 format!(
                     "token/{name} created (role {role})\nsecret (shown once):\n{}\n",
-                    output::s(v, "secret")
+                    v.secret
                 )
             })
         }
         TokenCmd::List => {
-            let items = client.list("/tokens", &[], None).await?;
-            output::print(format, &items, |items| render(items))
+            let items: Vec<ApiToken> = client.list("/tokens", &[], None).await?;
+            output::print_answer(format, &items, |items| render(items))
         }
         TokenCmd::Revoke {
             name_or_id,
             reason: why,
         } => {
             let id = resolve(client, name_or_id).await?;
-            let v = client
+            let v: ApiToken = client
                 .delete(&format!("/tokens/{}", seg(&id)), &reason(why))
                 .await?;
-            output::print(format, &v, |_| format!("token/{name_or_id} revoked\n"))
+            output::print_answer(format, &v, |_| format!("token/{name_or_id} revoked\n"))
         }
     }
 }
 
 /// Token ids are UUIDs; a name is looked up among the live tokens.
 async fn resolve(client: &Client, name_or_id: &str) -> Result<String> {
-    let items = client.list("/tokens", &[], None).await?;
+    let items: Vec<ApiToken> = client.list("/tokens", &[], None).await?;
     let found = items.iter().find(|t| {
-        (output::s(t, "name") == name_or_id || output::s(t, "id") == name_or_id)
-            && t.get("revokedAt").is_none_or(Value::is_null)
+        (t.name == name_or_id || t.id.to_string() == name_or_id) && t.revoked_at.is_none()
     });
     match found {
-        Some(t) => Ok(output::s(t, "id")),
+        Some(t) => Ok(t.id.to_string()),
         None => Err(Error::Api {
             status: 404,
             code: "not_found".into(),
@@ -64,18 +61,18 @@ async fn resolve(client: &Client, name_or_id: &str) -> Result<String> {
     }
 }
 
-fn render(items: &[Value]) -> String {
+fn render(items: &[ApiToken]) -> String {
     if items.is_empty() {
         return "No API tokens.\n".into();
     }
     let mut t = Table::new(&["NAME", "ROLE", "CREATED", "REVOKED", "ID"]);
     for tok in items {
         t.row(vec![
-            output::s(tok, "name"),
-            output::s(tok, "role"),
-            output::s(tok, "createdAt"),
-            output::s(tok, "revokedAt"),
-            output::s(tok, "id"),
+            tok.name.clone(),
+            tok.role.clone(),
+            output::time(&tok.created_at),
+            output::time_or_empty(tok.revoked_at.as_ref()),
+            tok.id.to_string(),
         ]);
     }
     t.render()

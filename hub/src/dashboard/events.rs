@@ -26,11 +26,11 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Opens the event stream. The first event, `ready`, says the stream is
 /// subscribed: state fetched after it misses no change. Later events are
-/// `gate`, `override`, `spoke` and `held`; `error` ends the stream (e.g. the
+/// `gate`, `override`, `spoke`, `held` and `heldObjects`; `error` ends the stream (e.g. the
 /// token was revoked).
 #[utoipa::path(get, path = "/api/v1/events", tag = "dashboard",
     responses(
-        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, spoke, held, error", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, spoke, held, heldObjects, error", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Response> {
@@ -99,7 +99,8 @@ pub fn to_sse(e: &FleetEvent) -> Event {
             json!({
                 "at": at, "change": change.as_str(), "id": o.id.to_string(), "gate": o.gate,
                 "state": o.state, "actor": o.actor, "reason": o.reason,
-                "expiresAt": o.expires_at,
+                "expiresAt": o.expires_at, "requestedIn": o.requested_in,
+                "requestedBy": o.requested_by,
             }),
         ),
         FleetChange::Spoke(sp) => (
@@ -117,6 +118,13 @@ pub fn to_sse(e: &FleetEvent) -> Event {
         } => (
             "held",
             json!({"at": at, "cluster": cluster, "held": held, "previous": previous}),
+        ),
+        FleetChange::HeldObjects(h) => (
+            "heldObjects",
+            json!({
+                "at": at, "cluster": h.cluster, "held": h.held, "byPerson": h.by_person,
+                "previous": h.previous, "previousByPerson": h.previous_by_person,
+            }),
         ),
     };
     sse(name, &data)

@@ -6,19 +6,8 @@ use sqlx::PgConnection;
 
 use crate::Result;
 
-/// One audit entry.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct AuditRow {
-    pub id: i64,
-    pub at: DateTime<Utc>,
-    pub actor: String,
-    pub action: String,
-    pub target_kind: String,
-    pub target_name: String,
-    pub before: Option<serde_json::Value>,
-    pub after: Option<serde_json::Value>,
-    pub reason: Option<String>,
-}
+/// One audit entry, read straight into the API type.
+pub use fleetgate_api_types::AuditEntry;
 
 /// What to record (the id is assigned by the database).
 #[derive(Debug, Clone)]
@@ -71,7 +60,7 @@ pub async fn list(
     f: &AuditFilter,
     before_id: Option<i64>,
     limit: i64,
-) -> Result<Vec<AuditRow>> {
+) -> Result<Vec<AuditEntry>> {
     let rows = sqlx::query_as(
         "select id, at, actor, action, target_kind, target_name, before, after, reason \
          from audit_log \

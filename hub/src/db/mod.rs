@@ -15,10 +15,12 @@ pub mod audit;
 pub mod clusters;
 pub mod gates;
 pub mod health;
+pub mod held_objects;
 pub mod overrides;
 pub mod reports;
 pub mod retry;
 pub mod revision;
+pub mod rollouts;
 pub mod status;
 pub mod tokens;
 

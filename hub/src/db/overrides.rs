@@ -23,16 +23,21 @@ pub struct OverrideRow {
     pub created_at: DateTime<Utc>,
     pub cancelled_at: Option<DateTime<Utc>>,
     pub cancelled_by: Option<String>,
+    /// The cluster a request made in the cluster came from (None: made at the hub).
+    pub requested_in: Option<String>,
+    /// The Kubernetes user (field manager) that made such a request, when known.
+    pub requested_by: Option<String>,
 }
 
 const COLUMNS: &str = "id, gate, scope, state, starts_at, expires_at, actor, reason, \
-                       created_at, cancelled_at, cancelled_by";
+                       created_at, cancelled_at, cancelled_by, requested_in, requested_by";
 
 /// Inserts an override.
 pub async fn insert(conn: &mut PgConnection, o: &OverrideRow) -> Result<OverrideRow> {
     let row = sqlx::query_as(sql!(
         "insert into overrides (id, gate, scope, state, starts_at, expires_at, actor, reason, \
-         created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning {COLUMNS}"
+         created_at, requested_in, requested_by) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning {COLUMNS}"
     ))
     .bind(o.id)
     .bind(&o.gate)
@@ -43,6 +48,8 @@ pub async fn insert(conn: &mut PgConnection, o: &OverrideRow) -> Result<Override
     .bind(&o.actor)
     .bind(&o.reason)
     .bind(o.created_at)
+    .bind(&o.requested_in)
+    .bind(&o.requested_by)
     .fetch_one(conn)
     .await?;
     Ok(row)

@@ -1,65 +1,31 @@
-//! Writes from the spoke stream: status reports into `object_status` (a report
-//! is the full set of governed objects, so objects missing from it are
-//! deleted) and the spoke's connection state in `cluster_connections`. This
+//! Writes from the spoke stream: status reports into `object_status` and
+//! `held_objects` (a report is the full set of governed and held objects, so
+//! objects missing from it are deleted) and the spoke's connection state in
+//! `cluster_connections`. A report whose content equals the stored one (its
+//! hash, kept per cluster) writes no object row; it and keepalives only
+//! refresh the liveness stamps, at most every [`STAMP_EVERY`]: an idle fleet
+//! costs the database one row per cluster per minute, not one per object per
+//! heartbeat. This
 //! path never bumps the fleet revision and never notifies: reports are not
 //! desired state. It never updates `clusters` rows, which writes lock, and
 //! takes several clusters' rows only in name order, as writes do.
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::{DateTime, Duration, Utc};
+use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
-use utoipa::ToSchema;
 
+use super::held_objects::{self, HeldObject};
 use crate::Result;
 
-/// A governed Flux object as its spoke reports it: written by report
-/// ingestion, read back by the status views (with `reported_at`, see
-/// [`super::status::ObjectStatus`]). A whole report is JSON-encoded into one
-/// statement parameter, so it is one upsert.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReportedObject {
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    pub suspended: bool,
-    /// Gates whose closure suspended it.
-    pub suspended_by: Vec<String>,
-    /// Gates governing it.
-    pub gates: Vec<String>,
-    pub last_applied_revision: Option<String>,
-    pub newest_source_revision: Option<String>,
-    /// A newer source revision waits for a gate to open.
-    pub held: bool,
-    /// Suspended by a person (fleetgate leaves it alone).
-    pub suspended_by_human: bool,
-    /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but fleetgate never
-    /// governs it (not counted as governed).
-    pub ignored: bool,
-    /// Its Ready condition as Flux wrote it: `True`, `False` or `Unknown`; absent while it
-    /// has none (never reconciled) or from a spoke that predates health reports.
-    #[serde(default)]
-    pub ready: Option<String>,
-    /// The Ready condition's reason, e.g. `ReconciliationFailed`, `UpgradeFailed`.
-    #[serde(default)]
-    pub ready_reason: Option<String>,
-    /// The Ready condition's message (at most 1 KiB).
-    #[serde(default)]
-    pub ready_message: Option<String>,
-    /// `Stalled=True`: Flux stopped retrying until the object or its input changes.
-    #[serde(default)]
-    pub stalled: bool,
-    /// `metadata.generation`.
-    #[serde(default)]
-    pub generation: Option<i64>,
-    /// `status.observedGeneration`; behind `generation` while Flux has not reconciled the
-    /// current spec successfully.
-    #[serde(default)]
-    pub observed_generation: Option<i64>,
-    /// `status.lastAttemptedRevision`: the revision Flux tried last, applied or failed.
-    #[serde(default)]
-    pub last_attempted_revision: Option<String>,
-}
+/// While nothing changes, a cluster's `last_seen_at` (keepalives, reports) and
+/// `reported_at` (reports) are rewritten only once the stored stamp is at
+/// least this old (see `service::liveness::CONNECTED_WITHIN`, which allows
+/// for it). Just under a minute, so a 30 s heartbeat stamps every second one.
+pub const STAMP_EVERY: Duration = Duration::seconds(55);
+
+/// A governed Flux object as its spoke reports it, written by report ingestion and read
+/// back by the status views (one type for both, shared with REST clients).
+pub use fleetgate_api_types::ReportedObject;
 
 /// The latest report of one cluster, as the batcher flushes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,18 +33,80 @@ pub struct ClusterReport {
     pub cluster: String,
     /// Objects with unique (kind, namespace, name).
     pub objects: Vec<ReportedObject>,
-    /// The snapshot revision the spoke enforced when it made the report.
+    /// Objects inside Kustomizations that holdObjects gates select, unique by
+    /// (group, kind, namespace, name); empty from spokes that predate them.
+    pub held_objects: Vec<HeldObject>,
+    /// The snapshot revision the spoke enforced when it made the report: the
+    /// fence rollouts judge health by (see `rollout::health`).
     pub revision: u64,
     pub clock_offset_ms: i64,
     /// When the hub received the report.
     pub received_at: DateTime<Utc>,
 }
 
-/// Replaces `report.cluster`'s object statuses with the report's and stamps
-/// the cluster's last-seen time and clock offset. Returns false (writing
-/// nothing) when the cluster no longer exists. A transaction writing several
-/// reports writes them in cluster-name order.
+impl ClusterReport {
+    /// SHA-256 of the report's content: everything a report stores except
+    /// when it arrived and the clock offset. The destructuring lists every
+    /// field, so a field added to reports must be decided on here; objects
+    /// are hashed through their JSON, so a field added to [`ReportedObject`]
+    /// or [`HeldObject`] is covered without a change here.
+    pub fn content_hash(&self) -> Result<Vec<u8>> {
+        let Self {
+            cluster: _,
+            objects,
+            held_objects,
+            // Kept per cluster, beside the hash: a newer revision with the same
+            // content updates that one column, no object row.
+            revision: _,
+            clock_offset_ms: _,
+            received_at: _,
+        } = self;
+        let json = serde_json::to_vec(&(objects, held_objects))
+            .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
+        Ok(Sha256::digest(&json).to_vec())
+    }
+}
+
+/// Replaces `report.cluster`'s object statuses and held objects with the
+/// report's and stamps the cluster's last-seen and report times and clock
+/// offset. A report whose content hash equals the stored one writes no object
+/// row and stamps only when the stored report stamp is [`STAMP_EVERY`] old.
+/// Returns false (writing nothing) when the cluster no longer exists. A
+/// transaction writing several reports writes them in cluster-name order.
 pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
+    let hash = report.content_hash()?;
+    let revision = i64::try_from(report.revision).unwrap_or(i64::MAX);
+    // A plain read, no lock: an idle fleet's heartbeats lock nothing. The
+    // hash is compared again in the update, so a report written meanwhile by
+    // another replica (a spoke that just moved) is never taken for this one.
+    let stored: Option<(Option<Vec<u8>>,)> =
+        sqlx::query_as("select report_hash from cluster_connections where cluster = $1")
+            .bind(&report.cluster)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if let Some((Some(stored),)) = &stored
+        && *stored == hash
+    {
+        // An update whose condition fails writes nothing at all (no row
+        // version, no WAL). A report at a newer snapshot revision is written at
+        // once: rollouts wait for it (a change of desired state, not a heartbeat).
+        sqlx::query(
+            "update cluster_connections set last_seen_at = greatest(last_seen_at, $2), \
+             reported_at = $2, clock_offset_ms = $3, report_revision = $6 \
+             where cluster = $1 and report_hash = $4 \
+             and (reported_at is null or reported_at <= $2 - $5 * interval '1 second' \
+                  or report_revision is distinct from $6)",
+        )
+        .bind(&report.cluster)
+        .bind(report.received_at)
+        .bind(report.clock_offset_ms)
+        .bind(&hash)
+        .bind(STAMP_EVERY.num_seconds())
+        .bind(revision)
+        .execute(&mut *conn)
+        .await?;
+        return Ok(true);
+    }
     // The key-share lock the foreign keys take anyway, taken before any row of
     // the cluster's status or connection: a concurrent delete of the cluster
     // (row lock, then cascade into those rows) makes this report wait for it
@@ -91,12 +119,14 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
         return Ok(false);
     }
     sqlx::query(
-        "update cluster_connections set last_seen_at = $2, clock_offset_ms = $3 \
-         where cluster = $1",
+        "update cluster_connections set last_seen_at = $2, reported_at = $2, \
+         clock_offset_ms = $3, report_hash = $4, report_revision = $5 where cluster = $1",
     )
     .bind(&report.cluster)
     .bind(report.received_at)
     .bind(report.clock_offset_ms)
+    .bind(&hash)
+    .bind(revision)
     .execute(&mut *conn)
     .await?;
     let objects = serde_json::to_value(&report.objects)
@@ -115,14 +145,14 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
         r#"insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
            gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
            ignored, ready, ready_reason, ready_message, stalled, generation,
-           observed_generation, last_attempted_revision, report_revision, reported_at)
+           observed_generation, last_attempted_revision, reported_at)
          select $1, r.kind, r.namespace, r.name, r.suspended,
            array(select jsonb_array_elements_text(r."suspendedBy")),
            array(select jsonb_array_elements_text(r.gates)),
            r."lastAppliedRevision", r."newestSourceRevision", r.held, r."suspendedByHuman",
            coalesce(r.ignored, false), r.ready, r."readyReason", r."readyMessage",
            coalesce(r.stalled, false), r.generation, r."observedGeneration",
-           r."lastAttemptedRevision", $4, $3
+           r."lastAttemptedRevision", $3
          from jsonb_to_recordset($2) as r(kind text, namespace text, name text, suspended bool,
            "suspendedBy" jsonb, gates jsonb, "lastAppliedRevision" text,
            "newestSourceRevision" text, held bool, "suspendedByHuman" bool, ignored bool,
@@ -137,20 +167,27 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
            ready_message = excluded.ready_message, stalled = excluded.stalled,
            generation = excluded.generation, observed_generation = excluded.observed_generation,
            last_attempted_revision = excluded.last_attempted_revision,
-           report_revision = excluded.report_revision, reported_at = excluded.reported_at"#,
+           reported_at = excluded.reported_at"#,
     )
     .bind(&report.cluster)
     .bind(&objects)
     .bind(report.received_at)
-    .bind(i64::try_from(report.revision).unwrap_or(i64::MAX))
     .execute(&mut *conn)
+    .await?;
+    held_objects::replace(
+        conn,
+        &report.cluster,
+        &report.held_objects,
+        report.received_at,
+    )
     .await?;
     Ok(true)
 }
 
 /// Stamps `last_seen_at` of clusters whose streams are alive (keepalives sent
-/// by the serving replica), one statement for the whole batch. A newer stamp
-/// already stored (a report, another replica) is kept.
+/// by the serving replica), one statement for the whole batch, where the
+/// stored stamp is [`STAMP_EVERY`] old (younger ones are left alone, not even
+/// locked). A newer stamp already stored (a report, another replica) is kept.
 pub async fn touch_seen(conn: &mut PgConnection, seen: &[(String, DateTime<Utc>)]) -> Result<()> {
     let (names, times): (Vec<&str>, Vec<DateTime<Utc>>) =
         seen.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
@@ -158,11 +195,15 @@ pub async fn touch_seen(conn: &mut PgConnection, seen: &[(String, DateTime<Utc>)
     sqlx::query(
         "update cluster_connections k set last_seen_at = greatest(k.last_seen_at, s.at) \
          from unnest($1::text[], $2::timestamptz[]) as s(name, at) \
-         where k.cluster = s.name and k.cluster in (select cluster from cluster_connections \
-           where cluster = any($1) order by cluster for no key update)",
+         where k.cluster = s.name and k.cluster in (select c.cluster \
+           from cluster_connections c join unnest($1::text[], $2::timestamptz[]) as u(name, at) \
+             on c.cluster = u.name \
+           where c.last_seen_at is null or c.last_seen_at <= u.at - $3 * interval '1 second' \
+           order by c.cluster for no key update of c)",
     )
     .bind(&names)
     .bind(&times)
+    .bind(STAMP_EVERY.num_seconds())
     .execute(conn)
     .await?;
     Ok(())

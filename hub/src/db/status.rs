@@ -1,36 +1,29 @@
 //! Reads of `object_status` (written by the gRPC report ingestion in
 //! `db/reports.rs`): governed objects per cluster and fleet-wide held counts.
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
-use utoipa::ToSchema;
-
-use super::reports::ReportedObject;
 
 use crate::Result;
 
-/// A reported object with the time of the report that carried it.
-#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectStatus {
-    #[serde(flatten)]
-    #[sqlx(flatten)]
-    pub object: ReportedObject,
-    pub reported_at: DateTime<Utc>,
-    /// The snapshot revision the spoke enforced when it reported this (status reported
-    /// before a change reached the spoke carries an older revision).
-    pub report_revision: Option<i64>,
-}
+/// A reported object with the time of the latest report that carried it (to
+/// within [`super::reports::STAMP_EVERY`]: an unchanged report is stamped at
+/// most that often).
+pub use fleetgate_api_types::ObjectStatus;
 
 /// Every reported object of `cluster`.
 pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<ObjectStatus>> {
     let rows = sqlx::query_as(
-        "select kind, namespace, name, suspended, suspended_by, gates, \
-         last_applied_revision, newest_source_revision, held, suspended_by_human, ignored, \
-         ready, ready_reason, ready_message, stalled, generation, observed_generation, \
-         last_attempted_revision, reported_at, report_revision \
-         from object_status where cluster = $1 order by kind, namespace, name",
+        // An unchanged report leaves the object rows alone and stamps the
+        // cluster's `reported_at` (every object of the latest report was in
+        // it: reports are full sets); rows written by older replicas carry
+        // their own time.
+        "select o.kind, o.namespace, o.name, o.suspended, o.suspended_by, o.gates, \
+         o.last_applied_revision, o.newest_source_revision, o.held, o.suspended_by_human, \
+         o.ignored, o.ready, o.ready_reason, o.ready_message, o.stalled, o.generation, \
+         o.observed_generation, o.last_attempted_revision, \
+         greatest(o.reported_at, k.reported_at) as reported_at, k.report_revision \
+         from object_status o left join cluster_connections k on k.cluster = o.cluster \
+         where o.cluster = $1 order by o.kind, o.namespace, o.name",
     )
     .bind(cluster)
     .fetch_all(conn)

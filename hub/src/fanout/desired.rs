@@ -61,6 +61,7 @@ mod tests {
                     name: n.to_string(),
                     version: *v,
                     manifest_json: "{}".into(),
+                    release: None,
                 })
                 .collect(),
             vec![],

@@ -117,6 +117,7 @@ mod tests {
             name: name.into(),
             version,
             manifest_json: format!("{{\"metadata\":{{\"name\":\"{name}\"}}}}").into(),
+            release: None,
         }
     }
 

@@ -192,6 +192,7 @@ mod tests {
                     name: n.to_string(),
                     version: *v,
                     manifest_json: "{}".into(),
+                    release: None,
                 })
                 .collect();
             self.state

@@ -95,7 +95,8 @@ pub struct SpokeChange {
 pub enum FleetChange {
     Gate(GateChange),
     Override {
-        record: OverrideRecord,
+        /// Boxed: a record is several times the size of the other changes.
+        record: Box<OverrideRecord>,
         change: OverrideChange,
     },
     Spoke(SpokeChange),
@@ -105,6 +106,24 @@ pub enum FleetChange {
         held: u32,
         previous: u32,
     },
+    /// Which objects inside a cluster's Kustomizations are held changed
+    /// (holdObjects gates closing or opening, a person's mark, new objects
+    /// marked), even when the counts stayed the same.
+    HeldObjects(HeldObjectsChange),
+}
+
+/// A cluster's held set of objects inside Kustomizations changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldObjectsChange {
+    pub cluster: String,
+    /// Held by fleetgate now.
+    pub held: u32,
+    /// Held by a person's own mark now.
+    pub by_person: u32,
+    /// Held by fleetgate before.
+    pub previous: u32,
+    /// Held by a person before.
+    pub previous_by_person: u32,
 }
 
 /// A change with the instant of the view that showed it.
@@ -171,7 +190,7 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
         for (id, o) in these {
             if !others.contains_key(id) && filter.override_wanted(o) {
                 push(FleetChange::Override {
-                    record: o.clone(),
+                    record: Box::new(o.clone()),
                     change,
                 });
             }
@@ -214,6 +233,30 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
                 previous,
             });
         }
+    }
+
+    let clusters: BTreeSet<&String> = (next.held_objects.keys())
+        .chain(prev.held_objects.keys())
+        .collect();
+    for cluster in clusters {
+        let (before, now) = (
+            prev.held_objects.get(cluster),
+            next.held_objects.get(cluster),
+        );
+        if !filter.cluster(cluster) || before == now {
+            continue;
+        }
+        let (before, now) = (
+            before.cloned().unwrap_or_default(),
+            now.cloned().unwrap_or_default(),
+        );
+        push(FleetChange::HeldObjects(HeldObjectsChange {
+            cluster: cluster.clone(),
+            held: now.held,
+            by_person: now.by_person,
+            previous: before.held,
+            previous_by_person: before.by_person,
+        }));
     }
     out
 }
@@ -259,7 +302,7 @@ mod tests {
     use fleetgate_policy::GateState;
 
     use super::*;
-    use crate::service::fleet::{GateOnCluster, SpokeState};
+    use crate::service::fleet::{GateOnCluster, HeldSet, SpokeState};
 
     fn view(
         states: &[(&str, &str, GateState)],
@@ -311,6 +354,10 @@ mod tests {
                     held,
                     previous,
                 } => format!("held {cluster} {previous}->{held}"),
+                FleetChange::HeldObjects(h) => format!(
+                    "held objects {} {}+{}->{}+{}",
+                    h.cluster, h.previous, h.previous_by_person, h.held, h.by_person
+                ),
             })
             .collect()
     }
@@ -368,6 +415,38 @@ mod tests {
         assert_eq!(
             kinds(&diff(Some(&a), &b, &f)),
             vec!["gate g a open->closed"]
+        );
+    }
+
+    fn held_set(held: u32, by_person: u32, digest: &str) -> HeldSet {
+        HeldSet {
+            held,
+            by_person,
+            digest: digest.into(),
+        }
+    }
+
+    #[test]
+    fn held_object_sets_are_compared_not_only_counted() {
+        let mut a = view(&[], &[], &[]);
+        a.held_objects.insert("a".into(), held_set(1, 0, "x"));
+        let initial = diff(None, &a, &Filter::default());
+        assert_eq!(kinds(&initial), vec!["held objects a 0+0->1+0"]);
+        // Same count, another object held: still an event.
+        let mut b = a.clone();
+        b.held_objects.insert("a".into(), held_set(1, 0, "y"));
+        assert_eq!(
+            kinds(&diff(Some(&a), &b, &Filter::default())),
+            vec!["held objects a 1+0->1+0"]
+        );
+        assert!(diff(Some(&b), &b, &Filter::default()).is_empty());
+        // Released; a person's mark elsewhere, filtered out.
+        let mut c = view(&[], &[], &[]);
+        c.held_objects.insert("b".into(), held_set(0, 1, "z"));
+        let f = Filter::new(vec!["a".into()], vec![]);
+        assert_eq!(
+            kinds(&diff(Some(&b), &c, &f)),
+            vec!["held objects a 1+0->0+0"]
         );
     }
 

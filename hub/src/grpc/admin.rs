@@ -14,6 +14,7 @@ use super::convert::{invalid, to_status};
 use super::watch_fleet::{FleetStream, watch_fleet};
 use crate::Error;
 use crate::fleet_feed::FleetFeed;
+use crate::replica::Replica;
 use crate::service::Service;
 use crate::service::audit::AuditQuery;
 use crate::service::overrides::OverrideQuery;
@@ -30,11 +31,12 @@ pub struct AdminApi {
 }
 
 impl AdminApi {
-    /// An admin service; `WatchFleet` streams end when `shutdown` is cancelled.
-    pub fn new(service: Service, fleet: FleetFeed, shutdown: CancellationToken) -> Self {
+    /// The admin service of `replica`; `WatchFleet` streams end when
+    /// `shutdown` is cancelled.
+    pub fn new(replica: &Replica, shutdown: CancellationToken) -> Self {
         Self {
-            service,
-            fleet,
+            service: replica.service.clone(),
+            fleet: replica.fleet.clone(),
             shutdown,
         }
     }

@@ -10,7 +10,8 @@ use uuid::Uuid;
 use super::convert::invalid;
 use crate::service::PageRequest;
 use crate::service::fleet::{
-    ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
+    ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, HeldObjectStatus,
+    ObjectCounts, ObjectStatus,
 };
 use crate::service::types::{ApiToken, AuditEntry, Cluster, GateRecord, OverrideRecord};
 
@@ -108,6 +109,8 @@ pub fn override_info(o: OverrideRecord) -> pb::OverrideInfo {
         cancelled_at: o.cancelled_at.and_then(ts),
         cancelled_by: o.cancelled_by.unwrap_or_default(),
         cluster_selector_json: selector,
+        requested_in: o.requested_in.unwrap_or_default(),
+        requested_by: o.requested_by.unwrap_or_default(),
     }
 }
 
@@ -155,6 +158,26 @@ fn object(status: ObjectStatus) -> pb::GovernedObject {
     }
 }
 
+fn held_object(h: HeldObjectStatus) -> pb::HeldObject {
+    let o = h.object;
+    pb::HeldObject {
+        group: o.group,
+        kind: o.kind,
+        namespace: o.namespace,
+        name: o.name,
+        kustomization_namespace: o.kustomization_namespace,
+        kustomization_name: o.kustomization_name,
+        gates: o.gates,
+        held_by: o.held_by,
+        held_by_person: o.held_by_person,
+        held: h.held,
+        held_since_revision: o.held_since_revision.unwrap_or_default(),
+        held_since: o.held_since.and_then(ts),
+        newer_revision_applied: o.newer_revision_applied,
+        reported_at: ts(h.reported_at),
+    }
+}
+
 fn gate_status(g: GateStatus) -> pb::GateStatus {
     pb::GateStatus {
         gate: g.gate,
@@ -163,6 +186,7 @@ fn gate_status(g: GateStatus) -> pb::GateStatus {
         next_transition: g.next_transition.and_then(ts),
         held: u32::try_from(g.held).unwrap_or(u32::MAX),
         objects: g.objects.into_iter().map(object).collect(),
+        held_objects: u32::try_from(g.held_objects).unwrap_or(u32::MAX),
     }
 }
 
@@ -171,6 +195,9 @@ fn object_counts(c: ObjectCounts) -> pb::ObjectCounts {
         governed: count_i64(c.governed),
         held: count_i64(c.held),
         suspended: count_i64(c.suspended),
+        held_objects: count_i64(c.held_objects),
+        held_objects_by_person: count_i64(c.held_objects_by_person),
+        held_objects_waiting: count_i64(c.held_objects_waiting),
     }
 }
 
@@ -185,6 +212,8 @@ pub fn cluster_status(s: ClusterStatus) -> pb::ClusterStatus {
         open: s.open,
         closed_by: s.closed_by,
         next_transition: s.next_transition.and_then(ts),
+        local_requests: s.local_requests.into_iter().map(override_info).collect(),
+        held_objects: s.held_objects.into_iter().map(held_object).collect(),
     }
 }
 
@@ -196,6 +225,7 @@ fn cluster_counts(c: ClusterCounts) -> pb::ClusterCounts {
         open: count(c.open),
         closed: count(c.closed),
         with_held: count(c.with_held),
+        with_held_objects: count(c.with_held_objects),
     }
 }
 
@@ -205,6 +235,7 @@ fn gate_summary(g: GateSummary) -> pb::GateSummary {
         clusters: count(g.clusters),
         open: count(g.open),
         closed: count(g.closed),
+        held_objects: count_i64(g.held_objects),
     }
 }
 

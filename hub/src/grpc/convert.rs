@@ -8,6 +8,7 @@ use fleetgate_proto::v1 as pb;
 use tonic::{Code, Status};
 
 use crate::Error;
+use crate::db::held_objects::HeldObject;
 use crate::db::reports::ReportedObject;
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
@@ -55,6 +56,11 @@ pub fn snapshot_to_proto(s: &Snapshot, hub_time: DateTime<Utc>) -> pb::Snapshot 
                 name: g.name.clone(),
                 version: g.version,
                 manifest_json: g.manifest_json.to_string(),
+                release: g.release.as_ref().map(|r| pb::RolloutRelease {
+                    rollout_id: r.rollout_id.clone(),
+                    opening_at: Some(to_timestamp(r.opening_at)),
+                    wave: r.wave,
+                }),
             })
             .collect(),
         overrides: s.overrides.iter().map(override_to_proto).collect(),
@@ -101,6 +107,34 @@ pub fn object_from_proto(o: pb::ObjectStatus) -> ReportedObject {
     }
 }
 
+/// The `index`th held object of a report as stored; `held_since` must be
+/// RFC 3339 when set (INVALID_ARGUMENT naming the field otherwise).
+pub fn held_from_proto(index: usize, o: pb::HeldObjectStatus) -> Result<HeldObject, Status> {
+    let opt = |s: String| (!s.is_empty()).then_some(s);
+    let held_since = match o.held_since.as_str() {
+        "" => None,
+        t => Some(
+            DateTime::parse_from_rfc3339(t)
+                .map_err(|e| invalid(&format!("report.held_objects[{index}].held_since"), e))?
+                .with_timezone(&Utc),
+        ),
+    };
+    Ok(HeldObject {
+        group: o.group,
+        kind: o.kind,
+        namespace: o.namespace,
+        name: o.name,
+        kustomization_namespace: o.kustomization_namespace,
+        kustomization_name: o.kustomization_name,
+        gates: o.gates,
+        held_by: o.held_by,
+        held_by_person: o.held_by_person,
+        held_since_revision: opt(o.held_since_revision),
+        held_since,
+        newer_revision_applied: o.newer_revision_applied,
+    })
+}
+
 /// A spoke's report of a request made in its cluster, checked field by field.
 pub fn local_request_from_proto(r: pb::LocalRequest) -> Result<LocalRequest, Status> {
     let time = |t: Option<&prost_types::Timestamp>, field: &str| {
@@ -129,6 +163,30 @@ mod tests {
         let s = to_status(Error::invalid("spec.windows[0].schedule", "bad cron"));
         assert_eq!(s.code(), Code::InvalidArgument);
         assert_eq!(s.message(), "spec.windows[0].schedule: bad cron");
+    }
+
+    #[test]
+    fn held_since_must_be_rfc3339() {
+        let mut o = pb::HeldObjectStatus {
+            kind: "Deployment".into(),
+            held_since: "2026-11-24T10:00:00Z".into(),
+            ..Default::default()
+        };
+        let h = held_from_proto(0, o.clone()).unwrap();
+        assert_eq!(
+            h.held_since.unwrap().to_rfc3339(),
+            "2026-11-24T10:00:00+00:00"
+        );
+        assert_eq!(h.held_since_revision, None);
+        o.held_since = "yesterday".into();
+        let s = held_from_proto(4, o).unwrap_err();
+        assert_eq!(s.code(), Code::InvalidArgument);
+        assert!(
+            s.message()
+                .starts_with("report.held_objects[4].held_since: "),
+            "{}",
+            s.message()
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
 use super::admin::AdminApi;
-use super::spoke::{SpokeApi, StreamConfig};
+use super::spoke::SpokeApi;
 use crate::config::{GrpcOptions, HttpOptions};
 use crate::replica::Replica;
 use crate::service::Service;
@@ -63,19 +63,8 @@ pub async fn serve_replica(
     shutdown: CancellationToken,
 ) -> Result<()> {
     let opts = &replica.grpc;
-    let spoke = SpokeApi::new(
-        replica.service.clone(),
-        replica.fanout.clone(),
-        replica.reports.clone(),
-        StreamConfig::new(replica.id(), opts),
-        shutdown.clone(),
-        replica.grpc_metrics.clone(),
-    );
-    let admin = AdminApi::new(
-        replica.service.clone(),
-        replica.fleet.clone(),
-        shutdown.clone(),
-    );
+    let spoke = SpokeApi::new(replica, shutdown.clone());
+    let admin = AdminApi::new(replica, shutdown.clone());
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<SpokeServiceServer<SpokeApi>>().await;

@@ -35,7 +35,7 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             next_transition: g.next_transition.map(to_timestamp),
         }),
         FleetChange::Override { record, change } => Event::Override(pb::OverrideChanged {
-            r#override: Some(override_info(record)),
+            r#override: Some(override_info(*record)),
             change: change.as_str().into(),
         }),
         FleetChange::Spoke(s) => Event::Spoke(pb::SpokeConnectionChanged {
@@ -52,6 +52,13 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             cluster,
             held,
             previous,
+        }),
+        FleetChange::HeldObjects(h) => Event::HeldObjects(pb::HeldObjectsChanged {
+            cluster: h.cluster,
+            held: h.held,
+            by_person: h.by_person,
+            previous: h.previous,
+            previous_by_person: h.previous_by_person,
         }),
     };
     pb::FleetEvent {

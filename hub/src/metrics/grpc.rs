@@ -8,12 +8,25 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::held::HeldObjectMetrics;
+use crate::db::held_objects::HeldObject;
+
 /// Why a spoke stream ended.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndLabels {
     /// `drain`, `max_age`, `client_closed`, `client_error`, `unauthenticated`,
     /// `invalid_argument`, `permission_denied`.
     pub reason: String,
+}
+
+/// What became of an open/close request made in a cluster that its spoke reported.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LocalRequestLabels {
+    /// `open` or `closed`; `invalid` when the message did not parse.
+    pub state: String,
+    /// `recorded` (a new audited override), `duplicate` (a resend, or already
+    /// over) or `refused` (the gate does not allow it, or bad fields).
+    pub result: String,
 }
 
 /// Counters and gauges of the gRPC side. Cheap to clone (shared cells).
@@ -27,11 +40,16 @@ pub struct GrpcMetrics {
     pub report_flush_failures: Counter,
     pub notifications: Counter,
     pub listener_connects: Counter,
+    pub local_requests: Family<LocalRequestLabels, Counter>,
+    /// Held-object gauges of the clusters this replica serves (registered
+    /// without the `grpc_` prefix).
+    pub held_objects: HeldObjectMetrics,
 }
 
 impl GrpcMetrics {
     /// Registers every metric under `grpc_` in `registry`.
     pub fn register(&self, registry: &mut Registry) {
+        self.held_objects.register(registry);
         let r = registry.sub_registry_with_prefix("grpc");
         r.register(
             "spokes_connected",
@@ -73,6 +91,31 @@ impl GrpcMetrics {
             "(Re)connections of the change listener, each followed by a resync",
             self.listener_connects.clone(),
         );
+        r.register(
+            "local_requests",
+            "Open/close requests made in clusters that spokes reported, by state and result",
+            self.local_requests.clone(),
+        );
+    }
+
+    /// Counts a reported request made in a cluster.
+    pub fn local_request(&self, state: &str, result: &str) {
+        self.local_requests
+            .get_or_create(&LocalRequestLabels {
+                state: state.to_string(),
+                result: result.to_string(),
+            })
+            .inc();
+    }
+
+    /// Sets `cluster`'s held-object gauges from its latest report.
+    pub fn set_held_objects(&self, cluster: &str, objects: &[HeldObject]) {
+        self.held_objects.set(cluster, objects);
+    }
+
+    /// Drops `cluster`'s held-object gauges (its stream left this replica).
+    pub fn forget_held_objects(&self, cluster: &str) {
+        self.held_objects.forget(cluster);
     }
 
     /// Counts a stream end.

@@ -3,6 +3,8 @@
 //! parts (the gRPC side) register their own metrics with [`Metrics::register`].
 
 mod grpc;
+mod held;
+mod rollout;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -17,6 +19,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 pub use grpc::{EndLabels, GrpcMetrics};
+pub use held::HeldObjectMetrics;
+pub use rollout::RolloutMetrics;
 
 /// Labels of the HTTP metrics.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -11,8 +11,11 @@ use utoipa::{Modify, OpenApi};
 
 use crate::dashboard::views::{GateView, WhoAmI};
 
+use crate::db::held_objects::{HeldObject, HeldObjectStatus};
 use crate::db::reports::ReportedObject;
 use crate::error::{ErrorBody, ErrorDetail};
+use crate::rollout::State as RolloutState;
+use crate::rollout::health::Health;
 use crate::schema::gate::{
     ClusterScopeDoc, GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc,
     LabelSelectorRequirementDoc, LocalRequestsDoc, TargetsDoc, WindowDoc,
@@ -23,6 +26,7 @@ use crate::service::fleet::{
     Cell, ClusterBrief, ClusterCounts, ClusterStatus, FleetGrid, FleetRow, FleetStatus,
     FleetSummary, GateBrief, GateStatus, GateSummary, ObjectCounts, ObjectStatus, ScopedCluster,
 };
+use crate::service::rollouts::{RolloutClusterStatus, RolloutStatus, WaveStatus};
 use crate::service::types::{
     ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
     GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
@@ -105,6 +109,7 @@ impl Modify for Common {
         rest::gates::delete, rest::gates::preview,
         rest::overrides::open, rest::overrides::close, rest::overrides::list,
         rest::overrides::cancel,
+        rest::rollouts::status, rest::rollouts::command,
         rest::clusters::list, rest::clusters::get, rest::clusters::register,
         rest::clusters::relabel, rest::clusters::delete, rest::clusters::rotate_token,
         rest::status::cluster, rest::status::fleet, rest::status::clusters,
@@ -123,12 +128,14 @@ impl Modify for Common {
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
         WindowDoc, LocalRequestsDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
-        GateBrief,
+        GateBrief, HeldObject, HeldObjectStatus,
+        RolloutStatus, WaveStatus, RolloutClusterStatus, RolloutState, Health,
     )),
     modifiers(&Common),
     tags(
         (name = "gates", description = "Gate manifests"),
         (name = "overrides", description = "Manual open/close with expiry"),
+        (name = "rollouts", description = "Rollout waves: status, pause, resume, abort, release-next"),
         (name = "clusters", description = "Registered clusters and spoke tokens"),
         (name = "status", description = "Gate state per cluster and fleet summary"),
         (name = "audit", description = "The append-only audit log"),

@@ -9,6 +9,7 @@ pub mod gates;
 pub mod health;
 pub mod json_errors;
 pub mod overrides;
+pub mod rollouts;
 pub mod status;
 pub mod tokens;
 
@@ -76,6 +77,8 @@ pub(crate) fn api() -> Router<AppState> {
             get(gates::get).put(gates::replace).delete(gates::delete),
         )
         .route("/gates/{name}/preview", get(gates::preview))
+        .route("/gates/{name}/rollout", get(rollouts::status))
+        .route("/gates/{name}/rollout/{command}", post(rollouts::command))
         .route("/gates/{name}/open", post(overrides::open))
         .route("/gates/{name}/close", post(overrides::close))
         .route("/overrides", get(overrides::list))

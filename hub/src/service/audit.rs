@@ -57,6 +57,6 @@ impl Service {
         };
         let mut conn = self.conn().await?;
         let rows = audit::list(&mut conn, &filter, before, i64::from(limit) + 1).await?;
-        Ok(Page::from_rows(rows, limit, |r| r.id, Into::into))
+        Ok(super::page::from_rows(rows, limit, |r| r.id, Into::into))
     }
 }

@@ -20,7 +20,7 @@ impl Service {
         let mut conn = self.conn().await?;
         let rows = clusters::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
         let now = self.now();
-        Ok(Page::from_rows(
+        Ok(super::page::from_rows(
             rows,
             limit,
             |r| r.name.clone(),
@@ -65,7 +65,7 @@ impl Service {
             }
         }
         let now = self.now();
-        Ok(Page::from_rows(
+        Ok(super::page::from_rows(
             matched,
             limit,
             |r| r.name.clone(),

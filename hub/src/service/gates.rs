@@ -39,7 +39,9 @@ fn log_warnings(rec: &GateRecord) {
     }
 }
 
-fn manifest_json(gate: &Gate) -> Result<serde_json::Value> {
+/// The manifest of a valid gate, as stored (422 with the field path if invalid).
+fn valid_manifest(gate: &Gate) -> Result<serde_json::Value> {
+    compile(gate)?;
     serde_json::to_value(gate).map_err(|e| Error::Internal(e.to_string()))
 }
 
@@ -51,7 +53,12 @@ impl Service {
         let after: Option<String> = page.key()?;
         let mut conn = self.conn().await?;
         let rows = gates::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
-        Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
+        Ok(super::page::from_rows(
+            rows,
+            limit,
+            |r| r.name.clone(),
+            Into::into,
+        ))
     }
 
     /// One gate.
@@ -73,31 +80,7 @@ impl Service {
     ) -> Result<GateRecord> {
         actor.require(Role::Admin)?;
         crate::validate::optional_reason("reason", reason)?;
-        compile(&gate)?;
-        let manifest = manifest_json(&gate)?;
-        let now = self.now();
-        let (gate, manifest) = (&gate, &manifest);
-        let (rec, _) = self
-            .write(actor, now, |tx| {
-                Box::pin(async move {
-                    let row = gates::insert(tx, gate.name(), manifest, now).await?;
-                    let all = clusters::all(tx).await?;
-                    let affected = clusters_in(&all, &[&gate.spec.clusters]);
-                    let rec = GateRecord::from(row);
-                    let audit = Audit {
-                        action: "gate.create",
-                        target_kind: "gate",
-                        target_name: rec.name.clone(),
-                        before: None,
-                        after: Some(rec.manifest.clone()),
-                        reason: reason.map(Into::into),
-                    };
-                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
-                })
-            })
-            .await?;
-        log_warnings(&rec);
-        Ok(rec)
+        self.store_gate(actor, &gate, Store::Create, reason).await
     }
 
     /// Replaces a gate (admin). With `if_match`, 409 unless the stored
@@ -121,28 +104,51 @@ impl Service {
                 ),
             ));
         }
-        compile(&gate)?;
-        let manifest = manifest_json(&gate)?;
+        self.store_gate(actor, &gate, Store::Replace { if_match }, reason)
+            .await
+    }
+
+    /// Writes a valid gate as `store` says, audited with the manifest before
+    /// and after; the clusters in its scope (and, on replace, the old scope)
+    /// get a new desired state.
+    async fn store_gate(
+        &self,
+        actor: &Actor,
+        gate: &Gate,
+        store: Store,
+        reason: Option<&str>,
+    ) -> Result<GateRecord> {
+        let manifest = &valid_manifest(gate)?;
         let now = self.now();
-        let (gate, manifest) = (&gate, &manifest);
+        let name = gate.name();
         let (rec, _) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
-                    let old = gates::get_for_update(tx, name)
-                        .await?
-                        .ok_or_else(|| Error::not_found("gate", name))?;
-                    check_version(name, old.version, if_match)?;
-                    let old_gate = stored_gate(&old.manifest)?;
-                    let row = gates::update(tx, name, manifest, now).await?;
+                    let (action, row, old) = match store {
+                        Store::Create => {
+                            let row = gates::insert(tx, name, manifest, now).await?;
+                            ("gate.create", row, None)
+                        }
+                        Store::Replace { if_match } => {
+                            let old = gates::get_for_update(tx, name)
+                                .await?
+                                .ok_or_else(|| Error::not_found("gate", name))?;
+                            check_version(name, old.version, if_match)?;
+                            let old_gate = stored_gate(&old.manifest)?;
+                            let row = gates::update(tx, name, manifest, now).await?;
+                            ("gate.replace", row, Some((old.manifest, old_gate)))
+                        }
+                    };
                     let all = clusters::all(tx).await?;
-                    let affected =
-                        clusters_in(&all, &[&old_gate.spec.clusters, &gate.spec.clusters]);
+                    let mut scopes = vec![&gate.spec.clusters];
+                    scopes.extend(old.as_ref().map(|(_, g)| &g.spec.clusters));
+                    let affected = clusters_in(&all, &scopes);
                     let rec = GateRecord::from(row);
                     let audit = Audit {
-                        action: "gate.replace",
+                        action,
                         target_kind: "gate",
-                        target_name: name.into(),
-                        before: Some(old.manifest),
+                        target_name: rec.name.clone(),
+                        before: old.map(|(manifest, _)| manifest),
                         after: Some(rec.manifest.clone()),
                         reason: reason.map(Into::into),
                     };
@@ -247,6 +253,15 @@ impl Service {
 /// arithmetic far from chrono's limits).
 pub(crate) fn plausible(t: DateTime<Utc>) -> bool {
     (1970..=9999).contains(&chrono::Datelike::year(&t))
+}
+
+/// How a gate is stored.
+#[derive(Debug, Clone, Copy)]
+enum Store {
+    /// A new gate; 409 if the name exists.
+    Create,
+    /// Over the stored one; with `if_match`, 409 unless its version equals it.
+    Replace { if_match: Option<i64> },
 }
 
 fn check_version(name: &str, stored: i64, if_match: Option<i64>) -> Result<()> {

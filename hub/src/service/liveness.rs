@@ -6,11 +6,10 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::db::clusters::ClusterRow;
 
-/// How fresh `last_seen_at` must be for `connected` to count. The serving
-/// replica refreshes it on every stream keepalive (15 s by default, see
-/// `--spoke-keepalive`) and every spoke report (heartbeat 30 s by default),
-/// so 90 s tolerates several missed refreshes without flapping.
-pub const CONNECTED_WITHIN: Duration = Duration::seconds(90);
+/// How fresh `last_seen_at` must be for `connected` to count: the stamps of a
+/// live stream are at most ~60 s apart ([`STAMP_EVERY`](crate::db::reports::STAMP_EVERY) on the 15 s keepalive
+/// grid), so 120 s tolerates a stalled minute without flapping.
+pub const CONNECTED_WITHIN: Duration = Duration::seconds(120);
 
 /// Whether `row`'s spoke is connected at `now`.
 pub fn is_connected(row: &ClusterRow, now: DateTime<Utc>) -> bool {

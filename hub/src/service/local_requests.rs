@@ -132,6 +132,9 @@ impl Service {
                             created_at: req.requested_at,
                             cancelled_at: None,
                             cancelled_by: None,
+                            requested_in: Some(cluster.to_owned()),
+                            requested_by: Some(req.requested_by.trim().to_owned())
+                                .filter(|who| !who.is_empty()),
                         },
                     )
                     .await?;

@@ -13,6 +13,7 @@ pub mod local_requests;
 pub mod overrides;
 pub mod page;
 pub mod reports;
+pub mod rollouts;
 pub mod tokens;
 pub mod types;
 

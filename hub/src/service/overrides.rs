@@ -116,6 +116,8 @@ impl Service {
                             created_at: now,
                             cancelled_at: None,
                             cancelled_by: None,
+                            requested_in: None,
+                            requested_by: None,
                         },
                     )
                     .await?;
@@ -213,7 +215,7 @@ impl Service {
         };
         let mut conn = self.conn().await?;
         let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
-        Ok(Page::from_rows(
+        Ok(super::page::from_rows(
             rows,
             limit,
             |r| (r.created_at, r.id),

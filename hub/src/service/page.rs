@@ -6,6 +6,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use fleetgate_api_types::Page;
+
 use crate::{Error, Result};
 
 /// Default page size.
@@ -55,37 +57,24 @@ impl PageRequest {
     }
 }
 
-/// One page of a list.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Page<T> {
-    /// The items of this page.
-    pub items: Vec<T>,
-    /// Pass as `cursor` to get the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
-
-impl<T> Page<T> {
-    /// Builds a page from rows fetched with `limit + 1`: the extra row only
-    /// tells that there is a next page.
-    pub fn from_rows<R, K: Serialize>(
-        mut rows: Vec<R>,
-        limit: u32,
-        key: impl Fn(&R) -> K,
-        map: impl Fn(R) -> T,
-    ) -> Self {
-        let more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
-        let next_cursor = if more {
-            rows.last().map(|r| encode(&key(r)))
-        } else {
-            None
-        };
-        Self {
-            items: rows.into_iter().map(map).collect(),
-            next_cursor,
-        }
+/// Builds a page from rows fetched with `limit + 1`: the extra row only
+/// tells that there is a next page.
+pub fn from_rows<R, K: Serialize, T>(
+    mut rows: Vec<R>,
+    limit: u32,
+    key: impl Fn(&R) -> K,
+    map: impl Fn(R) -> T,
+) -> Page<T> {
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next_cursor = if more {
+        rows.last().map(|r| encode(&key(r)))
+    } else {
+        None
+    };
+    Page {
+        items: rows.into_iter().map(map).collect(),
+        next_cursor,
     }
 }
 
@@ -99,14 +88,14 @@ mod tests {
 
     #[test]
     fn cursor_round_trip() {
-        let page: Page<u32> = Page::from_rows(vec![1, 2, 3], 2, |r| format!("k{r}"), |r| r);
+        let page: Page<u32> = from_rows(vec![1, 2, 3], 2, |r| format!("k{r}"), |r| r);
         assert_eq!(page.items, vec![1, 2]);
         let req = PageRequest {
             limit: Some(2),
             cursor: page.next_cursor,
         };
         assert_eq!(req.key::<String>().unwrap().as_deref(), Some("k2"));
-        let last: Page<u32> = Page::from_rows(vec![1], 2, |r| *r, |r| r);
+        let last: Page<u32> = from_rows(vec![1], 2, |r| *r, |r| r);
         assert!(last.next_cursor.is_none());
     }
 

@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Service;
+use crate::db::held_objects::HeldObject;
 use crate::db::reports::{self, ClusterReport, ReportedObject};
 use crate::db::retry;
 use crate::metrics::GrpcMetrics;
@@ -79,19 +80,16 @@ impl Reports {
     }
 
     /// Queues `cluster`'s complete, validated report received now; a newer
-    /// report of the same cluster replaces it.
-    /// `revision` is the snapshot revision the spoke enforced when it made the report.
-    pub fn submit(
-        &self,
-        cluster: &str,
-        revision: u64,
-        objects: Vec<ReportedObject>,
-        clock_offset_ms: i64,
-    ) {
+    /// report of the same cluster replaces it. The held-object gauges follow
+    /// the report at once. `revision` is the snapshot revision the spoke
+    /// enforced when it made the report.
+    pub fn submit(&self, cluster: &str, revision: u64, report: Assembled, clock_offset_ms: i64) {
         self.metrics.reports_received.inc();
+        self.metrics.set_held_objects(cluster, &report.held_objects);
         let report = ClusterReport {
             cluster: cluster.to_string(),
-            objects,
+            objects: report.objects,
+            held_objects: report.held_objects,
             revision,
             clock_offset_ms,
             received_at: self.service.now(),
@@ -218,6 +216,9 @@ impl Reports {
         if still_connected() {
             return;
         }
+        // Another replica serves the cluster's next stream and exports its
+        // gauges; summing over replicas must not count it twice.
+        self.metrics.forget_held_objects(cluster);
         let res = async {
             let mut conn = self.service.conn().await?;
             let now = self.service.now();
@@ -238,34 +239,88 @@ impl Reports {
     }
 }
 
+/// A whole report, validated and without duplicates.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Assembled {
+    pub objects: Vec<ReportedObject>,
+    /// Empty from spokes that predate object holds.
+    pub held_objects: Vec<HeldObject>,
+}
+
 /// The parts of one report received so far on a stream: a report may come in
 /// parts (`more`) and is applied whole, when its last part arrives.
 #[derive(Debug, Default)]
 pub struct ReportParts {
-    objects: Vec<ReportedObject>,
+    received: Assembled,
 }
 
 impl ReportParts {
+    /// Held objects received so far (the index of the next one).
+    pub fn held_len(&self) -> usize {
+        self.received.held_objects.len()
+    }
+
     /// Adds a part; returns the whole report, validated and without
     /// duplicates, when this was its last part (`more` false). Errors name
     /// the field (`report.objects[3].kind`).
     pub fn add(
         &mut self,
         objects: impl ExactSizeIterator<Item = ReportedObject>,
+        held_objects: Vec<HeldObject>,
         more: bool,
-    ) -> Result<Option<Vec<ReportedObject>>> {
-        if self.objects.len() + objects.len() > MAX_REPORT_OBJECTS {
+    ) -> Result<Option<Assembled>> {
+        let r = &mut self.received;
+        if r.objects.len() + objects.len() > MAX_REPORT_OBJECTS {
             return Err(Error::invalid(
                 "report.objects",
                 format!("more than {MAX_REPORT_OBJECTS} objects in one report"),
             ));
         }
-        self.objects.extend(objects);
+        if r.held_objects.len() + held_objects.len() > MAX_REPORT_OBJECTS {
+            return Err(Error::invalid(
+                "report.held_objects",
+                format!("more than {MAX_REPORT_OBJECTS} held objects in one report"),
+            ));
+        }
+        r.objects.extend(objects);
+        r.held_objects.extend(held_objects);
         if more {
             return Ok(None);
         }
-        normalize_objects(std::mem::take(&mut self.objects)).map(Some)
+        let r = std::mem::take(r);
+        Ok(Some(Assembled {
+            objects: normalize_objects(r.objects)?,
+            held_objects: normalize_held_objects(r.held_objects)?,
+        }))
     }
+}
+
+/// Validates a report's held objects and removes duplicates (the last one of
+/// a key wins). Errors name the field, e.g. `report.held_objects[2].name`.
+pub fn normalize_held_objects(objects: Vec<HeldObject>) -> Result<Vec<HeldObject>> {
+    let mut by_key: BTreeMap<(String, String, String, String), HeldObject> = BTreeMap::new();
+    for (i, o) in objects.into_iter().enumerate() {
+        let required = [
+            ("kind", &o.kind),
+            ("name", &o.name),
+            ("kustomization_name", &o.kustomization_name),
+            ("kustomization_namespace", &o.kustomization_namespace),
+        ];
+        if let Some((field, _)) = required.iter().find(|(_, v)| v.is_empty()) {
+            return Err(Error::invalid(
+                format!("report.held_objects[{i}].{field}"),
+                "must not be empty",
+            ));
+        }
+        let key = (
+            o.group.clone(),
+            o.kind.clone(),
+            o.namespace.clone(),
+            o.name.clone(),
+        );
+        by_key.insert(key, o);
+    }
+    Ok(by_key.into_values().collect())
 }
 
 /// Validates a report's objects and removes duplicates (the last one of a key
@@ -341,6 +396,61 @@ mod tests {
         .unwrap();
         assert_eq!(out.len(), 2);
         assert!(out.iter().any(|o| o.kind == "Kustomization" && o.held));
+    }
+
+    fn held(kind: &str, name: &str, ks: &str) -> HeldObject {
+        HeldObject {
+            group: "apps".into(),
+            kind: kind.into(),
+            namespace: "web".into(),
+            name: name.into(),
+            kustomization_namespace: "flux-system".into(),
+            kustomization_name: ks.into(),
+            gates: vec!["g".into()],
+            held_by: vec![],
+            held_by_person: false,
+            held_since_revision: None,
+            held_since: None,
+            newer_revision_applied: false,
+        }
+    }
+
+    #[test]
+    fn held_objects_are_checked_and_deduplicated() {
+        let mut second = held("Deployment", "nginx", "apps");
+        second.held_by = vec!["g".into()];
+        let out =
+            normalize_held_objects(vec![held("Deployment", "nginx", "apps"), second]).unwrap();
+        assert_eq!(out.len(), 1);
+        assert!(out[0].is_held());
+        let err = normalize_held_objects(vec![held("Deployment", "nginx", "apps"), {
+            held("Deployment", "x", "")
+        }])
+        .unwrap_err();
+        assert_eq!(
+            err.field(),
+            Some("report.held_objects[1].kustomization_name")
+        );
+    }
+
+    #[test]
+    fn a_report_without_held_objects_is_whole() {
+        // What a spoke that predates object holds sends.
+        let mut parts = ReportParts::default();
+        let first = parts
+            .add(
+                vec![obj("Kustomization", "a", "x", false)].into_iter(),
+                vec![],
+                true,
+            )
+            .unwrap();
+        assert!(first.is_none());
+        let whole = parts
+            .add(vec![].into_iter(), vec![], false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(whole.objects.len(), 1);
+        assert!(whole.held_objects.is_empty());
     }
 
     #[test]

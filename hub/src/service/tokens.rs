@@ -18,7 +18,12 @@ impl Service {
         let after: Option<String> = page.key()?;
         let mut conn = self.conn().await?;
         let rows = tokens::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
-        Ok(Page::from_rows(rows, limit, |r| r.name.clone(), Into::into))
+        Ok(super::page::from_rows(
+            rows,
+            limit,
+            |r| r.name.clone(),
+            Into::into,
+        ))
     }
 
     /// Creates an API token (admin); the secret is returned only here.
@@ -40,20 +45,7 @@ impl Service {
                 Box::pin(async move {
                     let row =
                         tokens::insert(tx, &req.name, role.as_str(), secret_hash, now).await?;
-                    let token = ApiToken::from(row);
-                    let audit = Audit {
-                        action: "api_token.create",
-                        target_kind: "api_token",
-                        target_name: token.name.clone(),
-                        before: None,
-                        after: to_json(&token),
-                        reason: reason.map(Into::into),
-                    };
-                    Ok(Written::changed(
-                        token,
-                        audit,
-                        Affected::Clusters(Vec::new()),
-                    ))
+                    Ok(token_written(row, "api_token.create", None, reason))
                 })
             })
             .await?;
@@ -81,23 +73,31 @@ impl Service {
                         return Ok(Written::unchanged(old.into()));
                     }
                     let row = tokens::revoke(tx, id, now).await?;
-                    let token = ApiToken::from(row);
-                    let audit = Audit {
-                        action: "api_token.revoke",
-                        target_kind: "api_token",
-                        target_name: token.name.clone(),
-                        before: to_json(&ApiToken::from(old)),
-                        after: to_json(&token),
-                        reason: reason.map(Into::into),
-                    };
-                    Ok(Written::changed(
-                        token,
-                        audit,
-                        Affected::Clusters(Vec::new()),
-                    ))
+                    let before = to_json(&ApiToken::from(old));
+                    Ok(token_written(row, "api_token.revoke", before, reason))
                 })
             })
             .await?;
         Ok(token)
     }
+}
+
+/// A token written as `row`, audited as `action` with the token before and
+/// after; tokens change no cluster's desired state.
+fn token_written(
+    row: tokens::TokenRow,
+    action: &'static str,
+    before: Option<serde_json::Value>,
+    reason: Option<&str>,
+) -> Written<ApiToken> {
+    let token = ApiToken::from(row);
+    let audit = Audit {
+        action,
+        target_kind: "api_token",
+        target_name: token.name.clone(),
+        before,
+        after: to_json(&token),
+        reason: reason.map(Into::into),
+    };
+    Written::changed(token, audit, Affected::Clusters(Vec::new()))
 }

@@ -25,13 +25,7 @@ pub async fn start_default() -> Sim {
 }
 
 pub async fn client(sim: &Sim) -> Client {
-    let yaml = sim.kubeconfig_yaml(CLUSTER).expect("kubeconfig");
-    let kc = kube::config::Kubeconfig::from_yaml(&yaml).expect("kubeconfig parses");
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("kube config");
-    Client::try_from(config).expect("client")
+    fleetgate_tests::kube_client(&sim.kubeconfig_yaml(CLUSTER).expect("kubeconfig")).await
 }
 
 /// Polls `f` until it returns Some, failing after 10 s.

@@ -37,9 +37,5 @@ pub async fn client_for(sim: &Sim) -> anyhow::Result<Client> {
     let yaml = sim
         .kubeconfig_yaml(CLUSTER)
         .ok_or_else(|| anyhow::anyhow!("no kubeconfig"))?;
-    let kc = kube::config::Kubeconfig::from_yaml(&yaml)?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await?;
-    Ok(Client::try_from(config)?)
+    Ok(fleetgate_tests::kube_client(&yaml).await)
 }

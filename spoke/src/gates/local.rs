@@ -37,6 +37,17 @@ pub struct InForce {
 }
 
 impl InForce {
+    /// Starts from a persisted snapshot: its gates are the last valid
+    /// versions a previous run enforced, and revisions continue after its.
+    pub fn seed(&mut self, persisted: &Snapshot) {
+        self.revision = self.revision.max(persisted.revision);
+        for rule in &persisted.gates {
+            self.gates
+                .entry(rule.name.clone())
+                .or_insert_with(|| (rule.version, rule.manifest.clone()));
+        }
+    }
+
     /// Records a valid version (replacing an older one).
     pub fn set(&mut self, name: &str, generation: u64, spec: &Value) {
         self.gates
@@ -103,5 +114,12 @@ mod tests {
         in_force.remove("sre-approval");
         let s2 = in_force.snapshot("c1", Some(&s1)).unwrap();
         assert_eq!((s2.revision, s2.gates.len()), (2, 0));
+
+        // A restarted spoke seeded from the persisted snapshot keeps its
+        // gates and continues its revisions.
+        let mut restarted = InForce::default();
+        restarted.seed(&s1);
+        let s3 = restarted.snapshot("c1", None).unwrap();
+        assert_eq!((s3.revision, s3.gates), (2, s1.gates.clone()));
     }
 }

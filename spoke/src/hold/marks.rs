@@ -8,9 +8,7 @@ use serde_json::{Value, json};
 
 use crate::annotations::format_suspended_by;
 
-/// kustomize-controller skips any object whose live copy carries this with
-/// value `disabled` (fluxcd/pkg ssa `shouldSkipApply`, case-insensitive).
-pub const RECONCILE: &str = "kustomize.toolkit.fluxcd.io/reconcile";
+pub use crate::annotations::RECONCILE;
 /// `ssa: Ignore` has the same effect (a person's opt-out, never set by fleetgate).
 pub const SSA: &str = "kustomize.toolkit.fluxcd.io/ssa";
 /// fleetgate's marker: the `reconcile: disabled` annotation beside it is

@@ -286,6 +286,7 @@ pub fn gate(name: &str, mode: &str, kinds: &[&str], default: &str) -> pb::GateRu
         name: name.into(),
         version: 1,
         manifest_json: gate_json(name, mode, kinds, default),
+        release: None,
     }
 }
 
@@ -299,6 +300,7 @@ pub fn gate_named(name: &str, mode: &str, names: &[&str], default: &str) -> pb::
         name: name.into(),
         version: 1,
         manifest_json: manifest.to_string(),
+        release: None,
     }
 }
 

@@ -64,13 +64,7 @@ pub async fn start_cluster() -> Cluster {
 }
 
 pub async fn client_for(sim: &Sim) -> Client {
-    let yaml = sim.kubeconfig_yaml(CLUSTER).expect("kubeconfig");
-    let kc = kube::config::Kubeconfig::from_yaml(&yaml).expect("kubeconfig parses");
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("kube config");
-    Client::try_from(config).expect("client")
+    fleetgate_tests::kube_client(&sim.kubeconfig_yaml(CLUSTER).expect("kubeconfig")).await
 }
 
 async fn ensure_namespace(client: &Client, ns: &str) {

@@ -368,6 +368,14 @@ impl Browser {
             &format!("element {css}"),
         )
         .await;
+        // In the middle of the viewport, where no toast (bottom right) covers it.
+        self.client
+            .execute(
+                "document.querySelector(arguments[0]).scrollIntoView({block: 'center'});",
+                vec![json!(css)],
+            )
+            .await
+            .unwrap_or_else(|e| panic!("scrolling to {css}: {e}"));
         self.client
             .find(Locator::Css(css))
             .await

@@ -59,6 +59,16 @@ impl FakeSpoke {
 
     /// Reports objects (clock offset 120 ms).
     pub async fn report(&self, objects: Vec<pb::ObjectStatus>) {
+        self.report_held(objects, vec![]).await;
+    }
+
+    /// Reports objects and the objects inside Kustomizations that holdObjects
+    /// gates select.
+    pub async fn report_held(
+        &self,
+        objects: Vec<pb::ObjectStatus>,
+        held_objects: Vec<pb::HeldObjectStatus>,
+    ) {
         self.tx
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
@@ -67,11 +77,33 @@ impl FakeSpoke {
                     clock_offset_ms: 120,
                     observed_at: None,
                     more: false,
-                    held_objects: vec![],
+                    held_objects,
                 })),
             })
             .await
             .expect("report");
+    }
+}
+
+impl FakeSpoke {
+    /// Reports an open/close request made in the cluster on `gate` by the
+    /// Kubernetes user `by`, stamped a minute ago, lasting an hour.
+    pub async fn request(&self, gate: &str, state: &str, by: &str, reason: &str) {
+        use fleetgate_proto::time::to_timestamp;
+        let at = chrono::Utc::now() - chrono::Duration::minutes(1);
+        self.tx
+            .send(pb::SpokeMessage {
+                msg: Some(spoke_message::Msg::LocalRequest(pb::LocalRequest {
+                    gate: gate.into(),
+                    state: state.into(),
+                    requested_at: Some(to_timestamp(at)),
+                    expires_at: Some(to_timestamp(at + chrono::Duration::hours(1))),
+                    reason: reason.into(),
+                    requested_by: by.into(),
+                })),
+            })
+            .await
+            .expect("request");
     }
 }
 

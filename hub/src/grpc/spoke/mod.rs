@@ -20,6 +20,7 @@ use super::convert::to_status;
 use crate::config::GrpcOptions;
 use crate::fanout::Fanout;
 use crate::metrics::GrpcMetrics;
+use crate::replica::Replica;
 use crate::service::Service;
 use crate::service::reports::Reports;
 
@@ -69,23 +70,17 @@ struct Inner {
 }
 
 impl SpokeApi {
-    /// A spoke service; streams end when `shutdown` is cancelled (drain).
-    pub fn new(
-        service: Service,
-        fanout: Fanout,
-        reports: Arc<Reports>,
-        cfg: StreamConfig,
-        shutdown: CancellationToken,
-        metrics: GrpcMetrics,
-    ) -> Self {
+    /// The spoke service of `replica`; streams end when `shutdown` is
+    /// cancelled (drain).
+    pub fn new(replica: &Replica, shutdown: CancellationToken) -> Self {
         Self {
             inner: Arc::new(Inner {
-                service,
-                fanout,
-                reports,
-                cfg,
+                service: replica.service.clone(),
+                fanout: replica.fanout.clone(),
+                reports: replica.reports.clone(),
+                cfg: StreamConfig::new(replica.id(), &replica.grpc),
                 shutdown,
-                metrics,
+                metrics: replica.grpc_metrics.clone(),
             }),
         }
     }

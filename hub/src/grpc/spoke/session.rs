@@ -21,7 +21,8 @@ use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
 use crate::grpc::convert::{
-    invalid, local_request_from_proto, object_from_proto, snapshot_to_proto, to_status,
+    held_from_proto, invalid, local_request_from_proto, object_from_proto, snapshot_to_proto,
+    to_status,
 };
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
@@ -308,11 +309,16 @@ impl Session {
                 msg: Some(spoke_message::Msg::Report(report)),
             })) => {
                 let objects = report.objects.into_iter().map(object_from_proto);
-                if let Some(objects) = self.parts.add(objects, report.more).map_err(to_status)? {
+                let first = self.parts.held_len();
+                let held = (report.held_objects.into_iter().enumerate())
+                    .map(|(i, o)| held_from_proto(first + i, o))
+                    .collect::<Result<Vec<_>, Status>>()?;
+                let added = self.parts.add(objects, held, report.more);
+                if let Some(whole) = added.map_err(to_status)? {
                     self.inner.reports.submit(
                         &self.cluster,
                         report.revision,
-                        objects,
+                        whole,
                         report.clock_offset_ms,
                     );
                 }
@@ -326,6 +332,7 @@ impl Session {
             })) => match local_request_from_proto(r) {
                 Ok(request) => Ok(Flow::Record(request)),
                 Err(status) => {
+                    self.inner.metrics.local_request("invalid", "refused");
                     self.not_recorded(&status);
                     Ok(Flow::Continue)
                 }
@@ -343,18 +350,24 @@ impl Session {
     /// a refusal is logged, not fatal to the stream (the spoke resends until
     /// it is recorded).
     async fn record(&self, request: LocalRequest) {
-        match self
+        let state = request.state.as_str();
+        let result = self
             .inner
             .service
             .record_local_request(&self.cluster, request)
-            .await
-        {
+            .await;
+        let counted = match result {
             Ok(Some(o)) => {
                 tracing::info!(cluster = %self.cluster, gate = %o.gate, state = %o.state, actor = %o.actor, "recorded a request made in the cluster");
+                "recorded"
             }
-            Ok(None) => {}
-            Err(e) => self.not_recorded(&to_status(e)),
-        }
+            Ok(None) => "duplicate",
+            Err(e) => {
+                self.not_recorded(&to_status(e));
+                "refused"
+            }
+        };
+        self.inner.metrics.local_request(state, counted);
     }
 
     fn not_recorded(&self, status: &Status) {

@@ -6,7 +6,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::{Combined, CompiledGate, Evaluation, Override, next_combined_change};
+use fleetgate_policy::{
+    Combined, CompiledGate, Evaluation, GateState, Override, next_combined_change,
+};
 
 use super::{ClusterInput, FleetInputs, GateInput};
 use crate::{Error, Result};
@@ -59,6 +61,36 @@ impl Evaluated<'_> {
     }
 }
 
+/// A gate with `spec.rollout` opens a cluster only with the cluster's release, as the
+/// spoke enforces it: open by its rules but not released is closed, waiting for its wave.
+fn held_by_rollout(
+    inputs: &FleetInputs,
+    gate: &GateInput,
+    cluster: &str,
+    e: Evaluation,
+) -> Evaluation {
+    if gate.gate.spec.rollout.is_none() || e.state == GateState::Closed {
+        return e;
+    }
+    let key = (gate.name().to_string(), cluster.to_string());
+    if inputs.releases.contains_key(&key) {
+        return e;
+    }
+    let reason = match inputs.waiting.get(&key) {
+        Some((wave, state)) if state == "running" => {
+            format!("waiting for rollout wave {}", wave + 1)
+        }
+        Some((wave, state)) => format!("waiting for rollout wave {} (rollout {state})", wave + 1),
+        None => "waiting for the rollout to release it".to_string(),
+    };
+    Evaluation {
+        state: GateState::Closed,
+        reason,
+        // Released by the hub's rollout driver, not at a scheduled instant.
+        next_transition: None,
+    }
+}
+
 /// Evaluates every gate on every cluster of `inputs` at `inputs.at`.
 pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Evaluated<'_>> {
     let compiled = inputs
@@ -92,6 +124,7 @@ pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Evaluated<'_>> {
                 } else {
                     compiled[i].evaluate(inputs.at, &overrides)
                 };
+                let e = held_by_rollout(inputs, gate, &cluster.row.name, e);
                 gates.push((gate, e));
                 applying.push((i, overrides));
             }

@@ -20,15 +20,18 @@ use sqlx::PgConnection;
 use super::{Actor, Role, Service};
 use crate::db::clusters::ClusterRow;
 use crate::db::overrides::OverrideRow;
+use crate::db::rollouts::ReleaseRow;
 use crate::db::{self, clusters, gates, overrides, revision};
 use crate::{Error, Result};
 
+pub use crate::db::held_objects::HeldObjectStatus;
+use crate::db::held_objects::{self, HeldCounts};
 pub use crate::db::status::ObjectStatus;
 pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate};
 pub use status::{ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
-pub use view::{FleetView, GateOnCluster, SpokeState};
+pub use view::{FleetView, GateOnCluster, HeldSet, SpokeState};
 
 /// Which clusters a read covers, and how much of what their spokes reported.
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +85,12 @@ pub struct Reported {
     pub held_by_gate: HashMap<(String, String), i64>,
     /// Every reported object ([`Scope::Cluster`] only), by kind, namespace, name.
     pub objects: Vec<ObjectStatus>,
+    /// Held-object counts per cluster (clusters without reported held objects absent).
+    pub held_objects: HashMap<String, HeldCounts>,
+    /// Objects held by fleetgate per (cluster, gate of its mark).
+    pub held_objects_by_gate: HashMap<(String, String), i64>,
+    /// Every reported held object ([`Scope::Cluster`] only), held ones first.
+    pub held_object_list: Vec<HeldObjectStatus>,
 }
 
 /// Everything the fleet's views are computed from, read at one instant.
@@ -99,6 +108,10 @@ pub struct FleetInputs {
     /// starting later) by gate, oldest first.
     overrides: HashMap<String, Vec<OverrideRow>>,
     pub reported: Reported,
+    /// Rollout releases of current rollouts, by (gate, cluster).
+    pub releases: HashMap<(String, String), ReleaseRow>,
+    /// Clusters current rollouts have not released: (wave, rollout state) by (gate, cluster).
+    pub waiting: HashMap<(String, String), (i32, String)>,
 }
 
 impl FleetInputs {
@@ -147,6 +160,7 @@ impl FleetInputs {
                             governed,
                             held,
                             suspended,
+                            ..ObjectCounts::default()
                         };
                         (cluster, counts)
                     })
@@ -156,13 +170,34 @@ impl FleetInputs {
                     .into_iter()
                     .map(|(cluster, gate, n)| ((cluster, gate), n))
                     .collect(),
-                objects: Vec::new(),
+                held_objects: held_objects::counts_by_cluster(tx)
+                    .await?
+                    .into_iter()
+                    .map(|c| (c.cluster.clone(), c))
+                    .collect(),
+                held_objects_by_gate: held_objects::held_by_gate(tx)
+                    .await?
+                    .into_iter()
+                    .map(|(cluster, gate, n)| ((cluster, gate), n))
+                    .collect(),
+                ..Reported::default()
             },
             Scope::Clusters(_) => Reported::default(),
             Scope::Cluster(name) => Reported {
                 objects: db::status::for_cluster(tx, name).await?,
+                held_object_list: held_objects::for_cluster(tx, name).await?,
                 ..Reported::default()
             },
+        };
+        let (releases, waiting) = if gates.iter().any(|g| g.gate.spec.rollout.is_some()) {
+            let releases = db::rollouts::releases(tx, names.as_deref())
+                .await?
+                .into_iter()
+                .map(|r| ((r.gate.clone(), r.cluster.clone()), r))
+                .collect();
+            (releases, db::rollouts::waiting(tx, names.as_deref()).await?)
+        } else {
+            (HashMap::new(), HashMap::new())
         };
         Ok(Self {
             at: now,
@@ -171,6 +206,8 @@ impl FleetInputs {
             gates,
             overrides: by_gate,
             reported,
+            releases,
+            waiting,
         })
     }
 

@@ -21,6 +21,20 @@ pub struct SnapshotGate {
     /// The manifest as JSON text, shared by every cluster's snapshot of this
     /// gate version (one copy per replica, not one per connected spoke).
     pub manifest_json: Arc<str>,
+    /// For a gate with `spec.rollout`: this cluster's release for the gate's current open
+    /// period (`None`: the rollout keeps it closed).
+    pub release: Option<Release>,
+}
+
+/// A rollout release in a snapshot (`GateRule.release`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub rollout_id: String,
+    /// When the cluster's current open period began: the spoke opens the gate only while
+    /// its own evaluation agrees.
+    pub opening_at: chrono::DateTime<chrono::Utc>,
+    /// 0-based.
+    pub wave: u32,
 }
 
 /// A cluster's full desired state at `revision`.
@@ -95,6 +109,14 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
                     name: g.name().to_string(),
                     version: u64::try_from(g.version).unwrap_or(0),
                     manifest_json: manifests[g.name()].clone(),
+                    release: inputs
+                        .releases
+                        .get(&(g.name().to_string(), c.row.name.clone()))
+                        .map(|r| Release {
+                            rollout_id: r.rollout_id.to_string(),
+                            opening_at: r.opening_at,
+                            wave: u32::try_from(r.wave).unwrap_or(0),
+                        }),
                 });
                 overrides.extend(inputs.applying(g, &c.row));
             }
@@ -154,11 +176,13 @@ mod tests {
                     name: "b".into(),
                     version: 1,
                     manifest_json: "".into(),
+                    release: None,
                 },
                 SnapshotGate {
                     name: "a".into(),
                     version: 1,
                     manifest_json: "".into(),
+                    release: None,
                 },
             ],
             vec![],

@@ -3,96 +3,19 @@
 //! summary plus each cluster's gates with reason, next transition and held
 //! count, what `fleetgate status` shows.
 
-use chrono::{DateTime, Utc};
 use fleetgate_policy::LabelSelector;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::FleetInputs;
 use super::evaluate::{ClusterEvals, Evaluated, evaluate};
-use super::summary::{FleetSummary, ObjectCounts, summary};
+use super::summary::{ObjectCounts, summary, with_held_objects};
 use crate::db::status::ObjectStatus;
 use crate::service::liveness;
-use crate::service::types::Cluster;
+use crate::service::types::OverrideRecord;
 use crate::{Error, Result};
 
-/// One gate's state on one cluster.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GateStatus {
-    pub gate: String,
-    /// `open` or `closed`.
-    pub state: String,
-    /// Which rule decided, in words.
-    pub reason: String,
-    pub next_transition: Option<DateTime<Utc>>,
-    /// Reported objects this gate governs.
-    pub objects: Vec<ObjectStatus>,
-    /// How many of them are held.
-    pub held: usize,
-}
-
-/// A cluster's status.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterStatus {
-    pub cluster: Cluster,
-    /// The instant evaluated.
-    pub at: DateTime<Utc>,
-    /// All gates open: changes may flow.
-    pub open: bool,
-    /// The closed gates.
-    pub closed_by: Vec<String>,
-    /// When `open` next changes (not merely some gate): absent when it does not within the
-    /// look-ahead, e.g. while a gate without windows is closed. Per-gate times are in `gates`.
-    pub next_transition: Option<DateTime<Utc>>,
-    pub gates: Vec<GateStatus>,
-    /// Every reported object.
-    pub objects: Vec<ObjectStatus>,
-    pub counts: ObjectCounts,
-}
-
-/// One gate's state on one cluster (without the objects).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GateBrief {
-    pub gate: String,
-    /// `open` or `closed`.
-    pub state: String,
-    /// Which rule decided, in words.
-    pub reason: String,
-    pub next_transition: Option<DateTime<Utc>>,
-    /// Reported objects governed by this gate that are held.
-    pub held: i64,
-}
-
-/// One cluster's gates now, without its objects (see the per-cluster status
-/// for those).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterBrief {
-    pub cluster: Cluster,
-    /// All gates open: changes may flow.
-    pub open: bool,
-    /// The closed gates.
-    pub closed_by: Vec<String>,
-    /// When `open` next changes (not merely some gate): absent when it does not within the
-    /// look-ahead, e.g. while a gate without windows is closed.
-    pub next_transition: Option<DateTime<Utc>>,
-    /// The gates applying to the cluster, by name.
-    pub gates: Vec<GateBrief>,
-    pub counts: ObjectCounts,
-}
-
-/// The fleet summary and every (selected) cluster's gate states.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetStatus {
-    /// Counts over the whole fleet (the selector does not apply).
-    pub summary: FleetSummary,
-    /// Clusters by name.
-    pub clusters: Vec<ClusterBrief>,
-}
+pub use fleetgate_api_types::status::{
+    ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus,
+};
 
 /// The status of the one cluster of a [`super::Scope::Cluster`] read.
 pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
@@ -102,6 +25,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         .first()
         .ok_or_else(|| Error::Internal("cluster read without its cluster".into()))?;
     let objects = &inputs.reported.objects;
+    let held_list = &inputs.reported.held_object_list;
     let combined = cluster.combined();
     let gates = cluster
         .gates
@@ -114,6 +38,10 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
                 .collect();
             GateStatus {
                 held: governed.iter().filter(|o| o.object.held).count(),
+                held_objects: held_list
+                    .iter()
+                    .filter(|h| h.object.held_by.iter().any(|g| g == gate.name()))
+                    .count(),
                 objects: governed,
                 gate: gate.name().to_string(),
                 state: e.state.as_str().to_string(),
@@ -122,12 +50,29 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
             }
         })
         .collect();
+    let fleetgate_held = held_list.iter().filter(|h| !h.object.held_by.is_empty());
     let counts = ObjectCounts {
         governed: objects.iter().filter(|o| !o.object.ignored).count() as i64,
         held: objects.iter().filter(|o| o.object.held).count() as i64,
         suspended: objects.iter().filter(|o| o.object.suspended).count() as i64,
+        held_objects: fleetgate_held.clone().count() as i64,
+        held_objects_by_person: held_list.iter().filter(|h| h.object.held_by_person).count() as i64,
+        held_objects_waiting: fleetgate_held
+            .filter(|h| h.object.newer_revision_applied)
+            .count() as i64,
     };
+    let name = &cluster.cluster.row.name;
+    let mut local_requests: Vec<OverrideRecord> = inputs
+        .overrides
+        .values()
+        .flatten()
+        .filter(|o| o.requested_in.as_ref() == Some(name))
+        .cloned()
+        .map(OverrideRecord::from)
+        .collect();
+    local_requests.sort_by_key(|o| std::cmp::Reverse((o.created_at, o.id)));
     Ok(ClusterStatus {
+        local_requests,
         cluster: liveness::at(cluster.cluster.row.clone(), inputs.at).into(),
         at: inputs.at,
         open: combined.open,
@@ -135,6 +80,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         next_transition: evals.next_change(cluster),
         gates,
         objects: objects.clone(),
+        held_objects: held_list.clone(),
         counts,
     })
 }
@@ -169,6 +115,12 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
                 .get(&(row.name.clone(), gate.name().to_string()))
                 .copied()
                 .unwrap_or(0),
+            held_objects: inputs
+                .reported
+                .held_objects_by_gate
+                .get(&(row.name.clone(), gate.name().to_string()))
+                .copied()
+                .unwrap_or(0),
             gate: gate.name().to_string(),
             state: e.state.as_str().to_string(),
             reason: e.reason.clone(),
@@ -176,12 +128,15 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
         })
         .collect();
     ClusterBrief {
-        counts: inputs
-            .reported
-            .counts
-            .get(&row.name)
-            .cloned()
-            .unwrap_or_default(),
+        counts: with_held_objects(
+            inputs
+                .reported
+                .counts
+                .get(&row.name)
+                .cloned()
+                .unwrap_or_default(),
+            inputs.reported.held_objects.get(&row.name),
+        ),
         cluster: liveness::at(row.clone(), inputs.at).into(),
         open: combined.open,
         closed_by: combined.closed_by,

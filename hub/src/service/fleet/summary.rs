@@ -3,61 +3,25 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
 use super::FleetInputs;
 use super::evaluate::Evaluated;
 use crate::Result;
+use crate::db::held_objects::HeldCounts;
 use crate::service::liveness;
 
-/// Object counts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectCounts {
-    pub governed: i64,
-    pub held: i64,
-    pub suspended: i64,
-}
+pub use fleetgate_api_types::status::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
 
-/// One gate across the fleet.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GateSummary {
-    pub gate: String,
-    /// Clusters in scope.
-    pub clusters: usize,
-    pub open: usize,
-    pub closed: usize,
-}
-
-/// Cluster counts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterCounts {
-    pub total: usize,
-    pub connected: usize,
-    pub disconnected: usize,
-    /// All gates open.
-    pub open: usize,
-    /// At least one gate closed.
-    pub closed: usize,
-    /// At least one held object.
-    pub with_held: usize,
-}
-
-/// The fleet at a glance.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetSummary {
-    pub at: DateTime<Utc>,
-    pub revision: i64,
-    pub clusters: ClusterCounts,
-    pub gates: Vec<GateSummary>,
-    pub objects: ObjectCounts,
-    /// Names of disconnected clusters (at most 100).
-    pub disconnected: Vec<String>,
+/// `counts` with the held-object counts of `held` (absent: none).
+pub(super) fn with_held_objects(
+    mut counts: ObjectCounts,
+    held: Option<&HeldCounts>,
+) -> ObjectCounts {
+    if let Some(h) = held {
+        counts.held_objects = h.held;
+        counts.held_objects_by_person = h.by_person;
+        counts.held_objects_waiting = h.waiting;
+    }
+    counts
 }
 
 /// How many disconnected clusters a summary names.
@@ -73,6 +37,7 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
             clusters: 0,
             open: 0,
             closed: 0,
+            held_objects: 0,
         })
         .collect();
     let mut counts = ClusterCounts {
@@ -120,6 +85,19 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
         objects.suspended += c.suspended;
         if c.held > 0 {
             counts.with_held += 1;
+        }
+    }
+    for h in inputs.reported.held_objects.values() {
+        objects.held_objects += h.held;
+        objects.held_objects_by_person += h.by_person;
+        objects.held_objects_waiting += h.waiting;
+        if h.held > 0 {
+            counts.with_held_objects += 1;
+        }
+    }
+    for ((_, gate), n) in &inputs.reported.held_objects_by_gate {
+        if let Some(&i) = index.get(gate.as_str()) {
+            gates[i].held_objects += n;
         }
     }
     Ok(FleetSummary {

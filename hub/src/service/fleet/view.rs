@@ -30,6 +30,18 @@ pub struct SpokeState {
     pub spoke_version: Option<String>,
 }
 
+/// A cluster's held objects as the change streams compare them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HeldSet {
+    /// Held by fleetgate.
+    pub held: u32,
+    /// Held by a person's own mark.
+    pub by_person: u32,
+    /// Changes whenever the set does (which objects, by which gates), even
+    /// when the counts stay the same.
+    pub digest: String,
+}
+
 /// The fleet at `at`.
 #[derive(Debug, Clone, Default)]
 pub struct FleetView {
@@ -42,6 +54,9 @@ pub struct FleetView {
     pub spokes: BTreeMap<String, SpokeState>,
     /// Held objects per cluster (clusters without any are absent).
     pub held: BTreeMap<String, u32>,
+    /// Objects inside Kustomizations held (by fleetgate or a person) per
+    /// cluster, clusters without any absent.
+    pub held_objects: BTreeMap<String, HeldSet>,
     /// The earliest next transition of any (gate, cluster).
     pub next_transition: Option<DateTime<Utc>>,
 }
@@ -85,6 +100,18 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
             view.held.insert(
                 cluster.clone(),
                 u32::try_from(counts.held).unwrap_or(u32::MAX),
+            );
+        }
+    }
+    for (cluster, h) in &inputs.reported.held_objects {
+        if h.held > 0 || h.by_person > 0 {
+            view.held_objects.insert(
+                cluster.clone(),
+                HeldSet {
+                    held: u32::try_from(h.held).unwrap_or(u32::MAX),
+                    by_person: u32::try_from(h.by_person).unwrap_or(u32::MAX),
+                    digest: h.digest.clone(),
+                },
             );
         }
     }

@@ -1,7 +1,7 @@
-//! `fleetgate demo` as a user runs it: it starts (own PostgreSQL, hub,
-//! simulated clusters with spokes), the dashboard answers, held changes are
-//! visible through the API, and SIGTERM stops everything and removes its
-//! temporary files.
+//! The demo as a user runs it (the README's quick start): it starts (own
+//! PostgreSQL, hub, simulated clusters with spokes), the dashboard answers,
+//! held changes are visible through the API and the CLI, and SIGTERM stops
+//! everything and removes its temporary files.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -9,14 +9,14 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fleetgate_tests::{ChildGuard, free_port};
+use fleetgate_tests::{ChildGuard, bin_path, free_port};
 
 #[test]
 fn demo_starts_shows_held_changes_and_cleans_up() {
     let http = free_port();
     let grpc = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
-        .args(["demo", "--clusters", "4", "--objects-per-cluster", "8"])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate-demo"))
+        .args(["--clusters", "4", "--objects-per-cluster", "8"])
         .args(["--http-addr", &format!("127.0.0.1:{http}")])
         .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
         .env_remove("DATABASE_URL")
@@ -25,7 +25,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("starting fleetgate demo");
+        .expect("starting fleetgate-demo");
     let stdout = child.stdout.take().unwrap();
     let guard = ChildGuard(child);
     let (tx, rx) = mpsc::channel::<String>();
@@ -66,6 +66,11 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
     let hub = field("hub");
     let token = field("token");
     let held: i64 = field("held").parse().unwrap();
+    let held_objects: i64 = field("held_objects").parse().unwrap();
+    assert!(
+        held_objects >= 1,
+        "nginx-window holds the nginx Deployment on staging-eu-1: {ready}"
+    );
     assert!(
         held > 0,
         "the SRE approval gate holds the pushed payments revision: {ready}"
@@ -94,7 +99,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
             .status()
     });
     assert!(status.is_success(), "dashboard: {status}");
-    let out = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+    let out = Command::new(bin_path("fleetgate"))
         .args(["status", "-o", "json", "--hub", &hub, "--token", &token])
         .output()
         .unwrap();
@@ -117,7 +122,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         "prod-eu-1 closed by sre-approval: {prod}"
     );
     // The fleet view carries no objects; one cluster's detail does.
-    let out = Command::new(env!("CARGO_BIN_EXE_fleetgate"))
+    let out = Command::new(bin_path("fleetgate"))
         .args([
             "status",
             "prod-eu-1",
@@ -147,6 +152,36 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
     );
     assert_eq!(payments["held"], true);
 
+    // The nginx app on staging-eu-1: the Deployment is held by nginx-window
+    // (object-level hold), with kubectl showing fleetgate's mark on it.
+    let out = Command::new(bin_path("fleetgate"))
+        .args([
+            "status",
+            "staging-eu-1",
+            "-o",
+            "json",
+            "--hub",
+            &hub,
+            "--token",
+            &token,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let staging: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let deploy = staging["heldObjects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["name"] == "nginx")
+        .unwrap_or_else(|| panic!("nginx Deployment reported: {staging}"));
+    assert_eq!(
+        deploy["heldBy"],
+        serde_json::json!(["nginx-window"]),
+        "{deploy}"
+    );
+    assert_eq!(deploy["kustomizationName"], "apps", "{deploy}");
+
     // The clusters expose the hub's gates as Gate objects (the spoke mirrors
     // them); prod-eu-1 shows sre-approval closed. Bounded: the mirror follows
     // the snapshot asynchronously.
@@ -154,6 +189,14 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         .iter()
         .find(|d| d.join("prod-eu-1.yaml").exists())
         .expect("kubeconfig dir");
+    let held_by = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfigs.join("staging-eu-1.yaml"))
+        .args(["-n", "nginx", "get", "deployment", "nginx", "-o"])
+        .arg("jsonpath={.metadata.annotations.fleetgate\\.io/held-by}")
+        .output()
+        .expect("kubectl runs");
+    assert_eq!(String::from_utf8_lossy(&held_by.stdout), "nginx-window");
     let kubeconfig = kubeconfigs.join("prod-eu-1.yaml");
     let deadline = Instant::now() + Duration::from_secs(30);
     let table = loop {

@@ -1,22 +1,81 @@
-//! `fleetgate demo`: the whole system on one machine — a throwaway
-//! PostgreSQL (unless DATABASE_URL is set), the hub, a simulated fleet with
-//! a spoke per cluster, the example gates, and pushed revisions so some
-//! changes are held. Ctrl-C (or SIGTERM) stops everything and cleans up.
+//! `fleetgate-demo` (also run as `fleetgate demo`): the whole system on one
+//! machine — a throwaway PostgreSQL (unless DATABASE_URL is set), the hub, a
+//! simulated fleet with a spoke per cluster, the example gates, and pushed
+//! revisions so some changes are held. Ctrl-C (or SIGTERM) stops everything
+//! and cleans up. Its own program, so the `fleetgate` CLI does not link the
+//! hub, the spoke, the simulator or pgtemp.
+#![forbid(unsafe_code)]
 
 mod fleet;
+mod nginx;
 
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
+
+use fleetgate_api_types::{ClusterWithToken, FleetSummary, GateRecord, RegisterCluster};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{DemoArgs, Format};
-use crate::client::{Client, seg};
-use crate::config::Connection;
-use crate::error::{Error, Result};
+use fleetgate::args::Format;
+use fleetgate::client::{Client, seg};
+use fleetgate::config::Connection;
+use fleetgate::error::{Error, Result};
+
+/// fleetgate-demo — the whole fleetgate system on one machine: PostgreSQL,
+/// hub, simulated fleet with a spoke per cluster, the example gates. Ctrl-C
+/// stops and cleans up.
+#[derive(Debug, Parser)]
+#[command(name = "fleetgate-demo", version, about)]
+pub struct DemoArgs {
+    /// Number of simulated clusters.
+    #[arg(long, default_value_t = 20)]
+    pub clusters: usize,
+    /// Flux objects per cluster (sources, Kustomizations, HelmReleases).
+    #[arg(long, default_value_t = 12)]
+    pub objects_per_cluster: usize,
+    /// Hub REST + dashboard address.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub http_addr: std::net::SocketAddr,
+    /// Hub gRPC address.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    pub grpc_addr: std::net::SocketAddr,
+    /// Simulated Flux reconcile interval (fast-forward).
+    #[arg(long, default_value = "30s", value_parser = parse_std_duration)]
+    pub reconcile_interval: std::time::Duration,
+}
+
+fn parse_std_duration(s: &str) -> Result<std::time::Duration, String> {
+    fleetgate_policy::parse_duration(s)
+        .map_err(|e| e.message)?
+        .to_std()
+        .map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let args = DemoArgs::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", e.render());
+            e.to_exit_code()
+        }
+    }
+}
 
 fn other(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Other(format!("demo: {what}: {e}"))
@@ -124,6 +183,18 @@ async fn run_with_db(
         sim.write_kubeconfig(&c.name, &kube_dir.path().join(format!("{}.yaml", c.name)))
             .map_err(|e| other("kubeconfig", e))?;
     }
+    // The nginx app (one Kustomization) applied once before the spokes start.
+    let nginx_cluster = nginx::cluster(&clusters).map(|c| c.name.clone());
+    if let Some(c) = &nginx_cluster {
+        for obj in nginx::objects() {
+            sim.create_object(c, obj)
+                .await
+                .map_err(|e| other("seeding", e))?;
+        }
+        nginx::push(&sim, c, 1, "nginx:1.25", "blue")
+            .await
+            .map_err(|e| other("push", e))?;
+    }
     println!(
         "• simulator: {} clusters, kubeconfigs in {}",
         clusters.len(),
@@ -132,7 +203,7 @@ async fn run_with_db(
 
     // 4. Gates first, then clusters with a spoke each.
     let examples = examples_dir();
-    crate::commands::gate::apply(
+    fleetgate::commands::gate::apply(
         &client,
         std::slice::from_ref(&examples),
         &None,
@@ -173,7 +244,27 @@ async fn run_with_db(
             .map_err(|e| other("push", e))?;
         }
     }
-    let held = wait_held(&client, shutdown).await?;
+    wait_held(&client, shutdown).await?;
+    let nginx = match &nginx_cluster {
+        Some(c) => Some((c.clone(), nginx::hold(&client, &sim, c, shutdown).await?)),
+        None => None,
+    };
+    if let Some((c, o)) = &nginx {
+        let kc = kube_dir.path().join(format!("{c}.yaml"));
+        println!(
+            "• object holds: on {c} gate {} holds the nginx Deployment ({}); {}\n    \
+             kubectl --kubeconfig {} -n nginx get deploy,cm -o wide",
+            nginx::GATE,
+            if o.held { "held" } else { "not held yet" },
+            if o.waiting {
+                "a new revision changed its ConfigMap at once, the new image waits"
+            } else {
+                "the Kustomization applied no newer revision (another gate holds it whole)"
+            },
+            kc.display(),
+        );
+    }
+    let held: FleetSummary = client.get("/status", &[]).await?;
     print_ready(
         &hub_url,
         &grpc_url,
@@ -226,7 +317,7 @@ async fn wait_ready(
 ) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if client.get("/status", &[]).await.is_ok() {
+        if client.get::<FleetSummary>("/status", &[]).await.is_ok() {
             return Ok(());
         }
         if hub_task.is_finished() {
@@ -248,8 +339,11 @@ async fn wait_ready(
 
 /// Registers the cluster (or, on a reused database, rotates its token).
 async fn register(client: &Client, c: &fleet::DemoCluster) -> Result<String> {
-    let body = json!({"name": c.name, "labels": c.labels});
-    let v = match client.post("/clusters", &[], &body).await {
+    let body = RegisterCluster {
+        name: c.name.clone(),
+        labels: c.labels.clone(),
+    };
+    let v: ClusterWithToken = match client.post("/clusters", &[], &body).await {
         Ok(v) => v,
         Err(Error::Api { status: 409, .. }) => {
             client
@@ -262,10 +356,7 @@ async fn register(client: &Client, c: &fleet::DemoCluster) -> Result<String> {
         }
         Err(e) => return Err(e),
     };
-    v.get("token")
-        .and_then(|t| t.as_str())
-        .map(String::from)
-        .ok_or_else(|| other("register", format!("no token in {v}")))
+    Ok(v.token)
 }
 
 async fn start_spoke(
@@ -290,6 +381,9 @@ async fn start_spoke(
         "fleetgate-system",
         "--http-addr",
         "127.0.0.1:0",
+        // The kinds examples/hold-objects.yaml holds (deploy/spoke/components/hold-objects).
+        "--held-kinds",
+        "apps/v1/Deployment,v1/Service",
     ])
     .map_err(|e| other("spoke config", e))?;
     let kube = fleetgate_spoke::kube_client(&config)
@@ -309,20 +403,20 @@ async fn wait_reported(
     shutdown: &CancellationToken,
 ) -> Result<()> {
     let suspend_mode: Vec<String> = client
-        .list("/gates", &[], None)
+        .list::<GateRecord>("/gates", &[], None)
         .await?
-        .iter()
+        .into_iter()
         .filter(|g| {
-            g.pointer("/manifest/spec/mode").and_then(Value::as_str) != Some("freezeSources")
+            g.manifest.pointer("/spec/mode").and_then(Value::as_str) != Some("freezeSources")
         })
-        .filter_map(|g| g.get("name").and_then(Value::as_str).map(String::from))
+        .map(|g| g.name)
         .collect();
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut pending: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     while !pending.is_empty() {
         let mut still = Vec::new();
         for name in pending {
-            let st = client
+            let st: Value = client
                 .get(&format!("/clusters/{}/status", seg(name)), &[])
                 .await?;
             if !enforced(&st, &suspend_mode) {
@@ -380,15 +474,11 @@ fn enforced(st: &Value, suspend_mode: &[String]) -> bool {
 }
 
 /// Waits (bounded) until the hub shows held changes; returns the summary.
-async fn wait_held(client: &Client, shutdown: &CancellationToken) -> Result<Value> {
+async fn wait_held(client: &Client, shutdown: &CancellationToken) -> Result<FleetSummary> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let s = client.get("/status", &[]).await?;
-        let held = s
-            .pointer("/objects/held")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if held > 0 || Instant::now() > deadline || shutdown.is_cancelled() {
+        let s: FleetSummary = client.get("/status", &[]).await?;
+        if s.objects.held > 0 || Instant::now() > deadline || shutdown.is_cancelled() {
             return Ok(s);
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -401,15 +491,9 @@ fn print_ready(
     token: &str,
     kube_dir: &Path,
     clusters: &[fleet::DemoCluster],
-    summary: &Value,
+    summary: &FleetSummary,
     started: Instant,
 ) {
-    let n = |p: &str| {
-        summary
-            .pointer(p)
-            .map(|v| v.to_string())
-            .unwrap_or_default()
-    };
     let first = clusters
         .first()
         .map(|c| c.name.as_str())
@@ -429,16 +513,16 @@ fn print_ready(
          \n  kubectl --kubeconfig {}/{first}.yaml get kustomizations -A\
          \n\nCtrl-C stops everything and removes the temporary files.",
         started.elapsed().as_secs_f64(),
-        n("/clusters/total"),
-        n("/clusters/open"),
-        n("/clusters/closed"),
-        n("/objects/held"),
+        summary.clusters.total,
+        summary.clusters.open,
+        summary.clusters.closed,
+        summary.objects.held,
         kube_dir.display(),
     );
     // One line for scripts and the smoke test.
     println!(
-        "demo ready: hub={hub} token={token} held={}",
-        n("/objects/held")
+        "demo ready: hub={hub} token={token} held={} held_objects={}",
+        summary.objects.held, summary.objects.held_objects
     );
 }
 

@@ -1,9 +1,9 @@
 //! Pages of the list endpoints, as documented (the handlers return the
-//! generic [`crate::service::Page`]).
+//! generic [`crate::Page`]).
 
 use utoipa::ToSchema;
 
-use crate::service::types::{ApiToken, AuditEntry, Cluster, GateRecord, OverrideRecord};
+use crate::records::{ApiToken, AuditEntry, Cluster, GateRecord, OverrideRecord};
 
 macro_rules! page_doc {
     ($name:ident, $item:ty, $doc:literal) => {

@@ -1,0 +1,24 @@
+//! The hub's REST API bodies (`/api/v1`): what the hub serialises and what the
+//! `fleetgate` CLI deserialises, one definition for both. Field names are
+//! camelCase on the wire. With the `utoipa` feature (the hub's) the types
+//! also describe themselves for the OpenAPI document.
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod page;
+pub mod records;
+pub mod rollout;
+#[cfg(feature = "utoipa")]
+pub mod schema;
+pub mod status;
+
+pub use error::{ErrorBody, ErrorDetail};
+pub use page::Page;
+pub use records::{
+    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
+    GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
+};
+pub use status::{
+    ClusterBrief, ClusterCounts, ClusterStatus, FleetStatus, FleetSummary, GateBrief, GateStatus,
+    GateSummary, HeldObject, HeldObjectStatus, ObjectCounts, ObjectStatus, ReportedObject,
+};

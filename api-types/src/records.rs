@@ -1,0 +1,206 @@
+//! Gates, clusters, overrides, audit entries and API tokens as the REST API
+//! reads and writes them; manifests are carried as JSON objects.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A stored gate.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct GateRecord {
+    /// metadata.name of the manifest.
+    pub name: String,
+    /// Bumped on every replace; send it back in `If-Match` to replace safely.
+    pub version: i64,
+    /// The validated Gate manifest (apiVersion fleetgate.io/v1, kind Gate).
+    #[cfg_attr(feature = "utoipa", schema(value_type = crate::schema::gate::GateManifest))]
+    pub manifest: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Valid fields that probably do not mean what their author meant: today cron schedules
+    /// whose days changed when fleetgate adopted Kubernetes CronJob's cron rules. Absent when
+    /// there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<FieldWarning>,
+}
+
+/// A warning about one manifest field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct FieldWarning {
+    /// `spec.windows[0].schedule`.
+    pub path: String,
+    pub message: String,
+}
+
+/// A registered cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Cluster {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub created_at: DateTime<Utc>,
+    /// Last message from its spoke.
+    pub last_seen_at: Option<DateTime<Utc>>,
+    pub spoke_version: Option<String>,
+    /// Whether a spoke stream is open now.
+    pub connected: bool,
+    /// The hub replica holding the stream.
+    pub connected_replica: Option<String>,
+    /// Spoke clock minus hub clock, as last measured.
+    pub clock_offset_ms: Option<i64>,
+    /// Fleet revision of the last change to this cluster's desired state.
+    pub desired_revision: i64,
+}
+
+/// A cluster with its spoke token, returned once at registration / rotation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterWithToken {
+    pub cluster: Cluster,
+    /// The spoke token (`fgs_...`). Shown only now; the hub stores its hash.
+    pub token: String,
+}
+
+/// Register a cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RegisterCluster {
+    /// DNS-1123 label (lowercase letters, digits, '-', at most 63).
+    pub name: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Replace a cluster's labels.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Relabel {
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Which clusters an override applies to (within the gate's scope).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OverrideClusters {
+    /// Cluster names (must be registered and in the gate's scope).
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// Kubernetes label selector (`matchLabels`, `matchExpressions`) over cluster labels.
+    #[serde(default)]
+    #[cfg_attr(feature = "utoipa", schema(value_type = Option<crate::schema::gate::LabelSelectorDoc>))]
+    pub selector: Option<fleetgate_policy::LabelSelector>,
+}
+
+/// Open or close a gate manually.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OverrideRequest {
+    /// How long, Go-style (`90m`, `1h30m`); absent = until cancelled.
+    #[serde(rename = "for", default)]
+    pub duration: Option<String>,
+    /// Why (required; recorded in the audit log and shown in status).
+    #[serde(default)]
+    pub reason: String,
+    /// Which clusters; absent = the gate's whole scope.
+    #[serde(default)]
+    pub clusters: Option<OverrideClusters>,
+    /// When it takes effect (default now).
+    #[serde(default)]
+    pub starts_at: Option<DateTime<Utc>>,
+}
+
+/// A stored override.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct OverrideRecord {
+    pub id: Uuid,
+    pub gate: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Which clusters; absent = the gate's whole scope.
+    #[cfg_attr(feature = "utoipa", schema(value_type = Option<crate::schema::gate::ClusterScopeDoc>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<fleetgate_policy::ClusterScope>,
+    pub starts_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub actor: String,
+    pub reason: String,
+    pub created_at: DateTime<Utc>,
+    pub cancelled_at: Option<DateTime<Utc>>,
+    pub cancelled_by: Option<String>,
+    /// Set for a request made inside that cluster (an open/close annotation on
+    /// its Gate object, reported by its spoke); absent for overrides made at the hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_in: Option<String>,
+    /// The Kubernetes user that made such a request (the field manager named in
+    /// the Gate object's managedFields), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+}
+
+/// One audit-log entry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    /// Name of the API token that made the change.
+    pub actor: String,
+    /// e.g. `gate.create`, `override.open`, `cluster.rotate_token`.
+    pub action: String,
+    /// gate, override, cluster, api_token.
+    pub target_kind: String,
+    pub target_name: String,
+    #[cfg_attr(feature = "utoipa", schema(value_type = Option<Object>))]
+    pub before: Option<serde_json::Value>,
+    #[cfg_attr(feature = "utoipa", schema(value_type = Option<Object>))]
+    pub after: Option<serde_json::Value>,
+    pub reason: Option<String>,
+}
+
+/// An API token (never its secret).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ApiToken {
+    pub id: Uuid,
+    pub name: String,
+    /// viewer, operator or admin.
+    pub role: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// A new API token with its secret, returned once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ApiTokenWithSecret {
+    pub token: ApiToken,
+    /// The secret (`fga_...`). Shown only now; the hub stores its hash.
+    pub secret: String,
+}
+
+/// Create an API token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateToken {
+    pub name: String,
+    /// viewer, operator or admin.
+    pub role: String,
+}

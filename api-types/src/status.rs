@@ -1,0 +1,291 @@
+//! Status answers: the objects spokes report, each gate's state per cluster,
+//! the fleet summary and the fleet status (`fleetgate status`).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::records::{Cluster, OverrideRecord};
+
+/// A governed Flux object as its spoke reports it: written by report
+/// ingestion, read back by the status views (with `reported_at`, see
+/// [`super::status::ObjectStatus`]). A whole report is JSON-encoded into one
+/// statement parameter, so it is one upsert.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[serde(rename_all = "camelCase")]
+pub struct ReportedObject {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub suspended: bool,
+    /// Gates whose closure suspended it.
+    pub suspended_by: Vec<String>,
+    /// Gates governing it.
+    pub gates: Vec<String>,
+    pub last_applied_revision: Option<String>,
+    pub newest_source_revision: Option<String>,
+    /// A newer source revision waits for a gate to open.
+    pub held: bool,
+    /// Suspended by a person (fleetgate leaves it alone).
+    pub suspended_by_human: bool,
+    /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but fleetgate never
+    /// governs it (not counted as governed).
+    pub ignored: bool,
+    /// Its Ready condition as Flux wrote it: `True`, `False` or `Unknown`; absent while it
+    /// has none (never reconciled) or from a spoke that predates health reports.
+    #[serde(default)]
+    pub ready: Option<String>,
+    /// The Ready condition's reason, e.g. `ReconciliationFailed`, `UpgradeFailed`.
+    #[serde(default)]
+    pub ready_reason: Option<String>,
+    /// The Ready condition's message (at most 1 KiB).
+    #[serde(default)]
+    pub ready_message: Option<String>,
+    /// `Stalled=True`: Flux stopped retrying until the object or its input changes.
+    #[serde(default)]
+    pub stalled: bool,
+    /// `metadata.generation`.
+    #[serde(default)]
+    pub generation: Option<i64>,
+    /// `status.observedGeneration`; behind `generation` while Flux has not reconciled the
+    /// current spec successfully.
+    #[serde(default)]
+    pub observed_generation: Option<i64>,
+    /// `status.lastAttemptedRevision`: the revision Flux tried last, applied or failed.
+    #[serde(default)]
+    pub last_attempted_revision: Option<String>,
+}
+
+/// A reported object with the time of the report that carried it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectStatus {
+    #[serde(flatten)]
+    #[cfg_attr(feature = "sqlx", sqlx(flatten))]
+    pub object: ReportedObject,
+    pub reported_at: DateTime<Utc>,
+    /// The snapshot revision the spoke enforced when it last reported (a report made before
+    /// a change reached the spoke carries an older one); absent from spokes that predate it.
+    #[serde(default)]
+    pub report_revision: Option<i64>,
+}
+
+/// One object a Kustomization applied that a holdObjects gate selects, as its
+/// spoke reports it. A whole report's set is JSON-encoded into one statement
+/// parameter, like [`super::reports::ReportedObject`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[serde(rename_all = "camelCase")]
+pub struct HeldObject {
+    /// API group, `""` for the core group (e.g. `apps`).
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "api_group"))]
+    pub group: String,
+    pub kind: String,
+    /// `""` for cluster-scoped objects.
+    pub namespace: String,
+    pub name: String,
+    /// The Kustomization that applied it (its owner labels).
+    pub kustomization_namespace: String,
+    pub kustomization_name: String,
+    /// Every holdObjects gate selecting it, open or closed.
+    pub gates: Vec<String>,
+    /// The closed gates fleetgate's mark names (empty: fleetgate does not hold it).
+    pub held_by: Vec<String>,
+    /// A person marked it `kustomize.toolkit.fluxcd.io/reconcile: disabled`
+    /// (or `ssa: Ignore`); fleetgate leaves that mark alone.
+    pub held_by_person: bool,
+    /// The Kustomization's last applied revision when fleetgate marked it.
+    pub held_since_revision: Option<String>,
+    /// When fleetgate marked it.
+    pub held_since: Option<DateTime<Utc>>,
+    /// The Kustomization applied a newer revision since: changes to it wait.
+    pub newer_revision_applied: bool,
+}
+
+impl HeldObject {
+    /// Flux skips it now: fleetgate or a person holds it.
+    pub fn is_held(&self) -> bool {
+        !self.held_by.is_empty() || self.held_by_person
+    }
+}
+
+/// A reported held object with what the views add: whether it is held now and
+/// the time of the report that carried it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[serde(rename_all = "camelCase")]
+pub struct HeldObjectStatus {
+    #[serde(flatten)]
+    #[cfg_attr(feature = "sqlx", sqlx(flatten))]
+    pub object: HeldObject,
+    /// Flux skips it now (`heldBy` not empty, or `heldByPerson`).
+    pub held: bool,
+    pub reported_at: DateTime<Utc>,
+}
+
+/// Object counts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectCounts {
+    /// Flux objects governed (not counting ignored ones).
+    pub governed: i64,
+    /// Flux objects with a newer revision waiting behind a closed gate.
+    pub held: i64,
+    pub suspended: i64,
+    /// Objects inside Kustomizations held by fleetgate (holdObjects gates).
+    pub held_objects: i64,
+    /// Objects inside Kustomizations Flux skips because a person marked them.
+    pub held_objects_by_person: i64,
+    /// Objects held by fleetgate whose Kustomization applied a newer revision
+    /// since (their changes wait for the gate).
+    pub held_objects_waiting: i64,
+}
+
+/// One gate across the fleet.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct GateSummary {
+    pub gate: String,
+    /// Clusters in scope.
+    pub clusters: usize,
+    pub open: usize,
+    pub closed: usize,
+    /// Objects this gate holds (fleetgate's marks naming it) across the fleet.
+    pub held_objects: i64,
+}
+
+/// Cluster counts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterCounts {
+    pub total: usize,
+    pub connected: usize,
+    pub disconnected: usize,
+    /// All gates open.
+    pub open: usize,
+    /// At least one gate closed.
+    pub closed: usize,
+    /// At least one held Flux object (a newer revision waits).
+    pub with_held: usize,
+    /// At least one object inside a Kustomization held by fleetgate.
+    pub with_held_objects: usize,
+}
+
+/// The fleet at a glance.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FleetSummary {
+    pub at: DateTime<Utc>,
+    pub revision: i64,
+    pub clusters: ClusterCounts,
+    pub gates: Vec<GateSummary>,
+    pub objects: ObjectCounts,
+    /// Names of disconnected clusters (at most 100).
+    pub disconnected: Vec<String>,
+}
+
+/// One gate's state on one cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct GateStatus {
+    pub gate: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Which rule decided, in words.
+    pub reason: String,
+    pub next_transition: Option<DateTime<Utc>>,
+    /// Reported objects this gate governs.
+    pub objects: Vec<ObjectStatus>,
+    /// How many of them are held.
+    pub held: usize,
+    /// Objects inside Kustomizations this gate holds (fleetgate's mark names it).
+    pub held_objects: usize,
+}
+
+/// A cluster's status.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    pub cluster: Cluster,
+    /// The instant evaluated.
+    pub at: DateTime<Utc>,
+    /// All gates open: changes may flow.
+    pub open: bool,
+    /// The closed gates.
+    pub closed_by: Vec<String>,
+    /// When `open` next changes (not merely some gate): absent when it does not within the
+    /// look-ahead, e.g. while a gate without windows is closed. Per-gate times are in `gates`.
+    pub next_transition: Option<DateTime<Utc>>,
+    pub gates: Vec<GateStatus>,
+    /// Every reported object.
+    pub objects: Vec<ObjectStatus>,
+    /// Objects inside Kustomizations that holdObjects gates select (held ones
+    /// first): which are held, by which gates or by a person, since which
+    /// revision, and whether newer changes wait. Empty for spokes that
+    /// predate object holds.
+    pub held_objects: Vec<HeldObjectStatus>,
+    pub counts: ObjectCounts,
+    /// Live open/close requests made inside this cluster (annotations on its
+    /// Gate objects), as the overrides they were recorded as, newest first;
+    /// an admin cancels one like any override.
+    #[serde(default)]
+    pub local_requests: Vec<OverrideRecord>,
+}
+
+/// One gate's state on one cluster (without the objects).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct GateBrief {
+    pub gate: String,
+    /// `open` or `closed`.
+    pub state: String,
+    /// Which rule decided, in words.
+    pub reason: String,
+    pub next_transition: Option<DateTime<Utc>>,
+    /// Reported objects governed by this gate that are held.
+    pub held: i64,
+    /// Objects inside Kustomizations this gate holds.
+    pub held_objects: i64,
+}
+
+/// One cluster's gates now, without its objects (see the per-cluster status
+/// for those).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterBrief {
+    pub cluster: Cluster,
+    /// All gates open: changes may flow.
+    pub open: bool,
+    /// The closed gates.
+    pub closed_by: Vec<String>,
+    /// When `open` next changes (not merely some gate): absent when it does not within the
+    /// look-ahead, e.g. while a gate without windows is closed.
+    pub next_transition: Option<DateTime<Utc>>,
+    /// The gates applying to the cluster, by name.
+    pub gates: Vec<GateBrief>,
+    pub counts: ObjectCounts,
+}
+
+/// The fleet summary and every (selected) cluster's gate states.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FleetStatus {
+    /// Counts over the whole fleet (the selector does not apply).
+    pub summary: FleetSummary,
+    /// Clusters by name.
+    pub clusters: Vec<ClusterBrief>,
+}

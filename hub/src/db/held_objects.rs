@@ -1,0 +1,132 @@
+//! `held_objects`: the objects inside Kustomizations that `holdObjects` gates
+//! select, as each spoke reports them (written only by report ingestion through
+//! [`super::reports::write_report`], read by the status views).
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+use crate::Result;
+
+/// One object a Kustomization applied that a holdObjects gate selects, as its spoke
+/// reports it, and that object as the views show it (shared with REST clients).
+pub use fleetgate_api_types::{HeldObject, HeldObjectStatus};
+
+/// Per cluster, what the fleet views count of its held objects.
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct HeldCounts {
+    pub cluster: String,
+    /// Held by fleetgate.
+    pub held: i64,
+    /// Held by a person's own mark.
+    pub by_person: i64,
+    /// Held by fleetgate while the Kustomization applied a newer revision.
+    pub waiting: i64,
+    /// Changes whenever the held set does (which objects, by which gates).
+    pub digest: String,
+}
+
+/// Replaces `cluster`'s held objects with `objects` (unique by group, kind,
+/// namespace, name), reported at `at`. The caller holds the cluster's
+/// key-share lock (see `write_report`).
+pub async fn replace(
+    conn: &mut PgConnection,
+    cluster: &str,
+    objects: &[HeldObject],
+    at: DateTime<Utc>,
+) -> Result<()> {
+    let json = serde_json::to_value(objects)
+        .map_err(|e| crate::Error::Internal(format!("encoding held objects: {e}")))?;
+    sqlx::query(
+        r#"delete from held_objects h where h.cluster = $1 and not exists (
+             select 1 from jsonb_to_recordset($2) as r("group" text, kind text, namespace text,
+               name text)
+             where r."group" = h.api_group and r.kind = h.kind and r.namespace = h.namespace
+               and r.name = h.name)"#,
+    )
+    .bind(cluster)
+    .bind(&json)
+    .execute(&mut *conn)
+    .await?;
+    if objects.is_empty() {
+        return Ok(());
+    }
+    // The recordset's column names are the objects' JSON (camelCase) names.
+    sqlx::query(
+        r#"insert into held_objects (cluster, api_group, kind, namespace, name,
+           kustomization_namespace, kustomization_name, gates, held_by, held_by_person,
+           held_since_revision, held_since, newer_revision_applied, reported_at)
+         select $1, r."group", r.kind, r.namespace, r.name, r."kustomizationNamespace",
+           r."kustomizationName", array(select jsonb_array_elements_text(r.gates)),
+           array(select jsonb_array_elements_text(r."heldBy")), r."heldByPerson",
+           r."heldSinceRevision", r."heldSince", r."newerRevisionApplied", $3
+         from jsonb_to_recordset($2) as r("group" text, kind text, namespace text, name text,
+           "kustomizationNamespace" text, "kustomizationName" text, gates jsonb, "heldBy" jsonb,
+           "heldByPerson" bool, "heldSinceRevision" text, "heldSince" timestamptz,
+           "newerRevisionApplied" bool)
+         on conflict (cluster, api_group, kind, namespace, name) do update set
+           kustomization_namespace = excluded.kustomization_namespace,
+           kustomization_name = excluded.kustomization_name, gates = excluded.gates,
+           held_by = excluded.held_by, held_by_person = excluded.held_by_person,
+           held_since_revision = excluded.held_since_revision,
+           held_since = excluded.held_since,
+           newer_revision_applied = excluded.newer_revision_applied,
+           reported_at = excluded.reported_at"#,
+    )
+    .bind(cluster)
+    .bind(&json)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Every reported held object of `cluster`: held ones first, then by
+/// Kustomization, namespace, name, kind.
+pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<HeldObjectStatus>> {
+    let rows = sqlx::query_as(
+        // Unchanged reports stamp only the cluster's `reported_at` (see
+        // `reports::write_report`).
+        "select h.api_group, h.kind, h.namespace, h.name, h.kustomization_namespace, \
+         h.kustomization_name, h.gates, h.held_by, h.held_by_person, h.held_since_revision, \
+         h.held_since, h.newer_revision_applied, \
+         (cardinality(h.held_by) > 0 or h.held_by_person) as held, \
+         greatest(h.reported_at, k.reported_at) as reported_at \
+         from held_objects h left join cluster_connections k on k.cluster = h.cluster \
+         where h.cluster = $1 \
+         order by held desc, h.kustomization_namespace, h.kustomization_name, h.namespace, \
+         h.name, h.kind, h.api_group",
+    )
+    .bind(cluster)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// [`HeldCounts`] of every cluster with reported held objects.
+pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<HeldCounts>> {
+    let rows = sqlx::query_as(
+        "select cluster, \
+         count(*) filter (where cardinality(held_by) > 0) as held, \
+         count(*) filter (where held_by_person) as by_person, \
+         count(*) filter (where cardinality(held_by) > 0 and newer_revision_applied) as waiting, \
+         md5(coalesce(string_agg(api_group || '/' || kind || '/' || namespace || '/' || name \
+           || '=' || array_to_string(held_by, ',') || case when held_by_person then '+p' else '' end, \
+           ';' order by api_group, kind, namespace, name) \
+           filter (where cardinality(held_by) > 0 or held_by_person), '')) as digest \
+         from held_objects group by cluster",
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Objects held by fleetgate per (cluster, gate of its mark).
+pub async fn held_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
+    let rows = sqlx::query_as(
+        "select cluster, gate, count(*) from held_objects, unnest(held_by) as gate \
+         group by cluster, gate",
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}

@@ -1,0 +1,233 @@
+//! One step of one gate's rollout inside a write transaction: read the step's inputs,
+//! apply an operator's command if any, run the pure [`machine::step`], persist the result
+//! (rollout rows, cluster releases with the snapshot revision that carries them) and write
+//! an audit row per event — all before the change notification sends any snapshot.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::GateState;
+use sqlx::PgConnection;
+
+use super::Command;
+use crate::db::audit::NewAudit;
+use crate::db::revision::Affected;
+use crate::db::rollouts::{self, MemberRow};
+use crate::db::{clusters, gates, overrides};
+use crate::rollout::Event;
+use crate::rollout::health::{ClusterHealthInput, Verdict, judge};
+use crate::rollout::machine::{self, Current, ScopeCluster, StepInput};
+use crate::service::fleet::{applying, stored_gate, to_policy};
+use crate::service::liveness;
+use crate::{Error, Result};
+
+/// The actor name rollout steps are audited under.
+pub const DRIVER_ACTOR: &str = "fleetgate-rollout";
+
+/// What a step changed: its events and the clusters whose snapshot changed.
+#[derive(Debug, Default)]
+pub struct Stepped {
+    pub events: Vec<Event>,
+    pub affected: Vec<String>,
+}
+
+/// Runs one step of `gate`'s rollout at `now` (after `command`, an operator's, if given).
+/// The caller holds the write transaction and the gate's rollout lock.
+pub async fn step_gate(
+    tx: &mut PgConnection,
+    gate_name: &str,
+    now: DateTime<Utc>,
+    command: Option<Command>,
+) -> Result<Stepped> {
+    let Some(gate_row) = gates::get(tx, gate_name).await? else {
+        return Err(Error::not_found("gate", gate_name));
+    };
+    let gate = stored_gate(&gate_row.manifest)?;
+    let compiled = gate
+        .compile()
+        .map_err(|e| Error::Internal(format!("stored gate does not compile: {e}")))?;
+    let before = rollouts::current(tx, gate_name)
+        .await?
+        .map(|(row, members)| Current { row, members });
+    let mut current = before.clone();
+    let mut events = Vec::new();
+    if let Some(command) = command {
+        let c = current.as_mut().ok_or_else(|| {
+            Error::conflict(format!("gate '{gate_name}' has no rollout in progress"))
+        })?;
+        events.push(command.apply(c, now)?);
+    }
+
+    let all = clusters::all(tx).await?;
+    let rows = overrides::live_for_gates(tx, &[gate_name.to_string()], now).await?;
+    let gate_wide: Vec<_> = rows
+        .iter()
+        .filter(|r| r.scope.is_none())
+        .map(to_policy)
+        .collect();
+    let gate_open_since = compiled.open_since(now, &gate_wide);
+    let scope: Vec<ScopeCluster> = all
+        .iter()
+        .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels.0))
+        .map(|c| {
+            let own = applying(&gate, c, &rows);
+            let evaluation = compiled.evaluate(now, &own);
+            let bypass = evaluation.state == GateState::Open
+                && rows.iter().any(|r| {
+                    r.scope.is_some()
+                        && r.state == "open"
+                        && to_policy(r).is_active(now)
+                        && crate::service::fleet::applies(&gate, c, r)
+                });
+            ScopeCluster {
+                name: c.name.clone(),
+                labels: c.labels.0.clone(),
+                open_since: compiled.open_since(now, &own),
+                bypass,
+            }
+        })
+        .collect();
+
+    let mut health = HashMap::new();
+    if let Some(c) = &current {
+        let connected: HashMap<&str, bool> = all
+            .iter()
+            .map(|r| (r.name.as_str(), liveness::is_connected(r, now)))
+            .collect();
+        health = judge_wave(tx, c, &connected, now).await?;
+    }
+    let spec = gate.spec.rollout.as_ref();
+    let input = StepInput {
+        now,
+        gate: gate_name,
+        spec,
+        gate_open_since,
+        scope: &scope,
+        health: &health,
+    };
+    let outcome = machine::step(&input, current);
+    events.extend(outcome.events);
+
+    // Persist: the ended rollout, the current one, and every changed cluster row.
+    let next_revision = crate::db::revision::current(tx).await? + 1;
+    let mut affected = Vec::new();
+    if let Some(ended) = &outcome.ended {
+        rollouts::save(tx, &ended.row).await?;
+        affected.extend(
+            ended
+                .members
+                .iter()
+                .filter(|m| m.released_at.is_some())
+                .map(|m| m.cluster.clone()),
+        );
+    }
+    if let Some(c) = &outcome.current {
+        let old: HashMap<&str, &MemberRow> = before
+            .as_ref()
+            .filter(|b| b.row.id == c.row.id)
+            .map(|b| b.members.iter().map(|m| (m.cluster.as_str(), m)).collect())
+            .unwrap_or_default();
+        let row_changed = before.as_ref().is_none_or(|b| b.row != c.row);
+        if row_changed {
+            rollouts::save(tx, &c.row).await?;
+        }
+        let mut changed: Vec<MemberRow> = Vec::new();
+        for m in &c.members {
+            let prev = old.get(m.cluster.as_str());
+            if prev.is_some_and(|p| *p == m) {
+                continue;
+            }
+            let mut m = m.clone();
+            let release_moved = prev.is_none_or(|p| {
+                p.released_at.is_some() != m.released_at.is_some() || p.opening_at != m.opening_at
+            });
+            if release_moved {
+                if m.released_at.is_some() {
+                    m.release_revision = Some(next_revision);
+                }
+                if prev.is_some_and(|p| p.released_at.is_some()) || m.released_at.is_some() {
+                    affected.push(m.cluster.clone());
+                }
+            }
+            changed.push(m);
+        }
+        let refs: Vec<&MemberRow> = changed.iter().collect();
+        rollouts::save_members(tx, c.row.id, &refs).await?;
+        if events.is_empty() && (row_changed || !changed.is_empty()) {
+            // A quiet change (a per-cluster opening moved): still audited.
+            events.push(Event::of(&c.row, "rollout.update", None));
+        }
+    }
+    affected.sort();
+    affected.dedup();
+    Ok(Stepped { events, affected })
+}
+
+/// The health of the current wave's released clusters (and of every released cluster for
+/// status displays, which call this too).
+pub(crate) async fn judge_wave(
+    tx: &mut PgConnection,
+    c: &Current,
+    connected: &HashMap<&str, bool>,
+    now: DateTime<Utc>,
+) -> Result<HashMap<String, Verdict>> {
+    let released: Vec<&MemberRow> = c
+        .members
+        .iter()
+        .filter(|m| m.released_at.is_some())
+        .collect();
+    let names: Vec<String> = released.iter().map(|m| m.cluster.clone()).collect();
+    let objects = rollouts::object_health(tx, &c.row.gate, &names).await?;
+    let timeout = c.row.spec.health_timeout();
+    let empty = Vec::new();
+    Ok(released
+        .into_iter()
+        .map(|m| {
+            // Clusters of earlier waves are judged from their own release.
+            let since = if m.wave == c.row.wave {
+                c.row.health_since.or(m.released_at)
+            } else {
+                m.released_at
+            }
+            .unwrap_or(now);
+            let input = ClusterHealthInput {
+                connected: connected.get(m.cluster.as_str()).copied().unwrap_or(false),
+                release_revision: m.release_revision.unwrap_or(0),
+                since: since.max(m.released_at.unwrap_or(since)),
+                objects: objects.get(&m.cluster).unwrap_or(&empty),
+            };
+            (m.cluster.clone(), judge(&input, now, timeout))
+        })
+        .collect())
+}
+
+/// Audits every event but the last (the write audits that one with its commit).
+pub(crate) async fn audit_all_but_last(
+    tx: &mut PgConnection,
+    actor: &str,
+    at: DateTime<Utc>,
+    events: &[Event],
+) -> Result<()> {
+    for e in events.iter().take(events.len().saturating_sub(1)) {
+        crate::db::audit::insert(
+            tx,
+            &NewAudit {
+                at,
+                actor,
+                action: e.action,
+                target_kind: "gate",
+                target_name: &e.gate,
+                before: None,
+                after: Some(e.audit_json()),
+                reason: e.detail.as_deref(),
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The affected set of a step.
+pub(crate) fn affected(stepped: &Stepped) -> Affected {
+    Affected::Clusters(stepped.affected.clone())
+}

@@ -1,0 +1,391 @@
+//! Object-level holds on the hub: a spoke reports held objects over a real gRPC
+//! stream (StatusReport.held_objects), the hub stores them and shows them on
+//! every surface — REST cluster status, gate and fleet counts, gRPC
+//! `GetClusterStatus`/`GetFleetStatus`, the `heldObjects` WatchFleet/SSE event,
+//! Prometheus gauges — and a spoke that predates object holds (no
+//! held_objects) breaks nothing.
+
+mod common;
+mod grpc_support;
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use common::Hub;
+use fleetgate_hub::config::HttpOptions;
+use fleetgate_hub::replica::Replica;
+use fleetgate_hub::{AppState, app};
+use fleetgate_proto::v1::{self as pb, fleet_event::Event, spoke_message};
+use grpc_support::{TestSpoke, authed, connect, kustomization, within};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tonic::{Code, Streaming};
+use tower::ServiceExt as _;
+
+const GATE: &str = r#"
+apiVersion: fleetgate.io/v1
+kind: Gate
+metadata:
+  name: nginx-window
+spec:
+  clusters:
+    names: [c1, c2]
+  mode: holdObjects
+  targets:
+    kinds: [Kustomization]
+    names: [apps]
+  objects:
+    kinds:
+      - {group: apps, kind: Deployment}
+      - {group: "", kind: Service}
+  default: closed
+"#;
+
+fn held(kind: &str, name: &str, held_by: &[&str], person: bool) -> pb::HeldObjectStatus {
+    pb::HeldObjectStatus {
+        group: if kind == "Deployment" { "apps" } else { "" }.into(),
+        kind: kind.into(),
+        namespace: "nginx".into(),
+        name: name.into(),
+        kustomization_namespace: "flux-system".into(),
+        kustomization_name: "apps".into(),
+        gates: vec!["nginx-window".into()],
+        held_by: held_by.iter().map(|s| s.to_string()).collect(),
+        held_by_person: person,
+        held_since_revision: if held_by.is_empty() {
+            ""
+        } else {
+            "main@sha1:aaa"
+        }
+        .into(),
+        held_since: if held_by.is_empty() {
+            ""
+        } else {
+            "2026-11-25T12:00:00Z"
+        }
+        .into(),
+        newer_revision_applied: kind == "Deployment" && name == "nginx",
+    }
+}
+
+async fn report(spoke: &TestSpoke, revision: u64, held_objects: Vec<pb::HeldObjectStatus>) {
+    spoke
+        .send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Report(pb::StatusReport {
+                revision,
+                objects: vec![kustomization("flux-system", "apps", false, &[])],
+                clock_offset_ms: 0,
+                observed_at: None,
+                more: false,
+                held_objects,
+            })),
+        })
+        .await;
+}
+
+/// One replica (HTTP app with /metrics and gRPC on a real socket).
+struct Served {
+    http: axum::Router,
+    channel: tonic::transport::Channel,
+    shutdown: CancellationToken,
+    server: tokio::task::JoinHandle<fleetgate_hub::Result<()>>,
+}
+
+async fn serve(hub: &Hub) -> Served {
+    let shutdown = CancellationToken::new();
+    let replica = Replica::new(
+        hub.service.clone(),
+        HttpOptions::default(),
+        grpc_support::Grpc::opts(),
+    );
+    let state = AppState {
+        shutdown: shutdown.clone(),
+        ..AppState::from_replica(replica)
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = {
+        let (replica, shutdown) = (state.replica.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
+            replica.run(serving).await
+        })
+    };
+    Served {
+        http: app(state),
+        channel: connect(&format!("http://{addr}")).await,
+        shutdown,
+        server,
+    }
+}
+
+impl Served {
+    async fn get(&self, hub: &Hub, uri: &str) -> (StatusCode, String) {
+        let req = Request::builder()
+            .method(Method::GET)
+            .uri(uri)
+            .header("authorization", format!("Bearer {}", hub.viewer))
+            .body(Body::empty())
+            .unwrap();
+        let r = self.http.clone().oneshot(req).await.unwrap();
+        let status = r.status();
+        let bytes = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        within("the replica to stop", self.server)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}
+
+/// Polls `uri` (JSON) until `done` holds (bounded).
+async fn until(hub: &Hub, uri: &str, done: impl Fn(&Value) -> bool) -> Value {
+    within(&format!("{uri} to reflect the report"), async {
+        loop {
+            let r = hub.get(uri).await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+            if done(&r.body) {
+                return r.body;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+/// The next `heldObjects` event for `cluster` on a WatchFleet stream.
+async fn held_event(s: &mut Streaming<pb::FleetEvent>, cluster: &str) -> pb::HeldObjectsChanged {
+    within("a HeldObjectsChanged event", async {
+        loop {
+            let e = s.message().await.unwrap().expect("stream ended");
+            if let Some(Event::HeldObjects(h)) = e.event
+                && h.cluster == cluster
+            {
+                return h;
+            }
+        }
+    })
+    .await
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_objects_reach_every_surface_and_old_spokes_break_nothing() {
+    let hub = Hub::new().await;
+    let token = hub.register("c1", json!({})).await;
+    let old_token = hub.register("c2", json!({})).await;
+    let r = hub.create_gate_yaml(GATE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let served = serve(&hub).await;
+    let mut admin = fleetgate_proto::AdminServiceClient::new(served.channel.clone());
+    let mut watch = admin
+        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
+        .await
+        .unwrap()
+        .into_inner();
+
+    // c2's spoke predates object holds: its reports carry no held_objects.
+    let old = TestSpoke::connect(served.channel.clone(), &old_token, "c2", 0)
+        .await
+        .unwrap();
+    old.report(0, vec![kustomization("flux-system", "apps", false, &[])])
+        .await;
+    let body = until(&hub, "/api/v1/clusters/c2/status", |b| {
+        b["objects"].as_array().is_some_and(|o| o.len() == 1)
+    })
+    .await;
+    assert_eq!(body["heldObjects"], json!([]), "{body}");
+    assert_eq!(body["counts"]["heldObjects"], 0, "{body}");
+
+    // c1: the Deployment and Service held by the closed gate, a person's own
+    // mark on another Deployment, a Service selected but no longer held.
+    let mut spoke = TestSpoke::connect(served.channel.clone(), &token, "c1", 0)
+        .await
+        .unwrap();
+    let rev = spoke.snapshot().await.revision;
+    report(
+        &spoke,
+        rev,
+        vec![
+            held("Deployment", "nginx", &["nginx-window"], false),
+            held("Service", "nginx", &["nginx-window"], false),
+            held("Deployment", "legacy", &[], true),
+            held("Service", "metrics", &[], false),
+        ],
+    )
+    .await;
+    let body = until(&hub, "/api/v1/clusters/c1/status", |b| {
+        b["heldObjects"].as_array().is_some_and(|o| o.len() == 4)
+    })
+    .await;
+    let list = &body["heldObjects"];
+    // Held ones first.
+    assert_eq!(
+        names(list),
+        ["legacy", "nginx", "nginx", "metrics"],
+        "{body}"
+    );
+    let nginx = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["name"] == "nginx")
+        .unwrap();
+    assert_eq!(nginx["group"], "apps");
+    assert_eq!(nginx["namespace"], "nginx");
+    assert_eq!(nginx["kustomizationNamespace"], "flux-system");
+    assert_eq!(nginx["kustomizationName"], "apps");
+    assert_eq!(nginx["heldBy"], json!(["nginx-window"]));
+    assert_eq!(nginx["held"], true);
+    assert_eq!(nginx["heldByPerson"], false);
+    assert_eq!(nginx["heldSinceRevision"], "main@sha1:aaa");
+    assert_eq!(nginx["heldSince"], "2026-11-25T12:00:00Z");
+    assert_eq!(nginx["newerRevisionApplied"], true);
+    assert!(nginx["reportedAt"].is_string(), "{nginx}");
+    assert_eq!(list[0]["heldByPerson"], true);
+    assert_eq!(list[3]["held"], false);
+    assert_eq!(list[3]["heldSince"], Value::Null);
+    let counts = &body["counts"];
+    assert_eq!(counts["heldObjects"], 2, "{body}");
+    assert_eq!(counts["heldObjectsByPerson"], 1, "{body}");
+    assert_eq!(counts["heldObjectsWaiting"], 1, "{body}");
+    assert_eq!(body["gates"][0]["heldObjects"], 2, "{body}");
+
+    // Fleet summary and every cluster's gates.
+    let s = hub.get("/api/v1/status").await.body;
+    assert_eq!(s["objects"]["heldObjects"], 2, "{s}");
+    assert_eq!(s["objects"]["heldObjectsByPerson"], 1, "{s}");
+    assert_eq!(s["clusters"]["withHeldObjects"], 1, "{s}");
+    assert_eq!(s["gates"][0]["heldObjects"], 2, "{s}");
+    let f = hub.get("/api/v1/status/clusters").await.body;
+    let c1 = &f["clusters"][0];
+    assert_eq!(c1["cluster"]["name"], "c1", "{f}");
+    assert_eq!(c1["counts"]["heldObjects"], 2, "{f}");
+    assert_eq!(c1["gates"][0]["heldObjects"], 2, "{f}");
+    assert_eq!(f["clusters"][1]["counts"]["heldObjects"], 0, "{f}");
+
+    // gRPC AdminService.
+    let st = admin
+        .get_cluster_status(authed(
+            pb::GetClusterStatusRequest { name: "c1".into() },
+            &hub.viewer,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(st.held_objects.len(), 4);
+    let h = st
+        .held_objects
+        .iter()
+        .find(|h| h.kind == "Deployment" && h.name == "nginx")
+        .unwrap();
+    assert!(h.held && h.newer_revision_applied && !h.held_by_person);
+    assert_eq!(h.held_by, ["nginx-window"]);
+    assert_eq!(h.held_since_revision, "main@sha1:aaa");
+    assert_eq!(h.held_since.unwrap().seconds, 1_795_608_000);
+    let counts = st.counts.unwrap();
+    assert_eq!(
+        (
+            counts.held_objects,
+            counts.held_objects_by_person,
+            counts.held_objects_waiting
+        ),
+        (2, 1, 1)
+    );
+    assert_eq!(st.gates[0].held_objects, 2);
+    let fleet = admin
+        .get_fleet_status(authed(pb::GetFleetStatusRequest {}, &hub.viewer))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(fleet.objects.unwrap().held_objects, 2);
+    assert_eq!(fleet.clusters.unwrap().with_held_objects, 1);
+    assert_eq!(fleet.gates[0].held_objects, 2);
+
+    // WatchFleet: the held set appeared.
+    let e = held_event(&mut watch, "c1").await;
+    assert_eq!((e.held, e.by_person, e.previous), (2, 1, 0), "{e:?}");
+
+    // Prometheus gauges of the replica serving c1's spoke.
+    let (status, metrics) = served.get(&hub, "/metrics").await;
+    assert_eq!(status, StatusCode::OK);
+    for line in [
+        "fleetgate_hub_held_objects{cluster=\"c1\"} 2",
+        "fleetgate_hub_held_objects_by_person{cluster=\"c1\"} 1",
+        "fleetgate_hub_held_objects_waiting{cluster=\"c1\"} 1",
+        "fleetgate_hub_held_objects_by_gate{cluster=\"c1\",gate=\"nginx-window\"} 2",
+        "fleetgate_hub_held_objects{cluster=\"c2\"} 0",
+    ] {
+        assert!(metrics.contains(line), "{line} missing:\n{metrics}");
+    }
+
+    // Same counts, another object held: the set changed, so an event.
+    report(
+        &spoke,
+        rev,
+        vec![
+            held("Deployment", "nginx", &["nginx-window"], false),
+            held("Service", "metrics", &["nginx-window"], false),
+            held("Deployment", "legacy", &[], true),
+        ],
+    )
+    .await;
+    let e = held_event(&mut watch, "c1").await;
+    assert_eq!((e.held, e.previous), (2, 2), "{e:?}");
+
+    // The same spoke downgraded (no held_objects): nothing is held any more.
+    spoke
+        .report(0, vec![kustomization("flux-system", "apps", false, &[])])
+        .await;
+    let e = held_event(&mut watch, "c1").await;
+    assert_eq!(
+        (e.held, e.by_person, e.previous, e.previous_by_person),
+        (0, 0, 2, 1)
+    );
+    let body = hub.get("/api/v1/clusters/c1/status").await.body;
+    assert_eq!(body["heldObjects"], json!([]), "{body}");
+    assert_eq!(body["objects"].as_array().unwrap().len(), 1, "{body}");
+
+    // A bad held object ends the stream naming the field; nothing is written.
+    let mut bad = held("Deployment", "nginx", &["nginx-window"], false);
+    bad.held_since = "yesterday".into();
+    report(&spoke, rev, vec![held("Service", "ok", &[], false), bad]).await;
+    let err = spoke.error().await;
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message()
+            .starts_with("report.held_objects[1].held_since"),
+        "{err:?}"
+    );
+    let mut spoke = TestSpoke::connect(served.channel.clone(), &token, "c1", rev)
+        .await
+        .unwrap();
+    let mut bad = held("Deployment", "nginx", &["nginx-window"], false);
+    bad.kustomization_name.clear();
+    report(&spoke, rev, vec![bad]).await;
+    let err = spoke.error().await;
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message()
+            .starts_with("report.held_objects[0].kustomization_name"),
+        "{err:?}"
+    );
+    let body = hub.get("/api/v1/clusters/c1/status").await.body;
+    assert_eq!(body["heldObjects"], json!([]), "{body}");
+    drop((watch, old));
+    served.stop().await;
+}

@@ -1,0 +1,272 @@
+//! Steady-state status costs what changes, not what is reported (real
+//! PostgreSQL): a report equal to the stored one rewrites no object row, and
+//! unchanged reports and keepalives refresh the cluster's liveness stamps at
+//! most once per `STAMP_EVERY`. A row's `xmin` (the transaction that wrote its
+//! current version) tells whether it was rewritten.
+
+mod common;
+
+use axum::http::StatusCode;
+use chrono::{DateTime, Duration, Utc};
+use common::{Hub, t0};
+use fleetgate_hub::db::held_objects::HeldObject;
+use fleetgate_hub::db::reports::{
+    ClusterReport, ReportedObject, STAMP_EVERY, touch_seen, write_report,
+};
+use serde_json::json;
+
+fn object(name: &str, revision: &str) -> ReportedObject {
+    ReportedObject {
+        kind: "Kustomization".into(),
+        namespace: "apps".into(),
+        name: name.into(),
+        suspended: false,
+        suspended_by: vec![],
+        gates: vec!["g".into()],
+        last_applied_revision: Some(revision.into()),
+        newest_source_revision: Some(revision.into()),
+        held: false,
+        suspended_by_human: false,
+        ignored: false,
+        ..ReportedObject::default()
+    }
+}
+
+fn held(name: &str) -> HeldObject {
+    HeldObject {
+        group: "apps".into(),
+        kind: "Deployment".into(),
+        namespace: "apps".into(),
+        name: name.into(),
+        kustomization_namespace: "flux-system".into(),
+        kustomization_name: "apps".into(),
+        gates: vec!["g".into()],
+        held_by: vec!["g".into()],
+        held_by_person: false,
+        held_since_revision: Some("main@sha1:1".into()),
+        held_since: Some(t0()),
+        newer_revision_applied: false,
+    }
+}
+
+fn report(objects: Vec<ReportedObject>, at: DateTime<Utc>, offset: i64) -> ClusterReport {
+    ClusterReport {
+        cluster: "c1".into(),
+        objects,
+        held_objects: vec![],
+        revision: 1,
+        clock_offset_ms: offset,
+        received_at: at,
+    }
+}
+
+/// The row versions of c1's object rows and of its connection row.
+async fn versions(hub: &Hub) -> (Vec<String>, String) {
+    let objects: Vec<(String,)> =
+        sqlx::query_as("select xmin::text from object_status where cluster = 'c1' order by name")
+            .fetch_all(&hub.pool)
+            .await
+            .unwrap();
+    let (connection,): (String,) =
+        sqlx::query_as("select xmin::text from cluster_connections where cluster = 'c1'")
+            .fetch_one(&hub.pool)
+            .await
+            .unwrap();
+    (objects.into_iter().map(|(x,)| x).collect(), connection)
+}
+
+async fn write(hub: &Hub, r: &ClusterReport) {
+    let mut tx = hub.pool.begin().await.unwrap();
+    assert!(write_report(&mut tx, r).await.unwrap());
+    tx.commit().await.unwrap();
+}
+
+async fn stamps(hub: &Hub) -> (DateTime<Utc>, DateTime<Utc>, i64) {
+    sqlx::query_as(
+        "select last_seen_at, reported_at, clock_offset_ms from cluster_connections \
+         where cluster = 'c1'",
+    )
+    .fetch_one(&hub.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn unchanged_reports_write_only_a_throttled_stamp() {
+    let hub = Hub::new().await;
+    hub.register("c1", json!({})).await;
+    let objects = vec![object("a", "main@sha1:1"), object("b", "main@sha1:1")];
+    let t = t0();
+
+    write(&hub, &report(objects.clone(), t, 5)).await;
+    let first = versions(&hub).await;
+    assert_eq!(first.0.len(), 2);
+    assert_eq!(stamps(&hub).await, (t, t, 5));
+
+    // The same content 30 s later (a heartbeat): nothing is written.
+    write(&hub, &report(objects.clone(), t + Duration::seconds(30), 7)).await;
+    assert_eq!(versions(&hub).await, first, "a heartbeat rewrote rows");
+    assert_eq!(stamps(&hub).await, (t, t, 5));
+
+    // Once the stamp is STAMP_EVERY old, only the connection row is stamped.
+    let later = t + STAMP_EVERY;
+    write(&hub, &report(objects.clone(), later, 9)).await;
+    let stamped = versions(&hub).await;
+    assert_eq!(stamped.0, first.0, "object rows rewritten by a stamp");
+    assert_ne!(stamped.1, first.1, "the stamp was not written");
+    assert_eq!(stamps(&hub).await, (later, later, 9));
+    // Every object shows the time of the latest stamped report.
+    let r = hub.get("/api/v1/clusters/c1/status").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let objs = r.body["objects"].as_array().unwrap();
+    assert_eq!(objs.len(), 2);
+    for o in objs {
+        let at: DateTime<Utc> = o["reportedAt"].as_str().unwrap().parse().unwrap();
+        assert_eq!(at, later, "{o}");
+    }
+
+    // A change in any object rewrites the report.
+    let changed = vec![object("a", "main@sha1:1"), object("b", "main@sha1:2")];
+    let t2 = later + Duration::seconds(1);
+    write(&hub, &report(changed, t2, 9)).await;
+    let rewritten = versions(&hub).await;
+    assert_ne!(rewritten.0, first.0);
+    let r = hub.get("/api/v1/clusters/c1/status").await;
+    let b = &r.body["objects"][1];
+    assert_eq!(b["lastAppliedRevision"], "main@sha1:2", "{b}");
+    assert_eq!(stamps(&hub).await, (t2, t2, 9));
+
+    // A removed object is a change too.
+    write(&hub, &report(vec![object("a", "main@sha1:1")], t2, 9)).await;
+    assert_eq!(versions(&hub).await.0.len(), 1);
+
+    // So is a held object (holdObjects gates), alone.
+    let mut with_held = report(vec![object("a", "main@sha1:1")], t2, 9);
+    with_held.held_objects = vec![held("web")];
+    write(&hub, &with_held).await;
+    let r = hub.get("/api/v1/clusters/c1/status").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert!(
+        r.text.contains("\"web\""),
+        "held object not stored: {}",
+        r.text
+    );
+}
+
+/// The cluster's stored report revision (the rollout health fence).
+async fn report_revision(hub: &Hub) -> Option<i64> {
+    let (r,): (Option<i64>,) =
+        sqlx::query_as("select report_revision from cluster_connections where cluster = 'c1'")
+            .fetch_one(&hub.pool)
+            .await
+            .unwrap();
+    r
+}
+
+#[tokio::test]
+async fn an_unchanged_report_at_a_newer_revision_moves_the_fence_at_once() {
+    let hub = Hub::new().await;
+    hub.register("c1", json!({})).await;
+    let objects = vec![object("a", "main@sha1:1")];
+    let t = t0();
+    write(&hub, &report(objects.clone(), t, 0)).await;
+    let first = versions(&hub).await;
+    assert_eq!(report_revision(&hub).await, Some(1));
+
+    // Same content, same revision, 10 s later: nothing written.
+    write(&hub, &report(objects.clone(), t + Duration::seconds(10), 0)).await;
+    assert_eq!(versions(&hub).await, first);
+
+    // Same content at a newer snapshot revision (the spoke saw a release): the
+    // connection row takes it at once, no object row is rewritten.
+    let mut newer = report(objects.clone(), t + Duration::seconds(20), 0);
+    newer.revision = 2;
+    write(&hub, &newer).await;
+    let after = versions(&hub).await;
+    assert_eq!(after.0, first.0, "object rows rewritten for a revision");
+    assert_ne!(after.1, first.1, "the revision was not written");
+    assert_eq!(report_revision(&hub).await, Some(2));
+    let r = hub.get("/api/v1/clusters/c1/status").await;
+    assert_eq!(r.body["objects"][0]["reportRevision"], 2, "{}", r.text);
+}
+
+#[tokio::test]
+async fn keepalive_stamps_are_throttled() {
+    let hub = Hub::new().await;
+    hub.register("c1", json!({})).await;
+    let t = t0();
+    write(&hub, &report(vec![object("a", "r")], t, 0)).await;
+    let before = versions(&hub).await;
+
+    let mut conn = hub.pool.acquire().await.unwrap();
+    touch_seen(&mut conn, &[("c1".into(), t + Duration::seconds(15))])
+        .await
+        .unwrap();
+    assert_eq!(versions(&hub).await, before, "a young stamp was rewritten");
+    assert_eq!(stamps(&hub).await.0, t);
+
+    let later = t + STAMP_EVERY + Duration::seconds(5);
+    touch_seen(&mut conn, &[("c1".into(), later)])
+        .await
+        .unwrap();
+    let after = versions(&hub).await;
+    assert_eq!(after.0, before.0, "a keepalive rewrote object rows");
+    assert_ne!(after.1, before.1);
+    let (seen, reported, _) = stamps(&hub).await;
+    assert_eq!((seen, reported), (later, t));
+}
+
+#[test]
+fn the_hash_covers_every_field_of_a_reported_object() {
+    // Each JSON field of an object changed in turn changes the hash, so a
+    // field added to ReportedObject is covered without touching the hash.
+    let base = report(vec![object("a", "r")], t0(), 0);
+    let hash = base.content_hash().unwrap();
+    let json = serde_json::to_value(&base.objects[0]).unwrap();
+    let fields = json.as_object().unwrap();
+    assert!(fields.len() >= 11);
+    for (key, value) in fields {
+        let mut changed = json.clone();
+        changed[key] = match value {
+            serde_json::Value::Bool(b) => json!(!b),
+            serde_json::Value::String(s) => json!(format!("{s}x")),
+            serde_json::Value::Array(_) => json!(["other"]),
+            serde_json::Value::Null => json!("set"),
+            other => panic!("unexpected field type {key}: {other}"),
+        };
+        let Ok(obj) = serde_json::from_value::<ReportedObject>(changed) else {
+            continue; // a value the type cannot hold (e.g. a kind enum)
+        };
+        let other = report(vec![obj], t0(), 0);
+        assert_ne!(other.content_hash().unwrap(), hash, "field {key}");
+    }
+    // The same for held objects.
+    let mut with_held = report(vec![object("a", "r")], t0(), 0);
+    with_held.held_objects = vec![held("web")];
+    let held_hash = with_held.content_hash().unwrap();
+    assert_ne!(held_hash, hash);
+    let json = serde_json::to_value(&with_held.held_objects[0]).unwrap();
+    for (key, value) in json.as_object().unwrap() {
+        let mut changed = json.clone();
+        changed[key] = match value {
+            serde_json::Value::Bool(b) => json!(!b),
+            serde_json::Value::String(s) => json!(format!("{s}x")),
+            serde_json::Value::Array(_) => json!(["other"]),
+            serde_json::Value::Null => json!("set"),
+            _ => continue,
+        };
+        let Ok(obj) = serde_json::from_value::<HeldObject>(changed) else {
+            continue; // e.g. a time field given a string that is no time
+        };
+        let mut other = with_held.clone();
+        other.held_objects = vec![obj];
+        assert_ne!(other.content_hash().unwrap(), held_hash, "held field {key}");
+    }
+    // Arrival time and clock offset are not content.
+    assert_eq!(
+        report(vec![object("a", "r")], t0() + Duration::hours(1), 42)
+            .content_hash()
+            .unwrap(),
+        hash
+    );
+}

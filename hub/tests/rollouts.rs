@@ -1,0 +1,518 @@
+//! Rollout waves at hub level, with real PostgreSQL and the injected clock (no waiting):
+//! waves release in order with soak, a failed wave halts (onFailure halt vs close),
+//! pause/resume/abort/release-next, approval, two replicas stepping one rollout release
+//! each wave once, a restarted hub continues mid-soak, a freeze mid-rollout closes every
+//! cluster at once, late joiners and the cluster-scoped open override's bypass.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use axum::http::{Method, StatusCode};
+use chrono::{Duration, TimeZone, Utc};
+use common::Hub;
+use fleetgate_hub::clock::ManualClock;
+use fleetgate_hub::config::{GrpcOptions, HttpOptions};
+use fleetgate_hub::db::reports::ReportedObject;
+use fleetgate_hub::replica::Replica;
+use fleetgate_hub::service::reports::Assembled;
+use fleetgate_hub::{Service, db};
+use serde_json::{Value, json};
+
+/// t0 is Wed 12:00 UTC; the window opens at 13:00 for 4 hours.
+fn gate(extra: &str, waves: &str) -> String {
+    format!(
+        r#"apiVersion: fleetgate.io/v1
+kind: Gate
+metadata: {{name: waves}}
+spec:
+  clusters: {{selector: {{matchLabels: {{env: prod}}}}}}
+  default: closed
+  windows: [{{name: day, kind: allow, schedule: "0 13 * * *", duration: 4h}}]
+  rollout:
+    soak: 10m
+    healthTimeout: 30m
+{extra}    waves:
+{waves}"#
+    )
+}
+
+const THREE_WAVES: &str = "      - {name: canary, clusters: {names: [c1]}}\n      - {name: early, count: 2}\n      - {name: rest}\n";
+
+struct Fleet {
+    hub: Hub,
+    replica: Replica,
+}
+
+async fn fleet(extra: &str, waves: &str) -> Fleet {
+    let hub = Hub::new().await;
+    for i in 1..=6 {
+        hub.register(&format!("c{i}"), json!({"env": "prod"})).await;
+    }
+    let r = hub.create_gate_yaml(&gate(extra, waves)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let replica = Replica::new(
+        hub.service.clone(),
+        HttpOptions::default(),
+        GrpcOptions::default(),
+    );
+    Fleet { hub, replica }
+}
+
+impl Fleet {
+    async fn step(&self) -> Vec<String> {
+        self.hub
+            .service
+            .step_rollouts()
+            .await
+            .expect("step")
+            .into_iter()
+            .map(|e| e.action.to_string())
+            .collect()
+    }
+
+    fn at(&self, h: u32, m: u32) {
+        self.hub
+            .clock
+            .set(Utc.with_ymd_and_hms(2026, 11, 25, h, m, 0).unwrap());
+    }
+
+    fn advance(&self, minutes: i64) {
+        self.hub.clock.advance(Duration::minutes(minutes));
+    }
+
+    /// The release in `cluster`'s snapshot (what its spoke receives).
+    async fn release(&self, cluster: &str) -> Option<(u32, chrono::DateTime<Utc>)> {
+        let s = self.hub.service.cluster_snapshot(cluster).await.unwrap();
+        let g = s.gates.iter().find(|g| g.name == "waves").unwrap();
+        g.release.as_ref().map(|r| (r.wave, r.opening_at))
+    }
+
+    async fn released(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 1..=6 {
+            let c = format!("c{i}");
+            if self.release(&c).await.is_some() {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// `clusters`' spokes are connected and report the gate's Kustomization applied at its
+    /// source's newest revision (`good`) or still at the old one.
+    async fn report(&self, clusters: &[&str], good: bool) {
+        for c in clusters {
+            self.replica.reports.connected(c, "test").await;
+            let object = ReportedObject {
+                kind: "Kustomization".into(),
+                namespace: "flux-system".into(),
+                name: "apps".into(),
+                suspended: false,
+                suspended_by: vec![],
+                gates: vec!["waves".into()],
+                last_applied_revision: Some(
+                    if good { "main@sha1:b" } else { "main@sha1:a" }.into(),
+                ),
+                newest_source_revision: Some("main@sha1:b".into()),
+                held: false,
+                suspended_by_human: false,
+                ignored: false,
+                ..ReportedObject::default()
+            };
+            // A spoke that has seen every snapshot so far (the report fence passes).
+            self.replica.reports.submit(
+                c,
+                i64::MAX as u64,
+                Assembled {
+                    objects: vec![object],
+                    held_objects: vec![],
+                },
+                0,
+            );
+        }
+        self.replica.reports.flush_all().await;
+    }
+
+    /// The gate's (state, reason) on `cluster` as `GET /clusters/{name}/status` shows it.
+    async fn gate_state(&self, cluster: &str) -> (String, String) {
+        let r = self
+            .hub
+            .get(&format!("/api/v1/clusters/{cluster}/status"))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        let g = &r.body["gates"][0];
+        (
+            g["state"].as_str().unwrap().to_string(),
+            g["reason"].as_str().unwrap().to_string(),
+        )
+    }
+
+    async fn status(&self) -> Value {
+        let r = self.hub.get("/api/v1/gates/waves/rollout").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        r.body
+    }
+
+    async fn command(&self, cmd: &str) -> common::Resp {
+        self.hub
+            .call(
+                Method::POST,
+                &format!("/api/v1/gates/waves/rollout/{cmd}"),
+                Some(&self.hub.operator),
+                None,
+            )
+            .await
+    }
+
+    async fn audit(&self, action: &str) -> i64 {
+        let (n,): (i64,) = sqlx::query_as("select count(*) from audit_log where action = $1")
+            .bind(action)
+            .fetch_one(&self.hub.pool)
+            .await
+            .unwrap();
+        n
+    }
+}
+
+#[tokio::test]
+async fn waves_release_in_order_with_soak() {
+    let f = fleet("", THREE_WAVES).await;
+    assert!(f.step().await.is_empty(), "closed gate: no rollout");
+    let r = f.hub.get("/api/v1/gates/waves/rollout").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    f.at(13, 0);
+    assert_eq!(f.step().await, ["rollout.start", "rollout.release"]);
+    let opening = Utc.with_ymd_and_hms(2026, 11, 25, 13, 0, 0).unwrap();
+    assert_eq!(f.release("c1").await, Some((0, opening)));
+    assert_eq!(f.released().await, ["c1"]);
+    let s = f.status().await;
+    assert_eq!(s["state"], "running");
+    assert_eq!(s["waves"][0]["state"], "released");
+    assert_eq!(s["waves"][1]["clusters"][0]["name"], "c2");
+    assert_eq!(s["waves"][1]["clusters"][1]["name"], "c3");
+    assert_eq!(s["waves"][2]["clusters"].as_array().unwrap().len(), 3);
+    // Every surface shows what the spokes enforce: c1 open, c2 waiting for its wave.
+    assert_eq!(
+        f.gate_state("c1").await,
+        ("open".into(), "allow window 'day' until 17:00 UTC".into())
+    );
+    assert_eq!(
+        f.gate_state("c2").await,
+        ("closed".into(), "waiting for rollout wave 2".into())
+    );
+
+    // A report from before the release never passes the wave: c1 is still progressing.
+    f.advance(1);
+    assert!(f.step().await.is_empty());
+    f.report(&["c1"], false).await;
+    assert!(f.step().await.is_empty());
+    assert_eq!(
+        f.status().await["waves"][0]["clusters"][0]["health"],
+        "progressing"
+    );
+
+    f.report(&["c1"], true).await;
+    assert_eq!(f.step().await, ["rollout.healthy"]);
+    let s = f.status().await;
+    assert_eq!(s["waves"][0]["state"], "soaking");
+    assert_eq!(s["soakUntil"], "2026-11-25T13:11:00Z");
+    f.advance(9);
+    assert!(f.step().await.is_empty(), "soak not over");
+    assert_eq!(f.released().await, ["c1"]);
+    f.advance(1);
+    assert_eq!(f.step().await, ["rollout.release"]);
+    assert_eq!(f.released().await, ["c1", "c2", "c3"]);
+    assert_eq!(f.release("c2").await, Some((1, opening)));
+
+    f.report(&["c2", "c3"], true).await;
+    assert_eq!(f.step().await, ["rollout.healthy"]);
+    f.advance(10);
+    assert_eq!(f.step().await, ["rollout.release"]);
+    f.report(&["c4", "c5", "c6"], true).await;
+    assert_eq!(f.step().await, ["rollout.healthy"]);
+    f.advance(10);
+    assert_eq!(f.step().await, ["rollout.complete"]);
+    assert_eq!(f.status().await["state"], "completed");
+    assert_eq!(f.released().await.len(), 6);
+    assert_eq!(f.audit("rollout.release").await, 3);
+
+    // The window closes: the rollout ends, every release leaves the snapshots at once.
+    f.at(17, 0);
+    assert_eq!(f.step().await, ["rollout.end"]);
+    assert!(f.released().await.is_empty());
+    // The next day's opening starts from the first wave again.
+    f.hub
+        .clock
+        .set(Utc.with_ymd_and_hms(2026, 11, 26, 13, 0, 0).unwrap());
+    assert_eq!(f.step().await, ["rollout.start", "rollout.release"]);
+    assert_eq!(f.released().await, ["c1"]);
+}
+
+#[tokio::test]
+async fn a_failed_wave_halts_and_resume_continues() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    // c1's spoke is disconnected: unknown, never healthy; failed after healthTimeout.
+    f.advance(29);
+    assert!(f.step().await.is_empty());
+    assert_eq!(
+        f.status().await["waves"][0]["clusters"][0]["health"],
+        "unknown"
+    );
+    f.advance(1);
+    assert_eq!(f.step().await, ["rollout.halt"]);
+    let s = f.status().await;
+    assert_eq!(s["state"], "halted");
+    assert!(s["detail"].as_str().unwrap().contains("c1"), "{s}");
+    assert_eq!(s["waves"][0]["state"], "failed");
+    assert_eq!(
+        f.gate_state("c2").await.1,
+        "waiting for rollout wave 2 (rollout halted)"
+    );
+    // Halt: the failed canary stays open, the other waves stay closed.
+    assert_eq!(f.released().await, ["c1"]);
+    f.advance(60);
+    assert!(f.step().await.is_empty());
+    assert_eq!(f.released().await, ["c1"]);
+    let r = f.command("release-next").await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
+
+    // Resume judges the wave afresh; a good report passes it.
+    let r = f.command("resume").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["state"], "running");
+    f.report(&["c1"], true).await;
+    assert_eq!(f.step().await, ["rollout.healthy"]);
+    assert_eq!(f.audit("rollout.resume").await, 1);
+    assert_eq!(f.audit("rollout.halt").await, 1);
+}
+
+#[tokio::test]
+async fn on_failure_close_recloses_the_failed_wave() {
+    let f = fleet("    onFailure: close\n", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    f.advance(30);
+    assert_eq!(f.step().await, ["rollout.halt"]);
+    assert!(
+        f.released().await.is_empty(),
+        "the failed wave is closed again"
+    );
+    // Resume releases it again.
+    let r = f.command("resume").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(f.released().await, ["c1"]);
+}
+
+#[tokio::test]
+async fn pause_abort_release_next_and_approval() {
+    let waves =
+        "      - {name: canary, clusters: {names: [c1]}}\n      - {name: rest, approval: true}\n";
+    let f = fleet("", waves).await;
+    f.at(13, 0);
+    f.step().await;
+    // A viewer may not, an operator may.
+    let r = f
+        .hub
+        .call(
+            Method::POST,
+            "/api/v1/gates/waves/rollout/pause",
+            Some(&f.hub.viewer),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = f.command("pause").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["state"], "paused");
+    assert_eq!(f.command("pause").await.status, StatusCode::CONFLICT);
+    assert_eq!(f.command("bogus").await.status, StatusCode::NOT_FOUND);
+
+    f.report(&["c1"], true).await;
+    f.step().await;
+    f.advance(15);
+    assert!(
+        f.step().await.is_empty(),
+        "paused: no release after the soak"
+    );
+    assert_eq!(f.released().await, ["c1"]);
+    assert_eq!(f.command("resume").await.status, StatusCode::OK);
+    // Soaked, but the last wave waits for approval.
+    f.step().await;
+    let s = f.status().await;
+    assert_eq!(s["waitingForApproval"], true, "{s}");
+    assert_eq!(s["waves"][1]["state"], "waiting-approval");
+    assert_eq!(f.released().await, ["c1"]);
+    let r = f.command("release-next").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(f.released().await.len(), 6);
+    assert_eq!(f.audit("rollout.release-next").await, 1);
+
+    let r = f.command("abort").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["state"], "aborted");
+    assert_eq!(f.command("resume").await.status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn release_next_ends_the_soak() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    assert_eq!(
+        f.command("release-next").await.status,
+        StatusCode::CONFLICT,
+        "not healthy yet"
+    );
+    f.report(&["c1"], true).await;
+    f.step().await;
+    let r = f.command("release-next").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(f.released().await, ["c1", "c2", "c3"]);
+}
+
+#[tokio::test]
+async fn two_replicas_release_each_wave_once() {
+    let f = fleet("", "      - {count: 1}\n      - {count: 1}\n      - {}\n").await;
+    let other = Service::with_clock(f.hub.pool.clone(), Arc::new(f.hub.clock.clone()));
+    f.at(13, 0);
+    for _ in 0..5 {
+        let (a, b) = tokio::join!(f.hub.service.step_rollouts(), other.step_rollouts());
+        a.unwrap();
+        b.unwrap();
+    }
+    assert_eq!(f.audit("rollout.start").await, 1);
+    assert_eq!(f.audit("rollout.release").await, 1);
+    f.report(&["c1"], true).await;
+    f.step().await;
+    f.advance(10);
+    for _ in 0..5 {
+        let (a, b) = tokio::join!(f.hub.service.step_rollouts(), other.step_rollouts());
+        a.unwrap();
+        b.unwrap();
+    }
+    assert_eq!(f.audit("rollout.release").await, 2);
+    assert_eq!(f.audit("rollout.healthy").await, 1);
+}
+
+#[tokio::test]
+async fn a_restarted_hub_continues_mid_soak() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    f.report(&["c1"], true).await;
+    f.step().await;
+    f.advance(5);
+    // A new hub process on the same database, with its own clock at the same instant.
+    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 25, 13, 5, 0).unwrap());
+    let pool = db::connect(&f.hub.url, 4).await.unwrap();
+    let restarted = Service::with_clock(pool, Arc::new(clock.clone()));
+    assert!(
+        restarted.step_rollouts().await.unwrap().is_empty(),
+        "still soaking"
+    );
+    clock.advance(Duration::minutes(5));
+    let events = restarted.step_rollouts().await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].action, "rollout.release");
+    assert_eq!(f.released().await, ["c1", "c2", "c3"]);
+}
+
+#[tokio::test]
+async fn a_freeze_mid_rollout_closes_everything_at_once() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    f.report(&["c1"], true).await;
+    f.step().await;
+    f.advance(10);
+    f.step().await;
+    assert_eq!(f.released().await.len(), 3);
+    let r = f
+        .hub
+        .post_json(
+            "/api/v1/gates/waves/close",
+            &f.hub.operator,
+            json!({"for": "1h", "reason": "freeze"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    assert_eq!(f.step().await, ["rollout.end"]);
+    assert!(f.released().await.is_empty());
+    assert_eq!(f.status().await["state"], "ended");
+    // The freeze expires inside the window: a new opening, a new rollout from wave 1.
+    f.advance(60);
+    assert_eq!(f.step().await, ["rollout.start", "rollout.release"]);
+    assert_eq!(f.released().await, ["c1"]);
+}
+
+#[tokio::test]
+async fn late_joiners_and_bypass() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    // c7 comes into scope while wave 2 has not started: it joins wave 2.
+    f.hub.register("c7", json!({"env": "prod"})).await;
+    assert_eq!(f.step().await, ["rollout.join"]);
+    let s = f.status().await;
+    let wave2: Vec<&str> = s["waves"][1]["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(wave2.contains(&"c7"), "{s}");
+    // A cluster-scoped open override opens c6 ahead of its wave (audited).
+    let r = f
+        .hub
+        .post_json(
+            "/api/v1/gates/waves/open",
+            &f.hub.operator,
+            json!({"for": "1h", "reason": "hotfix", "clusters": {"names": ["c6"]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    assert_eq!(f.step().await, ["rollout.bypass"]);
+    assert_eq!(f.released().await, ["c1", "c6"]);
+    assert_eq!(f.audit("rollout.bypass").await, 1);
+}
+
+#[tokio::test]
+async fn the_replica_runs_the_driver() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    let grpc = GrpcOptions {
+        rollout_tick: StdDuration::from_millis(20),
+        ..GrpcOptions::default()
+    };
+    let replica = Replica::new(f.hub.service.clone(), HttpOptions::default(), grpc);
+    let mut events = replica.rollout_events.subscribe();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let run = tokio::spawn({
+        let (replica, stop) = (replica.clone(), stop.clone());
+        async move {
+            replica
+                .run(async move {
+                    stop.cancelled().await;
+                    Ok(())
+                })
+                .await
+        }
+    });
+    let got = tokio::time::timeout(StdDuration::from_secs(20), events.recv())
+        .await
+        .expect("an event in time")
+        .unwrap();
+    assert_eq!(got.action, "rollout.start");
+    stop.cancel();
+    let _ = run.await;
+    assert!(
+        replica.metrics.encode().unwrap().contains(
+            "fleetgate_hub_rollout_events_total{gate=\"waves\",action=\"rollout.start\"} 1"
+        )
+    );
+}

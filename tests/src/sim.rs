@@ -1,0 +1,81 @@
+//! `fleetgate-sim` as a real process for end-to-end tests: one simulated
+//! cluster without Flux objects, Flux controllers reconciling every 200 ms,
+//! its API URL and kubeconfig read from the line it prints at start, a client
+//! for it and the namespaces a spoke needs.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use kube::Api;
+use kube::api::PostParams;
+
+use crate::{ChildGuard, bin_path, kube_client_from_file};
+
+/// A running simulator with one cluster.
+#[derive(Debug)]
+pub struct SimProcess {
+    pub child: ChildGuard,
+    /// The cluster's API server (also serves `/sim/v1/push`).
+    pub url: String,
+    /// A kubeconfig for the cluster (for kube clients and the real kubectl).
+    pub kubeconfig: PathBuf,
+}
+
+/// Starts `fleetgate-sim` with one cluster, writing its kubeconfig into `dir`;
+/// waits (60 s at most) for the line naming the cluster.
+pub async fn start_sim(dir: &Path) -> SimProcess {
+    let mut child = ChildGuard(
+        Command::new(bin_path("fleetgate-sim"))
+            .args(["--clusters", "1", "--objects-per-cluster", "0"])
+            .args(["--reconcile-interval", "200ms"])
+            .arg("--kubeconfig-dir")
+            .arg(dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting fleetgate-sim"),
+    );
+    let stdout = child.0.stdout.take().expect("sim stdout");
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    });
+    let line = tokio::time::timeout(Duration::from_secs(60), line)
+        .await
+        .expect("sim prints its clusters")
+        .expect("reading the sim's stdout")
+        .expect("reading the sim's stdout");
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "cluster url kubeconfig: {line}");
+    SimProcess {
+        child,
+        url: fields[1].to_owned(),
+        kubeconfig: PathBuf::from(fields[2]),
+    }
+}
+
+impl SimProcess {
+    /// A kube-rs client for the cluster.
+    pub async fn client(&self) -> kube::Client {
+        kube_client_from_file(&self.kubeconfig).await
+    }
+
+    /// Creates the namespaces (those that exist already are fine).
+    pub async fn create_namespaces(&self, names: &[&str]) {
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client().await);
+        for ns in names {
+            let obj = serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}
+            }))
+            .expect("namespace");
+            match namespaces.create(&PostParams::default(), &obj).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => panic!("namespace {ns}: {e}"),
+            }
+        }
+    }
+}
