@@ -50,8 +50,12 @@ async fn drive(swarm: &Swarm, report: &pb::StatusReport, interval: Duration, uns
     }
 }
 
-/// Runs the phase: one `interval` of warm-up (every spoke's first report of
-/// the fixed content is stored), then counts writes over `window`.
+/// How long the first reports (all new content) may take to be stored.
+const WARMUP_BOUND: Duration = Duration::from_secs(600);
+
+/// Runs the phase: warm-up until every spoke's first report of the fixed
+/// content is stored (at least one `interval`), then counts writes over
+/// `window`.
 pub async fn run(
     swarm: &Swarm,
     pool: &sqlx::PgPool,
@@ -64,9 +68,36 @@ pub async fn run(
         ..Default::default()
     };
     let mut unsent = 0u64;
+    let n = swarm.len();
+    let revision = report.objects.first().and_then(|o| {
+        (!o.last_applied_revision.is_empty()).then(|| o.last_applied_revision.clone())
+    });
+    let warmup_started = Instant::now();
     let measure = async {
-        // A flush linger and a stats flush beyond the interval.
-        tokio::time::sleep(interval + Duration::from_secs(3)).await;
+        tokio::time::sleep(interval).await;
+        // The first reports are all new content: wait until every object of
+        // every spoke is stored, or the window would count that backlog.
+        loop {
+            let (stored,): (i64,) = sqlx::query_as(
+                "select count(*) from object_status where last_applied_revision = $1",
+            )
+            .bind(&revision)
+            .fetch_one(pool)
+            .await?;
+            if stored as usize >= n * per_report {
+                break;
+            }
+            if warmup_started.elapsed() > WARMUP_BOUND {
+                return Err(crate::Error::Timeout(format!(
+                    "steady state: {stored} of {} objects stored after {WARMUP_BOUND:?}",
+                    n * per_report
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let warmup = warmup_started.elapsed().as_secs_f64();
+        // A flush linger and a statistics flush.
+        tokio::time::sleep(Duration::from_secs(3)).await;
         let (before, wal_before) = counters(pool).await?;
         let t = Instant::now();
         tokio::time::sleep(window).await;
@@ -79,14 +110,19 @@ pub async fn run(
                 per_table.insert(table.clone(), delta as f64 / secs);
             }
         }
-        Ok::<_, crate::Error>((per_table, (wal_after - wal_before) as f64 / secs, secs))
+        Ok::<_, crate::Error>((
+            per_table,
+            (wal_after - wal_before) as f64 / secs,
+            secs,
+            warmup,
+        ))
     };
-    let (per_table, wal_bytes_per_second, secs) = tokio::select! {
+    let (per_table, wal_bytes_per_second, secs, warmup_seconds) = tokio::select! {
         m = measure => m?,
         () = drive(swarm, &report, interval, &mut unsent) => unreachable!("drive never ends"),
     };
-    let n = swarm.len();
     Ok(SteadyResult {
+        warmup_seconds,
         spokes: n,
         objects_per_report: per_report,
         report_interval_seconds: interval.as_secs_f64(),

@@ -18,6 +18,8 @@ async fn tiny_run_measures_every_phase() {
     cfg.ingest_spokes = 5;
     cfg.ingest_objects = 10;
     cfg.ingest_duration = Duration::from_millis(100);
+    cfg.steady_interval = Duration::from_secs(1);
+    cfg.steady_window = Duration::from_secs(2);
     cfg.spoke_objects = 20;
     cfg.spoke_idle_window = Duration::from_millis(500);
     let report = tokio::time::timeout(
@@ -56,6 +58,17 @@ async fn tiny_run_measures_every_phase() {
     let ingest = report.ingest.clone().expect("ingest measured");
     assert!(ingest.rounds >= 2 && ingest.objects_per_second > 0.0);
     assert_eq!(ingest.durable.samples, ingest.rounds * 5);
+    let steady = report.steady.clone().expect("steady state measured");
+    assert_eq!(steady.spokes, 20);
+    assert_eq!(steady.reports_not_sent, 0);
+    // Re-sent unchanged reports write no object row (the hub compares the
+    // content hash), and stamps are far younger than STAMP_EVERY.
+    assert!(
+        !steady
+            .per_table_rows_per_second
+            .contains_key("object_status"),
+        "{steady:?}"
+    );
     let spoke = report.spoke.clone().expect("spoke measured");
     assert!(spoke.reported_objects > 0 && spoke.rss_kib > 0);
     let table = report.table();

@@ -88,7 +88,7 @@ fn object() -> impl Strategy<Value = AppliedObject> {
         .prop_map(|(kind, n, owner, start)| {
             let mut o = AppliedObject {
                 key: HeldKey {
-                    kind: GroupKind::new(KINDS[kind].0, KINDS[kind].1),
+                    kind: GroupKind::new(KINDS[kind].0, KINDS[kind].1).into(),
                     namespace: "app".into(),
                     name: format!("o{n}"),
                 },

@@ -167,7 +167,7 @@ fn a_hold_objects_gate_holds_nothing_inside_an_ignored_kustomization() {
     };
     let deployment = |owner: &str| AppliedObject {
         key: HeldKey {
-            kind: GroupKind::new("apps", "Deployment"),
+            kind: GroupKind::new("apps", "Deployment").into(),
             namespace: "fleetgate-system".into(),
             name: owner.into(),
         },

@@ -207,6 +207,27 @@ impl pb::admin_service_server::AdminService for AdminApi {
         Ok(Response::new(conv::override_info(o)))
     }
 
+    async fn get_rollout(&self, req: Request<pb::GetRolloutRequest>) -> Res<pb::RolloutInfo> {
+        let actor = api_actor(&self.service, &req).await?;
+        let r = req.into_inner();
+        let s = ok(self.service.rollout_status(&actor, &r.gate).await)?;
+        Ok(Response::new(conv::rollout_info(s)))
+    }
+
+    async fn rollout_command(
+        &self,
+        req: Request<pb::RolloutCommandRequest>,
+    ) -> Res<pb::RolloutInfo> {
+        let actor = api_actor(&self.service, &req).await?;
+        let r = req.into_inner();
+        let command: crate::service::rollouts::Command = r
+            .command
+            .parse()
+            .map_err(|_| invalid("command", "expected pause, resume, abort or release-next"))?;
+        let (s, _) = ok(self.service.rollout_command(&actor, &r.gate, command).await)?;
+        Ok(Response::new(conv::rollout_info(s)))
+    }
+
     async fn register_cluster(
         &self,
         req: Request<pb::RegisterClusterRequest>,

@@ -295,3 +295,43 @@ pub fn preview(p: fleetgate_policy::Preview) -> pb::PreviewGateResponse {
             .collect(),
     }
 }
+
+/// A rollout's status as `RolloutInfo`.
+pub fn rollout_info(s: crate::service::rollouts::RolloutStatus) -> pb::RolloutInfo {
+    pb::RolloutInfo {
+        gate: s.gate,
+        id: s.id,
+        state: s.state.as_str().to_string(),
+        opening_at: ts(s.opening_at),
+        started_at: ts(s.started_at),
+        ended_at: s.ended_at.and_then(ts),
+        wave: s.wave,
+        waiting_for_approval: s.waiting_for_approval,
+        soak_until: s.soak_until.and_then(ts),
+        health_deadline: s.health_deadline.and_then(ts),
+        detail: s.detail.unwrap_or_default(),
+        waves: s
+            .waves
+            .into_iter()
+            .map(|w| pb::RolloutWave {
+                index: w.index,
+                name: w.name,
+                approval: w.approval,
+                state: w.state,
+                estimated_release_at: w.estimated_release_at.and_then(ts),
+                clusters: w
+                    .clusters
+                    .into_iter()
+                    .map(|c| pb::RolloutCluster {
+                        name: c.name,
+                        released_at: c.released_at.and_then(ts),
+                        health: c.health.as_str().to_string(),
+                        detail: c.detail.unwrap_or_default(),
+                        late: c.late,
+                        bypass: c.bypass,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}

@@ -6,8 +6,8 @@ use axum::extract::{Path, State};
 
 use super::AppState;
 use super::extract::{ApiActor, ApiOperator};
+use crate::Result;
 use crate::service::rollouts::{Command, RolloutStatus};
-use crate::{Error, Result};
 
 /// The gate's current rollout (else its latest): waves, each cluster's release and health
 /// with the failing object's Ready message, soak countdown, estimated release times.
@@ -41,22 +41,11 @@ pub async fn command(
     ApiOperator(actor): ApiOperator,
     Path((gate, command)): Path<(String, String)>,
 ) -> Result<Json<RolloutStatus>> {
-    let command = parse_command(&command)?;
+    let command: Command = command.parse()?;
     let (status, events) = s.service.rollout_command(&actor, &gate, command).await?;
     for e in events {
         s.rollout_metrics.record(&e);
         let _ = s.rollout_events.send(e);
     }
     Ok(Json(status))
-}
-
-/// `pause|resume|abort|release-next`.
-pub fn parse_command(text: &str) -> Result<Command> {
-    match text {
-        "pause" => Ok(Command::Pause),
-        "resume" => Ok(Command::Resume),
-        "abort" => Ok(Command::Abort),
-        "release-next" => Ok(Command::ReleaseNext),
-        other => Err(Error::not_found("rollout command", other)),
-    }
 }

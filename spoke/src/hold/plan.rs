@@ -99,17 +99,23 @@ impl HoldPlan {
 /// objects can be re-planned after a 409 re-read.
 pub struct HoldPlanner<'a> {
     gates: Vec<&'a GateView>,
+    /// Some gate selects objects by label: objects' label maps are needed.
+    by_label: bool,
     /// Kustomizations by (namespace, name).
     owners: HashMap<(&'a str, &'a str), &'a ObservedObject>,
 }
 
 impl<'a> HoldPlanner<'a> {
     pub fn new(gates: &'a [GateView], objects: &'a [ObservedObject]) -> Self {
+        let gates: Vec<&GateView> = gates
+            .iter()
+            .filter(|g| g.mode == Mode::HoldObjects)
+            .collect();
         HoldPlanner {
-            gates: gates
+            by_label: gates
                 .iter()
-                .filter(|g| g.mode == Mode::HoldObjects)
-                .collect(),
+                .any(|g| g.objects.as_ref().is_some_and(|o| o.selector.is_some())),
+            gates,
             owners: objects
                 .iter()
                 .filter(|o| o.key.kind == FluxKind::Kustomization)
@@ -140,6 +146,11 @@ impl<'a> HoldPlanner<'a> {
             .owner
             .as_ref()
             .and_then(|(ns, name)| self.owners.get(&(ns.as_str(), name.as_str())).copied());
+        let labels = if self.by_label {
+            obj.label_map()
+        } else {
+            BTreeMap::new()
+        };
         let mut selecting: BTreeSet<&str> = BTreeSet::new();
         let mut closed: BTreeSet<&str> = BTreeSet::new();
         // A Kustomization annotated fleetgate.io/ignore holds none of its objects.
@@ -157,7 +168,7 @@ impl<'a> HoldPlanner<'a> {
                         &obj.key.kind.kind,
                         &obj.key.namespace,
                         &obj.key.name,
-                        &obj.labels,
+                        &labels,
                     )
                 });
                 if targeted && selected {
@@ -291,7 +302,7 @@ mod tests {
     fn applied(group: &str, kind: &str, name: &str) -> AppliedObject {
         AppliedObject {
             key: HeldKey {
-                kind: GroupKind::new(group, kind),
+                kind: GroupKind::new(group, kind).into(),
                 namespace: "nginx".into(),
                 name: name.into(),
             },

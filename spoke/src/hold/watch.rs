@@ -1,10 +1,12 @@
 //! Metadata-only watches (PartialObjectMeta) of the `--held-kinds`, restricted
 //! to objects a Kustomization applied (`kustomize.toolkit.fluxcd.io/name`
 //! label present): the spoke keeps a few hundred bytes per applied object and
-//! never reads a Deployment's spec. Any event wakes the reconcile loop.
+//! never reads a Deployment's spec (the store holds each object once, its key
+//! inside it). Any event wakes the reconcile loop.
 
 use std::{
-    collections::BTreeMap,
+    borrow::Borrow,
+    collections::{BTreeMap, BTreeSet},
     sync::{
         Arc, PoisonError, RwLock,
         atomic::{AtomicBool, Ordering},
@@ -30,7 +32,34 @@ use super::{
 };
 use crate::metrics::Metrics;
 
-type Objects = BTreeMap<HeldKey, AppliedObject>;
+/// An applied object ordered by its key, so a set holds it without a second
+/// copy of the key (as a map's key would be).
+#[derive(Clone, Debug)]
+struct ByKey(AppliedObject);
+
+impl PartialEq for ByKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+impl Eq for ByKey {}
+impl PartialOrd for ByKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ByKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.key.cmp(&other.0.key)
+    }
+}
+impl Borrow<HeldKey> for ByKey {
+    fn borrow(&self) -> &HeldKey {
+        &self.0.key
+    }
+}
+
+type Objects = BTreeSet<ByKey>;
 
 struct Watched {
     resource: ApiResource,
@@ -96,6 +125,7 @@ impl HeldWatches {
     }
 
     fn start(&self, gk: GroupKind, resource: ApiResource, shutdown: CancellationToken) -> Watched {
+        let gk = Arc::new(gk);
         // kube 5: an Api of PartialObjectMeta makes metadata-only requests.
         let api: Api<PartialObjectMeta<DynamicObject>> =
             Api::all_with(self.client.clone(), &resource);
@@ -116,7 +146,7 @@ impl HeldWatches {
                 match event {
                     Some(Ok(watcher::Event::Apply(o))) => {
                         let a = AppliedObject::from_meta(&gk, &o.metadata);
-                        write().insert(a.key.clone(), a);
+                        write().replace(ByKey(a));
                     }
                     Some(Ok(watcher::Event::Delete(o))) => {
                         let a = AppliedObject::from_meta(&gk, &o.metadata);
@@ -125,7 +155,7 @@ impl HeldWatches {
                     Some(Ok(watcher::Event::Init)) => buffer.clear(),
                     Some(Ok(watcher::Event::InitApply(o))) => {
                         let a = AppliedObject::from_meta(&gk, &o.metadata);
-                        buffer.insert(a.key.clone(), a);
+                        buffer.replace(ByKey(a));
                     }
                     Some(Ok(watcher::Event::InitDone)) => {
                         *write() = std::mem::take(&mut buffer);
@@ -158,8 +188,8 @@ impl HeldWatches {
                 w.objects
                     .read()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .values()
-                    .cloned(),
+                    .iter()
+                    .map(|o| o.0.clone()),
             );
         }
         out

@@ -34,6 +34,20 @@ pub enum Command {
     ReleaseNext,
 }
 
+impl std::str::FromStr for Command {
+    type Err = Error;
+    /// `pause|resume|abort|release-next` (404 otherwise: REST's path segment).
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "pause" => Ok(Command::Pause),
+            "resume" => Ok(Command::Resume),
+            "abort" => Ok(Command::Abort),
+            "release-next" => Ok(Command::ReleaseNext),
+            other => Err(Error::not_found("rollout command", other)),
+        }
+    }
+}
+
 impl Command {
     /// The audit action.
     pub fn action(&self) -> &'static str {
