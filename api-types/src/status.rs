@@ -10,7 +10,7 @@ use crate::records::{Cluster, OverrideRecord};
 /// ingestion, read back by the status views (with `reported_at`, see
 /// [`super::status::ObjectStatus`]). A whole report is JSON-encoded into one
 /// statement parameter, so it is one upsert.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 #[serde(rename_all = "camelCase")]
@@ -32,6 +32,29 @@ pub struct ReportedObject {
     /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but fleetgate never
     /// governs it (not counted as governed).
     pub ignored: bool,
+    /// Its Ready condition as Flux wrote it: `True`, `False` or `Unknown`; absent while it
+    /// has none (never reconciled) or from a spoke that predates health reports.
+    #[serde(default)]
+    pub ready: Option<String>,
+    /// The Ready condition's reason, e.g. `ReconciliationFailed`, `UpgradeFailed`.
+    #[serde(default)]
+    pub ready_reason: Option<String>,
+    /// The Ready condition's message (at most 1 KiB).
+    #[serde(default)]
+    pub ready_message: Option<String>,
+    /// `Stalled=True`: Flux stopped retrying until the object or its input changes.
+    #[serde(default)]
+    pub stalled: bool,
+    /// `metadata.generation`.
+    #[serde(default)]
+    pub generation: Option<i64>,
+    /// `status.observedGeneration`; behind `generation` while Flux has not reconciled the
+    /// current spec successfully.
+    #[serde(default)]
+    pub observed_generation: Option<i64>,
+    /// `status.lastAttemptedRevision`: the revision Flux tried last, applied or failed.
+    #[serde(default)]
+    pub last_attempted_revision: Option<String>,
 }
 
 /// A reported object with the time of the report that carried it.
@@ -44,6 +67,10 @@ pub struct ObjectStatus {
     #[cfg_attr(feature = "sqlx", sqlx(flatten))]
     pub object: ReportedObject,
     pub reported_at: DateTime<Utc>,
+    /// The snapshot revision the spoke enforced when it last reported (a report made before
+    /// a change reached the spoke carries an older one); absent from spokes that predate it.
+    #[serde(default)]
+    pub report_revision: Option<i64>,
 }
 
 /// One object a Kustomization applied that a holdObjects gate selects, as its

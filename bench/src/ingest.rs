@@ -38,6 +38,14 @@ pub(crate) fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
             held: false,
             suspended_by_human: false,
             ignored: false,
+            // A healthy object's Ready condition, as real reports carry it.
+            ready: "True".into(),
+            ready_reason: "ReconciliationSucceeded".into(),
+            ready_message: format!("Applied revision: main@sha1:{round:040}"),
+            stalled: false,
+            generation: 1,
+            observed_generation: 1,
+            last_attempted_revision: format!("main@sha1:{round:040}"),
         })
         .collect()
 }

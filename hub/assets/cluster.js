@@ -1,8 +1,9 @@
 // Cluster page: its gates now (with cluster-scoped actions), the open/close
 // requests made inside the cluster (with the Kubernetes user; cancellable),
 // the other overrides that apply to it, the Flux objects its spoke reported
-// (suspended by which gates, applied vs newest revision, held), the objects
-// held inside its Kustomizations (holdObjects gates), and the spoke's health.
+// (suspended by which gates, Flux's Ready condition with its message, applied
+// vs newest revision, held), the objects held inside its Kustomizations
+// (holdObjects gates), and the spoke's health.
 
 import { api, enc } from './api.js';
 import { h, replace, fmtTime, relTime, badge } from './dom.js';
@@ -125,16 +126,35 @@ function fact(label, value, title) {
   return h('div', { class: 'fact', 'data-fact': label, title }, h('span', { class: 'fact-label' }, label), h('span', { class: 'fact-value' }, value));
 }
 
+/** Flux's Ready condition as the spoke reported it, with its message, Stalled and a
+ * generation Flux has not reconciled yet. */
+function readyCell(o) {
+  if (!o.ready) return h('span', { class: 'muted', title: 'no Ready condition reported' }, '—');
+  const kind = { True: 'open', False: 'closed' }[o.ready] || 'info';
+  const text = o.ready === 'True' ? 'Ready' : (o.readyReason || (o.ready === 'False' ? 'Not ready' : 'Unknown'));
+  const behind = o.generation && (o.observedGeneration || 0) < o.generation;
+  return [
+    badge(kind, text),
+    o.stalled ? [' ', badge('offline', 'Stalled')] : '',
+    o.ready !== 'True' && o.readyMessage ? h('div', { class: 'ready-message muted' }, o.readyMessage) : '',
+    behind ? h('div', { class: 'ready-message muted', title: 'metadata.generation / status.observedGeneration' },
+      `generation ${o.generation} not reconciled (observed ${o.observedGeneration || 0})`) : '',
+  ];
+}
+
 function objectsTable(objects) {
   const sorted = [...objects].sort((a, b) => Number(b.held) - Number(a.held) || a.kind.localeCompare(b.kind) || a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
   return h('table', { class: 'plain', id: 'objects' },
-    h('thead', {}, h('tr', {}, ...['Kind', 'Namespace', 'Name', 'Suspended', 'Gates', 'Applied revision', 'Newest revision', 'Held'].map((t) => h('th', {}, t)))),
-    h('tbody', {}, ...sorted.map((o) => h('tr', {},
+    h('thead', {}, h('tr', {}, ...['Kind', 'Namespace', 'Name', 'Ready', 'Suspended', 'Gates', 'Applied revision', 'Newest revision', 'Held'].map((t) => h('th', {}, t)))),
+    h('tbody', {}, ...sorted.map((o) => h('tr', { 'data-object': `${o.kind}/${o.namespace}/${o.name}` },
       h('td', {}, o.kind), h('td', {}, o.namespace), h('td', {}, o.name),
+      h('td', { class: 'ready' }, readyCell(o)),
       h('td', {}, o.suspendedByHuman ? badge('info', 'by a person (left alone)')
         : o.suspended ? badge('closed', `by ${o.suspendedBy.join(', ') || 'fleetgate'}`) : 'no'),
       h('td', {}, o.ignored ? [o.gates.join(', '), ' ', h('span', { class: 'muted', title: 'annotated fleetgate.io/ignore: "true": never governed' }, '(ignored)')] : o.gates.join(', ')),
-      h('td', { class: 'rev' }, o.lastAppliedRevision || '—'),
+      h('td', { class: 'rev' }, o.lastAppliedRevision || '—',
+        o.lastAttemptedRevision && o.lastAttemptedRevision !== o.lastAppliedRevision
+          ? h('div', { class: 'muted', title: 'the revision Flux tried last' }, `attempted ${o.lastAttemptedRevision}`) : ''),
       h('td', { class: 'rev' }, o.newestSourceRevision || '—'),
       h('td', {}, o.held ? badge('held', 'held') : '')))));
 }

@@ -298,13 +298,21 @@ async fn reports_are_visible_through_rest_and_replace_the_object_set() {
         .await
         .unwrap();
     let s = spoke.snapshot().await;
+    // web's newest revision failed its health check: Flux's Ready condition travels along.
+    let failing = pb::ObjectStatus {
+        ready: "False".into(),
+        ready_reason: "HealthCheckFailed".into(),
+        ready_message: "health check failed after 5m: Deployment/apps/web not ready".into(),
+        stalled: true,
+        generation: 3,
+        observed_generation: 2,
+        last_attempted_revision: "main@sha1:bbb".into(),
+        ..kustomization("apps", "web", true, &["bh"])
+    };
     spoke
         .report(
             s.revision,
-            vec![
-                kustomization("apps", "web", true, &["bh"]),
-                kustomization("apps", "api", false, &["bh"]),
-            ],
+            vec![failing, kustomization("apps", "api", false, &["bh"])],
         )
         .await;
     // (REST reads the cluster row and its objects in separate statements, so
@@ -329,6 +337,42 @@ async fn reports_are_visible_through_rest_and_replace_the_object_set() {
         .unwrap();
     assert_eq!(web["suspendedBy"], json!(["bh"]));
     assert_eq!(web["newestSourceRevision"], "main@sha1:bbb");
+    assert_eq!(
+        (&web["ready"], &web["readyReason"], &web["stalled"]),
+        (&json!("False"), &json!("HealthCheckFailed"), &json!(true)),
+        "{web}"
+    );
+    assert_eq!(
+        web["readyMessage"],
+        "health check failed after 5m: Deployment/apps/web not ready"
+    );
+    assert_eq!(
+        (&web["generation"], &web["observedGeneration"]),
+        (&json!(3), &json!(2))
+    );
+    assert_eq!(web["lastAttemptedRevision"], "main@sha1:bbb");
+    assert_eq!(web["reportRevision"], s.revision);
+    // The same through AdminService.
+    let st = grpc
+        .admin()
+        .get_cluster_status(grpc_support::authed(
+            pb::GetClusterStatusRequest { name: "c1".into() },
+            &hub.viewer,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let web = st.objects.iter().find(|o| o.name == "web").unwrap();
+    assert_eq!(
+        (web.ready.as_str(), web.ready_reason.as_str(), web.stalled),
+        ("False", "HealthCheckFailed", true)
+    );
+    assert!(web.ready_message.contains("Deployment/apps/web not ready"));
+    assert_eq!((web.generation, web.observed_generation), (3, 2));
+    assert_eq!(web.last_attempted_revision, "main@sha1:bbb");
+    assert_eq!(web.report_revision, s.revision);
+    let api = st.objects.iter().find(|o| o.name == "api").unwrap();
+    assert_eq!((api.ready.as_str(), api.stalled), ("True", false));
 
     // A report is the full set: the object missing from it is gone.
     spoke

@@ -28,6 +28,7 @@ fn object(name: &str, revision: &str) -> ReportedObject {
         held: false,
         suspended_by_human: false,
         ignored: false,
+        ..ReportedObject::default()
     }
 }
 
@@ -53,6 +54,7 @@ fn report(objects: Vec<ReportedObject>, at: DateTime<Utc>, offset: i64) -> Clust
         cluster: "c1".into(),
         objects,
         held_objects: vec![],
+        revision: 1,
         clock_offset_ms: offset,
         received_at: at,
     }
@@ -149,6 +151,43 @@ async fn unchanged_reports_write_only_a_throttled_stamp() {
         "held object not stored: {}",
         r.text
     );
+}
+
+/// The cluster's stored report revision (the rollout health fence).
+async fn report_revision(hub: &Hub) -> Option<i64> {
+    let (r,): (Option<i64>,) =
+        sqlx::query_as("select report_revision from cluster_connections where cluster = 'c1'")
+            .fetch_one(&hub.pool)
+            .await
+            .unwrap();
+    r
+}
+
+#[tokio::test]
+async fn an_unchanged_report_at_a_newer_revision_moves_the_fence_at_once() {
+    let hub = Hub::new().await;
+    hub.register("c1", json!({})).await;
+    let objects = vec![object("a", "main@sha1:1")];
+    let t = t0();
+    write(&hub, &report(objects.clone(), t, 0)).await;
+    let first = versions(&hub).await;
+    assert_eq!(report_revision(&hub).await, Some(1));
+
+    // Same content, same revision, 10 s later: nothing written.
+    write(&hub, &report(objects.clone(), t + Duration::seconds(10), 0)).await;
+    assert_eq!(versions(&hub).await, first);
+
+    // Same content at a newer snapshot revision (the spoke saw a release): the
+    // connection row takes it at once, no object row is rewritten.
+    let mut newer = report(objects.clone(), t + Duration::seconds(20), 0);
+    newer.revision = 2;
+    write(&hub, &newer).await;
+    let after = versions(&hub).await;
+    assert_eq!(after.0, first.0, "object rows rewritten for a revision");
+    assert_ne!(after.1, first.1, "the revision was not written");
+    assert_eq!(report_revision(&hub).await, Some(2));
+    let r = hub.get("/api/v1/clusters/c1/status").await;
+    assert_eq!(r.body["objects"][0]["reportRevision"], 2, "{}", r.text);
 }
 
 #[tokio::test]

@@ -25,6 +25,13 @@ fn held_object(name: &str, gates: &[&str]) -> ReportedObject {
         held: true,
         suspended_by_human: false,
         ignored: false,
+        ready: Some("True".into()),
+        ready_reason: Some("ReconciliationSucceeded".into()),
+        ready_message: Some("Applied revision: main@sha1:aaa".into()),
+        generation: Some(1),
+        observed_generation: Some(1),
+        last_attempted_revision: Some("main@sha1:aaa".into()),
+        ..ReportedObject::default()
     }
 }
 
@@ -66,7 +73,17 @@ async fn one_response_matches_every_clusters_own_status() {
         cluster: "p1".into(),
         objects: vec![
             held_object("a", &["bh", "approval"]),
-            held_object("b", &["approval"]),
+            // Flux failed to apply b's newest revision: its health comes with the status.
+            ReportedObject {
+                ready: Some("False".into()),
+                ready_reason: Some("ReconciliationFailed".into()),
+                ready_message: Some("Deployment/apps/b dry-run failed".into()),
+                stalled: true,
+                generation: Some(4),
+                observed_generation: Some(3),
+                last_attempted_revision: Some("main@sha1:bbb".into()),
+                ..held_object("b", &["approval"])
+            },
             // Annotated fleetgate.io/ignore: targeted, never governed, not counted.
             ReportedObject {
                 suspended: false,
@@ -76,6 +93,7 @@ async fn one_response_matches_every_clusters_own_status() {
                 ..held_object("own", &["approval"])
             },
         ],
+        revision: 7,
         held_objects: vec![],
         clock_offset_ms: 0,
         received_at: Utc::now(),
@@ -117,6 +135,36 @@ async fn one_response_matches_every_clusters_own_status() {
         .filter(|o| o["ignored"] == true)
         .collect();
     assert_eq!(ignored.len(), 1, "{own}");
+    let b = own["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "b")
+        .unwrap();
+    assert_eq!(
+        (
+            &b["ready"],
+            &b["readyReason"],
+            &b["readyMessage"],
+            &b["stalled"]
+        ),
+        (
+            &json!("False"),
+            &json!("ReconciliationFailed"),
+            &json!("Deployment/apps/b dry-run failed"),
+            &json!(true)
+        ),
+        "{b}"
+    );
+    assert_eq!(
+        (
+            &b["generation"],
+            &b["observedGeneration"],
+            &b["lastAttemptedRevision"]
+        ),
+        (&json!(4), &json!(3), &json!("main@sha1:bbb"))
+    );
+    assert_eq!(b["reportRevision"], 7);
     assert_eq!(ignored[0]["name"], "own");
     let held: Vec<(&str, i64)> = p1["gates"]
         .as_array()

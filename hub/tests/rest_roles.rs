@@ -242,6 +242,8 @@ async fn openapi_documents_every_route_with_errors() {
         ("/api/v1/gates/{name}/preview", vec!["get"]),
         ("/api/v1/gates/{name}/open", vec!["post"]),
         ("/api/v1/gates/{name}/close", vec!["post"]),
+        ("/api/v1/gates/{name}/rollout", vec!["get"]),
+        ("/api/v1/gates/{name}/rollout/{command}", vec!["post"]),
         ("/api/v1/overrides", vec!["get"]),
         ("/api/v1/overrides/{id}", vec!["delete"]),
         ("/api/v1/clusters", vec!["get", "post"]),

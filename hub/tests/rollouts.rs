@@ -119,9 +119,12 @@ impl Fleet {
                 held: false,
                 suspended_by_human: false,
                 ignored: false,
+                ..ReportedObject::default()
             };
+            // A spoke that has seen every snapshot so far (the report fence passes).
             self.replica.reports.submit(
                 c,
+                i64::MAX as u64,
                 Assembled {
                     objects: vec![object],
                     held_objects: vec![],

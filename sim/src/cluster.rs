@@ -29,6 +29,9 @@ pub struct Cluster {
     /// Manifests pushed with a revision of a source (source, revision) → objects per path;
     /// what the simulated kustomize-controller applies.
     pub bundles: Mutex<HashMap<(SourceKey, String), Arc<crate::flux::kustomize::Bundle>>>,
+    /// Revisions pushed as bad on this cluster (source, revision) → failure message: the
+    /// consumers applying them fail (see `flux::failure`).
+    pub bad_revisions: Mutex<HashMap<(SourceKey, String), String>>,
     /// Reconciles the simulator ran per Flux object (kind, namespace, name).
     pub reconciles: Mutex<HashMap<SourceKey, u64>>,
     /// Watch requests served (tests prove clients really re-watched).
@@ -66,6 +69,26 @@ impl Cluster {
         revision: &str,
     ) -> Option<Arc<crate::flux::kustomize::Bundle>> {
         self.bundles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(source.clone(), revision.to_string()))
+            .cloned()
+    }
+
+    /// Marks `revision` of `source` bad on this cluster (`Some(message)`) or good (`None`:
+    /// pushing a revision again without a failure clears the mark). Marked before the
+    /// revision is published, so no pass applies it as good in between.
+    pub fn mark_bad(&self, source: SourceKey, revision: String, message: Option<String>) {
+        let mut bad = self.bad_revisions.lock().unwrap_or_else(|p| p.into_inner());
+        match message {
+            Some(m) => bad.insert((source, revision), m),
+            None => bad.remove(&(source, revision)),
+        };
+    }
+
+    /// The failure message of `revision` of `source`, if it was pushed as bad here.
+    pub fn bad_revision(&self, source: &SourceKey, revision: &str) -> Option<String> {
+        self.bad_revisions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&(source.clone(), revision.to_string()))

@@ -27,4 +27,4 @@ mod watch;
 
 pub use error::{ApiStatus, Error, Result};
 pub use rbac::{RbacConfig, RbacUser};
-pub use sim::{Sim, SimConfig, parse_manifests};
+pub use sim::{Failure, Sim, SimConfig, parse_manifests};

@@ -119,8 +119,33 @@ fn create_in(cluster: &Cluster, obj: Value) -> anyhow::Result<Value> {
     Ok((*out.object).clone())
 }
 
+/// A revision pushed as bad: the consumers applying it fail with `message` (see
+/// `flux::failure`), on every cluster it is pushed to, or only on those named in `only_on`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Failure {
+    pub message: String,
+    /// Cluster names; empty means every cluster the revision is pushed to.
+    pub only_on: Vec<String>,
+}
+
+impl Failure {
+    /// Fails everywhere it is pushed, with `message`.
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure {
+            message: message.into(),
+            only_on: Vec::new(),
+        }
+    }
+
+    /// Whether the revision is bad on `cluster`.
+    pub fn applies_to(&self, cluster: &str) -> bool {
+        self.only_on.is_empty() || self.only_on.iter().any(|c| c == cluster)
+    }
+}
+
 /// Records a pushed revision for a source (also used by `POST /sim/v1/push`), with the
-/// manifests it carries (source path → multi-document YAML) when given.
+/// manifests it carries (source path → multi-document YAML) when given, and marked bad on
+/// this cluster when `failure` applies to it.
 pub fn push(
     cluster: &Cluster,
     kind: &str,
@@ -128,6 +153,7 @@ pub fn push(
     name: &str,
     revision: &str,
     manifests: Option<&BTreeMap<String, String>>,
+    failure: Option<&Failure>,
 ) -> Result<(), Error> {
     if !controllers::is_source(kind) {
         return Err(Error::bad_request(format!(
@@ -138,35 +164,38 @@ pub fn push(
     if revision.is_empty() {
         return Err(Error::bad_request("revision must not be empty"));
     }
-    if let Some(manifests) = manifests {
-        let mut bundle = flux::kustomize::Bundle::new();
-        for (path, yaml) in manifests {
-            let objects = parse_manifests(yaml)
-                .map_err(|e| Error::bad_request(format!("manifests[{path:?}]: {e:#}")))?;
-            for (i, o) in objects.iter().enumerate() {
-                if o["apiVersion"].as_str().is_none_or(str::is_empty)
-                    || o["kind"].as_str().is_none_or(str::is_empty)
-                    || o["metadata"]["name"].as_str().is_none_or(str::is_empty)
-                {
-                    return Err(Error::bad_request(format!(
-                        "manifests[{path:?}][{i}]: apiVersion, kind and metadata.name are required"
-                    )));
-                }
-            }
-            bundle.insert(flux::kustomize::normalize_path(path), objects);
-        }
-        cluster.push_bundle(
-            (kind.into(), namespace.into(), name.into()),
-            revision.into(),
-            bundle,
-        );
-        return Ok(());
+    let bundle = manifests.map(parse_bundle).transpose()?;
+    let key: crate::cluster::SourceKey = (kind.into(), namespace.into(), name.into());
+    let bad = failure
+        .filter(|f| f.applies_to(&cluster.name))
+        .map(|f| f.message.clone());
+    cluster.mark_bad(key.clone(), revision.into(), bad);
+    match bundle {
+        Some(bundle) => cluster.push_bundle(key, revision.into(), bundle),
+        None => cluster.push(key, revision.into()),
     }
-    cluster.push(
-        (kind.into(), namespace.into(), name.into()),
-        revision.into(),
-    );
     Ok(())
+}
+
+/// The objects per source path of a push's `manifests`, checked.
+fn parse_bundle(manifests: &BTreeMap<String, String>) -> Result<flux::kustomize::Bundle, Error> {
+    let mut bundle = flux::kustomize::Bundle::new();
+    for (path, yaml) in manifests {
+        let objects = parse_manifests(yaml)
+            .map_err(|e| Error::bad_request(format!("manifests[{path:?}]: {e:#}")))?;
+        for (i, o) in objects.iter().enumerate() {
+            if o["apiVersion"].as_str().is_none_or(str::is_empty)
+                || o["kind"].as_str().is_none_or(str::is_empty)
+                || o["metadata"]["name"].as_str().is_none_or(str::is_empty)
+            {
+                return Err(Error::bad_request(format!(
+                    "manifests[{path:?}][{i}]: apiVersion, kind and metadata.name are required"
+                )));
+            }
+        }
+        bundle.insert(flux::kustomize::normalize_path(path), objects);
+    }
+    Ok(bundle)
 }
 
 impl Sim {
@@ -200,6 +229,7 @@ impl Sim {
                 authorizer: config.rbac.as_ref().map(Authorizer::new),
                 upstream: Mutex::default(),
                 bundles: Mutex::default(),
+                bad_revisions: Mutex::default(),
                 reconciles: Mutex::default(),
                 watches: Default::default(),
                 shutdown: shutdown.child_token(),
@@ -330,6 +360,7 @@ impl Sim {
             name,
             revision,
             None,
+            None,
         )?)
     }
 
@@ -351,6 +382,30 @@ impl Sim {
             name,
             revision,
             Some(manifests),
+            None,
+        )?)
+    }
+
+    /// Pushes a bad revision (with manifests when given): the consumers applying it go
+    /// Ready=False the way Flux reports failures (see `flux::failure`) and keep their last
+    /// applied revision, until a good revision follows.
+    pub async fn push_failing(
+        &self,
+        cluster: &str,
+        source: (&str, &str, &str),
+        revision: &str,
+        manifests: Option<&BTreeMap<String, String>>,
+        failure: &Failure,
+    ) -> anyhow::Result<()> {
+        let (kind, namespace, name) = source;
+        Ok(push(
+            self.cluster(cluster)?,
+            kind,
+            namespace,
+            name,
+            revision,
+            manifests,
+            Some(failure),
         )?)
     }
 

@@ -45,6 +45,7 @@ fn gate(default: &str) -> Snapshot {
                          "targets": {"names": ["apps"]},
                          "objects": {"kinds": [{"group": "apps", "kind": "Deployment"}]},
                          "default": default}}),
+            release: None,
         }],
         overrides: vec![],
         hub_time: None,

@@ -85,6 +85,7 @@ async fn run(n: usize) -> anyhow::Result<()> {
             version: 1,
             manifest: json!({"apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "freeze"},
                              "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["Kustomization"]}, "default": "closed"}}),
+            release: None,
         }],
         overrides: vec![],
         hub_time: None,

@@ -24,6 +24,7 @@ pub mod observed;
 pub mod overlay;
 pub mod own_delivery;
 pub mod plan;
+pub mod readiness;
 pub mod report;
 pub mod snapshot;
 pub mod snapshot_store;

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::annotations::{IGNORE, PINNED, SUSPENDED_BY, parse_suspended_by};
 use crate::hold::marks::{OWNER_NAME, OWNER_NAMESPACE, RECONCILE, SSA};
+use crate::readiness::Readiness;
 
 /// Identifies one Flux object in the cluster. Orders by kind (appliers first),
 /// namespace, name.
@@ -59,6 +60,8 @@ pub struct ObservedObject {
     /// Whether a parent Kustomization applies this object (Flux's bootstrap
     /// layout), and the marks that keep the parent from reverting a suspend.
     pub nesting: Nesting,
+    /// Flux's view of its health (Ready, Stalled, generations), reported to the hub.
+    pub readiness: Readiness,
 }
 
 /// A Flux object applied by a parent Kustomization: the parent's server-side
@@ -115,6 +118,7 @@ impl ObservedObject {
             artifact_revision: str_at(data, "/status/artifact/revision"),
             ignored,
             nesting: nesting(obj),
+            readiness: Readiness::from_object(data, meta.generation),
         }
     }
 
@@ -157,11 +161,23 @@ fn nesting(obj: &DynamicObject) -> Nesting {
 }
 
 /// Kustomization: `status.lastAppliedRevision`. HelmRelease v2 has none: the
-/// deployed chart version is `status.history[0].chartVersion` (the attempted
-/// one may have failed). Both fall back to `lastAttemptedRevision`.
+/// deployed chart version is the newest `status.history` entry Helm did not
+/// record as `failed` (a failed upgrade is stored above the deployed release).
+/// Both fall back to `lastAttemptedRevision` while there is no history at all.
 fn last_applied(kind: FluxKind, data: &Value) -> Option<String> {
     let applied = match kind {
-        FluxKind::HelmRelease => str_at(data, "/status/history/0/chartVersion"),
+        FluxKind::HelmRelease => {
+            let history = data.pointer("/status/history").and_then(Value::as_array);
+            match history {
+                Some(h) if !h.is_empty() => {
+                    return h
+                        .iter()
+                        .find(|e| e.get("status").and_then(Value::as_str) != Some("failed"))
+                        .and_then(|e| str_at(e, "/chartVersion"));
+                }
+                _ => None,
+            }
+        }
         _ => str_at(data, "/status/lastAppliedRevision"),
     };
     applied.or_else(|| str_at(data, "/status/lastAttemptedRevision"))
@@ -294,6 +310,32 @@ mod tests {
             vec![ObjectKey::new(FluxKind::OCIRepository, "apps", "web-chart")]
         );
         assert_eq!(o.last_applied_revision.as_deref(), Some("1.2.3"));
+        // A failed upgrade sits above the deployed release; it was not applied.
+        let o = ObservedObject::from_dynamic(
+            FluxKind::HelmRelease,
+            &dynamic(json!({
+                "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                "metadata": {"name": "web", "namespace": "apps", "generation": 2},
+                "spec": {"chartRef": {"kind": "OCIRepository", "name": "web-chart"}},
+                "status": {"lastAttemptedRevision": "1.2.4", "observedGeneration": 2,
+                    "history": [{"chartVersion": "1.2.4", "status": "failed"},
+                                {"chartVersion": "1.2.3", "status": "deployed"}],
+                    "conditions": [{"type": "Ready", "status": "False", "reason": "UpgradeFailed", "message": "boom"}]}
+            })),
+        );
+        assert_eq!(o.last_applied_revision.as_deref(), Some("1.2.3"));
+        assert_eq!(
+            o.readiness.last_attempted_revision.as_deref(),
+            Some("1.2.4")
+        );
+        assert_eq!(
+            o.readiness.ready.as_ref().map(|r| r.reason.as_str()),
+            Some("UpgradeFailed")
+        );
+        assert_eq!(
+            (o.readiness.generation, o.readiness.observed_generation),
+            (2, 2)
+        );
     }
 
     #[test]

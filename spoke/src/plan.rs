@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use fleetgate_policy::{FluxKind, HeldObjects, Mode, Targets};
 
 use crate::observed::{ObjectKey, ObservedObject};
+use crate::readiness::Readiness;
 
 /// One gate as the planner sees it at one instant.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +71,8 @@ pub struct ObjectReport {
     /// A parent Kustomization server-side applies its spec (managedFields):
     /// without the pin, a manifest declaring `suspend: false` resumes it.
     pub applied_by_parent: bool,
+    /// Flux's view of its health (as observed).
+    pub readiness: Readiness,
 }
 
 /// The result of planning every observed object.
@@ -254,6 +257,7 @@ impl<'a> Planner<'a> {
             ignored: obj.ignored,
             pinned: n.pinned,
             applied_by_parent: n.applied_by_parent,
+            readiness: obj.readiness.clone(),
         };
         (step, Some(report))
     }
@@ -335,6 +339,7 @@ mod tests {
             artifact_revision: None,
             ignored: false,
             nesting: Default::default(),
+            readiness: Default::default(),
         }
     }
 

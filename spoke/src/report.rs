@@ -53,6 +53,7 @@ fn held_status(h: &HeldReport) -> pb::HeldObjectStatus {
 }
 
 fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
+    let r = &o.readiness;
     pb::ObjectStatus {
         kind: o.key.kind.as_str().to_owned(),
         namespace: o.key.namespace.clone(),
@@ -65,6 +66,25 @@ fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
         held: o.held,
         suspended_by_human: o.suspended_by_human,
         ignored: o.ignored,
+        ready: r
+            .ready
+            .as_ref()
+            .map(|c| c.status.clone())
+            .unwrap_or_default(),
+        ready_reason: r
+            .ready
+            .as_ref()
+            .map(|c| c.reason.clone())
+            .unwrap_or_default(),
+        ready_message: r
+            .ready
+            .as_ref()
+            .map(|c| c.message.clone())
+            .unwrap_or_default(),
+        stalled: r.stalled,
+        generation: r.generation,
+        observed_generation: r.observed_generation,
+        last_attempted_revision: r.last_attempted_revision.clone().unwrap_or_default(),
     }
 }
 
@@ -90,6 +110,17 @@ mod tests {
                 ignored: true,
                 pinned: false,
                 applied_by_parent: false,
+                readiness: crate::readiness::Readiness {
+                    ready: Some(crate::readiness::Ready {
+                        status: "False".into(),
+                        reason: "HealthCheckFailed".into(),
+                        message: "health check failed".into(),
+                    }),
+                    stalled: true,
+                    generation: 3,
+                    observed_generation: 2,
+                    last_attempted_revision: Some("r2".into()),
+                },
             }],
             held_objects: vec![],
         };
@@ -107,5 +138,16 @@ mod tests {
         assert_eq!(o.gates, vec!["g", "h"]);
         assert_eq!(o.last_applied_revision, "r1");
         assert_eq!(o.newest_source_revision, "");
+        assert_eq!(
+            (
+                o.ready.as_str(),
+                o.ready_reason.as_str(),
+                o.ready_message.as_str()
+            ),
+            ("False", "HealthCheckFailed", "health check failed")
+        );
+        assert!(o.stalled);
+        assert_eq!((o.generation, o.observed_generation), (3, 2));
+        assert_eq!(o.last_attempted_revision, "r2");
     }
 }

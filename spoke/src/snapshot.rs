@@ -36,6 +36,20 @@ pub struct GateRule {
     pub version: u64,
     /// The Gate manifest (apiVersion fleetgate.io/v1, kind Gate).
     pub manifest: serde_json::Value,
+    /// For a gate with `spec.rollout`: the hub released this cluster's wave for
+    /// the open period that began at `opening_at`. Absent: not released.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<Release>,
+}
+
+/// A rollout wave's release of this cluster (see README "Rollouts").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Release {
+    pub rollout_id: String,
+    /// The instant the gate's open period that this release is for began.
+    pub opening_at: DateTime<Utc>,
+    pub wave: u32,
 }
 
 fn required_time(ts: Option<&prost_types::Timestamp>, what: &str) -> Result<DateTime<Utc>> {
@@ -51,10 +65,22 @@ impl Snapshot {
             let manifest = serde_json::from_str(&g.manifest_json).map_err(|e| {
                 Error::InvalidSnapshot(format!("gates[{i}] ({}).manifestJson: {e}", g.name))
             })?;
+            let release = match g.release {
+                None => None,
+                Some(r) => Some(Release {
+                    opening_at: required_time(
+                        r.opening_at.as_ref(),
+                        &format!("gates[{i}] ({}).release.openingAt", g.name),
+                    )?,
+                    rollout_id: r.rollout_id,
+                    wave: r.wave,
+                }),
+            };
             gates.push(GateRule {
                 name: g.name,
                 version: g.version,
                 manifest,
+                release,
             });
         }
         let mut overrides = Vec::with_capacity(msg.overrides.len());
@@ -138,6 +164,7 @@ impl CompiledSnapshot {
                 name: NO_SNAPSHOT_GATE.into(),
                 version: 0,
                 manifest,
+                release: None,
             }],
             overrides: vec![],
             hub_time: None,
@@ -192,8 +219,39 @@ impl CompiledSnapshot {
         now: DateTime<Utc>,
         local: &[Override],
     ) -> Option<Evaluation> {
-        let gate = self.gate(name)?;
-        Some(gate.evaluate(now, &self.overrides_of(name, local)))
+        let i = self.gates.iter().position(|g| g.name() == name)?;
+        Some(self.evaluate_at(i, now, &self.overrides_of(name, local)))
+    }
+
+    /// Gate `i`'s state at `now`. A gate with `spec.rollout` opens only with
+    /// the hub's release of this cluster for the open period it is in (the
+    /// release's `opening_at` not before the period's start, computed by the
+    /// same policy code as the hub's): a spoke cut off from the hub, or holding
+    /// a release from an earlier opening, stays closed. Closing never waits.
+    fn evaluate_at(&self, i: usize, now: DateTime<Utc>, overrides: &[Override]) -> Evaluation {
+        let gate = &self.gates[i];
+        let eval = gate.evaluate(now, overrides);
+        if gate.gate().spec.rollout.is_none() || !eval.state.is_open() {
+            return eval;
+        }
+        let release = self.snapshot.gates.get(i).and_then(|r| r.release.as_ref());
+        let since = gate.open_since(now, overrides);
+        match (release, since) {
+            (Some(r), Some(since)) if r.opening_at >= since => eval,
+            (release, _) => Evaluation {
+                state: GateState::Closed,
+                reason: match release {
+                    Some(r) => format!(
+                        "waiting for rollout wave {} (the release is for an earlier opening)",
+                        r.wave + 1
+                    ),
+                    None => "waiting for rollout wave (not released on this cluster)".into(),
+                },
+                // Re-planned when a snapshot brings the release; the window's own
+                // close still applies.
+                next_transition: eval.next_transition,
+            },
+        }
     }
 
     /// Evaluates every gate at `now` with the snapshot's overrides and `local`
@@ -201,9 +259,9 @@ impl CompiledSnapshot {
     pub fn evaluate_with(&self, now: DateTime<Utc>, local: &[Override]) -> Evaluated {
         let mut views = Vec::with_capacity(self.gates.len());
         let mut next: Option<DateTime<Utc>> = None;
-        for gate in &self.gates {
+        for (i, gate) in self.gates.iter().enumerate() {
             let overrides = self.overrides_of(gate.name(), local);
-            let eval = gate.evaluate(now, &overrides);
+            let eval = self.evaluate_at(i, now, &overrides);
             if let Some(t) = eval.next_transition {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
@@ -285,6 +343,65 @@ mod tests {
         assert!(compiled.evaluate(at("2026-11-27T11:00:00Z")).gates[0].open);
     }
 
+    fn rollout_gate(release: Option<pb::RolloutRelease>) -> CompiledSnapshot {
+        let manifest = serde_json::json!({
+            "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "w"},
+            "spec": {"clusters": {"names": ["c1"]}, "targets": {"kinds": ["Kustomization"]},
+                     "default": "closed",
+                     "windows": [{"name": "day", "kind": "allow", "schedule": "0 8 * * *", "duration": "4h",
+                                  "timeZone": "UTC"}],
+                     "rollout": {"waves": [{"clusters": {"names": ["c1"]}}, {"percent": 100}]}}
+        });
+        let msg = pb::Snapshot {
+            revision: 3,
+            cluster: "c1".into(),
+            gates: vec![pb::GateRule {
+                name: "w".into(),
+                version: 1,
+                manifest_json: manifest.to_string(),
+                release,
+            }],
+            ..Default::default()
+        };
+        CompiledSnapshot::compile(Snapshot::from_proto(msg).unwrap()).unwrap()
+    }
+
+    fn release(opening_at: &str) -> Option<pb::RolloutRelease> {
+        Some(pb::RolloutRelease {
+            rollout_id: "r1".into(),
+            opening_at: Some(to_timestamp(at(opening_at))),
+            wave: 0,
+        })
+    }
+
+    #[test]
+    fn a_rollout_gate_opens_only_with_its_release_for_this_opening() {
+        let inside = at("2026-11-27T09:00:00Z");
+        // Not released: closed inside the window, with the reason.
+        let eval = rollout_gate(None).evaluate(inside);
+        assert!(!eval.gates[0].open);
+        assert!(
+            eval.gates[0].reason.contains("waiting for rollout wave"),
+            "{eval:?}"
+        );
+        // Released for today's opening: open.
+        let snap = rollout_gate(release("2026-11-27T08:00:00Z"));
+        assert!(snap.evaluate(inside).gates[0].open);
+        // The same release tomorrow (a later opening, e.g. a spoke cut off from
+        // the hub): closed again.
+        assert!(!snap.evaluate(at("2026-11-28T09:00:00Z")).gates[0].open);
+        // Outside the window a release opens nothing: closing never waits.
+        assert!(!snap.evaluate(at("2026-11-27T13:00:00Z")).gates[0].open);
+        // Same judgement for one gate by name (Gate objects, the Flagger endpoint).
+        let one = snap.evaluate_gate("w", inside, &[]).unwrap();
+        assert!(one.state.is_open());
+        let stale = rollout_gate(release("2026-11-26T08:00:00Z"));
+        assert!(
+            !stale.evaluate(inside).gates[0].open,
+            "a release from yesterday"
+        );
+    }
+
     #[test]
     fn bad_content_is_rejected_with_its_path() {
         let msg = pb::Snapshot {
@@ -318,6 +435,7 @@ mod tests {
                 name: "g".into(),
                 version: 1,
                 manifest: serde_json::json!({"kind": "Gate"}),
+                release: None,
             }],
             overrides: vec![],
             hub_time: None,

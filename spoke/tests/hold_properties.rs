@@ -35,6 +35,7 @@ fn kustomization(name: &str) -> ObservedObject {
         artifact_revision: None,
         ignored: false,
         nesting: Default::default(),
+        readiness: Default::default(),
     }
 }
 

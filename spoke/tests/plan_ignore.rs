@@ -43,6 +43,7 @@ fn ks_from(name: &str, source: &str, ignored: bool) -> ObservedObject {
         artifact_revision: None,
         ignored,
         nesting: Default::default(),
+        readiness: Default::default(),
     }
 }
 

@@ -205,6 +205,7 @@ fn seed_objects() -> Vec<ObservedObject> {
                 artifact_revision: Some(format!("main@sha1:{r}")),
                 ignored: false,
                 nesting: Default::default(),
+                readiness: Default::default(),
             });
         }
     }
@@ -240,6 +241,7 @@ proptest! {
                         artifact_revision: None,
                         ignored: false,
                         nesting: Default::default(),
+                        readiness: Default::default(),
                     });
                     created += 1;
                 }

@@ -571,3 +571,58 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
             .contains("1 held of 2"),
     );
 });
+
+browser_test!(cluster_page_shows_flux_ready_with_its_message, |b| {
+    let hub = Hub::start("ready").await;
+    seed_small(&hub).await;
+    let token = hub.cluster("edge-1", json!({"env": "prod"})).await;
+    let spoke = dashboard_support::spoke::FakeSpoke::connect(hub.grpc_port, "edge-1", &token).await;
+    let healthy =
+        dashboard_support::spoke::object("Kustomization", "apps", "api", &["sre-approval"], false);
+    // web's newest revision was attempted and failed its health check.
+    let failing = fleetgate_proto::v1::ObjectStatus {
+        ready: "False".into(),
+        ready_reason: "HealthCheckFailed".into(),
+        ready_message: "health check failed after 5m: Deployment/apps/web not ready".into(),
+        stalled: true,
+        generation: 4,
+        observed_generation: 3,
+        last_attempted_revision: "main@sha1:9be03d7".into(),
+        ..dashboard_support::spoke::object("Kustomization", "apps", "web", &["sre-approval"], false)
+    };
+    spoke.report(vec![healthy, failing]).await;
+    b.sign_in(&hub.base, ADMIN_TOKEN).await;
+    b.route("#/clusters/edge-1").await;
+    b.wait_page("cluster").await;
+    let web =
+        "document.querySelector('#objects tr[data-object=\"Kustomization/apps/web\"] td.ready')";
+    b.wait_js(
+        &format!("{web}?.textContent.includes('HealthCheckFailed')"),
+        "web's Ready cell",
+    )
+    .await;
+    let text = b.eval(&format!("{web}.textContent")).await;
+    let text = text.as_str().unwrap();
+    assert!(text.contains("Stalled"), "{text}");
+    assert!(text.contains("Deployment/apps/web not ready"), "{text}");
+    assert!(
+        text.contains("generation 4 not reconciled (observed 3)"),
+        "{text}"
+    );
+    let api = b
+        .eval("document.querySelector('#objects tr[data-object=\"Kustomization/apps/api\"] td.ready').textContent")
+        .await;
+    assert_eq!(api.as_str().map(str::trim), Some("✓ Ready"), "{api}");
+    let attempted = b
+        .eval("document.querySelector('#objects tr[data-object=\"Kustomization/apps/web\"] td.rev').textContent")
+        .await;
+    assert!(
+        attempted
+            .as_str()
+            .unwrap()
+            .contains("attempted main@sha1:9be03d7"),
+        "{attempted}"
+    );
+    b.screenshot("cluster-ready").await;
+    drop(spoke);
+});

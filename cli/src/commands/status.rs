@@ -5,7 +5,7 @@
 //! Kustomizations (holdObjects gates).
 
 use chrono::{DateTime, Utc};
-use fleetgate_api_types::{Cluster, ClusterStatus, FleetStatus};
+use fleetgate_api_types::{Cluster, ClusterStatus, FleetStatus, ReportedObject};
 
 use crate::args::{Format, StatusArgs};
 use crate::client::{Client, seg};
@@ -203,13 +203,18 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
             "KIND",
             "NAMESPACE",
             "NAME",
+            "READY",
             "SUSPENDED",
             "BY",
             "HELD",
             "APPLIED",
             "NEWEST",
         ]);
+        let mut not_ready = Vec::new();
         for o in objects {
+            if let Some(line) = not_ready_line(o) {
+                not_ready.push(line);
+            }
             let suspended = if o.ignored {
                 // fleetgate.io/ignore: "true": the gates target it, fleetgate leaves it be.
                 "ignored"
@@ -224,6 +229,7 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
                 o.kind.clone(),
                 o.namespace.clone(),
                 o.name.clone(),
+                ready(o),
                 suspended.to_string(),
                 o.suspended_by.join(","),
                 o.held.to_string(),
@@ -232,9 +238,43 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
             ]);
         }
         out.push_str(&t.render());
+        if !not_ready.is_empty() {
+            out.push_str("\nnot ready:\n");
+            for line in not_ready {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
     }
     out.push_str(&held_objects(v, gate));
     out
+}
+
+/// Flux's Ready condition in one cell: `True`, `False (Reason)`, `Unknown`, `-` while none
+/// was reported; `, stalled` when Flux stopped retrying.
+fn ready(o: &ReportedObject) -> String {
+    let mut cell = match (o.ready.as_deref(), o.ready_reason.as_deref()) {
+        (None, _) => "-".to_string(),
+        (Some("True"), _) | (Some(_), None | Some("")) => o.ready.clone().unwrap_or_default(),
+        (Some(status), Some(reason)) => format!("{status} ({reason})"),
+    };
+    if o.stalled {
+        cell.push_str(", stalled");
+    }
+    cell
+}
+
+/// `  Kustomization apps/web: health check failed …` for an object whose Ready is not True
+/// and which has a message (messages are too long for the table).
+fn not_ready_line(o: &ReportedObject) -> Option<String> {
+    let message = o.ready_message.as_deref().filter(|m| !m.is_empty())?;
+    if matches!(o.ready.as_deref(), None | Some("True")) {
+        return None;
+    }
+    Some(format!(
+        "  {} {}/{}: {message}",
+        o.kind, o.namespace, o.name
+    ))
 }
 
 /// The objects inside the cluster's Kustomizations that holdObjects gates
@@ -296,6 +336,53 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn cluster_view_shows_ready_and_the_failure_message() {
+        let v: ClusterStatus = serde_json::from_value(json!({
+            "cluster": {"name": "edge-1", "connected": true, "labels": {},
+                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
+                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
+                        "desiredRevision": 1},
+            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
+            "open": true, "closedBy": [], "gates": [],
+            "objects": [
+                {"kind": "Kustomization", "namespace": "apps", "name": "api", "gates": ["g"],
+                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
+                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
+                 "ready": "True", "readyReason": "ReconciliationSucceeded",
+                 "readyMessage": "Applied revision: main@sha1:aaa", "held": false},
+                {"kind": "Kustomization", "namespace": "apps", "name": "web", "gates": ["g"],
+                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
+                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
+                 "ready": "False", "readyReason": "HealthCheckFailed", "stalled": true,
+                 "readyMessage": "health check failed after 5m: Deployment/apps/web not ready",
+                 "held": false},
+                {"kind": "HelmRelease", "namespace": "apps", "name": "old", "gates": ["g"],
+                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
+                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z", "held": false}
+            ],
+            "counts": {"governed": 3, "held": 0, "suspended": 0, "heldObjects": 0,
+                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
+            "heldObjects": []
+        }))
+        .unwrap();
+        let out = render_cluster(&v, None);
+        assert!(out.contains("READY"), "{out}");
+        assert!(out.contains("False (HealthCheckFailed), stalled"), "{out}");
+        assert!(
+            out.contains(
+                "not ready:\n  Kustomization apps/web: health check failed after 5m: Deployment/apps/web not ready"
+            ),
+            "{out}"
+        );
+        assert!(
+            !out.contains("Applied revision"),
+            "a Ready message is not repeated: {out}"
+        );
+        let old = out.lines().find(|l| l.contains(" old ")).unwrap();
+        assert!(old.contains(" - "), "no Ready reported: {old}");
+    }
 
     #[test]
     fn cluster_shows_held_objects() {

@@ -36,6 +36,9 @@ pub struct ClusterReport {
     /// Objects inside Kustomizations that holdObjects gates select, unique by
     /// (group, kind, namespace, name); empty from spokes that predate them.
     pub held_objects: Vec<HeldObject>,
+    /// The snapshot revision the spoke enforced when it made the report: the
+    /// fence rollouts judge health by (see `rollout::health`).
+    pub revision: u64,
     pub clock_offset_ms: i64,
     /// When the hub received the report.
     pub received_at: DateTime<Utc>,
@@ -52,6 +55,9 @@ impl ClusterReport {
             cluster: _,
             objects,
             held_objects,
+            // Kept per cluster, beside the hash: a newer revision with the same
+            // content updates that one column, no object row.
+            revision: _,
             clock_offset_ms: _,
             received_at: _,
         } = self;
@@ -69,6 +75,7 @@ impl ClusterReport {
 /// transaction writing several reports writes them in cluster-name order.
 pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
     let hash = report.content_hash()?;
+    let revision = i64::try_from(report.revision).unwrap_or(i64::MAX);
     // A plain read, no lock: an idle fleet's heartbeats lock nothing. The
     // hash is compared again in the update, so a report written meanwhile by
     // another replica (a spoke that just moved) is never taken for this one.
@@ -81,18 +88,21 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
         && *stored == hash
     {
         // An update whose condition fails writes nothing at all (no row
-        // version, no WAL).
+        // version, no WAL). A report at a newer snapshot revision is written at
+        // once: rollouts wait for it (a change of desired state, not a heartbeat).
         sqlx::query(
             "update cluster_connections set last_seen_at = greatest(last_seen_at, $2), \
-             reported_at = $2, clock_offset_ms = $3 \
+             reported_at = $2, clock_offset_ms = $3, report_revision = $6 \
              where cluster = $1 and report_hash = $4 \
-             and (reported_at is null or reported_at <= $2 - $5 * interval '1 second')",
+             and (reported_at is null or reported_at <= $2 - $5 * interval '1 second' \
+                  or report_revision is distinct from $6)",
         )
         .bind(&report.cluster)
         .bind(report.received_at)
         .bind(report.clock_offset_ms)
         .bind(&hash)
         .bind(STAMP_EVERY.num_seconds())
+        .bind(revision)
         .execute(&mut *conn)
         .await?;
         return Ok(true);
@@ -110,12 +120,13 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     }
     sqlx::query(
         "update cluster_connections set last_seen_at = $2, reported_at = $2, \
-         clock_offset_ms = $3, report_hash = $4 where cluster = $1",
+         clock_offset_ms = $3, report_hash = $4, report_revision = $5 where cluster = $1",
     )
     .bind(&report.cluster)
     .bind(report.received_at)
     .bind(report.clock_offset_ms)
     .bind(&hash)
+    .bind(revision)
     .execute(&mut *conn)
     .await?;
     let objects = serde_json::to_value(&report.objects)
@@ -133,20 +144,29 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     sqlx::query(
         r#"insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
            gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
-           ignored, reported_at)
+           ignored, ready, ready_reason, ready_message, stalled, generation,
+           observed_generation, last_attempted_revision, reported_at)
          select $1, r.kind, r.namespace, r.name, r.suspended,
            array(select jsonb_array_elements_text(r."suspendedBy")),
            array(select jsonb_array_elements_text(r.gates)),
            r."lastAppliedRevision", r."newestSourceRevision", r.held, r."suspendedByHuman",
-           coalesce(r.ignored, false), $3
+           coalesce(r.ignored, false), r.ready, r."readyReason", r."readyMessage",
+           coalesce(r.stalled, false), r.generation, r."observedGeneration",
+           r."lastAttemptedRevision", $3
          from jsonb_to_recordset($2) as r(kind text, namespace text, name text, suspended bool,
            "suspendedBy" jsonb, gates jsonb, "lastAppliedRevision" text,
-           "newestSourceRevision" text, held bool, "suspendedByHuman" bool, ignored bool)
+           "newestSourceRevision" text, held bool, "suspendedByHuman" bool, ignored bool,
+           ready text, "readyReason" text, "readyMessage" text, stalled bool,
+           generation bigint, "observedGeneration" bigint, "lastAttemptedRevision" text)
          on conflict (cluster, kind, namespace, name) do update set
            suspended = excluded.suspended, suspended_by = excluded.suspended_by,
            gates = excluded.gates, last_applied_revision = excluded.last_applied_revision,
            newest_source_revision = excluded.newest_source_revision, held = excluded.held,
            suspended_by_human = excluded.suspended_by_human, ignored = excluded.ignored,
+           ready = excluded.ready, ready_reason = excluded.ready_reason,
+           ready_message = excluded.ready_message, stalled = excluded.stalled,
+           generation = excluded.generation, observed_generation = excluded.observed_generation,
+           last_attempted_revision = excluded.last_attempted_revision,
            reported_at = excluded.reported_at"#,
     )
     .bind(&report.cluster)

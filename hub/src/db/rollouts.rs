@@ -242,36 +242,52 @@ pub async fn object_health(
     gate: &str,
     clusters: &[String],
 ) -> Result<HashMap<String, Vec<ObjectHealth>>> {
-    // Until the spoke's Ready reports are stored (migration 0007), applying the source's
-    // newest revision is the health signal and the report's arrival time its fence.
-    type Row = (
-        String,
-        String,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        DateTime<Utc>,
-    );
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        cluster: String,
+        kind: String,
+        namespace: String,
+        name: String,
+        ready: Option<String>,
+        ready_message: Option<String>,
+        stalled: bool,
+        generation: Option<i64>,
+        observed_generation: Option<i64>,
+        last_applied_revision: Option<String>,
+        newest_source_revision: Option<String>,
+        report_revision: Option<i64>,
+        reported_at: DateTime<Utc>,
+    }
+    // The report fence is the cluster's: an unchanged report at a newer snapshot revision
+    // updates `cluster_connections.report_revision` and no object row (db/reports.rs).
     let rows: Vec<Row> = sqlx::query_as(
-        "select cluster, kind, namespace, name, last_applied_revision, newest_source_revision, \
-         reported_at from object_status where cluster = any($1) and $2 = any(gates) \
-         and not ignored order by cluster, kind, namespace, name",
+        "select o.cluster, o.kind, o.namespace, o.name, o.ready, o.ready_message, o.stalled, \
+         o.generation, o.observed_generation, o.last_applied_revision, \
+         o.newest_source_revision, k.report_revision, \
+         greatest(o.reported_at, k.reported_at) as reported_at \
+         from object_status o left join cluster_connections k on k.cluster = o.cluster \
+         where o.cluster = any($1) and $2 = any(o.gates) and not o.ignored \
+         order by o.cluster, o.kind, o.namespace, o.name",
     )
     .bind(clusters)
     .bind(gate)
     .fetch_all(conn)
     .await?;
     let mut by_cluster: HashMap<String, Vec<ObjectHealth>> = HashMap::new();
-    for (cluster, kind, namespace, name, applied, newest, reported_at) in rows {
-        by_cluster.entry(cluster).or_default().push(ObjectHealth {
-            kind,
-            namespace,
-            name,
-            last_applied_revision: applied,
-            newest_source_revision: newest,
-            reported_at,
-            ..ObjectHealth::default()
+    for r in rows {
+        by_cluster.entry(r.cluster).or_default().push(ObjectHealth {
+            kind: r.kind,
+            namespace: r.namespace,
+            name: r.name,
+            ready: r.ready,
+            ready_message: r.ready_message,
+            stalled: r.stalled,
+            generation: r.generation,
+            observed_generation: r.observed_generation,
+            last_applied_revision: r.last_applied_revision,
+            newest_source_revision: r.newest_source_revision,
+            report_revision: r.report_revision,
+            reported_at: r.reported_at,
         });
     }
     Ok(by_cluster)

@@ -19,7 +19,9 @@ pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<O
         // their own time.
         "select o.kind, o.namespace, o.name, o.suspended, o.suspended_by, o.gates, \
          o.last_applied_revision, o.newest_source_revision, o.held, o.suspended_by_human, \
-         o.ignored, greatest(o.reported_at, k.reported_at) as reported_at \
+         o.ignored, o.ready, o.ready_reason, o.ready_message, o.stalled, o.generation, \
+         o.observed_generation, o.last_attempted_revision, \
+         greatest(o.reported_at, k.reported_at) as reported_at, k.report_revision \
          from object_status o left join cluster_connections k on k.cluster = o.cluster \
          where o.cluster = $1 order by o.kind, o.namespace, o.name",
     )

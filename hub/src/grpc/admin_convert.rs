@@ -144,6 +144,17 @@ fn object(status: ObjectStatus) -> pb::GovernedObject {
         suspended_by_human: o.suspended_by_human,
         reported_at: ts(status.reported_at),
         ignored: o.ignored,
+        ready: o.ready.unwrap_or_default(),
+        ready_reason: o.ready_reason.unwrap_or_default(),
+        ready_message: o.ready_message.unwrap_or_default(),
+        stalled: o.stalled,
+        generation: o.generation.unwrap_or(0),
+        observed_generation: o.observed_generation.unwrap_or(0),
+        last_attempted_revision: o.last_attempted_revision.unwrap_or_default(),
+        report_revision: status
+            .report_revision
+            .and_then(|r| u64::try_from(r).ok())
+            .unwrap_or(0),
     }
 }
 

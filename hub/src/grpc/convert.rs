@@ -97,6 +97,13 @@ pub fn object_from_proto(o: pb::ObjectStatus) -> ReportedObject {
         held: o.held,
         suspended_by_human: o.suspended_by_human,
         ignored: o.ignored,
+        ready: opt(o.ready),
+        ready_reason: opt(o.ready_reason),
+        ready_message: opt(o.ready_message),
+        stalled: o.stalled,
+        generation: (o.generation != 0).then_some(o.generation),
+        observed_generation: (o.observed_generation != 0).then_some(o.observed_generation),
+        last_attempted_revision: opt(o.last_attempted_revision),
     }
 }
 

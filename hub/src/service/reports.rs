@@ -81,14 +81,16 @@ impl Reports {
 
     /// Queues `cluster`'s complete, validated report received now; a newer
     /// report of the same cluster replaces it. The held-object gauges follow
-    /// the report at once.
-    pub fn submit(&self, cluster: &str, report: Assembled, clock_offset_ms: i64) {
+    /// the report at once. `revision` is the snapshot revision the spoke
+    /// enforced when it made the report.
+    pub fn submit(&self, cluster: &str, revision: u64, report: Assembled, clock_offset_ms: i64) {
         self.metrics.reports_received.inc();
         self.metrics.set_held_objects(cluster, &report.held_objects);
         let report = ClusterReport {
             cluster: cluster.to_string(),
             objects: report.objects,
             held_objects: report.held_objects,
+            revision,
             clock_offset_ms,
             received_at: self.service.now(),
         };
@@ -344,6 +346,14 @@ pub fn normalize_objects(objects: Vec<ReportedObject>) -> Result<Vec<ReportedObj
                 "must not be empty",
             ));
         }
+        if let Some(ready) = o.ready.as_deref()
+            && !matches!(ready, "True" | "False" | "Unknown")
+        {
+            return Err(Error::invalid(
+                format!("report.objects[{i}].ready"),
+                format!("must be True, False, Unknown or empty, not '{ready}'"),
+            ));
+        }
         by_key.insert((o.kind.clone(), o.namespace.clone(), o.name.clone()), o);
     }
     Ok(by_key.into_values().collect())
@@ -366,6 +376,13 @@ mod tests {
             held,
             suspended_by_human: false,
             ignored: false,
+            ready: None,
+            ready_reason: None,
+            ready_message: None,
+            stalled: false,
+            generation: None,
+            observed_generation: None,
+            last_attempted_revision: None,
         }
     }
 
@@ -446,5 +463,9 @@ mod tests {
         assert_eq!(err.field(), Some("report.objects[1].kind"));
         let err = normalize_objects(vec![obj("Kustomization", "a", "", false)]).unwrap_err();
         assert_eq!(err.field(), Some("report.objects[0].name"));
+        let mut maybe = obj("Kustomization", "a", "x", false);
+        maybe.ready = Some("Maybe".into());
+        let err = normalize_objects(vec![maybe]).unwrap_err();
+        assert_eq!(err.field(), Some("report.objects[0].ready"));
     }
 }

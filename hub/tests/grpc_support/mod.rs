@@ -251,6 +251,13 @@ pub fn kustomization(ns: &str, name: &str, held: bool, gates: &[&str]) -> pb::Ob
         held,
         suspended_by_human: false,
         ignored: false,
+        ready: "True".into(),
+        ready_reason: "ReconciliationSucceeded".into(),
+        ready_message: "Applied revision: main@sha1:aaa".into(),
+        stalled: false,
+        generation: 1,
+        observed_generation: 1,
+        last_attempted_revision: "main@sha1:aaa".into(),
     }
 }
 

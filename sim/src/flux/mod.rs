@@ -5,6 +5,7 @@
 //! skipped entirely, as the controllers skip them.
 
 pub mod controllers;
+pub mod failure;
 pub mod helm;
 pub mod kustomize;
 pub mod seed;
@@ -157,43 +158,63 @@ fn target_revision(cluster: &Cluster, kind: &str, obj: &Value) -> Option<(String
 }
 
 /// A Kustomization whose source revision carries manifests applies them (see `kustomize`);
-/// without manifests only the status revisions move, as before.
+/// without manifests only the status revisions move, as before. Returns false when the
+/// apply failed (the status says why).
 fn apply_manifests(
     cluster: &Cluster,
     obj: &Value,
     source: Option<&Value>,
     src: &SourceKey,
     status: &mut Value,
-) {
+) -> bool {
     let Some(revision) = source.and_then(|s| s["status"]["artifact"]["revision"].as_str()) else {
-        return;
+        return true;
     };
     let Some(bundle) = kustomize::bundle(cluster, src, revision) else {
-        return;
+        return true;
     };
-    let generation = obj["metadata"]["generation"].as_i64().unwrap_or(1);
     match kustomize::apply(cluster, obj, &bundle) {
         Ok(applied) => {
             status["inventory"] = serde_json::json!({"entries": applied.inventory});
+            true
         }
         Err(message) => {
-            // Nothing was applied at this revision: lastAppliedRevision stays.
-            match obj["status"].get("lastAppliedRevision") {
-                Some(prev) => status["lastAppliedRevision"] = prev.clone(),
-                None => {
-                    if let Some(m) = status.as_object_mut() {
-                        m.remove("lastAppliedRevision");
-                    }
-                }
+            failure::fail_kustomization(obj, status, revision, &message, failure::Stage::Apply);
+            false
+        }
+    }
+}
+
+/// A Kustomization's reconcile of its source's artifact: a bad revision fails before the
+/// apply, or after it when health checks are configured (see `failure`).
+fn reconcile_kustomization(
+    cluster: &Cluster,
+    obj: &Value,
+    source: Option<&Value>,
+    src: &SourceKey,
+    status: &mut Value,
+) {
+    let bad = source.and_then(|s| failure::bad(cluster, src, s).map(|m| (s, m)));
+    let revision = |s: &Value| {
+        s["status"]["artifact"]["revision"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    match bad {
+        Some((s, message)) if failure::stage(obj) == failure::Stage::Apply => {
+            failure::fail_kustomization(obj, status, &revision(s), &message, failure::Stage::Apply);
+        }
+        Some((s, message)) => {
+            if apply_manifests(cluster, obj, source, src, status) {
+                let at = failure::Stage::HealthCheck;
+                failure::fail_kustomization(obj, status, &revision(s), &message, at);
             }
-            status::set_condition(
-                status,
-                "Ready",
-                false,
-                "ReconciliationFailed",
-                &message,
-                generation,
-            );
+        }
+        None => {
+            if apply_manifests(cluster, obj, source, src, status) {
+                failure::recovered(obj, status);
+            }
         }
     }
 }
@@ -215,7 +236,18 @@ fn reconcile(cluster: &Cluster, rt: &ResourceType, obj: &Arc<Value>) {
         let source = source_object(cluster, &src);
         let mut status = controllers::reconcile_applier(&rt.kind, obj, source.as_deref(), &src);
         if rt.kind == "Kustomization" {
-            apply_manifests(cluster, obj, source.as_deref(), &src, &mut status);
+            reconcile_kustomization(cluster, obj, source.as_deref(), &src, &mut status);
+        } else if rt.kind == "HelmRelease" {
+            let source = source.as_deref();
+            match source.and_then(|s| failure::bad(cluster, &src, s).map(|m| (s, m))) {
+                Some((s, message)) => {
+                    let revision = s["status"]["artifact"]["revision"]
+                        .as_str()
+                        .unwrap_or_default();
+                    status = failure::fail_helm_release(obj, revision, &message);
+                }
+                None => failure::recovered(obj, &mut status),
+            }
         }
         if generated {
             status["helmChart"] = serde_json::json!(format!("{}/{}", src.1, src.2));

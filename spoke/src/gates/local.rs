@@ -74,6 +74,9 @@ impl InForce {
                 name: name.clone(),
                 version: *generation,
                 manifest: manifest.clone(),
+                // No hub releases waves here: a standalone Gate with `spec.rollout`
+                // stays closed (fail-safe), saying why.
+                release: None,
             })
             .collect();
         if current.is_some_and(|c| c.gates == gates) {

@@ -295,6 +295,7 @@ mod tests {
             artifact_revision: None,
             ignored: false,
             nesting: Default::default(),
+            readiness: Default::default(),
         }
     }
 

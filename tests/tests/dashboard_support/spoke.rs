@@ -126,5 +126,12 @@ pub fn object(kind: &str, ns: &str, name: &str, gates: &[&str], held: bool) -> p
         held,
         suspended_by_human: false,
         ignored: false,
+        ready: "True".into(),
+        ready_reason: "ReconciliationSucceeded".into(),
+        ready_message: "Applied revision: main@sha1:4f2a9c1".into(),
+        generation: 1,
+        observed_generation: 1,
+        last_attempted_revision: "main@sha1:4f2a9c1".into(),
+        ..Default::default()
     }
 }

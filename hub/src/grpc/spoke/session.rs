@@ -315,9 +315,12 @@ impl Session {
                     .collect::<Result<Vec<_>, Status>>()?;
                 let added = self.parts.add(objects, held, report.more);
                 if let Some(whole) = added.map_err(to_status)? {
-                    self.inner
-                        .reports
-                        .submit(&self.cluster, whole, report.clock_offset_ms);
+                    self.inner.reports.submit(
+                        &self.cluster,
+                        report.revision,
+                        whole,
+                        report.clock_offset_ms,
+                    );
                 }
                 Ok(Flow::Continue)
             }
