@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use super::FleetInputs;
 use super::evaluate::evaluate;
 use crate::Result;
+use crate::db::held_objects::HeldCounts;
 use crate::service::liveness;
 
 /// One gate on one cluster in the grid.
@@ -36,6 +37,12 @@ pub struct FleetRow {
     pub spoke_version: Option<String>,
     /// Objects with a change waiting for a gate.
     pub held: u32,
+    /// Objects inside Kustomizations that fleetgate holds (`mode: holdObjects`).
+    pub held_objects: u32,
+    /// Of those, objects whose Kustomization applied a newer revision since.
+    pub held_objects_waiting: u32,
+    /// Objects a person marked `reconcile: disabled` that a holdObjects gate selects.
+    pub held_objects_by_person: u32,
     /// Aligned with [`FleetGrid::gates`]; `None` where the gate does not apply.
     pub cells: Vec<Option<Cell>>,
 }
@@ -96,6 +103,10 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                         })
                 })
                 .collect();
+            let held_objects = inputs.reported.held_objects.get(&row.name);
+            let count = |f: fn(&HeldCounts) -> i64| {
+                held_objects.map_or(0, |h| u32::try_from(f(h).max(0)).unwrap_or(u32::MAX))
+            };
             FleetRow {
                 name: row.name.clone(),
                 labels: row.labels.0.clone(),
@@ -107,6 +118,9 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                     .counts
                     .get(&row.name)
                     .map_or(0, |c| u32::try_from(c.held.max(0)).unwrap_or(u32::MAX)),
+                held_objects: count(|h| h.held),
+                held_objects_waiting: count(|h| h.waiting),
+                held_objects_by_person: count(|h| h.by_person),
                 cells,
             }
         })
