@@ -340,6 +340,7 @@ mod tests {
             ignored: false,
             nesting: Default::default(),
             readiness: Default::default(),
+            inventory: None,
         }
     }
 

@@ -4,6 +4,33 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+/// Runs `body` with a browser, or skips (with a note) where Chromium or
+/// chromedriver is not installed.
+#[allow(unused_macros)] // not every test binary runs a browser
+macro_rules! browser_test {
+    ($name:ident, |$browser:ident| $body:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let Some((chromium, driver)) = crate::dashboard_support::browser_binaries() else {
+                eprintln!(
+                    "SKIPPED {}: chromium and chromedriver are not installed \
+                     (apt-get install chromium chromium-driver)",
+                    stringify!($name)
+                );
+                return;
+            };
+            let _serial = crate::dashboard_support::SERIAL.lock().await;
+            tokio::time::timeout(crate::dashboard_support::TEST_TIMEOUT, async {
+                let $browser = crate::dashboard_support::Browser::start(&chromium, &driver).await;
+                $body;
+                $browser.close().await;
+            })
+            .await
+            .expect("browser test timed out");
+        }
+    };
+}
+
 pub mod fleet;
 pub mod spoke;
 
