@@ -20,7 +20,7 @@ use sqlx::PgConnection;
 use super::{Actor, Role, Service};
 use crate::db::clusters::ClusterRow;
 use crate::db::overrides::OverrideRow;
-use crate::db::rollouts::ReleaseRow;
+use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow};
 use crate::db::{self, clusters, gates, overrides, revision};
 use crate::{Error, Result};
 
@@ -31,7 +31,7 @@ pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate};
 pub use status::{ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
-pub use view::{FleetView, GateOnCluster, HeldSet, SpokeState};
+pub use view::{FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState};
 
 /// Which clusters a read covers, and how much of what their spokes reported.
 #[derive(Debug, Clone, Copy)]
@@ -114,6 +114,8 @@ pub struct FleetInputs {
     pub releases: HashMap<(String, String), ReleaseRow>,
     /// Clusters current rollouts have not released: (wave, rollout state) by (gate, cluster).
     pub waiting: HashMap<(String, String), (i32, String)>,
+    /// Each gate's newest rollout ([`Scope::Fleet`] only).
+    pub rollouts: Vec<RolloutSummaryRow>,
 }
 
 impl FleetInputs {
@@ -171,6 +173,10 @@ impl FleetInputs {
         } else {
             (HashMap::new(), HashMap::new())
         };
+        let rollouts = match scope {
+            Scope::Fleet => db::rollouts::summaries(tx).await?,
+            Scope::Clusters(_) | Scope::Cluster(_) => Vec::new(),
+        };
         Ok(Self {
             at: now,
             revision,
@@ -180,6 +186,7 @@ impl FleetInputs {
             reported,
             releases,
             waiting,
+            rollouts,
         })
     }
 
