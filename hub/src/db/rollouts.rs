@@ -101,6 +101,14 @@ pub async fn current(
     .bind(gate)
     .fetch_optional(&mut *conn)
     .await?;
+    with_members(conn, row).await
+}
+
+/// `row` (if any) with its members.
+async fn with_members(
+    conn: &mut PgConnection,
+    row: Option<RolloutRow>,
+) -> Result<Option<(RolloutRow, Vec<MemberRow>)>> {
     let Some(row) = row else { return Ok(None) };
     let members = members(conn, row.id).await?;
     Ok(Some((row, members)))
@@ -118,9 +126,7 @@ pub async fn latest(
     .bind(gate)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(row) = row else { return Ok(None) };
-    let members = members(conn, row.id).await?;
-    Ok(Some((row, members)))
+    with_members(conn, row).await
 }
 
 async fn members(conn: &mut PgConnection, id: Uuid) -> Result<Vec<MemberRow>> {

@@ -105,22 +105,23 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
             );
         }
     }
-    for (cluster, counts) in &inputs.reported.counts {
-        if counts.held > 0 {
-            view.held.insert(
-                cluster.clone(),
-                u32::try_from(counts.held).unwrap_or(u32::MAX),
-            );
+    for (cluster, c) in &inputs.reported.counts {
+        if c.held > 0 {
+            view.held
+                .insert(cluster.clone(), u32::try_from(c.held).unwrap_or(u32::MAX));
         }
-    }
-    for (cluster, h) in &inputs.reported.held_objects {
-        if h.held > 0 || h.by_person > 0 {
+        if c.held_objects > 0 || c.held_objects_by_person > 0 {
             view.held_objects.insert(
                 cluster.clone(),
                 HeldSet {
-                    held: u32::try_from(h.held).unwrap_or(u32::MAX),
-                    by_person: u32::try_from(h.by_person).unwrap_or(u32::MAX),
-                    digest: h.digest.clone(),
+                    held: u32::try_from(c.held_objects).unwrap_or(u32::MAX),
+                    by_person: u32::try_from(c.held_objects_by_person).unwrap_or(u32::MAX),
+                    digest: inputs
+                        .reported
+                        .held_digests
+                        .get(cluster)
+                        .cloned()
+                        .unwrap_or_default(),
                 },
             );
         }
