@@ -70,11 +70,22 @@ impl FakeSpoke {
         objects: Vec<pb::ObjectStatus>,
         held_objects: Vec<pb::HeldObjectStatus>,
     ) {
+        self.report_at(0, objects, held_objects).await;
+    }
+
+    /// Reports as a spoke that enforces the snapshot `revision` (`i64::MAX`: has seen every
+    /// snapshot, so rollout health counts the report as made after any release).
+    pub async fn report_at(
+        &self,
+        revision: u64,
+        objects: Vec<pb::ObjectStatus>,
+        held_objects: Vec<pb::HeldObjectStatus>,
+    ) {
         self.tx
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
                     local_gates: Default::default(),
-                    revision: 0,
+                    revision,
                     objects,
                     clock_offset_ms: 120,
                     observed_at: None,
