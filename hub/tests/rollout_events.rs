@@ -2,7 +2,8 @@
 //! socket, the SSE stream through the router): gRPC `WatchFleet` carries `RolloutChanged`
 //! and `GET /api/v1/events` a `rollout` event when a rollout starts, is paused (gRPC
 //! command), resumed (REST command), halts (a wave not healthy within `healthTimeout`), is
-//! aborted and ends (the gate closes). Commands count in
+//! aborted and ends (the gate closes); the dashboard's grid and gate page mark the
+//! clusters waiting for their wave (`rolloutWave`). Commands count in
 //! `fleetgate_hub_rollout_events_total` whichever surface took them. The test drives the
 //! rollout itself with the injected clock; the replica's own driver ticks once an hour.
 
@@ -89,6 +90,20 @@ async fn rest_command(http: &Router, token: &str, command: &str) -> StatusCode {
     http.clone().oneshot(req).await.unwrap().status()
 }
 
+async fn get_json(http: &Router, token: &str, uri: &str) -> Value {
+    let req = Request::builder()
+        .uri(uri)
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = http.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body = axum::body::to_bytes(res.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
     let hub = Hub::new().await;
@@ -160,6 +175,19 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
         (&e["action"], &e["rolloutId"]),
         (&json!("started"), &json!(started.rollout_id))
     );
+
+    // The grid and the gate page show c2 and c3 waiting for wave 2, c1 released.
+    let grid = get_json(&http, &hub.viewer, "/api/v1/dashboard/fleet").await;
+    let waits: Vec<Value> = grid["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cells"][0]["rolloutWave"].clone())
+        .collect();
+    assert_eq!(waits, [Value::Null, json!(2), json!(2)], "{grid}");
+    let page = get_json(&http, &hub.viewer, "/api/v1/dashboard/gates/waves").await;
+    assert_eq!(page["clusters"][1]["rolloutWave"], 2, "{page}");
+    assert_eq!(page["clusters"][1]["reason"], "waiting for rollout wave 2");
 
     // Paused over gRPC: an event, and counted (gRPC commands were not counted before).
     let cmd = |command: &str| pb::RolloutCommandRequest {
