@@ -18,6 +18,7 @@ use fleetgate_hub::db::reports::ReportedObject;
 use fleetgate_hub::replica::Replica;
 use fleetgate_hub::service::reports::Assembled;
 use fleetgate_hub::{Service, db};
+use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 /// t0 is Wed 12:00 UTC; the window opens at 13:00 for 4 hours.
@@ -490,7 +491,19 @@ async fn the_replica_runs_the_driver() {
         ..GrpcOptions::default()
     };
     let replica = Replica::new(f.hub.service.clone(), HttpOptions::default(), grpc);
-    let mut events = replica.rollout_events.subscribe();
+    // Watchers learn of the driver's steps from the fleet feed (subscribed before it runs).
+    let viewer = fleetgate_hub::Actor::new("test", fleetgate_hub::Role::Viewer);
+    let (first, updates) = replica.fleet.subscribe(&viewer).await.unwrap();
+    assert!(first.rollouts.is_empty());
+    let events = fleetgate_hub::fleet_feed::events::events(
+        replica.service.clone(),
+        updates,
+        tokio_util::sync::CancellationToken::new(),
+        f.hub.viewer.clone(),
+        Default::default(),
+        first,
+    );
+    let mut events = Box::pin(events);
     let stop = tokio_util::sync::CancellationToken::new();
     let run = tokio::spawn({
         let (replica, stop) = (replica.clone(), stop.clone());
@@ -503,11 +516,18 @@ async fn the_replica_runs_the_driver() {
                 .await
         }
     });
-    let got = tokio::time::timeout(StdDuration::from_secs(20), events.recv())
+    let started = async {
+        loop {
+            let e = events.next().await.expect("stream").expect("event");
+            if let fleetgate_hub::fleet_feed::events::FleetChange::Rollout(r) = e.change {
+                return r;
+            }
+        }
+    };
+    let got = tokio::time::timeout(StdDuration::from_secs(20), started)
         .await
-        .expect("an event in time")
-        .unwrap();
-    assert_eq!(got.action, "rollout.start");
+        .expect("an event in time");
+    assert_eq!(got.action.as_str(), "started");
     stop.cancel();
     let _ = run.await;
     assert!(

@@ -1,0 +1,286 @@
+//! Rollout events on both watch surfaces, from one replica (real PostgreSQL, gRPC over a
+//! socket, the SSE stream through the router): gRPC `WatchFleet` carries `RolloutChanged`
+//! and `GET /api/v1/events` a `rollout` event when a rollout starts, is paused (gRPC
+//! command), resumed (REST command), halts (a wave not healthy within `healthTimeout`), is
+//! aborted and ends (the gate closes); the dashboard's grid and gate page mark the
+//! clusters waiting for their wave (`rolloutWave`). Commands count in
+//! `fleetgate_hub_rollout_events_total` whichever surface took them. The test drives the
+//! rollout itself with the injected clock; the replica's own driver ticks once an hour.
+
+mod common;
+mod grpc_support;
+
+use std::time::Duration as StdDuration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{Method, Request, StatusCode};
+use chrono::{Duration, TimeZone, Utc};
+use common::Hub;
+use fleetgate_hub::config::HttpOptions;
+use fleetgate_hub::replica::Replica;
+use fleetgate_hub::{AppState, app};
+use fleetgate_proto::v1::{self as pb, fleet_event::Event};
+use futures::{Stream, StreamExt as _};
+use grpc_support::{Grpc, authed, connect, within};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt as _;
+
+const GATE: &str = r#"apiVersion: fleetgate.io/v1
+kind: Gate
+metadata: {name: waves}
+spec:
+  clusters: {selector: {matchLabels: {env: prod}}}
+  default: closed
+  windows: [{name: day, kind: allow, schedule: "0 13 * * *", duration: 4h}]
+  rollout:
+    soak: 10m
+    healthTimeout: 30m
+    waves:
+      - {name: canary, clusters: {names: [c1]}}
+      - {name: rest}
+"#;
+
+/// The next `RolloutChanged` on a `WatchFleet` stream (other events skipped).
+async fn grpc_rollout(s: &mut tonic::Streaming<pb::FleetEvent>) -> (bool, pb::RolloutChanged) {
+    within("a RolloutChanged on WatchFleet", async {
+        loop {
+            let e = s.message().await.unwrap().expect("stream ended");
+            if let Some(Event::Rollout(r)) = e.event {
+                return (e.initial, r);
+            }
+        }
+    })
+    .await
+}
+
+/// The next `rollout` event's data on an SSE body (other events skipped).
+async fn sse_rollout(
+    s: &mut (impl Stream<Item = Result<Bytes, axum::Error>> + Unpin),
+    buf: &mut String,
+) -> Value {
+    within("a rollout event on the SSE stream", async {
+        loop {
+            if let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                if block.contains("event: rollout\n") {
+                    let data = block
+                        .lines()
+                        .find_map(|l| l.strip_prefix("data: "))
+                        .expect("data line");
+                    return serde_json::from_str(data).unwrap();
+                }
+                continue;
+            }
+            let chunk = s.next().await.expect("stream ended").expect("chunk");
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+}
+
+async fn rest_command(http: &Router, token: &str, command: &str) -> StatusCode {
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(format!("/api/v1/gates/waves/rollout/{command}"))
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    http.clone().oneshot(req).await.unwrap().status()
+}
+
+async fn get_json(http: &Router, token: &str, uri: &str) -> Value {
+    let req = Request::builder()
+        .uri(uri)
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = http.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body = axum::body::to_bytes(res.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
+    let hub = Hub::new().await;
+    for c in ["c1", "c2", "c3"] {
+        hub.register(c, json!({"env": "prod"})).await;
+    }
+    let r = hub.create_gate_yaml(GATE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let at = |h, m| Utc.with_ymd_and_hms(2026, 11, 25, h, m, 0).unwrap();
+
+    let shutdown = CancellationToken::new();
+    let grpc = fleetgate_hub::config::GrpcOptions {
+        // The test steps the rollout itself (the driver's first tick finds it closed).
+        rollout_tick: StdDuration::from_secs(3600),
+        ..Grpc::opts()
+    };
+    let replica = Replica::new(hub.service.clone(), HttpOptions::default(), grpc);
+    let state = AppState {
+        shutdown: shutdown.clone(),
+        ..AppState::from_replica(replica)
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = {
+        let (replica, shutdown) = (state.replica.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
+            replica.run(serving).await
+        })
+    };
+    let metrics = state.replica.metrics.clone();
+    let http = app(state);
+    let mut admin =
+        fleetgate_proto::AdminServiceClient::new(connect(&format!("http://{addr}")).await);
+    let watch = pb::WatchFleetRequest {
+        gates: vec!["waves".into()],
+        ..Default::default()
+    };
+    let mut grpc_events = within("WatchFleet", admin.watch_fleet(authed(watch, &hub.viewer)))
+        .await
+        .unwrap()
+        .into_inner();
+    let req = Request::builder()
+        .uri("/api/v1/events")
+        .header("authorization", format!("Bearer {}", hub.viewer))
+        .body(Body::empty())
+        .unwrap();
+    let r = http.clone().oneshot(req).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let (mut sse, mut buf) = (r.into_body().into_data_stream(), String::new());
+
+    // The window opens: the rollout starts and releases the canary.
+    hub.clock.set(at(13, 0));
+    hub.service.step_rollouts().await.unwrap();
+    let (initial, started) = grpc_rollout(&mut grpc_events).await;
+    assert!(!initial);
+    assert_eq!(
+        (
+            started.gate.as_str(),
+            started.action.as_str(),
+            started.state.as_str()
+        ),
+        ("waves", "started", "running")
+    );
+    assert_eq!((started.wave, started.waves), (1, 2));
+    assert_eq!((started.released, started.clusters), (1, 3));
+    let e = sse_rollout(&mut sse, &mut buf).await;
+    assert_eq!(
+        (&e["action"], &e["rolloutId"]),
+        (&json!("started"), &json!(started.rollout_id))
+    );
+
+    // The grid and the gate page show c2 and c3 waiting for wave 2, c1 released.
+    let grid = get_json(&http, &hub.viewer, "/api/v1/dashboard/fleet").await;
+    let waits: Vec<Value> = grid["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cells"][0]["rolloutWave"].clone())
+        .collect();
+    assert_eq!(waits, [Value::Null, json!(2), json!(2)], "{grid}");
+    let page = get_json(&http, &hub.viewer, "/api/v1/dashboard/gates/waves").await;
+    assert_eq!(page["clusters"][1]["rolloutWave"], 2, "{page}");
+    assert_eq!(page["clusters"][1]["reason"], "waiting for rollout wave 2");
+
+    // Paused over gRPC: an event, and counted (gRPC commands were not counted before).
+    let cmd = |command: &str| pb::RolloutCommandRequest {
+        gate: "waves".into(),
+        command: command.into(),
+    };
+    let info = within(
+        "RolloutCommand pause",
+        admin.rollout_command(authed(cmd("pause"), &hub.operator)),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    assert_eq!(info.state, "paused");
+    assert_eq!(grpc_rollout(&mut grpc_events).await.1.action, "paused");
+    assert_eq!(sse_rollout(&mut sse, &mut buf).await["action"], "paused");
+    // A viewer may not: refused, not counted.
+    let denied = admin
+        .rollout_command(authed(cmd("resume"), &hub.viewer))
+        .await
+        .unwrap_err();
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied);
+
+    // Resumed over REST.
+    assert_eq!(
+        rest_command(&http, &hub.operator, "resume").await,
+        StatusCode::OK
+    );
+    assert_eq!(grpc_rollout(&mut grpc_events).await.1.action, "resumed");
+    assert_eq!(sse_rollout(&mut sse, &mut buf).await["action"], "resumed");
+
+    // No spoke ever reports c1 healthy: past healthTimeout the wave fails and halts.
+    hub.clock.set(at(13, 31));
+    hub.service.step_rollouts().await.unwrap();
+    let (_, halted) = grpc_rollout(&mut grpc_events).await;
+    assert_eq!(
+        (halted.action.as_str(), halted.state.as_str()),
+        ("halted", "halted")
+    );
+    assert!(halted.detail.contains("c1"), "{halted:?}");
+    let e = sse_rollout(&mut sse, &mut buf).await;
+    assert_eq!(e["action"], "halted");
+    assert_eq!(e["detail"], json!(halted.detail));
+
+    let info = within(
+        "RolloutCommand abort",
+        admin.rollout_command(authed(cmd("abort"), &hub.operator)),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    assert_eq!(info.state, "aborted");
+    assert_eq!(grpc_rollout(&mut grpc_events).await.1.action, "aborted");
+    assert_eq!(sse_rollout(&mut sse, &mut buf).await["action"], "aborted");
+
+    // The window closes: the rollout is over.
+    hub.clock.set(at(17, 1));
+    hub.service.step_rollouts().await.unwrap();
+    let (_, ended) = grpc_rollout(&mut grpc_events).await;
+    assert_eq!(
+        (ended.action.as_str(), ended.state.as_str()),
+        ("ended", "ended")
+    );
+    assert_eq!(sse_rollout(&mut sse, &mut buf).await["action"], "ended");
+
+    // A new watcher sees no live rollout (an ended one is not part of the state).
+    let mut late = within(
+        "WatchFleet",
+        admin.watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer)),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    hub.clock
+        .advance(Duration::days(1) - Duration::hours(4) - Duration::minutes(1));
+    hub.service.step_rollouts().await.unwrap();
+    let (initial, next) = grpc_rollout(&mut late).await;
+    assert!(!initial, "the ended rollout showed as current: {next:?}");
+    assert_eq!(next.action, "started");
+    assert_ne!(next.rollout_id, started.rollout_id);
+
+    let text = metrics.encode().unwrap();
+    for action in ["pause", "resume", "abort"] {
+        let line = format!(
+            "fleetgate_hub_rollout_events_total{{gate=\"waves\",action=\"rollout.{action}\"}} 1"
+        );
+        assert!(text.contains(&line), "{line} missing in:\n{text}");
+    }
+
+    drop((grpc_events, late, sse));
+    shutdown.cancel();
+    within("the gRPC server to stop", server)
+        .await
+        .unwrap()
+        .unwrap();
+}
