@@ -44,8 +44,13 @@ pub fn invalid(field: &str, message: impl std::fmt::Display) -> Status {
     Status::invalid_argument(format!("{field}: {message}"))
 }
 
-/// A snapshot as sent to a spoke, stamped with the hub's clock.
-pub fn snapshot_to_proto(s: &Snapshot, hub_time: DateTime<Utc>) -> pb::Snapshot {
+/// A snapshot as sent to a spoke, stamped with the hub's clock, with the
+/// hub's `--local-gates` setting.
+pub fn snapshot_to_proto(
+    s: &Snapshot,
+    hub_time: DateTime<Utc>,
+    local_gates_enforced: bool,
+) -> pb::Snapshot {
     pb::Snapshot {
         revision: s.revision,
         cluster: s.cluster.clone(),
@@ -65,6 +70,7 @@ pub fn snapshot_to_proto(s: &Snapshot, hub_time: DateTime<Utc>) -> pb::Snapshot 
             .collect(),
         overrides: s.overrides.iter().map(override_to_proto).collect(),
         hub_time: Some(to_timestamp(hub_time)),
+        local_gates_enforced,
     }
 }
 

@@ -29,6 +29,7 @@ impl FakeSpoke {
         let (tx, rx) = mpsc::channel(8);
         tx.send(pb::SpokeMessage {
             msg: Some(spoke_message::Msg::Hello(pb::Hello {
+                local_gates_enforced: Default::default(),
                 cluster: cluster.into(),
                 spoke_version: "0.1.0".into(),
                 revision: 0,
@@ -83,6 +84,7 @@ impl FakeSpoke {
         self.tx
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
+                    local_gates: Default::default(),
                     revision,
                     objects,
                     clock_offset_ms: 120,
