@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use fleetgate_api_types::FleetSummary;
 
-use crate::fleet;
+use crate::{fleet, rollout};
 
 /// The ready message for `summary`, `started` being when the demo began.
 pub(crate) fn print_ready(
@@ -33,6 +33,7 @@ pub(crate) fn print_ready(
          \n  export FLEETGATE_HUB={hub} FLEETGATE_TOKEN={token}\
          \n  fleetgate status\
          \n  fleetgate gate preview business-hours\
+         \n  fleetgate rollout status {}\
          \n  fleetgate gate open sre-approval --for 1h --reason \"demo\" --cluster {first}\
          \n  kubectl --kubeconfig {}/{first}.yaml get kustomizations -A\
          \n\nCtrl-C stops everything and removes the temporary files.",
@@ -41,6 +42,7 @@ pub(crate) fn print_ready(
         summary.clusters.open,
         summary.clusters.closed,
         summary.objects.held,
+        rollout::GATE,
         kube_dir.display(),
     );
     // One line for scripts and the smoke test.

@@ -10,6 +10,7 @@ mod banner;
 mod fleet;
 mod hub;
 mod nginx;
+mod rollout;
 mod system;
 mod wait;
 

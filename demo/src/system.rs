@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use fleetgate_api_types::FleetSummary;
 use tokio_util::sync::CancellationToken;
 
-use crate::{DemoArgs, banner, fleet, hub, nginx, other, wait};
+use crate::{DemoArgs, banner, fleet, hub, nginx, other, rollout, wait};
 use fleetgate::args::Format;
 use fleetgate::client::Client;
 use fleetgate::config::Connection;
@@ -93,6 +93,7 @@ pub(crate) async fn run(
         Format::Table,
     )
     .await?;
+    rollout::create(&client).await?;
     let mut spokes = Vec::new();
     for c in &clusters {
         let spoke_token = hub::register(&client, c).await?;
@@ -146,6 +147,13 @@ pub(crate) async fn run(
             kc.display(),
         );
     }
+    // The rollout in progress: the canary wave released, the others waiting.
+    let rolling = rollout::start(&client, shutdown).await?;
+    println!(
+        "• rollout: {}\n    fleetgate rollout status {}",
+        rollout::describe(rolling.as_ref()),
+        rollout::GATE
+    );
     let held: FleetSummary = client.get("/status", &[]).await?;
     banner::print_ready(
         &hub_url,
