@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// fleetgate hub: gate policies in PostgreSQL, REST API and gRPC to spokes.
 #[derive(Debug, Parser)]
@@ -54,6 +54,18 @@ pub mod defaults {
     pub const REPORT_FLUSH_MS: u64 = 250;
     /// `--rollout-tick`.
     pub const ROLLOUT_TICK: &str = "1s";
+    /// `--local-gates`: today's behaviour, the hub's view stays complete.
+    pub const LOCAL_GATES: super::LocalGates = super::LocalGates::Ignore;
+}
+
+/// What a hub-connected spoke does with Gate objects made in its cluster
+/// (delivered from Git, not mirrored from the hub): `--local-gates`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LocalGates {
+    /// Reported, shown read-only, not enforced (Ready=False, NotEnforced).
+    Ignore,
+    /// Enforced beside the hub's gates (a hub gate of the same name wins).
+    Enforce,
 }
 
 /// `fleetgate-hub serve`.
@@ -153,6 +165,11 @@ pub struct GrpcOptions {
     /// How often the rollout driver steps every rollout (releases, health, soak).
     #[arg(long, env = "FLEETGATE_ROLLOUT_TICK", default_value = defaults::ROLLOUT_TICK, value_parser = parse_std_duration)]
     pub rollout_tick: Duration,
+    /// Gate objects made in a hub-connected cluster: `ignore` (reported and
+    /// shown, not enforced) or `enforce` (beside the hub's gates). Sent to
+    /// spokes in their snapshots; set the same on every replica.
+    #[arg(long, env = "FLEETGATE_LOCAL_GATES", value_enum, default_value_t = defaults::LOCAL_GATES)]
+    pub local_gates: LocalGates,
 }
 
 impl Default for GrpcOptions {
@@ -167,6 +184,7 @@ impl Default for GrpcOptions {
             spoke_stream_max_age: duration(defaults::SPOKE_STREAM_MAX_AGE),
             report_flush_ms: defaults::REPORT_FLUSH_MS,
             rollout_tick: duration(defaults::ROLLOUT_TICK),
+            local_gates: defaults::LOCAL_GATES,
         }
     }
 }

@@ -5,13 +5,14 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 /// Runs `body` with a browser, or skips (with a note) where Chromium or
-/// chromedriver is not installed.
-#[allow(unused_macros)] // not every test binary runs a browser
+/// chromedriver is not installed. Browser tests run one at a time.
+#[allow(unused_macros)] // not every test binary has browser tests
 macro_rules! browser_test {
     ($name:ident, |$browser:ident| $body:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $name() {
-            let Some((chromium, driver)) = crate::dashboard_support::browser_binaries() else {
+            use $crate::dashboard_support::{Browser, SERIAL, TEST_TIMEOUT, browser_binaries};
+            let Some((chromium, driver)) = browser_binaries() else {
                 eprintln!(
                     "SKIPPED {}: chromium and chromedriver are not installed \
                      (apt-get install chromium chromium-driver)",
@@ -19,9 +20,9 @@ macro_rules! browser_test {
                 );
                 return;
             };
-            let _serial = crate::dashboard_support::SERIAL.lock().await;
-            tokio::time::timeout(crate::dashboard_support::TEST_TIMEOUT, async {
-                let $browser = crate::dashboard_support::Browser::start(&chromium, &driver).await;
+            let _serial = SERIAL.lock().await;
+            tokio::time::timeout(TEST_TIMEOUT, async {
+                let $browser = Browser::start(&chromium, &driver).await;
                 $body;
                 $browser.close().await;
             })
