@@ -7,7 +7,7 @@
 mod dashboard_support;
 
 use dashboard_support::spoke::FakeSpoke;
-use dashboard_support::{ADMIN_TOKEN, Browser, Hub, seed_small};
+use dashboard_support::{ADMIN_TOKEN, Hub, seed_small};
 use serde_json::{Value, json};
 
 browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {

@@ -8,10 +8,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::FleetInputs;
 use super::evaluate::evaluate;
+use super::{FleetInputs, ObjectCounts};
 use crate::Result;
-use crate::db::held_objects::HeldCounts;
 use crate::service::liveness;
 
 /// One gate on one cluster in the grid.
@@ -110,9 +109,9 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                     })
                 })
                 .collect();
-            let held_objects = inputs.reported.held_objects.get(&row.name);
-            let count = |f: fn(&HeldCounts) -> i64| {
-                held_objects.map_or(0, |h| u32::try_from(f(h).max(0)).unwrap_or(u32::MAX))
+            let counts = inputs.reported.counts.get(&row.name);
+            let count = |f: fn(&ObjectCounts) -> i64| {
+                counts.map_or(0, |c| u32::try_from(f(c).max(0)).unwrap_or(u32::MAX))
             };
             FleetRow {
                 name: row.name.clone(),
@@ -125,9 +124,9 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                     .counts
                     .get(&row.name)
                     .map_or(0, |c| u32::try_from(c.held.max(0)).unwrap_or(u32::MAX)),
-                held_objects: count(|h| h.held),
-                held_objects_waiting: count(|h| h.waiting),
-                held_objects_by_person: count(|h| h.by_person),
+                held_objects: count(|c| c.held_objects),
+                held_objects_waiting: count(|c| c.held_objects_waiting),
+                held_objects_by_person: count(|c| c.held_objects_by_person),
                 cells,
             }
         })
