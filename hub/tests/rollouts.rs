@@ -129,6 +129,7 @@ impl Fleet {
                 Assembled {
                     objects: vec![object],
                     held_objects: vec![],
+                    local_gates: vec![],
                 },
                 0,
             );
