@@ -284,3 +284,58 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
         .unwrap()
         .unwrap();
 }
+
+/// REST and gRPC previews of a rollout gate estimate each opening's waves (the opening,
+/// then one soak per wave), the same as `fleetgate gate preview -f`.
+#[tokio::test]
+async fn previews_estimate_wave_release_times() {
+    let hub = Hub::new().await;
+    let r = hub.create_gate_yaml(GATE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let r = hub
+        .get("/api/v1/gates/waves/preview?from=2026-11-25T00:00:00Z&to=2026-11-26T00:00:00Z")
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let est = &r.body["rollouts"][0];
+    assert_eq!(est["openingAt"], "2026-11-25T13:00:00Z", "{}", r.body);
+    assert_eq!(est["closesAt"], "2026-11-25T17:00:00Z");
+    assert_eq!(
+        est["waves"][0]["estimatedReleaseAt"],
+        "2026-11-25T13:00:00Z"
+    );
+    assert_eq!(
+        est["waves"][1]["estimatedReleaseAt"],
+        "2026-11-25T13:10:00Z"
+    );
+    assert_eq!(est["waves"][1]["name"], "rest");
+
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let at = |h| {
+        fleetgate_proto::time::to_timestamp(Utc.with_ymd_and_hms(2026, 11, 25, h, 0, 0).unwrap())
+    };
+    let req = pb::PreviewGateRequest {
+        name: "waves".into(),
+        from: Some(at(0)),
+        to: Some(at(23)),
+        ..Default::default()
+    };
+    let p = within(
+        "PreviewGate",
+        grpc.admin().preview_gate(authed(req, &hub.viewer)),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    assert_eq!(p.rollouts.len(), 1);
+    let waves = &p.rollouts[0].waves;
+    assert_eq!(waves.len(), 2);
+    assert_eq!((waves[1].wave, waves[1].name.as_str()), (2, "rest"));
+    assert_eq!(
+        waves[1].estimated_release_at,
+        Some(fleetgate_proto::time::to_timestamp(
+            Utc.with_ymd_and_hms(2026, 11, 25, 13, 10, 0).unwrap()
+        ))
+    );
+    assert!(!waves[1].after_close);
+    grpc.stop().await;
+}
