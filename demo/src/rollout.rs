@@ -6,8 +6,11 @@
 
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, SecondsFormat, Utc};
 use fleetgate::client::{Client, seg};
 use fleetgate::error::{Error, Result};
+use fleetgate_api_types::rollout::{RolloutState, RolloutStatus};
+use fleetgate_api_types::{GateRecord, OverrideRecord};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -42,7 +45,10 @@ fn manifest() -> Value {
 
 /// Creates the gate (kept as it is on a reused database).
 pub async fn create(client: &Client) -> Result<()> {
-    match client.post::<_, Value>("/gates", &[], &manifest()).await {
+    match client
+        .post::<_, GateRecord>("/gates", &[], &manifest())
+        .await
+    {
         Ok(_) | Err(Error::Api { status: 409, .. }) => Ok(()),
         Err(e) => Err(e),
     }
@@ -52,8 +58,8 @@ pub async fn create(client: &Client) -> Result<()> {
 /// canary. Waits (bounded) until the canary is healthy and soaks, and returns the rollout's
 /// status — earlier if the wait runs out (on a weekend `no-deploy-friday` keeps the canary's
 /// Kustomizations suspended, so it is still waiting for health).
-pub async fn start(client: &Client, shutdown: &CancellationToken) -> Result<Option<Value>> {
-    let _: Value = client
+pub async fn start(client: &Client, shutdown: &CancellationToken) -> Result<Option<RolloutStatus>> {
+    let _: OverrideRecord = client
         .post(
             &format!("/gates/{}/open", seg(GATE)),
             &[],
@@ -65,11 +71,11 @@ pub async fn start(client: &Client, shutdown: &CancellationToken) -> Result<Opti
     while Instant::now() < deadline && !shutdown.is_cancelled() {
         // 404 until the hub's rollout driver (1 s tick) starts it.
         if let Ok(s) = client
-            .get::<Value>(&format!("/gates/{}/rollout", seg(GATE)), &[])
+            .get::<RolloutStatus>(&format!("/gates/{}/rollout", seg(GATE)), &[])
             .await
         {
-            let soaking = s.pointer("/waves/0/state") == Some(&json!("soaking"));
-            let over = s["state"] != "running";
+            let soaking = s.waves.first().is_some_and(|w| w.state == "soaking");
+            let over = s.state != RolloutState::Running;
             last = Some(s);
             if soaking || over {
                 break;
@@ -81,25 +87,28 @@ pub async fn start(client: &Client, shutdown: &CancellationToken) -> Result<Opti
 }
 
 /// One line about the rollout for the demo's output.
-pub fn describe(status: Option<&Value>) -> String {
+pub fn describe(status: Option<&RolloutStatus>) -> String {
     let Some(s) = status else {
         return format!("gate {GATE}: the rollout has not started yet");
     };
-    let waiting: usize = (s["waves"].as_array().into_iter().flatten())
-        .skip(1)
-        .map(|w| w["clusters"].as_array().map_or(0, Vec::len))
-        .sum();
-    let wave1 = s.pointer("/waves/0/state").and_then(Value::as_str);
-    let now = match (s["state"].as_str(), wave1) {
-        (Some("running"), Some("soaking")) => format!(
+    let waiting: usize = s.waves.iter().skip(1).map(|w| w.clusters.len()).sum();
+    // As the API writes instants ("?" where there is none).
+    let instant = |t: Option<DateTime<Utc>>| {
+        t.map_or("?".into(), |t| {
+            t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+        })
+    };
+    let wave1 = s.waves.first().map(|w| w.state.as_str());
+    let now = match (s.state, wave1) {
+        (RolloutState::Running, Some("soaking")) => format!(
             "wave 1 ({CANARY}) is healthy and soaks until {}",
-            s["soakUntil"].as_str().unwrap_or("?")
+            instant(s.soak_until)
         ),
-        (Some("running"), _) => format!(
+        (RolloutState::Running, _) => format!(
             "wave 1 ({CANARY}) is released, waiting for its health (deadline {})",
-            s["healthDeadline"].as_str().unwrap_or("?")
+            instant(s.health_deadline)
         ),
-        (state, _) => format!("the rollout is {}", state.unwrap_or("?")),
+        (state, _) => format!("the rollout is {}", state.as_str()),
     };
     format!("gate {GATE}: {now}; {waiting} cluster(s) wait for wave 2")
 }

@@ -1,42 +1,15 @@
-//! The demo's bounded waits: for the hub to answer, for every spoke to enforce before
-//! revisions are pushed (so they are held rather than applied), for held changes to show.
+//! What the demo waits for before it shows itself ready: every spoke enforcing
+//! (closed suspend-mode gates applied and reported), then held changes.
 
 use std::time::{Duration, Instant};
 
-use fleetgate::client::{Client, seg};
-use fleetgate::error::Result;
-use fleetgate_api_types::{FleetSummary, GateRecord};
-use serde_json::Value;
+use fleetgate_api_types::{ClusterStatus, FleetSummary, GateRecord};
+use fleetgate_policy::Mode;
 use tokio_util::sync::CancellationToken;
 
 use crate::{fleet, other};
-
-pub(crate) async fn wait_ready(
-    client: &Client,
-    hub_url: &str,
-    hub_task: &mut tokio::task::JoinHandle<fleetgate_hub::Result<()>>,
-) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if client.get::<FleetSummary>("/status", &[]).await.is_ok() {
-            return Ok(());
-        }
-        if hub_task.is_finished() {
-            let why = match hub_task.await.map_err(|e| other("hub", e))? {
-                Err(e) => e.to_string(),
-                Ok(()) => "it stopped".to_string(),
-            };
-            return Err(other(
-                "the hub did not start",
-                format!("{why} (pick other ports with --http-addr / --grpc-addr)"),
-            ));
-        }
-        if Instant::now() > deadline {
-            return Err(other("hub", format!("not ready at {hub_url} within 60 s")));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
+use fleetgate::client::{Client, seg};
+use fleetgate::error::Result;
 
 /// Waits (bounded) until every spoke is connected and has reported that it
 /// enforces: every object a closed `suspend`-mode gate governs is suspended.
@@ -50,9 +23,7 @@ pub(crate) async fn wait_reported(
         .list::<GateRecord>("/gates", &[], None)
         .await?
         .into_iter()
-        .filter(|g| {
-            g.manifest.pointer("/spec/mode").and_then(Value::as_str) != Some("freezeSources")
-        })
+        .filter(suspends_objects)
         .map(|g| g.name)
         .collect();
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -60,7 +31,7 @@ pub(crate) async fn wait_reported(
     while !pending.is_empty() {
         let mut still = Vec::new();
         for name in pending {
-            let st: Value = client
+            let st: ClusterStatus = client
                 .get(&format!("/clusters/{}/status", seg(name)), &[])
                 .await?;
             if !enforced(&st, &suspend_mode) {
@@ -85,35 +56,28 @@ pub(crate) async fn wait_reported(
     Ok(())
 }
 
+/// Whether a closed `gate` suspends the objects it governs, which the
+/// cluster status then shows (`freezeSources` suspends their sources instead).
+fn suspends_objects(gate: &GateRecord) -> bool {
+    fleetgate_policy::parse_gate_json(gate.manifest.clone())
+        .is_ok_and(|g| g.spec.mode != Mode::FreezeSources)
+}
+
 /// A cluster status shows a connected spoke that reported objects, and
 /// every object governed by a closed gate of `suspend_mode` is suspended.
-fn enforced(st: &Value, suspend_mode: &[String]) -> bool {
-    let connected = st.pointer("/cluster/connected") == Some(&Value::Bool(true));
-    let objects = st
-        .get("objects")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+fn enforced(st: &ClusterStatus, suspend_mode: &[String]) -> bool {
     let closed: Vec<&str> = st
-        .get("gates")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|g| g.get("state").and_then(Value::as_str) == Some("closed"))
-        .filter_map(|g| g.get("gate").and_then(Value::as_str))
+        .gates
+        .iter()
+        .filter(|g| g.state == "closed")
+        .map(|g| g.gate.as_str())
         .filter(|g| suspend_mode.iter().any(|m| m == g))
         .collect();
-    connected
-        && !objects.is_empty()
-        && objects.iter().all(|o| {
-            let held_by_closed = o
-                .get("gates")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .any(|g| closed.contains(&g));
-            !held_by_closed || o.get("suspended") == Some(&Value::Bool(true))
+    st.cluster.connected
+        && !st.objects.is_empty()
+        && st.objects.iter().all(|o| {
+            let held_by_closed = o.object.gates.iter().any(|g| closed.contains(&g.as_str()));
+            !held_by_closed || o.object.suspended
         })
 }
 
@@ -134,24 +98,69 @@ pub(crate) async fn wait_held(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
-    fn status(connected: bool, suspended: bool) -> Value {
-        json!({
-            "cluster": {"connected": connected},
-            "gates": [
+    /// A cluster status as the hub serves it, with `gates` and `objects`.
+    fn status_json(connected: bool, gates: Value, objects: Value) -> ClusterStatus {
+        let at = "2026-11-24T10:00:00Z";
+        let objects: Vec<Value> = objects
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let mut full = json!({
+                    "kind": "Kustomization", "namespace": "flux-system",
+                    "suspendedBy": [], "lastAppliedRevision": null, "newestSourceRevision": null,
+                    "held": false, "suspendedByHuman": false, "ignored": false,
+                    "reportedAt": at,
+                });
+                full.as_object_mut()
+                    .unwrap()
+                    .extend(o.as_object().unwrap().clone());
+                full
+            })
+            .collect();
+        let gates: Vec<Value> = gates
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                let mut full = json!({"reason": "", "nextTransition": null, "objects": [],
+                    "held": 0, "heldObjects": 0});
+                full.as_object_mut()
+                    .unwrap()
+                    .extend(g.as_object().unwrap().clone());
+                full
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "cluster": {"name": "prod-eu-1", "labels": {}, "createdAt": at, "lastSeenAt": null,
+                "spokeVersion": null, "connected": connected, "connectedReplica": null,
+                "clockOffsetMs": null, "desiredRevision": 1},
+            "at": at, "open": false, "closedBy": [], "nextTransition": null,
+            "gates": gates, "objects": objects, "heldObjects": [],
+            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
+                "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
+        }))
+        .expect("a cluster status")
+    }
+
+    fn status(connected: bool, suspended: bool) -> ClusterStatus {
+        status_json(
+            connected,
+            json!([
                 {"gate": "sre-approval", "state": "closed"},
                 {"gate": "release-train", "state": "closed"},
                 {"gate": "weekdays", "state": "open"}
-            ],
-            "objects": [
+            ]),
+            json!([
                 {"name": "payments-api", "gates": ["sre-approval"], "suspended": suspended},
                 {"name": "shop", "gates": ["release-train"], "suspended": false},
                 {"name": "web", "gates": ["weekdays"], "suspended": false}
-            ]
-        })
+            ]),
+        )
     }
 
     #[test]
@@ -166,7 +175,7 @@ mod tests {
             !enforced(&status(false, true), &modes),
             "spoke not connected"
         );
-        let no_objects = json!({"cluster": {"connected": true}, "gates": [], "objects": []});
+        let no_objects = status_json(true, json!([]), json!([]));
         assert!(!enforced(&no_objects, &modes), "nothing reported yet");
     }
 }
