@@ -3,7 +3,8 @@
 //! and handed to a batcher that keeps only the newest report per cluster (a
 //! report is the full object set, so newer replaces older) and writes pending
 //! reports in one transaction per flush; memory is bounded by the number of
-//! connected clusters. Connection and liveness stamps are written here too.
+//! connected clusters. Connection state (connect, disconnect) is written here
+//! too; liveness between them is the replica's lease (`service::lease`).
 //! Nothing here bumps the fleet revision: reports are not desired state.
 
 use std::collections::{BTreeMap, HashMap};
@@ -36,8 +37,6 @@ pub struct Reports {
     /// This replica's id, recorded as `clusters.connected_replica`.
     replica: String,
     pending: Mutex<HashMap<String, ClusterReport>>,
-    /// Streams alive at the given instant (keepalive sent), not yet written.
-    seen: Mutex<HashMap<String, DateTime<Utc>>>,
     wake: Notify,
     /// How long to gather reports after the first one arrives.
     linger: Duration,
@@ -64,7 +63,6 @@ impl Reports {
             service,
             replica,
             pending: Mutex::new(HashMap::new()),
-            seen: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             linger,
             metrics,
@@ -98,14 +96,6 @@ impl Reports {
         self.wake.notify_one();
     }
 
-    /// Queues a liveness stamp for `cluster` (its stream is open now),
-    /// written with the next flush so `last_seen_at` stays fresh without one
-    /// statement per keepalive.
-    pub fn seen(&self, cluster: &str) {
-        lock(&self.seen).insert(cluster.to_string(), self.service.now());
-        self.wake.notify_one();
-    }
-
     /// Reports waiting to be written.
     pub fn backlog(&self) -> usize {
         lock(&self.pending).len()
@@ -127,9 +117,8 @@ impl Reports {
         self.flush_all().await;
     }
 
-    /// Writes every pending report and liveness stamp now.
+    /// Writes every pending report now.
     pub async fn flush_all(&self) {
-        self.flush_seen().await;
         loop {
             let batch: Vec<ClusterReport> = {
                 let mut pending = lock(&self.pending);
@@ -151,24 +140,6 @@ impl Reports {
                 return;
             }
             self.metrics.report_flushes.inc();
-        }
-    }
-
-    async fn flush_seen(&self) {
-        let seen: Vec<(String, DateTime<Utc>)> =
-            std::mem::take(&mut *lock(&self.seen)).into_iter().collect();
-        if seen.is_empty() {
-            return;
-        }
-        let (service, seen) = (&self.service, &seen);
-        let res = retry::transaction("last-seen stamps", move || async move {
-            let mut conn = service.conn().await?;
-            reports::touch_seen(&mut conn, seen).await
-        })
-        .await;
-        if let Err(e) = res {
-            // Not retried: the next keepalive stamps again.
-            tracing::warn!(error = %e, clusters = seen.len(), "refreshing last-seen times failed");
         }
     }
 
@@ -231,11 +202,11 @@ impl Reports {
     }
 
     /// Clears this replica's connection state (left by a crash before start,
-    /// or by streams a drain ended without recording it). Returns how many
-    /// clusters it cleared.
-    pub async fn clear_connections(&self) -> Result<u64> {
+    /// or, `drained_at`, by streams a drain ended without recording it).
+    /// Returns how many clusters it cleared.
+    pub async fn clear_connections(&self, drained_at: Option<DateTime<Utc>>) -> Result<u64> {
         let mut conn = self.service.conn().await?;
-        reports::clear_replica(&mut conn, &self.replica).await
+        reports::clear_replica(&mut conn, &self.replica, drained_at).await
     }
 }
 

@@ -374,10 +374,9 @@ impl Session {
         tracing::warn!(cluster = %self.cluster, %status, "request made in the cluster not recorded");
     }
 
-    /// A keepalive; it also keeps `last_seen_at` fresh, which "connected" is
-    /// derived from.
+    /// A keepalive (it writes nothing: the replica's lease keeps the stream
+    /// connected, see `service::liveness`).
     fn keepalive(&self) -> pb::HubMessage {
-        self.inner.reports.seen(&self.cluster);
         hub_msg(hub_message::Msg::Keepalive(pb::Keepalive {
             hub_time: Some(fleetgate_proto::time::to_timestamp(
                 self.inner.service.now(),
