@@ -122,7 +122,9 @@ impl Replica {
             self.id().to_string(),
             self.grpc.replica_lease_every,
         );
+        crate::startup::phase("connections_cleared");
         lease.start().await?;
+        crate::startup::phase("lease_taken");
         let listener_task = tokio::spawn(listener::run(
             self.fanout.clone(),
             self.service.clone(),

@@ -104,7 +104,7 @@ impl Fleet {
     /// source's newest revision (`good`) or still at the old one.
     async fn report(&self, clusters: &[&str], good: bool) {
         for c in clusters {
-            self.replica.reports.connected(c, "test").await;
+            self.replica.reports.connected(c, "test");
             let object = ReportedObject {
                 kind: "Kustomization".into(),
                 namespace: "flux-system".into(),

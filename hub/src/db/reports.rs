@@ -185,6 +185,46 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     Ok(true)
 }
 
+/// Records that each `(cluster, spoke version, at)` spoke connected to
+/// `replica` (one statement; clusters deleted meanwhile are skipped).
+pub async fn mark_connected_many(
+    conn: &mut PgConnection,
+    connected: &[(&str, &str, DateTime<Utc>)],
+    replica: &str,
+) -> Result<()> {
+    if connected.is_empty() {
+        return Ok(());
+    }
+    let mut names = Vec::with_capacity(connected.len());
+    let mut versions = Vec::with_capacity(connected.len());
+    let mut times = Vec::with_capacity(connected.len());
+    for (n, v, t) in connected {
+        names.push(*n);
+        versions.push(*v);
+        times.push(*t);
+    }
+    sqlx::query(
+        // An upsert: a cluster registered by a replica that predates
+        // `cluster_connections` (during a rolling upgrade) has no row yet.
+        "insert into cluster_connections \
+         (cluster, connected, connected_replica, spoke_version, last_seen_at) \
+         select s.name, true, $4, s.version, s.at \
+         from unnest($1::text[], $2::text[], $3::timestamptz[]) as s(name, version, at) \
+         where exists (select 1 from clusters c where c.name = s.name) \
+         order by s.name \
+         on conflict (cluster) do update set connected = true, \
+         connected_replica = excluded.connected_replica, \
+         spoke_version = excluded.spoke_version, last_seen_at = excluded.last_seen_at",
+    )
+    .bind(&names)
+    .bind(&versions)
+    .bind(&times)
+    .bind(replica)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Records that `cluster`'s spoke connected to `replica`.
 pub async fn mark_connected(
     conn: &mut PgConnection,
@@ -193,40 +233,28 @@ pub async fn mark_connected(
     spoke_version: &str,
     at: DateTime<Utc>,
 ) -> Result<()> {
-    sqlx::query(
-        // An upsert: a cluster registered by a replica that predates
-        // `cluster_connections` (during a rolling upgrade) has no row yet.
-        "insert into cluster_connections \
-         (cluster, connected, connected_replica, spoke_version, last_seen_at) \
-         values ($1, true, $2, $3, $4) \
-         on conflict (cluster) do update set connected = true, \
-         connected_replica = excluded.connected_replica, \
-         spoke_version = excluded.spoke_version, last_seen_at = excluded.last_seen_at",
-    )
-    .bind(cluster)
-    .bind(replica)
-    .bind(spoke_version)
-    .bind(at)
-    .execute(conn)
-    .await?;
-    Ok(())
+    mark_connected_many(conn, &[(cluster, spoke_version, at)], replica).await
 }
 
-/// Records that `cluster`'s spoke left `replica`, unless it has meanwhile
-/// connected to another replica (which then owns the state).
-pub async fn mark_disconnected(
+/// Records that each `(cluster, at)` spoke left `replica`, unless it has
+/// meanwhile connected to another replica (which then owns the state).
+pub async fn mark_disconnected_many(
     conn: &mut PgConnection,
-    cluster: &str,
+    disconnected: &[(&str, DateTime<Utc>)],
     replica: &str,
-    at: DateTime<Utc>,
 ) -> Result<()> {
+    if disconnected.is_empty() {
+        return Ok(());
+    }
+    let (names, times): (Vec<&str>, Vec<DateTime<Utc>>) = disconnected.iter().copied().unzip();
     sqlx::query(
-        "update cluster_connections set connected = false, last_seen_at = $3 \
-         where cluster = $1 and connected_replica = $2 and connected",
+        "update cluster_connections k set connected = false, last_seen_at = s.at \
+         from unnest($1::text[], $2::timestamptz[]) as s(name, at) \
+         where k.cluster = s.name and k.connected_replica = $3 and k.connected",
     )
-    .bind(cluster)
+    .bind(&names)
+    .bind(&times)
     .bind(replica)
-    .bind(at)
     .execute(conn)
     .await?;
     Ok(())

@@ -130,15 +130,10 @@ impl Drop for Subscription {
             // updates competing with the drain (fleetgate-bench storm).
             return;
         }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let fanout = inner.fanout.clone();
-                inner
-                    .reports
-                    .disconnected(&cluster, || fanout.subscribers(&cluster) > 0)
-                    .await;
-            });
-        }
+        let fanout = inner.fanout.clone();
+        inner
+            .reports
+            .disconnected(&cluster, || fanout.subscribers(&cluster) > 0);
     }
 }
 
@@ -184,10 +179,7 @@ impl Session {
             rx: Some(rx),
         };
         inner.metrics.spokes_connected.inc();
-        inner
-            .reports
-            .connected(&cluster, &hello.spoke_version)
-            .await;
+        inner.reports.connected(&cluster, &hello.spoke_version);
         tracing::info!(%cluster, spoke_version = %hello.spoke_version, revision = hello.revision, "spoke connected");
         let age = inner
             .cfg
