@@ -69,6 +69,7 @@ pub async fn run(
         let t0 = Instant::now();
         for i in 0..spokes {
             let report = pb::StatusReport {
+                local_gates: Default::default(),
                 revision: 0,
                 objects: objs.clone(),
                 clock_offset_ms: marker,

@@ -265,6 +265,7 @@ async fn fetch_snapshot(addr: std::net::SocketAddr, cred: &Credential) -> Result
         });
     let hello = pb::SpokeMessage {
         msg: Some(spoke_message::Msg::Hello(pb::Hello {
+            local_gates_enforced: Default::default(),
             cluster: cred.cluster.clone(),
             spoke_version: "bench".into(),
             revision: 0,

@@ -305,6 +305,7 @@ impl SimSpoke {
         let (tx, rx) = mpsc::channel(4);
         let hello = pb::SpokeMessage {
             msg: Some(spoke_message::Msg::Hello(pb::Hello {
+                local_gates_enforced: Default::default(),
                 cluster: self.cred.cluster.clone(),
                 spoke_version: "bench".into(),
                 revision: self.slot.revision.load(Ordering::Acquire),

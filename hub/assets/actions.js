@@ -7,30 +7,30 @@ import { h, replace, toast, fmtTime } from './dom.js';
 
 /**
  * Shows the confirmation dialog. fields: {duration: {value, required, hint}}
- * and/or reason. onConfirm({duration, reason}) does the call; its error is
- * shown in the dialog, success closes it.
+ * and a reason (unless `reason: false`, for calls that take none). onConfirm({duration,
+ * reason}) does the call; its error is shown in the dialog, success closes it.
  */
-export function confirmDialog({ title, text, confirmLabel, kind = 'primary', duration, onConfirm }) {
+export function confirmDialog({ title, text, confirmLabel, kind = 'primary', duration, reason: askReason = true, onConfirm }) {
   const dlg = document.getElementById('dialog');
   const err = h('p', { class: 'form-error', id: 'dlg-error', role: 'alert' });
   const dur = duration ? h('input', {
     id: 'dlg-duration', type: 'text', value: duration.value || '', placeholder: duration.placeholder || '1h',
     required: duration.required || false, autocomplete: 'off',
   }) : null;
-  const reason = h('textarea', { id: 'dlg-reason', rows: 3, required: true, placeholder: 'Why? (recorded in the audit log)' });
+  const reason = askReason ? h('textarea', { id: 'dlg-reason', rows: 3, required: true, placeholder: 'Why? (recorded in the audit log)' }) : null;
   const confirm = h('button', { type: 'submit', class: kind, id: 'dlg-confirm' }, confirmLabel);
   const cancel = h('button', { type: 'button', id: 'dlg-cancel', onclick: () => dlg.close() }, 'Cancel');
   const form = h('form', { class: 'dialog-form' },
     h('h2', {}, title), h('p', {}, text),
     dur ? [h('label', { for: 'dlg-duration' }, 'For how long (e.g. 1h, 90m, 2h30m)'), dur, duration.hint ? h('p', { class: 'hint' }, duration.hint) : null] : null,
-    h('label', { for: 'dlg-reason' }, 'Reason'), reason, err,
+    reason ? [h('label', { for: 'dlg-reason' }, 'Reason'), reason] : null, err,
     h('div', { class: 'buttons' }, cancel, confirm));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     confirm.disabled = true;
     err.textContent = '';
     try {
-      await onConfirm({ duration: dur ? dur.value.trim() : '', reason: reason.value.trim() });
+      await onConfirm({ duration: dur ? dur.value.trim() : '', reason: reason ? reason.value.trim() : '' });
       dlg.close();
     } catch (e) {
       err.textContent = e instanceof ApiError ? `${e.field ? `${e.field}: ` : ''}${e.message}` : String(e.message || e);
@@ -40,7 +40,7 @@ export function confirmDialog({ title, text, confirmLabel, kind = 'primary', dur
   });
   replace(dlg, form);
   dlg.showModal();
-  (dur || reason).focus();
+  (dur || reason || confirm).focus();
 }
 
 /** "on cluster x" / "on all 12 clusters in its scope". */

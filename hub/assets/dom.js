@@ -80,7 +80,7 @@ export function relTime(iso, now = Date.now()) {
 
 /** A status badge: icon + word, so colour is never the only cue. */
 export function badge(kind, text) {
-  const icons = { open: '✓', closed: '✕', held: '‖', offline: '⚠', online: '●', info: 'ℹ' };
+  const icons = { open: '✓', closed: '✕', held: '‖', offline: '⚠', online: '●', info: 'ℹ', waiting: '◔' };
   return h('span', { class: `badge ${kind}` }, h('span', { class: 'icon', 'aria-hidden': 'true' }, icons[kind] || ''), ' ', text);
 }
 

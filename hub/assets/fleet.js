@@ -89,6 +89,7 @@ function fillSelect(sel, options, wanted) {
 function legend() {
   return h('p', { class: 'legend' },
     badge('open', 'open'), badge('closed', 'closed'), badge('held', 'closed, changes held'),
+    badge('waiting', 'waiting for rollout wave N'),
     badge('offline', 'spoke offline'), h('span', { class: 'badge na' }, '· not governed'),
     h('span', { class: 'muted' }, ' — hover a cell for the reason and the next change; click for the cluster.'));
 }
@@ -204,8 +205,9 @@ function row(c, cols, gates) {
       kind = 'na';
       icon = '·';
     } else {
-      kind = cell.state === 'open' ? 'open' : (cell.held > 0 ? 'held' : 'closed');
-      icon = kind === 'open' ? '✓' : kind === 'held' ? '‖' : '✕';
+      // A rollout's wave outranks held: the changes wait for the wave, not the schedule.
+      kind = cell.state === 'open' ? 'open' : cell.rolloutWave ? 'waiting' : (cell.held > 0 ? 'held' : 'closed');
+      icon = { open: '✓', held: '‖', closed: '✕', waiting: '◔' }[kind];
     }
     td.dataset.state = kind;
     td.className = `cell ${kind}${c.connected ? '' : ' offline'}`;
@@ -214,7 +216,7 @@ function row(c, cols, gates) {
     ic.textContent = icon;
     const word = document.createElement('span');
     word.className = 'word';
-    word.textContent = kind === 'na' ? '' : kind;
+    word.textContent = kind === 'na' ? '' : kind === 'waiting' ? `wave ${cell.rolloutWave}` : kind;
     td.append(ic, word);
     tr.append(td);
   }

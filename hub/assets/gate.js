@@ -1,22 +1,24 @@
 // Gate page: what the gate is (manifest, rules in words), what it will do
 // (7-day timeline in its zone and the viewer's), what people did (live
-// overrides, with cancel) and where it applies (clusters in scope).
+// overrides, with cancel), its rollout (rollout.js) and where it applies
+// (clusters in scope).
 
 import { api, enc } from './api.js';
 import { h, replace, fmtTime, relTime, badge, toYaml, viewerZone } from './dom.js';
 import { timeline } from './timeline.js';
 import { gateActions, cancelAction } from './actions.js';
+import { fetchRollout, rolloutCard } from './rollout.js';
 
 export async function renderGate(main, ctx, name) {
   async function refresh() {
-    const d = await api(`/api/v1/dashboard/gates/${enc(name)}`);
-    draw(main, ctx, d, refresh);
+    const [d, rollout] = await Promise.all([api(`/api/v1/dashboard/gates/${enc(name)}`), fetchRollout(name)]);
+    draw(main, ctx, d, rollout, refresh);
   }
   await refresh();
   return { refresh };
 }
 
-function draw(main, ctx, d, refresh) {
+function draw(main, ctx, d, rollout, refresh) {
   const spec = d.gate.manifest.spec || {};
   const open = d.clusters.filter((c) => c.state === 'open').length;
   const closed = d.clusters.length - open;
@@ -37,6 +39,7 @@ function draw(main, ctx, d, refresh) {
       h('div', { class: 'count total' }, h('span', { class: 'n' }, spec.mode || 'suspend'), h('span', { class: 'label' }, 'mode')),
       h('div', { class: 'count total' }, h('span', { class: 'n' }, spec.default || 'open'), h('span', { class: 'label' }, 'default')),
       h('div', { class: 'count total' }, h('span', { class: 'n small-n' }, d.timeZone), h('span', { class: 'label' }, 'time zone'))),
+    rolloutCard(rollout, ctx, refresh),
     h('section', { class: 'card' },
       h('h2', {}, 'Next 7 days'),
       h('p', { class: 'muted' }, `Schedule without overrides, ticks at midnight in the gate's zone (${d.timeZone}, top) and yours (${viewerZone}, bottom). Hover a band for details.`),
@@ -92,7 +95,8 @@ function clustersTable(list) {
     h('thead', {}, h('tr', {}, ...['Cluster', 'State', 'Why', 'Next change', 'Spoke', 'Held'].map((t) => h('th', {}, t)))),
     h('tbody', {}, ...list.map((c) => h('tr', { 'data-cluster': c.name },
       h('td', {}, h('a', { href: `#/clusters/${enc(c.name)}` }, c.name)),
-      h('td', {}, badge(c.state === 'closed' && c.held ? 'held' : c.state, c.state)),
+      h('td', {}, c.rolloutWave ? badge('waiting', `waiting for wave ${c.rolloutWave}`)
+        : badge(c.state === 'closed' && c.held ? 'held' : c.state, c.state)),
       h('td', {}, c.reason),
       h('td', {}, c.nextTransition ? [fmtTime(c.nextTransition), ' ', h('span', { class: 'muted' }, relTime(c.nextTransition))] : '—'),
       h('td', {}, c.connected ? badge('online', 'connected') : badge('offline', 'offline')),

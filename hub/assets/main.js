@@ -90,6 +90,7 @@ function summarize(events) {
   const gates = events.filter((e) => e.name === 'gate');
   const overrides = events.filter((e) => e.name === 'override');
   const spokes = events.filter((e) => e.name === 'spoke');
+  const rollouts = events.filter((e) => e.name === 'rollout');
   for (const o of overrides.slice(0, 2)) {
     const d = o.data;
     toast(d.change === 'active'
@@ -100,6 +101,11 @@ function summarize(events) {
     const to = gates[0].data.to || 'removed';
     const more = gates.length > 1 ? ` and ${gates.length - 1} more` : '';
     toast(`Gate ${gates[0].data.gate} on ${gates[0].data.cluster} is now ${to}${more}`, to === 'open' ? 'good' : 'info');
+  }
+  for (const r of rollouts.slice(-2)) {
+    const d = r.data;
+    const bad = d.action === 'halted' || d.action === 'aborted';
+    toast(`Rollout of gate ${d.gate} ${d.action}: wave ${d.wave} of ${d.waves}, ${d.released} of ${d.clusters} clusters released`, bad ? 'bad' : 'info');
   }
   for (const sp of spokes.slice(0, 2)) {
     toast(`Spoke of ${sp.data.cluster} ${sp.data.connected ? 'connected' : 'disconnected'}`, sp.data.connected ? 'good' : 'bad');

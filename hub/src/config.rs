@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// fleetgate hub: gate policies in PostgreSQL, REST API and gRPC to spokes.
 #[derive(Debug, Parser)]
@@ -56,6 +56,18 @@ pub mod defaults {
     pub const ROLLOUT_TICK: &str = "1s";
     /// See `service::liveness::LEASE_EVERY`.
     pub const REPLICA_LEASE_EVERY: &str = "5s";
+    /// `--local-gates`: today's behaviour, the hub's view stays complete.
+    pub const LOCAL_GATES: super::LocalGates = super::LocalGates::Ignore;
+}
+
+/// What a hub-connected spoke does with Gate objects made in its cluster
+/// (delivered from Git, not mirrored from the hub): `--local-gates`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LocalGates {
+    /// Reported, shown read-only, not enforced (Ready=False, NotEnforced).
+    Ignore,
+    /// Enforced beside the hub's gates (a hub gate of the same name wins).
+    Enforce,
 }
 
 /// `fleetgate-hub serve`.
@@ -160,6 +172,11 @@ pub struct GrpcOptions {
     /// then read as disconnected).
     #[arg(long, env = "FLEETGATE_REPLICA_LEASE_EVERY", default_value = defaults::REPLICA_LEASE_EVERY, value_parser = parse_std_duration)]
     pub replica_lease_every: Duration,
+    /// Gate objects made in a hub-connected cluster: `ignore` (reported and
+    /// shown, not enforced) or `enforce` (beside the hub's gates). Sent to
+    /// spokes in their snapshots; set the same on every replica.
+    #[arg(long, env = "FLEETGATE_LOCAL_GATES", value_enum, default_value_t = defaults::LOCAL_GATES)]
+    pub local_gates: LocalGates,
 }
 
 impl Default for GrpcOptions {
@@ -175,6 +192,7 @@ impl Default for GrpcOptions {
             report_flush_ms: defaults::REPORT_FLUSH_MS,
             rollout_tick: duration(defaults::ROLLOUT_TICK),
             replica_lease_every: duration(defaults::REPLICA_LEASE_EVERY),
+            local_gates: defaults::LOCAL_GATES,
         }
     }
 }

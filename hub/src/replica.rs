@@ -16,7 +16,6 @@ use crate::config::{GrpcOptions, HttpOptions};
 use crate::fanout::{Fanout, listener};
 use crate::fleet_feed::FleetFeed;
 use crate::metrics::{GrpcMetrics, Metrics, RolloutMetrics};
-use crate::rollout::Event;
 use crate::service::Service;
 use crate::service::lease::Lease;
 use crate::service::reports::Reports;
@@ -35,8 +34,7 @@ pub struct Replica {
     pub metrics: Metrics,
     /// The spoke side's metrics (registered in `metrics`).
     pub grpc_metrics: GrpcMetrics,
-    /// What this replica's rollout driver did (fleet feeds subscribe).
-    pub rollout_events: tokio::sync::broadcast::Sender<Event>,
+    /// Rollout steps and commands taken on this replica (registered in `metrics`).
     pub rollout_metrics: RolloutMetrics,
     pub http: HttpOptions,
     pub grpc: GrpcOptions,
@@ -59,7 +57,6 @@ impl Replica {
         let fleet = FleetFeed::new(service.clone(), fanout.changes());
         let grpc_metrics = GrpcMetrics::default();
         let rollout_metrics = RolloutMetrics::default();
-        let (rollout_events, _) = tokio::sync::broadcast::channel(256);
         let reports = Reports::new(
             service.clone(),
             grpc.replica(),
@@ -87,7 +84,6 @@ impl Replica {
             reports,
             metrics,
             grpc_metrics,
-            rollout_events,
             rollout_metrics,
             http,
             grpc,
@@ -136,7 +132,6 @@ impl Replica {
         let rollout_task = tokio::spawn(crate::service::rollouts::driver::run(
             self.service.clone(),
             self.grpc.rollout_tick,
-            self.rollout_events.clone(),
             self.rollout_metrics.clone(),
             tasks.clone(),
         ));

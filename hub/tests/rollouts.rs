@@ -14,10 +14,9 @@ use chrono::{Duration, TimeZone, Utc};
 use common::Hub;
 use fleetgate_hub::clock::ManualClock;
 use fleetgate_hub::config::{GrpcOptions, HttpOptions};
-use fleetgate_hub::db::reports::ReportedObject;
 use fleetgate_hub::replica::Replica;
-use fleetgate_hub::service::reports::Assembled;
 use fleetgate_hub::{Service, db};
+use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 /// t0 is Wed 12:00 UTC; the window opens at 13:00 for 4 hours.
@@ -103,36 +102,7 @@ impl Fleet {
     /// `clusters`' spokes are connected and report the gate's Kustomization applied at its
     /// source's newest revision (`good`) or still at the old one.
     async fn report(&self, clusters: &[&str], good: bool) {
-        for c in clusters {
-            self.replica.reports.connected(c, "test");
-            let object = ReportedObject {
-                kind: "Kustomization".into(),
-                namespace: "flux-system".into(),
-                name: "apps".into(),
-                suspended: false,
-                suspended_by: vec![],
-                gates: vec!["waves".into()],
-                last_applied_revision: Some(
-                    if good { "main@sha1:b" } else { "main@sha1:a" }.into(),
-                ),
-                newest_source_revision: Some("main@sha1:b".into()),
-                held: false,
-                suspended_by_human: false,
-                ignored: false,
-                ..ReportedObject::default()
-            };
-            // A spoke that has seen every snapshot so far (the report fence passes).
-            self.replica.reports.submit(
-                c,
-                i64::MAX as u64,
-                Assembled {
-                    objects: vec![object],
-                    held_objects: vec![],
-                },
-                0,
-            );
-        }
-        self.replica.reports.flush_all().await;
+        common::report_apps(&self.replica.reports, clusters, "waves", good).await;
     }
 
     /// The gate's (state, reason) on `cluster` as `GET /clusters/{name}/status` shows it.
@@ -490,7 +460,19 @@ async fn the_replica_runs_the_driver() {
         ..GrpcOptions::default()
     };
     let replica = Replica::new(f.hub.service.clone(), HttpOptions::default(), grpc);
-    let mut events = replica.rollout_events.subscribe();
+    // Watchers learn of the driver's steps from the fleet feed (subscribed before it runs).
+    let viewer = fleetgate_hub::Actor::new("test", fleetgate_hub::Role::Viewer);
+    let (first, updates) = replica.fleet.subscribe(&viewer).await.unwrap();
+    assert!(first.rollouts.is_empty());
+    let events = fleetgate_hub::fleet_feed::events::events(
+        replica.service.clone(),
+        updates,
+        tokio_util::sync::CancellationToken::new(),
+        f.hub.viewer.clone(),
+        Default::default(),
+        first,
+    );
+    let mut events = Box::pin(events);
     let stop = tokio_util::sync::CancellationToken::new();
     let run = tokio::spawn({
         let (replica, stop) = (replica.clone(), stop.clone());
@@ -503,11 +485,18 @@ async fn the_replica_runs_the_driver() {
                 .await
         }
     });
-    let got = tokio::time::timeout(StdDuration::from_secs(20), events.recv())
+    let started = async {
+        loop {
+            let e = events.next().await.expect("stream").expect("event");
+            if let fleetgate_hub::fleet_feed::events::FleetChange::Rollout(r) = e.change {
+                return r;
+            }
+        }
+    };
+    let got = tokio::time::timeout(StdDuration::from_secs(20), started)
         .await
-        .expect("an event in time")
-        .unwrap();
-    assert_eq!(got.action, "rollout.start");
+        .expect("an event in time");
+    assert_eq!(got.action.as_str(), "started");
     stop.cancel();
     let _ = run.await;
     assert!(

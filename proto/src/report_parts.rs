@@ -16,7 +16,8 @@ pub const MAX_REPORT_OBJECTS: usize = 100_000;
 
 /// `report` as consecutive parts of at most `part_bytes` of objects each; every
 /// part but the last has `more = true`. Revision, clock offset and observation
-/// time are repeated in every part. An empty report is one part.
+/// time are repeated in every part; local gates are on the last part. An empty
+/// report is one part.
 pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
     let StatusReport {
         revision,
@@ -25,6 +26,7 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         observed_at,
         more: _,
         held_objects,
+        local_gates,
     } = report;
     let part = |objects, held_objects| StatusReport {
         revision,
@@ -33,6 +35,7 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         observed_at,
         more: true,
         held_objects,
+        local_gates: Vec::new(),
     };
     let mut parts = Vec::new();
     let (mut current, mut held) = (Vec::new(), Vec::new());
@@ -63,6 +66,8 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
     parts.push(part(current, held));
     if let Some(last) = parts.last_mut() {
         last.more = false;
+        // A few per cluster: they ride on the last part, which applies the report.
+        last.local_gates = local_gates;
     }
     parts
 }
@@ -108,6 +113,7 @@ mod tests {
             }),
             more: false,
             held_objects: vec![],
+            local_gates: vec![],
         }
     }
 
@@ -145,7 +151,18 @@ mod tests {
             .collect();
         let mut r = report(objects.clone());
         r.held_objects = held.clone();
+        r.local_gates = vec![crate::v1::LocalGateStatus {
+            name: "git-freeze".into(),
+            ..Default::default()
+        }];
         let parts = split(r, PART_BYTES);
+        let with_local: Vec<bool> = parts.iter().map(|p| !p.local_gates.is_empty()).collect();
+        assert_eq!(with_local.iter().filter(|b| **b).count(), 1);
+        assert_eq!(
+            with_local.last(),
+            Some(&true),
+            "local gates ride on the last part"
+        );
         assert!(parts.len() > 5, "{} parts", parts.len());
         let objs: Vec<_> = parts.iter().flat_map(|p| p.objects.clone()).collect();
         let helds: Vec<_> = parts.iter().flat_map(|p| p.held_objects.clone()).collect();

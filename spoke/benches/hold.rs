@@ -48,6 +48,8 @@ fn gate(default: &str) -> Snapshot {
             release: None,
         }],
         overrides: vec![],
+        local_gates_enforced: false,
+        local_gates: vec![],
         hub_time: None,
     }
 }

@@ -89,6 +89,8 @@ async fn run(n: usize) -> anyhow::Result<()> {
         }],
         overrides: vec![],
         hub_time: None,
+        local_gates_enforced: false,
+        local_gates: vec![],
     };
     let start = Instant::now();
     ctx.accept(snapshot, SnapshotSource::ConfigMap).await?;

@@ -50,6 +50,13 @@ pub struct Context {
     /// Accepted requests on the hub's gates that the hub has not recorded yet:
     /// sent on every connect, change and heartbeat until its snapshot has them.
     pub local_requests: watch::Sender<Arc<Vec<fleetgate_proto::v1::LocalRequest>>>,
+    /// With a hub: every Gate object made in the cluster as the spoke
+    /// evaluates it, reported to the hub (read-only there).
+    pub local_gates: watch::Sender<Arc<Vec<fleetgate_proto::v1::LocalGateStatus>>>,
+    /// Serialises the read-modify-write of the snapshot in force: a hub
+    /// snapshot (which keeps the local gates) and a change of the local gates
+    /// (which keeps the hub's part) must not overwrite each other.
+    merge: tokio::sync::Mutex<()>,
 }
 
 impl Context {
@@ -75,6 +82,8 @@ impl Context {
             ready: Arc::new(AtomicBool::new(false)),
             local_overrides: watch::channel(Arc::new(Vec::new())).0,
             local_requests: watch::channel(Arc::new(Vec::new())).0,
+            local_gates: watch::channel(Arc::new(Vec::new())).0,
+            merge: tokio::sync::Mutex::new(()),
             metrics,
             config,
         })
@@ -90,6 +99,7 @@ impl Context {
     /// each gate, which a Gate object edited into an invalid spec keeps in
     /// force across a restart.
     pub async fn enforce_local(&self, compiled: Arc<CompiledSnapshot>) {
+        let _merge = self.merge.lock().await;
         self.metrics
             .snapshot_revision
             .set(i64::try_from(compiled.revision()).unwrap_or(i64::MAX));
@@ -111,9 +121,10 @@ impl Context {
     /// when it was taken. A snapshot from the hub is then persisted.
     pub async fn accept(
         &self,
-        snapshot: Snapshot,
+        mut snapshot: Snapshot,
         source: SnapshotSource,
     ) -> Result<Option<Arc<CompiledSnapshot>>> {
+        let _merge = self.merge.lock().await;
         if snapshot.cluster != self.config.cluster {
             return Err(Error::InvalidSnapshot(format!(
                 "snapshot is for cluster '{}', this spoke is '{}'",
@@ -121,7 +132,15 @@ impl Context {
             )));
         }
         let held = self.revision();
-        if snapshot.revision <= held {
+        // A hub restarted with another `--local-gates` resends the revision
+        // the spoke holds: take the setting.
+        let setting_changed =
+            source == SnapshotSource::Hub
+                && snapshot.revision == held
+                && self.snapshot.borrow().as_ref().is_some_and(|c| {
+                    c.snapshot.local_gates_enforced != snapshot.local_gates_enforced
+                });
+        if snapshot.revision <= held && !setting_changed {
             if snapshot.revision < held {
                 tracing::warn!(
                     received = snapshot.revision,
@@ -131,6 +150,13 @@ impl Context {
                 );
             }
             return Ok(None);
+        }
+        if source == SnapshotSource::Hub
+            && let Some(current) = self.snapshot.borrow().as_ref()
+        {
+            // The hub does not know the cluster's Gate objects: keep the ones
+            // in force (the gates loop drops them if the hub now ignores them).
+            snapshot.local_gates = current.snapshot.local_gates.clone();
         }
         let compiled = Arc::new(CompiledSnapshot::compile(snapshot)?);
         self.snapshot.send_replace(Some(compiled.clone()));
@@ -150,5 +176,39 @@ impl Context {
             tracing::error!(error = %e, "could not persist the snapshot; a restart would enforce an older one");
         }
         Ok(Some(compiled))
+    }
+
+    /// With a hub: enforces `rules` (the last valid version of each Gate object
+    /// made in the cluster, none when the hub ignores them) beside the hub's
+    /// gates at the same revision, and persists them with the hub's snapshot
+    /// so a restart while the hub is unreachable keeps enforcing them. Nothing
+    /// happens without a hub snapshot (whether to enforce is the hub's call).
+    pub async fn set_local_gates(&self, rules: Vec<crate::snapshot::GateRule>) {
+        let _merge = self.merge.lock().await;
+        let Some(current) = self.snapshot.borrow().clone() else {
+            return;
+        };
+        if current.revision() == 0 || current.snapshot.local_gates == rules {
+            return;
+        }
+        let mut snapshot = current.snapshot.clone();
+        snapshot.local_gates = rules;
+        let compiled = match CompiledSnapshot::compile(snapshot) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                tracing::error!(error = %e, "local Gate objects did not compile; the previous ones stay in force");
+                return;
+            }
+        };
+        tracing::info!(
+            revision = compiled.revision(),
+            local_gates = compiled.snapshot.local_gates.len(),
+            "local Gate objects in force beside the hub's gates"
+        );
+        self.snapshot.send_replace(Some(compiled.clone()));
+        if let Err(e) = self.store.save(&compiled.snapshot).await {
+            self.metrics.error(&e);
+            tracing::error!(error = %e, "could not persist the local Gate objects; after a restart an invalid one would enforce nothing");
+        }
     }
 }

@@ -165,6 +165,7 @@ struct Session<'a> {
     inbound: Streaming<pb::HubMessage>,
     report_rx: watch::Receiver<Option<Arc<Report>>>,
     requests_rx: watch::Receiver<Arc<Vec<pb::LocalRequest>>>,
+    local_gates_rx: watch::Receiver<Arc<Vec<pb::LocalGateStatus>>>,
     heartbeat: Interval,
     /// Spoke clock minus hub clock, from the last snapshot or keepalive.
     clock_offset_ms: i64,
@@ -183,6 +184,11 @@ impl<'a> Session<'a> {
             cluster: ctx.config.cluster.clone(),
             spoke_version: env!("CARGO_PKG_VERSION").into(),
             revision: ctx.revision(),
+            local_gates_enforced: ctx
+                .snapshot
+                .borrow()
+                .as_ref()
+                .is_some_and(|s| s.snapshot.local_gates_enforced),
         };
         let _ = tx.try_send(pb::SpokeMessage {
             msg: Some(spoke_message::Msg::Hello(hello)),
@@ -204,6 +210,8 @@ impl<'a> Session<'a> {
         report_rx.mark_unchanged();
         let mut requests_rx = ctx.local_requests.subscribe();
         requests_rx.mark_unchanged();
+        let mut local_gates_rx = ctx.local_gates.subscribe();
+        local_gates_rx.mark_unchanged();
         let every = ctx.config.heartbeat_interval;
         let s = Session {
             ctx,
@@ -211,6 +219,7 @@ impl<'a> Session<'a> {
             inbound,
             report_rx,
             requests_rx,
+            local_gates_rx,
             heartbeat: tokio::time::interval_at(Instant::now() + every, every),
             clock_offset_ms: 0,
             debounce: None,
@@ -228,6 +237,11 @@ impl<'a> Session<'a> {
             _ = shutdown.cancelled() => Step::Stop,
             msg = self.inbound.message() => Step::Inbound(msg),
             changed = self.report_rx.changed() => match changed {
+                Ok(()) => Step::ReportChanged,
+                Err(_) => Step::Stop,
+            },
+            // The Gate objects made in the cluster travel with the report.
+            changed = self.local_gates_rx.changed() => match changed {
                 Ok(()) => Step::ReportChanged,
                 Err(_) => Step::Stop,
             },
@@ -281,10 +295,10 @@ impl<'a> Session<'a> {
         let Some(report) = self.ctx.report.borrow().clone() else {
             return;
         };
+        let mut message = report.to_proto(self.clock_offset_ms, Utc::now());
+        message.local_gates = self.ctx.local_gates.borrow().to_vec();
         let _ = self.tx.try_send(pb::SpokeMessage {
-            msg: Some(spoke_message::Msg::Report(
-                report.to_proto(self.clock_offset_ms, Utc::now()),
-            )),
+            msg: Some(spoke_message::Msg::Report(message)),
         });
     }
 

@@ -26,6 +26,8 @@ impl Report {
             observed_at: Some(to_timestamp(observed_at)),
             more: false,
             held_objects: self.held_objects.iter().map(held_status).collect(),
+            // The Gate loop's, added by the hub connection.
+            local_gates: Vec::new(),
         }
     }
 }

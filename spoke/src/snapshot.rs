@@ -26,6 +26,16 @@ pub struct Snapshot {
     pub overrides: Vec<Override>,
     #[serde(default)]
     pub hub_time: Option<DateTime<Utc>>,
+    /// The hub lets Gate objects made in the cluster be enforced beside its
+    /// gates (`--local-gates enforce`); false from hubs that predate it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub local_gates_enforced: bool,
+    /// With a hub: the last valid version of each Gate object made in the
+    /// cluster that this spoke enforces beside the hub's gates (kept across a
+    /// restart in the persisted snapshot, like a standalone spoke's gates).
+    /// Not from the hub: the spoke fills it in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local_gates: Vec<GateRule>,
 }
 
 /// One gate's manifest as sent by the hub.
@@ -110,15 +120,21 @@ impl Snapshot {
             gates,
             overrides,
             hub_time: msg.hub_time.as_ref().and_then(from_timestamp),
+            local_gates_enforced: msg.local_gates_enforced,
+            local_gates: Vec::new(),
         })
     }
 }
 
-/// A snapshot whose gates are parsed and compiled, ready to evaluate.
+/// A snapshot whose gates are parsed and compiled, ready to evaluate: the
+/// hub's gates, then (when the hub enforces them) the local gates whose names
+/// no hub gate takes (the hub's wins).
 #[derive(Debug)]
 pub struct CompiledSnapshot {
     pub snapshot: Snapshot,
     gates: Vec<CompiledGate>,
+    /// `gates[..hub_gates]` are `snapshot.gates`; the rest are local gates.
+    hub_gates: usize,
 }
 
 /// Every gate's state at one instant.
@@ -140,7 +156,39 @@ impl CompiledSnapshot {
                 .map_err(|e| Error::InvalidSnapshot(format!("gates[{i}] ({}): {e}", rule.name)))?;
             gates.push(gate);
         }
-        Ok(CompiledSnapshot { snapshot, gates })
+        let hub_gates = gates.len();
+        if snapshot.local_gates_enforced {
+            for (i, rule) in snapshot.local_gates.iter().enumerate() {
+                if snapshot.gates.iter().any(|g| g.name == rule.name) {
+                    continue;
+                }
+                let gate = parse_gate_json(rule.manifest.clone())
+                    .and_then(|g| g.compile())
+                    .map_err(|e| {
+                        Error::InvalidSnapshot(format!("localGates[{i}] ({}): {e}", rule.name))
+                    })?;
+                gates.push(gate);
+            }
+        }
+        Ok(CompiledSnapshot {
+            snapshot,
+            gates,
+            hub_gates,
+        })
+    }
+
+    /// Whether `name` is one of the hub's gates (not a local one).
+    pub fn is_hub_gate(&self, name: &str) -> bool {
+        self.gates[..self.hub_gates]
+            .iter()
+            .any(|g| g.name() == name)
+    }
+
+    /// Whether `name` is a local gate enforced beside the hub's.
+    pub fn is_local_gate(&self, name: &str) -> bool {
+        self.gates[self.hub_gates..]
+            .iter()
+            .any(|g| g.name() == name)
     }
 
     /// What `--enforce-without-snapshot=closed` enforces: one closed gate over
@@ -168,6 +216,8 @@ impl CompiledSnapshot {
             }],
             overrides: vec![],
             hub_time: None,
+            local_gates_enforced: false,
+            local_gates: vec![],
         })
     }
 
@@ -181,8 +231,11 @@ impl CompiledSnapshot {
                 gates: vec![],
                 overrides: vec![],
                 hub_time: None,
+                local_gates_enforced: false,
+                local_gates: vec![],
             },
             gates: vec![],
+            hub_gates: 0,
         }
     }
 
@@ -234,7 +287,12 @@ impl CompiledSnapshot {
         if gate.gate().spec.rollout.is_none() || !eval.state.is_open() {
             return eval;
         }
-        let release = self.snapshot.gates.get(i).and_then(|r| r.release.as_ref());
+        // Only the hub releases waves: a local gate with `spec.rollout` stays
+        // closed (fail-safe), like a standalone one.
+        let release = (i < self.hub_gates)
+            .then(|| self.snapshot.gates.get(i))
+            .flatten()
+            .and_then(|r| r.release.as_ref());
         let since = gate.open_since(now, overrides);
         match (release, since) {
             (Some(r), Some(since)) if r.opening_at >= since => eval,
@@ -327,6 +385,7 @@ mod tests {
                 created_at: Some(to_timestamp(at("2026-11-27T09:00:00Z"))),
             }],
             hub_time: Some(to_timestamp(now)),
+            local_gates_enforced: false,
         };
         let snap = Snapshot::from_proto(msg).unwrap();
         assert_eq!(snap.revision, 7);
@@ -439,9 +498,57 @@ mod tests {
             }],
             overrides: vec![],
             hub_time: None,
+            local_gates_enforced: false,
+            local_gates: vec![],
         };
         let err = CompiledSnapshot::compile(snap).unwrap_err().to_string();
         assert!(err.contains("gates[0] (g)"), "{err}");
+    }
+
+    #[test]
+    fn local_gates_compile_beside_the_hubs_only_when_enforced() {
+        let now = at("2026-11-27T10:00:00Z");
+        let rule = |name: &str, default: &str| GateRule {
+            name: name.into(),
+            version: 1,
+            manifest: serde_json::from_str(&manifest(name, default)).unwrap(),
+            release: None,
+        };
+        let mut snap = Snapshot {
+            revision: 5,
+            cluster: "c1".into(),
+            gates: vec![rule("hub", "open"), rule("both", "open")],
+            overrides: vec![],
+            hub_time: None,
+            local_gates_enforced: false,
+            local_gates: vec![rule("git", "closed"), rule("both", "closed")],
+        };
+        let ignored = CompiledSnapshot::compile(snap.clone()).unwrap();
+        assert_eq!(ignored.evaluate(now).gates.len(), 2);
+        assert!(!ignored.is_local_gate("git"));
+
+        snap.local_gates_enforced = true;
+        let enforced = CompiledSnapshot::compile(snap.clone()).unwrap();
+        let names: Vec<(String, bool)> = enforced
+            .evaluate(now)
+            .gates
+            .into_iter()
+            .map(|g| (g.name, g.open))
+            .collect();
+        // The hub's `both` wins over the local one of that name.
+        assert_eq!(
+            names,
+            [
+                ("hub".into(), true),
+                ("both".into(), true),
+                ("git".into(), false)
+            ]
+        );
+        assert!(enforced.is_local_gate("git") && !enforced.is_local_gate("both"));
+        assert!(enforced.is_hub_gate("both") && !enforced.is_hub_gate("git"));
+        // Persisted with the snapshot, so a restart offline keeps them.
+        let json = serde_json::to_string(&snap).unwrap();
+        assert_eq!(serde_json::from_str::<Snapshot>(&json).unwrap(), snap);
     }
 
     #[test]

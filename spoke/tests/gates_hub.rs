@@ -98,7 +98,7 @@ async fn mirrored_gates_revert_edits_and_take_local_requests() {
         &cluster.client,
         "NotEnforced",
         "local-freeze",
-        "enforced by a standalone spoke only",
+        "--local-gates=ignore",
     )
     .await;
     assert_eq!(e.type_.as_deref(), Some("Warning"));

@@ -1,7 +1,7 @@
 //! `fleetgate-sim` as a real process for end-to-end tests: one simulated
-//! cluster without Flux objects, Flux controllers reconciling every 200 ms,
-//! its API URL and kubeconfig read from the line it prints at start, a client
-//! for it and the namespaces a spoke needs.
+//! cluster (or several) without Flux objects, Flux controllers reconciling
+//! every 200 ms, each cluster's API URL and kubeconfig read from the lines it
+//! prints at start, a client for it and the namespaces a spoke needs.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -26,9 +26,33 @@ pub struct SimProcess {
 /// Starts `fleetgate-sim` with one cluster, writing its kubeconfig into `dir`;
 /// waits (60 s at most) for the line naming the cluster.
 pub async fn start_sim(dir: &Path) -> SimProcess {
+    let (child, mut clusters) = start_sim_clusters(dir, 1).await;
+    let one = clusters.remove(0);
+    SimProcess {
+        child,
+        url: one.url,
+        kubeconfig: one.kubeconfig,
+    }
+}
+
+/// One cluster of a multi-cluster simulator.
+#[derive(Debug, Clone)]
+pub struct SimCluster {
+    /// `cluster-000`, `cluster-001`, …
+    pub name: String,
+    /// Its API server (also serves `/sim/v1/push`).
+    pub url: String,
+    /// A kubeconfig for it.
+    pub kubeconfig: PathBuf,
+}
+
+/// Starts `fleetgate-sim` with `n` clusters (no Flux objects, controllers
+/// reconciling every 200 ms), writing their kubeconfigs into `dir`; waits
+/// (60 s at most) for the `n` lines naming them.
+pub async fn start_sim_clusters(dir: &Path, n: usize) -> (ChildGuard, Vec<SimCluster>) {
     let mut child = ChildGuard(
         Command::new(bin_path("fleetgate-sim"))
-            .args(["--clusters", "1", "--objects-per-cluster", "0"])
+            .args(["--clusters", &n.to_string(), "--objects-per-cluster", "0"])
             .args(["--reconcile-interval", "200ms"])
             .arg("--kubeconfig-dir")
             .arg(dir)
@@ -39,22 +63,36 @@ pub async fn start_sim(dir: &Path) -> SimProcess {
             .expect("starting fleetgate-sim"),
     );
     let stdout = child.0.stdout.take().expect("sim stdout");
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut lines = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut line = String::new();
+            reader.read_line(&mut line)?;
+            lines.push(line);
+        }
+        // Keep draining, so the simulator never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+        Ok::<_, std::io::Error>(lines)
     });
-    let line = tokio::time::timeout(Duration::from_secs(60), line)
+    let lines = tokio::time::timeout(Duration::from_secs(60), lines)
         .await
         .expect("sim prints its clusters")
         .expect("reading the sim's stdout")
         .expect("reading the sim's stdout");
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(fields.len(), 3, "cluster url kubeconfig: {line}");
-    SimProcess {
-        child,
-        url: fields[1].to_owned(),
-        kubeconfig: PathBuf::from(fields[2]),
-    }
+    let clusters = lines
+        .iter()
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(fields.len(), 3, "cluster url kubeconfig: {line}");
+            SimCluster {
+                name: fields[0].to_owned(),
+                url: fields[1].to_owned(),
+                kubeconfig: PathBuf::from(fields[2]),
+            }
+        })
+        .collect();
+    (child, clusters)
 }
 
 impl SimProcess {

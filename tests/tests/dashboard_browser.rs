@@ -4,40 +4,13 @@
 //! also after the hub restarted; a cluster page lists the objects held inside
 //! its Kustomizations and follows them live. Screenshots go to target/test-output/dashboard/.
 
+#[macro_use]
 mod dashboard_support;
 
 use dashboard_support::spoke::{FakeSpoke, object};
-use dashboard_support::{
-    ADMIN_TOKEN, Browser, Hub, SERIAL, TEST_TIMEOUT, browser_binaries, seed_small,
-};
+use dashboard_support::{ADMIN_TOKEN, Hub, seed_small};
 use fleetgate_proto::v1 as pb;
 use serde_json::{Value, json};
-
-/// Runs `body` with a browser, or skips (with a note) where Chromium or
-/// chromedriver is not installed.
-macro_rules! browser_test {
-    ($name:ident, |$browser:ident| $body:expr) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() {
-            let Some((chromium, driver)) = browser_binaries() else {
-                eprintln!(
-                    "SKIPPED {}: chromium and chromedriver are not installed \
-                     (apt-get install chromium chromium-driver)",
-                    stringify!($name)
-                );
-                return;
-            };
-            let _serial = SERIAL.lock().await;
-            tokio::time::timeout(TEST_TIMEOUT, async {
-                let $browser = Browser::start(&chromium, &driver).await;
-                $body;
-                $browser.close().await;
-            })
-            .await
-            .expect("browser test timed out");
-        }
-    };
-}
 
 browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
     let hub = Hub::start("operator").await;

@@ -27,6 +27,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("live.js", JS, include_str!("../../assets/live.js")),
     ("fleet.js", JS, include_str!("../../assets/fleet.js")),
     ("gate.js", JS, include_str!("../../assets/gate.js")),
+    ("rollout.js", JS, include_str!("../../assets/rollout.js")),
     ("timeline.js", JS, include_str!("../../assets/timeline.js")),
     ("cluster.js", JS, include_str!("../../assets/cluster.js")),
     ("audit.js", JS, include_str!("../../assets/audit.js")),

@@ -26,11 +26,11 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Opens the event stream. The first event, `ready`, says the stream is
 /// subscribed: state fetched after it misses no change. Later events are
-/// `gate`, `override`, `spoke`, `held` and `heldObjects`; `error` ends the stream (e.g. the
+/// `gate`, `override`, `spoke`, `held`, `heldObjects` and `rollout`; `error` ends the stream (e.g. the
 /// token was revoked).
 #[utoipa::path(get, path = "/api/v1/events", tag = "dashboard",
     responses(
-        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, spoke, held, heldObjects, error", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, spoke, held, heldObjects, rollout, error", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Response> {
@@ -124,6 +124,14 @@ pub fn to_sse(e: &FleetEvent) -> Event {
             json!({
                 "at": at, "cluster": h.cluster, "held": h.held, "byPerson": h.by_person,
                 "previous": h.previous, "previousByPerson": h.previous_by_person,
+            }),
+        ),
+        FleetChange::Rollout(r) => (
+            "rollout",
+            json!({
+                "at": at, "gate": r.gate, "rolloutId": r.rollout_id, "action": r.action.as_str(),
+                "state": r.state, "wave": r.wave, "waves": r.waves, "released": r.released,
+                "clusters": r.clusters, "detail": r.detail,
             }),
         ),
     };

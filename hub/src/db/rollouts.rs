@@ -101,6 +101,14 @@ pub async fn current(
     .bind(gate)
     .fetch_optional(&mut *conn)
     .await?;
+    with_members(conn, row).await
+}
+
+/// `row` (if any) with its members.
+async fn with_members(
+    conn: &mut PgConnection,
+    row: Option<RolloutRow>,
+) -> Result<Option<(RolloutRow, Vec<MemberRow>)>> {
     let Some(row) = row else { return Ok(None) };
     let members = members(conn, row.id).await?;
     Ok(Some((row, members)))
@@ -118,9 +126,7 @@ pub async fn latest(
     .bind(gate)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(row) = row else { return Ok(None) };
-    let members = members(conn, row.id).await?;
-    Ok(Some((row, members)))
+    with_members(conn, row).await
 }
 
 async fn members(conn: &mut PgConnection, id: Uuid) -> Result<Vec<MemberRow>> {
@@ -303,4 +309,41 @@ pub async fn gates_to_drive(conn: &mut PgConnection) -> Result<Vec<String>> {
     .fetch_all(conn)
     .await?;
     Ok(rows.into_iter().map(|(n,)| n).collect())
+}
+
+/// The newest rollout of a gate (current or ended) as the change streams compare it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RolloutSummaryRow {
+    pub gate: String,
+    pub id: Uuid,
+    pub state: String,
+    /// The current wave, 0-based.
+    pub wave: i32,
+    /// Waves of the spec plus late ones.
+    pub waves: i32,
+    pub wave_released: bool,
+    pub healthy: bool,
+    /// Clusters released / in the rollout.
+    pub released: i64,
+    pub clusters: i64,
+    pub detail: Option<String>,
+}
+
+/// The newest rollout of every gate (a deleted gate's rollouts go with it).
+pub async fn summaries(conn: &mut PgConnection) -> Result<Vec<RolloutSummaryRow>> {
+    let rows = sqlx::query_as(
+        "select distinct on (r.gate) r.gate, r.id, r.state, r.wave, \
+         greatest(jsonb_array_length(coalesce(r.spec->'waves', '[]'::jsonb)), \
+                  coalesce(m.last_wave + 1, 0))::int4 as waves, \
+         r.wave_released_at is not null as wave_released, r.healthy_at is not null as healthy, \
+         coalesce(m.released, 0) as released, coalesce(m.clusters, 0) as clusters, r.detail \
+         from rollouts r \
+         left join lateral (select count(*) filter (where released_at is not null) as released, \
+                count(*) as clusters, max(wave) as last_wave \
+                from rollout_clusters where rollout_id = r.id) m on true \
+         order by r.gate, r.ended_at is null desc, r.started_at desc",
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
 }

@@ -46,24 +46,30 @@ impl Desired {
     }
 }
 
+/// Snapshot gates named and versioned as given, with an empty manifest (the
+/// fan-out's tests compare names and versions only).
+#[cfg(test)]
+pub(super) fn test_gates(gates: &[(&str, u64)]) -> Vec<crate::service::fleet::SnapshotGate> {
+    gates
+        .iter()
+        .map(|(n, v)| crate::service::fleet::SnapshotGate {
+            name: n.to_string(),
+            version: *v,
+            manifest_json: "{}".into(),
+            release: None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::fleet::SnapshotGate;
 
     fn snap(rev: u64, gates: &[(&str, u64)]) -> Desired {
         Desired::Snapshot(Arc::new(Snapshot::new(
             rev,
             "c1".into(),
-            gates
-                .iter()
-                .map(|(n, v)| SnapshotGate {
-                    name: n.to_string(),
-                    version: *v,
-                    manifest_json: "{}".into(),
-                    release: None,
-                })
-                .collect(),
+            test_gates(gates),
             vec![],
         )))
     }

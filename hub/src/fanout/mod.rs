@@ -268,15 +268,7 @@ mod tests {
 
     impl MemSource {
         fn set(&self, cluster: &str, rev: u64, gates: &[(&str, u64)]) {
-            let gates = gates
-                .iter()
-                .map(|(n, v)| SnapshotGate {
-                    name: n.to_string(),
-                    version: *v,
-                    manifest_json: "{}".into(),
-                    release: None,
-                })
-                .collect();
+            let gates = desired::test_gates(gates);
             self.state
                 .lock()
                 .unwrap()

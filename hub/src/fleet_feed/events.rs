@@ -1,6 +1,6 @@
 //! The fleet's changes as domain events: the difference of two
-//! [`FleetView`]s (gate states, overrides, spoke connections, held counts),
-//! filtered per watcher, and the stream every fleet watcher follows — the
+//! [`FleetView`]s (gate states, overrides, spoke connections, held counts,
+//! rollouts), filtered per watcher, and the stream every fleet watcher follows — the
 //! events of its first view, then of each view the replica's feed
 //! publishes. gRPC `WatchFleet` and the dashboard's SSE stream each convert
 //! these events to their wire form.
@@ -14,6 +14,7 @@ use futures::Stream;
 use tokio_util::sync::CancellationToken;
 
 use super::FleetUpdates;
+pub use super::rollout_events::{RolloutAction, RolloutChange};
 use crate::Result;
 use crate::service::Service;
 use crate::service::fleet::FleetView;
@@ -110,6 +111,9 @@ pub enum FleetChange {
     /// (holdObjects gates closing or opening, a person's mark, new objects
     /// marked), even when the counts stayed the same.
     HeldObjects(HeldObjectsChange),
+    /// A gate's rollout started, released a wave, halted, completed, was
+    /// paused, resumed or aborted, or ended.
+    Rollout(RolloutChange),
 }
 
 /// A cluster's held set of objects inside Kustomizations changed.
@@ -258,6 +262,12 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
             previous_by_person: before.by_person,
         }));
     }
+
+    // Rollouts are gate-wide: only the gate filter applies.
+    let before = (!initial).then_some(prev);
+    for r in super::rollout_events::diff(before, next, |g| filter.gate(g)) {
+        push(FleetChange::Rollout(r));
+    }
     out
 }
 
@@ -358,6 +368,7 @@ mod tests {
                     "held objects {} {}+{}->{}+{}",
                     h.cluster, h.previous, h.previous_by_person, h.held, h.by_person
                 ),
+                FleetChange::Rollout(r) => format!("rollout {} {}", r.gate, r.action.as_str()),
             })
             .collect()
     }

@@ -5,6 +5,7 @@
 //! themselves. The task runs only while someone subscribes.
 
 pub mod events;
+mod rollout_events;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -14,6 +14,7 @@ use super::convert::{invalid, to_status};
 use super::watch_fleet::{FleetStream, watch_fleet};
 use crate::Error;
 use crate::fleet_feed::FleetFeed;
+use crate::metrics::RolloutMetrics;
 use crate::replica::Replica;
 use crate::service::Service;
 use crate::service::audit::AuditQuery;
@@ -27,6 +28,7 @@ use crate::service::types::{
 pub struct AdminApi {
     service: Service,
     fleet: FleetFeed,
+    rollout_metrics: RolloutMetrics,
     shutdown: CancellationToken,
 }
 
@@ -37,6 +39,7 @@ impl AdminApi {
         Self {
             service: replica.service.clone(),
             fleet: replica.fleet.clone(),
+            rollout_metrics: replica.rollout_metrics.clone(),
             shutdown,
         }
     }
@@ -224,7 +227,8 @@ impl pb::admin_service_server::AdminService for AdminApi {
             .command
             .parse()
             .map_err(|_| invalid("command", "expected pause, resume, abort or release-next"))?;
-        let (s, _) = ok(self.service.rollout_command(&actor, &r.gate, command).await)?;
+        let (s, events) = ok(self.service.rollout_command(&actor, &r.gate, command).await)?;
+        self.rollout_metrics.record(&events);
         Ok(Response::new(conv::rollout_info(s)))
     }
 

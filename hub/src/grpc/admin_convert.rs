@@ -7,7 +7,7 @@ use fleetgate_proto::v1 as pb;
 use tonic::Status;
 use uuid::Uuid;
 
-use super::convert::invalid;
+use super::convert::{held_object, invalid, reported_object};
 use crate::service::PageRequest;
 use crate::service::fleet::{
     ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, HeldObjectStatus,
@@ -131,51 +131,25 @@ pub fn cluster(c: Cluster) -> pb::ClusterInfo {
 
 fn object(status: ObjectStatus) -> pb::GovernedObject {
     let o = status.object;
-    pb::GovernedObject {
-        kind: o.kind,
-        namespace: o.namespace,
-        name: o.name,
-        suspended: o.suspended,
-        suspended_by: o.suspended_by,
-        gates: o.gates,
-        last_applied_revision: o.last_applied_revision.unwrap_or_default(),
-        newest_source_revision: o.newest_source_revision.unwrap_or_default(),
-        held: o.held,
-        suspended_by_human: o.suspended_by_human,
+    reported_object!(pb::GovernedObject, o,
+        text: Option::unwrap_or_default,
+        number: |n: Option<i64>| n.unwrap_or(0),
         reported_at: ts(status.reported_at),
-        ignored: o.ignored,
-        ready: o.ready.unwrap_or_default(),
-        ready_reason: o.ready_reason.unwrap_or_default(),
-        ready_message: o.ready_message.unwrap_or_default(),
-        stalled: o.stalled,
-        generation: o.generation.unwrap_or(0),
-        observed_generation: o.observed_generation.unwrap_or(0),
-        last_attempted_revision: o.last_attempted_revision.unwrap_or_default(),
         report_revision: status
             .report_revision
             .and_then(|r| u64::try_from(r).ok())
             .unwrap_or(0),
-    }
+    )
 }
 
 fn held_object(h: HeldObjectStatus) -> pb::HeldObject {
     let o = h.object;
-    pb::HeldObject {
-        group: o.group,
-        kind: o.kind,
-        namespace: o.namespace,
-        name: o.name,
-        kustomization_namespace: o.kustomization_namespace,
-        kustomization_name: o.kustomization_name,
-        gates: o.gates,
-        held_by: o.held_by,
-        held_by_person: o.held_by_person,
-        held: h.held,
-        held_since_revision: o.held_since_revision.unwrap_or_default(),
+    held_object!(pb::HeldObject, o,
+        text: Option::unwrap_or_default,
         held_since: o.held_since.and_then(ts),
-        newer_revision_applied: o.newer_revision_applied,
+        held: h.held,
         reported_at: ts(h.reported_at),
-    }
+    )
 }
 
 fn gate_status(g: GateStatus) -> pb::GateStatus {
@@ -291,6 +265,25 @@ pub fn preview(p: fleetgate_policy::Preview) -> pb::PreviewGateResponse {
                 at: ts(t.at),
                 state: t.state.to_string(),
                 reason: t.reason,
+            })
+            .collect(),
+        rollouts: p
+            .rollouts
+            .into_iter()
+            .map(|r| pb::RolloutEstimate {
+                opening_at: ts(r.opening_at),
+                closes_at: r.closes_at.and_then(ts),
+                waves: r
+                    .waves
+                    .into_iter()
+                    .map(|w| pb::WaveEstimate {
+                        wave: w.wave,
+                        name: w.name,
+                        estimated_release_at: ts(w.estimated_release_at),
+                        approval: w.approval,
+                        after_close: w.after_close,
+                    })
+                    .collect(),
             })
             .collect(),
     }

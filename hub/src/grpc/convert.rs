@@ -44,8 +44,13 @@ pub fn invalid(field: &str, message: impl std::fmt::Display) -> Status {
     Status::invalid_argument(format!("{field}: {message}"))
 }
 
-/// A snapshot as sent to a spoke, stamped with the hub's clock.
-pub fn snapshot_to_proto(s: &Snapshot, hub_time: DateTime<Utc>) -> pb::Snapshot {
+/// A snapshot as sent to a spoke, stamped with the hub's clock, with the
+/// hub's `--local-gates` setting.
+pub fn snapshot_to_proto(
+    s: &Snapshot,
+    hub_time: DateTime<Utc>,
+    local_gates_enforced: bool,
+) -> pb::Snapshot {
     pb::Snapshot {
         revision: s.revision,
         cluster: s.cluster.clone(),
@@ -65,6 +70,7 @@ pub fn snapshot_to_proto(s: &Snapshot, hub_time: DateTime<Utc>) -> pb::Snapshot 
             .collect(),
         overrides: s.overrides.iter().map(override_to_proto).collect(),
         hub_time: Some(to_timestamp(hub_time)),
+        local_gates_enforced,
     }
 }
 
@@ -82,35 +88,82 @@ pub fn override_to_proto(o: &fleetgate_policy::Override) -> pb::Override {
     }
 }
 
+/// Builds `$ty { .. }` from the reported object `$o` (a spoke's
+/// `ObjectStatus`, or the stored record on its way to an admin
+/// `GovernedObject`): the one list of a reported object's fields. Fields
+/// present on both sides are moved; optional texts and numbers go through
+/// `$text` and `$number` (protobuf writes "absent" as `""` and `0`); `$rest`
+/// adds what only the target has.
+macro_rules! reported_object {
+    ($($ty:ident)::+, $o:ident, text: $text:expr, number: $number:expr $(, $($rest:tt)*)?) => {
+        $($ty)::+ {
+            kind: $o.kind,
+            namespace: $o.namespace,
+            name: $o.name,
+            suspended: $o.suspended,
+            suspended_by: $o.suspended_by,
+            gates: $o.gates,
+            last_applied_revision: $text($o.last_applied_revision),
+            newest_source_revision: $text($o.newest_source_revision),
+            held: $o.held,
+            suspended_by_human: $o.suspended_by_human,
+            ignored: $o.ignored,
+            ready: $text($o.ready),
+            ready_reason: $text($o.ready_reason),
+            ready_message: $text($o.ready_message),
+            stalled: $o.stalled,
+            generation: $number($o.generation),
+            observed_generation: $number($o.observed_generation),
+            last_attempted_revision: $text($o.last_attempted_revision),
+            $($($rest)*)?
+        }
+    };
+}
+pub(crate) use reported_object;
+
+/// Builds `$ty { .. }` from the held object `$o` (a spoke's
+/// `HeldObjectStatus`, or the stored record on its way to an admin
+/// `HeldObject`): the one list of a held object's fields, as
+/// [`reported_object!`] is for reported objects; `held_since` is converted by
+/// each side.
+macro_rules! held_object {
+    ($($ty:ident)::+, $o:ident, text: $text:expr, $($rest:tt)*) => {
+        $($ty)::+ {
+            group: $o.group,
+            kind: $o.kind,
+            namespace: $o.namespace,
+            name: $o.name,
+            kustomization_namespace: $o.kustomization_namespace,
+            kustomization_name: $o.kustomization_name,
+            gates: $o.gates,
+            held_by: $o.held_by,
+            held_by_person: $o.held_by_person,
+            held_since_revision: $text($o.held_since_revision),
+            newer_revision_applied: $o.newer_revision_applied,
+            $($rest)*
+        }
+    };
+}
+pub(crate) use held_object;
+
+/// A protobuf text as an optional one (`""` means absent).
+pub(crate) fn opt_text(s: String) -> Option<String> {
+    (!s.is_empty()).then_some(s)
+}
+
+/// A protobuf number as an optional one (`0` means absent).
+pub(crate) fn opt_number(n: i64) -> Option<i64> {
+    (n != 0).then_some(n)
+}
+
 /// A reported object as stored (empty revision strings mean "unknown").
 pub fn object_from_proto(o: pb::ObjectStatus) -> ReportedObject {
-    let opt = |s: String| (!s.is_empty()).then_some(s);
-    ReportedObject {
-        kind: o.kind,
-        namespace: o.namespace,
-        name: o.name,
-        suspended: o.suspended,
-        suspended_by: o.suspended_by,
-        gates: o.gates,
-        last_applied_revision: opt(o.last_applied_revision),
-        newest_source_revision: opt(o.newest_source_revision),
-        held: o.held,
-        suspended_by_human: o.suspended_by_human,
-        ignored: o.ignored,
-        ready: opt(o.ready),
-        ready_reason: opt(o.ready_reason),
-        ready_message: opt(o.ready_message),
-        stalled: o.stalled,
-        generation: (o.generation != 0).then_some(o.generation),
-        observed_generation: (o.observed_generation != 0).then_some(o.observed_generation),
-        last_attempted_revision: opt(o.last_attempted_revision),
-    }
+    reported_object!(ReportedObject, o, text: opt_text, number: opt_number)
 }
 
 /// The `index`th held object of a report as stored; `held_since` must be
 /// RFC 3339 when set (INVALID_ARGUMENT naming the field otherwise).
 pub fn held_from_proto(index: usize, o: pb::HeldObjectStatus) -> Result<HeldObject, Status> {
-    let opt = |s: String| (!s.is_empty()).then_some(s);
     let held_since = match o.held_since.as_str() {
         "" => None,
         t => Some(
@@ -119,20 +172,7 @@ pub fn held_from_proto(index: usize, o: pb::HeldObjectStatus) -> Result<HeldObje
                 .with_timezone(&Utc),
         ),
     };
-    Ok(HeldObject {
-        group: o.group,
-        kind: o.kind,
-        namespace: o.namespace,
-        name: o.name,
-        kustomization_namespace: o.kustomization_namespace,
-        kustomization_name: o.kustomization_name,
-        gates: o.gates,
-        held_by: o.held_by,
-        held_by_person: o.held_by_person,
-        held_since_revision: opt(o.held_since_revision),
-        held_since,
-        newer_revision_applied: o.newer_revision_applied,
-    })
+    Ok(held_object!(HeldObject, o, text: opt_text, held_since))
 }
 
 /// A spoke's report of a request made in its cluster, checked field by field.

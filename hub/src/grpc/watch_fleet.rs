@@ -60,6 +60,17 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             previous: h.previous,
             previous_by_person: h.previous_by_person,
         }),
+        FleetChange::Rollout(r) => Event::Rollout(pb::RolloutChanged {
+            gate: r.gate,
+            rollout_id: r.rollout_id,
+            action: r.action.as_str().into(),
+            state: r.state,
+            wave: r.wave,
+            waves: r.waves,
+            released: r.released,
+            clusters: r.clusters,
+            detail: r.detail.unwrap_or_default(),
+        }),
     };
     pb::FleetEvent {
         at: Some(to_timestamp(e.at)),

@@ -39,13 +39,15 @@ impl RolloutMetrics {
         );
     }
 
-    /// Counts `e`.
-    pub fn record(&self, e: &Event) {
-        self.events
-            .get_or_create(&RolloutLabels {
-                gate: e.gate.clone(),
-                action: e.action.to_string(),
-            })
-            .inc();
+    /// Counts `events` (the driver's steps, an operator's command from any surface).
+    pub fn record(&self, events: &[Event]) {
+        for e in events {
+            self.events
+                .get_or_create(&RolloutLabels {
+                    gate: e.gate.clone(),
+                    action: e.action.to_string(),
+                })
+                .inc();
+        }
     }
 }

@@ -43,9 +43,6 @@ pub async fn command(
 ) -> Result<Json<RolloutStatus>> {
     let command: Command = command.parse()?;
     let (status, events) = s.service.rollout_command(&actor, &gate, command).await?;
-    for e in events {
-        s.rollout_metrics.record(&e);
-        let _ = s.rollout_events.send(e);
-    }
+    s.rollout_metrics.record(&events);
     Ok(Json(status))
 }

@@ -124,6 +124,7 @@ impl TestSpoke {
         let (tx, rx) = mpsc::channel(16);
         tx.send(pb::SpokeMessage {
             msg: Some(spoke_message::Msg::Hello(pb::Hello {
+                local_gates_enforced: Default::default(),
                 cluster: cluster.into(),
                 spoke_version: "test-0.1.0".into(),
                 revision,
@@ -205,6 +206,7 @@ impl TestSpoke {
         self.tx
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
+                    local_gates: Default::default(),
                     revision,
                     objects,
                     clock_offset_ms,

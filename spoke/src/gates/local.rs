@@ -89,6 +89,8 @@ impl InForce {
             gates,
             overrides: vec![],
             hub_time: None,
+            local_gates_enforced: false,
+            local_gates: vec![],
         })
     }
 }

@@ -12,6 +12,7 @@ mod judge;
 mod local;
 mod mirror;
 mod pass;
+mod report;
 pub mod requests;
 mod specs;
 pub mod status;

@@ -16,7 +16,7 @@ use super::judge::judge_requests;
 use super::requests::{Action, LOCAL_ID_PREFIX};
 use super::specs::{Spec, hub_specs, standalone_specs};
 use super::status::{self, Extra, Facts, Verdict};
-use super::{State, is_from_hub, mirror, reference};
+use super::{State, is_from_hub, mirror, reference, report};
 use crate::{context::Context, report::Report, snapshot::CompiledSnapshot};
 
 /// One pass over every Gate object. Returns the next instant a gate changes.
@@ -33,7 +33,7 @@ pub(super) async fn pass(
     } else {
         let snapshot = ctx.snapshot.borrow().clone();
         mirror::sync(ctx, api, objects, snapshot.as_deref(), &mut state.mirror).await;
-        hub_specs(objects, snapshot.as_deref())
+        hub_specs(ctx, objects, snapshot.as_deref()).await
     };
     let snapshot = ctx.snapshot.borrow().clone();
     judge_requests(ctx, objects, snapshot.as_deref(), &specs, state, now).await;
@@ -41,6 +41,7 @@ pub(super) async fn pass(
     let local = ctx.local_overrides.borrow().clone();
     let report = ctx.report.borrow().clone();
     let mut next: Option<DateTime<Utc>> = None;
+    let mut local_gates = Vec::new();
     for obj in objects {
         let name = obj.name_any();
         let facts = snapshot
@@ -82,8 +83,19 @@ pub(super) async fn pass(
             origin: if is_from_hub(obj) { "hub" } else { "local" },
             requests: state.handled.get(&name).unwrap_or(&no_requests),
         };
-        write_status(ctx, api, obj, &verdict, &extra, now).await;
+        let status = write_status(ctx, api, obj, &verdict, &extra, now).await;
+        if !standalone && !is_from_hub(obj) {
+            local_gates.push(report::local_gate(&name, &verdict, &status));
+        }
     }
+    local_gates.sort_by(|a, b| a.name.cmp(&b.name));
+    ctx.local_gates.send_if_modified(|cur| {
+        let changed = **cur != local_gates;
+        if changed {
+            *cur = Arc::new(local_gates);
+        }
+        changed
+    });
     next
 }
 
@@ -143,6 +155,7 @@ fn facts(
 }
 
 /// Writes a Gate's status when it differs; an Event when Opened flips.
+/// Returns the desired status.
 async fn write_status(
     ctx: &Context,
     api: &Api<DynamicObject>,
@@ -150,9 +163,23 @@ async fn write_status(
     verdict: &Verdict,
     extra: &Extra<'_>,
     now: DateTime<Utc>,
-) {
+) -> Value {
     let current = &obj.data["status"];
     let desired = status::desired(current, verdict, extra, now);
+    publish_status(ctx, api, obj, &desired).await;
+    desired
+}
+
+/// Patches the status to `desired` when it differs, with the Events that go
+/// with the change.
+async fn publish_status(
+    ctx: &Context,
+    api: &Api<DynamicObject>,
+    obj: &DynamicObject,
+    desired: &Value,
+) {
+    let current = &obj.data["status"];
+    let desired = desired.clone();
     let Some(patch) = status::patch(current, &desired) else {
         return;
     };

@@ -1,7 +1,8 @@
 //! What each Gate object is before the evaluation: enforced, invalid (the
 //! last valid version stays in force) or skipped with the reason. Standalone,
 //! the valid Gate objects selecting this cluster make the enforced snapshot;
-//! with a hub, the mirrored ones stand for the hub's gates.
+//! with a hub, the mirrored ones stand for the hub's gates and the ones made
+//! in the cluster are enforced beside them only if the hub says so.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -11,7 +12,10 @@ use std::{
 use kube::{ResourceExt, api::DynamicObject};
 
 use super::{State, is_from_hub, local};
-use crate::{context::Context, snapshot::CompiledSnapshot};
+use crate::{
+    context::Context,
+    snapshot::{CompiledSnapshot, GateRule},
+};
 
 /// What one Gate object is, before the evaluation.
 pub(super) enum Spec {
@@ -75,17 +79,34 @@ pub(super) async fn standalone_specs(
     specs
 }
 
-/// With a hub: mirrored Gate objects stand for the hub's gates; others are
-/// reported as not enforced.
-pub(super) fn hub_specs(
+/// With a hub: mirrored Gate objects stand for the hub's gates. Gate objects
+/// made in the cluster are enforced beside them when the hub says so
+/// (`--local-gates enforce`), validated as a standalone spoke does (an invalid
+/// edit keeps the last valid version in force); otherwise they are reported as
+/// not enforced. A name the hub's gate takes is a conflict: the hub's wins.
+pub(super) async fn hub_specs(
+    ctx: &Context,
     objects: &[Arc<DynamicObject>],
     snapshot: Option<&CompiledSnapshot>,
 ) -> HashMap<String, Spec> {
+    let enforce = snapshot.is_some_and(|s| s.snapshot.local_gates_enforced);
+    // The last valid versions in force (persisted with the hub's snapshot).
+    let mut in_force: BTreeMap<String, GateRule> = snapshot
+        .map(|s| s.snapshot.local_gates.iter())
+        .into_iter()
+        .flatten()
+        .map(|r| (r.name.clone(), r.clone()))
+        .collect();
+    in_force.retain(|name, _| {
+        objects
+            .iter()
+            .any(|o| !is_from_hub(o) && o.name_any() == *name)
+    });
     let mut specs = HashMap::new();
     for obj in objects {
         let name = obj.name_any();
-        let in_snapshot = snapshot.is_some_and(|s| s.gate(&name).is_some());
-        let spec = match (is_from_hub(obj), in_snapshot) {
+        let hub_gate = snapshot.is_some_and(|s| s.is_hub_gate(&name));
+        let spec = match (is_from_hub(obj), hub_gate) {
             (true, true) => Spec::Enforced,
             (true, false) => Spec::Skipped {
                 ready: false,
@@ -94,18 +115,73 @@ pub(super) fn hub_specs(
             },
             // Names are unique in the cluster and in the fleet: the hub's gate
             // is enforced (from the snapshot) and this object stays unused.
-            (false, true) => Spec::Skipped {
-                ready: false,
-                reason: "NameConflict",
-                message: format!("the hub's gate '{name}' has this name and wins on this cluster: this Gate object made in the cluster is not enforced (the hub's gate is not mirrored into it either); rename it"),
-            },
+            (false, true) => {
+                in_force.remove(&name);
+                Spec::Skipped {
+                    ready: false,
+                    reason: "NameConflict",
+                    message: format!("the hub's gate '{name}' has this name and wins on this cluster: this Gate object made in the cluster is not enforced (the hub's gate is not mirrored into it either); rename it"),
+                }
+            }
+            (false, false) if enforce => local_spec(ctx, obj, &mut in_force),
             (false, false) => Spec::Skipped {
                 ready: false,
                 reason: "NotEnforced",
-                message: "this cluster takes its gates from the hub; Gate objects made in the cluster are enforced by a standalone spoke only (--standalone)".into(),
+                message: "the hub does not enforce Gate objects made in the cluster on hub-connected clusters (hub setting --local-gates=ignore, the default; set --local-gates=enforce at the hub, or run the spoke --standalone)".into(),
             },
         };
         specs.insert(name, spec);
     }
+    let rules = if enforce {
+        in_force.into_values().collect()
+    } else {
+        Vec::new()
+    };
+    ctx.set_local_gates(rules).await;
     specs
+}
+
+/// A Gate object made in the cluster that the hub lets this spoke enforce:
+/// valid and selecting this cluster (by name; the spoke does not know the
+/// cluster's labels at the hub) → in force; invalid → its last valid version
+/// stays in force.
+fn local_spec(
+    ctx: &Context,
+    obj: &DynamicObject,
+    in_force: &mut BTreeMap<String, GateRule>,
+) -> Spec {
+    let name = obj.name_any();
+    let spec = &obj.data["spec"];
+    match local::validate(&name, spec) {
+        Ok(gate)
+            if gate
+                .spec
+                .clusters
+                .matches(&ctx.config.cluster, &BTreeMap::new()) =>
+        {
+            let generation = obj.metadata.generation.and_then(|g| u64::try_from(g).ok());
+            in_force.insert(
+                name.clone(),
+                GateRule {
+                    name: name.clone(),
+                    version: generation.unwrap_or(0),
+                    manifest: local::manifest(&name, spec),
+                    release: None,
+                },
+            );
+            Spec::Enforced
+        }
+        Ok(_) => {
+            in_force.remove(&name);
+            Spec::Skipped {
+                ready: true,
+                reason: "OtherCluster",
+                message: format!(
+                    "spec.clusters does not select cluster '{}': not enforced here",
+                    ctx.config.cluster
+                ),
+            }
+        }
+        Err(message) => Spec::Invalid(message),
+    }
 }

@@ -315,6 +315,7 @@ pub fn snapshot(
         gates,
         overrides,
         hub_time: None,
+        local_gates_enforced: false,
     }
 }
 

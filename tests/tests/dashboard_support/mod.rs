@@ -4,6 +4,34 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+/// Runs `body` with a browser, or skips (with a note) where Chromium or
+/// chromedriver is not installed. Browser tests run one at a time.
+#[allow(unused_macros)] // not every test binary has browser tests
+macro_rules! browser_test {
+    ($name:ident, |$browser:ident| $body:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            use $crate::dashboard_support::{Browser, SERIAL, TEST_TIMEOUT, browser_binaries};
+            let Some((chromium, driver)) = browser_binaries() else {
+                eprintln!(
+                    "SKIPPED {}: chromium and chromedriver are not installed \
+                     (apt-get install chromium chromium-driver)",
+                    stringify!($name)
+                );
+                return;
+            };
+            let _serial = SERIAL.lock().await;
+            tokio::time::timeout(TEST_TIMEOUT, async {
+                let $browser = Browser::start(&chromium, &driver).await;
+                $body;
+                $browser.close().await;
+            })
+            .await
+            .expect("browser test timed out");
+        }
+    };
+}
+
 pub mod fleet;
 pub mod spoke;
 

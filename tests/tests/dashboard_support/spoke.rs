@@ -29,6 +29,7 @@ impl FakeSpoke {
         let (tx, rx) = mpsc::channel(8);
         tx.send(pb::SpokeMessage {
             msg: Some(spoke_message::Msg::Hello(pb::Hello {
+                local_gates_enforced: Default::default(),
                 cluster: cluster.into(),
                 spoke_version: "0.1.0".into(),
                 revision: 0,
@@ -69,10 +70,22 @@ impl FakeSpoke {
         objects: Vec<pb::ObjectStatus>,
         held_objects: Vec<pb::HeldObjectStatus>,
     ) {
+        self.report_at(0, objects, held_objects).await;
+    }
+
+    /// Reports as a spoke that enforces the snapshot `revision` (`i64::MAX`: has seen every
+    /// snapshot, so rollout health counts the report as made after any release).
+    pub async fn report_at(
+        &self,
+        revision: u64,
+        objects: Vec<pb::ObjectStatus>,
+        held_objects: Vec<pb::HeldObjectStatus>,
+    ) {
         self.tx
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
-                    revision: 0,
+                    local_gates: Default::default(),
+                    revision,
                     objects,
                     clock_offset_ms: 120,
                     observed_at: None,

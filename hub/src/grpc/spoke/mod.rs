@@ -36,6 +36,9 @@ pub struct StreamConfig {
     pub max_stream_age: Duration,
     /// How long the hub waits for the Hello.
     pub hello_timeout: Duration,
+    /// `--local-gates enforce`: snapshots tell spokes to enforce Gate objects
+    /// made in their cluster beside the hub's gates.
+    pub local_gates_enforced: bool,
 }
 
 /// How long the hub waits for the Hello.
@@ -49,6 +52,7 @@ impl StreamConfig {
             keepalive: opts.spoke_keepalive,
             max_stream_age: opts.spoke_stream_max_age,
             hello_timeout: HELLO_TIMEOUT,
+            local_gates_enforced: opts.local_gates == crate::config::LocalGates::Enforce,
         }
     }
 }

@@ -150,6 +150,8 @@ struct Session {
     held: Option<Arc<Snapshot>>,
     /// The revision the spoke holds (sent in keepalives).
     held_revision: u64,
+    /// The spoke's snapshot says to enforce local gates (from its Hello).
+    held_local_gates: bool,
     /// A report whose last part has not arrived yet.
     parts: ReportParts,
     end_of_life: Pin<Box<Sleep>>,
@@ -201,12 +203,14 @@ impl Session {
             subscription,
             held: None,
             held_revision: hello.revision,
+            held_local_gates: hello.local_gates_enforced,
             parts: ReportParts::default(),
         })
     }
 
     /// The snapshot to send right after the Hello: none if the spoke's
-    /// revision is the current one (or nothing was read yet).
+    /// revision is the current one and it holds this hub's `--local-gates`
+    /// (or nothing was read yet).
     fn initial(&mut self) -> Result<Option<pb::HubMessage>, Status> {
         let Some(rx) = self.subscription.rx.as_mut() else {
             return Ok(None);
@@ -214,7 +218,9 @@ impl Session {
         let initial = rx.borrow_and_update().clone();
         match initial {
             Desired::Snapshot(s) => {
-                let msg = (s.revision != self.held_revision).then(|| self.send(&s));
+                let stale = s.revision != self.held_revision
+                    || self.held_local_gates != self.inner.cfg.local_gates_enforced;
+                let msg = stale.then(|| self.send(&s));
                 self.held_revision = s.revision;
                 self.held = Some(s);
                 Ok(msg)
@@ -291,6 +297,7 @@ impl Session {
         hub_msg(hub_message::Msg::Snapshot(snapshot_to_proto(
             s,
             self.inner.service.now(),
+            self.inner.cfg.local_gates_enforced,
         )))
     }
 

@@ -18,6 +18,9 @@ pub(super) struct ClusterEvals<'a> {
     pub cluster: &'a ClusterInput,
     /// The gates whose scope includes the cluster, in gate-name order.
     pub gates: Vec<(&'a GateInput, Evaluation)>,
+    /// Per entry of `gates`: the rollout wave (1-based) that will release the cluster,
+    /// while its rules would open the gate but its rollout has not released it.
+    pub rollout_waits: Vec<Option<u32>>,
     /// Per entry of `gates`: the gate's index in the inputs and the overrides
     /// that apply to this cluster.
     applying: Vec<(usize, Vec<Override>)>,
@@ -62,20 +65,25 @@ impl Evaluated<'_> {
 }
 
 /// A gate with `spec.rollout` opens a cluster only with the cluster's release, as the
-/// spoke enforces it: open by its rules but not released is closed, waiting for its wave.
+/// spoke enforces it: open by its rules but not released is closed, waiting for its wave
+/// (returned 1-based when the current rollout has placed the cluster in one).
 fn held_by_rollout(
     inputs: &FleetInputs,
     gate: &GateInput,
     cluster: &str,
     e: Evaluation,
-) -> Evaluation {
+) -> (Evaluation, Option<u32>) {
     if gate.gate.spec.rollout.is_none() || e.state == GateState::Closed {
-        return e;
+        return (e, None);
     }
     let key = (gate.name().to_string(), cluster.to_string());
     if inputs.releases.contains_key(&key) {
-        return e;
+        return (e, None);
     }
+    let wave = inputs
+        .waiting
+        .get(&key)
+        .and_then(|(w, _)| u32::try_from(w + 1).ok());
     let reason = match inputs.waiting.get(&key) {
         Some((wave, state)) if state == "running" => {
             format!("waiting for rollout wave {}", wave + 1)
@@ -83,12 +91,13 @@ fn held_by_rollout(
         Some((wave, state)) => format!("waiting for rollout wave {} (rollout {state})", wave + 1),
         None => "waiting for the rollout to release it".to_string(),
     };
-    Evaluation {
+    let held = Evaluation {
         state: GateState::Closed,
         reason,
         // Released by the hub's rollout driver, not at a scheduled instant.
         next_transition: None,
-    }
+    };
+    (held, wave)
 }
 
 /// Evaluates every gate on every cluster of `inputs` at `inputs.at`.
@@ -114,6 +123,7 @@ pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Evaluated<'_>> {
         .map(|cluster| {
             let mut gates = Vec::new();
             let mut applying = Vec::new();
+            let mut rollout_waits = Vec::new();
             for (i, gate) in inputs.gates.iter().enumerate() {
                 if !gate.applies_to(&cluster.row) {
                     continue;
@@ -124,13 +134,15 @@ pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Evaluated<'_>> {
                 } else {
                     compiled[i].evaluate(inputs.at, &overrides)
                 };
-                let e = held_by_rollout(inputs, gate, &cluster.row.name, e);
+                let (e, wait) = held_by_rollout(inputs, gate, &cluster.row.name, e);
                 gates.push((gate, e));
+                rollout_waits.push(wait);
                 applying.push((i, overrides));
             }
             ClusterEvals {
                 cluster,
                 gates,
+                rollout_waits,
                 applying,
             }
         })

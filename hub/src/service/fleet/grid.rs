@@ -23,6 +23,10 @@ pub struct Cell {
     pub next_transition: Option<DateTime<Utc>>,
     /// Reported objects governed by this gate with a change waiting.
     pub held: u32,
+    /// The rollout wave (1-based) that will release the cluster: the gate is closed here
+    /// only because its rollout has not released it yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout_wave: Option<u32>,
 }
 
 /// A row of the grid.
@@ -62,6 +66,9 @@ pub struct ScopedCluster {
     pub state: String,
     pub reason: String,
     pub next_transition: Option<DateTime<Utc>>,
+    /// As [`Cell::rollout_wave`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout_wave: Option<u32>,
 }
 
 fn held_on(inputs: &FleetInputs, cluster: &str, gate: &str) -> u32 {
@@ -85,15 +92,15 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
             let cells = gates
                 .iter()
                 .map(|name| {
-                    c.gates
-                        .iter()
-                        .find(|(g, _)| g.name() == name)
-                        .map(|(_, e)| Cell {
-                            state: e.state.to_string(),
-                            reason: e.reason.clone(),
-                            next_transition: e.next_transition,
-                            held: held_on(inputs, &row.name, name),
-                        })
+                    let k = c.gates.iter().position(|(g, _)| g.name() == name)?;
+                    let e = &c.gates[k].1;
+                    Some(Cell {
+                        state: e.state.to_string(),
+                        reason: e.reason.clone(),
+                        next_transition: e.next_transition,
+                        held: held_on(inputs, &row.name, name),
+                        rollout_wave: c.rollout_waits[k],
+                    })
                 })
                 .collect();
             FleetRow {
@@ -125,9 +132,12 @@ pub(super) fn gate_clusters(inputs: &FleetInputs, gate: &str) -> Result<Vec<Scop
         .clusters
         .into_iter()
         .filter_map(|c| {
-            let (_, e) = c.gates.into_iter().find(|(g, _)| g.name() == gate)?;
+            let k = c.gates.iter().position(|(g, _)| g.name() == gate)?;
+            let rollout_wave = c.rollout_waits[k];
+            let (_, e) = c.gates.into_iter().nth(k)?;
             let row = &c.cluster.row;
             Some(ScopedCluster {
+                rollout_wave,
                 name: row.name.clone(),
                 connected: liveness::is_connected(row, inputs.at),
                 held: held_on(inputs, &row.name, gate),

@@ -20,18 +20,18 @@ use sqlx::PgConnection;
 use super::{Actor, Role, Service};
 use crate::db::clusters::ClusterRow;
 use crate::db::overrides::OverrideRow;
-use crate::db::rollouts::ReleaseRow;
+use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow};
 use crate::db::{self, clusters, gates, overrides, revision};
 use crate::{Error, Result};
 
+use crate::db::held_objects;
 pub use crate::db::held_objects::HeldObjectStatus;
-use crate::db::held_objects::{self, HeldCounts};
 pub use crate::db::status::ObjectStatus;
 pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate};
 pub use status::{ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
-pub use view::{FleetView, GateOnCluster, HeldSet, SpokeState};
+pub use view::{FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState};
 
 /// Which clusters a read covers, and how much of what their spokes reported.
 #[derive(Debug, Clone, Copy)]
@@ -79,14 +79,16 @@ impl GateInput {
 /// What the spokes of the read clusters reported.
 #[derive(Debug, Clone, Default)]
 pub struct Reported {
-    /// Object counts per cluster (clusters without reported objects absent).
+    /// Object and held-object counts per cluster (clusters that reported
+    /// neither absent).
     pub counts: HashMap<String, ObjectCounts>,
     /// Held objects per (cluster, governing gate).
     pub held_by_gate: HashMap<(String, String), i64>,
     /// Every reported object ([`Scope::Cluster`] only), by kind, namespace, name.
     pub objects: Vec<ObjectStatus>,
-    /// Held-object counts per cluster (clusters without reported held objects absent).
-    pub held_objects: HashMap<String, HeldCounts>,
+    /// Per cluster with reported held objects, a digest that changes whenever
+    /// its held set does (which objects, by which gates).
+    pub held_digests: HashMap<String, String>,
     /// Objects held by fleetgate per (cluster, gate of its mark).
     pub held_objects_by_gate: HashMap<(String, String), i64>,
     /// Every reported held object ([`Scope::Cluster`] only), held ones first.
@@ -112,6 +114,8 @@ pub struct FleetInputs {
     pub releases: HashMap<(String, String), ReleaseRow>,
     /// Clusters current rollouts have not released: (wave, rollout state) by (gate, cluster).
     pub waiting: HashMap<(String, String), (i32, String)>,
+    /// Each gate's newest rollout ([`Scope::Fleet`] only).
+    pub rollouts: Vec<RolloutSummaryRow>,
 }
 
 impl FleetInputs {
@@ -151,37 +155,7 @@ impl FleetInputs {
             by_gate.entry(row.gate.clone()).or_default().push(row);
         }
         let reported = match scope {
-            Scope::Fleet => Reported {
-                counts: db::status::counts_by_cluster(tx)
-                    .await?
-                    .into_iter()
-                    .map(|(cluster, governed, held, suspended)| {
-                        let counts = ObjectCounts {
-                            governed,
-                            held,
-                            suspended,
-                            ..ObjectCounts::default()
-                        };
-                        (cluster, counts)
-                    })
-                    .collect(),
-                held_by_gate: db::status::held_by_gate(tx)
-                    .await?
-                    .into_iter()
-                    .map(|(cluster, gate, n)| ((cluster, gate), n))
-                    .collect(),
-                held_objects: held_objects::counts_by_cluster(tx)
-                    .await?
-                    .into_iter()
-                    .map(|c| (c.cluster.clone(), c))
-                    .collect(),
-                held_objects_by_gate: held_objects::held_by_gate(tx)
-                    .await?
-                    .into_iter()
-                    .map(|(cluster, gate, n)| ((cluster, gate), n))
-                    .collect(),
-                ..Reported::default()
-            },
+            Scope::Fleet => read_fleet_reported(tx).await?,
             Scope::Clusters(_) => Reported::default(),
             Scope::Cluster(name) => Reported {
                 objects: db::status::for_cluster(tx, name).await?,
@@ -199,6 +173,10 @@ impl FleetInputs {
         } else {
             (HashMap::new(), HashMap::new())
         };
+        let rollouts = match scope {
+            Scope::Fleet => db::rollouts::summaries(tx).await?,
+            Scope::Clusters(_) | Scope::Cluster(_) => Vec::new(),
+        };
         Ok(Self {
             at: now,
             revision,
@@ -208,6 +186,7 @@ impl FleetInputs {
             reported,
             releases,
             waiting,
+            rollouts,
         })
     }
 
@@ -225,6 +204,44 @@ impl FleetInputs {
             .get(gate.name())
             .map_or_else(Vec::new, |rows| applying(&gate.gate, cluster, rows))
     }
+}
+
+/// The reported-object counts of every cluster (one [`ObjectCounts`] per
+/// cluster, held objects included) and per gate, for fleet-wide views.
+async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
+    let mut counts: HashMap<String, ObjectCounts> = db::status::counts_by_cluster(tx)
+        .await?
+        .into_iter()
+        .map(|(cluster, governed, held, suspended)| {
+            let counts = ObjectCounts {
+                governed,
+                held,
+                suspended,
+                ..ObjectCounts::default()
+            };
+            (cluster, counts)
+        })
+        .collect();
+    let mut held_digests = HashMap::new();
+    for h in held_objects::counts_by_cluster(tx).await? {
+        let c = counts.entry(h.cluster.clone()).or_default();
+        c.held_objects = h.held;
+        c.held_objects_by_person = h.by_person;
+        c.held_objects_waiting = h.waiting;
+        held_digests.insert(h.cluster, h.digest);
+    }
+    let by_gate = |rows: Vec<(String, String, i64)>| {
+        rows.into_iter()
+            .map(|(cluster, gate, n)| ((cluster, gate), n))
+            .collect()
+    };
+    Ok(Reported {
+        counts,
+        held_by_gate: by_gate(db::status::held_by_gate(tx).await?),
+        held_digests,
+        held_objects_by_gate: by_gate(held_objects::held_by_gate(tx).await?),
+        ..Reported::default()
+    })
 }
 
 /// Whether override `row` applies to `cluster`: it is `gate`'s, the gate's

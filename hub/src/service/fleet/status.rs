@@ -7,7 +7,7 @@ use fleetgate_policy::LabelSelector;
 
 use super::FleetInputs;
 use super::evaluate::{ClusterEvals, Evaluated, evaluate};
-use super::summary::{ObjectCounts, summary, with_held_objects};
+use super::summary::{ObjectCounts, summary};
 use crate::db::status::ObjectStatus;
 use crate::service::liveness;
 use crate::service::types::OverrideRecord;
@@ -128,15 +128,12 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
         })
         .collect();
     ClusterBrief {
-        counts: with_held_objects(
-            inputs
-                .reported
-                .counts
-                .get(&row.name)
-                .cloned()
-                .unwrap_or_default(),
-            inputs.reported.held_objects.get(&row.name),
-        ),
+        counts: inputs
+            .reported
+            .counts
+            .get(&row.name)
+            .cloned()
+            .unwrap_or_default(),
         cluster: liveness::at(row.clone(), inputs.at).into(),
         open: combined.open,
         closed_by: combined.closed_by,

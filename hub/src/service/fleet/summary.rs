@@ -6,23 +6,9 @@ use std::collections::HashMap;
 use super::FleetInputs;
 use super::evaluate::Evaluated;
 use crate::Result;
-use crate::db::held_objects::HeldCounts;
 use crate::service::liveness;
 
 pub use fleetgate_api_types::status::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
-
-/// `counts` with the held-object counts of `held` (absent: none).
-pub(super) fn with_held_objects(
-    mut counts: ObjectCounts,
-    held: Option<&HeldCounts>,
-) -> ObjectCounts {
-    if let Some(h) = held {
-        counts.held_objects = h.held;
-        counts.held_objects_by_person = h.by_person;
-        counts.held_objects_waiting = h.waiting;
-    }
-    counts
-}
 
 /// How many disconnected clusters a summary names.
 const NAMED_DISCONNECTED: usize = 100;
@@ -83,17 +69,11 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
         objects.governed += c.governed;
         objects.held += c.held;
         objects.suspended += c.suspended;
-        if c.held > 0 {
-            counts.with_held += 1;
-        }
-    }
-    for h in inputs.reported.held_objects.values() {
-        objects.held_objects += h.held;
-        objects.held_objects_by_person += h.by_person;
-        objects.held_objects_waiting += h.waiting;
-        if h.held > 0 {
-            counts.with_held_objects += 1;
-        }
+        objects.held_objects += c.held_objects;
+        objects.held_objects_by_person += c.held_objects_by_person;
+        objects.held_objects_waiting += c.held_objects_waiting;
+        counts.with_held += usize::from(c.held > 0);
+        counts.with_held_objects += usize::from(c.held_objects > 0);
     }
     for ((_, gate), n) in &inputs.reported.held_objects_by_gate {
         if let Some(&i) = index.get(gate.as_str()) {

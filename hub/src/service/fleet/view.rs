@@ -1,6 +1,6 @@
 //! The whole fleet at one instant as the change streams (admin `WatchFleet`,
 //! the dashboard's events) see it: every (gate, cluster) state, live
-//! overrides, spoke connections and held counts. Watchers diff two views to
+//! overrides, spoke connections, held counts and each gate's newest rollout. Watchers diff two views to
 //! produce events.
 
 use std::collections::BTreeMap;
@@ -42,6 +42,9 @@ pub struct HeldSet {
     pub digest: String,
 }
 
+/// A gate's newest rollout as the change streams compare it.
+pub type RolloutSummary = crate::db::rollouts::RolloutSummaryRow;
+
 /// The fleet at `at`.
 #[derive(Debug, Clone, Default)]
 pub struct FleetView {
@@ -57,6 +60,8 @@ pub struct FleetView {
     /// Objects inside Kustomizations held (by fleetgate or a person) per
     /// cluster, clusters without any absent.
     pub held_objects: BTreeMap<String, HeldSet>,
+    /// Each gate's newest rollout (current or ended), by gate.
+    pub rollouts: BTreeMap<String, RolloutSummary>,
     /// The earliest next transition of any (gate, cluster).
     pub next_transition: Option<DateTime<Utc>>,
 }
@@ -68,6 +73,11 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
         overrides: inputs
             .live_overrides()
             .map(|r| (r.id.to_string(), OverrideRecord::from(r.clone())))
+            .collect(),
+        rollouts: inputs
+            .rollouts
+            .iter()
+            .map(|r| (r.gate.clone(), r.clone()))
             .collect(),
         ..FleetView::default()
     };
@@ -95,22 +105,23 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
             );
         }
     }
-    for (cluster, counts) in &inputs.reported.counts {
-        if counts.held > 0 {
-            view.held.insert(
-                cluster.clone(),
-                u32::try_from(counts.held).unwrap_or(u32::MAX),
-            );
+    for (cluster, c) in &inputs.reported.counts {
+        if c.held > 0 {
+            view.held
+                .insert(cluster.clone(), u32::try_from(c.held).unwrap_or(u32::MAX));
         }
-    }
-    for (cluster, h) in &inputs.reported.held_objects {
-        if h.held > 0 || h.by_person > 0 {
+        if c.held_objects > 0 || c.held_objects_by_person > 0 {
             view.held_objects.insert(
                 cluster.clone(),
                 HeldSet {
-                    held: u32::try_from(h.held).unwrap_or(u32::MAX),
-                    by_person: u32::try_from(h.by_person).unwrap_or(u32::MAX),
-                    digest: h.digest.clone(),
+                    held: u32::try_from(c.held_objects).unwrap_or(u32::MAX),
+                    by_person: u32::try_from(c.held_objects_by_person).unwrap_or(u32::MAX),
+                    digest: inputs
+                        .reported
+                        .held_digests
+                        .get(cluster)
+                        .cloned()
+                        .unwrap_or_default(),
                 },
             );
         }
