@@ -24,9 +24,10 @@ pub struct ClusterRow {
     pub connected_replica: Option<String>,
     pub clock_offset_ms: Option<i64>,
     pub desired_revision: i64,
-    /// Until when the lease of the replica serving the stream holds (None: no
-    /// stream recorded open, or a replica of a release without leases).
-    pub lease_expires_at: Option<DateTime<Utc>>,
+    /// How long the lease of the replica serving the stream holds after a
+    /// renewal, in ms (None: no stream recorded open, or a replica of a
+    /// release without leases).
+    pub lease_ttl_ms: Option<i64>,
 }
 
 /// `last_seen_at` of a cluster whose stream is recorded open is its
@@ -37,7 +38,9 @@ const COLUMNS: &str = "c.name, c.labels, c.created_at, \
                          else k.last_seen_at end as last_seen_at, k.spoke_version, \
                        coalesce(k.connected, false) as connected, k.connected_replica, \
                        k.clock_offset_ms, c.desired_revision, \
-                       case when k.connected then l.expires_at end as lease_expires_at";
+                       case when k.connected then \
+                         (extract(epoch from l.expires_at - l.heartbeat_at) * 1000)::bigint \
+                       end as lease_ttl_ms";
 
 /// `clusters` with each one's connection state (every cluster has a row in
 /// `cluster_connections`; the outer join only guards against a missing one)

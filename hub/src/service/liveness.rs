@@ -29,17 +29,18 @@ pub const LEASE_TTL: Duration = Duration::seconds(30);
 /// rolling upgrade): how fresh the `last_seen_at` it stamps must be.
 pub const CONNECTED_WITHIN: Duration = Duration::seconds(120);
 
-/// Whether `row`'s spoke is connected at `now`.
+/// Whether `row`'s spoke is connected at `now`: its stream is recorded open
+/// and it was seen — connected, a report written, or its replica's lease
+/// renewed (`last_seen_at` is the latest of these) — within the replica's
+/// lease time.
 pub fn is_connected(row: &ClusterRow, now: DateTime<Utc>) -> bool {
     if !row.connected {
         return false;
     }
-    match row.lease_expires_at {
-        Some(expires) => now <= expires,
-        None => row
-            .last_seen_at
-            .is_some_and(|seen| now - seen <= CONNECTED_WITHIN),
-    }
+    let within = row
+        .lease_ttl_ms
+        .map_or(CONNECTED_WITHIN, Duration::milliseconds);
+    row.last_seen_at.is_some_and(|seen| now - seen <= within)
 }
 
 /// `row` with `connected` as derived at `now` (everything shown to clients
