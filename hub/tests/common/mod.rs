@@ -273,7 +273,7 @@ pub async fn report_apps(
 ) {
     use fleetgate_hub::db::reports::ReportedObject;
     for c in clusters {
-        reports.connected(c, "test").await;
+        reports.connected(c, "test");
         let object = ReportedObject {
             kind: "Kustomization".into(),
             namespace: "flux-system".into(),
