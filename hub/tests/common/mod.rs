@@ -273,7 +273,7 @@ pub async fn report_apps(
 ) {
     use fleetgate_hub::db::reports::ReportedObject;
     for c in clusters {
-        reports.connected(c, "test").await;
+        reports.connected(c, "test");
         let object = ReportedObject {
             kind: "Kustomization".into(),
             namespace: "flux-system".into(),
@@ -289,6 +289,7 @@ pub async fn report_apps(
             fleetgate_hub::service::reports::Assembled {
                 objects: vec![object],
                 held_objects: vec![],
+                local_gates: vec![],
             },
             0,
         );

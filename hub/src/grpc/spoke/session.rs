@@ -21,8 +21,8 @@ use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
 use crate::grpc::convert::{
-    held_from_proto, invalid, local_request_from_proto, object_from_proto, snapshot_to_proto,
-    to_status,
+    held_from_proto, invalid, local_gate_from_proto, local_request_from_proto, object_from_proto,
+    snapshot_to_proto, to_status,
 };
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
@@ -130,15 +130,10 @@ impl Drop for Subscription {
             // updates competing with the drain (fleetgate-bench storm).
             return;
         }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let fanout = inner.fanout.clone();
-                inner
-                    .reports
-                    .disconnected(&cluster, || fanout.subscribers(&cluster) > 0)
-                    .await;
-            });
-        }
+        let fanout = inner.fanout.clone();
+        inner
+            .reports
+            .disconnected(&cluster, || fanout.subscribers(&cluster) > 0);
     }
 }
 
@@ -186,10 +181,7 @@ impl Session {
             rx: Some(rx),
         };
         inner.metrics.spokes_connected.inc();
-        inner
-            .reports
-            .connected(&cluster, &hello.spoke_version)
-            .await;
+        inner.reports.connected(&cluster, &hello.spoke_version);
         tracing::info!(%cluster, spoke_version = %hello.spoke_version, revision = hello.revision, "spoke connected");
         let age = inner
             .cfg
@@ -320,7 +312,10 @@ impl Session {
                 let held = (report.held_objects.into_iter().enumerate())
                     .map(|(i, o)| held_from_proto(first + i, o))
                     .collect::<Result<Vec<_>, Status>>()?;
-                let added = self.parts.add(objects, held, report.more);
+                let local_gates = (report.local_gates.into_iter().enumerate())
+                    .map(|(i, g)| local_gate_from_proto(i, g))
+                    .collect::<Result<Vec<_>, Status>>()?;
+                let added = self.parts.add(objects, held, local_gates, report.more);
                 if let Some(whole) = added.map_err(to_status)? {
                     self.inner.reports.submit(
                         &self.cluster,
@@ -381,10 +376,9 @@ impl Session {
         tracing::warn!(cluster = %self.cluster, %status, "request made in the cluster not recorded");
     }
 
-    /// A keepalive; it also keeps `last_seen_at` fresh, which "connected" is
-    /// derived from.
+    /// A keepalive (it writes nothing: the replica's lease keeps the stream
+    /// connected, see `service::liveness`).
     fn keepalive(&self) -> pb::HubMessage {
-        self.inner.reports.seen(&self.cluster);
         hub_msg(hub_message::Msg::Keepalive(pb::Keepalive {
             hub_time: Some(fleetgate_proto::time::to_timestamp(
                 self.inner.service.now(),
