@@ -57,6 +57,8 @@ impl HubSpec {
             .env("FLEETGATE_GRPC_ADDR", self.grpc.to_string())
             .env("FLEETGATE_ADMIN_TOKEN", &self.admin_token)
             .env("FLEETGATE_REPLICA_ID", "bench-hub")
+            // Plain log lines: the storm reads the hub's startup phases from them.
+            .env("NO_COLOR", "1")
             .env(
                 "RUST_LOG",
                 std::env::var("BENCH_HUB_LOG").unwrap_or("info".into()),

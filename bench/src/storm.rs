@@ -35,20 +35,23 @@ pub async fn run(
         sqlx::query_as("select min(desired_revision) from clusters where name like 'b-%'")
             .fetch_one(pool)
             .await?;
+    let spawned = t0.elapsed();
     let hub = spec.start().await?;
     let hub_down = t0.elapsed();
+    let startup_phases = startup_phases(&spec.log);
     let arrivals = swarm
         .wait_all_at(u64::try_from(target).unwrap_or(0), RESYNC_BOUND)
         .await?;
     let resync: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(t0, us)).collect();
     let ready = t0 + hub_down;
     let after_ready: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(ready, us)).collect();
-    let max_attempts = swarm
-        .slots
-        .iter()
-        .map(|s| s.max_attempts.load(Ordering::Acquire))
-        .max()
-        .unwrap_or(0);
+    let mut attempts = std::collections::BTreeMap::new();
+    for s in swarm.slots.iter() {
+        *attempts
+            .entry(s.max_attempts.load(Ordering::Acquire))
+            .or_insert(0) += 1;
+    }
+    let max_attempts = attempts.keys().next_back().copied().unwrap_or(0);
     Ok((
         StormResult {
             spokes: swarm.len(),
@@ -57,7 +60,81 @@ pub async fn run(
             resync: Percentiles::of(&resync),
             resync_after_ready: Percentiles::of(&after_ready),
             max_attempts,
+            attempts,
+            hub_start_seconds: (hub_down - spawned).as_secs_f64(),
+            startup_phases,
         },
         hub,
     ))
+}
+
+/// The phases of the hub's latest start, from its log (`startup` lines with
+/// `phase=` and `ms=` fields; colour codes stripped).
+fn startup_phases(log: &std::path::Path) -> Vec<(String, f64)> {
+    let Ok(text) = std::fs::read_to_string(log) else {
+        return Vec::new();
+    };
+    let mut phases: Vec<(String, f64)> = Vec::new();
+    for line in text.lines() {
+        let line = strip_ansi(line);
+        if !line.contains(" startup") {
+            continue;
+        }
+        let field = |name: &str| {
+            let at = line.find(&format!(" {name}="))? + name.len() + 2;
+            let rest = &line[at..];
+            let end = rest.find(' ').unwrap_or(rest.len());
+            Some(rest[..end].trim_matches('"').to_string())
+        };
+        let (Some(phase), Some(ms)) = (field("phase"), field("ms")) else {
+            continue;
+        };
+        let Ok(ms) = ms.parse::<f64>() else { continue };
+        if phase == "begin" {
+            phases.clear(); // a later start of the hub: keep only its phases
+        }
+        phases.push((phase, ms));
+    }
+    phases
+}
+
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ … final byte in @..~
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) && c != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_of_the_latest_start_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("hub.log");
+        std::fs::write(
+            &log,
+            "x INFO fleetgate_hub::serve: startup phase=\"begin\" ms=0.0\n\
+             x INFO fleetgate_hub::serve: startup phase=\"migrated\" ms=99.0\n\
+             x INFO fleetgate_hub::serve: startup phase=\"begin\" ms=0.0\n\
+             x \u{1b}[32m INFO\u{1b}[0m fleetgate_hub::serve: startup \u{1b}[3mphase\u{1b}[0m=\"migrated\" \u{1b}[3mms\u{1b}[0m=12.5\n",
+        )
+        .unwrap();
+        assert_eq!(
+            startup_phases(&log),
+            vec![("begin".into(), 0.0), ("migrated".into(), 12.5)]
+        );
+    }
 }

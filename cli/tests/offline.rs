@@ -294,3 +294,46 @@ fn completions_for_each_shell() {
         assert!(stdout(&o).contains(marker), "{shell}");
     }
 }
+
+#[test]
+fn preview_estimates_the_waves_of_a_rollout_gate() {
+    let example = repo()
+        .join("examples/rollout-waves.yaml")
+        .display()
+        .to_string();
+    // Wed 25 Nov 2026: the window opens at 08:00 Berlin (07:00Z) until 17:00.
+    let range = ["--from", "2026-11-25T00:00", "--to", "2026-11-25T23:00"];
+    let mut args = vec!["gate", "preview", "-f", &example];
+    args.extend(range);
+    let json_args: Vec<&str> = args.iter().copied().chain(["-o", "json"]).collect();
+    let o = run(&json_args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let r = &v["rollouts"][0];
+    assert_eq!(r["openingAt"], "2026-11-25T07:00:00Z", "{v}");
+    assert_eq!(r["closesAt"], "2026-11-25T16:00:00Z");
+    let waves: Vec<(String, String, bool)> = (r["waves"].as_array().unwrap().iter())
+        .map(|w| {
+            (
+                w["name"].as_str().unwrap().to_string(),
+                w["estimatedReleaseAt"].as_str().unwrap().to_string(),
+                w["approval"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        waves,
+        [
+            ("canary".into(), "2026-11-25T07:00:00Z".into(), false),
+            ("early".into(), "2026-11-25T07:30:00Z".into(), false),
+            ("rest".into(), "2026-11-25T08:00:00Z".into(), true),
+        ]
+    );
+    // The table states them as estimates, in the gate's zone.
+    let o = run(&args);
+    let text = stdout(&o);
+    assert!(text.contains("rollout waves, estimated"), "{text}");
+    assert!(text.contains("3 rest"), "{text}");
+    assert!(text.contains("Wed 2026-11-25 09:00"), "{text}");
+    assert!(text.contains("needs an operator's release-next"), "{text}");
+}

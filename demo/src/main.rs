@@ -6,24 +6,21 @@
 //! hub, the spoke, the simulator or pgtemp.
 #![forbid(unsafe_code)]
 
+mod banner;
 mod fleet;
+mod hub;
 mod nginx;
+mod rollout;
+mod system;
+mod wait;
 
 use std::io::Read;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Parser;
-
-use fleetgate_api_types::{ClusterWithToken, FleetSummary, GateRecord, RegisterCluster};
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use fleetgate::args::Format;
-use fleetgate::client::{Client, seg};
-use fleetgate::config::Connection;
 use fleetgate::error::{Error, Result};
 
 /// fleetgate-demo — the whole fleetgate system on one machine: PostgreSQL,
@@ -77,12 +74,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn other(what: &str, e: impl std::fmt::Display) -> Error {
+pub(crate) fn other(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Other(format!("demo: {what}: {e}"))
 }
 
 /// `fga_` + 64 hex digits from the OS's random source.
-fn random_token() -> Result<String> {
+pub(crate) fn random_token() -> Result<String> {
     let mut buf = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
@@ -127,403 +124,11 @@ pub async fn run(args: &DemoArgs) -> Result<()> {
             (pg.url.clone(), Some(pg))
         }
     };
-    let result = run_with_db(args, &database_url, &shutdown, started).await;
+    let result = system::run(args, &database_url, &shutdown, started).await;
     // Stop whatever still runs; `_pg` is dropped (server stopped, files
     // removed) when this function returns.
     shutdown.cancel();
     result
-}
-
-async fn run_with_db(
-    args: &DemoArgs,
-    database_url: &str,
-    shutdown: &CancellationToken,
-    started: Instant,
-) -> Result<()> {
-    // 2. The hub (in-process), with a fresh admin token.
-    let token = random_token()?;
-    let mut hub_cfg = fleetgate_hub::config::ServeConfig::for_tests(database_url);
-    hub_cfg.http_addr = args.http_addr;
-    hub_cfg.grpc_addr = args.grpc_addr;
-    hub_cfg.admin_token = Some(token.clone());
-    let hub_stop = shutdown.child_token();
-    let mut hub_task = tokio::spawn(fleetgate_hub::serve(hub_cfg, hub_stop.clone()));
-    let hub_url = format!("http://{}", loopback(args.http_addr));
-    let grpc_url = format!("http://{}", loopback(args.grpc_addr));
-    let client = Client::new(Connection {
-        hub: hub_url.clone(),
-        token: Some(token.clone()),
-        timeout: Duration::from_secs(30),
-    })?;
-    wait_ready(&client, &hub_url, &mut hub_task).await?;
-    println!("• hub: REST {hub_url}, gRPC {grpc_url}");
-
-    // 3. The simulated fleet.
-    let clusters = fleet::clusters(args.clusters);
-    let sim = fleetgate_sim::Sim::start(fleetgate_sim::SimConfig {
-        clusters: clusters.iter().map(|c| c.name.clone()).collect(),
-        reconcile_interval: Some(args.reconcile_interval),
-        ..fleetgate_sim::SimConfig::default()
-    })
-    .await
-    .map_err(|e| other("simulator", e))?;
-    sim.seed_fleet(args.objects_per_cluster)
-        .await
-        .map_err(|e| other("seeding the fleet", e))?;
-    let kube_dir = tempfile::Builder::new()
-        .prefix("fleetgate-demo-kube-")
-        .tempdir()
-        .map_err(|e| other("temp dir", e))?;
-    for c in &clusters {
-        for obj in fleet::extra_objects(c) {
-            sim.create_object(&c.name, obj)
-                .await
-                .map_err(|e| other("seeding", e))?;
-        }
-        sim.write_kubeconfig(&c.name, &kube_dir.path().join(format!("{}.yaml", c.name)))
-            .map_err(|e| other("kubeconfig", e))?;
-    }
-    // The nginx app (one Kustomization) applied once before the spokes start.
-    let nginx_cluster = nginx::cluster(&clusters).map(|c| c.name.clone());
-    if let Some(c) = &nginx_cluster {
-        for obj in nginx::objects() {
-            sim.create_object(c, obj)
-                .await
-                .map_err(|e| other("seeding", e))?;
-        }
-        nginx::push(&sim, c, 1, "nginx:1.25", "blue")
-            .await
-            .map_err(|e| other("push", e))?;
-    }
-    println!(
-        "• simulator: {} clusters, kubeconfigs in {}",
-        clusters.len(),
-        kube_dir.path().display()
-    );
-
-    // 4. Gates first, then clusters with a spoke each.
-    let examples = examples_dir();
-    fleetgate::commands::gate::apply(
-        &client,
-        std::slice::from_ref(&examples),
-        &None,
-        false,
-        Format::Table,
-    )
-    .await?;
-    let mut spokes = Vec::new();
-    for c in &clusters {
-        let spoke_token = register(&client, c).await?;
-        let kubeconfig = kube_dir.path().join(format!("{}.yaml", c.name));
-        spokes.push(start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, shutdown).await?);
-    }
-    println!("• spokes: {} started", spokes.len());
-
-    // 5. Once every spoke has enforced and reported, push revisions: where
-    // a gate is closed they are held.
-    wait_reported(&client, &clusters, shutdown).await?;
-    for (i, c) in clusters.iter().enumerate() {
-        sim.push_revision(
-            &c.name,
-            "GitRepository",
-            "flux-system",
-            "flux-system",
-            &fleet::revision(&c.name, 1),
-        )
-        .await
-        .map_err(|e| other("push", e))?;
-        if i % 2 == 0 && c.labels.get("region").is_some_and(|r| r == "us") {
-            sim.push_revision(
-                &c.name,
-                "GitRepository",
-                "flux-system",
-                "shop",
-                &fleet::revision(&c.name, 2),
-            )
-            .await
-            .map_err(|e| other("push", e))?;
-        }
-    }
-    wait_held(&client, shutdown).await?;
-    let nginx = match &nginx_cluster {
-        Some(c) => Some((c.clone(), nginx::hold(&client, &sim, c, shutdown).await?)),
-        None => None,
-    };
-    if let Some((c, o)) = &nginx {
-        let kc = kube_dir.path().join(format!("{c}.yaml"));
-        println!(
-            "• object holds: on {c} gate {} holds the nginx Deployment ({}); {}\n    \
-             kubectl --kubeconfig {} -n nginx get deploy,cm -o wide",
-            nginx::GATE,
-            if o.held { "held" } else { "not held yet" },
-            if o.waiting {
-                "a new revision changed its ConfigMap at once, the new image waits"
-            } else {
-                "the Kustomization applied no newer revision (another gate holds it whole)"
-            },
-            kc.display(),
-        );
-    }
-    let held: FleetSummary = client.get("/status", &[]).await?;
-    print_ready(
-        &hub_url,
-        &grpc_url,
-        &token,
-        kube_dir.path(),
-        &clusters,
-        &held,
-        started,
-    );
-
-    tokio::select! {
-        _ = shutdown.cancelled() => {}
-        r = &mut hub_task => {
-            eprintln!("error: the hub stopped: {:?}", r);
-        }
-    }
-    println!("\nstopping: spokes, hub, simulator, PostgreSQL …");
-    shutdown.cancel();
-    for s in spokes {
-        let _ = tokio::time::timeout(Duration::from_secs(10), s.stop()).await;
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(15), hub_task).await;
-    sim.shutdown().await;
-    println!("stopped; temporary files removed.");
-    Ok(())
-}
-
-fn loopback(addr: SocketAddr) -> SocketAddr {
-    if addr.ip().is_unspecified() {
-        SocketAddr::from(([127, 0, 0, 1], addr.port()))
-    } else {
-        addr
-    }
-}
-
-/// `examples/` of the source tree (the demo runs from a checkout).
-fn examples_dir() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    if here.is_dir() {
-        here
-    } else {
-        PathBuf::from("examples")
-    }
-}
-
-async fn wait_ready(
-    client: &Client,
-    hub_url: &str,
-    hub_task: &mut tokio::task::JoinHandle<fleetgate_hub::Result<()>>,
-) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if client.get::<FleetSummary>("/status", &[]).await.is_ok() {
-            return Ok(());
-        }
-        if hub_task.is_finished() {
-            let why = match hub_task.await.map_err(|e| other("hub", e))? {
-                Err(e) => e.to_string(),
-                Ok(()) => "it stopped".to_string(),
-            };
-            return Err(other(
-                "the hub did not start",
-                format!("{why} (pick other ports with --http-addr / --grpc-addr)"),
-            ));
-        }
-        if Instant::now() > deadline {
-            return Err(other("hub", format!("not ready at {hub_url} within 60 s")));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Registers the cluster (or, on a reused database, rotates its token).
-async fn register(client: &Client, c: &fleet::DemoCluster) -> Result<String> {
-    let body = RegisterCluster {
-        name: c.name.clone(),
-        labels: c.labels.clone(),
-    };
-    let v: ClusterWithToken = match client.post("/clusters", &[], &body).await {
-        Ok(v) => v,
-        Err(Error::Api { status: 409, .. }) => {
-            client
-                .post(
-                    &format!("/clusters/{}/rotate-token", seg(&c.name)),
-                    &[],
-                    &json!({}),
-                )
-                .await?
-        }
-        Err(e) => return Err(e),
-    };
-    Ok(v.token)
-}
-
-async fn start_spoke(
-    c: &fleet::DemoCluster,
-    grpc_url: &str,
-    token: &str,
-    kubeconfig: &Path,
-    shutdown: &CancellationToken,
-) -> Result<fleetgate_spoke::Spoke> {
-    let kc = kubeconfig.display().to_string();
-    let config = <fleetgate_spoke::Config as clap::Parser>::try_parse_from([
-        "fleetgate-spoke",
-        "--cluster",
-        &c.name,
-        "--hub-url",
-        grpc_url,
-        "--token",
-        token,
-        "--kubeconfig",
-        &kc,
-        "--namespace",
-        "fleetgate-system",
-        "--http-addr",
-        "127.0.0.1:0",
-        // The kinds examples/hold-objects.yaml holds (deploy/spoke/components/hold-objects).
-        "--held-kinds",
-        "apps/v1/Deployment,v1/Service",
-    ])
-    .map_err(|e| other("spoke config", e))?;
-    let kube = fleetgate_spoke::kube_client(&config)
-        .await
-        .map_err(|e| other("spoke kube client", e))?;
-    fleetgate_spoke::Spoke::start(kube, config, shutdown.child_token())
-        .await
-        .map_err(|e| other(&format!("spoke {}", c.name), e))
-}
-
-/// Waits (bounded) until every spoke is connected and has reported that it
-/// enforces: every object a closed `suspend`-mode gate governs is suspended.
-/// Only then are revisions pushed, so they are held rather than applied.
-async fn wait_reported(
-    client: &Client,
-    clusters: &[fleet::DemoCluster],
-    shutdown: &CancellationToken,
-) -> Result<()> {
-    let suspend_mode: Vec<String> = client
-        .list::<GateRecord>("/gates", &[], None)
-        .await?
-        .into_iter()
-        .filter(|g| {
-            g.manifest.pointer("/spec/mode").and_then(Value::as_str) != Some("freezeSources")
-        })
-        .map(|g| g.name)
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut pending: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
-    while !pending.is_empty() {
-        let mut still = Vec::new();
-        for name in pending {
-            let st: Value = client
-                .get(&format!("/clusters/{}/status", seg(name)), &[])
-                .await?;
-            if !enforced(&st, &suspend_mode) {
-                still.push(name);
-            }
-        }
-        pending = still;
-        if pending.is_empty() {
-            break;
-        }
-        if shutdown.is_cancelled() {
-            return Err(other("interrupted", "while waiting for the spokes"));
-        }
-        if Instant::now() > deadline {
-            return Err(other(
-                "spokes",
-                format!("not enforcing within 120 s: {pending:?}"),
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    Ok(())
-}
-
-/// A cluster status shows a connected spoke that reported objects, and
-/// every object governed by a closed gate of `suspend_mode` is suspended.
-fn enforced(st: &Value, suspend_mode: &[String]) -> bool {
-    let connected = st.pointer("/cluster/connected") == Some(&Value::Bool(true));
-    let objects = st
-        .get("objects")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let closed: Vec<&str> = st
-        .get("gates")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|g| g.get("state").and_then(Value::as_str) == Some("closed"))
-        .filter_map(|g| g.get("gate").and_then(Value::as_str))
-        .filter(|g| suspend_mode.iter().any(|m| m == g))
-        .collect();
-    connected
-        && !objects.is_empty()
-        && objects.iter().all(|o| {
-            let held_by_closed = o
-                .get("gates")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .any(|g| closed.contains(&g));
-            !held_by_closed || o.get("suspended") == Some(&Value::Bool(true))
-        })
-}
-
-/// Waits (bounded) until the hub shows held changes; returns the summary.
-async fn wait_held(client: &Client, shutdown: &CancellationToken) -> Result<FleetSummary> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let s: FleetSummary = client.get("/status", &[]).await?;
-        if s.objects.held > 0 || Instant::now() > deadline || shutdown.is_cancelled() {
-            return Ok(s);
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
-fn print_ready(
-    hub: &str,
-    grpc: &str,
-    token: &str,
-    kube_dir: &Path,
-    clusters: &[fleet::DemoCluster],
-    summary: &FleetSummary,
-    started: Instant,
-) {
-    let first = clusters
-        .first()
-        .map(|c| c.name.as_str())
-        .unwrap_or("prod-eu-1");
-    println!(
-        "\nfleetgate demo is running (ready in {:.1} s)\n\
-         \n  dashboard    {hub}/\
-         \n  admin token  {token}\
-         \n  REST API     {hub}/api/v1   (OpenAPI: {hub}/api/v1/openapi.json)\
-         \n  gRPC         {grpc}\
-         \n  fleet        {} clusters, {} may change now, {} closed; {} objects held by a gate\
-         \n\nTry:\
-         \n  export FLEETGATE_HUB={hub} FLEETGATE_TOKEN={token}\
-         \n  fleetgate status\
-         \n  fleetgate gate preview business-hours\
-         \n  fleetgate gate open sre-approval --for 1h --reason \"demo\" --cluster {first}\
-         \n  kubectl --kubeconfig {}/{first}.yaml get kustomizations -A\
-         \n\nCtrl-C stops everything and removes the temporary files.",
-        started.elapsed().as_secs_f64(),
-        summary.clusters.total,
-        summary.clusters.open,
-        summary.clusters.closed,
-        summary.objects.held,
-        kube_dir.display(),
-    );
-    // One line for scripts and the smoke test.
-    println!(
-        "demo ready: hub={hub} token={token} held={} held_objects={}",
-        summary.objects.held, summary.objects.held_objects
-    );
 }
 
 async fn cancel_on_signal(token: CancellationToken) {
@@ -540,41 +145,4 @@ async fn cancel_on_signal(token: CancellationToken) {
         }
     }
     token.cancel();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn status(connected: bool, suspended: bool) -> Value {
-        json!({
-            "cluster": {"connected": connected},
-            "gates": [
-                {"gate": "sre-approval", "state": "closed"},
-                {"gate": "release-train", "state": "closed"},
-                {"gate": "weekdays", "state": "open"}
-            ],
-            "objects": [
-                {"name": "payments-api", "gates": ["sre-approval"], "suspended": suspended},
-                {"name": "shop", "gates": ["release-train"], "suspended": false},
-                {"name": "web", "gates": ["weekdays"], "suspended": false}
-            ]
-        })
-    }
-
-    #[test]
-    fn enforced_means_connected_and_closed_suspend_gates_applied() {
-        let modes = vec!["sre-approval".to_string(), "weekdays".to_string()];
-        assert!(enforced(&status(true, true), &modes));
-        assert!(
-            !enforced(&status(true, false), &modes),
-            "payments-api not yet suspended"
-        );
-        assert!(
-            !enforced(&status(false, true), &modes),
-            "spoke not connected"
-        );
-        let no_objects = json!({"cluster": {"connected": true}, "gates": [], "objects": []});
-        assert!(!enforced(&no_objects, &modes), "nothing reported yet");
-    }
 }

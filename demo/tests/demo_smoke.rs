@@ -1,6 +1,7 @@
 //! The demo as a user runs it (the README's quick start): it starts (own
 //! PostgreSQL, hub, simulated clusters with spokes), the dashboard answers,
-//! held changes are visible through the API and the CLI, and SIGTERM stops
+//! held changes are visible through the API and the CLI, a rollout is in progress
+//! (canary released, the rest waiting for wave 2), and SIGTERM stops
 //! everything and removes its temporary files.
 
 use std::io::{BufRead, BufReader};
@@ -45,8 +46,12 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
     // Wait (bounded) for the ready line; remember the temp dirs it names.
     let deadline = Instant::now() + Duration::from_secs(180);
     let mut temp_dirs: Vec<PathBuf> = Vec::new();
+    let mut rollout_line = String::new();
     let ready = loop {
         let line = next_line(deadline);
+        if line.starts_with("• rollout:") {
+            rollout_line = line.clone();
+        }
         for marker in ["kubeconfigs in ", "(files in "] {
             if let Some(rest) = line.split(marker).nth(1) {
                 temp_dirs.push(PathBuf::from(rest.trim().trim_end_matches(')')));
@@ -181,6 +186,39 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         "{deploy}"
     );
     assert_eq!(deploy["kustomizationName"], "apps", "{deploy}");
+
+    // A rollout in progress: team-a-rollout released its canary (dev-eu-1); staging-eu-1
+    // waits for wave 2 — in the demo's output, `fleetgate rollout status` and `status`.
+    assert!(
+        rollout_line.contains("team-a-rollout") && rollout_line.contains("wait for wave 2"),
+        "{rollout_line:?}"
+    );
+    let out = Command::new(bin_path("fleetgate"))
+        .args(["rollout", "status", "team-a-rollout", "-o", "json"])
+        .args(["--hub", &hub, "--token", &token])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["state"], "running", "{r}");
+    let canary = &r["waves"][0]["clusters"][0];
+    assert_eq!(canary["name"], "dev-eu-1", "{r}");
+    assert!(canary["releasedAt"].is_string(), "{r}");
+    assert_eq!(r["waves"][1]["clusters"][0]["name"], "staging-eu-1", "{r}");
+    assert_eq!(r["waves"][1]["clusters"][0]["health"], "closed", "{r}");
+    let gate = staging["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gate"] == "team-a-rollout")
+        .unwrap_or_else(|| panic!("team-a-rollout on staging-eu-1: {staging}"));
+    assert_eq!(gate["state"], "closed", "{gate}");
+    assert_eq!(gate["reason"], "waiting for rollout wave 2", "{gate}");
 
     // The clusters expose the hub's gates as Gate objects (the spoke mirrors
     // them); prod-eu-1 shows sre-approval closed. Bounded: the mirror follows

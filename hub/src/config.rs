@@ -54,6 +54,8 @@ pub mod defaults {
     pub const REPORT_FLUSH_MS: u64 = 250;
     /// `--rollout-tick`.
     pub const ROLLOUT_TICK: &str = "1s";
+    /// See `service::liveness::LEASE_EVERY`.
+    pub const REPLICA_LEASE_EVERY: &str = "5s";
     /// `--local-gates`: today's behaviour, the hub's view stays complete.
     pub const LOCAL_GATES: super::LocalGates = super::LocalGates::Ignore;
 }
@@ -165,6 +167,11 @@ pub struct GrpcOptions {
     /// How often the rollout driver steps every rollout (releases, health, soak).
     #[arg(long, env = "FLEETGATE_ROLLOUT_TICK", default_value = defaults::ROLLOUT_TICK, value_parser = parse_std_duration)]
     pub rollout_tick: Duration,
+    /// How often this replica renews its lease; its spokes count as connected
+    /// until 6 intervals after the last renewal (a crashed replica's spokes
+    /// then read as disconnected).
+    #[arg(long, env = "FLEETGATE_REPLICA_LEASE_EVERY", default_value = defaults::REPLICA_LEASE_EVERY, value_parser = parse_std_duration)]
+    pub replica_lease_every: Duration,
     /// Gate objects made in a hub-connected cluster: `ignore` (reported and
     /// shown, not enforced) or `enforce` (beside the hub's gates). Sent to
     /// spokes in their snapshots; set the same on every replica.
@@ -184,6 +191,7 @@ impl Default for GrpcOptions {
             spoke_stream_max_age: duration(defaults::SPOKE_STREAM_MAX_AGE),
             report_flush_ms: defaults::REPORT_FLUSH_MS,
             rollout_tick: duration(defaults::ROLLOUT_TICK),
+            replica_lease_every: duration(defaults::REPLICA_LEASE_EVERY),
             local_gates: defaults::LOCAL_GATES,
         }
     }

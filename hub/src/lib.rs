@@ -21,6 +21,7 @@ pub mod rollout;
 pub use fleetgate_api_types::schema;
 pub mod serve;
 pub mod service;
+pub mod startup;
 pub mod validate;
 
 pub use error::{Error, Result};

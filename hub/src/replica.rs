@@ -17,6 +17,7 @@ use crate::fanout::{Fanout, listener};
 use crate::fleet_feed::FleetFeed;
 use crate::metrics::{GrpcMetrics, Metrics, RolloutMetrics};
 use crate::service::Service;
+use crate::service::lease::Lease;
 use crate::service::reports::Reports;
 
 /// A replica's parts. Cheap to clone (shared handles).
@@ -106,10 +107,20 @@ impl Replica {
             let (service, tasks) = (self.service.clone(), tasks.clone());
             async move { service.watch_db(tasks).await }
         });
-        let cleared = self.reports.clear_connections().await?;
+        // Should this future be dropped unfinished, its tasks stop with it.
+        let _tasks_guard = tasks.clone().drop_guard();
+        let cleared = self.reports.clear_connections(None).await?;
         if cleared > 0 {
             tracing::info!(replica = %self.id(), cleared, "cleared connection state of a previous run");
         }
+        let lease = Lease::new(
+            self.service.clone(),
+            self.id().to_string(),
+            self.grpc.replica_lease_every,
+        );
+        crate::startup::phase("connections_cleared");
+        lease.start().await?;
+        crate::startup::phase("lease_taken");
         let listener_task = tokio::spawn(listener::run(
             self.fanout.clone(),
             self.service.clone(),
@@ -124,15 +135,27 @@ impl Replica {
             self.rollout_metrics.clone(),
             tasks.clone(),
         ));
-        let result = serving.await;
-        tasks.cancel();
+        // Renewals run inside this future, not as a task of their own: when it
+        // is dropped (the replica dies) they stop with it.
+        let (result, ()) = tokio::join!(
+            async {
+                let result = serving.await;
+                tasks.cancel();
+                result
+            },
+            lease.clone().run(tasks.clone()),
+        );
         let _ = listener_task.await;
         let _ = batcher_task.await;
         let _ = rollout_task.await;
         let _ = health_task.await;
         // Streams ended by the drain skipped recording their disconnection.
-        if let Err(e) = self.reports.clear_connections().await {
+        let drained_at = self.service.now();
+        if let Err(e) = self.reports.clear_connections(Some(drained_at)).await {
             tracing::warn!(replica = %self.id(), error = %e, "clearing connection state after the drain failed");
+        }
+        if let Err(e) = lease.end().await {
+            tracing::warn!(replica = %self.id(), error = %e, "ending the replica lease failed");
         }
         result
     }

@@ -11,15 +11,19 @@ use crate::http::app;
 use crate::replica::Replica;
 use crate::rest::AppState;
 use crate::service::Service;
-use crate::{Error, Result, db};
+use crate::{Error, Result, db, startup};
 
 /// Runs the hub until `shutdown` is cancelled.
 pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<()> {
+    startup::begin();
     let pool = db::connect(&config.database_url, config.db_max_connections).await?;
+    startup::phase("db_connected");
     db::migrate(&pool).await?;
+    startup::phase("migrated");
     let service = Service::new(pool);
     if let Some(secret) = &config.admin_token {
         service.ensure_admin_token(secret).await?;
+        startup::phase("admin_token");
     }
     let replica = Replica::new(service, config.http, config.grpc);
     let bind = |addr| async move {
@@ -29,6 +33,7 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
     };
     let http = bind(config.http_addr).await?;
     let grpc = bind(config.grpc_addr).await?;
+    startup::phase("bound");
     replica
         .run(serve_both(&replica, http, grpc, shutdown))
         .await
@@ -71,6 +76,7 @@ pub async fn serve_http(
         .local_addr()
         .map_err(|e| Error::Internal(e.to_string()))?;
     tracing::info!(%addr, "HTTP listening");
+    startup::phase("http_serving");
     axum::serve(listener, app(state))
         .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
         .await

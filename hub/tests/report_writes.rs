@@ -1,8 +1,9 @@
 //! Steady-state status costs what changes, not what is reported (real
-//! PostgreSQL): a report equal to the stored one rewrites no object row, and
-//! unchanged reports and keepalives refresh the cluster's liveness stamps at
-//! most once per `STAMP_EVERY`. A row's `xmin` (the transaction that wrote its
-//! current version) tells whether it was rewritten.
+//! PostgreSQL): a report equal to the stored one writes no row at all (the
+//! spoke's liveness is its replica's lease, see `liveness.rs`), unless it
+//! moves the report fence or the spoke's clock drifted. A row's `xmin` (the
+//! transaction that wrote its current version) tells whether it was
+//! rewritten.
 
 mod common;
 
@@ -10,9 +11,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use common::{Hub, t0};
 use fleetgate_hub::db::held_objects::HeldObject;
-use fleetgate_hub::db::reports::{
-    ClusterReport, ReportedObject, STAMP_EVERY, touch_seen, write_report,
-};
+use fleetgate_hub::db::reports::{CLOCK_DRIFT_MS, ClusterReport, ReportedObject, write_report};
 use serde_json::json;
 
 fn object(name: &str, revision: &str) -> ReportedObject {
@@ -92,7 +91,7 @@ async fn stamps(hub: &Hub) -> (DateTime<Utc>, DateTime<Utc>, i64) {
 }
 
 #[tokio::test]
-async fn unchanged_reports_write_only_a_throttled_stamp() {
+async fn unchanged_reports_write_nothing() {
     let hub = Hub::new().await;
     hub.register("c1", json!({})).await;
     let objects = vec![object("a", "main@sha1:1"), object("b", "main@sha1:1")];
@@ -103,19 +102,27 @@ async fn unchanged_reports_write_only_a_throttled_stamp() {
     assert_eq!(first.0.len(), 2);
     assert_eq!(stamps(&hub).await, (t, t, 5));
 
-    // The same content 30 s later (a heartbeat): nothing is written.
-    write(&hub, &report(objects.clone(), t + Duration::seconds(30), 7)).await;
-    assert_eq!(versions(&hub).await, first, "a heartbeat rewrote rows");
+    // The same content as heartbeats, for an hour, with round-trip jitter in
+    // the clock offset: not one row version.
+    for minutes in [1, 2, 10, 60] {
+        let at = t + Duration::minutes(minutes);
+        write(&hub, &report(objects.clone(), at, 5 + CLOCK_DRIFT_MS - 1)).await;
+        assert_eq!(versions(&hub).await, first, "a heartbeat rewrote rows");
+    }
     assert_eq!(stamps(&hub).await, (t, t, 5));
 
-    // Once the stamp is STAMP_EVERY old, only the connection row is stamped.
-    let later = t + STAMP_EVERY;
-    write(&hub, &report(objects.clone(), later, 9)).await;
+    // A clock that drifted by CLOCK_DRIFT_MS is written (the connection row
+    // alone), with the report's time.
+    let later = t + Duration::minutes(61);
+    write(&hub, &report(objects.clone(), later, 5 + CLOCK_DRIFT_MS)).await;
     let stamped = versions(&hub).await;
-    assert_eq!(stamped.0, first.0, "object rows rewritten by a stamp");
-    assert_ne!(stamped.1, first.1, "the stamp was not written");
-    assert_eq!(stamps(&hub).await, (later, later, 9));
-    // Every object shows the time of the latest stamped report.
+    assert_eq!(
+        stamped.0, first.0,
+        "object rows rewritten for a clock offset"
+    );
+    assert_ne!(stamped.1, first.1, "the clock offset was not written");
+    assert_eq!(stamps(&hub).await, (later, later, 5 + CLOCK_DRIFT_MS));
+    // Disconnected, every object shows the time of the latest written report.
     let r = hub.get("/api/v1/clusters/c1/status").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     let objs = r.body["objects"].as_array().unwrap();
@@ -124,24 +131,24 @@ async fn unchanged_reports_write_only_a_throttled_stamp() {
         let at: DateTime<Utc> = o["reportedAt"].as_str().unwrap().parse().unwrap();
         assert_eq!(at, later, "{o}");
     }
+    let (t2, offset) = (later + Duration::seconds(1), 5 + CLOCK_DRIFT_MS);
 
     // A change in any object rewrites the report.
     let changed = vec![object("a", "main@sha1:1"), object("b", "main@sha1:2")];
-    let t2 = later + Duration::seconds(1);
-    write(&hub, &report(changed, t2, 9)).await;
+    write(&hub, &report(changed, t2, offset)).await;
     let rewritten = versions(&hub).await;
     assert_ne!(rewritten.0, first.0);
     let r = hub.get("/api/v1/clusters/c1/status").await;
     let b = &r.body["objects"][1];
     assert_eq!(b["lastAppliedRevision"], "main@sha1:2", "{b}");
-    assert_eq!(stamps(&hub).await, (t2, t2, 9));
+    assert_eq!(stamps(&hub).await, (t2, t2, offset));
 
     // A removed object is a change too.
-    write(&hub, &report(vec![object("a", "main@sha1:1")], t2, 9)).await;
+    write(&hub, &report(vec![object("a", "main@sha1:1")], t2, offset)).await;
     assert_eq!(versions(&hub).await.0.len(), 1);
 
     // So is a held object (holdObjects gates), alone.
-    let mut with_held = report(vec![object("a", "main@sha1:1")], t2, 9);
+    let mut with_held = report(vec![object("a", "main@sha1:1")], t2, offset);
     with_held.held_objects = vec![held("web")];
     write(&hub, &with_held).await;
     let r = hub.get("/api/v1/clusters/c1/status").await;
@@ -188,32 +195,6 @@ async fn an_unchanged_report_at_a_newer_revision_moves_the_fence_at_once() {
     assert_eq!(report_revision(&hub).await, Some(2));
     let r = hub.get("/api/v1/clusters/c1/status").await;
     assert_eq!(r.body["objects"][0]["reportRevision"], 2, "{}", r.text);
-}
-
-#[tokio::test]
-async fn keepalive_stamps_are_throttled() {
-    let hub = Hub::new().await;
-    hub.register("c1", json!({})).await;
-    let t = t0();
-    write(&hub, &report(vec![object("a", "r")], t, 0)).await;
-    let before = versions(&hub).await;
-
-    let mut conn = hub.pool.acquire().await.unwrap();
-    touch_seen(&mut conn, &[("c1".into(), t + Duration::seconds(15))])
-        .await
-        .unwrap();
-    assert_eq!(versions(&hub).await, before, "a young stamp was rewritten");
-    assert_eq!(stamps(&hub).await.0, t);
-
-    let later = t + STAMP_EVERY + Duration::seconds(5);
-    touch_seen(&mut conn, &[("c1".into(), later)])
-        .await
-        .unwrap();
-    let after = versions(&hub).await;
-    assert_eq!(after.0, before.0, "a keepalive rewrote object rows");
-    assert_ne!(after.1, before.1);
-    let (seen, reported, _) = stamps(&hub).await;
-    assert_eq!((seen, reported), (later, t));
 }
 
 #[test]

@@ -104,6 +104,118 @@ async fn get_json(http: &Router, token: &str, uri: &str) -> Value {
     serde_json::from_slice(&body).unwrap()
 }
 
+/// One replica serving gRPC on a socket and the router (SSE), with a `WatchFleet` stream
+/// and an SSE stream open; the test steps the rollout itself (the replica's driver ticks
+/// once an hour, its first tick finding the gate closed).
+struct Watched {
+    http: Router,
+    admin: fleetgate_proto::AdminServiceClient<tonic::transport::Channel>,
+    grpc_events: tonic::Streaming<pb::FleetEvent>,
+    sse: axum::body::BodyDataStream,
+    buf: String,
+    replica: Replica,
+    shutdown: CancellationToken,
+    server: tokio::task::JoinHandle<fleetgate_hub::Result<()>>,
+}
+
+impl Watched {
+    async fn start(hub: &Hub) -> Watched {
+        let shutdown = CancellationToken::new();
+        let grpc = fleetgate_hub::config::GrpcOptions {
+            rollout_tick: StdDuration::from_secs(3600),
+            ..Grpc::opts()
+        };
+        let replica = Replica::new(hub.service.clone(), HttpOptions::default(), grpc);
+        let state = AppState {
+            shutdown: shutdown.clone(),
+            ..AppState::from_replica(replica.clone())
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = {
+            let (replica, shutdown) = (replica.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
+                replica.run(serving).await
+            })
+        };
+        let http = app(state);
+        let mut admin =
+            fleetgate_proto::AdminServiceClient::new(connect(&format!("http://{addr}")).await);
+        let watch = pb::WatchFleetRequest {
+            gates: vec!["waves".into()],
+            ..Default::default()
+        };
+        let grpc_events = within("WatchFleet", admin.watch_fleet(authed(watch, &hub.viewer)))
+            .await
+            .unwrap()
+            .into_inner();
+        let req = Request::builder()
+            .uri("/api/v1/events")
+            .header("authorization", format!("Bearer {}", hub.viewer))
+            .body(Body::empty())
+            .unwrap();
+        let r = http.clone().oneshot(req).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        Watched {
+            http,
+            admin,
+            grpc_events,
+            sse: r.into_body().into_data_stream(),
+            buf: String::new(),
+            replica,
+            shutdown,
+            server,
+        }
+    }
+
+    /// The next rollout event on both surfaces (the same on each).
+    async fn expect_any(&mut self) -> (pb::RolloutChanged, Value) {
+        let (initial, g) = grpc_rollout(&mut self.grpc_events).await;
+        assert!(!initial);
+        let e = sse_rollout(&mut self.sse, &mut self.buf).await;
+        assert_eq!(e["action"], json!(g.action), "{e}");
+        (g, e)
+    }
+
+    /// The next rollout event on both surfaces, which must be `action`.
+    async fn expect(&mut self, action: &str) -> (pb::RolloutChanged, Value) {
+        let (initial, g) = grpc_rollout(&mut self.grpc_events).await;
+        assert!(!initial);
+        assert_eq!(g.action, action, "{g:?}");
+        let e = sse_rollout(&mut self.sse, &mut self.buf).await;
+        assert_eq!(e["action"], action, "{e}");
+        assert_eq!(e["rolloutId"], json!(g.rollout_id));
+        (g, e)
+    }
+
+    async fn grpc_command(
+        &mut self,
+        token: &str,
+        command: &str,
+    ) -> Result<pb::RolloutInfo, tonic::Status> {
+        let req = pb::RolloutCommandRequest {
+            gate: "waves".into(),
+            command: command.into(),
+        };
+        within(
+            "RolloutCommand",
+            self.admin.rollout_command(authed(req, token)),
+        )
+        .await
+        .map(tonic::Response::into_inner)
+    }
+
+    async fn stop(self) {
+        drop((self.grpc_events, self.sse));
+        self.shutdown.cancel();
+        within("the gRPC server to stop", self.server)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
     let hub = Hub::new().await;
@@ -114,70 +226,22 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     let at = |h, m| Utc.with_ymd_and_hms(2026, 11, 25, h, m, 0).unwrap();
 
-    let shutdown = CancellationToken::new();
-    let grpc = fleetgate_hub::config::GrpcOptions {
-        // The test steps the rollout itself (the driver's first tick finds it closed).
-        rollout_tick: StdDuration::from_secs(3600),
-        ..Grpc::opts()
-    };
-    let replica = Replica::new(hub.service.clone(), HttpOptions::default(), grpc);
-    let state = AppState {
-        shutdown: shutdown.clone(),
-        ..AppState::from_replica(replica)
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = {
-        let (replica, shutdown) = (state.replica.clone(), shutdown.clone());
-        tokio::spawn(async move {
-            let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
-            replica.run(serving).await
-        })
-    };
-    let metrics = state.replica.metrics.clone();
-    let http = app(state);
-    let mut admin =
-        fleetgate_proto::AdminServiceClient::new(connect(&format!("http://{addr}")).await);
-    let watch = pb::WatchFleetRequest {
-        gates: vec!["waves".into()],
-        ..Default::default()
-    };
-    let mut grpc_events = within("WatchFleet", admin.watch_fleet(authed(watch, &hub.viewer)))
-        .await
-        .unwrap()
-        .into_inner();
-    let req = Request::builder()
-        .uri("/api/v1/events")
-        .header("authorization", format!("Bearer {}", hub.viewer))
-        .body(Body::empty())
-        .unwrap();
-    let r = http.clone().oneshot(req).await.unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let (mut sse, mut buf) = (r.into_body().into_data_stream(), String::new());
+    let mut w = Watched::start(&hub).await;
+    let metrics = w.replica.metrics.clone();
 
     // The window opens: the rollout starts and releases the canary.
     hub.clock.set(at(13, 0));
     hub.service.step_rollouts().await.unwrap();
-    let (initial, started) = grpc_rollout(&mut grpc_events).await;
-    assert!(!initial);
+    let (started, _) = w.expect("started").await;
     assert_eq!(
-        (
-            started.gate.as_str(),
-            started.action.as_str(),
-            started.state.as_str()
-        ),
-        ("waves", "started", "running")
+        (started.gate.as_str(), started.state.as_str()),
+        ("waves", "running")
     );
     assert_eq!((started.wave, started.waves), (1, 2));
     assert_eq!((started.released, started.clusters), (1, 3));
-    let e = sse_rollout(&mut sse, &mut buf).await;
-    assert_eq!(
-        (&e["action"], &e["rolloutId"]),
-        (&json!("started"), &json!(started.rollout_id))
-    );
 
     // The grid and the gate page show c2 and c3 waiting for wave 2, c1 released.
-    let grid = get_json(&http, &hub.viewer, "/api/v1/dashboard/fleet").await;
+    let grid = get_json(&w.http, &hub.viewer, "/api/v1/dashboard/fleet").await;
     let waits: Vec<Value> = grid["clusters"]
         .as_array()
         .unwrap()
@@ -185,78 +249,48 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
         .map(|c| c["cells"][0]["rolloutWave"].clone())
         .collect();
     assert_eq!(waits, [Value::Null, json!(2), json!(2)], "{grid}");
-    let page = get_json(&http, &hub.viewer, "/api/v1/dashboard/gates/waves").await;
+    let page = get_json(&w.http, &hub.viewer, "/api/v1/dashboard/gates/waves").await;
     assert_eq!(page["clusters"][1]["rolloutWave"], 2, "{page}");
     assert_eq!(page["clusters"][1]["reason"], "waiting for rollout wave 2");
 
     // Paused over gRPC: an event, and counted (gRPC commands were not counted before).
-    let cmd = |command: &str| pb::RolloutCommandRequest {
-        gate: "waves".into(),
-        command: command.into(),
-    };
-    let info = within(
-        "RolloutCommand pause",
-        admin.rollout_command(authed(cmd("pause"), &hub.operator)),
-    )
-    .await
-    .unwrap()
-    .into_inner();
+    let info = w.grpc_command(&hub.operator, "pause").await.unwrap();
     assert_eq!(info.state, "paused");
-    assert_eq!(grpc_rollout(&mut grpc_events).await.1.action, "paused");
-    assert_eq!(sse_rollout(&mut sse, &mut buf).await["action"], "paused");
+    w.expect("paused").await;
     // A viewer may not: refused, not counted.
-    let denied = admin
-        .rollout_command(authed(cmd("resume"), &hub.viewer))
-        .await
-        .unwrap_err();
+    let denied = w.grpc_command(&hub.viewer, "resume").await.unwrap_err();
     assert_eq!(denied.code(), tonic::Code::PermissionDenied);
 
     // Resumed over REST.
     assert_eq!(
-        rest_command(&http, &hub.operator, "resume").await,
+        rest_command(&w.http, &hub.operator, "resume").await,
         StatusCode::OK
     );
-    assert_eq!(grpc_rollout(&mut grpc_events).await.1.action, "resumed");
-    assert_eq!(sse_rollout(&mut sse, &mut buf).await["action"], "resumed");
+    w.expect("resumed").await;
 
     // No spoke ever reports c1 healthy: past healthTimeout the wave fails and halts.
     hub.clock.set(at(13, 31));
     hub.service.step_rollouts().await.unwrap();
-    let (_, halted) = grpc_rollout(&mut grpc_events).await;
-    assert_eq!(
-        (halted.action.as_str(), halted.state.as_str()),
-        ("halted", "halted")
-    );
+    let (halted, e) = w.expect("halted").await;
+    assert_eq!(halted.state, "halted");
     assert!(halted.detail.contains("c1"), "{halted:?}");
-    let e = sse_rollout(&mut sse, &mut buf).await;
-    assert_eq!(e["action"], "halted");
     assert_eq!(e["detail"], json!(halted.detail));
 
-    let info = within(
-        "RolloutCommand abort",
-        admin.rollout_command(authed(cmd("abort"), &hub.operator)),
-    )
-    .await
-    .unwrap()
-    .into_inner();
+    let info = w.grpc_command(&hub.operator, "abort").await.unwrap();
     assert_eq!(info.state, "aborted");
-    assert_eq!(grpc_rollout(&mut grpc_events).await.1.action, "aborted");
-    assert_eq!(sse_rollout(&mut sse, &mut buf).await["action"], "aborted");
+    w.expect("aborted").await;
 
     // The window closes: the rollout is over.
     hub.clock.set(at(17, 1));
     hub.service.step_rollouts().await.unwrap();
-    let (_, ended) = grpc_rollout(&mut grpc_events).await;
-    assert_eq!(
-        (ended.action.as_str(), ended.state.as_str()),
-        ("ended", "ended")
-    );
-    assert_eq!(sse_rollout(&mut sse, &mut buf).await["action"], "ended");
+    let (ended, _) = w.expect("ended").await;
+    assert_eq!(ended.state, "ended");
 
     // A new watcher sees no live rollout (an ended one is not part of the state).
     let mut late = within(
         "WatchFleet",
-        admin.watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer)),
+        w.admin
+            .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer)),
     )
     .await
     .unwrap()
@@ -276,11 +310,120 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
         );
         assert!(text.contains(&line), "{line} missing in:\n{text}");
     }
+    drop(late);
+    w.stop().await;
+}
 
-    drop((grpc_events, late, sse));
-    shutdown.cancel();
-    within("the gRPC server to stop", server)
-        .await
-        .unwrap()
-        .unwrap();
+/// A rollout that goes well: the canary turns healthy and soaks, the next wave is
+/// released, halts, resumes after good reports and completes — each step an event on
+/// both surfaces.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthy_released_and_completed_reach_watchers() {
+    let hub = Hub::new().await;
+    for c in ["c1", "c2", "c3"] {
+        hub.register(c, json!({"env": "prod"})).await;
+    }
+    let r = hub.create_gate_yaml(GATE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let at = |h, m| Utc.with_ymd_and_hms(2026, 11, 25, h, m, 0).unwrap();
+    let mut w = Watched::start(&hub).await;
+    let step = || async { hub.service.step_rollouts().await.unwrap() };
+
+    hub.clock.set(at(13, 0));
+    step().await;
+    w.expect("started").await;
+    common::report_apps(&w.replica.reports, &["c1"], "waves", true).await;
+    step().await;
+    let (healthy, _) = w.expect("healthy").await;
+    assert_eq!((healthy.wave, healthy.released), (1, 1));
+
+    // After the 10 min soak, wave 2 (c2, c3) is released.
+    hub.clock.set(at(13, 11));
+    common::report_apps(&w.replica.reports, &["c1"], "waves", true).await;
+    step().await;
+    let (released, e) = w.expect("released").await;
+    assert_eq!((released.wave, released.released), (2, 3));
+    assert_eq!(e["released"], 3);
+
+    // c2 and c3 never report: halted; good reports, then an operator resumes.
+    hub.clock.set(at(13, 42));
+    step().await;
+    let (halted, _) = w.expect("halted").await;
+    assert!(
+        halted.detail.contains("c2") && halted.detail.contains("c3"),
+        "{halted:?}"
+    );
+    common::report_apps(&w.replica.reports, &["c1", "c2", "c3"], "waves", true).await;
+    w.grpc_command(&hub.operator, "resume").await.unwrap();
+    let (resumed, _) = w.expect("resumed").await;
+    assert_eq!(resumed.state, "running");
+    // Judged afresh from the resume (healthy at once: the same event or a `healthy` one),
+    // then complete after the soak.
+    hub.clock.set(at(13, 53));
+    common::report_apps(&w.replica.reports, &["c1", "c2", "c3"], "waves", true).await;
+    step().await;
+    loop {
+        let (g, _) = w.expect_any().await;
+        if g.action == "completed" {
+            assert_eq!((g.state.as_str(), g.released), ("completed", 3));
+            break;
+        }
+        assert_eq!(g.action, "healthy", "{g:?}");
+    }
+    w.stop().await;
+}
+
+/// REST and gRPC previews of a rollout gate estimate each opening's waves (the opening,
+/// then one soak per wave), the same as `fleetgate gate preview -f`.
+#[tokio::test]
+async fn previews_estimate_wave_release_times() {
+    let hub = Hub::new().await;
+    let r = hub.create_gate_yaml(GATE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let r = hub
+        .get("/api/v1/gates/waves/preview?from=2026-11-25T00:00:00Z&to=2026-11-26T00:00:00Z")
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let est = &r.body["rollouts"][0];
+    assert_eq!(est["openingAt"], "2026-11-25T13:00:00Z", "{}", r.body);
+    assert_eq!(est["closesAt"], "2026-11-25T17:00:00Z");
+    assert_eq!(
+        est["waves"][0]["estimatedReleaseAt"],
+        "2026-11-25T13:00:00Z"
+    );
+    assert_eq!(
+        est["waves"][1]["estimatedReleaseAt"],
+        "2026-11-25T13:10:00Z"
+    );
+    assert_eq!(est["waves"][1]["name"], "rest");
+
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let at = |h| {
+        fleetgate_proto::time::to_timestamp(Utc.with_ymd_and_hms(2026, 11, 25, h, 0, 0).unwrap())
+    };
+    let req = pb::PreviewGateRequest {
+        name: "waves".into(),
+        from: Some(at(0)),
+        to: Some(at(23)),
+        ..Default::default()
+    };
+    let p = within(
+        "PreviewGate",
+        grpc.admin().preview_gate(authed(req, &hub.viewer)),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    assert_eq!(p.rollouts.len(), 1);
+    let waves = &p.rollouts[0].waves;
+    assert_eq!(waves.len(), 2);
+    assert_eq!((waves[1].wave, waves[1].name.as_str()), (2, "rest"));
+    assert_eq!(
+        waves[1].estimated_release_at,
+        Some(fleetgate_proto::time::to_timestamp(
+            Utc.with_ymd_and_hms(2026, 11, 25, 13, 10, 0).unwrap()
+        ))
+    );
+    assert!(!waves[1].after_close);
+    grpc.stop().await;
 }

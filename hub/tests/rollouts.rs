@@ -14,9 +14,7 @@ use chrono::{Duration, TimeZone, Utc};
 use common::Hub;
 use fleetgate_hub::clock::ManualClock;
 use fleetgate_hub::config::{GrpcOptions, HttpOptions};
-use fleetgate_hub::db::reports::ReportedObject;
 use fleetgate_hub::replica::Replica;
-use fleetgate_hub::service::reports::Assembled;
 use fleetgate_hub::{Service, db};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
@@ -104,36 +102,7 @@ impl Fleet {
     /// `clusters`' spokes are connected and report the gate's Kustomization applied at its
     /// source's newest revision (`good`) or still at the old one.
     async fn report(&self, clusters: &[&str], good: bool) {
-        for c in clusters {
-            self.replica.reports.connected(c, "test").await;
-            let object = ReportedObject {
-                kind: "Kustomization".into(),
-                namespace: "flux-system".into(),
-                name: "apps".into(),
-                suspended: false,
-                suspended_by: vec![],
-                gates: vec!["waves".into()],
-                last_applied_revision: Some(
-                    if good { "main@sha1:b" } else { "main@sha1:a" }.into(),
-                ),
-                newest_source_revision: Some("main@sha1:b".into()),
-                held: false,
-                suspended_by_human: false,
-                ignored: false,
-                ..ReportedObject::default()
-            };
-            // A spoke that has seen every snapshot so far (the report fence passes).
-            self.replica.reports.submit(
-                c,
-                i64::MAX as u64,
-                Assembled {
-                    objects: vec![object],
-                    held_objects: vec![],
-                },
-                0,
-            );
-        }
-        self.replica.reports.flush_all().await;
+        common::report_apps(&self.replica.reports, clusters, "waves", good).await;
     }
 
     /// The gate's (state, reason) on `cluster` as `GET /clusters/{name}/status` shows it.

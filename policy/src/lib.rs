@@ -38,6 +38,7 @@ mod objects;
 mod opening;
 mod recurrence;
 mod rollout;
+mod rollout_preview;
 mod selector;
 mod timeline;
 mod transitions;
@@ -63,6 +64,7 @@ pub use opening::OPEN_SINCE_EVER;
 pub use rollout::{
     Amount, DEFAULT_HEALTH_TIMEOUT, MAX_ROLLOUT_DURATION, MAX_WAVES, OnFailure, Rollout, Wave,
 };
+pub use rollout_preview::{RolloutEstimate, WaveEstimate};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 pub use transitions::{Preview, PreviewState, Transition};
 pub use warnings::Warning;

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::rollout_preview::RolloutEstimate;
 use crate::timeline::{Decision, Sweep, sweep};
 use crate::{CompiledGate, Evaluation, GateState, Override};
 
@@ -28,6 +29,9 @@ pub struct Preview {
     pub gate: String,
     pub initial: PreviewState,
     pub transitions: Vec<Transition>,
+    /// For a gate with `spec.rollout`: each opening's estimated wave release times.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rollouts: Vec<RolloutEstimate>,
 }
 
 /// Look-ahead steps for the next transition: most gates change within days, so start small.
@@ -90,13 +94,19 @@ impl CompiledGate {
         overrides: &[Override],
     ) -> Preview {
         let swept = sweep(self, from, to, overrides);
+        let initial = PreviewState {
+            state: swept.initial.state,
+            reason: swept.initial.reason,
+        };
+        let transitions = to_transitions(swept.changes);
+        let rollouts = (self.gate.spec.rollout.as_ref())
+            .map(|r| crate::rollout_preview::estimates(r, &initial, &transitions))
+            .unwrap_or_default();
         Preview {
             gate: self.name().to_string(),
-            initial: PreviewState {
-                state: swept.initial.state,
-                reason: swept.initial.reason,
-            },
-            transitions: to_transitions(swept.changes),
+            initial,
+            transitions,
+            rollouts,
         }
     }
 }

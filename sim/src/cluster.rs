@@ -1,7 +1,7 @@
 //! One simulated cluster: its served types, storage, access control and the
 //! upstream "git" state its Flux sources pull from.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,6 +13,9 @@ use crate::store::Store;
 
 /// Identifies a Flux source: (kind, namespace, name).
 pub type SourceKey = (String, String, String);
+
+/// The manifests pushed with one revision of a source: YAML objects per source path.
+pub type Bundle = BTreeMap<String, Vec<serde_json::Value>>;
 
 #[derive(Debug)]
 pub struct Cluster {
@@ -28,7 +31,7 @@ pub struct Cluster {
     pub upstream: Mutex<HashMap<SourceKey, String>>,
     /// Manifests pushed with a revision of a source (source, revision) → objects per path;
     /// what the simulated kustomize-controller applies.
-    pub bundles: Mutex<HashMap<(SourceKey, String), Arc<crate::flux::kustomize::Bundle>>>,
+    pub bundles: Mutex<HashMap<(SourceKey, String), Arc<Bundle>>>,
     /// Revisions pushed as bad on this cluster (source, revision) → failure message: the
     /// consumers applying them fail (see `flux::failure`).
     pub bad_revisions: Mutex<HashMap<(SourceKey, String), String>>,
@@ -49,12 +52,7 @@ impl Cluster {
     }
 
     /// Pushes `revision` together with the manifests it carries.
-    pub fn push_bundle(
-        &self,
-        key: SourceKey,
-        revision: String,
-        bundle: crate::flux::kustomize::Bundle,
-    ) {
+    pub fn push_bundle(&self, key: SourceKey, revision: String, bundle: Bundle) {
         self.bundles
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -63,11 +61,7 @@ impl Cluster {
     }
 
     /// The manifests pushed with `revision` of `source`, if any.
-    pub fn bundle(
-        &self,
-        source: &SourceKey,
-        revision: &str,
-    ) -> Option<Arc<crate::flux::kustomize::Bundle>> {
+    pub fn bundle(&self, source: &SourceKey, revision: &str) -> Option<Arc<Bundle>> {
         self.bundles
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -17,14 +17,17 @@ mod meta;
 mod ops;
 mod patch;
 mod protobuf;
+mod query;
 pub mod rbac;
 mod schema;
 mod selectors;
 mod sim;
 mod store;
 mod tls;
+mod upstream;
 mod watch;
 
 pub use error::{ApiStatus, Error, Result};
 pub use rbac::{RbacConfig, RbacUser};
-pub use sim::{Failure, Sim, SimConfig, parse_manifests};
+pub use sim::{Sim, SimConfig};
+pub use upstream::{Failure, parse_manifests};

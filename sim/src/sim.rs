@@ -14,10 +14,11 @@ use tokio_util::sync::CancellationToken;
 use crate::cluster::Cluster;
 use crate::crd::Registry;
 use crate::error::Error;
-use crate::flux::{self, controllers};
+use crate::flux;
 use crate::ops::{self, Track, WriteOpts};
 use crate::rbac::{Authorizer, RbacConfig};
 use crate::store::Store;
+use crate::upstream::{Failure, parse_manifests, push};
 
 /// How to run the simulated fleet.
 #[derive(Debug, Clone)]
@@ -117,85 +118,6 @@ fn create_in(cluster: &Cluster, obj: Value) -> anyhow::Result<Value> {
         Track::Update,
     )?;
     Ok((*out.object).clone())
-}
-
-/// A revision pushed as bad: the consumers applying it fail with `message` (see
-/// `flux::failure`), on every cluster it is pushed to, or only on those named in `only_on`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Failure {
-    pub message: String,
-    /// Cluster names; empty means every cluster the revision is pushed to.
-    pub only_on: Vec<String>,
-}
-
-impl Failure {
-    /// Fails everywhere it is pushed, with `message`.
-    pub fn new(message: impl Into<String>) -> Failure {
-        Failure {
-            message: message.into(),
-            only_on: Vec::new(),
-        }
-    }
-
-    /// Whether the revision is bad on `cluster`.
-    pub fn applies_to(&self, cluster: &str) -> bool {
-        self.only_on.is_empty() || self.only_on.iter().any(|c| c == cluster)
-    }
-}
-
-/// Records a pushed revision for a source (also used by `POST /sim/v1/push`), with the
-/// manifests it carries (source path → multi-document YAML) when given, and marked bad on
-/// this cluster when `failure` applies to it.
-pub fn push(
-    cluster: &Cluster,
-    kind: &str,
-    namespace: &str,
-    name: &str,
-    revision: &str,
-    manifests: Option<&BTreeMap<String, String>>,
-    failure: Option<&Failure>,
-) -> Result<(), Error> {
-    if !controllers::is_source(kind) {
-        return Err(Error::bad_request(format!(
-            "kind {kind:?} is not a Flux source (one of {})",
-            controllers::SOURCE_KINDS.join(", ")
-        )));
-    }
-    if revision.is_empty() {
-        return Err(Error::bad_request("revision must not be empty"));
-    }
-    let bundle = manifests.map(parse_bundle).transpose()?;
-    let key: crate::cluster::SourceKey = (kind.into(), namespace.into(), name.into());
-    let bad = failure
-        .filter(|f| f.applies_to(&cluster.name))
-        .map(|f| f.message.clone());
-    cluster.mark_bad(key.clone(), revision.into(), bad);
-    match bundle {
-        Some(bundle) => cluster.push_bundle(key, revision.into(), bundle),
-        None => cluster.push(key, revision.into()),
-    }
-    Ok(())
-}
-
-/// The objects per source path of a push's `manifests`, checked.
-fn parse_bundle(manifests: &BTreeMap<String, String>) -> Result<flux::kustomize::Bundle, Error> {
-    let mut bundle = flux::kustomize::Bundle::new();
-    for (path, yaml) in manifests {
-        let objects = parse_manifests(yaml)
-            .map_err(|e| Error::bad_request(format!("manifests[{path:?}]: {e:#}")))?;
-        for (i, o) in objects.iter().enumerate() {
-            if o["apiVersion"].as_str().is_none_or(str::is_empty)
-                || o["kind"].as_str().is_none_or(str::is_empty)
-                || o["metadata"]["name"].as_str().is_none_or(str::is_empty)
-            {
-                return Err(Error::bad_request(format!(
-                    "manifests[{path:?}][{i}]: apiVersion, kind and metadata.name are required"
-                )));
-            }
-        }
-        bundle.insert(flux::kustomize::normalize_path(path), objects);
-    }
-    Ok(bundle)
 }
 
 impl Sim {
@@ -487,12 +409,4 @@ impl Sim {
             }
         }
     }
-}
-
-/// Objects of a multi-document YAML stream (empty documents skipped).
-pub fn parse_manifests(doc: &str) -> anyhow::Result<Vec<Value>> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(doc)
-        .map_err(|e| anyhow::anyhow!("{}", e.without_snippet()))
-        .context("parsing YAML manifest")?;
-    Ok(docs.into_iter().filter(Value::is_object).collect())
 }

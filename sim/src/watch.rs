@@ -17,7 +17,7 @@ use crate::cluster::Cluster;
 use crate::crd::ResourceType;
 use crate::error::{Error, Result};
 use crate::events;
-use crate::handlers::Params;
+use crate::query::Params;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::store::{EventType, Since, WatchEvent};
 

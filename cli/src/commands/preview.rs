@@ -5,6 +5,7 @@
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use fleetgate_api_types::GateRecord;
+use fleetgate_policy::RolloutEstimate;
 use serde::{Deserialize, Serialize};
 
 use crate::args::{Format, PreviewArgs};
@@ -74,12 +75,15 @@ pub async fn from_hub(client: &Client, args: &PreviewArgs, format: Format) -> Re
 
 /// The preview JSON with its keys in the documented order (serde_json's
 /// `Value` would sort them): `gate`, `initial{state,reason}`,
-/// `transitions[{at,state,reason}]` — the same from a file and from the hub.
+/// `transitions[{at,state,reason}]`, and for a rollout gate `rollouts` (each opening's
+/// estimated wave release times) — the same from a file and from the hub.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct PreviewOut {
     gate: String,
     initial: StateOut,
     transitions: Vec<TransitionOut>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rollouts: Vec<RolloutEstimate>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -155,5 +159,43 @@ pub fn render_table(v: &PreviewOut, zone: Tz) -> String {
             .unwrap_or_else(|_| tr.at.clone());
         t.row(vec![at, tr.state.clone(), tr.reason.clone()]);
     }
-    format!("gate {} (times in {})\n{}", v.gate, zone.name(), t.render())
+    let mut out = format!("gate {} (times in {})\n{}", v.gate, zone.name(), t.render());
+    if !v.rollouts.is_empty() {
+        out.push_str(&render_estimates(&v.rollouts, zone));
+    }
+    out
+}
+
+/// The rollout's waves per opening, stated as the estimates they are.
+fn render_estimates(rollouts: &[RolloutEstimate], zone: Tz) -> String {
+    let at = |t: DateTime<Utc>| {
+        t.with_timezone(&zone)
+            .format("%a %Y-%m-%d %H:%M")
+            .to_string()
+    };
+    let mut t = Table::new(&["OPENING", "WAVE", "ESTIMATED RELEASE", "NOTE"]);
+    for r in rollouts {
+        for (i, w) in r.waves.iter().enumerate() {
+            let note = match (w.after_close, w.approval) {
+                (true, _) => "after the gate closes: waits for a later opening",
+                (false, true) => "at the earliest: needs an operator's release-next",
+                (false, false) => "",
+            };
+            t.row(vec![
+                if i == 0 {
+                    at(r.opening_at)
+                } else {
+                    String::new()
+                },
+                format!("{} {}", w.wave, w.name),
+                at(w.estimated_release_at),
+                note.to_string(),
+            ]);
+        }
+    }
+    format!(
+        "\nrollout waves, estimated: the opening, then one soak per wave \
+         (health checks and approvals only delay them)\n{}",
+        t.render()
+    )
 }

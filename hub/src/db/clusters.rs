@@ -24,15 +24,29 @@ pub struct ClusterRow {
     pub connected_replica: Option<String>,
     pub clock_offset_ms: Option<i64>,
     pub desired_revision: i64,
+    /// How long the lease of the replica serving the stream holds after a
+    /// renewal, in ms (None: no stream recorded open, or a replica of a
+    /// release without leases).
+    pub lease_ttl_ms: Option<i64>,
 }
 
-const COLUMNS: &str = "c.name, c.labels, c.created_at, k.last_seen_at, k.spoke_version, \
+/// `last_seen_at` of a cluster whose stream is recorded open is its
+/// replica's latest lease renewal (streams write nothing while idle: the
+/// lease says the replica, and so the stream it holds, was alive then).
+const COLUMNS: &str = "c.name, c.labels, c.created_at, \
+                       case when k.connected then greatest(k.last_seen_at, l.heartbeat_at) \
+                         else k.last_seen_at end as last_seen_at, k.spoke_version, \
                        coalesce(k.connected, false) as connected, k.connected_replica, \
-                       k.clock_offset_ms, c.desired_revision";
+                       k.clock_offset_ms, c.desired_revision, \
+                       case when k.connected then \
+                         (extract(epoch from l.expires_at - l.heartbeat_at) * 1000)::bigint \
+                       end as lease_ttl_ms";
 
 /// `clusters` with each one's connection state (every cluster has a row in
-/// `cluster_connections`; the outer join only guards against a missing one).
-const FROM: &str = "clusters c left join cluster_connections k on k.cluster = c.name";
+/// `cluster_connections`; the outer join only guards against a missing one)
+/// and the lease of the replica serving its stream.
+const FROM: &str = "clusters c left join cluster_connections k on k.cluster = c.name \
+                    left join replica_leases l on l.replica = k.connected_replica";
 
 /// Registers a cluster (with its empty connection state); 409 if the name is
 /// taken.

@@ -84,14 +84,16 @@ pub async fn replace(
 /// Kustomization, namespace, name, kind.
 pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<HeldObjectStatus>> {
     let rows = sqlx::query_as(
-        // Unchanged reports stamp only the cluster's `reported_at` (see
-        // `reports::write_report`).
+        // Unchanged reports write nothing; the times are as in
+        // `status::for_cluster`.
         "select h.api_group, h.kind, h.namespace, h.name, h.kustomization_namespace, \
          h.kustomization_name, h.gates, h.held_by, h.held_by_person, h.held_since_revision, \
          h.held_since, h.newer_revision_applied, \
          (cardinality(h.held_by) > 0 or h.held_by_person) as held, \
-         greatest(h.reported_at, k.reported_at) as reported_at \
+         greatest(h.reported_at, k.reported_at, \
+         case when k.connected then l.heartbeat_at end) as reported_at \
          from held_objects h left join cluster_connections k on k.cluster = h.cluster \
+         left join replica_leases l on l.replica = k.connected_replica \
          where h.cluster = $1 \
          order by held desc, h.kustomization_namespace, h.kustomization_name, h.namespace, \
          h.name, h.kind, h.api_group",

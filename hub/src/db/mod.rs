@@ -16,6 +16,7 @@ pub mod clusters;
 pub mod gates;
 pub mod health;
 pub mod held_objects;
+pub mod leases;
 pub mod overrides;
 pub mod reports;
 pub mod retry;

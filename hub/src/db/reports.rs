@@ -2,26 +2,26 @@
 //! `held_objects` (a report is the full set of governed and held objects, so
 //! objects missing from it are deleted) and the spoke's connection state in
 //! `cluster_connections`. A report whose content equals the stored one (its
-//! hash, kept per cluster) writes no object row; it and keepalives only
-//! refresh the liveness stamps, at most every [`STAMP_EVERY`]: an idle fleet
-//! costs the database one row per cluster per minute, not one per object per
-//! heartbeat. This
+//! hash, kept per cluster) writes nothing unless it moves the report fence
+//! (a newer snapshot revision) or the spoke's clock drifted by
+//! [`CLOCK_DRIFT_MS`]; keepalives write nothing either. Liveness comes from
+//! the serving replica's lease (`db::leases`, `service::liveness`): an idle
+//! fleet costs the database one row per replica every few seconds. This
 //! path never bumps the fleet revision and never notifies: reports are not
 //! desired state. It never updates `clusters` rows, which writes lock, and
 //! takes several clusters' rows only in name order, as writes do.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
 
 use super::held_objects::{self, HeldObject};
 use crate::Result;
 
-/// While nothing changes, a cluster's `last_seen_at` (keepalives, reports) and
-/// `reported_at` (reports) are rewritten only once the stored stamp is at
-/// least this old (see `service::liveness::CONNECTED_WITHIN`, which allows
-/// for it). Just under a minute, so a 30 s heartbeat stamps every second one.
-pub const STAMP_EVERY: Duration = Duration::seconds(55);
+/// An unchanged report rewrites the stored clock offset only when it moved
+/// by at least this much (the offset is shown to operators to spot skewed
+/// clusters; round-trip jitter must not cost a write per heartbeat).
+pub const CLOCK_DRIFT_MS: i64 = 1_000;
 
 /// A governed Flux object as its spoke reports it, written by report ingestion and read
 /// back by the status views (one type for both, shared with REST clients).
@@ -69,8 +69,9 @@ impl ClusterReport {
 
 /// Replaces `report.cluster`'s object statuses and held objects with the
 /// report's and stamps the cluster's last-seen and report times and clock
-/// offset. A report whose content hash equals the stored one writes no object
-/// row and stamps only when the stored report stamp is [`STAMP_EVERY`] old.
+/// offset. A report whose content hash equals the stored one writes nothing,
+/// unless its snapshot revision differs from the stored one or its clock
+/// offset moved by [`CLOCK_DRIFT_MS`] (then only the connection row).
 /// Returns false (writing nothing) when the cluster no longer exists. A
 /// transaction writing several reports writes them in cluster-name order.
 pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
@@ -94,14 +95,14 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
             "update cluster_connections set last_seen_at = greatest(last_seen_at, $2), \
              reported_at = $2, clock_offset_ms = $3, report_revision = $6 \
              where cluster = $1 and report_hash = $4 \
-             and (reported_at is null or reported_at <= $2 - $5 * interval '1 second' \
-                  or report_revision is distinct from $6)",
+             and (report_revision is distinct from $6 or clock_offset_ms is null \
+                  or abs(clock_offset_ms - $3) >= $5)",
         )
         .bind(&report.cluster)
         .bind(report.received_at)
         .bind(report.clock_offset_ms)
         .bind(&hash)
-        .bind(STAMP_EVERY.num_seconds())
+        .bind(CLOCK_DRIFT_MS)
         .bind(revision)
         .execute(&mut *conn)
         .await?;
@@ -184,26 +185,41 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     Ok(true)
 }
 
-/// Stamps `last_seen_at` of clusters whose streams are alive (keepalives sent
-/// by the serving replica), one statement for the whole batch, where the
-/// stored stamp is [`STAMP_EVERY`] old (younger ones are left alone, not even
-/// locked). A newer stamp already stored (a report, another replica) is kept.
-pub async fn touch_seen(conn: &mut PgConnection, seen: &[(String, DateTime<Utc>)]) -> Result<()> {
-    let (names, times): (Vec<&str>, Vec<DateTime<Utc>>) =
-        seen.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
-    // Rows locked in name order, like a report batch's.
+/// Records that each `(cluster, spoke version, at)` spoke connected to
+/// `replica` (one statement; clusters deleted meanwhile are skipped).
+pub async fn mark_connected_many(
+    conn: &mut PgConnection,
+    connected: &[(&str, &str, DateTime<Utc>)],
+    replica: &str,
+) -> Result<()> {
+    if connected.is_empty() {
+        return Ok(());
+    }
+    let mut names = Vec::with_capacity(connected.len());
+    let mut versions = Vec::with_capacity(connected.len());
+    let mut times = Vec::with_capacity(connected.len());
+    for (n, v, t) in connected {
+        names.push(*n);
+        versions.push(*v);
+        times.push(*t);
+    }
     sqlx::query(
-        "update cluster_connections k set last_seen_at = greatest(k.last_seen_at, s.at) \
-         from unnest($1::text[], $2::timestamptz[]) as s(name, at) \
-         where k.cluster = s.name and k.cluster in (select c.cluster \
-           from cluster_connections c join unnest($1::text[], $2::timestamptz[]) as u(name, at) \
-             on c.cluster = u.name \
-           where c.last_seen_at is null or c.last_seen_at <= u.at - $3 * interval '1 second' \
-           order by c.cluster for no key update of c)",
+        // An upsert: a cluster registered by a replica that predates
+        // `cluster_connections` (during a rolling upgrade) has no row yet.
+        "insert into cluster_connections \
+         (cluster, connected, connected_replica, spoke_version, last_seen_at) \
+         select s.name, true, $4, s.version, s.at \
+         from unnest($1::text[], $2::text[], $3::timestamptz[]) as s(name, version, at) \
+         where exists (select 1 from clusters c where c.name = s.name) \
+         order by s.name \
+         on conflict (cluster) do update set connected = true, \
+         connected_replica = excluded.connected_replica, \
+         spoke_version = excluded.spoke_version, last_seen_at = excluded.last_seen_at",
     )
     .bind(&names)
+    .bind(&versions)
     .bind(&times)
-    .bind(STAMP_EVERY.num_seconds())
+    .bind(replica)
     .execute(conn)
     .await?;
     Ok(())
@@ -217,54 +233,52 @@ pub async fn mark_connected(
     spoke_version: &str,
     at: DateTime<Utc>,
 ) -> Result<()> {
-    sqlx::query(
-        // An upsert: a cluster registered by a replica that predates
-        // `cluster_connections` (during a rolling upgrade) has no row yet.
-        "insert into cluster_connections \
-         (cluster, connected, connected_replica, spoke_version, last_seen_at) \
-         values ($1, true, $2, $3, $4) \
-         on conflict (cluster) do update set connected = true, \
-         connected_replica = excluded.connected_replica, \
-         spoke_version = excluded.spoke_version, last_seen_at = excluded.last_seen_at",
-    )
-    .bind(cluster)
-    .bind(replica)
-    .bind(spoke_version)
-    .bind(at)
-    .execute(conn)
-    .await?;
-    Ok(())
+    mark_connected_many(conn, &[(cluster, spoke_version, at)], replica).await
 }
 
-/// Records that `cluster`'s spoke left `replica`, unless it has meanwhile
-/// connected to another replica (which then owns the state).
-pub async fn mark_disconnected(
+/// Records that each `(cluster, at)` spoke left `replica`, unless it has
+/// meanwhile connected to another replica (which then owns the state).
+pub async fn mark_disconnected_many(
     conn: &mut PgConnection,
-    cluster: &str,
+    disconnected: &[(&str, DateTime<Utc>)],
     replica: &str,
-    at: DateTime<Utc>,
 ) -> Result<()> {
+    if disconnected.is_empty() {
+        return Ok(());
+    }
+    let (names, times): (Vec<&str>, Vec<DateTime<Utc>>) = disconnected.iter().copied().unzip();
     sqlx::query(
-        "update cluster_connections set connected = false, last_seen_at = $3 \
-         where cluster = $1 and connected_replica = $2 and connected",
+        "update cluster_connections k set connected = false, last_seen_at = s.at \
+         from unnest($1::text[], $2::timestamptz[]) as s(name, at) \
+         where k.cluster = s.name and k.connected_replica = $3 and k.connected",
     )
-    .bind(cluster)
+    .bind(&names)
+    .bind(&times)
     .bind(replica)
-    .bind(at)
     .execute(conn)
     .await?;
     Ok(())
 }
 
 /// Clears connection state left by an earlier run of `replica` (a crash
-/// leaves `connected = true` behind). Returns how many clusters it cleared.
-pub async fn clear_replica(conn: &mut PgConnection, replica: &str) -> Result<u64> {
+/// leaves `connected = true` behind) or by the streams its drain ended
+/// (`at`: when they ended). Their `last_seen_at` becomes the last time the
+/// replica was known to hold them: `at`, else its lease's last renewal.
+/// Returns how many clusters it cleared.
+pub async fn clear_replica(
+    conn: &mut PgConnection,
+    replica: &str,
+    at: Option<DateTime<Utc>>,
+) -> Result<u64> {
     let res = sqlx::query(
-        "update cluster_connections set connected = false where cluster in \
+        "update cluster_connections set connected = false, last_seen_at = greatest(last_seen_at, \
+           $2, (select heartbeat_at from replica_leases where replica = $1)) \
+         where cluster in \
          (select cluster from cluster_connections where connected_replica = $1 and connected \
           order by cluster for no key update)",
     )
     .bind(replica)
+    .bind(at)
     .execute(conn)
     .await?;
     Ok(res.rows_affected())

@@ -5,24 +5,27 @@ use sqlx::PgConnection;
 
 use crate::Result;
 
-/// A reported object with the time of the latest report that carried it (to
-/// within [`super::reports::STAMP_EVERY`]: an unchanged report is stamped at
-/// most that often).
+/// A reported object with the time of the latest report that carried it: a
+/// connected spoke re-sends its full report every heartbeat and the hub
+/// writes only changes, so while its stream is open (and its replica's lease
+/// holds) its objects are as reported at the lease's latest renewal.
 pub use fleetgate_api_types::ObjectStatus;
 
 /// Every reported object of `cluster`.
 pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<ObjectStatus>> {
     let rows = sqlx::query_as(
-        // An unchanged report leaves the object rows alone and stamps the
-        // cluster's `reported_at` (every object of the latest report was in
-        // it: reports are full sets); rows written by older replicas carry
-        // their own time.
+        // An unchanged report leaves every row alone; the cluster's
+        // `reported_at` is the latest written report's (every object of it was
+        // in it: reports are full sets), the lease's renewal while the
+        // stream is open; rows written by older replicas carry their own time.
         "select o.kind, o.namespace, o.name, o.suspended, o.suspended_by, o.gates, \
          o.last_applied_revision, o.newest_source_revision, o.held, o.suspended_by_human, \
          o.ignored, o.ready, o.ready_reason, o.ready_message, o.stalled, o.generation, \
          o.observed_generation, o.last_attempted_revision, \
-         greatest(o.reported_at, k.reported_at) as reported_at, k.report_revision \
+         greatest(o.reported_at, k.reported_at, \
+         case when k.connected then l.heartbeat_at end) as reported_at, k.report_revision \
          from object_status o left join cluster_connections k on k.cluster = o.cluster \
+         left join replica_leases l on l.replica = k.connected_replica \
          where o.cluster = $1 order by o.kind, o.namespace, o.name",
     )
     .bind(cluster)

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::BoxFuture;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 pub use self::desired::Desired;
 pub use self::index::Index;
@@ -23,6 +23,10 @@ use crate::db::revision::ChangeNotice;
 /// as they arrive, so streams already send while the next batch is read. At
 /// 10,000 spokes 500 beat 250 and 2,000 (p99 flip latency, fleetgate-bench).
 const READ_BATCH: usize = 500;
+
+/// Batched first reads for new subscriptions running at once (each reads up
+/// to [`READ_BATCH`] clusters in one fleet read).
+const SUBSCRIBE_LOADERS: usize = 2;
 
 /// Reads a cluster's current desired state (the database in production).
 pub trait SnapshotSource: Send + Sync + 'static {
@@ -46,6 +50,12 @@ pub trait SnapshotSource: Send + Sync + 'static {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Neither the index nor the queue has invariants a panicking holder
+    // could break halfway.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The replica's fan-out: index + source + a counter of observed changes.
 #[derive(Clone)]
 pub struct Fanout {
@@ -54,6 +64,17 @@ pub struct Fanout {
     /// Bumped on every notification and resync; the fleet watchers (admin
     /// `WatchFleet`) wake on it.
     changes: Arc<watch::Sender<u64>>,
+    /// New subscriptions waiting for their first read.
+    first_reads: Arc<Mutex<FirstReads>>,
+}
+
+/// Subscriptions waiting for their first read, and how many loaders run. A
+/// reconnect storm brings thousands of spokes at once; one fleet read per
+/// batch of them instead of one per spoke (fleetgate-bench storm).
+#[derive(Default)]
+struct FirstReads {
+    waiting: Vec<(String, oneshot::Sender<bool>)>,
+    loaders: usize,
 }
 
 impl std::fmt::Debug for Fanout {
@@ -69,23 +90,82 @@ impl Fanout {
             index: Arc::new(Mutex::new(Index::new())),
             source,
             changes: Arc::new(watch::channel(0).0),
+            first_reads: Arc::default(),
         }
     }
 
     fn index(&self) -> MutexGuard<'_, Index> {
-        // The index has no invariants a panicking holder could break halfway.
-        self.index.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.index)
     }
 
     /// Subscribes a connection to `cluster` and reads its state once, so the
     /// receiver holds a snapshot (or `Gone`) when this returns. Subscribing
     /// before reading means a change committed meanwhile is not lost: its
-    /// notification finds the cluster connected and re-reads it.
+    /// notification finds the cluster connected and re-reads it. Subscriptions
+    /// arriving together are read together (batched, see [`FirstReads`]); one
+    /// whose batch failed is read alone, so its error is its own.
     pub async fn subscribe(&self, cluster: &str) -> Result<watch::Receiver<Desired>> {
         let rx = self.index().subscribe(cluster);
-        let desired = self.source.load(cluster).await?;
-        self.index().publish(cluster, desired);
+        let (tx, read) = oneshot::channel();
+        let start_loader = {
+            let mut q = lock(&self.first_reads);
+            q.waiting.push((cluster.to_string(), tx));
+            let start = q.loaders < SUBSCRIBE_LOADERS;
+            q.loaders += usize::from(start);
+            start
+        };
+        if start_loader {
+            tokio::spawn(self.clone().read_waiting());
+        }
+        if read.await != Ok(true) {
+            let desired = self.source.load(cluster).await?;
+            self.index().publish(cluster, desired);
+        }
         Ok(rx)
+    }
+
+    /// Reads waiting subscriptions in batches until none is left.
+    async fn read_waiting(self) {
+        /// Counts the loader out however it ends.
+        struct Running(Arc<Mutex<FirstReads>>);
+        impl Drop for Running {
+            fn drop(&mut self) {
+                lock(&self.0).loaders -= 1;
+            }
+        }
+        let _running = Running(self.first_reads.clone());
+        loop {
+            let batch: Vec<(String, oneshot::Sender<bool>)> = {
+                let mut q = lock(&self.first_reads);
+                let n = q.waiting.len().min(READ_BATCH);
+                q.waiting.drain(..n).collect()
+            };
+            if batch.is_empty() {
+                return;
+            }
+            let names: Vec<String> = batch
+                .iter()
+                .map(|(c, _)| c.clone())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let ok = match self.source.load_many(&names).await {
+                Ok(loaded) => {
+                    let mut index = self.index();
+                    for (cluster, desired) in loaded {
+                        index.publish(&cluster, desired);
+                    }
+                    true
+                }
+                Err(e) => {
+                    tracing::warn!(clusters = names.len(), error = %e, "batched first read failed; reading one by one");
+                    false
+                }
+            };
+            for (_, tx) in batch {
+                let _ = tx.send(ok);
+            }
+        }
     }
 
     /// Whether `cluster` has connections on this replica, and how many.
@@ -182,6 +262,8 @@ mod tests {
     struct MemSource {
         state: Mutex<HashMap<String, (u64, Vec<SnapshotGate>)>>,
         reads: Mutex<Vec<String>>,
+        /// Sizes of the batched reads.
+        batches: Mutex<Vec<usize>>,
     }
 
     impl MemSource {
@@ -194,6 +276,9 @@ mod tests {
         }
         fn reads(&self) -> Vec<String> {
             std::mem::take(&mut *self.reads.lock().unwrap())
+        }
+        fn batches(&self) -> Vec<usize> {
+            std::mem::take(&mut *self.batches.lock().unwrap())
         }
     }
 
@@ -210,6 +295,20 @@ mod tests {
                     ))),
                     None => Desired::Gone,
                 })
+            })
+        }
+
+        fn load_many<'a>(
+            &'a self,
+            clusters: &'a [String],
+        ) -> BoxFuture<'a, Result<Vec<(String, Desired)>>> {
+            self.batches.lock().unwrap().push(clusters.len());
+            Box::pin(async move {
+                let mut out = Vec::new();
+                for c in clusters {
+                    out.push((c.clone(), self.load(c).await?));
+                }
+                Ok(out)
             })
         }
     }
@@ -271,6 +370,31 @@ mod tests {
         src.state.lock().unwrap().remove("a");
         fanout.apply(&notice(3, Some(&["a"]))).await;
         assert_eq!(*a.borrow_and_update(), Desired::Gone);
+    }
+
+    #[tokio::test]
+    async fn subscriptions_arriving_together_are_read_together() {
+        let src = Arc::new(MemSource::default());
+        for c in ["a", "b", "c"] {
+            src.set(c, 1, &[("g", 1)]);
+        }
+        let fanout = Fanout::new(src.clone());
+        // Both loaders busy: later subscriptions queue and share a batch.
+        fanout.first_reads.lock().unwrap().loaders = SUBSCRIBE_LOADERS;
+        let (a, b, c) = (fanout.clone(), fanout.clone(), fanout.clone());
+        let subs = tokio::spawn(async move {
+            tokio::join!(a.subscribe("a"), b.subscribe("b"), c.subscribe("c"))
+        });
+        while fanout.first_reads.lock().unwrap().waiting.len() < 3 {
+            tokio::task::yield_now().await;
+        }
+        // A loader comes free and finds all three waiting.
+        tokio::spawn(fanout.clone().read_waiting()).await.unwrap();
+        let (a, b, c) = subs.await.unwrap();
+        for rx in [a.unwrap(), b.unwrap(), c.unwrap()] {
+            assert_eq!(rx.borrow().revision(), 1);
+        }
+        assert_eq!(src.batches(), vec![3], "not read in one batch");
     }
 
     #[tokio::test]

@@ -267,6 +267,25 @@ pub fn preview(p: fleetgate_policy::Preview) -> pb::PreviewGateResponse {
                 reason: t.reason,
             })
             .collect(),
+        rollouts: p
+            .rollouts
+            .into_iter()
+            .map(|r| pb::RolloutEstimate {
+                opening_at: ts(r.opening_at),
+                closes_at: r.closes_at.and_then(ts),
+                waves: r
+                    .waves
+                    .into_iter()
+                    .map(|w| pb::WaveEstimate {
+                        wave: w.wave,
+                        name: w.name,
+                        estimated_release_at: ts(w.estimated_release_at),
+                        approval: w.approval,
+                        after_close: w.after_close,
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }
 

@@ -21,7 +21,9 @@ use crate::schema::gate::{
     LabelSelectorRequirementDoc, LocalRequestsDoc, TargetsDoc, WindowDoc,
 };
 use crate::schema::pages::{AuditPage, ClusterPage, GatePage, OverridePage, TokenPage};
-use crate::schema::preview::{PreviewDoc, PreviewStateDoc, TransitionDoc};
+use crate::schema::preview::{
+    PreviewDoc, PreviewStateDoc, RolloutEstimateDoc, TransitionDoc, WaveEstimateDoc,
+};
 use crate::service::fleet::{
     Cell, ClusterBrief, ClusterCounts, ClusterStatus, FleetGrid, FleetRow, FleetStatus,
     FleetSummary, GateBrief, GateStatus, GateSummary, ObjectCounts, ObjectStatus, ScopedCluster,
@@ -124,7 +126,7 @@ impl Modify for Common {
         OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
         ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ReportedObject, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
-        TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, GateManifest, GateMetadata,
+        TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, RolloutEstimateDoc, WaveEstimateDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
         WindowDoc, LocalRequestsDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,

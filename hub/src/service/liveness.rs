@@ -1,22 +1,46 @@
 //! When a spoke counts as connected: its stream is recorded open *and* the
-//! replica serving it refreshed `last_seen_at` recently. A crashed replica
-//! stops refreshing, so its spokes read as disconnected after a grace period.
+//! replica serving it still holds its lease (`replica_leases`, renewed every
+//! [`LEASE_EVERY`] by each running replica). Liveness costs one row write per
+//! replica every few seconds, not one per cluster: an idle stream writes
+//! nothing. A crashed replica stops renewing, so its spokes read as
+//! disconnected once its lease expires ([`LEASE_TTL`] after its last renewal).
 
 use chrono::{DateTime, Duration, Utc};
 
 use crate::db::clusters::ClusterRow;
 
-/// How fresh `last_seen_at` must be for `connected` to count: the stamps of a
-/// live stream are at most ~60 s apart ([`STAMP_EVERY`](crate::db::reports::STAMP_EVERY) on the 15 s keepalive
-/// grid), so 120 s tolerates a stalled minute without flapping.
+/// How often a replica renews its lease (the default; `--replica-lease-every`).
+pub const LEASE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a lease holds after a renewal, in renewal intervals: six, so a
+/// replica whose database round-trips stall for half a minute does not flap
+/// its spokes to disconnected.
+pub const LEASE_RENEWALS: i32 = 6;
+
+/// The lease time of a replica renewing every `every`.
+pub fn lease_ttl(every: std::time::Duration) -> Duration {
+    Duration::from_std(every * LEASE_RENEWALS as u32).unwrap_or(Duration::MAX)
+}
+
+/// The default lease time ([`LEASE_EVERY`] × [`LEASE_RENEWALS`]: 30 s).
+pub const LEASE_TTL: Duration = Duration::seconds(30);
+
+/// For streams recorded by a replica of a release without leases (during a
+/// rolling upgrade): how fresh the `last_seen_at` it stamps must be.
 pub const CONNECTED_WITHIN: Duration = Duration::seconds(120);
 
-/// Whether `row`'s spoke is connected at `now`.
+/// Whether `row`'s spoke is connected at `now`: its stream is recorded open
+/// and it was seen — connected, a report written, or its replica's lease
+/// renewed (`last_seen_at` is the latest of these) — within the replica's
+/// lease time.
 pub fn is_connected(row: &ClusterRow, now: DateTime<Utc>) -> bool {
-    row.connected
-        && row
-            .last_seen_at
-            .is_some_and(|seen| now - seen <= CONNECTED_WITHIN)
+    if !row.connected {
+        return false;
+    }
+    let within = row
+        .lease_ttl_ms
+        .map_or(CONNECTED_WITHIN, Duration::milliseconds);
+    row.last_seen_at.is_some_and(|seen| now - seen <= within)
 }
 
 /// `row` with `connected` as derived at `now` (everything shown to clients
@@ -24,4 +48,14 @@ pub fn is_connected(row: &ClusterRow, now: DateTime<Utc>) -> bool {
 pub fn at(mut row: ClusterRow, now: DateTime<Utc>) -> ClusterRow {
     row.connected = is_connected(&row, now);
     row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_ttl_is_six_renewals() {
+        assert_eq!(lease_ttl(LEASE_EVERY), LEASE_TTL);
+    }
 }

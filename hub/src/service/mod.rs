@@ -8,6 +8,7 @@ pub mod audit;
 pub mod clusters;
 pub mod fleet;
 pub mod gates;
+pub mod lease;
 pub mod liveness;
 pub mod local_requests;
 pub mod overrides;

@@ -3,7 +3,8 @@
 //! and handed to a batcher that keeps only the newest report per cluster (a
 //! report is the full object set, so newer replaces older) and writes pending
 //! reports in one transaction per flush; memory is bounded by the number of
-//! connected clusters. Connection and liveness stamps are written here too.
+//! connected clusters. Connection state (connect, disconnect) is written here
+//! too; liveness between them is the replica's lease (`service::lease`).
 //! Nothing here bumps the fleet revision: reports are not desired state.
 
 use std::collections::{BTreeMap, HashMap};
@@ -25,8 +26,18 @@ use crate::{Error, Result};
 /// Reports per flush transaction at most.
 const MAX_BATCH: usize = 256;
 
-/// Shards of the per-cluster connection-state lock.
-const CONNECTION_LOCKS: usize = 16;
+/// A change of one cluster's connection state on this replica, waiting to
+/// be written (the newest per cluster wins).
+#[derive(Debug, Clone)]
+enum Connection {
+    Connected {
+        spoke_version: String,
+        at: DateTime<Utc>,
+    },
+    Disconnected {
+        at: DateTime<Utc>,
+    },
+}
 
 /// A replica's report ingestion and connection bookkeeping. Shared by its
 /// spoke streams (`Arc`).
@@ -36,15 +47,15 @@ pub struct Reports {
     /// This replica's id, recorded as `clusters.connected_replica`.
     replica: String,
     pending: Mutex<HashMap<String, ClusterReport>>,
-    /// Streams alive at the given instant (keepalive sent), not yet written.
-    seen: Mutex<HashMap<String, DateTime<Utc>>>,
     wake: Notify,
     /// How long to gather reports after the first one arrives.
     linger: Duration,
     metrics: GrpcMetrics,
-    /// Serialises connection-state writes per cluster shard so a reconnect's
-    /// "connected" is never overwritten by the old stream's late "disconnected".
-    connection_locks: Vec<tokio::sync::Mutex<()>>,
+    /// Connection changes not yet written. One entry per cluster, the newest
+    /// wins, so a reconnect's "connected" is never overwritten by the old
+    /// stream's late "disconnected"; written in one statement per flush, so a
+    /// reconnect storm of thousands of spokes costs a few statements.
+    connections: Mutex<HashMap<String, Connection>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -64,13 +75,10 @@ impl Reports {
             service,
             replica,
             pending: Mutex::new(HashMap::new()),
-            seen: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             linger,
             metrics,
-            connection_locks: (0..CONNECTION_LOCKS)
-                .map(|_| tokio::sync::Mutex::new(()))
-                .collect(),
+            connections: Mutex::new(HashMap::new()),
         })
     }
 
@@ -98,14 +106,6 @@ impl Reports {
         self.wake.notify_one();
     }
 
-    /// Queues a liveness stamp for `cluster` (its stream is open now),
-    /// written with the next flush so `last_seen_at` stays fresh without one
-    /// statement per keepalive.
-    pub fn seen(&self, cluster: &str) {
-        lock(&self.seen).insert(cluster.to_string(), self.service.now());
-        self.wake.notify_one();
-    }
-
     /// Reports waiting to be written.
     pub fn backlog(&self) -> usize {
         lock(&self.pending).len()
@@ -127,9 +127,9 @@ impl Reports {
         self.flush_all().await;
     }
 
-    /// Writes every pending report and liveness stamp now.
+    /// Writes every pending connection change and report now.
     pub async fn flush_all(&self) {
-        self.flush_seen().await;
+        self.flush_connections().await;
         loop {
             let batch: Vec<ClusterReport> = {
                 let mut pending = lock(&self.pending);
@@ -154,24 +154,6 @@ impl Reports {
         }
     }
 
-    async fn flush_seen(&self) {
-        let seen: Vec<(String, DateTime<Utc>)> =
-            std::mem::take(&mut *lock(&self.seen)).into_iter().collect();
-        if seen.is_empty() {
-            return;
-        }
-        let (service, seen) = (&self.service, &seen);
-        let res = retry::transaction("last-seen stamps", move || async move {
-            let mut conn = service.conn().await?;
-            reports::touch_seen(&mut conn, seen).await
-        })
-        .await;
-        if let Err(e) = res {
-            // Not retried: the next keepalive stamps again.
-            tracing::warn!(error = %e, clusters = seen.len(), "refreshing last-seen times failed");
-        }
-    }
-
     async fn write(&self, batch: &[ClusterReport]) -> Result<()> {
         let mut tx = self.service.begin().await?;
         // Name order, the one order of every path locking several clusters.
@@ -186,56 +168,78 @@ impl Reports {
         Ok(())
     }
 
-    fn connection_lock(&self, cluster: &str) -> &tokio::sync::Mutex<()> {
-        let h = cluster
-            .bytes()
-            .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
-        &self.connection_locks[h % self.connection_locks.len()]
+    /// Records (with the next flush) that `cluster`'s spoke (version
+    /// `spoke_version`) connected to this replica.
+    pub fn connected(&self, cluster: &str, spoke_version: &str) {
+        let change = Connection::Connected {
+            spoke_version: spoke_version.to_string(),
+            at: self.service.now(),
+        };
+        lock(&self.connections).insert(cluster.to_string(), change);
+        self.wake.notify_one();
     }
 
-    /// Records that `cluster`'s spoke (version `spoke_version`) connected to
-    /// this replica. Failures are logged: the stream serves regardless.
-    pub async fn connected(&self, cluster: &str, spoke_version: &str) {
-        let _guard = self.connection_lock(cluster).lock().await;
-        let res = async {
-            let mut conn = self.service.conn().await?;
-            let now = self.service.now();
-            reports::mark_connected(&mut conn, cluster, &self.replica, spoke_version, now).await
-        }
-        .await;
-        if let Err(e) = res {
-            tracing::warn!(%cluster, error = %e, "recording spoke connection failed");
-        }
-    }
-
-    /// Records that `cluster`'s spoke left this replica, unless
-    /// `still_connected` (checked under the cluster's lock) says another of
-    /// its streams is (again) open here.
-    pub async fn disconnected(&self, cluster: &str, still_connected: impl FnOnce() -> bool) {
-        let _guard = self.connection_lock(cluster).lock().await;
+    /// Records (with the next flush) that `cluster`'s spoke left this
+    /// replica, unless `still_connected` (checked under the queue's lock, so
+    /// no connection recorded meanwhile is overwritten) says another of its
+    /// streams is (again) open here.
+    pub fn disconnected(&self, cluster: &str, still_connected: impl FnOnce() -> bool) {
+        let mut connections = lock(&self.connections);
         if still_connected() {
             return;
         }
         // Another replica serves the cluster's next stream and exports its
         // gauges; summing over replicas must not count it twice.
         self.metrics.forget_held_objects(cluster);
-        let res = async {
-            let mut conn = self.service.conn().await?;
-            let now = self.service.now();
-            reports::mark_disconnected(&mut conn, cluster, &self.replica, now).await
+        let at = self.service.now();
+        connections.insert(cluster.to_string(), Connection::Disconnected { at });
+        drop(connections);
+        self.wake.notify_one();
+    }
+
+    async fn flush_connections(&self) {
+        let changes = std::mem::take(&mut *lock(&self.connections));
+        if changes.is_empty() {
+            return;
         }
+        let (mut connected, mut disconnected) = (Vec::new(), Vec::new());
+        for (cluster, change) in &changes {
+            match change {
+                Connection::Connected { spoke_version, at } => {
+                    connected.push((cluster.as_str(), spoke_version.as_str(), *at));
+                }
+                Connection::Disconnected { at } => disconnected.push((cluster.as_str(), *at)),
+            }
+        }
+        // Name order, the one order of every path locking several clusters.
+        connected.sort_unstable();
+        disconnected.sort_unstable();
+        let (service, replica) = (&self.service, self.replica.as_str());
+        let (c, d) = (&connected, &disconnected);
+        let res = retry::transaction("connection state", move || async move {
+            let mut tx = service.begin().await?;
+            reports::mark_connected_many(&mut tx, c, replica).await?;
+            reports::mark_disconnected_many(&mut tx, d, replica).await?;
+            tx.commit().await?;
+            Ok(())
+        })
         .await;
         if let Err(e) = res {
-            tracing::warn!(%cluster, error = %e, "recording spoke disconnection failed");
+            tracing::warn!(error = %e, clusters = changes.len(), "recording spoke connections failed; will retry");
+            // Put them back unless a newer change arrived meanwhile.
+            let mut pending = lock(&self.connections);
+            for (cluster, change) in changes {
+                pending.entry(cluster).or_insert(change);
+            }
         }
     }
 
     /// Clears this replica's connection state (left by a crash before start,
-    /// or by streams a drain ended without recording it). Returns how many
-    /// clusters it cleared.
-    pub async fn clear_connections(&self) -> Result<u64> {
+    /// or, `drained_at`, by streams a drain ended without recording it).
+    /// Returns how many clusters it cleared.
+    pub async fn clear_connections(&self, drained_at: Option<DateTime<Utc>>) -> Result<u64> {
         let mut conn = self.service.conn().await?;
-        reports::clear_replica(&mut conn, &self.replica).await
+        reports::clear_replica(&mut conn, &self.replica, drained_at).await
     }
 }
 

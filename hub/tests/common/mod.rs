@@ -261,3 +261,37 @@ pub fn simple_gate(name: &str, clusters: &[&str], state: &str) -> Value {
         "spec": {"clusters": {"names": clusters}, "default": state}
     })
 }
+
+/// `clusters`' spokes are connected (through `reports`) and report `gate`'s Kustomization
+/// `flux-system/apps` applied at its source's newest revision (`good`) or still at the old
+/// one, as a spoke that has seen every snapshot so far (the rollout report fence passes).
+pub async fn report_apps(
+    reports: &fleetgate_hub::service::reports::Reports,
+    clusters: &[&str],
+    gate: &str,
+    good: bool,
+) {
+    use fleetgate_hub::db::reports::ReportedObject;
+    for c in clusters {
+        reports.connected(c, "test");
+        let object = ReportedObject {
+            kind: "Kustomization".into(),
+            namespace: "flux-system".into(),
+            name: "apps".into(),
+            gates: vec![gate.into()],
+            last_applied_revision: Some(if good { "main@sha1:b" } else { "main@sha1:a" }.into()),
+            newest_source_revision: Some("main@sha1:b".into()),
+            ..ReportedObject::default()
+        };
+        reports.submit(
+            c,
+            i64::MAX as u64,
+            fleetgate_hub::service::reports::Assembled {
+                objects: vec![object],
+                held_objects: vec![],
+            },
+            0,
+        );
+    }
+    reports.flush_all().await;
+}

@@ -8,7 +8,7 @@
 //! `ssa/utils/meta.go` (`AnyInMetadata`: label or annotation, value case-insensitive),
 //! `ssa/manager_delete.go` (`Delete`). Skips and prune exclusions never make Ready false.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -36,8 +36,7 @@ const PRUNE_EXCLUSIONS: &[(&str, &str)] = &[
     ("kustomize.toolkit.fluxcd.io/ssa", "Ignore"),
 ];
 
-/// The manifests pushed with one revision of a source: YAML objects per source path.
-pub type Bundle = BTreeMap<String, Vec<Value>>;
+pub use crate::cluster::Bundle;
 
 /// What one apply did, for the Kustomization's status.
 #[derive(Debug, Default)]

@@ -9,7 +9,6 @@ mod sim_api;
 mod table;
 mod write;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
@@ -23,9 +22,8 @@ use http::{HeaderMap, Method};
 use crate::cluster::Cluster;
 use crate::crd::ResourceType;
 use crate::error::{Error, Result};
+use crate::query::Params;
 use crate::rbac::{self, RbacUser};
-
-pub type Params = HashMap<String, String>;
 
 /// The router serving one cluster on its own port.
 pub fn router(cluster: Arc<Cluster>) -> Router {

@@ -11,11 +11,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::HeaderMap;
 use serde_json::{Value, json};
 
-use super::{Params, table};
+use super::table;
 use crate::cluster::Cluster;
 use crate::crd::ResourceType;
 use crate::error::{Error, Result};
 use crate::events;
+use crate::query::Params;
 use crate::selectors::{FieldSelector, LabelSelector};
 
 pub fn wants_table(headers: &HeaderMap) -> bool {

@@ -42,7 +42,7 @@ const DEFAULT_FAILURE: &str = "revision marked bad by the simulator push";
 
 impl Push {
     /// The failure a bad push describes; errors name the field.
-    fn failure(&self) -> Result<Option<crate::sim::Failure>, Error> {
+    fn failure(&self) -> Result<Option<crate::upstream::Failure>, Error> {
         if self.ready != Some(false) {
             if self.message.is_some() {
                 return Err(Error::bad_request(
@@ -62,7 +62,7 @@ impl Push {
             ));
         }
         let message = self.message.clone().unwrap_or_default();
-        Ok(Some(crate::sim::Failure {
+        Ok(Some(crate::upstream::Failure {
             message: if message.trim().is_empty() {
                 DEFAULT_FAILURE.to_string()
             } else {
@@ -82,7 +82,7 @@ pub async fn push(State(cluster): State<Arc<Cluster>>, body: axum::body::Bytes) 
         Ok(f) => f,
         Err(e) => return e.into_response(),
     };
-    match crate::sim::push(
+    match crate::upstream::push(
         &cluster,
         &push.kind,
         &push.namespace,

@@ -8,13 +8,14 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
-use super::{Params, read};
+use super::read;
 use crate::apply;
 use crate::cluster::Cluster;
 use crate::crd::ResourceType;
 use crate::error::{Error, Result};
 use crate::ops::{self, FieldValidation, Outcome, Sub, Track, WriteOpts};
 use crate::patch;
+use crate::query::Params;
 
 pub struct Ctx<'a> {
     pub cluster: &'a Cluster,

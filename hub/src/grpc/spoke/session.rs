@@ -130,15 +130,10 @@ impl Drop for Subscription {
             // updates competing with the drain (fleetgate-bench storm).
             return;
         }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let fanout = inner.fanout.clone();
-                inner
-                    .reports
-                    .disconnected(&cluster, || fanout.subscribers(&cluster) > 0)
-                    .await;
-            });
-        }
+        let fanout = inner.fanout.clone();
+        inner
+            .reports
+            .disconnected(&cluster, || fanout.subscribers(&cluster) > 0);
     }
 }
 
@@ -186,10 +181,7 @@ impl Session {
             rx: Some(rx),
         };
         inner.metrics.spokes_connected.inc();
-        inner
-            .reports
-            .connected(&cluster, &hello.spoke_version)
-            .await;
+        inner.reports.connected(&cluster, &hello.spoke_version);
         tracing::info!(%cluster, spoke_version = %hello.spoke_version, revision = hello.revision, "spoke connected");
         let age = inner
             .cfg
@@ -381,10 +373,9 @@ impl Session {
         tracing::warn!(cluster = %self.cluster, %status, "request made in the cluster not recorded");
     }
 
-    /// A keepalive; it also keeps `last_seen_at` fresh, which "connected" is
-    /// derived from.
+    /// A keepalive (it writes nothing: the replica's lease keeps the stream
+    /// connected, see `service::liveness`).
     fn keepalive(&self) -> pb::HubMessage {
-        self.inner.reports.seen(&self.cluster);
         hub_msg(hub_message::Msg::Keepalive(pb::Keepalive {
             hub_time: Some(fleetgate_proto::time::to_timestamp(
                 self.inner.service.now(),

@@ -1,0 +1,230 @@
+//! The system the demo runs once PostgreSQL is there: the hub, the simulated
+//! fleet, the example gates, a spoke per cluster, and pushed revisions that
+//! closed gates hold; then it waits for Ctrl-C and stops it all.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use fleetgate_api_types::FleetSummary;
+use tokio_util::sync::CancellationToken;
+
+use crate::{DemoArgs, banner, fleet, hub, nginx, other, rollout, wait};
+use fleetgate::args::Format;
+use fleetgate::client::Client;
+use fleetgate::config::Connection;
+use fleetgate::error::Result;
+
+/// Runs the demo on `database_url` until `shutdown`, then stops what it
+/// started (the caller removes PostgreSQL).
+pub(crate) async fn run(
+    args: &DemoArgs,
+    database_url: &str,
+    shutdown: &CancellationToken,
+    started: Instant,
+) -> Result<()> {
+    // 2. The hub (in-process), with a fresh admin token.
+    let token = crate::random_token()?;
+    let mut hub_cfg = fleetgate_hub::config::ServeConfig::for_tests(database_url);
+    hub_cfg.http_addr = args.http_addr;
+    hub_cfg.grpc_addr = args.grpc_addr;
+    hub_cfg.admin_token = Some(token.clone());
+    let hub_stop = shutdown.child_token();
+    let mut hub_task = tokio::spawn(fleetgate_hub::serve(hub_cfg, hub_stop.clone()));
+    let hub_url = format!("http://{}", hub::loopback(args.http_addr));
+    let grpc_url = format!("http://{}", hub::loopback(args.grpc_addr));
+    let client = Client::new(Connection {
+        hub: hub_url.clone(),
+        token: Some(token.clone()),
+        timeout: Duration::from_secs(30),
+    })?;
+    hub::wait_ready(&client, &hub_url, &mut hub_task).await?;
+    println!("• hub: REST {hub_url}, gRPC {grpc_url}");
+
+    // 3. The simulated fleet.
+    let clusters = fleet::clusters(args.clusters);
+    let sim = fleetgate_sim::Sim::start(fleetgate_sim::SimConfig {
+        clusters: clusters.iter().map(|c| c.name.clone()).collect(),
+        reconcile_interval: Some(args.reconcile_interval),
+        ..fleetgate_sim::SimConfig::default()
+    })
+    .await
+    .map_err(|e| other("simulator", e))?;
+    sim.seed_fleet(args.objects_per_cluster)
+        .await
+        .map_err(|e| other("seeding the fleet", e))?;
+    let kube_dir = tempfile::Builder::new()
+        .prefix("fleetgate-demo-kube-")
+        .tempdir()
+        .map_err(|e| other("temp dir", e))?;
+    for c in &clusters {
+        for obj in fleet::extra_objects(c) {
+            sim.create_object(&c.name, obj)
+                .await
+                .map_err(|e| other("seeding", e))?;
+        }
+        sim.write_kubeconfig(&c.name, &kube_dir.path().join(format!("{}.yaml", c.name)))
+            .map_err(|e| other("kubeconfig", e))?;
+    }
+    // The nginx app (one Kustomization) applied once before the spokes start.
+    let nginx_cluster = nginx::cluster(&clusters).map(|c| c.name.clone());
+    if let Some(c) = &nginx_cluster {
+        for obj in nginx::objects() {
+            sim.create_object(c, obj)
+                .await
+                .map_err(|e| other("seeding", e))?;
+        }
+        nginx::push(&sim, c, 1, "nginx:1.25", "blue")
+            .await
+            .map_err(|e| other("push", e))?;
+    }
+    println!(
+        "• simulator: {} clusters, kubeconfigs in {}",
+        clusters.len(),
+        kube_dir.path().display()
+    );
+
+    // 4. Gates first, then clusters with a spoke each.
+    let examples = examples_dir();
+    fleetgate::commands::gate::apply(
+        &client,
+        std::slice::from_ref(&examples),
+        &None,
+        false,
+        Format::Table,
+    )
+    .await?;
+    rollout::create(&client).await?;
+    let mut spokes = Vec::new();
+    for c in &clusters {
+        let spoke_token = hub::register(&client, c).await?;
+        let kubeconfig = kube_dir.path().join(format!("{}.yaml", c.name));
+        spokes.push(start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, shutdown).await?);
+    }
+    println!("• spokes: {} started", spokes.len());
+
+    // 5. Once every spoke has enforced and reported, push revisions: where
+    // a gate is closed they are held.
+    wait::wait_reported(&client, &clusters, shutdown).await?;
+    for (i, c) in clusters.iter().enumerate() {
+        sim.push_revision(
+            &c.name,
+            "GitRepository",
+            "flux-system",
+            "flux-system",
+            &fleet::revision(&c.name, 1),
+        )
+        .await
+        .map_err(|e| other("push", e))?;
+        if i % 2 == 0 && c.labels.get("region").is_some_and(|r| r == "us") {
+            sim.push_revision(
+                &c.name,
+                "GitRepository",
+                "flux-system",
+                "shop",
+                &fleet::revision(&c.name, 2),
+            )
+            .await
+            .map_err(|e| other("push", e))?;
+        }
+    }
+    wait::wait_held(&client, shutdown).await?;
+    let nginx = match &nginx_cluster {
+        Some(c) => Some((c.clone(), nginx::hold(&client, &sim, c, shutdown).await?)),
+        None => None,
+    };
+    if let Some((c, o)) = &nginx {
+        let kc = kube_dir.path().join(format!("{c}.yaml"));
+        println!(
+            "• object holds: on {c} gate {} holds the nginx Deployment ({}); {}\n    \
+             kubectl --kubeconfig {} -n nginx get deploy,cm -o wide",
+            nginx::GATE,
+            if o.held { "held" } else { "not held yet" },
+            if o.waiting {
+                "a new revision changed its ConfigMap at once, the new image waits"
+            } else {
+                "the Kustomization applied no newer revision (another gate holds it whole)"
+            },
+            kc.display(),
+        );
+    }
+    // The rollout in progress: the canary wave released, the others waiting.
+    let rolling = rollout::start(&client, shutdown).await?;
+    println!(
+        "• rollout: {}\n    fleetgate rollout status {}",
+        rollout::describe(rolling.as_ref()),
+        rollout::GATE
+    );
+    let held: FleetSummary = client.get("/status", &[]).await?;
+    banner::print_ready(
+        &hub_url,
+        &grpc_url,
+        &token,
+        kube_dir.path(),
+        &clusters,
+        &held,
+        started,
+    );
+
+    tokio::select! {
+        _ = shutdown.cancelled() => {}
+        r = &mut hub_task => {
+            eprintln!("error: the hub stopped: {:?}", r);
+        }
+    }
+    println!("\nstopping: spokes, hub, simulator, PostgreSQL …");
+    shutdown.cancel();
+    for s in spokes {
+        let _ = tokio::time::timeout(Duration::from_secs(10), s.stop()).await;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(15), hub_task).await;
+    sim.shutdown().await;
+    println!("stopped; temporary files removed.");
+    Ok(())
+}
+
+/// `examples/` of the source tree (the demo runs from a checkout).
+fn examples_dir() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    if here.is_dir() {
+        here
+    } else {
+        PathBuf::from("examples")
+    }
+}
+
+/// A spoke for `c`, in process, talking to the hub at `grpc_url` and to the
+/// cluster through `kubeconfig`.
+async fn start_spoke(
+    c: &fleet::DemoCluster,
+    grpc_url: &str,
+    token: &str,
+    kubeconfig: &Path,
+    shutdown: &CancellationToken,
+) -> Result<fleetgate_spoke::Spoke> {
+    let kc = kubeconfig.display().to_string();
+    let config = <fleetgate_spoke::Config as clap::Parser>::try_parse_from([
+        "fleetgate-spoke",
+        "--cluster",
+        &c.name,
+        "--hub-url",
+        grpc_url,
+        "--token",
+        token,
+        "--kubeconfig",
+        &kc,
+        "--namespace",
+        "fleetgate-system",
+        "--http-addr",
+        "127.0.0.1:0",
+        // The kinds examples/hold-objects.yaml holds (deploy/spoke/components/hold-objects).
+        "--held-kinds",
+        "apps/v1/Deployment,v1/Service",
+    ])
+    .map_err(|e| other("spoke config", e))?;
+    let kube = fleetgate_spoke::kube_client(&config)
+        .await
+        .map_err(|e| other("spoke kube client", e))?;
+    fleetgate_spoke::Spoke::start(kube, config, shutdown.child_token())
+        .await
+        .map_err(|e| other(&format!("spoke {}", c.name), e))
+}
