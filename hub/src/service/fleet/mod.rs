@@ -26,6 +26,7 @@ use crate::{Error, Result};
 
 use crate::db::held_objects;
 pub use crate::db::held_objects::HeldObjectStatus;
+pub use crate::db::reports::LocalGate;
 pub use crate::db::status::ObjectStatus;
 pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate, Waiting};
@@ -93,6 +94,16 @@ pub struct Reported {
     pub held_objects_by_gate: HashMap<(String, String), i64>,
     /// Every reported held object ([`Scope::Cluster`] only), held ones first.
     pub held_object_list: Vec<HeldObjectStatus>,
+    /// Gate objects made in each cluster, by name, as its spoke reported
+    /// them (clusters without any absent).
+    pub local_gates: HashMap<String, Vec<LocalGate>>,
+}
+
+impl Reported {
+    /// `cluster`'s local gates (none when it reported none).
+    pub fn local_gates_of(&self, cluster: &str) -> &[LocalGate] {
+        self.local_gates.get(cluster).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// Everything the fleet's views are computed from, read at one instant.
@@ -160,6 +171,10 @@ impl FleetInputs {
             Scope::Cluster(name) => Reported {
                 objects: db::status::for_cluster(tx, name).await?,
                 held_object_list: held_objects::for_cluster(tx, name).await?,
+                local_gates: db::reports::local_gates(tx, Some(name))
+                    .await?
+                    .into_iter()
+                    .collect(),
                 ..Reported::default()
             },
         };
@@ -240,6 +255,10 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
         held_by_gate: by_gate(db::status::held_by_gate(tx).await?),
         held_digests,
         held_objects_by_gate: by_gate(held_objects::held_by_gate(tx).await?),
+        local_gates: db::reports::local_gates(tx, None)
+            .await?
+            .into_iter()
+            .collect(),
         ..Reported::default()
     })
 }
