@@ -72,7 +72,6 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         .flatten()
         .filter(|o| o.requested_in.as_ref() == Some(name))
         .cloned()
-        .map(OverrideRecord::from)
         .collect();
     local_requests.sort_by_key(|o| std::cmp::Reverse((o.created_at, o.id)));
     Ok(ClusterStatus {

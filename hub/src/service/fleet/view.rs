@@ -75,7 +75,7 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
         at: inputs.at,
         overrides: inputs
             .live_overrides()
-            .map(|r| (r.id.to_string(), OverrideRecord::from(r.clone())))
+            .map(|r| (r.id.to_string(), r.clone()))
             .collect(),
         rollouts: inputs
             .rollouts
