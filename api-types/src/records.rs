@@ -123,6 +123,7 @@ pub struct OverrideRequest {
 /// A stored override.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 #[serde(rename_all = "camelCase")]
 pub struct OverrideRecord {
     pub id: Uuid,
@@ -132,6 +133,7 @@ pub struct OverrideRecord {
     /// Which clusters; absent = the gate's whole scope.
     #[cfg_attr(feature = "utoipa", schema(value_type = Option<crate::schema::gate::ClusterScopeDoc>))]
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "scope", json(nullable)))]
     pub clusters: Option<fleetgate_policy::ClusterScope>,
     pub starts_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,

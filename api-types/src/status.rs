@@ -241,6 +241,42 @@ pub struct ClusterStatus {
     /// an admin cancels one like any override.
     #[serde(default)]
     pub local_requests: Vec<OverrideRecord>,
+    /// Gate objects made in the cluster (delivered from Git, not the hub's),
+    /// as its spoke last reported them, by name: read-only here. Enforced
+    /// ones count in `open` / `closedBy`. Empty for spokes that predate them.
+    #[serde(default)]
+    pub local_gates: Vec<LocalGate>,
+}
+
+/// A Gate object made in a cluster (not mirrored from the hub), as the
+/// cluster's spoke evaluates it. The hub only shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LocalGate {
+    /// The Gate object's name.
+    pub name: String,
+    /// The spoke enforces it beside the hub's gates (hub `--local-gates
+    /// enforce`, a valid spec or its last valid version, selecting the
+    /// cluster, no hub gate of that name).
+    pub enforced: bool,
+    /// `open` or `closed` on the cluster now; `closed` when not enforced.
+    pub state: String,
+    /// The rule that decided (`DenyWindow`, `AllowWindow`, `Default`,
+    /// `OpenRequested`, `CloseRequested`, ...); empty when not enforced.
+    pub reason: String,
+    /// The evaluator's reason text.
+    pub message: String,
+    pub next_transition: Option<DateTime<Utc>>,
+    /// Flux objects it governs on the cluster.
+    pub governed: u32,
+    /// Of those, the ones with a change waiting behind it.
+    pub held: u32,
+    /// The Gate's Ready condition: `True` or `False`.
+    pub ready: String,
+    /// `Enforced`, `OtherCluster`, `InvalidSpec`, `NotEnforced`, `NameConflict`.
+    pub ready_reason: String,
+    pub ready_message: String,
 }
 
 /// One gate's state on one cluster (without the objects).

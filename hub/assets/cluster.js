@@ -3,7 +3,8 @@
 // the other overrides that apply to it, the Flux objects its spoke reported
 // (suspended by which gates, Flux's Ready condition with its message, applied
 // vs newest revision, held), the objects held inside its Kustomizations
-// (holdObjects gates), and the spoke's health.
+// (holdObjects gates), the Gate objects made in the cluster (local gates,
+// read-only), and the spoke's health.
 
 import { api, enc } from './api.js';
 import { h, replace, fmtTime, relTime, badge } from './dom.js';
@@ -76,6 +77,7 @@ function draw(main, ctx, st, overrides, refresh) {
           h('td', {}, String(g.heldObjects ?? 0)),
           h('td', {}, gateActions(g.gate, ctx, { cluster: c.name, after: refresh }))))))
         : h('p', { class: 'muted' }, 'No gate governs this cluster.')),
+    localGatesSection(st),
     h('section', { class: 'card' },
       h('h2', {}, `Requests made in the cluster (${requests.length})`),
       requests.length ? localRequestsTable(requests, ctx, refresh)
@@ -107,6 +109,27 @@ function heldObjectsSection(st) {
         h('td', { class: 'rev', title: o.heldSince ? `since ${fmtTime(o.heldSince)}` : '' }, o.heldSinceRevision || '—'),
         h('td', { class: 'waiting' }, o.heldBy.length && o.newerRevisionApplied ? 'yes' : 'no')))))
       : h('p', { class: 'muted' }, 'No holdObjects gate selects objects on this cluster (or its spoke predates object holds).'));
+}
+
+/**
+ * Gate objects made in the cluster (delivered from Git), as its spoke reports them:
+ * read-only here (they change in Git). Enforced ones count in the cluster's state.
+ */
+function localGatesSection(st) {
+  const list = st.localGates || [];
+  const enforced = list.filter((g) => g.enforced).length;
+  return h('section', { class: 'card', id: 'local-gates-card' },
+    h('h2', {}, `Local gates (${list.length}; ${enforced} enforced)`),
+    list.length ? h('table', { class: 'plain', id: 'local-gates' },
+      h('thead', {}, h('tr', {}, ...['Gate', 'Enforced', 'State', 'Why', 'Next change', 'Held'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, ...list.map((g) => h('tr', { 'data-local-gate': g.name },
+        h('td', {}, g.name),
+        h('td', { class: 'enforced', title: `${g.readyReason}: ${g.readyMessage}` }, g.enforced ? 'yes' : badge('info', `no (${g.readyReason})`)),
+        h('td', { class: 'state' }, g.enforced ? badge(g.state === 'closed' && g.held ? 'held' : g.state, g.state) : '—'),
+        h('td', { class: 'reason' }, g.enforced ? `${g.reason}: ${g.message}` : g.readyMessage),
+        h('td', {}, g.nextTransition ? [fmtTime(g.nextTransition), ' ', h('span', { class: 'muted' }, relTime(g.nextTransition))] : '—'),
+        h('td', {}, `${g.held} of ${g.governed}`)))))
+      : h('p', { class: 'muted' }, 'None: Gate objects made in this cluster (from Git, not the hub\'s) show here once its spoke reports them.'));
 }
 
 /** Live requests made in the cluster (kubectl annotate gate/X open|close.gate.fleetgate.io/requestedAt=…). */

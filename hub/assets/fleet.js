@@ -186,13 +186,27 @@ export function cellTitle(c, gate, cell, now = Date.now()) {
   return `${gate} on ${c.name}: ${cell.state}${held}\n${cell.reason}${next}${off}`;
 }
 
+/** Objects held inside Kustomizations (`mode: holdObjects`), by fleetgate and by people. */
+export function heldObjectsBadge(c) {
+  const n = c.heldObjects || 0;
+  const person = c.heldObjectsByPerson || 0;
+  if (!n && !person) return null;
+  const waiting = c.heldObjectsWaiting ? `, ${c.heldObjectsWaiting} with changes waiting` : '';
+  const byPerson = person ? `; ${person} held by a person` : '';
+  return h('a', {
+    class: 'mini held-objects', href: `#/clusters/${encodeURIComponent(c.name)}`, 'data-held-objects': String(n),
+    title: `${n} object(s) inside Kustomizations held by fleetgate${waiting}${byPerson}`,
+  }, `⏸ ${n} held${person ? ` +${person}` : ''}`);
+}
+
 function row(c, cols, gates) {
   const tr = document.createElement('tr');
   if (!c.connected) tr.className = 'offline-row';
   const name = h('th', { scope: 'row', class: 'name-col' },
     h('a', { href: `#/clusters/${encodeURIComponent(c.name)}` }, c.name),
     c.connected ? null : h('span', { class: 'mini offline', title: `Spoke offline; last seen ${c.lastSeenAt ? fmtTime(c.lastSeenAt) : 'never'}` }, '⚠ offline'),
-    c.held ? h('span', { class: 'mini held', title: `${c.held} object(s) with a change waiting` }, `‖ ${c.held}`) : null);
+    c.held ? h('span', { class: 'mini held', title: `${c.held} object(s) with a change waiting` }, `‖ ${c.held}`) : null,
+    heldObjectsBadge(c));
   tr.append(name);
   for (const i of cols) {
     const cell = c.cells[i];

@@ -1,16 +1,30 @@
 //! Local gates (Gate objects made in a hub-connected cluster): the hub's
 //! `--local-gates` setting reaches spokes in their snapshots — also a spoke
 //! that holds the current revision with the other setting (a hub restarted
-//! with another flag).
+//! with another flag); a spoke's report of its local gates is stored and
+//! shown read-only on every surface (REST + OpenAPI, gRPC, WatchFleet, SSE,
+//! metrics), enforced closed ones close the cluster's combined state, bad
+//! input is refused naming the field, and a spoke that predates them shows
+//! none.
 
 mod common;
 mod grpc_support;
 
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
 use common::Hub;
-use fleetgate_hub::config::LocalGates;
+use fleetgate_hub::config::{HttpOptions, LocalGates};
 use fleetgate_hub::grpc::GrpcOptions;
-use grpc_support::{Grpc, TestSpoke};
-use serde_json::json;
+use fleetgate_hub::replica::Replica;
+use fleetgate_hub::{AppState, app};
+use fleetgate_proto::v1::{self as pb, fleet_event::Event, spoke_message};
+use futures::StreamExt as _;
+use grpc_support::{Grpc, TestSpoke, authed, connect, kustomization, within};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tonic::Code;
+use tower::ServiceExt as _;
 
 fn opts(local_gates: LocalGates) -> GrpcOptions {
     GrpcOptions {
@@ -47,4 +61,279 @@ async fn the_setting_reaches_spokes_in_snapshots() {
     assert!(again.local_gates_enforced);
     drop(spoke);
     grpc.stop().await;
+}
+
+async fn get(http: &Router, uri: &str, token: &str) -> (StatusCode, String) {
+    let req = Request::builder()
+        .uri(uri)
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let r = http.clone().oneshot(req).await.unwrap();
+    let status = r.status();
+    let bytes = axum::body::to_bytes(r.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+async fn get_json(http: &Router, uri: &str, token: &str) -> Value {
+    let (status, text) = get(http, uri, token).await;
+    assert_eq!(status, StatusCode::OK, "{uri}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn local(name: &str, enforced: bool, open: bool, governed: u32, held: u32) -> pb::LocalGateStatus {
+    pb::LocalGateStatus {
+        name: name.into(),
+        enforced,
+        open,
+        reason: if enforced { "Default" } else { "" }.into(),
+        message: if enforced { "default (closed)" } else { "" }.into(),
+        next_transition: None,
+        governed,
+        held,
+        ready: if enforced { "True" } else { "False" }.into(),
+        ready_reason: if enforced { "Enforced" } else { "NotEnforced" }.into(),
+        ready_message: if enforced {
+            "gate in force"
+        } else {
+            "hub setting --local-gates=ignore"
+        }
+        .into(),
+    }
+}
+
+async fn report(spoke: &TestSpoke, revision: u64, local_gates: Vec<pb::LocalGateStatus>) {
+    spoke
+        .send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Report(pb::StatusReport {
+                revision,
+                objects: vec![kustomization(
+                    "flux-system",
+                    "apps",
+                    true,
+                    &["release", "git-freeze"],
+                )],
+                clock_offset_ms: 0,
+                observed_at: None,
+                more: false,
+                held_objects: vec![],
+                local_gates,
+            })),
+        })
+        .await;
+}
+
+/// The next `localGates` WatchFleet event of `cluster`.
+async fn local_event(
+    s: &mut tonic::Streaming<pb::FleetEvent>,
+    cluster: &str,
+) -> pb::LocalGatesChanged {
+    within("a LocalGatesChanged event", async {
+        loop {
+            let e = s.message().await.unwrap().expect("stream ended");
+            if let Some(Event::LocalGates(l)) = e.event
+                && l.cluster == cluster
+            {
+                return l;
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reported_local_gates_show_on_every_surface() {
+    let hub = Hub::new().await;
+    let token = hub.register("c1", json!({})).await;
+    let old_token = hub.register("c2", json!({})).await;
+    hub.simple_gate("release", &["c1", "c2"], "open").await;
+
+    let shutdown = CancellationToken::new();
+    let replica = Replica::new(
+        hub.service.clone(),
+        HttpOptions::default(),
+        opts(LocalGates::Enforce),
+    );
+    let state = AppState {
+        shutdown: shutdown.clone(),
+        ..AppState::from_replica(replica)
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = {
+        let (replica, shutdown) = (state.replica.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
+            replica.run(serving).await
+        })
+    };
+    let http = app(state);
+    let channel = connect(&format!("http://{addr}")).await;
+    let mut admin = fleetgate_proto::AdminServiceClient::new(channel.clone());
+    let mut watch = admin
+        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
+        .await
+        .unwrap()
+        .into_inner();
+    let req = Request::builder()
+        .uri("/api/v1/events")
+        .header("authorization", format!("Bearer {}", hub.viewer))
+        .body(Body::empty())
+        .unwrap();
+    let r = http.clone().oneshot(req).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut sse = r.into_body().into_data_stream();
+
+    // c2's spoke predates local gates: its report carries none.
+    let old = TestSpoke::connect(channel.clone(), &old_token, "c2", 0)
+        .await
+        .unwrap();
+    old.report(0, vec![kustomization("flux-system", "apps", false, &[])])
+        .await;
+
+    let mut spoke = TestSpoke::connect(channel.clone(), &token, "c1", 0)
+        .await
+        .unwrap();
+    let snap = spoke.snapshot().await;
+    assert!(snap.local_gates_enforced);
+    report(
+        &spoke,
+        snap.revision,
+        vec![
+            local("other", false, false, 0, 0),
+            local("git-freeze", true, false, 1, 1),
+        ],
+    )
+    .await;
+
+    // WatchFleet: the cluster's local gates, by name.
+    let e = local_event(&mut watch, "c1").await;
+    let names: Vec<&str> = e.gates.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["git-freeze", "other"]);
+    let g = &e.gates[0];
+    assert!(
+        g.enforced && g.state == "closed" && g.governed == 1 && g.held == 1,
+        "{g:?}"
+    );
+    assert_eq!(
+        (g.reason.as_str(), g.ready_reason.as_str()),
+        ("Default", "Enforced")
+    );
+    // The dashboard's event stream says the same.
+    within("localGates on the event stream", async {
+        let mut seen = String::new();
+        while !(seen.contains("event: localGates") && seen.contains(r#""name":"git-freeze""#)) {
+            let chunk = sse.next().await.expect("stream ended").expect("chunk");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+
+    // REST: stored and shown; the enforced closed local gate closes the
+    // cluster (the hub's own gate is open), the one not enforced does not.
+    let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+    let list = st["localGates"].as_array().unwrap();
+    assert_eq!(list.len(), 2, "{st}");
+    assert_eq!(list[0]["name"], "git-freeze");
+    assert_eq!(list[0]["state"], "closed");
+    assert_eq!(list[0]["enforced"], true);
+    assert_eq!(list[0]["held"], 1);
+    assert_eq!(list[1]["readyReason"], "NotEnforced");
+    assert_eq!(
+        list[1]["readyMessage"], "hub setting --local-gates=ignore",
+        "{st}"
+    );
+    assert_eq!(st["gates"][0]["state"], "open", "{st}");
+    assert_eq!(
+        (&st["open"], &st["closedBy"]),
+        (&json!(false), &json!(["git-freeze"]))
+    );
+    let fleet = get_json(&http, "/api/v1/status/clusters", &hub.viewer).await;
+    let c1 = &fleet["clusters"][0];
+    assert_eq!(c1["cluster"]["name"], "c1");
+    assert_eq!(
+        (&c1["open"], &c1["closedBy"]),
+        (&json!(false), &json!(["git-freeze"]))
+    );
+    assert_eq!(fleet["clusters"][1]["open"], true, "{fleet}");
+    // OpenAPI documents them.
+    let doc = get_json(&http, "/api/v1/openapi.json", &hub.viewer).await;
+    let schemas = &doc["components"]["schemas"];
+    assert!(!schemas["ClusterStatus"]["properties"]["localGates"].is_null());
+    assert!(!schemas["LocalGate"]["properties"]["readyReason"].is_null());
+    // gRPC AdminService.
+    let status = admin
+        .get_cluster_status(authed(
+            pb::GetClusterStatusRequest { name: "c1".into() },
+            &hub.viewer,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.local_gates.len(), 2);
+    assert_eq!(status.local_gates[0].name, "git-freeze");
+    assert_eq!(status.closed_by, ["git-freeze"]);
+    // Metrics of the replica serving c1.
+    let (_, metrics) = get(&http, "/metrics", &hub.viewer).await;
+    for line in [
+        r#"fleetgate_hub_local_gates{cluster="c1",enforced="true",state="closed"} 1"#,
+        r#"fleetgate_hub_local_gates{cluster="c1",enforced="true",state="open"} 0"#,
+        r#"fleetgate_hub_local_gates{cluster="c1",enforced="false",state="closed"} 1"#,
+        r#"fleetgate_hub_local_gates{cluster="c2",enforced="true",state="closed"} 0"#,
+    ] {
+        assert!(metrics.contains(line), "{line} missing:\n{metrics}");
+    }
+    // The old spoke's cluster shows none.
+    let other = get_json(&http, "/api/v1/clusters/c2/status", &hub.viewer).await;
+    assert_eq!(other["localGates"], json!([]), "{other}");
+
+    // Bad input ends the stream naming the field, and changes nothing.
+    let mut bad = local("Bad_Name", true, true, 0, 0);
+    report(&spoke, snap.revision, vec![bad.clone()]).await;
+    let err = spoke.error().await;
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message().starts_with("report.local_gates[0].name"),
+        "{err:?}"
+    );
+    let spoke = TestSpoke::connect(channel.clone(), &token, "c1", snap.revision)
+        .await
+        .unwrap();
+    bad.name = "ok".into();
+    bad.ready = "Maybe".into();
+    report(
+        &spoke,
+        snap.revision,
+        vec![local("git-freeze", true, true, 0, 0), bad],
+    )
+    .await;
+    let mut spoke = spoke;
+    let err = spoke.error().await;
+    assert!(
+        err.message().starts_with("report.local_gates[1].ready"),
+        "{err:?}"
+    );
+    let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+    assert_eq!(st["localGates"].as_array().unwrap().len(), 2, "{st}");
+    assert_eq!(st["localGates"][0]["state"], "closed", "{st}");
+
+    // The local gates are gone from the cluster: an event with none, and
+    // the cluster is open again.
+    let spoke = TestSpoke::connect(channel.clone(), &token, "c1", snap.revision)
+        .await
+        .unwrap();
+    report(&spoke, snap.revision, vec![]).await;
+    let e = local_event(&mut watch, "c1").await;
+    assert!(e.gates.is_empty(), "{e:?}");
+    let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+    assert_eq!((&st["open"], &st["localGates"]), (&json!(true), &json!([])));
+
+    drop((watch, old, spoke));
+    shutdown.cancel();
+    within("the replica to stop", server)
+        .await
+        .unwrap()
+        .unwrap();
 }

@@ -53,6 +53,7 @@ fn report(objects: Vec<ReportedObject>, at: DateTime<Utc>, offset: i64) -> Clust
         cluster: "c1".into(),
         objects,
         held_objects: vec![],
+        local_gates: vec![],
         revision: 1,
         clock_offset_ms: offset,
         received_at: at,

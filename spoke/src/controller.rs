@@ -40,6 +40,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let mut overlay = Overlay::default();
     let mut own = OwnDelivery::new(&ctx.config.own_kustomization);
     let mut held_overlay = HeldOverlay::default();
+    let mut strays = hold::strays::Strays::default();
     let changed = ctx.watches.changed.clone();
     let mut clock_moved = ctx.config.clock.moved();
     loop {
@@ -56,6 +57,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
                         objects,
                         &mut overlay,
                         &mut held_overlay,
+                        &mut strays,
                         &mut own,
                     )
                     .await;
@@ -98,6 +100,7 @@ async fn reconcile(
     objects: Vec<ObservedObject>,
     overlay: &mut Overlay,
     held_overlay: &mut HeldOverlay,
+    strays: &mut hold::strays::Strays,
     own: &mut OwnDelivery,
 ) -> Option<DateTime<Utc>> {
     ctx.metrics.reconciles.inc();
@@ -122,7 +125,7 @@ async fn reconcile(
     }
     // Holds read only the Kustomizations' identity, labels and applied
     // revision, which suspends do not change.
-    let holds = reconcile_holds(ctx, &eval.gates, &objects, held_overlay).await;
+    let holds = reconcile_holds(ctx, &eval.gates, &objects, held_overlay, strays).await;
     if patched {
         // Report what the patches left, not what was there before.
         let objects = overlay.apply(objects);
@@ -145,9 +148,13 @@ async fn reconcile_holds(
     gates: &[crate::plan::GateView],
     objects: &[ObservedObject],
     held_overlay: &mut HeldOverlay,
+    strays: &mut hold::strays::Strays,
 ) -> HoldPlan {
-    let applied = held_overlay.apply(ctx.held.observed().await);
     let planner = HoldPlanner::new(gates, objects);
+    let mut applied = ctx.held.observed().await;
+    let unlabelled = strays.read(ctx, &planner, &applied).await;
+    applied.extend(unlabelled);
+    let applied = held_overlay.apply(applied);
     let mut plan = planner.plan(&applied);
     let steps = std::mem::take(&mut plan.steps);
     if steps.is_empty() {
@@ -217,6 +224,7 @@ mod tests {
             ignored: false,
             nesting: Default::default(),
             readiness: Default::default(),
+            inventory: None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! fleetgate's mark, the sources it consumes and its revisions. Extracted from
 //! the API server's JSON once, so the planner stays pure and fast.
 
-use std::{collections::BTreeMap, fmt, str::FromStr};
+use std::{collections::BTreeMap, fmt, str::FromStr, sync::Arc};
 
 use fleetgate_policy::FluxKind;
 use kube::api::DynamicObject;
@@ -62,6 +62,10 @@ pub struct ObservedObject {
     pub nesting: Nesting,
     /// Flux's view of its health (Ready, Stalled, generations), reported to the hub.
     pub readiness: Readiness,
+    /// Kustomization: `status.inventory.entries[].id`, one per line, as Flux
+    /// lists them (`None`: no inventory reported). One allocation, shared by
+    /// every copy; `hold::inventory` reads it.
+    pub inventory: Option<Arc<str>>,
 }
 
 /// A Flux object applied by a parent Kustomization: the parent's server-side
@@ -119,6 +123,7 @@ impl ObservedObject {
             ignored,
             nesting: nesting(obj),
             readiness: Readiness::from_object(data, meta.generation),
+            inventory: inventory(kind, data),
         }
     }
 
@@ -158,6 +163,22 @@ fn nesting(obj: &DynamicObject) -> Nesting {
         pinned,
         disabled_by_person: !pinned && (opted_out(labels) || opted_out(annotations)),
     }
+}
+
+/// A Kustomization's inventory ids, newline-separated (ids hold no newline).
+fn inventory(kind: FluxKind, data: &Value) -> Option<Arc<str>> {
+    if kind != FluxKind::Kustomization {
+        return None;
+    }
+    let entries = data.pointer("/status/inventory/entries")?.as_array()?;
+    let mut ids = String::new();
+    for id in entries.iter().filter_map(|e| e.get("id")?.as_str()) {
+        if !ids.is_empty() {
+            ids.push('\n');
+        }
+        ids.push_str(id);
+    }
+    Some(Arc::from(ids))
 }
 
 /// Kustomization: `status.lastAppliedRevision`. HelmRelease v2 has none: the

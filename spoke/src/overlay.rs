@@ -16,7 +16,7 @@ use crate::{
 pub trait Versioned: Clone {
     type Key: Clone + Eq + Hash;
     fn key(&self) -> &Self::Key;
-    fn resource_version(&self) -> &Option<String>;
+    fn resource_version(&self) -> Option<&str>;
 }
 
 impl Versioned for ObservedObject {
@@ -24,8 +24,8 @@ impl Versioned for ObservedObject {
     fn key(&self) -> &ObjectKey {
         &self.key
     }
-    fn resource_version(&self) -> &Option<String> {
-        &self.resource_version
+    fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
     }
 }
 
@@ -34,8 +34,8 @@ impl Versioned for AppliedObject {
     fn key(&self) -> &HeldKey {
         &self.key
     }
-    fn resource_version(&self) -> &Option<String> {
-        &self.resource_version
+    fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
     }
 }
 
@@ -61,7 +61,7 @@ impl<T: Versioned> Overlay<T> {
         let out = objects
             .into_iter()
             .map(|o| match self.0.get(o.key()) {
-                Some((stale, fresh)) if stale == o.resource_version() => {
+                Some((stale, fresh)) if stale.as_deref() == o.resource_version() => {
                     seen.insert(o.key().clone());
                     fresh.clone()
                 }

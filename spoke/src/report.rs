@@ -38,18 +38,19 @@ fn held_status(h: &HeldReport) -> pb::HeldObjectStatus {
         .as_ref()
         .map(|o| (o.namespace.clone(), o.name.clone()))
         .unwrap_or_default();
+    let text = |s: &Option<std::sync::Arc<str>>| s.as_deref().unwrap_or_default().to_owned();
     pb::HeldObjectStatus {
         group: h.key.kind.group.clone(),
         kind: h.key.kind.kind.clone(),
-        namespace: h.key.namespace.clone(),
-        name: h.key.name.clone(),
+        namespace: h.key.namespace.to_string(),
+        name: h.key.name.to_string(),
         kustomization_namespace: ks_ns,
         kustomization_name: ks_name,
-        gates: h.gates.clone(),
-        held_by: h.held_by.clone(),
+        gates: h.gates.to_vec(),
+        held_by: h.held_by.to_vec(),
         held_by_person: h.held_by_person,
-        held_since_revision: h.since_revision.clone().unwrap_or_default(),
-        held_since: h.since.clone().unwrap_or_default(),
+        held_since_revision: text(&h.since_revision),
+        held_since: text(&h.since),
         newer_revision_applied: h.newer_revision_applied,
     }
 }

@@ -7,7 +7,7 @@
 //! - requests a reconcile of every owner whose objects were released,
 //! - and re-planning afterwards plans nothing (a fixpoint in one pass).
 
-use std::collections::BTreeSet;
+use std::{collections::BTreeSet, sync::Arc};
 
 use fleetgate_policy::{FluxKind, GroupKind, HeldObjects, Mode, Targets};
 use fleetgate_spoke::{
@@ -36,6 +36,7 @@ fn kustomization(name: &str) -> ObservedObject {
         ignored: false,
         nesting: Default::default(),
         readiness: Default::default(),
+        inventory: None,
     }
 }
 
@@ -90,9 +91,9 @@ fn object() -> impl Strategy<Value = AppliedObject> {
                 key: HeldKey {
                     kind: GroupKind::new(KINDS[kind].0, KINDS[kind].1).into(),
                     namespace: "app".into(),
-                    name: format!("o{n}"),
+                    name: format!("o{n}").into(),
                 },
-                owner: owner.map(|i| ("flux-system".to_string(), OWNERS[i].to_string())),
+                owner: owner.map(|i| ("flux-system".into(), OWNERS[i].into())),
                 resource_version: Some("1".into()),
                 ..AppliedObject::default()
             };
@@ -101,20 +102,20 @@ fn object() -> impl Strategy<Value = AppliedObject> {
                 Start::Ours => {
                     o.skipped_by_flux = true;
                     o.disabled_annotation = true;
-                    o.mark = Some(HeldMark {
-                        gates: vec!["g0".into()],
+                    o.mark = Some(Arc::new(HeldMark {
+                        gates: vec!["g0".into()].into(),
                         ..HeldMark::default()
-                    });
+                    }));
                 }
                 Start::Person => {
                     o.skipped_by_flux = true;
                     o.disabled_annotation = true;
                 }
                 Start::OursWithoutAnnotation => {
-                    o.mark = Some(HeldMark {
-                        gates: vec!["g1".into()],
+                    o.mark = Some(Arc::new(HeldMark {
+                        gates: vec!["g1".into()].into(),
                         ..HeldMark::default()
-                    });
+                    }));
                 }
             }
             o
@@ -128,7 +129,10 @@ fn must_hold(gates: &[GateView], o: &AppliedObject) -> BTreeSet<String> {
     };
     gates
         .iter()
-        .filter(|g| !g.open && (g.targets.names.is_empty() || g.targets.names.contains(owner)))
+        .filter(|g| {
+            !g.open
+                && (g.targets.names.is_empty() || g.targets.names.iter().any(|n| **n == **owner))
+        })
         .filter(|g| {
             let kinds = &g.objects.as_ref().unwrap().kinds;
             kinds.is_empty() || kinds.contains(&o.key.kind)
@@ -143,14 +147,14 @@ fn apply(o: &mut AppliedObject, action: &HoldAction) {
         HoldAction::Mark { gates, .. } => {
             o.disabled_annotation = true;
             o.skipped_by_flux = true;
-            o.mark = Some(HeldMark {
-                gates: gates.clone(),
+            o.mark = Some(Arc::new(HeldMark {
+                gates: gates.clone().into(),
                 ..HeldMark::default()
-            });
+            }));
         }
         HoldAction::Relabel { gates } => {
             if let Some(m) = &mut o.mark {
-                m.gates = gates.clone();
+                Arc::make_mut(m).gates = gates.clone().into();
             }
         }
         HoldAction::Release { .. } => {
@@ -184,7 +188,7 @@ proptest! {
             if matches!(step.action, HoldAction::Release { .. })
                 && let Some((ns, name)) = &o.owner
             {
-                let owner = ObjectKey::new(FluxKind::Kustomization, ns.clone(), name.clone());
+                let owner = ObjectKey::new(FluxKind::Kustomization, &**ns, &**name);
                 prop_assert!(requested.contains(&owner));
             }
             apply(o, &step.action);

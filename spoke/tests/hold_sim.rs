@@ -255,7 +255,7 @@ async fn nginx_in_one_kustomization_configmap_real_time_deployment_in_the_window
     spoke
         .report_where("newer revision waits", |r| {
             r.held_objects.iter().any(|h| {
-                h.key.name == "nginx"
+                &*h.key.name == "nginx"
                     && h.key.kind.kind == "Deployment"
                     && h.newer_revision_applied
                     && h.since_revision.as_deref() == Some(revision(1).as_str())
@@ -392,4 +392,84 @@ async fn window_edge_passes_with_the_hub_down_and_the_spoke_restarted() {
     assert!(!held_by_us(&deploy));
     spoke.stop().await;
     tokio::time::sleep(Duration::ZERO).await;
+}
+
+/// The inventory decides what belongs to a Kustomization (README "Holding
+/// objects"): a Service `apps` lists whose owner labels a person removed is
+/// still held and released (read by name, the watches select the labels); a
+/// Deployment carrying `apps`'s owner labels that `apps`'s inventory does not
+/// list is never marked (kustomize-controller does not apply it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inventory_decides_what_a_kustomization_holds() {
+    let cluster = setup().await;
+    let c = &cluster.client;
+    kubectl(
+        &cluster,
+        &[
+            "label",
+            "service/nginx",
+            "-n",
+            APP_NS,
+            &format!("{}-", marks::OWNER_NAME),
+            &format!("{}-", marks::OWNER_NAMESPACE),
+        ],
+    )
+    .await;
+    create(
+        &cluster,
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "copied", "namespace": APP_NS,
+                            "labels": {(marks::OWNER_NAME): "apps", (marks::OWNER_NAMESPACE): NS}},
+               "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}),
+    )
+    .await;
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(1, vec![hold_gate("closed")], vec![]));
+    let spoke = RunningSpoke::start(&cluster, config(Some(hub.url()))).await;
+    wait_app(
+        c,
+        "",
+        "Service",
+        "nginx",
+        "held without owner labels",
+        held_by_us,
+    )
+    .await;
+    wait_app(c, "apps", "Deployment", "nginx", "held", held_by_us).await;
+    spoke
+        .report_where("both listed objects held", |r| {
+            r.held_objects
+                .iter()
+                .filter(|h| !h.held_by.is_empty())
+                .count()
+                == 2
+        })
+        .await;
+    let report = spoke.ctx().report.borrow().clone().expect("a report");
+    let svc = report
+        .held_objects
+        .iter()
+        .find(|h| h.key.kind.kind == "Service")
+        .expect("Service reported");
+    assert_eq!(svc.owner.as_ref().map(|o| o.name.as_str()), Some("apps"));
+    assert!(
+        report.held_objects.iter().all(|h| &*h.key.name != "copied"),
+        "not in the inventory: not selected, not reported"
+    );
+    let copied = app_api(c, "apps", "Deployment")
+        .get("copied")
+        .await
+        .unwrap();
+    assert_eq!(annotation(&copied, marks::RECONCILE), None);
+
+    // Opening releases the unlabelled Service too.
+    hub.set(snapshot(2, vec![hold_gate("open")], vec![]));
+    wait_app(c, "", "Service", "nginx", "released", |o| !held_by_us(o)).await;
+    spoke
+        .report_where("nothing held", |r| {
+            r.revision == 2 && r.held_objects.iter().all(|h| h.held_by.is_empty())
+        })
+        .await;
+    spoke.stop().await;
+    hub.stop().await;
 }

@@ -44,6 +44,7 @@ fn ks_from(name: &str, source: &str, ignored: bool) -> ObservedObject {
         ignored,
         nesting: Default::default(),
         readiness: Default::default(),
+        inventory: None,
     }
 }
 
@@ -179,6 +180,6 @@ fn a_hold_objects_gate_holds_nothing_inside_an_ignored_kustomization() {
     let gates = [hold];
     let p = HoldPlanner::new(&gates, &owners)
         .plan(&[deployment("fleetgate-spoke"), deployment("apps")]);
-    let marked: Vec<&str> = p.steps.iter().map(|s| s.key.name.as_str()).collect();
+    let marked: Vec<&str> = p.steps.iter().map(|s| &*s.key.name).collect();
     assert_eq!(marked, ["apps"]);
 }

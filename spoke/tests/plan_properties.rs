@@ -206,6 +206,7 @@ fn seed_objects() -> Vec<ObservedObject> {
                 ignored: false,
                 nesting: Default::default(),
                 readiness: Default::default(),
+                inventory: None,
             });
         }
     }
@@ -242,6 +243,7 @@ proptest! {
                         ignored: false,
                         nesting: Default::default(),
                         readiness: Default::default(),
+                        inventory: None,
                     });
                     created += 1;
                 }

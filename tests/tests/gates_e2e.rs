@@ -7,7 +7,9 @@
 //! close request still applies at once, and after the hub restarts the spoke
 //! reports it, the hub records and audits it and the cluster's status lists
 //! it with the Kubernetes user; a disallowed open request changes nothing and
-//! reaches nobody.
+//! reaches nobody. A hub with `--local-gates enforce`: a Gate committed to the
+//! cluster holds its Kustomization beside the hub's open gate, and the hub
+//! shows it as a local gate closing the cluster.
 
 use std::{
     path::Path,
@@ -100,9 +102,14 @@ fn now_z() -> String {
 }
 
 fn start_hub(db_url: &str, http: u16, grpc: u16) -> ChildGuard {
+    start_hub_with(db_url, http, grpc, "ignore")
+}
+
+fn start_hub_with(db_url: &str, http: u16, grpc: u16, local_gates: &str) -> ChildGuard {
     ChildGuard(
         Command::new(bin_path("fleetgate-hub"))
             .arg("serve")
+            .env("FLEETGATE_LOCAL_GATES", local_gates)
             .args(["--database-url", db_url])
             .args(["--http-addr", &format!("127.0.0.1:{http}")])
             .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
@@ -390,5 +397,147 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     );
     let ks_now = ks.get("apps").await.unwrap();
     assert!(suspended(&ks_now));
+    sim.child.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_gate_coexists_with_the_hubs_when_the_hub_enforces_local_gates() {
+    let db = test_db().await;
+    let dir = tempfile::tempdir().unwrap();
+    let sim = start_sim(dir.path()).await;
+    sim.create_namespaces(&["fleetgate-system"]).await;
+    let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client().await);
+    let ks: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NS,
+        &resource("kustomize.toolkit.fluxcd.io", "v1", "Kustomization"),
+    );
+    for (group, kind, spec) in [
+        (
+            "source.toolkit.fluxcd.io",
+            "GitRepository",
+            json!({"interval": "1m", "url": "https://example.com/repo.git"}),
+        ),
+        (
+            "kustomize.toolkit.fluxcd.io",
+            "Kustomization",
+            json!({"interval": "1m", "path": "./", "prune": true,
+            "sourceRef": {"kind": "GitRepository", "name": "repo"}}),
+        ),
+    ] {
+        let name = if kind == "GitRepository" {
+            "repo"
+        } else {
+            "apps"
+        };
+        let obj = json!({"apiVersion": format!("{group}/v1"), "kind": kind,
+            "metadata": {"name": name, "namespace": NS}, "spec": spec});
+        Api::<DynamicObject>::namespaced_with(client.clone(), NS, &resource(group, "v1", kind))
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(obj).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let gates: Api<DynamicObject> =
+        Api::all_with(client.clone(), &resource("fleetgate.io", "v1", "Gate"));
+
+    let (hub_http, hub_grpc) = (free_port(), free_port());
+    let _hub = start_hub_with(&db.url, hub_http, hub_grpc, "enforce");
+    let base = format!("http://127.0.0.1:{hub_http}");
+    let http = reqwest::Client::new();
+    poll("hub ready", || async {
+        let r = http.get(format!("{base}/readyz")).send().await.ok()?;
+        r.status().is_success().then_some(())
+    })
+    .await;
+    let post = |path: &str, body: Value| {
+        http.post(format!("{base}/api/v1{path}"))
+            .bearer_auth(ADMIN)
+            .json(&body)
+            .send()
+    };
+    let r = post("/clusters", json!({"name": CLUSTER})).await.unwrap();
+    let token = r.json::<Value>().await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = post(
+        "/gates",
+        json!({
+        "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "release"},
+        "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["Kustomization"]},
+                 "default": "open"}}),
+    )
+    .await
+    .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let _spoke = ChildGuard(
+        Command::new(bin_path("fleetgate-spoke"))
+            .args(["--cluster", CLUSTER])
+            .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--namespace", "fleetgate-system"])
+            .args(["--http-addr", &format!("127.0.0.1:{}", free_port())])
+            .args(["--report-debounce", "200ms", "--heartbeat-interval", "2s"])
+            .env("FLEETGATE_SPOKE_TOKEN", &token)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("starting fleetgate-spoke"),
+    );
+    wait_obj(gates.clone(), "release", "mirrored, open", |o| {
+        opened(o).is_some_and(|(s, _)| s == "True")
+    })
+    .await;
+
+    // A Gate committed to the cluster (what Flux applies from Git).
+    let manifest = dir.path().join("git-freeze.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: git-freeze}\nspec:\n  clusters: {selector: {}}\n  targets: {kinds: [Kustomization], names: [apps]}\n  default: closed\n",
+    )
+    .unwrap();
+    kubectl(&kubeconfig, &["apply", "-f", manifest.to_str().unwrap()]);
+    let g = wait_obj(gates.clone(), "git-freeze", "enforced, closed", |o| {
+        opened(o).is_some_and(|(s, _)| s == "False")
+    })
+    .await;
+    assert!(
+        g.metadata
+            .labels
+            .as_ref()
+            .is_none_or(|l| !l.contains_key("fleetgate.io/origin"))
+    );
+    wait_obj(ks.clone(), "apps", "held by the local gate", suspended).await;
+
+    // The hub shows it read-only as a local gate closing the cluster; its own
+    // gate stays open.
+    let status = poll("the hub shows the local gate", || async {
+        get(&http, &base, &format!("/clusters/{CLUSTER}/status"))
+            .await
+            .filter(|s| s["localGates"].as_array().is_some_and(|l| !l.is_empty()))
+    })
+    .await;
+    let local = &status["localGates"][0];
+    assert_eq!(
+        (
+            &local["name"],
+            &local["enforced"],
+            &local["state"],
+            &local["governed"]
+        ),
+        (
+            &json!("git-freeze"),
+            &json!(true),
+            &json!("closed"),
+            &json!(1)
+        ),
+        "{status}"
+    );
+    assert_eq!(status["gates"][0]["state"], "open", "{status}");
+    assert_eq!(status["closedBy"], json!(["git-freeze"]), "{status}");
     sim.child.terminate();
 }

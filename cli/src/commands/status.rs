@@ -154,6 +154,38 @@ fn local_requests(v: &ClusterStatus, gate: Option<&str>) -> String {
     )
 }
 
+/// The Gate objects made in the cluster (delivered from Git), read-only: the
+/// spoke's evaluation and whether it enforces them (hub `--local-gates`).
+fn local_gates(v: &ClusterStatus, gate: Option<&str>) -> String {
+    let mut t = Table::new(&["LOCAL GATE", "ENFORCED", "STATE", "HELD", "NEXT", "REASON"]);
+    for g in v
+        .local_gates
+        .iter()
+        .filter(|g| gate.is_none_or(|n| g.name == n))
+    {
+        let reason = if g.enforced && g.ready == "True" {
+            format!("{}: {}", g.reason, g.message)
+        } else {
+            format!("{}: {}", g.ready_reason, g.ready_message)
+        };
+        t.row(vec![
+            g.name.clone(),
+            if g.enforced { "yes" } else { "no" }.into(),
+            if g.enforced { g.state.as_str() } else { "-" }.into(),
+            format!("{}/{}", g.held, g.governed),
+            output::time_or_empty(g.next_transition.as_ref()),
+            reason,
+        ]);
+    }
+    if t.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nLocal gates (Gate objects made in the cluster; read-only, change them in Git):\n{}",
+        t.render()
+    )
+}
+
 fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
     let c = &v.cluster;
     let mut out = format!(
@@ -190,6 +222,7 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
     } else {
         t.render()
     });
+    out.push_str(&local_gates(v, gate));
     out.push_str(&local_requests(v, gate));
     let objects: Vec<_> = v
         .objects
@@ -472,5 +505,42 @@ mod tests {
             assert!(row.contains(part), "{part} not in {row}");
         }
         assert!(!render_cluster(&v, Some("other")).contains("Requests made"));
+    }
+
+    #[test]
+    fn a_cluster_lists_its_local_gates_read_only() {
+        let v: ClusterStatus = serde_json::from_value(json!({
+            "cluster": {"name": "edge-1", "connected": true, "labels": {},
+                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
+                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
+                        "desiredRevision": 1},
+            "at": "2026-11-24T10:05:00Z", "nextTransition": null,
+            "open": false, "closedBy": ["git-freeze"], "gates": [], "objects": [],
+            "heldObjects": [],
+            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
+                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
+            "localGates": [
+                {"name": "git-freeze", "enforced": true, "state": "closed", "reason": "Default",
+                 "message": "default (closed)", "nextTransition": null, "governed": 2, "held": 1,
+                 "ready": "True", "readyReason": "Enforced", "readyMessage": "gate in force"},
+                {"name": "other", "enforced": false, "state": "closed", "reason": "",
+                 "message": "", "nextTransition": null, "governed": 0, "held": 0,
+                 "ready": "False", "readyReason": "NotEnforced",
+                 "readyMessage": "hub setting --local-gates=ignore"}
+            ]
+        }))
+        .unwrap();
+        let text = render_cluster(&v, None);
+        assert!(text.contains("no (closed by git-freeze)"), "{text}");
+        let row = text.lines().find(|l| l.starts_with("git-freeze")).unwrap();
+        for part in ["yes", "closed", "1/2", "Default: default (closed)"] {
+            assert!(row.contains(part), "{part} not in {row}");
+        }
+        let row = text.lines().find(|l| l.starts_with("other")).unwrap();
+        assert!(
+            row.contains("NotEnforced: hub setting --local-gates=ignore"),
+            "{row}"
+        );
+        assert!(!render_cluster(&v, Some("nope")).contains("Local gates"));
     }
 }

@@ -126,6 +126,10 @@ pub fn to_sse(e: &FleetEvent) -> Event {
                 "previous": h.previous, "previousByPerson": h.previous_by_person,
             }),
         ),
+        FleetChange::LocalGates { cluster, gates } => (
+            "localGates",
+            json!({"at": at, "cluster": cluster, "gates": gates}),
+        ),
         FleetChange::Rollout(r) => (
             "rollout",
             json!({

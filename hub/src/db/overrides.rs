@@ -2,38 +2,21 @@
 //! clusters, expiring by themselves (`expires_at`) or cancelled.
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::ClusterScope;
 use sqlx::PgConnection;
 use sqlx::types::Json;
 use uuid::Uuid;
 
 use crate::Result;
 
-/// One stored override.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct OverrideRow {
-    pub id: Uuid,
-    pub gate: String,
-    pub scope: Option<Json<ClusterScope>>,
-    pub state: String,
-    pub starts_at: DateTime<Utc>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub actor: String,
-    pub reason: String,
-    pub created_at: DateTime<Utc>,
-    pub cancelled_at: Option<DateTime<Utc>>,
-    pub cancelled_by: Option<String>,
-    /// The cluster a request made in the cluster came from (None: made at the hub).
-    pub requested_in: Option<String>,
-    /// The Kubernetes user (field manager) that made such a request, when known.
-    pub requested_by: Option<String>,
-}
+/// One stored override, read straight into the API type (its `clusters` are the
+/// `scope` column).
+pub use fleetgate_api_types::OverrideRecord;
 
 const COLUMNS: &str = "id, gate, scope, state, starts_at, expires_at, actor, reason, \
                        created_at, cancelled_at, cancelled_by, requested_in, requested_by";
 
 /// Inserts an override.
-pub async fn insert(conn: &mut PgConnection, o: &OverrideRow) -> Result<OverrideRow> {
+pub async fn insert(conn: &mut PgConnection, o: &OverrideRecord) -> Result<OverrideRecord> {
     let row = sqlx::query_as(sql!(
         "insert into overrides (id, gate, scope, state, starts_at, expires_at, actor, reason, \
          created_at, requested_in, requested_by) \
@@ -41,7 +24,7 @@ pub async fn insert(conn: &mut PgConnection, o: &OverrideRow) -> Result<Override
     ))
     .bind(o.id)
     .bind(&o.gate)
-    .bind(&o.scope)
+    .bind(o.clusters.as_ref().map(Json))
     .bind(&o.state)
     .bind(o.starts_at)
     .bind(o.expires_at)
@@ -56,7 +39,7 @@ pub async fn insert(conn: &mut PgConnection, o: &OverrideRow) -> Result<Override
 }
 
 /// The override with `id`, locked until the transaction ends.
-pub async fn get_for_update(conn: &mut PgConnection, id: Uuid) -> Result<Option<OverrideRow>> {
+pub async fn get_for_update(conn: &mut PgConnection, id: Uuid) -> Result<Option<OverrideRecord>> {
     let row = sqlx::query_as(sql!(
         "select {COLUMNS} from overrides where id = $1 for update"
     ))
@@ -72,7 +55,7 @@ pub async fn cancel(
     id: Uuid,
     at: DateTime<Utc>,
     by: &str,
-) -> Result<OverrideRow> {
+) -> Result<OverrideRecord> {
     let row = sqlx::query_as(sql!(
         "update overrides set cancelled_at = $2, cancelled_by = $3 where id = $1 \
          returning {COLUMNS}"
@@ -101,7 +84,7 @@ pub async fn list(
     filter: &OverrideFilter,
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
-) -> Result<Vec<OverrideRow>> {
+) -> Result<Vec<OverrideRecord>> {
     let (after_at, after_id) = after.unzip();
     let rows = sqlx::query_as(sql!(
         "select {COLUMNS} from overrides \
@@ -126,7 +109,7 @@ pub async fn live_for_gates(
     conn: &mut PgConnection,
     gates: &[String],
     now: DateTime<Utc>,
-) -> Result<Vec<OverrideRow>> {
+) -> Result<Vec<OverrideRecord>> {
     let rows = sqlx::query_as(sql!(
         "select {COLUMNS} from overrides where gate = any($1) and cancelled_at is null \
          and (expires_at is null or expires_at > $2) order by created_at, id"
@@ -146,7 +129,7 @@ pub async fn find_recorded(
     state: &str,
     created_at: DateTime<Utc>,
     actor: &str,
-) -> Result<Option<OverrideRow>> {
+) -> Result<Option<OverrideRecord>> {
     let row = sqlx::query_as(sql!(
         "select {COLUMNS} from overrides where gate = $1 and state = $2 and created_at = $3 \
          and actor = $4 limit 1"

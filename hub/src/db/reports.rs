@@ -1,5 +1,5 @@
-//! Writes from the spoke stream: status reports into `object_status` and
-//! `held_objects` (a report is the full set of governed and held objects, so
+//! Writes from the spoke stream: status reports into `object_status`,
+//! `held_objects` and `cluster_connections.local_gates` (a report is the full set of governed and held objects, so
 //! objects missing from it are deleted) and the spoke's connection state in
 //! `cluster_connections`. A report whose content equals the stored one (its
 //! hash, kept per cluster) writes nothing unless it moves the report fence
@@ -26,6 +26,7 @@ pub const CLOCK_DRIFT_MS: i64 = 1_000;
 /// A governed Flux object as its spoke reports it, written by report ingestion and read
 /// back by the status views (one type for both, shared with REST clients).
 pub use fleetgate_api_types::ReportedObject;
+pub use fleetgate_api_types::status::LocalGate;
 
 /// The latest report of one cluster, as the batcher flushes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +37,9 @@ pub struct ClusterReport {
     /// Objects inside Kustomizations that holdObjects gates select, unique by
     /// (group, kind, namespace, name); empty from spokes that predate them.
     pub held_objects: Vec<HeldObject>,
+    /// Gate objects made in the cluster, by name; empty from spokes that
+    /// predate them.
+    pub local_gates: Vec<LocalGate>,
     /// The snapshot revision the spoke enforced when it made the report: the
     /// fence rollouts judge health by (see `rollout::health`).
     pub revision: u64,
@@ -55,13 +59,14 @@ impl ClusterReport {
             cluster: _,
             objects,
             held_objects,
+            local_gates,
             // Kept per cluster, beside the hash: a newer revision with the same
             // content updates that one column, no object row.
             revision: _,
             clock_offset_ms: _,
             received_at: _,
         } = self;
-        let json = serde_json::to_vec(&(objects, held_objects))
+        let json = serde_json::to_vec(&(objects, held_objects, local_gates))
             .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
         Ok(Sha256::digest(&json).to_vec())
     }
@@ -119,15 +124,19 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     if exists.is_none() {
         return Ok(false);
     }
+    let local_gates = serde_json::to_value(&report.local_gates)
+        .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
     sqlx::query(
         "update cluster_connections set last_seen_at = $2, reported_at = $2, \
-         clock_offset_ms = $3, report_hash = $4, report_revision = $5 where cluster = $1",
+         clock_offset_ms = $3, report_hash = $4, report_revision = $5, local_gates = $6 \
+         where cluster = $1",
     )
     .bind(&report.cluster)
     .bind(report.received_at)
     .bind(report.clock_offset_ms)
     .bind(&hash)
     .bind(revision)
+    .bind(&local_gates)
     .execute(&mut *conn)
     .await?;
     let objects = serde_json::to_value(&report.objects)
@@ -282,4 +291,21 @@ pub async fn clear_replica(
     .execute(conn)
     .await?;
     Ok(res.rows_affected())
+}
+
+/// Every cluster's reported local gates (clusters without any absent), or
+/// only `cluster`'s.
+pub async fn local_gates(
+    conn: &mut PgConnection,
+    cluster: Option<&str>,
+) -> Result<Vec<(String, Vec<LocalGate>)>> {
+    let rows: Vec<(String, sqlx::types::Json<Vec<LocalGate>>)> = sqlx::query_as(
+        "select cluster, local_gates from cluster_connections \
+         where local_gates <> '[]'::jsonb and ($1::text is null or cluster = $1) \
+         order by cluster",
+    )
+    .bind(cluster)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|(c, g)| (c, g.0)).collect())
 }

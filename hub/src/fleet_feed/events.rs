@@ -114,6 +114,11 @@ pub enum FleetChange {
     /// A gate's rollout started, released a wave, halted, completed, was
     /// paused, resumed or aborted, or ended.
     Rollout(RolloutChange),
+    /// A cluster's local gates (Gate objects made in it) changed: the list now.
+    LocalGates {
+        cluster: String,
+        gates: Vec<crate::service::fleet::LocalGate>,
+    },
 }
 
 /// A cluster's held set of objects inside Kustomizations changed.
@@ -263,6 +268,20 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
         }));
     }
 
+    let clusters: BTreeSet<&String> = (next.local_gates.keys())
+        .chain(prev.local_gates.keys())
+        .collect();
+    for cluster in clusters {
+        let now = next.local_gates.get(cluster);
+        if !filter.cluster(cluster) || prev.local_gates.get(cluster) == now {
+            continue;
+        }
+        push(FleetChange::LocalGates {
+            cluster: cluster.clone(),
+            gates: now.cloned().unwrap_or_default(),
+        });
+    }
+
     // Rollouts are gate-wide: only the gate filter applies.
     let before = (!initial).then_some(prev);
     for r in super::rollout_events::diff(before, next, |g| filter.gate(g)) {
@@ -369,6 +388,9 @@ mod tests {
                     h.cluster, h.previous, h.previous_by_person, h.held, h.by_person
                 ),
                 FleetChange::Rollout(r) => format!("rollout {} {}", r.gate, r.action.as_str()),
+                FleetChange::LocalGates { cluster, gates } => {
+                    format!("local gates {cluster} {}", gates.len())
+                }
             })
             .collect()
     }

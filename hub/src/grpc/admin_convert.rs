@@ -188,6 +188,24 @@ pub fn cluster_status(s: ClusterStatus) -> pb::ClusterStatus {
         next_transition: s.next_transition.and_then(ts),
         local_requests: s.local_requests.into_iter().map(override_info).collect(),
         held_objects: s.held_objects.into_iter().map(held_object).collect(),
+        local_gates: s.local_gates.into_iter().map(local_gate).collect(),
+    }
+}
+
+/// A Gate object made in a cluster, as its spoke reported it.
+pub fn local_gate(g: crate::service::fleet::LocalGate) -> pb::LocalGate {
+    pb::LocalGate {
+        name: g.name,
+        enforced: g.enforced,
+        state: g.state,
+        reason: g.reason,
+        message: g.message,
+        next_transition: g.next_transition.and_then(ts),
+        governed: g.governed,
+        held: g.held,
+        ready: g.ready,
+        ready_reason: g.ready_reason,
+        ready_message: g.ready_message,
     }
 }
 

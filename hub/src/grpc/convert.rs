@@ -9,6 +9,7 @@ use tonic::{Code, Status};
 
 use crate::Error;
 use crate::db::held_objects::HeldObject;
+use crate::db::reports::LocalGate;
 use crate::db::reports::ReportedObject;
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
@@ -173,6 +174,34 @@ pub fn held_from_proto(index: usize, o: pb::HeldObjectStatus) -> Result<HeldObje
         ),
     };
     Ok(held_object!(HeldObject, o, text: opt_text, held_since))
+}
+
+/// The `index`th local gate of a report as stored; fields are checked by
+/// [`crate::service::reports::normalize_local_gates`], times here
+/// (INVALID_ARGUMENT naming the field).
+pub fn local_gate_from_proto(index: usize, g: pb::LocalGateStatus) -> Result<LocalGate, Status> {
+    let next_transition = match g.next_transition.as_ref() {
+        None => None,
+        Some(t) => Some(from_timestamp(t).ok_or_else(|| {
+            invalid(
+                &format!("report.local_gates[{index}].next_transition"),
+                "out-of-range timestamp",
+            )
+        })?),
+    };
+    Ok(LocalGate {
+        name: g.name,
+        enforced: g.enforced,
+        state: if g.open { "open" } else { "closed" }.into(),
+        reason: g.reason,
+        message: g.message,
+        next_transition,
+        governed: g.governed,
+        held: g.held,
+        ready: g.ready,
+        ready_reason: g.ready_reason,
+        ready_message: g.ready_message,
+    })
 }
 
 /// A spoke's report of a request made in its cluster, checked field by field.

@@ -60,6 +60,13 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             previous: h.previous,
             previous_by_person: h.previous_by_person,
         }),
+        FleetChange::LocalGates { cluster, gates } => Event::LocalGates(pb::LocalGatesChanged {
+            cluster,
+            gates: gates
+                .into_iter()
+                .map(crate::grpc::admin_convert::local_gate)
+                .collect(),
+        }),
         FleetChange::Rollout(r) => Event::Rollout(pb::RolloutChanged {
             gate: r.gate,
             rollout_id: r.rollout_id,

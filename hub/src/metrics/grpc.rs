@@ -9,7 +9,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::held::HeldObjectMetrics;
+use super::local_gates::LocalGateMetrics;
 use crate::db::held_objects::HeldObject;
+use crate::db::reports::LocalGate;
 
 /// Why a spoke stream ended.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -44,12 +46,15 @@ pub struct GrpcMetrics {
     /// Held-object gauges of the clusters this replica serves (registered
     /// without the `grpc_` prefix).
     pub held_objects: HeldObjectMetrics,
+    /// Local-gate gauges of the clusters this replica serves (no prefix).
+    pub local_gates: LocalGateMetrics,
 }
 
 impl GrpcMetrics {
     /// Registers every metric under `grpc_` in `registry`.
     pub fn register(&self, registry: &mut Registry) {
         self.held_objects.register(registry);
+        self.local_gates.register(registry);
         let r = registry.sub_registry_with_prefix("grpc");
         r.register(
             "spokes_connected",
@@ -111,6 +116,16 @@ impl GrpcMetrics {
     /// Sets `cluster`'s held-object gauges from its latest report.
     pub fn set_held_objects(&self, cluster: &str, objects: &[HeldObject]) {
         self.held_objects.set(cluster, objects);
+    }
+
+    /// Sets `cluster`'s local-gate gauges from its latest report.
+    pub fn set_local_gates(&self, cluster: &str, gates: &[LocalGate]) {
+        self.local_gates.set(cluster, gates);
+    }
+
+    /// Drops `cluster`'s local-gate gauges (its stream left this replica).
+    pub fn forget_local_gates(&self, cluster: &str) {
+        self.local_gates.forget(cluster);
     }
 
     /// Drops `cluster`'s held-object gauges (its stream left this replica).

@@ -4,6 +4,7 @@
 
 mod grpc;
 mod held;
+mod local_gates;
 mod rollout;
 
 use std::sync::{Arc, Mutex};
@@ -20,6 +21,7 @@ use prometheus_client::registry::Registry;
 
 pub use grpc::{EndLabels, GrpcMetrics};
 pub use held::HeldObjectMetrics;
+pub use local_gates::LocalGateMetrics;
 pub use rollout::RolloutMetrics;
 
 /// Labels of the HTTP metrics.

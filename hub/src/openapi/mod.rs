@@ -12,6 +12,7 @@ use utoipa::{Modify, OpenApi};
 use crate::dashboard::views::{GateView, WhoAmI};
 
 use crate::db::held_objects::{HeldObject, HeldObjectStatus};
+use crate::db::reports::LocalGate;
 use crate::db::reports::ReportedObject;
 use crate::error::{ErrorBody, ErrorDetail};
 use crate::rollout::State as RolloutState;
@@ -130,7 +131,7 @@ impl Modify for Common {
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
         WindowDoc, LocalRequestsDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
-        GateBrief, HeldObject, HeldObjectStatus,
+        GateBrief, HeldObject, HeldObjectStatus, LocalGate,
         RolloutStatus, WaveStatus, RolloutClusterStatus, RolloutState, Health,
     )),
     modifiers(&Common),

@@ -235,7 +235,7 @@ impl Service {
             // Without a cluster, the overrides every cluster of the gate gets.
             None => rows
                 .iter()
-                .filter(|r| r.scope.is_none())
+                .filter(|r| r.clusters.is_none())
                 .map(super::fleet::to_policy)
                 .collect(),
             Some(c) => {

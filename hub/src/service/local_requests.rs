@@ -6,14 +6,13 @@
 
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, GateState, MAX_REQUEST_WINDOW};
-use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::fleet::stored_gate;
 use super::gates::clusters_in;
 use super::types::OverrideRecord;
 use super::{Actor, Audit, Role, Service, Written, to_json};
-use crate::db::overrides::{self, OverrideRow};
+use crate::db::overrides;
 use crate::db::revision::Affected;
 use crate::db::{clusters, gates};
 use crate::{Error, Result};
@@ -117,13 +116,13 @@ impl Service {
                     };
                     let row = overrides::insert(
                         tx,
-                        &OverrideRow {
+                        &OverrideRecord {
                             id: Uuid::new_v4(),
                             gate: req.gate.clone(),
-                            scope: Some(Json(ClusterScope {
+                            clusters: Some(ClusterScope {
                                 names: vec![cluster.to_owned()],
                                 selector: None,
-                            })),
+                            }),
                             state: state.to_owned(),
                             starts_at: req.requested_at,
                             expires_at: Some(req.expires_at),
@@ -138,7 +137,7 @@ impl Service {
                         },
                     )
                     .await?;
-                    let rec = OverrideRecord::from(row);
+                    let rec = row;
                     let audit = Audit {
                         action: if open { "override.open" } else { "override.close" },
                         target_kind: "gate",

@@ -5,7 +5,6 @@
 use chrono::{DateTime, Duration, Utc};
 use fleetgate_policy::{ClusterScope, GateState};
 use serde::Deserialize;
-use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::fleet::stored_gate;
@@ -13,7 +12,7 @@ use super::gates::clusters_in;
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
 use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::ClusterRow;
-use crate::db::overrides::{self, OverrideFilter, OverrideRow};
+use crate::db::overrides::{self, OverrideFilter};
 use crate::db::revision::Affected;
 use crate::db::{clusters, gates};
 use crate::{Error, Result, validate};
@@ -104,10 +103,10 @@ impl Service {
                     };
                     let row = overrides::insert(
                         tx,
-                        &OverrideRow {
+                        &OverrideRecord {
                             id: Uuid::new_v4(),
                             gate: gate.to_string(),
-                            scope: scope.map(Json),
+                            clusters: scope,
                             state: state.as_str().to_string(),
                             starts_at,
                             expires_at,
@@ -121,7 +120,7 @@ impl Service {
                         },
                     )
                     .await?;
-                    let rec = OverrideRecord::from(row);
+                    let rec = row;
                     let action = if state == GateState::Open {
                         "override.open"
                     } else {
@@ -179,8 +178,8 @@ impl Service {
                         .map(|c| c.name.clone())
                         .collect();
                     let row = overrides::cancel(tx, id, now, &actor.name).await?;
-                    let before = to_json(&OverrideRecord::from(old));
-                    let rec = OverrideRecord::from(row);
+                    let before = to_json(&old);
+                    let rec = row;
                     let audit = Audit {
                         action: "override.cancel",
                         target_kind: "gate",

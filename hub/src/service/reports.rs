@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Service;
 use crate::db::held_objects::HeldObject;
-use crate::db::reports::{self, ClusterReport, ReportedObject};
+use crate::db::reports::{self, ClusterReport, LocalGate, ReportedObject};
 use crate::db::retry;
 use crate::metrics::GrpcMetrics;
 use crate::{Error, Result};
@@ -94,10 +94,12 @@ impl Reports {
     pub fn submit(&self, cluster: &str, revision: u64, report: Assembled, clock_offset_ms: i64) {
         self.metrics.reports_received.inc();
         self.metrics.set_held_objects(cluster, &report.held_objects);
+        self.metrics.set_local_gates(cluster, &report.local_gates);
         let report = ClusterReport {
             cluster: cluster.to_string(),
             objects: report.objects,
             held_objects: report.held_objects,
+            local_gates: report.local_gates,
             revision,
             clock_offset_ms,
             received_at: self.service.now(),
@@ -191,6 +193,7 @@ impl Reports {
         // Another replica serves the cluster's next stream and exports its
         // gauges; summing over replicas must not count it twice.
         self.metrics.forget_held_objects(cluster);
+        self.metrics.forget_local_gates(cluster);
         let at = self.service.now();
         connections.insert(cluster.to_string(), Connection::Disconnected { at });
         drop(connections);
@@ -249,6 +252,9 @@ pub struct Assembled {
     pub objects: Vec<ReportedObject>,
     /// Empty from spokes that predate object holds.
     pub held_objects: Vec<HeldObject>,
+    /// Gate objects made in the cluster, by name; empty from spokes that
+    /// predate them.
+    pub local_gates: Vec<LocalGate>,
 }
 
 /// The parts of one report received so far on a stream: a report may come in
@@ -271,6 +277,7 @@ impl ReportParts {
         &mut self,
         objects: impl ExactSizeIterator<Item = ReportedObject>,
         held_objects: Vec<HeldObject>,
+        local_gates: Vec<LocalGate>,
         more: bool,
     ) -> Result<Option<Assembled>> {
         let r = &mut self.received;
@@ -288,6 +295,10 @@ impl ReportParts {
         }
         r.objects.extend(objects);
         r.held_objects.extend(held_objects);
+        // Spokes send them on the last part; one list per report either way.
+        if !local_gates.is_empty() {
+            r.local_gates = local_gates;
+        }
         if more {
             return Ok(None);
         }
@@ -295,8 +306,61 @@ impl ReportParts {
         Ok(Some(Assembled {
             objects: normalize_objects(r.objects)?,
             held_objects: normalize_held_objects(r.held_objects)?,
+            local_gates: normalize_local_gates(r.local_gates)?,
         }))
     }
+}
+
+/// Most local gates one report may carry.
+pub const MAX_LOCAL_GATES: usize = 1000;
+
+/// Validates a report's local gates and orders them by name. Errors name the
+/// field, e.g. `report.local_gates[1].name`.
+pub fn normalize_local_gates(mut gates: Vec<LocalGate>) -> Result<Vec<LocalGate>> {
+    if gates.len() > MAX_LOCAL_GATES {
+        return Err(Error::invalid(
+            "report.local_gates",
+            format!("more than {MAX_LOCAL_GATES} local gates in one report"),
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, g) in gates.iter().enumerate() {
+        let field = |f: &str| format!("report.local_gates[{i}].{f}");
+        // A Kubernetes object name (DNS-1123 subdomain).
+        let valid = !g.name.is_empty()
+            && g.name.len() <= 253
+            && g.name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && g.name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && g.name.ends_with(|c: char| c.is_ascii_alphanumeric());
+        if !valid {
+            return Err(Error::invalid(
+                field("name"),
+                format!("'{}' is not a Kubernetes object name", g.name),
+            ));
+        }
+        if !seen.insert(g.name.as_str()) {
+            return Err(Error::invalid(
+                field("name"),
+                format!("'{}' is reported twice", g.name),
+            ));
+        }
+        if !matches!(g.ready.as_str(), "True" | "False") {
+            return Err(Error::invalid(
+                field("ready"),
+                format!("must be True or False, not '{}'", g.ready),
+            ));
+        }
+        if g.held > g.governed {
+            return Err(Error::invalid(
+                field("held"),
+                format!("{} held of {} governed", g.held, g.governed),
+            ));
+        }
+    }
+    gates.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(gates)
 }
 
 /// Validates a report's held objects and removes duplicates (the last one of
@@ -445,12 +509,13 @@ mod tests {
             .add(
                 vec![obj("Kustomization", "a", "x", false)].into_iter(),
                 vec![],
+                vec![],
                 true,
             )
             .unwrap();
         assert!(first.is_none());
         let whole = parts
-            .add(vec![].into_iter(), vec![], false)
+            .add(vec![].into_iter(), vec![], vec![], false)
             .unwrap()
             .unwrap();
         assert_eq!(whole.objects.len(), 1);
@@ -471,5 +536,25 @@ mod tests {
         maybe.ready = Some("Maybe".into());
         let err = normalize_objects(vec![maybe]).unwrap_err();
         assert_eq!(err.field(), Some("report.objects[0].ready"));
+    }
+
+    #[test]
+    fn local_gates_are_checked_and_ordered() {
+        let g = |name: &str| LocalGate {
+            name: name.into(),
+            ready: "True".into(),
+            ..LocalGate::default()
+        };
+        let out = normalize_local_gates(vec![g("b"), g("a.freeze")]).unwrap();
+        assert_eq!(out[0].name, "a.freeze");
+        let err = normalize_local_gates(vec![g("a"), g("a")]).unwrap_err();
+        assert_eq!(err.field(), Some("report.local_gates[1].name"));
+        let err = normalize_local_gates(vec![g("-a")]).unwrap_err();
+        assert_eq!(err.field(), Some("report.local_gates[0].name"));
+        let mut over = g("a");
+        over.held = 2;
+        over.governed = 1;
+        let err = normalize_local_gates(vec![over]).unwrap_err();
+        assert_eq!(err.field(), Some("report.local_gates[0].held"));
     }
 }

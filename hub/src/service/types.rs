@@ -9,7 +9,6 @@ pub use fleetgate_api_types::records::{
 
 use crate::db::clusters::ClusterRow;
 use crate::db::gates::GateRow;
-use crate::db::overrides::OverrideRow;
 use crate::db::tokens::TokenRow;
 
 impl From<GateRow> for GateRecord {
@@ -48,26 +47,6 @@ impl From<ClusterRow> for Cluster {
             connected_replica: r.connected_replica,
             clock_offset_ms: r.clock_offset_ms,
             desired_revision: r.desired_revision,
-        }
-    }
-}
-
-impl From<OverrideRow> for OverrideRecord {
-    fn from(r: OverrideRow) -> Self {
-        Self {
-            id: r.id,
-            gate: r.gate,
-            state: r.state,
-            clusters: r.scope.map(|s| s.0),
-            starts_at: r.starts_at,
-            expires_at: r.expires_at,
-            actor: r.actor,
-            reason: r.reason,
-            created_at: r.created_at,
-            cancelled_at: r.cancelled_at,
-            cancelled_by: r.cancelled_by,
-            requested_in: r.requested_in,
-            requested_by: r.requested_by,
         }
     }
 }

@@ -289,6 +289,7 @@ pub async fn report_apps(
             fleetgate_hub::service::reports::Assembled {
                 objects: vec![object],
                 held_objects: vec![],
+                local_gates: vec![],
             },
             0,
         );

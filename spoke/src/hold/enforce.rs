@@ -4,7 +4,10 @@
 //! Kustomization whose objects were released, and `ObjectsHeld` /
 //! `ObjectsReleased` Events on those Kustomizations.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, PoisonError},
+};
 
 use chrono::{SecondsFormat, Utc};
 use fleetgate_policy::FluxKind;
@@ -15,7 +18,7 @@ use serde_json::json;
 
 use super::{
     marks,
-    observed::AppliedObject,
+    observed::{AppliedObject, HeldKey, Interner},
     plan::{HoldAction, HoldPlanner, HoldStep},
 };
 use crate::{
@@ -52,8 +55,10 @@ pub async fn apply(
     gates: &[GateView],
     steps: Vec<HoldStep>,
 ) -> Vec<HeldApplied> {
+    // Patched copies share their repeated values until the watch catches up.
+    let interner = Mutex::new(Interner::default());
     let applied: Vec<HeldApplied> = futures::stream::iter(steps)
-        .map(|step| apply_one(ctx, planner, step))
+        .map(|step| apply_one(ctx, planner, step, &interner))
         .buffer_unordered(ctx.config.patch_concurrency.max(1))
         .filter_map(|a| async move { a })
         .collect()
@@ -63,8 +68,10 @@ pub async fn apply(
     for a in &applied {
         let Some(owner) = &a.step.owner else { continue };
         match a.step.action {
-            HoldAction::Mark { .. } => held.entry(owner.clone()).or_default().push(a),
-            HoldAction::Release { .. } => released.entry(owner.clone()).or_default().push(a),
+            HoldAction::Mark { .. } => held.entry(ObjectKey::clone(owner)).or_default().push(a),
+            HoldAction::Release { .. } => {
+                released.entry(ObjectKey::clone(owner)).or_default().push(a)
+            }
             HoldAction::Relabel { .. } => {}
         }
     }
@@ -85,9 +92,16 @@ async fn apply_one(
     ctx: &Arc<Context>,
     planner: &HoldPlanner<'_>,
     mut step: HoldStep,
+    interner: &Mutex<Interner>,
 ) -> Option<HeldApplied> {
+    let copy = |meta: &kube::core::ObjectMeta, key: &HeldKey| {
+        let mut interner = interner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut fresh = AppliedObject::from_meta_in(&key.kind, meta, &mut interner);
+        fresh.key = key.clone();
+        fresh
+    };
     let key = step.key.clone();
-    let stale_rv = step.resource_version.clone();
+    let stale_rv = step.resource_version.as_deref().map(str::to_owned);
     let api = ctx.held.api(&key.kind, &key.namespace).await?;
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
@@ -104,7 +118,7 @@ async fn apply_one(
                 ctx.metrics.patched(step.action.label());
                 tracing::info!("patched");
                 return Some(HeldApplied {
-                    fresh: AppliedObject::from_meta(&key.kind, &meta.metadata),
+                    fresh: copy(&meta.metadata, &key),
                     step,
                     stale_rv,
                 });
@@ -113,7 +127,7 @@ async fn apply_one(
                 ctx.metrics.error(&e);
                 tracing::debug!("conflict; re-reading and re-planning");
                 let fresh = match api.get_metadata_opt(&key.name).await {
-                    Ok(Some(meta)) => AppliedObject::from_meta(&key.kind, &meta.metadata),
+                    Ok(Some(meta)) => copy(&meta.metadata, &key),
                     Ok(None) => return None,
                     Err(e) => {
                         let e = Error::from(e);

@@ -10,11 +10,17 @@
 //!   Kustomization to reconcile, so the held changes roll out at once;
 //! - an object is marked exactly while a closed holdObjects gate selects it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    sync::Arc,
+};
 
 use fleetgate_policy::{FluxKind, Mode};
 
-use super::observed::{AppliedObject, HeldKey};
+use super::{
+    inventory::{Entry, Inventories},
+    observed::{AppliedObject, HeldKey},
+};
 use crate::{
     observed::{ObjectKey, ObservedObject},
     plan::GateView,
@@ -50,27 +56,30 @@ impl HoldAction {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HoldStep {
     pub key: HeldKey,
-    pub resource_version: Option<String>,
+    pub resource_version: Option<Arc<str>>,
     /// The owning Kustomization (events, reconcile requests).
-    pub owner: Option<ObjectKey>,
+    pub owner: Option<Arc<ObjectKey>>,
     pub action: HoldAction,
 }
 
 /// What the spoke reports for one object a holdObjects gate selects (or that
-/// still carries fleetgate's mark).
+/// still carries fleetgate's mark). Shares its values with the watched object
+/// and the other entries (reference counts): 5,000 held objects cost a few
+/// dozen bytes each here.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeldReport {
     pub key: HeldKey,
-    pub owner: Option<ObjectKey>,
+    /// The owning Kustomization (its inventory lists the object, see `inventory`).
+    pub owner: Option<Arc<ObjectKey>>,
     /// Every holdObjects gate selecting it, open or closed.
-    pub gates: Vec<String>,
+    pub gates: Arc<[String]>,
     /// Gates named in fleetgate's mark (as observed).
-    pub held_by: Vec<String>,
+    pub held_by: Arc<[String]>,
     /// Flux skips it because a person marked it.
     pub held_by_person: bool,
     /// The owner's applied revision when fleetgate marked it.
-    pub since_revision: Option<String>,
-    pub since: Option<String>,
+    pub since_revision: Option<Arc<str>>,
+    pub since: Option<Arc<str>>,
     /// The owner applied a newer revision since: changes to it may be waiting.
     pub newer_revision_applied: bool,
 }
@@ -95,6 +104,13 @@ impl HoldPlan {
     }
 }
 
+/// A Kustomization as an owner of held objects.
+struct Owner<'a> {
+    ks: &'a ObservedObject,
+    /// Shared by every report entry it owns.
+    key: Arc<ObjectKey>,
+}
+
 /// Plans holds against fixed gate states; built once per pass, then single
 /// objects can be re-planned after a 409 re-read.
 pub struct HoldPlanner<'a> {
@@ -102,7 +118,11 @@ pub struct HoldPlanner<'a> {
     /// Some gate selects objects by label: objects' label maps are needed.
     by_label: bool,
     /// Kustomizations by (namespace, name).
-    owners: HashMap<(&'a str, &'a str), &'a ObservedObject>,
+    owners: HashMap<(&'a str, &'a str), Owner<'a>>,
+    /// The inventories of the Kustomizations a holdObjects gate targets.
+    inventories: Inventories<'a>,
+    /// The empty gate list, shared.
+    none: Arc<[String]>,
 }
 
 impl<'a> HoldPlanner<'a> {
@@ -111,17 +131,69 @@ impl<'a> HoldPlanner<'a> {
             .iter()
             .filter(|g| g.mode == Mode::HoldObjects)
             .collect();
+        let owners: HashMap<(&str, &str), Owner> = objects
+            .iter()
+            .filter(|o| o.key.kind == FluxKind::Kustomization)
+            .map(|ks| {
+                let key = Arc::new(ks.key.clone());
+                (
+                    (ks.key.namespace.as_str(), ks.key.name.as_str()),
+                    Owner { ks, key },
+                )
+            })
+            .collect();
+        let targeted = |ks: &ObservedObject| {
+            !ks.ignored
+                && gates.iter().any(|g| {
+                    g.targets.matches(
+                        FluxKind::Kustomization,
+                        &ks.key.namespace,
+                        &ks.key.name,
+                        &ks.labels,
+                    )
+                })
+        };
+        let mut listing: Vec<&ObservedObject> = objects
+            .iter()
+            .filter(|o| o.key.kind == FluxKind::Kustomization && targeted(o))
+            .collect();
+        listing.sort_by(|a, b| a.key.cmp(&b.key));
         HoldPlanner {
             by_label: gates
                 .iter()
                 .any(|g| g.objects.as_ref().is_some_and(|o| o.selector.is_some())),
             gates,
-            owners: objects
-                .iter()
-                .filter(|o| o.key.kind == FluxKind::Kustomization)
-                .map(|o| ((o.key.namespace.as_str(), o.key.name.as_str()), o))
-                .collect(),
+            owners,
+            inventories: Inventories::new(listing),
+            none: Arc::from(Vec::new()),
         }
+    }
+
+    /// The owning Kustomization of `obj`: its inventory lists the object, or
+    /// it reports no inventory and the owner labels name it (`inventory`).
+    fn owner(&self, obj: &'a AppliedObject) -> Option<&Owner<'a>> {
+        let (ns, name) = self.inventories.owner_of(obj, |ns, name| {
+            self.owners
+                .get(&(ns, name))
+                .is_some_and(|o| o.ks.inventory.is_some())
+        })?;
+        self.owners.get(&(ns, name))
+    }
+
+    /// Inventory entries of targeted Kustomizations whose objects the spoke
+    /// does not watch (no owner labels): `is_watched` says which are known.
+    pub fn unwatched_entries(
+        &self,
+        mut is_watched: impl FnMut(&Entry<'_>) -> bool,
+    ) -> Vec<Entry<'a>> {
+        let mut out: Vec<Entry<'a>> = self
+            .inventories
+            .entries()
+            .filter(|(e, _)| !is_watched(e))
+            .map(|(e, _)| *e)
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     /// Whether any holdObjects gate exists (else only releases can be due).
@@ -129,23 +201,33 @@ impl<'a> HoldPlanner<'a> {
         !self.gates.is_empty()
     }
 
-    pub fn plan(&self, applied: &[AppliedObject]) -> HoldPlan {
+    pub fn plan(&self, applied: &'a [AppliedObject]) -> HoldPlan {
         let mut plan = HoldPlan::default();
+        let mut lists = Vec::new();
         for obj in applied {
-            let (step, report) = self.plan_object(obj);
+            let (step, report) = self.plan_object_with(obj, &mut lists);
             plan.steps.extend(step);
             plan.report.extend(report);
         }
         plan.steps.sort_by(|a, b| a.key.cmp(&b.key));
         plan.report.sort_by(|a, b| a.key.cmp(&b.key));
+        // The report is kept until the next pass: no spare capacity.
+        plan.report.shrink_to_fit();
         plan
     }
 
-    pub fn plan_object(&self, obj: &AppliedObject) -> (Option<HoldStep>, Option<HeldReport>) {
-        let owner = obj
-            .owner
-            .as_ref()
-            .and_then(|(ns, name)| self.owners.get(&(ns.as_str(), name.as_str())).copied());
+    /// Plans one object (after a 409 re-read).
+    pub fn plan_object(&self, obj: &'a AppliedObject) -> (Option<HoldStep>, Option<HeldReport>) {
+        self.plan_object_with(obj, &mut Vec::new())
+    }
+
+    /// `lists`: the gate lists reported so far, shared between entries.
+    fn plan_object_with(
+        &self,
+        obj: &'a AppliedObject,
+        lists: &mut Vec<Arc<[String]>>,
+    ) -> (Option<HoldStep>, Option<HeldReport>) {
+        let owner = self.owner(obj);
         let labels = if self.by_label {
             obj.label_map()
         } else {
@@ -154,7 +236,7 @@ impl<'a> HoldPlanner<'a> {
         let mut selecting: BTreeSet<&str> = BTreeSet::new();
         let mut closed: BTreeSet<&str> = BTreeSet::new();
         // A Kustomization annotated fleetgate.io/ignore holds none of its objects.
-        if let Some(ks) = owner.filter(|k| !k.ignored) {
+        if let Some(ks) = owner.map(|o| o.ks).filter(|k| !k.ignored) {
             for g in &self.gates {
                 let targeted = g.targets.matches(
                     FluxKind::Kustomization,
@@ -180,7 +262,7 @@ impl<'a> HoldPlanner<'a> {
             }
         }
         let closed: Vec<String> = closed.into_iter().map(str::to_owned).collect();
-        let applied_revision = owner.and_then(|k| k.last_applied_revision.clone());
+        let applied_revision = owner.and_then(|o| o.ks.last_applied_revision.clone());
         let action = match &obj.mark {
             // A person's hold: never touched.
             None if obj.skipped_by_flux => None,
@@ -190,23 +272,24 @@ impl<'a> HoldPlanner<'a> {
                 revision: applied_revision.clone(),
             }),
             Some(m) if closed.is_empty() => Some(HoldAction::Release {
-                gates: m.gates.clone(),
+                gates: m.gates.to_vec(),
             }),
             // Our marker without the annotation (someone removed it): mark again,
             // keeping the revision the hold started at.
             Some(m) if !obj.disabled_annotation => Some(HoldAction::Mark {
                 gates: closed.clone(),
-                revision: m.revision.clone().or(applied_revision.clone()),
+                revision: m
+                    .revision
+                    .as_deref()
+                    .map(str::to_owned)
+                    .or(applied_revision.clone()),
             }),
-            Some(m) if m.gates != closed => Some(HoldAction::Relabel {
+            Some(m) if *m.gates != closed[..] => Some(HoldAction::Relabel {
                 gates: closed.clone(),
             }),
             Some(_) => None,
         };
-        let owner_key = obj
-            .owner
-            .as_ref()
-            .map(|(ns, name)| ObjectKey::new(FluxKind::Kustomization, ns.clone(), name.clone()));
+        let owner_key = owner.map(|o| o.key.clone());
         let step = action.map(|action| HoldStep {
             key: obj.key.clone(),
             resource_version: obj.resource_version.clone(),
@@ -217,20 +300,30 @@ impl<'a> HoldPlanner<'a> {
             return (step, None);
         }
         let since_revision = obj.mark.as_ref().and_then(|m| m.revision.clone());
+        let gates = match lists
+            .iter()
+            .find(|l| l.iter().map(String::as_str).eq(selecting.iter().copied()))
+        {
+            Some(l) => l.clone(),
+            None => {
+                let l: Arc<[String]> = selecting.iter().map(|g| g.to_string()).collect();
+                lists.push(l.clone());
+                l
+            }
+        };
         let report = HeldReport {
             key: obj.key.clone(),
             owner: owner_key,
-            gates: selecting.into_iter().map(str::to_owned).collect(),
+            gates,
             held_by: obj
                 .mark
                 .as_ref()
-                .map(|m| m.gates.clone())
-                .unwrap_or_default(),
+                .map_or_else(|| self.none.clone(), |m| m.gates.clone()),
             held_by_person: obj.held_by_person(),
             newer_revision_applied: obj.mark.is_some()
-                && since_revision.is_some()
-                && applied_revision.is_some()
-                && since_revision != applied_revision,
+                && applied_revision
+                    .as_deref()
+                    .is_some_and(|a| since_revision.as_deref().is_some_and(|s| s != a)),
             since_revision,
             since: obj.mark.as_ref().and_then(|m| m.since.clone()),
         };
@@ -244,7 +337,7 @@ pub fn reconcile_requests<'s>(released: impl IntoIterator<Item = &'s HoldStep>) 
     let owners: BTreeSet<ObjectKey> = released
         .into_iter()
         .filter(|s| matches!(s.action, HoldAction::Release { .. }))
-        .filter_map(|s| s.owner.clone())
+        .filter_map(|s| s.owner.as_deref().cloned())
         .collect();
     owners.into_iter().collect()
 }
@@ -254,7 +347,7 @@ pub fn per_owner(report: &[HeldReport]) -> BTreeMap<ObjectKey, usize> {
     let mut out = BTreeMap::new();
     for r in report.iter().filter(|r| !r.held_by.is_empty()) {
         if let Some(o) = &r.owner {
-            *out.entry(o.clone()).or_default() += 1;
+            *out.entry(ObjectKey::clone(o)).or_default() += 1;
         }
     }
     out
@@ -296,6 +389,7 @@ mod tests {
             ignored: false,
             nesting: Default::default(),
             readiness: Default::default(),
+            inventory: None,
         }
     }
 
@@ -315,11 +409,11 @@ mod tests {
     fn marked(mut o: AppliedObject, rev: &str) -> AppliedObject {
         o.skipped_by_flux = true;
         o.disabled_annotation = true;
-        o.mark = Some(HeldMark {
-            gates: vec!["window".into()],
+        o.mark = Some(Arc::new(HeldMark {
+            gates: vec!["window".into()].into(),
             since: None,
             revision: Some(rev.into()),
-        });
+        }));
         o
     }
 
@@ -404,5 +498,35 @@ mod tests {
         let p = HoldPlanner::new(&[], &[]).plan(std::slice::from_ref(&o));
         assert!(matches!(p.steps[0].action, HoldAction::Release { .. }));
         assert_eq!(p.report.len(), 1, "still reported while marked");
+    }
+
+    #[test]
+    fn the_inventory_decides_ownership_labels_only_without_one() {
+        let gates = [gate(false)];
+        let mut apps = ks("r1");
+        apps.inventory =
+            Some("nginx_unlabelled_apps_Deployment\nnginx_nginx_apps_Deployment".into());
+        let kss = [apps];
+        let mut unlabelled = applied("apps", "Deployment", "unlabelled");
+        unlabelled.owner = None;
+        let copied = applied("apps", "Deployment", "copied");
+        let p = HoldPlanner::new(&gates, &kss).plan(&[
+            unlabelled,
+            copied.clone(),
+            marked(applied("apps", "Deployment", "nginx"), "r1"),
+        ]);
+        let marked_now: Vec<&str> = p.steps.iter().map(|s| &*s.key.name).collect();
+        assert_eq!(marked_now, ["unlabelled"], "listed without labels: held");
+        assert!(p.report.iter().all(|r| &*r.key.name != "copied"));
+        assert_eq!(p.held_count(), 1, "nginx stays held");
+        let planner = HoldPlanner::new(&gates, &kss);
+        assert_eq!(
+            planner.unwatched_entries(|e| e.1 == "nginx"),
+            [("nginx", "unlabelled", "apps", "Deployment")]
+        );
+        // Without an inventory the owner labels decide.
+        let kss = [ks("r1")];
+        let p = HoldPlanner::new(&gates, &kss).plan(std::slice::from_ref(&copied));
+        assert_eq!(p.steps.len(), 1);
     }
 }

@@ -1,8 +1,9 @@
 //! Metadata-only watches (PartialObjectMeta) of the `--held-kinds`, restricted
 //! to objects a Kustomization applied (`kustomize.toolkit.fluxcd.io/name`
-//! label present): the spoke keeps a few hundred bytes per applied object and
-//! never reads a Deployment's spec (the store holds each object once, its key
-//! inside it). Any event wakes the reconcile loop.
+//! label present): the spoke keeps about two hundred bytes per applied object
+//! and never reads a Deployment's spec (the store holds each object once, its
+//! key inside it; repeated values are interned). Any event wakes the reconcile
+//! loop.
 
 use std::{
     borrow::Borrow,
@@ -28,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     kinds::HeldKind,
     marks::OWNER_NAME,
-    observed::{AppliedObject, HeldKey},
+    observed::{AppliedObject, HeldKey, Interner},
 };
 use crate::metrics::Metrics;
 
@@ -62,6 +63,7 @@ impl Borrow<HeldKey> for ByKey {
 type Objects = BTreeSet<ByKey>;
 
 struct Watched {
+    kind: Arc<GroupKind>,
     resource: ApiResource,
     objects: Arc<RwLock<Objects>>,
     ready: Arc<AtomicBool>,
@@ -134,9 +136,12 @@ impl HeldWatches {
         let objects: Arc<RwLock<Objects>> = Arc::default();
         let ready = Arc::new(AtomicBool::new(false));
         let (store, is_ready, changed) = (objects.clone(), ready.clone(), self.changed.clone());
+        let gk_task = gk.clone();
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             let mut buffer = Objects::new();
+            // Shares namespaces, owners, label sets and marks between objects.
+            let mut interner = Interner::default();
             let write = || store.write().unwrap_or_else(PoisonError::into_inner);
             loop {
                 let event = tokio::select! {
@@ -145,24 +150,33 @@ impl HeldWatches {
                 };
                 match event {
                     Some(Ok(watcher::Event::Apply(o))) => {
-                        let a = AppliedObject::from_meta(&gk, &o.metadata);
-                        write().replace(ByKey(a));
+                        let a = AppliedObject::from_meta_in(&gk_task, &o.metadata, &mut interner);
+                        let live = {
+                            let mut objects = write();
+                            objects.replace(ByKey(a));
+                            objects.len()
+                        };
+                        // Marks of earlier closings pile up otherwise.
+                        if interner.len() > 2 * live + 64 {
+                            interner.sweep();
+                        }
                     }
                     Some(Ok(watcher::Event::Delete(o))) => {
-                        let a = AppliedObject::from_meta(&gk, &o.metadata);
+                        let a = AppliedObject::from_meta(&gk_task, &o.metadata);
                         write().remove(&a.key);
                     }
                     Some(Ok(watcher::Event::Init)) => buffer.clear(),
                     Some(Ok(watcher::Event::InitApply(o))) => {
-                        let a = AppliedObject::from_meta(&gk, &o.metadata);
+                        let a = AppliedObject::from_meta_in(&gk_task, &o.metadata, &mut interner);
                         buffer.replace(ByKey(a));
                     }
                     Some(Ok(watcher::Event::InitDone)) => {
                         *write() = std::mem::take(&mut buffer);
+                        interner.sweep();
                         is_ready.store(true, Ordering::Release);
                     }
                     Some(Err(e)) => {
-                        tracing::warn!(kind = %gk, error = %e, "held-kind watch error; retrying with backoff");
+                        tracing::warn!(kind = %gk_task, error = %e, "held-kind watch error; retrying with backoff");
                         continue;
                     }
                     None => break,
@@ -171,6 +185,7 @@ impl HeldWatches {
             }
         });
         Watched {
+            kind: gk,
             resource,
             objects,
             ready,
@@ -193,6 +208,17 @@ impl HeldWatches {
             );
         }
         out
+    }
+
+    /// The watched kind `group`/`kind` (shared by its objects), once listed.
+    pub async fn watched_kind(&self, group: &str, kind: &str) -> Option<Arc<GroupKind>> {
+        let kinds = self.kinds.read().await;
+        kinds
+            .values()
+            .find(|w| {
+                w.kind.group == group && w.kind.kind == kind && w.ready.load(Ordering::Acquire)
+            })
+            .map(|w| w.kind.clone())
     }
 
     /// A namespaced API for objects of `kind`, if it is watched.

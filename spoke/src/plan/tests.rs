@@ -30,6 +30,7 @@ fn obj(kind: FluxKind, name: &str) -> ObservedObject {
         ignored: false,
         nesting: Default::default(),
         readiness: Default::default(),
+        inventory: None,
     }
 }
 

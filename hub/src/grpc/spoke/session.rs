@@ -21,8 +21,8 @@ use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
 use crate::grpc::convert::{
-    held_from_proto, invalid, local_request_from_proto, object_from_proto, snapshot_to_proto,
-    to_status,
+    held_from_proto, invalid, local_gate_from_proto, local_request_from_proto, object_from_proto,
+    snapshot_to_proto, to_status,
 };
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
@@ -312,7 +312,10 @@ impl Session {
                 let held = (report.held_objects.into_iter().enumerate())
                     .map(|(i, o)| held_from_proto(first + i, o))
                     .collect::<Result<Vec<_>, Status>>()?;
-                let added = self.parts.add(objects, held, report.more);
+                let local_gates = (report.local_gates.into_iter().enumerate())
+                    .map(|(i, g)| local_gate_from_proto(i, g))
+                    .collect::<Result<Vec<_>, Status>>()?;
+                let added = self.parts.add(objects, held, local_gates, report.more);
                 if let Some(whole) = added.map_err(to_status)? {
                     self.inner.reports.submit(
                         &self.cluster,

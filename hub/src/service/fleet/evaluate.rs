@@ -31,6 +31,20 @@ impl ClusterEvals<'_> {
     pub fn combined(&self) -> Combined {
         fleetgate_policy::combine(self.gates.iter().map(|(g, e)| (g.name(), e)))
     }
+
+    /// [`Self::combined`] with the cluster's enforced local gates (Gate
+    /// objects made in it, as its spoke reported them): the spoke holds an
+    /// object while any gate governing it is closed, so a closed enforced
+    /// local gate closes the cluster's combined state too. Local gates not
+    /// enforced count for nothing.
+    pub fn combined_with(&self, local: &[super::LocalGate]) -> Combined {
+        let mut c = self.combined();
+        for g in local.iter().filter(|g| g.enforced && g.state != "open") {
+            c.open = false;
+            c.closed_by.push(g.name.clone());
+        }
+        c
+    }
 }
 
 /// The evaluation of a fleet read at its instant.

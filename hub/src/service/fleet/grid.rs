@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::FleetInputs;
 use super::evaluate::evaluate;
+use super::{FleetInputs, ObjectCounts};
 use crate::Result;
 use crate::service::liveness;
 
@@ -40,6 +40,12 @@ pub struct FleetRow {
     pub spoke_version: Option<String>,
     /// Objects with a change waiting for a gate.
     pub held: u32,
+    /// Objects inside Kustomizations that fleetgate holds (`mode: holdObjects`).
+    pub held_objects: u32,
+    /// Of those, objects whose Kustomization applied a newer revision since.
+    pub held_objects_waiting: u32,
+    /// Objects a person marked `reconcile: disabled` that a holdObjects gate selects.
+    pub held_objects_by_person: u32,
     /// Aligned with [`FleetGrid::gates`]; `None` where the gate does not apply.
     pub cells: Vec<Option<Cell>>,
 }
@@ -103,6 +109,10 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                     })
                 })
                 .collect();
+            let counts = inputs.reported.counts.get(&row.name);
+            let count = |f: fn(&ObjectCounts) -> i64| {
+                counts.map_or(0, |c| u32::try_from(f(c).max(0)).unwrap_or(u32::MAX))
+            };
             FleetRow {
                 name: row.name.clone(),
                 labels: row.labels.0.clone(),
@@ -114,6 +124,9 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                     .counts
                     .get(&row.name)
                     .map_or(0, |c| u32::try_from(c.held.max(0)).unwrap_or(u32::MAX)),
+                held_objects: count(|c| c.held_objects),
+                held_objects_waiting: count(|c| c.held_objects_waiting),
+                held_objects_by_person: count(|c| c.held_objects_by_person),
                 cells,
             }
         })

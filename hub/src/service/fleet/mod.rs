@@ -19,13 +19,14 @@ use sqlx::PgConnection;
 
 use super::{Actor, Role, Service};
 use crate::db::clusters::ClusterRow;
-use crate::db::overrides::OverrideRow;
+use crate::db::overrides::OverrideRecord;
 use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow};
 use crate::db::{self, clusters, gates, overrides, revision};
 use crate::{Error, Result};
 
 use crate::db::held_objects;
 pub use crate::db::held_objects::HeldObjectStatus;
+pub use crate::db::reports::LocalGate;
 pub use crate::db::status::ObjectStatus;
 pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate};
@@ -93,6 +94,16 @@ pub struct Reported {
     pub held_objects_by_gate: HashMap<(String, String), i64>,
     /// Every reported held object ([`Scope::Cluster`] only), held ones first.
     pub held_object_list: Vec<HeldObjectStatus>,
+    /// Gate objects made in each cluster, by name, as its spoke reported
+    /// them (clusters without any absent).
+    pub local_gates: HashMap<String, Vec<LocalGate>>,
+}
+
+impl Reported {
+    /// `cluster`'s local gates (none when it reported none).
+    pub fn local_gates_of(&self, cluster: &str) -> &[LocalGate] {
+        self.local_gates.get(cluster).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// Everything the fleet's views are computed from, read at one instant.
@@ -108,7 +119,7 @@ pub struct FleetInputs {
     pub gates: Vec<GateInput>,
     /// Live overrides (neither cancelled nor expired at `at`: active or
     /// starting later) by gate, oldest first.
-    overrides: HashMap<String, Vec<OverrideRow>>,
+    overrides: HashMap<String, Vec<OverrideRecord>>,
     pub reported: Reported,
     /// Rollout releases of current rollouts, by (gate, cluster).
     pub releases: HashMap<(String, String), ReleaseRow>,
@@ -150,7 +161,7 @@ impl FleetInputs {
             })
             .collect::<Result<Vec<_>>>()?;
         let gate_names: Vec<String> = gates.iter().map(|g| g.name().to_string()).collect();
-        let mut by_gate: HashMap<String, Vec<OverrideRow>> = HashMap::new();
+        let mut by_gate: HashMap<String, Vec<OverrideRecord>> = HashMap::new();
         for row in overrides::live_for_gates(tx, &gate_names, now).await? {
             by_gate.entry(row.gate.clone()).or_default().push(row);
         }
@@ -160,6 +171,10 @@ impl FleetInputs {
             Scope::Cluster(name) => Reported {
                 objects: db::status::for_cluster(tx, name).await?,
                 held_object_list: held_objects::for_cluster(tx, name).await?,
+                local_gates: db::reports::local_gates(tx, Some(name))
+                    .await?
+                    .into_iter()
+                    .collect(),
                 ..Reported::default()
             },
         };
@@ -191,7 +206,7 @@ impl FleetInputs {
     }
 
     /// Every live override, oldest first per gate.
-    pub fn live_overrides(&self) -> impl Iterator<Item = &OverrideRow> {
+    pub fn live_overrides(&self) -> impl Iterator<Item = &OverrideRecord> {
         self.gates
             .iter()
             .filter_map(|g| self.overrides.get(g.name()))
@@ -240,6 +255,10 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
         held_by_gate: by_gate(db::status::held_by_gate(tx).await?),
         held_digests,
         held_objects_by_gate: by_gate(held_objects::held_by_gate(tx).await?),
+        local_gates: db::reports::local_gates(tx, None)
+            .await?
+            .into_iter()
+            .collect(),
         ..Reported::default()
     })
 }
@@ -247,13 +266,13 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
 /// Whether override `row` applies to `cluster`: it is `gate`'s, the gate's
 /// scope includes the cluster, and the override's own scope (absent: the
 /// whole gate scope) does too.
-pub(crate) fn applies(gate: &Gate, cluster: &ClusterRow, row: &OverrideRow) -> bool {
+pub(crate) fn applies(gate: &Gate, cluster: &ClusterRow, row: &OverrideRecord) -> bool {
     row.gate == gate.name()
         && gate.spec.clusters.matches(&cluster.name, &cluster.labels.0)
         && row
-            .scope
+            .clusters
             .as_ref()
-            .is_none_or(|s| s.0.matches(&cluster.name, &cluster.labels.0))
+            .is_none_or(|s| s.matches(&cluster.name, &cluster.labels.0))
 }
 
 /// Those of `rows` that apply to `cluster` for `gate`, in the policy crate's
@@ -261,7 +280,7 @@ pub(crate) fn applies(gate: &Gate, cluster: &ClusterRow, row: &OverrideRow) -> b
 pub(crate) fn applying<'a>(
     gate: &Gate,
     cluster: &ClusterRow,
-    rows: impl IntoIterator<Item = &'a OverrideRow>,
+    rows: impl IntoIterator<Item = &'a OverrideRecord>,
 ) -> Vec<Override> {
     rows.into_iter()
         .filter(|r| applies(gate, cluster, r))
@@ -276,7 +295,7 @@ pub(crate) fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
 }
 
 /// The policy-crate form of a stored override.
-pub(crate) fn to_policy(row: &OverrideRow) -> Override {
+pub(crate) fn to_policy(row: &OverrideRecord) -> Override {
     Override {
         id: row.id.to_string(),
         gate: row.gate.clone(),

@@ -26,7 +26,11 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         .ok_or_else(|| Error::Internal("cluster read without its cluster".into()))?;
     let objects = &inputs.reported.objects;
     let held_list = &inputs.reported.held_object_list;
-    let combined = cluster.combined();
+    let local_gates = inputs
+        .reported
+        .local_gates_of(&cluster.cluster.row.name)
+        .to_vec();
+    let combined = cluster.combined_with(&local_gates);
     let gates = cluster
         .gates
         .iter()
@@ -68,11 +72,11 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         .flatten()
         .filter(|o| o.requested_in.as_ref() == Some(name))
         .cloned()
-        .map(OverrideRecord::from)
         .collect();
     local_requests.sort_by_key(|o| std::cmp::Reverse((o.created_at, o.id)));
     Ok(ClusterStatus {
         local_requests,
+        local_gates,
         cluster: liveness::at(cluster.cluster.row.clone(), inputs.at).into(),
         at: inputs.at,
         open: combined.open,
@@ -104,7 +108,7 @@ pub(super) fn fleet_status(
 
 fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) -> ClusterBrief {
     let row = &evals.cluster.row;
-    let combined = evals.combined();
+    let combined = evals.combined_with(inputs.reported.local_gates_of(&row.name));
     let gates = evals
         .gates
         .iter()

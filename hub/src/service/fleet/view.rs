@@ -62,6 +62,9 @@ pub struct FleetView {
     pub held_objects: BTreeMap<String, HeldSet>,
     /// Each gate's newest rollout (current or ended), by gate.
     pub rollouts: BTreeMap<String, RolloutSummary>,
+    /// Gate objects made in each cluster as its spoke reported them
+    /// (clusters without any absent).
+    pub local_gates: BTreeMap<String, Vec<super::LocalGate>>,
     /// The earliest next transition of any (gate, cluster).
     pub next_transition: Option<DateTime<Utc>>,
 }
@@ -72,7 +75,7 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
         at: inputs.at,
         overrides: inputs
             .live_overrides()
-            .map(|r| (r.id.to_string(), OverrideRecord::from(r.clone())))
+            .map(|r| (r.id.to_string(), r.clone()))
             .collect(),
         rollouts: inputs
             .rollouts
@@ -126,5 +129,11 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
             );
         }
     }
+    view.local_gates = inputs
+        .reported
+        .local_gates
+        .iter()
+        .map(|(c, g)| (c.clone(), g.clone()))
+        .collect();
     Ok(view)
 }

@@ -62,7 +62,7 @@ pub async fn step_gate(
     let rows = overrides::live_for_gates(tx, &[gate_name.to_string()], now).await?;
     let gate_wide: Vec<_> = rows
         .iter()
-        .filter(|r| r.scope.is_none())
+        .filter(|r| r.clusters.is_none())
         .map(to_policy)
         .collect();
     let gate_open_since = compiled.open_since(now, &gate_wide);
@@ -74,7 +74,7 @@ pub async fn step_gate(
             let evaluation = compiled.evaluate(now, &own);
             let bypass = evaluation.state == GateState::Open
                 && rows.iter().any(|r| {
-                    r.scope.is_some()
+                    r.clusters.is_some()
                         && r.state == "open"
                         && to_policy(r).is_active(now)
                         && crate::service::fleet::applies(&gate, c, r)
