@@ -46,6 +46,7 @@ fn gate(default: &str) -> Snapshot {
                          "objects": {"kinds": [{"group": "apps", "kind": "Deployment"}]},
                          "default": default}}),
             release: None,
+            waiting: None,
         }],
         overrides: vec![],
         local_gates_enforced: false,

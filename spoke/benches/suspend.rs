@@ -86,6 +86,7 @@ async fn run(n: usize) -> anyhow::Result<()> {
             manifest: json!({"apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "freeze"},
                              "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["Kustomization"]}, "default": "closed"}}),
             release: None,
+            waiting: None,
         }],
         overrides: vec![],
         hub_time: None,

@@ -29,6 +29,7 @@ pub mod report;
 pub mod snapshot;
 pub mod snapshot_store;
 pub mod watch;
+pub mod waves;
 
 use std::{sync::Arc, time::Duration};
 

@@ -7,6 +7,7 @@ use fleetgate_policy::{CompiledGate, Evaluation, GateState, Mode, Override, pars
 use fleetgate_proto::{time::from_timestamp, v1 as pb};
 use serde::{Deserialize, Serialize};
 
+pub use crate::waves::{Release, WAITING_FOR_WAVE, Waiting};
 use crate::{
     error::{Error, Result},
     plan::GateView,
@@ -50,16 +51,10 @@ pub struct GateRule {
     /// the open period that began at `opening_at`. Absent: not released.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release: Option<Release>,
-}
-
-/// A rollout wave's release of this cluster (see README "Rollouts").
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Release {
-    pub rollout_id: String,
-    /// The instant the gate's open period that this release is for began.
-    pub opening_at: DateTime<Utc>,
-    pub wave: u32,
+    /// For a gate with `spec.rollout`: the wave the hub's current rollout placed
+    /// this cluster in, not released yet. Shown only; never opens anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
 }
 
 fn required_time(ts: Option<&prost_types::Timestamp>, what: &str) -> Result<DateTime<Utc>> {
@@ -91,6 +86,11 @@ impl Snapshot {
                 version: g.version,
                 manifest,
                 release,
+                waiting: g.waiting.map(|w| Waiting {
+                    rollout_id: w.rollout_id,
+                    wave: w.wave,
+                    wave_name: w.wave_name,
+                }),
             });
         }
         let mut overrides = Vec::with_capacity(msg.overrides.len());
@@ -213,6 +213,7 @@ impl CompiledSnapshot {
                 version: 0,
                 manifest,
                 release: None,
+                waiting: None,
             }],
             overrides: vec![],
             hub_time: None,
@@ -289,27 +290,10 @@ impl CompiledSnapshot {
         }
         // Only the hub releases waves: a local gate with `spec.rollout` stays
         // closed (fail-safe), like a standalone one.
-        let release = (i < self.hub_gates)
+        let rule = (i < self.hub_gates)
             .then(|| self.snapshot.gates.get(i))
-            .flatten()
-            .and_then(|r| r.release.as_ref());
-        let since = gate.open_since(now, overrides);
-        match (release, since) {
-            (Some(r), Some(since)) if r.opening_at >= since => eval,
-            (release, _) => Evaluation {
-                state: GateState::Closed,
-                reason: match release {
-                    Some(r) => format!(
-                        "waiting for rollout wave {} (the release is for an earlier opening)",
-                        r.wave + 1
-                    ),
-                    None => "waiting for rollout wave (not released on this cluster)".into(),
-                },
-                // Re-planned when a snapshot brings the release; the window's own
-                // close still applies.
-                next_transition: eval.next_transition,
-            },
-        }
+            .flatten();
+        crate::waves::hold(rule, eval, gate.open_since(now, overrides))
     }
 
     /// Evaluates every gate at `now` with the snapshot's overrides and `local`
@@ -373,6 +357,7 @@ mod tests {
                 version: 1,
                 manifest_json: manifest("g", "open"),
                 release: None,
+                waiting: None,
             }],
             overrides: vec![pb::Override {
                 id: "o1".into(),
@@ -402,65 +387,6 @@ mod tests {
         assert!(compiled.evaluate(at("2026-11-27T11:00:00Z")).gates[0].open);
     }
 
-    fn rollout_gate(release: Option<pb::RolloutRelease>) -> CompiledSnapshot {
-        let manifest = serde_json::json!({
-            "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "w"},
-            "spec": {"clusters": {"names": ["c1"]}, "targets": {"kinds": ["Kustomization"]},
-                     "default": "closed",
-                     "windows": [{"name": "day", "kind": "allow", "schedule": "0 8 * * *", "duration": "4h",
-                                  "timeZone": "UTC"}],
-                     "rollout": {"waves": [{"clusters": {"names": ["c1"]}}, {"percent": 100}]}}
-        });
-        let msg = pb::Snapshot {
-            revision: 3,
-            cluster: "c1".into(),
-            gates: vec![pb::GateRule {
-                name: "w".into(),
-                version: 1,
-                manifest_json: manifest.to_string(),
-                release,
-            }],
-            ..Default::default()
-        };
-        CompiledSnapshot::compile(Snapshot::from_proto(msg).unwrap()).unwrap()
-    }
-
-    fn release(opening_at: &str) -> Option<pb::RolloutRelease> {
-        Some(pb::RolloutRelease {
-            rollout_id: "r1".into(),
-            opening_at: Some(to_timestamp(at(opening_at))),
-            wave: 0,
-        })
-    }
-
-    #[test]
-    fn a_rollout_gate_opens_only_with_its_release_for_this_opening() {
-        let inside = at("2026-11-27T09:00:00Z");
-        // Not released: closed inside the window, with the reason.
-        let eval = rollout_gate(None).evaluate(inside);
-        assert!(!eval.gates[0].open);
-        assert!(
-            eval.gates[0].reason.contains("waiting for rollout wave"),
-            "{eval:?}"
-        );
-        // Released for today's opening: open.
-        let snap = rollout_gate(release("2026-11-27T08:00:00Z"));
-        assert!(snap.evaluate(inside).gates[0].open);
-        // The same release tomorrow (a later opening, e.g. a spoke cut off from
-        // the hub): closed again.
-        assert!(!snap.evaluate(at("2026-11-28T09:00:00Z")).gates[0].open);
-        // Outside the window a release opens nothing: closing never waits.
-        assert!(!snap.evaluate(at("2026-11-27T13:00:00Z")).gates[0].open);
-        // Same judgement for one gate by name (Gate objects, the Flagger endpoint).
-        let one = snap.evaluate_gate("w", inside, &[]).unwrap();
-        assert!(one.state.is_open());
-        let stale = rollout_gate(release("2026-11-26T08:00:00Z"));
-        assert!(
-            !stale.evaluate(inside).gates[0].open,
-            "a release from yesterday"
-        );
-    }
-
     #[test]
     fn bad_content_is_rejected_with_its_path() {
         let msg = pb::Snapshot {
@@ -470,6 +396,7 @@ mod tests {
                 version: 1,
                 manifest_json: "{".into(),
                 release: None,
+                waiting: None,
             }],
             ..Default::default()
         };
@@ -495,6 +422,7 @@ mod tests {
                 version: 1,
                 manifest: serde_json::json!({"kind": "Gate"}),
                 release: None,
+                waiting: None,
             }],
             overrides: vec![],
             hub_time: None,
@@ -513,6 +441,7 @@ mod tests {
             version: 1,
             manifest: serde_json::from_str(&manifest(name, default)).unwrap(),
             release: None,
+            waiting: None,
         };
         let mut snap = Snapshot {
             revision: 5,

@@ -67,6 +67,7 @@ fn hold_gate(default: &str) -> pb::GateRule {
         version: 1,
         manifest_json: manifest.to_string(),
         release: None,
+        waiting: None,
     }
 }
 

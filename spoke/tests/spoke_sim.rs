@@ -374,6 +374,7 @@ async fn helm_releases_are_suspended_held_and_their_sources_frozen() {
         })
         .to_string(),
         release: None,
+        waiting: None,
     };
     let mut hub = FakeHub::start().await;
     hub.set(snapshot(1, vec![web_gate], vec![]));

@@ -92,6 +92,19 @@ async fn waves_release_in_order_at_the_window_edge_and_a_freeze_closes_every_clu
     let (state, reason) = gate_state(&f, 5).await.expect("cluster-005 gate state");
     assert_eq!(state, "closed");
     assert!(reason.contains("waiting for rollout wave 3"), "{reason}");
+    // In the cluster, its Gate object says the same, naming the wave.
+    let gate_object = f.gate_object(5).await;
+    let opened = gate_object.data["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Opened"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(opened["status"], "False", "{opened}");
+    assert_eq!(opened["reason"], "WaitingForWave", "{opened}");
+    assert_eq!(
+        opened["message"],
+        "waiting for rollout wave 3 'rest' (not released on this cluster yet)"
+    );
     f.recorder.wait_applied(5, &rev(2)).await;
     let done = f
         .wait_rollout("rollout completed", |r| state_is(r, "completed"))

@@ -220,14 +220,39 @@ pub async fn releases(
     Ok(rows)
 }
 
+/// A cluster of a current rollout not released yet: the wave it waits for.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct WaitingRow {
+    pub gate: String,
+    pub cluster: String,
+    pub rollout_id: Uuid,
+    /// 0-based.
+    pub wave: i32,
+    /// `spec.rollout.waves[wave].name` (none for unnamed and late waves).
+    pub wave_name: Option<String>,
+    /// The rollout's state (running, paused, halted, aborted, completed).
+    pub state: String,
+}
+
+impl WaitingRow {
+    /// The wave's name as every surface shows it (`wave-N`, 1-based, when unnamed).
+    pub fn wave_name(&self) -> String {
+        self.wave_name
+            .clone()
+            .unwrap_or_else(|| format!("wave-{}", self.wave + 1))
+    }
+}
+
 /// The waves of the current rollouts' clusters not released yet, with the rollout's
-/// state, by (gate, cluster): the views' "waiting for rollout wave N".
+/// state, by (gate, cluster): the views' "waiting for rollout wave N" and the snapshots'
+/// `GateRule.waiting`.
 pub async fn waiting(
     conn: &mut PgConnection,
     names: Option<&[String]>,
-) -> Result<HashMap<(String, String), (i32, String)>> {
-    let rows: Vec<(String, String, i32, String)> = sqlx::query_as(
-        "select r.gate, m.cluster, m.wave, r.state from rollout_clusters m \
+) -> Result<HashMap<(String, String), WaitingRow>> {
+    let rows: Vec<WaitingRow> = sqlx::query_as(
+        "select r.gate, m.cluster, r.id as rollout_id, m.wave, \
+         r.spec->'waves'->m.wave->>'name' as wave_name, r.state from rollout_clusters m \
          join rollouts r on r.id = m.rollout_id \
          where r.ended_at is null and m.released_at is null \
          and ($1::text[] is null or m.cluster = any($1))",
@@ -237,7 +262,7 @@ pub async fn waiting(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(g, c, w, s)| ((g, c), (w, s)))
+        .map(|w| ((w.gate.clone(), w.cluster.clone()), w))
         .collect())
 }
 

@@ -57,6 +57,7 @@ pub(super) fn test_gates(gates: &[(&str, u64)]) -> Vec<crate::service::fleet::Sn
             version: *v,
             manifest_json: "{}".into(),
             release: None,
+            waiting: None,
         })
         .collect()
 }

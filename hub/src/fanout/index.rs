@@ -118,6 +118,7 @@ mod tests {
             version,
             manifest_json: format!("{{\"metadata\":{{\"name\":\"{name}\"}}}}").into(),
             release: None,
+            waiting: None,
         }
     }
 

@@ -67,6 +67,11 @@ pub fn snapshot_to_proto(
                     opening_at: Some(to_timestamp(r.opening_at)),
                     wave: r.wave,
                 }),
+                waiting: g.waiting.as_ref().map(|w| pb::RolloutWaiting {
+                    rollout_id: w.rollout_id.clone(),
+                    wave: w.wave,
+                    wave_name: w.wave_name.clone(),
+                }),
             })
             .collect(),
         overrides: s.overrides.iter().map(override_to_proto).collect(),

@@ -77,6 +77,7 @@ impl InForce {
                 // No hub releases waves here: a standalone Gate with `spec.rollout`
                 // stays closed (fail-safe), saying why.
                 release: None,
+                waiting: None,
             })
             .collect();
         if current.is_some_and(|c| c.gates == gates) {

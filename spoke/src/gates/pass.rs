@@ -102,6 +102,10 @@ pub(super) async fn pass(
 /// The condition reason for an evaluation: the rule, with overrides made by a
 /// request in the cluster named as such.
 fn reason_of(eval: &Evaluation, overrides: &[Override], now: DateTime<Utc>) -> &'static str {
+    // Open by its rules, closed by a rollout that has not released this cluster.
+    if !eval.state.is_open() && eval.reason.starts_with(crate::snapshot::WAITING_FOR_WAVE) {
+        return "WaitingForWave";
+    }
     match eval.rule() {
         Rule::Override => {
             let newest = overrides

@@ -167,6 +167,7 @@ fn local_spec(
                     version: generation.unwrap_or(0),
                     manifest: local::manifest(&name, spec),
                     release: None,
+                    waiting: None,
                 },
             );
             Spec::Enforced

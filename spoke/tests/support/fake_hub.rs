@@ -287,6 +287,7 @@ pub fn gate(name: &str, mode: &str, kinds: &[&str], default: &str) -> pb::GateRu
         version: 1,
         manifest_json: gate_json(name, mode, kinds, default),
         release: None,
+        waiting: None,
     }
 }
 
@@ -301,6 +302,7 @@ pub fn gate_named(name: &str, mode: &str, names: &[&str], default: &str) -> pb::
         version: 1,
         manifest_json: manifest.to_string(),
         release: None,
+        waiting: None,
     }
 }
 

@@ -315,6 +315,22 @@ impl Fleet {
         self.clusters[i].name.clone()
     }
 
+    /// Cluster `i`'s Gate object `waves` once its spoke reports the gate waiting for a wave
+    /// (bounded wait).
+    pub async fn gate_object(&self, i: usize) -> DynamicObject {
+        let client = fleetgate_tests::kube_client_from_file(&self.clusters[i].kubeconfig).await;
+        let api: Api<DynamicObject> = Api::all_with(client, &resource("fleetgate.io", "Gate"));
+        poll("the Gate object waits for its wave", || async {
+            let g = api.get_opt(GATE).await.ok()??;
+            let waiting = g.data["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .any(|c| c["type"] == "Opened" && c["reason"] == "WaitingForWave");
+            waiting.then_some(g)
+        })
+        .await
+    }
+
     /// Waits until cluster `i`'s Kustomization is suspended (`true`) or not.
     pub async fn wait_suspended(&self, i: usize, suspended: bool) {
         self.recorder.wait_suspended(i, suspended).await;

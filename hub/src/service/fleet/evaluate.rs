@@ -97,12 +97,16 @@ fn held_by_rollout(
     let wave = inputs
         .waiting
         .get(&key)
-        .and_then(|(w, _)| u32::try_from(w + 1).ok());
+        .and_then(|w| u32::try_from(w.wave + 1).ok());
     let reason = match inputs.waiting.get(&key) {
-        Some((wave, state)) if state == "running" => {
-            format!("waiting for rollout wave {}", wave + 1)
+        Some(w) if w.state == "running" => {
+            format!("waiting for rollout wave {}", w.wave + 1)
         }
-        Some((wave, state)) => format!("waiting for rollout wave {} (rollout {state})", wave + 1),
+        Some(w) => format!(
+            "waiting for rollout wave {} (rollout {})",
+            w.wave + 1,
+            w.state
+        ),
         None => "waiting for the rollout to release it".to_string(),
     };
     let held = Evaluation {

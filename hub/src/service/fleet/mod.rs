@@ -20,7 +20,7 @@ use sqlx::PgConnection;
 use super::{Actor, Role, Service};
 use crate::db::clusters::ClusterRow;
 use crate::db::overrides::OverrideRecord;
-use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow};
+use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow, WaitingRow};
 use crate::db::{self, clusters, gates, overrides, revision};
 use crate::{Error, Result};
 
@@ -29,7 +29,7 @@ pub use crate::db::held_objects::HeldObjectStatus;
 pub use crate::db::reports::LocalGate;
 pub use crate::db::status::ObjectStatus;
 pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
-pub use snapshot::{Snapshot, SnapshotGate};
+pub use snapshot::{Snapshot, SnapshotGate, Waiting};
 pub use status::{ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
 pub use view::{FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState};
@@ -123,8 +123,8 @@ pub struct FleetInputs {
     pub reported: Reported,
     /// Rollout releases of current rollouts, by (gate, cluster).
     pub releases: HashMap<(String, String), ReleaseRow>,
-    /// Clusters current rollouts have not released: (wave, rollout state) by (gate, cluster).
-    pub waiting: HashMap<(String, String), (i32, String)>,
+    /// Clusters current rollouts have not released: their wave, by (gate, cluster).
+    pub waiting: HashMap<(String, String), WaitingRow>,
     /// Each gate's newest rollout ([`Scope::Fleet`] only).
     pub rollouts: Vec<RolloutSummaryRow>,
 }

@@ -24,6 +24,18 @@ pub struct SnapshotGate {
     /// For a gate with `spec.rollout`: this cluster's release for the gate's current open
     /// period (`None`: the rollout keeps it closed).
     pub release: Option<Release>,
+    /// For a gate with `spec.rollout`: the wave its current rollout placed this cluster in,
+    /// while that wave is not released (shown by the spoke, never opens anything).
+    pub waiting: Option<Waiting>,
+}
+
+/// The wave a cluster waits for, in a snapshot (`GateRule.waiting`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub rollout_id: String,
+    /// 0-based.
+    pub wave: u32,
+    pub wave_name: String,
 }
 
 /// A rollout release in a snapshot (`GateRule.release`).
@@ -117,6 +129,14 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
                             opening_at: r.opening_at,
                             wave: u32::try_from(r.wave).unwrap_or(0),
                         }),
+                    waiting: inputs
+                        .waiting
+                        .get(&(g.name().to_string(), c.row.name.clone()))
+                        .map(|w| Waiting {
+                            rollout_id: w.rollout_id.to_string(),
+                            wave: u32::try_from(w.wave).unwrap_or(0),
+                            wave_name: w.wave_name(),
+                        }),
                 });
                 overrides.extend(inputs.applying(g, &c.row));
             }
@@ -177,12 +197,14 @@ mod tests {
                     version: 1,
                     manifest_json: "".into(),
                     release: None,
+                    waiting: None,
                 },
                 SnapshotGate {
                     name: "a".into(),
                     version: 1,
                     manifest_json: "".into(),
                     release: None,
+                    waiting: None,
                 },
             ],
             vec![],

@@ -145,7 +145,9 @@ pub async fn step_gate(
                 if m.released_at.is_some() {
                     m.release_revision = Some(next_revision);
                 }
-                if prev.is_some_and(|p| p.released_at.is_some()) || m.released_at.is_some() {
+                // A new member (the rollout started, or it joined) learns its wave; a
+                // released or re-closed one its release.
+                if prev.is_none_or(|p| p.released_at.is_some()) || m.released_at.is_some() {
                     affected.push(m.cluster.clone());
                 }
             }
