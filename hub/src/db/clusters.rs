@@ -113,6 +113,20 @@ pub async fn by_token_hash(
     Ok(found.map(|w| (w.row, w.token_hash)))
 }
 
+/// The clusters whose tokens hash to any of `hashes`, with the stored hashes.
+pub async fn by_token_hashes(
+    conn: &mut PgConnection,
+    hashes: &[Vec<u8>],
+) -> Result<Vec<(ClusterRow, Vec<u8>)>> {
+    let found: Vec<WithHash<ClusterRow>> = sqlx::query_as(sql!(
+        "select {COLUMNS}, c.token_hash from {FROM} where c.token_hash = any($1)"
+    ))
+    .bind(hashes)
+    .fetch_all(conn)
+    .await?;
+    Ok(found.into_iter().map(|w| (w.row, w.token_hash)).collect())
+}
+
 /// Clusters with their spoke token hashes, by name: all of them, or those of
 /// `names` that exist.
 pub async fn with_token_hash(

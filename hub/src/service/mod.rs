@@ -15,6 +15,7 @@ pub mod overrides;
 pub mod page;
 pub mod reports;
 pub mod rollouts;
+pub mod spoke_auth;
 pub mod tokens;
 pub mod types;
 

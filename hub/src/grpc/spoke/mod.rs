@@ -23,6 +23,7 @@ use crate::metrics::GrpcMetrics;
 use crate::replica::Replica;
 use crate::service::Service;
 use crate::service::reports::Reports;
+use crate::service::spoke_auth::SpokeAuth;
 
 /// Tunables of spoke streams.
 #[derive(Debug, Clone)]
@@ -71,6 +72,8 @@ struct Inner {
     cfg: StreamConfig,
     shutdown: CancellationToken,
     metrics: GrpcMetrics,
+    /// Token checks of connecting spokes, batched.
+    auth: SpokeAuth,
 }
 
 impl SpokeApi {
@@ -85,6 +88,7 @@ impl SpokeApi {
                 cfg: StreamConfig::new(replica.id(), &replica.grpc),
                 shutdown,
                 metrics: replica.grpc_metrics.clone(),
+                auth: SpokeAuth::new(replica.service.clone()),
             }),
         }
     }
@@ -103,8 +107,8 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
         let token = bearer(&req)?;
         let cluster = self
             .inner
-            .service
-            .authenticate_spoke(&token)
+            .auth
+            .authenticate(&token)
             .await
             .map_err(to_status)?
             .name;
