@@ -34,7 +34,9 @@ pub fn bin_path(name: &str) -> PathBuf {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if !path.exists() {
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.args(["build", "--bin", name]);
+        // `--workspace`: run from this package's directory, a bare `--bin` only looks in
+        // fleetgate-tests, which has no binaries.
+        cmd.args(["build", "--workspace", "--bin", name]);
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
