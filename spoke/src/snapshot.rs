@@ -293,7 +293,12 @@ impl CompiledSnapshot {
         let rule = (i < self.hub_gates)
             .then(|| self.snapshot.gates.get(i))
             .flatten();
-        crate::waves::hold(rule, eval, gate.open_since(now, overrides))
+        crate::waves::hold(
+            rule.and_then(|r| r.release.as_ref()),
+            rule.and_then(|r| r.waiting.as_ref()),
+            eval,
+            gate.open_since(now, overrides),
+        )
     }
 
     /// Evaluates every gate at `now` with the snapshot's overrides and `local`

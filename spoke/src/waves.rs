@@ -7,8 +7,6 @@ use chrono::{DateTime, Utc};
 use fleetgate_policy::{Evaluation, GateState};
 use serde::{Deserialize, Serialize};
 
-use crate::snapshot::GateRule;
-
 /// The wave this cluster waits for in a rollout.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -35,16 +33,21 @@ pub struct Release {
 
 /// The evaluation of a rollout gate its rules open at an instant whose open period began
 /// at `since`: open only with a release of this cluster for that period (`opening_at` not
-/// before `since`), else closed with a reason starting [`WAITING_FOR_WAVE`]. `rule` is the
-/// hub's rule for the gate (`None` for local and standalone gates: never released).
-pub fn hold(rule: Option<&GateRule>, eval: Evaluation, since: Option<DateTime<Utc>>) -> Evaluation {
-    let release = rule.and_then(|r| r.release.as_ref());
+/// before `since`), else closed with a reason starting [`WAITING_FOR_WAVE`]. `release` and
+/// `waiting` come from the hub's rule for the gate (both `None` for local and standalone
+/// gates: never released).
+pub fn hold(
+    release: Option<&Release>,
+    waiting: Option<&Waiting>,
+    eval: Evaluation,
+    since: Option<DateTime<Utc>>,
+) -> Evaluation {
     if let (Some(r), Some(since)) = (release, since)
         && r.opening_at >= since
     {
         return eval;
     }
-    let reason = match (rule.and_then(|r| r.waiting.as_ref()), release) {
+    let reason = match (waiting, release) {
         (Some(w), _) => format!(
             "{WAITING_FOR_WAVE} {} '{}' (not released on this cluster yet)",
             w.wave + 1,
