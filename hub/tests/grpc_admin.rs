@@ -1,17 +1,15 @@
 //! The admin API over a real socket: roles as in REST, spoke tokens refused,
 //! validation errors as INVALID_ARGUMENT naming the field (and nothing
 //! written), writes visible through REST, WatchFleet events. Health and
-//! reflection are in `grpc_reflection.rs`.
+//! reflection are in `grpc_reflection.rs`, rollouts in `grpc_admin_rollout.rs`.
 
 mod common;
 mod grpc_support;
 
-use axum::http::StatusCode;
 use common::{Hub, business_hours, simple_gate};
 use fleetgate_proto::v1::{self as pb, fleet_event::Event};
 use grpc_support::{Grpc, TestSpoke, authed, within};
 use serde_json::json;
-use tonic::Code;
 
 #[tokio::test]
 async fn roles_and_token_kinds() {
@@ -534,73 +532,5 @@ async fn watch_fleet_streams_transitions_overrides_and_connections() {
         }
     })
     .await;
-    grpc.stop().await;
-}
-
-/// `GetRollout` and `RolloutCommand`: the same rollout as REST, roles decided once (a viewer
-/// cannot pause), a command the state refuses is FAILED_PRECONDITION, an unknown one
-/// INVALID_ARGUMENT naming the field.
-#[tokio::test]
-async fn rollout_status_and_commands() {
-    let hub = Hub::new().await;
-    hub.register("c1", json!({"env": "prod"})).await;
-    hub.register("c2", json!({"env": "prod"})).await;
-    let r = hub
-        .create_gate_yaml(
-            "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: waves}\nspec:\n  clusters: {names: [c1, c2]}\n  rollout:\n    waves: [{clusters: {names: [c1]}}, {}]\n",
-        )
-        .await;
-    assert_eq!(r.status, axum::http::StatusCode::CREATED, "{}", r.text);
-    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
-    let mut admin = grpc.admin();
-    let get = || {
-        authed(
-            pb::GetRolloutRequest {
-                gate: "waves".into(),
-            },
-            &hub.viewer,
-        )
-    };
-    let err = admin.get_rollout(get()).await.unwrap_err();
-    assert_eq!(err.code(), tonic::Code::NotFound);
-    hub.service.step_rollouts().await.unwrap();
-    let info = admin.get_rollout(get()).await.unwrap().into_inner();
-    assert_eq!(info.state, "running");
-    assert_eq!(info.waves.len(), 2);
-    assert_eq!(info.waves[0].clusters[0].name, "c1");
-    assert!(info.waves[0].clusters[0].released_at.is_some());
-    assert_eq!(info.waves[1].clusters[0].released_at, None);
-
-    let cmd = |command: &str, token: &str| {
-        authed(
-            pb::RolloutCommandRequest {
-                gate: "waves".into(),
-                command: command.into(),
-            },
-            token,
-        )
-    };
-    let err = admin
-        .rollout_command(cmd("pause", &hub.viewer))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::PermissionDenied);
-    let err = admin
-        .rollout_command(cmd("skip", &hub.operator))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::InvalidArgument);
-    assert!(err.message().starts_with("command"), "{err:?}");
-    let info = admin
-        .rollout_command(cmd("pause", &hub.operator))
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(info.state, "paused");
-    let err = admin
-        .rollout_command(cmd("release-next", &hub.operator))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
     grpc.stop().await;
 }
