@@ -6,10 +6,12 @@
 mod common;
 mod grpc_support;
 
+use axum::http::StatusCode;
 use common::{Hub, business_hours, simple_gate};
 use fleetgate_proto::v1::{self as pb, fleet_event::Event};
 use grpc_support::{Grpc, TestSpoke, authed, within};
 use serde_json::json;
+use tonic::Code;
 
 #[tokio::test]
 async fn roles_and_token_kinds() {

@@ -4,12 +4,10 @@
 mod common;
 mod grpc_support;
 
-use axum::http::StatusCode;
 use common::Hub;
 use fleetgate_proto::v1 as pb;
 use grpc_support::{Grpc, authed};
 use serde_json::json;
-use tonic::Code;
 
 /// `GetRollout` and `RolloutCommand`: the same rollout as REST, roles decided once (a viewer
 /// cannot pause), a command the state refuses is FAILED_PRECONDITION, an unknown one
