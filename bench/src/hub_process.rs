@@ -143,7 +143,7 @@ impl HubProcess {
             if Instant::now() > deadline {
                 break; // ChildGuard's drop kills it
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
         Ok(())
     }
