@@ -30,6 +30,10 @@ pub struct BenchConfig {
     /// and the idle window for its CPU.
     pub spoke_objects: usize,
     pub spoke_idle_window: Duration,
+    /// End to end (#19 item 5): real spokes (0 = skip) and the governed Flux
+    /// objects of each one's simulated cluster.
+    pub real_spokes: usize,
+    pub objects_per_spoke: usize,
     /// Binaries to run.
     pub bins: Bins,
 }
@@ -54,6 +58,8 @@ impl BenchConfig {
             steady_window: Duration::from_secs(if quick { 30 } else { 60 }),
             spoke_objects: 1000,
             spoke_idle_window: Duration::from_secs(if quick { 10 } else { 30 }),
+            real_spokes: 0,
+            objects_per_spoke: 20,
             bins,
         }
     }

@@ -5,6 +5,7 @@
 
 pub mod bins;
 pub mod config;
+pub mod e2e;
 pub mod error;
 pub mod fleet;
 pub mod flips;

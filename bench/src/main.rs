@@ -38,6 +38,13 @@ struct Cli {
     /// Flux objects the real spoke governs (0 skips the spoke measurement).
     #[arg(long)]
     spoke_objects: Option<usize>,
+    /// End to end: this many real fleetgate-spoke processes against one
+    /// fleetgate-sim and the hub (0 skips; `--spokes 0` runs only this).
+    #[arg(long, default_value_t = 0)]
+    real_spokes: usize,
+    /// Governed Flux objects (Kustomizations, HelmReleases) per real spoke.
+    #[arg(long, default_value_t = 20)]
+    objects_per_spoke: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,6 +74,8 @@ async fn main() -> anyhow_free::Result {
         cfg.spoke_objects = o;
     }
     cfg.storm = !cli.no_storm;
+    cfg.real_spokes = cli.real_spokes;
+    cfg.objects_per_spoke = cli.objects_per_spoke.max(1);
     if cli.no_steady {
         cfg.steady_window = std::time::Duration::ZERO;
     }

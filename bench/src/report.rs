@@ -18,6 +18,8 @@ pub struct Report {
     pub ingest: Option<IngestResult>,
     pub steady: Option<SteadyResult>,
     pub spoke: Option<SpokeResult>,
+    /// End to end with real spokes (#19 item 5).
+    pub e2e: Option<crate::e2e::E2eResult>,
     /// Snapshot size on the wire (bytes of the protobuf `Snapshot`).
     pub snapshot_bytes: usize,
     pub cores: usize,
@@ -335,6 +337,9 @@ impl Report {
                 "≤ 1 millicore",
                 Some(s.idle_millicores <= 1.0),
             );
+        }
+        for (m, v, target, ok) in self.e2e.iter().flat_map(|e| e.rows()) {
+            row(m, v, &target, ok);
         }
         t
     }
