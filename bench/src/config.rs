@@ -34,6 +34,11 @@ pub struct BenchConfig {
     /// objects of each one's simulated cluster.
     pub real_spokes: usize,
     pub objects_per_spoke: usize,
+    /// Soak (#19 item 7) with the largest fleet for this long (0 = skip).
+    pub soak: Duration,
+    /// Soak: each spoke reports this often; the gate flips this often.
+    pub soak_report_every: Duration,
+    pub soak_flip_every: Duration,
     /// Binaries to run.
     pub bins: Bins,
 }
@@ -60,6 +65,9 @@ impl BenchConfig {
             spoke_idle_window: Duration::from_secs(if quick { 10 } else { 30 }),
             real_spokes: 0,
             objects_per_spoke: 20,
+            soak: Duration::ZERO,
+            soak_report_every: Duration::from_secs(60),
+            soak_flip_every: Duration::from_secs(30),
             bins,
         }
     }

@@ -173,6 +173,25 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         }
     }
 
+    if !cfg.soak.is_zero() && !swarm.is_empty() {
+        progress(&format!(
+            "hub: soak for {:?} with {} spokes",
+            cfg.soak,
+            swarm.len()
+        ));
+        let soak = crate::soak::run(
+            &swarm,
+            &mut flipper,
+            hub.pid(),
+            &hub.base_url(),
+            &pool,
+            cfg,
+            progress,
+        )
+        .await?;
+        report.soak = Some(soak);
+    }
+
     report.registration = Registration {
         clusters: creds.len(),
         seconds: registering.as_secs_f64(),

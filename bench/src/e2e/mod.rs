@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use fleetgate_hub::Service;
 use fleetgate_hub::service::types::RegisterCluster;
 
-pub use report::{E2eResult, FlipSeries};
+pub use report::{E2eResult, FlipSeries, Row};
 
 use crate::fleet::{self, Flipper};
 use crate::hub_process::HubProcess;

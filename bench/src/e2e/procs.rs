@@ -17,9 +17,15 @@ use crate::{Error, Result, proc_stats};
 
 /// How long the simulator may take to seed and print its clusters.
 const SIM_BOUND: Duration = Duration::from_secs(180);
-/// The Flux sources the simulator seeds besides the governed objects
-/// (a GitRepository, a HelmRepository, an OCIRepository: see `sim/src/flux/seed.rs`).
-const SOURCES: usize = 3;
+/// The `--objects-per-cluster` that seeds `governed` governed objects: the
+/// simulator's seed counts its sources too (a GitRepository, from 4 objects a
+/// HelmRepository, from 10 an OCIRepository: `sim/src/flux/seed.rs`).
+pub fn seeded_objects(governed: usize) -> usize {
+    let sources = |m: usize| 1 + usize::from(m >= 4) + usize::from(m >= 10);
+    (governed + 1..=governed + 3)
+        .find(|&m| m - sources(m) == governed)
+        .unwrap_or(governed + 3)
+}
 /// The spoke's namespace (its snapshot ConfigMap, Events, Lease).
 const SPOKE_NAMESPACE: &str = "fleetgate-system";
 
@@ -42,7 +48,10 @@ impl SimFleet {
     ) -> Result<Self> {
         let mut child = tokio::process::Command::new(sim_bin)
             .args(["--clusters", &clusters.to_string()])
-            .args(["--objects-per-cluster", &(governed + SOURCES).to_string()])
+            .args([
+                "--objects-per-cluster",
+                &seeded_objects(governed).to_string(),
+            ])
             .arg("--kubeconfig-dir")
             .arg(dir)
             .env("RUST_LOG", "warn")
@@ -188,6 +197,21 @@ impl Spokes {
             while matches!(c.0.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn seeds_exactly_the_governed_objects() {
+        for governed in 1..40 {
+            let seeded = fleetgate_sim::flux::seed::fleet(super::seeded_objects(governed));
+            let flux = seeded
+                .iter()
+                .filter(|o| o["kind"] == "Kustomization" || o["kind"] == "HelmRelease")
+                .count();
+            assert_eq!(flux, governed);
         }
     }
 }

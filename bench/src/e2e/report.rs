@@ -131,3 +131,34 @@ impl E2eResult {
         rows
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_pools_objects_and_keeps_each_flips_last() {
+        let ms = Duration::from_millis;
+        let mut s = FlipSeries::default();
+        s.add(&[ms(10), ms(30), ms(20)], ms(5));
+        s.add(&[ms(50), ms(40)], ms(7));
+        assert_eq!(s.per_object.samples, 5);
+        assert_eq!(s.last_ms, vec![30.0, 50.0]);
+        assert!((s.last.max_ms - 50.0).abs() < 1e-9);
+        assert!((s.trigger.p50_ms - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn verdict_is_on_the_last_object_p99() {
+        let ms = Duration::from_millis;
+        let mut r = E2eResult {
+            spokes: 1,
+            objects_per_spoke: 2,
+            ..E2eResult::default()
+        };
+        r.close.add(&[ms(100), ms(900)], ms(1));
+        r.open.add(&[ms(100), ms(1100)], ms(1));
+        let verdicts: Vec<Option<bool>> = r.rows().iter().map(|row| row.3).collect();
+        assert_eq!(verdicts, vec![Some(true), None, Some(false), None, None]);
+    }
+}

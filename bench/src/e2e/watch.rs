@@ -234,3 +234,23 @@ pub fn suspended(_before: &State, now: &State) -> bool {
 pub fn resumed(before: &State, now: &State) -> bool {
     !now.suspended && now.requested_at.is_some() && now.requested_at != before.requested_at
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_needs_a_new_reconcile_request() {
+        let state = |suspended, at: Option<&str>| State {
+            suspended,
+            requested_at: at.map(str::to_owned),
+        };
+        let before = state(true, Some("t1"));
+        assert!(suspended(&state(false, None), &before));
+        assert!(!suspended(&before, &state(false, None)));
+        assert!(resumed(&before, &state(false, Some("t2"))));
+        assert!(!resumed(&before, &state(false, Some("t1"))), "old request");
+        assert!(!resumed(&before, &state(false, None)));
+        assert!(!resumed(&before, &state(true, Some("t2"))));
+    }
+}
