@@ -40,9 +40,11 @@ pub struct FieldWarning {
 /// A registered cluster.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 #[serde(rename_all = "camelCase")]
 pub struct Cluster {
     pub name: String,
+    #[cfg_attr(feature = "sqlx", sqlx(json))]
     pub labels: BTreeMap<String, String>,
     pub created_at: DateTime<Utc>,
     /// Last message from its spoke.

@@ -9,7 +9,6 @@ pub mod clusters;
 pub mod fleet;
 pub mod gates;
 pub mod lease;
-pub mod liveness;
 pub mod local_requests;
 pub mod overrides;
 pub mod page;

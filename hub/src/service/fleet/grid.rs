@@ -11,7 +11,6 @@ use utoipa::ToSchema;
 use super::evaluate::evaluate;
 use super::{FleetInputs, ObjectCounts};
 use crate::Result;
-use crate::service::liveness;
 
 /// One gate on one cluster in the grid.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -115,8 +114,8 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
             };
             FleetRow {
                 name: row.name.clone(),
-                labels: row.labels.0.clone(),
-                connected: liveness::is_connected(row, inputs.at),
+                labels: row.labels.clone(),
+                connected: row.connected,
                 last_seen_at: row.last_seen_at,
                 spoke_version: row.spoke_version.clone(),
                 held: inputs
@@ -152,7 +151,7 @@ pub(super) fn gate_clusters(inputs: &FleetInputs, gate: &str) -> Result<Vec<Scop
             Some(ScopedCluster {
                 rollout_wave,
                 name: row.name.clone(),
-                connected: liveness::is_connected(row, inputs.at),
+                connected: row.connected,
                 held: held_on(inputs, &row.name, gate),
                 state: e.state.to_string(),
                 reason: e.reason,
