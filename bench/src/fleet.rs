@@ -95,6 +95,7 @@ pub struct Flipper {
     client: reqwest::Client,
     base: String,
     token: String,
+    gate: String,
     open_override: Option<String>,
 }
 
@@ -110,6 +111,7 @@ impl Flipper {
             client: reqwest::Client::new(),
             base,
             token,
+            gate: GATE.into(),
             open_override: None,
         }
     }
@@ -117,6 +119,12 @@ impl Flipper {
     /// Sends the next flips to the hub (replica) at `base`.
     pub fn via(&mut self, base: String) {
         self.base = base;
+    }
+
+    /// The same for another gate than the bench gate.
+    pub fn with_gate(mut self, gate: &str) -> Self {
+        self.gate = gate.into();
+        self
     }
 
     /// Warms up the HTTP connection so a flip does not pay the TCP handshake.
@@ -136,7 +144,7 @@ impl Flipper {
             None => {
                 let resp = self
                     .client
-                    .post(format!("{}/api/v1/gates/{GATE}/close", self.base))
+                    .post(format!("{}/api/v1/gates/{}/close", self.base, self.gate))
                     .bearer_auth(&self.token)
                     .json(&serde_json::json!({"for": "1h", "reason": format!("bench flip {n}")}))
                     .send()
