@@ -54,7 +54,7 @@ pub mod defaults {
     pub const REPORT_FLUSH_MS: u64 = 250;
     /// `--rollout-tick`.
     pub const ROLLOUT_TICK: &str = "1s";
-    /// See `service::liveness::LEASE_EVERY`.
+    /// See `liveness::LEASE_EVERY`.
     pub const REPLICA_LEASE_EVERY: &str = "5s";
     /// `--local-gates`: today's behaviour, the hub's view stays complete.
     pub const LOCAL_GATES: super::LocalGates = super::LocalGates::Ignore;

@@ -1,6 +1,6 @@
 //! The `replica_leases` table: one row per hub replica, renewed every few
 //! seconds while it runs. Spoke liveness is derived from it (see
-//! `service::liveness`): a cluster's connection row names the replica that
+//! `crate::liveness`): a cluster's connection row names the replica that
 //! serves its stream, and the stream counts while that replica's lease holds.
 
 use chrono::{DateTime, Duration, Utc};
