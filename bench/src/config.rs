@@ -30,6 +30,15 @@ pub struct BenchConfig {
     /// and the idle window for its CPU.
     pub spoke_objects: usize,
     pub spoke_idle_window: Duration,
+    /// End to end (#19 item 5): real spokes (0 = skip) and the governed Flux
+    /// objects of each one's simulated cluster.
+    pub real_spokes: usize,
+    pub objects_per_spoke: usize,
+    /// Soak (#19 item 7) with the largest fleet for this long (0 = skip).
+    pub soak: Duration,
+    /// Soak: each spoke reports this often; the gate flips this often.
+    pub soak_report_every: Duration,
+    pub soak_flip_every: Duration,
     /// Binaries to run.
     pub bins: Bins,
 }
@@ -54,6 +63,11 @@ impl BenchConfig {
             steady_window: Duration::from_secs(if quick { 30 } else { 60 }),
             spoke_objects: 1000,
             spoke_idle_window: Duration::from_secs(if quick { 10 } else { 30 }),
+            real_spokes: 0,
+            objects_per_spoke: 20,
+            soak: Duration::ZERO,
+            soak_report_every: Duration::from_secs(60),
+            soak_flip_every: Duration::from_secs(30),
             bins,
         }
     }

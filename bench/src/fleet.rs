@@ -95,6 +95,7 @@ pub struct Flipper {
     client: reqwest::Client,
     base: String,
     token: String,
+    gate: String,
     open_override: Option<String>,
 }
 
@@ -110,8 +111,15 @@ impl Flipper {
             client: reqwest::Client::new(),
             base,
             token,
+            gate: GATE.into(),
             open_override: None,
         }
+    }
+
+    /// The same for another gate than the bench gate.
+    pub fn with_gate(mut self, gate: &str) -> Self {
+        self.gate = gate.into();
+        self
     }
 
     /// Warms up the HTTP connection so a flip does not pay the TCP handshake.
@@ -131,7 +139,7 @@ impl Flipper {
             None => {
                 let resp = self
                     .client
-                    .post(format!("{}/api/v1/gates/{GATE}/close", self.base))
+                    .post(format!("{}/api/v1/gates/{}/close", self.base, self.gate))
                     .bearer_auth(&self.token)
                     .json(&serde_json::json!({"for": "1h", "reason": format!("bench flip {n}")}))
                     .send()

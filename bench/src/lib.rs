@@ -5,6 +5,7 @@
 
 pub mod bins;
 pub mod config;
+pub mod e2e;
 pub mod error;
 pub mod fleet;
 pub mod flips;
@@ -14,6 +15,7 @@ pub mod ingest;
 pub mod proc_stats;
 pub mod report;
 pub mod run;
+pub mod soak;
 pub mod spoke_process;
 pub mod stats;
 pub mod steady;

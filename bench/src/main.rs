@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use fleetgate_bench::bins::Bins;
@@ -38,6 +38,24 @@ struct Cli {
     /// Flux objects the real spoke governs (0 skips the spoke measurement).
     #[arg(long)]
     spoke_objects: Option<usize>,
+    /// End to end: this many real fleetgate-spoke processes against one
+    /// fleetgate-sim and the hub (0 skips; `--spokes 0` runs only this).
+    #[arg(long, default_value_t = 0)]
+    real_spokes: usize,
+    /// Governed Flux objects (Kustomizations, HelmReleases) per real spoke.
+    #[arg(long, default_value_t = 20)]
+    objects_per_spoke: usize,
+    /// Soak with the largest fleet for this long (e.g. 10m; `1m` for a quick
+    /// check): a flip every 30 s, a report per spoke every 60 s.
+    #[arg(long, value_parser = parse_duration)]
+    soak: Option<Duration>,
+}
+
+/// A Go-style duration (`90s`, `10m`).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    fleetgate_policy::parse_duration(s)
+        .map_err(|e| e.to_string())
+        .and_then(|d| d.to_std().map_err(|e| e.to_string()))
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,6 +85,9 @@ async fn main() -> anyhow_free::Result {
         cfg.spoke_objects = o;
     }
     cfg.storm = !cli.no_storm;
+    cfg.real_spokes = cli.real_spokes;
+    cfg.objects_per_spoke = cli.objects_per_spoke.max(1);
+    cfg.soak = cli.soak.unwrap_or_default();
     if cli.no_steady {
         cfg.steady_window = std::time::Duration::ZERO;
     }

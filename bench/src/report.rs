@@ -18,6 +18,10 @@ pub struct Report {
     pub ingest: Option<IngestResult>,
     pub steady: Option<SteadyResult>,
     pub spoke: Option<SpokeResult>,
+    /// End to end with real spokes (#19 item 5).
+    pub e2e: Option<crate::e2e::E2eResult>,
+    /// Soak with the largest fleet (#19 item 7).
+    pub soak: Option<crate::soak::SoakResult>,
     /// Snapshot size on the wire (bytes of the protobuf `Snapshot`).
     pub snapshot_bytes: usize,
     pub cores: usize,
@@ -335,6 +339,10 @@ impl Report {
                 "≤ 1 millicore",
                 Some(s.idle_millicores <= 1.0),
             );
+        }
+        let phases = self.soak.iter().flat_map(|s| s.rows());
+        for (m, v, target, ok) in phases.chain(self.e2e.iter().flat_map(|e| e.rows())) {
+            row(m, v, &target, ok);
         }
         t
     }

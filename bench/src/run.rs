@@ -73,10 +73,13 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     progress("floor: PostgreSQL NOTIFY round-trips");
     report.notify_rtt = floor::notify_rtt(&db.url, cfg.notify_samples).await?;
 
-    let snapshot = fetch_snapshot(hub.grpc, &creds[0]).await?;
-    report.snapshot_bytes = snapshot.encoded_len();
     let snapshot_file = workdir.path().join("snapshot.pb");
-    std::fs::write(&snapshot_file, snapshot.encode_to_vec())?;
+    // No cluster with `--spokes 0` (only the end-to-end phase).
+    if let Some(first) = creds.first() {
+        let snapshot = fetch_snapshot(hub.grpc, first).await?;
+        report.snapshot_bytes = snapshot.encoded_len();
+        std::fs::write(&snapshot_file, snapshot.encode_to_vec())?;
+    }
 
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss0 = proc_stats::rss_kib(hub.pid())?;
@@ -170,6 +173,25 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         }
     }
 
+    if !cfg.soak.is_zero() && !swarm.is_empty() {
+        progress(&format!(
+            "hub: soak for {:?} with {} spokes",
+            cfg.soak,
+            swarm.len()
+        ));
+        let soak = crate::soak::run(
+            &swarm,
+            &mut flipper,
+            hub.pid(),
+            &hub.base_url(),
+            &pool,
+            cfg,
+            progress,
+        )
+        .await?;
+        report.soak = Some(soak);
+    }
+
     report.registration = Registration {
         clusters: creds.len(),
         seconds: registering.as_secs_f64(),
@@ -204,13 +226,26 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             .await?,
         );
     }
+    if cfg.real_spokes > 0 {
+        let e2e = crate::e2e::run(
+            cfg,
+            &hub,
+            ADMIN_TOKEN,
+            &service,
+            &pool,
+            workdir.path(),
+            progress,
+        )
+        .await?;
+        report.e2e = Some(e2e);
+    }
     hub.stop().await?;
     pool.close().await;
     Ok(report)
 }
 
 /// `cfg.flips` publications of the snapshot by the bare floor server to `n` streams.
-async fn floor_flips(
+pub(crate) async fn floor_flips(
     cfg: &BenchConfig,
     snapshot_file: &std::path::Path,
     n: usize,
@@ -251,7 +286,10 @@ async fn grow_fleet(
 }
 
 /// The snapshot the hub sends to `cred`'s cluster (its bytes feed the floor).
-async fn fetch_snapshot(addr: std::net::SocketAddr, cred: &Credential) -> Result<pb::Snapshot> {
+pub(crate) async fn fetch_snapshot(
+    addr: std::net::SocketAddr,
+    cred: &Credential,
+) -> Result<pb::Snapshot> {
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| Error::setup(e.to_string()))?
         .connect()

@@ -31,10 +31,13 @@ pub async fn run(
     hub.stop().await?;
     let hub_stop = t0.elapsed();
     fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
-    let (target,): (i64,) =
-        sqlx::query_as("select min(desired_revision) from clusters where name like 'b-%'")
-            .fetch_one(pool)
-            .await?;
+    // The snapshot revision (a fleet-wide change moves it without stamping rows).
+    let (target,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select min({}) from clusters c cross join fleet_revision f where c.name like 'b-%'",
+        fleetgate_hub::db::revision::EFFECTIVE_REVISION
+    )))
+    .fetch_one(pool)
+    .await?;
     let spawned = t0.elapsed();
     let hub = spec.start().await?;
     let hub_down = t0.elapsed();

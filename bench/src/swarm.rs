@@ -45,6 +45,8 @@ pub struct Slot {
     pub max_attempts: AtomicU32,
     /// Streams opened (Hello sent) so far.
     pub sessions: AtomicU64,
+    /// Streams that ended while the swarm was running (dropped or closed by the hub).
+    pub ends: AtomicU64,
     /// Sender into the current stream (reports).
     outbound: Mutex<Option<mpsc::Sender<pb::SpokeMessage>>>,
 }
@@ -338,6 +340,8 @@ impl SimSpoke {
                     self.total.fetch_add(1, Ordering::AcqRel);
                 }
             }
+            // The stream ended (a cancel drops this future before it gets here).
+            self.slot.ends.fetch_add(1, Ordering::AcqRel);
         }
         self.slot
             .outbound

@@ -44,15 +44,18 @@ const COLUMNS: &str = "c.name, c.labels, c.created_at, \
                        case when k.connected then greatest(k.last_seen_at, l.heartbeat_at) \
                          else k.last_seen_at end as last_seen_at, k.spoke_version, \
                        coalesce(k.connected, false) as connected, k.connected_replica, \
-                       k.clock_offset_ms, c.desired_revision, \
+                       k.clock_offset_ms, \
+                       greatest(c.desired_revision, f.all_revision) as desired_revision, \
                        case when k.connected then \
                          (extract(epoch from l.expires_at - l.heartbeat_at) * 1000)::bigint \
                        end as lease_ttl_ms";
 
 /// `clusters` with each one's connection state (every cluster has a row in
-/// `cluster_connections`; the outer join only guards against a missing one)
-/// and the lease of the replica serving its stream.
-const FROM: &str = "clusters c left join cluster_connections k on k.cluster = c.name \
+/// `cluster_connections`; the outer join only guards against a missing one),
+/// the lease of the replica serving its stream, and the fleet-wide revision
+/// (`desired_revision` is [`super::revision::EFFECTIVE_REVISION`]).
+const FROM: &str = "clusters c cross join fleet_revision f \
+                    left join cluster_connections k on k.cluster = c.name \
                     left join replica_leases l on l.replica = k.connected_replica";
 
 /// Registers a cluster (with its empty connection state); 409 if the name is

@@ -152,7 +152,11 @@ impl Service {
                         after: Some(rec.manifest.clone()),
                         reason: reason.map(Into::into),
                     };
-                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
+                    Ok(Written::changed(
+                        rec,
+                        audit,
+                        Affected::among(affected, all.len()),
+                    ))
                 })
             })
             .await?;
@@ -189,7 +193,11 @@ impl Service {
                     after: None,
                     reason: reason.map(Into::into),
                 };
-                Ok(Written::changed((), audit, Affected::Clusters(affected)))
+                Ok(Written::changed(
+                    (),
+                    audit,
+                    Affected::among(affected, all.len()),
+                ))
             })
         })
         .await?;

@@ -134,7 +134,11 @@ impl Service {
                         after: to_json(&rec),
                         reason: Some(req.reason.clone()),
                     };
-                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
+                    Ok(Written::changed(
+                        rec,
+                        audit,
+                        Affected::among(affected, all.len()),
+                    ))
                 })
             })
             .await?;
@@ -188,7 +192,11 @@ impl Service {
                         after: to_json(&rec),
                         reason: reason.map(Into::into),
                     };
-                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
+                    Ok(Written::changed(
+                        rec,
+                        audit,
+                        Affected::among(affected, all.len()),
+                    ))
                 })
             })
             .await?;
