@@ -18,6 +18,8 @@ pub struct BenchConfig {
     pub notify_samples: usize,
     /// Reconnect storm with the largest fleet.
     pub storm: bool,
+    /// Hub replicas on one database for the replicas phase (< 2 skips it).
+    pub replicas: usize,
     /// Status ingest: spokes reporting, objects per report, and how long.
     pub ingest_spokes: usize,
     pub ingest_objects: usize,
@@ -56,6 +58,7 @@ impl BenchConfig {
             idle_window: Duration::from_secs(if quick { 3 } else { 10 }),
             notify_samples: if quick { 50 } else { 500 },
             storm: true,
+            replicas: 2,
             ingest_spokes: 1000,
             ingest_objects: 100,
             ingest_duration: Duration::from_secs(if quick { 5 } else { 20 }),

@@ -116,6 +116,11 @@ impl Flipper {
         }
     }
 
+    /// Sends the next flips to the hub (replica) at `base`.
+    pub fn via(&mut self, base: String) {
+        self.base = base;
+    }
+
     /// The same for another gate than the bench gate.
     pub fn with_gate(mut self, gate: &str) -> Self {
         self.gate = gate.into();
@@ -164,15 +169,28 @@ impl Flipper {
 }
 
 /// Creates a close override through the service layer (no REST; used while
-/// the hub is down).
-pub async fn close_by_service(service: &Service, reason: &str) -> Result<()> {
+/// the hub is down); returns it, for [`cancel_by_service`].
+pub async fn close_by_service(
+    service: &Service,
+    reason: &str,
+) -> Result<fleetgate_hub::db::overrides::OverrideRecord> {
     let req = fleetgate_hub::service::types::OverrideRequest {
         duration: Some("1h".into()),
         reason: reason.into(),
         ..Default::default()
     };
-    service
+    Ok(service
         .create_override(&actor(), GATE, fleetgate_policy::GateState::Closed, req)
+        .await?)
+}
+
+/// Cancels an override made by [`close_by_service`].
+pub async fn cancel_by_service(
+    service: &Service,
+    record: &fleetgate_hub::db::overrides::OverrideRecord,
+) -> Result<()> {
+    service
+        .cancel_override(&actor(), record.id, Some("benchmark phase over"))
         .await?;
     Ok(())
 }

@@ -13,6 +13,7 @@ pub mod floor;
 pub mod hub_process;
 pub mod ingest;
 pub mod proc_stats;
+pub mod replicas;
 pub mod report;
 pub mod run;
 pub mod soak;
@@ -21,6 +22,7 @@ pub mod stats;
 pub mod steady;
 pub mod storm;
 pub mod swarm;
+pub mod swarm_process;
 
 pub use config::BenchConfig;
 pub use error::{Error, Result};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use fleetgate_bench::bins::Bins;
-use fleetgate_bench::{BenchConfig, floor};
+use fleetgate_bench::{BenchConfig, floor, swarm_process};
 
 /// fleetgate scale benchmark: a real hub on a real PostgreSQL with thousands of
 /// simulated spokes, against the physical floor.
@@ -32,6 +32,9 @@ struct Cli {
     /// Skip the reconnect storm.
     #[arg(long)]
     no_storm: bool,
+    /// Hub replicas on one PostgreSQL in the replicas phase (1 skips it).
+    #[arg(long, default_value_t = 2)]
+    replicas: usize,
     /// Skip the steady-state phase (idle fleet's database writes).
     #[arg(long)]
     no_steady: bool,
@@ -68,13 +71,38 @@ enum Command {
         #[arg(long)]
         snapshot: PathBuf,
     },
+    /// Simulated spokes in their own process; started by the benchmark itself.
+    #[command(hide = true)]
+    Swarm {
+        /// One `cluster token` per line.
+        #[arg(long)]
+        creds: PathBuf,
+        /// Hub gRPC addresses, dialled round-robin.
+        #[arg(long, value_delimiter = ',', required = true)]
+        addrs: Vec<SocketAddr>,
+        /// Spokes making their first connection at once.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+    },
 }
 
 #[tokio::main]
 async fn main() -> anyhow_free::Result {
     let cli = Cli::parse();
-    if let Some(Command::FloorServer { addr, snapshot }) = cli.command {
-        return floor::serve(addr, &snapshot).await.map_err(Into::into);
+    match cli.command {
+        Some(Command::FloorServer { addr, snapshot }) => {
+            return floor::serve(addr, &snapshot).await.map_err(Into::into);
+        }
+        Some(Command::Swarm {
+            creds,
+            addrs,
+            concurrency,
+        }) => {
+            return swarm_process::serve(&creds, &addrs, concurrency)
+                .await
+                .map_err(Into::into);
+        }
+        None => {}
     }
     let bins = Bins::locate(std::env::current_exe()?)?;
     let mut cfg = BenchConfig::new(cli.spokes, cli.quick, bins);
@@ -85,6 +113,7 @@ async fn main() -> anyhow_free::Result {
         cfg.spoke_objects = o;
     }
     cfg.storm = !cli.no_storm;
+    cfg.replicas = cli.replicas;
     cfg.real_spokes = cli.real_spokes;
     cfg.objects_per_spoke = cli.objects_per_spoke.max(1);
     cfg.soak = cli.soak.unwrap_or_default();

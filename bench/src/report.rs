@@ -15,6 +15,8 @@ pub struct Report {
     /// Per fleet size.
     pub sizes: Vec<SizeResult>,
     pub storm: Option<StormResult>,
+    /// Two (or more) hub replicas on one PostgreSQL.
+    pub replicas: Option<crate::replicas::ReplicasResult>,
     pub ingest: Option<IngestResult>,
     pub steady: Option<SteadyResult>,
     pub spoke: Option<SpokeResult>,
@@ -267,6 +269,23 @@ impl Report {
                 ),
                 "≤ 0.5 s (#19)",
                 Some(s.hub_start_seconds <= 0.5),
+            );
+        }
+        if let Some(r) = &self.replicas {
+            row(
+                format!(
+                    "flip → spoke, {} spokes spread over {} replicas on one PostgreSQL (flips through each in turn) p50 / p99 / max",
+                    r.spokes, r.replicas
+                ),
+                format!(
+                    "{} (streams per replica {:?}; one replica, same run: {}); p99 {:.2}× one replica",
+                    r.spread.cell(),
+                    r.streams_per_replica,
+                    r.single.cell(),
+                    r.ratio_p99
+                ),
+                "p99 ≤ 1.2× one replica (#19)",
+                Some(r.ratio_p99 <= 1.2),
             );
         }
         if let Some(i) = &self.ingest {

@@ -16,7 +16,9 @@ use crate::floor::{self, FloorProcess};
 use crate::hub_process::HubSpec;
 use crate::report::{Registration, Report, SizeResult};
 use crate::swarm::{Credential, Swarm};
-use crate::{Error, Result, flips, ingest, proc_stats, spoke_process, steady, storm};
+use crate::{
+    Error, Result, flips, ingest, proc_stats, replicas, spoke_process, steady, storm, swarm_process,
+};
 
 /// Bootstrap admin secret of the benchmark's private hub.
 const ADMIN_TOKEN: &str = "fleetgate-bench-admin-secret";
@@ -200,13 +202,52 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             .into(),
     };
 
-    if cfg.storm && !swarm.is_empty() {
-        progress(&format!("hub: reconnect storm with {} spokes", swarm.len()));
-        let (result, restarted) = storm::run(&swarm, &spec, hub, &service, &pool).await?;
-        report.storm = Some(result);
-        hub = restarted;
-    }
+    let n = swarm.len();
     swarm.shutdown().await;
+    if (cfg.storm || cfg.replicas > 1) && n > 0 {
+        // The storm and the replicas phase time restarts and readiness: the
+        // spokes run in their own process so they do not starve this one.
+        progress(&format!("hub: {n} spokes in their own process, connecting"));
+        let ext = swarm_process::start(
+            &cfg.bins.bench,
+            &[hub.grpc],
+            &creds[..n],
+            CONNECT_CONCURRENCY,
+            CONNECT_BOUND,
+            workdir.path(),
+        )
+        .await?;
+        let single = if cfg.replicas > 1 {
+            progress(&format!(
+                "hub: {} flips to {n} spokes (own process)",
+                cfg.flips
+            ));
+            Some(flips::through_hub(&ext, &mut flipper, cfg.flips).await?)
+        } else {
+            None
+        };
+        if cfg.storm {
+            progress(&format!("hub: reconnect storm with {n} spokes"));
+            let (result, restarted) = storm::run(&ext, &spec, hub, &service, &pool).await?;
+            report.storm = Some(result);
+            hub = restarted;
+        }
+        ext.shutdown().await;
+        if let Some(single) = single {
+            let setup = replicas::Setup {
+                bench: &cfg.bins.bench,
+                spec: &spec,
+                creds: &creds[..n],
+                workdir: workdir.path(),
+                concurrency: CONNECT_CONCURRENCY,
+                connect_bound: CONNECT_BOUND,
+                flips: cfg.flips,
+            };
+            report.replicas = Some(
+                replicas::run(&setup, &hub, cfg.replicas, &mut flipper, &single, progress).await?,
+            );
+        }
+    }
 
     if cfg.spoke_objects > 0 {
         progress(&format!(
