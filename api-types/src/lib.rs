@@ -4,6 +4,7 @@
 //! also describe themselves for the OpenAPI document.
 #![forbid(unsafe_code)]
 
+pub mod dashboard;
 pub mod error;
 pub mod page;
 pub mod records;
@@ -12,11 +13,12 @@ pub mod rollout;
 pub mod schema;
 pub mod status;
 
+pub use dashboard::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
 pub use error::{ErrorBody, ErrorDetail};
 pub use page::Page;
 pub use records::{
     ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
-    GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
+    GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel, Role,
 };
 pub use status::{
     ClusterBrief, ClusterCounts, ClusterStatus, FleetStatus, FleetSummary, GateBrief, GateStatus,

@@ -18,6 +18,8 @@ pub struct BenchConfig {
     pub notify_samples: usize,
     /// Reconnect storm with the largest fleet.
     pub storm: bool,
+    /// Hub replicas on one database for the replicas phase (< 2 skips it).
+    pub replicas: usize,
     /// Status ingest: spokes reporting, objects per report, and how long.
     pub ingest_spokes: usize,
     pub ingest_objects: usize,
@@ -30,6 +32,15 @@ pub struct BenchConfig {
     /// and the idle window for its CPU.
     pub spoke_objects: usize,
     pub spoke_idle_window: Duration,
+    /// End to end (#19 item 5): real spokes (0 = skip) and the governed Flux
+    /// objects of each one's simulated cluster.
+    pub real_spokes: usize,
+    pub objects_per_spoke: usize,
+    /// Soak (#19 item 7) with the largest fleet for this long (0 = skip).
+    pub soak: Duration,
+    /// Soak: each spoke reports this often; the gate flips this often.
+    pub soak_report_every: Duration,
+    pub soak_flip_every: Duration,
     /// Binaries to run.
     pub bins: Bins,
 }
@@ -47,6 +58,7 @@ impl BenchConfig {
             idle_window: Duration::from_secs(if quick { 3 } else { 10 }),
             notify_samples: if quick { 50 } else { 500 },
             storm: true,
+            replicas: 2,
             ingest_spokes: 1000,
             ingest_objects: 100,
             ingest_duration: Duration::from_secs(if quick { 5 } else { 20 }),
@@ -54,6 +66,11 @@ impl BenchConfig {
             steady_window: Duration::from_secs(if quick { 30 } else { 60 }),
             spoke_objects: 1000,
             spoke_idle_window: Duration::from_secs(if quick { 10 } else { 30 }),
+            real_spokes: 0,
+            objects_per_spoke: 20,
+            soak: Duration::ZERO,
+            soak_report_every: Duration::from_secs(60),
+            soak_flip_every: Duration::from_secs(30),
             bins,
         }
     }

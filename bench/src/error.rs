@@ -22,6 +22,8 @@ pub enum Error {
     Status(#[from] tonic::Status),
     #[error("HTTP: {0}")]
     Http(#[from] reqwest::Error),
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
 }
 
 /// Result with the benchmark's [`Error`].

@@ -95,6 +95,7 @@ pub struct Flipper {
     client: reqwest::Client,
     base: String,
     token: String,
+    gate: String,
     open_override: Option<String>,
 }
 
@@ -110,8 +111,20 @@ impl Flipper {
             client: reqwest::Client::new(),
             base,
             token,
+            gate: GATE.into(),
             open_override: None,
         }
+    }
+
+    /// Sends the next flips to the hub (replica) at `base`.
+    pub fn via(&mut self, base: String) {
+        self.base = base;
+    }
+
+    /// The same for another gate than the bench gate.
+    pub fn with_gate(mut self, gate: &str) -> Self {
+        self.gate = gate.into();
+        self
     }
 
     /// Warms up the HTTP connection so a flip does not pay the TCP handshake.
@@ -131,7 +144,7 @@ impl Flipper {
             None => {
                 let resp = self
                     .client
-                    .post(format!("{}/api/v1/gates/{GATE}/close", self.base))
+                    .post(format!("{}/api/v1/gates/{}/close", self.base, self.gate))
                     .bearer_auth(&self.token)
                     .json(&serde_json::json!({"for": "1h", "reason": format!("bench flip {n}")}))
                     .send()
@@ -156,15 +169,28 @@ impl Flipper {
 }
 
 /// Creates a close override through the service layer (no REST; used while
-/// the hub is down).
-pub async fn close_by_service(service: &Service, reason: &str) -> Result<()> {
+/// the hub is down); returns it, for [`cancel_by_service`].
+pub async fn close_by_service(
+    service: &Service,
+    reason: &str,
+) -> Result<fleetgate_hub::db::overrides::OverrideRecord> {
     let req = fleetgate_hub::service::types::OverrideRequest {
         duration: Some("1h".into()),
         reason: reason.into(),
         ..Default::default()
     };
-    service
+    Ok(service
         .create_override(&actor(), GATE, fleetgate_policy::GateState::Closed, req)
+        .await?)
+}
+
+/// Cancels an override made by [`close_by_service`].
+pub async fn cancel_by_service(
+    service: &Service,
+    record: &fleetgate_hub::db::overrides::OverrideRecord,
+) -> Result<()> {
+    service
+        .cancel_override(&actor(), record.id, Some("benchmark phase over"))
         .await?;
     Ok(())
 }

@@ -30,11 +30,29 @@ pub struct FlipTimes {
 
 /// `flips` flips through the hub's REST API.
 pub async fn through_hub(swarm: &Swarm, flipper: &mut Flipper, flips: usize) -> Result<FlipTimes> {
+    through_hubs(swarm, flipper, &[], flips).await
+}
+
+/// `flips` flips through the REST APIs at `bases` in turn (replicas of one
+/// hub; empty: the flipper's own).
+pub async fn through_hubs(
+    swarm: &Swarm,
+    flipper: &mut Flipper,
+    bases: &[String],
+    flips: usize,
+) -> Result<FlipTimes> {
+    for base in bases {
+        flipper.via(base.clone());
+        flipper.warm_up().await?;
+    }
     flipper.warm_up().await?;
     let mut per_spoke = Vec::new();
     let mut all = Vec::new();
     let mut trigger = Vec::new();
     for n in 0..flips {
+        if !bases.is_empty() {
+            flipper.via(bases[n % bases.len()].clone());
+        }
         tokio::time::sleep(SETTLE).await;
         let base = swarm.snapshot_counts();
         let t0 = Instant::now();

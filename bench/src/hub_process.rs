@@ -10,6 +10,11 @@ use fleetgate_tests::ChildGuard;
 
 use crate::{Error, Result};
 
+/// Readiness probe interval: short next to the 0.5 s start target.
+const PROBE_EVERY: Duration = Duration::from_millis(2);
+/// One readiness probe's bound (a ready hub answers `/readyz` within ~1 ms).
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// A running hub process.
 #[derive(Debug)]
 pub struct HubProcess {
@@ -28,6 +33,8 @@ pub struct HubSpec {
     pub grpc: SocketAddr,
     /// The hub's stderr goes here (appended across restarts).
     pub log: PathBuf,
+    /// `FLEETGATE_REPLICA_ID` (replicas on one database need distinct ids).
+    pub replica: String,
 }
 
 impl HubSpec {
@@ -41,6 +48,15 @@ impl HubSpec {
             http: port(()),
             grpc: port(()),
             log,
+            replica: "bench-hub".into(),
+        }
+    }
+
+    /// Another replica on the same database: fresh ports, its own id and log.
+    pub fn replica(&self, id: &str, log: PathBuf) -> Self {
+        Self {
+            replica: id.into(),
+            ..Self::new(&self.bin, &self.database_url, &self.admin_token, log)
         }
     }
 
@@ -56,7 +72,7 @@ impl HubSpec {
             .env("FLEETGATE_HTTP_ADDR", self.http.to_string())
             .env("FLEETGATE_GRPC_ADDR", self.grpc.to_string())
             .env("FLEETGATE_ADMIN_TOKEN", &self.admin_token)
-            .env("FLEETGATE_REPLICA_ID", "bench-hub")
+            .env("FLEETGATE_REPLICA_ID", &self.replica)
             // Plain log lines: the storm reads the hub's startup phases from them.
             .env("NO_COLOR", "1")
             .env(
@@ -89,8 +105,13 @@ impl HubProcess {
         format!("http://{}", self.http)
     }
 
+    /// Probes every [`PROBE_EVERY`] until `/readyz` answers 200 and the gRPC
+    /// port accepts: the benchmark's (outside) view of "ready".
     async fn wait_ready(&mut self, bound: Duration) -> Result<()> {
-        let client = reqwest::Client::new();
+        // No pooled connection: each probe is what a fresh client would see.
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()?;
         let url = format!("{}/readyz", self.base_url());
         let deadline = Instant::now() + bound;
         loop {
@@ -99,7 +120,7 @@ impl HubProcess {
             }
             let ready = client
                 .get(&url)
-                .timeout(Duration::from_secs(2))
+                .timeout(PROBE_TIMEOUT)
                 .send()
                 .await
                 .is_ok_and(|r| r.status().is_success());
@@ -110,7 +131,7 @@ impl HubProcess {
             if Instant::now() > deadline {
                 return Err(Error::Timeout(format!("hub not ready within {bound:?}")));
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            tokio::time::sleep(PROBE_EVERY).await;
         }
     }
 
@@ -122,7 +143,7 @@ impl HubProcess {
             if Instant::now() > deadline {
                 break; // ChildGuard's drop kills it
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
         Ok(())
     }

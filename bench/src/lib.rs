@@ -5,6 +5,7 @@
 
 pub mod bins;
 pub mod config;
+pub mod e2e;
 pub mod error;
 pub mod fleet;
 pub mod flips;
@@ -12,13 +13,16 @@ pub mod floor;
 pub mod hub_process;
 pub mod ingest;
 pub mod proc_stats;
+pub mod replicas;
 pub mod report;
 pub mod run;
+pub mod soak;
 pub mod spoke_process;
 pub mod stats;
 pub mod steady;
 pub mod storm;
 pub mod swarm;
+pub mod swarm_process;
 
 pub use config::BenchConfig;
 pub use error::{Error, Result};

@@ -4,11 +4,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use fleetgate_bench::bins::Bins;
-use fleetgate_bench::{BenchConfig, floor};
+use fleetgate_bench::{BenchConfig, floor, swarm_process};
 
 /// fleetgate scale benchmark: a real hub on a real PostgreSQL with thousands of
 /// simulated spokes, against the physical floor.
@@ -32,12 +32,33 @@ struct Cli {
     /// Skip the reconnect storm.
     #[arg(long)]
     no_storm: bool,
+    /// Hub replicas on one PostgreSQL in the replicas phase (1 skips it).
+    #[arg(long, default_value_t = 2)]
+    replicas: usize,
     /// Skip the steady-state phase (idle fleet's database writes).
     #[arg(long)]
     no_steady: bool,
     /// Flux objects the real spoke governs (0 skips the spoke measurement).
     #[arg(long)]
     spoke_objects: Option<usize>,
+    /// End to end: this many real fleetgate-spoke processes against one
+    /// fleetgate-sim and the hub (0 skips; `--spokes 0` runs only this).
+    #[arg(long, default_value_t = 0)]
+    real_spokes: usize,
+    /// Governed Flux objects (Kustomizations, HelmReleases) per real spoke.
+    #[arg(long, default_value_t = 20)]
+    objects_per_spoke: usize,
+    /// Soak with the largest fleet for this long (e.g. 10m; `1m` for a quick
+    /// check): a flip every 30 s, a report per spoke every 60 s.
+    #[arg(long, value_parser = parse_duration)]
+    soak: Option<Duration>,
+}
+
+/// A Go-style duration (`90s`, `10m`).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    fleetgate_policy::parse_duration(s)
+        .map_err(|e| e.to_string())
+        .and_then(|d| d.to_std().map_err(|e| e.to_string()))
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,13 +71,38 @@ enum Command {
         #[arg(long)]
         snapshot: PathBuf,
     },
+    /// Simulated spokes in their own process; started by the benchmark itself.
+    #[command(hide = true)]
+    Swarm {
+        /// One `cluster token` per line.
+        #[arg(long)]
+        creds: PathBuf,
+        /// Hub gRPC addresses, dialled round-robin.
+        #[arg(long, value_delimiter = ',', required = true)]
+        addrs: Vec<SocketAddr>,
+        /// Spokes making their first connection at once.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+    },
 }
 
 #[tokio::main]
 async fn main() -> anyhow_free::Result {
     let cli = Cli::parse();
-    if let Some(Command::FloorServer { addr, snapshot }) = cli.command {
-        return floor::serve(addr, &snapshot).await.map_err(Into::into);
+    match cli.command {
+        Some(Command::FloorServer { addr, snapshot }) => {
+            return floor::serve(addr, &snapshot).await.map_err(Into::into);
+        }
+        Some(Command::Swarm {
+            creds,
+            addrs,
+            concurrency,
+        }) => {
+            return swarm_process::serve(&creds, &addrs, concurrency)
+                .await
+                .map_err(Into::into);
+        }
+        None => {}
     }
     let bins = Bins::locate(std::env::current_exe()?)?;
     let mut cfg = BenchConfig::new(cli.spokes, cli.quick, bins);
@@ -67,6 +113,10 @@ async fn main() -> anyhow_free::Result {
         cfg.spoke_objects = o;
     }
     cfg.storm = !cli.no_storm;
+    cfg.replicas = cli.replicas;
+    cfg.real_spokes = cli.real_spokes;
+    cfg.objects_per_spoke = cli.objects_per_spoke.max(1);
+    cfg.soak = cli.soak.unwrap_or_default();
     if cli.no_steady {
         cfg.steady_window = std::time::Duration::ZERO;
     }

@@ -15,9 +15,15 @@ pub struct Report {
     /// Per fleet size.
     pub sizes: Vec<SizeResult>,
     pub storm: Option<StormResult>,
+    /// Two (or more) hub replicas on one PostgreSQL.
+    pub replicas: Option<crate::replicas::ReplicasResult>,
     pub ingest: Option<IngestResult>,
     pub steady: Option<SteadyResult>,
     pub spoke: Option<SpokeResult>,
+    /// End to end with real spokes (#19 item 5).
+    pub e2e: Option<crate::e2e::E2eResult>,
+    /// Soak with the largest fleet (#19 item 7).
+    pub soak: Option<crate::soak::SoakResult>,
     /// Snapshot size on the wire (bytes of the protobuf `Snapshot`).
     pub snapshot_bytes: usize,
     pub cores: usize,
@@ -265,6 +271,23 @@ impl Report {
                 Some(s.hub_start_seconds <= 0.5),
             );
         }
+        if let Some(r) = &self.replicas {
+            row(
+                format!(
+                    "flip → spoke, {} spokes spread over {} replicas on one PostgreSQL (flips through each in turn) p50 / p99 / max",
+                    r.spokes, r.replicas
+                ),
+                format!(
+                    "{} (streams per replica {:?}; one replica, same run: {}); p99 {:.2}× one replica",
+                    r.spread.cell(),
+                    r.streams_per_replica,
+                    r.single.cell(),
+                    r.ratio_p99
+                ),
+                "p99 ≤ 1.2× one replica (#19)",
+                Some(r.ratio_p99 <= 1.2),
+            );
+        }
         if let Some(i) = &self.ingest {
             row(
                 format!(
@@ -335,6 +358,10 @@ impl Report {
                 "≤ 1 millicore",
                 Some(s.idle_millicores <= 1.0),
             );
+        }
+        let phases = self.soak.iter().flat_map(|s| s.rows());
+        for (m, v, target, ok) in phases.chain(self.e2e.iter().flat_map(|e| e.rows())) {
+            row(m, v, &target, ok);
         }
         t
     }

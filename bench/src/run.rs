@@ -16,7 +16,9 @@ use crate::floor::{self, FloorProcess};
 use crate::hub_process::HubSpec;
 use crate::report::{Registration, Report, SizeResult};
 use crate::swarm::{Credential, Swarm};
-use crate::{Error, Result, flips, ingest, proc_stats, spoke_process, steady, storm};
+use crate::{
+    Error, Result, flips, ingest, proc_stats, replicas, spoke_process, steady, storm, swarm_process,
+};
 
 /// Bootstrap admin secret of the benchmark's private hub.
 const ADMIN_TOKEN: &str = "fleetgate-bench-admin-secret";
@@ -73,10 +75,13 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     progress("floor: PostgreSQL NOTIFY round-trips");
     report.notify_rtt = floor::notify_rtt(&db.url, cfg.notify_samples).await?;
 
-    let snapshot = fetch_snapshot(hub.grpc, &creds[0]).await?;
-    report.snapshot_bytes = snapshot.encoded_len();
     let snapshot_file = workdir.path().join("snapshot.pb");
-    std::fs::write(&snapshot_file, snapshot.encode_to_vec())?;
+    // No cluster with `--spokes 0` (only the end-to-end phase).
+    if let Some(first) = creds.first() {
+        let snapshot = fetch_snapshot(hub.grpc, first).await?;
+        report.snapshot_bytes = snapshot.encoded_len();
+        std::fs::write(&snapshot_file, snapshot.encode_to_vec())?;
+    }
 
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss0 = proc_stats::rss_kib(hub.pid())?;
@@ -170,6 +175,25 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         }
     }
 
+    if !cfg.soak.is_zero() && !swarm.is_empty() {
+        progress(&format!(
+            "hub: soak for {:?} with {} spokes",
+            cfg.soak,
+            swarm.len()
+        ));
+        let soak = crate::soak::run(
+            &swarm,
+            &mut flipper,
+            hub.pid(),
+            &hub.base_url(),
+            &pool,
+            cfg,
+            progress,
+        )
+        .await?;
+        report.soak = Some(soak);
+    }
+
     report.registration = Registration {
         clusters: creds.len(),
         seconds: registering.as_secs_f64(),
@@ -178,13 +202,52 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             .into(),
     };
 
-    if cfg.storm && !swarm.is_empty() {
-        progress(&format!("hub: reconnect storm with {} spokes", swarm.len()));
-        let (result, restarted) = storm::run(&swarm, &spec, hub, &service, &pool).await?;
-        report.storm = Some(result);
-        hub = restarted;
-    }
+    let n = swarm.len();
     swarm.shutdown().await;
+    if (cfg.storm || cfg.replicas > 1) && n > 0 {
+        // The storm and the replicas phase time restarts and readiness: the
+        // spokes run in their own process so they do not starve this one.
+        progress(&format!("hub: {n} spokes in their own process, connecting"));
+        let ext = swarm_process::start(
+            &cfg.bins.bench,
+            &[hub.grpc],
+            &creds[..n],
+            CONNECT_CONCURRENCY,
+            CONNECT_BOUND,
+            workdir.path(),
+        )
+        .await?;
+        let single = if cfg.replicas > 1 {
+            progress(&format!(
+                "hub: {} flips to {n} spokes (own process)",
+                cfg.flips
+            ));
+            Some(flips::through_hub(&ext, &mut flipper, cfg.flips).await?)
+        } else {
+            None
+        };
+        if cfg.storm {
+            progress(&format!("hub: reconnect storm with {n} spokes"));
+            let (result, restarted) = storm::run(&ext, &spec, hub, &service, &pool).await?;
+            report.storm = Some(result);
+            hub = restarted;
+        }
+        ext.shutdown().await;
+        if let Some(single) = single {
+            let setup = replicas::Setup {
+                bench: &cfg.bins.bench,
+                spec: &spec,
+                creds: &creds[..n],
+                workdir: workdir.path(),
+                concurrency: CONNECT_CONCURRENCY,
+                connect_bound: CONNECT_BOUND,
+                flips: cfg.flips,
+            };
+            report.replicas = Some(
+                replicas::run(&setup, &hub, cfg.replicas, &mut flipper, &single, progress).await?,
+            );
+        }
+    }
 
     if cfg.spoke_objects > 0 {
         progress(&format!(
@@ -204,13 +267,26 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             .await?,
         );
     }
+    if cfg.real_spokes > 0 {
+        let e2e = crate::e2e::run(
+            cfg,
+            &hub,
+            ADMIN_TOKEN,
+            &service,
+            &pool,
+            workdir.path(),
+            progress,
+        )
+        .await?;
+        report.e2e = Some(e2e);
+    }
     hub.stop().await?;
     pool.close().await;
     Ok(report)
 }
 
 /// `cfg.flips` publications of the snapshot by the bare floor server to `n` streams.
-async fn floor_flips(
+pub(crate) async fn floor_flips(
     cfg: &BenchConfig,
     snapshot_file: &std::path::Path,
     n: usize,
@@ -251,7 +327,10 @@ async fn grow_fleet(
 }
 
 /// The snapshot the hub sends to `cred`'s cluster (its bytes feed the floor).
-async fn fetch_snapshot(addr: std::net::SocketAddr, cred: &Credential) -> Result<pb::Snapshot> {
+pub(crate) async fn fetch_snapshot(
+    addr: std::net::SocketAddr,
+    cred: &Credential,
+) -> Result<pb::Snapshot> {
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| Error::setup(e.to_string()))?
         .connect()

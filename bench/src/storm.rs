@@ -30,11 +30,15 @@ pub async fn run(
     let t0 = Instant::now();
     hub.stop().await?;
     let hub_stop = t0.elapsed();
-    fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
-    let (target,): (i64,) =
-        sqlx::query_as("select min(desired_revision) from clusters where name like 'b-%'")
-            .fetch_one(pool)
-            .await?;
+    let change =
+        fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
+    // The snapshot revision (a fleet-wide change moves it without stamping rows).
+    let (target,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select min({}) from clusters c cross join fleet_revision f where c.name like 'b-%'",
+        fleetgate_hub::db::revision::EFFECTIVE_REVISION
+    )))
+    .fetch_one(pool)
+    .await?;
     let spawned = t0.elapsed();
     let hub = spec.start().await?;
     let hub_down = t0.elapsed();
@@ -52,6 +56,8 @@ pub async fn run(
             .or_insert(0) += 1;
     }
     let max_attempts = attempts.keys().next_back().copied().unwrap_or(0);
+    // Back to the gate's schedule for the phases after this one.
+    fleet::cancel_by_service(service, &change).await?;
     Ok((
         StormResult {
             spokes: swarm.len(),

@@ -2,6 +2,10 @@
 //! and one bearer token each, in this process. They speak the spoke protocol
 //! (Hello with the held revision, then reports on demand), record when each
 //! snapshot arrived, and reconnect with the real spoke's jittered backoff.
+//! With several hub addresses each spoke dials them round-robin (spoke `i`
+//! starts at address `i`), as a load balancer in front of replicas would
+//! spread them. [`crate::swarm_process`] runs a swarm in a process of its own
+//! and mirrors its slots here.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -22,6 +26,19 @@ use crate::{Error, Result};
 /// The real spoke's reconnect delays (`--reconnect-min` / `--reconnect-max` defaults).
 const RECONNECT_MIN: Duration = Duration::from_millis(500);
 const RECONNECT_MAX: Duration = Duration::from_secs(60);
+
+/// What a spoke observed, as it happens (for a swarm in its own process).
+#[derive(Debug, Clone, Copy)]
+pub enum Event {
+    /// Spoke `i` starts connection attempt `attempt` (1 = first since a message).
+    Attempt { i: usize, attempt: u32 },
+    /// Spoke `i` received a snapshot with `revision` at `at` (wall clock).
+    Snapshot {
+        i: usize,
+        revision: u64,
+        at: std::time::SystemTime,
+    },
+}
 
 /// One simulated spoke's identity.
 #[derive(Debug, Clone)]
@@ -45,8 +62,26 @@ pub struct Slot {
     pub max_attempts: AtomicU32,
     /// Streams opened (Hello sent) so far.
     pub sessions: AtomicU64,
+    /// Streams that ended while the swarm was running (dropped or closed by the hub).
+    pub ends: AtomicU64,
     /// Sender into the current stream (reports).
     outbound: Mutex<Option<mpsc::Sender<pb::SpokeMessage>>>,
+}
+
+impl Slot {
+    /// Connection attempt `attempt` begins.
+    pub(crate) fn attempt(&self, attempt: u32) {
+        self.attempts.store(attempt, Ordering::Release);
+        self.max_attempts.fetch_max(attempt, Ordering::AcqRel);
+    }
+
+    /// A snapshot with `revision` arrived at `at_us` (µs since the swarm's epoch).
+    pub(crate) fn snapshot(&self, revision: u64, at_us: u64, total: &AtomicU64) {
+        self.received_us.store(at_us, Ordering::Release);
+        self.revision.store(revision, Ordering::Release);
+        self.snapshots.fetch_add(1, Ordering::AcqRel);
+        total.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// A set of simulated spokes against one gRPC address.
@@ -57,6 +92,8 @@ pub struct Swarm {
     total: Arc<AtomicU64>,
     cancel: CancellationToken,
     tasks: JoinSet<()>,
+    /// Where spokes report what they observe (a swarm in its own process).
+    events: Option<mpsc::UnboundedSender<Event>>,
 }
 
 impl Swarm {
@@ -68,6 +105,15 @@ impl Swarm {
             total: Arc::new(AtomicU64::new(0)),
             cancel: CancellationToken::new(),
             tasks: JoinSet::new(),
+            events: None,
+        }
+    }
+
+    /// An empty swarm whose spokes send every [`Event`] to `events`.
+    pub fn with_events(events: mpsc::UnboundedSender<Event>) -> Self {
+        Self {
+            events: Some(events),
+            ..Self::new()
         }
     }
 
@@ -105,24 +151,72 @@ impl Swarm {
         concurrency: usize,
         bound: Duration,
     ) -> Result<()> {
-        let mut slots: Vec<Arc<Slot>> = self.slots.iter().cloned().collect();
-        let first_new = slots.len();
-        let new: Vec<Arc<Slot>> = creds.iter().map(|_| Arc::new(Slot::default())).collect();
-        slots.extend(new.iter().cloned());
-        self.slots = Arc::new(slots);
+        self.add_spread(&[addr], creds, concurrency, bound).await
+    }
+
+    /// [`Swarm::add`] dialling `addrs` round-robin.
+    pub async fn add_spread(
+        &mut self,
+        addrs: &[SocketAddr],
+        creds: &[Credential],
+        concurrency: usize,
+        bound: Duration,
+    ) -> Result<()> {
+        if addrs.is_empty() {
+            return Err(Error::setup("a swarm needs at least one hub address"));
+        }
+        let first_new = self.len();
+        self.start_spread(addrs, creds, concurrency);
+        self.wait_first_snapshots(first_new, bound).await
+    }
+
+    /// Starts spokes for `creds` dialling `addrs` round-robin, without waiting.
+    pub fn start_spread(&mut self, addrs: &[SocketAddr], creds: &[Credential], concurrency: usize) {
+        let addrs: Arc<[SocketAddr]> = addrs.into();
+        let first_new = self.len();
+        let new = self.push_slots(creds.len());
         let gate = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
-        for (cred, slot) in creds.iter().cloned().zip(new) {
+        for (k, (cred, slot)) in creds.iter().cloned().zip(new).enumerate() {
             let spoke = SimSpoke {
-                addr,
+                index: first_new + k,
+                addrs: addrs.clone(),
                 cred,
                 slot,
                 epoch: self.epoch,
                 total: self.total.clone(),
                 cancel: self.cancel.clone(),
                 connect_gate: Some(gate.clone()),
+                events: self.events.clone(),
             };
             self.tasks.spawn(spoke.run());
         }
+    }
+
+    /// Appends `n` fresh slots; returns them.
+    pub(crate) fn push_slots(&mut self, n: usize) -> Vec<Arc<Slot>> {
+        let mut slots: Vec<Arc<Slot>> = self.slots.iter().cloned().collect();
+        let new: Vec<Arc<Slot>> = (0..n).map(|_| Arc::new(Slot::default())).collect();
+        slots.extend(new.iter().cloned());
+        self.slots = Arc::new(slots);
+        new
+    }
+
+    /// The counter of all snapshots received, and the token that stops the swarm.
+    pub(crate) fn handles(&self) -> (Arc<AtomicU64>, CancellationToken) {
+        (self.total.clone(), self.cancel.clone())
+    }
+
+    /// Runs `task` until the swarm shuts down (it should watch the cancel token).
+    pub(crate) fn spawn(&mut self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.tasks.spawn(task);
+    }
+
+    /// Waits (≤ `bound`) until every slot from `first_new` on holds a snapshot.
+    pub(crate) async fn wait_first_snapshots(
+        &self,
+        first_new: usize,
+        bound: Duration,
+    ) -> Result<()> {
         let deadline = Instant::now() + bound;
         loop {
             let missing = self.slots[first_new..]
@@ -135,7 +229,7 @@ impl Swarm {
             if Instant::now() > deadline {
                 return Err(Error::Timeout(format!(
                     "{missing} of {} spokes without a first snapshot after {bound:?}",
-                    creds.len()
+                    self.len() - first_new
                 )));
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -244,7 +338,9 @@ impl Default for Swarm {
 
 /// One simulated spoke's connection loop.
 struct SimSpoke {
-    addr: SocketAddr,
+    /// Position in the swarm (and the first address it dials).
+    index: usize,
+    addrs: Arc<[SocketAddr]>,
     cred: Credential,
     slot: Arc<Slot>,
     epoch: Instant,
@@ -253,23 +349,30 @@ struct SimSpoke {
     /// Bounds concurrent first connects (registration of a fleet), released
     /// after the first session.
     connect_gate: Option<Arc<tokio::sync::Semaphore>>,
+    events: Option<mpsc::UnboundedSender<Event>>,
 }
 
 impl SimSpoke {
     async fn run(mut self) {
         let mut attempt: u32 = 0;
+        let mut dial = self.index;
         while !self.cancel.is_cancelled() {
             let permit = match &self.connect_gate {
                 Some(g) => g.clone().acquire_owned().await.ok(),
                 None => None,
             };
-            self.slot.attempts.store(attempt + 1, Ordering::Release);
-            self.slot
-                .max_attempts
-                .fetch_max(attempt + 1, Ordering::AcqRel);
+            self.slot.attempt(attempt + 1);
+            if let Some(events) = &self.events {
+                let _ = events.send(Event::Attempt {
+                    i: self.index,
+                    attempt: attempt + 1,
+                });
+            }
+            let addr = self.addrs[dial % self.addrs.len()];
+            dial = dial.wrapping_add(1);
             let got_message = tokio::select! {
                 () = self.cancel.cancelled() => return,
-                got = self.session(permit) => got,
+                got = self.session(addr, permit) => got,
             };
             self.connect_gate = None;
             attempt = if got_message { 0 } else { attempt + 1 };
@@ -282,8 +385,12 @@ impl SimSpoke {
     }
 
     /// One stream; returns whether any message arrived on it.
-    async fn session(&self, permit: Option<tokio::sync::OwnedSemaphorePermit>) -> bool {
-        let Ok(endpoint) = Endpoint::from_shared(format!("http://{}", self.addr)) else {
+    async fn session(
+        &self,
+        addr: SocketAddr,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> bool {
+        let Ok(endpoint) = Endpoint::from_shared(format!("http://{addr}")) else {
             return false;
         };
         let endpoint = endpoint
@@ -332,12 +439,18 @@ impl SimSpoke {
                 got = true;
                 if let Some(hub_message::Msg::Snapshot(s)) = msg.msg {
                     let now = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    self.slot.received_us.store(now, Ordering::Release);
-                    self.slot.revision.store(s.revision, Ordering::Release);
-                    self.slot.snapshots.fetch_add(1, Ordering::AcqRel);
-                    self.total.fetch_add(1, Ordering::AcqRel);
+                    self.slot.snapshot(s.revision, now, &self.total);
+                    if let Some(events) = &self.events {
+                        let _ = events.send(Event::Snapshot {
+                            i: self.index,
+                            revision: s.revision,
+                            at: std::time::SystemTime::now(),
+                        });
+                    }
                 }
             }
+            // The stream ended (a cancel drops this future before it gets here).
+            self.slot.ends.fetch_add(1, Ordering::AcqRel);
         }
         self.slot
             .outbound

@@ -22,6 +22,11 @@ async fn tiny_run_measures_every_phase() {
     cfg.steady_window = Duration::from_secs(2);
     cfg.spoke_objects = 20;
     cfg.spoke_idle_window = Duration::from_millis(500);
+    cfg.soak = Duration::from_secs(4);
+    cfg.soak_report_every = Duration::from_secs(2);
+    cfg.soak_flip_every = Duration::from_secs(1);
+    cfg.real_spokes = 2;
+    cfg.objects_per_spoke = 3;
     let report = tokio::time::timeout(
         Duration::from_secs(600),
         fleetgate_bench::run(&cfg, &|l| eprintln!("{l}")),
@@ -71,6 +76,21 @@ async fn tiny_run_measures_every_phase() {
     );
     let spoke = report.spoke.clone().expect("spoke measured");
     assert!(spoke.reported_objects > 0 && spoke.rss_kib > 0);
+    let soak = report.soak.clone().expect("soak measured");
+    assert_eq!(soak.counts.rounds.len(), 2, "{soak:?}");
+    assert_eq!(soak.counts.reports_sent, 40, "{soak:?}");
+    assert!(soak.no_report_lost(), "{soak:?}");
+    assert!(soak.no_stream_dropped(), "{soak:?}");
+    assert!(soak.counts.flips.samples >= 1 && !soak.counts.rss.is_empty());
+    let e2e = report.e2e.clone().expect("end to end measured");
+    for series in [&e2e.close, &e2e.open, &e2e.direct_close, &e2e.direct_open] {
+        // Every object of every flip was seen changed by the bench's watches.
+        assert_eq!(series.per_object.samples, 2 * 3, "{e2e:?}");
+        assert_eq!(series.last.samples, 1, "{e2e:?}");
+    }
+    assert!(e2e.fanout_floor.samples == 2 && e2e.spoke_rss_max_kib > 0);
     let table = report.table();
     assert!(table.contains("reconnect storm, 20 spokes"), "{table}");
+    assert!(table.contains("e2e, 2 real spokes × 3 objects"), "{table}");
+    assert!(table.contains("soak 4 s, 20 spokes"), "{table}");
 }

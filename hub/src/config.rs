@@ -54,7 +54,7 @@ pub mod defaults {
     pub const REPORT_FLUSH_MS: u64 = 250;
     /// `--rollout-tick`.
     pub const ROLLOUT_TICK: &str = "1s";
-    /// See `service::liveness::LEASE_EVERY`.
+    /// See `liveness::LEASE_EVERY`.
     pub const REPLICA_LEASE_EVERY: &str = "5s";
     /// `--local-gates`: today's behaviour, the hub's view stays complete.
     pub const LOCAL_GATES: super::LocalGates = super::LocalGates::Ignore;
@@ -98,15 +98,17 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// A config for `database_url` with every other setting at its default
-    /// and ephemeral loopback ports (tests, the demo).
-    pub fn for_tests(database_url: impl Into<String>) -> Self {
+    /// What `fleetgate-hub serve --database-url <database_url>` runs with:
+    /// every other setting at its default ([`defaults`]), for programs that
+    /// run a hub in-process (the demo).
+    pub fn new(database_url: impl Into<String>) -> Self {
+        let addr = |s: &str| s.parse().expect("valid default address");
         Self {
             database_url: database_url.into(),
-            http_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            grpc_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            http_addr: addr(defaults::HTTP_ADDR),
+            grpc_addr: addr(defaults::GRPC_ADDR),
             admin_token: None,
-            db_max_connections: 10,
+            db_max_connections: defaults::DB_MAX_CONNECTIONS,
             http: HttpOptions::default(),
             grpc: GrpcOptions::default(),
         }

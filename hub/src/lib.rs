@@ -13,6 +13,7 @@ pub mod fanout;
 pub mod fleet_feed;
 pub mod grpc;
 pub mod http;
+pub mod liveness;
 pub mod metrics;
 pub mod openapi;
 pub mod replica;

@@ -3,7 +3,9 @@
 //! until the shutdown token fires (SIGTERM/SIGINT in `main`), draining
 //! in-flight requests and streams.
 
-use tokio::net::TcpListener;
+use std::net::SocketAddr;
+
+use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeConfig;
@@ -26,17 +28,36 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         startup::phase("admin_token");
     }
     let replica = Replica::new(service, config.http, config.grpc);
-    let bind = |addr| async move {
-        TcpListener::bind(addr)
-            .await
-            .map_err(|e| Error::Internal(format!("binding {addr}: {e}")))
-    };
-    let http = bind(config.http_addr).await?;
-    let grpc = bind(config.grpc_addr).await?;
+    let http = bind(config.http_addr)?;
+    let grpc = bind(config.grpc_addr)?;
     startup::phase("bound");
     replica
         .run(serve_both(&replica, http, grpc, shutdown))
         .await
+}
+
+/// The listen backlog asked of the kernel (which caps it at
+/// `net.core.somaxconn`, 4096 on current Linux). A restarted hub meets its
+/// whole fleet reconnecting at once; with tokio's default of 1024 the kernel
+/// drops the SYNs beyond it and those spokes retry only after TCP's 1 s
+/// retransmission timeout (then 3 s, 7 s …), which made a 10,000-spoke
+/// reconnect storm take many seconds longer than the hub's work in it.
+pub const LISTEN_BACKLOG: u32 = 65_535;
+
+/// Binds a listener on `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`,
+/// as `TcpListener::bind` sets it, so a restarted hub rebinds at once).
+pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    let listen = || -> std::io::Result<TcpListener> {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(LISTEN_BACKLOG)
+    };
+    listen().map_err(|e| Error::Internal(format!("binding {addr}: {e}")))
 }
 
 /// Serves `replica`'s HTTP app on `http` and its gRPC services on `grpc`

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use common::Hub;
 use fleetgate_hub::clock::Clock as _;
 use fleetgate_hub::db;
-use fleetgate_hub::service::liveness::{CONNECTED_WITHIN, LEASE_TTL};
+use fleetgate_hub::liveness::{CONNECTED_WITHIN, LEASE_TTL};
 use grpc_support::{Grpc, TestSpoke, within};
 use serde_json::{Value, json};
 

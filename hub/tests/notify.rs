@@ -1,6 +1,7 @@
 //! The change-notification contract the gRPC fan-out consumes: each write
-//! bumps the fleet revision, stamps `desired_revision` on exactly the
-//! affected clusters, and notifies `fleetgate_changes` with
+//! bumps the fleet revision, moves the snapshot revision of exactly the
+//! affected clusters (a stamp per cluster row, or one fleet-wide revision
+//! when every cluster is affected), and notifies `fleetgate_changes` with
 //! `{"revision":N,"clusters":[..]}` — only when the write commits.
 
 mod common;
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use common::{Hub, business_hours, simple_gate};
-use fleetgate_hub::db::revision::{CHANGES_CHANNEL, ChangeNotice};
+use fleetgate_hub::db::revision::{CHANGES_CHANNEL, ChangeNotice, EFFECTIVE_REVISION};
 use serde_json::json;
 use sqlx::postgres::PgListener;
 
@@ -21,7 +22,34 @@ async fn next(l: &mut PgListener) -> ChangeNotice {
     serde_json::from_str(n.payload()).expect("payload JSON")
 }
 
+/// The cluster's snapshot revision (what its spoke is sent).
 async fn desired(hub: &Hub, cluster: &str) -> i64 {
+    let (r,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select {EFFECTIVE_REVISION} from clusters c cross join fleet_revision f \
+         where c.name = $1"
+    )))
+    .bind(cluster)
+    .fetch_one(&hub.pool)
+    .await
+    .unwrap();
+    let rest = hub
+        .call(
+            Method::GET,
+            &format!("/api/v1/clusters/{cluster}"),
+            Some(&hub.admin),
+            None,
+        )
+        .await;
+    assert_eq!(
+        rest.body["desiredRevision"], r,
+        "REST shows the snapshot revision"
+    );
+    r
+}
+
+/// The cluster row's own stamp (written only by changes that did not affect
+/// every cluster).
+async fn stamp(hub: &Hub, cluster: &str) -> i64 {
     let (r,): (i64,) = sqlx::query_as("select desired_revision from clusters where name = $1")
         .bind(cluster)
         .fetch_one(&hub.pool)
@@ -77,6 +105,9 @@ async fn writes_notify_the_affected_clusters() {
     assert_eq!(n.clusters, Some(vec!["p1".to_string(), "s1".to_string()]));
     assert_eq!(desired(&hub, "p1").await, n.revision);
     assert_eq!(desired(&hub, "s1").await, n.revision);
+    // Every cluster was affected: one fleet-wide revision, no row stamped.
+    assert!(stamp(&hub, "p1").await < n.revision);
+    assert!(stamp(&hub, "s1").await < n.revision);
 
     // An override for one named cluster → that cluster.
     let r = hub
@@ -142,12 +173,35 @@ async fn huge_cluster_lists_become_recompute_all() {
         n.clusters, None,
         "payload over the NOTIFY limit → recompute all"
     );
-    // Every affected cluster was still stamped.
-    let (stamped,): (i64,) =
-        sqlx::query_as("select count(*) from clusters where desired_revision = $1")
-            .bind(n.revision)
-            .fetch_one(&hub.pool)
-            .await
-            .unwrap();
-    assert_eq!(stamped, 300);
+    // Every affected cluster's snapshot revision moved, without a stamp on
+    // any row (all 300 clusters were affected: one fleet-wide revision).
+    let (moved, stamped): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select count(*) filter (where {EFFECTIVE_REVISION} = $1), \
+                count(*) filter (where c.desired_revision = $1) \
+         from clusters c cross join fleet_revision f"
+    )))
+    .bind(n.revision)
+    .fetch_one(&hub.pool)
+    .await
+    .unwrap();
+    assert_eq!((moved, stamped), (300, 0));
+
+    // One more cluster outside the gate's scope: the next change affects 300
+    // of 301, so each of those rows is stamped and the new one is not moved.
+    hub.register("elsewhere", json!({"env": "staging"})).await;
+    next(&mut l).await;
+    let r = hub.create_gate_yaml(&business_hours("bh2", "prod")).await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let n = next(&mut l).await;
+    let (moved, stamped): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select count(*) filter (where {EFFECTIVE_REVISION} = $1), \
+                count(*) filter (where c.desired_revision = $1) \
+         from clusters c cross join fleet_revision f"
+    )))
+    .bind(n.revision)
+    .fetch_one(&hub.pool)
+    .await
+    .unwrap();
+    assert_eq!((moved, stamped), (300, 300));
+    assert!(desired(&hub, "elsewhere").await < n.revision);
 }

@@ -5,26 +5,15 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use fleetgate_policy::Preview;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::Result;
 use crate::rest::AppState;
 use crate::rest::extract::ApiActor;
-use crate::service::Role;
-use crate::service::fleet::{FleetGrid, ScopedCluster};
+use crate::service::fleet::FleetGrid;
 use crate::service::overrides::OverrideQuery;
 use crate::service::page::MAX_LIMIT;
-use crate::service::types::{GateRecord, OverrideRecord};
 
-/// The caller (`GET /api/v1/whoami`).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct WhoAmI {
-    /// The API token's name.
-    pub name: String,
-    pub role: Role,
-}
+pub use fleetgate_api_types::dashboard::{GateView, WhoAmI};
 
 /// Who holds the presented token; the dashboard shows actions by role.
 #[utoipa::path(get, path = "/api/v1/whoami", tag = "dashboard",
@@ -51,23 +40,6 @@ pub async fn fleet(
     ApiActor(actor): ApiActor,
 ) -> Result<Json<FleetGrid>> {
     Ok(Json(s.service.fleet_grid(&actor).await?))
-}
-
-/// A gate's page (`GET /api/v1/dashboard/gates/{name}`).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GateView {
-    pub gate: GateRecord,
-    /// The rules in words.
-    pub rules: Vec<String>,
-    /// The gate's IANA time zone (UTC when it names none).
-    pub time_zone: String,
-    /// The schedule over the next 7 days, without overrides.
-    #[schema(value_type = crate::schema::preview::PreviewDoc)]
-    pub preview: Preview,
-    /// Live overrides (active now or starting later).
-    pub overrides: Vec<OverrideRecord>,
-    pub clusters: Vec<ScopedCluster>,
 }
 
 /// The gate, its rules in words, its next 7 days, its overrides and its

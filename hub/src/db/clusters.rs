@@ -9,25 +9,32 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 
 use super::WithHash;
-use crate::Result;
 use crate::error::on_unique;
+use crate::{Result, liveness};
 
-/// One registered cluster (without its token hash).
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ClusterRow {
-    pub name: String,
-    pub labels: Json<BTreeMap<String, String>>,
-    pub created_at: DateTime<Utc>,
-    pub last_seen_at: Option<DateTime<Utc>>,
-    pub spoke_version: Option<String>,
-    pub connected: bool,
-    pub connected_replica: Option<String>,
-    pub clock_offset_ms: Option<i64>,
-    pub desired_revision: i64,
+/// A registered cluster (without its token hash), as the API shows it.
+pub use fleetgate_api_types::Cluster;
+
+/// A cluster as read, with what its liveness is decided from; every read
+/// below returns it as a [`Cluster`] whose `connected` is derived at the
+/// caller's instant, so a crashed replica's stale flag never leaks.
+#[derive(sqlx::FromRow)]
+struct Read {
+    #[sqlx(flatten)]
+    cluster: Cluster,
     /// How long the lease of the replica serving the stream holds after a
     /// renewal, in ms (None: no stream recorded open, or a replica of a
     /// release without leases).
-    pub lease_ttl_ms: Option<i64>,
+    lease_ttl_ms: Option<i64>,
+}
+
+impl Read {
+    /// The cluster with `connected` as derived at `now`.
+    fn at(self, now: DateTime<Utc>) -> Cluster {
+        let mut c = self.cluster;
+        c.connected = liveness::is_connected(c.connected, c.last_seen_at, self.lease_ttl_ms, now);
+        c
+    }
 }
 
 /// `last_seen_at` of a cluster whose stream is recorded open is its
@@ -37,15 +44,18 @@ const COLUMNS: &str = "c.name, c.labels, c.created_at, \
                        case when k.connected then greatest(k.last_seen_at, l.heartbeat_at) \
                          else k.last_seen_at end as last_seen_at, k.spoke_version, \
                        coalesce(k.connected, false) as connected, k.connected_replica, \
-                       k.clock_offset_ms, c.desired_revision, \
+                       k.clock_offset_ms, \
+                       greatest(c.desired_revision, f.all_revision) as desired_revision, \
                        case when k.connected then \
                          (extract(epoch from l.expires_at - l.heartbeat_at) * 1000)::bigint \
                        end as lease_ttl_ms";
 
 /// `clusters` with each one's connection state (every cluster has a row in
-/// `cluster_connections`; the outer join only guards against a missing one)
-/// and the lease of the replica serving its stream.
-const FROM: &str = "clusters c left join cluster_connections k on k.cluster = c.name \
+/// `cluster_connections`; the outer join only guards against a missing one),
+/// the lease of the replica serving its stream, and the fleet-wide revision
+/// (`desired_revision` is [`super::revision::EFFECTIVE_REVISION`]).
+const FROM: &str = "clusters c cross join fleet_revision f \
+                    left join cluster_connections k on k.cluster = c.name \
                     left join replica_leases l on l.replica = k.connected_replica";
 
 /// Registers a cluster (with its empty connection state); 409 if the name is
@@ -56,7 +66,7 @@ pub async fn insert(
     labels: &BTreeMap<String, String>,
     token_hash: &[u8],
     now: DateTime<Utc>,
-) -> Result<ClusterRow> {
+) -> Result<Cluster> {
     sqlx::query(
         "insert into clusters (name, labels, token_hash, created_at) values ($1, $2, $3, $4)",
     )
@@ -71,107 +81,130 @@ pub async fn insert(
         .bind(name)
         .execute(&mut *conn)
         .await?;
-    expect(get(conn, name).await?, name)
+    expect(get(conn, name, now).await?, name)
 }
 
 /// The row just written in this transaction.
-fn expect(row: Option<ClusterRow>, name: &str) -> Result<ClusterRow> {
+fn expect(row: Option<Cluster>, name: &str) -> Result<Cluster> {
     row.ok_or_else(|| crate::Error::Internal(format!("cluster '{name}' vanished in its write")))
 }
 
-/// The cluster named `name`.
-pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
-    let row = sqlx::query_as(sql!("select {COLUMNS} from {FROM} where c.name = $1"))
+/// The cluster named `name`, as at `now`.
+pub async fn get(
+    conn: &mut PgConnection,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Cluster>> {
+    let row: Option<Read> = sqlx::query_as(sql!("select {COLUMNS} from {FROM} where c.name = $1"))
         .bind(name)
         .fetch_optional(conn)
         .await?;
-    Ok(row)
+    Ok(row.map(|r| r.at(now)))
 }
 
-/// The cluster named `name`, locked until the transaction ends.
-pub async fn get_for_update(conn: &mut PgConnection, name: &str) -> Result<Option<ClusterRow>> {
-    let row = sqlx::query_as(sql!(
+/// The cluster named `name` as at `now`, locked until the transaction ends.
+pub async fn get_for_update(
+    conn: &mut PgConnection,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Cluster>> {
+    let row: Option<Read> = sqlx::query_as(sql!(
         "select {COLUMNS} from {FROM} where c.name = $1 for update of c"
     ))
     .bind(name)
     .fetch_optional(conn)
     .await?;
-    Ok(row)
+    Ok(row.map(|r| r.at(now)))
 }
 
-/// The cluster whose token hashes to `hash`, with the stored hash.
+/// The cluster whose token hashes to `hash` as at `now`, with the stored hash.
 pub async fn by_token_hash(
     conn: &mut PgConnection,
     hash: &[u8],
-) -> Result<Option<(ClusterRow, Vec<u8>)>> {
-    let found: Option<WithHash<_>> = sqlx::query_as(sql!(
+    now: DateTime<Utc>,
+) -> Result<Option<(Cluster, Vec<u8>)>> {
+    let found: Option<WithHash<Read>> = sqlx::query_as(sql!(
         "select {COLUMNS}, c.token_hash from {FROM} where c.token_hash = $1"
     ))
     .bind(hash)
     .fetch_optional(conn)
     .await?;
-    Ok(found.map(|w| (w.row, w.token_hash)))
+    Ok(found.map(|w| (w.row.at(now), w.token_hash)))
 }
 
-/// The clusters whose tokens hash to any of `hashes`, with the stored hashes.
+/// The clusters whose tokens hash to any of `hashes` as at `now`, with the
+/// stored hashes.
 pub async fn by_token_hashes(
     conn: &mut PgConnection,
     hashes: &[Vec<u8>],
-) -> Result<Vec<(ClusterRow, Vec<u8>)>> {
-    let found: Vec<WithHash<ClusterRow>> = sqlx::query_as(sql!(
+    now: DateTime<Utc>,
+) -> Result<Vec<(Cluster, Vec<u8>)>> {
+    let found: Vec<WithHash<Read>> = sqlx::query_as(sql!(
         "select {COLUMNS}, c.token_hash from {FROM} where c.token_hash = any($1)"
     ))
     .bind(hashes)
     .fetch_all(conn)
     .await?;
-    Ok(found.into_iter().map(|w| (w.row, w.token_hash)).collect())
+    Ok(hashed_at(found, now))
 }
 
-/// Clusters with their spoke token hashes, by name: all of them, or those of
-/// `names` that exist.
+/// Clusters as at `now` with their spoke token hashes, by name: all of them,
+/// or those of `names` that exist.
 pub async fn with_token_hash(
     conn: &mut PgConnection,
     names: Option<&[String]>,
-) -> Result<Vec<(ClusterRow, Vec<u8>)>> {
-    let found: Vec<WithHash<ClusterRow>> = sqlx::query_as(sql!(
+    now: DateTime<Utc>,
+) -> Result<Vec<(Cluster, Vec<u8>)>> {
+    let found: Vec<WithHash<Read>> = sqlx::query_as(sql!(
         "select {COLUMNS}, c.token_hash from {FROM} \
          where $1::text[] is null or c.name = any($1) order by c.name"
     ))
     .bind(names)
     .fetch_all(conn)
     .await?;
-    Ok(found.into_iter().map(|w| (w.row, w.token_hash)).collect())
+    Ok(hashed_at(found, now))
 }
 
-/// A page of clusters ordered by name, after `after`.
+/// `found` as at `now`, each with its stored hash.
+fn hashed_at(found: Vec<WithHash<Read>>, now: DateTime<Utc>) -> Vec<(Cluster, Vec<u8>)> {
+    found
+        .into_iter()
+        .map(|w| (w.row.at(now), w.token_hash))
+        .collect()
+}
+
+/// A page of clusters as at `now`, ordered by name, after `after`.
 pub async fn list(
     conn: &mut PgConnection,
     after: Option<&str>,
     limit: i64,
-) -> Result<Vec<ClusterRow>> {
-    super::page_by_name(conn, FROM, COLUMNS, after, limit).await
+    now: DateTime<Utc>,
+) -> Result<Vec<Cluster>> {
+    let rows: Vec<Read> = super::page_by_name(conn, FROM, COLUMNS, after, limit).await?;
+    Ok(rows.into_iter().map(|r| r.at(now)).collect())
 }
 
-/// Every cluster (for scope matching and the fleet summary).
-pub async fn all(conn: &mut PgConnection) -> Result<Vec<ClusterRow>> {
-    let rows = sqlx::query_as(sql!("select {COLUMNS} from {FROM} order by c.name"))
+/// Every cluster as at `now` (for scope matching and the fleet summary).
+pub async fn all(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<Cluster>> {
+    let rows: Vec<Read> = sqlx::query_as(sql!("select {COLUMNS} from {FROM} order by c.name"))
         .fetch_all(conn)
         .await?;
-    Ok(rows)
+    Ok(rows.into_iter().map(|r| r.at(now)).collect())
 }
 
-/// Replaces the labels.
+/// Replaces the labels; the cluster as at `now`.
 pub async fn set_labels(
     conn: &mut PgConnection,
     name: &str,
     labels: &BTreeMap<String, String>,
-) -> Result<ClusterRow> {
+    now: DateTime<Utc>,
+) -> Result<Cluster> {
     sqlx::query("update clusters set labels = $2 where name = $1")
         .bind(name)
         .bind(Json(labels))
         .execute(&mut *conn)
         .await?;
-    expect(get(conn, name).await?, name)
+    expect(get(conn, name, now).await?, name)
 }
 
 /// Replaces the token hash (the old token stops working on commit).

@@ -5,7 +5,7 @@
 //! hash, kept per cluster) writes nothing unless it moves the report fence
 //! (a newer snapshot revision) or the spoke's clock drifted by
 //! [`CLOCK_DRIFT_MS`]; keepalives write nothing either. Liveness comes from
-//! the serving replica's lease (`db::leases`, `service::liveness`): an idle
+//! the serving replica's lease (`db::leases`, `crate::liveness`): an idle
 //! fleet costs the database one row per replica every few seconds. This
 //! path never bumps the fleet revision and never notifies: reports are not
 //! desired state. It never updates `clusters` rows, which writes lock, and

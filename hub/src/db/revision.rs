@@ -1,7 +1,10 @@
 //! The fleet revision and the change notification: every write bumps the
-//! revision, stamps the affected clusters' `desired_revision` and sends
+//! revision, stamps the affected clusters' `desired_revision` (or, when it
+//! affects every cluster, `fleet_revision.all_revision` once) and sends
 //! `pg_notify('fleetgate_changes', {"revision":N,"clusters":[..]|null})`, all
 //! inside the writer's transaction, so a notification is sent iff it commits.
+//! A cluster's snapshot revision is the greater of the two
+//! ([`EFFECTIVE_REVISION`]).
 
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
@@ -15,13 +18,36 @@ pub const CHANGES_CHANNEL: &str = "fleetgate_changes";
 /// we send `"clusters": null` ("recompute all") instead of the list.
 const MAX_PAYLOAD: usize = 7000;
 
+/// A cluster's snapshot revision in SQL, over `clusters c` and
+/// `fleet_revision f`: the newest write that affected it, alone or with every
+/// cluster (migration `0014_fleet_wide_revision.sql`).
+pub const EFFECTIVE_REVISION: &str = "greatest(c.desired_revision, f.all_revision)";
+
 /// Which clusters a write affects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Affected {
     /// Every cluster (and clusters that may appear).
     All,
+    /// Every cluster there is, by name: recorded once as the fleet-wide
+    /// revision instead of a stamp per cluster row, notified with the names.
+    Every(Vec<String>),
     /// Exactly these clusters (may be empty: nothing to recompute).
     Clusters(Vec<String>),
+}
+
+impl Affected {
+    /// `names`, picked among the `of` clusters that exist (read in the
+    /// write's transaction, so no cluster appears or goes meanwhile: every
+    /// write holds the revision lock): [`Affected::Every`] when that is all
+    /// of them. A fleet-wide flip of 10,000 clusters then writes one row, not
+    /// 10,000 (fleetgate-bench, REST call of a flip).
+    pub fn among(names: Vec<String>, of: usize) -> Self {
+        if !names.is_empty() && names.len() == of {
+            Self::Every(names)
+        } else {
+            Self::Clusters(names)
+        }
+    }
 }
 
 /// The JSON payload of a change notification.
@@ -50,28 +76,26 @@ pub async fn lock(conn: &mut PgConnection) -> Result<i64> {
     Ok(rev)
 }
 
-/// Bumps the revision, stamps the affected clusters and notifies. Must run in
-/// the write's transaction. Returns the new revision.
+/// Bumps the revision, stamps the affected clusters (or the fleet-wide
+/// revision) and notifies. Must run in the write's transaction. Returns the
+/// new revision.
 pub async fn publish(conn: &mut PgConnection, affected: &Affected) -> Result<i64> {
-    let (rev,): (i64,) =
-        sqlx::query_as("update fleet_revision set revision = revision + 1 returning revision")
-            .fetch_one(&mut *conn)
-            .await?;
+    let every = matches!(affected, Affected::All | Affected::Every(_));
+    let (rev,): (i64,) = sqlx::query_as(
+        "update fleet_revision set revision = revision + 1, \
+         all_revision = case when $1 then revision + 1 else all_revision end \
+         returning revision",
+    )
+    .bind(every)
+    .fetch_one(&mut *conn)
+    .await?;
     // Clusters are locked in name order, the one order every path that locks
     // several `clusters` rows uses. `for no key update` (what the update takes
     // anyway) leaves the key-share locks of foreign-key checks alone, so
     // status reports (`object_status` rows) never wait for a write's stamps.
     let clusters = match affected {
-        Affected::All => {
-            sqlx::query(
-                "update clusters set desired_revision = $1 where name in \
-                 (select name from clusters order by name for no key update)",
-            )
-            .bind(rev)
-            .execute(&mut *conn)
-            .await?;
-            None
-        }
+        Affected::All => None,
+        Affected::Every(names) => Some(names.clone()),
         Affected::Clusters(names) => {
             if !names.is_empty() {
                 sqlx::query(

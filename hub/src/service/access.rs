@@ -40,8 +40,8 @@ impl Service {
     pub async fn authenticate_spoke(&self, token: &str) -> Result<Cluster> {
         let presented = hash_token(token);
         let mut conn = self.conn().await?;
-        match clusters::by_token_hash(&mut conn, &presented).await? {
-            Some((row, stored)) if hashes_equal(&stored, &presented) => Ok(row.into()),
+        match clusters::by_token_hash(&mut conn, &presented, self.now()).await? {
+            Some((row, stored)) if hashes_equal(&stored, &presented) => Ok(row),
             _ => Err(Error::Unauthenticated("unknown spoke token".into())),
         }
     }

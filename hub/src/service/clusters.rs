@@ -3,7 +3,6 @@
 
 use fleetgate_policy::LabelSelector;
 
-use super::liveness;
 use super::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
 use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::auth::{SPOKE_TOKEN_PREFIX, generate_token, hash_token};
@@ -18,13 +17,13 @@ impl Service {
         let limit = page.limit()?;
         let after: Option<String> = page.key()?;
         let mut conn = self.conn().await?;
-        let rows = clusters::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
         let now = self.now();
+        let rows = clusters::list(&mut conn, after.as_deref(), i64::from(limit) + 1, now).await?;
         Ok(super::page::from_rows(
             rows,
             limit,
             |r| r.name.clone(),
-            |r| liveness::at(r, now).into(),
+            std::convert::identity,
         ))
     }
 
@@ -47,13 +46,14 @@ impl Service {
         let mut after: Option<String> = page.key()?;
         let batch = i64::from(limit).max(500) + 1;
         let mut conn = self.conn().await?;
+        let now = self.now();
         let mut matched = Vec::new();
         'scan: loop {
-            let rows = clusters::list(&mut conn, after.as_deref(), batch).await?;
+            let rows = clusters::list(&mut conn, after.as_deref(), batch, now).await?;
             let last_batch = (rows.len() as i64) < batch;
             for r in rows {
                 after = Some(r.name.clone());
-                if sel.matches(&r.labels.0) {
+                if sel.matches(&r.labels) {
                     matched.push(r);
                     if matched.len() > limit as usize {
                         break 'scan;
@@ -64,12 +64,11 @@ impl Service {
                 break;
             }
         }
-        let now = self.now();
         Ok(super::page::from_rows(
             matched,
             limit,
             |r| r.name.clone(),
-            |r| liveness::at(r, now).into(),
+            std::convert::identity,
         ))
     }
 
@@ -78,9 +77,8 @@ impl Service {
         actor.require(Role::Viewer)?;
         let mut conn = self.conn().await?;
         let now = self.now();
-        clusters::get(&mut conn, name)
+        clusters::get(&mut conn, name, now)
             .await?
-            .map(|r| liveness::at(r, now).into())
             .ok_or_else(|| Error::not_found("cluster", name))
     }
 
@@ -101,8 +99,8 @@ impl Service {
         let (cluster, rev) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
-                    let row = clusters::insert(tx, &req.name, &req.labels, token_hash, now).await?;
-                    let cluster = Cluster::from(row);
+                    let cluster =
+                        clusters::insert(tx, &req.name, &req.labels, token_hash, now).await?;
                     let audit = Audit {
                         action: "cluster.register",
                         target_kind: "cluster",
@@ -141,15 +139,15 @@ impl Service {
         let (row, rev) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
-                    let old = clusters::get_for_update(tx, name)
+                    let old = clusters::get_for_update(tx, name, now)
                         .await?
                         .ok_or_else(|| Error::not_found("cluster", name))?;
-                    let row = clusters::set_labels(tx, name, &req.labels).await?;
+                    let row = clusters::set_labels(tx, name, &req.labels, now).await?;
                     let audit = Audit {
                         action: "cluster.relabel",
                         target_kind: "cluster",
                         target_name: name.into(),
-                        before: to_json(&old.labels.0),
+                        before: to_json(&old.labels),
                         after: to_json(&req.labels),
                         reason: reason.map(Into::into),
                     };
@@ -160,7 +158,7 @@ impl Service {
             .await?;
         Ok(Cluster {
             desired_revision: rev,
-            ..liveness::at(row, now).into()
+            ..row
         })
     }
 
@@ -177,7 +175,7 @@ impl Service {
         let now = self.now();
         self.write(actor, now, |tx| {
             Box::pin(async move {
-                let old = clusters::get_for_update(tx, name)
+                let old = clusters::get_for_update(tx, name, now)
                     .await?
                     .ok_or_else(|| Error::not_found("cluster", name))?;
                 clusters::delete(tx, name).await?;
@@ -185,7 +183,7 @@ impl Service {
                     action: "cluster.delete",
                     target_kind: "cluster",
                     target_name: name.into(),
-                    before: to_json(&Cluster::from(old)),
+                    before: to_json(&old),
                     after: None,
                     reason: reason.map(Into::into),
                 };
@@ -213,7 +211,7 @@ impl Service {
         let (row, rev) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
-                    let row = clusters::get_for_update(tx, name)
+                    let row = clusters::get_for_update(tx, name, now)
                         .await?
                         .ok_or_else(|| Error::not_found("cluster", name))?;
                     clusters::set_token_hash(tx, name, token_hash).await?;
@@ -233,7 +231,7 @@ impl Service {
         Ok(ClusterWithToken {
             cluster: Cluster {
                 desired_revision: rev,
-                ..liveness::at(row, now).into()
+                ..row
             },
             token,
         })

@@ -1,16 +1,17 @@
 //! A replica's lease (`replica_leases`): taken when the replica starts,
 //! renewed every `--replica-lease-every` while it runs, ended after its
 //! drain. The streams a replica holds count as connected while its lease
-//! holds (`service::liveness`), so spoke liveness costs one row write per
+//! holds (`crate::liveness`), so spoke liveness costs one row write per
 //! replica per renewal instead of a stamp per cluster.
 
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Service, liveness};
+use super::Service;
 use crate::Result;
 use crate::db::leases;
+use crate::liveness;
 
 /// One replica's lease.
 #[derive(Debug, Clone)]

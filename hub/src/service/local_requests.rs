@@ -95,7 +95,7 @@ impl Service {
                             ),
                         ));
                     }
-                    let all = clusters::all(tx).await?;
+                    let all = clusters::all(tx, now).await?;
                     if !clusters_in(&all, &[&gate_def.spec.clusters]).iter().any(|c| c == cluster) {
                         return Err(Error::invalid(
                             "localRequest.gate",

@@ -9,7 +9,6 @@ pub mod clusters;
 pub mod fleet;
 pub mod gates;
 pub mod lease;
-pub mod liveness;
 pub mod local_requests;
 pub mod overrides;
 pub mod page;
@@ -19,20 +18,17 @@ pub mod spoke_auth;
 pub mod tokens;
 pub mod types;
 
-use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use tokio::sync::Semaphore;
-use utoipa::ToSchema;
 
 use crate::clock::{Clock, SystemClock};
 use crate::db::audit::NewAudit;
@@ -108,51 +104,8 @@ impl<T> Written<T> {
     }
 }
 
-/// A role of an API token; each includes the ones before it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Read everything except API tokens.
-    Viewer,
-    /// Viewer + open/close/cancel overrides.
-    Operator,
-    /// Everything: gates, clusters, API tokens.
-    Admin,
-}
-
-impl Role {
-    /// The stored / wire name.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Operator => "operator",
-            Role::Admin => "admin",
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Role {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "viewer" => Ok(Role::Viewer),
-            "operator" => Ok(Role::Operator),
-            "admin" => Ok(Role::Admin),
-            other => Err(Error::invalid(
-                "role",
-                format!("unknown role '{other}' (viewer, operator, admin)"),
-            )),
-        }
-    }
-}
+/// A role of an API token (defined with the API types: `whoami` answers it).
+pub use fleetgate_api_types::Role;
 
 /// Who is calling: an API token's name and role.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use super::fleet::stored_gate;
 use super::gates::clusters_in;
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
 use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
-use crate::db::clusters::ClusterRow;
+use crate::db::clusters::Cluster;
 use crate::db::overrides::{self, OverrideFilter};
 use crate::db::revision::Affected;
 use crate::db::{clusters, gates};
@@ -85,7 +85,7 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", gate))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let all = clusters::all(tx).await?;
+                    let all = clusters::all(tx, now).await?;
                     let scope = match &req.clusters {
                         None => None,
                         Some(c) => Some(check_scope(c, &gate_def.spec.clusters, &all)?),
@@ -134,7 +134,8 @@ impl Service {
                         after: to_json(&rec),
                         reason: Some(req.reason.clone()),
                     };
-                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
+                    let affected = Affected::among(affected, all.len());
+                    Ok(Written::changed(rec, audit, affected))
                 })
             })
             .await?;
@@ -171,7 +172,7 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", old.gate.clone()))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let all = clusters::all(tx).await?;
+                    let all = clusters::all(tx, now).await?;
                     let affected: Vec<String> = all
                         .iter()
                         .filter(|c| super::fleet::applies(&gate_def, c, &old))
@@ -188,7 +189,8 @@ impl Service {
                         after: to_json(&rec),
                         reason: reason.map(Into::into),
                     };
-                    Ok(Written::changed(rec, audit, Affected::Clusters(affected)))
+                    let affected = Affected::among(affected, all.len());
+                    Ok(Written::changed(rec, audit, affected))
                 })
             })
             .await?;
@@ -228,7 +230,7 @@ impl Service {
 fn check_scope(
     c: &OverrideClusters,
     gate_scope: &ClusterScope,
-    all: &[ClusterRow],
+    all: &[Cluster],
 ) -> Result<ClusterScope> {
     if c.names.is_empty() && c.selector.is_none() {
         return Err(Error::invalid(
@@ -245,7 +247,7 @@ fn check_scope(
                 format!("cluster '{n}' is not registered"),
             ));
         };
-        if !gate_scope.matches(&row.name, &row.labels.0) {
+        if !gate_scope.matches(&row.name, &row.labels) {
             return Err(Error::invalid(
                 field,
                 format!("cluster '{n}' is not in the gate's scope"),

@@ -108,12 +108,12 @@ impl SpokeAuth {
                 .collect();
             let found = async {
                 let mut conn = self.service.conn().await?;
-                clusters::by_token_hashes(&mut conn, &hashes).await
+                clusters::by_token_hashes(&mut conn, &hashes, self.service.now()).await
             }
             .await;
             match found {
                 Ok(found) => {
-                    let by_hash: HashMap<&[u8], &clusters::ClusterRow> = found
+                    let by_hash: HashMap<&[u8], &Cluster> = found
                         .iter()
                         .map(|(row, stored)| (stored.as_slice(), row))
                         .collect();
@@ -123,7 +123,7 @@ impl SpokeAuth {
                         let cluster = by_hash
                             .get_key_value(presented.as_slice())
                             .filter(|(stored, _)| hashes_equal(stored, &presented))
-                            .map(|(_, row)| Cluster::from((*row).clone()));
+                            .map(|(_, row)| (*row).clone());
                         let _ = tx.send(Some(cluster));
                     }
                 }

@@ -35,7 +35,12 @@ impl Service {
     ) -> Result<ApiTokenWithSecret> {
         actor.require(Role::Admin)?;
         validate::dns_label("name", &req.name)?;
-        let role: Role = req.role.parse()?;
+        let role: Role =
+            req.role
+                .parse()
+                .map_err(|e: fleetgate_api_types::records::UnknownRole| {
+                    Error::invalid("role", e.to_string())
+                })?;
         validate::optional_reason("reason", reason)?;
         let secret = generate_token(API_TOKEN_PREFIX);
         let now = self.now();

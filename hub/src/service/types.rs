@@ -7,7 +7,6 @@ pub use fleetgate_api_types::records::{
     GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
 };
 
-use crate::db::clusters::ClusterRow;
 use crate::db::gates::GateRow;
 use crate::db::tokens::TokenRow;
 
@@ -31,22 +30,6 @@ impl From<GateRow> for GateRecord {
             created_at: r.created_at,
             updated_at: r.updated_at,
             warnings,
-        }
-    }
-}
-
-impl From<ClusterRow> for Cluster {
-    fn from(r: ClusterRow) -> Self {
-        Self {
-            name: r.name,
-            labels: r.labels.0,
-            created_at: r.created_at,
-            last_seen_at: r.last_seen_at,
-            spoke_version: r.spoke_version,
-            connected: r.connected,
-            connected_replica: r.connected_replica,
-            clock_offset_ms: r.clock_offset_ms,
-            desired_revision: r.desired_revision,
         }
     }
 }

@@ -377,7 +377,7 @@ impl Session {
     }
 
     /// A keepalive (it writes nothing: the replica's lease keeps the stream
-    /// connected, see `service::liveness`).
+    /// connected, see `crate::liveness`).
     fn keepalive(&self) -> pb::HubMessage {
         hub_msg(hub_message::Msg::Keepalive(pb::Keepalive {
             hub_time: Some(fleetgate_proto::time::to_timestamp(

@@ -2,80 +2,11 @@
 //! next transitions, connections and held counts) and a gate page's clusters,
 //! projected from one fleet read.
 
-use std::collections::BTreeMap;
-
-use chrono::{DateTime, Utc};
-use serde::Serialize;
-use utoipa::ToSchema;
-
 use super::evaluate::evaluate;
 use super::{FleetInputs, ObjectCounts};
 use crate::Result;
-use crate::service::liveness;
 
-/// One gate on one cluster in the grid.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Cell {
-    /// `open` or `closed`.
-    pub state: String,
-    pub reason: String,
-    pub next_transition: Option<DateTime<Utc>>,
-    /// Reported objects governed by this gate with a change waiting.
-    pub held: u32,
-    /// The rollout wave (1-based) that will release the cluster: the gate is closed here
-    /// only because its rollout has not released it yet.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rollout_wave: Option<u32>,
-}
-
-/// A row of the grid.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetRow {
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub connected: bool,
-    pub last_seen_at: Option<DateTime<Utc>>,
-    pub spoke_version: Option<String>,
-    /// Objects with a change waiting for a gate.
-    pub held: u32,
-    /// Objects inside Kustomizations that fleetgate holds (`mode: holdObjects`).
-    pub held_objects: u32,
-    /// Of those, objects whose Kustomization applied a newer revision since.
-    pub held_objects_waiting: u32,
-    /// Objects a person marked `reconcile: disabled` that a holdObjects gate selects.
-    pub held_objects_by_person: u32,
-    /// Aligned with [`FleetGrid::gates`]; `None` where the gate does not apply.
-    pub cells: Vec<Option<Cell>>,
-}
-
-/// The fleet grid (`GET /api/v1/dashboard/fleet`).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetGrid {
-    pub at: DateTime<Utc>,
-    pub gates: Vec<String>,
-    pub clusters: Vec<FleetRow>,
-    /// Live overrides (active now or starting later).
-    pub overrides: usize,
-}
-
-/// A cluster in a gate's scope, with the gate's state there.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ScopedCluster {
-    pub name: String,
-    pub connected: bool,
-    /// Reported objects governed by this gate with a change waiting.
-    pub held: u32,
-    pub state: String,
-    pub reason: String,
-    pub next_transition: Option<DateTime<Utc>>,
-    /// As [`Cell::rollout_wave`].
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rollout_wave: Option<u32>,
-}
+pub use fleetgate_api_types::dashboard::{Cell, FleetGrid, FleetRow, ScopedCluster};
 
 fn held_on(inputs: &FleetInputs, cluster: &str, gate: &str) -> u32 {
     inputs
@@ -115,8 +46,8 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
             };
             FleetRow {
                 name: row.name.clone(),
-                labels: row.labels.0.clone(),
-                connected: liveness::is_connected(row, inputs.at),
+                labels: row.labels.clone(),
+                connected: row.connected,
                 last_seen_at: row.last_seen_at,
                 spoke_version: row.spoke_version.clone(),
                 held: inputs
@@ -152,7 +83,7 @@ pub(super) fn gate_clusters(inputs: &FleetInputs, gate: &str) -> Result<Vec<Scop
             Some(ScopedCluster {
                 rollout_wave,
                 name: row.name.clone(),
-                connected: liveness::is_connected(row, inputs.at),
+                connected: row.connected,
                 held: held_on(inputs, &row.name, gate),
                 state: e.state.to_string(),
                 reason: e.reason,

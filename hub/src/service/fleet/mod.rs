@@ -18,7 +18,7 @@ use fleetgate_policy::{Gate, GateState, Override};
 use sqlx::PgConnection;
 
 use super::{Actor, Role, Service};
-use crate::db::clusters::ClusterRow;
+use crate::db::clusters::Cluster;
 use crate::db::overrides::OverrideRecord;
 use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow, WaitingRow};
 use crate::db::{self, clusters, gates, overrides, revision};
@@ -49,7 +49,7 @@ pub enum Scope<'a> {
 /// A registered cluster and its spoke token hash.
 #[derive(Debug, Clone)]
 pub struct ClusterInput {
-    pub row: ClusterRow,
+    pub row: Cluster,
     pub token_hash: Vec<u8>,
 }
 
@@ -69,11 +69,11 @@ impl GateInput {
     }
 
     /// Whether the gate's scope includes `cluster`.
-    pub fn applies_to(&self, cluster: &ClusterRow) -> bool {
+    pub fn applies_to(&self, cluster: &Cluster) -> bool {
         self.gate
             .spec
             .clusters
-            .matches(&cluster.name, &cluster.labels.0)
+            .matches(&cluster.name, &cluster.labels)
     }
 }
 
@@ -139,7 +139,7 @@ impl FleetInputs {
             Scope::Clusters(names) => Some(names.to_vec()),
             Scope::Cluster(name) => Some(vec![name.to_string()]),
         };
-        let clusters: Vec<ClusterInput> = clusters::with_token_hash(tx, names.as_deref())
+        let clusters: Vec<ClusterInput> = clusters::with_token_hash(tx, names.as_deref(), now)
             .await?
             .into_iter()
             .map(|(row, token_hash)| ClusterInput { row, token_hash })
@@ -214,7 +214,7 @@ impl FleetInputs {
     }
 
     /// The live overrides of `gate` that apply to `cluster`, oldest first.
-    pub fn applying(&self, gate: &GateInput, cluster: &ClusterRow) -> Vec<Override> {
+    pub fn applying(&self, gate: &GateInput, cluster: &Cluster) -> Vec<Override> {
         self.overrides
             .get(gate.name())
             .map_or_else(Vec::new, |rows| applying(&gate.gate, cluster, rows))
@@ -266,20 +266,20 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
 /// Whether override `row` applies to `cluster`: it is `gate`'s, the gate's
 /// scope includes the cluster, and the override's own scope (absent: the
 /// whole gate scope) does too.
-pub(crate) fn applies(gate: &Gate, cluster: &ClusterRow, row: &OverrideRecord) -> bool {
+pub(crate) fn applies(gate: &Gate, cluster: &Cluster, row: &OverrideRecord) -> bool {
     row.gate == gate.name()
-        && gate.spec.clusters.matches(&cluster.name, &cluster.labels.0)
+        && gate.spec.clusters.matches(&cluster.name, &cluster.labels)
         && row
             .clusters
             .as_ref()
-            .is_none_or(|s| s.matches(&cluster.name, &cluster.labels.0))
+            .is_none_or(|s| s.matches(&cluster.name, &cluster.labels))
 }
 
 /// Those of `rows` that apply to `cluster` for `gate`, in the policy crate's
 /// form and in the order given.
 pub(crate) fn applying<'a>(
     gate: &Gate,
-    cluster: &ClusterRow,
+    cluster: &Cluster,
     rows: impl IntoIterator<Item = &'a OverrideRecord>,
 ) -> Vec<Override> {
     rows.into_iter()

@@ -9,7 +9,6 @@ use super::FleetInputs;
 use super::evaluate::{ClusterEvals, Evaluated, evaluate};
 use super::summary::{ObjectCounts, summary};
 use crate::db::status::ObjectStatus;
-use crate::service::liveness;
 use crate::service::types::OverrideRecord;
 use crate::{Error, Result};
 
@@ -77,7 +76,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
     Ok(ClusterStatus {
         local_requests,
         local_gates,
-        cluster: liveness::at(cluster.cluster.row.clone(), inputs.at).into(),
+        cluster: cluster.cluster.row.clone(),
         at: inputs.at,
         open: combined.open,
         closed_by: combined.closed_by,
@@ -100,7 +99,7 @@ pub(super) fn fleet_status(
     let clusters = evals
         .clusters
         .iter()
-        .filter(|c| selector.is_none_or(|s| s.matches(&c.cluster.row.labels.0)))
+        .filter(|c| selector.is_none_or(|s| s.matches(&c.cluster.row.labels)))
         .map(|c| brief(inputs, &evals, c))
         .collect();
     Ok(FleetStatus { summary, clusters })
@@ -138,7 +137,7 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
             .get(&row.name)
             .cloned()
             .unwrap_or_default(),
-        cluster: liveness::at(row.clone(), inputs.at).into(),
+        cluster: row.clone(),
         open: combined.open,
         closed_by: combined.closed_by,
         next_transition: all.next_change(evals),

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use super::FleetInputs;
 use super::evaluate::Evaluated;
 use crate::Result;
-use crate::service::liveness;
 
 pub use fleetgate_api_types::status::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
 
@@ -39,7 +38,7 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
     let mut disconnected = Vec::new();
     for cluster in &evals.clusters {
         let row = &cluster.cluster.row;
-        if liveness::is_connected(row, inputs.at) {
+        if row.connected {
             counts.connected += 1;
         } else {
             counts.disconnected += 1;

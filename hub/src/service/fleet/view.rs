@@ -11,7 +11,6 @@ use fleetgate_policy::GateState;
 use super::FleetInputs;
 use super::evaluate::evaluate;
 use crate::Result;
-use crate::service::liveness;
 use crate::service::types::OverrideRecord;
 
 /// One gate's state on one cluster.
@@ -89,7 +88,7 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
         view.spokes.insert(
             row.name.clone(),
             SpokeState {
-                connected: liveness::is_connected(row, inputs.at),
+                connected: row.connected,
                 replica: row.connected_replica.clone(),
                 spoke_version: row.spoke_version.clone(),
             },

@@ -18,7 +18,6 @@ use crate::rollout::Event;
 use crate::rollout::health::{ClusterHealthInput, Verdict, judge};
 use crate::rollout::machine::{self, Current, ScopeCluster, StepInput};
 use crate::service::fleet::{applying, stored_gate, to_policy};
-use crate::service::liveness;
 use crate::{Error, Result};
 
 /// The actor name rollout steps are audited under.
@@ -58,7 +57,7 @@ pub async fn step_gate(
         events.push(command.apply(c, now)?);
     }
 
-    let all = clusters::all(tx).await?;
+    let all = clusters::all(tx, now).await?;
     let rows = overrides::live_for_gates(tx, &[gate_name.to_string()], now).await?;
     let gate_wide: Vec<_> = rows
         .iter()
@@ -68,7 +67,7 @@ pub async fn step_gate(
     let gate_open_since = compiled.open_since(now, &gate_wide);
     let scope: Vec<ScopeCluster> = all
         .iter()
-        .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels.0))
+        .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
         .map(|c| {
             let own = applying(&gate, c, &rows);
             let evaluation = compiled.evaluate(now, &own);
@@ -81,7 +80,7 @@ pub async fn step_gate(
                 });
             ScopeCluster {
                 name: c.name.clone(),
-                labels: c.labels.0.clone(),
+                labels: c.labels.clone(),
                 open_since: compiled.open_since(now, &own),
                 bypass,
             }
@@ -90,10 +89,8 @@ pub async fn step_gate(
 
     let mut health = HashMap::new();
     if let Some(c) = &current {
-        let connected: HashMap<&str, bool> = all
-            .iter()
-            .map(|r| (r.name.as_str(), liveness::is_connected(r, now)))
-            .collect();
+        let connected: HashMap<&str, bool> =
+            all.iter().map(|r| (r.name.as_str(), r.connected)).collect();
         health = judge_wave(tx, c, &connected, now).await?;
     }
     let spec = gate.spec.rollout.as_ref();

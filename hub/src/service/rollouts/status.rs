@@ -12,7 +12,6 @@ use crate::db::{clusters, rollouts};
 use crate::rollout::State;
 use crate::rollout::health::Health;
 use crate::rollout::machine::Current;
-use crate::service::liveness;
 pub use fleetgate_api_types::rollout::{RolloutClusterStatus, RolloutStatus, WaveStatus};
 
 /// The status of `gate`'s current (else latest) rollout at `now`; `None` if it has none.
@@ -25,11 +24,9 @@ pub(crate) async fn read(
         return Ok(None);
     };
     let c = Current { row, members };
-    let all = clusters::all(tx).await?;
-    let connected: HashMap<&str, bool> = all
-        .iter()
-        .map(|r| (r.name.as_str(), liveness::is_connected(r, now)))
-        .collect();
+    let all = clusters::all(tx, now).await?;
+    let connected: HashMap<&str, bool> =
+        all.iter().map(|r| (r.name.as_str(), r.connected)).collect();
     let health = super::drive::judge_wave(tx, &c, &connected, now).await?;
     Ok(Some(project(&c, &health, now)))
 }

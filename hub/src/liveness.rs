@@ -7,8 +7,6 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::db::clusters::ClusterRow;
-
 /// How often a replica renews its lease (the default; `--replica-lease-every`).
 pub const LEASE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -29,25 +27,22 @@ pub const LEASE_TTL: Duration = Duration::seconds(30);
 /// rolling upgrade): how fresh the `last_seen_at` it stamps must be.
 pub const CONNECTED_WITHIN: Duration = Duration::seconds(120);
 
-/// Whether `row`'s spoke is connected at `now`: its stream is recorded open
-/// and it was seen — connected, a report written, or its replica's lease
-/// renewed (`last_seen_at` is the latest of these) — within the replica's
-/// lease time.
-pub fn is_connected(row: &ClusterRow, now: DateTime<Utc>) -> bool {
-    if !row.connected {
+/// Whether a spoke is connected at `now`: its stream is recorded open
+/// (`recorded_open`) and it was seen — connected, a report written, or its
+/// replica's lease renewed (`last_seen_at` is the latest of these) — within
+/// the replica's lease time (`lease_ttl_ms`; [`CONNECTED_WITHIN`] for a
+/// replica without a lease).
+pub fn is_connected(
+    recorded_open: bool,
+    last_seen_at: Option<DateTime<Utc>>,
+    lease_ttl_ms: Option<i64>,
+    now: DateTime<Utc>,
+) -> bool {
+    if !recorded_open {
         return false;
     }
-    let within = row
-        .lease_ttl_ms
-        .map_or(CONNECTED_WITHIN, Duration::milliseconds);
-    row.last_seen_at.is_some_and(|seen| now - seen <= within)
-}
-
-/// `row` with `connected` as derived at `now` (everything shown to clients
-/// goes through this, so a crashed replica's stale flag never leaks).
-pub fn at(mut row: ClusterRow, now: DateTime<Utc>) -> ClusterRow {
-    row.connected = is_connected(&row, now);
-    row
+    let within = lease_ttl_ms.map_or(CONNECTED_WITHIN, Duration::milliseconds);
+    last_seen_at.is_some_and(|seen| now - seen <= within)
 }
 
 #[cfg(test)]

@@ -1,0 +1,106 @@
+//! What the dashboard's own read endpoints answer beyond the REST API: the
+//! caller (`whoami`), the fleet grid (every gate on every cluster) and a
+//! gate's page.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::Preview;
+use serde::{Deserialize, Serialize};
+
+use crate::records::{GateRecord, OverrideRecord, Role};
+
+/// The caller (`GET /api/v1/whoami`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct WhoAmI {
+    /// The API token's name.
+    pub name: String,
+    pub role: Role,
+}
+
+/// One gate on one cluster in the grid.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Cell {
+    /// `open` or `closed`.
+    pub state: String,
+    pub reason: String,
+    pub next_transition: Option<DateTime<Utc>>,
+    /// Reported objects governed by this gate with a change waiting.
+    pub held: u32,
+    /// The rollout wave (1-based) that will release the cluster: the gate is closed here
+    /// only because its rollout has not released it yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout_wave: Option<u32>,
+}
+
+/// A row of the grid.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FleetRow {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub connected: bool,
+    pub last_seen_at: Option<DateTime<Utc>>,
+    pub spoke_version: Option<String>,
+    /// Objects with a change waiting for a gate.
+    pub held: u32,
+    /// Objects inside Kustomizations that fleetgate holds (`mode: holdObjects`).
+    pub held_objects: u32,
+    /// Of those, objects whose Kustomization applied a newer revision since.
+    pub held_objects_waiting: u32,
+    /// Objects a person marked `reconcile: disabled` that a holdObjects gate selects.
+    pub held_objects_by_person: u32,
+    /// Aligned with [`FleetGrid::gates`]; `None` where the gate does not apply.
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// The fleet grid (`GET /api/v1/dashboard/fleet`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FleetGrid {
+    pub at: DateTime<Utc>,
+    pub gates: Vec<String>,
+    pub clusters: Vec<FleetRow>,
+    /// Live overrides (active now or starting later).
+    pub overrides: usize,
+}
+
+/// A cluster in a gate's scope, with the gate's state there.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ScopedCluster {
+    pub name: String,
+    pub connected: bool,
+    /// Reported objects governed by this gate with a change waiting.
+    pub held: u32,
+    pub state: String,
+    pub reason: String,
+    pub next_transition: Option<DateTime<Utc>>,
+    /// As [`Cell::rollout_wave`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout_wave: Option<u32>,
+}
+
+/// A gate's page (`GET /api/v1/dashboard/gates/{name}`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct GateView {
+    pub gate: GateRecord,
+    /// The rules in words.
+    pub rules: Vec<String>,
+    /// The gate's IANA time zone (UTC when it names none).
+    pub time_zone: String,
+    /// The schedule over the next 7 days, without overrides.
+    #[cfg_attr(feature = "utoipa", schema(value_type = crate::schema::preview::PreviewDoc))]
+    pub preview: Preview,
+    /// Live overrides (active now or starting later).
+    pub overrides: Vec<OverrideRecord>,
+    pub clusters: Vec<ScopedCluster>,
+}
