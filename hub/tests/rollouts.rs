@@ -5,146 +5,20 @@
 //! cluster at once, late joiners and the cluster-scoped open override's bypass.
 
 mod common;
+mod rollout_support;
 
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use axum::http::{Method, StatusCode};
 use chrono::{Duration, TimeZone, Utc};
-use common::Hub;
 use fleetgate_hub::clock::ManualClock;
 use fleetgate_hub::config::{GrpcOptions, HttpOptions};
 use fleetgate_hub::replica::Replica;
 use fleetgate_hub::{Service, db};
 use futures::StreamExt as _;
-use serde_json::{Value, json};
-
-/// t0 is Wed 12:00 UTC; the window opens at 13:00 for 4 hours.
-fn gate(extra: &str, waves: &str) -> String {
-    format!(
-        r#"apiVersion: fleetgate.io/v1
-kind: Gate
-metadata: {{name: waves}}
-spec:
-  clusters: {{selector: {{matchLabels: {{env: prod}}}}}}
-  default: closed
-  windows: [{{name: day, kind: allow, schedule: "0 13 * * *", duration: 4h}}]
-  rollout:
-    soak: 10m
-    healthTimeout: 30m
-{extra}    waves:
-{waves}"#
-    )
-}
-
-const THREE_WAVES: &str = "      - {name: canary, clusters: {names: [c1]}}\n      - {name: early, count: 2}\n      - {name: rest}\n";
-
-struct Fleet {
-    hub: Hub,
-    replica: Replica,
-}
-
-async fn fleet(extra: &str, waves: &str) -> Fleet {
-    let hub = Hub::new().await;
-    for i in 1..=6 {
-        hub.register(&format!("c{i}"), json!({"env": "prod"})).await;
-    }
-    let r = hub.create_gate_yaml(&gate(extra, waves)).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    let replica = Replica::new(
-        hub.service.clone(),
-        HttpOptions::default(),
-        GrpcOptions::default(),
-    );
-    Fleet { hub, replica }
-}
-
-impl Fleet {
-    async fn step(&self) -> Vec<String> {
-        self.hub
-            .service
-            .step_rollouts()
-            .await
-            .expect("step")
-            .into_iter()
-            .map(|e| e.action.to_string())
-            .collect()
-    }
-
-    fn at(&self, h: u32, m: u32) {
-        self.hub
-            .clock
-            .set(Utc.with_ymd_and_hms(2026, 11, 25, h, m, 0).unwrap());
-    }
-
-    fn advance(&self, minutes: i64) {
-        self.hub.clock.advance(Duration::minutes(minutes));
-    }
-
-    /// The release in `cluster`'s snapshot (what its spoke receives).
-    async fn release(&self, cluster: &str) -> Option<(u32, chrono::DateTime<Utc>)> {
-        let s = self.hub.service.cluster_snapshot(cluster).await.unwrap();
-        let g = s.gates.iter().find(|g| g.name == "waves").unwrap();
-        g.release.as_ref().map(|r| (r.wave, r.opening_at))
-    }
-
-    async fn released(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for i in 1..=6 {
-            let c = format!("c{i}");
-            if self.release(&c).await.is_some() {
-                out.push(c);
-            }
-        }
-        out
-    }
-
-    /// `clusters`' spokes are connected and report the gate's Kustomization applied at its
-    /// source's newest revision (`good`) or still at the old one.
-    async fn report(&self, clusters: &[&str], good: bool) {
-        common::report_apps(&self.replica.reports, clusters, "waves", good).await;
-    }
-
-    /// The gate's (state, reason) on `cluster` as `GET /clusters/{name}/status` shows it.
-    async fn gate_state(&self, cluster: &str) -> (String, String) {
-        let r = self
-            .hub
-            .get(&format!("/api/v1/clusters/{cluster}/status"))
-            .await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-        let g = &r.body["gates"][0];
-        (
-            g["state"].as_str().unwrap().to_string(),
-            g["reason"].as_str().unwrap().to_string(),
-        )
-    }
-
-    async fn status(&self) -> Value {
-        let r = self.hub.get("/api/v1/gates/waves/rollout").await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-        r.body
-    }
-
-    async fn command(&self, cmd: &str) -> common::Resp {
-        self.hub
-            .call(
-                Method::POST,
-                &format!("/api/v1/gates/waves/rollout/{cmd}"),
-                Some(&self.hub.operator),
-                None,
-            )
-            .await
-    }
-
-    async fn audit(&self, action: &str) -> i64 {
-        let (n,): (i64,) = sqlx::query_as("select count(*) from audit_log where action = $1")
-            .bind(action)
-            .fetch_one(&self.hub.pool)
-            .await
-            .unwrap();
-        n
-    }
-}
+use rollout_support::{THREE_WAVES, fleet};
+use serde_json::json;
 
 #[tokio::test]
 async fn waves_release_in_order_with_soak() {

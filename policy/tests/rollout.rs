@@ -280,3 +280,42 @@ fn open_since_is_the_start_of_the_current_open_period() {
     .unwrap();
     assert_eq!(always.open_since(at(24, 12), &[]), Some(OPEN_SINCE_EVER));
 }
+
+#[test]
+fn an_opening_fence_moves_the_open_period_after_a_freeze_that_left_no_trace() {
+    let g = parse_gate(
+        "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: g}\nspec:\n  clusters: {selector: {}}\n  default: closed\n  windows:\n    - {name: day, kind: allow, schedule: \"0 8 * * *\", duration: 9h}\n",
+    )
+    .unwrap()
+    .compile()
+    .unwrap();
+    // A freeze 10:00-11:00 that is no longer among the overrides: only the fence says so.
+    assert_eq!(g.open_since(at(24, 12), &[]), Some(at(24, 8)));
+    assert_eq!(
+        g.open_since_fenced(at(24, 12), &[], Some(at(24, 11))),
+        Some(at(24, 11))
+    );
+    // A fence from before the period (yesterday's freeze) changes nothing; closed stays
+    // closed; no fence is open_since.
+    assert_eq!(
+        g.open_since_fenced(at(24, 12), &[], Some(at(23, 11))),
+        Some(at(24, 8))
+    );
+    assert_eq!(g.open_since_fenced(at(24, 18), &[], Some(at(24, 11))), None);
+    assert_eq!(g.open_since_fenced(at(24, 12), &[], None), Some(at(24, 8)));
+    // The same freeze still among the overrides (an offline spoke's snapshot) agrees.
+    let c = Override {
+        id: "c".into(),
+        gate: "g".into(),
+        state: GateState::Closed,
+        starts_at: at(24, 10),
+        expires_at: Some(at(24, 11)),
+        created_at: at(24, 10),
+        actor: "sre".into(),
+        reason: "freeze".into(),
+    };
+    assert_eq!(
+        g.open_since_fenced(at(24, 12), std::slice::from_ref(&c), Some(at(24, 11))),
+        Some(at(24, 11))
+    );
+}
