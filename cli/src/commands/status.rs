@@ -222,7 +222,7 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
     } else {
         t.render()
     });
-    out.push_str(&rollouts(v, gate));
+    out.push_str(&super::rollout::cluster_places(v, gate));
     out.push_str(&local_gates(v, gate));
     out.push_str(&local_requests(v, gate));
     let objects: Vec<_> = v
@@ -309,29 +309,6 @@ fn not_ready_line(o: &ReportedObject) -> Option<String> {
         "  {} {}/{}: {message}",
         o.kind, o.namespace, o.name
     ))
-}
-
-/// Where the cluster is in each gate's current rollout (waiting for its wave, or
-/// released and how healthy, with the failing object's Ready message).
-fn rollouts(v: &ClusterStatus, gate: Option<&str>) -> String {
-    let lines: Vec<String> = v
-        .gates
-        .iter()
-        .filter(|g| gate.is_none_or(|n| g.gate == n))
-        .filter_map(|g| {
-            let r = g.rollout.as_ref()?;
-            let detail = r
-                .detail
-                .as_deref()
-                .map(|d| format!(" — {d}"))
-                .unwrap_or_default();
-            Some(format!("  {}: {}{detail}\n", g.gate, r.describe()))
-        })
-        .collect();
-    if lines.is_empty() {
-        return String::new();
-    }
-    format!("\nRollouts:\n{}", lines.concat())
 }
 
 /// The objects inside the cluster's Kustomizations that holdObjects gates
@@ -439,43 +416,6 @@ mod tests {
         );
         let old = out.lines().find(|l| l.contains(" old ")).unwrap();
         assert!(old.contains(" - "), "no Ready reported: {old}");
-    }
-
-    #[test]
-    fn cluster_view_shows_its_place_in_each_rollout() {
-        let gate = |name: &str, rollout: serde_json::Value| {
-            json!({"gate": name, "state": "closed", "reason": "r", "nextTransition": null,
-                   "objects": [], "held": 0, "heldObjects": 0, "rollout": rollout})
-        };
-        let v: ClusterStatus = serde_json::from_value(json!({
-            "cluster": {"name": "edge-1", "connected": true, "labels": {},
-                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                        "desiredRevision": 1},
-            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
-            "open": false, "closedBy": ["a"], "objects": [], "heldObjects": [],
-            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
-                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
-            "gates": [
-                gate("a", json!({"rolloutId": "r1", "state": "running", "wave": 2,
-                                 "waveName": "early", "releasedAt": null, "health": "closed",
-                                 "detail": null})),
-                gate("b", json!({"rolloutId": "r2", "state": "halted", "wave": 1,
-                                 "waveName": "canary", "releasedAt": "2026-11-24T08:30:00Z",
-                                 "health": "failed",
-                                 "detail": "Kustomization flux-system/apps: Ready=False: boom"})),
-                gate("c", serde_json::Value::Null),
-            ]
-        }))
-        .unwrap();
-        let out = render_cluster(&v, None);
-        assert!(
-            out.contains(
-                "Rollouts:\n  a: waiting for wave 2 'early'\n  b: released in wave 1 'canary': failed (rollout halted) — Kustomization flux-system/apps: Ready=False: boom\n"
-            ),
-            "{out}"
-        );
-        assert!(!render_cluster(&v, Some("c")).contains("Rollouts"));
     }
 
     #[test]
