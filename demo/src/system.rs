@@ -22,9 +22,10 @@ pub(crate) async fn run(
     shutdown: &CancellationToken,
     started: Instant,
 ) -> Result<()> {
-    // 2. The hub (in-process), with a fresh admin token.
+    // 2. The hub (in-process, as `fleetgate-hub serve` runs it), with a fresh
+    // admin token.
     let token = crate::random_token()?;
-    let mut hub_cfg = fleetgate_hub::config::ServeConfig::for_tests(database_url);
+    let mut hub_cfg = fleetgate_hub::config::ServeConfig::new(database_url);
     hub_cfg.http_addr = args.http_addr;
     hub_cfg.grpc_addr = args.grpc_addr;
     hub_cfg.admin_token = Some(token.clone());

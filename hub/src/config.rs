@@ -105,15 +105,17 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// A config for `database_url` with every other setting at its default
-    /// and ephemeral loopback ports (tests, the demo).
-    pub fn for_tests(database_url: impl Into<String>) -> Self {
+    /// What `fleetgate-hub serve --database-url <database_url>` runs with:
+    /// every other setting at its default ([`defaults`]), for programs that
+    /// run a hub in-process (the demo).
+    pub fn new(database_url: impl Into<String>) -> Self {
+        let addr = |s: &str| s.parse().expect("valid default address");
         Self {
             database_url: database_url.into(),
-            http_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            grpc_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            http_addr: addr(defaults::HTTP_ADDR),
+            grpc_addr: addr(defaults::GRPC_ADDR),
             admin_token: None,
-            db_max_connections: 10,
+            db_max_connections: defaults::DB_MAX_CONNECTIONS,
             listen_backlog: defaults::LISTEN_BACKLOG,
             http: HttpOptions::default(),
             grpc: GrpcOptions::default(),

@@ -43,16 +43,7 @@ pub struct Replica {
 impl Replica {
     /// A replica over `service` with these settings and a fresh registry.
     pub fn new(service: Service, http: HttpOptions, grpc: GrpcOptions) -> Self {
-        Self::with_metrics(service, Metrics::new(), http, grpc)
-    }
-
-    /// [`Replica::new`] registering into `metrics`.
-    pub fn with_metrics(
-        service: Service,
-        metrics: Metrics,
-        http: HttpOptions,
-        grpc: GrpcOptions,
-    ) -> Self {
+        let metrics = Metrics::new();
         let fanout = Fanout::new(Arc::new(service.clone()));
         let fleet = FleetFeed::new(service.clone(), fanout.changes());
         let grpc_metrics = GrpcMetrics::default();

@@ -9,7 +9,6 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
 use common::{Hub, simple_gate};
-use fleetgate_hub::metrics::Metrics;
 use fleetgate_hub::{AppState, app};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
@@ -241,7 +240,7 @@ async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shu
         // The request timeout bounds the time to the response head, not the
         // stream: events keep flowing long after it.
         timeout: Duration::from_millis(300),
-        ..AppState::new(hub.service.clone(), Metrics::new())
+        ..common::state(&hub.service)
     });
     let get = |token: Option<&str>| {
         let mut req = Request::builder().method(Method::GET).uri("/api/v1/events");

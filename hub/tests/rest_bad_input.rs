@@ -498,7 +498,7 @@ async fn framework_rejections_are_json_too() {
     // fleet-revision row, which every write takes first.
     let state = fleetgate_hub::AppState {
         timeout: std::time::Duration::from_millis(200),
-        ..fleetgate_hub::AppState::new(hub.service.clone(), fleetgate_hub::metrics::Metrics::new())
+        ..common::state(&hub.service)
     };
     let app = fleetgate_hub::app(state);
     let before = hub.fingerprint().await;

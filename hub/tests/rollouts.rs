@@ -5,146 +5,20 @@
 //! cluster at once, late joiners and the cluster-scoped open override's bypass.
 
 mod common;
+mod rollout_support;
 
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use axum::http::{Method, StatusCode};
 use chrono::{Duration, TimeZone, Utc};
-use common::Hub;
 use fleetgate_hub::clock::ManualClock;
 use fleetgate_hub::config::{GrpcOptions, HttpOptions};
 use fleetgate_hub::replica::Replica;
 use fleetgate_hub::{Service, db};
 use futures::StreamExt as _;
-use serde_json::{Value, json};
-
-/// t0 is Wed 12:00 UTC; the window opens at 13:00 for 4 hours.
-fn gate(extra: &str, waves: &str) -> String {
-    format!(
-        r#"apiVersion: fleetgate.io/v1
-kind: Gate
-metadata: {{name: waves}}
-spec:
-  clusters: {{selector: {{matchLabels: {{env: prod}}}}}}
-  default: closed
-  windows: [{{name: day, kind: allow, schedule: "0 13 * * *", duration: 4h}}]
-  rollout:
-    soak: 10m
-    healthTimeout: 30m
-{extra}    waves:
-{waves}"#
-    )
-}
-
-const THREE_WAVES: &str = "      - {name: canary, clusters: {names: [c1]}}\n      - {name: early, count: 2}\n      - {name: rest}\n";
-
-struct Fleet {
-    hub: Hub,
-    replica: Replica,
-}
-
-async fn fleet(extra: &str, waves: &str) -> Fleet {
-    let hub = Hub::new().await;
-    for i in 1..=6 {
-        hub.register(&format!("c{i}"), json!({"env": "prod"})).await;
-    }
-    let r = hub.create_gate_yaml(&gate(extra, waves)).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    let replica = Replica::new(
-        hub.service.clone(),
-        HttpOptions::default(),
-        GrpcOptions::default(),
-    );
-    Fleet { hub, replica }
-}
-
-impl Fleet {
-    async fn step(&self) -> Vec<String> {
-        self.hub
-            .service
-            .step_rollouts()
-            .await
-            .expect("step")
-            .into_iter()
-            .map(|e| e.action.to_string())
-            .collect()
-    }
-
-    fn at(&self, h: u32, m: u32) {
-        self.hub
-            .clock
-            .set(Utc.with_ymd_and_hms(2026, 11, 25, h, m, 0).unwrap());
-    }
-
-    fn advance(&self, minutes: i64) {
-        self.hub.clock.advance(Duration::minutes(minutes));
-    }
-
-    /// The release in `cluster`'s snapshot (what its spoke receives).
-    async fn release(&self, cluster: &str) -> Option<(u32, chrono::DateTime<Utc>)> {
-        let s = self.hub.service.cluster_snapshot(cluster).await.unwrap();
-        let g = s.gates.iter().find(|g| g.name == "waves").unwrap();
-        g.release.as_ref().map(|r| (r.wave, r.opening_at))
-    }
-
-    async fn released(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for i in 1..=6 {
-            let c = format!("c{i}");
-            if self.release(&c).await.is_some() {
-                out.push(c);
-            }
-        }
-        out
-    }
-
-    /// `clusters`' spokes are connected and report the gate's Kustomization applied at its
-    /// source's newest revision (`good`) or still at the old one.
-    async fn report(&self, clusters: &[&str], good: bool) {
-        common::report_apps(&self.replica.reports, clusters, "waves", good).await;
-    }
-
-    /// The gate's (state, reason) on `cluster` as `GET /clusters/{name}/status` shows it.
-    async fn gate_state(&self, cluster: &str) -> (String, String) {
-        let r = self
-            .hub
-            .get(&format!("/api/v1/clusters/{cluster}/status"))
-            .await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-        let g = &r.body["gates"][0];
-        (
-            g["state"].as_str().unwrap().to_string(),
-            g["reason"].as_str().unwrap().to_string(),
-        )
-    }
-
-    async fn status(&self) -> Value {
-        let r = self.hub.get("/api/v1/gates/waves/rollout").await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-        r.body
-    }
-
-    async fn command(&self, cmd: &str) -> common::Resp {
-        self.hub
-            .call(
-                Method::POST,
-                &format!("/api/v1/gates/waves/rollout/{cmd}"),
-                Some(&self.hub.operator),
-                None,
-            )
-            .await
-    }
-
-    async fn audit(&self, action: &str) -> i64 {
-        let (n,): (i64,) = sqlx::query_as("select count(*) from audit_log where action = $1")
-            .bind(action)
-            .fetch_one(&self.hub.pool)
-            .await
-            .unwrap();
-        n
-    }
-}
+use rollout_support::{THREE_WAVES, fleet};
+use serde_json::json;
 
 #[tokio::test]
 async fn waves_release_in_order_with_soak() {
@@ -504,4 +378,63 @@ async fn the_replica_runs_the_driver() {
             "fleetgate_hub_rollout_events_total{gate=\"waves\",action=\"rollout.start\"} 1"
         )
     );
+}
+
+#[tokio::test]
+async fn failure_grace_is_a_validated_rollout_setting() {
+    let f = fleet("    failureGrace: 5m\n", THREE_WAVES).await;
+    // Too long for the health timeout: refused naming the field, nothing changed.
+    let before = f.hub.audit_count().await;
+    let bad =
+        rollout_support::gate("    failureGrace: 30m\n", THREE_WAVES).replace("waves}", "waves2}");
+    let r = f.hub.create_gate_yaml(&bad).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+    assert_eq!(r.body["error"]["field"], "spec.rollout.failureGrace");
+    assert_eq!(
+        r.body["error"]["message"],
+        "must be shorter than healthTimeout (30m), got '30m'"
+    );
+    assert_eq!(f.hub.audit_count().await, before);
+    // The stored gate keeps it, and the rollout runs with it.
+    let r = f.hub.get("/api/v1/gates/waves").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(
+        r.body["manifest"]["spec"]["rollout"]["failureGrace"], "5m",
+        "{}",
+        r.text
+    );
+}
+
+#[tokio::test]
+async fn the_cluster_status_names_its_place_in_the_rollout() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    let rollout_of = |c: &'static str| {
+        let hub = &f.hub;
+        async move {
+            let r = hub.get(&format!("/api/v1/clusters/{c}/status")).await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+            r.body["gates"][0]["rollout"].clone()
+        }
+    };
+    let c2 = rollout_of("c2").await;
+    assert_eq!(c2["wave"], 2, "{c2}");
+    assert_eq!(c2["waveName"], "early");
+    assert_eq!(c2["health"], "closed");
+    assert!(c2["releasedAt"].is_null());
+    // Released; its spoke has not connected yet: unknown, never healthy.
+    let c1 = rollout_of("c1").await;
+    assert_eq!(
+        (c1["wave"].clone(), c1["health"].clone()),
+        (json!(1), json!("unknown"))
+    );
+    assert_eq!(c1["releasedAt"], "2026-11-25T13:00:00Z");
+    f.report(&["c1"], true).await;
+    f.step().await;
+    assert_eq!(rollout_of("c1").await["health"], "healthy");
+    // The window closes: the rollout ends, no place is shown.
+    f.at(17, 0);
+    f.step().await;
+    assert!(rollout_of("c1").await.is_null());
 }

@@ -1,7 +1,10 @@
 //! When the gate's current open period began: the instant a rollout release names
 //! (`GateRule.release.opening_at`). The hub and a spoke compute it from the same gate and
 //! overrides, so a release for one open period never opens a later one (an offline spoke
-//! released on Monday stays closed when Tuesday's window opens).
+//! released on Monday stays closed when Tuesday's window opens). Overrides that ended are
+//! no longer among the overrides either side reads, so the hub also sends an *opening
+//! fence* (the latest end of a closing override that ended): an open period never began
+//! before it ([`CompiledGate::open_since_fenced`]).
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -47,5 +50,21 @@ impl CompiledGate {
             previous = Some((swept.occurrences, days));
         }
         Some(OPEN_SINCE_EVER)
+    }
+
+    /// [`Self::open_since`], never before `fence`: the latest instant a closing override
+    /// that has ended (expired or cancelled) stopped closing the gate. An ended override is
+    /// not among `overrides` any more, so without the fence the freeze would leave no trace
+    /// and a release from before it would stay valid after it (the whole fleet reopening at
+    /// once). A fence later than the period's true start only makes a release older than it
+    /// invalid — the reopening is staged once more, never less.
+    pub fn open_since_fenced(
+        &self,
+        at: DateTime<Utc>,
+        overrides: &[Override],
+        fence: Option<DateTime<Utc>>,
+    ) -> Option<DateTime<Utc>> {
+        let since = self.open_since(at, overrides)?;
+        Some(fence.map_or(since, |f| since.max(f)))
     }
 }

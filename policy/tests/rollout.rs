@@ -35,6 +35,7 @@ fn parses_with_defaults() {
     let r = g.spec.rollout.as_ref().unwrap();
     assert_eq!(r.soak(), Duration::minutes(10));
     assert_eq!(r.health_timeout(), Duration::minutes(30));
+    assert_eq!(r.failure_grace(), Duration::seconds(60));
     assert_eq!(r.max_failures, Some(Amount::Percent(10)));
     assert_eq!(r.max_failures(25), 2);
     assert_eq!(r.on_failure, OnFailure::Halt);
@@ -50,6 +51,12 @@ fn parses_with_defaults() {
     .unwrap();
     let r = count.spec.rollout.unwrap();
     assert_eq!(r.max_failures, Some(Amount::Count(2)));
+    let grace = parse_gate(&gate("    waves: [{}]\n    failureGrace: 3m\n")).unwrap();
+    grace.validate().unwrap();
+    assert_eq!(
+        grace.spec.rollout.unwrap().failure_grace(),
+        Duration::minutes(3)
+    );
     assert_eq!(r.on_failure, OnFailure::Close);
 }
 
@@ -79,6 +86,18 @@ fn errors_name_the_field() {
     assert!(
         error("    waves: [{}]\n    healthTimeout: 200h\n")
             .starts_with("spec.rollout.healthTimeout: at most 168h")
+    );
+    assert_eq!(
+        error("    waves: [{}]\n    healthTimeout: 5m\n    failureGrace: 5m\n"),
+        "spec.rollout.failureGrace: must be shorter than healthTimeout (5m), got '5m'"
+    );
+    assert_eq!(
+        error("    waves: [{}]\n    failureGrace: 45m\n"),
+        "spec.rollout.failureGrace: must be shorter than healthTimeout (30m), got '45m'"
+    );
+    assert!(
+        error("    waves: [{}]\n    failureGrace: soon\n")
+            .starts_with("spec.rollout.failureGrace: invalid duration")
     );
     assert!(
         error("    waves: [{}]\n    maxFailures: 150%\n").starts_with("spec.rollout.maxFailures")
@@ -279,4 +298,43 @@ fn open_since_is_the_start_of_the_current_open_period() {
     .compile()
     .unwrap();
     assert_eq!(always.open_since(at(24, 12), &[]), Some(OPEN_SINCE_EVER));
+}
+
+#[test]
+fn an_opening_fence_moves_the_open_period_after_a_freeze_that_left_no_trace() {
+    let g = parse_gate(
+        "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: g}\nspec:\n  clusters: {selector: {}}\n  default: closed\n  windows:\n    - {name: day, kind: allow, schedule: \"0 8 * * *\", duration: 9h}\n",
+    )
+    .unwrap()
+    .compile()
+    .unwrap();
+    // A freeze 10:00-11:00 that is no longer among the overrides: only the fence says so.
+    assert_eq!(g.open_since(at(24, 12), &[]), Some(at(24, 8)));
+    assert_eq!(
+        g.open_since_fenced(at(24, 12), &[], Some(at(24, 11))),
+        Some(at(24, 11))
+    );
+    // A fence from before the period (yesterday's freeze) changes nothing; closed stays
+    // closed; no fence is open_since.
+    assert_eq!(
+        g.open_since_fenced(at(24, 12), &[], Some(at(23, 11))),
+        Some(at(24, 8))
+    );
+    assert_eq!(g.open_since_fenced(at(24, 18), &[], Some(at(24, 11))), None);
+    assert_eq!(g.open_since_fenced(at(24, 12), &[], None), Some(at(24, 8)));
+    // The same freeze still among the overrides (an offline spoke's snapshot) agrees.
+    let c = Override {
+        id: "c".into(),
+        gate: "g".into(),
+        state: GateState::Closed,
+        starts_at: at(24, 10),
+        expires_at: Some(at(24, 11)),
+        created_at: at(24, 10),
+        actor: "sre".into(),
+        reason: "freeze".into(),
+    };
+    assert_eq!(
+        g.open_since_fenced(at(24, 12), std::slice::from_ref(&c), Some(at(24, 11))),
+        Some(at(24, 11))
+    );
 }

@@ -47,6 +47,7 @@ fn gate(default: &str) -> Snapshot {
                          "default": default}}),
             release: None,
             waiting: None,
+            opening_fence: None,
         }],
         overrides: vec![],
         local_gates_enforced: false,

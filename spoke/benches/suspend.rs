@@ -87,6 +87,7 @@ async fn run(n: usize) -> anyhow::Result<()> {
                              "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["Kustomization"]}, "default": "closed"}}),
             release: None,
             waiting: None,
+            opening_fence: None,
         }],
         overrides: vec![],
         hub_time: None,

@@ -9,7 +9,7 @@ use chrono::Utc;
 use futures::StreamExt;
 use kube::{
     Resource,
-    api::{DynamicObject, Patch, PatchParams},
+    api::{Patch, PatchParams},
     core::ApiResource,
 };
 
@@ -17,7 +17,8 @@ use crate::{
     annotations,
     context::Context,
     error::Error,
-    observed::{ObjectKey, ObservedObject},
+    flux_object::FluxObject,
+    observed::{ObjectKey, ObservedObject, Shared},
     plan::{Action, GateView, Planner, Step},
 };
 
@@ -105,14 +106,16 @@ async fn apply_one(
                 return Some(Applied {
                     key,
                     stale_rv,
-                    fresh: ObservedObject::from_dynamic(step.key.kind, &obj),
+                    fresh: ObservedObject::from_flux(step.key.kind, obj, &mut Shared::default()),
                 });
             }
             Err(e) if e.is_conflict() => {
                 ctx.metrics.error(&e);
                 tracing::debug!("conflict; re-reading and re-planning");
                 let fresh = match api.get_opt(&key.name).await {
-                    Ok(Some(obj)) => ObservedObject::from_dynamic(key.kind, &obj),
+                    Ok(Some(obj)) => {
+                        ObservedObject::from_flux(key.kind, obj, &mut Shared::default())
+                    }
                     Ok(None) => return None,
                     Err(e) => {
                         let e = Error::from(e);
@@ -159,7 +162,7 @@ fn describe(names: &[String], gates: &[GateView]) -> String {
 async fn publish_event(
     ctx: &Context,
     resource: &ApiResource,
-    obj: &DynamicObject,
+    obj: &FluxObject,
     step: &Step,
     gates: &[GateView],
 ) {

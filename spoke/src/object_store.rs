@@ -1,6 +1,7 @@
 //! The spoke's reflector: per watched kind, the planner's view of every object
 //! (`ObservedObject`), kept up to date from watch events. Holding only the
-//! extracted fields, not whole `DynamicObject`s, keeps the spoke's memory small.
+//! extracted fields, not whole objects, and sharing what repeats across them
+//! ([`Shared`]) keeps the spoke's memory small.
 
 use std::{
     collections::BTreeMap,
@@ -8,9 +9,10 @@ use std::{
 };
 
 use fleetgate_policy::FluxKind;
-use kube::{api::DynamicObject, runtime::watcher::Event};
+use kube::runtime::watcher::Event;
 
-use crate::observed::{ObjectKey, ObservedObject};
+use crate::flux_object::FluxObject;
+use crate::observed::{ObjectKey, ObservedObject, Shared};
 
 type Objects = BTreeMap<ObjectKey, ObservedObject>;
 
@@ -42,6 +44,7 @@ pub struct StoreWriter {
     kind: FluxKind,
     store: Arc<ObjectStore>,
     buffer: Objects,
+    shared: Shared,
 }
 
 impl StoreWriter {
@@ -50,6 +53,7 @@ impl StoreWriter {
             kind,
             store: Arc::default(),
             buffer: Objects::new(),
+            shared: Shared::default(),
         }
     }
 
@@ -59,23 +63,33 @@ impl StoreWriter {
     }
 
     /// Applies one watch event. Returns true when it completed a (re-)list.
-    pub fn apply(&mut self, event: Event<DynamicObject>) -> bool {
+    pub fn apply(&mut self, event: Event<FluxObject>) -> bool {
         match event {
             Event::Apply(obj) => {
-                let o = ObservedObject::from_dynamic(self.kind, &obj);
-                self.store.write().insert(o.key.clone(), o);
+                let o = ObservedObject::from_flux(self.kind, obj, &mut self.shared);
+                let live = {
+                    let mut store = self.store.write();
+                    store.insert(o.key.clone(), o);
+                    store.len()
+                };
+                // Replaced revisions and conditions pile up in the shared
+                // sets; drop them once they outnumber the objects.
+                if self.shared.len() > 4 * live + 64 {
+                    self.shared.sweep();
+                }
             }
             Event::Delete(obj) => {
-                let o = ObservedObject::from_dynamic(self.kind, &obj);
+                let o = ObservedObject::from_flux(self.kind, obj, &mut self.shared);
                 self.store.write().remove(&o.key);
             }
             Event::Init => self.buffer.clear(),
             Event::InitApply(obj) => {
-                let o = ObservedObject::from_dynamic(self.kind, &obj);
+                let o = ObservedObject::from_flux(self.kind, obj, &mut self.shared);
                 self.buffer.insert(o.key.clone(), o);
             }
             Event::InitDone => {
                 *self.store.write() = std::mem::take(&mut self.buffer);
+                self.shared.sweep();
                 return true;
             }
         }
@@ -88,8 +102,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ks(name: &str, rv: &str) -> DynamicObject {
-        serde_json::from_value(json!({
+    fn ks(name: &str, rv: &str) -> FluxObject {
+        crate::flux_object::from_value(json!({
             "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
             "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
             "spec": {"suspend": false}

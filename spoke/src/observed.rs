@@ -1,16 +1,20 @@
 //! What the spoke sees of one Flux object: identity, labels, suspend state,
-//! fleetgate's mark, the sources it consumes and its revisions. Extracted from
-//! the API server's JSON once, so the planner stays pure and fast.
+//! fleetgate's mark, the sources it consumes and its revisions. Extracted
+//! once from the parsed object ([`FluxObject`]), so the planner stays pure
+//! and fast. What repeats across objects (label sets, revisions, Ready
+//! conditions) is shared through a watch's [`Shared`] values: a copy for a
+//! pass or a report entry costs reference counts, not allocations.
 
 use std::{collections::BTreeMap, fmt, str::FromStr, sync::Arc};
 
 use fleetgate_policy::FluxKind;
 use kube::api::DynamicObject;
-use serde_json::Value;
 
 use crate::annotations::{IGNORE, PINNED, SUSPENDED_BY, parse_suspended_by};
+use crate::flux_object::{FluxObject, Reference};
 use crate::hold::marks::{OWNER_NAME, OWNER_NAMESPACE, RECONCILE, SSA};
-use crate::readiness::Readiness;
+use crate::intern::Interned;
+use crate::readiness::{self, Readiness, Ready};
 
 /// Identifies one Flux object in the cluster. Orders by kind (appliers first),
 /// namespace, name.
@@ -37,11 +41,43 @@ impl fmt::Display for ObjectKey {
     }
 }
 
+/// The values a watch shares between its objects (see [`Interned`]).
+#[derive(Debug, Default)]
+pub struct Shared {
+    strings: Interned<str>,
+    labels: Interned<BTreeMap<String, String>>,
+    ready: Interned<Ready>,
+}
+
+impl Shared {
+    /// Drops values no object holds any more.
+    pub fn sweep(&mut self) {
+        self.strings.sweep();
+        self.labels.sweep();
+        self.ready.sweep();
+    }
+
+    /// Values held, to decide when to sweep.
+    pub fn len(&self) -> usize {
+        self.strings.len() + self.labels.len() + self.ready.len()
+    }
+
+    /// True when it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn text(&mut self, s: Option<&str>) -> Option<Arc<str>> {
+        s.filter(|s| !s.is_empty()).map(|s| self.strings.get(s))
+    }
+}
+
 /// One observed Flux object.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ObservedObject {
     pub key: ObjectKey,
-    pub labels: BTreeMap<String, String>,
+    /// Shared by the objects with the same labels.
+    pub labels: Arc<BTreeMap<String, String>>,
     pub resource_version: Option<String>,
     /// `spec.suspend` as observed.
     pub suspended: bool,
@@ -52,9 +88,9 @@ pub struct ObservedObject {
     /// before the repository it is built from.
     pub source_refs: Vec<ObjectKey>,
     /// The revision last applied (see `last_applied`).
-    pub last_applied_revision: Option<String>,
+    pub last_applied_revision: Option<Arc<str>>,
     /// `status.artifact.revision` (sources only).
-    pub artifact_revision: Option<String>,
+    pub artifact_revision: Option<Arc<str>>,
     /// Annotated `fleetgate.io/ignore: "true"`: never governed.
     pub ignored: bool,
     /// Whether a parent Kustomization applies this object (Flux's bootstrap
@@ -64,7 +100,7 @@ pub struct ObservedObject {
     pub readiness: Readiness,
     /// Kustomization: `status.inventory.entries[].id`, one per line, as Flux
     /// lists them (`None`: no inventory reported). One allocation, shared by
-    /// every copy; `hold::inventory` reads it.
+    /// every copy; `hold::inventory` reads it. Other kinds: `None`.
     pub inventory: Option<Arc<str>>,
 }
 
@@ -88,43 +124,58 @@ pub struct Nesting {
 }
 
 impl ObservedObject {
-    /// Extracts the fields the planner needs from a dynamic object.
-    pub fn from_dynamic(kind: FluxKind, obj: &DynamicObject) -> Self {
-        let meta = &obj.metadata;
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        let name = meta.name.clone().unwrap_or_default();
-        let suspended_by = meta
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(SUSPENDED_BY))
-            .map(|v| parse_suspended_by(v));
-        let ignored = meta
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(IGNORE))
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-        let data = &obj.data;
+    /// Extracts the fields the planner needs from a parsed object, sharing
+    /// repeated values through `shared` (a watch's).
+    pub fn from_flux(kind: FluxKind, obj: FluxObject, shared: &mut Shared) -> Self {
+        let nesting = nesting(&obj);
+        let source_refs = source_refs(kind, &obj);
+        let readiness = Readiness {
+            ready: readiness::Ready::of(&obj).map(|r| shared.ready.take(r)),
+            stalled: readiness::stalled(&obj),
+            generation: obj.metadata.generation.unwrap_or(0),
+            observed_generation: obj.status.observed_generation.unwrap_or(0),
+            last_attempted_revision: shared.text(obj.status.last_attempted_revision.as_deref()),
+        };
+        let last_applied_revision = shared.text(last_applied(kind, &obj));
+        let artifact_revision = shared.text(
+            obj.status
+                .artifact
+                .as_ref()
+                .and_then(|a| a.revision.as_deref()),
+        );
+        // Unique per Kustomization: not shared, so a replaced one is freed at once.
+        let inventory = match kind {
+            FluxKind::Kustomization => obj.status.inventory.as_deref().map(Arc::from),
+            _ => None,
+        };
+        let meta = obj.metadata;
+        let annotations = meta.annotations.unwrap_or_default();
         ObservedObject {
-            source_refs: source_refs(kind, &namespace, &name, data),
             key: ObjectKey {
                 kind,
-                namespace,
-                name,
+                namespace: meta.namespace.unwrap_or_default(),
+                name: meta.name.unwrap_or_default(),
             },
-            labels: meta.labels.clone().unwrap_or_default(),
-            resource_version: meta.resource_version.clone(),
-            suspended: data
-                .pointer("/spec/suspend")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            suspended_by,
-            last_applied_revision: last_applied(kind, data),
-            artifact_revision: str_at(data, "/status/artifact/revision"),
-            ignored,
-            nesting: nesting(obj),
-            readiness: Readiness::from_object(data, meta.generation),
-            inventory: inventory(kind, data),
+            labels: shared.labels.take(meta.labels.unwrap_or_default()),
+            resource_version: meta.resource_version,
+            suspended: obj.spec.suspend.unwrap_or(false),
+            suspended_by: annotations.get(SUSPENDED_BY).map(|v| parse_suspended_by(v)),
+            source_refs,
+            last_applied_revision,
+            artifact_revision,
+            ignored: annotations
+                .get(IGNORE)
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
+            nesting,
+            readiness,
+            inventory,
         }
+    }
+
+    /// The same from an object parsed whole (patch results of other
+    /// clients, tests); nothing shared.
+    pub fn from_dynamic(kind: FluxKind, obj: &DynamicObject) -> Self {
+        Self::from_flux(kind, FluxObject::from_dynamic(obj), &mut Shared::default())
     }
 
     /// True when a person suspended it: suspended without fleetgate's mark.
@@ -133,7 +184,7 @@ impl ObservedObject {
     }
 }
 
-fn nesting(obj: &DynamicObject) -> Nesting {
+fn nesting(obj: &FluxObject) -> Nesting {
     let meta = &obj.metadata;
     let empty = BTreeMap::new();
     let labels = meta.labels.as_ref().unwrap_or(&empty);
@@ -148,98 +199,72 @@ fn nesting(obj: &DynamicObject) -> Nesting {
         (Some(ns), Some(name)) => Some((ns.clone(), name.clone())),
         _ => None,
     };
-    // A manager applying spec (server-side apply): kustomize-controller
-    // applying the parent's manifest. fleetgate's own patches are Updates.
-    let applied_by_parent = meta.managed_fields.iter().flatten().any(|f| {
-        f.operation.as_deref() == Some("Apply")
-            && f.fields_v1
-                .as_ref()
-                .and_then(|v| v.0.get("f:spec"))
-                .is_some()
-    });
     Nesting {
         parent,
-        applied_by_parent,
+        // managedFields, read while parsing (`flux_object::applies_spec`).
+        applied_by_parent: obj.applied_by_parent,
         pinned,
         disabled_by_person: !pinned && (opted_out(labels) || opted_out(annotations)),
     }
-}
-
-/// A Kustomization's inventory ids, newline-separated (ids hold no newline).
-fn inventory(kind: FluxKind, data: &Value) -> Option<Arc<str>> {
-    if kind != FluxKind::Kustomization {
-        return None;
-    }
-    let entries = data.pointer("/status/inventory/entries")?.as_array()?;
-    let mut ids = String::new();
-    for id in entries.iter().filter_map(|e| e.get("id")?.as_str()) {
-        if !ids.is_empty() {
-            ids.push('\n');
-        }
-        ids.push_str(id);
-    }
-    Some(Arc::from(ids))
 }
 
 /// Kustomization: `status.lastAppliedRevision`. HelmRelease v2 has none: the
 /// deployed chart version is the newest `status.history` entry Helm did not
 /// record as `failed` (a failed upgrade is stored above the deployed release).
 /// Both fall back to `lastAttemptedRevision` while there is no history at all.
-fn last_applied(kind: FluxKind, data: &Value) -> Option<String> {
+fn last_applied(kind: FluxKind, obj: &FluxObject) -> Option<&str> {
+    fn nonempty(s: &Option<String>) -> Option<&str> {
+        s.as_deref().filter(|s| !s.is_empty())
+    }
+    let status = &obj.status;
+    if kind == FluxKind::HelmRelease
+        && let Some(h) = status.history.as_deref().filter(|h| !h.is_empty())
+    {
+        return h
+            .iter()
+            .find(|e| e.status.as_deref() != Some("failed"))
+            .and_then(|e| nonempty(&e.chart_version));
+    }
     let applied = match kind {
-        FluxKind::HelmRelease => {
-            let history = data.pointer("/status/history").and_then(Value::as_array);
-            match history {
-                Some(h) if !h.is_empty() => {
-                    return h
-                        .iter()
-                        .find(|e| e.get("status").and_then(Value::as_str) != Some("failed"))
-                        .and_then(|e| str_at(e, "/chartVersion"));
-                }
-                _ => None,
-            }
-        }
-        _ => str_at(data, "/status/lastAppliedRevision"),
+        FluxKind::HelmRelease => None,
+        _ => nonempty(&status.last_applied_revision),
     };
-    applied.or_else(|| str_at(data, "/status/lastAttemptedRevision"))
-}
-
-fn str_at(data: &Value, pointer: &str) -> Option<String> {
-    data.pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
+    applied.or_else(|| nonempty(&status.last_attempted_revision))
 }
 
 /// A `{kind, name, namespace?}` reference; the namespace defaults to the
 /// referrer's. Kinds fleetgate does not know (e.g. ExternalArtifact) are skipped.
-fn reference(r: &Value, default_ns: &str) -> Option<ObjectKey> {
-    let kind = FluxKind::from_str(r.get("kind")?.as_str()?).ok()?;
-    let name = r.get("name")?.as_str()?;
+fn reference(r: &Reference, default_ns: &str) -> Option<ObjectKey> {
+    let kind = FluxKind::from_str(&r.kind).ok()?;
     let namespace = r
-        .get("namespace")
-        .and_then(Value::as_str)
+        .namespace
+        .as_deref()
         .filter(|s| !s.is_empty())
         .unwrap_or(default_ns);
-    Some(ObjectKey::new(kind, namespace, name))
+    Some(ObjectKey::new(kind, namespace, r.name.as_str()))
 }
 
-fn source_refs(kind: FluxKind, namespace: &str, name: &str, data: &Value) -> Vec<ObjectKey> {
+fn source_refs(kind: FluxKind, obj: &FluxObject) -> Vec<ObjectKey> {
+    let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+    let name = obj.metadata.name.as_deref().unwrap_or_default();
+    let spec = &obj.spec;
     let mut refs = Vec::new();
     match kind {
         FluxKind::Kustomization => {
             refs.extend(
-                data.pointer("/spec/sourceRef")
+                spec.source_ref
+                    .as_ref()
                     .and_then(|r| reference(r, namespace)),
             );
         }
         FluxKind::HelmRelease => {
             refs.extend(
-                data.pointer("/spec/chartRef")
+                spec.chart_ref
+                    .as_ref()
                     .and_then(|r| reference(r, namespace)),
             );
-            if let Some(src) = data
-                .pointer("/spec/chart/spec/sourceRef")
+            if let Some(src) = (spec.chart.as_ref())
+                .and_then(|c| c.spec.source_ref.as_ref())
                 .and_then(|r| reference(r, namespace))
             {
                 // helm-controller names the chart it generates "<namespace>-<name>",
@@ -260,7 +285,7 @@ fn source_refs(kind: FluxKind, namespace: &str, name: &str, data: &Value) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn dynamic(v: Value) -> DynamicObject {
         serde_json::from_value(v).unwrap()
@@ -381,5 +406,112 @@ mod tests {
         );
         assert_eq!(g.artifact_revision.as_deref(), Some("main@sha1:bbb"));
         assert!(!g.suspended);
+    }
+
+    #[test]
+    fn managed_fields_become_one_bit_and_other_shapes_read_as_absent() {
+        let child = |managed: Value| {
+            let v = json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                "metadata": {"name": "apps", "namespace": "flux-system",
+                    "labels": {OWNER_NAME: "flux-system", OWNER_NAMESPACE: "flux-system"},
+                    "annotations": {
+                        "kubectl.kubernetes.io/last-applied-configuration": "{\"big\": true}",
+                        RECONCILE: "Disabled"},
+                    "managedFields": managed},
+                "spec": {"suspend": false, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
+            });
+            let mut shared = Shared::default();
+            let o = ObservedObject::from_flux(
+                FluxKind::Kustomization,
+                crate::flux_object::from_value(v.clone()).unwrap(),
+                &mut shared,
+            );
+            // The DynamicObject path reads the same.
+            assert_eq!(
+                o,
+                ObservedObject::from_dynamic(FluxKind::Kustomization, &dynamic(v))
+            );
+            o
+        };
+        let applied = child(json!([
+            {"manager": "fleetgate-spoke", "operation": "Update", "fieldsV1": {"f:spec": {"f:suspend": {}}}},
+            {"manager": "kustomize-controller", "operation": "Apply",
+             "fieldsV1": {"f:metadata": {"f:labels": {}}, "f:spec": {"f:path": {}, "f:suspend": {}}}}
+        ]));
+        assert!(applied.nesting.applied_by_parent);
+        assert_eq!(
+            applied.nesting.parent,
+            Some(("flux-system".into(), "flux-system".into()))
+        );
+        assert!(
+            applied.nesting.disabled_by_person,
+            "a person's opt-out, any case"
+        );
+        // Only Updates own spec (fleetgate's, kubectl edit's): no parent's apply.
+        let updated = child(json!([
+            {"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {"f:spec": {"f:suspend": {}}}},
+            {"manager": "kustomize-controller", "operation": "Apply", "fieldsV1": {"f:metadata": {}}}
+        ]));
+        assert!(!updated.nesting.applied_by_parent);
+        assert!(!child(Value::Null).nesting.applied_by_parent);
+
+        // A HelmChart's spec.chart is a string (a HelmRelease's an object):
+        // read as absent, the object still parses.
+        let chart = ObservedObject::from_dynamic(
+            FluxKind::HelmChart,
+            &dynamic(json!({
+                "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmChart",
+                "metadata": {"name": "apps-web", "namespace": "flux-system"},
+                "spec": {"chart": "web", "sourceRef": {"kind": "HelmRepository", "name": "charts"}},
+                "status": {"artifact": {"revision": "1.2.3@sha256:abc"}}
+            })),
+        );
+        assert_eq!(chart.artifact_revision.as_deref(), Some("1.2.3@sha256:abc"));
+        assert!(chart.source_refs.is_empty());
+    }
+
+    #[test]
+    fn repeated_values_are_shared_between_objects() {
+        let mut shared = Shared::default();
+        let ks = |name: &str, shared: &mut Shared| {
+            ObservedObject::from_flux(
+                FluxKind::Kustomization,
+                crate::flux_object::from_value(json!({
+                    "metadata": {"name": name, "namespace": "flux-system", "labels": {"tier": "apps"}},
+                    "spec": {"sourceRef": {"kind": "GitRepository", "name": "repo"}},
+                    "status": {"lastAppliedRevision": "main@sha1:aaa",
+                        "inventory": {"entries": [{"id": "web_a_apps_Deployment", "v": "v1"},
+                                                  {"id": "web_b__Service", "v": "v1"}]},
+                        "conditions": [{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded",
+                                        "message": "Applied revision: main@sha1:aaa"}]}
+                }))
+                .unwrap(),
+                shared,
+            )
+        };
+        let (a, b) = (ks("a", &mut shared), ks("b", &mut shared));
+        assert!(Arc::ptr_eq(&a.labels, &b.labels));
+        let (ra, rb) = (
+            a.readiness.ready.as_ref().unwrap(),
+            b.readiness.ready.as_ref().unwrap(),
+        );
+        assert!(Arc::ptr_eq(ra, rb));
+        assert_eq!(ra.message, "Applied revision: main@sha1:aaa");
+        let (la, lb) = (
+            a.last_applied_revision.as_ref().unwrap(),
+            b.last_applied_revision.as_ref().unwrap(),
+        );
+        assert!(Arc::ptr_eq(la, lb));
+        assert_eq!(
+            a.inventory.as_deref(),
+            Some("web_a_apps_Deployment\nweb_b__Service")
+        );
+        drop((a, b));
+        shared.sweep();
+        assert!(
+            shared.is_empty(),
+            "nothing is kept for objects that are gone"
+        );
     }
 }

@@ -2,7 +2,10 @@
 //! observed Flux objects, decide per object what to patch and what to report.
 //! No I/O, no clock; `enforce` applies the steps, `report` sends the entries.
 
-use std::collections::{BTreeSet, HashMap};
+use std::{
+    collections::{BTreeSet, HashMap},
+    sync::Arc,
+};
 
 use fleetgate_policy::{FluxKind, HeldObjects, Mode, Targets};
 
@@ -58,8 +61,9 @@ pub struct ObjectReport {
     pub suspended_by: Vec<String>,
     /// Every gate governing it, directly or through the sources it consumes.
     pub gates: Vec<String>,
-    pub last_applied_revision: Option<String>,
-    pub newest_source_revision: Option<String>,
+    /// Shared with the observed object (and every object at that revision).
+    pub last_applied_revision: Option<Arc<str>>,
+    pub newest_source_revision: Option<Arc<str>>,
     /// A newer source revision waits behind a closed gate.
     pub held: bool,
     pub suspended_by_human: bool,
@@ -111,7 +115,7 @@ pub struct Planner<'a> {
     /// Sources frozen by `freezeSources` gates through the consumers targeted.
     frozen: HashMap<ObjectKey, BTreeSet<usize>>,
     /// Artifact revision of every observed source.
-    artifacts: HashMap<ObjectKey, String>,
+    artifacts: HashMap<ObjectKey, Arc<str>>,
 }
 
 impl<'a> Planner<'a> {
@@ -279,7 +283,7 @@ impl<'a> Planner<'a> {
 
     /// (last applied, newest available) revisions. A source's own artifact is
     /// both: what lies upstream of it is not visible in the cluster.
-    fn revisions(&self, obj: &ObservedObject) -> (Option<String>, Option<String>) {
+    fn revisions(&self, obj: &ObservedObject) -> (Option<Arc<str>>, Option<Arc<str>>) {
         if obj.key.kind.is_source() {
             return (obj.artifact_revision.clone(), obj.artifact_revision.clone());
         }

@@ -3,14 +3,16 @@
 //! `status.observedGeneration`, and the revision last attempted. The hub judges rollout
 //! waves from it; the spoke only copies it.
 
-use serde_json::Value;
+use std::sync::Arc;
+
+use crate::flux_object::{Condition, FluxObject};
 
 /// Longest Ready message reported (Flux messages can list many objects); cut on a char
 /// boundary so reports stay small.
 pub const MAX_MESSAGE: usize = 1024;
 
 /// An object's Ready condition.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Ready {
     /// "True", "False" or "Unknown".
     pub status: String,
@@ -18,11 +20,13 @@ pub struct Ready {
     pub message: String,
 }
 
-/// Flux's view of the object's health.
+/// Flux's view of the object's health. The condition and the revision are
+/// shared (`Arc`) with every object and report entry that has the same: a
+/// thousand Kustomizations that applied one revision say so once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Readiness {
     /// `None` while the object has no Ready condition (never reconciled).
-    pub ready: Option<Ready>,
+    pub ready: Option<Arc<Ready>>,
     /// `Stalled=True`: Flux stopped retrying until something changes.
     pub stalled: bool,
     /// `metadata.generation` (0 when absent).
@@ -30,98 +34,82 @@ pub struct Readiness {
     /// `status.observedGeneration` (0 when absent).
     pub observed_generation: i64,
     /// `status.lastAttemptedRevision`.
-    pub last_attempted_revision: Option<String>,
+    pub last_attempted_revision: Option<Arc<str>>,
 }
 
-fn condition<'a>(data: &'a Value, type_: &str) -> Option<&'a Value> {
-    data.pointer("/status/conditions")?
-        .as_array()?
+fn condition<'a>(obj: &'a FluxObject, type_: &str) -> Option<&'a Condition> {
+    obj.status
+        .conditions
+        .as_deref()?
         .iter()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
-}
-
-fn text(v: &Value, field: &str) -> String {
-    v.get(field)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+        .find(|c| c.type_ == type_)
 }
 
 /// `s` cut to at most `max` bytes on a char boundary.
-fn cut(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
     }
-    s
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
-impl Readiness {
-    /// Reads it from an object's JSON (`metadata` and `status`).
-    pub fn from_object(data: &Value, generation: Option<i64>) -> Self {
-        let ready = condition(data, "Ready").map(|c| Ready {
-            status: text(c, "status"),
-            reason: text(c, "reason"),
-            message: cut(text(c, "message"), MAX_MESSAGE),
-        });
-        let stalled = condition(data, "Stalled")
-            .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"));
-        Readiness {
-            ready,
-            stalled,
-            generation: generation.unwrap_or(0),
-            observed_generation: data
-                .pointer("/status/observedGeneration")
-                .and_then(Value::as_i64)
-                .unwrap_or(0),
-            last_attempted_revision: data
-                .pointer("/status/lastAttemptedRevision")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
-        }
+impl Ready {
+    /// The object's Ready condition, its message cut to [`MAX_MESSAGE`].
+    pub fn of(obj: &FluxObject) -> Option<Ready> {
+        condition(obj, "Ready").map(|c| Ready {
+            status: c.status.clone(),
+            reason: c.reason.clone(),
+            message: cut(&c.message, MAX_MESSAGE).to_owned(),
+        })
     }
+}
+
+/// `Stalled=True`.
+pub fn stalled(obj: &FluxObject) -> bool {
+    condition(obj, "Stalled").is_some_and(|c| c.status == "True")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flux_object::from_value;
     use serde_json::json;
 
     #[test]
-    fn reads_ready_stalled_and_generations() {
-        let data = json!({"status": {
+    fn reads_ready_stalled() {
+        let obj = from_value(json!({"metadata": {"generation": 4}, "status": {
             "observedGeneration": 3, "lastAttemptedRevision": "main@sha1:bad",
             "conditions": [
                 {"type": "Reconciling", "status": "True", "reason": "ProgressingWithRetry"},
                 {"type": "Ready", "status": "False", "reason": "ReconciliationFailed", "message": "denied"},
-                {"type": "Stalled", "status": "True", "reason": "NoRemainingRetries"}]}});
-        let r = Readiness::from_object(&data, Some(4));
+                {"type": "Stalled", "status": "True", "reason": "NoRemainingRetries"}]}}))
+        .unwrap();
         assert_eq!(
-            r.ready,
+            Ready::of(&obj),
             Some(Ready {
                 status: "False".into(),
                 reason: "ReconciliationFailed".into(),
                 message: "denied".into()
             })
         );
-        assert!(r.stalled);
-        assert_eq!((r.generation, r.observed_generation), (4, 3));
-        assert_eq!(r.last_attempted_revision.as_deref(), Some("main@sha1:bad"));
-        assert_eq!(
-            Readiness::from_object(&json!({}), None),
-            Readiness::default()
-        );
+        assert!(stalled(&obj));
+        let none = from_value(json!({})).unwrap();
+        assert_eq!(Ready::of(&none), None);
+        assert!(!stalled(&none));
     }
 
     #[test]
     fn long_messages_are_cut_on_a_char_boundary() {
         let long = "é".repeat(MAX_MESSAGE);
-        let data = json!({"status": {"conditions": [{"type": "Ready", "status": "False", "message": long}]}});
-        let msg = Readiness::from_object(&data, None).ready.unwrap().message;
+        let obj = from_value(
+            json!({"status": {"conditions": [{"type": "Ready", "status": "False", "message": long}]}}),
+        )
+        .unwrap();
+        let msg = Ready::of(&obj).unwrap().message;
         assert_eq!(msg.len(), MAX_MESSAGE);
         assert!(msg.chars().all(|c| c == 'é'));
     }

@@ -38,7 +38,6 @@ fn held_status(h: &HeldReport) -> pb::HeldObjectStatus {
         .as_ref()
         .map(|o| (o.namespace.clone(), o.name.clone()))
         .unwrap_or_default();
-    let text = |s: &Option<std::sync::Arc<str>>| s.as_deref().unwrap_or_default().to_owned();
     pb::HeldObjectStatus {
         group: h.key.kind.group.clone(),
         kind: h.key.kind.kind.clone(),
@@ -55,6 +54,10 @@ fn held_status(h: &HeldReport) -> pb::HeldObjectStatus {
     }
 }
 
+fn text(s: &Option<std::sync::Arc<str>>) -> String {
+    s.as_deref().unwrap_or_default().to_owned()
+}
+
 fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
     let r = &o.readiness;
     pb::ObjectStatus {
@@ -64,8 +67,8 @@ fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
         suspended: o.suspended,
         suspended_by: o.suspended_by.clone(),
         gates: o.gates.clone(),
-        last_applied_revision: o.last_applied_revision.clone().unwrap_or_default(),
-        newest_source_revision: o.newest_source_revision.clone().unwrap_or_default(),
+        last_applied_revision: text(&o.last_applied_revision),
+        newest_source_revision: text(&o.newest_source_revision),
         held: o.held,
         suspended_by_human: o.suspended_by_human,
         ignored: o.ignored,
@@ -87,7 +90,7 @@ fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
         stalled: r.stalled,
         generation: r.generation,
         observed_generation: r.observed_generation,
-        last_attempted_revision: r.last_attempted_revision.clone().unwrap_or_default(),
+        last_attempted_revision: text(&r.last_attempted_revision),
     }
 }
 
@@ -114,11 +117,14 @@ mod tests {
                 pinned: false,
                 applied_by_parent: false,
                 readiness: crate::readiness::Readiness {
-                    ready: Some(crate::readiness::Ready {
-                        status: "False".into(),
-                        reason: "HealthCheckFailed".into(),
-                        message: "health check failed".into(),
-                    }),
+                    ready: Some(
+                        crate::readiness::Ready {
+                            status: "False".into(),
+                            reason: "HealthCheckFailed".into(),
+                            message: "health check failed".into(),
+                        }
+                        .into(),
+                    ),
                     stalled: true,
                     generation: 3,
                     observed_generation: 2,

@@ -55,6 +55,13 @@ pub struct GateRule {
     /// this cluster in, not released yet. Shown only; never opens anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<Waiting>,
+    /// For a gate with `spec.rollout`: the latest end of a closing override of
+    /// this gate on this cluster that the hub no longer sends (it ended). The
+    /// open period never began before it, so a release from before a freeze
+    /// opens nothing after it. Absent from hubs that predate it (they never
+    /// fence; newer hubs also drop releases older than the fence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening_fence: Option<DateTime<Utc>>,
 }
 
 fn required_time(ts: Option<&prost_types::Timestamp>, what: &str) -> Result<DateTime<Utc>> {
@@ -81,6 +88,13 @@ impl Snapshot {
                     wave: r.wave,
                 }),
             };
+            let opening_fence = match g.opening_fence.as_ref() {
+                None => None,
+                Some(ts) => Some(required_time(
+                    Some(ts),
+                    &format!("gates[{i}] ({}).openingFence", g.name),
+                )?),
+            };
             gates.push(GateRule {
                 name: g.name,
                 version: g.version,
@@ -91,6 +105,7 @@ impl Snapshot {
                     wave: w.wave,
                     wave_name: w.wave_name,
                 }),
+                opening_fence,
             });
         }
         let mut overrides = Vec::with_capacity(msg.overrides.len());
@@ -214,6 +229,7 @@ impl CompiledSnapshot {
                 manifest,
                 release: None,
                 waiting: None,
+                opening_fence: None,
             }],
             overrides: vec![],
             hub_time: None,
@@ -297,7 +313,7 @@ impl CompiledSnapshot {
             rule.and_then(|r| r.release.as_ref()),
             rule.and_then(|r| r.waiting.as_ref()),
             eval,
-            gate.open_since(now, overrides),
+            gate.open_since_fenced(now, overrides, rule.and_then(|r| r.opening_fence)),
         )
     }
 
@@ -363,6 +379,7 @@ mod tests {
                 manifest_json: manifest("g", "open"),
                 release: None,
                 waiting: None,
+                opening_fence: None,
             }],
             overrides: vec![pb::Override {
                 id: "o1".into(),
@@ -402,6 +419,7 @@ mod tests {
                 manifest_json: "{".into(),
                 release: None,
                 waiting: None,
+                opening_fence: None,
             }],
             ..Default::default()
         };
@@ -428,6 +446,7 @@ mod tests {
                 manifest: serde_json::json!({"kind": "Gate"}),
                 release: None,
                 waiting: None,
+                opening_fence: None,
             }],
             overrides: vec![],
             hub_time: None,
@@ -447,6 +466,7 @@ mod tests {
             manifest: serde_json::from_str(&manifest(name, default)).unwrap(),
             release: None,
             waiting: None,
+            opening_fence: None,
         };
         let mut snap = Snapshot {
             revision: 5,

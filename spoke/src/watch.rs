@@ -14,7 +14,6 @@ use fleetgate_policy::FluxKind;
 use futures::StreamExt;
 use kube::{
     Api, Client,
-    api::DynamicObject,
     core::ApiResource,
     runtime::{WatchStreamExt, watcher},
 };
@@ -22,6 +21,7 @@ use tokio::sync::{Notify, RwLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    flux_object::FluxObject,
     kinds,
     metrics::Metrics,
     object_store::{ObjectStore, StoreWriter},
@@ -131,7 +131,8 @@ impl Watches {
         ready: Arc<AtomicBool>,
         shutdown: CancellationToken,
     ) -> Arc<ObjectStore> {
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        // Parsed straight into the fields the spoke keeps (`flux_object`).
+        let api: Api<FluxObject> = Api::all_with(self.client.clone(), &resource);
         let mut writer = StoreWriter::new(kind);
         let reader = writer.reader();
         let changed = self.changed.clone();
@@ -182,7 +183,7 @@ impl Watches {
         &self,
         kind: FluxKind,
         namespace: &str,
-    ) -> Option<(Api<DynamicObject>, ApiResource)> {
+    ) -> Option<(Api<FluxObject>, ApiResource)> {
         let kinds = self.kinds.read().await;
         let w = kinds.get(&kind)?;
         Some((

@@ -100,6 +100,7 @@ mod tests {
                 manifest_json: manifest.to_string(),
                 release,
                 waiting,
+                opening_fence: None,
             }],
             ..Default::default()
         };
@@ -139,6 +140,40 @@ mod tests {
         assert!(
             !stale.evaluate(inside).gates[0].open,
             "a release from yesterday"
+        );
+    }
+
+    #[test]
+    fn a_release_from_before_the_opening_fence_opens_nothing() {
+        let inside = at("2026-11-27T11:00:00Z");
+        let fenced = |release, fence: &str| {
+            let mut snap = rollout_gate(release, None);
+            snap.snapshot.gates[0].opening_fence = Some(at(fence));
+            CompiledSnapshot::compile(snap.snapshot).unwrap()
+        };
+        // A freeze 09:30-10:00 the hub no longer sends: today's 08:00 release is stale.
+        let snap = fenced(release("2026-11-27T08:00:00Z"), "2026-11-27T10:00:00Z");
+        let eval = snap.evaluate(inside);
+        assert!(!eval.gates[0].open);
+        assert!(eval.gates[0].reason.contains("earlier opening"), "{eval:?}");
+        assert!(
+            !snap
+                .evaluate_gate("w", inside, &[])
+                .unwrap()
+                .state
+                .is_open()
+        );
+        // The release for the reopening opens it; a fence from yesterday changes nothing.
+        let snap = fenced(release("2026-11-27T10:00:00Z"), "2026-11-27T10:00:00Z");
+        assert!(snap.evaluate(inside).gates[0].open);
+        let snap = fenced(release("2026-11-27T08:00:00Z"), "2026-11-26T10:00:00Z");
+        assert!(snap.evaluate(inside).gates[0].open);
+        // The fence survives the persisted form (an offline restart keeps it).
+        let json = serde_json::to_string(&snap.snapshot).unwrap();
+        assert!(json.contains("openingFence"), "{json}");
+        assert_eq!(
+            serde_json::from_str::<Snapshot>(&json).unwrap(),
+            snap.snapshot
         );
     }
 

@@ -5,6 +5,10 @@
 //! - never touches a person's mark,
 //! - leaves fleetgate's mark exactly on the objects a closed gate selects,
 //! - requests a reconcile of every owner whose objects were released,
+//! - decides ownership by the Kustomizations' `status.inventory` where they
+//!   report one (owner labels removed: still held; labelled but not listed:
+//!   never marked, fleetgate's mark released) and by the owner labels only
+//!   where the labelled Kustomization reports no inventory,
 //! - and re-planning afterwards plans nothing (a fixpoint in one pass).
 
 use std::{collections::BTreeSet, sync::Arc};
@@ -23,7 +27,7 @@ use proptest::prelude::*;
 const KINDS: [(&str, &str); 3] = [("apps", "Deployment"), ("", "Service"), ("", "ConfigMap")];
 const OWNERS: [&str; 2] = ["apps", "infra"];
 
-fn kustomization(name: &str) -> ObservedObject {
+fn kustomization(name: &str, inventory: Option<String>) -> ObservedObject {
     ObservedObject {
         key: ObjectKey::new(FluxKind::Kustomization, "flux-system", name),
         labels: Default::default(),
@@ -31,13 +35,43 @@ fn kustomization(name: &str) -> ObservedObject {
         suspended: false,
         suspended_by: None,
         source_refs: vec![],
-        last_applied_revision: Some(format!("{name}@r1")),
+        last_applied_revision: Some(format!("{name}@r1").into()),
         artifact_revision: None,
         ignored: false,
         nesting: Default::default(),
         readiness: Default::default(),
-        inventory: None,
+        inventory: inventory.map(Into::into),
     }
+}
+
+/// One case's applied object and which owner's inventory lists it (at most
+/// one: two Kustomizations listing one object is a conflict Flux reports).
+#[derive(Clone, Debug)]
+struct Case {
+    object: AppliedObject,
+    listed_in: Option<usize>,
+}
+
+fn inventory_id(o: &AppliedObject) -> String {
+    let k = &o.key;
+    format!(
+        "{}_{}_{}_{}",
+        k.namespace, k.name, k.kind.group, k.kind.kind
+    )
+}
+
+/// The owners' inventories: `None` for an owner that reports none.
+fn inventories(has: [bool; 2], cases: &[Case]) -> [Option<String>; 2] {
+    [0, 1].map(|i| {
+        has[i].then(|| {
+            cases
+                .iter()
+                .filter(|c| c.listed_in == Some(i))
+                .map(|c| inventory_id(&c.object))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    })
 }
 
 #[derive(Clone, Debug)]
@@ -122,16 +156,27 @@ fn object() -> impl Strategy<Value = AppliedObject> {
         })
 }
 
-/// The oracle: the closed gates that must hold `o`.
-fn must_hold(gates: &[GateView], o: &AppliedObject) -> BTreeSet<String> {
-    let Some((_, owner)) = &o.owner else {
+/// The oracle's owner (README "Which objects belong to a Kustomization"):
+/// the Kustomization whose inventory lists it; else the one its owner labels
+/// name, only if that one reports no inventory.
+fn owner_of(case: &Case, inv: &[Option<String>; 2]) -> Option<&'static str> {
+    if let Some(i) = case.listed_in.filter(|&i| inv[i].is_some()) {
+        return Some(OWNERS[i]);
+    }
+    let (_, labelled) = case.object.owner.as_ref()?;
+    let i = OWNERS.iter().position(|o| **o == **labelled)?;
+    inv[i].is_none().then_some(OWNERS[i])
+}
+
+/// The oracle: the closed gates that must hold `o`, owned by `owner`.
+fn must_hold(gates: &[GateView], owner: Option<&str>, o: &AppliedObject) -> BTreeSet<String> {
+    let Some(owner) = owner else {
         return BTreeSet::new();
     };
     gates
         .iter()
         .filter(|g| {
-            !g.open
-                && (g.targets.names.is_empty() || g.targets.names.iter().any(|n| **n == **owner))
+            !g.open && (g.targets.names.is_empty() || g.targets.names.iter().any(|n| n == owner))
         })
         .filter(|g| {
             let kinds = &g.objects.as_ref().unwrap().kinds;
@@ -177,7 +222,7 @@ proptest! {
         let mut objects = objects;
         objects.sort_by(|a, b| a.key.cmp(&b.key));
         objects.dedup_by(|a, b| a.key == b.key);
-        let kss = vec![kustomization("apps"), kustomization("infra")];
+        let kss = vec![kustomization("apps", None), kustomization("infra", None)];
         let planner = HoldPlanner::new(&gates, &kss);
         let plan = planner.plan(&objects);
         let requested: BTreeSet<ObjectKey> = reconcile_requests(&plan.steps).into_iter().collect();
@@ -198,7 +243,62 @@ proptest! {
                 prop_assert_eq!(before, o);
                 continue;
             }
-            let want = must_hold(&gates, o);
+            let owner = o.owner.as_ref().map(|(_, name)| &**name);
+            let want = must_hold(&gates, owner, o);
+            match &o.mark {
+                Some(m) => {
+                    prop_assert!(o.disabled_annotation);
+                    prop_assert_eq!(m.gates.iter().cloned().collect::<BTreeSet<_>>(), want);
+                }
+                None => prop_assert!(want.is_empty(), "{:?} not held by {:?}", o.key, want),
+            }
+        }
+        prop_assert!(planner.plan(&after).steps.is_empty(), "not a fixpoint");
+    }
+
+    #[test]
+    fn the_inventory_decides_ownership_and_labels_only_without_one(
+        gates in prop::collection::vec(gate(), 0..4),
+        objects in prop::collection::vec((object(), prop::option::of(0..2usize)), 0..12),
+        has in any::<[bool; 2]>(),
+    ) {
+        let mut gates = gates;
+        gates.sort_by(|a, b| a.name.cmp(&b.name));
+        gates.dedup_by(|a, b| a.name == b.name);
+        let mut cases: Vec<Case> = objects
+            .into_iter()
+            .map(|(object, listed_in)| Case { object, listed_in })
+            .collect();
+        cases.sort_by(|a, b| a.object.key.cmp(&b.object.key));
+        cases.dedup_by(|a, b| a.object.key == b.object.key);
+        let inv = inventories(has, &cases);
+        let kss = vec![
+            kustomization("apps", inv[0].clone()),
+            kustomization("infra", inv[1].clone()),
+        ];
+        let objects: Vec<AppliedObject> = cases.iter().map(|c| c.object.clone()).collect();
+        let planner = HoldPlanner::new(&gates, &kss);
+        let plan = planner.plan(&objects);
+        let mut after = objects.clone();
+        for step in &plan.steps {
+            let i = after.iter().position(|o| o.key == step.key).unwrap();
+            let (o, case) = (&mut after[i], &cases[i]);
+            prop_assert!(!o.held_by_person(), "touched a person's mark: {:?}", step);
+            let owner = owner_of(case, &inv);
+            if let HoldAction::Mark { .. } = step.action {
+                prop_assert!(owner.is_some(), "marked {:?}, which no Kustomization applies", o.key);
+            }
+            // The owner named in the step (events, reconcile request) is the
+            // inventory's, not the labels'.
+            prop_assert_eq!(step.owner.as_ref().map(|k| k.name.to_string()), owner.map(str::to_owned));
+            apply(o, &step.action);
+        }
+        for ((before, o), case) in objects.iter().zip(&after).zip(&cases) {
+            if before.held_by_person() {
+                prop_assert_eq!(before, o, "a person's mark changed");
+                continue;
+            }
+            let want = must_hold(&gates, owner_of(case, &inv), o);
             match &o.mark {
                 Some(m) => {
                     prop_assert!(o.disabled_annotation);

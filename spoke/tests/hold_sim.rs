@@ -68,6 +68,7 @@ fn hold_gate(default: &str) -> pb::GateRule {
         manifest_json: manifest.to_string(),
         release: None,
         waiting: None,
+        opening_fence: None,
     }
 }
 

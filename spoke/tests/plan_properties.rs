@@ -196,13 +196,13 @@ fn seed_objects() -> Vec<ObservedObject> {
         for r in 0..REPOS {
             out.push(ObservedObject {
                 key: repo_key(ns, r),
-                labels: BTreeMap::new(),
+                labels: Default::default(),
                 resource_version: Some("1".into()),
                 suspended: false,
                 suspended_by: None,
                 source_refs: vec![],
                 last_applied_revision: None,
-                artifact_revision: Some(format!("main@sha1:{r}")),
+                artifact_revision: Some(format!("main@sha1:{r}").into()),
                 ignored: false,
                 nesting: Default::default(),
                 readiness: Default::default(),
@@ -233,7 +233,7 @@ proptest! {
                     let labels = if prod { BTreeMap::from([("tier".to_owned(), "prod".to_owned())]) } else { BTreeMap::new() };
                     objects.push(ObservedObject {
                         key: ObjectKey::new(FluxKind::Kustomization, ns, format!("ks-{created}")),
-                        labels,
+                        labels: labels.into(),
                         resource_version: Some("1".into()),
                         suspended: false,
                         suspended_by: None,

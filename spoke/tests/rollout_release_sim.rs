@@ -2,7 +2,10 @@
 //! a gate with `spec.rollout` inside its window stays closed (the Kustomization suspended)
 //! until the hub's release for this opening arrives; its Gate object says why
 //! (`Opened=False`, reason `WaitingForWave`, the wave named); a release from an earlier
-//! opening is ignored; the release for this opening resumes the Kustomization.
+//! opening is ignored; the release for this opening resumes the Kustomization. A spoke
+//! that was offline during a freeze and reconnects to a snapshot whose opening fence is
+//! after its release (the freeze ended; the hub has not staged the reopening yet) holds
+//! the Kustomization again until the release for the new opening arrives.
 
 mod support;
 
@@ -33,7 +36,29 @@ fn rollout_gate(
         manifest_json: manifest.to_string(),
         release,
         waiting,
+        opening_fence: None,
     }
+}
+
+/// A two-hour window that opened `ago` (whole seconds): its start and end as the gate
+/// names them, and the opening instant a release for it names.
+fn window_opened(ago: Duration) -> (String, String, chrono::DateTime<Utc>) {
+    let opened_at = Utc::now() - ago;
+    let start = opened_at.to_rfc3339_opts(SecondsFormat::Secs, true);
+    let end = (opened_at + Duration::hours(2)).to_rfc3339_opts(SecondsFormat::Secs, true);
+    let opening = chrono::DateTime::parse_from_rfc3339(&start)
+        .unwrap()
+        .to_utc();
+    (start, end, opening)
+}
+
+/// Wave `wave`'s release of this cluster for the opening at `at`.
+fn release(at: chrono::DateTime<Utc>, wave: u32) -> Option<pb::RolloutRelease> {
+    Some(pb::RolloutRelease {
+        rollout_id: "r1".into(),
+        opening_at: Some(to_timestamp(at)),
+        wave,
+    })
 }
 
 fn message(o: &kube::api::DynamicObject) -> String {
@@ -48,21 +73,8 @@ async fn a_rollout_gate_opens_only_with_the_release_for_this_opening() {
     create(&cluster, git_repository("repo")).await;
     create(&cluster, kustomization("apps", "repo", false)).await;
     // The window opened a minute ago: the gate's rules say open.
-    let opened_at = (Utc::now() - Duration::minutes(1)).with_timezone(&Utc);
-    let (start, end) = (
-        opened_at.to_rfc3339_opts(SecondsFormat::Secs, true),
-        (opened_at + Duration::hours(2)).to_rfc3339_opts(SecondsFormat::Secs, true),
-    );
-    let opening = chrono::DateTime::parse_from_rfc3339(&start)
-        .unwrap()
-        .to_utc();
-    let release = |at: chrono::DateTime<Utc>| {
-        Some(pb::RolloutRelease {
-            rollout_id: "r1".into(),
-            opening_at: Some(to_timestamp(at)),
-            wave: 1,
-        })
-    };
+    let (start, end, opening) = window_opened(Duration::minutes(1));
+    let release = |at| release(at, 1);
     let waiting = Some(pb::RolloutWaiting {
         rollout_id: "r1".into(),
         wave: 1,
@@ -127,4 +139,66 @@ async fn a_rollout_gate_opens_only_with_the_release_for_this_opening() {
         opened(o) == Some(("True".into(), "AllowWindow".into()))
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_release_from_before_a_freeze_opens_nothing_after_it() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+    let (start, end, opening) = window_opened(Duration::minutes(30));
+    let release = |at| release(at, 2);
+    // Released for this opening: open.
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(
+        1,
+        vec![rollout_gate(&start, &end, release(opening), None)],
+        vec![],
+    ));
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
+    wait_gate(&cluster.client, "waves", "open", |o| {
+        opened(o) == Some(("True".into(), "AllowWindow".into()))
+    })
+    .await;
+    let ks = api(&cluster.client, "Kustomization")
+        .get("apps")
+        .await
+        .unwrap();
+    assert!(!suspended(&ks));
+
+    // The hub goes away; a freeze is made and cancelled meanwhile (this spoke never sees
+    // it). The restarted hub's snapshot still names the old release (its driver has not
+    // stepped yet) but fences the opening at the freeze's end.
+    let addr = hub.addr;
+    hub.stop().await;
+    let freeze_end = Utc::now() - Duration::minutes(1);
+    let mut fenced = rollout_gate(&start, &end, release(opening), None);
+    fenced.opening_fence = Some(to_timestamp(freeze_end));
+    let hub = FakeHub::start_at(addr).await;
+    hub.set(snapshot(2, vec![fenced], vec![]));
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "held again",
+        suspended,
+    )
+    .await;
+    let g = wait_gate(&cluster.client, "waves", "revision 2 evaluated", |o| {
+        o.data["status"]["revision"] == 2
+    })
+    .await;
+    assert_eq!(opened(&g), Some(("False".into(), "WaitingForWave".into())));
+    assert!(message(&g).contains("earlier opening"), "{}", message(&g));
+
+    // The release for the reopening (the driver staged it): open again.
+    let mut released = rollout_gate(&start, &end, release(freeze_end), None);
+    released.opening_fence = Some(to_timestamp(freeze_end));
+    hub.set(snapshot(3, vec![released], vec![]));
+    wait_for(&cluster.client, "Kustomization", "apps", "resumed", |o| {
+        !suspended(o)
+    })
+    .await;
+    spoke.stop().await;
+    hub.stop().await;
 }

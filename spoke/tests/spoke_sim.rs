@@ -375,6 +375,7 @@ async fn helm_releases_are_suspended_held_and_their_sources_frozen() {
         .to_string(),
         release: None,
         waiting: None,
+        opening_fence: None,
     };
     let mut hub = FakeHub::start().await;
     hub.set(snapshot(1, vec![web_gate], vec![]));

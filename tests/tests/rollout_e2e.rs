@@ -138,7 +138,14 @@ async fn waves_release_in_order_at_the_window_edge_and_a_freeze_closes_every_clu
         );
     }
 
-    // A freeze mid-rollout. First a new opening: closed, revision 3, then open again.
+    // A freeze the driver never sees: the hub restarts with a driver that steps once at
+    // start and then not for an hour, so the freeze is made and cancelled between two
+    // steps. Its end still fences the opening: the hub sends no release older than the
+    // freeze's end, so every spoke stays closed (its Gate object waits for its wave) and
+    // revision 3 reaches no cluster.
+    f.kill_hub(0);
+    f.rollout_tick = "1h";
+    f.start_hub(0).await;
     let freeze = f
         .api(
             Method::POST,
@@ -149,21 +156,38 @@ async fn waves_release_in_order_at_the_window_edge_and_a_freeze_closes_every_clu
     for i in 0..6 {
         f.wait_suspended(i, true).await;
     }
-    // The driver must see the close: a close override cancelled before the driver's next
-    // tick leaves no closed period in the gate's history (cancelled overrides are dropped),
-    // so the completed rollout's releases would stay valid (a known gap, see issue 15).
-    f.wait_rollout("the close ended the rollout", |r| state_is(r, "ended"))
-        .await;
     f.push_all(3, true).await;
     let id3 = freeze["id"].as_str().expect("override id");
     f.api(Method::DELETE, &format!("/overrides/{id3}"), Value::Null)
         .await;
-    // Waves 1 and 2 have revision 3; wave 2 soaks.
+    for i in 0..6 {
+        f.gate_object(i).await;
+        assert!(f.recorder.latest(i).suspended, "cluster {i} stays closed");
+        assert!(!f.recorder.attempted(i).contains(&rev(3)), "cluster {i}");
+    }
+    assert_eq!(f.rollout().await.expect("the completed rollout")["id"], id);
+    // The driver's next step (a restarted replica, back to the 200 ms tick) ends the
+    // completed rollout and stages the reopening: the canary first, the others not until
+    // it is healthy and has soaked.
+    f.kill_hub(0);
+    f.rollout_tick = "200ms";
+    f.start_hub(0).await;
+    f.recorder.wait_applied(0, &rev(3)).await;
+    let restaged = f.rollout().await.expect("the new rollout");
+    assert_ne!(restaged["id"], id, "a new opening starts a new rollout");
+    let first = of_rollout(&f.rollout_audit().await, restaged["id"].as_str().unwrap());
+    assert_eq!(
+        releases(&first).first(),
+        Some(&(1, names(&[0]))),
+        "{first:#?}"
+    );
+    // Waves 1 and 2 have revision 3, in wave order; wave 2 soaks.
     for i in 0..3 {
         f.recorder.wait_applied(i, &rev(3)).await;
     }
+    assert_wave_order(&f, &rev(3));
     let running = f.rollout().await.expect("the new rollout");
-    assert_ne!(running["id"], id, "a new opening starts a new rollout");
+    assert_eq!(running["id"], restaged["id"]);
     f.api(
         Method::POST,
         &format!("/gates/{GATE}/close"),

@@ -145,10 +145,7 @@ pub async fn by_token_hashes(
     .bind(hashes)
     .fetch_all(conn)
     .await?;
-    Ok(found
-        .into_iter()
-        .map(|w| (w.row.at(now), w.token_hash))
-        .collect())
+    Ok(hashed_at(found, now))
 }
 
 /// Clusters as at `now` with their spoke token hashes, by name: all of them,
@@ -165,10 +162,15 @@ pub async fn with_token_hash(
     .bind(names)
     .fetch_all(conn)
     .await?;
-    Ok(found
+    Ok(hashed_at(found, now))
+}
+
+/// `found` as at `now`, each with its stored hash.
+fn hashed_at(found: Vec<WithHash<Read>>, now: DateTime<Utc>) -> Vec<(Cluster, Vec<u8>)> {
+    found
         .into_iter()
         .map(|w| (w.row.at(now), w.token_hash))
-        .collect())
+        .collect()
 }
 
 /// A page of clusters as at `now`, ordered by name, after `after`.

@@ -16,17 +16,7 @@ pub async fn renew(
     at: DateTime<Utc>,
     ttl: Duration,
 ) -> Result<()> {
-    sqlx::query(
-        "insert into replica_leases (replica, started_at, heartbeat_at, expires_at) \
-         values ($1, $2, $2, $3) on conflict (replica) do update \
-         set heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at",
-    )
-    .bind(replica)
-    .bind(at)
-    .bind(at + ttl)
-    .execute(conn)
-    .await?;
-    Ok(())
+    write(conn, replica, at, ttl, false).await
 }
 
 /// Restarts `replica`'s lease at `at` (a new run of the replica: `started_at`
@@ -37,15 +27,29 @@ pub async fn start(
     at: DateTime<Utc>,
     ttl: Duration,
 ) -> Result<()> {
+    write(conn, replica, at, ttl, true).await
+}
+
+/// Holds `replica`'s lease from `at` until `at + ttl`; `restart` also moves
+/// `started_at` to `at` (a new lease starts there either way).
+async fn write(
+    conn: &mut PgConnection,
+    replica: &str,
+    at: DateTime<Utc>,
+    ttl: Duration,
+    restart: bool,
+) -> Result<()> {
     sqlx::query(
         "insert into replica_leases (replica, started_at, heartbeat_at, expires_at) \
          values ($1, $2, $2, $3) on conflict (replica) do update \
-         set started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, \
-         expires_at = excluded.expires_at",
+         set started_at = case when $4 then excluded.started_at \
+                          else replica_leases.started_at end, \
+         heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at",
     )
     .bind(replica)
     .bind(at)
     .bind(at + ttl)
+    .bind(restart)
     .execute(conn)
     .await?;
     Ok(())

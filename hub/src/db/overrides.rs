@@ -121,6 +121,37 @@ pub async fn live_for_gates(
     Ok(rows)
 }
 
+/// A closing override that ended (expired or was cancelled) after it had begun: the latest
+/// such end per gate and scope ([`ended_closes`]).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct EndedClose {
+    pub gate: String,
+    /// Which clusters; `None`: the gate's whole scope.
+    #[sqlx(json(nullable))]
+    pub scope: Option<fleetgate_policy::ClusterScope>,
+    /// When it stopped closing the gate: the earlier of its expiry and its cancellation.
+    pub ended_at: DateTime<Utc>,
+}
+
+/// For each of `gates` and each distinct override scope, the latest end at or before `now`
+/// of a closing override that was in effect for a while (cancelled before its start: never
+/// closed anything). One row per (gate, scope), however many freezes the gate has had:
+/// only the latest end fences an opening (README "Rollouts").
+pub async fn ended_closes(
+    conn: &mut PgConnection,
+    gates: &[String],
+    now: DateTime<Utc>,
+) -> Result<Vec<EndedClose>> {
+    let rows = sqlx::query_as(sql!(
+        "select distinct on (gate, scope) gate, scope, ended_at from (            select gate, scope, starts_at,                   least(coalesce(cancelled_at, 'infinity'), coalesce(expires_at, 'infinity'))                   as ended_at            from overrides where gate = any($1) and state = 'closed') o          where ended_at <= $2 and ended_at > starts_at          order by gate, scope, ended_at desc"
+    ))
+    .bind(gates)
+    .bind(now)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
 /// The override recording a request made in a cluster, cancelled or not: a
 /// spoke resends a request until it sees it, so a repeat must find the first.
 pub async fn find_recorded(

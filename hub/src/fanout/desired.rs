@@ -58,6 +58,7 @@ pub(super) fn test_gates(gates: &[(&str, u64)]) -> Vec<crate::service::fleet::Sn
             manifest_json: "{}".into(),
             release: None,
             waiting: None,
+            opening_fence: None,
         })
         .collect()
 }

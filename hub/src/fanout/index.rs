@@ -119,6 +119,7 @@ mod tests {
             manifest_json: format!("{{\"metadata\":{{\"name\":\"{name}\"}}}}").into(),
             release: None,
             waiting: None,
+            opening_fence: None,
         }
     }
 

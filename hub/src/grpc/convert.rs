@@ -72,6 +72,7 @@ pub fn snapshot_to_proto(
                     wave: w.wave,
                     wave_name: w.wave_name.clone(),
                 }),
+                opening_fence: g.opening_fence.map(to_timestamp),
             })
             .collect(),
         overrides: s.overrides.iter().map(override_to_proto).collect(),

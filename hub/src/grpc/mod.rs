@@ -11,4 +11,4 @@ pub mod spoke;
 pub mod watch_fleet;
 
 pub use crate::config::GrpcOptions;
-pub use server::{serve, serve_replica};
+pub use server::serve_replica;

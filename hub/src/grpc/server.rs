@@ -15,9 +15,8 @@ use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
 use super::admin::AdminApi;
 use super::spoke::SpokeApi;
-use crate::config::{GrpcOptions, HttpOptions};
+use crate::config::GrpcOptions;
 use crate::replica::Replica;
-use crate::service::Service;
 use crate::{Error, Result};
 
 /// The TLS settings of `opts`, if it enables TLS.
@@ -36,21 +35,6 @@ fn tls(opts: &GrpcOptions) -> Result<Option<ServerTlsConfig>> {
         tls = tls.client_ca_root(Certificate::from_pem(read("--grpc-client-ca", ca)?));
     }
     Ok(Some(tls))
-}
-
-/// Serves gRPC for a replica of `service` alone (no HTTP) on `listener`
-/// until `shutdown` is cancelled: [`Replica::new`] and [`Replica::run`]
-/// around [`serve_replica`].
-pub async fn serve(
-    service: Service,
-    listener: TcpListener,
-    opts: GrpcOptions,
-    shutdown: CancellationToken,
-) -> Result<()> {
-    let replica = Replica::new(service, HttpOptions::default(), opts);
-    replica
-        .run(serve_replica(&replica, listener, shutdown))
-        .await
 }
 
 /// Serves `replica`'s spoke and admin services on `listener` until

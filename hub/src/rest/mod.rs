@@ -19,10 +19,7 @@ use axum::Router;
 use axum::routing::{delete, get, post, put};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{GrpcOptions, HttpOptions};
-use crate::metrics::Metrics;
 use crate::replica::Replica;
-use crate::service::Service;
 
 /// What every handler gets: the replica and the HTTP settings.
 #[derive(Debug, Clone)]
@@ -45,17 +42,6 @@ impl AppState {
             shutdown: CancellationToken::new(),
             replica,
         }
-    }
-
-    /// The HTTP side of a new replica of `service` with default settings,
-    /// registering its metrics into `metrics` (tests).
-    pub fn new(service: Service, metrics: Metrics) -> Self {
-        Self::from_replica(Replica::with_metrics(
-            service,
-            metrics,
-            HttpOptions::default(),
-            GrpcOptions::default(),
-        ))
     }
 }
 

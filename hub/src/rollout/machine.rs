@@ -102,15 +102,21 @@ pub fn step(input: &StepInput<'_>, current: Option<Current>) -> Outcome {
             None => cur = Some(c),
         }
     }
+    // The health was judged for the rollout current before this step: a rollout started
+    // by this step has no health yet (its releases are new), or the previous opening's
+    // verdicts would pass or fail its first wave at once.
+    let none = HashMap::new();
+    let mut health = input.health;
     if cur.is_none()
         && let (Some(spec), Some(opening)) = (input.spec, input.gate_open_since)
     {
         let c = start(input, spec, opening);
         out.events.push(Event::new(&c, "rollout.start", None));
         cur = Some(c);
+        health = &none;
     }
     if let Some(c) = &mut cur {
-        drive(input, c, &mut out.events);
+        drive(input, health, c, &mut out.events);
     }
     out.current = cur;
     out
@@ -162,7 +168,12 @@ fn start(input: &StepInput<'_>, spec: &Rollout, opening: DateTime<Utc>) -> Curre
 
 /// Places late joiners, applies bypasses and per-cluster openings, then releases, judges
 /// and advances waves for as long as the rollout can move at `now`.
-fn drive(input: &StepInput<'_>, c: &mut Current, events: &mut Vec<Event>) {
+fn drive(
+    input: &StepInput<'_>,
+    health: &HashMap<String, Verdict>,
+    c: &mut Current,
+    events: &mut Vec<Event>,
+) {
     let now = input.now;
     let scope: HashMap<&str, &ScopeCluster> =
         input.scope.iter().map(|s| (s.name.as_str(), s)).collect();
@@ -230,7 +241,7 @@ fn drive(input: &StepInput<'_>, c: &mut Current, events: &mut Vec<Event>) {
     // Each pass moves the rollout at most one wave; a soak of zero and waves without
     // approval move several waves in one step.
     for _ in 0..=c.wave_count() {
-        if !advance(input, c, &scope, events) {
+        if !advance(input, health, c, &scope, events) {
             break;
         }
     }
@@ -239,6 +250,7 @@ fn drive(input: &StepInput<'_>, c: &mut Current, events: &mut Vec<Event>) {
 /// One move of the current wave; false when nothing more can happen at `now`.
 fn advance(
     input: &StepInput<'_>,
+    health: &HashMap<String, Verdict>,
     c: &mut Current,
     scope: &HashMap<&str, &ScopeCluster>,
     events: &mut Vec<Event>,
@@ -292,7 +304,7 @@ fn advance(
         .iter()
         .filter(|m| m.wave == wave && scope.contains_key(m.cluster.as_str()))
         .collect();
-    let verdict = |m: &MemberRow| input.health.get(&m.cluster).map(|v| v.health);
+    let verdict = |m: &MemberRow| health.get(&m.cluster).map(|v| v.health);
     let failed: Vec<String> = wave_members
         .iter()
         .filter(|m| verdict(m) == Some(Health::Failed))
@@ -302,8 +314,7 @@ fn advance(
         let detail = failed
             .iter()
             .map(|n| {
-                let why = input
-                    .health
+                let why = health
                     .get(n)
                     .and_then(|v| v.detail.clone())
                     .unwrap_or_default();

@@ -152,11 +152,8 @@ impl Service {
                         after: Some(rec.manifest.clone()),
                         reason: reason.map(Into::into),
                     };
-                    Ok(Written::changed(
-                        rec,
-                        audit,
-                        Affected::among(affected, all.len()),
-                    ))
+                    let affected = Affected::among(affected, all.len());
+                    Ok(Written::changed(rec, audit, affected))
                 })
             })
             .await?;
@@ -193,11 +190,8 @@ impl Service {
                     after: None,
                     reason: reason.map(Into::into),
                 };
-                Ok(Written::changed(
-                    (),
-                    audit,
-                    Affected::among(affected, all.len()),
-                ))
+                let affected = Affected::among(affected, all.len());
+                Ok(Written::changed((), audit, affected))
             })
         })
         .await?;

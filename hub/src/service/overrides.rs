@@ -134,11 +134,8 @@ impl Service {
                         after: to_json(&rec),
                         reason: Some(req.reason.clone()),
                     };
-                    Ok(Written::changed(
-                        rec,
-                        audit,
-                        Affected::among(affected, all.len()),
-                    ))
+                    let affected = Affected::among(affected, all.len());
+                    Ok(Written::changed(rec, audit, affected))
                 })
             })
             .await?;
@@ -192,11 +189,8 @@ impl Service {
                         after: to_json(&rec),
                         reason: reason.map(Into::into),
                     };
-                    Ok(Written::changed(
-                        rec,
-                        audit,
-                        Affected::among(affected, all.len()),
-                    ))
+                    let affected = Affected::among(affected, all.len());
+                    Ok(Written::changed(rec, audit, affected))
                 })
             })
             .await?;

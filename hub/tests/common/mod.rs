@@ -9,7 +9,8 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use chrono::{DateTime, TimeZone, Utc};
 use fleetgate_hub::clock::ManualClock;
-use fleetgate_hub::metrics::Metrics;
+use fleetgate_hub::config::{GrpcOptions, HttpOptions};
+use fleetgate_hub::replica::Replica;
 use fleetgate_hub::service::types::CreateToken;
 use fleetgate_hub::{Actor, AppState, Role, Service, app, db};
 use serde_json::Value;
@@ -30,6 +31,16 @@ pub struct Hub {
     pub admin: String,
     pub operator: String,
     pub viewer: String,
+}
+
+/// The HTTP side of a replica of `service` with default settings, built as
+/// every hub is ([`Replica::new`]).
+pub fn state(service: &Service) -> AppState {
+    AppState::from_replica(Replica::new(
+        service.clone(),
+        HttpOptions::default(),
+        GrpcOptions::default(),
+    ))
 }
 
 /// Wednesday 2026-11-25 12:00 UTC.
@@ -83,7 +94,7 @@ impl Hub {
         }
         let state = AppState {
             body_limit: limit,
-            ..AppState::new(service.clone(), Metrics::new())
+            ..state(&service)
         };
         Self {
             app: app(state),

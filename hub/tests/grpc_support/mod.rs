@@ -8,7 +8,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use fleetgate_hub::Service;
+use fleetgate_hub::config::HttpOptions;
 use fleetgate_hub::grpc::GrpcOptions;
+use fleetgate_hub::replica::Replica;
 use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
 use fleetgate_proto::{AdminServiceClient, SpokeServiceClient};
 use tokio::sync::mpsc;
@@ -41,12 +43,13 @@ impl Grpc {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(fleetgate_hub::grpc::serve(
-            service,
-            listener,
-            opts,
-            shutdown.clone(),
-        ));
+        // gRPC alone (no HTTP), on a replica built as every hub is.
+        let replica = Replica::new(service, HttpOptions::default(), opts);
+        let stop = shutdown.clone();
+        let task = tokio::spawn(async move {
+            let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, stop);
+            replica.run(serving).await
+        });
         let channel = connect(&format!("http://{addr}")).await;
         Self {
             addr,

@@ -78,6 +78,7 @@ impl InForce {
                 // stays closed (fail-safe), saying why.
                 release: None,
                 waiting: None,
+                opening_fence: None,
             })
             .collect();
         if current.is_some_and(|c| c.gates == gates) {

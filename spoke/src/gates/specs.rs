@@ -168,6 +168,7 @@ fn local_spec(
                     manifest: local::manifest(&name, spec),
                     release: None,
                     waiting: None,
+                    opening_fence: None,
                 },
             );
             Spec::Enforced

@@ -61,20 +61,11 @@ impl<'a> Inventories<'a> {
         Inventories { listed }
     }
 
-    /// The Kustomization `obj` belongs to (see the module's rule), given
-    /// whether its labelled owner reports an inventory.
-    pub fn owner_of(
-        &self,
-        obj: &'a AppliedObject,
-        labelled_has_inventory: impl FnOnce(&str, &str) -> bool,
-    ) -> Option<(&'a str, &'a str)> {
+    /// The Kustomization whose inventory lists `obj`, if one of these does.
+    pub fn listing(&self, obj: &AppliedObject) -> Option<(&'a str, &'a str)> {
         let k = &obj.key;
         let entry = (&*k.namespace, &*k.name, &*k.kind.group, &*k.kind.kind);
-        if let Some(owner) = self.listed.get(&entry) {
-            return Some(*owner);
-        }
-        let (ns, name) = obj.owner.as_ref()?;
-        (!labelled_has_inventory(ns, name)).then_some((&**ns, &**name))
+        self.listed.get(&entry).copied()
     }
 
     /// Every listed entry with its Kustomization.

@@ -7,12 +7,7 @@
 //! of one closing — is interned once per watch ([`Interner`]). The owner labels
 //! are kept apart in `owner`; a label map is built only to match a selector.
 
-use std::{
-    collections::{BTreeMap, HashSet},
-    fmt,
-    hash::Hash,
-    sync::Arc,
-};
+use std::{collections::BTreeMap, fmt, sync::Arc};
 
 use fleetgate_policy::GroupKind;
 use kube::core::ObjectMeta;
@@ -21,6 +16,7 @@ use super::marks::{
     HELD_AT, HELD_AT_REVISION, HELD_BY, OWNER_NAME, OWNER_NAMESPACE, RECONCILE, SSA,
 };
 use crate::annotations::parse_suspended_by;
+use crate::intern::Interned;
 
 /// Identifies an applied object: group/kind, namespace, name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -74,50 +70,30 @@ fn is(value: Option<&String>, want: &str) -> bool {
 /// object uses any more are dropped by [`Interner::sweep`].
 #[derive(Default)]
 pub struct Interner {
-    strings: HashSet<Arc<str>>,
-    labels: HashSet<Labels>,
-    marks: HashSet<Arc<HeldMark>>,
-}
-
-fn intern<T: ?Sized + Eq + Hash>(set: &mut HashSet<Arc<T>>, value: &T) -> Arc<T>
-where
-    Arc<T>: for<'a> From<&'a T>,
-{
-    if let Some(v) = set.get(value) {
-        return v.clone();
-    }
-    let v: Arc<T> = Arc::from(value);
-    set.insert(v.clone());
-    v
+    strings: Interned<str>,
+    labels: Interned<[(Arc<str>, Arc<str>)]>,
+    marks: Interned<HeldMark>,
 }
 
 impl Interner {
     pub fn str(&mut self, s: &str) -> Arc<str> {
-        intern(&mut self.strings, s)
+        self.strings.get(s)
     }
 
     fn labels(&mut self, labels: &[(Arc<str>, Arc<str>)]) -> Labels {
-        intern(&mut self.labels, labels)
+        self.labels.get(labels)
     }
 
     fn mark(&mut self, mark: HeldMark) -> Arc<HeldMark> {
-        if let Some(m) = self.marks.get(&mark) {
-            return m.clone();
-        }
-        let m = Arc::new(mark);
-        self.marks.insert(m.clone());
-        m
+        self.marks.take(mark)
     }
 
     /// Forgets values no object holds any more (only the interner's own
     /// reference left), e.g. the marks of a closing long released.
     pub fn sweep(&mut self) {
-        self.strings.retain(|v| Arc::strong_count(v) > 1);
-        self.labels.retain(|v| Arc::strong_count(v) > 1);
-        self.marks.retain(|v| Arc::strong_count(v) > 1);
-        self.strings.shrink_to_fit();
-        self.labels.shrink_to_fit();
-        self.marks.shrink_to_fit();
+        self.strings.sweep();
+        self.labels.sweep();
+        self.marks.sweep();
     }
 
     /// Entries held, to decide when to sweep.

@@ -121,6 +121,14 @@ pub struct HoldPlanner<'a> {
     owners: HashMap<(&'a str, &'a str), Owner<'a>>,
     /// The inventories of the Kustomizations a holdObjects gate targets.
     inventories: Inventories<'a>,
+    /// Every Kustomization, in key order.
+    kustomizations: Vec<&'a ObservedObject>,
+    /// Every Kustomization's inventory (id → index in `kustomizations`),
+    /// indexed on first need in a pass: an object no targeted one lists may
+    /// still be listed by another (a mark to release after its gate was
+    /// deleted: that owner is asked to reconcile). Owned keys: a borrowed
+    /// index in a cell would tie the planner to one lifetime.
+    all_listed: std::sync::OnceLock<HashMap<String, usize>>,
     /// The empty gate list, shared.
     none: Arc<[String]>,
 }
@@ -153,11 +161,16 @@ impl<'a> HoldPlanner<'a> {
                     )
                 })
         };
-        let mut listing: Vec<&ObservedObject> = objects
+        let mut kustomizations: Vec<&ObservedObject> = objects
             .iter()
-            .filter(|o| o.key.kind == FluxKind::Kustomization && targeted(o))
+            .filter(|o| o.key.kind == FluxKind::Kustomization)
             .collect();
-        listing.sort_by(|a, b| a.key.cmp(&b.key));
+        kustomizations.sort_by(|a, b| a.key.cmp(&b.key));
+        let listing: Vec<&ObservedObject> = kustomizations
+            .iter()
+            .copied()
+            .filter(|o| targeted(o))
+            .collect();
         HoldPlanner {
             by_label: gates
                 .iter()
@@ -165,19 +178,51 @@ impl<'a> HoldPlanner<'a> {
             gates,
             owners,
             inventories: Inventories::new(listing),
+            kustomizations,
+            all_listed: std::sync::OnceLock::new(),
             none: Arc::from(Vec::new()),
         }
     }
 
-    /// The owning Kustomization of `obj`: its inventory lists the object, or
-    /// it reports no inventory and the owner labels name it (`inventory`).
+    /// The owning Kustomization of `obj`: the one whose inventory lists it,
+    /// or, where none does, the one its owner labels name if that one
+    /// reports no inventory (`inventory`'s rule).
     fn owner(&self, obj: &'a AppliedObject) -> Option<&Owner<'a>> {
-        let (ns, name) = self.inventories.owner_of(obj, |ns, name| {
-            self.owners
-                .get(&(ns, name))
-                .is_some_and(|o| o.ks.inventory.is_some())
-        })?;
-        self.owners.get(&(ns, name))
+        let listed = self.inventories.listing(obj).or_else(|| {
+            // Needed only where the answer matters: a mark (release, report)
+            // or labels naming a targeted Kustomization without inventory.
+            let labelled_without = obj.owner.as_ref().is_some_and(|(ns, name)| {
+                self.owners
+                    .get(&(&**ns, &**name))
+                    .is_some_and(|o| o.ks.inventory.is_none())
+            });
+            if obj.mark.is_none() && !labelled_without {
+                return None;
+            }
+            let all = self.all_listed.get_or_init(|| {
+                let mut all = HashMap::new();
+                for (i, ks) in self.kustomizations.iter().enumerate() {
+                    for id in ks.inventory.as_deref().unwrap_or_default().lines() {
+                        all.entry(id.to_owned()).or_insert(i);
+                    }
+                }
+                all
+            });
+            let ks = self.kustomizations[*all.get(&obj.inventory_id())?];
+            Some((ks.key.namespace.as_str(), ks.key.name.as_str()))
+        });
+        let key = match listed {
+            Some(owner) => owner,
+            None => {
+                let (ns, name) = obj.owner.as_ref()?;
+                let labelled = self.owners.get(&(&**ns, &**name))?;
+                if labelled.ks.inventory.is_some() {
+                    return None;
+                }
+                (&**ns, &**name)
+            }
+        };
+        self.owners.get(&key)
     }
 
     /// Inventory entries of targeted Kustomizations whose objects the spoke
@@ -269,7 +314,7 @@ impl<'a> HoldPlanner<'a> {
             None if closed.is_empty() => None,
             None => Some(HoldAction::Mark {
                 gates: closed.clone(),
-                revision: applied_revision.clone(),
+                revision: applied_revision.as_deref().map(str::to_owned),
             }),
             Some(m) if closed.is_empty() => Some(HoldAction::Release {
                 gates: m.gates.to_vec(),
@@ -282,7 +327,7 @@ impl<'a> HoldPlanner<'a> {
                     .revision
                     .as_deref()
                     .map(str::to_owned)
-                    .or(applied_revision.clone()),
+                    .or_else(|| applied_revision.as_deref().map(str::to_owned)),
             }),
             Some(m) if *m.gates != closed[..] => Some(HoldAction::Relabel {
                 gates: closed.clone(),

@@ -288,6 +288,7 @@ pub fn gate(name: &str, mode: &str, kinds: &[&str], default: &str) -> pb::GateRu
         manifest_json: gate_json(name, mode, kinds, default),
         release: None,
         waiting: None,
+        opening_fence: None,
     }
 }
 
@@ -303,6 +304,7 @@ pub fn gate_named(name: &str, mode: &str, names: &[&str], default: &str) -> pb::
         manifest_json: manifest.to_string(),
         release: None,
         waiting: None,
+        opening_fence: None,
     }
 }
 

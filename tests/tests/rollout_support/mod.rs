@@ -70,6 +70,9 @@ pub struct Fleet {
     pub tokens: Vec<String>,
     pub spokes: Vec<Option<ChildGuard>>,
     pub http: reqwest::Client,
+    /// The hubs' `--rollout-tick` from their next (re)start (200 ms unless a test slows the
+    /// driver down to act between two of its steps).
+    pub rollout_tick: &'static str,
 }
 
 /// A trivial app: one ConfigMap naming the revision.
@@ -108,6 +111,7 @@ impl Fleet {
                 .timeout(Duration::from_secs(30))
                 .build()
                 .unwrap(),
+            rollout_tick: "200ms",
         };
         for i in 0..n {
             fleet.push(i, 1, true).await;
@@ -146,7 +150,7 @@ impl Fleet {
         let hub = &mut self.hubs[h];
         let child = ChildGuard(
             hub_serve(&self.db.url, hub.http, hub.grpc, ADMIN)
-                .env("FLEETGATE_ROLLOUT_TICK", "200ms")
+                .env("FLEETGATE_ROLLOUT_TICK", self.rollout_tick)
                 .env("FLEETGATE_REPORT_FLUSH_MS", "50")
                 .env("FLEETGATE_REPLICA_ID", &hub.id)
                 .env("RUST_LOG", log_level())

@@ -19,7 +19,7 @@ use sqlx::PgConnection;
 
 use super::{Actor, Role, Service};
 use crate::db::clusters::Cluster;
-use crate::db::overrides::OverrideRecord;
+use crate::db::overrides::{EndedClose, OverrideRecord};
 use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow, WaitingRow};
 use crate::db::{self, clusters, gates, overrides, revision};
 use crate::{Error, Result};
@@ -30,7 +30,7 @@ pub use crate::db::reports::LocalGate;
 pub use crate::db::status::ObjectStatus;
 pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate, Waiting};
-pub use status::{ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus};
+pub use status::{ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
 pub use view::{FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState};
 
@@ -127,6 +127,9 @@ pub struct FleetInputs {
     pub waiting: HashMap<(String, String), WaitingRow>,
     /// Each gate's newest rollout ([`Scope::Fleet`] only).
     pub rollouts: Vec<RolloutSummaryRow>,
+    /// Closing overrides of rollout gates that ended, the latest per scope, by gate: the
+    /// opening fences ([`opening_fence`]).
+    ended_closes: HashMap<String, Vec<EndedClose>>,
 }
 
 impl FleetInputs {
@@ -178,21 +181,34 @@ impl FleetInputs {
                 ..Reported::default()
             },
         };
-        let (releases, waiting) = if gates.iter().any(|g| g.gate.spec.rollout.is_some()) {
+        let rollout_gates: Vec<String> = gates
+            .iter()
+            .filter(|g| g.gate.spec.rollout.is_some())
+            .map(|g| g.name().to_string())
+            .collect();
+        let (releases, waiting, ended_closes) = if rollout_gates.is_empty() {
+            (HashMap::new(), HashMap::new(), HashMap::new())
+        } else {
+            let mut ended: HashMap<String, Vec<EndedClose>> = HashMap::new();
+            for row in overrides::ended_closes(tx, &rollout_gates, now).await? {
+                ended.entry(row.gate.clone()).or_default().push(row);
+            }
             let releases = db::rollouts::releases(tx, names.as_deref())
                 .await?
                 .into_iter()
                 .map(|r| ((r.gate.clone(), r.cluster.clone()), r))
                 .collect();
-            (releases, db::rollouts::waiting(tx, names.as_deref()).await?)
-        } else {
-            (HashMap::new(), HashMap::new())
+            (
+                releases,
+                db::rollouts::waiting(tx, names.as_deref()).await?,
+                ended,
+            )
         };
         let rollouts = match scope {
             Scope::Fleet => db::rollouts::summaries(tx).await?,
             Scope::Clusters(_) | Scope::Cluster(_) => Vec::new(),
         };
-        Ok(Self {
+        let mut inputs = Self {
             at: now,
             revision,
             clusters,
@@ -202,7 +218,45 @@ impl FleetInputs {
             releases,
             waiting,
             rollouts,
-        })
+            ended_closes,
+        };
+        inputs.drop_fenced_releases();
+        Ok(inputs)
+    }
+
+    /// Forgets the releases a freeze ended since they were made (their opening is before
+    /// the cluster's opening fence): until the driver's next step stages the reopening,
+    /// no view shows them and no snapshot carries them — so even a spoke that predates
+    /// `GateRule.opening_fence` stays closed.
+    fn drop_fenced_releases(&mut self) {
+        if self.ended_closes.is_empty() {
+            return;
+        }
+        let rows: HashMap<&str, &Cluster> = self
+            .clusters
+            .iter()
+            .map(|c| (c.row.name.as_str(), &c.row))
+            .collect();
+        let fenced: Vec<(String, String)> = self
+            .releases
+            .iter()
+            .filter(|((gate, cluster), r)| {
+                let fence = rows
+                    .get(cluster.as_str())
+                    .and_then(|c| self.opening_fence(gate, c));
+                fence.is_some_and(|f| r.opening_at < f)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in fenced {
+            self.releases.remove(&k);
+        }
+    }
+
+    /// The opening fence of `gate` on `cluster`: the latest end of a closing override of
+    /// the gate that applies to the cluster and has ended (README "Rollouts").
+    pub fn opening_fence(&self, gate: &str, cluster: &Cluster) -> Option<DateTime<Utc>> {
+        opening_fence(self.ended_closes.get(gate)?, Some(cluster))
     }
 
     /// Every live override, oldest first per gate.
@@ -288,6 +342,25 @@ pub(crate) fn applying<'a>(
         .collect()
 }
 
+/// The latest end among `ended` (one gate's ended closing overrides) of those that apply to
+/// `cluster` — every one, gate-wide or scoped to it — or, for `None`, of the gate-wide
+/// ones only (the gate's own open period, which starts a rollout). The open period never
+/// began before it ([`fleetgate_policy::CompiledGate::open_since_fenced`]).
+pub(crate) fn opening_fence(
+    ended: &[EndedClose],
+    cluster: Option<&Cluster>,
+) -> Option<DateTime<Utc>> {
+    ended
+        .iter()
+        .filter(|e| match (&e.scope, cluster) {
+            (None, _) => true,
+            (Some(scope), Some(c)) => scope.matches(&c.name, &c.labels),
+            (Some(_), None) => false,
+        })
+        .map(|e| e.ended_at)
+        .max()
+}
+
 /// Parses a stored manifest (already validated when written).
 pub(crate) fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
     fleetgate_policy::parse_gate_json(manifest.clone())
@@ -342,8 +415,13 @@ impl Service {
         status::fleet_status(&inputs, selector.as_ref())
     }
 
-    /// The status of one cluster now (viewer); 404 if unknown.
-    pub async fn cluster_status(&self, actor: &Actor, name: &str) -> Result<ClusterStatus> {
+    /// The status of one cluster now (viewer); 404 if unknown. Without the clusters'
+    /// places in rollouts: `Service::cluster_status` (service::rollouts) adds them.
+    pub(crate) async fn cluster_gates_status(
+        &self,
+        actor: &Actor,
+        name: &str,
+    ) -> Result<ClusterStatus> {
         actor.require(Role::Viewer)?;
         let inputs = self.read_fleet(Scope::Cluster(name)).await?;
         status::cluster_status(inputs)

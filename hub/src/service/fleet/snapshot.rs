@@ -27,6 +27,9 @@ pub struct SnapshotGate {
     /// For a gate with `spec.rollout`: the wave its current rollout placed this cluster in,
     /// while that wave is not released (shown by the spoke, never opens anything).
     pub waiting: Option<Waiting>,
+    /// For a gate with `spec.rollout`: the latest end of a closing override of the gate on
+    /// this cluster (`GateRule.opening_fence`): no open period began before it.
+    pub opening_fence: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The wave a cluster waits for, in a snapshot (`GateRule.waiting`).
@@ -137,6 +140,7 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
                             wave: u32::try_from(w.wave).unwrap_or(0),
                             wave_name: w.wave_name(),
                         }),
+                    opening_fence: inputs.opening_fence(g.name(), &c.row),
                 });
                 overrides.extend(inputs.applying(g, &c.row));
             }
@@ -198,6 +202,7 @@ mod tests {
                     manifest_json: "".into(),
                     release: None,
                     waiting: None,
+                    opening_fence: None,
                 },
                 SnapshotGate {
                     name: "a".into(),
@@ -205,6 +210,7 @@ mod tests {
                     manifest_json: "".into(),
                     release: None,
                     waiting: None,
+                    opening_fence: None,
                 },
             ],
             vec![],

@@ -15,9 +15,9 @@ use crate::db::revision::Affected;
 use crate::db::rollouts::{self, MemberRow};
 use crate::db::{clusters, gates, overrides};
 use crate::rollout::Event;
-use crate::rollout::health::{ClusterHealthInput, Verdict, judge};
+use crate::rollout::health::{ClusterHealthInput, Limits, Verdict, judge};
 use crate::rollout::machine::{self, Current, ScopeCluster, StepInput};
-use crate::service::fleet::{applying, stored_gate, to_policy};
+use crate::service::fleet::{applying, opening_fence, stored_gate, to_policy};
 use crate::{Error, Result};
 
 /// The actor name rollout steps are audited under.
@@ -64,7 +64,11 @@ pub async fn step_gate(
         .filter(|r| r.clusters.is_none())
         .map(to_policy)
         .collect();
-    let gate_open_since = compiled.open_since(now, &gate_wide);
+    // Freezes that ended are not among the live overrides: their ends fence the opening,
+    // so one the driver never saw (created and cancelled between two steps, or ended while
+    // every replica was down) still ends this rollout and stages the reopening.
+    let ended = overrides::ended_closes(tx, &[gate_name.to_string()], now).await?;
+    let gate_open_since = compiled.open_since_fenced(now, &gate_wide, opening_fence(&ended, None));
     let scope: Vec<ScopeCluster> = all
         .iter()
         .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
@@ -81,7 +85,7 @@ pub async fn step_gate(
             ScopeCluster {
                 name: c.name.clone(),
                 labels: c.labels.clone(),
-                open_since: compiled.open_since(now, &own),
+                open_since: compiled.open_since_fenced(now, &own, opening_fence(&ended, Some(c))),
                 bypass,
             }
         })
@@ -177,7 +181,7 @@ pub(crate) async fn judge_wave(
         .collect();
     let names: Vec<String> = released.iter().map(|m| m.cluster.clone()).collect();
     let objects = rollouts::object_health(tx, &c.row.gate, &names).await?;
-    let timeout = c.row.spec.health_timeout();
+    let limits = Limits::of(&c.row.spec);
     let empty = Vec::new();
     Ok(released
         .into_iter()
@@ -195,7 +199,7 @@ pub(crate) async fn judge_wave(
                 since: since.max(m.released_at.unwrap_or(since)),
                 objects: objects.get(&m.cluster).unwrap_or(&empty),
             };
-            (m.cluster.clone(), judge(&input, now, timeout))
+            (m.cluster.clone(), judge(&input, now, limits))
         })
         .collect())
 }
