@@ -379,3 +379,28 @@ async fn the_replica_runs_the_driver() {
         )
     );
 }
+
+#[tokio::test]
+async fn failure_grace_is_a_validated_rollout_setting() {
+    let f = fleet("    failureGrace: 5m\n", THREE_WAVES).await;
+    // Too long for the health timeout: refused naming the field, nothing changed.
+    let before = f.hub.audit_count().await;
+    let bad =
+        rollout_support::gate("    failureGrace: 30m\n", THREE_WAVES).replace("waves}", "waves2}");
+    let r = f.hub.create_gate_yaml(&bad).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+    assert_eq!(r.body["error"]["field"], "spec.rollout.failureGrace");
+    assert_eq!(
+        r.body["error"]["message"],
+        "must be shorter than healthTimeout (30m), got '30m'"
+    );
+    assert_eq!(f.hub.audit_count().await, before);
+    // The stored gate keeps it, and the rollout runs with it.
+    let r = f.hub.get("/api/v1/gates/waves").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(
+        r.body["manifest"]["spec"]["rollout"]["failureGrace"], "5m",
+        "{}",
+        r.text
+    );
+}

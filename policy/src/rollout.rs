@@ -12,6 +12,10 @@ use crate::{ClusterScope, PolicyError};
 /// How long a released wave may take to become healthy when `healthTimeout` is not set. Always
 /// finite: a wave that waits for health forever halts nothing and blocks everything.
 pub const DEFAULT_HEALTH_TIMEOUT: Duration = Duration::minutes(30);
+/// How long an object may be Ready=False (or Stalled) at the new revision before its cluster
+/// counts as failed, when `failureGrace` is not set: Flux reports Ready=False for a moment
+/// while a new revision applies.
+pub const DEFAULT_FAILURE_GRACE: Duration = Duration::seconds(60);
 /// The longest `healthTimeout` and `soak`.
 pub const MAX_ROLLOUT_DURATION: Duration = Duration::days(7);
 /// The most waves a rollout may have.
@@ -35,6 +39,11 @@ pub struct Rollout {
     /// How long a released wave may take to become healthy; [`DEFAULT_HEALTH_TIMEOUT`] if unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_timeout: Option<String>,
+    /// How long an object may be Ready=False or Stalled at the new revision before its
+    /// cluster counts as failed; [`DEFAULT_FAILURE_GRACE`] if unset. Shorter than the
+    /// health timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_grace: Option<String>,
     /// How many clusters of a wave may fail before the rollout stops (count or `"N%"` of the
     /// wave, rounded down); 0 when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -174,6 +183,15 @@ impl Rollout {
             .unwrap_or(DEFAULT_HEALTH_TIMEOUT)
     }
 
+    /// How long a failing object is given before its cluster counts as failed. Call after
+    /// validation.
+    pub fn failure_grace(&self) -> Duration {
+        self.failure_grace
+            .as_deref()
+            .and_then(|s| crate::parse_duration(s).ok())
+            .unwrap_or(DEFAULT_FAILURE_GRACE)
+    }
+
     /// How many failed clusters a wave of `size` tolerates.
     pub fn max_failures(&self, size: usize) -> usize {
         self.max_failures.map_or(0, |a| a.of(size))
@@ -222,9 +240,10 @@ impl Rollout {
             })
             .collect();
         lines.push(format!(
-            "soak {}, healthTimeout {}, maxFailures {} per wave, onFailure {}",
+            "soak {}, healthTimeout {}, failureGrace {}, maxFailures {} per wave, onFailure {}",
             crate::format_duration(self.soak()),
             crate::format_duration(self.health_timeout()),
+            crate::format_duration(self.failure_grace()),
             self.max_failures.unwrap_or(Amount::Count(0)),
             self.on_failure.as_str()
         ));
@@ -261,6 +280,20 @@ impl Rollout {
         }
         bounded(self.soak.as_deref(), "soak")?;
         bounded(self.health_timeout.as_deref(), "healthTimeout")?;
+        bounded(self.failure_grace.as_deref(), "failureGrace")?;
+        // A grace as long as the timeout would turn every failing object into a timeout:
+        // the failure's own Ready message would never be what halts the wave.
+        if let Some(text) = self.failure_grace.as_deref()
+            && self.failure_grace() >= self.health_timeout()
+        {
+            return Err(PolicyError::new(
+                "failureGrace",
+                format!(
+                    "must be shorter than healthTimeout ({}), got '{text}'",
+                    crate::format_duration(self.health_timeout())
+                ),
+            ));
+        }
         if let Some(Amount::Percent(p)) = self.max_failures
             && p > 100
         {

@@ -45,6 +45,13 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, PolicyError> {
     .map_err(|e| PolicyError::new(path, message(&e)))
 }
 
+/// [`from_str`] over bytes (an HTTP body); input that is not UTF-8 is an
+/// error about the whole document.
+pub fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, PolicyError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| PolicyError::new("", e.to_string()))?;
+    from_str(text)
+}
+
 /// Parses a stream of `---`-separated documents, skipping empty ones.
 pub fn from_str_documents<T: DeserializeOwned>(text: &str) -> Result<Vec<T>, PolicyError> {
     serde_saphyr::from_str_multiple_with_options(text, options())

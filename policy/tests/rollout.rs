@@ -35,6 +35,7 @@ fn parses_with_defaults() {
     let r = g.spec.rollout.as_ref().unwrap();
     assert_eq!(r.soak(), Duration::minutes(10));
     assert_eq!(r.health_timeout(), Duration::minutes(30));
+    assert_eq!(r.failure_grace(), Duration::seconds(60));
     assert_eq!(r.max_failures, Some(Amount::Percent(10)));
     assert_eq!(r.max_failures(25), 2);
     assert_eq!(r.on_failure, OnFailure::Halt);
@@ -50,6 +51,12 @@ fn parses_with_defaults() {
     .unwrap();
     let r = count.spec.rollout.unwrap();
     assert_eq!(r.max_failures, Some(Amount::Count(2)));
+    let grace = parse_gate(&gate("    waves: [{}]\n    failureGrace: 3m\n")).unwrap();
+    grace.validate().unwrap();
+    assert_eq!(
+        grace.spec.rollout.unwrap().failure_grace(),
+        Duration::minutes(3)
+    );
     assert_eq!(r.on_failure, OnFailure::Close);
 }
 
@@ -79,6 +86,18 @@ fn errors_name_the_field() {
     assert!(
         error("    waves: [{}]\n    healthTimeout: 200h\n")
             .starts_with("spec.rollout.healthTimeout: at most 168h")
+    );
+    assert_eq!(
+        error("    waves: [{}]\n    healthTimeout: 5m\n    failureGrace: 5m\n"),
+        "spec.rollout.failureGrace: must be shorter than healthTimeout (5m), got '5m'"
+    );
+    assert_eq!(
+        error("    waves: [{}]\n    failureGrace: 45m\n"),
+        "spec.rollout.failureGrace: must be shorter than healthTimeout (30m), got '45m'"
+    );
+    assert!(
+        error("    waves: [{}]\n    failureGrace: soon\n")
+            .starts_with("spec.rollout.failureGrace: invalid duration")
     );
     assert!(
         error("    waves: [{}]\n    maxFailures: 150%\n").starts_with("spec.rollout.maxFailures")

@@ -101,8 +101,8 @@ pub fn apply(
     opts: &WriteOpts,
     force: bool,
 ) -> Result<(Outcome, bool)> {
-    let mut cfg: Value = serde_saphyr::from_slice(body)
-        .map_err(|e| Error::bad_request(format!("error decoding YAML: {}", e.without_snippet())))?;
+    let mut cfg: Value = fleetgate_policy::yaml::from_slice(body)
+        .map_err(|e| Error::bad_request(format!("error decoding YAML: {e}")))?;
     if !cfg.is_object() {
         return Err(Error::bad_request("error decoding YAML: not an object"));
     }

@@ -159,8 +159,8 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
 }
 
 fn parse_crd(doc: &str) -> Result<Vec<ResourceType>, Error> {
-    let crd: Value = serde_saphyr::from_str(doc)
-        .map_err(|e| Error::Config(format!("CRD: {}", e.without_snippet())))?;
+    let crd: Value = fleetgate_policy::yaml::from_str(doc)
+        .map_err(|e| Error::Config(format!("CRD: {}", e.message)))?;
     let spec = &crd["spec"];
     let names = &spec["names"];
     let str_of = |v: &Value| v.as_str().unwrap_or_default().to_string();

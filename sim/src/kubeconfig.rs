@@ -25,5 +25,5 @@ pub fn render(cluster: &str, server: &str, token: Option<&str>, ca_pem: Option<&
         "preferences": {},
     });
     // Any serde_json::Value renders; failure is impossible for this shape.
-    serde_saphyr::to_string(&doc).unwrap_or_default()
+    fleetgate_policy::yaml::to_string(&doc).unwrap_or_default()
 }

@@ -92,8 +92,8 @@ fn parse_bundle(manifests: &BTreeMap<String, String>) -> Result<Bundle, Error> {
 
 /// Objects of a multi-document YAML stream (empty documents skipped).
 pub fn parse_manifests(doc: &str) -> anyhow::Result<Vec<Value>> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(doc)
-        .map_err(|e| anyhow::anyhow!("{}", e.without_snippet()))
+    let docs: Vec<Value> = fleetgate_policy::yaml::from_str_documents(doc)
+        .map_err(|e| anyhow::anyhow!("{}", e.message))
         .context("parsing YAML manifest")?;
     Ok(docs.into_iter().filter(Value::is_object).collect())
 }

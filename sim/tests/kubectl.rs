@@ -34,7 +34,8 @@ async fn get_with_short_names_tables_and_yaml() {
     assert!(table.contains("infra-000"), "{table}");
 
     let hr: Value =
-        serde_saphyr::from_str(&k.ok(&["get", "hr", "-n", "apps", "-o", "yaml"]).await).unwrap();
+        fleetgate_policy::yaml::from_str(&k.ok(&["get", "hr", "-n", "apps", "-o", "yaml"]).await)
+            .unwrap();
     assert_eq!(hr["kind"], "List");
     let items = hr["items"].as_array().unwrap();
     assert!(!items.is_empty());

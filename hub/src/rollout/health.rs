@@ -7,10 +7,6 @@ use chrono::{DateTime, Duration, Utc};
 
 pub use crate::db::rollouts::ObjectHealth;
 
-/// How long an object may be Ready=False (or Stalled) after the release before the cluster
-/// counts as failed: Flux reports Ready=False for a moment while a new revision applies.
-pub const FAILURE_GRACE: Duration = Duration::seconds(60);
-
 /// What the hub knows about one released cluster.
 #[derive(Debug, Clone)]
 pub struct ClusterHealthInput<'a> {
@@ -33,8 +29,29 @@ pub struct Verdict {
     pub detail: Option<String>,
 }
 
-/// Judges a released cluster at `now`, `timeout` being the rollout's `healthTimeout`.
-pub fn judge(input: &ClusterHealthInput<'_>, now: DateTime<Utc>, timeout: Duration) -> Verdict {
+/// A rollout's health limits: `spec.rollout.healthTimeout` and `failureGrace`.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A released cluster not healthy within it has failed.
+    pub timeout: Duration,
+    /// An object Ready=False or Stalled at the new revision for longer has failed its
+    /// cluster (Flux reports Ready=False for a moment while a new revision applies).
+    pub grace: Duration,
+}
+
+impl Limits {
+    /// The limits `spec.rollout` sets (defaults where unset).
+    pub fn of(spec: &fleetgate_policy::Rollout) -> Self {
+        Self {
+            timeout: spec.health_timeout(),
+            grace: spec.failure_grace(),
+        }
+    }
+}
+
+/// Judges a released cluster at `now` within the rollout's `limits`.
+pub fn judge(input: &ClusterHealthInput<'_>, now: DateTime<Utc>, limits: Limits) -> Verdict {
+    let timeout = limits.timeout;
     let timed_out = now - input.since >= timeout;
     let verdict = |health, detail: String| Verdict {
         health,
@@ -65,7 +82,7 @@ pub fn judge(input: &ClusterHealthInput<'_>, now: DateTime<Utc>, timeout: Durati
         if failing {
             let why = o.ready_message.clone().unwrap_or_default();
             let what = if o.stalled { "Stalled" } else { "Ready=False" };
-            if now - input.since >= FAILURE_GRACE {
+            if now - input.since >= limits.grace {
                 return verdict(Health::Failed, format!("{id}: {what}: {why}"));
             }
             waiting.get_or_insert_with(|| format!("{id}: {what}: {why}"));
@@ -143,13 +160,21 @@ mod tests {
     }
 
     fn judge_at(connected: bool, objects: &[ObjectHealth], now: i64) -> Verdict {
+        judge_with(connected, objects, now, Duration::seconds(60))
+    }
+
+    fn judge_with(connected: bool, objects: &[ObjectHealth], now: i64, grace: Duration) -> Verdict {
         let input = ClusterHealthInput {
             connected,
             release_revision: 10,
             since: t(0),
             objects,
         };
-        judge(&input, t(now), Duration::minutes(30))
+        let limits = Limits {
+            timeout: Duration::minutes(30),
+            grace,
+        };
+        judge(&input, t(now), limits)
     }
 
     #[test]
@@ -184,6 +209,15 @@ mod tests {
         let v = judge_at(true, &[ks("False", 10)], 2);
         assert_eq!(v.health, Health::Failed);
         assert!(v.detail.unwrap().contains("apply failed"));
+        // A longer failureGrace gives the object longer.
+        let long = Duration::minutes(5);
+        let v = judge_with(true, &[ks("False", 10)], 4, long);
+        assert_eq!(v.health, Health::Progressing);
+        assert!(v.detail.unwrap().contains("apply failed"));
+        assert_eq!(
+            judge_with(true, &[ks("False", 10)], 5, long).health,
+            Health::Failed
+        );
         // A Ready=False left from before the release is not this revision's failure.
         assert_eq!(
             judge_at(true, &[ks("False", 9)], 2).health,

@@ -92,9 +92,8 @@ fn decode_body(ctx: &Ctx<'_>, rt: &ResourceType, body: &Bytes) -> Result<Value> 
 
 fn parse_body(body: &Bytes, yaml: bool) -> Result<Value> {
     if yaml {
-        serde_saphyr::from_slice(body).map_err(|e| {
-            Error::bad_request(format!("error decoding YAML: {}", e.without_snippet()))
-        })
+        fleetgate_policy::yaml::from_slice(body)
+            .map_err(|e| Error::bad_request(format!("error decoding YAML: {e}")))
     } else {
         serde_json::from_slice(body)
             .map_err(|e| Error::bad_request(format!("error decoding JSON: {e}")))

@@ -15,7 +15,7 @@ use crate::db::revision::Affected;
 use crate::db::rollouts::{self, MemberRow};
 use crate::db::{clusters, gates, overrides};
 use crate::rollout::Event;
-use crate::rollout::health::{ClusterHealthInput, Verdict, judge};
+use crate::rollout::health::{ClusterHealthInput, Limits, Verdict, judge};
 use crate::rollout::machine::{self, Current, ScopeCluster, StepInput};
 use crate::service::fleet::{applying, opening_fence, stored_gate, to_policy};
 use crate::{Error, Result};
@@ -181,7 +181,7 @@ pub(crate) async fn judge_wave(
         .collect();
     let names: Vec<String> = released.iter().map(|m| m.cluster.clone()).collect();
     let objects = rollouts::object_health(tx, &c.row.gate, &names).await?;
-    let timeout = c.row.spec.health_timeout();
+    let limits = Limits::of(&c.row.spec);
     let empty = Vec::new();
     Ok(released
         .into_iter()
@@ -199,7 +199,7 @@ pub(crate) async fn judge_wave(
                 since: since.max(m.released_at.unwrap_or(since)),
                 objects: objects.get(&m.cluster).unwrap_or(&empty),
             };
-            (m.cluster.clone(), judge(&input, now, timeout))
+            (m.cluster.clone(), judge(&input, now, limits))
         })
         .collect())
 }
