@@ -210,6 +210,49 @@ pub struct GateStatus {
     pub held: usize,
     /// Objects inside Kustomizations this gate holds (fleetgate's mark names it).
     pub held_objects: usize,
+    /// For a gate with `spec.rollout` whose current rollout placed this cluster: its wave,
+    /// release and health there (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<ClusterRollout>,
+}
+
+/// One cluster's place in a gate's current rollout (`fleetgate status CLUSTER`, the
+/// dashboard's cluster page).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterRollout {
+    pub rollout_id: String,
+    /// The rollout's state.
+    pub state: crate::rollout::RolloutState,
+    /// The cluster's wave, 1-based (late joiners: a wave after the spec's last).
+    pub wave: i32,
+    pub wave_name: String,
+    /// When its wave released it (absent: waiting for its wave).
+    pub released_at: Option<DateTime<Utc>>,
+    /// `closed` while waiting for its wave; then progressing, healthy, failed or unknown.
+    pub health: crate::rollout::Health,
+    /// Why it is not healthy: the failing object and its Ready message.
+    pub detail: Option<String>,
+}
+
+impl ClusterRollout {
+    /// In words: `waiting for wave 2 'early'`, `released in wave 1 'canary': healthy`.
+    pub fn describe(&self) -> String {
+        let wave = format!("wave {} '{}'", self.wave, self.wave_name);
+        let mut out = if self.released_at.is_none() {
+            format!("waiting for {wave}")
+        } else {
+            format!("released in {wave}: {}", self.health.as_str())
+        };
+        if !matches!(
+            self.state,
+            crate::rollout::RolloutState::Running | crate::rollout::RolloutState::Completed
+        ) {
+            out.push_str(&format!(" (rollout {})", self.state.as_str()));
+        }
+        out
+    }
 }
 
 /// A cluster's status.

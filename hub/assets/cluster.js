@@ -1,4 +1,5 @@
-// Cluster page: its gates now (with cluster-scoped actions), the open/close
+// Cluster page: its gates now (with cluster-scoped actions and, for rollout
+// gates, the cluster's place in the current rollout), the open/close
 // requests made inside the cluster (with the Kubernetes user; cancellable),
 // the other overrides that apply to it, the Flux objects its spoke reported
 // (suspended by which gates, Flux's Ready condition with its message, applied
@@ -67,11 +68,12 @@ function draw(main, ctx, st, overrides, refresh) {
     h('section', { class: 'card' },
       h('h2', {}, `Gates (${st.gates.length})`),
       st.gates.length ? h('table', { class: 'plain', id: 'cluster-gates' },
-        h('thead', {}, h('tr', {}, ...['Gate', 'State', 'Why', 'Next change', 'Held', 'Held objects', ''].map((t) => h('th', {}, t)))),
+        h('thead', {}, h('tr', {}, ...['Gate', 'State', 'Why', 'Rollout', 'Next change', 'Held', 'Held objects', ''].map((t) => h('th', {}, t)))),
         h('tbody', {}, ...st.gates.map((g) => h('tr', { 'data-gate': g.gate },
           h('td', {}, h('a', { href: `#/gates/${enc(g.gate)}` }, g.gate)),
           h('td', {}, badge(g.state === 'closed' && g.held ? 'held' : g.state, g.state)),
           h('td', {}, g.reason),
+          rolloutCell(g.rollout),
           h('td', {}, g.nextTransition ? [fmtTime(g.nextTransition), ' ', h('span', { class: 'muted' }, relTime(g.nextTransition))] : '—'),
           h('td', {}, String(g.held)),
           h('td', {}, String(g.heldObjects ?? 0)),
@@ -89,6 +91,20 @@ function draw(main, ctx, st, overrides, refresh) {
       h('h2', {}, `Governed objects (${st.objects.length}; ${heldCount} held)`),
       st.objects.length ? objectsTable(st.objects) : h('p', { class: 'muted' }, c.lastSeenAt ? 'The spoke reported no governed Flux objects.' : 'No report yet: the spoke has not connected.')),
     heldObjectsSection(st));
+}
+
+// The cluster's place in a gate's current rollout, as the fleet grid marks it.
+const HEALTH = { healthy: 'open', progressing: 'info', unknown: 'offline', failed: 'closed' };
+
+/** Waiting for wave N, or released in it and how healthy (the failing object's Ready message as the title). */
+function rolloutCell(r) {
+  if (!r) return h('td', { class: 'rollout-place muted' }, '—');
+  const wave = `wave ${r.wave} '${r.waveName}'`;
+  const halted = r.state === 'running' || r.state === 'completed' ? '' : ` (rollout ${r.state})`;
+  const word = r.releasedAt ? `released in ${wave}: ${r.health}${halted}` : `waiting for ${wave}${halted}`;
+  return h('td', { class: 'rollout-place', 'data-rollout-health': r.health, title: r.detail || '' },
+    r.releasedAt ? badge(HEALTH[r.health] || 'info', word) : badge('waiting', word),
+    r.detail ? h('div', { class: 'ready-message muted' }, r.detail) : null);
 }
 
 /** Objects inside Kustomizations that holdObjects gates select (held ones first, as the hub sends them). */

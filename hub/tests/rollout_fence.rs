@@ -5,6 +5,7 @@
 //! that releases the canary wave only. A deny window that passes while no driver runs
 //! does the same (the window history is the gate's own). A cluster-scoped freeze is not
 //! staged again: its clusters reopen with their release moved to their new open period.
+//! A cluster joining after every wave was released gets a late wave, judged and soaked.
 //! Real PostgreSQL, the injected clock; the driver steps only when a test says so.
 
 mod common;
@@ -118,4 +119,26 @@ async fn a_cluster_scoped_freeze_reopens_its_clusters_without_staging() {
     assert_eq!(f.release("c5").await, Some((2, at(13, 31))));
     assert_eq!(f.release("c4").await, Some((2, at(13, 0))));
     assert_eq!(f.status().await["state"], "completed");
+}
+
+#[tokio::test]
+async fn a_cluster_joining_after_every_wave_started_gets_a_late_wave() {
+    let f = fleet("", THREE_WAVES).await;
+    f.complete().await;
+    // c7 comes into scope after the last wave: a late wave, released at once (the wave
+    // before it soaked already), then judged and soaked like any other.
+    f.hub.register("c7", json!({"env": "prod"})).await;
+    assert_eq!(f.step().await, ["rollout.join", "rollout.release"]);
+    let s = f.status().await;
+    assert_eq!(s["state"], "running", "{s}");
+    assert_eq!(s["waves"][3]["clusters"][0]["name"], "c7", "{s}");
+    assert_eq!(s["waves"][3]["clusters"][0]["late"], true, "{s}");
+    let c7 = f.hub.service.cluster_snapshot("c7").await.unwrap();
+    let release = c7.gates[0].release.as_ref().expect("c7 released");
+    assert_eq!((release.wave, release.opening_at), (3, at(13, 0)));
+    common::report_apps(&f.replica.reports, &["c7"], "waves", true).await;
+    assert_eq!(f.step().await, ["rollout.healthy"]);
+    f.advance(10);
+    assert_eq!(f.step().await, ["rollout.complete"]);
+    assert_eq!(f.audit("rollout.join").await, 1);
 }

@@ -404,3 +404,37 @@ async fn failure_grace_is_a_validated_rollout_setting() {
         r.text
     );
 }
+
+#[tokio::test]
+async fn the_cluster_status_names_its_place_in_the_rollout() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    let rollout_of = |c: &'static str| {
+        let hub = &f.hub;
+        async move {
+            let r = hub.get(&format!("/api/v1/clusters/{c}/status")).await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+            r.body["gates"][0]["rollout"].clone()
+        }
+    };
+    let c2 = rollout_of("c2").await;
+    assert_eq!(c2["wave"], 2, "{c2}");
+    assert_eq!(c2["waveName"], "early");
+    assert_eq!(c2["health"], "closed");
+    assert!(c2["releasedAt"].is_null());
+    // Released; its spoke has not connected yet: unknown, never healthy.
+    let c1 = rollout_of("c1").await;
+    assert_eq!(
+        (c1["wave"].clone(), c1["health"].clone()),
+        (json!(1), json!("unknown"))
+    );
+    assert_eq!(c1["releasedAt"], "2026-11-25T13:00:00Z");
+    f.report(&["c1"], true).await;
+    f.step().await;
+    assert_eq!(rollout_of("c1").await["health"], "healthy");
+    // The window closes: the rollout ends, no place is shown.
+    f.at(17, 0);
+    f.step().await;
+    assert!(rollout_of("c1").await.is_null());
+}

@@ -1,7 +1,9 @@
 //! A rollout in the dashboard, in headless Chromium against a real hub process and a
 //! stand-in spoke over gRPC: the canary's Kustomization fails (Ready=False), the rollout
 //! halts and the gate page shows it with the object's Ready message while the fleet grid
-//! shows the next wave's cluster "waiting for wave 2"; a viewer gets no rollout buttons;
+//! shows the next wave's cluster "waiting for wave 2" (and each cluster page the
+//! cluster's place in the rollout: waiting, or released and failed with the message); a
+//! viewer gets no rollout buttons;
 //! after a good revision an operator clicks Resume and the page follows the rollout live.
 
 #[macro_use]
@@ -109,6 +111,26 @@ browser_test!(a_halted_rollout_shows_why_and_resumes, |b| {
         json!("open")
     );
     b.screenshot("rollout-fleet").await;
+    // Each cluster page says where the cluster is in the rollout, like the grid.
+    let place = "document.querySelector('tr[data-gate=\"waves\"] .rollout-place')";
+    b.route("#/clusters/prod-rest").await;
+    b.wait_page("cluster").await;
+    b.wait_js(
+        &format!("{place}?.textContent.includes(\"waiting for wave 2 'rest' (rollout halted)\")"),
+        "prod-rest waits for wave 2",
+    )
+    .await;
+    b.route("#/clusters/prod-canary").await;
+    b.wait_page("cluster").await;
+    b.wait_eq(&format!("{place}?.dataset.rolloutHealth"), "failed")
+        .await;
+    let canary_place = b.eval(&format!("{place}.textContent")).await;
+    let canary_place = canary_place.as_str().unwrap_or_default();
+    assert!(
+        canary_place.contains("released in wave 1 'canary': failed (rollout halted)"),
+        "{canary_place}"
+    );
+    assert!(canary_place.contains(MESSAGE), "{canary_place}");
     b.route("#/gates/waves").await;
     b.wait_page("gate").await;
     b.wait_js(

@@ -1,6 +1,7 @@
 //! `rollout status|pause|resume|abort|release-next GATE`: a gate's rollout waves, and an
 //! operator's commands on the current one.
 
+use fleetgate_api_types::ClusterStatus;
 use fleetgate_api_types::rollout::{Health, RolloutStatus};
 
 use crate::args::{Format, RolloutCmd};
@@ -97,4 +98,71 @@ pub fn render(s: &RolloutStatus) -> String {
     }
     out.push_str(&table.render());
     out
+}
+
+/// Where the cluster is in each gate's current rollout (waiting for its wave, or
+/// released and how healthy, with the failing object's Ready message).
+pub(super) fn cluster_places(v: &ClusterStatus, gate: Option<&str>) -> String {
+    let lines: Vec<String> = v
+        .gates
+        .iter()
+        .filter(|g| gate.is_none_or(|n| g.gate == n))
+        .filter_map(|g| {
+            let r = g.rollout.as_ref()?;
+            let detail = r
+                .detail
+                .as_deref()
+                .map(|d| format!(" — {d}"))
+                .unwrap_or_default();
+            Some(format!("  {}: {}{detail}\n", g.gate, r.describe()))
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("\nRollouts:\n{}", lines.concat())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_cluster_status_lists_its_place_in_each_rollout() {
+        let gate = |name: &str, rollout: serde_json::Value| {
+            json!({"gate": name, "state": "closed", "reason": "r", "nextTransition": null,
+                   "objects": [], "held": 0, "heldObjects": 0, "rollout": rollout})
+        };
+        let v: ClusterStatus = serde_json::from_value(json!({
+            "cluster": {"name": "edge-1", "connected": true, "labels": {},
+                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
+                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
+                        "desiredRevision": 1},
+            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
+            "open": false, "closedBy": ["a"], "objects": [], "heldObjects": [],
+            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
+                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
+            "gates": [
+                gate("a", json!({"rolloutId": "r1", "state": "running", "wave": 2,
+                                 "waveName": "early", "releasedAt": null, "health": "closed",
+                                 "detail": null})),
+                gate("b", json!({"rolloutId": "r2", "state": "halted", "wave": 1,
+                                 "waveName": "canary", "releasedAt": "2026-11-24T08:30:00Z",
+                                 "health": "failed",
+                                 "detail": "Kustomization flux-system/apps: Ready=False: boom"})),
+                gate("c", serde_json::Value::Null),
+            ]
+        }))
+        .unwrap();
+        let out = cluster_places(&v, None);
+        assert!(
+            out.contains(
+                "Rollouts:\n  a: waiting for wave 2 'early'\n  b: released in wave 1 'canary': failed (rollout halted) — Kustomization flux-system/apps: Ready=False: boom\n"
+            ),
+            "{out}"
+        );
+        assert!(cluster_places(&v, Some("c")).is_empty());
+    }
 }

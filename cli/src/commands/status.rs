@@ -222,6 +222,7 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
     } else {
         t.render()
     });
+    out.push_str(&super::rollout::cluster_places(v, gate));
     out.push_str(&local_gates(v, gate));
     out.push_str(&local_requests(v, gate));
     let objects: Vec<_> = v

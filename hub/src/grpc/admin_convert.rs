@@ -161,6 +161,7 @@ fn gate_status(g: GateStatus) -> pb::GateStatus {
         held: u32::try_from(g.held).unwrap_or(u32::MAX),
         objects: g.objects.into_iter().map(object).collect(),
         held_objects: u32::try_from(g.held_objects).unwrap_or(u32::MAX),
+        rollout: g.rollout.map(|r| r.describe()).unwrap_or_default(),
     }
 }
 

@@ -26,8 +26,9 @@ use crate::schema::preview::{
     PreviewDoc, PreviewStateDoc, RolloutEstimateDoc, TransitionDoc, WaveEstimateDoc,
 };
 use crate::service::fleet::{
-    Cell, ClusterBrief, ClusterCounts, ClusterStatus, FleetGrid, FleetRow, FleetStatus,
-    FleetSummary, GateBrief, GateStatus, GateSummary, ObjectCounts, ObjectStatus, ScopedCluster,
+    Cell, ClusterBrief, ClusterCounts, ClusterRollout, ClusterStatus, FleetGrid, FleetRow,
+    FleetStatus, FleetSummary, GateBrief, GateStatus, GateSummary, ObjectCounts, ObjectStatus,
+    ScopedCluster,
 };
 use crate::service::rollouts::{RolloutClusterStatus, RolloutStatus, WaveStatus};
 use crate::service::types::{
@@ -125,7 +126,7 @@ impl Modify for Common {
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
         OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
-        ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ObjectStatus, ReportedObject, ObjectCounts,
+        ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ClusterRollout, ObjectStatus, ReportedObject, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, RolloutEstimateDoc, WaveEstimateDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,

@@ -30,7 +30,7 @@ pub use crate::db::reports::LocalGate;
 pub use crate::db::status::ObjectStatus;
 pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate, Waiting};
-pub use status::{ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus};
+pub use status::{ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
 pub use view::{FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState};
 
@@ -415,8 +415,13 @@ impl Service {
         status::fleet_status(&inputs, selector.as_ref())
     }
 
-    /// The status of one cluster now (viewer); 404 if unknown.
-    pub async fn cluster_status(&self, actor: &Actor, name: &str) -> Result<ClusterStatus> {
+    /// The status of one cluster now (viewer); 404 if unknown. Without the clusters'
+    /// places in rollouts: `Service::cluster_status` (service::rollouts) adds them.
+    pub(crate) async fn cluster_gates_status(
+        &self,
+        actor: &Actor,
+        name: &str,
+    ) -> Result<ClusterStatus> {
         actor.require(Role::Viewer)?;
         let inputs = self.read_fleet(Scope::Cluster(name)).await?;
         status::cluster_status(inputs)

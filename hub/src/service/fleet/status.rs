@@ -13,7 +13,7 @@ use crate::service::types::OverrideRecord;
 use crate::{Error, Result};
 
 pub use fleetgate_api_types::status::{
-    ClusterBrief, ClusterStatus, FleetStatus, GateBrief, GateStatus,
+    ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus,
 };
 
 /// The status of the one cluster of a [`super::Scope::Cluster`] read.
@@ -51,6 +51,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
                 state: e.state.as_str().to_string(),
                 reason: e.reason.clone(),
                 next_transition: e.next_transition,
+                rollout: None,
             }
         })
         .collect();

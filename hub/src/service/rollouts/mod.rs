@@ -3,6 +3,7 @@
 //! transaction-scoped advisory lock), an operator's pause/resume/abort/release-next, and
 //! the rollout's status.
 
+mod cluster;
 pub mod drive;
 pub mod driver;
 pub mod status;
