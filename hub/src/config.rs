@@ -42,6 +42,9 @@ pub mod defaults {
     pub const GRPC_ADDR: &str = "0.0.0.0:9090";
     /// `--db-max-connections`.
     pub const DB_MAX_CONNECTIONS: u32 = 20;
+    /// `--listen-backlog`: as many as the kernel allows (it caps the value at
+    /// `net.core.somaxconn`, 4096 on current Linux).
+    pub const LISTEN_BACKLOG: u32 = 65_535;
     /// `--http-body-limit`: 1 MiB.
     pub const HTTP_BODY_LIMIT: usize = 1024 * 1024;
     /// `--http-timeout-secs`.
@@ -89,6 +92,10 @@ pub struct ServeConfig {
     /// Maximum database connections of this replica.
     #[arg(long, env = "FLEETGATE_DB_MAX_CONNECTIONS", default_value_t = defaults::DB_MAX_CONNECTIONS)]
     pub db_max_connections: u32,
+    /// Listen backlog of the HTTP and gRPC ports (connections the kernel
+    /// queues before the hub accepts them; capped at `net.core.somaxconn`).
+    #[arg(long, env = "FLEETGATE_LISTEN_BACKLOG", default_value_t = defaults::LISTEN_BACKLOG)]
+    pub listen_backlog: u32,
     /// HTTP settings (body limit, timeout).
     #[command(flatten)]
     pub http: HttpOptions,
@@ -109,6 +116,7 @@ impl ServeConfig {
             grpc_addr: addr(defaults::GRPC_ADDR),
             admin_token: None,
             db_max_connections: defaults::DB_MAX_CONNECTIONS,
+            listen_backlog: defaults::LISTEN_BACKLOG,
             http: HttpOptions::default(),
             grpc: GrpcOptions::default(),
         }

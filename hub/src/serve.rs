@@ -28,25 +28,22 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         startup::phase("admin_token");
     }
     let replica = Replica::new(service, config.http, config.grpc);
-    let http = bind(config.http_addr)?;
-    let grpc = bind(config.grpc_addr)?;
+    let http = bind(config.http_addr, config.listen_backlog)?;
+    let grpc = bind(config.grpc_addr, config.listen_backlog)?;
     startup::phase("bound");
     replica
         .run(serve_both(&replica, http, grpc, shutdown))
         .await
 }
 
-/// The listen backlog asked of the kernel (which caps it at
-/// `net.core.somaxconn`, 4096 on current Linux). A restarted hub meets its
-/// whole fleet reconnecting at once; with tokio's default of 1024 the kernel
-/// drops the SYNs beyond it and those spokes retry only after TCP's 1 s
-/// retransmission timeout (then 3 s, 7 s …), which made a 10,000-spoke
-/// reconnect storm take many seconds longer than the hub's work in it.
-pub const LISTEN_BACKLOG: u32 = 65_535;
-
-/// Binds a listener on `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`,
-/// as `TcpListener::bind` sets it, so a restarted hub rebinds at once).
-pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
+/// Binds a listener on `addr` with a listen backlog of `backlog` (and
+/// `SO_REUSEADDR`, as `TcpListener::bind` sets it, so a restarted hub
+/// rebinds at once). A restarted hub meets its whole fleet reconnecting at
+/// once; with tokio's default backlog of 1024 the kernel dropped the SYNs
+/// beyond it and those spokes retried only after TCP's 1 s retransmission
+/// timeout (then 3 s, 7 s …), so `--listen-backlog` defaults to what the
+/// kernel allows (`net.core.somaxconn`).
+pub fn bind(addr: SocketAddr, backlog: u32) -> Result<TcpListener> {
     let listen = || -> std::io::Result<TcpListener> {
         let socket = if addr.is_ipv4() {
             TcpSocket::new_v4()?
@@ -55,7 +52,7 @@ pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
         };
         socket.set_reuseaddr(true)?;
         socket.bind(addr)?;
-        socket.listen(LISTEN_BACKLOG)
+        socket.listen(backlog)
     };
     listen().map_err(|e| Error::Internal(format!("binding {addr}: {e}")))
 }

@@ -36,7 +36,8 @@ async fn listener_queues_more_connections_than_tokios_default_backlog() {
         "open-files limit {open_files:?} is too low for {n} connections: run under `ulimit -n 4096`"
     );
 
-    let listener = fleetgate_hub::serve::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let backlog = fleetgate_hub::config::defaults::LISTEN_BACKLOG;
+    let listener = fleetgate_hub::serve::bind("127.0.0.1:0".parse().unwrap(), backlog).unwrap();
     let addr = listener.local_addr().unwrap();
     let mut clients = Vec::with_capacity(n);
     for i in 0..n {
