@@ -143,18 +143,23 @@ async fn local_event(
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reported_local_gates_show_on_every_surface() {
-    let hub = Hub::new().await;
-    let token = hub.register("c1", json!({})).await;
-    let old_token = hub.register("c2", json!({})).await;
-    hub.simple_gate("release", &["c1", "c2"], "open").await;
+/// A replica serving REST (the router) and gRPC on a loopback port.
+struct Served {
+    http: Router,
+    channel: tonic::transport::Channel,
+    admin: fleetgate_proto::AdminServiceClient<tonic::transport::Channel>,
+    /// WatchFleet, as a viewer, opened before any spoke connects.
+    watch: tonic::Streaming<pb::FleetEvent>,
+    shutdown: CancellationToken,
+    server: tokio::task::JoinHandle<fleetgate_hub::Result<()>>,
+}
 
+async fn serve(hub: &Hub, local_gates: LocalGates) -> Served {
     let shutdown = CancellationToken::new();
     let replica = Replica::new(
         hub.service.clone(),
         HttpOptions::default(),
-        opts(LocalGates::Enforce),
+        opts(local_gates),
     );
     let state = AppState {
         shutdown: shutdown.clone(),
@@ -169,14 +174,38 @@ async fn reported_local_gates_show_on_every_surface() {
             replica.run(serving).await
         })
     };
-    let http = app(state);
     let channel = connect(&format!("http://{addr}")).await;
     let mut admin = fleetgate_proto::AdminServiceClient::new(channel.clone());
-    let mut watch = admin
+    let watch = admin
         .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
         .await
         .unwrap()
         .into_inner();
+    Served {
+        http: app(state),
+        admin,
+        watch,
+        channel,
+        shutdown,
+        server,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reported_local_gates_show_on_every_surface() {
+    let hub = Hub::new().await;
+    let token = hub.register("c1", json!({})).await;
+    let old_token = hub.register("c2", json!({})).await;
+    hub.simple_gate("release", &["c1", "c2"], "open").await;
+
+    let Served {
+        http,
+        channel,
+        mut admin,
+        mut watch,
+        shutdown,
+        server,
+    } = serve(&hub, LocalGates::Enforce).await;
     let req = Request::builder()
         .uri("/api/v1/events")
         .header("authorization", format!("Bearer {}", hub.viewer))
@@ -331,6 +360,159 @@ async fn reported_local_gates_show_on_every_surface() {
     assert_eq!((&st["open"], &st["localGates"]), (&json!(true), &json!([])));
 
     drop((watch, old, spoke));
+    shutdown.cancel();
+    within("the replica to stop", server)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+/// The `local_gate.*` audit entries: (action, actor, gate named in the entry).
+async fn local_gate_audit(http: &Router, token: &str) -> Vec<(String, String, String)> {
+    let audit = get_json(http, "/api/v1/audit?targetKind=cluster&limit=1000", token).await;
+    let mut out: Vec<(String, String, String)> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["action"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("local_gate.")
+        })
+        .map(|e| {
+            let gate = if e["after"].is_null() {
+                &e["before"]
+            } else {
+                &e["after"]
+            };
+            (
+                e["action"].as_str().unwrap_or_default().to_string(),
+                e["actor"].as_str().unwrap_or_default().to_string(),
+                gate["name"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    out.reverse(); // oldest first
+    out
+}
+
+/// With `--local-gates enforce`, a cluster's `nextTransition` (REST cluster
+/// and fleet status, gRPC) counts its enforced local gates, as its combined
+/// open/closed does; local gates that appear, disappear or change how they
+/// are enforced are audited under `cluster/NAME`, a report that only moves
+/// their state or counts (a heartbeat, a window edge) is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_transition_and_audit_follow_local_gates() {
+    let hub = Hub::new().await;
+    let token = hub.register("c1", json!({})).await;
+    // The hub's only gate is open with nothing scheduled: no next change of its own.
+    hub.simple_gate("release", &["c1"], "open").await;
+    let Served {
+        http,
+        channel,
+        mut admin,
+        mut watch,
+        shutdown,
+        server,
+    } = serve(&hub, LocalGates::Enforce).await;
+    let mut spoke = TestSpoke::connect(channel.clone(), &token, "c1", 0)
+        .await
+        .unwrap();
+    let snap = spoke.snapshot().await;
+    let at = common::t0() + chrono::Duration::hours(3);
+    let mut freeze = local("git-freeze", true, false, 1, 1);
+    freeze.next_transition = Some(fleetgate_proto::time::to_timestamp(at));
+    let mut ignored = local("other", false, false, 0, 0);
+    ignored.next_transition = Some(fleetgate_proto::time::to_timestamp(
+        common::t0() + chrono::Duration::hours(1),
+    ));
+    report(&spoke, snap.revision, vec![freeze.clone(), ignored.clone()]).await;
+    local_event(&mut watch, "c1").await;
+
+    // The enforced closed local gate opens at `at`: the cluster's next change.
+    // The earlier transition of the gate that is not enforced counts for nothing.
+    let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+    assert_eq!(st["open"], false, "{st}");
+    let want = at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let next = |v: &Value| {
+        v.as_str()
+            .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+            .map(|t| t.to_utc())
+    };
+    assert_eq!(next(&st["nextTransition"]), Some(at), "{st} (want {want})");
+    let fleet = get_json(&http, "/api/v1/status/clusters", &hub.viewer).await;
+    assert_eq!(
+        next(&fleet["clusters"][0]["nextTransition"]),
+        Some(at),
+        "{fleet}"
+    );
+    let status = admin
+        .get_cluster_status(authed(
+            pb::GetClusterStatusRequest { name: "c1".into() },
+            &hub.viewer,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        status.next_transition,
+        Some(fleetgate_proto::time::to_timestamp(at))
+    );
+    assert_eq!(
+        local_gate_audit(&http, &hub.viewer).await,
+        [
+            (
+                "local_gate.add".into(),
+                "cluster/c1".into(),
+                "git-freeze".into()
+            ),
+            ("local_gate.add".into(), "cluster/c1".into(), "other".into()),
+        ]
+    );
+
+    // The window edge passed on the cluster: open, counts moved. Shown and
+    // evented, not audited.
+    let mut opened = local("git-freeze", true, true, 1, 0);
+    opened.next_transition = None;
+    report(&spoke, snap.revision, vec![opened.clone(), ignored.clone()]).await;
+    let e = local_event(&mut watch, "c1").await;
+    assert_eq!(e.gates[0].state, "open", "{e:?}");
+    assert_eq!(local_gate_audit(&http, &hub.viewer).await.len(), 2);
+    // Open everywhere, nothing scheduled: no next change.
+    let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+    assert_eq!(
+        (&st["open"], &st["nextTransition"]),
+        (&json!(true), &Value::Null),
+        "{st}"
+    );
+
+    // A Git commit broke the gate's spec (the last valid version stays in
+    // force, Ready=False), and the other gate left the cluster.
+    let mut invalid = opened.clone();
+    invalid.ready = "False".into();
+    invalid.ready_reason = "InvalidSpec".into();
+    invalid.ready_message = "spec.windows[0].schedule: bad".into();
+    report(&spoke, snap.revision, vec![invalid]).await;
+    local_event(&mut watch, "c1").await;
+    let audit = local_gate_audit(&http, &hub.viewer).await;
+    assert_eq!(
+        audit[2..],
+        [
+            (
+                "local_gate.change".into(),
+                "cluster/c1".into(),
+                "git-freeze".into()
+            ),
+            (
+                "local_gate.remove".into(),
+                "cluster/c1".into(),
+                "other".into()
+            ),
+        ]
+    );
+
+    drop((watch, spoke));
     shutdown.cancel();
     within("the replica to stop", server)
         .await

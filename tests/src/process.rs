@@ -1,7 +1,8 @@
 //! Helpers to run the workspace's binaries as real processes in tests.
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -14,11 +15,16 @@ pub fn free_port() -> u16 {
         .expect("binding a free port")
 }
 
-static BUILD_LOCK: Mutex<()> = Mutex::new(());
+/// Binaries this test process already built (or found fresh): cargo runs at
+/// most once per binary even when a source file stays newer than an unchanged
+/// binary (a no-op build does not touch it).
+static BUILD_LOCK: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
 /// Path of a workspace binary (e.g. `fleetgate-hub`) in the same target
 /// directory as the running test, building it with cargo if it is missing
-/// (as when only one package's tests were asked for).
+/// (as when only one package's tests were asked for) or older than a workspace
+/// source file (`cargo test -p fleetgate-tests` builds no other package's
+/// binaries, so an edited hub would otherwise be tested as its old build).
 pub fn bin_path(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // target/<profile>/deps/<test> → target/<profile>
@@ -28,11 +34,8 @@ pub fn bin_path(name: &str) -> PathBuf {
         .expect("target dir")
         .to_path_buf();
     let path = profile_dir.join(name);
-    if path.exists() {
-        return path;
-    }
-    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !path.exists() {
+    let mut checked = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if checked.insert(name.to_owned()) && !fresh(&path) {
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
         // `--workspace`: run from this package's directory, a bare `--bin` only looks in
         // fleetgate-tests, which has no binaries.
@@ -44,6 +47,52 @@ pub fn bin_path(name: &str) -> PathBuf {
         assert!(st.success(), "cargo build --bin {name} failed");
     }
     path
+}
+
+/// Whether `bin` exists and is newer than every source file of the workspace
+/// (crate sources, protos, migrations, dashboard assets, manifests). After
+/// `cargo test --workspace` every binary is fresh, so no nested build runs.
+fn fresh(bin: &Path) -> bool {
+    let Ok(built) = std::fs::metadata(bin).and_then(|m| m.modified()) else {
+        return false;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root");
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return true;
+    };
+    entries.flatten().all(|crate_dir| {
+        let dir = crate_dir.path();
+        // `target` and hidden directories hold no sources.
+        let name = crate_dir.file_name();
+        // `tests` and `bench` are no binary's dependency.
+        if ["target", "tests", "bench"].iter().any(|n| name == *n)
+            || name.to_string_lossy().starts_with('.')
+            || !dir.is_dir()
+        {
+            return true;
+        }
+        ["src", "proto", "assets", "build.rs", "Cargo.toml"]
+            .iter()
+            .all(|sub| older_than(&dir.join(sub), built))
+            && (name != "migrations" || older_than(&dir, built))
+    })
+}
+
+/// Whether every file at or under `path` was modified before `built` (a
+/// missing path counts as older).
+fn older_than(path: &Path, built: std::time::SystemTime) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return true;
+    };
+    if meta.is_dir() {
+        std::fs::read_dir(path).map_or(true, |entries| {
+            entries.flatten().all(|e| older_than(&e.path(), built))
+        })
+    } else {
+        meta.modified().map_or(true, |m| m <= built)
+    }
 }
 
 /// `fleetgate-hub serve` on `database_url` with HTTP and gRPC on the given

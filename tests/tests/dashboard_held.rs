@@ -2,7 +2,9 @@
 //! in headless Chromium against a real hub process: the fleet grid shows which
 //! clusters hold objects (a badge with the counts, from
 //! `GET /api/v1/dashboard/fleet`), and a cluster page lists them and follows
-//! them live. Screenshots go to target/test-output/dashboard/.
+//! them live, beside its *Local gates* section (Gate objects made in the
+//! cluster: enforced or why not, state, why). Screenshots go to
+//! target/test-output/dashboard/.
 
 #[macro_use]
 mod dashboard_support;
@@ -64,13 +66,35 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
         newer_revision_applied: !by.is_empty(),
     };
     let apps = object("Kustomization", "flux-system", "apps", &[], false);
+    // Two Gate objects made in the cluster: one enforced and closed by its
+    // deny window, one the hub's setting leaves unenforced.
+    let local = |name: &str, enforced: bool| pb::LocalGateStatus {
+        name: name.into(),
+        enforced,
+        open: false,
+        reason: if enforced { "DenyWindow" } else { "" }.into(),
+        message: if enforced { "deny window 'friday'" } else { "" }.into(),
+        next_transition: None,
+        governed: 2,
+        held: u32::from(enforced),
+        ready: if enforced { "True" } else { "False" }.into(),
+        ready_reason: if enforced { "Enforced" } else { "NotEnforced" }.into(),
+        ready_message: if enforced {
+            "gate in force"
+        } else {
+            "hub setting --local-gates=ignore"
+        }
+        .into(),
+    };
     spoke
-        .report_held(
+        .report_full(
+            0,
             vec![apps.clone()],
             vec![
                 held("nginx", &["nginx-window"], false),
                 held("legacy", &[], true),
             ],
+            vec![local("git-freeze", true), local("lab-only", false)],
         )
         .await;
     // The fleet grid's data: the cluster's held-object counts.
@@ -130,6 +154,39 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
         b.eval("document.querySelector('#cluster-gates tr[data-gate=\"nginx-window\"]').children[5].textContent")
             .await,
         json!("1")
+    );
+    // The Local gates section: enforced or why not, state, why, held.
+    let local_row = |name: &str, cell: &str| {
+        format!(
+            "(document.querySelector('#local-gates tr[data-local-gate=\"{name}\"] {cell}') || {{}}).textContent"
+        )
+    };
+    assert_eq!(
+        b.eval("document.querySelector('#local-gates-card h2').textContent")
+            .await,
+        json!("Local gates (2; 1 enforced)")
+    );
+    assert_eq!(
+        b.eval(&local_row("git-freeze", ".enforced")).await,
+        json!("yes")
+    );
+    // Badges carry an icon: a closed gate holding something "‖ closed".
+    let state = b.eval(&local_row("git-freeze", ".state")).await;
+    assert!(
+        state.as_str().is_some_and(|s| s.ends_with("closed")),
+        "{state}"
+    );
+    assert_eq!(
+        b.eval(&local_row("git-freeze", ".reason")).await,
+        json!("DenyWindow: deny window 'friday'")
+    );
+    assert_eq!(
+        b.eval(&local_row("lab-only", ".enforced")).await,
+        json!("ℹ no (NotEnforced)")
+    );
+    assert_eq!(
+        b.eval(&local_row("lab-only", ".reason")).await,
+        json!("hub setting --local-gates=ignore")
     );
     b.screenshot("cluster-held-objects").await;
 

@@ -80,6 +80,31 @@ impl ClusterReport {
 /// Returns false (writing nothing) when the cluster no longer exists. A
 /// transaction writing several reports writes them in cluster-name order.
 pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
+    Ok(!matches!(
+        write_report_diff(conn, report).await?,
+        ReportWrite::NoCluster
+    ))
+}
+
+/// What [`write_report_diff`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReportWrite {
+    /// The cluster no longer exists: nothing written.
+    NoCluster,
+    /// Same content as stored: at most the connection row's times.
+    Unchanged,
+    /// The content was replaced; the local gates stored before it.
+    Written {
+        previous_local_gates: Vec<LocalGate>,
+    },
+}
+
+/// [`write_report`], also saying what the report replaced (local gate
+/// changes are audited from it).
+pub async fn write_report_diff(
+    conn: &mut PgConnection,
+    report: &ClusterReport,
+) -> Result<ReportWrite> {
     let hash = report.content_hash()?;
     let revision = i64::try_from(report.revision).unwrap_or(i64::MAX);
     // A plain read, no lock: an idle fleet's heartbeats lock nothing. The
@@ -111,7 +136,7 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
         .bind(revision)
         .execute(&mut *conn)
         .await?;
-        return Ok(true);
+        return Ok(ReportWrite::Unchanged);
     }
     // The key-share lock the foreign keys take anyway, taken before any row of
     // the cluster's status or connection: a concurrent delete of the cluster
@@ -122,14 +147,18 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
         .fetch_optional(&mut *conn)
         .await?;
     if exists.is_none() {
-        return Ok(false);
+        return Ok(ReportWrite::NoCluster);
     }
     let local_gates = serde_json::to_value(&report.local_gates)
         .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
-    sqlx::query(
-        "update cluster_connections set last_seen_at = $2, reported_at = $2, \
+    // The sub-select reads the row as it was before this update (the
+    // local gates it replaces), locking it as the update would.
+    let previous: Option<(sqlx::types::Json<Vec<LocalGate>>,)> = sqlx::query_as(
+        "update cluster_connections c set last_seen_at = $2, reported_at = $2, \
          clock_offset_ms = $3, report_hash = $4, report_revision = $5, local_gates = $6 \
-         where cluster = $1",
+         from (select cluster, local_gates from cluster_connections where cluster = $1 \
+               for update) old \
+         where c.cluster = old.cluster returning coalesce(old.local_gates, '[]'::jsonb)",
     )
     .bind(&report.cluster)
     .bind(report.received_at)
@@ -137,8 +166,9 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
     .bind(&hash)
     .bind(revision)
     .bind(&local_gates)
-    .execute(&mut *conn)
+    .fetch_optional(&mut *conn)
     .await?;
+    let previous_local_gates = previous.map(|(g,)| g.0).unwrap_or_default();
     let objects = serde_json::to_value(&report.objects)
         .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
     sqlx::query(
@@ -191,7 +221,9 @@ pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Re
         report.received_at,
     )
     .await?;
-    Ok(true)
+    Ok(ReportWrite::Written {
+        previous_local_gates,
+    })
 }
 
 /// Records that each `(cluster, spoke version, at)` spoke connected to

@@ -9,6 +9,7 @@ pub mod clusters;
 pub mod fleet;
 pub mod gates;
 pub mod lease;
+pub mod local_gates;
 pub mod local_requests;
 pub mod overrides;
 pub mod page;

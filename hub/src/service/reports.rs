@@ -16,7 +16,7 @@ use fleetgate_proto::report_parts::MAX_REPORT_OBJECTS;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::Service;
+use super::{Service, local_gates};
 use crate::db::held_objects::HeldObject;
 use crate::db::reports::{self, ClusterReport, LocalGate, ReportedObject};
 use crate::db::retry;
@@ -162,8 +162,18 @@ impl Reports {
         let mut batch: Vec<&ClusterReport> = batch.iter().collect();
         batch.sort_unstable_by(|a, b| a.cluster.cmp(&b.cluster));
         for report in batch {
-            if !reports::write_report(&mut tx, report).await? {
-                tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");
+            match reports::write_report_diff(&mut tx, report).await? {
+                reports::ReportWrite::NoCluster => {
+                    tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");
+                }
+                reports::ReportWrite::Unchanged => {}
+                reports::ReportWrite::Written {
+                    previous_local_gates,
+                } => {
+                    let entries = local_gates::diff(&previous_local_gates, &report.local_gates);
+                    local_gates::write(&mut tx, &report.cluster, report.received_at, &entries)
+                        .await?;
+                }
             }
         }
         tx.commit().await?;

@@ -81,10 +81,23 @@ impl FakeSpoke {
         objects: Vec<pb::ObjectStatus>,
         held_objects: Vec<pb::HeldObjectStatus>,
     ) {
+        self.report_full(revision, objects, held_objects, vec![])
+            .await;
+    }
+
+    /// Reports everything a spoke reports, local gates (Gate objects made in
+    /// the cluster) included.
+    pub async fn report_full(
+        &self,
+        revision: u64,
+        objects: Vec<pb::ObjectStatus>,
+        held_objects: Vec<pb::HeldObjectStatus>,
+        local_gates: Vec<pb::LocalGateStatus>,
+    ) {
         self.tx
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
-                    local_gates: Default::default(),
+                    local_gates,
                     revision,
                     objects,
                     clock_offset_ms: 120,

@@ -76,6 +76,49 @@ impl Evaluated<'_> {
             }
         })
     }
+
+    /// [`Self::next_change`] with the cluster's enforced local gates, as
+    /// [`ClusterEvals::combined_with`] counts them (see [`next_with_local`]).
+    pub fn next_change_with(
+        &self,
+        cluster: &ClusterEvals<'_>,
+        local: &[super::LocalGate],
+    ) -> Option<DateTime<Utc>> {
+        next_with_local(cluster.combined().open, self.next_change(cluster), local)
+    }
+}
+
+/// When a cluster's combined state next changes once its enforced local
+/// gates count, from what the hub knows of them: each one's state and next
+/// transition as its spoke reported it (what follows that is the spoke's to
+/// evaluate). `hub_open`/`hub_next`: the hub's gates combined and their next
+/// change. Open now: the first change of any part (a gate closing). Closed
+/// now: when the last closed part opens; none while a closed part reports no
+/// next transition (it stays closed until someone acts).
+pub(super) fn next_with_local(
+    hub_open: bool,
+    hub_next: Option<DateTime<Utc>>,
+    local: &[super::LocalGate],
+) -> Option<DateTime<Utc>> {
+    let enforced: Vec<&super::LocalGate> = local.iter().filter(|g| g.enforced).collect();
+    if enforced.is_empty() {
+        return hub_next;
+    }
+    let closed: Vec<&&super::LocalGate> = enforced.iter().filter(|g| g.state != "open").collect();
+    if hub_open && closed.is_empty() {
+        return hub_next
+            .into_iter()
+            .chain(enforced.iter().filter_map(|g| g.next_transition))
+            .min();
+    }
+    let mut opens = Vec::new();
+    if !hub_open {
+        opens.push(hub_next?);
+    }
+    for g in closed {
+        opens.push(g.next_transition?);
+    }
+    opens.into_iter().max()
 }
 
 /// A gate with `spec.rollout` opens a cluster only with the cluster's release, as the
@@ -171,4 +214,65 @@ pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Evaluated<'_>> {
         clusters,
         later: RefCell::new(HashMap::new()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::fleet::LocalGate;
+
+    fn t(h: u32) -> DateTime<Utc> {
+        DateTime::from_timestamp(i64::from(h) * 3600, 0).unwrap()
+    }
+
+    fn local(enforced: bool, state: &str, next: Option<u32>) -> LocalGate {
+        LocalGate {
+            name: "l".into(),
+            enforced,
+            state: state.into(),
+            next_transition: next.map(t),
+            ..LocalGate::default()
+        }
+    }
+
+    #[test]
+    fn local_gates_move_the_next_change_only_when_enforced() {
+        // Not enforced: the hub's gates alone.
+        assert_eq!(
+            next_with_local(true, Some(t(5)), &[local(false, "open", Some(1))]),
+            Some(t(5))
+        );
+        // Open cluster: the first part to change.
+        assert_eq!(
+            next_with_local(true, Some(t(5)), &[local(true, "open", Some(2))]),
+            Some(t(2))
+        );
+        assert_eq!(
+            next_with_local(true, None, &[local(true, "open", Some(7))]),
+            Some(t(7))
+        );
+        // Closed by a local gate: when it opens (the hub's next closing is later).
+        assert_eq!(
+            next_with_local(true, Some(t(9)), &[local(true, "closed", Some(3))]),
+            Some(t(3))
+        );
+        // Closed by both: when the last one opens.
+        assert_eq!(
+            next_with_local(false, Some(t(4)), &[local(true, "closed", Some(3))]),
+            Some(t(4))
+        );
+        assert_eq!(
+            next_with_local(false, Some(t(2)), &[local(true, "closed", Some(3))]),
+            Some(t(3))
+        );
+        // A closed part without a next transition stays closed.
+        assert_eq!(
+            next_with_local(true, Some(t(2)), &[local(true, "closed", None)]),
+            None
+        );
+        assert_eq!(
+            next_with_local(false, None, &[local(true, "closed", Some(3))]),
+            None
+        );
+    }
 }

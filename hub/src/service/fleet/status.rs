@@ -30,6 +30,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         .local_gates_of(&cluster.cluster.row.name)
         .to_vec();
     let combined = cluster.combined_with(&local_gates);
+    let next_transition = evals.next_change_with(cluster, &local_gates);
     let gates = cluster
         .gates
         .iter()
@@ -81,7 +82,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         at: inputs.at,
         open: combined.open,
         closed_by: combined.closed_by,
-        next_transition: evals.next_change(cluster),
+        next_transition,
         gates,
         objects: objects.clone(),
         held_objects: held_list.clone(),
@@ -108,7 +109,8 @@ pub(super) fn fleet_status(
 
 fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) -> ClusterBrief {
     let row = &evals.cluster.row;
-    let combined = evals.combined_with(inputs.reported.local_gates_of(&row.name));
+    let local = inputs.reported.local_gates_of(&row.name);
+    let combined = evals.combined_with(local);
     let gates = evals
         .gates
         .iter()
@@ -141,7 +143,7 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
         cluster: row.clone(),
         open: combined.open,
         closed_by: combined.closed_by,
-        next_transition: all.next_change(evals),
+        next_transition: all.next_change_with(evals, local),
         gates,
     }
 }
