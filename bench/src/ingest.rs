@@ -7,11 +7,26 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use fleetgate_proto::v1 as pb;
+use serde::Serialize;
 
-use crate::report::IngestResult;
 use crate::stats::Percentiles;
 use crate::swarm::Swarm;
 use crate::{Error, Result, fleet};
+
+/// Status ingest: reports per second and their commit latency.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestResult {
+    pub spokes: usize,
+    pub objects_per_report: usize,
+    pub rounds: usize,
+    /// Object reports durably written per second (closed loop).
+    pub objects_per_second: f64,
+    /// Per report: sent → committed in PostgreSQL (seen by a poll every 10 ms).
+    pub durable: Percentiles,
+    /// Hub RSS growth over the ingest divided by the reporting spokes: what a
+    /// spoke that reports keeps costing beyond an idle one.
+    pub hub_rss_per_reporting_spoke_kib: f64,
+}
 
 const POLL: Duration = Duration::from_millis(10);
 const ROUND_BOUND: Duration = Duration::from_secs(120);

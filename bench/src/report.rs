@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+pub use crate::ingest::IngestResult;
 use crate::stats::{Percentiles, fmt_ms};
 
 /// Everything one run measured.
@@ -77,20 +78,6 @@ pub struct StormResult {
     /// The new hub's own startup phases (its `startup` log lines): phase →
     /// milliseconds since its `serve` began, in order.
     pub startup_phases: Vec<(String, f64)>,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct IngestResult {
-    pub spokes: usize,
-    pub objects_per_report: usize,
-    pub rounds: usize,
-    /// Object reports durably written per second (closed loop).
-    pub objects_per_second: f64,
-    /// Per report: sent → committed in PostgreSQL (seen by a poll every 10 ms).
-    pub durable: Percentiles,
-    /// Hub RSS growth over the ingest divided by the reporting spokes: what a
-    /// spoke that reports keeps costing beyond an idle one.
-    pub hub_rss_per_reporting_spoke_kib: f64,
 }
 
 /// An idle fleet re-sending unchanged reports at the heartbeat interval.

@@ -5,15 +5,13 @@
 use std::time::{Duration, Instant};
 
 use fleetgate_hub::Service;
-use fleetgate_proto::SpokeServiceClient;
-use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
 use prost::Message as _;
-use tonic::metadata::MetadataValue;
 
 use crate::config::BenchConfig;
 use crate::fleet::{self, Flipper};
-use crate::floor::{self, FloorProcess};
+use crate::floor;
 use crate::hub_process::HubSpec;
+use crate::probe::{CONNECT_BOUND, CONNECT_CONCURRENCY, fetch_snapshot, floor_flips};
 use crate::report::{Registration, Report, SizeResult};
 use crate::swarm::{Credential, Swarm};
 use crate::{
@@ -22,10 +20,6 @@ use crate::{
 
 /// Bootstrap admin secret of the benchmark's private hub.
 const ADMIN_TOKEN: &str = "fleetgate-bench-admin-secret";
-/// Spokes connecting at once while a fleet comes up.
-const CONNECT_CONCURRENCY: usize = 64;
-/// Per size: how long connecting may take before the run fails.
-const CONNECT_BOUND: Duration = Duration::from_secs(300);
 /// File descriptors needed beyond one per spoke (PostgreSQL pools, processes).
 const FD_HEADROOM: u64 = 512;
 
@@ -285,29 +279,6 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     Ok(report)
 }
 
-/// `cfg.flips` publications of the snapshot by the bare floor server to `n` streams.
-pub(crate) async fn floor_flips(
-    cfg: &BenchConfig,
-    snapshot_file: &std::path::Path,
-    n: usize,
-) -> Result<flips::FlipTimes> {
-    let mut server = FloorProcess::start(&cfg.bins.bench, snapshot_file).await?;
-    let mut swarm = Swarm::new();
-    let fake: Vec<Credential> = (0..n)
-        .map(|i| Credential {
-            cluster: fleet::cluster_name(i),
-            token: "floor".into(),
-        })
-        .collect();
-    swarm
-        .add(server.addr, &fake, CONNECT_CONCURRENCY, CONNECT_BOUND)
-        .await?;
-    let times = flips::through_floor(&swarm, &mut server, cfg.flips).await?;
-    swarm.shutdown().await;
-    server.stop().await?;
-    Ok(times)
-}
-
 /// Registers clusters until the fleet has `n`.
 async fn grow_fleet(
     service: &Service,
@@ -324,47 +295,4 @@ async fn grow_fleet(
     creds.extend(fleet::register(service, creds.len()..n, &[("fleet", "bench")]).await?);
     *took += t.elapsed();
     Ok(())
-}
-
-/// The snapshot the hub sends to `cred`'s cluster (its bytes feed the floor).
-pub(crate) async fn fetch_snapshot(
-    addr: std::net::SocketAddr,
-    cred: &Credential,
-) -> Result<pb::Snapshot> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| Error::setup(e.to_string()))?
-        .connect()
-        .await?;
-    let auth = MetadataValue::try_from(format!("Bearer {}", cred.token))
-        .map_err(|e| Error::setup(e.to_string()))?;
-    let mut client =
-        SpokeServiceClient::with_interceptor(channel, move |mut r: tonic::Request<()>| {
-            r.metadata_mut().insert("authorization", auth.clone());
-            Ok(r)
-        });
-    let hello = pb::SpokeMessage {
-        msg: Some(spoke_message::Msg::Hello(pb::Hello {
-            local_gates_enforced: Default::default(),
-            cluster: cred.cluster.clone(),
-            spoke_version: "bench".into(),
-            revision: 0,
-        })),
-    };
-    // Keep the outbound half open until the snapshot arrived.
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tx.send(hello).await.map_err(|_| Error::setup("hello"))?;
-    let mut inbound = client
-        .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
-        .await?
-        .into_inner();
-    loop {
-        let msg = tokio::time::timeout(Duration::from_secs(30), inbound.message())
-            .await
-            .map_err(|_| Error::Timeout("first snapshot".into()))??
-            .ok_or_else(|| Error::setup("hub ended the stream before a snapshot"))?;
-        if let Some(hub_message::Msg::Snapshot(s)) = msg.msg {
-            drop(tx);
-            return Ok(s);
-        }
-    }
 }

@@ -1,0 +1,86 @@
+//! Measurements the size phases and the end-to-end phase share: the bare
+//! floor server's flips to `n` streams, and the snapshot the hub sends a
+//! cluster (whose bytes the floor server publishes).
+
+use std::time::Duration;
+
+use fleetgate_proto::SpokeServiceClient;
+use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
+use tonic::metadata::MetadataValue;
+
+use crate::config::BenchConfig;
+use crate::fleet;
+use crate::floor::FloorProcess;
+use crate::swarm::{Credential, Swarm};
+use crate::{Error, Result, flips};
+
+/// Spokes connecting at once while a fleet comes up.
+pub(crate) const CONNECT_CONCURRENCY: usize = 64;
+/// Per size: how long connecting may take before the run fails.
+pub(crate) const CONNECT_BOUND: Duration = Duration::from_secs(300);
+
+/// `cfg.flips` publications of the snapshot by the bare floor server to `n` streams.
+pub(crate) async fn floor_flips(
+    cfg: &BenchConfig,
+    snapshot_file: &std::path::Path,
+    n: usize,
+) -> Result<flips::FlipTimes> {
+    let mut server = FloorProcess::start(&cfg.bins.bench, snapshot_file).await?;
+    let mut swarm = Swarm::new();
+    let fake: Vec<Credential> = (0..n)
+        .map(|i| Credential {
+            cluster: fleet::cluster_name(i),
+            token: "floor".into(),
+        })
+        .collect();
+    swarm
+        .add(server.addr, &fake, CONNECT_CONCURRENCY, CONNECT_BOUND)
+        .await?;
+    let times = flips::through_floor(&swarm, &mut server, cfg.flips).await?;
+    swarm.shutdown().await;
+    server.stop().await?;
+    Ok(times)
+}
+
+/// The snapshot the hub sends to `cred`'s cluster (its bytes feed the floor).
+pub(crate) async fn fetch_snapshot(
+    addr: std::net::SocketAddr,
+    cred: &Credential,
+) -> Result<pb::Snapshot> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| Error::setup(e.to_string()))?
+        .connect()
+        .await?;
+    let auth = MetadataValue::try_from(format!("Bearer {}", cred.token))
+        .map_err(|e| Error::setup(e.to_string()))?;
+    let mut client =
+        SpokeServiceClient::with_interceptor(channel, move |mut r: tonic::Request<()>| {
+            r.metadata_mut().insert("authorization", auth.clone());
+            Ok(r)
+        });
+    let hello = pb::SpokeMessage {
+        msg: Some(spoke_message::Msg::Hello(pb::Hello {
+            local_gates_enforced: Default::default(),
+            cluster: cred.cluster.clone(),
+            spoke_version: "bench".into(),
+            revision: 0,
+        })),
+    };
+    // Keep the outbound half open until the snapshot arrived.
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.send(hello).await.map_err(|_| Error::setup("hello"))?;
+    let mut inbound = client
+        .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await?
+        .into_inner();
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(30), inbound.message())
+            .await
+            .map_err(|_| Error::Timeout("first snapshot".into()))??
+            .ok_or_else(|| Error::setup("hub ended the stream before a snapshot"))?;
+        if let Some(hub_message::Msg::Snapshot(s)) = msg.msg {
+            drop(tx);
+            return Ok(s);
+        }
+    }
+}
