@@ -151,8 +151,13 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
         "a person's mark is shown as such"
     );
     assert_eq!(
-        b.eval("document.querySelector('#cluster-gates tr[data-gate=\"nginx-window\"]').children[5].textContent")
-            .await,
+        // The column by its header, so a column added before it does not move the check.
+        b.eval(
+            "(() => { const t = document.querySelector('#cluster-gates'); \
+             const i = [...t.querySelectorAll('thead th')].findIndex((th) => th.textContent === 'Held objects'); \
+             return t.querySelector('tr[data-gate=\"nginx-window\"]').children[i].textContent; })()"
+        )
+        .await,
         json!("1")
     );
     // The Local gates section: enforced or why not, state, why, held.
