@@ -17,6 +17,7 @@ pub mod proc_stats;
 pub mod replicas;
 pub mod report;
 pub mod run;
+pub mod sim_process;
 pub mod soak;
 pub mod spoke_process;
 pub mod stats;

@@ -3,13 +3,12 @@
 //! the hub; once its reports reach the hub, its RSS and idle CPU are sampled.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use fleetgate_hub::Service;
 use fleetgate_tests::ChildGuard;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 use crate::report::SpokeResult;
 use crate::{Error, Result, fleet, proc_stats};
@@ -39,37 +38,11 @@ pub async fn run(
         )
         .await?;
     let kubeconfigs = workdir.join("kubeconfigs");
-    let mut sim = tokio::process::Command::new(sim_bin)
-        .args([
-            "--clusters",
-            "1",
-            "--objects-per-cluster",
-            &objects.to_string(),
-        ])
-        .arg("--kubeconfig-dir")
-        .arg(&kubeconfigs)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| Error::setup(format!("starting fleetgate-sim: {e}")))?;
-    let stdout = sim
-        .stdout
-        .take()
-        .ok_or_else(|| Error::setup("fleetgate-sim stdout"))?;
-    let mut lines = BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(READY_BOUND, lines.next_line())
-        .await
-        .map_err(|_| Error::Timeout("fleetgate-sim did not print its cluster".into()))??
-        .ok_or_else(|| Error::setup("fleetgate-sim exited"))?;
-    let kubeconfig: PathBuf = line
-        .split_whitespace()
-        .nth(2)
-        .map(PathBuf::from)
-        .ok_or_else(|| Error::setup(format!("unexpected fleetgate-sim line: {line}")))?;
-    // Keep draining its stdout so it never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (sim, kubeconfigs) = crate::sim_process::start(sim_bin, 1, objects, &kubeconfigs).await?;
+    let kubeconfig = kubeconfigs
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::setup("fleetgate-sim printed no cluster"))?;
 
     let http = SocketAddr::from(([127, 0, 0, 1], fleetgate_tests::free_port()));
     let spoke = std::process::Command::new(spoke_bin)

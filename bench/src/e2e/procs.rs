@@ -10,13 +10,10 @@ use std::time::Duration;
 use fleetgate_tests::ChildGuard;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 use crate::swarm::Credential;
 use crate::{Error, Result, proc_stats};
 
-/// How long the simulator may take to seed and print its clusters.
-const SIM_BOUND: Duration = Duration::from_secs(180);
 /// The `--objects-per-cluster` that seeds `governed` governed objects: the
 /// simulator's seed counts its sources too (a GitRepository, from 4 objects a
 /// HelmRepository, from 10 an OCIRepository: `sim/src/flux/seed.rs`).
@@ -46,44 +43,8 @@ impl SimFleet {
         governed: usize,
         dir: &Path,
     ) -> Result<Self> {
-        let mut child = tokio::process::Command::new(sim_bin)
-            .args(["--clusters", &clusters.to_string()])
-            .args([
-                "--objects-per-cluster",
-                &seeded_objects(governed).to_string(),
-            ])
-            .arg("--kubeconfig-dir")
-            .arg(dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| Error::setup(format!("starting fleetgate-sim: {e}")))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| Error::setup("fleetgate-sim stdout"))?;
-        let mut lines = BufReader::new(stdout).lines();
-        let mut kubeconfigs = Vec::with_capacity(clusters);
-        let read = async {
-            while kubeconfigs.len() < clusters {
-                let line = lines
-                    .next_line()
-                    .await?
-                    .ok_or_else(|| Error::setup("fleetgate-sim exited"))?;
-                let path = line.split_whitespace().nth(2).ok_or_else(|| {
-                    Error::setup(format!("unexpected fleetgate-sim line: {line}"))
-                })?;
-                kubeconfigs.push(PathBuf::from(path));
-            }
-            Ok::<_, Error>(())
-        };
-        tokio::time::timeout(SIM_BOUND, read)
-            .await
-            .map_err(|_| Error::Timeout("fleetgate-sim did not print its clusters".into()))??;
-        // Keep draining its stdout so it never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (child, kubeconfigs) =
+            crate::sim_process::start(sim_bin, clusters, seeded_objects(governed), dir).await?;
         let mut clients = Vec::with_capacity(clusters);
         for path in &kubeconfigs {
             clients.push(client(path).await?);
