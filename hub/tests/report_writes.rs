@@ -205,7 +205,11 @@ async fn a_changed_report_rewrites_only_the_changed_rows() {
         .map(|(n, _)| n)
         .collect();
     assert_eq!(rewritten, vec!["app-042"]);
-    assert_eq!(held_versions(&hub).await, held_before, "held rows rewritten");
+    assert_eq!(
+        held_versions(&hub).await,
+        held_before,
+        "held rows rewritten"
+    );
 
     // Every object still shows the changed report's content and time.
     let r = hub.get("/api/v1/clusters/c1/status").await;
@@ -230,15 +234,20 @@ async fn a_changed_report_rewrites_only_the_changed_rows() {
     third.held_objects = vec![held("web"), released];
     write(&hub, &third).await;
     let held_after = held_versions(&hub).await;
-    assert_eq!(held_after[0], held_before[0], "unchanged held row rewritten");
-    assert_ne!(held_after[1], held_before[1], "changed held row not written");
+    assert_eq!(
+        held_after[0], held_before[0],
+        "unchanged held row rewritten"
+    );
+    assert_ne!(
+        held_after[1], held_before[1],
+        "changed held row not written"
+    );
     assert_eq!(versions(&hub).await.0, after, "object rows rewritten");
-    let (held_by,): (Vec<String>,) = sqlx::query_as(
-        "select held_by from held_objects where cluster = 'c1' and name = 'worker'",
-    )
-    .fetch_one(&hub.pool)
-    .await
-    .unwrap();
+    let (held_by,): (Vec<String>,) =
+        sqlx::query_as("select held_by from held_objects where cluster = 'c1' and name = 'worker'")
+            .fetch_one(&hub.pool)
+            .await
+            .unwrap();
     assert!(held_by.is_empty());
 }
 
