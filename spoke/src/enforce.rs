@@ -1,12 +1,15 @@
 //! Applies planned steps: one JSON merge patch per object, carrying the
 //! observed resourceVersion. On 409 the object is re-read and re-planned, so a
 //! concurrent human edit is never overwritten blindly. Publishes a Kubernetes
-//! Event (`GateClosed` / `GateOpened`) for each suspend and resume.
+//! Event (`GateClosed` / `GateOpened`) for each suspend and resume, once the
+//! pass's patches are done: an Event is one more API request, and sending it
+//! in the patch's slot delayed the next object's patch by that much.
 
 use std::sync::Arc;
 
 use chrono::Utc;
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     Resource,
     api::{Patch, PatchParams},
@@ -63,19 +66,36 @@ fn patch_body(step: &Step) -> serde_json::Value {
     }
 }
 
-/// Applies every step with bounded concurrency; returns what changed.
+/// An Event to publish about a patched object.
+struct Notice {
+    reason: &'static str,
+    action: &'static str,
+    note: String,
+    regarding: ObjectReference,
+}
+
+/// Applies every step with bounded concurrency, then publishes each suspend's
+/// and resume's Event in the order the patches completed; returns what changed.
 pub async fn apply(
     ctx: &Arc<Context>,
     planner: &Planner<'_>,
     gates: &[GateView],
     steps: Vec<Step>,
 ) -> Vec<Applied> {
-    futures::stream::iter(steps)
+    let done: Vec<(Applied, Option<Notice>)> = futures::stream::iter(steps)
         .map(|step| apply_one(ctx, planner, gates, step))
         .buffer_unordered(ctx.config.patch_concurrency.max(1))
         .filter_map(|applied| async move { applied })
         .collect()
-        .await
+        .await;
+    let mut applied = Vec::with_capacity(done.len());
+    for (a, notice) in done {
+        if let Some(n) = notice {
+            publish_event(ctx, n).await;
+        }
+        applied.push(a);
+    }
+    applied
 }
 
 #[tracing::instrument(name = "patch", skip_all, fields(object = %step.key, action = step.action.label()))]
@@ -84,7 +104,7 @@ async fn apply_one(
     planner: &Planner<'_>,
     gates: &[GateView],
     mut step: Step,
-) -> Option<Applied> {
+) -> Option<(Applied, Option<Notice>)> {
     let key = step.key.clone();
     let stale_rv = step.resource_version.clone();
     let (api, resource) = ctx.watches.api(key.kind, &key.namespace).await?;
@@ -102,12 +122,13 @@ async fn apply_one(
             Ok(obj) => {
                 ctx.metrics.patched(step.action.label());
                 tracing::info!(action = step.action.label(), "patched");
-                publish_event(ctx, &resource, &obj, &step, gates).await;
-                return Some(Applied {
+                let notice = notice(&resource, &obj, &step, gates);
+                let applied = Applied {
                     key,
                     stale_rv,
                     fresh: ObservedObject::from_flux(step.key.kind, obj, &mut Shared::default()),
-                });
+                };
+                return Some((applied, notice));
             }
             Err(e) if e.is_conflict() => {
                 ctx.metrics.error(&e);
@@ -128,11 +149,12 @@ async fn apply_one(
                     Some(next) => step = next,
                     // Someone else already did it (or made it a person's suspend).
                     None => {
-                        return Some(Applied {
+                        let applied = Applied {
                             key,
                             stale_rv,
                             fresh,
-                        });
+                        };
+                        return Some((applied, None));
                     }
                 }
             }
@@ -159,13 +181,13 @@ fn describe(names: &[String], gates: &[GateView]) -> String {
         .join(", ")
 }
 
-async fn publish_event(
-    ctx: &Context,
+/// The Event a patch earns: suspends and resumes only.
+fn notice(
     resource: &ApiResource,
     obj: &FluxObject,
     step: &Step,
     gates: &[GateView],
-) {
+) -> Option<Notice> {
     let pinned = if step.pin == Some(true) {
         "; a parent Kustomization applies it, so it also carries kustomize.toolkit.fluxcd.io/reconcile: disabled (fleetgate.io/pinned) and the parent cannot revert the suspend"
     } else {
@@ -188,14 +210,22 @@ async fn publish_event(
                 describe(names, gates)
             ),
         ),
-        Action::Relabel { .. } | Action::ClearMark => return,
+        Action::Relabel { .. } | Action::ClearMark => return None,
     };
-    // The events API limits a note to 1 kB.
-    let note = note.chars().take(1000).collect();
-    let reference = obj.object_ref(resource);
+    Some(Notice {
+        reason,
+        action: action_name,
+        // The events API limits a note to 1 kB.
+        note: note.chars().take(1000).collect(),
+        regarding: obj.object_ref(resource),
+    })
+}
+
+async fn publish_event(ctx: &Context, n: Notice) {
+    let reason = n.reason;
     if let Err(e) = ctx
         .recorder
-        .publish(reason, action_name, note, &reference)
+        .publish(reason, n.action, n.note, &n.regarding)
         .await
     {
         let e = Error::from(e);
