@@ -560,16 +560,7 @@ async fn drain_ends_every_stream_cleanly_and_writes_the_reports_it_received() {
     }
     grpc.shutdown.cancel();
     for spoke in &mut spokes {
-        within("the stream to end", async {
-            loop {
-                match spoke.next().await {
-                    Ok(Some(_)) => continue,
-                    Ok(None) => break,
-                    Err(s) => panic!("expected a clean end of stream, got {s:?}"),
-                }
-            }
-        })
-        .await;
+        spoke.clean_end("the stream to end").await;
     }
     grpc.stop().await;
     // Every report received before the drain is stored, and no cluster reads
@@ -597,16 +588,7 @@ async fn streams_end_cleanly_at_their_age_limit_and_resume_without_a_snapshot() 
         .await
         .unwrap();
     let s = spoke.snapshot().await;
-    within("the stream to reach its age limit", async {
-        loop {
-            match spoke.next().await {
-                Ok(Some(_)) => continue,
-                Ok(None) => break,
-                Err(st) => panic!("expected a clean end of stream, got {st:?}"),
-            }
-        }
-    })
-    .await;
+    spoke.clean_end("the stream to reach its age limit").await;
     // The spoke reconnects holding the current revision: no snapshot resent.
     let mut again = TestSpoke::connect(grpc.channel.clone(), &token, "c1", s.revision)
         .await

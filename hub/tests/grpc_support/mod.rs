@@ -156,6 +156,20 @@ impl TestSpoke {
         within("a hub message", self.rx.message()).await
     }
 
+    /// Reads until the hub ends the stream; panics on an error status.
+    pub async fn clean_end(&mut self, what: &str) {
+        within(what, async {
+            loop {
+                match self.rx.message().await {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => break,
+                    Err(s) => panic!("expected a clean end of stream, got {s:?}"),
+                }
+            }
+        })
+        .await;
+    }
+
     /// The next snapshot, skipping keepalives.
     pub async fn snapshot(&mut self) -> pb::Snapshot {
         // Bounded as a whole: keepalives keep arriving while nothing else does.
