@@ -41,6 +41,9 @@ pub struct BenchConfig {
     /// Soak: each spoke reports this often; the gate flips this often.
     pub soak_report_every: Duration,
     pub soak_flip_every: Duration,
+    /// Soak warm-up: the hub has settled when its RSS stayed within 1 % for
+    /// this long (at most 12 times this).
+    pub soak_settle_window: Duration,
     /// Binaries to run.
     pub bins: Bins,
 }
@@ -71,6 +74,7 @@ impl BenchConfig {
             soak: Duration::ZERO,
             soak_report_every: Duration::from_secs(60),
             soak_flip_every: Duration::from_secs(30),
+            soak_settle_window: Duration::from_secs(10),
             bins,
         }
     }

@@ -25,6 +25,7 @@ async fn tiny_run_measures_every_phase() {
     cfg.soak = Duration::from_secs(4);
     cfg.soak_report_every = Duration::from_secs(2);
     cfg.soak_flip_every = Duration::from_secs(1);
+    cfg.soak_settle_window = Duration::from_secs(2);
     cfg.real_spokes = 2;
     cfg.objects_per_spoke = 3;
     let report = tokio::time::timeout(
@@ -82,6 +83,9 @@ async fn tiny_run_measures_every_phase() {
     assert!(soak.no_report_lost(), "{soak:?}");
     assert!(soak.no_stream_dropped(), "{soak:?}");
     assert!(soak.counts.flips.samples >= 1 && !soak.counts.rss.is_empty());
+    // The warm-up stored every spoke's initial 100 objects before the clock.
+    assert_eq!(soak.counts.warmup.reports, 20, "{soak:?}");
+    assert_eq!(soak.counts.warmup.object_rows, 20 * 100, "{soak:?}");
     let e2e = report.e2e.clone().expect("end to end measured");
     for series in [&e2e.close, &e2e.open, &e2e.direct_close, &e2e.direct_open] {
         // Every object of every flip was seen changed by the bench's watches.

@@ -1,7 +1,8 @@
 //! Steady-state status costs what changes, not what is reported (real
 //! PostgreSQL): a report equal to the stored one writes no row at all (the
 //! spoke's liveness is its replica's lease, see `liveness.rs`), unless it
-//! moves the report fence or the spoke's clock drifted. A row's `xmin` (the
+//! moves the report fence or the spoke's clock drifted; a changed report
+//! writes only the objects that changed. A row's `xmin` (the
 //! transaction that wrote its current version) tells whether it was
 //! rewritten.
 
@@ -159,6 +160,95 @@ async fn unchanged_reports_write_nothing() {
         "held object not stored: {}",
         r.text
     );
+}
+
+/// c1's held rows' versions by name.
+async fn held_versions(hub: &Hub) -> Vec<(String, String)> {
+    sqlx::query_as("select name, xmin::text from held_objects where cluster = 'c1' order by name")
+        .fetch_all(&hub.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_changed_report_rewrites_only_the_changed_rows() {
+    let hub = Hub::new().await;
+    hub.register("c1", json!({})).await;
+    let names: Vec<String> = (0..100).map(|i| format!("app-{i:03}")).collect();
+    let all = |changed: Option<(&str, &str)>| -> Vec<ReportedObject> {
+        names
+            .iter()
+            .map(|n| match changed {
+                Some((c, rev)) if c == n => object(n, rev),
+                _ => object(n, "main@sha1:1"),
+            })
+            .collect()
+    };
+    let t = t0();
+    let mut first = report(all(None), t, 0);
+    first.held_objects = vec![held("web"), held("worker")];
+    write(&hub, &first).await;
+    let (before, _) = versions(&hub).await;
+    let held_before = held_versions(&hub).await;
+    assert_eq!(before.len(), 100);
+
+    // One object of 100 applied a new revision: one row version, not 100.
+    let t2 = t + Duration::minutes(1);
+    let mut second = report(all(Some(("app-042", "main@sha1:2"))), t2, 0);
+    second.held_objects = first.held_objects.clone();
+    write(&hub, &second).await;
+    let (after, _) = versions(&hub).await;
+    let rewritten: Vec<&String> = names
+        .iter()
+        .zip(before.iter().zip(&after))
+        .filter(|(_, (b, a))| b != a)
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(rewritten, vec!["app-042"]);
+    assert_eq!(
+        held_versions(&hub).await,
+        held_before,
+        "held rows rewritten"
+    );
+
+    // Every object still shows the changed report's content and time.
+    let r = hub.get("/api/v1/clusters/c1/status").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let objs = r.body["objects"].as_array().unwrap();
+    assert_eq!(objs.len(), 100);
+    for o in objs {
+        let want = if o["name"] == "app-042" {
+            "main@sha1:2"
+        } else {
+            "main@sha1:1"
+        };
+        assert_eq!(o["lastAppliedRevision"], want, "{o}");
+        let at: DateTime<Utc> = o["reportedAt"].as_str().unwrap().parse().unwrap();
+        assert_eq!(at, t2, "{o}");
+    }
+
+    // One held object changed (released): its row alone.
+    let mut third = report(second.objects.clone(), t2 + Duration::minutes(1), 0);
+    let mut released = held("worker");
+    released.held_by = vec![];
+    third.held_objects = vec![held("web"), released];
+    write(&hub, &third).await;
+    let held_after = held_versions(&hub).await;
+    assert_eq!(
+        held_after[0], held_before[0],
+        "unchanged held row rewritten"
+    );
+    assert_ne!(
+        held_after[1], held_before[1],
+        "changed held row not written"
+    );
+    assert_eq!(versions(&hub).await.0, after, "object rows rewritten");
+    let (held_by,): (Vec<String>,) =
+        sqlx::query_as("select held_by from held_objects where cluster = 'c1' and name = 'worker'")
+            .fetch_one(&hub.pool)
+            .await
+            .unwrap();
+    assert!(held_by.is_empty());
 }
 
 /// The cluster's stored report revision (the rollout health fence).

@@ -169,13 +169,94 @@ pub fn from_fields_v1(v: &Value) -> FieldSet {
     out
 }
 
-/// Paths whose values differ between `old` and `new` (added, removed or changed leaves).
+/// Paths whose values differ between `old` and `new` (added, removed or changed leaves):
+/// the leaves of either side (as [`leaves`] finds them) whose values differ. Walks both
+/// objects together and skips equal subtrees, instead of collecting every leaf of both.
 pub fn changed(old: &Value, new: &Value, scope: Scope) -> FieldSet {
-    let (lo, ln) = (leaves(old, scope), leaves(new, scope));
-    lo.union(&ln)
-        .filter(|p| get(old, p) != get(new, p))
-        .cloned()
-        .collect()
+    let mut out = FieldSet::new();
+    let empty = Map::new();
+    let (mo, mn) = (
+        old.as_object().unwrap_or(&empty),
+        new.as_object().unwrap_or(&empty),
+    );
+    let keys: BTreeSet<&String> = mo.keys().chain(mn.keys()).collect();
+    for k in keys {
+        let keep = match (k.as_str(), scope) {
+            ("apiVersion" | "kind", _) => false,
+            ("status", Scope::NoStatus) => false,
+            ("status", _) => true,
+            (_, Scope::Status) => false,
+            _ => true,
+        };
+        if !keep {
+            continue;
+        }
+        let (vo, vn) = (mo.get(k), mn.get(k));
+        if k == "metadata" {
+            let (meta_o, meta_n) = (
+                vo.and_then(Value::as_object).unwrap_or(&empty),
+                vn.and_then(Value::as_object).unwrap_or(&empty),
+            );
+            let mkeys: BTreeSet<&String> = meta_o.keys().chain(meta_n.keys()).collect();
+            for mk in mkeys {
+                if !SERVER_META.contains(&mk.as_str()) {
+                    let path = vec!["metadata".to_string(), mk.clone()];
+                    diff(meta_o.get(mk), meta_n.get(mk), path, &mut out);
+                }
+            }
+        } else {
+            diff(vo, vn, vec![k.clone()], &mut out);
+        }
+    }
+    out
+}
+
+/// A value's children when [`collect`] descends into it (a non-empty map).
+fn branch(v: Option<&Value>) -> Option<&Map<String, Value>> {
+    v.and_then(Value::as_object).filter(|m| !m.is_empty())
+}
+
+/// [`changed`] below `path`: `path` itself when either side has a leaf there and the
+/// values differ, then the children of whichever side branches there.
+fn diff(old: Option<&Value>, new: Option<&Value>, path: Path, out: &mut FieldSet) {
+    if old == new {
+        return;
+    }
+    let (bo, bn) = (branch(old), branch(new));
+    let leaf_o = old.is_some() && bo.is_none();
+    let leaf_n = new.is_some() && bn.is_none();
+    if leaf_o || leaf_n {
+        out.insert(path.clone());
+    }
+    let keys: BTreeSet<&String> = bo
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .chain(bn.into_iter().flat_map(|m| m.keys()))
+        .collect();
+    for k in keys {
+        let mut p = path.clone();
+        p.push(k.clone());
+        diff(bo.and_then(|m| m.get(k)), bn.and_then(|m| m.get(k)), p, out);
+    }
+}
+
+/// Whether `path` is one of `obj`'s leaves in `Scope::All` (`leaves(obj, All)` contains
+/// it), without collecting them all.
+pub fn is_leaf(obj: &Value, path: &[String]) -> bool {
+    let Some(top) = path.first() else {
+        return false;
+    };
+    if matches!(top.as_str(), "apiVersion" | "kind") {
+        return false;
+    }
+    if top == "metadata"
+        && path
+            .get(1)
+            .is_none_or(|m| SERVER_META.contains(&m.as_str()))
+    {
+        return false;
+    }
+    get(obj, path).is_some_and(|v| branch(Some(v)).is_none())
 }
 
 /// True if `a` is `b` or lies under `b` (or vice versa): overlapping ownership.
@@ -204,6 +285,31 @@ mod tests {
             ch,
             FieldSet::from([vec!["spec".to_string(), "suspend".to_string()]])
         );
+        // The walk agrees with the definition: differing leaves of either side.
+        let mut other = old.clone();
+        other["spec"]["empty"] = json!({"x": {"y": 1}});
+        other["spec"]["list"] = json!({"k": 1});
+        other["metadata"]["labels"] = json!("flat");
+        other["metadata"]["uid"] = json!("u");
+        for scope in [Scope::All, Scope::NoStatus, Scope::Status] {
+            for (a, b) in [(&old, &other), (&other, &old), (&old, &new), (&new, &other)] {
+                let (la, lb) = (leaves(a, scope), leaves(b, scope));
+                let want: FieldSet = la
+                    .union(&lb)
+                    .filter(|p| get(a, p) != get(b, p))
+                    .cloned()
+                    .collect();
+                assert_eq!(changed(a, b, scope), want, "{scope:?}");
+            }
+        }
+        for o in [&old, &new, &other] {
+            let all = leaves(o, Scope::All);
+            for p in all.iter().chain(leaves(&other, Scope::All).iter()) {
+                assert_eq!(is_leaf(o, p), all.contains(p), "{p:?}");
+            }
+            assert!(!is_leaf(o, &["metadata".into()]));
+            assert!(!is_leaf(o, &["kind".into()]));
+        }
         remove(&mut new, &["metadata".into(), "labels".into(), "l".into()]);
         assert!(new["metadata"].get("labels").is_none());
         super::set(&mut new, &["spec".into(), "a".into(), "b".into()], json!(1));

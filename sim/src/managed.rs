@@ -83,11 +83,11 @@ pub struct Writer<'a> {
 /// lose them. Entries start from `old`'s (clients cannot rewrite history in the body).
 pub fn record_update(old: Option<&Value>, new: &mut Value, w: &Writer<'_>) {
     let mut entries = old.map(read).unwrap_or_default();
+    let before = entries.clone();
     let changed = match old {
         Some(o) => fields::changed(o, new, w.scope),
         None => fields::leaves(new, w.scope),
     };
-    let present = fields::leaves(new, Scope::All);
     for e in entries.iter_mut() {
         if e.same_owner(w.manager, "Update", w.subresource) {
             continue;
@@ -95,7 +95,11 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, w: &Writer<'_>) {
         e.set
             .retain(|p| !changed.iter().any(|c| fields::overlaps(p, c)));
     }
-    let gained: FieldSet = changed.intersection(&present).cloned().collect();
+    let gained: FieldSet = changed
+        .iter()
+        .filter(|p| fields::is_leaf(new, p))
+        .cloned()
+        .collect();
     match entries
         .iter_mut()
         .find(|e| e.same_owner(w.manager, "Update", w.subresource))
@@ -103,7 +107,7 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, w: &Writer<'_>) {
         Some(e) => {
             let before = e.set.clone();
             e.set.extend(gained);
-            e.set.retain(|p| present.contains(p));
+            e.set.retain(|p| fields::is_leaf(new, p));
             if e.set != before {
                 e.time = now();
             }
@@ -118,7 +122,15 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, w: &Writer<'_>) {
         }),
         None => {}
     }
-    write(new, &entries);
+    match old {
+        // Ownership did not move (e.g. a manager re-setting fields it owns): the stored
+        // entries stand as they are, without encoding them again.
+        Some(old) if entries == before => match old["metadata"].get("managedFields") {
+            Some(mf) => new["metadata"]["managedFields"] = mf.clone(),
+            None => write(new, &entries),
+        },
+        _ => write(new, &entries),
+    }
 }
 
 #[cfg(test)]
@@ -147,5 +159,25 @@ mod tests {
         assert_eq!(entries[0].set, FieldSet::from([path("spec.a")]));
         assert_eq!(entries[1].manager, "bob");
         assert_eq!(entries[1].set, FieldSet::from([path("spec.b")]));
+
+        // Bob writes again what he owns (and a forged history): nothing moves, the
+        // stored entries stand, byte for byte.
+        let mut c = b.clone();
+        c["metadata"]["managedFields"] = json!([{"manager": "mallory"}]);
+        record_update(Some(&b), &mut c, &w("bob"));
+        assert_eq!(
+            c["metadata"]["managedFields"],
+            b["metadata"]["managedFields"]
+        );
+        // Alice takes spec.b: re-encoded with the move.
+        let mut d = b.clone();
+        d["spec"]["b"] = json!(4);
+        record_update(Some(&b), &mut d, &w("alice"));
+        let entries = read(&d);
+        assert_eq!(entries.len(), 1, "bob's emptied entry is dropped");
+        assert_eq!(
+            entries[0].set,
+            FieldSet::from([path("spec.a"), path("spec.b")])
+        );
     }
 }

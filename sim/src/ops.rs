@@ -119,28 +119,50 @@ fn merge_string_data(secret: &mut Value) {
     }
 }
 
-/// Everything but metadata and status: what `metadata.generation` tracks.
-fn spec_part(obj: &Value) -> Map<String, Value> {
-    let mut m = obj.as_object().cloned().unwrap_or_default();
-    m.remove("metadata");
-    m.remove("status");
-    m
+/// True when the maps `a` and `b` are equal apart from the keys in `skip` (a non-object
+/// counts as an empty map). Compared in place: cloning whole objects to compare them was
+/// a large share of every write.
+fn equal_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
+    let empty = Map::new();
+    let (a, b) = (
+        a.as_object().unwrap_or(&empty),
+        b.as_object().unwrap_or(&empty),
+    );
+    let kept = |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+    kept(a) == kept(b)
+        && a.iter()
+            .filter(|(k, _)| !skip.contains(&k.as_str()))
+            .all(|(k, v)| b.get(k) == Some(v))
 }
 
-/// The object without fields that change on every write (for no-op detection).
-fn comparable(obj: &Value) -> Value {
-    let mut o = obj.clone();
-    if let Some(m) = o["metadata"].as_object_mut() {
-        m.remove("resourceVersion");
-        if let Some(Value::Array(mf)) = m.get_mut("managedFields") {
-            for e in mf {
-                if let Some(e) = e.as_object_mut() {
-                    e.remove("time");
-                }
-            }
-        }
+/// Everything but metadata and status differs: what `metadata.generation` tracks.
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    !equal_except(old, new, &["metadata", "status"])
+}
+
+/// The objects are the same but for fields that change on every write
+/// (`resourceVersion`, managedFields times): the write is a no-op.
+fn same_content(a: &Value, b: &Value) -> bool {
+    if !equal_except(a, b, &["metadata"]) {
+        return false;
     }
-    o
+    let (ma, mb) = (&a["metadata"], &b["metadata"]);
+    if !(ma.is_object() && mb.is_object()) {
+        return ma == mb;
+    }
+    if !equal_except(ma, mb, &["resourceVersion", "managedFields"]) {
+        return false;
+    }
+    match (&ma["managedFields"], &mb["managedFields"]) {
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len()
+                && x.iter().zip(y).all(|(ex, ey)| match (ex, ey) {
+                    (Value::Object(_), Value::Object(_)) => equal_except(ex, ey, &["time"]),
+                    _ => ex == ey,
+                })
+        }
+        (x, y) => x == y,
+    }
 }
 
 /// Builds the object to store from a request body: server-owned metadata, status rules,
@@ -242,7 +264,7 @@ pub fn prepare(
         }
     }
     if let (true, Some(old)) = (rt.custom, old)
-        && spec_part(old) != spec_part(&new)
+        && spec_changed(old, &new)
     {
         let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
         new["metadata"]["generation"] = json!(g + 1);
@@ -441,7 +463,7 @@ pub fn update(
         let mut body = body;
         bind_namespace(rt, &mut body, rt.namespaced.then_some(ns))?;
         let (new, warnings) = prepare(rt, Some(&old), body, sub, opts, track)?;
-        if comparable(&new) == comparable(&old) {
+        if same_content(&new, &old) {
             return Ok(Outcome {
                 object: old,
                 warnings,
@@ -520,4 +542,35 @@ pub fn delete(
         s.remove(&key, ns, name, rt.is_flux())
             .ok_or_else(|| Error::not_found(rt, name))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_op_and_generation_checks_ignore_volatile_fields() {
+        let a = json!({"kind": "K", "metadata": {"name": "x", "resourceVersion": "1",
+            "managedFields": [{"manager": "m", "time": "t1", "fieldsV1": {}}]},
+            "spec": {"suspend": false}, "status": {"s": 1}});
+        let mut b = a.clone();
+        b["metadata"]["resourceVersion"] = json!("2");
+        b["metadata"]["managedFields"][0]["time"] = json!("t2");
+        b["status"]["s"] = json!(2);
+        assert!(!spec_changed(&a, &b), "status and metadata are not spec");
+        assert!(!same_content(&a, &b), "status differs");
+        b["status"]["s"] = json!(1);
+        assert!(
+            same_content(&a, &b),
+            "only rv and managedFields times differ"
+        );
+        b["metadata"]["managedFields"][0]["manager"] = json!("n");
+        assert!(!same_content(&a, &b));
+        let mut c = a.clone();
+        c["spec"]["suspend"] = json!(true);
+        assert!(spec_changed(&a, &c) && !same_content(&a, &c));
+        c["spec"]["suspend"] = json!(false);
+        c["extra"] = json!(1);
+        assert!(spec_changed(&a, &c), "a new top-level field is spec");
+    }
 }

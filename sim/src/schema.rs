@@ -198,7 +198,7 @@ fn walk(v: &mut Value, schema: &Value, path: &str, r: &mut Report) {
         Value::String(s) => {
             let chars = s.chars().count() as f64;
             if let Some(p) = schema["pattern"].as_str()
-                && regex(p).is_some_and(|re| !re.is_match(s))
+                && matches_pattern(p, s) == Some(false)
             {
                 r.errors.push(FieldError::invalid(
                     path,
@@ -235,17 +235,22 @@ fn walk(v: &mut Value, schema: &Value, path: &str, r: &mut Report) {
 
 /// `min{what}`/`max{what}` checks (Length, Items, Properties).
 fn bounds(schema: &Value, what: &str, n: f64, path: &str, v: &Value, r: &mut Report) {
-    let unit = match what {
-        "Length" => "chars long",
-        "Items" => "items",
-        _ => "properties",
+    // Static keys: this runs for every node of every admitted object.
+    let (unit, min_key, max_key) = match what {
+        "Length" => ("chars long", "minLength", "maxLength"),
+        "Items" => ("items", "minItems", "maxItems"),
+        _ => ("properties", "minProperties", "maxProperties"),
     };
+    let (min, max) = (schema[min_key].as_f64(), schema[max_key].as_f64());
+    if min.is_none() && max.is_none() {
+        return;
+    }
     let shown = if what == "Length" {
         render(v)
     } else {
         format!("{n}")
     };
-    if let Some(min) = schema[format!("min{what}")].as_f64()
+    if let Some(min) = min
         && n < min
     {
         r.errors.push(FieldError::invalid(
@@ -254,7 +259,7 @@ fn bounds(schema: &Value, what: &str, n: f64, path: &str, v: &Value, r: &mut Rep
             format!("{path} in body should be at least {min} {unit}"),
         ));
     }
-    if let Some(max) = schema[format!("max{what}")].as_f64()
+    if let Some(max) = max
         && n > max
     {
         r.errors.push(FieldError::invalid(
@@ -265,15 +270,20 @@ fn bounds(schema: &Value, what: &str, n: f64, path: &str, v: &Value, r: &mut Rep
     }
 }
 
-/// Compiled CRD patterns (Go RE2 syntax is a subset Rust's regex accepts).
-fn regex(pattern: &str) -> Option<Regex> {
+/// Whether `s` matches a CRD pattern (Go RE2 syntax is a subset Rust's regex accepts);
+/// `None` for a pattern that does not compile. Patterns are compiled once; the match
+/// runs on the cached `Regex` (no clone, no key allocation on a hit).
+fn matches_pattern(pattern: &str, s: &str) -> Option<bool> {
     static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let mut guard = cache.lock().unwrap_or_else(|p| p.into_inner());
-    guard
-        .entry(pattern.to_string())
-        .or_insert_with(|| Regex::new(pattern).ok())
-        .clone()
+    if let Some(re) = guard.get(pattern) {
+        return re.as_ref().map(|re| re.is_match(s));
+    }
+    let re = Regex::new(pattern).ok();
+    let matched = re.as_ref().map(|re| re.is_match(s));
+    guard.insert(pattern.to_string(), re);
+    matched
 }
 
 #[cfg(test)]

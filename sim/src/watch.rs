@@ -70,10 +70,19 @@ impl Filter {
     }
 }
 
+/// One watch event on the wire: `{"type":…,"object":…}` (serialised from a borrow: a
+/// whole-object clone per event and watcher was a large share of the server's time).
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    #[serde(rename = "type")]
+    type_: &'a str,
+    object: &'a Value,
+}
+
 fn line(type_: &str, object: &Value) -> Bytes {
-    let mut s = json!({"type": type_, "object": object}).to_string();
-    s.push('\n');
-    Bytes::from(s)
+    let mut v = serde_json::to_vec(&Line { type_, object }).unwrap_or_default();
+    v.push(b'\n');
+    Bytes::from(v)
 }
 
 fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Bytes {

@@ -98,6 +98,7 @@ pub async fn run(
     for i in 0..flips {
         tokio::time::sleep(SETTLE).await;
         let close = i % 2 == 0;
+        let cpu0 = sim.cpu_time();
         let (lat, calls) = direct::flip(&observer, &sim.clients, GATE, close, FLIP_BOUND).await?;
         let series = if close {
             &mut direct_close
@@ -105,6 +106,9 @@ pub async fn run(
             &mut direct_open
         };
         series.add(&lat, calls);
+        if let (Some(a), Some(b)) = (cpu0, sim.cpu_time()) {
+            series.add_sim_cpu(b.saturating_sub(a));
+        }
     }
 
     progress(&format!("e2e: starting {n} fleetgate-spoke processes"));
@@ -135,6 +139,7 @@ pub async fn run(
         tokio::time::sleep(SETTLE).await;
         spokes.check_running()?;
         let base = observer.states();
+        let cpu0 = sim.cpu_time();
         let t0 = Instant::now();
         rest.push(flipper.flip(i).await?);
         let closing = i % 2 == 0;
@@ -146,6 +151,9 @@ pub async fn run(
         let lat = observer.wait_all(&base, t0, target, FLIP_BOUND).await?;
         let series = if closing { &mut close } else { &mut open };
         series.add(&lat, rest[rest.len() - 1]);
+        if let (Some(a), Some(b)) = (cpu0, sim.cpu_time()) {
+            series.add_sim_cpu(b.saturating_sub(a));
+        }
         progress(&format!(
             "e2e: {} → last of {} objects {:.0} ms",
             if closing { "close" } else { "open" },

@@ -69,6 +69,13 @@ impl SimFleet {
         })
     }
 
+    /// The simulator's CPU time so far (user + system), if readable.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        self.child
+            .id()
+            .and_then(|pid| proc_stats::cpu_time(pid).ok())
+    }
+
     /// The simulator's resident memory (KiB).
     pub fn rss_kib(&self) -> u64 {
         self.child

@@ -2,22 +2,30 @@
 //! the bench gate flipped through REST every 30 s, every spoke sending a
 //! 100-object status report every 60 s (spoke i at offset i/N of the minute).
 //!
+//! Before the clock, a warm-up (`warmup`): every spoke's initial report is
+//! stored and the hub's RSS settles, so the soak measures the steady state
+//! and not a fleet's first ingest (N × 100 new object rows at once).
+//!
 //! Report content: each spoke's report changes in one round of ten (spoke i
 //! in rounds r ≡ i mod 10: object `app-0000` gets a new revision), as if one
 //! of its Flux objects applied a new revision every ten minutes; the other
-//! nine are unchanged (the hub stores only changed content). Every report
-//! also carries the round in `clock_offset_ms` (the hub stores the offset of
-//! every report that differs by ≥ 1 s, in the same transaction as its
-//! content), so PostgreSQL says which report of each cluster it holds.
+//! nine are unchanged (the hub stores only changed content, and of a changed
+//! report only the changed object). Every report also carries the round in
+//! `clock_offset_ms` (the hub stores the offset of every report that differs
+//! by ≥ 1 s, in the same transaction as its content), so PostgreSQL says
+//! which report of each cluster it holds.
 //!
-//! Checked: hub RSS every 5 s (growth after warm-up), every flip reaching
+//! Checked: hub RSS every 5 s (growth over the soak), every flip reaching
 //! every spoke, no stream ending (the swarm's stream ends and reconnects, the
 //! hub's `stream_ends_total`), and no report lost: the hub's
 //! `reports_received_total` grew by exactly the reports sent, and after each
 //! round every cluster's row holds that round's marker (or a newer one), and
-//! at the end every cluster holds its last report's content.
+//! at the end every cluster holds its last report's content. The
+//! benchmark's own reads retry while PostgreSQL is saturated (`db`).
 
+mod db;
 mod report;
+mod warmup;
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -25,6 +33,7 @@ use std::time::{Duration, Instant};
 use fleetgate_proto::v1 as pb;
 
 pub use report::SoakResult;
+pub use warmup::Warmup;
 
 use crate::fleet::{self, Flipper};
 use crate::stats::Percentiles;
@@ -38,8 +47,11 @@ const FLIP_BOUND: Duration = Duration::from_secs(25);
 /// After a round, until every cluster holds it.
 const STORED_BOUND: Duration = Duration::from_secs(55);
 /// Round markers in `clock_offset_ms`, far from any real offset and from the
-/// ingest phase's, one second apart.
+/// ingest phase's, one second apart (the warm-up's is round -1's).
 const MARKER_BASE: i64 = 8_000_000_000;
+const WARMUP_MARKER: i64 = MARKER_BASE - 1000;
+/// The final check's bound (PostgreSQL may still be busy).
+const FINAL_BOUND: Duration = Duration::from_secs(5 * 60);
 /// The soak's report content base (differs from every other phase's).
 const SOAK_ROUND: usize = 888_888;
 
@@ -47,7 +59,8 @@ fn marker(round: u64) -> i64 {
     MARKER_BASE + 1000 * i64::try_from(round).unwrap_or(0)
 }
 
-/// How many times spoke `i`'s content changed up to and including `round`.
+/// How many times spoke `i`'s content changed up to and including `round`
+/// (0: the warm-up's content).
 fn version(i: usize, round: u64) -> u64 {
     (round + 10 - (i % 10) as u64) / 10
 }
@@ -59,9 +72,19 @@ fn revision(v: u64) -> String {
 
 /// Spoke `i`'s report of `round`.
 fn report(base: &[pb::ObjectStatus], i: usize, round: u64, held_revision: u64) -> pb::StatusReport {
+    with_content(base, version(i, round), marker(round), held_revision)
+}
+
+/// A report of content version `v` carrying `marker`.
+fn with_content(
+    base: &[pb::ObjectStatus],
+    v: u64,
+    marker: i64,
+    held_revision: u64,
+) -> pb::StatusReport {
     let mut objects = base.to_vec();
     if let Some(o) = objects.first_mut() {
-        let rev = revision(version(i, round));
+        let rev = revision(v);
         o.last_applied_revision.clone_from(&rev);
         o.newest_source_revision.clone_from(&rev);
         o.last_attempted_revision = rev;
@@ -69,7 +92,7 @@ fn report(base: &[pb::ObjectStatus], i: usize, round: u64, held_revision: u64) -
     pb::StatusReport {
         objects,
         revision: held_revision,
-        clock_offset_ms: marker(round),
+        clock_offset_ms: marker,
         ..Default::default()
     }
 }
@@ -116,7 +139,8 @@ pub async fn run(
     let names: Vec<String> = (0..n).map(fleet::cluster_name).collect();
     let base = ingest::objects(SOAK_ROUND, OBJECTS);
     let http = reqwest::Client::new();
-    let (received0, ends0) = scrape(&http, hub_base).await?;
+    // Streams count from before the warm-up, reports from after it.
+    let (_, ends0) = scrape(&http, hub_base).await?;
     let sessions0: u64 = swarm
         .slots
         .iter()
@@ -127,8 +151,28 @@ pub async fn run(
         .iter()
         .map(|s| s.ends.load(Ordering::Acquire))
         .sum();
+    // Every spoke's initial content, stored before the clock starts.
+    let initial = (0..n)
+        .map(|i| {
+            let held = swarm.slots[i].revision.load(Ordering::Acquire);
+            with_content(&base, 0, WARMUP_MARKER, held)
+        })
+        .collect();
+    let settle = warmup::Settle::over(cfg.soak_settle_window);
+    let warmup = warmup::run(
+        swarm,
+        initial,
+        &names,
+        WARMUP_MARKER,
+        pool,
+        (hub_pid, settle),
+        progress,
+    )
+    .await?;
+    let (received0, _) = scrape(&http, hub_base).await?;
     let cpu0 = proc_stats::cpu_time(hub_pid)?;
     flipper.warm_up().await?;
+    let mut rss: Vec<(f64, u64)> = vec![(0.0, proc_stats::rss_kib(hub_pid)?)];
     let start = Instant::now();
     let end = start + duration;
     let rounds = (duration.as_secs_f64() / report_every.as_secs_f64())
@@ -155,20 +199,30 @@ pub async fn run(
                 }
             }
             let sent_at = Instant::now();
-            let stored = loop {
-                let (stored,): (i64,) = sqlx::query_as(
-                    "select count(*) from cluster_connections \
-                     where cluster = any($1) and clock_offset_ms >= $2",
+            let mut stored = 0;
+            loop {
+                // A busy database is "not yet", never an abort of the soak.
+                match db::attempt(
+                    sqlx::query_as::<_, (i64,)>(
+                        "select count(*) from cluster_connections \
+                         where cluster = any($1) and clock_offset_ms >= $2",
+                    )
+                    .bind(&names)
+                    .bind(marker(round))
+                    .fetch_one(pool),
                 )
-                .bind(&names)
-                .bind(marker(round))
-                .fetch_one(pool)
-                .await?;
-                if stored as usize >= n || sent_at.elapsed() > STORED_BOUND {
-                    break stored as usize;
+                .await?
+                {
+                    Ok((k,)) => stored = k as usize,
+                    Err(e) => progress(&format!(
+                        "soak: report round {round}: PostgreSQL busy ({e}); polling again"
+                    )),
+                }
+                if stored >= n || sent_at.elapsed() > STORED_BOUND {
+                    break;
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;
-            };
+            }
             let lag = sent_at.elapsed().as_secs_f64();
             progress(&format!(
                 "soak: report round {round}: {stored} of {n} clusters hold it ({lag:.1} s after its last report)"
@@ -212,10 +266,10 @@ pub async fn run(
         }
     };
 
-    // Hub RSS every 5 s.
-    let mut rss: Vec<(f64, u64)> = Vec::new();
+    // Hub RSS every 5 s (the first sample, at 0 s, was taken above).
     let sample = async {
         let mut tick = tokio::time::interval(RSS_EVERY);
+        tick.tick().await;
         loop {
             tick.tick().await;
             if Instant::now() >= end {
@@ -235,14 +289,22 @@ pub async fn run(
 
     // Every cluster holds its last report (marker and content).
     let last = rounds - 1;
-    let rows: Vec<(String, Option<i64>, Option<String>)> = sqlx::query_as(
-        "select c.cluster, c.clock_offset_ms, o.last_applied_revision \
-         from cluster_connections c left join object_status o \
-           on o.cluster = c.cluster and o.name = 'app-0000' \
-         where c.cluster = any($1)",
+    let deadline = Instant::now() + FINAL_BOUND;
+    let rows: Vec<(String, Option<i64>, Option<String>)> = db::retrying(
+        "reading every cluster's last report",
+        deadline,
+        progress,
+        || {
+            sqlx::query_as(
+                "select c.cluster, c.clock_offset_ms, o.last_applied_revision \
+                 from cluster_connections c left join object_status o \
+                   on o.cluster = c.cluster and o.name = 'app-0000' \
+                 where c.cluster = any($1)",
+            )
+            .bind(&names)
+            .fetch_all(pool)
+        },
     )
-    .bind(&names)
-    .fetch_all(pool)
     .await?;
     let last_stored = rows
         .iter()
@@ -279,7 +341,9 @@ pub async fn run(
         stream_ends_swarm: swarm_ends1 - swarm_ends0,
         reconnects: sessions1 - sessions0,
         rss,
-        warmup_seconds: report_every.min(duration / 3).as_secs_f64(),
+        // The warm-up ran before the clock.
+        warmup_seconds: 0.0,
+        warmup,
         hub_millicores,
     }))
 }
@@ -291,13 +355,14 @@ mod tests {
     #[test]
     fn each_spoke_changes_content_once_every_ten_rounds() {
         for i in [0, 3, 9, 10, 9_999] {
+            // The warm-up's content is version 0.
+            let previous = |r: u64| if r == 0 { 0 } else { version(i, r - 1) };
             let changes: Vec<u64> = (0..30u64)
-                .filter(|&r| r == 0 || version(i, r) != version(i, r - 1))
+                .filter(|&r| version(i, r) != previous(r))
                 .collect();
-            // Round 0 is new content for everyone; then one round in ten.
+            // One round in ten, from the first: never everyone at once.
             let offset = (i % 10) as u64;
-            let mut want = vec![0];
-            want.extend((0..30).filter(|r| r % 10 == offset && *r > 0));
+            let want: Vec<u64> = (0..30).filter(|r| r % 10 == offset).collect();
             assert_eq!(changes, want, "spoke {i}");
         }
     }

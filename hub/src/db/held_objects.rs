@@ -50,19 +50,40 @@ pub async fn replace(
     if objects.is_empty() {
         return Ok(());
     }
-    // The recordset's column names are the objects' JSON (camelCase) names.
+    // Only held objects whose content differs from their stored row are
+    // written (as in `reports::write_report_diff`); the recordset's column
+    // names are the objects' JSON (camelCase) names.
     sqlx::query(
-        r#"insert into held_objects (cluster, api_group, kind, namespace, name,
+        r#"with r as (
+           select r."group" as api_group, r.kind, r.namespace, r.name,
+             r."kustomizationNamespace" as kustomization_namespace,
+             r."kustomizationName" as kustomization_name,
+             array(select jsonb_array_elements_text(r.gates)) as gates,
+             array(select jsonb_array_elements_text(r."heldBy")) as held_by,
+             r."heldByPerson" as held_by_person, r."heldSinceRevision" as held_since_revision,
+             r."heldSince" as held_since, r."newerRevisionApplied" as newer_revision_applied
+           from jsonb_to_recordset($2) as r("group" text, kind text, namespace text, name text,
+             "kustomizationNamespace" text, "kustomizationName" text, gates jsonb, "heldBy" jsonb,
+             "heldByPerson" bool, "heldSinceRevision" text, "heldSince" timestamptz,
+             "newerRevisionApplied" bool))
+         insert into held_objects (cluster, api_group, kind, namespace, name,
            kustomization_namespace, kustomization_name, gates, held_by, held_by_person,
            held_since_revision, held_since, newer_revision_applied, reported_at)
-         select $1, r."group", r.kind, r.namespace, r.name, r."kustomizationNamespace",
-           r."kustomizationName", array(select jsonb_array_elements_text(r.gates)),
-           array(select jsonb_array_elements_text(r."heldBy")), r."heldByPerson",
-           r."heldSinceRevision", r."heldSince", r."newerRevisionApplied", $3
-         from jsonb_to_recordset($2) as r("group" text, kind text, namespace text, name text,
-           "kustomizationNamespace" text, "kustomizationName" text, gates jsonb, "heldBy" jsonb,
-           "heldByPerson" bool, "heldSinceRevision" text, "heldSince" timestamptz,
-           "newerRevisionApplied" bool)
+         select $1, r.api_group, r.kind, r.namespace, r.name, r.kustomization_namespace,
+           r.kustomization_name, r.gates, r.held_by, r.held_by_person, r.held_since_revision,
+           r.held_since, r.newer_revision_applied, $3
+         from r
+         where not exists (
+           select 1 from held_objects h
+           where h.cluster = $1 and h.api_group = r.api_group and h.kind = r.kind
+             and h.namespace = r.namespace and h.name = r.name
+             and (h.kustomization_namespace, h.kustomization_name, h.gates, h.held_by,
+                  h.held_by_person, h.held_since_revision, h.held_since,
+                  h.newer_revision_applied)
+             is not distinct from
+                 (r.kustomization_namespace, r.kustomization_name, r.gates, r.held_by,
+                  r.held_by_person, r.held_since_revision, r.held_since,
+                  r.newer_revision_applied))
          on conflict (cluster, api_group, kind, namespace, name) do update set
            kustomization_namespace = excluded.kustomization_namespace,
            kustomization_name = excluded.kustomization_name, gates = excluded.gates,

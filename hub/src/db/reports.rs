@@ -4,7 +4,8 @@
 //! `cluster_connections`. A report whose content equals the stored one (its
 //! hash, kept per cluster) writes nothing unless it moves the report fence
 //! (a newer snapshot revision) or the spoke's clock drifted by
-//! [`CLOCK_DRIFT_MS`]; keepalives write nothing either. Liveness comes from
+//! [`CLOCK_DRIFT_MS`]; keepalives write nothing either. A changed report
+//! writes only the object and held-object rows whose content changed. Liveness comes from
 //! the serving replica's lease (`db::leases`, `crate::liveness`): an idle
 //! fleet costs the database one row per replica every few seconds. This
 //! path never bumps the fleet revision and never notifies: reports are not
@@ -180,24 +181,52 @@ pub async fn write_report_diff(
     .bind(&objects)
     .execute(&mut *conn)
     .await?;
-    // The recordset's column names are the objects' JSON (camelCase) names.
+    // Only the objects whose content differs from their stored row are
+    // written (cost proportional to change: one object changed of 100 writes
+    // one row); the others keep their row version, and their time is the
+    // cluster's `reported_at` (see `status::for_cluster`). The cluster's
+    // connection row is locked above, so no other report of it runs between
+    // this comparison and the write. The recordset's column names are the
+    // objects' JSON (camelCase) names.
     sqlx::query(
-        r#"insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
+        r#"with r as (
+           select r.kind, r.namespace, r.name, r.suspended,
+             array(select jsonb_array_elements_text(r."suspendedBy")) as suspended_by,
+             array(select jsonb_array_elements_text(r.gates)) as gates,
+             r."lastAppliedRevision" as last_applied_revision,
+             r."newestSourceRevision" as newest_source_revision, r.held,
+             r."suspendedByHuman" as suspended_by_human,
+             coalesce(r.ignored, false) as ignored, r.ready, r."readyReason" as ready_reason,
+             r."readyMessage" as ready_message, coalesce(r.stalled, false) as stalled,
+             r.generation, r."observedGeneration" as observed_generation,
+             r."lastAttemptedRevision" as last_attempted_revision
+           from jsonb_to_recordset($2) as r(kind text, namespace text, name text,
+             suspended bool, "suspendedBy" jsonb, gates jsonb, "lastAppliedRevision" text,
+             "newestSourceRevision" text, held bool, "suspendedByHuman" bool, ignored bool,
+             ready text, "readyReason" text, "readyMessage" text, stalled bool,
+             generation bigint, "observedGeneration" bigint, "lastAttemptedRevision" text))
+         insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
            gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
            ignored, ready, ready_reason, ready_message, stalled, generation,
            observed_generation, last_attempted_revision, reported_at)
-         select $1, r.kind, r.namespace, r.name, r.suspended,
-           array(select jsonb_array_elements_text(r."suspendedBy")),
-           array(select jsonb_array_elements_text(r.gates)),
-           r."lastAppliedRevision", r."newestSourceRevision", r.held, r."suspendedByHuman",
-           coalesce(r.ignored, false), r.ready, r."readyReason", r."readyMessage",
-           coalesce(r.stalled, false), r.generation, r."observedGeneration",
-           r."lastAttemptedRevision", $3
-         from jsonb_to_recordset($2) as r(kind text, namespace text, name text, suspended bool,
-           "suspendedBy" jsonb, gates jsonb, "lastAppliedRevision" text,
-           "newestSourceRevision" text, held bool, "suspendedByHuman" bool, ignored bool,
-           ready text, "readyReason" text, "readyMessage" text, stalled bool,
-           generation bigint, "observedGeneration" bigint, "lastAttemptedRevision" text)
+         select $1, r.kind, r.namespace, r.name, r.suspended, r.suspended_by, r.gates,
+           r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human,
+           r.ignored, r.ready, r.ready_reason, r.ready_message, r.stalled, r.generation,
+           r.observed_generation, r.last_attempted_revision, $3
+         from r
+         where not exists (
+           select 1 from object_status o
+           where o.cluster = $1 and o.kind = r.kind and o.namespace = r.namespace
+             and o.name = r.name
+             and (o.suspended, o.suspended_by, o.gates, o.last_applied_revision,
+                  o.newest_source_revision, o.held, o.suspended_by_human, o.ignored, o.ready,
+                  o.ready_reason, o.ready_message, o.stalled, o.generation,
+                  o.observed_generation, o.last_attempted_revision)
+             is not distinct from
+                 (r.suspended, r.suspended_by, r.gates, r.last_applied_revision,
+                  r.newest_source_revision, r.held, r.suspended_by_human, r.ignored, r.ready,
+                  r.ready_reason, r.ready_message, r.stalled, r.generation,
+                  r.observed_generation, r.last_attempted_revision))
          on conflict (cluster, kind, namespace, name) do update set
            suspended = excluded.suspended, suspended_by = excluded.suspended_by,
            gates = excluded.gates, last_applied_revision = excluded.last_applied_revision,

@@ -113,19 +113,19 @@ pub fn collect_orphan_charts(cluster: &Cluster) {
         .filter_map(|hr| generated_chart_key(hr))
         .collect();
     for chart in all_charts {
-        let generated = crate::managed::read(&chart)
-            .iter()
-            .any(|e| e.manager == "helm-controller" && e.subresource.is_empty());
         let m = &chart["metadata"];
         let (ns, name) = (
             m["namespace"].as_str().unwrap_or_default(),
             m["name"].as_str().unwrap_or_default(),
         );
         let key = ("HelmChart".to_string(), ns.to_string(), name.to_string());
-        if generated
-            && !wanted.contains(&key)
-            && let Err(e) = ops::delete(cluster, &charts, ns, name, None, false)
-        {
+        if wanted.contains(&key) {
+            continue; // the common case, decided before parsing managedFields
+        }
+        let generated = crate::managed::read(&chart)
+            .iter()
+            .any(|e| e.manager == "helm-controller" && e.subresource.is_empty());
+        if generated && let Err(e) = ops::delete(cluster, &charts, ns, name, None, false) {
             tracing::debug!(cluster = %cluster.name, %ns, %name, error = %e, "deleting orphan HelmChart failed");
         }
     }

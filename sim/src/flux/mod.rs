@@ -23,6 +23,13 @@ use crate::crd::ResourceType;
 use crate::ops::{self, Sub, Track, WriteOpts};
 use controllers::{is_source, requested_at};
 
+/// How long a pass waits after a change for the rest of a burst of writes. A pass looks
+/// at every Flux object of the cluster; run once per write, passes were ~40 % of the
+/// simulator's CPU while a gate flip patched every object (8 patches at a time per
+/// cluster). The controllers' work queues batch the same way: a key queued many times
+/// is reconciled once.
+const COALESCE: Duration = Duration::from_millis(5);
+
 /// Runs until the cluster shuts down.
 pub async fn run(cluster: Arc<Cluster>) {
     let mut last: HashMap<SourceKey, Instant> = HashMap::new();
@@ -30,7 +37,12 @@ pub async fn run(cluster: Arc<Cluster>) {
         let next = pass(&cluster, &mut last);
         tokio::select! {
             _ = cluster.shutdown.cancelled() => return,
-            _ = cluster.store.flux_changed.notified() => {}
+            _ = cluster.store.flux_changed.notified() => {
+                tokio::select! {
+                    _ = cluster.shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(COALESCE) => {}
+                }
+            }
             _ = tokio::time::sleep_until(next) => {}
         }
     }
@@ -74,13 +86,15 @@ fn pass(cluster: &Cluster, last: &mut HashMap<SourceKey, Instant>) -> Instant {
     for rt in types {
         let objects = cluster.store.with(|s| s.list(&rt.key(), None, None));
         for obj in objects {
-            let key = id(&rt.kind, &obj);
-            let every = interval(cluster, &obj);
+            // Checked first: a pass runs after every Flux write, and during a gate flip
+            // most objects it sees are suspended.
             if obj["spec"]["suspend"] == Value::Bool(true)
                 || obj["metadata"].get("deletionTimestamp").is_some()
             {
                 continue;
             }
+            let key = id(&rt.kind, &obj);
+            let every = interval(cluster, &obj);
             let due = last.get(&key).is_none_or(|t| now >= *t + every);
             let wanted = due || triggered(cluster, &rt, &obj);
             if wanted {
@@ -92,9 +106,9 @@ fn pass(cluster: &Cluster, last: &mut HashMap<SourceKey, Instant>) -> Instant {
                     .entry(key.clone())
                     .or_default() += 1;
                 reconcile(cluster, &rt, &obj);
-                last.insert(key, now);
+                last.insert(key.clone(), now);
             }
-            let at = last.get(&id(&rt.kind, &obj)).map_or(now, |t| *t + every);
+            let at = last.get(&key).map_or(now, |t| *t + every);
             next = next.min(at);
         }
     }

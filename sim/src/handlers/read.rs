@@ -62,7 +62,7 @@ pub fn get(
     if wants_metadata(headers) {
         return Ok(Json(partial(&obj)).into_response());
     }
-    Ok(Json((*obj).clone()).into_response())
+    Ok(Json(&*obj).into_response())
 }
 
 fn decode_continue(token: &str) -> Result<(u64, String, String)> {

@@ -101,7 +101,7 @@ fn parse_body(body: &Bytes, yaml: bool) -> Result<Value> {
 }
 
 fn respond(code: StatusCode, out: Outcome) -> Response {
-    let mut resp = (code, Json((*out.object).clone())).into_response();
+    let mut resp = (code, Json(&*out.object)).into_response();
     for w in out.warnings {
         let v = format!("299 - {}", serde_json::Value::String(w));
         if let Ok(h) = HeaderValue::from_str(&v) {
@@ -230,7 +230,7 @@ pub fn delete(
         StatusCode::OK
     };
     if rt.custom || pending {
-        return Ok((code, Json((*obj).clone())).into_response());
+        return Ok((code, Json(&*obj)).into_response());
     }
     // Built-in registries answer with a Success Status (ReturnDeletedObject=false).
     let mut details = json!({"name": name, "kind": rt.plural, "uid": obj["metadata"]["uid"]});
