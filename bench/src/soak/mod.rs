@@ -47,9 +47,9 @@ const FLIP_BOUND: Duration = Duration::from_secs(25);
 /// After a round, until every cluster holds it.
 const STORED_BOUND: Duration = Duration::from_secs(55);
 /// Round markers in `clock_offset_ms`, far from any real offset and from the
-/// ingest phase's, one second apart (the warm-up's is round -1's).
+/// ingest phase's, one second apart (the warm-up's two rounds: -2 and -1).
 const MARKER_BASE: i64 = 8_000_000_000;
-const WARMUP_MARKER: i64 = MARKER_BASE - 1000;
+const WARMUP_MARKER: i64 = MARKER_BASE - 2000;
 /// The final check's bound (PostgreSQL may still be busy).
 const FINAL_BOUND: Duration = Duration::from_secs(5 * 60);
 /// The soak's report content base (differs from every other phase's).
@@ -158,17 +158,12 @@ pub async fn run(
             with_content(&base, 0, WARMUP_MARKER, held)
         })
         .collect();
-    let settle = warmup::Settle::over(cfg.soak_settle_window);
-    let warmup = warmup::run(
-        swarm,
-        initial,
-        &names,
-        WARMUP_MARKER,
-        pool,
-        (hub_pid, settle),
-        progress,
-    )
-    .await?;
+    let plan = warmup::Plan {
+        hub_pid,
+        settle: warmup::Settle::over(cfg.soak_settle_window),
+        pace: report_every,
+    };
+    let warmup = warmup::run(swarm, initial, &names, WARMUP_MARKER, pool, plan, progress).await?;
     let (received0, _) = scrape(&http, hub_base).await?;
     let cpu0 = proc_stats::cpu_time(hub_pid)?;
     flipper.warm_up().await?;

@@ -1,8 +1,9 @@
 //! The soak's warm-up, before its clock: every spoke sends its initial
 //! 100-object report (new content for every cluster: N × 100 object rows at
 //! once, the ingest a freshly connected fleet costs), the warm-up waits until
-//! PostgreSQL holds every cluster's initial content, then until the hub's RSS
-//! has settled. Only then do the soak's clock, RSS baseline and flips start,
+//! PostgreSQL holds every cluster's initial content, sends the same reports
+//! once more at the soak's pace (the steady state's working set), then
+//! waits until the hub's RSS has settled. Only then do the soak's clock, RSS baseline and flips start,
 //! so the soak measures the steady state, not the first ingest.
 
 use std::time::{Duration, Instant};
@@ -64,6 +65,8 @@ pub struct Warmup {
     pub stored_seconds: f64,
     /// `object_rows / stored_seconds`.
     pub object_rows_per_second: f64,
+    /// The second round, at the soak's pace: first report sent → all stored.
+    pub paced_round_seconds: f64,
     /// Stored → the hub's RSS settled (or the settle bound).
     pub settle_seconds: f64,
     pub settled: bool,
@@ -88,22 +91,86 @@ async fn stored(pool: &sqlx::PgPool, names: &[String], marker: i64) -> Result<Re
     .await
 }
 
-/// Sends `reports[i]` from spoke `i`, waits until every cluster of `names`
-/// holds it (its `marker`, written with its content) with all its object
-/// rows (as many as the first report's), then until the hub (`hub`: its
-/// process id) has settled.
+/// The hub's process and how the warm-up ends.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    pub hub_pid: u32,
+    pub settle: Settle,
+    /// The soak's report interval: the warm-up's second round is paced so.
+    pub pace: Duration,
+}
+
+/// Waits until every cluster of `names` holds `marker` (or newer): bounded,
+/// printing progress, failing after [`STALL_BOUND`] without progress.
+async fn wait_stored(
+    pool: &sqlx::PgPool,
+    names: &[String],
+    marker: i64,
+    (what, objects): (&str, usize),
+    hub_pid: u32,
+    peak: &mut u64,
+    progress: &dyn Fn(&str),
+) -> Result<()> {
+    let n = names.len();
+    let start = Instant::now();
+    let (mut last, mut last_change, mut printed) = (0i64, Instant::now(), Instant::now());
+    loop {
+        *peak = (*peak).max(proc_stats::rss_kib(hub_pid)?);
+        match stored(pool, names, marker).await? {
+            Ok(k) => {
+                if k != last {
+                    (last, last_change) = (k, Instant::now());
+                }
+                if k as usize >= n {
+                    return Ok(());
+                }
+            }
+            Err(e) => progress(&format!(
+                "soak warm-up: PostgreSQL busy ({e}); polling again"
+            )),
+        }
+        let t = start.elapsed();
+        if t > BOUND || last_change.elapsed() > STALL_BOUND {
+            return Err(Error::Timeout(format!(
+                "soak warm-up: after {:.0} s only {last} of {n} clusters hold their {what} \
+                 ({:.0} s without progress); PostgreSQL cannot store this fleet's reports",
+                t.as_secs_f64(),
+                last_change.elapsed().as_secs_f64()
+            )));
+        }
+        if printed.elapsed() >= PRINT_EVERY {
+            printed = Instant::now();
+            progress(&format!(
+                "soak warm-up: {last} of {n} clusters hold their {what} ({:.0} s; {:.0} object rows/s; hub RSS {} MiB)",
+                t.as_secs_f64(),
+                last as f64 * objects as f64 / t.as_secs_f64(),
+                proc_stats::rss_kib(hub_pid)? / 1024
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Sends `reports[i]` from spoke `i` (carrying `marker`), waits until every
+/// cluster of `names` holds it with all its object rows (as many as the
+/// first report's); then sends the same content once more at the soak's
+/// pace (spoke i at offset i/N of `plan.pace`, marker + 1000: the steady
+/// state's working set of streams and pending reports) and waits until it is
+/// stored; then until the hub's RSS has settled.
 pub async fn run(
     swarm: &Swarm,
     reports: Vec<pb::StatusReport>,
     names: &[String],
     marker: i64,
     pool: &sqlx::PgPool,
-    (hub_pid, settle): (u32, Settle),
+    plan: Plan,
     progress: &dyn Fn(&str),
 ) -> Result<Warmup> {
+    let (hub_pid, settle) = (plan.hub_pid, plan.settle);
     let n = names.len();
     let objects = reports.first().map_or(0, |r| r.objects.len());
     let start = Instant::now();
+    let again = reports.clone();
     for (i, report) in reports.into_iter().enumerate() {
         if !swarm.report(i, report) {
             return Err(Error::setup(format!(
@@ -116,42 +183,8 @@ pub async fn run(
         n * objects
     ));
     let mut peak = proc_stats::rss_kib(hub_pid)?;
-    let (mut last, mut last_change, mut printed) = (0i64, Instant::now(), Instant::now());
-    loop {
-        peak = peak.max(proc_stats::rss_kib(hub_pid)?);
-        match stored(pool, names, marker).await? {
-            Ok(k) => {
-                if k != last {
-                    (last, last_change) = (k, Instant::now());
-                }
-                if k as usize >= n {
-                    break;
-                }
-            }
-            Err(e) => progress(&format!(
-                "soak warm-up: PostgreSQL busy ({e}); polling again"
-            )),
-        }
-        let t = start.elapsed();
-        if t > BOUND || last_change.elapsed() > STALL_BOUND {
-            return Err(Error::Timeout(format!(
-                "soak warm-up: after {:.0} s only {last} of {n} clusters hold their initial report \
-                 ({:.0} s without progress); PostgreSQL cannot store this fleet's first reports",
-                t.as_secs_f64(),
-                last_change.elapsed().as_secs_f64()
-            )));
-        }
-        if printed.elapsed() >= PRINT_EVERY {
-            printed = Instant::now();
-            progress(&format!(
-                "soak warm-up: {last} of {n} clusters hold their initial report ({:.0} s; {:.0} object rows/s; hub RSS {} MiB)",
-                t.as_secs_f64(),
-                last as f64 * objects as f64 / t.as_secs_f64(),
-                proc_stats::rss_kib(hub_pid)? / 1024
-            ));
-        }
-        tokio::time::sleep(POLL).await;
-    }
+    let what = ("initial report", objects);
+    wait_stored(pool, names, marker, what, hub_pid, &mut peak, progress).await?;
     let stored_seconds = start.elapsed().as_secs_f64();
 
     // The content, not only the marker: every cluster's object rows.
@@ -174,8 +207,36 @@ pub async fn run(
         )));
     }
     progress(&format!(
-        "soak warm-up: all {n} clusters' initial content stored ({want} object rows) in {stored_seconds:.1} s ({:.0} object rows/s); letting the hub settle",
-        want as f64 / stored_seconds
+        "soak warm-up: all {n} clusters' initial content stored ({want} object rows) in {stored_seconds:.1} s ({:.0} object rows/s); the same reports again over {:?}",
+        want as f64 / stored_seconds,
+        plan.pace
+    ));
+
+    let paced = Instant::now();
+    let t0 = tokio::time::Instant::now();
+    for (i, mut report) in again.into_iter().enumerate() {
+        report.clock_offset_ms = marker + 1000;
+        tokio::time::sleep_until(t0 + plan.pace.mul_f64(i as f64 / n as f64)).await;
+        if !swarm.report(i, report) {
+            return Err(Error::setup(format!(
+                "soak warm-up: spoke {i} cannot send its second report"
+            )));
+        }
+    }
+    let what = ("second report", 0);
+    wait_stored(
+        pool,
+        names,
+        marker + 1000,
+        what,
+        hub_pid,
+        &mut peak,
+        progress,
+    )
+    .await?;
+    let paced_round_seconds = paced.elapsed().as_secs_f64();
+    progress(&format!(
+        "soak warm-up: second round stored {paced_round_seconds:.1} s after its first report; letting the hub settle"
     ));
 
     let settle_start = Instant::now();
@@ -197,6 +258,7 @@ pub async fn run(
         object_rows: want,
         stored_seconds,
         object_rows_per_second: want as f64 / stored_seconds,
+        paced_round_seconds,
         settle_seconds: settle_start.elapsed().as_secs_f64(),
         settled: ok,
         rss_peak_kib: peak,

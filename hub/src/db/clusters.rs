@@ -192,6 +192,26 @@ pub async fn all(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<Clus
     Ok(rows.into_iter().map(|r| r.at(now)).collect())
 }
 
+/// A cluster's name and labels: all a cluster scope is matched on.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Scoped {
+    pub name: String,
+    #[sqlx(json)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Every cluster's name and labels, by name: what a write needs to find the
+/// clusters its change affects. Unlike [`all`], no connection state, lease or
+/// revision is joined: a fleet-wide flip at 10,000 clusters reads 10,000 of
+/// these inside its write transaction (fleetgate-bench, REST call of a flip).
+pub async fn scoped(conn: &mut PgConnection) -> Result<Vec<Scoped>> {
+    Ok(
+        sqlx::query_as("select name, labels from clusters order by name")
+            .fetch_all(conn)
+            .await?,
+    )
+}
+
 /// Replaces the labels; the cluster as at `now`.
 pub async fn set_labels(
     conn: &mut PgConnection,

@@ -7,7 +7,7 @@ use fleetgate_policy::{ClusterScope, CompiledGate, Gate, Preview};
 use super::fleet::stored_gate;
 use super::types::GateRecord;
 use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
-use crate::db::clusters::Cluster;
+use crate::db::clusters::Scoped;
 use crate::db::revision::Affected;
 use crate::db::{clusters, gates, overrides};
 use crate::{Error, Result};
@@ -18,7 +18,7 @@ pub const MAX_PREVIEW_DAYS: i64 = 366;
 pub const DEFAULT_PREVIEW_DAYS: i64 = 7;
 
 /// Names of `clusters` in any of `scopes`.
-pub(crate) fn clusters_in(clusters: &[Cluster], scopes: &[&ClusterScope]) -> Vec<String> {
+pub(crate) fn clusters_in(clusters: &[Scoped], scopes: &[&ClusterScope]) -> Vec<String> {
     clusters
         .iter()
         .filter(|c| scopes.iter().any(|s| s.matches(&c.name, &c.labels)))
@@ -139,7 +139,7 @@ impl Service {
                             ("gate.replace", row, Some((old.manifest, old_gate)))
                         }
                     };
-                    let all = clusters::all(tx, now).await?;
+                    let all = clusters::scoped(tx).await?;
                     let mut scopes = vec![&gate.spec.clusters];
                     scopes.extend(old.as_ref().map(|(_, g)| &g.spec.clusters));
                     let affected = clusters_in(&all, &scopes);
@@ -180,7 +180,7 @@ impl Service {
                 check_version(name, old.version, if_match)?;
                 let old_gate = stored_gate(&old.manifest)?;
                 gates::delete(tx, name).await?;
-                let all = clusters::all(tx, now).await?;
+                let all = clusters::scoped(tx).await?;
                 let affected = clusters_in(&all, &[&old_gate.spec.clusters]);
                 let audit = Audit {
                     action: "gate.delete",

@@ -9,7 +9,6 @@ use fleetgate_policy::{ClusterScope, GateState, MAX_REQUEST_WINDOW};
 use uuid::Uuid;
 
 use super::fleet::stored_gate;
-use super::gates::clusters_in;
 use super::types::OverrideRecord;
 use super::{Actor, Audit, Role, Service, Written, to_json};
 use crate::db::overrides;
@@ -95,8 +94,10 @@ impl Service {
                             ),
                         ));
                     }
-                    let all = clusters::all(tx, now).await?;
-                    if !clusters_in(&all, &[&gate_def.spec.clusters]).iter().any(|c| c == cluster) {
+                    let in_scope = clusters::get(tx, cluster, now)
+                        .await?
+                        .is_some_and(|c| gate_def.spec.clusters.matches(&c.name, &c.labels));
+                    if !in_scope {
                         return Err(Error::invalid(
                             "localRequest.gate",
                             format!("gate '{}' does not apply to cluster '{cluster}'", req.gate),

@@ -11,7 +11,7 @@ use super::fleet::stored_gate;
 use super::gates::clusters_in;
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
 use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
-use crate::db::clusters::Cluster;
+use crate::db::clusters::Scoped;
 use crate::db::overrides::{self, OverrideFilter};
 use crate::db::revision::Affected;
 use crate::db::{clusters, gates};
@@ -85,7 +85,7 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", gate))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let all = clusters::all(tx, now).await?;
+                    let all = clusters::scoped(tx).await?;
                     let scope = match &req.clusters {
                         None => None,
                         Some(c) => Some(check_scope(c, &gate_def.spec.clusters, &all)?),
@@ -172,10 +172,10 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", old.gate.clone()))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let all = clusters::all(tx, now).await?;
+                    let all = clusters::scoped(tx).await?;
                     let affected: Vec<String> = all
                         .iter()
-                        .filter(|c| super::fleet::applies(&gate_def, c, &old))
+                        .filter(|c| super::fleet::applies_to(&gate_def, &c.name, &c.labels, &old))
                         .map(|c| c.name.clone())
                         .collect();
                     let row = overrides::cancel(tx, id, now, &actor.name).await?;
@@ -230,7 +230,7 @@ impl Service {
 fn check_scope(
     c: &OverrideClusters,
     gate_scope: &ClusterScope,
-    all: &[Cluster],
+    all: &[Scoped],
 ) -> Result<ClusterScope> {
     if c.names.is_empty() && c.selector.is_none() {
         return Err(Error::invalid(

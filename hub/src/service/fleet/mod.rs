@@ -11,7 +11,7 @@ pub mod status;
 pub mod summary;
 pub mod view;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{Gate, GateState, Override};
@@ -321,12 +321,22 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
 /// scope includes the cluster, and the override's own scope (absent: the
 /// whole gate scope) does too.
 pub(crate) fn applies(gate: &Gate, cluster: &Cluster, row: &OverrideRecord) -> bool {
+    applies_to(gate, &cluster.name, &cluster.labels, row)
+}
+
+/// [`applies`] for the cluster named `name` with `labels`.
+pub(crate) fn applies_to(
+    gate: &Gate,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    row: &OverrideRecord,
+) -> bool {
     row.gate == gate.name()
-        && gate.spec.clusters.matches(&cluster.name, &cluster.labels)
+        && gate.spec.clusters.matches(name, labels)
         && row
             .clusters
             .as_ref()
-            .is_none_or(|s| s.matches(&cluster.name, &cluster.labels))
+            .is_none_or(|s| s.matches(name, labels))
 }
 
 /// Those of `rows` that apply to `cluster` for `gate`, in the policy crate's
