@@ -78,6 +78,9 @@ pub struct StormResult {
     /// The new hub's own startup phases (its `startup` log lines): phase →
     /// milliseconds since its `serve` began, in order.
     pub startup_phases: Vec<(String, f64)>,
+    /// The old hub's drain phases (its `drain` log lines): phase →
+    /// milliseconds since SIGTERM reached it, in order.
+    pub drain_phases: Vec<(String, f64)>,
 }
 
 /// An idle fleet re-sending unchanged reports at the heartbeat interval.
@@ -238,21 +241,32 @@ impl Report {
                 "≤ 3 s, ≤ 3 attempts (#19; #9: ≤ 5 s)",
                 Some(s.resync.max_ms <= 3000.0 && s.max_attempts <= 3),
             );
-            let phases: Vec<String> = s
-                .startup_phases
-                .iter()
-                .map(|(p, ms)| format!("{p} {ms:.0} ms"))
-                .collect();
+            let listed = |phases: &[(String, f64)], none: &str| {
+                if phases.is_empty() {
+                    return none.to_string();
+                }
+                phases
+                    .iter()
+                    .map(|(p, ms)| format!("{p} {ms:.0} ms"))
+                    .collect::<Vec<_>>()
+                    .join(" → ")
+            };
+            row(
+                "reconnect storm: old hub SIGTERM → exited".into(),
+                format!(
+                    "{:.3} s (in the hub: {})",
+                    s.hub_stop_seconds,
+                    listed(&s.drain_phases, "no drain log")
+                ),
+                "",
+                None,
+            );
             row(
                 "reconnect storm: new hub process start → ready".into(),
                 format!(
                     "{:.3} s (in the hub: {})",
                     s.hub_start_seconds,
-                    if phases.is_empty() {
-                        "no startup log".into()
-                    } else {
-                        phases.join(" → ")
-                    }
+                    listed(&s.startup_phases, "no startup log")
                 ),
                 "≤ 0.5 s (#19)",
                 Some(s.hub_start_seconds <= 0.5),

@@ -30,6 +30,7 @@ pub async fn run(
     let t0 = Instant::now();
     hub.stop().await?;
     let hub_stop = t0.elapsed();
+    let drain_phases = phases(&spec.log, "drain");
     let change =
         fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
     // The snapshot revision (a fleet-wide change moves it without stamping rows).
@@ -42,7 +43,7 @@ pub async fn run(
     let spawned = t0.elapsed();
     let hub = spec.start().await?;
     let hub_down = t0.elapsed();
-    let startup_phases = startup_phases(&spec.log);
+    let startup_phases = phases(&spec.log, "startup");
     let arrivals = swarm
         .wait_all_at(u64::try_from(target).unwrap_or(0), RESYNC_BOUND)
         .await?;
@@ -69,21 +70,24 @@ pub async fn run(
             attempts,
             hub_start_seconds: (hub_down - spawned).as_secs_f64(),
             startup_phases,
+            drain_phases,
         },
         hub,
     ))
 }
 
-/// The phases of the hub's latest start, from its log (`startup` lines with
-/// `phase=` and `ms=` fields; colour codes stripped).
-fn startup_phases(log: &std::path::Path) -> Vec<(String, f64)> {
+/// The phases of the hub's latest start or drain (`what`: `startup`,
+/// `drain`), from its log (lines with that message and `phase=` and `ms=`
+/// fields; colour codes stripped).
+fn phases(log: &std::path::Path, what: &str) -> Vec<(String, f64)> {
+    let what = format!(" {what}");
     let Ok(text) = std::fs::read_to_string(log) else {
         return Vec::new();
     };
     let mut phases: Vec<(String, f64)> = Vec::new();
     for line in text.lines() {
         let line = strip_ansi(line);
-        if !line.contains(" startup") {
+        if !line.contains(&what) {
             continue;
         }
         let field = |name: &str| {
@@ -97,7 +101,7 @@ fn startup_phases(log: &std::path::Path) -> Vec<(String, f64)> {
         };
         let Ok(ms) = ms.parse::<f64>() else { continue };
         if phase == "begin" {
-            phases.clear(); // a later start of the hub: keep only its phases
+            phases.clear(); // a later start (drain) of the hub: keep only its phases
         }
         phases.push((phase, ms));
     }
@@ -135,12 +139,18 @@ mod tests {
             "x INFO fleetgate_hub::serve: startup phase=\"begin\" ms=0.0\n\
              x INFO fleetgate_hub::serve: startup phase=\"migrated\" ms=99.0\n\
              x INFO fleetgate_hub::serve: startup phase=\"begin\" ms=0.0\n\
-             x \u{1b}[32m INFO\u{1b}[0m fleetgate_hub::serve: startup \u{1b}[3mphase\u{1b}[0m=\"migrated\" \u{1b}[3mms\u{1b}[0m=12.5\n",
+             x \u{1b}[32m INFO\u{1b}[0m fleetgate_hub::serve: startup \u{1b}[3mphase\u{1b}[0m=\"migrated\" \u{1b}[3mms\u{1b}[0m=12.5\n\
+             x INFO fleetgate_hub::drain: drain phase=\"begin\" ms=0.0\n\
+             x INFO fleetgate_hub::drain: drain phase=\"grpc_closed\" ms=310.5\n",
         )
         .unwrap();
         assert_eq!(
-            startup_phases(&log),
+            phases(&log, "startup"),
             vec![("begin".into(), 0.0), ("migrated".into(), 12.5)]
+        );
+        assert_eq!(
+            phases(&log, "drain"),
+            vec![("begin".into(), 0.0), ("grpc_closed".into(), 310.5)]
         );
     }
 }

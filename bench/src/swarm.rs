@@ -1,7 +1,8 @@
 //! Simulated spokes: N real gRPC streams over loopback, one HTTP/2 connection
 //! and one bearer token each, in this process. They speak the spoke protocol
 //! (Hello with the held revision, then reports on demand), record when each
-//! snapshot arrived, and reconnect with the real spoke's jittered backoff.
+//! snapshot arrived, and reconnect on the real spoke's schedule
+//! ([`fleetgate_spoke::reconnect`]).
 //! With several hub addresses each spoke dials them round-robin (spoke `i`
 //! starts at address `i`), as a load balancer in front of replicas would
 //! spread them. [`crate::swarm_process`] runs a swarm in a process of its own
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use fleetgate_proto::SpokeServiceClient;
 use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
+use fleetgate_spoke::reconnect::{Outcome, Reconnect};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -22,10 +24,6 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::Endpoint;
 
 use crate::{Error, Result};
-
-/// The real spoke's reconnect delays (`--reconnect-min` / `--reconnect-max` defaults).
-const RECONNECT_MIN: Duration = Duration::from_millis(500);
-const RECONNECT_MAX: Duration = Duration::from_secs(60);
 
 /// What a spoke observed, as it happens (for a swarm in its own process).
 #[derive(Debug, Clone, Copy)]
@@ -354,6 +352,8 @@ struct SimSpoke {
 
 impl SimSpoke {
     async fn run(mut self) {
+        let mut schedule = Reconnect::default();
+        // Attempts since a stream last carried a message.
         let mut attempt: u32 = 0;
         let mut dial = self.index;
         while !self.cancel.is_cancelled() {
@@ -370,13 +370,17 @@ impl SimSpoke {
             }
             let addr = self.addrs[dial % self.addrs.len()];
             dial = dial.wrapping_add(1);
-            let got_message = tokio::select! {
+            let outcome = tokio::select! {
                 () = self.cancel.cancelled() => return,
-                got = self.session(addr, permit) => got,
+                outcome = self.session(addr, permit) => outcome,
             };
             self.connect_gate = None;
-            attempt = if got_message { 0 } else { attempt + 1 };
-            let delay = fleetgate_spoke::hub_client::backoff(attempt, RECONNECT_MIN, RECONNECT_MAX);
+            attempt = if outcome == Outcome::Failed {
+                attempt + 1
+            } else {
+                0
+            };
+            let delay = schedule.after(outcome);
             tokio::select! {
                 () = self.cancel.cancelled() => return,
                 () = tokio::time::sleep(delay) => {}
@@ -384,14 +388,14 @@ impl SimSpoke {
         }
     }
 
-    /// One stream; returns whether any message arrived on it.
+    /// One stream; returns how it ended.
     async fn session(
         &self,
         addr: SocketAddr,
         permit: Option<tokio::sync::OwnedSemaphorePermit>,
-    ) -> bool {
+    ) -> Outcome {
         let Ok(endpoint) = Endpoint::from_shared(format!("http://{addr}")) else {
-            return false;
+            return Outcome::Failed;
         };
         let endpoint = endpoint
             .tcp_nodelay(true)
@@ -399,10 +403,10 @@ impl SimSpoke {
             .http2_keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(20));
         let Ok(channel) = endpoint.connect().await else {
-            return false;
+            return Outcome::Failed;
         };
         let Ok(auth) = MetadataValue::try_from(format!("Bearer {}", self.cred.token)) else {
-            return false;
+            return Outcome::Failed;
         };
         let mut client =
             SpokeServiceClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
@@ -419,7 +423,7 @@ impl SimSpoke {
             })),
         };
         if tx.try_send(hello).is_err() {
-            return false;
+            return Outcome::Failed;
         }
         *self.slot.outbound.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
         self.slot.sessions.fetch_add(1, Ordering::AcqRel);
@@ -433,9 +437,19 @@ impl SimSpoke {
             .await;
         drop(permit);
         let mut got = false;
+        let mut ended = false;
         if let Ok(response) = response {
             let mut inbound = response.into_inner();
-            while let Some(Ok(msg)) = inbound.next().await {
+            loop {
+                let msg = match inbound.next().await {
+                    Some(Ok(msg)) => msg,
+                    // Status OK: the hub ended the stream on purpose.
+                    None => {
+                        ended = true;
+                        break;
+                    }
+                    Some(Err(_)) => break,
+                };
                 got = true;
                 if let Some(hub_message::Msg::Snapshot(s)) = msg.msg {
                     let now = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -457,6 +471,6 @@ impl SimSpoke {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        got
+        Outcome::of(got, ended)
     }
 }

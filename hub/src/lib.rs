@@ -8,6 +8,7 @@ pub mod clock;
 pub mod config;
 pub mod dashboard;
 pub mod db;
+pub mod drain;
 pub mod error;
 pub mod fanout;
 pub mod fleet_feed;

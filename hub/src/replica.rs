@@ -136,18 +136,22 @@ impl Replica {
             },
             lease.clone().run(tasks.clone()),
         );
-        let _ = listener_task.await;
         let _ = batcher_task.await;
+        crate::drain::phase("reports_flushed");
+        let _ = listener_task.await;
         let _ = rollout_task.await;
         let _ = health_task.await;
+        crate::drain::phase("tasks_stopped");
         // Streams ended by the drain skipped recording their disconnection.
         let drained_at = self.service.now();
         if let Err(e) = self.reports.clear_connections(Some(drained_at)).await {
             tracing::warn!(replica = %self.id(), error = %e, "clearing connection state after the drain failed");
         }
+        crate::drain::phase("connections_cleared");
         if let Err(e) = lease.end().await {
             tracing::warn!(replica = %self.id(), error = %e, "ending the replica lease failed");
         }
+        crate::drain::phase("lease_ended");
         result
     }
 }

@@ -13,7 +13,7 @@ use crate::http::app;
 use crate::replica::Replica;
 use crate::rest::AppState;
 use crate::service::Service;
-use crate::{Error, Result, db, startup};
+use crate::{Error, Result, db, drain, startup};
 
 /// Runs the hub until `shutdown` is cancelled.
 pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<()> {
@@ -31,9 +31,18 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
     let http = bind(config.http_addr, config.listen_backlog)?;
     let grpc = bind(config.grpc_addr, config.listen_backlog)?;
     startup::phase("bound");
-    replica
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.cancelled().await;
+            drain::begin();
+        }
+    });
+    let result = replica
         .run(serve_both(&replica, http, grpc, shutdown))
-        .await
+        .await;
+    drain::phase("done");
+    result
 }
 
 /// Binds a listener on `addr` with a listen backlog of `backlog` (and
@@ -78,8 +87,16 @@ pub async fn serve_both(
         r
     };
     let (http, grpc) = tokio::join!(
-        async { stop_on_error(serve_http(http, state, shutdown.clone()).await) },
-        async { stop_on_error(crate::grpc::serve_replica(replica, grpc, shutdown.clone()).await) },
+        async {
+            let r = serve_http(http, state, shutdown.clone()).await;
+            drain::phase("http_closed");
+            stop_on_error(r)
+        },
+        async {
+            let r = crate::grpc::serve_replica(replica, grpc, shutdown.clone()).await;
+            drain::phase("grpc_closed");
+            stop_on_error(r)
+        },
     );
     http.and(grpc)
 }

@@ -204,16 +204,7 @@ async fn changes_through_replica_a_reach_a_spoke_on_replica_b() {
     // SIGTERM on B: the stream ends cleanly, B exits 0, and the spoke
     // reconnects to A holding the current revision: no snapshot is resent.
     b.child.terminate();
-    within("B's stream to end", async {
-        loop {
-            match spoke.next().await {
-                Ok(Some(_)) => continue,
-                Ok(None) => break,
-                Err(s) => panic!("expected a clean end of stream, got {s:?}"),
-            }
-        }
-    })
-    .await;
+    spoke.clean_end("B's stream to end").await;
     let mut b = b;
     let status = within("B to exit", async {
         loop {

@@ -113,11 +113,14 @@ pub struct Config {
     #[arg(long, env = "FLEETGATE_DISCOVERY_INTERVAL", default_value = "1m", value_parser = parse_duration)]
     pub discovery_interval: Duration,
 
-    /// First reconnect delay after the hub connection fails (doubles up to --reconnect-max, with jitter).
+    /// Reconnect delay after the hub connection fails: uniform in [min/2, min],
+    /// doubling with each failure in a row up to --reconnect-max. After the hub
+    /// ended the stream on purpose (drain, stream age): [0, min/2] (see
+    /// `reconnect`; keep `reconnect::DEFAULT_MIN` equal to this default).
     #[arg(long, env = "FLEETGATE_RECONNECT_MIN", default_value = "500ms", value_parser = parse_duration)]
     pub reconnect_min: Duration,
 
-    /// Longest reconnect delay.
+    /// Longest reconnect delay (keep `reconnect::DEFAULT_MAX` equal to this default).
     #[arg(long, env = "FLEETGATE_RECONNECT_MAX", default_value = "60s", value_parser = parse_duration)]
     pub reconnect_max: Duration,
 
@@ -216,6 +219,9 @@ mod tests {
         assert_eq!(c.heartbeat_interval, Duration::from_secs(90));
         assert_eq!(c.enforce_without_snapshot, WithoutSnapshot::Closed);
         assert_eq!(c.snapshot_configmap, "fleetgate-spoke-snapshot");
+        // The benchmark's simulated spokes use these constants.
+        assert_eq!(c.reconnect_min, crate::reconnect::DEFAULT_MIN);
+        assert_eq!(c.reconnect_max, crate::reconnect::DEFAULT_MAX);
         assert!(
             Config::try_parse_from([
                 "fleetgate-spoke",

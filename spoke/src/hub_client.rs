@@ -1,6 +1,7 @@
 //! The connection to the hub: one long-lived `SpokeService.Connect` stream,
-//! re-established with jittered exponential backoff. Receives snapshots,
-//! sends status reports on change (debounced) and as a heartbeat.
+//! re-established on the shared reconnect schedule ([`crate::reconnect`]).
+//! Receives snapshots, sends status reports on change (debounced) and as a
+//! heartbeat.
 
 use std::{sync::Arc, time::Duration};
 
@@ -11,7 +12,6 @@ use fleetgate_proto::{
     v1::{self as pb, hub_message, spoke_message},
 };
 use futures::StreamExt as _;
-use rand::RngExt;
 use tokio::{
     sync::{mpsc, watch},
     time::{Instant, Interval},
@@ -27,6 +27,7 @@ use tonic::{
 use crate::{
     context::{Context, SnapshotSource},
     error::{Error, Result},
+    reconnect::{Outcome, Reconnect},
     report::Report,
     snapshot::Snapshot,
 };
@@ -64,38 +65,45 @@ impl HubTarget {
     }
 }
 
-/// Jittered exponential backoff: a uniformly random delay in [d/2, d] with
-/// d = min(max, min·2^attempt), so a fleet reconnecting after a hub restart spreads out.
-pub fn backoff(attempt: u32, min: Duration, max: Duration) -> Duration {
-    let exp = min.saturating_mul(2u32.saturating_pow(attempt.min(20)));
-    let d = exp.min(max).max(Duration::from_millis(1));
-    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    Duration::from_millis(rand::rng().random_range(ms / 2..=ms))
-}
-
-/// Runs the hub connection until `shutdown`.
+/// Runs the hub connection until `shutdown`, reconnecting on the shared
+/// schedule ([`crate::reconnect`]).
 pub async fn run(ctx: Arc<Context>, target: HubTarget, shutdown: CancellationToken) {
-    let mut attempt = 0u32;
+    let mut schedule = Reconnect::new(ctx.config.reconnect_min, ctx.config.reconnect_max);
     while !shutdown.is_cancelled() {
-        let mut received = false;
-        let result = session(&ctx, &target, &shutdown, &mut received).await;
+        let mut seen = Seen::default();
+        let result = session(&ctx, &target, &shutdown, &mut seen).await;
         ctx.metrics.hub_connected.set(0);
         match result {
             Ok(()) => break,
+            Err(e) if seen.outcome() == Outcome::Ended => {
+                ctx.metrics.error(&e);
+                tracing::info!("the hub ended the stream (draining or stream age); reconnecting");
+            }
             Err(e) => {
                 ctx.metrics.error(&e);
                 tracing::warn!(error = %e, "hub connection lost; enforcing the held snapshot meanwhile");
             }
         }
-        if received {
-            attempt = 0;
-        }
-        let delay = backoff(attempt, ctx.config.reconnect_min, ctx.config.reconnect_max);
-        attempt = attempt.saturating_add(1);
+        let delay = schedule.after(seen.outcome());
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = tokio::time::sleep(delay) => {}
         }
+    }
+}
+
+/// What one session saw, for the reconnect schedule.
+#[derive(Debug, Default)]
+struct Seen {
+    /// A message from the hub arrived.
+    received: bool,
+    /// The hub ended the stream with status OK.
+    ended: bool,
+}
+
+impl Seen {
+    fn outcome(&self) -> Outcome {
+        Outcome::of(self.received, self.ended)
     }
 }
 
@@ -121,7 +129,7 @@ async fn session(
     ctx: &Context,
     target: &HubTarget,
     shutdown: &CancellationToken,
-    received: &mut bool,
+    seen: &mut Seen,
 ) -> Result<()> {
     let mut s = Session::open(ctx, target).await?;
     loop {
@@ -129,11 +137,12 @@ async fn session(
             Step::Stop => return Ok(()),
             Step::Inbound(msg) => {
                 let Some(msg) = msg? else {
+                    seen.ended = true;
                     return Err(Error::Hub(tonic::Status::unavailable(
                         "the hub closed the stream",
                     )));
                 };
-                *received = true;
+                seen.received = true;
                 s.inbound(msg).await;
             }
             Step::ReportChanged => s.report_changed(),
@@ -340,22 +349,6 @@ async fn sleep_until_opt(at: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_grows_jittered_and_capped() {
-        let (min, max) = (Duration::from_millis(100), Duration::from_secs(5));
-        for _ in 0..100 {
-            let d0 = backoff(0, min, max);
-            assert!(d0 >= Duration::from_millis(50) && d0 <= min, "{d0:?}");
-            let d3 = backoff(3, min, max);
-            assert!(
-                d3 >= Duration::from_millis(400) && d3 <= Duration::from_millis(800),
-                "{d3:?}"
-            );
-            let big = backoff(40, min, max);
-            assert!(big >= max / 2 && big <= max, "{big:?}");
-        }
-    }
 
     #[test]
     fn tls_configuration_follows_the_url() {

@@ -27,6 +27,7 @@ pub mod overlay;
 pub mod own_delivery;
 pub mod plan;
 pub mod readiness;
+pub mod reconnect;
 pub mod report;
 pub mod snapshot;
 pub mod snapshot_store;

@@ -127,12 +127,13 @@ impl SoakResult {
             (
                 format!("{head}: warm-up before the clock (every spoke's initial report stored)"),
                 format!(
-                    "{} reports, {} object rows stored in {:.1} s ({:.0} object rows/s); the same again at the soak's pace, stored after {:.1} s; hub settled {}after {:.0} s at {} MiB RSS (peak {} MiB)",
+                    "{} reports, {} object rows stored in {:.1} s ({:.0} object rows/s); the same again at the soak's pace, stored after {:.1} s; {} reports re-sent after a dropped stream; hub settled {}after {:.0} s at {} MiB RSS (peak {} MiB)",
                     w.reports,
                     w.object_rows,
                     w.stored_seconds,
                     w.object_rows_per_second,
                     w.paced_round_seconds,
+                    w.reports_resent,
                     if w.settled {
                         ""
                     } else {

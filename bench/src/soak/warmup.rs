@@ -21,6 +21,10 @@ const BOUND: Duration = Duration::from_secs(20 * 60);
 /// Fails the warm-up if no further cluster was stored for this long.
 const STALL_BOUND: Duration = Duration::from_secs(3 * 60);
 const POLL: Duration = Duration::from_secs(1);
+/// After this long without progress, the reports of clusters that do not
+/// hold them are sent again: a stream that dropped lost the report in
+/// flight, and a real spoke re-sends its report when it reconnects.
+const RESEND_AFTER: Duration = Duration::from_secs(30);
 const PRINT_EVERY: Duration = Duration::from_secs(5);
 /// The hub has settled when its RSS moved less than this fraction over the
 /// settle window (sampled every [`POLL`]).
@@ -67,6 +71,9 @@ pub struct Warmup {
     pub object_rows_per_second: f64,
     /// The second round, at the soak's pace: first report sent → all stored.
     pub paced_round_seconds: f64,
+    /// Reports sent again because their cluster did not hold them after
+    /// 30 s without progress (their stream dropped).
+    pub reports_resent: u64,
     /// Stored → the hub's RSS settled (or the settle bound).
     pub settle_seconds: f64,
     pub settled: bool,
@@ -102,19 +109,71 @@ pub struct Plan {
 
 /// Waits until every cluster of `names` holds `marker` (or newer): bounded,
 /// printing progress, failing after [`STALL_BOUND`] without progress.
+/// Clusters of `names` not holding `marker` yet.
+async fn missing(
+    pool: &sqlx::PgPool,
+    names: &[String],
+    marker: i64,
+) -> Result<Result<Vec<String>, String>> {
+    db::attempt(async {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "select n from unnest($1::text[]) as n where n not in \
+             (select cluster from cluster_connections where cluster = any($1) \
+              and clock_offset_ms >= $2)",
+        )
+        .bind(names)
+        .bind(marker)
+        .fetch_all(pool)
+        .await?;
+        Ok(rows.into_iter().map(|(n,)| n).collect())
+    })
+    .await
+}
+
+/// What [`wait_stored`] waits for: a label, objects per report, and how to
+/// send spoke `i`'s report again.
+struct Wait<'a> {
+    what: &'a str,
+    objects: usize,
+    resend: &'a dyn Fn(usize) -> bool,
+    resent: &'a mut u64,
+}
+
 async fn wait_stored(
     pool: &sqlx::PgPool,
     names: &[String],
     marker: i64,
-    (what, objects): (&str, usize),
+    wait: Wait<'_>,
     hub_pid: u32,
     peak: &mut u64,
     progress: &dyn Fn(&str),
 ) -> Result<()> {
+    let Wait {
+        what,
+        objects,
+        resend,
+        resent,
+    } = wait;
     let n = names.len();
     let start = Instant::now();
     let (mut last, mut last_change, mut printed) = (0i64, Instant::now(), Instant::now());
+    let mut last_resend = Instant::now();
     loop {
+        if last_change.elapsed() > RESEND_AFTER && last_resend.elapsed() > RESEND_AFTER {
+            last_resend = Instant::now();
+            if let Ok(names_missing) = missing(pool, names, marker).await? {
+                let k = names_missing
+                    .iter()
+                    .filter_map(|c| names.binary_search(c).ok())
+                    .filter(|&i| resend(i))
+                    .count();
+                *resent += k as u64;
+                progress(&format!(
+                    "soak warm-up: no progress for {:.0} s: sent the {what} again from the {k} spokes whose clusters do not hold it (a dropped stream loses the report in flight)",
+                    last_change.elapsed().as_secs_f64()
+                ));
+            }
+        }
         *peak = (*peak).max(proc_stats::rss_kib(hub_pid)?);
         match stored(pool, names, marker).await? {
             Ok(k) => {
@@ -183,8 +242,15 @@ pub async fn run(
         n * objects
     ));
     let mut peak = proc_stats::rss_kib(hub_pid)?;
-    let what = ("initial report", objects);
-    wait_stored(pool, names, marker, what, hub_pid, &mut peak, progress).await?;
+    let mut resent = 0u64;
+    let resend = |i: usize| swarm.report(i, again[i].clone());
+    let wait = Wait {
+        what: "initial report",
+        objects,
+        resend: &resend,
+        resent: &mut resent,
+    };
+    wait_stored(pool, names, marker, wait, hub_pid, &mut peak, progress).await?;
     let stored_seconds = start.elapsed().as_secs_f64();
 
     // The content, not only the marker: every cluster's object rows.
@@ -214,21 +280,33 @@ pub async fn run(
 
     let paced = Instant::now();
     let t0 = tokio::time::Instant::now();
-    for (i, mut report) in again.into_iter().enumerate() {
-        report.clock_offset_ms = marker + 1000;
+    let second: Vec<pb::StatusReport> = again
+        .into_iter()
+        .map(|mut r| {
+            r.clock_offset_ms = marker + 1000;
+            r
+        })
+        .collect();
+    for (i, report) in second.iter().enumerate() {
         tokio::time::sleep_until(t0 + plan.pace.mul_f64(i as f64 / n as f64)).await;
-        if !swarm.report(i, report) {
+        if !swarm.report(i, report.clone()) {
             return Err(Error::setup(format!(
                 "soak warm-up: spoke {i} cannot send its second report"
             )));
         }
     }
-    let what = ("second report", 0);
+    let resend = |i: usize| swarm.report(i, second[i].clone());
+    let wait = Wait {
+        what: "second report",
+        objects: 0,
+        resend: &resend,
+        resent: &mut resent,
+    };
     wait_stored(
         pool,
         names,
         marker + 1000,
-        what,
+        wait,
         hub_pid,
         &mut peak,
         progress,
@@ -259,6 +337,7 @@ pub async fn run(
         stored_seconds,
         object_rows_per_second: want as f64 / stored_seconds,
         paced_round_seconds,
+        reports_resent: resent,
         settle_seconds: settle_start.elapsed().as_secs_f64(),
         settled: ok,
         rss_peak_kib: peak,

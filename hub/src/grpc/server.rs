@@ -37,6 +37,10 @@ fn tls(opts: &GrpcOptions) -> Result<Option<ServerTlsConfig>> {
     Ok(Some(tls))
 }
 
+/// How long a draining replica waits for connections to close after its last
+/// spoke stream ended (unary admin calls in flight finish within it).
+const CLOSE_GRACE: Duration = Duration::from_millis(250);
+
 /// Serves `replica`'s spoke and admin services on `listener` until
 /// `shutdown` is cancelled, then drains: health turns NOT_SERVING and every
 /// stream ends with status OK (spokes reconnect to another replica). The
@@ -48,6 +52,7 @@ pub async fn serve_replica(
 ) -> Result<()> {
     let opts = &replica.grpc;
     let spoke = SpokeApi::new(replica, shutdown.clone());
+    let streams = spoke.clone();
     let admin = AdminApi::new(replica, shutdown.clone());
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -109,13 +114,27 @@ pub async fn serve_replica(
                 .await;
         }
     };
-    let result = builder
+    let serving = builder
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(SpokeServiceServer::new(spoke))
         .add_service(AdminServiceServer::new(admin))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain)
-        .await;
-    result.map_err(|e| Error::Internal(format!("gRPC server: {e}")))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain);
+    // The listener closes at the signal, and every spoke stream ends at once
+    // with OK. Their connections then close as the spokes process the end;
+    // a spoke slow to do so must not hold up the replica's exit (a single
+    // replica's whole fleet waits for it), so the wait is bounded.
+    let bounded = async {
+        shutdown.cancelled().await;
+        streams.streams_ended().await;
+        tokio::time::sleep(CLOSE_GRACE).await;
+    };
+    tokio::select! {
+        result = serving => result.map_err(|e| Error::Internal(format!("gRPC server: {e}"))),
+        () = bounded => {
+            tracing::info!(grace = ?CLOSE_GRACE, "spoke streams ended; not waiting longer for their connections to close");
+            Ok(())
+        }
+    }
 }

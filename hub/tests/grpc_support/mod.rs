@@ -34,6 +34,8 @@ pub struct Grpc {
     pub addr: SocketAddr,
     pub channel: Channel,
     pub shutdown: CancellationToken,
+    /// The replica's gRPC-side counters (reports received, stream ends).
+    pub metrics: fleetgate_hub::metrics::GrpcMetrics,
     task: Option<tokio::task::JoinHandle<fleetgate_hub::Result<()>>>,
 }
 
@@ -45,6 +47,7 @@ impl Grpc {
         let shutdown = CancellationToken::new();
         // gRPC alone (no HTTP), on a replica built as every hub is.
         let replica = Replica::new(service, HttpOptions::default(), opts);
+        let metrics = replica.grpc_metrics.clone();
         let stop = shutdown.clone();
         let task = tokio::spawn(async move {
             let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, stop);
@@ -55,6 +58,7 @@ impl Grpc {
             addr,
             channel,
             shutdown,
+            metrics,
             task: Some(task),
         }
     }
@@ -150,6 +154,20 @@ impl TestSpoke {
     /// The next message: Ok(None) when the hub ended the stream cleanly.
     pub async fn next(&mut self) -> Result<Option<pb::HubMessage>, Status> {
         within("a hub message", self.rx.message()).await
+    }
+
+    /// Reads until the hub ends the stream; panics on an error status.
+    pub async fn clean_end(&mut self, what: &str) {
+        within(what, async {
+            loop {
+                match self.rx.message().await {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => break,
+                    Err(s) => panic!("expected a clean end of stream, got {s:?}"),
+                }
+            }
+        })
+        .await;
     }
 
     /// The next snapshot, skipping keepalives.

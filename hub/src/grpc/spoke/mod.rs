@@ -8,10 +8,12 @@ mod session;
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use fleetgate_proto::v1 as pb;
 use futures::Stream;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -74,6 +76,10 @@ struct Inner {
     metrics: GrpcMetrics,
     /// Token checks of connecting spokes, batched.
     auth: SpokeAuth,
+    /// Streams subscribed now.
+    live: AtomicUsize,
+    /// Woken when `live` drops to zero.
+    none_live: Notify,
 }
 
 impl SpokeApi {
@@ -89,7 +95,23 @@ impl SpokeApi {
                 shutdown,
                 metrics: replica.grpc_metrics.clone(),
                 auth: SpokeAuth::new(replica.service.clone()),
+                live: AtomicUsize::new(0),
+                none_live: Notify::new(),
             }),
+        }
+    }
+
+    /// Resolves once no stream of this service is open (at once if none is).
+    /// The drain waits for this, not for every connection to close.
+    pub async fn streams_ended(&self) {
+        loop {
+            let notified = self.inner.none_live.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.inner.live.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
         }
     }
 }

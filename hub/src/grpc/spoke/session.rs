@@ -9,6 +9,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
 use futures::Stream;
@@ -124,7 +125,14 @@ impl Drop for Subscription {
         let inner = self.inner.clone();
         let cluster = std::mem::take(&mut self.cluster);
         tracing::info!(%cluster, "spoke disconnected");
+        let live = self.inner.live.fetch_sub(1, Ordering::AcqRel) - 1;
+        if live == 0 {
+            self.inner.none_live.notify_waiters();
+        }
         if self.inner.shutdown.is_cancelled() {
+            if live == 0 {
+                crate::drain::phase("streams_ended");
+            }
             // Draining: the replica clears its connection state in one
             // statement once every stream has ended, instead of thousands of
             // updates competing with the drain (fleetgate-bench storm).
@@ -175,6 +183,7 @@ impl Session {
             )));
         }
         let rx = inner.fanout.subscribe(&cluster).await.map_err(to_status)?;
+        inner.live.fetch_add(1, Ordering::AcqRel);
         let subscription = Subscription {
             inner: inner.clone(),
             cluster: cluster.clone(),
