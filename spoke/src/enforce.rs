@@ -75,7 +75,7 @@ struct Notice {
 }
 
 /// Applies every step with bounded concurrency, then publishes each suspend's
-/// and resume's Event in the order the patches completed; returns what changed.
+/// and resume's Event (with the same concurrency); returns what changed.
 pub async fn apply(
     ctx: &Arc<Context>,
     planner: &Planner<'_>,
@@ -88,13 +88,12 @@ pub async fn apply(
         .filter_map(|applied| async move { applied })
         .collect()
         .await;
-    let mut applied = Vec::with_capacity(done.len());
-    for (a, notice) in done {
-        if let Some(n) = notice {
-            publish_event(ctx, n).await;
-        }
-        applied.push(a);
-    }
+    let (applied, notices): (Vec<Applied>, Vec<Option<Notice>>) = done.into_iter().unzip();
+    futures::stream::iter(notices.into_iter().flatten())
+        .for_each_concurrent(ctx.config.patch_concurrency.max(1), |n| {
+            publish_event(ctx, n)
+        })
+        .await;
     applied
 }
 

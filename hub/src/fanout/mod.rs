@@ -11,8 +11,8 @@ mod source;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures::future::BoxFuture;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use tokio::sync::{oneshot, watch};
 
 pub use self::desired::Desired;
