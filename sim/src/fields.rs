@@ -35,6 +35,18 @@ pub enum Scope {
     Status,
 }
 
+/// Whether the top-level field `key` belongs to `scope` (`apiVersion` and
+/// `kind` never do: they are not owned fields).
+fn in_scope(key: &str, scope: Scope) -> bool {
+    match (key, scope) {
+        ("apiVersion" | "kind", _) => false,
+        ("status", Scope::NoStatus) => false,
+        ("status", _) => true,
+        (_, Scope::Status) => false,
+        _ => true,
+    }
+}
+
 /// Leaf paths of an object, within `scope`.
 pub fn leaves(obj: &Value, scope: Scope) -> FieldSet {
     let mut out = FieldSet::new();
@@ -42,14 +54,7 @@ pub fn leaves(obj: &Value, scope: Scope) -> FieldSet {
         return out;
     };
     for (k, v) in map {
-        let keep = match (k.as_str(), scope) {
-            ("apiVersion" | "kind", _) => false,
-            ("status", Scope::NoStatus) => false,
-            ("status", _) => true,
-            (_, Scope::Status) => false,
-            _ => true,
-        };
-        if !keep {
+        if !in_scope(k, scope) {
             continue;
         }
         if k == "metadata" {
@@ -181,14 +186,7 @@ pub fn changed(old: &Value, new: &Value, scope: Scope) -> FieldSet {
     );
     let keys: BTreeSet<&String> = mo.keys().chain(mn.keys()).collect();
     for k in keys {
-        let keep = match (k.as_str(), scope) {
-            ("apiVersion" | "kind", _) => false,
-            ("status", Scope::NoStatus) => false,
-            ("status", _) => true,
-            (_, Scope::Status) => false,
-            _ => true,
-        };
-        if !keep {
+        if !in_scope(k, scope) {
             continue;
         }
         let (vo, vn) = (mo.get(k), mn.get(k));
