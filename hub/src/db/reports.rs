@@ -360,13 +360,26 @@ pub async fn local_gates(
     conn: &mut PgConnection,
     cluster: Option<&str>,
 ) -> Result<Vec<(String, Vec<LocalGate>)>> {
-    let rows: Vec<(String, sqlx::types::Json<Vec<LocalGate>>)> = sqlx::query_as(
-        "select cluster, local_gates from cluster_connections \
-         where local_gates <> '[]'::jsonb and ($1::text is null or cluster = $1) \
-         order by cluster",
-    )
-    .bind(cluster)
-    .fetch_all(conn)
-    .await?;
+    // One statement per shape (see `clusters::with_token_hash`): one cluster's
+    // read is a key lookup, not a scan of every cluster's row.
+    let rows: Vec<(String, sqlx::types::Json<Vec<LocalGate>>)> = match cluster {
+        Some(cluster) => {
+            sqlx::query_as(
+                "select cluster, local_gates from cluster_connections \
+                 where cluster = $1 and local_gates <> '[]'::jsonb",
+            )
+            .bind(cluster)
+            .fetch_all(conn)
+            .await?
+        }
+        None => {
+            sqlx::query_as(
+                "select cluster, local_gates from cluster_connections \
+                 where local_gates <> '[]'::jsonb order by cluster",
+            )
+            .fetch_all(conn)
+            .await?
+        }
+    };
     Ok(rows.into_iter().map(|(c, g)| (c, g.0)).collect())
 }

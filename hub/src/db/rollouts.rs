@@ -208,15 +208,20 @@ pub async fn releases(
     conn: &mut PgConnection,
     names: Option<&[String]>,
 ) -> Result<Vec<ReleaseRow>> {
-    let rows = sqlx::query_as(
-        "select r.gate, m.cluster, r.id as rollout_id, coalesce(m.opening_at, r.opening_at) \
-         as opening_at, m.wave from rollout_clusters m join rollouts r on r.id = m.rollout_id \
-         where r.ended_at is null and m.released_at is not null \
-         and ($1::text[] is null or m.cluster = any($1))",
-    )
-    .bind(names)
-    .fetch_all(conn)
-    .await?;
+    const SELECT: &str = "select r.gate, m.cluster, r.id as rollout_id, \
+         coalesce(m.opening_at, r.opening_at) as opening_at, m.wave from rollout_clusters m \
+         join rollouts r on r.id = m.rollout_id \
+         where r.ended_at is null and m.released_at is not null";
+    // One statement per shape (see `clusters::with_token_hash`).
+    let rows = match names {
+        Some(names) => {
+            sqlx::query_as(sql!("{SELECT} and m.cluster = any($1)"))
+                .bind(names)
+                .fetch_all(conn)
+                .await?
+        }
+        None => sqlx::query_as(SELECT).fetch_all(conn).await?,
+    };
     Ok(rows)
 }
 
@@ -250,16 +255,20 @@ pub async fn waiting(
     conn: &mut PgConnection,
     names: Option<&[String]>,
 ) -> Result<HashMap<(String, String), WaitingRow>> {
-    let rows: Vec<WaitingRow> = sqlx::query_as(
-        "select r.gate, m.cluster, r.id as rollout_id, m.wave, \
+    const SELECT: &str = "select r.gate, m.cluster, r.id as rollout_id, m.wave, \
          r.spec->'waves'->m.wave->>'name' as wave_name, r.state from rollout_clusters m \
          join rollouts r on r.id = m.rollout_id \
-         where r.ended_at is null and m.released_at is null \
-         and ($1::text[] is null or m.cluster = any($1))",
-    )
-    .bind(names)
-    .fetch_all(conn)
-    .await?;
+         where r.ended_at is null and m.released_at is null";
+    // One statement per shape (see `clusters::with_token_hash`).
+    let rows: Vec<WaitingRow> = match names {
+        Some(names) => {
+            sqlx::query_as(sql!("{SELECT} and m.cluster = any($1)"))
+                .bind(names)
+                .fetch_all(conn)
+                .await?
+        }
+        None => sqlx::query_as(SELECT).fetch_all(conn).await?,
+    };
     Ok(rows
         .into_iter()
         .map(|w| ((w.gate.clone(), w.cluster.clone()), w))

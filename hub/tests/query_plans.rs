@@ -1,0 +1,120 @@
+//! Reads that name clusters stay key lookups under a generic plan.
+//!
+//! PostgreSQL may switch a prepared statement to a cached generic plan after
+//! five executions, planned with the table statistics of that moment. A query
+//! written `$1 is null or name = any($1)` has only one generic plan: scan every
+//! row and compare it with every name of the array. Chosen while a fleet was
+//! small, that plan stayed when it grew (fan-out reads of 500 clusters took
+//! ~200 ms at 10,000 clusters instead of ~40 ms: fleetgate-bench
+//! `--spokes 1000,10000`). Here every statement is forced onto its generic
+//! plan and the table's scan counters of the transaction must show index
+//! reads only.
+
+mod common;
+
+use common::{Hub, t0};
+use fleetgate_hub::db;
+use sqlx::PgConnection;
+
+const CLUSTERS: usize = 3000;
+
+/// `CLUSTERS` clusters `p-1`.. with their connection rows, analyzed.
+async fn big_fleet(hub: &Hub) {
+    for sql in [
+        "insert into clusters (name, labels, token_hash, created_at) \
+         select 'p-' || i, '{}', sha256(i::text::bytea), now() from generate_series(1, $1) i",
+        "insert into cluster_connections (cluster) \
+         select name from clusters on conflict do nothing",
+    ] {
+        sqlx::query(sql)
+            .bind(CLUSTERS as i32)
+            .execute(&hub.pool)
+            .await
+            .unwrap();
+    }
+    sqlx::query("analyze clusters, cluster_connections")
+        .execute(&hub.pool)
+        .await
+        .unwrap();
+}
+
+/// `after - before`, per counter.
+fn delta(before: (i64, i64), after: (i64, i64)) -> (i64, i64) {
+    (after.0 - before.0, after.1 - before.1)
+}
+
+/// Sequential and index scans of `table` by this backend not yet flushed to
+/// the shared statistics (this transaction's and maybe earlier ones': take
+/// the difference of two reads).
+async fn scans(conn: &mut PgConnection, table: &str) -> (i64, i64) {
+    sqlx::query_as(
+        "select coalesce(seq_scan, 0), coalesce(idx_scan, 0) \
+         from pg_stat_xact_user_tables where relname = $1",
+    )
+    .bind(table)
+    .fetch_one(conn)
+    .await
+    .unwrap()
+}
+
+async fn generic_plans(hub: &Hub) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut tx = hub.pool.begin().await.unwrap();
+    sqlx::query("set local plan_cache_mode = force_generic_plan")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx
+}
+
+#[tokio::test]
+async fn a_batch_of_named_clusters_is_read_by_key() {
+    let hub = Hub::new().await;
+    big_fleet(&hub).await;
+    let names: Vec<String> = (1..=5).map(|i| format!("p-{i}")).collect();
+    let mut tx = generic_plans(&hub).await;
+    let before = scans(&mut tx, "clusters").await;
+    for _ in 0..3 {
+        let found = db::clusters::with_token_hash(&mut tx, Some(&names), t0())
+            .await
+            .unwrap();
+        let mut got: Vec<String> = found.into_iter().map(|(c, _)| c.name).collect();
+        got.sort();
+        assert_eq!(got, names);
+    }
+    let (seq, idx) = delta(before, scans(&mut tx, "clusters").await);
+    assert_eq!(seq, 0, "clusters scanned sequentially ({idx} index scans)");
+    assert!(idx > 0, "no index scan of clusters");
+    // The fleet-wide shape still reads everything.
+    let all = db::clusters::with_token_hash(&mut tx, None, t0())
+        .await
+        .unwrap();
+    assert_eq!(all.len(), CLUSTERS);
+}
+
+#[tokio::test]
+async fn one_clusters_local_gates_are_read_by_key() {
+    let hub = Hub::new().await;
+    big_fleet(&hub).await;
+    let gates = serde_json::json!([{
+        "name": "lg", "enforced": true, "state": "closed", "reason": "Default",
+        "message": "closed by default", "nextTransition": null, "governed": 1, "held": 0,
+        "ready": "True", "readyReason": "Enforced", "readyMessage": ""
+    }]);
+    sqlx::query("update cluster_connections set local_gates = $1 where cluster in ('p-7', 'p-8')")
+        .bind(gates)
+        .execute(&hub.pool)
+        .await
+        .unwrap();
+    let mut tx = generic_plans(&hub).await;
+    let before = scans(&mut tx, "cluster_connections").await;
+    for _ in 0..3 {
+        let found = db::reports::local_gates(&mut tx, Some("p-7"))
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, "p-7");
+    }
+    let (seq, idx) = delta(before, scans(&mut tx, "cluster_connections").await);
+    assert_eq!(seq, 0, "cluster_connections scanned sequentially");
+    assert!(idx > 0, "no index scan of cluster_connections");
+}
