@@ -86,6 +86,12 @@ enum Command {
     },
 }
 
+/// jemalloc, as in the hub: the swarm's 10,000 client streams spent about a
+/// third of their CPU in glibc malloc/free during a reconnect storm (perf),
+/// CPU the hub under measurement then did not get on a 2-core machine.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow_free::Result {
     let cli = Cli::parse();

@@ -69,6 +69,12 @@ fn rbac_config(args: &Args) -> anyhow::Result<Option<RbacConfig>> {
     Ok(Some(cfg))
 }
 
+/// jemalloc, as in the hub: glibc malloc/free was a large share of the
+/// simulator's CPU while 200 spokes patched and watched their objects
+/// (perf, fleetgate-bench --real-spokes).
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
