@@ -39,8 +39,9 @@ pub use view::{FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState};
 pub enum Scope<'a> {
     /// Every cluster, with reported-object counts (fleet views).
     Fleet,
-    /// Those of the named clusters that exist, without reported objects
-    /// (snapshots: the fan-out reads connected clusters in batches).
+    /// Those of the named clusters that exist, without reported objects or
+    /// connection state (snapshots: the fan-out reads connected clusters in
+    /// batches; `db::clusters::for_snapshots`).
     Clusters(&'a [String]),
     /// One cluster with every object its spoke reported; 404 if unknown.
     Cluster(&'a str),
@@ -142,8 +143,13 @@ impl FleetInputs {
             Scope::Clusters(names) => Some(names.to_vec()),
             Scope::Cluster(name) => Some(vec![name.to_string()]),
         };
-        let clusters: Vec<ClusterInput> = clusters::with_token_hash(tx, names.as_deref(), now)
-            .await?
+        let rows = match scope {
+            Scope::Clusters(names) => clusters::for_snapshots(tx, names).await?,
+            Scope::Fleet | Scope::Cluster(_) => {
+                clusters::with_token_hash(tx, names.as_deref(), now).await?
+            }
+        };
+        let clusters: Vec<ClusterInput> = rows
             .into_iter()
             .map(|(row, token_hash)| ClusterInput { row, token_hash })
             .collect();
