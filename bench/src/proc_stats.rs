@@ -39,6 +39,28 @@ pub fn cpu_time(pid: u32) -> Result<Duration> {
     Ok(Duration::from_secs_f64(ticks as f64 / TICKS_PER_SEC))
 }
 
+/// CPU time all cores of the machine spent busy so far (`/proc/stat`: every
+/// state but idle and iowait), summed over cores.
+pub fn machine_busy() -> Result<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat")?;
+    let ticks: Vec<u64> = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu "))
+        .ok_or_else(|| Error::setup("no cpu line in /proc/stat"))?
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest is inside user).
+    let busy: u64 = ticks
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, t)| t)
+        .sum();
+    Ok(Duration::from_secs_f64(busy as f64 / TICKS_PER_SEC))
+}
+
 /// Average CPU use of `pid` over `window`, in millicores (1000 = one core busy).
 pub async fn cpu_millicores(pid: u32, window: Duration) -> Result<f64> {
     let start = Instant::now();

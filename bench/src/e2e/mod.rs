@@ -99,7 +99,10 @@ pub async fn run(
         tokio::time::sleep(SETTLE).await;
         let close = i % 2 == 0;
         let cpu0 = sim.cpu_time();
+        let (busy0, t0) = (crate::proc_stats::machine_busy()?, Instant::now());
         let (lat, calls) = direct::flip(&observer, &sim.clients, GATE, close, FLIP_BOUND).await?;
+        let busy = crate::proc_stats::machine_busy()?.saturating_sub(busy0);
+        let wall = t0.elapsed();
         let series = if close {
             &mut direct_close
         } else {
@@ -109,6 +112,7 @@ pub async fn run(
         if let (Some(a), Some(b)) = (cpu0, sim.cpu_time()) {
             series.add_sim_cpu(b.saturating_sub(a));
         }
+        series.add_busy(busy, wall);
     }
 
     progress(&format!("e2e: starting {n} fleetgate-spoke processes"));
@@ -140,6 +144,8 @@ pub async fn run(
         spokes.check_running()?;
         let base = observer.states();
         let cpu0 = sim.cpu_time();
+        let spokes0 = spokes.cpu_time();
+        let busy0 = crate::proc_stats::machine_busy()?;
         let t0 = Instant::now();
         rest.push(flipper.flip(i).await?);
         let closing = i % 2 == 0;
@@ -149,11 +155,15 @@ pub async fn run(
             watch::resumed
         };
         let lat = observer.wait_all(&base, t0, target, FLIP_BOUND).await?;
+        let busy = crate::proc_stats::machine_busy()?.saturating_sub(busy0);
+        let wall = t0.elapsed();
         let series = if closing { &mut close } else { &mut open };
         series.add(&lat, rest[rest.len() - 1]);
         if let (Some(a), Some(b)) = (cpu0, sim.cpu_time()) {
             series.add_sim_cpu(b.saturating_sub(a));
         }
+        series.add_spokes_cpu(spokes.cpu_time().saturating_sub(spokes0));
+        series.add_busy(busy, wall);
         progress(&format!(
             "e2e: {} → last of {} objects {:.0} ms",
             if closing { "close" } else { "open" },
@@ -178,6 +188,7 @@ pub async fn run(
         fanout_floor: fanout.per_flip_all,
         rest_call: Percentiles::of(&rest),
         start_seconds,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         spoke_rss_avg_kib: spoke_rss.iter().sum::<u64>() as f64 / spoke_rss.len().max(1) as f64,
         spoke_rss_max_kib: spoke_rss.iter().copied().max().unwrap_or(0),
         sim_rss_kib,

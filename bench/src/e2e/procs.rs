@@ -147,6 +147,14 @@ impl Spokes {
         Ok(())
     }
 
+    /// CPU time of all spokes so far (user + system; exited ones not counted).
+    pub fn cpu_time(&self) -> Duration {
+        self.children
+            .iter()
+            .filter_map(|c| proc_stats::cpu_time(c.0.id()).ok())
+            .sum()
+    }
+
     /// Each spoke's resident memory (KiB).
     pub fn rss_kib(&self) -> Vec<u64> {
         self.children

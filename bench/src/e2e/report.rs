@@ -22,6 +22,13 @@ pub struct FlipSeries {
     /// last object was seen (user + system, all its threads). Unlike the
     /// latencies it does not depend on how busy the machine's cores are.
     pub sim_cpu: Percentiles,
+    /// Per flip, over the same span: CPU time of all real spokes together
+    /// (hub flips only).
+    pub spokes_cpu: Percentiles,
+    /// Per flip, over the same span: how many of the machine's cores were
+    /// busy on average (any process; `/proc/stat`). Near the core count, the
+    /// flip's latency is bounded by the machine's CPU.
+    pub busy_cores: Vec<f64>,
     #[serde(skip)]
     all: Vec<Duration>,
     #[serde(skip)]
@@ -30,6 +37,8 @@ pub struct FlipSeries {
     triggers: Vec<Duration>,
     #[serde(skip)]
     sim_cpus: Vec<Duration>,
+    #[serde(skip)]
+    spokes_cpus: Vec<Duration>,
 }
 
 impl FlipSeries {
@@ -49,6 +58,27 @@ impl FlipSeries {
     pub fn add_sim_cpu(&mut self, cpu: Duration) {
         self.sim_cpus.push(cpu);
         self.sim_cpu = Percentiles::of(&self.sim_cpus);
+    }
+
+    /// Adds one flip's CPU time of all spokes.
+    pub fn add_spokes_cpu(&mut self, cpu: Duration) {
+        self.spokes_cpus.push(cpu);
+        self.spokes_cpu = Percentiles::of(&self.spokes_cpus);
+    }
+
+    /// Adds one flip's machine-wide busy CPU time over its `wall` time.
+    pub fn add_busy(&mut self, busy: Duration, wall: Duration) {
+        if !wall.is_zero() {
+            self.busy_cores
+                .push(busy.as_secs_f64() / wall.as_secs_f64());
+        }
+    }
+
+    /// The median of [`Self::busy_cores`].
+    pub fn busy_cores_p50(&self) -> f64 {
+        let mut v = self.busy_cores.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or_default()
     }
 }
 
@@ -75,6 +105,8 @@ pub struct E2eResult {
     pub sim_rss_kib: u64,
     /// Errors of the bench's own watches (each followed by a re-list).
     pub watch_errors: u64,
+    /// CPU cores of the machine.
+    pub cores: usize,
 }
 
 /// A table row: metric, measured, target, verdict.
@@ -121,14 +153,19 @@ impl E2eResult {
             rows.push((
                 format!(
                     "e2e {what}: per object p50 / p99 / max (direct patch floor); \
-                     fleetgate-sim CPU per flip p50 (direct)"
+                     CPU per flip p50: fleetgate-sim (direct), all spokes; \
+                     machine cores busy p50 (direct)"
                 ),
                 format!(
-                    "{} ({}); {} ms ({} ms)",
+                    "{} ({}); sim {} ms ({} ms), spokes {} ms; {:.2} ({:.2}) of {} cores",
                     hub.per_object.cell(),
                     direct.per_object.cell(),
                     fmt_ms(hub.sim_cpu.p50_ms),
-                    fmt_ms(direct.sim_cpu.p50_ms)
+                    fmt_ms(direct.sim_cpu.p50_ms),
+                    fmt_ms(hub.spokes_cpu.p50_ms),
+                    hub.busy_cores_p50(),
+                    direct.busy_cores_p50(),
+                    self.cores
                 ),
                 String::new(),
                 None,
