@@ -2,7 +2,7 @@
 //! transaction. The table rejects UPDATE/DELETE/TRUNCATE by trigger.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgConnection;
+use sqlx::{PgConnection, Postgres, QueryBuilder};
 
 use crate::Result;
 
@@ -55,30 +55,44 @@ pub struct AuditFilter {
 }
 
 /// A page of entries, newest first (by id), with id below `before_id`.
+///
+/// The statement names only the criteria given (`actor = $1`, not
+/// `$1 is null or actor = $1`): a prepared statement may run on a cached
+/// generic plan, and the optional form's only generic plan walks the whole
+/// log backwards by id, filtering — with a long log, a filter matching few
+/// entries reads all of them (see `clusters::with_token_hash`). Each shape is
+/// its own statement and can use `audit_log_actor`, `audit_log_target` or
+/// `audit_log_at`.
 pub async fn list(
     conn: &mut PgConnection,
     f: &AuditFilter,
     before_id: Option<i64>,
     limit: i64,
 ) -> Result<Vec<AuditEntry>> {
-    let rows = sqlx::query_as(
+    let mut q = QueryBuilder::<Postgres>::new(
         "select id, at, actor, action, target_kind, target_name, before, after, reason \
-         from audit_log \
-         where ($1::text is null or actor = $1) and ($2::text is null or action = $2) \
-           and ($3::text is null or target_kind = $3) and ($4::text is null or target_name = $4) \
-           and ($5::timestamptz is null or at >= $5) and ($6::timestamptz is null or at < $6) \
-           and ($7::bigint is null or id < $7) \
-         order by id desc limit $8",
-    )
-    .bind(&f.actor)
-    .bind(&f.action)
-    .bind(&f.target_kind)
-    .bind(&f.target_name)
-    .bind(f.since)
-    .bind(f.until)
-    .bind(before_id)
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+         from audit_log where true",
+    );
+    for (column, value) in [
+        ("actor", &f.actor),
+        ("action", &f.action),
+        ("target_kind", &f.target_kind),
+        ("target_name", &f.target_name),
+    ] {
+        if let Some(v) = value {
+            q.push(format_args!(" and {column} = "))
+                .push_bind(v.clone());
+        }
+    }
+    if let Some(since) = f.since {
+        q.push(" and at >= ").push_bind(since);
+    }
+    if let Some(until) = f.until {
+        q.push(" and at < ").push_bind(until);
+    }
+    if let Some(id) = before_id {
+        q.push(" and id < ").push_bind(id);
+    }
+    q.push(" order by id desc limit ").push_bind(limit);
+    Ok(q.build_query_as().fetch_all(conn).await?)
 }

@@ -101,14 +101,26 @@ pub(crate) async fn page_by_name<T>(
 where
     T: for<'r> FromRow<'r, PgRow> + Send + Unpin,
 {
-    let rows = sqlx::query_as(sql!(
-        "select {columns} from {table} where ($1::text is null or name > $1) \
-         order by name limit $2"
-    ))
-    .bind(after)
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
+    // One statement per shape (see `clusters::with_token_hash`): under a
+    // generic plan, `$1 is null or name > $1` would start every page at the
+    // first name.
+    let rows = match after {
+        Some(after) => {
+            sqlx::query_as(sql!(
+                "select {columns} from {table} where name > $1 order by name limit $2"
+            ))
+            .bind(after)
+            .bind(limit)
+            .fetch_all(conn)
+            .await?
+        }
+        None => {
+            sqlx::query_as(sql!("select {columns} from {table} order by name limit $1"))
+                .bind(limit)
+                .fetch_all(conn)
+                .await?
+        }
+    };
     Ok(rows)
 }
 

@@ -2,8 +2,8 @@
 //! clusters, expiring by themselves (`expires_at`) or cancelled.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgConnection;
 use sqlx::types::Json;
+use sqlx::{PgConnection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use crate::Result;
@@ -85,23 +85,27 @@ pub async fn list(
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<OverrideRecord>> {
-    let (after_at, after_id) = after.unzip();
-    let rows = sqlx::query_as(sql!(
-        "select {COLUMNS} from overrides \
-         where ($1::text is null or gate = $1) \
-           and ($2::timestamptz is null or \
-                (cancelled_at is null and (expires_at is null or expires_at > $2))) \
-           and ($3::timestamptz is null or (created_at, id) < ($3, $4)) \
-         order by created_at desc, id desc limit $5"
-    ))
-    .bind(&filter.gate)
-    .bind(filter.live_at)
-    .bind(after_at)
-    .bind(after_id)
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    // Only the criteria given, one statement per shape (see `audit::list`).
+    let mut q =
+        QueryBuilder::<Postgres>::new(format!("select {COLUMNS} from overrides where true"));
+    if let Some(gate) = &filter.gate {
+        q.push(" and gate = ").push_bind(gate.clone());
+    }
+    if let Some(at) = filter.live_at {
+        q.push(" and cancelled_at is null and (expires_at is null or expires_at > ")
+            .push_bind(at)
+            .push(")");
+    }
+    if let Some((at, id)) = after {
+        q.push(" and (created_at, id) < (")
+            .push_bind(at)
+            .push(", ")
+            .push_bind(id)
+            .push(")");
+    }
+    q.push(" order by created_at desc, id desc limit ")
+        .push_bind(limit);
+    Ok(q.build_query_as().fetch_all(conn).await?)
 }
 
 /// Every override of `gates` not cancelled and not expired at `now`.
