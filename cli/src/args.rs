@@ -286,6 +286,13 @@ pub struct AuditArgs {
     /// Only entries by this actor (token name).
     #[arg(long)]
     pub actor: Option<String>,
+    /// Only entries of this action (e.g. `gate.replace`, `override.create`).
+    #[arg(long)]
+    pub action: Option<String>,
+    /// Only entries about this kind of target (`gate`, `override`, `cluster`,
+    /// `api_token`, `rollout`, ...).
+    #[arg(long)]
+    pub kind: Option<String>,
     /// Only entries about this target (gate or cluster name).
     #[arg(long)]
     pub target: Option<String>,

@@ -97,6 +97,18 @@ fn apply_is_idempotent_and_diff_shows_changes() {
             .any(|(a, r)| a.ends_with("replace") && *r == "longer window"),
         "{actions:?}"
     );
+    // Filtered by action and by kind of target, across every gate.
+    let creates = hub.json(&["audit", "--action", "gate.create", "--kind", "gate"]);
+    let creates = creates.as_array().unwrap();
+    assert!(!creates.is_empty());
+    assert!(
+        creates
+            .iter()
+            .all(|e| e["action"] == "gate.create" && e["targetKind"] == "gate"),
+        "{creates:?}"
+    );
+    let none = hub.json(&["audit", "--action", "gate.create", "--kind", "cluster"]);
+    assert_eq!(none.as_array().unwrap().len(), 0, "{none:?}");
 
     // Hub preview = offline preview for the same range.
     let range = [

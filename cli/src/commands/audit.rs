@@ -17,6 +17,12 @@ pub async fn run(client: &Client, args: &AuditArgs, format: Format) -> Result<()
     if let Some(a) = &args.actor {
         q.push(("actor", a.clone()));
     }
+    if let Some(a) = &args.action {
+        q.push(("action", a.clone()));
+    }
+    if let Some(k) = &args.kind {
+        q.push(("targetKind", k.clone()));
+    }
     if let Some(t) = &args.target {
         q.push(("target", t.clone()));
     }
