@@ -145,6 +145,7 @@ pub async fn run(
         let base = observer.states();
         let cpu0 = sim.cpu_time();
         let spokes0 = spokes.cpu_time();
+        let hub0 = crate::proc_stats::cpu_time(hub.pid()).ok();
         let busy0 = crate::proc_stats::machine_busy()?;
         let t0 = Instant::now();
         rest.push(flipper.flip(i).await?);
@@ -163,6 +164,9 @@ pub async fn run(
             series.add_sim_cpu(b.saturating_sub(a));
         }
         series.add_spokes_cpu(spokes.cpu_time().saturating_sub(spokes0));
+        if let (Some(a), Ok(b)) = (hub0, crate::proc_stats::cpu_time(hub.pid())) {
+            series.add_hub_cpu(b.saturating_sub(a));
+        }
         series.add_busy(busy, wall);
         progress(&format!(
             "e2e: {} → last of {} objects {:.0} ms",

@@ -25,6 +25,8 @@ pub struct FlipSeries {
     /// Per flip, over the same span: CPU time of all real spokes together
     /// (hub flips only).
     pub spokes_cpu: Percentiles,
+    /// Per flip, over the same span: CPU time of the hub (hub flips only).
+    pub hub_cpu: Percentiles,
     /// Per flip, over the same span: how many of the machine's cores were
     /// busy on average (any process; `/proc/stat`). Near the core count, the
     /// flip's latency is bounded by the machine's CPU.
@@ -39,6 +41,8 @@ pub struct FlipSeries {
     sim_cpus: Vec<Duration>,
     #[serde(skip)]
     spokes_cpus: Vec<Duration>,
+    #[serde(skip)]
+    hub_cpus: Vec<Duration>,
 }
 
 impl FlipSeries {
@@ -64,6 +68,12 @@ impl FlipSeries {
     pub fn add_spokes_cpu(&mut self, cpu: Duration) {
         self.spokes_cpus.push(cpu);
         self.spokes_cpu = Percentiles::of(&self.spokes_cpus);
+    }
+
+    /// Adds one flip's CPU time of the hub.
+    pub fn add_hub_cpu(&mut self, cpu: Duration) {
+        self.hub_cpus.push(cpu);
+        self.hub_cpu = Percentiles::of(&self.hub_cpus);
     }
 
     /// Adds one flip's machine-wide busy CPU time over its `wall` time.
@@ -153,16 +163,17 @@ impl E2eResult {
             rows.push((
                 format!(
                     "e2e {what}: per object p50 / p99 / max (direct patch floor); \
-                     CPU per flip p50: fleetgate-sim (direct), all spokes; \
+                     CPU per flip p50: fleetgate-sim (direct), all spokes, hub; \
                      machine cores busy p50 (direct)"
                 ),
                 format!(
-                    "{} ({}); sim {} ms ({} ms), spokes {} ms; {:.2} ({:.2}) of {} cores",
+                    "{} ({}); sim {} ms ({} ms), spokes {} ms, hub {} ms; {:.2} ({:.2}) of {} cores",
                     hub.per_object.cell(),
                     direct.per_object.cell(),
                     fmt_ms(hub.sim_cpu.p50_ms),
                     fmt_ms(direct.sim_cpu.p50_ms),
                     fmt_ms(hub.spokes_cpu.p50_ms),
+                    fmt_ms(hub.hub_cpu.p50_ms),
                     hub.busy_cores_p50(),
                     direct.busy_cores_p50(),
                     self.cores
