@@ -189,6 +189,22 @@ fn hashed_at(found: Vec<WithHash<Read>>, now: DateTime<Utc>) -> Vec<(Cluster, Ve
         .collect()
 }
 
+/// Those of `names` that exist, as at `now`, ordered by name (one statement
+/// per shape: see [`with_token_hash`]).
+pub async fn named(
+    conn: &mut PgConnection,
+    names: &[String],
+    now: DateTime<Utc>,
+) -> Result<Vec<Cluster>> {
+    let rows: Vec<Read> = sqlx::query_as(sql!(
+        "select {COLUMNS} from {FROM} where c.name = any($1) order by c.name"
+    ))
+    .bind(names)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| r.at(now)).collect())
+}
+
 /// Those of `names` that exist, with their token hashes, for snapshots: name,
 /// labels and the effective `desired_revision` only. The connection state
 /// and the lease are not joined (left at "not connected"): a fleet-wide

@@ -24,9 +24,19 @@ pub(crate) async fn read(
         return Ok(None);
     };
     let c = Current { row, members };
-    let all = clusters::all(tx, now).await?;
-    let connected: HashMap<&str, bool> =
-        all.iter().map(|r| (r.name.as_str(), r.connected)).collect();
+    // Only the released members are judged (`judge_wave`): their rows, not
+    // the whole fleet's.
+    let released: Vec<String> = c
+        .members
+        .iter()
+        .filter(|m| m.released_at.is_some())
+        .map(|m| m.cluster.clone())
+        .collect();
+    let rows = clusters::named(tx, &released, now).await?;
+    let connected: HashMap<&str, bool> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.connected))
+        .collect();
     let health = super::drive::judge_wave(tx, &c, &connected, now).await?;
     Ok(Some(project(&c, &health, now)))
 }
