@@ -3,6 +3,7 @@
 //! connection state from `cluster_connections` (written in `reports`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -187,6 +188,41 @@ fn hashed_at(found: Vec<WithHash<Read>>, now: DateTime<Utc>) -> Vec<(Cluster, Ve
         .into_iter()
         .map(|w| (w.row.at(now), w.token_hash))
         .collect()
+}
+
+/// A replica's copy of [`scoped`], valid while `fleet_revision.clusters_version`
+/// (changed by a trigger on every insert, delete and name or label update of
+/// `clusters`) holds the value it was read at.
+#[derive(Debug, Default)]
+pub struct ScopedCache(std::sync::Mutex<Option<(uuid::Uuid, Arc<Vec<Scoped>>)>>);
+
+impl ScopedCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(uuid::Uuid, Arc<Vec<Scoped>>)>> {
+        // A panicking holder leaves at worst a stale copy, which the version
+        // check below never hands out.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// [`scoped`] through `cache`: read again only when the clusters changed.
+/// Call it in a write transaction that holds the fleet-revision lock (every
+/// write does): no other write can then change the clusters between reading
+/// the version and reading them.
+pub async fn scoped_cached(
+    conn: &mut PgConnection,
+    cache: &ScopedCache,
+) -> Result<Arc<Vec<Scoped>>> {
+    let (version,): (uuid::Uuid,) = sqlx::query_as("select clusters_version from fleet_revision")
+        .fetch_one(&mut *conn)
+        .await?;
+    if let Some((v, all)) = cache.lock().as_ref()
+        && *v == version
+    {
+        return Ok(all.clone());
+    }
+    let all = Arc::new(scoped(conn).await?);
+    *cache.lock() = Some((version, all.clone()));
+    Ok(all)
 }
 
 /// Those of `names` that exist, as at `now`, ordered by name (one statement

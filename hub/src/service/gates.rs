@@ -139,7 +139,7 @@ impl Service {
                             ("gate.replace", row, Some((old.manifest, old_gate)))
                         }
                     };
-                    let all = clusters::scoped(tx).await?;
+                    let all = tx.scoped_clusters().await?;
                     let mut scopes = vec![&gate.spec.clusters];
                     scopes.extend(old.as_ref().map(|(_, g)| &g.spec.clusters));
                     let affected = clusters_in(&all, &scopes);
@@ -180,7 +180,7 @@ impl Service {
                 check_version(name, old.version, if_match)?;
                 let old_gate = stored_gate(&old.manifest)?;
                 gates::delete(tx, name).await?;
-                let all = clusters::scoped(tx).await?;
+                let all = tx.scoped_clusters().await?;
                 let affected = clusters_in(&all, &[&old_gate.spec.clusters]);
                 let audit = Audit {
                     action: "gate.delete",

@@ -51,6 +51,8 @@ pub struct Service {
     writers: Arc<Semaphore>,
     /// Whether the database is reachable (kept by [`DbHealth::watch`]).
     health: DbHealth,
+    /// Every cluster's name and labels, for writes ([`WriteTx::scoped_clusters`]).
+    scoped: Arc<crate::db::clusters::ScopedCache>,
 }
 
 /// How many writes of one replica may wait on the database at once.
@@ -61,7 +63,19 @@ const CONCURRENT_WRITES: usize = 4;
 /// `'a: 't`, so a boxed body future may hold the caller's references.
 pub(crate) struct WriteTx<'a> {
     tx: Transaction<'static, Postgres>,
+    scoped: Arc<crate::db::clusters::ScopedCache>,
     scope: PhantomData<&'a ()>,
+}
+
+impl WriteTx<'_> {
+    /// Every cluster's name and labels (what a write needs to find the
+    /// clusters it affects), from the replica's copy while it is current.
+    pub(crate) async fn scoped_clusters(
+        &mut self,
+    ) -> Result<Arc<Vec<crate::db::clusters::Scoped>>> {
+        let cache = self.scoped.clone();
+        crate::db::clusters::scoped_cached(&mut self.tx, &cache).await
+    }
 }
 
 /// The future of a write's body.
@@ -160,6 +174,7 @@ impl Service {
             clock,
             writers: Arc::new(Semaphore::new(CONCURRENT_WRITES)),
             health: DbHealth::new(),
+            scoped: Arc::default(),
         }
     }
 
@@ -264,6 +279,7 @@ impl Service {
     ) -> Result<(T, i64)> {
         let mut tx = WriteTx {
             tx: self.begin().await?,
+            scoped: self.scoped.clone(),
             scope: PhantomData,
         };
         let current = revision::lock(&mut tx).await?;

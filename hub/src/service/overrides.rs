@@ -12,9 +12,9 @@ use super::gates::clusters_in;
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
 use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::Scoped;
+use crate::db::gates;
 use crate::db::overrides::{self, OverrideFilter};
 use crate::db::revision::Affected;
-use crate::db::{clusters, gates};
 use crate::{Error, Result, validate};
 
 /// Longest override duration.
@@ -85,7 +85,7 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", gate))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let all = clusters::scoped(tx).await?;
+                    let all = tx.scoped_clusters().await?;
                     let scope = match &req.clusters {
                         None => None,
                         Some(c) => Some(check_scope(c, &gate_def.spec.clusters, &all)?),
@@ -172,7 +172,7 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", old.gate.clone()))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let all = clusters::scoped(tx).await?;
+                    let all = tx.scoped_clusters().await?;
                     let affected: Vec<String> = all
                         .iter()
                         .filter(|c| super::fleet::applies_to(&gate_def, &c.name, &c.labels, &old))

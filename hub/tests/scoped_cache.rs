@@ -1,0 +1,126 @@
+//! A replica's copy of every cluster's name and labels (what a write needs to
+//! find the clusters it affects) is read again exactly when the clusters
+//! changed: a trigger gives `fleet_revision.clusters_version` a fresh random
+//! value on every insert, delete and name or label update, and a copy read in
+//! a transaction that rolled back is never taken for the committed state.
+
+mod common;
+
+use common::{Hub, t0};
+use fleetgate_hub::db::clusters::{self, ScopedCache};
+use serde_json::json;
+use sqlx::PgConnection;
+
+/// Reads of `clusters` (sequential + index scans) by this backend so far.
+async fn reads(conn: &mut PgConnection) -> i64 {
+    let (n,): (i64,) = sqlx::query_as(
+        "select coalesce(seq_scan, 0) + coalesce(idx_scan, 0) \
+         from pg_stat_xact_user_tables where relname = 'clusters'",
+    )
+    .fetch_one(conn)
+    .await
+    .unwrap();
+    n
+}
+
+/// Names and labels through `cache`, in a transaction that holds the
+/// fleet-revision lock as a write does; also whether `clusters` was read.
+async fn through(hub: &Hub, cache: &ScopedCache) -> (Vec<(String, String)>, bool) {
+    let mut tx = hub.pool.begin().await.unwrap();
+    sqlx::query("select revision from fleet_revision for update")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let before = reads(&mut tx).await;
+    let all = clusters::scoped_cached(&mut tx, cache).await.unwrap();
+    let read = reads(&mut tx).await > before;
+    tx.commit().await.unwrap();
+    let seen = all
+        .iter()
+        .map(|c| {
+            (
+                c.name.clone(),
+                c.labels.get("env").cloned().unwrap_or_default(),
+            )
+        })
+        .collect();
+    (seen, read)
+}
+
+fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+    p.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_copy_is_read_again_exactly_when_clusters_change() {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    hub.register("b", json!({"env": "dev"})).await;
+    let cache = ScopedCache::default();
+
+    let (seen, read) = through(&hub, &cache).await;
+    assert_eq!(seen, pairs(&[("a", "prod"), ("b", "dev")]));
+    assert!(read, "the first use reads the clusters");
+    let (seen, read) = through(&hub, &cache).await;
+    assert_eq!(seen, pairs(&[("a", "prod"), ("b", "dev")]));
+    assert!(!read, "nothing changed, yet the clusters were read again");
+
+    // A revision stamp is not a change of names or labels.
+    sqlx::query("update clusters set desired_revision = desired_revision + 1")
+        .execute(&hub.pool)
+        .await
+        .unwrap();
+    assert!(!through(&hub, &cache).await.1);
+
+    // A label change, a new cluster, a deleted one: each is seen at once.
+    sqlx::query("update clusters set labels = '{\"env\": \"prod\"}' where name = 'b'")
+        .execute(&hub.pool)
+        .await
+        .unwrap();
+    let (seen, read) = through(&hub, &cache).await;
+    assert_eq!(seen, pairs(&[("a", "prod"), ("b", "prod")]));
+    assert!(read);
+    hub.register("c", json!({"env": "staging"})).await;
+    assert_eq!(
+        through(&hub, &cache).await.0,
+        pairs(&[("a", "prod"), ("b", "prod"), ("c", "staging")])
+    );
+    sqlx::query("delete from clusters where name = 'a'")
+        .execute(&hub.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        through(&hub, &cache).await.0,
+        pairs(&[("b", "prod"), ("c", "staging")])
+    );
+}
+
+#[tokio::test]
+async fn a_copy_read_in_a_rolled_back_transaction_is_never_used() {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    let cache = ScopedCache::default();
+
+    // A write that registers a cluster, reads through the cache, then fails.
+    let mut tx = hub.pool.begin().await.unwrap();
+    sqlx::query("select revision from fleet_revision for update")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let labels = std::collections::BTreeMap::new();
+    clusters::insert(&mut tx, "ghost", &labels, b"ghost-token-hash", t0())
+        .await
+        .unwrap();
+    let inside = clusters::scoped_cached(&mut tx, &cache).await.unwrap();
+    assert_eq!(inside.len(), 2, "the transaction sees its own cluster");
+    tx.rollback().await.unwrap();
+
+    // The next committed change must not look like the rolled-back one (with
+    // a counter, both would be "one more than before").
+    hub.register("b", json!({"env": "dev"})).await;
+    let (seen, read) = through(&hub, &cache).await;
+    assert_eq!(seen, pairs(&[("a", "prod"), ("b", "dev")]));
+    assert!(read, "the rolled-back copy was used");
+}
