@@ -60,7 +60,7 @@ pub struct AuditFilter {
 /// `$1 is null or actor = $1`): a prepared statement may run on a cached
 /// generic plan, and the optional form's only generic plan walks the whole
 /// log backwards by id, filtering — with a long log, a filter matching few
-/// entries reads all of them (see `clusters::with_token_hash`). Each shape is
+/// entries reads all of them (see `db::fetch_named`). Each shape is
 /// its own statement and can use `audit_log_actor`, `audit_log_target` or
 /// `audit_log_at`.
 pub async fn list(

@@ -156,29 +156,14 @@ pub async fn with_token_hash(
     names: Option<&[String]>,
     now: DateTime<Utc>,
 ) -> Result<Vec<(Cluster, Vec<u8>)>> {
-    // One statement per shape, not `$1 is null or c.name = any($1)`: after
-    // five executions PostgreSQL may cache a generic plan for a prepared
-    // statement, and the generic plan of the optional filter is a sequential
-    // scan comparing every cluster with every name of the array. Chosen while
-    // the fleet was small, it stayed when it grew: 500-name batches at 10,000
-    // clusters took ~200 ms instead of a few (fleetgate-bench --spokes
-    // 1000,10000, the hub's `fan-out refresh` debug line).
-    let found: Vec<WithHash<Read>> =
-        match names {
-            Some(names) => sqlx::query_as(sql!(
-                "select {COLUMNS}, c.token_hash from {FROM} where c.name = any($1) order by c.name"
-            ))
-            .bind(names)
-            .fetch_all(conn)
-            .await?,
-            None => {
-                sqlx::query_as(sql!(
-                    "select {COLUMNS}, c.token_hash from {FROM} order by c.name"
-                ))
-                .fetch_all(conn)
-                .await?
-            }
-        };
+    let found: Vec<WithHash<Read>> = super::fetch_named(
+        conn,
+        &format!("select {COLUMNS}, c.token_hash from {FROM}"),
+        "where c.name = any($1)",
+        "order by c.name",
+        names,
+    )
+    .await?;
     Ok(hashed_at(found, now))
 }
 
@@ -225,18 +210,19 @@ pub async fn scoped_cached(
     Ok(all)
 }
 
-/// Those of `names` that exist, as at `now`, ordered by name (one statement
-/// per shape: see [`with_token_hash`]).
+/// Those of `names` that exist, as at `now`, ordered by name.
 pub async fn named(
     conn: &mut PgConnection,
     names: &[String],
     now: DateTime<Utc>,
 ) -> Result<Vec<Cluster>> {
-    let rows: Vec<Read> = sqlx::query_as(sql!(
-        "select {COLUMNS} from {FROM} where c.name = any($1) order by c.name"
-    ))
-    .bind(names)
-    .fetch_all(conn)
+    let rows: Vec<Read> = super::fetch_named(
+        conn,
+        &format!("select {COLUMNS} from {FROM}"),
+        "where c.name = any($1)",
+        "order by c.name",
+        Some(names),
+    )
     .await?;
     Ok(rows.into_iter().map(|r| r.at(now)).collect())
 }

@@ -89,6 +89,41 @@ pub async fn ping(pool: &PgPool) -> Result<()> {
     Ok(())
 }
 
+/// `select`, then `order`, and in between `filter` (a condition on `$1`, the
+/// names) when `names` is given: all rows, or those of the named clusters.
+///
+/// One statement per shape, never `$1 is null or name = any($1)`: after five
+/// executions PostgreSQL may cache a generic plan for a prepared statement,
+/// and the generic plan of the optional filter is a sequential scan comparing
+/// every row with every name of the array. Chosen while the fleet was small,
+/// it stayed when it grew: 500-name batches at 10,000 clusters took ~200 ms
+/// instead of a few (fleetgate-bench --spokes 1000,10000, the hub's `fan-out
+/// refresh` debug line; `hub/tests/query_plans.rs`).
+pub(crate) async fn fetch_named<T>(
+    conn: &mut PgConnection,
+    select: &str,
+    filter: &str,
+    order: &str,
+    names: Option<&[String]>,
+) -> Result<Vec<T>>
+where
+    T: for<'r> FromRow<'r, PgRow> + Send + Unpin,
+{
+    Ok(match names {
+        Some(names) => {
+            sqlx::query_as(sql!("{select} {filter} {order}"))
+                .bind(names)
+                .fetch_all(conn)
+                .await?
+        }
+        None => {
+            sqlx::query_as(sql!("{select} {order}"))
+                .fetch_all(conn)
+                .await?
+        }
+    })
+}
+
 /// A keyset page of `table` ordered by its unique `name` column: the first
 /// `limit` rows whose name sorts after `after`.
 pub(crate) async fn page_by_name<T>(
@@ -101,8 +136,7 @@ pub(crate) async fn page_by_name<T>(
 where
     T: for<'r> FromRow<'r, PgRow> + Send + Unpin,
 {
-    // One statement per shape (see `clusters::with_token_hash`): under a
-    // generic plan, `$1 is null or name > $1` would start every page at the
+    // One statement per shape (see `fetch_named`): under a generic plan, `$1 is null or name > $1` would start every page at the
     // first name.
     let rows = match after {
         Some(after) => {

@@ -360,7 +360,7 @@ pub async fn local_gates(
     conn: &mut PgConnection,
     cluster: Option<&str>,
 ) -> Result<Vec<(String, Vec<LocalGate>)>> {
-    // One statement per shape (see `clusters::with_token_hash`): one cluster's
+    // One statement per shape (see `db::fetch_named`): one cluster's
     // read is a key lookup, not a scan of every cluster's row.
     let rows: Vec<(String, sqlx::types::Json<Vec<LocalGate>>)> = match cluster {
         Some(cluster) => {

@@ -212,17 +212,7 @@ pub async fn releases(
          coalesce(m.opening_at, r.opening_at) as opening_at, m.wave from rollout_clusters m \
          join rollouts r on r.id = m.rollout_id \
          where r.ended_at is null and m.released_at is not null";
-    // One statement per shape (see `clusters::with_token_hash`).
-    let rows = match names {
-        Some(names) => {
-            sqlx::query_as(sql!("{SELECT} and m.cluster = any($1)"))
-                .bind(names)
-                .fetch_all(conn)
-                .await?
-        }
-        None => sqlx::query_as(SELECT).fetch_all(conn).await?,
-    };
-    Ok(rows)
+    super::fetch_named(conn, SELECT, "and m.cluster = any($1)", "", names).await
 }
 
 /// A cluster of a current rollout not released yet: the wave it waits for.
@@ -259,16 +249,8 @@ pub async fn waiting(
          r.spec->'waves'->m.wave->>'name' as wave_name, r.state from rollout_clusters m \
          join rollouts r on r.id = m.rollout_id \
          where r.ended_at is null and m.released_at is null";
-    // One statement per shape (see `clusters::with_token_hash`).
-    let rows: Vec<WaitingRow> = match names {
-        Some(names) => {
-            sqlx::query_as(sql!("{SELECT} and m.cluster = any($1)"))
-                .bind(names)
-                .fetch_all(conn)
-                .await?
-        }
-        None => sqlx::query_as(SELECT).fetch_all(conn).await?,
-    };
+    let rows: Vec<WaitingRow> =
+        super::fetch_named(conn, SELECT, "and m.cluster = any($1)", "", names).await?;
     Ok(rows
         .into_iter()
         .map(|w| ((w.gate.clone(), w.cluster.clone()), w))
