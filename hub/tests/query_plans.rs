@@ -12,9 +12,8 @@
 
 mod common;
 
-use common::{Hub, t0};
+use common::{Hub, TableReads, t0};
 use fleetgate_hub::db;
-use sqlx::PgConnection;
 
 const CLUSTERS: usize = 3000;
 
@@ -38,25 +37,6 @@ async fn big_fleet(hub: &Hub) {
         .unwrap();
 }
 
-/// `after - before`, per counter.
-fn delta(before: (i64, i64), after: (i64, i64)) -> (i64, i64) {
-    (after.0 - before.0, after.1 - before.1)
-}
-
-/// Sequential and index scans of `table` by this backend not yet flushed to
-/// the shared statistics (this transaction's and maybe earlier ones': take
-/// the difference of two reads).
-async fn scans(conn: &mut PgConnection, table: &str) -> (i64, i64) {
-    sqlx::query_as(
-        "select coalesce(seq_scan, 0), coalesce(idx_scan, 0) \
-         from pg_stat_xact_user_tables where relname = $1",
-    )
-    .bind(table)
-    .fetch_one(conn)
-    .await
-    .unwrap()
-}
-
 async fn generic_plans(hub: &Hub) -> sqlx::Transaction<'static, sqlx::Postgres> {
     let mut tx = hub.pool.begin().await.unwrap();
     sqlx::query("set local plan_cache_mode = force_generic_plan")
@@ -72,7 +52,7 @@ async fn a_batch_of_named_clusters_is_read_by_key() {
     big_fleet(&hub).await;
     let names: Vec<String> = (1..=5).map(|i| format!("p-{i}")).collect();
     let mut tx = generic_plans(&hub).await;
-    let before = scans(&mut tx, "clusters").await;
+    let before = TableReads::of(&mut tx, "clusters").await;
     for _ in 0..3 {
         let found = db::clusters::with_token_hash(&mut tx, Some(&names), t0())
             .await
@@ -81,7 +61,8 @@ async fn a_batch_of_named_clusters_is_read_by_key() {
         got.sort();
         assert_eq!(got, names);
     }
-    let (seq, idx) = delta(before, scans(&mut tx, "clusters").await);
+    let done = TableReads::of(&mut tx, "clusters").await.since(before);
+    let (seq, idx) = (done.seq_scans, done.idx_scans);
     assert_eq!(seq, 0, "clusters scanned sequentially ({idx} index scans)");
     assert!(idx > 0, "no index scan of clusters");
     // The fleet-wide shape still reads everything.
@@ -106,7 +87,7 @@ async fn one_clusters_local_gates_are_read_by_key() {
         .await
         .unwrap();
     let mut tx = generic_plans(&hub).await;
-    let before = scans(&mut tx, "cluster_connections").await;
+    let before = TableReads::of(&mut tx, "cluster_connections").await;
     for _ in 0..3 {
         let found = db::reports::local_gates(&mut tx, Some("p-7"))
             .await
@@ -114,22 +95,12 @@ async fn one_clusters_local_gates_are_read_by_key() {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].0, "p-7");
     }
-    let (seq, idx) = delta(before, scans(&mut tx, "cluster_connections").await);
+    let done = TableReads::of(&mut tx, "cluster_connections")
+        .await
+        .since(before);
+    let (seq, idx) = (done.seq_scans, done.idx_scans);
     assert_eq!(seq, 0, "cluster_connections scanned sequentially");
     assert!(idx > 0, "no index scan of cluster_connections");
-}
-
-/// Rows of `table` fetched through an index by this backend so far (see
-/// [`scans`]).
-async fn index_fetches(conn: &mut PgConnection, table: &str) -> i64 {
-    let (n,): (i64,) = sqlx::query_as(
-        "select coalesce(idx_tup_fetch, 0) from pg_stat_xact_user_tables where relname = $1",
-    )
-    .bind(table)
-    .fetch_one(conn)
-    .await
-    .unwrap();
-    n
 }
 
 #[tokio::test]
@@ -137,7 +108,7 @@ async fn a_page_after_a_name_starts_at_that_name() {
     let hub = Hub::new().await;
     big_fleet(&hub).await;
     let mut tx = generic_plans(&hub).await;
-    let before = index_fetches(&mut tx, "clusters").await;
+    let before = TableReads::of(&mut tx, "clusters").await;
     for _ in 0..3 {
         let page = db::clusters::list(&mut tx, Some("p-2990"), 2, t0())
             .await
@@ -145,7 +116,10 @@ async fn a_page_after_a_name_starts_at_that_name() {
         let names: Vec<&str> = page.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["p-2991", "p-2992"]);
     }
-    let fetched = index_fetches(&mut tx, "clusters").await - before;
+    let fetched = TableReads::of(&mut tx, "clusters")
+        .await
+        .since(before)
+        .idx_fetches;
     assert!(
         fetched < 50,
         "{fetched} clusters fetched for three pages of 2"
@@ -168,8 +142,7 @@ async fn an_audit_filter_reads_only_matching_entries() {
         .await
         .unwrap();
     let mut tx = generic_plans(&hub).await;
-    let before = index_fetches(&mut tx, "audit_log").await;
-    let (seq_before, _) = scans(&mut tx, "audit_log").await;
+    let before = TableReads::of(&mut tx, "audit_log").await;
     for _ in 0..3 {
         let filter = db::audit::AuditFilter {
             actor: Some("actor-7".into()),
@@ -179,9 +152,9 @@ async fn an_audit_filter_reads_only_matching_entries() {
         assert_eq!(page.len(), 12);
         assert!(page.iter().all(|e| e.actor == "actor-7"));
     }
-    let fetched = index_fetches(&mut tx, "audit_log").await - before;
-    let (seq_after, _) = scans(&mut tx, "audit_log").await;
-    assert_eq!(seq_after - seq_before, 0, "audit_log scanned sequentially");
+    let done = TableReads::of(&mut tx, "audit_log").await.since(before);
+    let fetched = done.idx_fetches;
+    assert_eq!(done.seq_scans, 0, "audit_log scanned sequentially");
     assert!(
         fetched < 100,
         "{fetched} audit entries fetched for 3 × 12 matches"

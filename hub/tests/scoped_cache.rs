@@ -6,22 +6,9 @@
 
 mod common;
 
-use common::{Hub, t0};
+use common::{Hub, TableReads, t0};
 use fleetgate_hub::db::clusters::{self, ScopedCache};
 use serde_json::json;
-use sqlx::PgConnection;
-
-/// Reads of `clusters` (sequential + index scans) by this backend so far.
-async fn reads(conn: &mut PgConnection) -> i64 {
-    let (n,): (i64,) = sqlx::query_as(
-        "select coalesce(seq_scan, 0) + coalesce(idx_scan, 0) \
-         from pg_stat_xact_user_tables where relname = 'clusters'",
-    )
-    .fetch_one(conn)
-    .await
-    .unwrap();
-    n
-}
 
 /// Names and labels through `cache`, in a transaction that holds the
 /// fleet-revision lock as a write does; also whether `clusters` was read.
@@ -31,9 +18,10 @@ async fn through(hub: &Hub, cache: &ScopedCache) -> (Vec<(String, String)>, bool
         .execute(&mut *tx)
         .await
         .unwrap();
-    let before = reads(&mut tx).await;
+    let before = TableReads::of(&mut tx, "clusters").await;
     let all = clusters::scoped_cached(&mut tx, cache).await.unwrap();
-    let read = reads(&mut tx).await > before;
+    let done = TableReads::of(&mut tx, "clusters").await.since(before);
+    let read = done.seq_scans + done.idx_scans > 0;
     tx.commit().await.unwrap();
     let seen = all
         .iter()

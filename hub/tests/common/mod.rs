@@ -307,3 +307,42 @@ pub async fn report_apps(
     }
     reports.flush_all().await;
 }
+
+/// What this backend did to one table and has not yet flushed to the shared
+/// statistics (`pg_stat_xact_user_tables`: this transaction's counts and
+/// maybe earlier ones', so compare two reads with [`TableReads::since`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableReads {
+    pub seq_scans: i64,
+    pub idx_scans: i64,
+    /// Live rows fetched by index scans.
+    pub idx_fetches: i64,
+}
+
+impl TableReads {
+    /// The counts of `table` now, on `conn`'s backend.
+    pub async fn of(conn: &mut sqlx::PgConnection, table: &str) -> Self {
+        let (seq_scans, idx_scans, idx_fetches) = sqlx::query_as(
+            "select coalesce(seq_scan, 0), coalesce(idx_scan, 0), coalesce(idx_tup_fetch, 0) \
+             from pg_stat_xact_user_tables where relname = $1",
+        )
+        .bind(table)
+        .fetch_one(conn)
+        .await
+        .unwrap();
+        Self {
+            seq_scans,
+            idx_scans,
+            idx_fetches,
+        }
+    }
+
+    /// What happened between `before` and these counts.
+    pub fn since(self, before: Self) -> Self {
+        Self {
+            seq_scans: self.seq_scans - before.seq_scans,
+            idx_scans: self.idx_scans - before.idx_scans,
+            idx_fetches: self.idx_fetches - before.idx_fetches,
+        }
+    }
+}
