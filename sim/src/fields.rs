@@ -257,6 +257,36 @@ pub fn is_leaf(obj: &Value, path: &[String]) -> bool {
     get(obj, path).is_some_and(|v| branch(Some(v)).is_none())
 }
 
+/// Whether the set `fields_v1` encodes (as [`from_fields_v1`] decodes it) holds a path
+/// that [`overlaps`] `path`, read from the encoding without decoding it.
+pub fn fields_v1_overlaps(fields_v1: &Value, path: &[String]) -> bool {
+    // A node is one of the set's paths when it has no `f:` children or has any other
+    // key (list items, `.`); decoding does not descend below such a node.
+    let decoded_leaf = |node: &Value| match node.as_object() {
+        None => true,
+        Some(m) => !m.keys().any(|k| k.starts_with("f:")) || m.keys().any(|k| !k.starts_with("f:")),
+    };
+    let mut node = fields_v1;
+    for (depth, key) in path.iter().enumerate() {
+        if depth > 0 && decoded_leaf(node) {
+            return true;
+        }
+        if depth == 0
+            && node
+                .as_object()
+                .is_none_or(|m| m.keys().any(|k| !k.starts_with("f:")))
+        {
+            return false;
+        }
+        match node.get(format!("f:{key}")) {
+            Some(child) => node = child,
+            None => return false,
+        }
+    }
+    // `path` itself, or (a branch node) paths below it.
+    !path.is_empty()
+}
+
 /// True if `a` is `b` or lies under `b` (or vice versa): overlapping ownership.
 pub fn overlaps(a: &[String], b: &[String]) -> bool {
     a.starts_with(b) || b.starts_with(a)
@@ -308,6 +338,38 @@ mod tests {
             assert!(!is_leaf(o, &["metadata".into()]));
             assert!(!is_leaf(o, &["kind".into()]));
         }
+        // Overlap read from the encoding agrees with the decoded set.
+        let mut odd = to_fields_v1(&leaves(&other, Scope::All));
+        odd["f:spec"]["f:list"] = json!({".": {}, "k:{\"a\":1}": {"f:b": {}}});
+        odd["f:metadata"]["f:labels"] = json!({"f:l": {}, "f:m": {"f:n": {}}});
+        let decoded = from_fields_v1(&odd);
+        let probes = [
+            "spec",
+            "spec.list",
+            "spec.list.a",
+            "spec.empty",
+            "spec.empty.x",
+            "spec.empty.x.y",
+            "spec.empty.x.y.z",
+            "spec.nope",
+            "metadata",
+            "metadata.labels",
+            "metadata.labels.m",
+            "metadata.labels.m.n.o",
+            "metadata.labels.z",
+            "status",
+            "status.x",
+            "kind",
+        ];
+        for enc in [&odd, &enc, &json!({}), &json!({".": {}})] {
+            let set = from_fields_v1(enc);
+            for probe in probes {
+                let p: Path = probe.split('.').map(String::from).collect();
+                let want = set.iter().any(|q| overlaps(q, &p));
+                assert_eq!(fields_v1_overlaps(enc, &p), want, "{probe} in {enc}");
+            }
+        }
+        assert!(!decoded.is_empty());
         remove(&mut new, &["metadata".into(), "labels".into(), "l".into()]);
         assert!(new["metadata"].get("labels").is_none());
         super::set(&mut new, &["spec".into(), "a".into(), "b".into()], json!(1));
