@@ -160,3 +160,38 @@ async fn an_audit_filter_reads_only_matching_entries() {
         "{fetched} audit entries fetched for 3 × 12 matches"
     );
 }
+
+#[tokio::test]
+async fn a_gates_ended_freezes_are_read_by_key() {
+    let hub = Hub::new().await;
+    // 200 gates with 30 overrides each, most of them long over: the history that
+    // only grows, since overrides are never deleted.
+    for sql in [
+        "insert into gates (name, manifest, created_at, updated_at) \
+         select 'g-' || i, '{}', now(), now() from generate_series(1, 200) i",
+        "insert into overrides (id, gate, state, starts_at, expires_at, actor, reason, created_at, cancelled_at) \
+         select gen_random_uuid(), 'g-' || (i % 200 + 1), case when i % 3 = 0 then 'open' else 'closed' end, \
+                now() - make_interval(days => i), now() - make_interval(days => i) + interval '1 hour', \
+                'someone', 'history', now() - make_interval(days => i), \
+                case when i % 7 = 0 then now() - make_interval(days => i) + interval '10 minutes' end \
+         from generate_series(1, 6000) i",
+        "analyze gates, overrides",
+    ] {
+        sqlx::query(sql).execute(&hub.pool).await.unwrap();
+    }
+    let mut tx = generic_plans(&hub).await;
+    let before = TableReads::of(&mut tx, "overrides").await;
+    for _ in 0..3 {
+        let ended = db::overrides::ended_closes(&mut tx, &["g-7".to_string()], chrono::Utc::now())
+            .await
+            .unwrap();
+        assert_eq!(ended.len(), 1, "one row per (gate, scope)");
+    }
+    let done = TableReads::of(&mut tx, "overrides").await.since(before);
+    assert_eq!(done.seq_scans, 0, "overrides scanned sequentially");
+    assert!(
+        done.idx_fetches < 200,
+        "{} overrides fetched for one gate's 30, three times",
+        done.idx_fetches
+    );
+}
