@@ -7,11 +7,9 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
-use common::Hub;
-use fleetgate_hub::db::revision::{CHANGES_CHANNEL, ChangeNotice};
+use common::{Hub, changes_listener, next_change};
 use fleetgate_hub::service::fleet::Snapshot;
 use serde_json::{Value, json};
 use sqlx::postgres::PgListener;
@@ -67,10 +65,8 @@ struct Watch {
 
 impl Watch {
     async fn new(hub: &Hub) -> Self {
-        let mut listener = PgListener::connect_with(&hub.pool).await.unwrap();
-        listener.listen(CHANGES_CHANNEL).await.unwrap();
         Self {
-            listener,
+            listener: changes_listener(hub).await,
             before: snapshots(hub).await,
         }
     }
@@ -79,11 +75,7 @@ impl Watch {
     /// which are exactly the clusters whose snapshot content changed; their
     /// revision is the write's, the others' did not move.
     async fn changed(&mut self, hub: &Hub, what: &str, expected: &[&str]) {
-        let n = tokio::time::timeout(Duration::from_secs(10), self.listener.recv())
-            .await
-            .expect("no notification within 10s")
-            .expect("listener");
-        let notice: ChangeNotice = serde_json::from_str(n.payload()).unwrap();
+        let notice = next_change(&mut self.listener).await;
         let after = snapshots(hub).await;
         let mut changed = BTreeSet::new();
         for ((name, old), (_, new)) in self.before.iter().zip(&after) {

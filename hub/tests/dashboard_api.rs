@@ -8,28 +8,12 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
-use common::{Hub, simple_gate};
+use common::{Hub, prod_pair_gated};
 use fleetgate_hub::{AppState, app};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
-
-async fn setup() -> Hub {
-    let hub = Hub::new().await;
-    hub.register("a", json!({"env": "prod"})).await;
-    hub.register("b", json!({"env": "prod"})).await;
-    hub.register("c", json!({"env": "dev"})).await;
-    let r = hub
-        .post_json(
-            "/api/v1/gates",
-            &hub.admin,
-            simple_gate("g", &["a", "b"], "closed"),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    hub
-}
 
 #[tokio::test]
 async fn pages_and_assets_are_served_with_a_strict_csp() {
@@ -118,7 +102,7 @@ async fn whoami_names_the_token_and_its_role() {
 
 #[tokio::test]
 async fn fleet_grid_has_every_gate_on_every_cluster_with_held_per_gate() {
-    let hub = setup().await;
+    let hub = prod_pair_gated().await;
     // A spoke of `a` reported one held object governed by g.
     sqlx::query(
         "insert into object_status (cluster, kind, namespace, name, suspended, suspended_by, gates, \
@@ -163,7 +147,7 @@ async fn fleet_grid_has_every_gate_on_every_cluster_with_held_per_gate() {
 
 #[tokio::test]
 async fn gate_page_has_rules_timeline_overrides_and_scope() {
-    let hub = setup().await;
+    let hub = prod_pair_gated().await;
     let r = hub
         .post_json(
             "/api/v1/gates/g/open",
@@ -233,7 +217,7 @@ async fn read_until(
 
 #[tokio::test]
 async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shutdown() {
-    let hub = setup().await;
+    let hub = prod_pair_gated().await;
     let shutdown = CancellationToken::new();
     let app = app(AppState {
         shutdown: shutdown.clone(),
@@ -305,7 +289,7 @@ async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shu
 
 #[tokio::test]
 async fn event_stream_ends_with_an_error_event_when_the_token_is_revoked() {
-    let hub = setup().await;
+    let hub = prod_pair_gated().await;
     let req = Request::builder()
         .uri("/api/v1/events")
         .header("authorization", format!("Bearer {}", hub.viewer))

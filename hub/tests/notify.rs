@@ -6,21 +6,10 @@
 
 mod common;
 
-use std::time::Duration;
-
 use axum::http::{Method, StatusCode};
-use common::{Hub, business_hours, simple_gate};
-use fleetgate_hub::db::revision::{CHANGES_CHANNEL, ChangeNotice, EFFECTIVE_REVISION};
+use common::{Hub, business_hours, changes_listener, next_change, simple_gate};
+use fleetgate_hub::db::revision::EFFECTIVE_REVISION;
 use serde_json::json;
-use sqlx::postgres::PgListener;
-
-async fn next(l: &mut PgListener) -> ChangeNotice {
-    let n = tokio::time::timeout(Duration::from_secs(10), l.recv())
-        .await
-        .expect("no notification within 10s")
-        .expect("listener");
-    serde_json::from_str(n.payload()).expect("payload JSON")
-}
 
 /// The cluster's snapshot revision (what its spoke is sent).
 async fn desired(hub: &Hub, cluster: &str) -> i64 {
@@ -63,14 +52,13 @@ async fn writes_notify_the_affected_clusters() {
     let hub = Hub::new().await;
     hub.register("p1", json!({"env": "prod"})).await;
     hub.register("s1", json!({"env": "staging"})).await;
-    let mut l = PgListener::connect_with(&hub.pool).await.unwrap();
-    l.listen(CHANGES_CHANNEL).await.unwrap();
+    let mut l = changes_listener(&hub).await;
 
     // Gate for env=prod → p1 only.
     let rev0 = hub.revision().await;
     let r = hub.create_gate_yaml(&business_hours("bh", "prod")).await;
     assert_eq!(r.status, StatusCode::CREATED);
-    let n = next(&mut l).await;
+    let n = next_change(&mut l).await;
     assert_eq!(n.revision, rev0 + 1);
     assert_eq!(n.clusters, Some(vec!["p1".to_string()]));
     assert_eq!(desired(&hub, "p1").await, rev0 + 1);
@@ -89,7 +77,10 @@ async fn writes_notify_the_affected_clusters() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK);
-    assert_eq!(next(&mut l).await.clusters, Some(vec!["s1".to_string()]));
+    assert_eq!(
+        next_change(&mut l).await.clusters,
+        Some(vec!["s1".to_string()])
+    );
 
     // Moving the gate to staging → old scope (p1, s1) ∪ new scope (none).
     let r = hub
@@ -101,7 +92,7 @@ async fn writes_notify_the_affected_clusters() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK);
-    let n = next(&mut l).await;
+    let n = next_change(&mut l).await;
     assert_eq!(n.clusters, Some(vec!["p1".to_string(), "s1".to_string()]));
     assert_eq!(desired(&hub, "p1").await, n.revision);
     assert_eq!(desired(&hub, "s1").await, n.revision);
@@ -118,7 +109,7 @@ async fn writes_notify_the_affected_clusters() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED);
-    next(&mut l).await;
+    next_change(&mut l).await;
     let r = hub
         .post_json(
             "/api/v1/gates/named/open",
@@ -127,7 +118,10 @@ async fn writes_notify_the_affected_clusters() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    assert_eq!(next(&mut l).await.clusters, Some(vec!["s1".to_string()]));
+    assert_eq!(
+        next_change(&mut l).await.clusters,
+        Some(vec!["s1".to_string()])
+    );
 
     // A rejected write notifies nothing: the next notification is the next
     // successful write's, one revision later.
@@ -150,7 +144,7 @@ async fn writes_notify_the_affected_clusters() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK);
-    let n = next(&mut l).await;
+    let n = next_change(&mut l).await;
     assert_eq!(n.revision, rev + 1);
     assert_eq!(n.clusters, Some(vec!["p1".to_string()]));
 }
@@ -164,11 +158,10 @@ async fn huge_cluster_lists_become_recompute_all() {
         hub.register(&name, json!({"env": "prod"})).await;
         names.push(name);
     }
-    let mut l = PgListener::connect_with(&hub.pool).await.unwrap();
-    l.listen(CHANGES_CHANNEL).await.unwrap();
+    let mut l = changes_listener(&hub).await;
     let r = hub.create_gate_yaml(&business_hours("bh", "prod")).await;
     assert_eq!(r.status, StatusCode::CREATED);
-    let n = next(&mut l).await;
+    let n = next_change(&mut l).await;
     assert_eq!(
         n.clusters, None,
         "payload over the NOTIFY limit → recompute all"
@@ -189,10 +182,10 @@ async fn huge_cluster_lists_become_recompute_all() {
     // One more cluster outside the gate's scope: the next change affects 300
     // of 301, so each of those rows is stamped and the new one is not moved.
     hub.register("elsewhere", json!({"env": "staging"})).await;
-    next(&mut l).await;
+    next_change(&mut l).await;
     let r = hub.create_gate_yaml(&business_hours("bh2", "prod")).await;
     assert_eq!(r.status, StatusCode::CREATED);
-    let n = next(&mut l).await;
+    let n = next_change(&mut l).await;
     let (moved, stamped): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "select count(*) filter (where {EFFECTIVE_REVISION} = $1), \
                 count(*) filter (where c.desired_revision = $1) \

@@ -6,24 +6,8 @@ mod common;
 
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
-use common::{Hub, simple_gate, t0};
+use common::{Hub, prod_pair_gated, t0};
 use serde_json::json;
-
-async fn setup() -> Hub {
-    let hub = Hub::new().await;
-    hub.register("a", json!({"env": "prod"})).await;
-    hub.register("b", json!({"env": "prod"})).await;
-    hub.register("c", json!({"env": "dev"})).await;
-    let r = hub
-        .post_json(
-            "/api/v1/gates",
-            &hub.admin,
-            simple_gate("g", &["a", "b"], "closed"),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED);
-    hub
-}
 
 async fn state(hub: &Hub, cluster: &str) -> (String, String) {
     let r = hub.get(&format!("/api/v1/clusters/{cluster}/status")).await;
@@ -37,7 +21,7 @@ async fn state(hub: &Hub, cluster: &str) -> (String, String) {
 
 #[tokio::test]
 async fn override_opens_for_selected_clusters_and_expires() {
-    let hub = setup().await;
+    let hub = prod_pair_gated().await;
     assert_eq!(state(&hub, "a").await.0, "closed");
     let r = hub
         .post_json(
@@ -100,7 +84,7 @@ async fn override_opens_for_selected_clusters_and_expires() {
 
 #[tokio::test]
 async fn override_until_cancelled_newest_wins_and_future_start() {
-    let hub = setup().await;
+    let hub = prod_pair_gated().await;
     let r = hub
         .post_json(
             "/api/v1/gates/g/open",
@@ -194,7 +178,7 @@ async fn override_until_cancelled_newest_wins_and_future_start() {
 
 #[tokio::test]
 async fn status_shows_held_objects_and_fleet_counts() {
-    let hub = setup().await;
+    let hub = prod_pair_gated().await;
     for (cluster, name, held) in [
         ("a", "apps", true),
         ("a", "infra", false),
@@ -261,7 +245,7 @@ async fn status_shows_held_objects_and_fleet_counts() {
 
 #[tokio::test]
 async fn preview_counts_overrides() {
-    let hub = setup().await;
+    let hub = prod_pair_gated().await;
     let preview = |q: &'static str| {
         let hub = &hub;
         async move {

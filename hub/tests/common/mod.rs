@@ -263,6 +263,46 @@ spec:
     )
 }
 
+/// Clusters `a`, `b` (`env: prod`) and `c` (`env: dev`), and gate `g` closed on `a`
+/// and `b`: the fleet the REST override and dashboard tests start from.
+pub async fn prod_pair_gated() -> Hub {
+    let hub = Hub::new().await;
+    hub.register("a", serde_json::json!({"env": "prod"})).await;
+    hub.register("b", serde_json::json!({"env": "prod"})).await;
+    hub.register("c", serde_json::json!({"env": "dev"})).await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates",
+            &hub.admin,
+            simple_gate("g", &["a", "b"], "closed"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    hub
+}
+
+/// A connection listening on the hub's change channel (`fleetgate_changes`).
+pub async fn changes_listener(hub: &Hub) -> sqlx::postgres::PgListener {
+    let mut l = sqlx::postgres::PgListener::connect_with(&hub.pool)
+        .await
+        .unwrap();
+    l.listen(fleetgate_hub::db::revision::CHANGES_CHANNEL)
+        .await
+        .unwrap();
+    l
+}
+
+/// The next change notice on `l` (at most 10 s).
+pub async fn next_change(
+    l: &mut sqlx::postgres::PgListener,
+) -> fleetgate_hub::db::revision::ChangeNotice {
+    let n = tokio::time::timeout(std::time::Duration::from_secs(10), l.recv())
+        .await
+        .expect("no notification within 10s")
+        .expect("listener");
+    serde_json::from_str(n.payload()).expect("payload JSON")
+}
+
 /// A gate without windows, default `state`, for the named clusters.
 pub fn simple_gate(name: &str, clusters: &[&str], state: &str) -> Value {
     serde_json::json!({
