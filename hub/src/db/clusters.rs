@@ -276,6 +276,31 @@ pub struct Scoped {
     pub labels: BTreeMap<String, String>,
 }
 
+/// What gate and override scopes match a cluster on: a full [`Cluster`] row or
+/// only its [`Scoped`] name and labels.
+pub trait Labelled {
+    fn name(&self) -> &str;
+    fn labels(&self) -> &BTreeMap<String, String>;
+}
+
+impl Labelled for Cluster {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+}
+
+impl Labelled for Scoped {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+}
+
 /// Every cluster's name and labels, by name: what a write needs to find the
 /// clusters its change affects. Unlike [`all`], no connection state, lease or
 /// revision is joined: a fleet-wide flip at 10,000 clusters reads 10,000 of

@@ -18,7 +18,7 @@ use fleetgate_policy::{Gate, GateState, Override};
 use sqlx::PgConnection;
 
 use super::{Actor, Role, Service};
-use crate::db::clusters::Cluster;
+use crate::db::clusters::{Cluster, Labelled};
 use crate::db::overrides::{EndedClose, OverrideRecord};
 use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow, WaitingRow};
 use crate::db::{self, clusters, gates, overrides, revision};
@@ -326,8 +326,8 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
 /// Whether override `row` applies to `cluster`: it is `gate`'s, the gate's
 /// scope includes the cluster, and the override's own scope (absent: the
 /// whole gate scope) does too.
-pub(crate) fn applies(gate: &Gate, cluster: &Cluster, row: &OverrideRecord) -> bool {
-    applies_to(gate, &cluster.name, &cluster.labels, row)
+pub(crate) fn applies(gate: &Gate, cluster: &impl Labelled, row: &OverrideRecord) -> bool {
+    applies_to(gate, cluster.name(), cluster.labels(), row)
 }
 
 /// [`applies`] for the cluster named `name` with `labels`.
@@ -349,7 +349,7 @@ pub(crate) fn applies_to(
 /// form and in the order given.
 pub(crate) fn applying<'a>(
     gate: &Gate,
-    cluster: &Cluster,
+    cluster: &impl Labelled,
     rows: impl IntoIterator<Item = &'a OverrideRecord>,
 ) -> Vec<Override> {
     rows.into_iter()
@@ -364,13 +364,13 @@ pub(crate) fn applying<'a>(
 /// began before it ([`fleetgate_policy::CompiledGate::open_since_fenced`]).
 pub(crate) fn opening_fence(
     ended: &[EndedClose],
-    cluster: Option<&Cluster>,
+    cluster: Option<&dyn Labelled>,
 ) -> Option<DateTime<Utc>> {
     ended
         .iter()
         .filter(|e| match (&e.scope, cluster) {
             (None, _) => true,
-            (Some(scope), Some(c)) => scope.matches(&c.name, &c.labels),
+            (Some(scope), Some(c)) => scope.matches(c.name(), c.labels()),
             (Some(_), None) => false,
         })
         .map(|e| e.ended_at)

@@ -11,12 +11,14 @@ use sqlx::PgConnection;
 
 use super::Command;
 use crate::db::audit::NewAudit;
+use crate::db::clusters::{self, Labelled};
 use crate::db::revision::Affected;
 use crate::db::rollouts::{self, MemberRow};
-use crate::db::{clusters, gates, overrides};
+use crate::db::{gates, overrides};
 use crate::rollout::Event;
 use crate::rollout::health::{ClusterHealthInput, Limits, Verdict, judge};
 use crate::rollout::machine::{self, Current, ScopeCluster, StepInput};
+use crate::service::WriteTx;
 use crate::service::fleet::{applying, opening_fence, stored_gate, to_policy};
 use crate::{Error, Result};
 
@@ -32,8 +34,8 @@ pub struct Stepped {
 
 /// Runs one step of `gate`'s rollout at `now` (after `command`, an operator's, if given).
 /// The caller holds the write transaction and the gate's rollout lock.
-pub async fn step_gate(
-    tx: &mut PgConnection,
+pub(crate) async fn step_gate(
+    tx: &mut WriteTx<'_>,
     gate_name: &str,
     now: DateTime<Utc>,
     command: Option<Command>,
@@ -57,7 +59,10 @@ pub async fn step_gate(
         events.push(command.apply(c, now)?);
     }
 
-    let all = clusters::all(tx, now).await?;
+    // Names and labels only, from the replica's copy while the clusters are unchanged:
+    // every rollout gate is stepped every tick inside a write, and reading every cluster
+    // row there (connection state included) grew with the fleet, not with the rollout.
+    let all = tx.scoped_clusters().await?;
     let rows = overrides::live_for_gates(tx, &[gate_name.to_string()], now).await?;
     let gate_wide: Vec<_> = rows
         .iter()
@@ -85,7 +90,11 @@ pub async fn step_gate(
             ScopeCluster {
                 name: c.name.clone(),
                 labels: c.labels.clone(),
-                open_since: compiled.open_since_fenced(now, &own, opening_fence(&ended, Some(c))),
+                open_since: compiled.open_since_fenced(
+                    now,
+                    &own,
+                    opening_fence(&ended, Some(c as &dyn Labelled)),
+                ),
                 bypass,
             }
         })
@@ -93,9 +102,7 @@ pub async fn step_gate(
 
     let mut health = HashMap::new();
     if let Some(c) = &current {
-        let connected: HashMap<&str, bool> =
-            all.iter().map(|r| (r.name.as_str(), r.connected)).collect();
-        health = judge_wave(tx, c, &connected, now).await?;
+        health = judge_wave(tx, c, now).await?;
     }
     let spec = gate.spec.rollout.as_ref();
     let input = StepInput {
@@ -168,10 +175,11 @@ pub async fn step_gate(
 
 /// The health of the current wave's released clusters (and of every released cluster for
 /// status displays, which call this too).
+/// Judges the health of `c`'s released members (only their rows are read, not the
+/// whole fleet's).
 pub(crate) async fn judge_wave(
     tx: &mut PgConnection,
     c: &Current,
-    connected: &HashMap<&str, bool>,
     now: DateTime<Utc>,
 ) -> Result<HashMap<String, Verdict>> {
     let released: Vec<&MemberRow> = c
@@ -180,6 +188,11 @@ pub(crate) async fn judge_wave(
         .filter(|m| m.released_at.is_some())
         .collect();
     let names: Vec<String> = released.iter().map(|m| m.cluster.clone()).collect();
+    let rows = clusters::named(tx, &names, now).await?;
+    let connected: HashMap<&str, bool> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.connected))
+        .collect();
     let objects = rollouts::object_health(tx, &c.row.gate, &names).await?;
     let limits = Limits::of(&c.row.spec);
     let empty = Vec::new();

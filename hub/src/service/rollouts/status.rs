@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use crate::Result;
-use crate::db::{clusters, rollouts};
+use crate::db::rollouts;
 use crate::rollout::State;
 use crate::rollout::health::Health;
 use crate::rollout::machine::Current;
@@ -24,20 +24,7 @@ pub(crate) async fn read(
         return Ok(None);
     };
     let c = Current { row, members };
-    // Only the released members are judged (`judge_wave`): their rows, not
-    // the whole fleet's.
-    let released: Vec<String> = c
-        .members
-        .iter()
-        .filter(|m| m.released_at.is_some())
-        .map(|m| m.cluster.clone())
-        .collect();
-    let rows = clusters::named(tx, &released, now).await?;
-    let connected: HashMap<&str, bool> = rows
-        .iter()
-        .map(|r| (r.name.as_str(), r.connected))
-        .collect();
-    let health = super::drive::judge_wave(tx, &c, &connected, now).await?;
+    let health = super::drive::judge_wave(tx, &c, now).await?;
     Ok(Some(project(&c, &health, now)))
 }
 
