@@ -98,21 +98,15 @@ pub async fn run(
     for i in 0..flips {
         tokio::time::sleep(SETTLE).await;
         let close = i % 2 == 0;
-        let cpu0 = sim.cpu_time();
-        let (busy0, t0) = (crate::proc_stats::machine_busy()?, Instant::now());
+        let meter = Meter::start(&sim, None, None)?;
         let (lat, calls) = direct::flip(&observer, &sim.clients, GATE, close, FLIP_BOUND).await?;
-        let busy = crate::proc_stats::machine_busy()?.saturating_sub(busy0);
-        let wall = t0.elapsed();
         let series = if close {
             &mut direct_close
         } else {
             &mut direct_open
         };
+        meter.charge(series, &sim, None)?;
         series.add(&lat, calls);
-        if let (Some(a), Some(b)) = (cpu0, sim.cpu_time()) {
-            series.add_sim_cpu(b.saturating_sub(a));
-        }
-        series.add_busy(busy, wall);
     }
 
     progress(&format!("e2e: starting {n} fleetgate-spoke processes"));
@@ -143,11 +137,7 @@ pub async fn run(
         tokio::time::sleep(SETTLE).await;
         spokes.check_running()?;
         let base = observer.states();
-        let cpu0 = sim.cpu_time();
-        let spokes0 = spokes.cpu_time();
-        let hub0 = crate::proc_stats::cpu_time(hub.pid()).ok();
-        let busy0 = crate::proc_stats::machine_busy()?;
-        let t0 = Instant::now();
+        let meter = Meter::start(&sim, Some(&spokes), Some(hub.pid()))?;
         rest.push(flipper.flip(i).await?);
         let closing = i % 2 == 0;
         let target = if closing {
@@ -155,19 +145,12 @@ pub async fn run(
         } else {
             watch::resumed
         };
-        let lat = observer.wait_all(&base, t0, target, FLIP_BOUND).await?;
-        let busy = crate::proc_stats::machine_busy()?.saturating_sub(busy0);
-        let wall = t0.elapsed();
+        let lat = observer
+            .wait_all(&base, meter.at, target, FLIP_BOUND)
+            .await?;
         let series = if closing { &mut close } else { &mut open };
+        meter.charge(series, &sim, Some(&spokes))?;
         series.add(&lat, rest[rest.len() - 1]);
-        if let (Some(a), Some(b)) = (cpu0, sim.cpu_time()) {
-            series.add_sim_cpu(b.saturating_sub(a));
-        }
-        series.add_spokes_cpu(spokes.cpu_time().saturating_sub(spokes0));
-        if let (Some(a), Ok(b)) = (hub0, crate::proc_stats::cpu_time(hub.pid())) {
-            series.add_hub_cpu(b.saturating_sub(a));
-        }
-        series.add_busy(busy, wall);
         progress(&format!(
             "e2e: {} → last of {} objects {:.0} ms",
             if closing { "close" } else { "open" },
@@ -249,5 +232,56 @@ async fn wait_reported(
             )));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// What one flip cost the machine: CPU counters read as it starts, charged to its
+/// series as it ends (the simulator's, the spokes' and the hub's when they take part,
+/// and how many of the machine's cores were busy meanwhile).
+struct Meter {
+    sim: Option<Duration>,
+    spokes: Option<Duration>,
+    hub: Option<(u32, Duration)>,
+    busy: Duration,
+    /// When the flip started.
+    at: Instant,
+}
+
+impl Meter {
+    fn start(
+        sim: &procs::SimFleet,
+        spokes: Option<&procs::Spokes>,
+        hub: Option<u32>,
+    ) -> Result<Self> {
+        Ok(Self {
+            sim: sim.cpu_time(),
+            spokes: spokes.map(procs::Spokes::cpu_time),
+            hub: hub.and_then(|pid| crate::proc_stats::cpu_time(pid).ok().map(|t| (pid, t))),
+            busy: crate::proc_stats::machine_busy()?,
+            at: Instant::now(),
+        })
+    }
+
+    fn charge(
+        self,
+        series: &mut FlipSeries,
+        sim: &procs::SimFleet,
+        spokes: Option<&procs::Spokes>,
+    ) -> Result<()> {
+        let busy = crate::proc_stats::machine_busy()?.saturating_sub(self.busy);
+        let wall = self.at.elapsed();
+        if let (Some(a), Some(b)) = (self.sim, sim.cpu_time()) {
+            series.add_sim_cpu(b.saturating_sub(a));
+        }
+        if let (Some(a), Some(spokes)) = (self.spokes, spokes) {
+            series.add_spokes_cpu(spokes.cpu_time().saturating_sub(a));
+        }
+        if let Some((pid, a)) = self.hub
+            && let Ok(b) = crate::proc_stats::cpu_time(pid)
+        {
+            series.add_hub_cpu(b.saturating_sub(a));
+        }
+        series.add_busy(busy, wall);
+        Ok(())
     }
 }
