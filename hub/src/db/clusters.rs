@@ -260,14 +260,6 @@ pub async fn list(
     Ok(rows.into_iter().map(|r| r.at(now)).collect())
 }
 
-/// Every cluster as at `now` (for scope matching and the fleet summary).
-pub async fn all(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<Cluster>> {
-    let rows: Vec<Read> = sqlx::query_as(sql!("select {COLUMNS} from {FROM} order by c.name"))
-        .fetch_all(conn)
-        .await?;
-    Ok(rows.into_iter().map(|r| r.at(now)).collect())
-}
-
 /// A cluster's name and labels: all a cluster scope is matched on.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Scoped {
@@ -302,7 +294,7 @@ impl Labelled for Scoped {
 }
 
 /// Every cluster's name and labels, by name: what a write needs to find the
-/// clusters its change affects. Unlike [`all`], no connection state, lease or
+/// clusters its change affects. Unlike a full row, no connection state, lease or
 /// revision is joined: a fleet-wide flip at 10,000 clusters reads 10,000 of
 /// these inside its write transaction (fleetgate-bench, REST call of a flip).
 pub async fn scoped(conn: &mut PgConnection) -> Result<Vec<Scoped>> {
