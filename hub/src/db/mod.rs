@@ -136,8 +136,8 @@ pub(crate) async fn page_by_name<T>(
 where
     T: for<'r> FromRow<'r, PgRow> + Send + Unpin,
 {
-    // One statement per shape (see `fetch_named`): under a generic plan, `$1 is null or name > $1` would start every page at the
-    // first name.
+    // One statement per shape (see `fetch_named`): under a generic plan,
+    // `$1 is null or name > $1` would start every page at the first name.
     let rows = match after {
         Some(after) => {
             sqlx::query_as(sql!(

@@ -175,7 +175,7 @@ impl Service {
                     let all = tx.scoped_clusters().await?;
                     let affected: Vec<String> = all
                         .iter()
-                        .filter(|c| super::fleet::applies_to(&gate_def, &c.name, &c.labels, &old))
+                        .filter(|c| super::fleet::applies(&gate_def, *c, &old))
                         .map(|c| c.name.clone())
                         .collect();
                     let row = overrides::cancel(tx, id, now, &actor.name).await?;

@@ -11,7 +11,7 @@ pub mod status;
 pub mod summary;
 pub mod view;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{Gate, GateState, Override};
@@ -327,16 +327,7 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
 /// scope includes the cluster, and the override's own scope (absent: the
 /// whole gate scope) does too.
 pub(crate) fn applies(gate: &Gate, cluster: &impl Labelled, row: &OverrideRecord) -> bool {
-    applies_to(gate, cluster.name(), cluster.labels(), row)
-}
-
-/// [`applies`] for the cluster named `name` with `labels`.
-pub(crate) fn applies_to(
-    gate: &Gate,
-    name: &str,
-    labels: &BTreeMap<String, String>,
-    row: &OverrideRecord,
-) -> bool {
+    let (name, labels) = (cluster.name(), cluster.labels());
     row.gate == gate.name()
         && gate.spec.clusters.matches(name, labels)
         && row
