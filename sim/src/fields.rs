@@ -145,28 +145,29 @@ pub fn to_fields_v1(set: &FieldSet) -> Value {
     root
 }
 
+/// The `f:` children a `FieldsV1` node is decoded through, or `None` where decoding
+/// stops: a node with no `f:` children, or with any other key (list items `k:`/`v:`/`i:`,
+/// `.`). Below the root, such a node is one of the set's paths.
+fn v1_children(node: &Value) -> Option<&Map<String, Value>> {
+    node.as_object()
+        .filter(|m| !m.is_empty() && m.keys().all(|k| k.starts_with("f:")))
+}
+
 /// Decodes `FieldsV1`; list-item keys (`k:`/`v:`/`i:`) collapse onto their list.
 pub fn from_fields_v1(v: &Value) -> FieldSet {
     fn rec(v: &Value, path: Path, out: &mut FieldSet) {
-        let children: Vec<(&String, &Value)> = v
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| k.starts_with("f:"))
-            .collect();
-        let has_other = v
-            .as_object()
-            .is_some_and(|m| m.keys().any(|k| !k.starts_with("f:")));
-        if (children.is_empty() || has_other) && !path.is_empty() {
-            out.insert(path.clone());
-        }
-        if has_other {
-            return;
-        }
-        for (k, child) in children {
-            let mut p = path.clone();
-            p.push(k[2..].to_string());
-            rec(child, p, out);
+        match v1_children(v) {
+            Some(children) => {
+                for (k, child) in children {
+                    let mut p = path.clone();
+                    p.push(k[2..].to_string());
+                    rec(child, p, out);
+                }
+            }
+            None if !path.is_empty() => {
+                out.insert(path);
+            }
+            None => {}
         }
     }
     let mut out = FieldSet::new();
@@ -260,25 +261,13 @@ pub fn is_leaf(obj: &Value, path: &[String]) -> bool {
 /// Whether the set `fields_v1` encodes (as [`from_fields_v1`] decodes it) holds a path
 /// that [`overlaps`] `path`, read from the encoding without decoding it.
 pub fn fields_v1_overlaps(fields_v1: &Value, path: &[String]) -> bool {
-    // A node is one of the set's paths when it has no `f:` children or has any other
-    // key (list items, `.`); decoding does not descend below such a node.
-    let decoded_leaf = |node: &Value| match node.as_object() {
-        None => true,
-        Some(m) => !m.keys().any(|k| k.starts_with("f:")) || m.keys().any(|k| !k.starts_with("f:")),
-    };
     let mut node = fields_v1;
     for (depth, key) in path.iter().enumerate() {
-        if depth > 0 && decoded_leaf(node) {
-            return true;
-        }
-        if depth == 0
-            && node
-                .as_object()
-                .is_none_or(|m| m.keys().any(|k| !k.starts_with("f:")))
-        {
-            return false;
-        }
-        match node.get(format!("f:{key}")) {
+        let Some(children) = v1_children(node) else {
+            // Decoding stops here: below the root, a path that is a prefix of `path`.
+            return depth > 0;
+        };
+        match children.get(&format!("f:{key}")) {
             Some(child) => node = child,
             None => return false,
         }

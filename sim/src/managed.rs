@@ -198,6 +198,10 @@ mod tests {
         record_update(Some(&b), &mut d, &w("alice"));
         let entries = read(&d);
         assert_eq!(entries.len(), 1, "bob's emptied entry is dropped");
+        assert_eq!(
+            entries[0].set,
+            FieldSet::from([path("spec.a"), path("spec.b")])
+        );
 
         // An entry the write does not touch stands as stored, list-item keys and all
         // (decoding collapses `k:` keys onto their list; it is not re-encoded).
@@ -217,9 +221,5 @@ mod tests {
         assert_eq!(stored[0], e["metadata"]["managedFields"][0]);
         assert_eq!(stored[1], status);
         assert_eq!(stored[2]["manager"], "carol");
-        assert_eq!(
-            entries[0].set,
-            FieldSet::from([path("spec.a"), path("spec.b")])
-        );
     }
 }
