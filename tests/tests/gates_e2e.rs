@@ -514,11 +514,17 @@ async fn a_local_gate_coexists_with_the_hubs_when_the_hub_enforces_local_gates()
     wait_obj(ks.clone(), "apps", "held by the local gate", suspended).await;
 
     // The hub shows it read-only as a local gate closing the cluster; its own
-    // gate stays open.
-    let status = poll("the hub shows the local gate", || async {
+    // gate stays open. The spoke counts a gate's objects from its own latest
+    // report, so the first report naming the gate may still count none: wait
+    // for the one counting the held object.
+    let status = poll("the hub shows the local gate governing apps", || async {
         get(&http, &base, &format!("/clusters/{CLUSTER}/status"))
             .await
-            .filter(|s| s["localGates"].as_array().is_some_and(|l| !l.is_empty()))
+            .filter(|s| {
+                s["localGates"]
+                    .as_array()
+                    .is_some_and(|l| l.iter().any(|g| g["governed"] != 0))
+            })
     })
     .await;
     let local = &status["localGates"][0];
