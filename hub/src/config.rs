@@ -102,6 +102,9 @@ pub struct ServeConfig {
     /// gRPC settings (TLS, keepalive, replica id, ...).
     #[command(flatten)]
     pub grpc: GrpcOptions,
+    /// Outbound calls (webhooks, feeds, identity providers): `--egress-*`.
+    #[command(flatten)]
+    pub egress: crate::egress::EgressOptions,
 }
 
 impl ServeConfig {
@@ -119,6 +122,7 @@ impl ServeConfig {
             listen_backlog: defaults::LISTEN_BACKLOG,
             http: HttpOptions::default(),
             grpc: GrpcOptions::default(),
+            egress: crate::egress::EgressOptions::default(),
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod dashboard;
 pub mod db;
 pub mod drain;
+pub mod egress;
 pub mod error;
 pub mod fanout;
 pub mod fleet_feed;
