@@ -2,7 +2,8 @@
 //! upstream "git" state its Flux sources pull from.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -20,7 +21,13 @@ pub type Bundle = BTreeMap<String, Vec<serde_json::Value>>;
 #[derive(Debug)]
 pub struct Cluster {
     pub name: String,
-    pub registry: Arc<Registry>,
+    /// The served types; replaced as a whole when a CRD changes (see `apiextensions`).
+    /// Request paths take one `Arc` of it per request.
+    pub registry: RwLock<Arc<Registry>>,
+    /// Serializes the apiextensions controllers (one worker, as naming_controller.go).
+    pub crd_sync: Mutex<()>,
+    /// A CRD (or an object of a terminating CRD) changed since the controllers last ran.
+    pub crd_dirty: AtomicBool,
     pub store: Store,
     /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
@@ -43,6 +50,18 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// The types served now.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn set_registry(&self, registry: Registry) {
+        *self.registry.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(registry);
+    }
+
     pub fn push(&self, key: SourceKey, revision: String) {
         self.upstream
             .lock()

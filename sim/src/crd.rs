@@ -1,6 +1,7 @@
-//! The resource types the simulated API server serves: the real Flux CRDs (embedded
-//! unmodified from `sim/crds/`), fleetgate's own Gate CRD (as shipped in `deploy/spoke`)
-//! plus the built-in kinds controllers need. A [`Registry`]
+//! The resource types the simulated API server serves: the built-in kinds controllers
+//! need plus one type per served version of every accepted CustomResourceDefinition (the
+//! real Flux CRDs embedded unmodified from `sim/crds/` and fleetgate's Gate CRD from
+//! `deploy/spoke` are seeded as CRD objects at start, see `apiextensions`). A [`Registry`]
 //! answers "which type is `/apis/{group}/{version}/{plural}`" and feeds discovery.
 
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use serde_json::Value;
 use crate::Error;
 
 /// The upstream Flux CRD manifests, loaded unmodified (see `sim/crds/README.md`).
-const FLUX_CRDS: &[&str] = &[
+pub(crate) const FLUX_CRDS: &[&str] = &[
     include_str!("../crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml"),
     include_str!("../crds/helm.toolkit.fluxcd.io_helmreleases.yaml"),
     include_str!("../crds/source.toolkit.fluxcd.io_gitrepositories.yaml"),
@@ -23,7 +24,8 @@ const FLUX_CRDS: &[&str] = &[
 
 /// fleetgate's Gate CRD, the very file `deploy/spoke` installs, so what kubectl shows
 /// against the simulator is what it shows in a real cluster.
-const FLEETGATE_CRDS: &[&str] = &[include_str!("../../deploy/spoke/gates.fleetgate.io.yaml")];
+pub(crate) const FLEETGATE_CRDS: &[&str] =
+    &[include_str!("../../deploy/spoke/gates.fleetgate.io.yaml")];
 
 /// One `additionalPrinterColumns` entry of a CRD version.
 #[derive(Debug, Clone)]
@@ -56,6 +58,23 @@ pub struct ResourceType {
     pub custom: bool,
     /// A create-only review resource (SelfSubjectAccessReview): nothing is stored.
     pub review: bool,
+    /// The CRD this type is served from (`None` for built-in kinds).
+    pub origin: Option<Arc<CrdOrigin>>,
+}
+
+/// Which CRD object (and which state of it) a custom resource type was built from: a
+/// registry rebuild reuses the types of CRDs whose origin is unchanged, so the schemas of
+/// the seeded CRDs stay shared by every simulated cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrdOrigin {
+    /// `plural.group`, the CRD's name.
+    pub name: String,
+    pub uid: String,
+    pub generation: i64,
+    /// `status.acceptedNames`: what the type is served as.
+    pub accepted_names: Value,
+    /// The CRD is being deleted: no creates (customresource_handler.go, serveResource).
+    pub terminating: bool,
 }
 
 impl ResourceType {
@@ -103,15 +122,41 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The Flux CRDs plus the built-in kinds.
+    /// The built-in kinds plus the seeded CRDs (the Flux kinds and Gate).
     pub fn standard() -> Result<Registry, Error> {
-        let mut types = builtin_types();
-        for doc in FLUX_CRDS.iter().chain(FLEETGATE_CRDS) {
-            types.extend(parse_crd(doc)?);
+        Ok((*crate::apiextensions::seed::templates()?.registry).clone())
+    }
+
+    /// The built-in kinds plus the types of the served `crds` (CRD objects as stored).
+    /// Types of a CRD whose [`CrdOrigin`] is unchanged since `previous` are reused.
+    pub fn build(crds: &[Arc<Value>], previous: Option<&Registry>) -> Registry {
+        let mut types: Vec<Arc<ResourceType>> = match previous {
+            Some(p) => p
+                .types
+                .iter()
+                .filter(|t| t.origin.is_none())
+                .cloned()
+                .collect(),
+            None => builtin_types().into_iter().map(Arc::new).collect(),
+        };
+        for crd in crds {
+            let Some(origin) = served_origin(crd) else {
+                continue;
+            };
+            let reused: Vec<Arc<ResourceType>> = previous
+                .into_iter()
+                .flat_map(|p| p.types.iter())
+                .filter(|t| t.origin.as_deref() == Some(&origin))
+                .cloned()
+                .collect();
+            if reused.is_empty() {
+                let origin = Arc::new(origin);
+                types.extend(parse_crd(crd, &origin).into_iter().map(Arc::new));
+            } else {
+                types.extend(reused);
+            }
         }
-        Ok(Registry {
-            types: types.into_iter().map(Arc::new).collect(),
-        })
+        Registry { types }
     }
 
     pub fn types(&self) -> &[Arc<ResourceType>] {
@@ -150,6 +195,31 @@ impl Registry {
     }
 }
 
+fn condition_true(crd: &Value, type_: &str) -> bool {
+    crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == type_ && c["status"] == "True")
+}
+
+/// The origin of a CRD's types if it is served: a CRD is served once its names are
+/// accepted or it is established (customresource_handler.go, ServeHTTP: "There is a small
+/// chance that a CRD is being served because NamesAccepted condition is true ...").
+fn served_origin(crd: &Value) -> Option<CrdOrigin> {
+    if !(condition_true(crd, "NamesAccepted") || condition_true(crd, "Established")) {
+        return None;
+    }
+    let meta = &crd["metadata"];
+    Some(CrdOrigin {
+        name: meta["name"].as_str().unwrap_or_default().to_string(),
+        uid: meta["uid"].as_str().unwrap_or_default().to_string(),
+        generation: meta["generation"].as_i64().unwrap_or(0),
+        accepted_names: crd["status"]["acceptedNames"].clone(),
+        terminating: condition_true(crd, "Terminating"),
+    })
+}
+
 /// Splits `group/version` (core: `v1` → `("", "v1")`).
 pub fn split_api_version(api_version: &str) -> (&str, &str) {
     match api_version.split_once('/') {
@@ -158,11 +228,11 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
     }
 }
 
-fn parse_crd(doc: &str) -> Result<Vec<ResourceType>, Error> {
-    let crd: Value = fleetgate_policy::yaml::from_str(doc)
-        .map_err(|e| Error::Config(format!("CRD: {}", e.message)))?;
+/// One type per served version of `crd`, named by its accepted names (discovery and the
+/// handler serve `status.acceptedNames`, naming_controller.go).
+fn parse_crd(crd: &Value, origin: &Arc<CrdOrigin>) -> Vec<ResourceType> {
     let spec = &crd["spec"];
-    let names = &spec["names"];
+    let names = &crd["status"]["acceptedNames"];
     let str_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let list_of = |v: &Value| -> Vec<String> {
         v.as_array()
@@ -205,12 +275,10 @@ fn parse_crd(doc: &str) -> Result<Vec<ResourceType>, Error> {
             printer_columns,
             custom: true,
             review: false,
+            origin: Some(origin.clone()),
         });
     }
-    if out.is_empty() {
-        return Err(Error::Config("CRD without served versions".into()));
-    }
-    Ok(out)
+    out
 }
 
 fn builtin(
@@ -236,6 +304,7 @@ fn builtin(
         printer_columns: Vec::new(),
         custom: false,
         review: false,
+        origin: None,
     }
 }
 
@@ -261,6 +330,17 @@ fn builtin_types() -> Vec<ResourceType> {
             false,
         ),
         builtin("events.k8s.io", "Event", "events", &["ev"], true, false),
+        ResourceType {
+            categories: vec!["api-extensions".into()],
+            ..builtin(
+                crate::apiextensions::GROUP,
+                "CustomResourceDefinition",
+                "customresourcedefinitions",
+                &["crd", "crds"],
+                false,
+                true,
+            )
+        },
         builtin("coordination.k8s.io", "Lease", "leases", &[], true, false),
         builtin(rbac, "ClusterRole", "clusterroles", &[], false, false),
         builtin(

@@ -207,6 +207,14 @@ impl FieldError {
         }
     }
 
+    /// `field.Required` with a detail ("Required value: schemas are required").
+    pub fn required_because(field: &str, detail: &str) -> FieldError {
+        FieldError {
+            detail: detail.into(),
+            ..FieldError::required(field)
+        }
+    }
+
     pub fn not_supported(field: &str, value: String, supported: &[String]) -> FieldError {
         FieldError {
             kind: FieldErrorKind::NotSupported,

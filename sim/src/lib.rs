@@ -3,6 +3,7 @@
 //! simulated cluster; real kubectl and kube-rs work against it unchanged.
 #![forbid(unsafe_code)]
 
+mod apiextensions;
 mod apply;
 mod cluster;
 pub mod crd;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rand::RngExt;
 use serde_json::{Map, Value, json};
 
+use crate::apiextensions;
 use crate::cluster::Cluster;
 use crate::crd::ResourceType;
 use crate::error::{Error, FieldError, Result};
@@ -269,6 +270,9 @@ pub fn prepare(
         let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
         new["metadata"]["generation"] = json!(g + 1);
     }
+    if apiextensions::is_crd(rt) {
+        apiextensions::strategy::prepare(old, &mut new, sub)?;
+    }
     let sub_name = if sub == Sub::Status { "status" } else { "" };
     match track {
         Track::Update => {
@@ -347,7 +351,7 @@ pub fn bind_namespace(rt: &ResourceType, obj: &mut Value, ns: Option<&str>) -> R
 
 fn namespace_type(cluster: &Cluster) -> Result<Arc<ResourceType>> {
     cluster
-        .registry
+        .registry()
         .lookup("", "v1", "namespaces")
         .ok_or_else(|| Error::Config("namespaces type missing".into()))
 }
@@ -392,7 +396,7 @@ pub fn create(
     let (new, warnings) = prepare(rt, None, body, Sub::Main, opts, track)?;
     let key = rt.key();
     let nst = namespace_type(cluster)?;
-    cluster.store.with(|s| {
+    let out = cluster.store.with(|s| {
         if rt.namespaced && s.get(&nst.key(), "", &ns).is_none() {
             return Err(Error::not_found(&nst, &ns));
         }
@@ -405,7 +409,11 @@ pub fn create(
             s.put(&key, new, rt.is_flux())
         };
         Ok(Outcome { object, warnings })
-    })
+    })?;
+    if apiextensions::is_crd(rt) && !opts.dry_run {
+        apiextensions::after_write(cluster);
+    }
+    Ok(out)
 }
 
 /// Replaces an object (PUT, or the result of a patch). `expected_rv` is the optimistic
@@ -446,7 +454,8 @@ pub fn update(
         ));
     }
     let key = rt.key();
-    cluster.store.with(|s| {
+    let mut removed_held = false;
+    let out = cluster.store.with(|s| {
         let old = s
             .get(&key, ns, name)
             .ok_or_else(|| Error::not_found(rt, name))?;
@@ -476,6 +485,7 @@ pub fn update(
         let object = if opts.dry_run {
             Arc::new(new)
         } else if finalized {
+            removed_held = true;
             s.put(&key, new, rt.is_flux());
             s.remove(&key, ns, name, rt.is_flux())
                 .ok_or_else(|| Error::not_found(rt, name))?
@@ -483,7 +493,15 @@ pub fn update(
             s.put(&key, new, rt.is_flux())
         };
         Ok(Outcome { object, warnings })
-    })
+    })?;
+    // A CRD write, or the last finalizer of an object a terminating CRD waits for.
+    if !opts.dry_run
+        && (apiextensions::is_crd(rt)
+            || (removed_held && rt.origin.as_ref().is_some_and(|o| o.terminating)))
+    {
+        apiextensions::after_write(cluster);
+    }
+    Ok(out)
 }
 
 /// Deletes an object; objects with finalizers only get a deletionTimestamp.
@@ -499,7 +517,7 @@ pub fn delete(
     let key = rt.key();
     let namespaced_types: Vec<Arc<ResourceType>> = if rt.key() == "/v1/namespaces" {
         cluster
-            .registry
+            .registry()
             .types()
             .iter()
             .filter(|t| t.namespaced)
@@ -508,7 +526,8 @@ pub fn delete(
     } else {
         Vec::new()
     };
-    cluster.store.with(|s| {
+    let crd = apiextensions::is_crd(rt);
+    let out = cluster.store.with(|s| {
         let old = s
             .get(&key, ns, name)
             .ok_or_else(|| Error::not_found(rt, name))?;
@@ -517,6 +536,10 @@ pub fn delete(
         }
         if dry_run {
             return Ok(old);
+        }
+        if crd && old["metadata"].get("deletionTimestamp").is_none() {
+            let marked = apiextensions::strategy::mark_deleting(&old, &timestamp());
+            return Ok(s.put(&key, marked, false));
         }
         let has_finalizers = old["metadata"]["finalizers"]
             .as_array()
@@ -541,7 +564,14 @@ pub fn delete(
         }
         s.remove(&key, ns, name, rt.is_flux())
             .ok_or_else(|| Error::not_found(rt, name))
-    })
+    })?;
+    if crd && !dry_run {
+        apiextensions::after_write(cluster);
+        // The finalizer ran: the CRD is gone unless other finalizers hold it.
+        let left = cluster.store.with(|s| s.get(&key, ns, name));
+        return Ok(left.unwrap_or(out));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Cluster;
-use crate::crd::Registry;
 use crate::error::Error;
 use crate::flux;
 use crate::ops::{self, Track, WriteOpts};
@@ -93,14 +92,14 @@ fn create_in(cluster: &Cluster, obj: Value) -> anyhow::Result<Value> {
     let av = obj["apiVersion"].as_str().unwrap_or_default();
     let kind = obj["kind"].as_str().unwrap_or_default();
     let rt = cluster
-        .registry
+        .registry()
         .by_kind(av, kind)
         .ok_or_else(|| anyhow!("unknown kind {av}/{kind}"))?;
     let ns = obj["metadata"]["namespace"].as_str().map(String::from);
     if let (true, Some(ns)) = (rt.namespaced, &ns) {
         let ns_obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
         let nst = cluster
-            .registry
+            .registry()
             .by_kind("v1", "Namespace")
             .ok_or_else(|| anyhow!("no Namespace type"))?;
         match ops::create(cluster, &nst, None, ns_obj, &seed_opts(), Track::Update) {
@@ -122,7 +121,7 @@ fn create_in(cluster: &Cluster, obj: Value) -> anyhow::Result<Value> {
 
 impl Sim {
     pub async fn start(config: SimConfig) -> anyhow::Result<Sim> {
-        let registry = Arc::new(Registry::standard()?);
+        let registry = crate::apiextensions::seed::templates()?.registry.clone();
         let shutdown = CancellationToken::new();
         let mut clusters = BTreeMap::new();
         let mut tasks = Vec::new();
@@ -144,7 +143,9 @@ impl Sim {
             let url = format!("{scheme}://{}", listener.local_addr()?);
             let cluster = Arc::new(Cluster {
                 name: name.clone(),
-                registry: registry.clone(),
+                registry: std::sync::RwLock::new(registry.clone()),
+                crd_sync: Mutex::default(),
+                crd_dirty: Default::default(),
                 store: Store::new(config.history_limit),
                 bookmark_interval: config.bookmark_interval,
                 reconcile_interval: config.reconcile_interval,
@@ -156,6 +157,7 @@ impl Sim {
                 watches: Default::default(),
                 shutdown: shutdown.child_token(),
             });
+            crate::apiextensions::seed::install(&cluster)?;
             for ns in SYSTEM_NAMESPACES {
                 create_in(
                     &cluster,
@@ -171,7 +173,7 @@ impl Sim {
                             obj["apiVersion"].as_str().unwrap_or_default(),
                             obj["kind"].as_str().unwrap_or_default(),
                         );
-                        if cluster.registry.by_kind(av, kind).is_none() {
+                        if cluster.registry().by_kind(av, kind).is_none() {
                             tracing::debug!(%av, %kind, "skipping manifest of an unserved kind");
                             continue;
                         }
@@ -346,7 +348,7 @@ impl Sim {
         name: &str,
     ) -> Option<Value> {
         let c = self.cluster(cluster).ok()?;
-        let rt = c.registry.by_kind(api_version, kind)?;
+        let rt = c.registry().by_kind(api_version, kind)?;
         c.store
             .with(|s| s.get(&rt.key(), namespace, name))
             .map(|o| (*o).clone())

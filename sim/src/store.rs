@@ -160,6 +160,34 @@ impl State {
         obj
     }
 
+    /// Inserts a prepared object sharing its `Arc` (the seeded CRDs, one copy for every
+    /// cluster) when its resourceVersion is still ahead of this store's; a copy through
+    /// [`State::put`] otherwise.
+    pub fn seed(&mut self, key: &str, obj: Arc<Value>) {
+        let rv = obj["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(0);
+        if rv <= self.rv {
+            self.put(key, (*obj).clone(), false);
+            return;
+        }
+        self.rv = rv;
+        let ns = str_at(&obj, "namespace");
+        let name = str_at(&obj, "name");
+        let prev = self
+            .objects
+            .entry(key.to_string())
+            .or_default()
+            .insert((ns.clone(), name), obj.clone());
+        let type_ = if prev.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.emit(key, ns, type_, obj, prev, false);
+    }
+
     /// Removes an object; the DELETED event carries a fresh resourceVersion.
     pub fn remove(&mut self, key: &str, ns: &str, name: &str, flux: bool) -> Option<Arc<Value>> {
         let old = self

@@ -43,7 +43,7 @@ pub fn ensure_chart(cluster: &Cluster, hr: &Value) {
         return;
     };
     let Some(rt) = cluster
-        .registry
+        .registry()
         .by_kind("source.toolkit.fluxcd.io/v1", "HelmChart")
     else {
         return;
@@ -93,10 +93,10 @@ pub fn ensure_chart(cluster: &Cluster, hr: &Value) {
 pub fn collect_orphan_charts(cluster: &Cluster) {
     let (Some(charts), Some(releases)) = (
         cluster
-            .registry
+            .registry()
             .by_kind("source.toolkit.fluxcd.io/v1", "HelmChart"),
         cluster
-            .registry
+            .registry()
             .by_kind("helm.toolkit.fluxcd.io/v2", "HelmRelease"),
     ) else {
         return;

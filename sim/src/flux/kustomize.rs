@@ -91,7 +91,7 @@ fn parse_id(id: &str) -> Option<(String, String, String, String)> {
 
 fn resource_type(cluster: &Cluster, group: &str, kind: &str) -> Option<Arc<ResourceType>> {
     cluster
-        .registry
+        .registry()
         .types()
         .iter()
         .find(|t| t.group == group && t.kind == kind && !t.review)
@@ -116,7 +116,7 @@ pub fn apply(cluster: &Cluster, ks: &Value, bundle: &Bundle) -> Result<Applied, 
         let (group, _) = split_api_version(s(obj, "/apiVersion"));
         let kind = s(obj, "/kind");
         let rt = cluster
-            .registry
+            .registry()
             .by_kind(s(obj, "/apiVersion"), kind)
             .or_else(|| resource_type(cluster, group, kind))
             .ok_or_else(|| {

@@ -76,7 +76,7 @@ fn pass(cluster: &Cluster, last: &mut HashMap<SourceKey, Instant>) -> Instant {
     let now = Instant::now();
     let mut next = now + Duration::from_secs(3600);
     let mut types: Vec<Arc<ResourceType>> = cluster
-        .registry
+        .registry()
         .types()
         .iter()
         .filter(|t| t.is_flux())
@@ -146,7 +146,7 @@ fn triggered(cluster: &Cluster, rt: &ResourceType, obj: &Value) -> bool {
 
 fn source_object(cluster: &Cluster, src: &SourceKey) -> Option<Arc<Value>> {
     let rt = cluster
-        .registry
+        .registry()
         .types()
         .iter()
         .find(|t| t.is_flux() && t.kind == src.0)?

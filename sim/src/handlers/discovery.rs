@@ -40,7 +40,7 @@ pub async fn api_versions() -> Json<Value> {
 
 pub async fn api_groups(State(cluster): State<Arc<Cluster>>) -> Json<Value> {
     let groups: Vec<Value> = cluster
-        .registry
+        .registry()
         .groups()
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
@@ -68,7 +68,8 @@ const VERBS: &[&str] = &[
 
 pub fn resource_list(cluster: &Cluster, group: &str, version: &str) -> Response {
     let mut resources = Vec::new();
-    for t in cluster.registry.types() {
+    let registry = cluster.registry();
+    for t in registry.types() {
         if t.group != group || t.version != version {
             continue;
         }

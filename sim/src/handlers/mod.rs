@@ -20,7 +20,7 @@ use axum::routing::{get, post};
 use http::{HeaderMap, Method};
 
 use crate::cluster::Cluster;
-use crate::crd::ResourceType;
+use crate::crd::{Registry, ResourceType};
 use crate::error::{Error, Result};
 use crate::query::Params;
 use crate::rbac::{self, RbacUser};
@@ -87,7 +87,7 @@ pub enum Target {
     },
 }
 
-fn parse_target(cluster: &Cluster, path: &str) -> Result<Target> {
+fn parse_target(registry: &Registry, path: &str) -> Result<Target> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (group, version, rest) = match segs.as_slice() {
         ["api", "v1", rest @ ..] => ("", "v1", rest),
@@ -95,8 +95,7 @@ fn parse_target(cluster: &Cluster, path: &str) -> Result<Target> {
         _ => return Err(Error::path_not_found()),
     };
     let lookup = |plural: &str| {
-        cluster
-            .registry
+        registry
             .lookup(group, version, plural)
             .ok_or_else(Error::path_not_found)
     };
@@ -112,15 +111,13 @@ fn parse_target(cluster: &Cluster, path: &str) -> Result<Target> {
         })
     };
     let namespaced_plural = |p: &str| {
-        cluster
-            .registry
+        registry
             .lookup(group, version, p)
             .is_some_and(|t| t.namespaced)
     };
     match rest {
         [] => {
-            if cluster
-                .registry
+            if registry
                 .groups()
                 .iter()
                 .any(|(g, vs)| g == group && vs.iter().any(|v| v == version))
@@ -195,7 +192,8 @@ async fn route(
     user: Option<RbacUser>,
     body: Bytes,
 ) -> Result<Response> {
-    let target = parse_target(cluster, path)?;
+    let registry = cluster.registry();
+    let target = parse_target(&registry, path)?;
     if let Target::ResourceList(g, v) = &target {
         return match *method {
             Method::GET => Ok(discovery::resource_list(cluster, g, v)),
@@ -220,7 +218,7 @@ async fn route(
         };
         let answer = cluster.store.with(|s| {
             rbac::review(
-                &cluster.registry,
+                &registry,
                 cluster.authorizer.as_ref(),
                 s,
                 user.as_ref(),
@@ -250,6 +248,18 @@ async fn route(
         && (sub != "status" || !rt.status_subresource)
     {
         return Err(Error::path_not_found());
+    }
+    if let (&Method::POST, Target::Collection { rt, .. }) = (method, &target)
+        && rt.origin.as_ref().is_some_and(|o| o.terminating)
+    {
+        // customresource_handler.go, serveResource: no creates while the CRD's finalizer
+        // deletes its objects.
+        return Err(Error::api(
+            405,
+            "MethodNotAllowed",
+            "create not allowed while custom resource definition is terminating".into(),
+            Some(serde_json::json!({"group": rt.group, "kind": rt.plural})),
+        ));
     }
     let ctx = write::Ctx {
         cluster,

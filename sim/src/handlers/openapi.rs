@@ -29,10 +29,23 @@ fn gv_path(group: &str, version: &str) -> String {
 
 pub async fn v3_root(State(cluster): State<Arc<Cluster>>) -> Json<Value> {
     let mut paths = Map::new();
-    for (g, versions) in cluster.registry.groups() {
+    let registry = cluster.registry();
+    for (g, versions) in registry.groups() {
         for v in versions {
             let p = gv_path(&g, &v);
-            let url = format!("/openapi/v3/{p}?hash={}", hash(&p));
+            // The hash names the document's content (kubectl caches by it): the CRDs
+            // behind the group-version, so a changed CRD is fetched anew.
+            let mut content = p.clone();
+            for t in registry
+                .types()
+                .iter()
+                .filter(|t| t.group == g && t.version == v)
+            {
+                if let Some(o) = &t.origin {
+                    content.push_str(&format!(" {}:{}:{}", o.uid, o.generation, o.accepted_names));
+                }
+            }
+            let url = format!("/openapi/v3/{p}?hash={}", hash(&content));
             paths.insert(p, json!({ "serverRelativeURL": url }));
         }
     }
@@ -68,7 +81,8 @@ pub async fn v3_group_version(
     };
     let mut paths = Map::new();
     let mut schemas = Map::new();
-    for t in cluster.registry.types() {
+    let registry = cluster.registry();
+    for t in registry.types() {
         if t.group != group || t.version != version {
             continue;
         }

@@ -43,6 +43,18 @@ fn builtin_columns(rt: &ResourceType) -> Option<Vec<Computed>> {
         type_: "string",
         cell: |o| age_of(o, &[".metadata.creationTimestamp"]),
     };
+    if crate::apiextensions::is_crd(rt) {
+        // apiextensions-apiserver serves CRDs with rest.NewDefaultTableConvertor: Name and
+        // "Created At" as RFC 3339 (what `kubectl get crd` prints).
+        return Some(vec![
+            name,
+            Computed {
+                name: "Created At",
+                type_: "date",
+                cell: |o| o["metadata"]["creationTimestamp"].clone(),
+            },
+        ]);
+    }
     if !rt.group.is_empty() {
         return None;
     }
