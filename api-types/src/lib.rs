@@ -4,6 +4,7 @@
 //! also describe themselves for the OpenAPI document.
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod dashboard;
 pub mod error;
 pub mod page;
@@ -13,6 +14,10 @@ pub mod rollout;
 pub mod schema;
 pub mod status;
 
+pub use access::{
+    AccessPolicy, AccessPolicyRecord, AccessPolicySpec, AccessScope, GateScope, Subjects,
+    WorkloadSubject, parse_access_policy,
+};
 pub use dashboard::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
 pub use error::{ErrorBody, ErrorDetail};
 pub use page::Page;

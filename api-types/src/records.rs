@@ -164,7 +164,8 @@ pub struct OverrideRecord {
 pub struct AuditEntry {
     pub id: i64,
     pub at: DateTime<Utc>,
-    /// Name of the API token that made the change.
+    /// Who made the change: the API token's name; a person's email (else
+    /// display name, else `sub`); a workload's `sub`.
     pub actor: String,
     /// e.g. `gate.create`, `override.open`, `cluster.rotate_token`.
     pub action: String,
@@ -176,6 +177,25 @@ pub struct AuditEntry {
     #[cfg_attr(feature = "utoipa", schema(value_type = Option<Object>))]
     pub after: Option<serde_json::Value>,
     pub reason: Option<String>,
+    /// token, person, workload or system (absent on entries written before
+    /// the hub knew people).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor_kind: Option<String>,
+    /// A person's or workload's OIDC issuer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor_issuer: Option<String>,
+    /// A person's or workload's `sub`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor_subject: Option<String>,
+    /// A person's email.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor_email: Option<String>,
+    /// A person's groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor_groups: Option<Vec<String>>,
+    /// What granted the action: `token ci`, `policy payments (group payments)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted_by: Option<Vec<String>>,
 }
 
 /// An API token (never its secret).
@@ -189,6 +209,9 @@ pub struct ApiToken {
     pub role: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// Where the token's role holds (absent: everywhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::AccessScope>,
 }
 
 /// A new API token with its secret, returned once.
@@ -209,6 +232,9 @@ pub struct CreateToken {
     pub name: String,
     /// viewer, operator or admin.
     pub role: String,
+    /// Where the role holds (clusters and gates); absent: everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::AccessScope>,
 }
 
 /// A role of an API token; each includes the ones before it.

@@ -146,6 +146,7 @@ async fn roles_and_token_kinds() {
                 name: "ci-bot".into(),
                 role: "operator".into(),
                 reason: String::new(),
+                scope: String::new(),
             },
             &hub.admin,
         ))

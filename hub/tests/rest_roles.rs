@@ -99,6 +99,7 @@ async fn fill(hub: &Hub, s: &str) -> String {
         let req = CreateToken {
             name: format!("fresh-token-{n}"),
             role: "viewer".into(),
+            scope: None,
         };
         let t = hub.service.create_token(&root, req, None).await.unwrap();
         s = s.replace("{token}", &t.token.id.to_string());

@@ -67,5 +67,6 @@ pub use rollout::{
 pub use rollout_preview::{RolloutEstimate, WaveEstimate};
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 pub use transitions::{Preview, PreviewState, Transition};
+pub use validate::dns_label;
 pub use warnings::Warning;
 pub use waves::{WaveCandidate, assign_waves};

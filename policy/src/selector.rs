@@ -97,7 +97,7 @@ impl LabelSelector {
     }
 
     /// Checks keys and operator/value combinations. Paths are relative to the selector.
-    pub(crate) fn validate(&self) -> Result<(), PolicyError> {
+    pub fn validate(&self) -> Result<(), PolicyError> {
         for key in self.match_labels.keys() {
             validate_label_key(key).map_err(|e| e.within(&format!("matchLabels.{key}")))?;
         }

@@ -175,7 +175,7 @@ fn validate_objects(spec: &GateSpec) -> Result<(), PolicyError> {
 }
 
 /// A DNS-1123 label: 1–63 lowercase alphanumerics or `-`, starting and ending alphanumeric.
-pub(crate) fn dns_label(name: &str) -> Result<(), PolicyError> {
+pub fn dns_label(name: &str) -> Result<(), PolicyError> {
     let ok = !name.is_empty()
         && name.len() <= 63
         && name

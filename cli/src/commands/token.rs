@@ -18,6 +18,7 @@ pub async fn run(client: &Client, cmd: &TokenCmd, format: Format) -> Result<()> 
             let body = CreateToken {
                 name: name.clone(),
                 role: role.clone(),
+                scope: None,
             };
             let v: ApiTokenWithSecret = client.post("/tokens", &reason(why), &body).await?;
             output::print_answer(format, &v, |v| {

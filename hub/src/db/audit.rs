@@ -20,13 +20,30 @@ pub struct NewAudit<'a> {
     pub before: Option<serde_json::Value>,
     pub after: Option<serde_json::Value>,
     pub reason: Option<&'a str>,
+    /// Who beyond the display name (see [`Who`]).
+    pub who: Who,
+}
+
+/// The principal behind an entry: kind, issuer, subject, email, groups,
+/// what granted the action and the access policies among that.
+#[derive(Debug, Clone, Default)]
+pub struct Who {
+    pub kind: Option<String>,
+    pub issuer: Option<String>,
+    pub subject: Option<String>,
+    pub email: Option<String>,
+    pub groups: Option<Vec<String>>,
+    pub granted_by: Option<Vec<String>>,
+    pub policies: Option<Vec<String>>,
 }
 
 /// Appends an entry.
 pub async fn insert(conn: &mut PgConnection, e: &NewAudit<'_>) -> Result<i64> {
     let (id,): (i64,) = sqlx::query_as(
         "insert into audit_log (at, actor, action, target_kind, target_name, before, after, \
-         reason) values ($1, $2, $3, $4, $5, $6, $7, $8) returning id",
+         reason, actor_kind, actor_issuer, actor_subject, actor_email, actor_groups, granted_by, \
+         actor_policies) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+         $15) returning id",
     )
     .bind(e.at)
     .bind(e.actor)
@@ -36,6 +53,13 @@ pub async fn insert(conn: &mut PgConnection, e: &NewAudit<'_>) -> Result<i64> {
     .bind(&e.before)
     .bind(&e.after)
     .bind(e.reason)
+    .bind(&e.who.kind)
+    .bind(&e.who.issuer)
+    .bind(&e.who.subject)
+    .bind(&e.who.email)
+    .bind(&e.who.groups)
+    .bind(&e.who.granted_by)
+    .bind(&e.who.policies)
     .fetch_one(conn)
     .await?;
     Ok(id)
@@ -45,6 +69,11 @@ pub async fn insert(conn: &mut PgConnection, e: &NewAudit<'_>) -> Result<i64> {
 #[derive(Debug, Clone, Default)]
 pub struct AuditFilter {
     pub actor: Option<String>,
+    /// A person: their `sub`, email (any case) or display name (`actor`).
+    pub person: Option<String>,
+    /// A team: the access policy that granted the action, or a group of
+    /// the person who made it.
+    pub team: Option<String>,
     pub action: Option<String>,
     pub target_kind: Option<String>,
     pub target_name: Option<String>,
@@ -70,7 +99,8 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<AuditEntry>> {
     let mut q = QueryBuilder::<Postgres>::new(
-        "select id, at, actor, action, target_kind, target_name, before, after, reason \
+        "select id, at, actor, action, target_kind, target_name, before, after, reason, \
+         actor_kind, actor_issuer, actor_subject, actor_email, actor_groups, granted_by \
          from audit_log where true",
     );
     for (column, value) in [
@@ -83,6 +113,22 @@ pub async fn list(
             q.push(format_args!(" and {column} = "))
                 .push_bind(v.clone());
         }
+    }
+    if let Some(p) = &f.person {
+        q.push(" and (actor_subject = ")
+            .push_bind(p.clone())
+            .push(" or lower(actor_email) = lower(")
+            .push_bind(p.clone())
+            .push(") or actor = ")
+            .push_bind(p.clone())
+            .push(")");
+    }
+    if let Some(t) = &f.team {
+        q.push(" and (actor_policies @> array[")
+            .push_bind(t.clone())
+            .push("]::text[] or actor_groups @> array[")
+            .push_bind(t.clone())
+            .push("]::text[])");
     }
     if let Some(since) = f.since {
         q.push(" and at >= ").push_bind(since);

@@ -11,6 +11,7 @@ macro_rules! sql {
     };
 }
 
+pub mod access_policies;
 pub mod audit;
 pub mod clusters;
 pub mod gates;

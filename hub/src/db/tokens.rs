@@ -2,7 +2,9 @@
 //! of the secret; revoked tokens stay for the audit trail.
 
 use chrono::{DateTime, Utc};
+use fleetgate_api_types::AccessScope;
 use sqlx::PgConnection;
+use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::WithHash;
@@ -17,27 +19,31 @@ pub struct TokenRow {
     pub role: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// The token's own scope (`AccessScope`); none: unscoped.
+    pub scope: Option<Json<AccessScope>>,
 }
 
-const COLUMNS: &str = "id, name, role, created_at, revoked_at";
+const COLUMNS: &str = "id, name, role, created_at, revoked_at, scope";
 
 /// Creates a token; 409 if the name is taken.
 pub async fn insert(
     conn: &mut PgConnection,
     name: &str,
     role: &str,
+    scope: Option<&AccessScope>,
     hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<TokenRow> {
     sqlx::query_as(sql!(
-        "insert into api_tokens (id, name, role, token_hash, created_at) \
-         values ($1, $2, $3, $4, $5) returning {COLUMNS}"
+        "insert into api_tokens (id, name, role, token_hash, created_at, scope) \
+         values ($1, $2, $3, $4, $5, $6) returning {COLUMNS}"
     ))
     .bind(Uuid::new_v4())
     .bind(name)
     .bind(role)
     .bind(hash)
     .bind(now)
+    .bind(scope.map(Json))
     .fetch_one(conn)
     .await
     .map_err(|e| on_unique(e, || format!("API token '{name}' already exists")))
@@ -71,7 +77,8 @@ pub async fn by_name_for_update(
 /// Sets a new secret hash and role, un-revoking the token.
 pub async fn reset(conn: &mut PgConnection, id: Uuid, role: &str, hash: &[u8]) -> Result<TokenRow> {
     let row = sqlx::query_as(sql!(
-        "update api_tokens set role = $2, token_hash = $3, revoked_at = null where id = $1 \
+        "update api_tokens set role = $2, token_hash = $3, revoked_at = null, scope = null \
+         where id = $1 \
          returning {COLUMNS}"
     ))
     .bind(id)

@@ -350,6 +350,8 @@ impl pb::admin_service_server::AdminService for AdminApi {
         let owned = |s: &str| conv::non_empty(s).map(str::to_string);
         let q = AuditQuery {
             actor: owned(&r.actor),
+            person: owned(&r.person),
+            team: owned(&r.team),
             action: owned(&r.action),
             target_kind: owned(&r.target_kind),
             target: owned(&r.target_name),
@@ -371,9 +373,18 @@ impl pb::admin_service_server::AdminService for AdminApi {
     ) -> Res<pb::CreateApiTokenResponse> {
         let actor = api_actor(&self.service, &req).await?;
         let r = req.into_inner();
+        let scope = if r.scope.trim().is_empty() {
+            None
+        } else {
+            Some(fleetgate_policy::yaml::from_str(&r.scope).map_err(|e| {
+                let e = e.within("scope");
+                to_status(Error::invalid(e.path, e.message))
+            })?)
+        };
         let input = CreateToken {
             name: r.name,
             role: r.role,
+            scope,
         };
         let t = ok(self
             .service

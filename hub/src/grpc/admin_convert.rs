@@ -257,6 +257,12 @@ pub fn audit_entry(e: AuditEntry) -> pb::AuditEntry {
         before_json: json(e.before),
         after_json: json(e.after),
         reason: e.reason.unwrap_or_default(),
+        actor_kind: e.actor_kind.unwrap_or_default(),
+        actor_issuer: e.actor_issuer.unwrap_or_default(),
+        actor_subject: e.actor_subject.unwrap_or_default(),
+        actor_email: e.actor_email.unwrap_or_default(),
+        actor_groups: e.actor_groups.unwrap_or_default(),
+        granted_by: e.granted_by.unwrap_or_default(),
     }
 }
 
@@ -268,6 +274,10 @@ pub fn api_token(t: ApiToken) -> pb::ApiTokenInfo {
         role: t.role,
         created_at: ts(t.created_at),
         revoked_at: t.revoked_at.and_then(ts),
+        scope: t
+            .scope
+            .map(|s| serde_json::to_string(&s).unwrap_or_default())
+            .unwrap_or_default(),
     }
 }
 

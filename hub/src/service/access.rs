@@ -3,7 +3,7 @@
 
 use super::types::ApiToken;
 use super::types::Cluster;
-use super::{Actor, Audit, Role, Service, Written, to_json};
+use super::{Actor, Audit, Identity, Role, Service, TokenIdentity, Written, to_json};
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::revision::Affected;
 use crate::db::{clusters, tokens};
@@ -17,7 +17,8 @@ const BOOTSTRAP_LOCK: i64 = 7_242_001;
 pub const SYSTEM_ACTOR: &str = "system";
 
 impl Service {
-    /// The actor behind an API token; 401 if unknown or revoked.
+    /// The actor behind an API token (its own role and scope plus the access
+    /// policies naming it, see [`Service::resolve`]); 401 if unknown or revoked.
     pub async fn authenticate_api(&self, token: &str) -> Result<Actor> {
         let presented = hash_token(token);
         let mut conn = self.conn().await?;
@@ -30,7 +31,13 @@ impl Service {
                 let role = row.role.parse::<Role>().map_err(|_| {
                     Error::Internal(format!("token '{}' has unknown role", row.name))
                 })?;
-                Ok(Actor::new(row.name, role))
+                let scope = row.scope.map(|s| s.0).unwrap_or_default();
+                let identity = Identity::Token(TokenIdentity {
+                    name: row.name,
+                    role,
+                    scope,
+                });
+                super::resolve::resolve_on(&mut conn, identity).await
             }
             _ => Err(Error::Unauthenticated("unknown API token".into())),
         }
@@ -68,7 +75,8 @@ impl Service {
                     Some((row, stored))
                         if hashes_equal(&stored, hash)
                             && row.revoked_at.is_none()
-                            && row.role == Role::Admin.as_str() =>
+                            && row.role == Role::Admin.as_str()
+                            && row.scope.is_none() =>
                     {
                         return Ok(Written::unchanged(()));
                     }
@@ -82,6 +90,7 @@ impl Service {
                             tx,
                             BOOTSTRAP_TOKEN_NAME,
                             Role::Admin.as_str(),
+                            None,
                             hash,
                             now,
                         )

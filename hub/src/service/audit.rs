@@ -14,8 +14,13 @@ use crate::{Error, Result};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
-    /// Token name that made the change.
+    /// Who made the change, as recorded (`actor`: token name, email, sub).
     pub actor: Option<String>,
+    /// A person, by `sub`, email (any case) or recorded name.
+    pub person: Option<String>,
+    /// A team: the access policy that granted the change, or a group of the
+    /// person who made it.
+    pub team: Option<String>,
     /// Action, e.g. `gate.replace`.
     pub action: Option<String>,
     /// Target kind: gate, override, cluster, api_token.
@@ -49,6 +54,8 @@ impl Service {
         let before: Option<i64> = page.key()?;
         let filter = AuditFilter {
             actor: q.actor.clone(),
+            person: q.person.clone(),
+            team: q.team.clone(),
             action: q.action.clone(),
             target_kind: q.target_kind.clone(),
             target_name: q.target.clone(),

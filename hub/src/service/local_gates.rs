@@ -111,6 +111,10 @@ pub async fn write(
                 before: e.before.as_ref().and_then(super::to_json),
                 after: e.after.as_ref().and_then(super::to_json),
                 reason: Some(&reason),
+                who: audit::Who {
+                    kind: Some("spoke".into()),
+                    ..audit::Who::default()
+                },
             },
         )
         .await?;

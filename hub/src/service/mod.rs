@@ -13,7 +13,9 @@ pub mod local_gates;
 pub mod local_requests;
 pub mod overrides;
 pub mod page;
+pub mod principal;
 pub mod reports;
+pub mod resolve;
 pub mod rollouts;
 pub mod spoke_auth;
 pub mod tokens;
@@ -39,6 +41,10 @@ use crate::db::revision::{self, Affected};
 use crate::{Error, Result};
 
 pub use page::{Page, PageRequest};
+pub use principal::{
+    Actor, ClusterRef, Clusters, GateRef, Grant, GrantSource, Identity, Person, ReadScope,
+    TokenIdentity, Workload,
+};
 
 /// The hub's operations over its database. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -121,35 +127,6 @@ impl<T> Written<T> {
 
 /// A role of an API token (defined with the API types: `whoami` answers it).
 pub use fleetgate_api_types::Role;
-
-/// Who is calling: an API token's name and role.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Actor {
-    pub name: String,
-    pub role: Role,
-}
-
-impl Actor {
-    /// An actor (tests, internal jobs).
-    pub fn new(name: impl Into<String>, role: Role) -> Self {
-        Self {
-            name: name.into(),
-            role,
-        }
-    }
-
-    /// 403 unless the actor's role is at least `role`.
-    pub fn require(&self, role: Role) -> Result<()> {
-        if self.role >= role {
-            Ok(())
-        } else {
-            Err(Error::Forbidden(format!(
-                "token '{}' has role {}; this needs {role}",
-                self.name, self.role
-            )))
-        }
-    }
-}
 
 /// An audit entry to write with a change.
 pub(crate) struct Audit {
@@ -298,6 +275,7 @@ impl Service {
                 before: audit.before,
                 after: audit.after,
                 reason: audit.reason.as_deref(),
+                who: actor.audit_who(),
             },
         )
         .await?;

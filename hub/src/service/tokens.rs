@@ -1,5 +1,5 @@
-//! API token operations (admin only): create with a role (secret shown
-//! once), list, revoke.
+//! API token operations (unscoped admins only): create with a role and an
+//! optional scope (secret shown once), list, revoke.
 
 use uuid::Uuid;
 
@@ -13,7 +13,7 @@ use crate::{Error, Result, validate};
 impl Service {
     /// Lists API tokens by name (admin).
     pub async fn list_tokens(&self, actor: &Actor, page: &PageRequest) -> Result<Page<ApiToken>> {
-        actor.require(Role::Admin)?;
+        actor.require_unscoped(Role::Admin)?;
         let limit = page.limit()?;
         let after: Option<String> = page.key()?;
         let mut conn = self.conn().await?;
@@ -33,7 +33,7 @@ impl Service {
         req: CreateToken,
         reason: Option<&str>,
     ) -> Result<ApiTokenWithSecret> {
-        actor.require(Role::Admin)?;
+        actor.require_unscoped(Role::Admin)?;
         validate::dns_label("name", &req.name)?;
         let role: Role =
             req.role
@@ -42,14 +42,21 @@ impl Service {
                     Error::invalid("role", e.to_string())
                 })?;
         validate::optional_reason("reason", reason)?;
+        let scope = req.scope.as_ref().filter(|s| !s.is_unscoped());
+        if let Some(s) = scope {
+            s.validate().map_err(|e| {
+                let e = e.within("scope");
+                Error::invalid(e.path, e.message)
+            })?;
+        }
         let secret = generate_token(API_TOKEN_PREFIX);
         let now = self.now();
         let (req, secret_hash) = (&req, &hash_token(&secret));
         let (token, _) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
-                    let row =
-                        tokens::insert(tx, &req.name, role.as_str(), secret_hash, now).await?;
+                    let row = tokens::insert(tx, &req.name, role.as_str(), scope, secret_hash, now)
+                        .await?;
                     Ok(token_written(row, "api_token.create", None, reason))
                 })
             })
@@ -65,7 +72,7 @@ impl Service {
         id: Uuid,
         reason: Option<&str>,
     ) -> Result<ApiToken> {
-        actor.require(Role::Admin)?;
+        actor.require_unscoped(Role::Admin)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
         let (token, _) = self

@@ -42,6 +42,7 @@ impl From<TokenRow> for ApiToken {
             role: r.role,
             created_at: r.created_at,
             revoked_at: r.revoked_at,
+            scope: r.scope.map(|s| s.0),
         }
     }
 }

@@ -85,6 +85,7 @@ impl Hub {
                     CreateToken {
                         name: name.into(),
                         role: role.into(),
+                        scope: None,
                     },
                     None,
                 )

@@ -236,6 +236,10 @@ pub(crate) async fn audit_all_but_last(
                 before: None,
                 after: Some(e.audit_json()),
                 reason: e.detail.as_deref(),
+                who: crate::db::audit::Who {
+                    kind: Some("system".into()),
+                    ..crate::db::audit::Who::default()
+                },
             },
         )
         .await?;
