@@ -13,6 +13,7 @@ pub mod rollout;
 #[cfg(feature = "utoipa")]
 pub mod schema;
 pub mod status;
+pub mod webhooks;
 
 pub use access::{
     AccessPolicy, AccessPolicyRecord, AccessPolicySpec, AccessScope, GateScope, Subjects,

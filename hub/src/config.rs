@@ -105,6 +105,9 @@ pub struct ServeConfig {
     /// Outbound calls (webhooks, feeds, identity providers): `--egress-*`.
     #[command(flatten)]
     pub egress: crate::egress::EgressOptions,
+    /// Notifications and webhooks: `--webhook-*`, `--notify-*`, `--public-url`.
+    #[command(flatten)]
+    pub notify: crate::notify::NotifyOptions,
 }
 
 impl ServeConfig {
@@ -123,6 +126,7 @@ impl ServeConfig {
             http: HttpOptions::default(),
             grpc: GrpcOptions::default(),
             egress: crate::egress::EgressOptions::default(),
+            notify: crate::notify::NotifyOptions::default(),
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod grpc;
 pub mod http;
 pub mod liveness;
 pub mod metrics;
+pub mod notify;
 pub mod openapi;
 pub mod replica;
 pub mod rest;

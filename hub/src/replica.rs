@@ -38,6 +38,9 @@ pub struct Replica {
     pub rollout_metrics: RolloutMetrics,
     pub http: HttpOptions,
     pub grpc: GrpcOptions,
+    /// Notification scheduling and webhook delivery (and the webhook egress
+    /// client the webhook API's URL checks and test messages use).
+    pub notifier: crate::notify::Notifier,
 }
 
 impl Replica {
@@ -48,6 +51,14 @@ impl Replica {
         let fleet = FleetFeed::new(service.clone(), fanout.changes());
         let grpc_metrics = GrpcMetrics::default();
         let rollout_metrics = RolloutMetrics::default();
+        let notify_metrics = crate::notify::deliver::NotifyMetrics::default();
+        let notifier = crate::notify::Notifier::new(
+            &crate::notify::NotifyOptions::default(),
+            &crate::egress::EgressOptions::default(),
+            grpc.replica(),
+            notify_metrics.clone(),
+        )
+        .expect("default notification settings are valid");
         let reports = Reports::new(
             service.clone(),
             grpc.replica(),
@@ -57,6 +68,7 @@ impl Replica {
         metrics.register(|r| {
             grpc_metrics.register(r);
             rollout_metrics.register(r);
+            notify_metrics.register(r);
             r.register(
                 "fleet_view_reads",
                 "Fleet views read for WatchFleet and dashboard event streams (one per change, shared by all watchers)",
@@ -78,7 +90,20 @@ impl Replica {
             rollout_metrics,
             http,
             grpc,
+            notifier,
         }
+    }
+
+    /// The same replica with notifications configured by these flags.
+    pub fn with_notify(
+        mut self,
+        opts: &crate::notify::NotifyOptions,
+        egress: &crate::egress::EgressOptions,
+    ) -> Result<Self> {
+        let metrics = self.notifier.delivery.metrics.clone();
+        self.notifier = crate::notify::Notifier::new(opts, egress, self.id().to_string(), metrics)
+            .map_err(crate::Error::Internal)?;
+        Ok(self)
     }
 
     /// This replica's id (`clusters.connected_replica`).
@@ -126,6 +151,11 @@ impl Replica {
             self.rollout_metrics.clone(),
             tasks.clone(),
         ));
+        let notify_task = tokio::spawn(
+            self.notifier
+                .clone()
+                .run(self.service.clone(), tasks.clone()),
+        );
         // Renewals run inside this future, not as a task of their own: when it
         // is dropped (the replica dies) they stop with it.
         let (result, ()) = tokio::join!(
@@ -140,6 +170,7 @@ impl Replica {
         crate::drain::phase("reports_flushed");
         let _ = listener_task.await;
         let _ = rollout_task.await;
+        let _ = notify_task.await;
         let _ = health_task.await;
         crate::drain::phase("tasks_stopped");
         // Streams ended by the drain skipped recording their disconnection.

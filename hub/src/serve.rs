@@ -27,7 +27,8 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         service.ensure_admin_token(secret).await?;
         startup::phase("admin_token");
     }
-    let replica = Replica::new(service, config.http, config.grpc);
+    let replica = Replica::new(service, config.http, config.grpc)
+        .with_notify(&config.notify, &config.egress)?;
     let http = bind(config.http_addr, config.listen_backlog)?;
     let grpc = bind(config.grpc_addr, config.listen_backlog)?;
     startup::phase("bound");

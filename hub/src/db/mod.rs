@@ -18,6 +18,7 @@ pub mod gates;
 pub mod health;
 pub mod held_objects;
 pub mod leases;
+pub mod outbox;
 pub mod overrides;
 pub mod reports;
 pub mod retry;
@@ -25,6 +26,7 @@ pub mod revision;
 pub mod rollouts;
 pub mod status;
 pub mod tokens;
+pub mod webhooks;
 
 use std::time::Duration;
 

@@ -122,6 +122,9 @@ impl Modify for Common {
         rest::health::healthz, rest::health::readyz, rest::health::metrics,
         dashboard::views::whoami, dashboard::views::fleet, dashboard::views::gate,
         dashboard::events::stream,
+        rest::webhooks::list, rest::webhooks::create, rest::webhooks::get, rest::webhooks::replace,
+        rest::webhooks::delete, rest::webhooks::rotate_secret, rest::webhooks::test,
+        rest::webhooks::deliveries, rest::webhooks::delivery, rest::webhooks::redeliver,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
@@ -134,6 +137,10 @@ impl Modify for Common {
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
         GateBrief, HeldObject, HeldObjectStatus, LocalGate,
         RolloutStatus, WaveStatus, RolloutClusterStatus, RolloutState, Health,
+        fleetgate_api_types::webhooks::Webhook, fleetgate_api_types::webhooks::WebhookSpec,
+        fleetgate_api_types::webhooks::WebhookFormat, fleetgate_api_types::webhooks::WebhookWithSecret,
+        fleetgate_api_types::webhooks::RotateWebhookSecret, fleetgate_api_types::webhooks::WebhookDelivery,
+        fleetgate_api_types::webhooks::WebhookAttempt, fleetgate_api_types::webhooks::WebhookTestResult,
     )),
     modifiers(&Common),
     tags(
@@ -146,6 +153,7 @@ impl Modify for Common {
         (name = "tokens", description = "API tokens (admin only)"),
         (name = "health", description = "Health, readiness and metrics"),
         (name = "dashboard", description = "Who am I, the dashboard's views and the live event stream"),
+        (name = "webhooks", description = "Notification subscriptions, deliveries and attempts (admin only)"),
     )
 )]
 pub struct ApiDoc;

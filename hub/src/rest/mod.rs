@@ -12,6 +12,7 @@ pub mod overrides;
 pub mod rollouts;
 pub mod status;
 pub mod tokens;
+pub mod webhooks;
 
 use std::time::Duration;
 
@@ -85,4 +86,22 @@ pub(crate) fn api() -> Router<AppState> {
         .route("/audit", get(audit::list))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{id}", delete(tokens::revoke))
+        .route("/webhooks", get(webhooks::list).post(webhooks::create))
+        .route(
+            "/webhooks/{name}",
+            get(webhooks::get)
+                .put(webhooks::replace)
+                .delete(webhooks::delete),
+        )
+        .route(
+            "/webhooks/{name}/rotate-secret",
+            post(webhooks::rotate_secret),
+        )
+        .route("/webhooks/{name}/test", post(webhooks::test))
+        .route("/webhooks/{name}/deliveries", get(webhooks::deliveries))
+        .route("/webhooks/{name}/deliveries/{id}", get(webhooks::delivery))
+        .route(
+            "/webhooks/{name}/deliveries/{id}/redeliver",
+            post(webhooks::redeliver),
+        )
 }

@@ -20,6 +20,7 @@ pub mod rollouts;
 pub mod spoke_auth;
 pub mod tokens;
 pub mod types;
+pub mod webhooks;
 
 use std::future::Future;
 use std::marker::PhantomData;

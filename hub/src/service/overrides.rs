@@ -121,6 +121,27 @@ impl Service {
                     )
                     .await?;
                     let rec = row;
+                    // Notifications, in this transaction: the override, and
+                    // the clusters whose state it changes now.
+                    let live =
+                        overrides::live_for_gates(tx, std::slice::from_ref(&rec.gate), now).await?;
+                    let before: Vec<OverrideRecord> =
+                        live.iter().filter(|o| o.id != rec.id).cloned().collect();
+                    let touched: Vec<&Scoped> =
+                        all.iter().filter(|c| affected.contains(&c.name)).collect();
+                    crate::notify::enqueue(tx, &crate::notify::overrides::created(&rec, &affected))
+                        .await?;
+                    for t in crate::notify::overrides::state_changes(
+                        &gate_def,
+                        &touched,
+                        &before,
+                        &live,
+                        now,
+                        crate::notify::Cause::Override,
+                        &actor.name,
+                    ) {
+                        crate::notify::enqueue(tx, &t.into_event()).await?;
+                    }
                     let action = if state == GateState::Open {
                         "override.open"
                     } else {
@@ -178,7 +199,29 @@ impl Service {
                         .filter(|c| super::fleet::applies(&gate_def, *c, &old))
                         .map(|c| c.name.clone())
                         .collect();
+                    let before_live =
+                        overrides::live_for_gates(tx, std::slice::from_ref(&old.gate), now).await?;
                     let row = overrides::cancel(tx, id, now, &actor.name).await?;
+                    let after_live: Vec<OverrideRecord> =
+                        before_live.iter().filter(|o| o.id != id).cloned().collect();
+                    let touched: Vec<&Scoped> =
+                        all.iter().filter(|c| affected.contains(&c.name)).collect();
+                    crate::notify::enqueue(
+                        tx,
+                        &crate::notify::overrides::ended(&row, now, Some(&actor.name)),
+                    )
+                    .await?;
+                    for t in crate::notify::overrides::state_changes(
+                        &gate_def,
+                        &touched,
+                        &before_live,
+                        &after_live,
+                        now,
+                        crate::notify::Cause::Override,
+                        &actor.name,
+                    ) {
+                        crate::notify::enqueue(tx, &t.into_event()).await?;
+                    }
                     let before = to_json(&old);
                     let rec = row;
                     let audit = Audit {

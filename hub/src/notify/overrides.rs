@@ -1,0 +1,88 @@
+//! Events of override writes: `override.created`, `override.ended`, and the
+//! `gate.opened`/`gate.closed` an override causes at once, computed in the
+//! write's transaction from the gate's state before and after it.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::Gate;
+
+use super::event::{Cause, GateTransition, NewEvent};
+use crate::db::clusters::Scoped;
+use crate::db::overrides::OverrideRecord;
+use crate::service::fleet::applying;
+
+/// `override.created` (`clusters`: those it applies to).
+pub(crate) fn created(rec: &OverrideRecord, clusters: &[String]) -> NewEvent {
+    NewEvent {
+        event_type: "override.created".into(),
+        subject: format!("gate/{}", rec.gate),
+        dedup_key: Some(format!("override.created/{}", rec.id)),
+        occurred_at: rec.created_at,
+        gate: Some(rec.gate.clone()),
+        clusters: clusters.to_vec(),
+        data: serde_json::json!({
+            "override": rec,
+            "clusters": clusters,
+        }),
+    }
+}
+
+/// `override.ended` at `at`: expired, or cancelled by `by`. One per
+/// override, whether the cancel write or the scheduler sees it first.
+pub(crate) fn ended(rec: &OverrideRecord, at: DateTime<Utc>, by: Option<&str>) -> NewEvent {
+    NewEvent {
+        event_type: "override.ended".into(),
+        subject: format!("gate/{}", rec.gate),
+        dedup_key: Some(format!("override.ended/{}", rec.id)),
+        occurred_at: at,
+        gate: Some(rec.gate.clone()),
+        clusters: Vec::new(),
+        data: serde_json::json!({
+            "override": rec,
+            "endedAt": at,
+            "how": if by.is_some() { "cancelled" } else { "expired" },
+            "cancelledBy": by,
+        }),
+    }
+}
+
+/// The clusters of `clusters` whose state of `gate` at `now` differs
+/// between the override sets `before` and `after`, grouped by new state.
+pub(crate) fn state_changes(
+    gate: &Gate,
+    clusters: &[&Scoped],
+    before: &[OverrideRecord],
+    after: &[OverrideRecord],
+    now: DateTime<Utc>,
+    cause: Cause,
+    actor: &str,
+) -> Vec<GateTransition> {
+    let Ok(compiled) = gate.compile() else {
+        return Vec::new();
+    };
+    let mut groups: BTreeMap<&'static str, (Vec<String>, String)> = BTreeMap::new();
+    for c in clusters {
+        let old = compiled.evaluate(now, &applying(gate, *c, before));
+        let new = compiled.evaluate(now, &applying(gate, *c, after));
+        if old.state != new.state {
+            let e = groups
+                .entry(new.state.as_str())
+                .or_insert_with(|| (Vec::new(), new.reason.clone()));
+            e.0.push(c.name.clone());
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(state, (clusters, reason))| GateTransition {
+            gate: gate.name().to_string(),
+            state: state.to_string(),
+            clusters,
+            reason,
+            cause,
+            at: now,
+            next_transition: compiled.evaluate(now, &[]).next_transition,
+            actor: Some(actor.to_string()),
+        })
+        .collect()
+}

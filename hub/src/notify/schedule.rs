@@ -1,0 +1,250 @@
+//! The window-edge scheduler: every replica wakes at the fleet's earliest
+//! next transition (or its upcoming-notice time), scans the interval since
+//! the last scan and enqueues one `gate.opened`/`gate.closed` per (gate,
+//! instant, new state) and the `gate.upcoming` notices. Replicas take turns
+//! on the scheduler row's lock, and the events' dedup keys make a repeated
+//! scan harmless, so two replicas never emit one edge twice. Driven by the
+//! service's clock ([`crate::clock`]): tests move time and call [`Service::notify_scan`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::{CompiledGate, Gate};
+use tokio_util::sync::CancellationToken;
+
+use super::event::{Cause, GateTransition, GateUpcoming};
+use crate::Result;
+use crate::db::clusters::Scoped;
+use crate::db::outbox;
+use crate::db::overrides::OverrideRecord;
+use crate::service::Service;
+use crate::service::fleet::{applying, stored_gate};
+
+/// Edges older than this when a scan finally runs (the whole hub was down)
+/// are skipped: a "closed" message hours late helps nobody.
+const MAX_CATCHUP: chrono::Duration = chrono::Duration::hours(1);
+
+/// Longest sleep between scans (picks up new gates and overrides whose
+/// edges no write announced).
+const MAX_SLEEP: Duration = Duration::from_secs(5);
+
+/// What one scan did.
+#[derive(Debug, Default, Clone)]
+pub struct ScanOutcome {
+    /// Events inserted (not counting those another replica had inserted).
+    pub inserted: usize,
+    /// The next instant anything is due (edge or upcoming notice).
+    pub next_due: Option<DateTime<Utc>>,
+}
+
+/// One gate's state changes on its clusters in `(from, to]`, one entry per
+/// (instant, new state) with the clusters that changed then.
+pub(crate) fn gate_edges(
+    gate: &Gate,
+    compiled: &CompiledGate,
+    clusters: &[Scoped],
+    overrides: &[OverrideRecord],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Vec<GateTransition> {
+    let base = compiled.transitions(from, to, &[]);
+    let mine: Vec<&OverrideRecord> = overrides.iter().filter(|o| o.gate == gate.name()).collect();
+    if base.is_empty() && mine.is_empty() {
+        return Vec::new();
+    }
+    let mut groups: BTreeMap<(DateTime<Utc>, &'static str), (Vec<String>, String, Cause)> =
+        BTreeMap::new();
+    for c in clusters
+        .iter()
+        .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
+    {
+        let ovs = applying(gate, c, mine.iter().copied());
+        let own;
+        let changes = if ovs.is_empty() {
+            &base
+        } else {
+            own = compiled.transitions(from, to, &ovs);
+            &own
+        };
+        for t in changes {
+            let by_override = t.reason.starts_with("override ")
+                || ovs
+                    .iter()
+                    .any(|o| o.starts_at == t.at || o.expires_at == Some(t.at));
+            let entry = groups
+                .entry((t.at, t.state.as_str()))
+                .or_insert_with(|| (Vec::new(), t.reason.clone(), Cause::Override));
+            entry.0.push(c.name.clone());
+            if !by_override && entry.2 == Cause::Override {
+                entry.1 = t.reason.clone();
+                entry.2 = Cause::Window;
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((at, state), (clusters, reason, cause))| GateTransition {
+            gate: gate.name().to_string(),
+            state: state.to_string(),
+            clusters,
+            reason,
+            cause,
+            at,
+            next_transition: compiled.evaluate(at, &[]).next_transition,
+            actor: None,
+        })
+        .collect()
+}
+
+/// `gate.upcoming` notices for window edges in `(from + lead, to + lead]`,
+/// naming the clusters no override holds at that instant.
+pub(crate) fn gate_upcoming(
+    gate: &Gate,
+    compiled: &CompiledGate,
+    clusters: &[Scoped],
+    overrides: &[OverrideRecord],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    lead: chrono::Duration,
+) -> Vec<GateUpcoming> {
+    let base = compiled.transitions(from + lead, to + lead, &[]);
+    base.into_iter()
+        .filter_map(|t| {
+            let names: Vec<String> = clusters
+                .iter()
+                .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
+                .filter(|c| {
+                    applying(gate, *c, overrides.iter().filter(|o| o.gate == gate.name()))
+                        .iter()
+                        .all(|o| !o.is_active(t.at))
+                })
+                .map(|c| c.name.clone())
+                .collect();
+            (!names.is_empty()).then(|| GateUpcoming {
+                gate: gate.name().to_string(),
+                state: t.state.as_str().to_string(),
+                clusters: names,
+                at: t.at,
+                lead: fleetgate_policy::format_duration(lead),
+                reason: t.reason,
+            })
+        })
+        .collect()
+}
+
+impl Service {
+    /// Scans from the last scan to now, enqueues the edges and notices found
+    /// (`leads`: the `gate.upcoming` lead times) and says when to scan next.
+    pub async fn notify_scan(&self, leads: &[chrono::Duration]) -> Result<ScanOutcome> {
+        let now = self.now();
+        let mut tx = self.begin().await?;
+        let Some(last) = outbox::lock_scheduler(&mut tx, now).await? else {
+            tx.commit().await?;
+            return Ok(ScanOutcome {
+                inserted: 0,
+                next_due: Some(now),
+            });
+        };
+        let from = last.max(now - MAX_CATCHUP);
+        let rows = crate::db::gates::all(&mut tx).await?;
+        let gates: Vec<(Gate, CompiledGate)> = rows
+            .iter()
+            .filter_map(|r| {
+                let g = stored_gate(&r.manifest).ok()?;
+                let c = g.compile().ok()?;
+                Some((g, c))
+            })
+            .collect();
+        let overrides = outbox::overrides_since(&mut tx, from).await?;
+        let mut inserted = 0;
+        if from < now {
+            let bound_in = |t: DateTime<Utc>| from < t && t <= now;
+            let due = overrides
+                .iter()
+                .any(|o| bound_in(o.starts_at) || o.expires_at.is_some_and(bound_in))
+                || gates.iter().any(|(_, c)| {
+                    !c.transitions(from, now, &[]).is_empty()
+                        || leads
+                            .iter()
+                            .any(|l| !c.transitions(from + *l, now + *l, &[]).is_empty())
+                });
+            if due {
+                let clusters = crate::db::clusters::scoped(&mut tx).await?;
+                for (g, c) in &gates {
+                    for edge in gate_edges(g, c, &clusters, &overrides, from, now) {
+                        inserted += usize::from(
+                            outbox::enqueue(&mut tx, &edge.into_event())
+                                .await?
+                                .is_some(),
+                        );
+                    }
+                    for lead in leads {
+                        for notice in gate_upcoming(g, c, &clusters, &overrides, from, now, *lead) {
+                            inserted += usize::from(
+                                outbox::enqueue(&mut tx, &notice.into_event(now))
+                                    .await?
+                                    .is_some(),
+                            );
+                        }
+                    }
+                }
+                for o in &overrides {
+                    if let Some(end) = o.expires_at.filter(|e| bound_in(*e)) {
+                        let ev = super::overrides::ended(o, end, None);
+                        inserted += usize::from(outbox::enqueue(&mut tx, &ev).await?.is_some());
+                    }
+                }
+            }
+            outbox::scanned(&mut tx, now).await?;
+        }
+        tx.commit().await?;
+        let mut next_due: Option<DateTime<Utc>> = None;
+        let mut due = |t: Option<DateTime<Utc>>| {
+            if let Some(t) = t.filter(|t| *t > now) {
+                next_due = Some(next_due.map_or(t, |n| n.min(t)));
+            }
+        };
+        for (_, c) in &gates {
+            due(c.evaluate(now, &[]).next_transition);
+            for l in leads {
+                due(c.evaluate(now + *l, &[]).next_transition.map(|t| t - *l));
+            }
+        }
+        for o in &overrides {
+            due(Some(o.starts_at));
+            due(o.expires_at);
+        }
+        Ok(ScanOutcome { inserted, next_due })
+    }
+}
+
+/// Scans until `stop`, sleeping until the next due instant (at most
+/// [`MAX_SLEEP`], so new gates are picked up) or until `wake` fires.
+pub async fn run(
+    service: Service,
+    leads: Vec<chrono::Duration>,
+    wake: std::sync::Arc<tokio::sync::Notify>,
+    stop: CancellationToken,
+) {
+    loop {
+        let sleep = match service.notify_scan(&leads).await {
+            Ok(out) => {
+                if out.inserted > 0 {
+                    wake.notify_waiters();
+                }
+                out.next_due
+                    .and_then(|t| (t - service.now()).to_std().ok())
+                    .map_or(MAX_SLEEP, |d| (d + Duration::from_millis(1)).min(MAX_SLEEP))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "notification scan failed");
+                MAX_SLEEP
+            }
+        };
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(sleep) => {}
+        }
+    }
+}
