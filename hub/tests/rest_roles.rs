@@ -264,6 +264,13 @@ async fn openapi_documents_every_route_with_errors() {
         ("/api/v1/dashboard/fleet", vec!["get"]),
         ("/api/v1/dashboard/gates/{name}", vec!["get"]),
         ("/api/v1/events", vec!["get"]),
+        ("/api/v1/webhooks", vec!["get", "post"]),
+        ("/api/v1/webhooks/{name}", vec!["get", "put", "delete"]),
+        ("/api/v1/webhooks/{name}/rotate-secret", vec!["post"]),
+        ("/api/v1/webhooks/{name}/test", vec!["post"]),
+        ("/api/v1/webhooks/{name}/deliveries", vec!["get"]),
+        ("/api/v1/webhooks/{name}/deliveries/{id}", vec!["get"]),
+        ("/api/v1/webhooks/{name}/deliveries/{id}/redeliver", vec!["post"]),
     ];
     for (path, methods) in &expected {
         let item = paths

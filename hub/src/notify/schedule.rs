@@ -38,6 +38,9 @@ pub struct ScanOutcome {
     pub next_due: Option<DateTime<Utc>>,
 }
 
+/// The clusters that changed at one (instant, state), the reason and the cause.
+type Group = (Vec<String>, String, Cause);
+
 /// One gate's state changes on its clusters in `(from, to]`, one entry per
 /// (instant, new state) with the clusters that changed then.
 pub(crate) fn gate_edges(
@@ -53,8 +56,7 @@ pub(crate) fn gate_edges(
     if base.is_empty() && mine.is_empty() {
         return Vec::new();
     }
-    let mut groups: BTreeMap<(DateTime<Utc>, &'static str), (Vec<String>, String, Cause)> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<(DateTime<Utc>, &'static str), Group> = BTreeMap::new();
     for c in clusters
         .iter()
         .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
