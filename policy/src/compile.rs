@@ -1,6 +1,8 @@
 //! Compiling a gate: validating every field and turning each window into a schedule that can
 //! list its occurrences (start and end instants) in any range of time.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, NaiveDateTime, Offset, Utc};
 use chrono_tz::Tz;
 
@@ -8,7 +10,10 @@ use crate::cron::CronSchedule;
 use crate::localtime::{ManifestTime, parse_zone, resolve_local, to_local};
 use crate::recurrence::Recurrence;
 use crate::validate::validate_structure;
-use crate::{Gate, PolicyError, Window, WindowKind, parse_duration};
+use crate::{
+    CalendarSource, Calendars, EventMatch, Gate, Occurrence, OnStale, PolicyError, Window,
+    WindowKind, expand_ics, parse_duration,
+};
 
 /// A validated gate, ready to evaluate. Cheap to clone is not a goal; compile once, evaluate often.
 #[derive(Debug, Clone)]
@@ -43,6 +48,44 @@ pub(crate) enum Schedule {
         start: DateTime<Utc>,
         end: DateTime<Utc>,
     },
+    Calendar(Box<CalendarSchedule>),
+}
+
+/// A calendar window's occurrences over the compile horizon, and what a stale feed does.
+#[derive(Debug, Clone)]
+pub(crate) struct CalendarSchedule {
+    /// Sorted by start.
+    pub(crate) occurrences: Arc<[Occurrence]>,
+    /// The longest occurrence: how far back one may start and still cover an instant.
+    pub(crate) longest: Duration,
+    pub(crate) source: CalendarSource,
+    pub(crate) event_match: Option<EventMatch>,
+    /// VEVENTs in the inline text (0 for a feed: the hub counts those).
+    pub(crate) events: usize,
+    /// When the feed's copy turns (or turned) stale; `None` for inline text.
+    pub(crate) stale_at: Option<DateTime<Utc>>,
+}
+
+impl CalendarSchedule {
+    /// From when the window closes the gate because its feed is stale (`onStale: closed`).
+    pub(crate) fn closes_from(&self) -> Option<DateTime<Utc>> {
+        (self.source.on_stale_or_default() == OnStale::Closed)
+            .then_some(self.stale_at)
+            .flatten()
+    }
+
+    /// The SUMMARY of the occurrence that covers `t` and lasts longest.
+    pub(crate) fn summary_at(&self, t: DateTime<Utc>) -> Option<&str> {
+        let from = self
+            .occurrences
+            .partition_point(|o| o.start < t - self.longest);
+        self.occurrences[from..]
+            .iter()
+            .take_while(|o| o.start <= t)
+            .filter(|o| o.end > t)
+            .max_by_key(|o| o.end)
+            .map(|o| &*o.summary)
+    }
 }
 
 /// How far a wall-clock time may be from the local reading of the instant it maps to, beyond
@@ -81,6 +124,14 @@ impl CompiledWindow {
                     vec![]
                 };
             }
+            Schedule::Calendar(c) => {
+                let first = c.occurrences.partition_point(|o| o.start < lo);
+                return c.occurrences[first..]
+                    .iter()
+                    .take_while(|o| o.start <= hi)
+                    .map(|o| (o.start, o.end))
+                    .collect();
+            }
         };
         // Wall times map to instants monotonically except around DST gaps, so sort afterwards.
         let mut starts: Vec<DateTime<Utc>> = walls
@@ -98,6 +149,15 @@ impl CompiledWindow {
         match &self.schedule {
             Schedule::Cron { duration, .. } | Schedule::Recurrence { duration, .. } => *duration,
             Schedule::Dated { start, end } => *end - *start,
+            Schedule::Calendar(c) => c.longest,
+        }
+    }
+
+    /// The calendar behind a calendar window.
+    pub(crate) fn calendar(&self) -> Option<&CalendarSchedule> {
+        match &self.schedule {
+            Schedule::Calendar(c) => Some(c),
+            _ => None,
         }
     }
 }
@@ -108,8 +168,16 @@ impl Gate {
         self.compile().map(|_| ())
     }
 
-    /// Validates and compiles the gate for evaluation.
+    /// Validates and compiles the gate for evaluation. Calendar windows are expanded around
+    /// the current time ([`Calendars::at`]); feeds (`calendar.url`) count as never fetched. Use
+    /// [`Gate::compile_with`] to give the instant and the feeds' occurrences.
     pub fn compile(&self) -> Result<CompiledGate, PolicyError> {
+        self.compile_with(&Calendars::at(Utc::now()))
+    }
+
+    /// Validates and compiles the gate, expanding calendar windows over `calendars`' horizon
+    /// and taking feed windows' occurrences from it.
+    pub fn compile_with(&self, calendars: &Calendars) -> Result<CompiledGate, PolicyError> {
         validate_structure(self)?;
         let tz = match &self.spec.time_zone {
             Some(name) => parse_zone(name).map_err(|e| e.within("spec.timeZone"))?,
@@ -121,7 +189,8 @@ impl Gate {
             .iter()
             .enumerate()
             .map(|(i, w)| {
-                compile_window(w, tz).map_err(|e| e.within(&format!("spec.windows[{i}]")))
+                compile_window(w, tz, calendars)
+                    .map_err(|e| e.within(&format!("spec.windows[{i}]")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(CompiledGate {
@@ -133,7 +202,11 @@ impl Gate {
 }
 
 /// Compiles one window; error paths are relative to the window.
-fn compile_window(w: &Window, gate_tz: Tz) -> Result<CompiledWindow, PolicyError> {
+fn compile_window(
+    w: &Window,
+    gate_tz: Tz,
+    calendars: &Calendars,
+) -> Result<CompiledWindow, PolicyError> {
     let tz = match &w.time_zone {
         Some(name) => parse_zone(name).map_err(|e| e.within("timeZone"))?,
         None => gate_tz,
@@ -142,9 +215,22 @@ fn compile_window(w: &Window, gate_tz: Tz) -> Result<CompiledWindow, PolicyError
         w.schedule.is_some(),
         w.rrule.is_some(),
         w.start.is_some() || w.end.is_some(),
+        w.calendar.is_some(),
     );
+    if w.event_match.is_some() && w.calendar.is_none() {
+        return Err(PolicyError::new("match", "only allowed with calendar"));
+    }
     let schedule = match shape {
-        (true, false, false) => {
+        (false, false, false, true) => {
+            if w.duration.is_some() {
+                return Err(PolicyError::new(
+                    "duration",
+                    "not allowed with calendar (each event lasts as long as the calendar says)",
+                ));
+            }
+            compile_calendar(w, tz, calendars)?
+        }
+        (true, false, false, false) => {
             let source = w.schedule.clone().unwrap_or_default();
             let cron = CronSchedule::parse(&source).map_err(|e| e.within("schedule"))?;
             let duration = required_duration(w)?;
@@ -167,7 +253,7 @@ fn compile_window(w: &Window, gate_tz: Tz) -> Result<CompiledWindow, PolicyError
                 duration,
             }
         }
-        (false, true, false) => {
+        (false, true, false, false) => {
             let source = w.rrule.clone().unwrap_or_default();
             let dtstart = match &w.dtstart {
                 None => {
@@ -194,7 +280,7 @@ fn compile_window(w: &Window, gate_tz: Tz) -> Result<CompiledWindow, PolicyError
                 duration,
             }
         }
-        (false, false, true) => {
+        (false, false, true, false) => {
             if w.duration.is_some() {
                 return Err(PolicyError::new(
                     "duration",
@@ -223,7 +309,7 @@ fn compile_window(w: &Window, gate_tz: Tz) -> Result<CompiledWindow, PolicyError
         _ => {
             return Err(PolicyError::new(
                 "",
-                "give exactly one of: schedule + duration (cron), rrule + dtstart + duration, or start + end",
+                "give exactly one of: schedule + duration (cron), rrule + dtstart + duration, start + end, or calendar",
             ));
         }
     };
@@ -236,6 +322,56 @@ fn compile_window(w: &Window, gate_tz: Tz) -> Result<CompiledWindow, PolicyError
         tz,
         schedule,
     })
+}
+
+/// A calendar window: inline text expanded over the horizon (strict: any event that cannot be
+/// read fails validation, naming its line and property), or a feed's occurrences as given.
+fn compile_calendar(w: &Window, tz: Tz, calendars: &Calendars) -> Result<Schedule, PolicyError> {
+    let source = w.calendar.clone().unwrap_or_default();
+    source.validate().map_err(|e| e.within("calendar"))?;
+    if let Some(m) = &w.event_match
+        && m.summary.as_deref().is_some_and(|s| s.trim().is_empty())
+    {
+        return Err(PolicyError::new("match.summary", "must not be empty"));
+    }
+    let (occurrences, events, stale_at) = match &source.ics {
+        Some(text) => {
+            let expanded = expand_ics(
+                text,
+                tz,
+                w.event_match.as_ref(),
+                calendars.from,
+                calendars.to,
+            )
+            .map_err(|e| PolicyError::new("calendar.ics", e.to_string()))?;
+            if let Some(first) = expanded.rejected.first() {
+                let more = match expanded.rejected.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more)", n - 1),
+                };
+                return Err(PolicyError::new("calendar.ics", format!("{first}{more}")));
+            }
+            (expanded.occurrences, expanded.events, None)
+        }
+        None => match calendars.feeds.iter().find(|f| f.window == w.name) {
+            Some(feed) => (feed.occurrences.clone(), 0, feed.stale_at),
+            // Never fetched: stale from the start.
+            None => (Vec::new(), 0, Some(DateTime::<Utc>::UNIX_EPOCH)),
+        },
+    };
+    let longest = occurrences
+        .iter()
+        .map(|o| o.end - o.start)
+        .max()
+        .unwrap_or_else(Duration::zero);
+    Ok(Schedule::Calendar(Box::new(CalendarSchedule {
+        occurrences: occurrences.into(),
+        longest,
+        source,
+        event_match: w.event_match.clone(),
+        events,
+        stale_at,
+    })))
 }
 
 fn required_duration(w: &Window) -> Result<Duration, PolicyError> {

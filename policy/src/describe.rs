@@ -1,9 +1,9 @@
 //! The rules of a compiled gate in words, for people: `deny 'no-deploy-friday': every Fri 00:00
 //! for 72h (Europe/Berlin)`. Common cron shapes get prose; others are quoted as written.
 
-use crate::compile::{CompiledWindow, Schedule};
+use crate::compile::{CalendarSchedule, CompiledWindow, Schedule};
 use crate::cron::CronSchedule;
-use crate::{CompiledGate, format_duration};
+use crate::{CompiledGate, OnStale, format_duration};
 
 const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
 
@@ -48,8 +48,39 @@ fn describe_window(w: &CompiledWindow) -> String {
             start.with_timezone(&w.tz).format("%a %Y-%m-%d %H:%M"),
             end.with_timezone(&w.tz).format("%a %Y-%m-%d %H:%M")
         ),
+        Schedule::Calendar(c) => calendar_words(c),
     };
     format!("{} '{}': {when} ({})", w.kind, w.name, w.tz.name())
+}
+
+/// `every event of the inline calendar (12 events)`, `every event 'Freeze' of the calendar at
+/// https://… (refreshed every 1h; if stale for 24h: keep)`.
+fn calendar_words(c: &CalendarSchedule) -> String {
+    let which = match &c.event_match {
+        None => "every event".to_string(),
+        Some(m) => {
+            let mut parts = Vec::new();
+            if let Some(s) = &m.summary {
+                parts.push(format!("whose SUMMARY contains '{s}'"));
+            }
+            if !m.categories.is_empty() {
+                parts.push(format!("in CATEGORIES {}", m.categories.join(",")));
+            }
+            format!("every event {}", parts.join(" and "))
+        }
+    };
+    match &c.source.url {
+        Some(url) => format!(
+            "{which} of the calendar at {url} (refreshed every {}; if not fetched for {}: {})",
+            format_duration(c.source.refresh_every()),
+            format_duration(c.source.max_stale_after()),
+            match c.source.on_stale_or_default() {
+                OnStale::Keep => "keep the last copy",
+                OnStale::Closed => "closed",
+            }
+        ),
+        None => format!("{which} of the inline calendar ({} events)", c.events),
+    }
 }
 
 /// Prose for the common shape `M H * * DOW-list`: `every Mon,Thu 08:00`, `every day 08:00`.

@@ -1,4 +1,4 @@
-//! fleetgate's gate model and its evaluation: manifests, validation, cron/rrule/dated windows
+//! fleetgate's gate model and its evaluation: manifests, validation, cron/rrule/dated/calendar windows
 //! with DST-correct wall-clock semantics, overrides, and transitions. Pure, no I/O; shared by
 //! the hub, the spoke and the CLI so they always agree.
 //!
@@ -25,6 +25,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod calendar;
 mod compile;
 mod cron;
 mod describe;
@@ -47,6 +48,11 @@ mod warnings;
 mod waves;
 pub mod yaml;
 
+pub use calendar::{
+    CalendarAuth, CalendarIssue, CalendarSource, Calendars, DEFAULT_MAX_STALE, DEFAULT_REFRESH,
+    EventMatch, ExpandedCalendar, FeedOccurrences, HORIZON_AFTER, HORIZON_BEFORE, MAX_ICS_BYTES,
+    MIN_REFRESH, Occurrence, OnStale, SecretRef, expand_ics,
+};
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;
 pub use duration::{format_duration, parse_duration};

@@ -302,7 +302,8 @@ impl fmt::Display for WindowKind {
 }
 
 /// A time window. Exactly one shape: `schedule` + `duration` (cron), `rrule` + `dtstart` +
-/// `duration` (RFC 5545), or `start` + `end` (dated, e.g. a freeze). Times are wall-clock in
+/// `duration` (RFC 5545), `start` + `end` (dated, e.g. a freeze), or `calendar` (every event of
+/// an iCalendar, inline or a feed; optionally only those that `match`). Times are wall-clock in
 /// `timeZone` (the window's, else the gate's, else UTC).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -323,6 +324,11 @@ pub struct Window {
     pub end: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calendar: Option<crate::CalendarSource>,
+    /// With `calendar`: only the events that match.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub event_match: Option<crate::EventMatch>,
 }
 
 impl Gate {

@@ -63,6 +63,12 @@ pub(crate) fn sweep(
         edges.push(o.starts_at);
         edges.extend(o.expires_at);
     }
+    // A stale feed with `onStale: closed` closes from the instant it turns stale.
+    edges.extend(
+        gate.windows
+            .iter()
+            .filter_map(|w| w.calendar().and_then(|c| c.closes_from())),
+    );
     edges.retain(|t| from < *t && *t <= to);
     edges.sort_unstable();
     edges.dedup();
@@ -102,7 +108,14 @@ impl Cursor<'_> {
     fn decide(&mut self, t: DateTime<Utc>) -> Decision {
         let mut deny: Option<(usize, Option<DateTime<Utc>>)> = None;
         let mut allow: Option<(usize, Option<DateTime<Utc>>)> = None;
+        let mut stale: Option<(usize, DateTime<Utc>)> = None;
         for (i, window) in self.gate.windows.iter().enumerate() {
+            if let Some(since) = window.calendar().and_then(|c| c.closes_from())
+                && since <= t
+                && stale.is_none()
+            {
+                stale = Some((i, since));
+            }
             let spans = &self.spans[i];
             let k = &mut self.next[i];
             while *k < spans.len() && spans[*k].end.is_some_and(|e| e <= t) {
@@ -149,17 +162,38 @@ impl Cursor<'_> {
                 reason: format!("override {}{by} {until}{why}", o.state),
             };
         }
+        if let Some((i, since)) = stale {
+            let w: &CompiledWindow = &self.gate.windows[i];
+            let since = if since == DateTime::<Utc>::UNIX_EPOCH {
+                "never fetched".to_string()
+            } else {
+                format!("stale since {}", format_until(w.tz, since, t))
+            };
+            return Decision {
+                state: GateState::Closed,
+                reason: format!(
+                    "deny window '{}': calendar feed {since} (onStale: closed)",
+                    w.name
+                ),
+            };
+        }
         let window_reason = |(i, end): (usize, Option<DateTime<Utc>>)| {
             let w: &CompiledWindow = &self.gate.windows[i];
+            let event = w
+                .calendar()
+                .and_then(|c| c.summary_at(t))
+                .filter(|s| !s.is_empty())
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
             match end {
                 Some(e) => format!(
-                    "{} window '{}' until {}",
+                    "{} window '{}'{event} until {}",
                     w.kind,
                     w.name,
                     format_until(w.tz, e, t)
                 ),
                 None => format!(
-                    "{} window '{}' (no end within {} days)",
+                    "{} window '{}'{event} (no end within {} days)",
                     w.kind,
                     w.name,
                     EXTEND_CAP.num_days()
@@ -233,6 +267,13 @@ fn latest_at_or_before(
     occurrences: &mut usize,
 ) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
     let lookback = w.lookback();
+    if w.calendar().is_some() {
+        // Calendar occurrences differ in length: the one reaching furthest may have started
+        // before a shorter, later one. The list is in memory, so look at the whole lookback.
+        let found = w.occurrences(from - lookback, from);
+        *occurrences += found.len();
+        return found.into_iter().max_by_key(|(_, end)| *end);
+    }
     let mut step = lookback.min(Duration::hours(6));
     loop {
         let found = w.occurrences(from - step, from);

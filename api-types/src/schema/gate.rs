@@ -98,7 +98,8 @@ pub struct LabelSelectorRequirementDoc {
 }
 
 /// A window: exactly one of `schedule`+`duration` (5-field cron),
-/// `rrule`+`dtstart`+`duration` (RFC 5545), or `start`+`end` (dated).
+/// `rrule`+`dtstart`+`duration` (RFC 5545), `start`+`end` (dated), or `calendar` (every
+/// event of an iCalendar, inline or a feed the hub fetches; see docs/calendars.md).
 /// Times are wall-clock in `timeZone` (the window's, else the gate's).
 #[derive(Debug, ToSchema)]
 #[schema(rename_all = "camelCase")]
@@ -118,4 +119,50 @@ pub struct WindowDoc {
     pub start: Option<String>,
     pub end: Option<String>,
     pub time_zone: Option<String>,
+    pub calendar: Option<CalendarDoc>,
+    /// With `calendar`: only the events that match.
+    #[schema(rename = "match")]
+    pub event_match: Option<EventMatchDoc>,
+}
+
+/// A calendar window's events: exactly one of `ics` (inline RFC 5545 text) and `url`.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct CalendarDoc {
+    /// Inline RFC 5545 text, `BEGIN:VCALENDAR` … `END:VCALENDAR` (at most 1 MiB).
+    pub ics: Option<String>,
+    /// An `https://` (or `webcal://`) feed, fetched by the hub.
+    #[schema(example = "https://calendar.example.com/freezes.ics")]
+    pub url: Option<String>,
+    /// How often the hub fetches `url` (default `1h`, at least `1m`; the feed's
+    /// REFRESH-INTERVAL / X-PUBLISHED-TTL is a lower bound).
+    pub refresh: Option<String>,
+    /// How long after the last successful fetch the copy is stale (default `24h`).
+    pub max_stale: Option<String>,
+    /// `keep` (default: keep applying the last good copy) or `closed` (close the gate while
+    /// stale).
+    pub on_stale: Option<String>,
+    pub auth: Option<CalendarAuthDoc>,
+}
+
+/// A private feed's `Authorization` header value, from a secret the hub holds.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct CalendarAuthDoc {
+    pub secret_ref: SecretRefDoc,
+}
+
+/// The name of a secret the hub holds (a file in `--calendar-secrets-dir`).
+#[derive(Debug, ToSchema)]
+pub struct SecretRefDoc {
+    pub name: String,
+}
+
+/// Which events of a calendar count; every given criterion must hold.
+#[derive(Debug, ToSchema)]
+pub struct EventMatchDoc {
+    /// SUMMARY contains this text (case-insensitive).
+    pub summary: Option<String>,
+    /// At least one of these CATEGORIES (case-insensitive).
+    pub categories: Option<Vec<String>>,
 }

@@ -18,8 +18,9 @@ use crate::error::{ErrorBody, ErrorDetail};
 use crate::rollout::State as RolloutState;
 use crate::rollout::health::Health;
 use crate::schema::gate::{
-    ClusterScopeDoc, GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc,
-    LabelSelectorRequirementDoc, LocalRequestsDoc, TargetsDoc, WindowDoc,
+    CalendarAuthDoc, CalendarDoc, ClusterScopeDoc, EventMatchDoc, GateManifest, GateMetadata,
+    GateSpecDoc, LabelSelectorDoc, LabelSelectorRequirementDoc, LocalRequestsDoc, SecretRefDoc,
+    TargetsDoc, WindowDoc,
 };
 use crate::schema::pages::{AuditPage, ClusterPage, GatePage, OverridePage, TokenPage};
 use crate::schema::preview::{
@@ -133,7 +134,7 @@ impl Modify for Common {
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, RolloutEstimateDoc, WaveEstimateDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
-        WindowDoc, LocalRequestsDoc,
+        WindowDoc, LocalRequestsDoc, CalendarDoc, CalendarAuthDoc, SecretRefDoc, EventMatchDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
         GateBrief, HeldObject, HeldObjectStatus, LocalGate,
         RolloutStatus, WaveStatus, RolloutClusterStatus, RolloutState, Health,
