@@ -270,7 +270,10 @@ async fn openapi_documents_every_route_with_errors() {
         ("/api/v1/webhooks/{name}/test", vec!["post"]),
         ("/api/v1/webhooks/{name}/deliveries", vec!["get"]),
         ("/api/v1/webhooks/{name}/deliveries/{id}", vec!["get"]),
-        ("/api/v1/webhooks/{name}/deliveries/{id}/redeliver", vec!["post"]),
+        (
+            "/api/v1/webhooks/{name}/deliveries/{id}/redeliver",
+            vec!["post"],
+        ),
     ];
     for (path, methods) in &expected {
         let item = paths

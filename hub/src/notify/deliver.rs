@@ -233,6 +233,10 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
                 before: None,
                 after: Some(serde_json::json!({"enabled": false, "disabledReason": reason})),
                 reason: Some(&reason),
+                who: crate::db::audit::Who {
+                    kind: Some("hub".into()),
+                    ..Default::default()
+                },
             },
         )
         .await?;
