@@ -2,7 +2,7 @@
 //! and one bearer token each, in this process. They speak the spoke protocol
 //! (Hello with the held revision, then reports on demand), record when each
 //! snapshot arrived, and reconnect on the real spoke's schedule
-//! ([`fleetgate_spoke::reconnect`]).
+//! ([`fleetgate_spoke::hub::reconnect`]).
 //! With several hub addresses each spoke dials them round-robin (spoke `i`
 //! starts at address `i`), as a load balancer in front of replicas would
 //! spread them. [`crate::swarm_process`] runs a swarm in a process of its own
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use fleetgate_proto::SpokeServiceClient;
 use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
-use fleetgate_spoke::reconnect::{Outcome, Reconnect};
+use fleetgate_spoke::hub::reconnect::{Outcome, Reconnect};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;

@@ -11,8 +11,8 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use fleetgate_sim::{Sim, SimConfig};
 use fleetgate_spoke::{
     Config, SnapshotSource, Spoke,
-    report::Report,
-    snapshot::{GateRule, Snapshot},
+    hub::report::Report,
+    hub::snapshot::{GateRule, Snapshot},
 };
 use futures::StreamExt;
 use kube::{

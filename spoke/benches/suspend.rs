@@ -9,7 +9,7 @@ use std::{process::Stdio, sync::Arc, time::Duration};
 use fleetgate_sim::{Sim, SimConfig};
 use fleetgate_spoke::{
     Config, SnapshotSource, Spoke,
-    snapshot::{GateRule, Snapshot},
+    hub::snapshot::{GateRule, Snapshot},
 };
 use futures::StreamExt;
 use kube::{
@@ -96,7 +96,7 @@ async fn run(n: usize) -> anyhow::Result<()> {
     };
     let start = Instant::now();
     ctx.accept(snapshot, SnapshotSource::ConfigMap).await?;
-    let all_suspended = |r: &Option<Arc<fleetgate_spoke::report::Report>>| {
+    let all_suspended = |r: &Option<Arc<fleetgate_spoke::hub::report::Report>>| {
         r.as_ref()
             .is_some_and(|r| r.objects.iter().filter(|o| o.suspended).count() == n)
     };

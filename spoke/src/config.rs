@@ -220,8 +220,8 @@ mod tests {
         assert_eq!(c.enforce_without_snapshot, WithoutSnapshot::Closed);
         assert_eq!(c.snapshot_configmap, "fleetgate-spoke-snapshot");
         // The benchmark's simulated spokes use these constants.
-        assert_eq!(c.reconnect_min, crate::reconnect::DEFAULT_MIN);
-        assert_eq!(c.reconnect_max, crate::reconnect::DEFAULT_MAX);
+        assert_eq!(c.reconnect_min, crate::hub::reconnect::DEFAULT_MIN);
+        assert_eq!(c.reconnect_max, crate::hub::reconnect::DEFAULT_MAX);
         assert!(
             Config::try_parse_from([
                 "fleetgate-spoke",

@@ -9,15 +9,15 @@ use kube::Client;
 use tokio::sync::watch;
 
 use crate::{
+    cluster::events::EventRecorder,
+    cluster::watch::Watches,
     config::Config,
     error::{Error, Result},
-    events::EventRecorder,
     hold::watch::HeldWatches,
-    metrics::Metrics,
-    report::Report,
-    snapshot::{CompiledSnapshot, Snapshot},
-    snapshot_store::SnapshotStore,
-    watch::Watches,
+    hub::report::Report,
+    hub::snapshot::{CompiledSnapshot, Snapshot},
+    hub::snapshot_store::SnapshotStore,
+    serve::metrics::Metrics,
 };
 
 /// Where a snapshot came from.
@@ -183,7 +183,7 @@ impl Context {
     /// gates at the same revision, and persists them with the hub's snapshot
     /// so a restart while the hub is unreachable keeps enforcing them. Nothing
     /// happens without a hub snapshot (whether to enforce is the hub's call).
-    pub async fn set_local_gates(&self, rules: Vec<crate::snapshot::GateRule>) {
+    pub async fn set_local_gates(&self, rules: Vec<crate::hub::snapshot::GateRule>) {
         let _merge = self.merge.lock().await;
         let Some(current) = self.snapshot.borrow().clone() else {
             return;

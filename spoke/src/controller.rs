@@ -11,17 +11,17 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    cluster::observed::ObservedObject,
     context::Context,
-    enforce,
     hold::{
         self,
         plan::{HoldPlan, HoldPlanner},
     },
-    observed::ObservedObject,
-    own_delivery::OwnDelivery,
-    plan::{Plan, Planner},
-    report::Report,
-    snapshot::CompiledSnapshot,
+    hub::report::Report,
+    hub::snapshot::CompiledSnapshot,
+    suspend::enforce,
+    suspend::own_delivery::OwnDelivery,
+    suspend::plan::{Plan, Planner},
 };
 
 /// Bursts of watch events (a Flux controller updating many statuses) are
@@ -29,9 +29,9 @@ use crate::{
 const COALESCE: Duration = Duration::from_millis(20);
 
 /// Patched Flux objects until their watch catches up.
-type Overlay = crate::overlay::Overlay<ObservedObject>;
+type Overlay = crate::cluster::overlay::Overlay<ObservedObject>;
 /// Patched held objects until their watch catches up.
-type HeldOverlay = crate::overlay::Overlay<hold::observed::AppliedObject>;
+type HeldOverlay = crate::cluster::overlay::Overlay<hold::observed::AppliedObject>;
 
 /// Runs until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
@@ -108,7 +108,7 @@ async fn reconcile(
     let eval = snapshot.evaluate_with(ctx.config.clock.now(), &local);
     let planner = Planner::new(&eval.gates, &objects);
     if let Some((key, gates)) = own.check(&planner, &objects) {
-        crate::own_delivery::warn(ctx, &key, &gates).await;
+        crate::suspend::own_delivery::warn(ctx, &key, &gates).await;
     }
     let mut plan = planner.plan(&objects);
     let steps = std::mem::take(&mut plan.steps);
@@ -145,7 +145,7 @@ async fn reconcile(
 /// the metadata watches, patch, and plan again from what the patches left.
 async fn reconcile_holds(
     ctx: &Arc<Context>,
-    gates: &[crate::plan::GateView],
+    gates: &[crate::suspend::plan::GateView],
     objects: &[ObservedObject],
     held_overlay: &mut HeldOverlay,
     strays: &mut hold::strays::Strays,
@@ -208,7 +208,7 @@ fn publish(ctx: &Context, revision: u64, plan: Plan, holds: HoldPlan, closed: us
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observed::ObjectKey;
+    use crate::cluster::observed::ObjectKey;
     use fleetgate_policy::FluxKind;
 
     fn obj(name: &str, rv: &str, suspended: bool) -> ObservedObject {

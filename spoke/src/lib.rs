@@ -4,35 +4,21 @@
 //! unreachable, and reports per-object status back to the hub.
 #![forbid(unsafe_code)]
 
-pub mod annotations;
+// The data flow, in folders: `hub` (stream, snapshot, report) and `cluster`
+// (watches of the Flux objects) feed the reconcile loop (`controller`), which
+// plans and applies whole-object suspends (`suspend`) and object-level holds
+// (`hold`); `gates` keeps the in-cluster Gate objects; `serve` answers HTTP.
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod context;
-pub mod controller;
-pub mod enforce;
+pub(crate) mod controller;
 pub mod error;
-pub mod events;
-pub mod flagger;
-pub mod flux_object;
 pub mod gates;
-pub mod health;
 pub mod hold;
-pub mod hub_client;
-pub mod intern;
-pub mod kinds;
-pub mod metrics;
-pub mod object_store;
-pub mod observed;
-pub mod overlay;
-pub mod own_delivery;
-pub mod plan;
-pub mod readiness;
-pub mod reconnect;
-pub mod report;
-pub mod snapshot;
-pub mod snapshot_store;
-pub mod watch;
-pub mod waves;
+pub mod hub;
+pub mod serve;
+pub mod suspend;
 
 use std::{sync::Arc, time::Duration};
 
@@ -43,7 +29,10 @@ pub use config::{Config, WithoutSnapshot};
 pub use context::{Context, SnapshotSource};
 pub use error::{Error, Result};
 
-use crate::{health::HealthState, hub_client::HubTarget, snapshot::CompiledSnapshot};
+use crate::{
+    hub::{connection::HubTarget, snapshot::CompiledSnapshot},
+    serve::{flagger, health, health::HealthState},
+};
 
 /// Builds a Kubernetes client from `--kubeconfig`, or in-cluster / default config.
 pub async fn kube_client(config: &Config) -> Result<kube::Client> {
@@ -225,7 +214,7 @@ impl Spoke {
 
         match hub {
             Some(target) => {
-                tasks.spawn(hub_client::run(ctx.clone(), target, shutdown.clone()));
+                tasks.spawn(hub::connection::run(ctx.clone(), target, shutdown.clone()));
             }
             None if ctx.config.standalone => {
                 tracing::info!("standalone: the gates are the Gate objects in this cluster")

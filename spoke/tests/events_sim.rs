@@ -4,7 +4,7 @@
 
 mod support;
 
-use fleetgate_spoke::events::EventRecorder;
+use fleetgate_spoke::cluster::events::EventRecorder;
 use k8s_openapi::api::{core::v1::ObjectReference, events::v1::Event};
 use kube::api::{Api, ListParams};
 use support::*;

@@ -15,12 +15,12 @@ use std::{collections::BTreeSet, sync::Arc};
 
 use fleetgate_policy::{FluxKind, GroupKind, HeldObjects, Mode, Targets};
 use fleetgate_spoke::{
+    cluster::observed::{ObjectKey, ObservedObject},
     hold::{
         observed::{AppliedObject, HeldKey, HeldMark},
         plan::{HoldAction, HoldPlanner, reconcile_requests},
     },
-    observed::{ObjectKey, ObservedObject},
-    plan::GateView,
+    suspend::plan::GateView,
 };
 use proptest::prelude::*;
 

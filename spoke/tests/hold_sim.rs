@@ -288,7 +288,7 @@ async fn nginx_in_one_kustomization_configmap_real_time_deployment_in_the_window
     assert_eq!(annotation(&deploy, marks::RECONCILE), None);
     assert_eq!(annotation(&deploy, marks::HELD_BY), None);
     let apps = api(c, "Kustomization").get("apps").await.unwrap();
-    assert!(annotation(&apps, fleetgate_spoke::annotations::REQUESTED_AT).is_some());
+    assert!(annotation(&apps, fleetgate_spoke::suspend::annotations::REQUESTED_AT).is_some());
     wait_event(c, "ObjectsHeld", "apps").await;
     wait_event(c, "ObjectsReleased", "apps").await;
     spoke

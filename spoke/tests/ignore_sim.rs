@@ -7,7 +7,7 @@
 mod support;
 
 use fleetgate_proto::v1 as pb;
-use fleetgate_spoke::annotations;
+use fleetgate_spoke::suspend::annotations;
 use support::*;
 
 fn freeze(revision: u64) -> pb::Snapshot {

@@ -137,7 +137,8 @@ async fn a_crd_installed_later_is_watched_and_enforced() {
         "suspended once discovered",
         |o| {
             suspended(o)
-                && annotation(o, fleetgate_spoke::annotations::SUSPENDED_BY) == Some("images")
+                && annotation(o, fleetgate_spoke::suspend::annotations::SUSPENDED_BY)
+                    == Some("images")
         },
     )
     .await;

@@ -8,7 +8,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use fleetgate_spoke::annotations::{PINNED, SUSPENDED_BY};
+use fleetgate_spoke::suspend::annotations::{PINNED, SUSPENDED_BY};
 use serde_json::json;
 use support::*;
 

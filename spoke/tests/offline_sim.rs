@@ -6,7 +6,7 @@
 mod support;
 
 use chrono::Utc;
-use fleetgate_spoke::{WithoutSnapshot, annotations};
+use fleetgate_spoke::{WithoutSnapshot, suspend::annotations};
 use kube::api::Api;
 use support::*;
 

@@ -4,9 +4,9 @@
 //! Kustomization (`OwnDelivery`): said once per set of gates that would hold it.
 
 use fleetgate_policy::{FluxKind, Mode, Targets};
-use fleetgate_spoke::observed::{ObjectKey, ObservedObject};
-use fleetgate_spoke::own_delivery::OwnDelivery;
-use fleetgate_spoke::plan::{Action, GateView, Planner, plan};
+use fleetgate_spoke::cluster::observed::{ObjectKey, ObservedObject};
+use fleetgate_spoke::suspend::own_delivery::OwnDelivery;
+use fleetgate_spoke::suspend::plan::{Action, GateView, Planner, plan};
 
 fn gate(mode: Mode, open: bool) -> GateView {
     GateView {

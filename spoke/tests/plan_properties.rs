@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use fleetgate_policy::{FluxKind, LabelSelector, Mode, Targets};
 use fleetgate_spoke::{
-    observed::{ObjectKey, ObservedObject},
-    plan::{Action, GateView, plan},
+    cluster::observed::{ObjectKey, ObservedObject},
+    suspend::plan::{Action, GateView, plan},
 };
 use proptest::prelude::*;
 
@@ -114,7 +114,7 @@ fn must_hold(gates: &[GateView], objects: &[ObservedObject], obj: &ObservedObjec
     })
 }
 
-fn apply(objects: &mut [ObservedObject], steps: Vec<fleetgate_spoke::plan::Step>) {
+fn apply(objects: &mut [ObservedObject], steps: Vec<fleetgate_spoke::suspend::plan::Step>) {
     for step in steps {
         let o = objects
             .iter_mut()

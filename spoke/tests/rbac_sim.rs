@@ -8,7 +8,7 @@ mod support;
 use std::{path::Path, time::Duration};
 
 use fleetgate_sim::{RbacConfig, RbacUser, Sim, SimConfig, parse_manifests};
-use fleetgate_spoke::annotations;
+use fleetgate_spoke::suspend::annotations;
 use kube::api::Api;
 use support::*;
 

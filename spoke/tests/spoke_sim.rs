@@ -7,7 +7,7 @@ mod support;
 
 use chrono::Utc;
 use fleetgate_proto::v1 as pb;
-use fleetgate_spoke::annotations;
+use fleetgate_spoke::suspend::annotations;
 use support::*;
 
 const MARK: &str = annotations::SUSPENDED_BY;
@@ -266,9 +266,9 @@ async fn freeze_sources_keeps_the_kustomization_reconciling() {
 async fn a_concurrent_human_edit_is_never_overwritten() {
     use fleetgate_policy::{FluxKind, Mode, Targets};
     use fleetgate_spoke::{
-        enforce,
-        observed::ObservedObject,
-        plan::{GateView, Planner},
+        cluster::observed::ObservedObject,
+        suspend::enforce,
+        suspend::plan::{GateView, Planner},
     };
 
     let cluster = start_cluster().await;

@@ -1,6 +1,6 @@
 //! The simulator's floor, measured in the same run before any spoke runs: this
 //! process merge-patches the same objects itself with the spoke's own patch
-//! bodies (`fleetgate_spoke::annotations`), as many at a time per cluster as a
+//! bodies (`fleetgate_spoke::suspend::annotations`), as many at a time per cluster as a
 //! spoke does (its `--patch-concurrency` default, 8), every cluster at once,
 //! and the same watches clock it. No hub, no snapshot, no planning.
 
@@ -51,9 +51,13 @@ pub async fn patch_all(
                     let api: Api<DynamicObject> =
                         Api::namespaced_with(client.clone(), &key.namespace, ar);
                     let body = if close {
-                        fleetgate_spoke::annotations::suspend_patch(None, gates, Utc::now())
+                        fleetgate_spoke::suspend::annotations::suspend_patch(
+                            None,
+                            gates,
+                            Utc::now(),
+                        )
                     } else {
-                        fleetgate_spoke::annotations::resume_patch(None, Utc::now())
+                        fleetgate_spoke::suspend::annotations::resume_patch(None, Utc::now())
                     };
                     api.patch(&key.name, params, &Patch::Merge(&body)).await
                 })

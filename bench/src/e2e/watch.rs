@@ -63,7 +63,7 @@ impl State {
                 .metadata
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(fleetgate_spoke::annotations::REQUESTED_AT))
+                .and_then(|a| a.get(fleetgate_spoke::suspend::annotations::REQUESTED_AT))
                 .cloned(),
         }
     }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::requests::{self, Action, Handled, Judge};
 use super::specs::Spec;
 use super::{State, is_from_hub, reference, status};
-use crate::{context::Context, snapshot::CompiledSnapshot};
+use crate::{context::Context, hub::snapshot::CompiledSnapshot};
 
 /// Decides new open/close requests and publishes the local overrides.
 pub(super) async fn judge_requests(

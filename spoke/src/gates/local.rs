@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use fleetgate_policy::{API_VERSION, Gate, KIND, parse_gate_json};
 use serde_json::{Value, json};
 
-use crate::snapshot::{GateRule, Snapshot};
+use crate::hub::snapshot::{GateRule, Snapshot};
 
 /// The gate manifest a Gate object named `name` with `spec` stands for.
 pub fn manifest(name: &str, spec: &Value) -> Value {

@@ -14,7 +14,7 @@ use kube::{
 use serde_json::{Value, json};
 
 use super::{HUB_VERSION_ANNOTATION, ORIGIN_LABEL, is_from_hub, reference, resource};
-use crate::{context::Context, snapshot::CompiledSnapshot};
+use crate::{context::Context, hub::snapshot::CompiledSnapshot};
 
 /// What the spoke last wrote per mirrored gate: (resourceVersion, spec). If the
 /// stored object still has that version but another spec, the API server

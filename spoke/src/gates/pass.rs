@@ -17,7 +17,7 @@ use super::requests::{Action, LOCAL_ID_PREFIX};
 use super::specs::{Spec, hub_specs, standalone_specs};
 use super::status::{self, Extra, Facts, Verdict};
 use super::{State, is_from_hub, mirror, reference, report};
-use crate::{context::Context, report::Report, snapshot::CompiledSnapshot};
+use crate::{context::Context, hub::report::Report, hub::snapshot::CompiledSnapshot};
 
 /// One pass over every Gate object. Returns the next instant a gate changes.
 pub(super) async fn pass(
@@ -103,7 +103,11 @@ pub(super) async fn pass(
 /// request in the cluster named as such.
 fn reason_of(eval: &Evaluation, overrides: &[Override], now: DateTime<Utc>) -> &'static str {
     // Open by its rules, closed by a rollout that has not released this cluster.
-    if !eval.state.is_open() && eval.reason.starts_with(crate::snapshot::WAITING_FOR_WAVE) {
+    if !eval.state.is_open()
+        && eval
+            .reason
+            .starts_with(crate::hub::snapshot::WAITING_FOR_WAVE)
+    {
         return "WaitingForWave";
     }
     match eval.rule() {

@@ -14,7 +14,7 @@ use kube::{ResourceExt, api::DynamicObject};
 use super::{State, is_from_hub, local};
 use crate::{
     context::Context,
-    snapshot::{CompiledSnapshot, GateRule},
+    hub::snapshot::{CompiledSnapshot, GateRule},
 };
 
 /// What one Gate object is, before the evaluation.

@@ -22,8 +22,8 @@ use super::{
     plan::{HoldAction, HoldPlanner, HoldStep},
 };
 use crate::{
-    annotations::REQUESTED_AT, context::Context, enforce::FIELD_MANAGER, error::Error,
-    observed::ObjectKey, plan::GateView,
+    cluster::observed::ObjectKey, context::Context, error::Error,
+    suspend::annotations::REQUESTED_AT, suspend::enforce::FIELD_MANAGER, suspend::plan::GateView,
 };
 
 const MAX_ATTEMPTS: usize = 4;

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use fleetgate_policy::FluxKind;
 
 use super::observed::AppliedObject;
-use crate::observed::ObservedObject;
+use crate::cluster::observed::ObservedObject;
 
 /// An inventory entry's parts: namespace, name, group, kind.
 pub type Entry<'a> = (&'a str, &'a str, &'a str, &'a str);

@@ -6,9 +6,9 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use crate::annotations::format_suspended_by;
+use crate::suspend::annotations::format_suspended_by;
 
-pub use crate::annotations::RECONCILE;
+pub use crate::suspend::annotations::RECONCILE;
 /// `ssa: Ignore` has the same effect (a person's opt-out, never set by fleetgate).
 pub const SSA: &str = "kustomize.toolkit.fluxcd.io/ssa";
 /// fleetgate's marker: the `reconcile: disabled` annotation beside it is

@@ -15,8 +15,8 @@ use kube::core::ObjectMeta;
 use super::marks::{
     HELD_AT, HELD_AT_REVISION, HELD_BY, OWNER_NAME, OWNER_NAMESPACE, RECONCILE, SSA,
 };
-use crate::annotations::parse_suspended_by;
-use crate::intern::Interned;
+use crate::cluster::intern::Interned;
+use crate::suspend::annotations::parse_suspended_by;
 
 /// Identifies an applied object: group/kind, namespace, name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

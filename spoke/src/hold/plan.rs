@@ -22,8 +22,8 @@ use super::{
     observed::{AppliedObject, HeldKey},
 };
 use crate::{
-    observed::{ObjectKey, ObservedObject},
-    plan::GateView,
+    cluster::observed::{ObjectKey, ObservedObject},
+    suspend::plan::GateView,
 };
 
 /// What to do to one applied object.

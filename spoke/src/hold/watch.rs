@@ -31,7 +31,7 @@ use super::{
     marks::OWNER_NAME,
     observed::{AppliedObject, HeldKey, Interner},
 };
-use crate::metrics::Metrics;
+use crate::serve::metrics::Metrics;
 
 /// An applied object ordered by its key, so a set holds it without a second
 /// copy of the key (as a map's key would be).

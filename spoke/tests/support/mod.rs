@@ -301,7 +301,7 @@ impl RunningSpoke {
     pub async fn report_where(
         &self,
         what: &str,
-        pred: impl Fn(&fleetgate_spoke::report::Report) -> bool,
+        pred: impl Fn(&fleetgate_spoke::hub::report::Report) -> bool,
     ) {
         let mut rx = self.ctx().report.subscribe();
         tokio::time::timeout(WAIT, rx.wait_for(|r| r.as_deref().is_some_and(&pred)))

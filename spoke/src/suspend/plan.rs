@@ -9,8 +9,8 @@ use std::{
 
 use fleetgate_policy::{FluxKind, HeldObjects, Mode, Targets};
 
-use crate::observed::{ObjectKey, ObservedObject};
-use crate::readiness::Readiness;
+use crate::cluster::observed::{ObjectKey, ObservedObject};
+use crate::cluster::readiness::Readiness;
 
 /// One gate as the planner sees it at one instant.
 #[derive(Clone, Debug, PartialEq)]

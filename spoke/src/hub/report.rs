@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use fleetgate_proto::{time::to_timestamp, v1 as pb};
 
-use crate::{hold::plan::HeldReport, plan::ObjectReport};
+use crate::{hold::plan::HeldReport, suspend::plan::ObjectReport};
 
 /// The latest full view of the governed objects.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -97,7 +97,7 @@ fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observed::ObjectKey;
+    use crate::cluster::observed::ObjectKey;
     use fleetgate_policy::FluxKind;
 
     #[test]
@@ -116,9 +116,9 @@ mod tests {
                 ignored: true,
                 pinned: false,
                 applied_by_parent: false,
-                readiness: crate::readiness::Readiness {
+                readiness: crate::cluster::readiness::Readiness {
                     ready: Some(
-                        crate::readiness::Ready {
+                        crate::cluster::readiness::Ready {
                             status: "False".into(),
                             reason: "HealthCheckFailed".into(),
                             message: "health check failed".into(),

@@ -16,8 +16,8 @@ use serde::{
 };
 use serde_json::Value;
 
-use crate::annotations::{IGNORE, PINNED, RECONCILE, SUSPENDED_BY};
 use crate::hold::marks::SSA;
+use crate::suspend::annotations::{IGNORE, PINNED, RECONCILE, SUSPENDED_BY};
 
 /// The annotations the spoke reads on Flux objects; others are skipped.
 const KEPT_ANNOTATIONS: [&str; 5] = [SUSPENDED_BY, IGNORE, PINNED, RECONCILE, SSA];

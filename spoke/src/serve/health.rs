@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     error::{Error, Result},
-    metrics::Metrics,
+    serve::metrics::Metrics,
 };
 
 /// What the handlers read.

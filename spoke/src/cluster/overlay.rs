@@ -8,8 +8,8 @@ use std::{
 };
 
 use crate::{
+    cluster::observed::{ObjectKey, ObservedObject},
     hold::observed::{AppliedObject, HeldKey},
-    observed::{ObjectKey, ObservedObject},
 };
 
 /// An observed object with an identity and a resourceVersion.

@@ -1,5 +1,5 @@
 //! The connection to the hub: one long-lived `SpokeService.Connect` stream,
-//! re-established on the shared reconnect schedule ([`crate::reconnect`]).
+//! re-established on the shared reconnect schedule ([`crate::hub::reconnect`]).
 //! Receives snapshots, sends status reports on change (debounced) and as a
 //! heartbeat.
 
@@ -27,9 +27,9 @@ use tonic::{
 use crate::{
     context::{Context, SnapshotSource},
     error::{Error, Result},
-    reconnect::{Outcome, Reconnect},
-    report::Report,
-    snapshot::Snapshot,
+    hub::reconnect::{Outcome, Reconnect},
+    hub::report::Report,
+    hub::snapshot::Snapshot,
 };
 
 /// How the spoke reaches the hub.
@@ -66,7 +66,7 @@ impl HubTarget {
 }
 
 /// Runs the hub connection until `shutdown`, reconnecting on the shared
-/// schedule ([`crate::reconnect`]).
+/// schedule ([`crate::hub::reconnect`]).
 pub async fn run(ctx: Arc<Context>, target: HubTarget, shutdown: CancellationToken) {
     let mut schedule = Reconnect::new(ctx.config.reconnect_min, ctx.config.reconnect_max);
     while !shutdown.is_cancelled() {

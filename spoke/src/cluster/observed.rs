@@ -10,11 +10,11 @@ use std::{collections::BTreeMap, fmt, str::FromStr, sync::Arc};
 use fleetgate_policy::FluxKind;
 use kube::api::DynamicObject;
 
-use crate::annotations::{IGNORE, PINNED, SUSPENDED_BY, parse_suspended_by};
-use crate::flux_object::{FluxObject, Reference};
+use crate::cluster::flux_object::{FluxObject, Reference};
+use crate::cluster::intern::Interned;
+use crate::cluster::readiness::{self, Readiness, Ready};
 use crate::hold::marks::{OWNER_NAME, OWNER_NAMESPACE, RECONCILE, SSA};
-use crate::intern::Interned;
-use crate::readiness::{self, Readiness, Ready};
+use crate::suspend::annotations::{IGNORE, PINNED, SUSPENDED_BY, parse_suspended_by};
 
 /// Identifies one Flux object in the cluster. Orders by kind (appliers first),
 /// namespace, name.
@@ -424,7 +424,7 @@ mod tests {
             let mut shared = Shared::default();
             let o = ObservedObject::from_flux(
                 FluxKind::Kustomization,
-                crate::flux_object::from_value(v.clone()).unwrap(),
+                crate::cluster::flux_object::from_value(v.clone()).unwrap(),
                 &mut shared,
             );
             // The DynamicObject path reads the same.
@@ -477,7 +477,7 @@ mod tests {
         let ks = |name: &str, shared: &mut Shared| {
             ObservedObject::from_flux(
                 FluxKind::Kustomization,
-                crate::flux_object::from_value(json!({
+                crate::cluster::flux_object::from_value(json!({
                     "metadata": {"name": name, "namespace": "flux-system", "labels": {"tier": "apps"}},
                     "spec": {"sourceRef": {"kind": "GitRepository", "name": "repo"}},
                     "status": {"lastAppliedRevision": "main@sha1:aaa",

@@ -71,7 +71,7 @@ pub fn hold(
 mod tests {
     use fleetgate_proto::{time::to_timestamp, v1 as pb};
 
-    use crate::snapshot::{CompiledSnapshot, Snapshot};
+    use crate::hub::snapshot::{CompiledSnapshot, Snapshot};
 
     use super::*;
 

@@ -7,10 +7,10 @@ use fleetgate_policy::{CompiledGate, Evaluation, GateState, Mode, Override, pars
 use fleetgate_proto::{time::from_timestamp, v1 as pb};
 use serde::{Deserialize, Serialize};
 
-pub use crate::waves::{Release, WAITING_FOR_WAVE, Waiting};
+pub use crate::hub::waves::{Release, WAITING_FOR_WAVE, Waiting};
 use crate::{
     error::{Error, Result},
-    plan::GateView,
+    suspend::plan::GateView,
 };
 
 /// Name of the gate the spoke invents for `--enforce-without-snapshot=closed`.
@@ -309,7 +309,7 @@ impl CompiledSnapshot {
         let rule = (i < self.hub_gates)
             .then(|| self.snapshot.gates.get(i))
             .flatten();
-        crate::waves::hold(
+        crate::hub::waves::hold(
             rule.and_then(|r| r.release.as_ref()),
             rule.and_then(|r| r.waiting.as_ref()),
             eval,

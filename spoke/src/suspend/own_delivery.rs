@@ -7,10 +7,10 @@
 use fleetgate_policy::FluxKind;
 use k8s_openapi::api::core::v1::ObjectReference;
 
+use crate::cluster::observed::{ObjectKey, ObservedObject};
 use crate::context::Context;
 use crate::error::Error;
-use crate::observed::{ObjectKey, ObservedObject};
-use crate::plan::Planner;
+use crate::suspend::plan::Planner;
 
 /// Remembers what was last warned about.
 #[derive(Debug, Default)]

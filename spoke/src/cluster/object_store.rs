@@ -11,8 +11,8 @@ use std::{
 use fleetgate_policy::FluxKind;
 use kube::runtime::watcher::Event;
 
-use crate::flux_object::FluxObject;
-use crate::observed::{ObjectKey, ObservedObject, Shared};
+use crate::cluster::flux_object::FluxObject;
+use crate::cluster::observed::{ObjectKey, ObservedObject, Shared};
 
 type Objects = BTreeMap<ObjectKey, ObservedObject>;
 
@@ -103,7 +103,7 @@ mod tests {
     use serde_json::json;
 
     fn ks(name: &str, rv: &str) -> FluxObject {
-        crate::flux_object::from_value(json!({
+        crate::cluster::flux_object::from_value(json!({
             "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
             "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
             "spec": {"suspend": false}

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::flux_object::{Condition, FluxObject};
+use crate::cluster::flux_object::{Condition, FluxObject};
 
 /// Longest Ready message reported (Flux messages can list many objects); cut on a char
 /// boundary so reports stay small.
@@ -76,7 +76,7 @@ pub fn stalled(obj: &FluxObject) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flux_object::from_value;
+    use crate::cluster::flux_object::from_value;
     use serde_json::json;
 
     #[test]

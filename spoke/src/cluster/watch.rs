@@ -21,11 +21,11 @@ use tokio::sync::{Notify, RwLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    flux_object::FluxObject,
-    kinds,
-    metrics::Metrics,
-    object_store::{ObjectStore, StoreWriter},
-    observed::ObservedObject,
+    cluster::flux_object::FluxObject,
+    cluster::kinds,
+    cluster::object_store::{ObjectStore, StoreWriter},
+    cluster::observed::ObservedObject,
+    serve::metrics::Metrics,
 };
 
 /// Objects per initial LIST page: a page is held whole (body and parsed

@@ -11,7 +11,7 @@ use kube::{
 
 use crate::{
     error::{Error, Result},
-    snapshot::Snapshot,
+    hub::snapshot::Snapshot,
 };
 
 /// The ConfigMap key holding the snapshot JSON.

@@ -17,12 +17,12 @@ use kube::{
 };
 
 use crate::{
-    annotations,
+    cluster::flux_object::FluxObject,
+    cluster::observed::{ObjectKey, ObservedObject, Shared},
     context::Context,
     error::Error,
-    flux_object::FluxObject,
-    observed::{ObjectKey, ObservedObject, Shared},
-    plan::{Action, GateView, Planner, Step},
+    suspend::annotations,
+    suspend::plan::{Action, GateView, Planner, Step},
 };
 
 /// The field manager named in patches and managedFields.

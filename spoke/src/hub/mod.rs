@@ -1,0 +1,10 @@
+//! The hub side of the spoke: the one gRPC stream to the hub and its reconnect
+//! schedule, the snapshot it receives (compiled, with rollout waves) and
+//! persists in a ConfigMap, and the status report it sends back.
+
+pub(crate) mod connection;
+pub mod reconnect;
+pub mod report;
+pub mod snapshot;
+pub mod snapshot_store;
+pub mod waves;
