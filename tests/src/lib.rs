@@ -12,4 +12,4 @@ pub mod sim;
 pub use kube_client::{kube_client, kube_client_from_file};
 pub use pg::{TestDb, test_db};
 pub use process::{ChildGuard, bin_path, free_port, hub_serve, poll, wait_readyz};
-pub use sim::{SimCluster, SimProcess, start_sim, start_sim_clusters};
+pub use sim::{SimCluster, SimProcess, start_sim, start_sim_clusters, start_sim_with};

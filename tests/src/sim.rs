@@ -50,10 +50,17 @@ pub struct SimCluster {
 /// reconciling every 200 ms), writing their kubeconfigs into `dir`; waits
 /// (60 s at most) for the `n` lines naming them.
 pub async fn start_sim_clusters(dir: &Path, n: usize) -> (ChildGuard, Vec<SimCluster>) {
+    start_sim_with(dir, n, &[]).await
+}
+
+/// Like [`start_sim_clusters`], with more `fleetgate-sim` arguments (e.g.
+/// `--service-account-token`, which turns RBAC and TLS on).
+pub async fn start_sim_with(dir: &Path, n: usize, extra: &[&str]) -> (ChildGuard, Vec<SimCluster>) {
     let mut child = ChildGuard(
         Command::new(bin_path("fleetgate-sim"))
             .args(["--clusters", &n.to_string(), "--objects-per-cluster", "0"])
             .args(["--reconcile-interval", "200ms"])
+            .args(extra)
             .arg("--kubeconfig-dir")
             .arg(dir)
             .env("RUST_LOG", "warn")
