@@ -65,8 +65,10 @@ async fn push(url: &str, revision: &str) {
         .expect("http client");
     let r = http
         .post(format!("{url}/sim/v1/push"))
-        .json(&serde_json::json!({"kind": "GitRepository", "namespace": "flux-system",
-            "name": "apps", "revision": revision}))
+        .json(
+            &serde_json::json!({"kind": "GitRepository", "namespace": "flux-system",
+            "name": "apps", "revision": revision}),
+        )
         .send()
         .await
         .expect("push sent");
@@ -106,8 +108,12 @@ fn sh(kubeconfig: &Path, line: &str, stdin: Option<&str>) -> String {
 }
 
 fn get_json(kubeconfig: &Path, args: &str) -> Value {
-    serde_json::from_str(&sh(kubeconfig, &format!("kubectl get {args} -o json"), None))
-        .expect("kubectl prints JSON")
+    serde_json::from_str(&sh(
+        kubeconfig,
+        &format!("kubectl get {args} -o json"),
+        None,
+    ))
+    .expect("kubectl prints JSON")
 }
 
 fn condition(obj: &Value, type_: &str) -> Option<(String, String)> {
@@ -127,7 +133,10 @@ fn spoke_from_deployment(deploy: &Value, kubeconfig: &Path) -> Command {
     cmd.arg("--kubeconfig").arg(kubeconfig);
     for e in container["env"].as_array().expect("container env") {
         let name = e["name"].as_str().unwrap_or_default();
-        let value = match (&e["value"], e["valueFrom"]["fieldRef"]["fieldPath"].as_str()) {
+        let value = match (
+            &e["value"],
+            e["valueFrom"]["fieldRef"]["fieldPath"].as_str(),
+        ) {
             (Value::String(v), _) => v.clone(),
             (_, Some("metadata.namespace")) => namespace.to_string(),
             (_, Some("metadata.name")) => "fleetgate-spoke-quickstart".to_string(),
@@ -162,7 +171,11 @@ async fn standalone_quick_start_runs_end_to_end() {
     );
     sh(&admin, "kubectl apply -f -", Some(PAYMENTS));
     // payments has applied a first revision before any gate exists.
-    push(&clusters[0].url, "main@sha1:1111111111111111111111111111111111111111").await;
+    push(
+        &clusters[0].url,
+        "main@sha1:1111111111111111111111111111111111111111",
+    )
+    .await;
     poll("payments applied the first revision", || {
         let admin = admin.clone();
         async move {
@@ -207,7 +220,11 @@ async fn standalone_quick_start_runs_end_to_end() {
         }
     })
     .await;
-    push(&clusters[0].url, "main@sha1:2222222222222222222222222222222222222222").await;
+    push(
+        &clusters[0].url,
+        "main@sha1:2222222222222222222222222222222222222222",
+    )
+    .await;
 
     // The Gate holds payments: suspended by the spoke, counted, shown by kubectl.
     poll("the gate holds payments", || {
@@ -234,7 +251,10 @@ async fn standalone_quick_start_runs_end_to_end() {
         .split_whitespace()
         .collect();
     assert_eq!(&row[..3], ["sre-approval", "False", "Default"], "{table}");
-    assert_eq!(row[3], "1", "HELD (no next transition while closed by default): {table}");
+    assert_eq!(
+        row[3], "1",
+        "HELD (no next transition while closed by default): {table}"
+    );
 
     // 3. The open request: the gate opens for its window and payments resumes.
     sh(&admin, QUICK_START[2], None);
