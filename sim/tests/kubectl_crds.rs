@@ -386,3 +386,84 @@ async fn an_invalid_crd_is_refused_naming_the_field() {
         .assert_fails_with("NotFound");
     sim.shutdown().await;
 }
+
+/// Flux's own install path: one revision carrying `deploy/spoke` (rendered by kustomize,
+/// the seeded Gate CRD included) plus a new CRD and an object of it. The simulated
+/// kustomize-controller applies CRDs and namespaces first (ApplyAllStaged), so the object
+/// of the new kind applies in the same pass, and a second revision changes nothing.
+#[tokio::test]
+async fn a_flux_kustomization_applies_crds_with_their_objects() {
+    let sim = start_default().await;
+    let k = Kubectl::new(&sim);
+    let rendered = k.ok(&["kustomize", &repo("deploy/spoke")]).await;
+    let bundle = format!(
+        "{rendered}\n---\n{WIDGET_CRD}\n---\n{}",
+        widget("from-git", "{size: 2, color: blue}")
+    );
+    for obj in [
+        serde_json::json!({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "fleetgate", "namespace": "flux-system"},
+            "spec": {"interval": "10m", "url": "https://example.com/fleetgate", "ref": {"branch": "main"}}}),
+        serde_json::json!({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": "fleetgate", "namespace": "flux-system"},
+            "spec": {"interval": "10m", "path": "./deploy", "prune": true,
+                "sourceRef": {"kind": "GitRepository", "name": "fleetgate"}}}),
+    ] {
+        sim.create_object(common::CLUSTER, obj).await.unwrap();
+    }
+    for n in 1..=2u32 {
+        let revision = format!("main@sha1:{n:040x}");
+        let manifests = std::collections::BTreeMap::from([("deploy".to_string(), bundle.clone())]);
+        sim.push_manifests(
+            common::CLUSTER,
+            ("GitRepository", "flux-system", "fleetgate"),
+            &revision,
+            &manifests,
+        )
+        .await
+        .unwrap();
+        let ks = common::eventually("the revision applied", || async {
+            let ks = common::get(
+                &sim,
+                "kustomize.toolkit.fluxcd.io/v1",
+                "Kustomization",
+                "flux-system",
+                "fleetgate",
+            )?;
+            let ready = ks["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "Ready")?
+                .clone();
+            (ks["status"]["lastAttemptedRevision"] == revision.as_str()).then_some((ks, ready))
+        })
+        .await;
+        assert_eq!(ks.1["status"], "True", "{}", ks.1);
+        assert_eq!(ks.0["status"]["lastAppliedRevision"], revision.as_str());
+    }
+    let w = common::get(&sim, "example.com/v1", "Widget", "default", "from-git").unwrap();
+    assert_eq!(
+        w["metadata"]["generation"], 1,
+        "the second revision changed nothing"
+    );
+    assert_eq!(
+        w["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"],
+        "fleetgate"
+    );
+    let gates_crd = k
+        .ok(&[
+            "get",
+            "crd",
+            "gates.fleetgate.io",
+            "-o",
+            "jsonpath={.metadata.generation}",
+        ])
+        .await;
+    assert_eq!(gates_crd, "1");
+    assert!(
+        k.ok(&["get", "deploy", "-n", "fleetgate-system"])
+            .await
+            .contains("fleetgate-spoke")
+    );
+    sim.shutdown().await;
+}

@@ -111,8 +111,8 @@ pub fn apply(cluster: &Cluster, ks: &Value, bundle: &Bundle) -> Result<Applied, 
     let target_ns = ks["spec"]["targetNamespace"]
         .as_str()
         .filter(|n| !n.is_empty());
-    let mut desired = Vec::with_capacity(objects.len());
-    for obj in objects {
+    // The object with its type, namespace and owner labels set.
+    let resolve = |obj: &Value| -> Result<(Arc<ResourceType>, Value), String> {
         let (group, _) = split_api_version(s(obj, "/apiVersion"));
         let kind = s(obj, "/kind");
         let rt = cluster
@@ -141,18 +141,44 @@ pub fn apply(cluster: &Cluster, ks: &Value, bundle: &Bundle) -> Result<Applied, 
         // SetOwnerLabels: how kustomize-controller (and fleetgate's spoke) find what it applied.
         obj["metadata"]["labels"][NAME_LABEL] = json!(ks_name);
         obj["metadata"]["labels"][NAMESPACE_LABEL] = json!(ks_ns);
-        desired.push((rt, obj));
-    }
-    // ApplyAllStaged: namespaces (and CRDs) before the objects that live in them.
-    desired.sort_by_key(|(rt, _)| rt.kind != "Namespace");
-
+        Ok((rt, obj))
+    };
+    // ApplyAllStaged (fluxcd/pkg ssa/manager_apply.go): CRDs and namespaces first, then
+    // the rest, whose kinds may be the CRDs just applied (established at once here, where
+    // Flux waits for them).
+    let first_stage = |o: &Value| matches!(s(o, "/kind"), "Namespace" | "CustomResourceDefinition");
     let mut applied = Applied::default();
     let mut ids = BTreeSet::new();
+    for stage in [true, false] {
+        let desired = objects
+            .iter()
+            .filter(|o| first_stage(o) == stage)
+            .map(&resolve)
+            .collect::<Result<Vec<_>, String>>()?;
+        apply_stage(cluster, &desired, &mut applied, &mut ids)?;
+    }
+    applied
+        .inventory
+        .sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+
+    if ks["spec"]["prune"] == Value::Bool(true) {
+        prune(cluster, ks, &ids);
+    }
+    Ok(applied)
+}
+
+/// Applies one stage's objects, recording them in the inventory (`ids`).
+fn apply_stage(
+    cluster: &Cluster,
+    desired: &[(Arc<ResourceType>, Value)],
+    applied: &mut Applied,
+    ids: &mut BTreeSet<String>,
+) -> Result<(), String> {
     let opts = WriteOpts {
         manager: MANAGER.into(),
         ..WriteOpts::default()
     };
-    for (rt, obj) in &desired {
+    for (rt, obj) in desired {
         let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default();
         let name = s(obj, "/metadata/name");
         let id = inventory_id(ns, name, &rt.group, &rt.kind);
@@ -177,14 +203,7 @@ pub fn apply(cluster: &Cluster, ks: &Value, bundle: &Bundle) -> Result<Applied, 
         crate::apply::apply(cluster, rt, ns_opt, name, Sub::Main, &body, &opts, true)
             .map_err(|e| format!("{}/{name} apply failed: {}", rt.kind, e.status().message))?;
     }
-    applied
-        .inventory
-        .sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
-
-    if ks["spec"]["prune"] == Value::Bool(true) {
-        prune(cluster, ks, &ids);
-    }
-    Ok(applied)
+    Ok(())
 }
 
 /// Deletes what the previous inventory listed and the new one does not, unless it opted out
