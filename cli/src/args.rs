@@ -57,6 +57,9 @@ pub enum Command {
     /// Rollout waves of a gate: status, and (operator) pause, resume, abort, release-next.
     #[command(subcommand)]
     Rollout(RolloutCmd),
+    /// Notification webhooks (admin): subscriptions, test messages, deliveries.
+    #[command(subcommand)]
+    Webhook(WebhookCmd),
     /// Fleet status (like `flux get`): every cluster, what holds it, held changes.
     Status(StatusArgs),
     /// The audit log, newest first.
@@ -267,6 +270,64 @@ pub enum TokenCmd {
         #[arg(long)]
         reason: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhookCmd {
+    /// Subscribe a URL to events; prints the `whsec_` signing secret once.
+    Create {
+        name: String,
+        /// Where to POST (https unless the hub allows plain http).
+        #[arg(long)]
+        url: String,
+        /// Event types (`gate.closed`, `gate.*`, ...), repeatable; none = all.
+        #[arg(long = "event")]
+        events: Vec<String>,
+        /// Only events of this gate, repeatable; none = every gate.
+        #[arg(long = "gate")]
+        gates: Vec<String>,
+        /// Only these clusters (names), repeatable.
+        #[arg(long = "cluster")]
+        clusters: Vec<String>,
+        /// Only clusters matching this label selector (`env=prod,tier in (a,b)`).
+        #[arg(short = 'l', long = "selector")]
+        selector: Option<String>,
+        /// standard, cloudevents, slack or teams.
+        #[arg(long, default_value = "standard", value_parser = ["standard", "cloudevents", "slack", "teams"])]
+        format: String,
+        /// One message per cluster instead of one per (gate, instant, state).
+        #[arg(long)]
+        per_cluster: bool,
+        /// Create it disabled.
+        #[arg(long)]
+        disabled: bool,
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// List subscriptions.
+    List,
+    /// Show one subscription.
+    Get { name: String },
+    /// Delete a subscription and its delivery history.
+    Delete { name: String },
+    /// Send a signed test message now and show the answer.
+    Test { name: String },
+    /// A new signing secret (printed once); the old one keeps signing for the overlap.
+    RotateSecret {
+        name: String,
+        /// How long the old secret stays valid (Go-style, default 24h).
+        #[arg(long)]
+        overlap: Option<String>,
+    },
+    /// Recent deliveries, newest first; with an id, that delivery and every attempt.
+    Deliveries {
+        name: String,
+        id: Option<i64>,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Send a delivery again, with the same webhook-id.
+    Redeliver { name: String, id: i64 },
 }
 
 #[derive(Debug, Args)]

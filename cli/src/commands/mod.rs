@@ -8,6 +8,7 @@ pub mod preview;
 pub mod rollout;
 pub mod status;
 pub mod token;
+pub mod webhook;
 
 use clap::CommandFactory;
 
@@ -61,6 +62,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Cluster(c) => cluster::run(&client, c, format).await,
         Command::Rollout(r) => rollout::run(&client, r, format).await,
         Command::Token(t) => token::run(&client, t, format).await,
+        Command::Webhook(w) => webhook::run(&client, w, format).await,
         Command::Status(s) => status::run(&client, s, format).await,
         Command::Audit(a) => audit::run(&client, a, format).await,
         Command::Completion { .. } | Command::Demo { .. } => Ok(()),
