@@ -33,6 +33,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // each held tonic's 8 KiB encode + 8 KiB decode buffers.
         .codec_path("crate::codec::SmallBufferCodec")
         .emit_rerun_if_changed(false)
-        .compile_fds(fds)?;
+        // `prost::Name` on every message: the codec finds a message's
+        // descriptor by its full name (see `codec.rs`).
+        .compile_fds_with_config(fds, {
+            let mut config = tonic_prost_build::Config::new();
+            config.enable_type_names();
+            config
+        })?;
     Ok(())
 }

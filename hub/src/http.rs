@@ -27,6 +27,10 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        // Inside the metrics layer, so refusals are counted like any 400.
+        .route_layer(middleware::from_fn(
+            crate::rest::storable_uri::refuse_unstorable,
+        ))
         .route_layer(middleware::from_fn_with_state(
             state.metrics.clone(),
             track_http,

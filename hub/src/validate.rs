@@ -1,5 +1,13 @@
 //! Input checks the gate model does not cover: names of clusters and tokens,
-//! Kubernetes-style labels, reasons. Each error names its field.
+//! Kubernetes-style labels, reasons, and text PostgreSQL can store. Each
+//! error names its field.
+//!
+//! Storable text ([`text`], [`storable`]) is checked at the boundaries, so no
+//! handler can forget it: REST bodies in `rest::extract::Body`, REST paths
+//! and queries in `rest::storable_uri`, gRPC AdminService messages in the
+//! proto crate's codec, gate manifests in `Gate::validate`. A new input
+//! surface whose values reach the database by another road (a manifest kind
+//! of its own, a webhook's settings) calls [`storable`] on what it accepts.
 
 use std::collections::BTreeMap;
 
@@ -88,6 +96,29 @@ pub fn optional_reason(field: &str, reason: Option<&str>) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Refuses `s` when PostgreSQL cannot store it (U+0000): 422 naming `field`.
+pub fn text(field: &str, s: &str) -> Result<()> {
+    fleetgate_policy::text::check_str(field, s).map_err(Error::from_policy)
+}
+
+/// Refuses `value` when any string in it cannot be stored: 422 naming the
+/// field as `field` followed by its path inside `value` (`field` empty: the
+/// path alone, as for a request body).
+pub fn storable<T: serde::Serialize + ?Sized>(field: &str, value: &T) -> Result<()> {
+    fleetgate_policy::text::check_serialize(value).map_err(|e| within(field, e))
+}
+
+/// [`storable`] over a decoded JSON value.
+pub fn storable_json(field: &str, value: &serde_json::Value) -> Result<()> {
+    fleetgate_policy::text::check_json(value).map_err(|e| within(field, e))
+}
+
+fn within(field: &str, e: fleetgate_policy::PolicyError) -> Error {
+    let e = e.within(field);
+    let field = if e.path.is_empty() { "body" } else { &e.path };
+    Error::invalid(field, e.message.clone())
 }
 
 fn truncate(s: &str) -> String {

@@ -164,7 +164,9 @@ impl CompiledWindow {
 
 impl Gate {
     /// Checks the whole manifest; the error names the first offending field's path.
+    /// Every string must be storable ([`crate::text`]), whatever the manifest's source.
     pub fn validate(&self) -> Result<(), PolicyError> {
+        crate::text::check_serialize(self)?;
         self.compile().map(|_| ())
     }
 

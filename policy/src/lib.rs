@@ -41,6 +41,7 @@ mod recurrence;
 mod rollout;
 mod rollout_preview;
 mod selector;
+pub mod text;
 mod timeline;
 mod transitions;
 mod validate;

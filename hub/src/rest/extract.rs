@@ -171,13 +171,18 @@ impl Body {
 
     /// The body as a JSON value; malformed text (or YAML past the parser's
     /// limits) is 400.
+    /// Strings PostgreSQL cannot store are 422 naming their path
+    /// (`crate::validate::storable`): every body passes here, so no handler
+    /// can forget it.
     fn value(&self) -> Result<serde_json::Value> {
-        match self.format {
+        let value = match self.format {
             Format::Json => serde_json::from_str(&self.text)
                 .map_err(|e| Error::bad_request("body", format!("malformed JSON: {e}"))),
             Format::Yaml => fleetgate_policy::yaml::from_str(&self.text)
                 .map_err(|e| Error::bad_request("body", format!("malformed YAML: {}", e.message))),
-        }
+        }?;
+        crate::validate::storable_json("", &value)?;
+        Ok(value)
     }
 
     /// Parses a Gate manifest: malformed text is 400, schema errors 422 with

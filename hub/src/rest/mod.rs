@@ -11,6 +11,7 @@ pub mod json_errors;
 pub mod overrides;
 pub mod rollouts;
 pub mod status;
+pub mod storable_uri;
 pub mod tokens;
 pub mod webhooks;
 
