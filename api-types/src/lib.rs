@@ -28,5 +28,6 @@ pub use records::{
 };
 pub use status::{
     ClusterBrief, ClusterCounts, ClusterStatus, FleetStatus, FleetSummary, GateBrief, GateStatus,
-    GateSummary, HeldObject, HeldObjectStatus, ObjectCounts, ObjectStatus, ReportedObject,
+    GateSummary, HeldObject, HeldObjectStatus, ObjectCounts, ObjectStatus, ReportProblem,
+    ReportProblems, ReportedObject,
 };

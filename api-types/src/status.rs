@@ -289,6 +289,44 @@ pub struct ClusterStatus {
     /// ones count in `open` / `closedBy`. Empty for spokes that predate them.
     #[serde(default)]
     pub local_gates: Vec<LocalGate>,
+    /// What the hub had to change or leave out of the cluster's latest
+    /// report, and whether the database refused a report as a whole.
+    #[serde(default)]
+    pub report_problems: ReportProblems,
+}
+
+/// How the hub stored a cluster's latest report. Reports are the cluster's
+/// own data, never refused for one object's content: an object with text
+/// PostgreSQL cannot store is stored with U+0000 replaced by U+FFFD, an
+/// object the hub cannot store at all is left out, and both are listed here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ReportProblems {
+    /// The problems of the latest stored report (at most 100 listed).
+    pub items: Vec<ReportProblem>,
+    /// How many problems that report had in all.
+    pub total: u32,
+    /// Set when the database refused the cluster's latest report as a whole
+    /// (its status shown is from an older report); cleared by the next report
+    /// stored. Never blocks another cluster's report.
+    pub write_error: Option<String>,
+    pub write_error_at: Option<DateTime<Utc>>,
+}
+
+/// One object of a report that the hub stored changed, or left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ReportProblem {
+    /// The field in the spoke's report: `report.objects[3].ready_message`.
+    pub field: String,
+    /// The object, `Kind namespace/name`, when known.
+    pub object: String,
+    /// `replaced`: stored with each U+0000 replaced by U+FFFD; `dropped`:
+    /// left out of the stored report (the rest of the report is stored).
+    pub action: String,
+    pub message: String,
 }
 
 /// A Gate object made in a cluster (not mirrored from the hub), as the

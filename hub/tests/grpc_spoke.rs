@@ -389,18 +389,29 @@ async fn reports_are_visible_through_rest_and_replace_the_object_set() {
     // Reports never bump the fleet revision (they are not desired state).
     assert_eq!(hub.revision().await as u64, s.revision);
 
-    // A bad report ends the stream with the field named; nothing is written.
+    // One object the hub cannot store is left out and listed with its field;
+    // the rest of the report is stored and the stream stays open.
     let mut bad = kustomization("apps", "x", false, &[]);
     bad.kind = "Deployment".into();
-    spoke.report(s.revision, vec![bad]).await;
-    let err = spoke.error().await;
-    assert_eq!(err.code(), Code::InvalidArgument);
-    assert!(
-        err.message().starts_with("report.objects[0].kind"),
-        "{err:?}"
+    let mut odd = kustomization("apps", "api", false, &["bh"]);
+    odd.ready = "False".into();
+    odd.ready_message = "kustomize build failed: bad byte \u{0} here".into();
+    spoke.report(s.revision, vec![odd, bad]).await;
+    let body = status_until(&hub, "c1", |b| b["reportProblems"]["total"] == 2).await;
+    let problems = &body["reportProblems"]["items"];
+    assert_eq!(
+        problems[0]["field"], "report.objects[0].ready_message",
+        "{body}"
     );
-    let body = status_until(&hub, "c1", |b| b["cluster"]["connected"] == false).await;
+    assert_eq!(problems[0]["action"], "replaced", "{body}");
+    assert_eq!(problems[1]["field"], "report.objects[1].kind", "{body}");
+    assert_eq!(problems[1]["action"], "dropped", "{body}");
     assert_eq!(body["objects"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        body["objects"][0]["readyMessage"],
+        "kustomize build failed: bad byte \u{FFFD} here"
+    );
+    assert_eq!(body["cluster"]["connected"], true, "{body}");
     grpc.stop().await;
 }
 

@@ -20,7 +20,7 @@ use fleetgate_proto::v1::{self as pb, fleet_event::Event, spoke_message};
 use grpc_support::{TestSpoke, authed, connect, kustomization, within};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use tonic::{Code, Streaming};
+use tonic::Streaming;
 use tower::ServiceExt as _;
 
 const GATE: &str = r#"
@@ -361,32 +361,37 @@ async fn held_objects_reach_every_surface_and_old_spokes_break_nothing() {
     assert_eq!(body["heldObjects"], json!([]), "{body}");
     assert_eq!(body["objects"].as_array().unwrap().len(), 1, "{body}");
 
-    // A bad held object ends the stream naming the field; nothing is written.
+    // A held object that cannot be converted or stored is left out and
+    // listed with its field; the rest of the report is stored.
     let mut bad = held("Deployment", "nginx", &["nginx-window"], false);
     bad.held_since = "yesterday".into();
-    report(&spoke, rev, vec![held("Service", "ok", &[], false), bad]).await;
-    let err = spoke.error().await;
-    assert_eq!(err.code(), Code::InvalidArgument);
-    assert!(
-        err.message()
-            .starts_with("report.held_objects[1].held_since"),
-        "{err:?}"
+    let mut empty = held("Deployment", "x", &["nginx-window"], false);
+    empty.kustomization_name.clear();
+    report(
+        &spoke,
+        rev,
+        vec![held("Service", "ok", &[], false), bad, empty],
+    )
+    .await;
+    let body = until(&hub, "/api/v1/clusters/c1/status", |b| {
+        b["reportProblems"]["total"] == 2
+    })
+    .await;
+    let fields: Vec<&str> = body["reportProblems"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "report.held_objects[1].held_since",
+            "report.held_objects[2].kustomization_name"
+        ],
+        "{body}"
     );
-    let mut spoke = TestSpoke::connect(served.channel.clone(), &token, "c1", rev)
-        .await
-        .unwrap();
-    let mut bad = held("Deployment", "nginx", &["nginx-window"], false);
-    bad.kustomization_name.clear();
-    report(&spoke, rev, vec![bad]).await;
-    let err = spoke.error().await;
-    assert_eq!(err.code(), Code::InvalidArgument);
-    assert!(
-        err.message()
-            .starts_with("report.held_objects[0].kustomization_name"),
-        "{err:?}"
-    );
-    let body = hub.get("/api/v1/clusters/c1/status").await.body;
-    assert_eq!(body["heldObjects"], json!([]), "{body}");
+    assert_eq!(body["heldObjects"].as_array().unwrap().len(), 1, "{body}");
     drop((watch, old));
     served.stop().await;
 }

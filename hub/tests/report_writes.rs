@@ -55,6 +55,7 @@ fn report(objects: Vec<ReportedObject>, at: DateTime<Utc>, offset: i64) -> Clust
         objects,
         held_objects: vec![],
         local_gates: vec![],
+        problems: vec![],
         revision: 1,
         clock_offset_ms: offset,
         received_at: at,

@@ -47,9 +47,10 @@ pub fn check_str(path: &str, s: &str) -> Result<(), PolicyError> {
 pub fn check_json(value: &Value) -> Result<(), PolicyError> {
     match value {
         Value::String(s) => check_str("", s),
-        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, v)| {
-            check_json(v).map_err(|e| e.within(&format!("[{i}]")))
-        }),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, v)| check_json(v).map_err(|e| e.within(&format!("[{i}]")))),
         Value::Object(map) => map.iter().try_for_each(|(k, v)| {
             if storable(k) {
                 check_json(v).map_err(|e| e.within(&key_segment(k)))
@@ -120,8 +121,7 @@ fn replace_at(value: &mut Value, path: &str, changed: &mut Vec<String>) {
 /// (`metadata.labels["app.kubernetes.io/name"]`).
 fn key_segment(k: &str) -> String {
     let plain = !k.is_empty()
-        && k
-            .chars()
+        && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if plain {
         k.to_string()

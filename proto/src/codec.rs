@@ -135,9 +135,10 @@ fn check_value(value: &Value) -> Result<(), String> {
     match value {
         Value::String(s) if !ok(s) => Err(String::new()),
         Value::Message(m) => storable(m).map_err(|p| format!(".{p}")),
-        Value::List(items) => items.iter().enumerate().try_for_each(|(i, v)| {
-            check_value(v).map_err(|p| format!("[{i}]{p}"))
-        }),
+        Value::List(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, v)| check_value(v).map_err(|p| format!("[{i}]{p}"))),
         Value::Map(map) => map.iter().try_for_each(|(k, v)| {
             let key = match k {
                 MapKey::String(s) if !ok(s) => return Err(String::new()),

@@ -27,7 +27,7 @@ pub const CLOCK_DRIFT_MS: i64 = 1_000;
 /// A governed Flux object as its spoke reports it, written by report ingestion and read
 /// back by the status views (one type for both, shared with REST clients).
 pub use fleetgate_api_types::ReportedObject;
-pub use fleetgate_api_types::status::LocalGate;
+pub use fleetgate_api_types::status::{LocalGate, ReportProblem, ReportProblems};
 
 /// The latest report of one cluster, as the batcher flushes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +41,8 @@ pub struct ClusterReport {
     /// Gate objects made in the cluster, by name; empty from spokes that
     /// predate them.
     pub local_gates: Vec<LocalGate>,
+    /// Objects stored repaired or left out (`service::report_objects`).
+    pub problems: Vec<ReportProblem>,
     /// The snapshot revision the spoke enforced when it made the report: the
     /// fence rollouts judge health by (see `rollout::health`).
     pub revision: u64,
@@ -61,13 +63,14 @@ impl ClusterReport {
             objects,
             held_objects,
             local_gates,
+            problems,
             // Kept per cluster, beside the hash: a newer revision with the same
             // content updates that one column, no object row.
             revision: _,
             clock_offset_ms: _,
             received_at: _,
         } = self;
-        let json = serde_json::to_vec(&(objects, held_objects, local_gates))
+        let json = serde_json::to_vec(&(objects, held_objects, local_gates, problems))
             .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
         Ok(Sha256::digest(&json).to_vec())
     }
@@ -125,9 +128,10 @@ pub async fn write_report_diff(
         sqlx::query(
             "update cluster_connections set last_seen_at = greatest(last_seen_at, $2), \
              reported_at = $2, clock_offset_ms = $3, report_revision = $6 \
+             , report_write_error = null, report_write_error_at = null \
              where cluster = $1 and report_hash = $4 \
              and (report_revision is distinct from $6 or clock_offset_ms is null \
-                  or abs(clock_offset_ms - $3) >= $5)",
+                  or abs(clock_offset_ms - $3) >= $5 or report_write_error is not null)",
         )
         .bind(&report.cluster)
         .bind(report.received_at)
@@ -152,11 +156,17 @@ pub async fn write_report_diff(
     }
     let local_gates = serde_json::to_value(&report.local_gates)
         .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
+    let listed = &report.problems[..report.problems.len().min(MAX_LISTED_PROBLEMS)];
+    let problems = serde_json::to_value(listed)
+        .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
+    let problem_total = i32::try_from(report.problems.len()).unwrap_or(i32::MAX);
     // The sub-select reads the row as it was before this update (the
     // local gates it replaces), locking it as the update would.
     let previous: Option<(sqlx::types::Json<Vec<LocalGate>>,)> = sqlx::query_as(
         "update cluster_connections c set last_seen_at = $2, reported_at = $2, \
-         clock_offset_ms = $3, report_hash = $4, report_revision = $5, local_gates = $6 \
+         clock_offset_ms = $3, report_hash = $4, report_revision = $5, local_gates = $6, \
+         report_problems = $7, report_problem_total = $8, report_write_error = null, \
+         report_write_error_at = null \
          from (select cluster, local_gates from cluster_connections where cluster = $1 \
                for update) old \
          where c.cluster = old.cluster returning coalesce(old.local_gates, '[]'::jsonb)",
@@ -167,6 +177,8 @@ pub async fn write_report_diff(
     .bind(&hash)
     .bind(revision)
     .bind(&local_gates)
+    .bind(&problems)
+    .bind(problem_total)
     .fetch_optional(&mut *conn)
     .await?;
     let previous_local_gates = previous.map(|(g,)| g.0).unwrap_or_default();
@@ -253,6 +265,69 @@ pub async fn write_report_diff(
     Ok(ReportWrite::Written {
         previous_local_gates,
     })
+}
+
+/// Problems of one report a cluster's status lists at most (all are counted).
+pub const MAX_LISTED_PROBLEMS: usize = 100;
+
+/// Whether `e`, from writing one cluster's report, is the database refusing
+/// that report's content (a data exception, a constraint, a size limit, or
+/// a report that cannot be encoded), not the database failing: such a
+/// report is set aside and recorded, the others of its batch are written.
+pub fn refused_report(e: &crate::Error) -> bool {
+    match e {
+        crate::Error::Database(sqlx::Error::Database(db)) => db
+            .code()
+            .is_some_and(|c| c.starts_with("22") || c.starts_with("23") || c.starts_with("54")),
+        crate::Error::Database(sqlx::Error::Encode(_)) | crate::Error::Internal(_) => true,
+        _ => false,
+    }
+}
+
+/// Records on `report`'s cluster that the database refused the report
+/// (`error`): the cluster keeps its last stored status, and shows why.
+pub async fn record_write_error(
+    conn: &mut PgConnection,
+    report: &ClusterReport,
+    error: &str,
+) -> Result<()> {
+    let error: String = error.chars().take(1000).collect();
+    sqlx::query(
+        "update cluster_connections set report_write_error = $2, report_write_error_at = $3 \
+         where cluster = $1",
+    )
+    .bind(&report.cluster)
+    .bind(fleetgate_policy::text::replace_str(&error).as_ref())
+    .bind(report.received_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// What went wrong with `cluster`'s latest reports (nothing: the default).
+pub async fn problems(conn: &mut PgConnection, cluster: &str) -> Result<ReportProblems> {
+    let row: Option<(
+        sqlx::types::Json<Vec<ReportProblem>>,
+        i32,
+        Option<String>,
+        Option<DateTime<Utc>>,
+    )> = sqlx::query_as(
+        "select report_problems, report_problem_total, report_write_error, \
+         report_write_error_at from cluster_connections where cluster = $1",
+    )
+    .bind(cluster)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row
+        .map(
+            |(items, total, write_error, write_error_at)| ReportProblems {
+                items: items.0,
+                total: u32::try_from(total).unwrap_or(0),
+                write_error,
+                write_error_at,
+            },
+        )
+        .unwrap_or_default())
 }
 
 /// Records that each `(cluster, spoke version, at)` spoke connected to

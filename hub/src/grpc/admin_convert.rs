@@ -190,6 +190,24 @@ pub fn cluster_status(s: ClusterStatus) -> pb::ClusterStatus {
         local_requests: s.local_requests.into_iter().map(override_info).collect(),
         held_objects: s.held_objects.into_iter().map(held_object).collect(),
         local_gates: s.local_gates.into_iter().map(local_gate).collect(),
+        report_problems: Some(report_problems(s.report_problems)),
+    }
+}
+
+/// How the hub stored a cluster's latest report.
+pub fn report_problems(p: crate::db::reports::ReportProblems) -> pb::ReportProblems {
+    pb::ReportProblems {
+        items: (p.items.into_iter())
+            .map(|i| pb::ReportProblem {
+                field: i.field,
+                object: i.object,
+                action: i.action,
+                message: i.message,
+            })
+            .collect(),
+        total: p.total,
+        write_error: p.write_error.unwrap_or_default(),
+        write_error_at: p.write_error_at.and_then(ts),
     }
 }
 

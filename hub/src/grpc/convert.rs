@@ -183,7 +183,7 @@ pub fn held_from_proto(index: usize, o: pb::HeldObjectStatus) -> Result<HeldObje
 }
 
 /// The `index`th local gate of a report as stored; fields are checked by
-/// [`crate::service::reports::normalize_local_gates`], times here
+/// [`crate::service::report_objects::local_gates`], times here
 /// (INVALID_ARGUMENT naming the field).
 pub fn local_gate_from_proto(index: usize, g: pb::LocalGateStatus) -> Result<LocalGate, Status> {
     let next_transition = match g.next_transition.as_ref() {
@@ -223,9 +223,10 @@ pub fn local_request_from_proto(r: pb::LocalRequest) -> Result<LocalRequest, Sta
             .map_err(|e: fleetgate_policy::PolicyError| invalid("localRequest.state", e.message))?,
         requested_at: time(r.requested_at.as_ref(), "localRequest.requestedAt")?,
         expires_at: time(r.expires_at.as_ref(), "localRequest.expiresAt")?,
-        gate: r.gate,
-        reason: r.reason,
-        requested_by: r.requested_by,
+        // The cluster's own text: stored with U+0000 replaced, never refused.
+        gate: fleetgate_policy::text::replace_str(&r.gate).into_owned(),
+        reason: fleetgate_policy::text::replace_str(&r.reason).into_owned(),
+        requested_by: fleetgate_policy::text::replace_str(&r.requested_by).into_owned(),
     })
 }
 

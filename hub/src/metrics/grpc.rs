@@ -31,6 +31,13 @@ pub struct LocalRequestLabels {
     pub result: String,
 }
 
+/// What the hub did with an object of a report it could not store as sent.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReportProblemLabels {
+    /// `replaced` (U+0000 stored as U+FFFD) or `dropped` (left out).
+    pub action: String,
+}
+
 /// Counters and gauges of the gRPC side. Cheap to clone (shared cells).
 #[derive(Debug, Clone, Default)]
 pub struct GrpcMetrics {
@@ -40,6 +47,11 @@ pub struct GrpcMetrics {
     pub reports_received: Counter,
     pub report_flushes: Counter,
     pub report_flush_failures: Counter,
+    /// Reports the database refused as a whole, set aside so the rest of
+    /// their batch was written.
+    pub report_write_failures: Counter,
+    /// Objects of received reports stored repaired or left out.
+    pub report_problems: Family<ReportProblemLabels, Counter>,
     pub notifications: Counter,
     pub listener_connects: Counter,
     pub local_requests: Family<LocalRequestLabels, Counter>,
@@ -51,6 +63,17 @@ pub struct GrpcMetrics {
 }
 
 impl GrpcMetrics {
+    /// Counts the problems of one received report, by action.
+    pub fn count_report_problems(&self, problems: &[crate::db::reports::ReportProblem]) {
+        for p in problems {
+            self.report_problems
+                .get_or_create(&ReportProblemLabels {
+                    action: p.action.clone(),
+                })
+                .inc();
+        }
+    }
+
     /// Registers every metric under `grpc_` in `registry`.
     pub fn register(&self, registry: &mut Registry) {
         self.held_objects.register(registry);
@@ -75,6 +98,16 @@ impl GrpcMetrics {
             "reports_received",
             "Status reports received from spokes",
             self.reports_received.clone(),
+        );
+        r.register(
+            "report_write_failures",
+            "Cluster reports the database refused as a whole (set aside; the rest of the batch was written)",
+            self.report_write_failures.clone(),
+        );
+        r.register(
+            "report_problems",
+            "Objects of received reports stored with U+0000 replaced (action=replaced) or left out (action=dropped)",
+            self.report_problems.clone(),
         );
         r.register(
             "report_flushes",

@@ -12,8 +12,8 @@ use utoipa::{Modify, OpenApi};
 use crate::dashboard::views::{GateView, WhoAmI};
 
 use crate::db::held_objects::{HeldObject, HeldObjectStatus};
-use crate::db::reports::LocalGate;
 use crate::db::reports::ReportedObject;
+use crate::db::reports::{LocalGate, ReportProblem, ReportProblems};
 use crate::error::{ErrorBody, ErrorDetail};
 use crate::rollout::State as RolloutState;
 use crate::rollout::health::Health;
@@ -130,7 +130,7 @@ impl Modify for Common {
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
         OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
-        ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ClusterRollout, ObjectStatus, ReportedObject, ObjectCounts,
+        ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ClusterRollout, ObjectStatus, ReportedObject, ReportProblems, ReportProblem, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, RolloutEstimateDoc, WaveEstimateDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,

@@ -42,7 +42,10 @@ fn check(params: Option<&RawPathParams>, uri: &axum::http::Uri) -> Result<(), Er
     {
         for (name, value) in &pairs {
             if !text::storable(name) {
-                return Err(Error::bad_request("query", format!("a parameter name {}", text::MESSAGE)));
+                return Err(Error::bad_request(
+                    "query",
+                    format!("a parameter name {}", text::MESSAGE),
+                ));
             }
             if !text::storable(value) {
                 return Err(Error::bad_request(name.as_str(), text::MESSAGE));

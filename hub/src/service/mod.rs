@@ -14,6 +14,7 @@ pub mod local_requests;
 pub mod overrides;
 pub mod page;
 pub mod principal;
+pub mod report_objects;
 pub mod reports;
 pub mod resolve;
 pub mod rollouts;

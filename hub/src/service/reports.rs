@@ -7,7 +7,7 @@
 //! too; liveness between them is the replica's lease (`service::lease`).
 //! Nothing here bumps the fleet revision: reports are not desired state.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use fleetgate_proto::report_parts::MAX_REPORT_OBJECTS;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::report_objects::{self, ReportProblem};
 use super::{Service, local_gates};
 use crate::db::held_objects::HeldObject;
 use crate::db::reports::{self, ClusterReport, LocalGate, ReportedObject};
@@ -95,11 +96,13 @@ impl Reports {
         self.metrics.reports_received.inc();
         self.metrics.set_held_objects(cluster, &report.held_objects);
         self.metrics.set_local_gates(cluster, &report.local_gates);
+        self.metrics.count_report_problems(&report.problems);
         let report = ClusterReport {
             cluster: cluster.to_string(),
             objects: report.objects,
             held_objects: report.held_objects,
             local_gates: report.local_gates,
+            problems: report.problems,
             revision,
             clock_offset_ms,
             received_at: self.service.now(),
@@ -141,7 +144,13 @@ impl Reports {
             if batch.is_empty() {
                 return;
             }
-            if let Err(e) = retry::transaction("status reports", || self.write(&batch)).await {
+            let mut res = retry::transaction("status reports", || self.write(&batch, false)).await;
+            if res.as_ref().is_err_and(reports::refused_report) {
+                // One report the database refuses must not hold up the
+                // others: again, each report in a savepoint of its own.
+                res = retry::transaction("status reports", || self.write(&batch, true)).await;
+            }
+            if let Err(e) = res {
                 self.metrics.report_flush_failures.inc();
                 tracing::warn!(error = %e, reports = batch.len(), "writing status reports failed");
                 // Put them back unless a newer report arrived meanwhile; the
@@ -156,24 +165,32 @@ impl Reports {
         }
     }
 
-    async fn write(&self, batch: &[ClusterReport]) -> Result<()> {
+    /// Writes `batch` in one transaction. With `isolate`, each report in a
+    /// savepoint of its own: a report the database refuses
+    /// ([`reports::refused_report`]) is rolled back alone, recorded on its
+    /// cluster and counted, and the others are written (the common case
+    /// pays no savepoints: this runs only after a batch failed so).
+    async fn write(&self, batch: &[ClusterReport], isolate: bool) -> Result<()> {
         let mut tx = self.service.begin().await?;
         // Name order, the one order of every path locking several clusters.
         let mut batch: Vec<&ClusterReport> = batch.iter().collect();
         batch.sort_unstable_by(|a, b| a.cluster.cmp(&b.cluster));
         for report in batch {
-            match reports::write_report_diff(&mut tx, report).await? {
-                reports::ReportWrite::NoCluster => {
-                    tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");
+            if !isolate {
+                write_one(&mut tx, report).await?;
+                continue;
+            }
+            let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
+            match write_one(&mut savepoint, report).await {
+                Ok(()) => savepoint.commit().await?,
+                Err(e) if reports::refused_report(&e) => {
+                    savepoint.rollback().await?;
+                    self.metrics.report_write_failures.inc();
+                    tracing::warn!(cluster = %report.cluster, error = %e,
+                        "the database refused a cluster's report; the other reports are written");
+                    reports::record_write_error(&mut tx, report, &e.to_string()).await?;
                 }
-                reports::ReportWrite::Unchanged => {}
-                reports::ReportWrite::Written {
-                    previous_local_gates,
-                } => {
-                    let entries = local_gates::diff(&previous_local_gates, &report.local_gates);
-                    local_gates::write(&mut tx, &report.cluster, report.received_at, &entries)
-                        .await?;
-                }
+                Err(e) => return Err(e),
             }
         }
         tx.commit().await?;
@@ -256,7 +273,24 @@ impl Reports {
     }
 }
 
-/// A whole report, validated and without duplicates.
+/// The items of one list in a part of a report, each with its index in the
+/// report; `seen` counts the left-out ones too.
+#[derive(Debug)]
+pub struct Received<T> {
+    pub items: Vec<(usize, T)>,
+    pub seen: usize,
+}
+
+impl<T> Default for Received<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            seen: 0,
+        }
+    }
+}
+
+/// A whole report, checked object by object and without duplicates.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Assembled {
     pub objects: Vec<ReportedObject>,
@@ -265,6 +299,8 @@ pub struct Assembled {
     /// Gate objects made in the cluster, by name; empty from spokes that
     /// predate them.
     pub local_gates: Vec<LocalGate>,
+    /// Objects stored repaired or left out ([`report_objects`]).
+    pub problems: Vec<ReportProblem>,
 }
 
 /// The parts of one report received so far on a stream: a report may come in
@@ -272,24 +308,39 @@ pub struct Assembled {
 #[derive(Debug, Default)]
 pub struct ReportParts {
     received: Assembled,
+    /// Index in the report of each of `received.held_objects`.
+    held_at: Vec<usize>,
+    /// Held objects received so far, left-out ones included.
+    held_seen: usize,
+    /// Index in the report of each of `received.local_gates`.
+    local_at: Vec<usize>,
+    found: report_objects::Found,
 }
 
 impl ReportParts {
     /// Held objects received so far (the index of the next one).
     pub fn held_len(&self) -> usize {
-        self.received.held_objects.len()
+        self.held_seen
     }
 
-    /// Adds a part; returns the whole report, validated and without
-    /// duplicates, when this was its last part (`more` false). Errors name
-    /// the field (`report.objects[3].kind`).
+    /// Records that the item at `field` could not even be converted (a bad
+    /// time): it is left out, the rest of the report is stored.
+    pub fn dropped(&mut self, field: String, object: String, message: impl Into<String>) {
+        self.found.dropped(field, object, message);
+    }
+
+    /// Adds a part; returns the whole report, checked object by object and
+    /// without duplicates, when this was its last part (`more` false). Only a
+    /// report past the size limits is an error (naming the field): one
+    /// object's content never is (see [`report_objects`]).
     pub fn add(
         &mut self,
         objects: impl ExactSizeIterator<Item = ReportedObject>,
-        held_objects: Vec<HeldObject>,
-        local_gates: Vec<LocalGate>,
+        held: Received<HeldObject>,
+        local_gates: Received<LocalGate>,
         more: bool,
     ) -> Result<Option<Assembled>> {
+        let held_objects = held.items;
         let r = &mut self.received;
         if r.objects.len() + objects.len() > MAX_REPORT_OBJECTS {
             return Err(Error::invalid(
@@ -304,267 +355,50 @@ impl ReportParts {
             ));
         }
         r.objects.extend(objects);
-        r.held_objects.extend(held_objects);
+        self.held_seen += held.seen;
+        for (i, h) in held_objects {
+            self.held_at.push(i);
+            r.held_objects.push(h);
+        }
         // Spokes send them on the last part; one list per report either way.
-        if !local_gates.is_empty() {
-            r.local_gates = local_gates;
+        if local_gates.seen > 0 {
+            (self.local_at, r.local_gates) = local_gates.items.into_iter().unzip();
         }
         if more {
             return Ok(None);
         }
         let r = std::mem::take(r);
+        let mut found = std::mem::take(&mut self.found);
+        let held_at = std::mem::take(&mut self.held_at);
+        let local_at = std::mem::take(&mut self.local_at);
+        self.held_seen = 0;
+        let objects = report_objects::objects(r.objects, &mut found);
+        let held = held_at.into_iter().zip(r.held_objects).collect();
+        let held_objects = report_objects::held_objects(held, &mut found);
+        let local = local_at.into_iter().zip(r.local_gates).collect();
+        let local_gates = report_objects::local_gates(local, &mut found);
         Ok(Some(Assembled {
-            objects: normalize_objects(r.objects)?,
-            held_objects: normalize_held_objects(r.held_objects)?,
-            local_gates: normalize_local_gates(r.local_gates)?,
+            objects,
+            held_objects,
+            local_gates,
+            problems: found.0,
         }))
     }
 }
 
-/// Most local gates one report may carry.
-pub const MAX_LOCAL_GATES: usize = 1000;
-
-/// Validates a report's local gates and orders them by name. Errors name the
-/// field, e.g. `report.local_gates[1].name`.
-pub fn normalize_local_gates(mut gates: Vec<LocalGate>) -> Result<Vec<LocalGate>> {
-    if gates.len() > MAX_LOCAL_GATES {
-        return Err(Error::invalid(
-            "report.local_gates",
-            format!("more than {MAX_LOCAL_GATES} local gates in one report"),
-        ));
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for (i, g) in gates.iter().enumerate() {
-        let field = |f: &str| format!("report.local_gates[{i}].{f}");
-        // A Kubernetes object name (DNS-1123 subdomain).
-        let valid = !g.name.is_empty()
-            && g.name.len() <= 253
-            && g.name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-            && g.name.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && g.name.ends_with(|c: char| c.is_ascii_alphanumeric());
-        if !valid {
-            return Err(Error::invalid(
-                field("name"),
-                format!("'{}' is not a Kubernetes object name", g.name),
-            ));
+/// Writes one cluster's report and audits its local gates' changes.
+async fn write_one(conn: &mut sqlx::PgConnection, report: &ClusterReport) -> Result<()> {
+    match reports::write_report_diff(conn, report).await? {
+        reports::ReportWrite::NoCluster => {
+            tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");
         }
-        if !seen.insert(g.name.as_str()) {
-            return Err(Error::invalid(
-                field("name"),
-                format!("'{}' is reported twice", g.name),
-            ));
-        }
-        if !matches!(g.ready.as_str(), "True" | "False") {
-            return Err(Error::invalid(
-                field("ready"),
-                format!("must be True or False, not '{}'", g.ready),
-            ));
-        }
-        if g.held > g.governed {
-            return Err(Error::invalid(
-                field("held"),
-                format!("{} held of {} governed", g.held, g.governed),
-            ));
+        reports::ReportWrite::Unchanged => {}
+        reports::ReportWrite::Written {
+            previous_local_gates,
+        } => {
+            let entries = local_gates::diff(&previous_local_gates, &report.local_gates);
+            local_gates::write(conn, &report.cluster, report.received_at, &entries).await?;
         }
     }
-    gates.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(gates)
-}
-
-/// Validates a report's held objects and removes duplicates (the last one of
-/// a key wins). Errors name the field, e.g. `report.held_objects[2].name`.
-pub fn normalize_held_objects(objects: Vec<HeldObject>) -> Result<Vec<HeldObject>> {
-    let mut by_key: BTreeMap<(String, String, String, String), HeldObject> = BTreeMap::new();
-    for (i, o) in objects.into_iter().enumerate() {
-        let required = [
-            ("kind", &o.kind),
-            ("name", &o.name),
-            ("kustomization_name", &o.kustomization_name),
-            ("kustomization_namespace", &o.kustomization_namespace),
-        ];
-        if let Some((field, _)) = required.iter().find(|(_, v)| v.is_empty()) {
-            return Err(Error::invalid(
-                format!("report.held_objects[{i}].{field}"),
-                "must not be empty",
-            ));
-        }
-        let key = (
-            o.group.clone(),
-            o.kind.clone(),
-            o.namespace.clone(),
-            o.name.clone(),
-        );
-        by_key.insert(key, o);
-    }
-    Ok(by_key.into_values().collect())
-}
-
-/// Validates a report's objects and removes duplicates (the last one of a key
-/// wins). Errors name the field, e.g. `report.objects[3].kind`.
-pub fn normalize_objects(objects: Vec<ReportedObject>) -> Result<Vec<ReportedObject>> {
-    let mut by_key: BTreeMap<(String, String, String), ReportedObject> = BTreeMap::new();
-    for (i, o) in objects.into_iter().enumerate() {
-        if o.kind.parse::<fleetgate_policy::FluxKind>().is_err() {
-            return Err(Error::invalid(
-                format!("report.objects[{i}].kind"),
-                format!("unknown Flux kind '{}'", o.kind),
-            ));
-        }
-        if o.name.is_empty() {
-            return Err(Error::invalid(
-                format!("report.objects[{i}].name"),
-                "must not be empty",
-            ));
-        }
-        if o.namespace.is_empty() {
-            return Err(Error::invalid(
-                format!("report.objects[{i}].namespace"),
-                "must not be empty",
-            ));
-        }
-        if let Some(ready) = o.ready.as_deref()
-            && !matches!(ready, "True" | "False" | "Unknown")
-        {
-            return Err(Error::invalid(
-                format!("report.objects[{i}].ready"),
-                format!("must be True, False, Unknown or empty, not '{ready}'"),
-            ));
-        }
-        by_key.insert((o.kind.clone(), o.namespace.clone(), o.name.clone()), o);
-    }
-    Ok(by_key.into_values().collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn obj(kind: &str, ns: &str, name: &str, held: bool) -> ReportedObject {
-        ReportedObject {
-            kind: kind.into(),
-            namespace: ns.into(),
-            name: name.into(),
-            suspended: false,
-            suspended_by: vec![],
-            gates: vec![],
-            last_applied_revision: None,
-            newest_source_revision: None,
-            held,
-            suspended_by_human: false,
-            ignored: false,
-            ready: None,
-            ready_reason: None,
-            ready_message: None,
-            stalled: false,
-            generation: None,
-            observed_generation: None,
-            last_attempted_revision: None,
-        }
-    }
-
-    #[test]
-    fn duplicates_collapse_to_the_last() {
-        let out = normalize_objects(vec![
-            obj("Kustomization", "a", "x", false),
-            obj("Kustomization", "a", "x", true),
-            obj("HelmRelease", "a", "x", false),
-        ])
-        .unwrap();
-        assert_eq!(out.len(), 2);
-        assert!(out.iter().any(|o| o.kind == "Kustomization" && o.held));
-    }
-
-    fn held(kind: &str, name: &str, ks: &str) -> HeldObject {
-        HeldObject {
-            group: "apps".into(),
-            kind: kind.into(),
-            namespace: "web".into(),
-            name: name.into(),
-            kustomization_namespace: "flux-system".into(),
-            kustomization_name: ks.into(),
-            gates: vec!["g".into()],
-            held_by: vec![],
-            held_by_person: false,
-            held_since_revision: None,
-            held_since: None,
-            newer_revision_applied: false,
-        }
-    }
-
-    #[test]
-    fn held_objects_are_checked_and_deduplicated() {
-        let mut second = held("Deployment", "nginx", "apps");
-        second.held_by = vec!["g".into()];
-        let out =
-            normalize_held_objects(vec![held("Deployment", "nginx", "apps"), second]).unwrap();
-        assert_eq!(out.len(), 1);
-        assert!(out[0].is_held());
-        let err = normalize_held_objects(vec![held("Deployment", "nginx", "apps"), {
-            held("Deployment", "x", "")
-        }])
-        .unwrap_err();
-        assert_eq!(
-            err.field(),
-            Some("report.held_objects[1].kustomization_name")
-        );
-    }
-
-    #[test]
-    fn a_report_without_held_objects_is_whole() {
-        // What a spoke that predates object holds sends.
-        let mut parts = ReportParts::default();
-        let first = parts
-            .add(
-                vec![obj("Kustomization", "a", "x", false)].into_iter(),
-                vec![],
-                vec![],
-                true,
-            )
-            .unwrap();
-        assert!(first.is_none());
-        let whole = parts
-            .add(vec![].into_iter(), vec![], vec![], false)
-            .unwrap()
-            .unwrap();
-        assert_eq!(whole.objects.len(), 1);
-        assert!(whole.held_objects.is_empty());
-    }
-
-    #[test]
-    fn bad_kind_names_the_field() {
-        let err = normalize_objects(vec![
-            obj("Kustomization", "a", "x", false),
-            obj("Deployment", "a", "y", false),
-        ])
-        .unwrap_err();
-        assert_eq!(err.field(), Some("report.objects[1].kind"));
-        let err = normalize_objects(vec![obj("Kustomization", "a", "", false)]).unwrap_err();
-        assert_eq!(err.field(), Some("report.objects[0].name"));
-        let mut maybe = obj("Kustomization", "a", "x", false);
-        maybe.ready = Some("Maybe".into());
-        let err = normalize_objects(vec![maybe]).unwrap_err();
-        assert_eq!(err.field(), Some("report.objects[0].ready"));
-    }
-
-    #[test]
-    fn local_gates_are_checked_and_ordered() {
-        let g = |name: &str| LocalGate {
-            name: name.into(),
-            ready: "True".into(),
-            ..LocalGate::default()
-        };
-        let out = normalize_local_gates(vec![g("b"), g("a.freeze")]).unwrap();
-        assert_eq!(out[0].name, "a.freeze");
-        let err = normalize_local_gates(vec![g("a"), g("a")]).unwrap_err();
-        assert_eq!(err.field(), Some("report.local_gates[1].name"));
-        let err = normalize_local_gates(vec![g("-a")]).unwrap_err();
-        assert_eq!(err.field(), Some("report.local_gates[0].name"));
-        let mut over = g("a");
-        over.held = 2;
-        over.governed = 1;
-        let err = normalize_local_gates(vec![over]).unwrap_err();
-        assert_eq!(err.field(), Some("report.local_gates[0].held"));
-    }
+    Ok(())
 }

@@ -342,6 +342,7 @@ pub async fn report_apps(
                 objects: vec![object],
                 held_objects: vec![],
                 local_gates: vec![],
+                problems: vec![],
             },
             0,
         );

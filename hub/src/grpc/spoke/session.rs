@@ -27,7 +27,7 @@ use crate::grpc::convert::{
 };
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
-use crate::service::reports::ReportParts;
+use crate::service::reports::{Received, ReportParts};
 
 /// What woke a stream up.
 enum Step {
@@ -190,7 +190,9 @@ impl Session {
             rx: Some(rx),
         };
         inner.metrics.spokes_connected.inc();
-        inner.reports.connected(&cluster, &hello.spoke_version);
+        // The spoke's own text: stored with U+0000 replaced, never refused.
+        let spoke_version = fleetgate_policy::text::replace_str(&hello.spoke_version);
+        inner.reports.connected(&cluster, &spoke_version);
         tracing::info!(%cluster, spoke_version = %hello.spoke_version, revision = hello.revision, "spoke connected");
         let age = inner
             .cfg
@@ -317,13 +319,31 @@ impl Session {
                 msg: Some(spoke_message::Msg::Report(report)),
             })) => {
                 let objects = report.objects.into_iter().map(object_from_proto);
+                // One object that cannot be converted (a bad time) is left
+                // out and recorded; the rest of the report is stored.
                 let first = self.parts.held_len();
-                let held = (report.held_objects.into_iter().enumerate())
-                    .map(|(i, o)| held_from_proto(first + i, o))
-                    .collect::<Result<Vec<_>, Status>>()?;
-                let local_gates = (report.local_gates.into_iter().enumerate())
-                    .map(|(i, g)| local_gate_from_proto(i, g))
-                    .collect::<Result<Vec<_>, Status>>()?;
+                let mut held = Received {
+                    items: Vec::with_capacity(report.held_objects.len()),
+                    seen: report.held_objects.len(),
+                };
+                for (i, o) in report.held_objects.into_iter().enumerate() {
+                    let object = format!("{} {}/{}", o.kind, o.namespace, o.name);
+                    match held_from_proto(first + i, o) {
+                        Ok(h) => held.items.push((first + i, h)),
+                        Err(e) => self.parts.dropped(field_of(&e), object, e.message()),
+                    }
+                }
+                let mut local_gates = Received {
+                    items: Vec::with_capacity(report.local_gates.len()),
+                    seen: report.local_gates.len(),
+                };
+                for (i, g) in report.local_gates.into_iter().enumerate() {
+                    let object = format!("Gate {}", g.name);
+                    match local_gate_from_proto(i, g) {
+                        Ok(g) => local_gates.items.push((i, g)),
+                        Err(e) => self.parts.dropped(field_of(&e), object, e.message()),
+                    }
+                }
                 let added = self.parts.add(objects, held, local_gates, report.more);
                 if let Some(whole) = added.map_err(to_status)? {
                     self.inner.reports.submit(
@@ -395,4 +415,10 @@ impl Session {
             revision: self.held_revision,
         }))
     }
+}
+
+/// The field an INVALID_ARGUMENT names (its message reads `field: why`).
+fn field_of(status: &Status) -> String {
+    let m = status.message();
+    m.split_once(": ").map_or(m, |(f, _)| f).to_string()
 }

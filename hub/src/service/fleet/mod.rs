@@ -98,6 +98,8 @@ pub struct Reported {
     /// Gate objects made in each cluster, by name, as its spoke reported
     /// them (clusters without any absent).
     pub local_gates: HashMap<String, Vec<LocalGate>>,
+    /// What went wrong with the cluster's latest reports ([`Scope::Cluster`] only).
+    pub report_problems: db::reports::ReportProblems,
 }
 
 impl Reported {
@@ -184,6 +186,7 @@ impl FleetInputs {
                     .await?
                     .into_iter()
                     .collect(),
+                report_problems: db::reports::problems(tx, name).await?,
                 ..Reported::default()
             },
         };

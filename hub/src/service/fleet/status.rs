@@ -76,6 +76,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         .collect();
     local_requests.sort_by_key(|o| std::cmp::Reverse((o.created_at, o.id)));
     Ok(ClusterStatus {
+        report_problems: inputs.reported.report_problems.clone(),
         local_requests,
         local_gates,
         cluster: cluster.cluster.row.clone(),
