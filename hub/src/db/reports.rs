@@ -306,12 +306,13 @@ pub async fn record_write_error(
 
 /// What went wrong with `cluster`'s latest reports (nothing: the default).
 pub async fn problems(conn: &mut PgConnection, cluster: &str) -> Result<ReportProblems> {
-    let row: Option<(
+    type Row = (
         sqlx::types::Json<Vec<ReportProblem>>,
         i32,
         Option<String>,
         Option<DateTime<Utc>>,
-    )> = sqlx::query_as(
+    );
+    let row: Option<Row> = sqlx::query_as(
         "select report_problems, report_problem_total, report_write_error, \
          report_write_error_at from cluster_connections where cluster = $1",
     )
