@@ -5,7 +5,8 @@
 // (suspended by which gates, Flux's Ready condition with its message, applied
 // vs newest revision, held), the objects held inside its Kustomizations
 // (holdObjects gates), the Gate objects made in the cluster (local gates,
-// read-only), and the spoke's health.
+// read-only), the spoke's health, and what the hub had to change in or leave
+// out of the cluster's latest report.
 
 import { api, enc } from './api.js';
 import { h, replace, fmtTime, relTime, badge } from './dom.js';
@@ -90,7 +91,29 @@ function draw(main, ctx, st, overrides, refresh) {
     h('section', { class: 'card' },
       h('h2', {}, `Governed objects (${st.objects.length}; ${heldCount} held)`),
       st.objects.length ? objectsTable(st.objects) : h('p', { class: 'muted' }, c.lastSeenAt ? 'The spoke reported no governed Flux objects.' : 'No report yet: the spoke has not connected.')),
+    reportProblemsSection(st),
     heldObjectsSection(st));
+}
+
+/**
+ * Objects of the latest report stored with U+0000 replaced by U+FFFD, or left out, and a
+ * report the database refused as a whole (the status above is then older). Shown only when
+ * there is something to show.
+ */
+function reportProblemsSection(st) {
+  const p = st.reportProblems || { items: [], total: 0 };
+  if (!p.total && !p.writeError) return null;
+  return h('section', { class: 'card', id: 'report-problems' },
+    h('h2', {}, `Report problems (${p.total})`),
+    p.writeError ? h('p', { class: 'warn', id: 'report-write-error' },
+      `The hub could not store this cluster's latest report${p.writeErrorAt ? ` (${fmtTime(p.writeErrorAt)})` : ''}; the status above is from an older one: ${p.writeError}`) : null,
+    p.items.length ? h('table', { class: 'plain' },
+      h('thead', {}, h('tr', {}, ...['Object', 'Field', 'Action', 'Why'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, ...p.items.map((i) => h('tr', { 'data-action': i.action },
+        h('td', {}, i.object || '—'), h('td', { class: 'rev' }, i.field),
+        h('td', {}, i.action === 'dropped' ? badge('closed', 'left out') : badge('info', 'stored, U+0000 → U+FFFD')),
+        h('td', {}, i.message))))) : null,
+    p.total > p.items.length ? h('p', { class: 'muted' }, `First ${p.items.length} of ${p.total} listed.`) : null);
 }
 
 // The cluster's place in a gate's current rollout, as the fleet grid marks it.

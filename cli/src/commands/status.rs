@@ -281,6 +281,38 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
         }
     }
     out.push_str(&held_objects(v, gate));
+    out.push_str(&report_problems(v));
+    out
+}
+
+/// What the hub stored changed in (U+0000 → U+FFFD) or left out of the
+/// cluster's latest report, and a report the database refused; empty if none.
+fn report_problems(v: &ClusterStatus) -> String {
+    let p = &v.report_problems;
+    let mut out = String::new();
+    if let Some(e) = &p.write_error {
+        let at = p
+            .write_error_at
+            .as_ref()
+            .map(output::time)
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\nthe hub could not store the latest report ({at}); the status above is older: {e}\n"
+        ));
+    }
+    if p.total > 0 {
+        out.push_str(&format!("\nReport problems ({}):\n", p.total));
+        let mut t = Table::new(&["OBJECT", "FIELD", "ACTION", "WHY"]);
+        for i in &p.items {
+            t.row(vec![
+                i.object.clone(),
+                i.field.clone(),
+                i.action.clone(),
+                i.message.clone(),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
     out
 }
 

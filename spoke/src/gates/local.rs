@@ -20,11 +20,12 @@ pub fn manifest(name: &str, spec: &Value) -> Value {
     })
 }
 
-/// Parses and compiles a Gate object's spec; the error names the field
+/// Parses and validates a Gate object's spec as the hub and the CLI do (text
+/// the hub could not store, U+0000, included); the error names the field
 /// (`spec.windows[0].schedule: ...`).
 pub fn validate(name: &str, spec: &Value) -> Result<Gate, String> {
     let gate = parse_gate_json(manifest(name, spec)).map_err(|e| e.to_string())?;
-    gate.compile().map_err(|e| e.to_string())?;
+    gate.validate().map_err(|e| e.to_string())?;
     Ok(gate)
 }
 
@@ -105,6 +106,13 @@ mod tests {
     fn errors_name_the_field_and_snapshots_change_only_with_the_gates() {
         let good = json!({"clusters": {"selector": {}}, "default": "closed", "window": "1h"});
         assert!(validate("sre-approval", &good).is_ok());
+        let mut nul = good.clone();
+        nul["description"] = json!("a\u{0}b");
+        let err = validate("g", &nul).unwrap_err();
+        assert!(
+            err.starts_with("spec.description: contains U+0000"),
+            "{err}"
+        );
         let bad = json!({"clusters": {"selector": {}},
             "windows": [{"name": "w", "kind": "deny", "schedule": "61 * * * *", "duration": "1h"}]});
         let err = validate("g", &bad).unwrap_err();
