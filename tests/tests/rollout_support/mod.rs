@@ -4,6 +4,8 @@
 //! per cluster. A recorder watches every cluster's Kustomization and keeps each change of
 //! `lastAppliedRevision` in order, so a test can prove a revision never reached a cluster.
 
+#![allow(dead_code)] // each test binary uses a different part
+
 pub mod recorder;
 
 use std::process::{Command, Stdio};
