@@ -28,6 +28,41 @@ pub struct GateRecord {
     /// there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<FieldWarning>,
+    /// Each `calendar.url` window's feed as the hub last fetched it. Absent when the gate has
+    /// no feed windows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calendars: Vec<CalendarFeedStatus>,
+}
+
+/// A calendar feed (`calendar.url` window) as the hub last fetched it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct CalendarFeedStatus {
+    /// The window's name.
+    pub window: String,
+    pub url: String,
+    /// The last successful fetch (200 or 304); absent: never fetched.
+    pub last_fetch_at: Option<DateTime<Utc>>,
+    /// When the feed's content last changed (a gate change, audited by `calendar-sync`).
+    pub last_change_at: Option<DateTime<Utc>>,
+    /// The last attempt, successful or not.
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    /// Why the last attempt failed; absent after a success.
+    pub error: Option<String>,
+    /// Failed attempts since the last success.
+    pub failures: i32,
+    pub next_fetch_at: DateTime<Utc>,
+    /// Not fetched successfully for `maxStale`: the window applies `onStale`.
+    pub stale: bool,
+    /// When the copy turned (or turns) stale: last successful fetch + `maxStale`.
+    pub stale_at: Option<DateTime<Utc>>,
+    /// Occurrences of the last good copy within the horizon the hub sends spokes.
+    pub occurrences: usize,
+    /// Events of the feed that were skipped, with line and property
+    /// (`line 58, DTSTART: unknown time zone …`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<String>,
 }
 
 /// A warning about one manifest field.

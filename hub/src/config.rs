@@ -108,6 +108,9 @@ pub struct ServeConfig {
     /// Notifications and webhooks: `--webhook-*`, `--notify-*`, `--public-url`.
     #[command(flatten)]
     pub notify: crate::notify::NotifyOptions,
+    /// Calendar feeds: `--calendar-*`.
+    #[command(flatten)]
+    pub calendar: crate::calendar_sync::CalendarOptions,
 }
 
 impl ServeConfig {
@@ -127,6 +130,7 @@ impl ServeConfig {
             grpc: GrpcOptions::default(),
             egress: crate::egress::EgressOptions::default(),
             notify: crate::notify::NotifyOptions::default(),
+            calendar: crate::calendar_sync::CalendarOptions::default(),
         }
     }
 }

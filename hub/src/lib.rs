@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod calendar_sync;
 pub mod clock;
 pub mod config;
 pub mod dashboard;

@@ -41,6 +41,8 @@ pub struct Replica {
     /// Notification scheduling and webhook delivery (and the webhook egress
     /// client the webhook API's URL checks and test messages use).
     pub notifier: crate::notify::Notifier,
+    /// The calendar feed refresher.
+    pub calendars: crate::calendar_sync::CalendarSync,
 }
 
 impl Replica {
@@ -59,6 +61,14 @@ impl Replica {
             notify_metrics.clone(),
         )
         .expect("default notification settings are valid");
+        let calendar_metrics = crate::calendar_sync::CalendarMetrics::default();
+        let calendars = crate::calendar_sync::CalendarSync::new(
+            &crate::calendar_sync::CalendarOptions::default(),
+            &crate::egress::EgressOptions::default(),
+            grpc.replica(),
+            calendar_metrics.clone(),
+        )
+        .expect("default calendar settings are valid");
         let reports = Reports::new(
             service.clone(),
             grpc.replica(),
@@ -69,6 +79,7 @@ impl Replica {
             grpc_metrics.register(r);
             rollout_metrics.register(r);
             notify_metrics.register(r);
+            calendar_metrics.register(r);
             r.register(
                 "fleet_view_reads",
                 "Fleet views read for WatchFleet and dashboard event streams (one per change, shared by all watchers)",
@@ -91,7 +102,21 @@ impl Replica {
             http,
             grpc,
             notifier,
+            calendars,
         }
+    }
+
+    /// The same replica with calendar feeds configured by these flags.
+    pub fn with_calendars(
+        mut self,
+        opts: &crate::calendar_sync::CalendarOptions,
+        egress: &crate::egress::EgressOptions,
+    ) -> Result<Self> {
+        let metrics = self.calendars.metrics.clone();
+        self.calendars =
+            crate::calendar_sync::CalendarSync::new(opts, egress, self.id().to_string(), metrics)
+                .map_err(crate::Error::Internal)?;
+        Ok(self)
     }
 
     /// The same replica with notifications configured by these flags.
@@ -156,6 +181,11 @@ impl Replica {
                 .clone()
                 .run(self.service.clone(), tasks.clone()),
         );
+        let calendar_task = tokio::spawn(
+            self.calendars
+                .clone()
+                .run(self.service.clone(), tasks.clone()),
+        );
         // Renewals run inside this future, not as a task of their own: when it
         // is dropped (the replica dies) they stop with it.
         let (result, ()) = tokio::join!(
@@ -171,6 +201,7 @@ impl Replica {
         let _ = listener_task.await;
         let _ = rollout_task.await;
         let _ = notify_task.await;
+        let _ = calendar_task.await;
         let _ = health_task.await;
         crate::drain::phase("tasks_stopped");
         // Streams ended by the drain skipped recording their disconnection.

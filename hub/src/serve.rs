@@ -28,7 +28,8 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         startup::phase("admin_token");
     }
     let replica = Replica::new(service, config.http, config.grpc)
-        .with_notify(&config.notify, &config.egress)?;
+        .with_notify(&config.notify, &config.egress)?
+        .with_calendars(&config.calendar, &config.egress)?;
     let http = bind(config.http_addr, config.listen_backlog)?;
     let grpc = bind(config.grpc_addr, config.listen_backlog)?;
     startup::phase("bound");

@@ -355,7 +355,9 @@ fn every_example_parses_and_validates() {
         names,
         [
             "business-hours",
+            "holiday-calendar",
             "holiday-freeze",
+            "maintenance-windows",
             "nginx-window",
             "no-deploy-friday",
             "prod-waves",

@@ -69,6 +69,7 @@ fn hold_gate(default: &str) -> pb::GateRule {
         release: None,
         waiting: None,
         opening_fence: None,
+        calendars: vec![],
     }
 }
 

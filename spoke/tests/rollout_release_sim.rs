@@ -37,6 +37,7 @@ fn rollout_gate(
         release,
         waiting,
         opening_fence: None,
+        calendars: vec![],
     }
 }
 

@@ -376,6 +376,7 @@ async fn helm_releases_are_suspended_held_and_their_sources_frozen() {
         release: None,
         waiting: None,
         opening_fence: None,
+        calendars: vec![],
     };
     let mut hub = FakeHub::start().await;
     hub.set(snapshot(1, vec![web_gate], vec![]));

@@ -13,6 +13,7 @@ macro_rules! sql {
 
 pub mod access_policies;
 pub mod audit;
+pub mod calendar_feeds;
 pub mod clusters;
 pub mod gates;
 pub mod health;

@@ -59,6 +59,7 @@ pub(super) fn test_gates(gates: &[(&str, u64)]) -> Vec<crate::service::fleet::Sn
             release: None,
             waiting: None,
             opening_fence: None,
+            calendars: std::sync::Arc::from([]),
         })
         .collect()
 }

@@ -120,6 +120,7 @@ mod tests {
             release: None,
             waiting: None,
             opening_fence: None,
+            calendars: std::sync::Arc::from([]),
         }
     }
 

@@ -81,6 +81,25 @@ pub fn gate(g: GateRecord) -> pb::GateInfo {
                 message: w.message,
             })
             .collect(),
+        calendars: g.calendars.into_iter().map(calendar_status).collect(),
+    }
+}
+
+/// A calendar feed's status.
+fn calendar_status(c: fleetgate_api_types::records::CalendarFeedStatus) -> pb::CalendarFeedStatus {
+    pb::CalendarFeedStatus {
+        window: c.window,
+        url: c.url,
+        last_fetch_at: c.last_fetch_at.and_then(ts),
+        last_change_at: c.last_change_at.and_then(ts),
+        last_attempt_at: c.last_attempt_at.and_then(ts),
+        error: c.error.unwrap_or_default(),
+        failures: u32::try_from(c.failures).unwrap_or(0),
+        next_fetch_at: ts(c.next_fetch_at),
+        stale: c.stale,
+        stale_at: c.stale_at.and_then(ts),
+        occurrences: u32::try_from(c.occurrences).unwrap_or(u32::MAX),
+        rejected: c.rejected,
     }
 }
 

@@ -73,6 +73,7 @@ pub fn snapshot_to_proto(
                     wave_name: w.wave_name.clone(),
                 }),
                 opening_fence: g.opening_fence.map(to_timestamp),
+                calendars: g.calendars.iter().map(calendar_to_proto).collect(),
             })
             .collect(),
         overrides: s.overrides.iter().map(override_to_proto).collect(),
@@ -228,6 +229,23 @@ pub fn local_request_from_proto(r: pb::LocalRequest) -> Result<LocalRequest, Sta
         reason: fleetgate_policy::text::replace_str(&r.reason).into_owned(),
         requested_by: fleetgate_policy::text::replace_str(&r.requested_by).into_owned(),
     })
+}
+
+/// One feed window's occurrences, for a spoke.
+pub fn calendar_to_proto(c: &fleetgate_policy::FeedOccurrences) -> pb::CalendarOccurrences {
+    pb::CalendarOccurrences {
+        window: c.window.clone(),
+        occurrences: c
+            .occurrences
+            .iter()
+            .map(|o| pb::CalendarOccurrence {
+                start: Some(to_timestamp(o.start)),
+                end: Some(to_timestamp(o.end)),
+                summary: o.summary.to_string(),
+            })
+            .collect(),
+        stale_at: c.stale_at.map(to_timestamp),
+    }
 }
 
 #[cfg(test)]

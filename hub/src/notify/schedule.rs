@@ -150,11 +150,14 @@ impl Service {
         };
         let from = last.max(now - MAX_CATCHUP);
         let rows = crate::db::gates::all(&mut tx).await?;
+        let feeds = crate::db::calendar_feeds::for_gates(&mut tx, None).await?;
         let gates: Vec<(Gate, CompiledGate)> = rows
             .iter()
             .filter_map(|r| {
                 let g = stored_gate(&r.manifest).ok()?;
-                let c = g.compile().ok()?;
+                let mine: Vec<_> = feeds.iter().filter(|f| f.gate == r.name).cloned().collect();
+                let occurrences = crate::service::calendars::feed_occurrences(&mine);
+                let c = crate::service::calendars::compile_at(&g, &occurrences, now).ok()?;
                 Some((g, c))
             })
             .collect();

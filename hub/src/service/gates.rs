@@ -65,10 +65,18 @@ impl Service {
     pub async fn get_gate(&self, actor: &Actor, name: &str) -> Result<GateRecord> {
         actor.require(Role::Viewer)?;
         let mut conn = self.conn().await?;
-        gates::get(&mut conn, name)
+        let mut rec: GateRecord = gates::get(&mut conn, name)
             .await?
             .map(Into::into)
-            .ok_or_else(|| Error::not_found("gate", name))
+            .ok_or_else(|| Error::not_found("gate", name))?;
+        let rows =
+            crate::db::calendar_feeds::for_gates(&mut conn, Some(&[name.to_string()])).await?;
+        let now = self.now();
+        rec.calendars = rows
+            .iter()
+            .map(|r| super::calendars::status(r, now))
+            .collect();
+        Ok(rec)
     }
 
     /// Creates a gate (admin); 409 if the name exists.
@@ -139,6 +147,13 @@ impl Service {
                             ("gate.replace", row, Some((old.manifest, old_gate)))
                         }
                     };
+                    crate::db::calendar_feeds::sync(
+                        tx,
+                        name,
+                        &super::calendars::feed_windows(gate),
+                        now,
+                    )
+                    .await?;
                     let all = tx.scoped_clusters().await?;
                     let mut scopes = vec![&gate.spec.clusters];
                     scopes.extend(old.as_ref().map(|(_, g)| &g.spec.clusters));
@@ -231,7 +246,11 @@ impl Service {
             .await?
             .ok_or_else(|| Error::not_found("gate", name))?;
         let gate = stored_gate(&row.manifest)?;
-        let compiled = gate.compile().map_err(Error::from_policy)?;
+        let feeds = crate::db::calendar_feeds::occurrences_of(&mut conn, name).await?;
+        let calendars = fleetgate_policy::Calendars::at(self.now())
+            .covering(from, to)
+            .with_feeds(feeds);
+        let compiled = gate.compile_with(&calendars).map_err(Error::from_policy)?;
         let rows = overrides::live_for_gates(&mut conn, &[name.to_string()], self.now()).await?;
         let ovs = match cluster {
             // Without a cluster, the overrides every cluster of the gate gets.

@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod audit;
+pub mod calendars;
 pub mod clusters;
 pub mod fleet;
 pub mod gates;
@@ -106,7 +107,7 @@ impl DerefMut for WriteTx<'_> {
 /// something, the audit entry and the clusters whose snapshot changed.
 pub(crate) struct Written<T> {
     value: T,
-    change: Option<(Audit, Affected)>,
+    change: Option<(Option<Audit>, Affected)>,
 }
 
 impl<T> Written<T> {
@@ -114,7 +115,17 @@ impl<T> Written<T> {
     pub fn changed(value: T, audit: Audit, affected: Affected) -> Self {
         Self {
             value,
-            change: Some((audit, affected)),
+            change: Some((Some(audit), affected)),
+        }
+    }
+
+    /// Not a change of anything people wrote, but the affected clusters' snapshots differ
+    /// (a calendar feed's occurrences re-sent as the horizon moves): a revision bump and
+    /// notification without an audit row.
+    pub fn republished(value: T, affected: Affected) -> Self {
+        Self {
+            value,
+            change: Some((None, affected)),
         }
     }
 
@@ -266,21 +277,23 @@ impl Service {
         let Some((audit, affected)) = written.change else {
             return Ok((written.value, current));
         };
-        crate::db::audit::insert(
-            &mut tx,
-            &NewAudit {
-                at,
-                actor: &actor.name,
-                action: audit.action,
-                target_kind: audit.target_kind,
-                target_name: &audit.target_name,
-                before: audit.before,
-                after: audit.after,
-                reason: audit.reason.as_deref(),
-                who: actor.audit_who(),
-            },
-        )
-        .await?;
+        if let Some(audit) = audit {
+            crate::db::audit::insert(
+                &mut tx,
+                &NewAudit {
+                    at,
+                    actor: &actor.name,
+                    action: audit.action,
+                    target_kind: audit.target_kind,
+                    target_name: &audit.target_name,
+                    before: audit.before,
+                    after: audit.after,
+                    reason: audit.reason.as_deref(),
+                    who: actor.audit_who(),
+                },
+            )
+            .await?;
+        }
         let rev = revision::publish(&mut tx, &affected).await?;
         tx.tx.commit().await?;
         Ok((written.value, rev))

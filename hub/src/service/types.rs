@@ -30,6 +30,7 @@ impl From<GateRow> for GateRecord {
             created_at: r.created_at,
             updated_at: r.updated_at,
             warnings,
+            calendars: Vec::new(),
         }
     }
 }

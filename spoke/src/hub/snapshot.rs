@@ -380,6 +380,7 @@ mod tests {
                 release: None,
                 waiting: None,
                 opening_fence: None,
+                calendars: vec![],
             }],
             overrides: vec![pb::Override {
                 id: "o1".into(),
@@ -420,6 +421,7 @@ mod tests {
                 release: None,
                 waiting: None,
                 opening_fence: None,
+                calendars: vec![],
             }],
             ..Default::default()
         };

@@ -101,6 +101,7 @@ mod tests {
                 release,
                 waiting,
                 opening_fence: None,
+                calendars: vec![],
             }],
             ..Default::default()
         };

@@ -289,6 +289,7 @@ pub fn gate(name: &str, mode: &str, kinds: &[&str], default: &str) -> pb::GateRu
         release: None,
         waiting: None,
         opening_fence: None,
+        calendars: vec![],
     }
 }
 
@@ -305,6 +306,7 @@ pub fn gate_named(name: &str, mode: &str, names: &[&str], default: &str) -> pb::
         release: None,
         waiting: None,
         opening_fence: None,
+        calendars: vec![],
     }
 }
 

@@ -61,6 +61,8 @@ pub struct GateInput {
     pub version: i64,
     /// The validated manifest as stored.
     pub manifest: serde_json::Value,
+    /// The occurrences of its `calendar.url` windows' feeds (those fetched).
+    pub feeds: Vec<fleetgate_policy::FeedOccurrences>,
 }
 
 impl GateInput {
@@ -168,9 +170,25 @@ impl FleetInputs {
                     gate: stored_gate(&g.manifest)?,
                     version: g.version,
                     manifest: g.manifest,
+                    feeds: Vec::new(),
                 })
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<GateInput>>>()?;
+        let mut gates = gates;
+        if gates
+            .iter()
+            .any(|g| !super::calendars::feed_windows(&g.gate).is_empty())
+        {
+            let rows = db::calendar_feeds::for_gates(tx, None).await?;
+            for g in &mut gates {
+                let mine: Vec<_> = rows
+                    .iter()
+                    .filter(|r| r.gate == g.name())
+                    .cloned()
+                    .collect();
+                g.feeds = super::calendars::feed_occurrences(&mine);
+            }
+        }
         let gate_names: Vec<String> = gates.iter().map(|g| g.name().to_string()).collect();
         let mut by_gate: HashMap<String, Vec<OverrideRecord>> = HashMap::new();
         for row in overrides::live_for_gates(tx, &gate_names, now).await? {

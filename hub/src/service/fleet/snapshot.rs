@@ -30,6 +30,9 @@ pub struct SnapshotGate {
     /// For a gate with `spec.rollout`: the latest end of a closing override of the gate on
     /// this cluster (`GateRule.opening_fence`): no open period began before it.
     pub opening_fence: Option<chrono::DateTime<chrono::Utc>>,
+    /// The occurrences of the gate's `calendar.url` windows (`GateRule.calendars`), shared by
+    /// every cluster's snapshot of the gate.
+    pub calendars: Arc<[fleetgate_policy::FeedOccurrences]>,
 }
 
 /// The wave a cluster waits for, in a snapshot (`GateRule.waiting`).
@@ -113,6 +116,11 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
             .map_err(|e| Error::Internal(format!("encoding gate '{}': {e}", g.name())))?;
         manifests.insert(g.name(), intern_manifest(json));
     }
+    let calendars: HashMap<&str, Arc<[fleetgate_policy::FeedOccurrences]>> = inputs
+        .gates
+        .iter()
+        .map(|g| (g.name(), Arc::from(g.feeds.clone())))
+        .collect();
     Ok(inputs
         .clusters
         .iter()
@@ -141,6 +149,7 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
                             wave_name: w.wave_name(),
                         }),
                     opening_fence: inputs.opening_fence(g.name(), &c.row),
+                    calendars: calendars[g.name()].clone(),
                 });
                 overrides.extend(inputs.applying(g, &c.row));
             }
@@ -203,6 +212,7 @@ mod tests {
                     release: None,
                     waiting: None,
                     opening_fence: None,
+                    calendars: Arc::from([]),
                 },
                 SnapshotGate {
                     name: "a".into(),
@@ -211,6 +221,7 @@ mod tests {
                     release: None,
                     waiting: None,
                     opening_fence: None,
+                    calendars: Arc::from([]),
                 },
             ],
             vec![],

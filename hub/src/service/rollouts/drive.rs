@@ -44,8 +44,8 @@ pub(crate) async fn step_gate(
         return Err(Error::not_found("gate", gate_name));
     };
     let gate = stored_gate(&gate_row.manifest)?;
-    let compiled = gate
-        .compile()
+    let feeds = crate::db::calendar_feeds::occurrences_of(tx, gate_name).await?;
+    let compiled = crate::service::calendars::compile_at(&gate, &feeds, now)
         .map_err(|e| Error::Internal(format!("stored gate does not compile: {e}")))?;
     let before = rollouts::current(tx, gate_name)
         .await?
