@@ -2,7 +2,7 @@
 //! `gate.opened`/`gate.closed` an override causes at once, computed in the
 //! write's transaction from the gate's state before and after it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use fleetgate_policy::Gate;
@@ -62,9 +62,20 @@ pub(crate) fn state_changes(
         return Vec::new();
     };
     let mut groups: BTreeMap<&'static str, (Vec<String>, String)> = BTreeMap::new();
+    // Clusters with the same applying overrides share one evaluation: an
+    // override on a gate of 10,000 clusters evaluates a handful of sets, not
+    // 20,000 cluster states, inside the write.
+    let mut cache: HashMap<Vec<String>, fleetgate_policy::Evaluation> = HashMap::new();
+    let mut eval = |ovs: Vec<fleetgate_policy::Override>| {
+        let key: Vec<String> = ovs.iter().map(|o| o.id.clone()).collect();
+        cache
+            .entry(key)
+            .or_insert_with(|| compiled.evaluate(now, &ovs))
+            .clone()
+    };
     for c in clusters {
-        let old = compiled.evaluate(now, &applying(gate, *c, before));
-        let new = compiled.evaluate(now, &applying(gate, *c, after));
+        let old = eval(applying(gate, *c, before));
+        let new = eval(applying(gate, *c, after));
         if old.state != new.state {
             let e = groups
                 .entry(new.state.as_str())
