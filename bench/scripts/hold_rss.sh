@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Spoke RSS with Flux objects plus held objects (README "Holding objects inside a
-# Kustomization"): fleetgate-sim serves one cluster with FLUX (default 1,000) seeded Flux
-# objects and Kustomizations `apps-0`, `apps-1`, … that applied HELD (default 5,000) Deployments,
+# Spoke RSS with Flux objects plus held objects (docs/object-holds.md): fleetgate-sim
+# serves one cluster with FLUX (default 1,000) seeded Flux objects and Kustomizations
+# `apps-0`, `apps-1`, … that applied HELD (default 5,000) Deployments,
 # 1,000 each (the simulator parses at most 1,024 YAML documents per path); a
 # standalone fleetgate-spoke (--held-kinds apps/v1/Deployment) holds them all behind a closed
 # holdObjects Gate. Prints the spoke's VmRSS once every Deployment is marked, and before the

@@ -1,9 +1,9 @@
 //! The CLI's one error type and the exit codes scripts can rely on.
-//! Every failure maps to exactly one documented code (see README "CLI").
+//! Every failure maps to exactly one documented code (see docs/cli.md).
 
 use std::process::ExitCode;
 
-/// Exit codes (documented in README "CLI → Exit codes"). 2 is also what clap
+/// Exit codes (documented in docs/cli.md "Exit codes"). 2 is also what clap
 /// uses for usage errors, so it is reserved for those.
 pub mod code {
     pub const OK: u8 = 0;

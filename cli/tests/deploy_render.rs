@@ -461,3 +461,22 @@ fn standalone_overlay_needs_no_hub_and_no_token() {
     assert_eq!(svc["spec"]["ports"][0]["targetPort"], "http");
     assert!(kinds(&objs).contains("CustomResourceDefinition"));
 }
+
+/// deploy/monitoring: the alert rules render as one PrometheusRule beside the
+/// hub, with a hub group and a spoke group (the metrics each rule names are
+/// checked against the code by the docs checks, `cli/tests/docs`).
+#[test]
+fn monitoring_renders_the_alert_rules() {
+    let objs = render(&repo().join("deploy/monitoring"));
+    assert_eq!(objs.len(), 1, "{objs:?}");
+    let rule = find(&objs, "PrometheusRule", "fleetgate");
+    assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(rule["metadata"]["namespace"], "fleetgate");
+    let groups: BTreeSet<&str> = rule["spec"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert_eq!(groups, BTreeSet::from(["fleetgate-hub", "fleetgate-spoke"]));
+}
