@@ -13,10 +13,17 @@ use crate::records::{GateRecord, OverrideRecord, Role};
 /// The caller (`GET /api/v1/whoami`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
 pub struct WhoAmI {
-    /// The API token's name.
+    /// The API token's name, or the person's or workload's audit name.
     pub name: String,
     pub role: Role,
+    /// The signed-in person or workload (absent for API tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<crate::identity::Identity>,
+    /// For a dashboard session: the value its writes send in `X-CSRF-Token`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csrf_token: Option<String>,
 }
 
 /// One gate on one cluster in the grid.

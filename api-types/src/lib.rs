@@ -7,6 +7,7 @@
 pub mod access;
 pub mod dashboard;
 pub mod error;
+pub mod identity;
 pub mod page;
 pub mod records;
 pub mod rollout;
@@ -21,6 +22,10 @@ pub use access::{
 };
 pub use dashboard::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
 pub use error::{ErrorBody, ErrorDetail};
+pub use identity::{
+    AuthConfig, EndSessions, Identity, IdentityKind, LoginRequest, LoginStart, SessionList,
+    SessionRecord, SessionsEnded,
+};
 pub use page::Page;
 pub use records::{
     ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,

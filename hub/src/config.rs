@@ -89,6 +89,10 @@ pub struct ServeConfig {
     /// (at least 16 characters) at start, for bootstrap and scripts.
     #[arg(long, env = "FLEETGATE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Identity settings file (YAML): the OpenID provider people sign in
+    /// with, trusted JWT issuers, role mapping. See docs/identity.md.
+    #[arg(long, env = "FLEETGATE_IDENTITY_CONFIG")]
+    pub identity_config: Option<PathBuf>,
     /// Maximum database connections of this replica.
     #[arg(long, env = "FLEETGATE_DB_MAX_CONNECTIONS", default_value_t = defaults::DB_MAX_CONNECTIONS)]
     pub db_max_connections: u32,
@@ -124,6 +128,7 @@ impl ServeConfig {
             http_addr: addr(defaults::HTTP_ADDR),
             grpc_addr: addr(defaults::GRPC_ADDR),
             admin_token: None,
+            identity_config: None,
             db_max_connections: defaults::DB_MAX_CONNECTIONS,
             listen_backlog: defaults::LISTEN_BACKLOG,
             http: HttpOptions::default(),

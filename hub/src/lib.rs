@@ -16,6 +16,7 @@ pub mod fanout;
 pub mod fleet_feed;
 pub mod grpc;
 pub mod http;
+pub mod identity;
 pub mod liveness;
 pub mod metrics;
 pub mod notify;

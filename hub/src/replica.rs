@@ -80,6 +80,7 @@ impl Replica {
             rollout_metrics.register(r);
             notify_metrics.register(r);
             calendar_metrics.register(r);
+            service.identities().metrics.register(r);
             r.register(
                 "fleet_view_reads",
                 "Fleet views read for WatchFleet and dashboard event streams (one per change, shared by all watchers)",

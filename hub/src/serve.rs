@@ -22,7 +22,12 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
     startup::phase("db_connected");
     db::migrate(&pool).await?;
     startup::phase("migrated");
-    let service = Service::new(pool);
+    let mut service = Service::new(pool);
+    if let Some(path) = &config.identity_config {
+        let settings = crate::identity::config::IdentityConfig::load(path)?;
+        let identities = crate::identity::Identities::new(settings, Default::default())?;
+        service = service.with_identities(std::sync::Arc::new(identities));
+    }
     if let Some(secret) = &config.admin_token {
         service.ensure_admin_token(secret).await?;
         startup::phase("admin_token");

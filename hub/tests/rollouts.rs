@@ -342,7 +342,7 @@ async fn the_replica_runs_the_driver() {
         replica.service.clone(),
         updates,
         tokio_util::sync::CancellationToken::new(),
-        f.hub.viewer.clone(),
+        fleetgate_hub::service::access::Credential::Bearer(f.hub.viewer.clone()),
         Default::default(),
         first,
     );

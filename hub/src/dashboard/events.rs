@@ -7,7 +7,6 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -15,11 +14,10 @@ use fleetgate_policy::GateState;
 use futures::{Stream, StreamExt as _, stream};
 use serde_json::{Value, json};
 
-use crate::auth::bearer_token;
+use crate::Result;
 use crate::fleet_feed::events::{Filter, FleetChange, FleetEvent, events};
 use crate::grpc::convert::to_status;
 use crate::rest::AppState;
-use crate::{Error, Result};
 
 /// Comment lines keep idle proxies and the browser from closing the stream.
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -34,20 +32,15 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Response> {
-    let token = headers
-        .get(AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-        .and_then(bearer_token)
-        .ok_or_else(|| Error::Unauthenticated("missing Authorization: Bearer token".into()))?
-        .to_string();
-    let actor = s.service.authenticate_api(&token).await?;
+    let credential = crate::rest::extract::credential(&headers)?;
+    let actor = s.service.authenticate(&credential).await?.actor;
     let (first, updates) = s.fleet.subscribe(&actor).await?;
     let at = first.at;
     let changes = events(
         s.service.clone(),
         updates,
         s.shutdown.clone(),
-        token,
+        credential,
         Filter::default(),
         first,
     )

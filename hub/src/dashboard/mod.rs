@@ -20,4 +20,5 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/dashboard/fleet", get(views::fleet))
         .route("/api/v1/dashboard/gates/{name}", get(views::gate))
         .route("/api/v1/events", get(events::stream))
+        .route("/auth/callback", get(crate::rest::sign_in::callback))
 }

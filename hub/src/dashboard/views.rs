@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 
 use crate::Result;
 use crate::rest::AppState;
-use crate::rest::extract::ApiActor;
+use crate::rest::extract::{ApiActor, Caller};
 use crate::service::fleet::FleetGrid;
 use crate::service::overrides::OverrideQuery;
 use crate::service::page::MAX_LIMIT;
@@ -21,10 +21,12 @@ pub use fleetgate_api_types::dashboard::{GateView, WhoAmI};
         (status = 200, description = "The token's name and role", body = WhoAmI),
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
-pub async fn whoami(ApiActor(actor): ApiActor) -> Json<WhoAmI> {
+pub async fn whoami(Caller(who): Caller) -> Json<WhoAmI> {
     Json(WhoAmI {
-        name: actor.name,
-        role: actor.role,
+        name: who.actor.name,
+        role: who.actor.role,
+        identity: who.identity,
+        csrf_token: who.csrf,
     })
 }
 

@@ -25,6 +25,7 @@ pub mod reports;
 pub mod retry;
 pub mod revision;
 pub mod rollouts;
+pub mod sessions;
 pub mod status;
 pub mod tokens;
 pub mod webhooks;

@@ -17,6 +17,7 @@ use super::FleetUpdates;
 pub use super::rollout_events::{RolloutAction, RolloutChange};
 use crate::Result;
 use crate::service::Service;
+use crate::service::access::Credential;
 use crate::service::fleet::FleetView;
 use crate::service::types::OverrideRecord;
 
@@ -290,14 +291,15 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
     out
 }
 
-/// The events for the watcher holding `token`: those of `first`, then the
-/// difference of each view the replica's feed publishes (no read of its
-/// own), until `shutdown`. A revoked token ends the stream with its error.
+/// The events for the watcher holding `credential`: those of `first`, then
+/// the difference of each view the replica's feed publishes (no read of its
+/// own), until `shutdown`. A revoked token (or an ended or expired session
+/// or JWT) ends the stream with its error.
 pub fn events(
     service: Service,
     mut updates: FleetUpdates,
     shutdown: CancellationToken,
-    token: String,
+    credential: Credential,
     filter: Filter,
     first: Arc<FleetView>,
 ) -> impl Stream<Item = Result<FleetEvent>> + Send {
@@ -315,7 +317,7 @@ pub fn events(
                 },
             };
             // Re-check the caller: a revoked token ends the stream.
-            service.authenticate_api(&token).await?;
+            service.authenticate(&credential).await?;
             let next = next?;
             for e in diff(Some(&prev), &next, &filter) {
                 yield e;

@@ -86,7 +86,7 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
     }
 }
 
-/// The `WatchFleet` stream for the caller holding `token`.
+/// The `WatchFleet` stream for the caller holding `token` (its bearer token).
 pub fn watch_fleet(
     service: Service,
     updates: FleetUpdates,
@@ -96,6 +96,7 @@ pub fn watch_fleet(
     first: Arc<FleetView>,
 ) -> FleetStream {
     let filter = Filter::new(request.clusters, request.gates);
-    let stream = events(service, updates, shutdown, token, filter, first);
+    let credential = crate::service::access::Credential::Bearer(token);
+    let stream = events(service, updates, shutdown, credential, filter, first);
     Box::pin(stream.map(|e| e.map(event_to_proto).map_err(to_status)))
 }

@@ -37,6 +37,10 @@ use crate::service::types::{
     GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
 };
 use crate::{dashboard, rest};
+use fleetgate_api_types::{
+    AuthConfig, EndSessions, Identity, IdentityKind, LoginRequest, LoginStart, SessionList,
+    SessionRecord, SessionsEnded,
+};
 
 /// Adds what operations share: the bearer scheme; the 408 (timeout) and 500
 /// (internal) responses any route can give; 401 on every authenticated
@@ -94,8 +98,11 @@ impl Modify for Common {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
-                        "API token (`fga_...`). Roles: viewer (read), operator (+ overrides), \
-                         admin (everything, incl. tokens).",
+                        "API token (`fga_...`), or a JWT of a trusted issuer (the login \
+                         provider's ID token, a CI job's or service account's token). The \
+                         dashboard's session cookie works too; its writes send X-CSRF-Token. \
+                         Roles: viewer (read), operator (+ overrides), admin (everything, \
+                         incl. tokens).",
                     ))
                     .build(),
             ),
@@ -126,6 +133,8 @@ impl Modify for Common {
         rest::webhooks::list, rest::webhooks::create, rest::webhooks::get, rest::webhooks::replace,
         rest::webhooks::delete, rest::webhooks::rotate_secret, rest::webhooks::test,
         rest::webhooks::deliveries, rest::webhooks::delivery, rest::webhooks::redeliver,
+        rest::sign_in::config, rest::sign_in::login, rest::sign_in::logout,
+        rest::sign_in::list, rest::sign_in::end,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
@@ -142,6 +151,8 @@ impl Modify for Common {
         fleetgate_api_types::webhooks::WebhookFormat, fleetgate_api_types::webhooks::WebhookWithSecret,
         fleetgate_api_types::webhooks::RotateWebhookSecret, fleetgate_api_types::webhooks::WebhookDelivery,
         fleetgate_api_types::webhooks::WebhookAttempt, fleetgate_api_types::webhooks::WebhookTestResult,
+        Identity, IdentityKind, SessionRecord, SessionList, EndSessions, SessionsEnded,
+        AuthConfig, LoginRequest, LoginStart,
     )),
     modifiers(&Common),
     tags(
@@ -155,6 +166,7 @@ impl Modify for Common {
         (name = "health", description = "Health, readiness and metrics"),
         (name = "dashboard", description = "Who am I, the dashboard's views and the live event stream"),
         (name = "webhooks", description = "Notification subscriptions, deliveries and attempts (admin only)"),
+        (name = "identity", description = "Signing in through the OpenID provider; sessions"),
     )
 )]
 pub struct ApiDoc;

@@ -11,7 +11,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::AppState;
-use crate::auth::bearer_token;
+use crate::auth::{bearer_token, hashes_equal};
+use crate::identity::sessions::{Authenticated, CSRF_HEADER, SESSION_COOKIE};
+use crate::service::access::Credential;
 use crate::service::{Actor, Role};
 use crate::{Error, Result};
 
@@ -23,14 +25,69 @@ impl FromRequestParts<AppState> for ApiActor {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        let header = parts
-            .headers
-            .get(AUTHORIZATION)
-            .ok_or_else(|| Error::Unauthenticated("missing Authorization: Bearer token".into()))?;
+        Caller::from_request_parts(parts, state)
+            .await
+            .map(|c| ApiActor(c.0.actor))
+    }
+}
+
+/// The authenticated caller with the person or workload behind it.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Authenticated);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let credential = credential(&parts.headers)?;
+        let who = state.service.authenticate(&credential).await?;
+        if matches!(credential, Credential::Session(_)) && !parts.method.is_safe() {
+            check_csrf(&parts.headers, who.csrf.as_deref())?;
+        }
+        Ok(Caller(who))
+    }
+}
+
+/// The credential of a request: its bearer token, else its session cookie.
+pub fn credential(headers: &HeaderMap) -> Result<Credential> {
+    if let Some(header) = headers.get(AUTHORIZATION) {
         let token = header.to_str().ok().and_then(bearer_token).ok_or_else(|| {
             Error::Unauthenticated("expected Authorization: Bearer <token>".into())
         })?;
-        state.service.authenticate_api(token).await.map(ApiActor)
+        return Ok(Credential::Bearer(token.to_string()));
+    }
+    match cookie(headers, SESSION_COOKIE) {
+        Some(secret) => Ok(Credential::Session(secret)),
+        None => Err(Error::Unauthenticated(
+            "missing Authorization: Bearer token (or a dashboard session)".into(),
+        )),
+    }
+}
+
+/// A cookie's value.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Cookie-authenticated writes must carry the session's CSRF token: another
+/// site can make the browser send the cookie, but cannot read the token.
+fn check_csrf(headers: &HeaderMap, expected: Option<&str>) -> Result<()> {
+    let sent = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+    match (sent, expected) {
+        (Some(sent), Some(expected)) if hashes_equal(sent.as_bytes(), expected.as_bytes()) => {
+            Ok(())
+        }
+        _ => Err(Error::Forbidden(
+            "missing or wrong X-CSRF-Token on a write with a session cookie".into(),
+        )),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod health;
 pub mod json_errors;
 pub mod overrides;
 pub mod rollouts;
+pub mod sign_in;
 pub mod status;
 pub mod storable_uri;
 pub mod tokens;
@@ -105,4 +106,9 @@ pub(crate) fn api() -> Router<AppState> {
             "/webhooks/{name}/deliveries/{id}/redeliver",
             post(webhooks::redeliver),
         )
+        .route("/auth/config", get(sign_in::config))
+        .route("/auth/login", post(sign_in::login))
+        .route("/auth/logout", post(sign_in::logout))
+        .route("/sessions", get(sign_in::list))
+        .route("/sessions/end", post(sign_in::end))
 }

@@ -7,6 +7,8 @@ use super::{Actor, Audit, Identity, Role, Service, TokenIdentity, Written, to_js
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::revision::Affected;
 use crate::db::{clusters, tokens};
+use crate::identity::jwt::looks_like_jwt;
+use crate::identity::sessions::Authenticated;
 use crate::{Error, Result};
 
 /// Name of the token ensured from `FLEETGATE_ADMIN_TOKEN`.
@@ -16,10 +18,38 @@ const BOOTSTRAP_LOCK: i64 = 7_242_001;
 /// Actor recorded for the hub's own writes (bootstrap).
 pub const SYSTEM_ACTOR: &str = "system";
 
+/// What a caller presents.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// `Authorization: Bearer`: an API token or a JWT of a trusted issuer.
+    Bearer(String),
+    /// The dashboard's session cookie.
+    Session(String),
+}
+
 impl Service {
+    /// The caller behind a credential, with the person or workload behind
+    /// it; 401 if unknown, revoked or expired.
+    pub async fn authenticate(&self, credential: &Credential) -> Result<Authenticated> {
+        match credential {
+            Credential::Bearer(token) if looks_like_jwt(token) => {
+                self.authenticate_jwt(token).await
+            }
+            Credential::Bearer(token) => Ok(Authenticated {
+                actor: self.authenticate_api(token).await?,
+                identity: None,
+                csrf: None,
+            }),
+            Credential::Session(secret) => self.authenticate_session(secret).await,
+        }
+    }
+
     /// The actor behind an API token (its own role and scope plus the access
     /// policies naming it, see [`Service::resolve`]); 401 if unknown or revoked.
     pub async fn authenticate_api(&self, token: &str) -> Result<Actor> {
+        if looks_like_jwt(token) {
+            return self.authenticate_jwt(token).await.map(|a| a.actor);
+        }
         let presented = hash_token(token);
         let mut conn = self.conn().await?;
         let found = tokens::by_hash(&mut conn, &presented).await?;

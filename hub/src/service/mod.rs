@@ -62,6 +62,8 @@ pub struct Service {
     health: DbHealth,
     /// Every cluster's name and labels, for writes ([`WriteTx::scoped_clusters`]).
     scoped: Arc<crate::db::clusters::ScopedCache>,
+    /// Trusted issuers and the login provider (none by default).
+    identities: Arc<crate::identity::Identities>,
 }
 
 /// How many writes of one replica may wait on the database at once.
@@ -165,7 +167,19 @@ impl Service {
             writers: Arc::new(Semaphore::new(CONCURRENT_WRITES)),
             health: DbHealth::new(),
             scoped: Arc::default(),
+            identities: Arc::default(),
         }
+    }
+
+    /// This service with `identities` (the `--identity-config` settings).
+    pub fn with_identities(mut self, identities: Arc<crate::identity::Identities>) -> Self {
+        self.identities = identities;
+        self
+    }
+
+    /// The identity settings and caches.
+    pub fn identities(&self) -> &crate::identity::Identities {
+        &self.identities
     }
 
     /// The database's reachability, for `/readyz` and its watcher.

@@ -1,0 +1,200 @@
+//! The `identity_sessions` and `identity_logins` tables (see migration 0018).
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::Result;
+
+/// One session (without its secret hash).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SessionRow {
+    pub id: Uuid,
+    pub issuer: String,
+    pub subject: String,
+    pub name: String,
+    pub email: Option<String>,
+    pub groups: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub max_expires_at: DateTime<Utc>,
+    pub refresh_sealed: Option<Vec<u8>>,
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+const COLUMNS: &str = "id, issuer, subject, name, email, groups, created_at, expires_at, \
+    max_expires_at, refresh_sealed, ended_at";
+
+/// A new session.
+pub struct NewSession<'a> {
+    pub secret_hash: &'a [u8],
+    pub issuer: &'a str,
+    pub subject: &'a str,
+    pub name: &'a str,
+    pub email: Option<&'a str>,
+    pub groups: &'a [String],
+    pub now: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub max_expires_at: DateTime<Utc>,
+    pub refresh_sealed: Option<&'a [u8]>,
+}
+
+pub async fn insert(conn: &mut PgConnection, s: &NewSession<'_>) -> Result<SessionRow> {
+    Ok(sqlx::query_as(sql!(
+        "insert into identity_sessions (id, secret_hash, issuer, subject, name, email, groups, \
+         created_at, expires_at, max_expires_at, refresh_sealed) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning {COLUMNS}"
+    ))
+    .bind(Uuid::new_v4())
+    .bind(s.secret_hash)
+    .bind(s.issuer)
+    .bind(s.subject)
+    .bind(s.name)
+    .bind(s.email)
+    .bind(s.groups)
+    .bind(s.now)
+    .bind(s.expires_at)
+    .bind(s.max_expires_at)
+    .bind(s.refresh_sealed)
+    .fetch_one(conn)
+    .await?)
+}
+
+/// The session whose secret hashes to `hash`, with the stored hash.
+pub async fn by_hash(
+    conn: &mut PgConnection,
+    hash: &[u8],
+) -> Result<Option<(SessionRow, Vec<u8>)>> {
+    #[derive(sqlx::FromRow)]
+    struct Found {
+        #[sqlx(flatten)]
+        row: SessionRow,
+        secret_hash: Vec<u8>,
+    }
+    let found: Option<Found> = sqlx::query_as(sql!(
+        "select {COLUMNS}, secret_hash from identity_sessions where secret_hash = $1"
+    ))
+    .bind(hash)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.map(|f| (f.row, f.secret_hash)))
+}
+
+/// A refreshed session's new expiry and sealed refresh token.
+pub async fn extend(
+    conn: &mut PgConnection,
+    id: Uuid,
+    expires_at: DateTime<Utc>,
+    refresh_sealed: Option<&[u8]>,
+) -> Result<()> {
+    sqlx::query(
+        "update identity_sessions set expires_at = $2, refresh_sealed = $3 \
+         where id = $1 and ended_at is null",
+    )
+    .bind(id)
+    .bind(expires_at)
+    .bind(refresh_sealed)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Ends the sessions matching `filter` that are still live; returns them.
+pub async fn end(
+    conn: &mut PgConnection,
+    filter: &EndFilter<'_>,
+    now: DateTime<Utc>,
+    by: &str,
+    reason: Option<&str>,
+) -> Result<Vec<SessionRow>> {
+    Ok(sqlx::query_as(sql!(
+        "update identity_sessions set ended_at = $1, ended_by = $2, end_reason = $3, \
+         refresh_sealed = null \
+         where ended_at is null and expires_at > $1 \
+           and ($4::uuid is null or id = $4) \
+           and ($5::text is null or issuer = $5) \
+           and ($6::text is null or subject = $6 or lower(email) = lower($6)) \
+         returning {COLUMNS}"
+    ))
+    .bind(now)
+    .bind(by)
+    .bind(reason)
+    .bind(filter.id)
+    .bind(filter.issuer)
+    .bind(filter.subject)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Which sessions to end.
+#[derive(Debug, Default)]
+pub struct EndFilter<'a> {
+    pub id: Option<Uuid>,
+    pub issuer: Option<&'a str>,
+    /// Subject or email.
+    pub subject: Option<&'a str>,
+}
+
+/// Live sessions, newest first, optionally of one subject or email.
+pub async fn live(
+    conn: &mut PgConnection,
+    now: DateTime<Utc>,
+    subject: Option<&str>,
+    limit: i64,
+) -> Result<Vec<SessionRow>> {
+    Ok(sqlx::query_as(sql!(
+        "select {COLUMNS} from identity_sessions \
+         where ended_at is null and (expires_at > $1 or refresh_sealed is not null) \
+           and ($2::text is null or subject = $2 or lower(email) = lower($2)) \
+         order by created_at desc limit $3"
+    ))
+    .bind(now)
+    .bind(subject)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Stores a pending authorization request.
+pub async fn insert_login(
+    conn: &mut PgConnection,
+    state_hash: &[u8],
+    nonce: &str,
+    verifier: &str,
+    return_to: &str,
+    expires_at: DateTime<Utc>,
+) -> Result<()> {
+    sqlx::query(
+        "insert into identity_logins (state_hash, nonce, code_verifier, return_to, expires_at) \
+         values ($1, $2, $3, $4, $5)",
+    )
+    .bind(state_hash)
+    .bind(nonce)
+    .bind(verifier)
+    .bind(return_to)
+    .bind(expires_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Takes (deletes and returns) the pending request of `state_hash` if it has
+/// not expired: a `state` works once. Expired requests are swept on the way.
+pub async fn take_login(
+    conn: &mut PgConnection,
+    state_hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<Option<(String, String, String)>> {
+    sqlx::query("delete from identity_logins where expires_at <= $1")
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    Ok(sqlx::query_as(
+        "delete from identity_logins where state_hash = $1 and expires_at > $2 \
+         returning nonce, code_verifier, return_to",
+    )
+    .bind(state_hash)
+    .bind(now)
+    .fetch_optional(conn)
+    .await?)
+}

@@ -1,0 +1,173 @@
+//! The provider side of signing in: discovery (cached), the authorization
+//! request (code flow with PKCE S256, `state`, `nonce`, the exact redirect
+//! URI), the code exchange and refresh at the token endpoint.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::config::LoginConfig;
+use super::keys::{Metadata, discover};
+use super::outbound::{Outbound, enc};
+
+/// How long a discovery document is reused.
+const METADATA_TTL: Duration = Duration::from_secs(3600);
+
+/// What the token endpoint answers.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenResponse {
+    #[serde(default)]
+    pub id_token: Option<String>,
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    #[serde(default)]
+    pub expires_in: Option<i64>,
+}
+
+/// The login provider.
+pub struct Login {
+    pub config: LoginConfig,
+    secret: Option<String>,
+    outbound: Outbound,
+    metadata: tokio::sync::Mutex<Option<(Metadata, Instant)>>,
+}
+
+impl std::fmt::Debug for Login {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Login")
+            .field("issuer", &self.config.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A pending authorization request's secrets.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub state: String,
+    pub nonce: String,
+    pub verifier: String,
+}
+
+impl Pending {
+    pub fn new() -> Self {
+        Self {
+            state: random(),
+            nonce: random(),
+            verifier: random(),
+        }
+    }
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// 32 random bytes, base64url.
+pub fn random() -> String {
+    let mut bytes = [0u8; 32];
+    rand::Rng::fill_bytes(&mut rand::rng(), &mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The S256 code challenge of a PKCE verifier.
+pub fn challenge(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+impl Login {
+    pub fn new(config: LoginConfig, secret: Option<String>, outbound: Outbound) -> Self {
+        Self {
+            config,
+            secret,
+            outbound,
+            metadata: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The provider's endpoints (cached for an hour; a failure is not cached).
+    pub async fn metadata(&self) -> Result<Metadata, String> {
+        let mut cached = self.metadata.lock().await;
+        if let Some((meta, at)) = cached.as_ref()
+            && at.elapsed() < METADATA_TTL
+        {
+            return Ok(meta.clone());
+        }
+        let meta = discover(&self.outbound, &self.config.issuer).await?;
+        *cached = Some((meta.clone(), Instant::now()));
+        Ok(meta)
+    }
+
+    /// Where to send the browser.
+    pub async fn authorize_url(&self, pending: &Pending) -> Result<String, String> {
+        let meta = self.metadata().await?;
+        let endpoint = meta
+            .authorization_endpoint
+            .ok_or("the provider's discovery document has no authorization_endpoint")?;
+        let scopes = self.config.scope_list();
+        let mut params = vec![
+            ("response_type", "code".to_string()),
+            ("client_id", self.config.client_id.clone()),
+            ("redirect_uri", self.config.redirect_uri.clone()),
+            ("scope", scopes.join(" ")),
+            ("state", pending.state.clone()),
+            ("nonce", pending.nonce.clone()),
+            ("code_challenge", challenge(&pending.verifier)),
+            ("code_challenge_method", "S256".to_string()),
+        ];
+        // A refresh token for offline_access needs consent (OIDC Core 11).
+        if scopes.iter().any(|s| s == "offline_access") {
+            params.push(("prompt", "consent".to_string()));
+        }
+        let query = params
+            .iter()
+            .map(|(k, v)| format!("{k}={}", enc(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        let sep = if endpoint.contains('?') { '&' } else { '?' };
+        Ok(format!("{endpoint}{sep}{query}"))
+    }
+
+    /// Exchanges an authorization code.
+    pub async fn exchange(&self, code: &str, verifier: &str) -> Result<TokenResponse, String> {
+        let form = [
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", self.config.redirect_uri.as_str()),
+            ("code_verifier", verifier),
+        ];
+        self.token(&form).await
+    }
+
+    /// Refreshes with a refresh token.
+    pub async fn refresh(&self, refresh_token: &str) -> Result<TokenResponse, String> {
+        let form = [
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+        ];
+        self.token(&form).await
+    }
+
+    async fn token(&self, form: &[(&str, &str)]) -> Result<TokenResponse, String> {
+        let meta = self.metadata().await?;
+        let endpoint = meta
+            .token_endpoint
+            .ok_or("the provider's discovery document has no token_endpoint")?;
+        let mut form = form.to_vec();
+        let basic = match &self.secret {
+            Some(secret) => Some((self.config.client_id.as_str(), secret.as_str())),
+            None => {
+                form.push(("client_id", self.config.client_id.as_str()));
+                None
+            }
+        };
+        self.outbound
+            .post_form(&endpoint, &form, basic)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,74 @@
+//! Identity metrics: `fleetgate_hub_identity_logins_total{flow,outcome}`,
+//! `fleetgate_hub_identity_jwt_validations_total{outcome}` and
+//! `fleetgate_hub_identity_jwks_fetches_total{outcome}`.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LoginLabels {
+    /// `dashboard`.
+    pub flow: String,
+    /// `ok`, `denied`, `provider_error`, `invalid`.
+    pub outcome: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub outcome: String,
+}
+
+/// The identity counters. Cheap to clone (shared cells).
+#[derive(Debug, Clone, Default)]
+pub struct IdentityMetrics {
+    pub logins: Family<LoginLabels, Counter>,
+    pub jwt: Family<OutcomeLabels, Counter>,
+    pub jwks: Family<OutcomeLabels, Counter>,
+}
+
+impl IdentityMetrics {
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "identity_logins",
+            "Dashboard sign-ins through the OpenID provider, by outcome",
+            self.logins.clone(),
+        );
+        registry.register(
+            "identity_jwt_validations",
+            "Bearer JWTs checked, by outcome (ok, expired, bad_signature, wrong_audience, untrusted_issuer, ...)",
+            self.jwt.clone(),
+        );
+        registry.register(
+            "identity_jwks_fetches",
+            "Signing-key fetches from providers, by outcome",
+            self.jwks.clone(),
+        );
+    }
+
+    pub fn login(&self, flow: &str, outcome: &str) {
+        self.logins
+            .get_or_create(&LoginLabels {
+                flow: flow.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+
+    pub fn jwt(&self, outcome: &str) {
+        self.jwt
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+
+    pub fn jwks_fetch(&self, outcome: &str) {
+        self.jwks
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+}
