@@ -64,6 +64,17 @@ pub enum Command {
     Status(StatusArgs),
     /// The audit log, newest first.
     Audit(AuditArgs),
+    /// Sign in through the hub's identity provider (device flow, or a
+    /// browser redirect to this machine); later commands use that sign-in
+    /// when no --token is given.
+    Login,
+    /// Forget this hub's sign-in (and revoke its refresh token).
+    Logout,
+    /// Who the hub takes you for: name, role, identity.
+    Whoami,
+    /// Dashboard sessions of people (admin): list, end a person's sessions.
+    #[command(subcommand)]
+    Session(SessionCmd),
     /// Run the whole system locally: PostgreSQL, hub, simulated fleet with
     /// a spoke per cluster, the example gates. Ctrl-C stops and cleans up.
     ///
@@ -328,6 +339,27 @@ pub enum WebhookCmd {
     },
     /// Send a delivery again, with the same webhook-id.
     Redeliver { name: String, id: i64 },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCmd {
+    /// Live sessions, newest first.
+    List {
+        /// Only this person's (subject or email).
+        #[arg(long)]
+        subject: Option<String>,
+    },
+    /// End every session of a person: their next request needs a new sign-in.
+    End {
+        /// The person's subject (`sub`) or email.
+        subject: String,
+        /// The issuer (default: the login provider's).
+        #[arg(long)]
+        issuer: Option<String>,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

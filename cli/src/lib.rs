@@ -11,6 +11,7 @@ pub mod config;
 pub mod demo;
 pub mod diff;
 pub mod error;
+pub mod login;
 pub mod manifests;
 pub mod output;
 pub mod timearg;

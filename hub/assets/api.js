@@ -1,11 +1,20 @@
-// The REST client: the API token lives in sessionStorage (this tab only, gone
-// when it closes) and goes out only in the Authorization header — never in a
-// URL, a cookie or a log line. No cookies means no CSRF.
+// The REST client. Two ways in: a pasted API token, kept in sessionStorage
+// (this tab only, gone when it closes) and sent only in the Authorization
+// header; or a session from signing in with the identity provider, an
+// HttpOnly cookie the script never sees — then every write carries the
+// session's CSRF token (from whoami) in X-CSRF-Token.
 
 const KEY = 'fleetgate.token';
 
 export function token() {
   return sessionStorage.getItem(KEY);
+}
+
+let csrf = null;
+
+/** The session's CSRF token (null with an API token). */
+export function setCsrf(t) {
+  csrf = t || null;
 }
 
 export function setToken(t) {
@@ -29,6 +38,7 @@ export async function api(path, { method = 'GET', body, query } = {}) {
   const headers = { Accept: 'application/json' };
   const t = token();
   if (t) headers.Authorization = `Bearer ${t}`;
+  else if (csrf && method !== 'GET') headers['X-CSRF-Token'] = csrf;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let url = path;
   if (query) {
@@ -39,7 +49,8 @@ export async function api(path, { method = 'GET', body, query } = {}) {
   }
   const res = await fetch(url, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-    credentials: 'omit', cache: 'no-store',
+    // The session cookie, if any, goes along (same origin only).
+    credentials: t ? 'omit' : 'same-origin', cache: 'no-store',
   });
   if (res.status === 204) return null;
   let data = null;

@@ -1,6 +1,6 @@
 // The live event stream: GET /api/v1/events read with fetch + ReadableStream
 // (EventSource cannot send an Authorization header, and the token must not go
-// into the URL). Reconnects with exponential backoff; after every (re)connect
+// into the URL); with a signed-in session the cookie goes along instead. Reconnects with exponential backoff; after every (re)connect
 // the page re-fetches its state, so a hub restart loses nothing.
 
 import { token } from './api.js';
@@ -23,9 +23,11 @@ export function startLive({ onEvent, onReady, onStatus, onUnauthenticated }) {
       controller = new AbortController();
       try {
         onStatus('Connecting…', 'connecting');
+        const t = token();
+        const headers = { Accept: 'text/event-stream' };
+        if (t) headers.Authorization = `Bearer ${t}`;
         const res = await fetch('/api/v1/events', {
-          headers: { Authorization: `Bearer ${token()}`, Accept: 'text/event-stream' },
-          credentials: 'omit', cache: 'no-store', signal: controller.signal,
+          headers, credentials: t ? 'omit' : 'same-origin', cache: 'no-store', signal: controller.signal,
         });
         if (res.status === 401) { onUnauthenticated(); return; }
         if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);

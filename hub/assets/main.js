@@ -1,8 +1,8 @@
-// Boot and routing: sign-in with an API token, then hash routes
+// Boot and routing: sign-in (identity provider session or API token), then hash routes
 // (#/fleet, #/gates/NAME, #/clusters/NAME, #/audit). Live events make the
 // current page re-fetch its data (debounced), so every page stays current.
 
-import { api, setToken, token, ApiError } from './api.js';
+import { api, setToken, setCsrf, token, ApiError } from './api.js';
 import { h, replace, toast } from './dom.js';
 import { startLive } from './live.js';
 import { renderFleet } from './fleet.js';
@@ -126,6 +126,7 @@ function signOut(message) {
   app.me = null;
   app.page = null;
   setToken(null);
+  setCsrf(null);
   for (const id of ['nav', 'me', 'signout', 'live']) document.getElementById(id).hidden = true;
   renderSignIn(message);
 }
@@ -134,11 +135,12 @@ function renderSignIn(message) {
   document.body.dataset.page = 'signin';
   const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, placeholder: 'fga_…' });
   const err = h('p', { class: 'form-error', id: 'signin-error', role: 'alert' }, message || '');
+  const sso = h('div', { class: 'sso', id: 'sso' });
   const form = h('form', { class: 'card signin', id: 'signin' },
-    h('h1', {}, 'Sign in to fleetgate'),
-    h('p', { class: 'muted' }, 'Paste an API token. It is kept in this browser tab only (session storage) and sent in the Authorization header.'),
-    h('label', { for: 'token' }, 'API token'), input, err,
-    h('button', { type: 'submit', class: 'primary', id: 'signin-submit' }, 'Sign in'));
+    h('h1', {}, 'Sign in to fleetgate'), sso, err,
+    h('p', { class: 'muted' }, 'Or paste an API token. It is kept in this browser tab only (session storage) and sent in the Authorization header.'),
+    h('label', { for: 'token' }, 'API token'), input,
+    h('button', { type: 'submit', class: 'primary', id: 'signin-submit' }, 'Sign in with token'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     setToken(input.value.trim());
@@ -150,12 +152,28 @@ function renderSignIn(message) {
     }
   });
   replace(main, form);
-  main.dataset.ready = '1';
-  input.focus();
+  // "Sign in with <provider>" when the hub has one.
+  api('/api/v1/auth/config').then((cfg) => {
+    if (!cfg || !cfg.enabled) { main.dataset.ready = '1'; return; }
+    const button = h('button', { type: 'button', class: 'primary', id: 'sso-signin' }, `Sign in with ${cfg.provider}`);
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      try {
+        const go = await api('/api/v1/auth/login', { method: 'POST', body: { returnTo: `/${location.hash}` } });
+        location.assign(go.url);
+      } catch (e) {
+        button.disabled = false;
+        err.textContent = e.message;
+      }
+    });
+    replace(sso, button);
+    main.dataset.ready = '1';
+  }).catch(() => { main.dataset.ready = '1'; });
 }
 
 async function start() {
   app.me = await api('/api/v1/whoami');
+  setCsrf(app.me.csrfToken);
   const me = document.getElementById('me');
   replace(me, h('span', { class: 'who' }, app.me.name), ' ', h('span', { class: `role role-${app.me.role}` }, app.me.role));
   me.dataset.role = app.me.role;
@@ -173,8 +191,19 @@ async function start() {
 }
 
 window.addEventListener('hashchange', show);
-window.addEventListener('fleetgate:unauthenticated', () => { if (app.me) signOut('Your token is no longer valid. Sign in again.'); });
-document.getElementById('signout').addEventListener('click', () => signOut());
+window.addEventListener('fleetgate:unauthenticated', () => { if (app.me) signOut(token() ? 'Your token is no longer valid. Sign in again.' : 'Your session has ended. Sign in again.'); });
+document.getElementById('signout').addEventListener('click', async () => {
+  // A session ends at the hub too (an API token just leaves this tab).
+  if (!token() && app.me) {
+    try { await api('/api/v1/auth/logout', { method: 'POST' }); } catch (e) { /* signed out anyway */ }
+  }
+  signOut();
+});
 
+// A failed provider sign-in comes back as ?signin_error=...
+const signinError = new URLSearchParams(location.search).get('signin_error');
+if (signinError) history.replaceState(null, '', `/${location.hash}`);
 if (token()) start().catch(() => signOut('Your token is no longer valid. Sign in again.'));
-else renderSignIn();
+// Without a token, a session cookie may be there (HttpOnly: only the hub can tell).
+else if (signinError) renderSignIn(signinError);
+else start().catch(() => signOut());

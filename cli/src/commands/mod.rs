@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod cluster;
 pub mod gate;
+pub mod identity;
 pub mod overrides;
 pub mod preview;
 pub mod rollout;
@@ -33,7 +34,17 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         _ => {}
     }
-    let client = Client::new(config::resolve(&cli.global)?)?;
+    let mut conn = config::resolve(&cli.global)?;
+    match &cli.command {
+        Command::Login => return identity::login(&conn).await,
+        Command::Logout => return identity::logout(&conn).await,
+        _ => {}
+    }
+    // Without a token, the sign-in `fleetgate login` stored for this hub.
+    if conn.token.is_none() {
+        conn.token = crate::login::token_for(&conn.hub, conn.timeout).await?;
+    }
+    let client = Client::new(conn)?;
     match &cli.command {
         Command::Gate(g) => match g {
             GateCmd::Validate { .. } => Ok(()),
@@ -65,6 +76,10 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Webhook(w) => webhook::run(&client, w, format).await,
         Command::Status(s) => status::run(&client, s, format).await,
         Command::Audit(a) => audit::run(&client, a, format).await,
-        Command::Completion { .. } | Command::Demo { .. } => Ok(()),
+        Command::Whoami => identity::whoami(&client, format).await,
+        Command::Session(c) => identity::session(&client, c, format).await,
+        Command::Completion { .. } | Command::Demo { .. } | Command::Login | Command::Logout => {
+            Ok(())
+        }
     }
 }

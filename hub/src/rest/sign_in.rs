@@ -127,7 +127,7 @@ pub async fn callback(
         (status = 204, description = "Signed out"),
         (status = 401, description = "No session", body = crate::error::ErrorBody),
         (status = 403, description = "Missing X-CSRF-Token", body = crate::error::ErrorBody),
-    ))]
+    ), security(("bearer" = [])))]
 pub async fn logout(
     State(s): State<AppState>,
     headers: HeaderMap,

@@ -1,0 +1,141 @@
+//! A real OpenID provider for the identity tests: npm's `oidc-provider`
+//! run by Node.js from `tests/oidc/provider.mjs` (installed by `.ci/run`
+//! with `npm ci --prefix tests/oidc`). One process per test binary; tests
+//! act on it through its `/__test/*` endpoints (register a client, rotate
+//! the signing key, go down and up, mint tokens with chosen claims).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::{ChildGuard, free_port, poll};
+
+/// Users of the provider (password `<login>-pw`) and their groups:
+/// alice (platform-admins), bob (sre), carol (developers), dave (none).
+pub const USERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
+
+/// A running provider.
+pub struct OidcProvider {
+    pub issuer: String,
+    http: reqwest::Client,
+    _child: ChildGuard,
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("oidc")
+}
+
+impl OidcProvider {
+    /// Starts the provider on a free loopback port and waits for its
+    /// discovery document.
+    pub async fn start() -> OidcProvider {
+        let dir = dir();
+        assert!(
+            dir.join("node_modules/oidc-provider").is_dir(),
+            "the test OpenID provider is not installed: run `npm ci --prefix tests/oidc` (.ci/run does)"
+        );
+        let port = free_port();
+        let child = Command::new("node")
+            .arg(dir.join("provider.mjs"))
+            .arg(port.to_string())
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting node (apt-get install nodejs)");
+        let provider = OidcProvider {
+            issuer: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::new(),
+            _child: ChildGuard(child),
+        };
+        let url = format!("{}/.well-known/openid-configuration", provider.issuer);
+        poll("the OpenID provider's discovery document", || async {
+            let r = provider.http.get(&url).send().await.ok()?;
+            r.status().is_success().then_some(())
+        })
+        .await;
+        provider
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.issuer))
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.expect("JSON")
+    }
+
+    /// Registers the hub's confidential dashboard client.
+    pub async fn add_web_client(&self, id: &str, secret: &str, redirect_uris: &[String]) {
+        self.post(
+            "/__test/clients",
+            json!({
+                "client_id": id, "client_secret": secret,
+                "redirect_uris": redirect_uris,
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "client_secret_basic",
+            }),
+        )
+        .await;
+    }
+
+    /// Registers a public client for the CLI (device flow, loopback redirect).
+    pub async fn add_cli_client(&self, id: &str) {
+        self.post(
+            "/__test/clients",
+            json!({
+                "client_id": id,
+                "redirect_uris": ["http://127.0.0.1/callback"],
+                "grant_types": ["authorization_code", "refresh_token",
+                                "urn:ietf:params:oauth:grant-type:device_code"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "none",
+                "application_type": "native",
+            }),
+        )
+        .await;
+    }
+
+    /// A token signed with the provider's current key (or naming `kid`),
+    /// with `claims` over `iss` = the provider, `iat` = now, `exp` = now + 300.
+    pub async fn mint(&self, claims: Value, kid: Option<&str>) -> String {
+        let mut body = json!({ "claims": claims });
+        if let Some(kid) = kid {
+            body["kid"] = json!(kid);
+        }
+        self.post("/__test/mint", body).await["token"]
+            .as_str()
+            .expect("token")
+            .to_string()
+    }
+
+    /// The current public signing key (JWK).
+    pub async fn public_jwk(&self) -> Value {
+        let v = self.post("/__test/mint", json!({"claims": {}})).await;
+        v["publicJwk"].clone()
+    }
+
+    /// Replaces the signing key; returns the new `kid`.
+    pub async fn rotate(&self) -> String {
+        self.post("/__test/rotate", json!({})).await["kid"]
+            .as_str()
+            .expect("kid")
+            .to_string()
+    }
+
+    /// Every provider endpoint answers 503 until [`OidcProvider::up`].
+    pub async fn down(&self) {
+        self.post("/__test/down", json!({})).await;
+    }
+
+    pub async fn up(&self) {
+        self.post("/__test/up", json!({})).await;
+    }
+}
