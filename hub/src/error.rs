@@ -44,6 +44,11 @@ pub enum Error {
     /// `Retry-After`, gRPC UNAVAILABLE): an outage, not a fault of the request.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// A service the hub depends on for this request (the identity
+    /// provider) failed or cannot be reached (HTTP 502, gRPC UNAVAILABLE);
+    /// the message says which and why.
+    #[error("{0}")]
+    Upstream(String),
     /// A database failure (HTTP 500, logged).
     #[error("database: {0}")]
     Database(sqlx::Error),
@@ -125,6 +130,7 @@ impl Error {
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::Unavailable(_) => "unavailable",
+            Self::Upstream(_) => "upstream_unavailable",
             Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => "internal",
         }
     }
@@ -141,6 +147,7 @@ impl Error {
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Upstream(_) => StatusCode::BAD_GATEWAY,
             Self::Database(_) | Self::Migrate(_) | Self::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }

@@ -25,7 +25,11 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
     let mut service = Service::new(pool);
     if let Some(path) = &config.identity_config {
         let settings = crate::identity::config::IdentityConfig::load(path)?;
-        let identities = crate::identity::Identities::new(settings, Default::default())?;
+        let egress = config
+            .egress
+            .policy()
+            .map_err(|e| crate::Error::invalid("--egress-ca-bundle", e.to_string()))?;
+        let identities = crate::identity::Identities::new(settings, egress, Default::default())?;
         service = service.with_identities(std::sync::Arc::new(identities));
     }
     if let Some(secret) = &config.admin_token {

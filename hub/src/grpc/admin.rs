@@ -426,6 +426,36 @@ impl pb::admin_service_server::AdminService for AdminApi {
         Ok(Response::new(conv::api_token(t)))
     }
 
+    async fn list_sessions(
+        &self,
+        req: Request<pb::ListSessionsRequest>,
+    ) -> Res<pb::ListSessionsResponse> {
+        let actor = api_actor(&self.service, &req).await?;
+        let r = req.into_inner();
+        let sessions = ok(self
+            .service
+            .list_sessions(&actor, conv::non_empty(&r.subject))
+            .await)?;
+        Ok(Response::new(pb::ListSessionsResponse {
+            sessions: sessions.into_iter().map(conv::session).collect(),
+        }))
+    }
+
+    async fn end_sessions(
+        &self,
+        req: Request<pb::EndSessionsRequest>,
+    ) -> Res<pb::EndSessionsResponse> {
+        let actor = api_actor(&self.service, &req).await?;
+        let r = req.into_inner();
+        let body = fleetgate_api_types::EndSessions {
+            subject: r.subject.clone(),
+            issuer: conv::non_empty(&r.issuer).map(String::from),
+            reason: conv::non_empty(&r.reason).map(String::from),
+        };
+        let done = ok(self.service.end_sessions(&actor, &body).await)?;
+        Ok(Response::new(pb::EndSessionsResponse { ended: done.ended }))
+    }
+
     type WatchFleetStream = FleetStream;
 
     async fn watch_fleet(&self, req: Request<pb::WatchFleetRequest>) -> Res<FleetStream> {

@@ -394,3 +394,25 @@ pub fn rollout_info(s: crate::service::rollouts::RolloutStatus) -> pb::RolloutIn
             .collect(),
     }
 }
+
+/// A dashboard session (no secret).
+pub fn session(s: fleetgate_api_types::SessionRecord) -> pb::SessionInfo {
+    let id = s.identity;
+    pb::SessionInfo {
+        id: s.id.to_string(),
+        identity: Some(pb::IdentityInfo {
+            kind: match id.kind {
+                fleetgate_api_types::IdentityKind::Person => "person",
+                fleetgate_api_types::IdentityKind::Workload => "workload",
+            }
+            .into(),
+            issuer: id.issuer,
+            subject: id.subject,
+            name: id.name,
+            email: id.email.unwrap_or_default(),
+            groups: id.groups,
+        }),
+        created_at: ts(s.created_at),
+        expires_at: ts(s.expires_at),
+    }
+}

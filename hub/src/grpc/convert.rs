@@ -25,7 +25,7 @@ pub fn to_status(e: Error) -> Status {
         Error::BadRequest { .. } | Error::Invalid { .. } => Code::InvalidArgument,
         Error::PayloadTooLarge => Code::ResourceExhausted,
         // The database is down: retry later (spokes and clients back off).
-        Error::Unavailable(_) => Code::Unavailable,
+        Error::Unavailable(_) | Error::Upstream(_) => Code::Unavailable,
         // Any other input error the REST side knows (e.g. media types).
         other if other.status().is_client_error() => Code::InvalidArgument,
         _ => {

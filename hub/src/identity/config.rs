@@ -37,10 +37,6 @@ pub struct IdentityConfig {
     /// `kid`s (default 10s).
     #[serde(default, with = "opt_duration")]
     pub jwks_min_refetch: Option<Duration>,
-    /// Destinations on loopback or private networks are refused unless listed
-    /// here (`host` or `host:port`), e.g. an in-cluster Dex.
-    #[serde(default)]
-    pub allow_private: Vec<String>,
 }
 
 fn default_skew() -> Duration {

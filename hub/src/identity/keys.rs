@@ -171,7 +171,7 @@ impl KeyCache {
             issuer,
             None,
             Duration::from_secs(3600),
-            Outbound::new(),
+            Outbound::new(crate::egress::EgressPolicy::default()).expect("default egress"),
             IdentityMetrics::default(),
         );
         *cache.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);

@@ -46,11 +46,16 @@ pub struct Identities {
 }
 
 impl Identities {
-    /// Identities from `config` (no network: keys and discovery are fetched
-    /// on first use).
-    pub fn new(config: IdentityConfig, metrics: IdentityMetrics) -> Result<Self> {
+    /// Identities from `config`, calling providers under `egress` (no
+    /// network yet: keys and discovery are fetched on first use).
+    pub fn new(
+        config: IdentityConfig,
+        egress: crate::egress::EgressPolicy,
+        metrics: IdentityMetrics,
+    ) -> Result<Self> {
         crypto::install();
-        let outbound = Outbound::new();
+        let outbound = Outbound::new(egress)
+            .map_err(|e| Error::invalid("--egress-ca-bundle", e.to_string()))?;
         let min_refetch = config.jwks_min_refetch.unwrap_or(DEFAULT_MIN_REFETCH);
         let cache = |issuer: &str, jwks: Option<String>| {
             KeyCache::new(

@@ -1,23 +1,18 @@
-//! The identity module's calls to providers (discovery, JWKS, token and
-//! device endpoints): JSON answers with a timeout, a size cap and no
-//! redirects. Interim until the shared `crate::egress` module lands, which
-//! adds the destination checks; callers only see [`Outbound`].
-
-use std::time::Duration;
+//! The identity module's calls to providers (discovery, JWKS, token
+//! endpoint): JSON over the hub's one outbound client, [`crate::egress`]
+//! (timeouts, size cap, same-host redirects only, private destinations
+//! refused unless `--egress-allow-private`, https unless `--egress-allow-http`).
 
 use serde::de::DeserializeOwned;
 
-/// Largest provider answer read (a JWKS with many keys is a few KiB).
-const MAX_BODY: usize = 512 * 1024;
-/// Whole-exchange timeout of one call.
-const TIMEOUT: Duration = Duration::from_secs(10);
+use crate::egress::{Egress, EgressError, EgressPolicy};
 
 /// Why a call to a provider failed, in words for the person waiting on it.
 #[derive(Debug, thiserror::Error)]
 pub enum OutboundError {
     #[error("{url}: {message}")]
     Transport { url: String, message: String },
-    /// The provider answered with an error status; `body` is its (OAuth) error JSON if any.
+    /// The provider answered with an error status and its OAuth `error`, if any.
     #[error("{url}: HTTP {status}{}", .error.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
     Status {
         url: String,
@@ -26,37 +21,27 @@ pub enum OutboundError {
     },
 }
 
-impl OutboundError {
-    /// The OAuth `error` code of an error answer (`authorization_pending`, ...).
-    pub fn oauth_error(&self) -> Option<&str> {
-        match self {
-            Self::Status { error, .. } => error.as_deref(),
-            Self::Transport { .. } => None,
-        }
-    }
-}
-
 /// An HTTP client for providers. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Outbound {
-    client: reqwest::Client,
+    egress: Egress,
 }
 
 impl Outbound {
-    pub fn new() -> Self {
-        let client = reqwest::Client::builder()
-            .timeout(TIMEOUT)
-            .connect_timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .build()
-            .expect("a client without custom TLS settings builds");
-        Self { client }
+    /// A client with `policy` (the `--egress-*` flags).
+    pub fn new(policy: EgressPolicy) -> Result<Self, EgressError> {
+        Ok(Self {
+            egress: Egress::new(policy)?,
+        })
     }
 
     /// GET `url` as JSON.
     pub async fn get_json<T: DeserializeOwned>(&self, url: &str) -> Result<T, OutboundError> {
-        let req = self.client.get(url).header("accept", "application/json");
+        let req = self
+            .egress
+            .request(reqwest::Method::GET, url)
+            .map_err(|e| transport(url, &e))?
+            .header("accept", "application/json");
         self.json(url, req).await
     }
 
@@ -73,8 +58,9 @@ impl Outbound {
             .collect::<Vec<_>>()
             .join("&");
         let mut req = self
-            .client
-            .post(url)
+            .egress
+            .request(reqwest::Method::POST, url)
+            .map_err(|e| transport(url, &e))?
             .header("accept", "application/json")
             .header("content-type", "application/x-www-form-urlencoded")
             .body(body);
@@ -90,19 +76,13 @@ impl Outbound {
         url: &str,
         req: reqwest::RequestBuilder,
     ) -> Result<T, OutboundError> {
-        let transport = |message: String| OutboundError::Transport {
-            url: url.to_string(),
-            message,
-        };
-        let mut resp = req.send().await.map_err(|e| transport(describe(&e)))?;
-        let status = resp.status();
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| transport(describe(&e)))? {
-            if body.len() + chunk.len() > MAX_BODY {
-                return Err(transport(format!("answer larger than {MAX_BODY} bytes")));
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let resp = self
+            .egress
+            .send(req)
+            .await
+            .map_err(|e| transport(url, &e))?;
+        let status = resp.status;
+        let body = resp.body_within_cap().map_err(|e| transport(url, &e))?;
         if !status.is_success() {
             let error = serde_json::from_slice::<serde_json::Value>(&body)
                 .ok()
@@ -113,26 +93,19 @@ impl Outbound {
                 error,
             });
         }
-        serde_json::from_slice(&body).map_err(|e| transport(format!("malformed JSON: {e}")))
+        serde_json::from_slice(&body).map_err(|e| OutboundError::Transport {
+            url: url.to_string(),
+            message: format!("malformed JSON: {e}"),
+        })
     }
 }
 
-impl Default for Outbound {
-    fn default() -> Self {
-        Self::new()
+fn transport(url: &str, e: &EgressError) -> OutboundError {
+    OutboundError::Transport {
+        url: url.to_string(),
+        message: e.to_string(),
     }
 }
-
-fn describe(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
-        "timed out".into()
-    } else if e.is_connect() {
-        "cannot connect".into()
-    } else {
-        e.to_string()
-    }
-}
-
 /// `application/x-www-form-urlencoded` encoding of one value.
 pub fn enc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -68,14 +68,14 @@ impl Service {
     }
 
     /// Starts a sign-in: the provider URL to redirect to and the `state`
-    /// for the login cookie. 503 with the reason when the provider cannot be
+    /// for the login cookie. 502 with the reason when the provider cannot be
     /// reached.
     pub async fn begin_login(&self, return_to: &str) -> Result<(String, String)> {
         let login = self.login_provider()?;
         let pending = Pending::new();
         let url = login.authorize_url(&pending).await.map_err(|e| {
             self.identities().metrics.login("dashboard", "provider_error");
-            Error::Unavailable(format!(
+            Error::Upstream(format!(
                 "sign-in is unavailable: the identity provider {} cannot be reached ({e}); signed-in sessions and API tokens keep working",
                 login.config.issuer
             ))
@@ -135,13 +135,13 @@ impl Service {
         let tokens = login.exchange(code, &verifier).await.map_err(|e| {
             fail(
                 "provider_error",
-                Error::Unavailable(format!("the identity provider refused the sign-in: {e}")),
+                Error::Upstream(format!("the identity provider refused the sign-in: {e}")),
             )
         })?;
         let id_token = tokens.id_token.as_deref().ok_or_else(|| {
             fail(
                 "invalid",
-                Error::Unavailable("the provider returned no ID token".into()),
+                Error::Upstream("the provider returned no ID token".into()),
             )
         })?;
         let verified = ids.jwt.verify(id_token, now).await.map_err(|e| {

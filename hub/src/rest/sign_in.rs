@@ -42,7 +42,7 @@ pub async fn config(State(s): State<AppState>) -> Json<AuthConfig> {
     responses(
         (status = 200, description = "Go to `url`", body = LoginStart),
         (status = 404, description = "No login provider configured", body = crate::error::ErrorBody),
-        (status = 503, description = "The provider cannot be reached", body = crate::error::ErrorBody),
+        (status = 502, description = "The provider cannot be reached", body = crate::error::ErrorBody),
     ))]
 pub async fn login(State(s): State<AppState>, body: Body) -> Result<Response> {
     let req: LoginRequest = if body.text.trim().is_empty() {
