@@ -213,11 +213,11 @@ async fn bearer_jwts(env: &Env) {
         .await;
     assert_eq!(s, 201, "{v}");
     let (_, audit) = env.call(ADMIN, "GET", "/api/v1/audit?limit=1", None).await;
-    let actor = audit["items"][0]["actor"].as_str().unwrap();
-    assert!(
-        actor.contains("alice person <alice@example.com>") && actor.contains(&idp.issuer),
-        "{actor}"
-    );
+    let entry = &audit["items"][0];
+    assert_eq!(entry["actor"], "alice@example.com", "{entry}");
+    assert_eq!(entry["actorKind"], "person", "{entry}");
+    assert_eq!(entry["actorIssuer"], json!(idp.issuer), "{entry}");
+    assert_eq!(entry["actorSubject"], "alice", "{entry}");
 
     // A CI job's token from the trusted workload issuer: operator by subject.
     let ci = idp

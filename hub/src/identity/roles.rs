@@ -1,60 +1,104 @@
-//! INTERIM: which role an identity gets, from the settings file's `roles`
-//! list (group, subject or email → role; the highest match wins; else
-//! `defaultRole`; else refused). Access policies (the teams work) replace
-//! this one function with their resolver; nothing else decides a role.
+//! From a signed-in person or workload to the service layer's `Actor`:
+//! the access-policy resolver (`service::resolve`) decides, and the
+//! settings file's `roles` list counts as one more, unscoped policy named
+//! `identity-config` (group, subject or email → role), so a hub without
+//! access policies can still let its people in. `defaultRole` grants every
+//! signed-in identity that role.
 
-use fleetgate_api_types::Identity;
+use fleetgate_api_types::{AccessScope, IdentityKind};
+use serde_json::{Map, Value};
 
 use super::config::{IdentityConfig, RoleGrant};
-use crate::service::Actor;
-use crate::{Error, Result};
+use crate::Result;
+use crate::service::principal::{Grant, GrantSource, Identity, Person, Workload};
+use crate::service::resolve::{grants_for, stored_policy};
+use crate::service::{Actor, Service};
 
-/// The actor for `identity`, or 403 when no grant names it.
-pub fn actor_for(config: &IdentityConfig, identity: &Identity) -> Result<Actor> {
-    let role = config
-        .roles
-        .iter()
-        .filter(|g| grants(g, identity))
-        .map(|g| g.role)
-        .max()
-        .or(config.default_role)
-        .ok_or_else(|| {
-            Error::Forbidden(format!(
-                "{} is signed in but has no role on this hub: ask an admin to grant one of your groups ({}) a role",
-                identity.audit_name(),
-                if identity.groups.is_empty() {
-                    "none".to_string()
-                } else {
-                    identity.groups.join(", ")
-                }
-            ))
-        })?;
-    Ok(Actor::new(identity.audit_name(), role))
+/// The policy name config grants carry in the audit log.
+pub const CONFIG_POLICY: &str = "identity-config";
+
+impl Service {
+    /// The actor of an authenticated person or workload (with its token's
+    /// claims, for workload policies); 403 when nothing grants it a role.
+    pub async fn actor_of(
+        &self,
+        who: &fleetgate_api_types::Identity,
+        claims: &Map<String, Value>,
+    ) -> Result<Actor> {
+        let identity = principal_of(who, claims);
+        let mut conn = self.conn().await?;
+        let policies = crate::db::access_policies::all(&mut conn)
+            .await?
+            .into_iter()
+            .map(|r| stored_policy(&r.manifest))
+            .collect::<Result<Vec<_>>>()?;
+        drop(conn);
+        let mut grants = grants_for(&identity, &policies);
+        grants.extend(config_grants(&self.identities().config, who));
+        Actor::from_grants(identity, grants)
+    }
 }
 
-fn grants(g: &RoleGrant, identity: &Identity) -> bool {
+/// The service layer's identity of `who`.
+pub fn principal_of(who: &fleetgate_api_types::Identity, claims: &Map<String, Value>) -> Identity {
+    match who.kind {
+        IdentityKind::Person => Identity::Person(Person {
+            issuer: who.issuer.clone(),
+            sub: who.subject.clone(),
+            name: Some(who.name.clone()),
+            email: who.email.clone(),
+            groups: who.groups.clone(),
+        }),
+        IdentityKind::Workload => Identity::Workload(Workload {
+            issuer: who.issuer.clone(),
+            sub: who.subject.clone(),
+            claims: claims.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        }),
+    }
+}
+
+/// The grants of the settings file's `roles` (and `defaultRole`) for `who`.
+pub fn config_grants(config: &IdentityConfig, who: &fleetgate_api_types::Identity) -> Vec<Grant> {
+    let grant = |role, via: String| Grant {
+        role,
+        scope: AccessScope::default(),
+        source: GrantSource::Policy {
+            policy: CONFIG_POLICY.into(),
+            via,
+        },
+    };
+    let mut out: Vec<Grant> = config
+        .roles
+        .iter()
+        .filter_map(|g| matches(g, who).map(|via| grant(g.role, via)))
+        .collect();
+    if let Some(role) = config.default_role {
+        out.push(grant(role, "defaultRole".into()));
+    }
+    out
+}
+
+fn matches(g: &RoleGrant, who: &fleetgate_api_types::Identity) -> Option<String> {
     if let Some(group) = &g.group {
-        return identity.groups.iter().any(|x| x == group);
+        return who.groups.contains(group).then(|| format!("group {group}"));
     }
     if let Some(subject) = &g.subject {
-        return *subject == identity.subject;
+        return (*subject == who.subject).then(|| format!("subject {subject}"));
     }
-    if let Some(email) = &g.email {
-        return identity
-            .email
-            .as_deref()
-            .is_some_and(|e| e.eq_ignore_ascii_case(email));
-    }
-    false
+    let email = g.email.as_ref()?;
+    who.email
+        .as_deref()
+        .is_some_and(|e| e.eq_ignore_ascii_case(email))
+        .then(|| format!("user {email}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fleetgate_api_types::{IdentityKind, Role};
+    use fleetgate_api_types::Role;
 
-    fn who(groups: &[&str]) -> Identity {
-        Identity {
+    fn who(groups: &[&str]) -> fleetgate_api_types::Identity {
+        fleetgate_api_types::Identity {
             kind: IdentityKind::Person,
             issuer: "https://idp".into(),
             subject: "u1".into(),
@@ -64,28 +108,26 @@ mod tests {
         }
     }
 
+    fn best(c: &IdentityConfig, w: &fleetgate_api_types::Identity) -> Option<Role> {
+        config_grants(c, w).iter().map(|g| g.role).max()
+    }
+
     #[test]
-    fn highest_grant_wins_then_default_then_refused() {
+    fn config_roles_grant_by_group_subject_email_and_default() {
         let c = IdentityConfig::parse(
             "roles: [{group: sre, role: operator}, {email: ANN@example.com, role: admin}, {group: dev, role: viewer}]",
         )
         .unwrap();
-        assert_eq!(actor_for(&c, &who(&["dev"])).unwrap().role, Role::Admin);
+        assert_eq!(best(&c, &who(&["dev"])), Some(Role::Admin));
         let c = IdentityConfig::parse(
             "roles: [{group: sre, role: operator}, {group: dev, role: viewer}]",
         )
         .unwrap();
-        assert_eq!(
-            actor_for(&c, &who(&["dev", "sre"])).unwrap().role,
-            Role::Operator
-        );
-        assert!(matches!(
-            actor_for(&c, &who(&["x"])),
-            Err(Error::Forbidden(_))
-        ));
+        assert_eq!(best(&c, &who(&["dev", "sre"])), Some(Role::Operator));
+        assert_eq!(best(&c, &who(&["x"])), None);
         let c = IdentityConfig::parse("defaultRole: viewer").unwrap();
-        let a = actor_for(&c, &who(&[])).unwrap();
-        assert_eq!(a.role, Role::Viewer);
-        assert_eq!(a.name, "Ann <ann@example.com> (u1@https://idp)");
+        assert_eq!(best(&c, &who(&[])), Some(Role::Viewer));
+        let g = &config_grants(&c, &who(&[]))[0];
+        assert_eq!(g.source.to_string(), "policy identity-config (defaultRole)");
     }
 }

@@ -14,7 +14,6 @@ use ring::aead;
 use sha2::{Digest, Sha256};
 
 use super::login::{Pending, random};
-use super::roles::actor_for;
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::revision::Affected;
 use crate::db::sessions::{self, EndFilter, NewSession, SessionRow};
@@ -159,7 +158,10 @@ impl Service {
             ));
         }
         let identity = verified.identity;
-        let actor = actor_for(&ids.config, &identity).map_err(|e| fail("denied", e))?;
+        let actor = self
+            .actor_of(&identity, &verified.claims)
+            .await
+            .map_err(|e| fail("denied", e))?;
         let secret = random();
         let max = now
             + ChronoDuration::from_std(ids.config.session_max_age)
@@ -223,7 +225,7 @@ impl Service {
             self.refresh_session(&row, secret).await?;
         }
         let identity = identity_of_row(&row);
-        let actor = actor_for(&self.identities().config, &identity)?;
+        let actor = self.actor_of(&identity, &serde_json::Map::new()).await?;
         Ok(Authenticated {
             actor,
             identity: Some(identity),
@@ -360,7 +362,7 @@ impl Service {
             .verify(token, self.now())
             .await
             .map_err(|e| Error::Unauthenticated(e.to_string()))?;
-        let actor = actor_for(&self.identities().config, &verified.identity)?;
+        let actor = self.actor_of(&verified.identity, &verified.claims).await?;
         Ok(Authenticated {
             actor,
             identity: Some(verified.identity),
