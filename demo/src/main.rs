@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod banner;
+mod blockers;
 mod fleet;
 mod hub;
 mod nginx;
@@ -44,6 +45,11 @@ pub struct DemoArgs {
     /// Simulated Flux reconcile interval (fast-forward).
     #[arg(long, default_value = "30s", value_parser = parse_std_duration)]
     pub reconcile_interval: std::time::Duration,
+    /// Run as if it were this instant (RFC 3339, e.g. 2026-11-29T12:00:00Z):
+    /// the hub's and the spokes' clocks stand still there, so you can see what
+    /// the gates do on another day of the week.
+    #[arg(long)]
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 fn parse_std_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -12,6 +12,7 @@ use fleetgate_api_types::ClusterStatus;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::blockers::{self, Blocker};
 use crate::fleet::{DemoCluster, revision};
 use fleetgate::client::{Client, seg};
 use fleetgate::error::Result;
@@ -82,13 +83,37 @@ pub struct Outcome {
     pub held: bool,
     /// The Kustomization applied the new revision while it was held.
     pub waiting: bool,
+    /// Other closed gates holding the `apps` Kustomization whole (no-deploy-friday at the
+    /// weekend, holiday-freeze at the year's end): the new revision waits for them, so the
+    /// demo does not wait for it.
+    pub blocked: Vec<Blocker>,
+}
+
+impl Outcome {
+    /// The demo's line about the nginx hold on `cluster`.
+    pub fn describe(&self, cluster: &str) -> String {
+        let what = if !self.blocked.is_empty() {
+            format!(
+                "revision 2 waits whole: {} holds the apps Kustomization",
+                blockers::describe(&self.blocked)
+            )
+        } else if self.waiting {
+            "revision 2 changed its ConfigMap at once, the new image waits".to_string()
+        } else {
+            "the Kustomization has not applied revision 2 yet".to_string()
+        };
+        format!(
+            "on {cluster} gate {GATE} holds the nginx Deployment ({}); {what}",
+            if self.held { "held" } else { "not held yet" },
+        )
+    }
 }
 
 /// Closes `nginx-window` on `cluster` (an audited override, 24 h), waits
 /// until its spoke reports the Deployment held, then pushes revision 2 (new
-/// image and config) and waits until the hub shows the change waiting. Each
-/// wait is bounded and soft: a Kustomization suspended by another closed gate
-/// (e.g. no-deploy-friday at the weekend) applies nothing, and the demo goes on.
+/// image and config) and, unless another closed gate holds the `apps`
+/// Kustomization whole (then nothing can apply it now), waits until the hub
+/// shows the change waiting. Each wait is bounded and soft.
 pub async fn hold(
     client: &Client,
     sim: &fleetgate_sim::Sim,
@@ -115,7 +140,15 @@ pub async fn hold(
             eprintln!("warning: pushing the nginx revision: {e}");
             return Ok(outcome);
         }
-        outcome.waiting = wait(client, cluster, shutdown, |d| d.newer_revision_applied).await?;
+        outcome.blocked = blockers::find(client, cluster, GATE, |o| {
+            o.object.kind == "Kustomization"
+                && o.object.namespace == "flux-system"
+                && o.object.name == "apps"
+        })
+        .await?;
+        if outcome.blocked.is_empty() {
+            outcome.waiting = wait(client, cluster, shutdown, |d| d.newer_revision_applied).await?;
+        }
     }
     Ok(outcome)
 }

@@ -12,13 +12,15 @@ use fleetgate::error::{Error, Result};
 use fleetgate_api_types::rollout::{RolloutState, RolloutStatus};
 use fleetgate_api_types::{GateRecord, OverrideRecord};
 use serde_json::{Value, json};
+
+use crate::blockers::{self, Blocker};
 use tokio_util::sync::CancellationToken;
 
 /// The demo's rollout gate.
 pub const GATE: &str = "team-a-rollout";
 
 /// The canary: the first dev cluster (every demo fleet of 3 or more clusters has it).
-const CANARY: &str = "dev-eu-1";
+pub const CANARY: &str = "dev-eu-1";
 
 fn manifest() -> Value {
     json!({
@@ -54,11 +56,20 @@ pub async fn create(client: &Client) -> Result<()> {
     }
 }
 
+/// The rollout as the demo leaves it: its status and the other closed gates holding the
+/// canary's Kustomizations whole (then its health waits for them, not for the demo).
+#[derive(Debug, Default)]
+pub struct Rolling {
+    pub status: Option<RolloutStatus>,
+    pub blocked: Vec<Blocker>,
+}
+
 /// Opens the gate for 8 hours (an audited override): the rollout starts and releases the
-/// canary. Waits (bounded) until the canary is healthy and soaks, and returns the rollout's
-/// status — earlier if the wait runs out (on a weekend `no-deploy-friday` keeps the canary's
-/// Kustomizations suspended, so it is still waiting for health).
-pub async fn start(client: &Client, shutdown: &CancellationToken) -> Result<Option<RolloutStatus>> {
+/// canary. Once the canary is released, looks at what holds its Kustomizations: if another
+/// closed gate does (`no-deploy-friday` at the weekend), their health waits for that gate, so
+/// the demo returns at once; otherwise it waits (bounded) until the canary is healthy and
+/// soaks.
+pub async fn start(client: &Client, shutdown: &CancellationToken) -> Result<Rolling> {
     let _: OverrideRecord = client
         .post(
             &format!("/gates/{}/open", seg(GATE)),
@@ -67,28 +78,40 @@ pub async fn start(client: &Client, shutdown: &CancellationToken) -> Result<Opti
         )
         .await?;
     let deadline = Instant::now() + Duration::from_secs(30);
-    let mut last = None;
+    let mut out = Rolling::default();
+    let mut looked = false;
     while Instant::now() < deadline && !shutdown.is_cancelled() {
         // 404 until the hub's rollout driver (1 s tick) starts it.
         if let Ok(s) = client
             .get::<RolloutStatus>(&format!("/gates/{}/rollout", seg(GATE)), &[])
             .await
         {
+            let released = s
+                .waves
+                .first()
+                .is_some_and(|w| w.clusters.iter().any(|c| c.released_at.is_some()));
             let soaking = s.waves.first().is_some_and(|w| w.state == "soaking");
             let over = s.state != RolloutState::Running;
-            last = Some(s);
-            if soaking || over {
+            out.status = Some(s);
+            if released && !looked {
+                looked = true;
+                out.blocked = blockers::find(client, CANARY, GATE, |o| {
+                    o.object.gates.iter().any(|g| g == GATE)
+                })
+                .await?;
+            }
+            if soaking || over || !out.blocked.is_empty() {
                 break;
             }
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    Ok(last)
+    Ok(out)
 }
 
 /// One line about the rollout for the demo's output.
-pub fn describe(status: Option<&RolloutStatus>) -> String {
-    let Some(s) = status else {
+pub fn describe(rolling: &Rolling) -> String {
+    let Some(s) = &rolling.status else {
         return format!("gate {GATE}: the rollout has not started yet");
     };
     let waiting: usize = s.waves.iter().skip(1).map(|w| w.clusters.len()).sum();
@@ -103,6 +126,12 @@ pub fn describe(status: Option<&RolloutStatus>) -> String {
         (RolloutState::Running, Some("soaking")) => format!(
             "wave 1 ({CANARY}) is healthy and soaks until {}",
             instant(s.soak_until)
+        ),
+        (RolloutState::Running, _) if !rolling.blocked.is_empty() => format!(
+            "wave 1 ({CANARY}) is released, but its Kustomizations wait: {} holds them \
+             (health deadline {})",
+            blockers::describe(&rolling.blocked),
+            instant(s.health_deadline)
         ),
         (RolloutState::Running, _) => format!(
             "wave 1 ({CANARY}) is released, waiting for its health (deadline {})",

@@ -29,6 +29,12 @@ pub(crate) async fn run(
     hub_cfg.http_addr = args.http_addr;
     hub_cfg.grpc_addr = args.grpc_addr;
     hub_cfg.admin_token = Some(token.clone());
+    if let Some(at) = args.at {
+        hub_cfg.clock = Some(std::sync::Arc::new(fleetgate_hub::clock::ManualClock::new(
+            at,
+        )));
+        println!("• clock: standing at {} (--at)", at.to_rfc3339());
+    }
     let hub_stop = shutdown.child_token();
     let mut hub_task = tokio::spawn(fleetgate_hub::serve(hub_cfg, hub_stop.clone()));
     let hub_url = format!("http://{}", hub::loopback(args.http_addr));
@@ -99,7 +105,7 @@ pub(crate) async fn run(
     for c in &clusters {
         let spoke_token = hub::register(&client, c).await?;
         let kubeconfig = kube_dir.path().join(format!("{}.yaml", c.name));
-        spokes.push(start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, shutdown).await?);
+        spokes.push(start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, args.at, shutdown).await?);
     }
     println!("• spokes: {} started", spokes.len());
 
@@ -136,15 +142,8 @@ pub(crate) async fn run(
     if let Some((c, o)) = &nginx {
         let kc = kube_dir.path().join(format!("{c}.yaml"));
         println!(
-            "• object holds: on {c} gate {} holds the nginx Deployment ({}); {}\n    \
-             kubectl --kubeconfig {} -n nginx get deploy,cm -o wide",
-            nginx::GATE,
-            if o.held { "held" } else { "not held yet" },
-            if o.waiting {
-                "a new revision changed its ConfigMap at once, the new image waits"
-            } else {
-                "the Kustomization applied no newer revision (another gate holds it whole)"
-            },
+            "• object holds: {}\n    kubectl --kubeconfig {} -n nginx get deploy,cm -o wide",
+            o.describe(c),
             kc.display(),
         );
     }
@@ -152,7 +151,7 @@ pub(crate) async fn run(
     let rolling = rollout::start(&client, shutdown).await?;
     println!(
         "• rollout: {}\n    fleetgate rollout status {}",
-        rollout::describe(rolling.as_ref()),
+        rollout::describe(&rolling),
         rollout::GATE
     );
     let held: FleetSummary = client.get("/status", &[]).await?;
@@ -200,6 +199,7 @@ async fn start_spoke(
     grpc_url: &str,
     token: &str,
     kubeconfig: &Path,
+    at: Option<chrono::DateTime<chrono::Utc>>,
     shutdown: &CancellationToken,
 ) -> Result<fleetgate_spoke::Spoke> {
     let kc = kubeconfig.display().to_string();
@@ -222,6 +222,12 @@ async fn start_spoke(
         "apps/v1/Deployment,v1/Service",
     ])
     .map_err(|e| other("spoke config", e))?;
+    let config = fleetgate_spoke::Config {
+        clock: at.map_or_else(fleetgate_spoke::clock::Clock::default, |at| {
+            fleetgate_spoke::clock::Clock::manual(at)
+        }),
+        ..config
+    };
     let kube = fleetgate_spoke::kube_client(&config)
         .await
         .map_err(|e| other("spoke kube client", e))?;

@@ -115,6 +115,10 @@ pub struct ServeConfig {
     /// Calendar feeds: `--calendar-*`.
     #[command(flatten)]
     pub calendar: crate::calendar_sync::CalendarOptions,
+    /// Where "now" comes from: the system clock unless a program running the
+    /// hub in-process injects one (the demo's `--at`, tests).
+    #[arg(skip)]
+    pub clock: Option<std::sync::Arc<dyn crate::clock::Clock>>,
 }
 
 impl ServeConfig {
@@ -136,6 +140,7 @@ impl ServeConfig {
             egress: crate::egress::EgressOptions::default(),
             notify: crate::notify::NotifyOptions::default(),
             calendar: crate::calendar_sync::CalendarOptions::default(),
+            clock: None,
         }
     }
 }

@@ -22,7 +22,10 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
     startup::phase("db_connected");
     db::migrate(&pool).await?;
     startup::phase("migrated");
-    let mut service = Service::new(pool);
+    let mut service = match &config.clock {
+        Some(clock) => Service::with_clock(pool, clock.clone()),
+        None => Service::new(pool),
+    };
     if let Some(path) = &config.identity_config {
         let settings = crate::identity::config::IdentityConfig::load(path)?;
         let egress = config

@@ -1,0 +1,256 @@
+//! The demo at any hour of the week: run with `--at` (the hub's and the spokes' clocks
+//! standing at a weekday, a Friday night, a Sunday and the night the clocks go back), it
+//! never waits for what a gate in the demo forbids, and each sentence it prints about the
+//! nginx hold, the rollout and the fleet is what the hub's status says at that instant.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use fleetgate_tests::{ChildGuard, free_port};
+use serde_json::Value;
+
+/// One demo run at `at`: its printed lines until "demo ready", and the hub's answers.
+struct Run {
+    guard: ChildGuard,
+    lines: Vec<String>,
+    hub: String,
+    token: String,
+    rt: tokio::runtime::Runtime,
+    /// Kept so the reader goes on draining the demo's output until it exits.
+    _rest: mpsc::Receiver<String>,
+}
+
+impl Run {
+    fn start(at: &str) -> Self {
+        let http = free_port();
+        let grpc = free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate-demo"))
+            .args(["--clusters", "4", "--objects-per-cluster", "4", "--at", at])
+            .args(["--http-addr", &format!("127.0.0.1:{http}")])
+            .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
+            .env_remove("DATABASE_URL")
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting fleetgate-demo");
+        let stdout = child.stdout.take().unwrap();
+        let guard = ChildGuard(child);
+        let (tx, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(180);
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("demo at {at}: output ended or timed out: {e}"));
+            let ready = line.starts_with("demo ready:");
+            lines.push(line);
+            if ready {
+                break;
+            }
+        }
+        let ready = lines.last().unwrap().clone();
+        let field = |k: &str| {
+            ready
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{k}=")))
+                .unwrap_or_else(|| panic!("no {k} in {ready}"))
+                .to_string()
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        Self {
+            hub: field("hub"),
+            token: field("token"),
+            guard,
+            lines,
+            rt,
+            _rest: rx,
+        }
+    }
+
+    /// The printed line starting with `prefix` (without it).
+    fn line(&self, prefix: &str) -> &str {
+        self.lines
+            .iter()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no line {prefix:?} in {:#?}", self.lines))
+    }
+
+    fn get(&self, path: &str) -> Value {
+        self.rt.block_on(async {
+            let resp = reqwest::Client::new()
+                .get(format!("{}/api/v1{path}", self.hub))
+                .bearer_auth(&self.token)
+                .timeout(Duration::from_secs(10))
+                .send()
+                .await
+                .expect("hub answers");
+            assert!(resp.status().is_success(), "{path}: {}", resp.status());
+            resp.json().await.unwrap()
+        })
+    }
+
+    /// SIGTERM, and the demo stops cleanly.
+    fn stop(self) {
+        self.guard.terminate();
+        let mut guard = self.guard;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let code = loop {
+            if let Some(st) = guard.0.try_wait().unwrap() {
+                break st.code();
+            }
+            assert!(Instant::now() < deadline, "demo did not stop within 60 s");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert_eq!(code, Some(0));
+    }
+}
+
+/// The gate `gate`'s entry in a cluster status.
+fn gate<'a>(status: &'a Value, gate: &str) -> &'a Value {
+    status["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gate"] == gate)
+        .unwrap_or_else(|| panic!("no gate {gate} in {status}"))
+}
+
+/// The text the demo prints for a gate holding something whole, as the hub reasons it.
+fn held_by(status: &Value, name: &str) -> String {
+    let g = gate(status, name);
+    assert_eq!(g["state"], "closed", "{g}");
+    format!("{name} ({})", g["reason"].as_str().unwrap())
+}
+
+/// Checks one run against the hub. `blocker` is the gate expected to hold everything whole
+/// at that instant (None on a weekday), `tz` the zone abbreviation its reason must show.
+fn check(at: &str, blocker: Option<(&str, &str)>) {
+    let run = Run::start(at);
+    let ready_in = run.line("fleetgate demo is running (ready in ").to_string();
+    eprintln!("demo at {at}: ready in {ready_in}");
+
+    // The nginx hold on staging-eu-1.
+    let nginx = run.line("• object holds: ").to_string();
+    let staging = run.get("/clusters/staging-eu-1/status");
+    assert!(
+        nginx.starts_with("on staging-eu-1 gate nginx-window holds the nginx Deployment (held); "),
+        "{nginx}"
+    );
+    let deploy = staging["heldObjects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["name"] == "nginx")
+        .unwrap_or_else(|| panic!("nginx Deployment reported: {staging}"));
+    assert_eq!(deploy["heldBy"], serde_json::json!(["nginx-window"]));
+    let apps = staging["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Kustomization" && o["name"] == "apps")
+        .unwrap_or_else(|| panic!("apps reported: {staging}"));
+    match blocker {
+        None => {
+            assert!(
+                nginx.ends_with("revision 2 changed its ConfigMap at once, the new image waits"),
+                "{at}: {nginx}"
+            );
+            assert_eq!(deploy["newerRevisionApplied"], true, "{deploy}");
+            assert_eq!(apps["suspended"], false, "{apps}");
+        }
+        Some((name, tz)) => {
+            let why = held_by(&staging, name);
+            // The zone as it is after the clocks changed (durations are elapsed time, so on
+            // that weekend the 72 h window ends at Sun 23:00 CET, and the demo says so).
+            assert!(why.ends_with(&format!(" {tz})")), "{at}: {why}");
+            assert!(
+                nginx.ends_with(&format!(
+                    "revision 2 waits whole: {why} holds the apps Kustomization"
+                )),
+                "{at}: {nginx} (hub: {why})"
+            );
+            assert!(
+                apps["suspendedBy"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&name.into()),
+                "{apps}"
+            );
+        }
+    }
+
+    // The rollout: canary dev-eu-1 released; staging-eu-1 waits for wave 2.
+    let rollout = run.line("• rollout: ").to_string();
+    let r = run.get("/gates/team-a-rollout/rollout");
+    assert_eq!(r["state"], "running", "{r}");
+    let canary = &r["waves"][0]["clusters"][0];
+    assert_eq!(canary["name"], "dev-eu-1", "{r}");
+    assert!(canary["releasedAt"].is_string(), "{r}");
+    assert!(
+        rollout.ends_with("; 1 cluster(s) wait for wave 2"),
+        "{rollout}"
+    );
+    match blocker {
+        None => {
+            assert_eq!(r["waves"][0]["state"], "soaking", "{r}");
+            let until = r["soakUntil"].as_str().unwrap();
+            assert!(
+                rollout.starts_with(&format!(
+                    "gate team-a-rollout: wave 1 (dev-eu-1) is healthy and soaks until {until};"
+                )),
+                "{at}: {rollout}"
+            );
+        }
+        Some((name, _)) => {
+            let dev = run.get("/clusters/dev-eu-1/status");
+            let why = held_by(&dev, name);
+            let deadline = r["healthDeadline"].as_str().unwrap();
+            assert!(
+                rollout.starts_with(&format!(
+                    "gate team-a-rollout: wave 1 (dev-eu-1) is released, but its Kustomizations \
+                     wait: {why} holds them (health deadline {deadline});"
+                )),
+                "{at}: {rollout} (hub: {why})"
+            );
+        }
+    }
+
+    // The fleet line: clusters open and closed as the hub counts them.
+    let summary = run.get("/status");
+    let fleet = run.line("  fleet        ").to_string();
+    let c = &summary["clusters"];
+    assert!(
+        fleet.starts_with(&format!(
+            "{} clusters, {} may change now, {} closed;",
+            c["total"], c["open"], c["closed"]
+        )),
+        "{at}: {fleet} vs {summary}"
+    );
+    run.stop();
+}
+
+#[test]
+fn the_demo_tells_the_truth_at_any_hour() {
+    // Tuesday 11:00 Berlin: no gate of the demo holds the stories whole.
+    check("2026-11-24T10:00:00Z", None);
+    // Friday 23:00 and Sunday 13:00 Berlin: no-deploy-friday holds every Kustomization.
+    check("2026-11-27T22:00:00Z", Some(("no-deploy-friday", "CET")));
+    check("2026-11-29T12:00:00Z", Some(("no-deploy-friday", "CET")));
+    // The night summer time ends (Sun 25 Oct 2026, 02:30 CET, the second 02:30 of the night).
+    check("2026-10-25T01:30:00Z", Some(("no-deploy-friday", "CET")));
+}
