@@ -110,4 +110,9 @@ pub struct GateView {
     /// Live overrides (active now or starting later).
     pub overrides: Vec<OverrideRecord>,
     pub clusters: Vec<ScopedCluster>,
+    /// The gate's current (else latest) rollout; absent when it never had one (a gate
+    /// without `spec.rollout`, or one whose first window has not opened yet), so the page
+    /// needs no second request that answers 404.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<crate::rollout::RolloutStatus>,
 }

@@ -7,12 +7,13 @@ import { api, enc } from './api.js';
 import { h, replace, fmtTime, relTime, badge, toYaml, viewerZone } from './dom.js';
 import { timeline } from './timeline.js';
 import { gateActions, cancelAction } from './actions.js';
-import { fetchRollout, rolloutCard } from './rollout.js';
+import { rolloutCard } from './rollout.js';
 
 export async function renderGate(main, ctx, name) {
   async function refresh() {
-    const [d, rollout] = await Promise.all([api(`/api/v1/dashboard/gates/${enc(name)}`), fetchRollout(name)]);
-    draw(main, ctx, d, rollout, refresh);
+    // The page's one request carries the rollout (absent when the gate has none).
+    const d = await api(`/api/v1/dashboard/gates/${enc(name)}`);
+    draw(main, ctx, d, d.rollout || null, refresh);
   }
   await refresh();
   return { refresh };

@@ -3,19 +3,9 @@
 // the failing objects with their Ready message, and for operators the buttons
 // Pause / Resume / Abort / Release next (the API enforces the role too).
 
-import { api, enc, ApiError } from './api.js';
+import { api, enc } from './api.js';
 import { h, fmtTime, relTime, badge, toast } from './dom.js';
 import { confirmDialog } from './actions.js';
-
-/** The gate's current (else latest) rollout; null when it never had one. */
-export async function fetchRollout(gate) {
-  try {
-    return await api(`/api/v1/gates/${enc(gate)}/rollout`);
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return null;
-    throw e;
-  }
-}
 
 // A cluster's health as people read it: not released yet is "waiting".
 const HEALTH = {

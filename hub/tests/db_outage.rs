@@ -2,7 +2,9 @@
 //! throwaway server, stopped and started again during the test): `/readyz`
 //! answers 503 before a readiness probe would give up, API calls answer 503
 //! `unavailable` with `Retry-After` (gRPC UNAVAILABLE) instead of waiting out
-//! the pool and answering 500, and the hub recovers by itself.
+//! the pool and answering 500, and the hub recovers by itself: once `/readyz`
+//! answers 200 again its change listener is back, so a write reaches the
+//! spokes at once.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -142,8 +144,38 @@ async fn outage_answers_503_fast_and_recovers_unaided() {
     })
     .await;
     wait_readyz(&client, &base, 200, &mut hub).await;
+    // Ready again means changes flow again: the change listener has listened
+    // anew by then (it lagged up to 6 s behind /readyz in sqlx's connect backoff).
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let listening: i64 = sqlx::query_scalar(
+        "select count(*) from pg_stat_activity where application_name like 'fleetgate-hub-listener/%'",
+    )
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(
+        listening, 1,
+        "the change listener is back when /readyz turns 200"
+    );
+    admin.close().await.unwrap();
+    let notified = |m: &str| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("fleetgate_hub_grpc_change_notifications_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let before = notified(&metrics(&client, &base).await);
     let r = close_gate(&client, &base).await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    // Its notification reaches the listener (bounded: a hang fails fast).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while notified(&metrics(&client, &base).await) <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the write's notification never reached the listener"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let r = client
         .get(format!("{base}/api/v1/overrides?gate=g"))
         .bearer_auth(ADMIN)

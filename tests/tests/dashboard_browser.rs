@@ -230,6 +230,8 @@ browser_test!(viewer_sees_no_action_buttons, |b| {
         "sign-in error",
     )
     .await;
+    // Chromium logs the refused request; nothing else may be in the console.
+    b.expect_console("401").await;
     b.sign_in(&hub.base, &vic).await;
     assert_eq!(
         b.eval("document.getElementById('me').dataset.role").await,

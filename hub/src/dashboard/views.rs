@@ -1,6 +1,7 @@
 //! Read endpoints the dashboard needs beyond the REST API, each one request
 //! per page: who am I, the fleet grid (every gate on every cluster), and a
-//! gate's page (rules in words, 7-day preview, overrides, clusters in scope).
+//! gate's page (rules in words, 7-day preview, overrides, clusters in scope,
+//! its rollout).
 //! They only compose service-layer reads.
 
 use axum::Json;
@@ -79,6 +80,11 @@ pub async fn gate(
         .await?
         .items;
     let clusters = s.service.gate_clusters(&actor, &name).await?;
+    let rollout = match s.service.rollout_status(&actor, &name).await {
+        Ok(r) => Some(r),
+        Err(crate::Error::NotFound { .. }) => None,
+        Err(e) => return Err(e),
+    };
     Ok(Json(GateView {
         gate: record,
         rules: compiled.describe(),
@@ -86,5 +92,6 @@ pub async fn gate(
         preview,
         overrides,
         clusters,
+        rollout,
     }))
 }

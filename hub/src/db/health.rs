@@ -8,6 +8,7 @@
 //! the watcher to check at once.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use prometheus_client::metrics::gauge::Gauge;
@@ -30,6 +31,10 @@ pub struct DbHealth {
     suspect: Arc<Notify>,
     /// `fleetgate_hub_database_up`: 1 while reachable, 0 while not.
     gauge: Gauge,
+    /// False while the replica's change listener is known to be disconnected
+    /// (from a lost connection until it has listened again and resynced):
+    /// `/readyz` answers 503 meanwhile, so 200 means changes flow again.
+    following: Arc<AtomicBool>,
 }
 
 impl Default for DbHealth {
@@ -40,6 +45,7 @@ impl Default for DbHealth {
             up: Arc::new(watch::Sender::new(true)),
             suspect: Arc::new(Notify::new()),
             gauge,
+            following: Arc::new(AtomicBool::new(true)),
         }
     }
 }
@@ -65,6 +71,18 @@ impl DbHealth {
         let mut rx = self.up.subscribe();
         // The sender lives in `self`, so the channel never closes here.
         let _ = rx.wait_for(|up| !up).await;
+    }
+
+    /// Whether the change listener follows notifications (true unless it is
+    /// known to be reconnecting).
+    pub fn is_following(&self) -> bool {
+        self.following.load(Ordering::Relaxed)
+    }
+
+    /// The change listener lost its connection (false) or has listened and
+    /// resynced again (true).
+    pub fn set_following(&self, following: bool) {
+        self.following.store(following, Ordering::Relaxed);
     }
 
     /// A request met a connection error: check now (no-op without a watcher,

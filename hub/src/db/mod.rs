@@ -79,13 +79,17 @@ pub async fn advisory_xact_lock(conn: &mut PgConnection, key: i64) -> Result<()>
 }
 
 /// A lazily connecting one-connection pool like `pool`, whose session is
-/// named `application_name` (visible in `pg_stat_activity`).
+/// named `application_name` (visible in `pg_stat_activity`). Its acquire
+/// timeout is short: while the server refuses connections the pool retries
+/// with a backoff of up to a fifth of that timeout (sqlx), and with the
+/// default 30 s a listener reconnected up to 6 s after PostgreSQL was back.
 pub fn dedicated_connection(pool: &PgPool, application_name: &str) -> PgPool {
     let options = (*pool.connect_options())
         .clone()
         .application_name(application_name);
     PgPoolOptions::new()
         .max_connections(1)
+        .acquire_timeout(Duration::from_secs(1))
         .connect_lazy_with(options)
 }
 

@@ -220,11 +220,12 @@ pub async fn write_report_diff(
          insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
            gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
            ignored, ready, ready_reason, ready_message, stalled, generation,
-           observed_generation, last_attempted_revision, reported_at)
+           observed_generation, last_attempted_revision, reported_at, failing_since)
          select $1, r.kind, r.namespace, r.name, r.suspended, r.suspended_by, r.gates,
            r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human,
            r.ignored, r.ready, r.ready_reason, r.ready_message, r.stalled, r.generation,
-           r.observed_generation, r.last_attempted_revision, $3
+           r.observed_generation, r.last_attempted_revision, $3,
+           case when r.ready = 'False' or r.stalled then $3 end
          from r
          where not exists (
            select 1 from object_status o
@@ -248,7 +249,10 @@ pub async fn write_report_diff(
            ready_message = excluded.ready_message, stalled = excluded.stalled,
            generation = excluded.generation, observed_generation = excluded.observed_generation,
            last_attempted_revision = excluded.last_attempted_revision,
-           reported_at = excluded.reported_at"#,
+           reported_at = excluded.reported_at,
+           -- Still failing: since the first failing report; recovered: none.
+           failing_since = case when excluded.failing_since is not null
+             then coalesce(object_status.failing_since, excluded.failing_since) end"#,
     )
     .bind(&report.cluster)
     .bind(&objects)

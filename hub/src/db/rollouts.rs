@@ -32,6 +32,9 @@ pub struct ObjectHealth {
     pub report_revision: Option<i64>,
     /// When the hub received the report.
     pub reported_at: DateTime<Utc>,
+    /// Since when it has been failing (Ready=False or Stalled) without a break, as the hub
+    /// received its reports; `None` while it is not failing.
+    pub failing_since: Option<DateTime<Utc>>,
 }
 
 /// One rollout.
@@ -279,6 +282,7 @@ pub async fn object_health(
         newest_source_revision: Option<String>,
         report_revision: Option<i64>,
         reported_at: DateTime<Utc>,
+        failing_since: Option<DateTime<Utc>>,
     }
     // The report fence is the cluster's: an unchanged report at a newer snapshot revision
     // updates `cluster_connections.report_revision` and no object row (db/reports.rs).
@@ -286,7 +290,7 @@ pub async fn object_health(
         "select o.cluster, o.kind, o.namespace, o.name, o.ready, o.ready_message, o.stalled, \
          o.generation, o.observed_generation, o.last_applied_revision, \
          o.newest_source_revision, k.report_revision, \
-         greatest(o.reported_at, k.reported_at) as reported_at \
+         greatest(o.reported_at, k.reported_at) as reported_at, o.failing_since \
          from object_status o left join cluster_connections k on k.cluster = o.cluster \
          where o.cluster = any($1) and $2 = any(o.gates) and not o.ignored \
          order by o.cluster, o.kind, o.namespace, o.name",
@@ -310,6 +314,7 @@ pub async fn object_health(
             newest_source_revision: r.newest_source_revision,
             report_revision: r.report_revision,
             reported_at: r.reported_at,
+            failing_since: r.failing_since,
         });
     }
     Ok(by_cluster)

@@ -19,7 +19,10 @@ use crate::service::Service;
 pub const LISTENER_APPLICATION_NAME: &str = "fleetgate-hub-listener";
 
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Short: each attempt already waits up to the dedicated pool's 1 s acquire
+/// timeout, retrying a refused connection every 200 ms at most, and after an
+/// outage the replica is not ready (`/readyz`) until the listener is back.
+const MAX_BACKOFF: Duration = Duration::from_millis(500);
 const RETRY_FAILED_AFTER: Duration = Duration::from_secs(1);
 
 /// Runs the listener of replica `replica` until `shutdown` is cancelled.
@@ -52,6 +55,7 @@ pub async fn run(
         metrics.listener_connects.inc();
         tracing::info!("change listener connected; resyncing connected clusters");
         let mut retry: BTreeSet<String> = fanout.resync().await.into_iter().collect();
+        service.db_health().set_following(true);
         // A fixed deadline (not a fresh sleep per loop), so a steady stream of
         // notifications cannot postpone the retry of failed reads forever.
         let mut retry_at = tokio::time::Instant::now() + RETRY_FAILED_AFTER;
@@ -78,10 +82,12 @@ pub async fn run(
                     },
                     Ok(None) => {
                         tracing::warn!("change listener lost its connection; reconnecting");
+                        service.db_health().set_following(false);
                         break;
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "change listener failed; reconnecting");
+                        service.db_health().set_following(false);
                         break;
                     }
                 },

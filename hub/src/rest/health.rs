@@ -21,14 +21,20 @@ pub async fn healthz() -> &'static str {
 /// does not answer at all.
 const READY_BUDGET: Duration = Duration::from_millis(500);
 
-/// Readiness: 200 if the database answers, else 503 — at once while the
-/// database is known to be down, else after at most [`READY_BUDGET`].
+/// Readiness: 200 if the database answers and the change listener follows
+/// notifications, else 503 — at once while the database is known to be down
+/// or the listener is reconnecting (after an outage 200 means that changes
+/// reach the spokes again), else after at most [`READY_BUDGET`].
 #[utoipa::path(get, path = "/readyz", tag = "health",
-    responses((status = 200, description = "Database reachable", body = String),
-        (status = 503, description = "Database unreachable", body = crate::error::ErrorBody)))]
+    responses((status = 200, description = "Database reachable, changes followed", body = String),
+        (status = 503, description = "Database unreachable, or the change listener reconnecting", body = crate::error::ErrorBody)))]
 pub async fn readyz(State(s): State<AppState>) -> Response {
     let health = s.service.db_health();
-    let result = if health.is_up() {
+    let result = if health.is_up() && !health.is_following() {
+        Err(crate::Error::Unavailable(
+            "the change listener is reconnecting".into(),
+        ))
+    } else if health.is_up() {
         match tokio::time::timeout(READY_BUDGET, s.service.ping()).await {
             Ok(r) => r,
             Err(_) => Err(crate::Error::Unavailable(format!(

@@ -34,7 +34,8 @@ pub struct Verdict {
 pub struct Limits {
     /// A released cluster not healthy within it has failed.
     pub timeout: Duration,
-    /// An object Ready=False or Stalled at the new revision for longer has failed its
+    /// An object Ready=False or Stalled at the new revision continuously for longer (counted
+    /// from its first failing report, or from the release or resume if later) has failed its
     /// cluster (Flux reports Ready=False for a moment while a new revision applies).
     pub grace: Duration,
 }
@@ -82,7 +83,10 @@ pub fn judge(input: &ClusterHealthInput<'_>, now: DateTime<Utc>, limits: Limits)
         if failing {
             let why = o.ready_message.clone().unwrap_or_default();
             let what = if o.stalled { "Stalled" } else { "Ready=False" };
-            if now - input.since >= limits.grace {
+            // Continuously failing for the grace: from its first failing report, not from
+            // the release (an object turning Ready=False late in a wave gets the whole grace).
+            let from = o.failing_since.map_or(input.since, |f| f.max(input.since));
+            if now - from >= limits.grace {
                 return verdict(Health::Failed, format!("{id}: {what}: {why}"));
             }
             waiting.get_or_insert_with(|| format!("{id}: {what}: {why}"));
@@ -155,6 +159,7 @@ mod tests {
             newest_source_revision: Some("main@sha1:b".into()),
             report_revision: Some(rev),
             reported_at: t(1),
+            failing_since: (ready == "False").then(|| t(0)),
             ..ObjectHealth::default()
         }
     }
@@ -223,6 +228,21 @@ mod tests {
             judge_at(true, &[ks("False", 9)], 2).health,
             Health::Progressing
         );
+    }
+
+    #[test]
+    fn the_grace_counts_from_when_the_object_turned_failing() {
+        // Ready=False from minute 20 of the wave: at minute 20 it is within its 1 min grace
+        // (counted from the release it would be 20 min past it), at 21 it has failed.
+        let mut late = ks("False", 10);
+        late.failing_since = Some(t(20));
+        let v = judge_at(true, std::slice::from_ref(&late), 20);
+        assert_eq!(v.health, Health::Progressing, "{v:?}");
+        let v = judge_at(true, std::slice::from_ref(&late), 21);
+        assert_eq!(v.health, Health::Failed, "{v:?}");
+        // Failing since before a resume: the grace counts from the resume.
+        late.failing_since = Some(t(-10));
+        assert_eq!(judge_at(true, &[late], 0).health, Health::Progressing);
     }
 
     #[test]

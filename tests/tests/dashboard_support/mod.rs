@@ -283,6 +283,8 @@ impl Drop for DriverGuard {
 /// Headless Chromium behind a chromedriver we started.
 pub struct Browser {
     pub client: Client,
+    /// chromedriver's port, for the browser log (not part of W3C WebDriver).
+    driver_port: u16,
     _driver: DriverGuard,
     _profile: tempfile::TempDir,
 }
@@ -317,6 +319,9 @@ impl Browser {
         let caps = json!({
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": chromium, "args": args},
+            // Keep the console (and failed requests, which Chromium logs as SEVERE) for
+            // `console_errors`.
+            "goog:loggingPrefs": {"browser": "ALL"},
         });
         let caps = match caps {
             Value::Object(m) => m,
@@ -329,6 +334,7 @@ impl Browser {
             .expect("WebDriver session");
         Browser {
             client,
+            driver_port: port,
             _driver: driver,
             _profile: profile,
         }
@@ -379,7 +385,8 @@ impl Browser {
         .await;
     }
 
-    /// Waits until the page has rendered its data.
+    /// Waits until the page has rendered its data; fails the test if the
+    /// browser's console has a SEVERE entry (a script error, a failed request).
     pub async fn wait_page(&self, page: &str) {
         self.wait_js(
             &format!(
@@ -388,6 +395,57 @@ impl Browser {
             &format!("page {page}"),
         )
         .await;
+        self.assert_console_clean(&format!("page {page}")).await;
+    }
+
+    /// The SEVERE entries of the browser's console since the last call
+    /// (chromedriver hands each entry out once).
+    pub async fn console_errors(&self) -> Vec<String> {
+        let id = self
+            .client
+            .session_id()
+            .await
+            .expect("session id")
+            .expect("a session");
+        let v: Value = reqwest::Client::new()
+            .post(format!(
+                "http://127.0.0.1:{}/session/{id}/se/log",
+                self.driver_port
+            ))
+            .json(&json!({"type": "browser"}))
+            .timeout(WAIT)
+            .send()
+            .await
+            .expect("chromedriver log")
+            .json()
+            .await
+            .expect("chromedriver log JSON");
+        v["value"]
+            .as_array()
+            .unwrap_or_else(|| panic!("browser log: {v}"))
+            .iter()
+            .filter(|e| e["level"] == "SEVERE")
+            .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Drains the console, asserting that there are SEVERE entries and that
+    /// each names `expected` (an error the test provoked on purpose).
+    pub async fn expect_console(&self, expected: &str) {
+        let errors = self.console_errors().await;
+        assert!(
+            !errors.is_empty() && errors.iter().all(|e| e.contains(expected)),
+            "expected SEVERE console entries naming {expected:?}: {errors:#?}"
+        );
+    }
+
+    /// Fails the test if the console has SEVERE entries, naming `place`.
+    pub async fn assert_console_clean(&self, place: &str) {
+        let errors = self.console_errors().await;
+        if !errors.is_empty() {
+            let shot = self.screenshot("console-error").await;
+            panic!("SEVERE console entries on {place}: {errors:#?} (screenshot {shot:?})");
+        }
     }
 
     pub async fn click(&self, css: &str) {
@@ -456,10 +514,13 @@ impl Browser {
         )
     }
 
-    /// Ends the session; fails the test if the page logged script errors.
+    /// Ends the session; fails the test if the page logged script errors or
+    /// the console has SEVERE entries.
     pub async fn close(self) {
         let errors = self.eval("window.fleetgateErrors || []").await;
+        let console = self.console_errors().await;
         let _ = self.client.close().await;
         assert_eq!(errors, json!([]), "script errors in the page");
+        assert!(console.is_empty(), "SEVERE console entries: {console:#?}");
     }
 }
