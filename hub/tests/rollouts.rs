@@ -438,3 +438,54 @@ async fn the_cluster_status_names_its_place_in_the_rollout() {
     f.step().await;
     assert!(rollout_of("c1").await.is_null());
 }
+
+#[tokio::test]
+async fn wave_members_are_listed_in_release_order() {
+    // sortLabel `order` reverses the names: c6 is released first, c1 last.
+    let f = fleet(
+        "    sortLabel: order\n",
+        "      - {name: canary, count: 1}\n      - {name: rest}\n",
+    )
+    .await;
+    for i in 1..=6 {
+        let r = f
+            .hub
+            .call(
+                Method::PUT,
+                &format!("/api/v1/clusters/c{i}/labels"),
+                Some(common::ADMIN),
+                Some((
+                    "application/json",
+                    json!({"labels": {"env": "prod", "order": (7 - i).to_string()}}).to_string(),
+                )),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    f.at(13, 0);
+    assert_eq!(f.step().await, ["rollout.start", "rollout.release"]);
+    let s = f.status().await;
+    let names = |w: usize| -> Vec<String> {
+        s["waves"][w]["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(0), ["c6"]);
+    assert_eq!(names(1), ["c5", "c4", "c3", "c2", "c1"], "{s}");
+}
+
+#[tokio::test]
+async fn a_halted_rollout_has_no_health_deadline() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    assert!(f.status().await["healthDeadline"].is_string());
+    f.advance(30);
+    assert_eq!(f.step().await, ["rollout.halt"]);
+    let s = f.status().await;
+    assert_eq!(s["state"], "halted");
+    assert!(s["healthDeadline"].is_null(), "{s}");
+}

@@ -2,7 +2,7 @@
 //! operator's commands on the current one.
 
 use fleetgate_api_types::ClusterStatus;
-use fleetgate_api_types::rollout::{Health, RolloutStatus};
+use fleetgate_api_types::rollout::{Health, RolloutState, RolloutStatus};
 
 use crate::args::{Format, RolloutCmd};
 use crate::client::{Client, seg};
@@ -49,7 +49,11 @@ pub fn render(s: &RolloutStatus) -> String {
     if let Some(t) = s.soak_until {
         out.push_str(&format!("  soaking until {}\n", output::time(&t)));
     }
-    if let Some(t) = s.health_deadline {
+    // A halted wave has failed already: no deadline to meet.
+    if let Some(t) = s
+        .health_deadline
+        .filter(|_| s.state == RolloutState::Running)
+    {
         out.push_str(&format!("  healthy by {} or failed\n", output::time(&t)));
     }
     if let Some(d) = &s.detail {
@@ -164,5 +168,24 @@ mod tests {
             "{out}"
         );
         assert!(cluster_places(&v, Some("c")).is_empty());
+    }
+
+    #[test]
+    fn a_halted_wave_has_no_deadline_to_meet() {
+        let status = |state: &str| -> RolloutStatus {
+            serde_json::from_value(json!({
+                "gate": "g", "id": "r1", "state": state,
+                "openingAt": "2026-11-24T08:00:00Z", "startedAt": "2026-11-24T08:00:00Z",
+                "endedAt": null, "wave": 1, "waitingForApproval": false, "soakUntil": null,
+                "healthDeadline": "2026-11-24T08:30:00Z",
+                "detail": "cluster c1 failed: Kustomization flux-system/apps: Ready=False: boom",
+                "waves": []
+            }))
+            .unwrap()
+        };
+        assert!(render(&status("running")).contains("healthy by "));
+        let halted = render(&status("halted"));
+        assert!(!halted.contains("healthy by"), "{halted}");
+        assert!(halted.contains("Ready=False: boom"), "{halted}");
     }
 }

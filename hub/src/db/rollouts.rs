@@ -65,12 +65,15 @@ pub struct MemberRow {
     pub opening_at: Option<DateTime<Utc>>,
     pub release_revision: Option<i64>,
     pub bypass: bool,
+    /// Its place in the release order (the planned order of the waves' clusters: sortLabel,
+    /// then name; late joiners after them).
+    pub position: i32,
 }
 
 const COLUMNS: &str = "id, gate, opening_at, spec, state, wave, wave_released_at, \
                        health_since, healthy_at, approved_wave, detail, started_at, ended_at";
 const MEMBER_COLUMNS: &str =
-    "cluster, wave, late, released_at, opening_at, release_revision, bypass";
+    "cluster, wave, late, released_at, opening_at, release_revision, bypass, position";
 
 /// Takes the driver's lock on `gate` for the rest of the transaction, unless another
 /// transaction (a replica's driver, an operator's command) holds it: false then.
@@ -134,7 +137,8 @@ pub async fn latest(
 
 async fn members(conn: &mut PgConnection, id: Uuid) -> Result<Vec<MemberRow>> {
     let rows = sqlx::query_as(sql!(
-        "select {MEMBER_COLUMNS} from rollout_clusters where rollout_id = $1 order by cluster"
+        "select {MEMBER_COLUMNS} from rollout_clusters where rollout_id = $1 \
+         order by wave, position, cluster"
     ))
     .bind(id)
     .fetch_all(conn)
@@ -176,11 +180,12 @@ pub async fn save_members(conn: &mut PgConnection, id: Uuid, members: &[&MemberR
     for m in members {
         sqlx::query(
             "insert into rollout_clusters (rollout_id, cluster, wave, late, released_at, \
-             opening_at, release_revision, bypass) values ($1, $2, $3, $4, $5, $6, $7, $8) \
+             opening_at, release_revision, bypass, position) \
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
              on conflict (rollout_id, cluster) do update set wave = excluded.wave, \
              late = excluded.late, released_at = excluded.released_at, \
              opening_at = excluded.opening_at, release_revision = excluded.release_revision, \
-             bypass = excluded.bypass",
+             bypass = excluded.bypass, position = excluded.position",
         )
         .bind(id)
         .bind(&m.cluster)
@@ -190,6 +195,7 @@ pub async fn save_members(conn: &mut PgConnection, id: Uuid, members: &[&MemberR
         .bind(m.opening_at)
         .bind(m.release_revision)
         .bind(m.bypass)
+        .bind(m.position)
         .execute(&mut *conn)
         .await?;
     }

@@ -143,8 +143,11 @@ fn start(input: &StepInput<'_>, spec: &Rollout, opening: DateTime<Utc>) -> Curre
                 opening_at: None,
                 release_revision: None,
                 bypass: false,
+                position: 0,
             })
         })
+        .zip(0..)
+        .map(|(m, position)| MemberRow { position, ..m })
         .collect();
     Current {
         row: RolloutRow {
@@ -194,7 +197,9 @@ fn drive(
         } else {
             c.row.wave
         };
+        let mut position = c.members.iter().map(|m| m.position).max().unwrap_or(-1);
         for s in &joining {
+            position += 1;
             c.members.push(MemberRow {
                 cluster: s.name.clone(),
                 wave,
@@ -203,6 +208,7 @@ fn drive(
                 opening_at: None,
                 release_revision: None,
                 bypass: false,
+                position,
             });
         }
         let names: Vec<&str> = joining.iter().map(|s| s.name.as_str()).collect();

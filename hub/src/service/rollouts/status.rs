@@ -49,8 +49,10 @@ pub(crate) fn project(
         && approval(current)
         && c.row.approved_wave != Some(current);
     let soak_until = c.row.healthy_at.map(|t| t + soak);
-    let health_deadline = match (c.row.wave_released_at, c.row.healthy_at) {
-        (Some(_), None) => c.row.health_since.map(|t| t + spec.health_timeout()),
+    // Only a running wave has a deadline: a halted one has already failed, a paused one is
+    // judged afresh from its resume.
+    let health_deadline = match (state, c.row.wave_released_at, c.row.healthy_at) {
+        (State::Running, Some(_), None) => c.row.health_since.map(|t| t + spec.health_timeout()),
         _ => None,
     };
     // Estimates: the current wave's release (or soak end), then one soak per wave after it.
