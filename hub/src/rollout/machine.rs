@@ -197,9 +197,8 @@ fn drive(
         } else {
             c.row.wave
         };
-        let mut position = c.members.iter().map(|m| m.position).max().unwrap_or(-1);
-        for s in &joining {
-            position += 1;
+        let after = c.members.iter().map(|m| m.position).max().unwrap_or(-1) + 1;
+        for (s, position) in joining.iter().zip(after..) {
             c.members.push(MemberRow {
                 cluster: s.name.clone(),
                 wave,
