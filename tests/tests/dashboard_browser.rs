@@ -7,7 +7,7 @@
 mod dashboard_support;
 
 use dashboard_support::spoke::FakeSpoke;
-use dashboard_support::{ADMIN_TOKEN, Hub, seed_small};
+use dashboard_support::{ADMIN_TOKEN, Hub, TEARDOWN, seed_small};
 use serde_json::{Value, json};
 
 browser_test!(operator_opens_a_gate_and_sees_grid_and_audit, |b| {
@@ -231,7 +231,7 @@ browser_test!(viewer_sees_no_action_buttons, |b| {
     )
     .await;
     // Chromium logs the refused request; nothing else may be in the console.
-    b.expect_console("401").await;
+    b.expect_console(&["401"], true).await;
     b.sign_in(&hub.base, &vic).await;
     assert_eq!(
         b.eval("document.getElementById('me').dataset.role").await,
@@ -314,6 +314,8 @@ browser_test!(rest_change_appears_live_and_survives_hub_restart, |b| {
     b.screenshot("live-reconnecting").await;
     hub.restart("live").await;
     b.wait_live().await;
+    // The restart may have cut the event stream and refused requests meanwhile: nothing else.
+    b.expect_console(&TEARDOWN, false).await;
 
     // Changes after the restart still arrive without a reload.
     let ovs = hub
