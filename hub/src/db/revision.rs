@@ -131,6 +131,10 @@ pub async fn publish(conn: &mut PgConnection, affected: &Affected) -> Result<i64
 /// A LISTEN session on [`CHANGES_CHANNEL`] over `pool`.
 pub async fn listen(pool: &sqlx::PgPool) -> Result<sqlx::postgres::PgListener, sqlx::Error> {
     let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;
+    // A lost connection is reported at once (`try_recv` → `Ok(None)`), not after
+    // sqlx reconnected inside `try_recv`: the caller marks the replica not ready
+    // (`/readyz`) until it has listened anew and resynced.
+    listener.eager_reconnect(false);
     listener.listen(CHANGES_CHANNEL).await?;
     Ok(listener)
 }
