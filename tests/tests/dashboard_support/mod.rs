@@ -399,6 +399,12 @@ impl Browser {
             &format!("page {page}"),
         )
         .await;
+        if page == "signin" {
+            // The sign-in page first asks whoami whether a session cookie signs it in
+            // already; without one that probe answers 401, which Chromium logs.
+            self.expect_console(&["/api/v1/whoami - Failed to load resource: the server responded with a status of 401"], false)
+                .await;
+        }
         self.assert_console_clean(&format!("page {page}")).await;
     }
 
