@@ -49,6 +49,16 @@ pub async fn index() -> Response {
     with_headers(INDEX, "text/html; charset=utf-8", "no-cache")
 }
 
+/// `GET /favicon.ico`: what a browser asks for on a page that names no icon
+/// (the sign-in callback's redirect), the dashboard's SVG icon, so it logs no 404.
+pub async fn favicon() -> Response {
+    with_headers(
+        include_str!("../../assets/favicon.svg"),
+        "image/svg+xml",
+        "no-cache",
+    )
+}
+
 /// An embedded asset (`GET /assets/{file}`).
 pub async fn file(Path(name): Path<String>) -> Response {
     match FILES.iter().find(|(n, _, _)| *n == name) {

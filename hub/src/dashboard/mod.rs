@@ -16,6 +16,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(assets::index))
         .route("/assets/{file}", get(assets::file))
+        .route("/favicon.ico", get(assets::favicon))
         .route("/api/v1/whoami", get(views::whoami))
         .route("/api/v1/dashboard/fleet", get(views::fleet))
         .route("/api/v1/dashboard/gates/{name}", get(views::gate))

@@ -289,6 +289,9 @@ pub struct Browser {
     pub client: Client,
     /// chromedriver's port, for the browser log (not part of W3C WebDriver).
     driver_port: u16,
+    /// Fail on SEVERE console entries (the dashboard tests); off for a test that
+    /// provokes refusals on purpose all along (identity: 401, 403, 502).
+    pub strict_console: bool,
     _driver: DriverGuard,
     _profile: tempfile::TempDir,
 }
@@ -339,6 +342,7 @@ impl Browser {
         Browser {
             client,
             driver_port: port,
+            strict_console: true,
             _driver: driver,
             _profile: profile,
         }
@@ -401,9 +405,16 @@ impl Browser {
         .await;
         if page == "signin" {
             // The sign-in page first asks whoami whether a session cookie signs it in
-            // already; without one that probe answers 401, which Chromium logs.
-            self.expect_console(&["/api/v1/whoami - Failed to load resource: the server responded with a status of 401"], false)
-                .await;
+            // already; without one that probe answers 401, which Chromium logs (as does the
+            // live stream a sign-out ended).
+            self.expect_console(
+                &[
+                    "/api/v1/whoami - Failed to load resource: the server responded with a status of 401",
+                    "/api/v1/events - Failed to load resource: the server responded with a status of 401",
+                ],
+                false,
+            )
+            .await;
         }
         self.assert_console_clean(&format!("page {page}")).await;
     }
@@ -435,6 +446,14 @@ impl Browser {
             .unwrap_or_else(|| panic!("browser log: {v}"))
             .iter()
             .filter(|e| e["level"] == "SEVERE")
+            // The test identity provider's own pages (sign-in with OIDC) name no icon; the
+            // hub serves /favicon.ico.
+            .filter(|e| {
+                !e["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("/favicon.ico - ")
+            })
             .map(|e| e["message"].as_str().unwrap_or_default().to_string())
             .collect()
     }
@@ -444,6 +463,9 @@ impl Browser {
     /// there is one.
     pub async fn expect_console(&self, expected: &[&str], some: bool) {
         let errors = self.console_errors().await;
+        if !self.strict_console {
+            return;
+        }
         assert!(
             (!some || !errors.is_empty())
                 && errors
@@ -455,6 +477,9 @@ impl Browser {
 
     /// Fails the test if the console has SEVERE entries, naming `place`.
     pub async fn assert_console_clean(&self, place: &str) {
+        if !self.strict_console {
+            return;
+        }
         let errors = self.console_errors().await;
         if !errors.is_empty() {
             let shot = self.screenshot("console-error").await;
@@ -542,6 +567,9 @@ impl Browser {
             .collect();
         let _ = self.client.close().await;
         assert_eq!(errors, json!([]), "script errors in the page");
-        assert!(console.is_empty(), "SEVERE console entries: {console:#?}");
+        assert!(
+            !self.strict_console || console.is_empty(),
+            "SEVERE console entries: {console:#?}"
+        );
     }
 }
