@@ -20,6 +20,20 @@ pub fn manifest(name: &str, spec: &Value) -> Value {
     })
 }
 
+/// A Gate object's spec as the gate it means in `cluster`: an omitted (or
+/// null) `spec.clusters` means this cluster, as the CRD says (`kubectl explain
+/// gate.spec.clusters`) and the RFC's examples, which have no such field,
+/// assume. The hub, which gates many clusters, still requires it.
+pub fn in_cluster(spec: &Value, cluster: &str) -> Value {
+    let mut spec = spec.clone();
+    if let Some(fields) = spec.as_object_mut()
+        && fields.get("clusters").is_none_or(Value::is_null)
+    {
+        fields.insert("clusters".into(), json!({"names": [cluster]}));
+    }
+    spec
+}
+
 /// Parses and validates a Gate object's spec as the hub and the CLI do (text
 /// the hub could not store, U+0000, included); the error names the field
 /// (`spec.windows[0].schedule: ...`).
@@ -101,6 +115,24 @@ impl InForce {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gate_without_clusters_means_this_cluster() {
+        let spec = json!({"default": "closed"});
+        assert!(
+            validate("g", &spec).is_err(),
+            "the hub's manifest needs clusters"
+        );
+        let here = in_cluster(&spec, "edge-1");
+        let gate = validate("g", &here).unwrap();
+        assert!(gate.spec.clusters.matches("edge-1", &BTreeMap::new()));
+        assert!(!gate.spec.clusters.matches("edge-2", &BTreeMap::new()));
+        let null = in_cluster(&json!({"clusters": null, "default": "open"}), "edge-1");
+        assert_eq!(null["clusters"], json!({"names": ["edge-1"]}));
+        // A scope that is there stays as written.
+        let other = json!({"clusters": {"names": ["edge-2"]}, "default": "open"});
+        assert_eq!(in_cluster(&other, "edge-1"), other);
+    }
 
     #[test]
     fn errors_name_the_field_and_snapshots_change_only_with_the_gates() {

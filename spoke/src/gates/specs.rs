@@ -43,7 +43,7 @@ pub(super) async fn standalone_specs(
     let mut specs = HashMap::new();
     for obj in objects {
         let name = obj.name_any();
-        let spec = &obj.data["spec"];
+        let spec = &local::in_cluster(&obj.data["spec"], cluster);
         let verdict = match local::validate(&name, spec) {
             Ok(gate) if gate.spec.clusters.matches(cluster, &BTreeMap::new()) => {
                 let generation = obj.metadata.generation.and_then(|g| u64::try_from(g).ok());
@@ -151,7 +151,7 @@ fn local_spec(
     in_force: &mut BTreeMap<String, GateRule>,
 ) -> Spec {
     let name = obj.name_any();
-    let spec = &obj.data["spec"];
+    let spec = &local::in_cluster(&obj.data["spec"], &ctx.config.cluster);
     match local::validate(&name, spec) {
         Ok(gate)
             if gate

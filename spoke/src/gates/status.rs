@@ -82,6 +82,19 @@ fn condition(
     now: DateTime<Utc>,
 ) -> Value {
     let status = if status { "True" } else { "False" };
+    condition_of(current, type_, status, reason, message, generation, now)
+}
+
+/// [`condition`] with the status as Kubernetes writes it (`True`, `False`, `Unknown`).
+fn condition_of(
+    current: &Value,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: DateTime<Utc>,
+) -> Value {
     let since = find_condition(current, type_)
         .filter(|c| c["status"] == status)
         .and_then(|c| c["lastTransitionTime"].as_str().map(str::to_owned))
@@ -124,6 +137,21 @@ pub fn desired(current: &Value, verdict: &Verdict, extra: &Extra<'_>, now: DateT
         out.insert("governed".into(), json!(f.governed));
         out.insert("held".into(), json!(f.held));
         out.insert("suspended".into(), json!(f.suspended));
+    }
+    if facts.is_none() {
+        // Nothing of this gate is in force (invalid from the start, another cluster's, not
+        // enforced): `Opened` is Unknown with the reason, so `kubectl get gates` shows it in
+        // its OPEN and REASON columns instead of leaving them blank.
+        let (reason, message) = match verdict {
+            Verdict::Invalid { message, .. } => ("InvalidSpec", message.as_str()),
+            Verdict::Skipped {
+                reason, message, ..
+            } => (*reason, message.as_str()),
+            Verdict::Enforced(_) => ("Enforced", ""),
+        };
+        conditions.push(condition_of(
+            current, "Opened", "Unknown", reason, message, g, now,
+        ));
     }
     match verdict {
         Verdict::Enforced(f) => {
@@ -277,7 +305,30 @@ mod tests {
             message: "spec.clusters does not select this cluster".into(),
         };
         let s2 = desired(&s, &skipped, &extra, now);
-        assert!(find_condition(&s2, "Opened").is_none());
+        let opened = find_condition(&s2, "Opened").unwrap();
+        assert_eq!(
+            (&opened["status"], &opened["reason"]),
+            (&json!("Unknown"), &json!("OtherCluster"))
+        );
+
+        // Invalid from the start: `kubectl get gates` shows Unknown / InvalidSpec, not blanks.
+        let first = Verdict::Invalid {
+            message: "spec: missing field `default`".into(),
+            previous: None,
+        };
+        let s3 = desired(&Value::Null, &first, &extra, now);
+        let opened = find_condition(&s3, "Opened").unwrap();
+        assert_eq!(
+            (&opened["status"], &opened["reason"]),
+            (&json!("Unknown"), &json!("InvalidSpec"))
+        );
+        assert!(
+            opened["message"]
+                .as_str()
+                .unwrap()
+                .contains("missing field"),
+            "{opened}"
+        );
         let p = patch(&s, &s2).unwrap();
         assert!(
             p["status"]["held"].is_null() && p["status"].get("held").is_some(),

@@ -179,6 +179,20 @@ async fn request_reconcile(ctx: &Context, owner: &ObjectKey) {
     }
 }
 
+/// `'nginx-window': default (closed); 'b': deny window 'w' until 17:00 CET` — each closed
+/// gate with its reason after a colon (a reason may hold brackets itself: `default (closed)`
+/// in brackets read `(default (closed))`).
+fn closed_gates(names: &[&String], gates: &[GateView]) -> String {
+    names
+        .iter()
+        .map(|n| match gates.iter().find(|g| &&g.name == n) {
+            Some(g) if !g.reason.is_empty() => format!("'{n}': {}", g.reason),
+            _ => format!("'{n}'"),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 async fn publish(
     ctx: &Context,
     owner: &ObjectKey,
@@ -209,17 +223,10 @@ async fn publish(
                 .collect();
             gate_names.sort();
             gate_names.dedup();
-            let why: Vec<String> = gate_names
-                .iter()
-                .map(|n| match gates.iter().find(|g| &&g.name == n) {
-                    Some(g) if !g.reason.is_empty() => format!("'{n}' ({})", g.reason),
-                    _ => format!("'{n}'"),
-                })
-                .collect();
             format!(
                 "fleetgate holds {} object(s) of this Kustomization (kustomize.toolkit.fluxcd.io/reconcile: disabled): {objects}; closed gate(s) {}",
                 list.len(),
-                why.join(", ")
+                closed_gates(&gate_names, gates)
             )
         }
         _ => format!(
@@ -240,5 +247,28 @@ async fn publish(
         let e = Error::from(e);
         ctx.metrics.error(&e);
         tracing::warn!(error = %e, reason, "could not publish event");
+    }
+}
+
+#[cfg(test)]
+mod closed_gates_tests {
+    use super::*;
+
+    #[test]
+    fn each_closed_gate_with_its_reason_without_doubled_brackets() {
+        let view = |name: &str, reason: &str| GateView {
+            name: name.into(),
+            mode: fleetgate_policy::Mode::HoldObjects,
+            targets: Default::default(),
+            objects: None,
+            open: false,
+            reason: reason.into(),
+        };
+        let gates = [view("nginx-window", "default (closed)"), view("freeze", "")];
+        let (a, b) = ("nginx-window".to_string(), "freeze".to_string());
+        assert_eq!(
+            closed_gates(&[&a, &b], &gates),
+            "'nginx-window': default (closed); 'freeze'"
+        );
     }
 }
