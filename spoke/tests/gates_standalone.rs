@@ -236,7 +236,18 @@ async fn an_invalid_edit_names_the_field_and_changes_nothing() {
         condition(o, "Ready", "reason") == Some("OtherCluster")
     })
     .await;
-    assert!(opened(&g).is_none());
+    // Nothing of it is in force here: Opened is Unknown with the reason (kubectl's columns).
+    assert_eq!(opened(&g), Some(("Unknown".into(), "OtherCluster".into())));
+
+    // A Gate without spec.clusters means this cluster, as the CRD says (not InvalidSpec).
+    k.apply(
+        "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: here}\nspec:\n  default: open\n",
+    )
+    .await;
+    wait_gate(&cluster.client, "here", "enforced", |o| {
+        condition(o, "Ready", "reason") == Some("Enforced")
+    })
+    .await;
 
     // Deleting the frozen gate's object resumes what it held.
     k.ok(&["delete", "gate", "freeze"]).await;
