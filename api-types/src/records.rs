@@ -189,6 +189,11 @@ pub struct OverrideRecord {
     /// the Gate object's managedFields), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
+    /// Set in the answer to a request by a principal scoped to some
+    /// clusters: how the override was narrowed to them (not stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(skip))]
+    pub narrowed: Option<String>,
 }
 
 /// One audit-log entry.

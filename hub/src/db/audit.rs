@@ -77,6 +77,8 @@ pub struct AuditFilter {
     pub action: Option<String>,
     pub target_kind: Option<String>,
     pub target_name: Option<String>,
+    /// A scoped reader's gates and clusters: only entries about them.
+    pub within: Option<(Vec<String>, Vec<String>)>,
     /// `at >= since`
     pub since: Option<DateTime<Utc>>,
     /// `at < until`
@@ -129,6 +131,13 @@ pub async fn list(
             .push("]::text[] or actor_groups @> array[")
             .push_bind(t.clone())
             .push("]::text[])");
+    }
+    if let Some((gates, clusters)) = &f.within {
+        q.push(" and ((target_kind = 'gate' and target_name = any(")
+            .push_bind(gates.clone())
+            .push(")) or (target_kind = 'cluster' and target_name = any(")
+            .push_bind(clusters.clone())
+            .push(")))");
     }
     if let Some(since) = f.since {
         q.push(" and at >= ").push_bind(since);

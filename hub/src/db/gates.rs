@@ -2,7 +2,9 @@
 //! optimistic concurrency.
 
 use chrono::{DateTime, Utc};
+use fleetgate_policy::ClusterScope;
 use sqlx::PgConnection;
+use sqlx::types::Json;
 
 use crate::Result;
 use crate::error::on_unique;
@@ -15,9 +17,13 @@ pub struct GateRow {
     pub version: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The cluster scopes of the scoped admin that last wrote the gate
+    /// (none: an unscoped principal did); the gate reaches only clusters
+    /// inside one of them.
+    pub writer_scope: Option<Json<Vec<ClusterScope>>>,
 }
 
-const COLUMNS: &str = "name, manifest, version, created_at, updated_at";
+const COLUMNS: &str = "name, manifest, version, created_at, updated_at, writer_scope";
 
 /// The gate named `name`.
 pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<GateRow>> {
@@ -44,15 +50,17 @@ pub async fn insert(
     conn: &mut PgConnection,
     name: &str,
     manifest: &serde_json::Value,
+    writer_scope: Option<&[ClusterScope]>,
     now: DateTime<Utc>,
 ) -> Result<GateRow> {
     sqlx::query_as(sql!(
-        "insert into gates (name, manifest, version, created_at, updated_at) \
-         values ($1, $2, 1, $3, $3) returning {COLUMNS}"
+        "insert into gates (name, manifest, version, created_at, updated_at, writer_scope) \
+         values ($1, $2, 1, $3, $3, $4) returning {COLUMNS}"
     ))
     .bind(name)
     .bind(manifest)
     .bind(now)
+    .bind(writer_scope.map(Json))
     .fetch_one(conn)
     .await
     .map_err(|e| on_unique(e, || format!("gate '{name}' already exists")))
@@ -63,15 +71,17 @@ pub async fn update(
     conn: &mut PgConnection,
     name: &str,
     manifest: &serde_json::Value,
+    writer_scope: Option<&[ClusterScope]>,
     now: DateTime<Utc>,
 ) -> Result<GateRow> {
     let row = sqlx::query_as(sql!(
-        "update gates set manifest = $2, version = version + 1, updated_at = $3 \
-         where name = $1 returning {COLUMNS}"
+        "update gates set manifest = $2, version = version + 1, updated_at = $3, \
+         writer_scope = $4 where name = $1 returning {COLUMNS}"
     ))
     .bind(name)
     .bind(manifest)
     .bind(now)
+    .bind(writer_scope.map(Json))
     .fetch_one(conn)
     .await?;
     Ok(row)

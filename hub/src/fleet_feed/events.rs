@@ -5,7 +5,7 @@
 //! publishes. gRPC `WatchFleet` and the dashboard's SSE stream each convert
 //! these events to their wire form.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -18,14 +18,25 @@ pub use super::rollout_events::{RolloutAction, RolloutChange};
 use crate::Result;
 use crate::service::Service;
 use crate::service::access::Credential;
-use crate::service::fleet::FleetView;
+use crate::service::fleet::{FleetView, ViewLabels};
 use crate::service::types::OverrideRecord;
+use crate::service::{ClusterRef, GateRef, ReadScope};
 
-/// Which events a watcher wants (empty: all).
+/// Which events a watcher wants (empty: all), and may see (its scope).
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     clusters: BTreeSet<String>,
     gates: BTreeSet<String>,
+    visible: Option<Arc<Visible>>,
+}
+
+/// The clusters and gates of one view a scoped watcher sees.
+#[derive(Debug)]
+struct Visible {
+    clusters: HashSet<String>,
+    gates: HashSet<String>,
+    /// With grants of different scopes: which pairs (see `ReadScope::pair`).
+    pairs: Option<(ReadScope, Arc<ViewLabels>)>,
 }
 
 impl Filter {
@@ -34,13 +45,57 @@ impl Filter {
         Self {
             clusters: clusters.into_iter().collect(),
             gates: gates.into_iter().collect(),
+            visible: None,
+        }
+    }
+    /// This filter within `scope` (a watcher's [`Actor::read_scope`]) as of
+    /// `view`'s labels; unchanged for an unscoped watcher.
+    pub fn within(&self, scope: Option<ReadScope>, view: &FleetView) -> Filter {
+        let visible = scope.map(|s| {
+            let l = &view.labels;
+            Arc::new(Visible {
+                clusters: (l.clusters.iter())
+                    .filter(|(n, labels)| s.cluster(n, labels))
+                    .map(|(n, _)| n.clone())
+                    .collect(),
+                gates: (l.gates.iter())
+                    .filter(|(n, labels)| s.gate(n, labels))
+                    .map(|(n, _)| n.clone())
+                    .collect(),
+                pairs: (!s.is_single()).then(|| (s, l.clone())),
+            })
+        });
+        Filter {
+            visible,
+            ..self.clone()
         }
     }
     fn cluster(&self, c: &str) -> bool {
-        self.clusters.is_empty() || self.clusters.contains(c)
+        (self.clusters.is_empty() || self.clusters.contains(c))
+            && self.visible.as_ref().is_none_or(|v| v.clusters.contains(c))
     }
     fn gate(&self, g: &str) -> bool {
-        self.gates.is_empty() || self.gates.contains(g)
+        (self.gates.is_empty() || self.gates.contains(g))
+            && self.visible.as_ref().is_none_or(|v| v.gates.contains(g))
+    }
+    fn pair(&self, g: &str, c: &str) -> bool {
+        self.gate(g)
+            && self.cluster(c)
+            && self.visible.as_ref().is_none_or(|v| {
+                v.pairs.as_ref().is_none_or(|(s, l)| {
+                    let none = BTreeMap::new();
+                    s.pair(
+                        GateRef {
+                            name: g,
+                            labels: l.gates.get(g).unwrap_or(&none),
+                        },
+                        ClusterRef {
+                            name: c,
+                            labels: l.clusters.get(c).unwrap_or(&none),
+                        },
+                    )
+                })
+            })
     }
     fn override_wanted(&self, o: &OverrideRecord) -> bool {
         self.gate(&o.gate)
@@ -160,7 +215,7 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
     };
 
     for ((gate, cluster), now) in &next.gates {
-        if !filter.gate(gate) || !filter.cluster(cluster) {
+        if !filter.pair(gate, cluster) {
             continue;
         }
         let before = prev.gates.get(&(gate.clone(), cluster.clone()));
@@ -177,7 +232,7 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
         }));
     }
     for ((gate, cluster), before) in &prev.gates {
-        if !filter.gate(gate) || !filter.cluster(cluster) {
+        if !filter.pair(gate, cluster) {
             continue;
         }
         if !next.gates.contains_key(&(gate.clone(), cluster.clone())) {
@@ -304,7 +359,10 @@ pub fn events(
     first: Arc<FleetView>,
 ) -> impl Stream<Item = Result<FleetEvent>> + Send {
     async_stream::try_stream! {
-        for e in diff(None, &first, &filter) {
+        // The watcher's scope, from its grants now: re-read with every view,
+        // so a changed access policy or token applies to open streams too.
+        let actor = service.authenticate(&credential).await?.actor;
+        for e in diff(None, &first, &filter.within(actor.read_scope(), &first)) {
             yield e;
         }
         let mut prev = first;
@@ -317,9 +375,9 @@ pub fn events(
                 },
             };
             // Re-check the caller: a revoked token ends the stream.
-            service.authenticate(&credential).await?;
+            let actor = service.authenticate(&credential).await?.actor;
             let next = next?;
-            for e in diff(Some(&prev), &next, &filter) {
+            for e in diff(Some(&prev), &next, &filter.within(actor.read_scope(), &next)) {
                 yield e;
             }
             prev = next;

@@ -2,6 +2,7 @@
 //! ([`AppState`]). Handlers only translate HTTP to service calls; the service
 //! layer validates, authorises and writes. `crate::http` assembles the app.
 
+pub mod access_policies;
 pub mod audit;
 pub mod clusters;
 pub mod extract;
@@ -111,4 +112,11 @@ pub(crate) fn api() -> Router<AppState> {
         .route("/auth/logout", post(sign_in::logout))
         .route("/sessions", get(sign_in::list))
         .route("/sessions/end", post(sign_in::end))
+        .route("/access-policies", get(access_policies::list))
+        .route(
+            "/access-policies/{name}",
+            get(access_policies::get)
+                .put(access_policies::apply)
+                .delete(access_policies::delete),
+        )
 }

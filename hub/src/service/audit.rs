@@ -61,8 +61,24 @@ impl Service {
             target_name: q.target.clone(),
             since: q.since,
             until: q.until,
+            within: None,
         };
         let mut conn = self.conn().await?;
+        let mut filter = filter;
+        if let Some(gates) = self.visible_gates(&mut conn, actor).await? {
+            // A scoped reader sees the entries about its gates (overrides
+            // included) and its clusters, nothing else.
+            let scope = actor.read_scope();
+            let clusters = crate::db::clusters::scoped_cached(&mut conn, &self.scoped).await?;
+            filter.within = Some((
+                gates.into_iter().collect(),
+                clusters
+                    .iter()
+                    .filter(|c| scope.as_ref().is_none_or(|s| s.cluster(&c.name, &c.labels)))
+                    .map(|c| c.name.clone())
+                    .collect(),
+            ));
+        }
         let rows = audit::list(&mut conn, &filter, before, i64::from(limit) + 1).await?;
         Ok(super::page::from_rows(rows, limit, |r| r.id, Into::into))
     }

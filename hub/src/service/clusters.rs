@@ -28,20 +28,29 @@ impl Service {
     }
 
     /// Lists clusters by name whose labels match `selector` (kubectl syntax,
-    /// e.g. `env=prod,tier in (a,b)`). Scans in name order in batches, so the
-    /// cursor stays a plain keyset position.
+    /// e.g. `env=prod,tier in (a,b)`), only those in the actor's scope. Scans
+    /// in name order in batches, so the cursor stays a plain keyset position.
     pub async fn list_clusters_selected(
         &self,
         actor: &Actor,
         page: &PageRequest,
         selector: Option<&str>,
     ) -> Result<Page<Cluster>> {
-        let Some(selector) = selector else {
+        let visible = actor.read_scope();
+        if selector.is_none() && visible.is_none() {
             return self.list_clusters(actor, page).await;
-        };
+        }
         actor.require(Role::Viewer)?;
-        let sel =
-            LabelSelector::parse(selector).map_err(|e| Error::invalid("selector", e.message))?;
+        let sel = selector
+            .map(LabelSelector::parse)
+            .transpose()
+            .map_err(|e| Error::invalid("selector", e.message))?;
+        let wanted = |r: &Cluster| {
+            sel.as_ref().is_none_or(|s| s.matches(&r.labels))
+                && visible
+                    .as_ref()
+                    .is_none_or(|v| v.cluster(&r.name, &r.labels))
+        };
         let limit = page.limit()?;
         let mut after: Option<String> = page.key()?;
         let batch = i64::from(limit).max(500) + 1;
@@ -53,7 +62,7 @@ impl Service {
             let last_batch = (rows.len() as i64) < batch;
             for r in rows {
                 after = Some(r.name.clone());
-                if sel.matches(&r.labels) {
+                if wanted(&r) {
                     matched.push(r);
                     if matched.len() > limit as usize {
                         break 'scan;
@@ -77,9 +86,11 @@ impl Service {
         actor.require(Role::Viewer)?;
         let mut conn = self.conn().await?;
         let now = self.now();
-        clusters::get(&mut conn, name, now)
+        let c = clusters::get(&mut conn, name, now)
             .await?
-            .ok_or_else(|| Error::not_found("cluster", name))
+            .ok_or_else(|| Error::not_found("cluster", name))?;
+        actor.require_visible_cluster(&c.name, &c.labels)?;
+        Ok(c)
     }
 
     /// Registers a cluster (admin) and returns its spoke token, once.
@@ -89,7 +100,7 @@ impl Service {
         req: RegisterCluster,
         reason: Option<&str>,
     ) -> Result<ClusterWithToken> {
-        actor.require(Role::Admin)?;
+        actor.require_unscoped(Role::Admin)?;
         validate::dns_label("name", &req.name)?;
         validate::labels("labels", &req.labels)?;
         validate::optional_reason("reason", reason)?;
@@ -131,7 +142,7 @@ impl Service {
         req: Relabel,
         reason: Option<&str>,
     ) -> Result<Cluster> {
-        actor.require(Role::Admin)?;
+        actor.require_unscoped(Role::Admin)?;
         validate::labels("labels", &req.labels)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
@@ -170,7 +181,7 @@ impl Service {
         name: &str,
         reason: Option<&str>,
     ) -> Result<()> {
-        actor.require(Role::Admin)?;
+        actor.require_unscoped(Role::Admin)?;
         validate::optional_reason("reason", reason)?;
         let now = self.now();
         self.write(actor, now, |tx| {
@@ -203,7 +214,7 @@ impl Service {
         name: &str,
         reason: Option<&str>,
     ) -> Result<ClusterWithToken> {
-        actor.require(Role::Admin)?;
+        actor.require_unscoped(Role::Admin)?;
         validate::optional_reason("reason", reason)?;
         let token = generate_token(SPOKE_TOKEN_PREFIX);
         let now = self.now();

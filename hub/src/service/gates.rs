@@ -1,12 +1,14 @@
 //! Gate operations: create, read, replace (optimistic concurrency on the
 //! version), delete, and preview of the schedule.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Duration, Utc};
 use fleetgate_policy::{ClusterScope, CompiledGate, Gate, Preview};
 
 use super::fleet::stored_gate;
 use super::types::GateRecord;
-use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
+use super::{Actor, Audit, Clusters, GateRef, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::Scoped;
 use crate::db::revision::Affected;
 use crate::db::{clusters, gates, overrides};
@@ -46,29 +48,51 @@ fn valid_manifest(gate: &Gate) -> Result<serde_json::Value> {
 }
 
 impl Service {
-    /// Lists gates by name.
+    /// Lists gates by name (only those in the actor's gate scope).
     pub async fn list_gates(&self, actor: &Actor, page: &PageRequest) -> Result<Page<GateRecord>> {
         actor.require(Role::Viewer)?;
+        let visible = actor.read_scope();
         let limit = page.limit()?;
-        let after: Option<String> = page.key()?;
+        let mut after: Option<String> = page.key()?;
+        let batch = i64::from(limit) + 1;
         let mut conn = self.conn().await?;
-        let rows = gates::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
+        let mut kept = Vec::new();
+        'scan: loop {
+            let rows = gates::list(&mut conn, after.as_deref(), batch).await?;
+            let last_batch = (rows.len() as i64) < batch;
+            for r in rows {
+                after = Some(r.name.clone());
+                if visible
+                    .as_ref()
+                    .is_none_or(|v| v.gate(&r.name, &manifest_labels(&r.manifest)))
+                {
+                    kept.push(r);
+                    if kept.len() > limit as usize {
+                        break 'scan;
+                    }
+                }
+            }
+            if last_batch {
+                break;
+            }
+        }
         Ok(super::page::from_rows(
-            rows,
+            kept,
             limit,
             |r| r.name.clone(),
             Into::into,
         ))
     }
 
-    /// One gate.
+    /// One gate (403 outside the actor's gate scope).
     pub async fn get_gate(&self, actor: &Actor, name: &str) -> Result<GateRecord> {
         actor.require(Role::Viewer)?;
         let mut conn = self.conn().await?;
-        let mut rec: GateRecord = gates::get(&mut conn, name)
+        let row = gates::get(&mut conn, name)
             .await?
-            .map(Into::into)
             .ok_or_else(|| Error::not_found("gate", name))?;
+        actor.require_visible_gate(name, &manifest_labels(&row.manifest))?;
+        let mut rec: GateRecord = row.into();
         let rows =
             crate::db::calendar_feeds::for_gates(&mut conn, Some(&[name.to_string()])).await?;
         let now = self.now();
@@ -127,6 +151,11 @@ impl Service {
         reason: Option<&str>,
     ) -> Result<GateRecord> {
         let manifest = &valid_manifest(gate)?;
+        // A scoped admin writes only gates in its gate scope, and the gate
+        // keeps the writer's cluster scope (checked again below against the
+        // clusters it selects today, and enforced on clusters added later).
+        let within = admin_within(actor, gate)?;
+        let within = within.as_deref();
         let now = self.now();
         let name = gate.name();
         let (rec, _) = self
@@ -134,7 +163,7 @@ impl Service {
                 Box::pin(async move {
                     let (action, row, old) = match store {
                         Store::Create => {
-                            let row = gates::insert(tx, name, manifest, now).await?;
+                            let row = gates::insert(tx, name, manifest, within, now).await?;
                             ("gate.create", row, None)
                         }
                         Store::Replace { if_match } => {
@@ -143,7 +172,8 @@ impl Service {
                                 .ok_or_else(|| Error::not_found("gate", name))?;
                             check_version(name, old.version, if_match)?;
                             let old_gate = stored_gate(&old.manifest)?;
-                            let row = gates::update(tx, name, manifest, now).await?;
+                            admin_within(actor, &old_gate)?;
+                            let row = gates::update(tx, name, manifest, within, now).await?;
                             ("gate.replace", row, Some((old.manifest, old_gate)))
                         }
                     };
@@ -155,6 +185,9 @@ impl Service {
                     )
                     .await?;
                     let all = tx.scoped_clusters().await?;
+                    if let Some(w) = within {
+                        selects_only_within(gate, w, &all)?;
+                    }
                     let mut scopes = vec![&gate.spec.clusters];
                     scopes.extend(old.as_ref().map(|(_, g)| &g.spec.clusters));
                     let affected = clusters_in(&all, &scopes);
@@ -194,8 +227,11 @@ impl Service {
                     .ok_or_else(|| Error::not_found("gate", name))?;
                 check_version(name, old.version, if_match)?;
                 let old_gate = stored_gate(&old.manifest)?;
-                gates::delete(tx, name).await?;
                 let all = tx.scoped_clusters().await?;
+                if let Some(w) = admin_within(actor, &old_gate)? {
+                    selects_only_within(&old_gate, &w, &all)?;
+                }
+                gates::delete(tx, name).await?;
                 let affected = clusters_in(&all, &[&old_gate.spec.clusters]);
                 let audit = Audit {
                     action: "gate.delete",
@@ -246,6 +282,7 @@ impl Service {
             .await?
             .ok_or_else(|| Error::not_found("gate", name))?;
         let gate = stored_gate(&row.manifest)?;
+        actor.require_visible_gate(name, &gate.metadata.labels)?;
         let feeds = crate::db::calendar_feeds::occurrences_of(&mut conn, name).await?;
         let calendars = fleetgate_policy::Calendars::at(self.now())
             .covering(from, to)
@@ -263,11 +300,51 @@ impl Service {
                 let c = clusters::get(&mut conn, c, self.now())
                     .await?
                     .ok_or_else(|| Error::not_found("cluster", c))?;
+                actor.require_visible_cluster(&c.name, &c.labels)?;
                 super::fleet::applying(&gate, &c, &rows)
             }
         };
         Ok(compiled.preview(from, to, &ovs))
     }
+}
+
+/// The cluster scopes within which `actor` may write `gate` (none: all
+/// clusters); 403 unless the actor holds admin for the gate (its name and
+/// `metadata.labels`: a team cannot move a gate out of its own scope).
+fn admin_within(actor: &Actor, gate: &Gate) -> Result<Option<Vec<ClusterScope>>> {
+    let gate_ref = GateRef {
+        name: gate.name(),
+        labels: &gate.metadata.labels,
+    };
+    Ok(match actor.clusters_for(Role::Admin, gate_ref)? {
+        Clusters::All => None,
+        Clusters::Within(w) => Some(w.into_iter().cloned().collect()),
+    })
+}
+
+/// 403 naming the first registered cluster `gate` selects outside `within`.
+fn selects_only_within(gate: &Gate, within: &[ClusterScope], all: &[Scoped]) -> Result<()> {
+    let outside = all.iter().find(|c| {
+        gate.spec.clusters.matches(&c.name, &c.labels)
+            && !within.iter().any(|w| w.matches(&c.name, &c.labels))
+    });
+    match outside {
+        Some(c) => Err(Error::Forbidden(format!(
+            "gate '{}' selects cluster '{}', which is outside your cluster scope",
+            gate.name(),
+            c.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A stored manifest's `metadata.labels` (what gate selectors match).
+pub(crate) fn manifest_labels(manifest: &serde_json::Value) -> BTreeMap<String, String> {
+    manifest
+        .get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(|l| serde_json::from_value(l.clone()).ok())
+        .unwrap_or_default()
 }
 
 /// Instants a schedule can sensibly be evaluated at (also keeps date

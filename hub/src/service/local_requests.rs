@@ -96,7 +96,13 @@ impl Service {
                     }
                     let in_scope = clusters::get(tx, cluster, now)
                         .await?
-                        .is_some_and(|c| gate_def.spec.clusters.matches(&c.name, &c.labels));
+                        .is_some_and(|c| {
+                            super::fleet::reaches(
+                                &gate_def,
+                                g.writer_scope.as_ref().map(|w| w.0.as_slice()),
+                                &c,
+                            )
+                        });
                     if !in_scope {
                         return Err(Error::invalid(
                             "localRequest.gate",
@@ -135,6 +141,7 @@ impl Service {
                             requested_in: Some(cluster.to_owned()),
                             requested_by: Some(req.requested_by.trim().to_owned())
                                 .filter(|who| !who.is_empty()),
+                            narrowed: None,
                         },
                     )
                     .await?;

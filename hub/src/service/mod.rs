@@ -4,6 +4,7 @@
 //! change notification. Role checks happen here, so both APIs enforce the same.
 
 pub mod access;
+pub mod access_policies;
 pub mod audit;
 pub mod calendars;
 pub mod clusters;
@@ -12,6 +13,7 @@ pub mod gates;
 pub mod lease;
 pub mod local_gates;
 pub mod local_requests;
+pub mod override_scope;
 pub mod overrides;
 pub mod page;
 pub mod principal;

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::fleet::stored_gate;
 use super::gates::clusters_in;
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
-use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
+use super::{Actor, Audit, GateRef, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::Scoped;
 use crate::db::gates;
 use crate::db::overrides::{self, OverrideFilter};
@@ -86,10 +86,17 @@ impl Service {
                         .ok_or_else(|| Error::not_found("gate", gate))?;
                     let gate_def = stored_gate(&g.manifest)?;
                     let all = tx.scoped_clusters().await?;
+                    let gate_ref = GateRef {
+                        name: gate,
+                        labels: &gate_def.metadata.labels,
+                    };
+                    let permitted = actor.clusters_for(Role::Operator, gate_ref)?;
                     let scope = match &req.clusters {
                         None => None,
                         Some(c) => Some(check_scope(c, &gate_def.spec.clusters, &all)?),
                     };
+                    let (scope, narrowed) =
+                        super::override_scope::narrow(scope, &permitted, &gate_def, &all)?;
                     let in_gate = clusters_in(&all, &[&gate_def.spec.clusters]);
                     let affected: Vec<String> = match &scope {
                         None => in_gate,
@@ -117,10 +124,11 @@ impl Service {
                             cancelled_by: None,
                             requested_in: None,
                             requested_by: None,
+                            narrowed: None,
                         },
                     )
                     .await?;
-                    let rec = row;
+                    let rec = OverrideRecord { narrowed, ..row };
                     // Notifications, in this transaction: the override, and
                     // the clusters whose state it changes now.
                     let live =
@@ -194,11 +202,17 @@ impl Service {
                         .ok_or_else(|| Error::not_found("gate", old.gate.clone()))?;
                     let gate_def = stored_gate(&g.manifest)?;
                     let all = tx.scoped_clusters().await?;
-                    let affected: Vec<String> = all
+                    let gate_ref = GateRef {
+                        name: &old.gate,
+                        labels: &gate_def.metadata.labels,
+                    };
+                    let permitted = actor.clusters_for(Role::Operator, gate_ref)?;
+                    let covered: Vec<&crate::db::clusters::Scoped> = all
                         .iter()
                         .filter(|c| super::fleet::applies(&gate_def, *c, &old))
-                        .map(|c| c.name.clone())
                         .collect();
+                    super::override_scope::check_cancel(&permitted, &covered)?;
+                    let affected: Vec<String> = covered.iter().map(|c| c.name.clone()).collect();
                     let before_live =
                         overrides::live_for_gates(tx, std::slice::from_ref(&old.gate), now).await?;
                     let row = overrides::cancel(tx, id, now, &actor.name).await?;
@@ -258,12 +272,56 @@ impl Service {
             live_at: (!q.all.unwrap_or(false)).then(|| self.now()),
         };
         let mut conn = self.conn().await?;
-        let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
+        let Some(visible) = self.visible_gates(&mut conn, actor).await? else {
+            let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
+            return Ok(super::page::from_rows(
+                rows,
+                limit,
+                |r| (r.created_at, r.id),
+                Into::into,
+            ));
+        };
+        // Scoped: keep reading pages until a page's worth is in scope.
+        let mut after = after;
+        let mut kept = Vec::new();
+        loop {
+            let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
+            let last = rows.len() <= limit as usize;
+            for r in rows {
+                after = Some((r.created_at, r.id));
+                if visible.contains(&r.gate) {
+                    kept.push(r);
+                }
+            }
+            if last || kept.len() > limit as usize {
+                break;
+            }
+        }
+        kept.truncate(limit as usize + 1);
         Ok(super::page::from_rows(
-            rows,
+            kept,
             limit,
             |r| (r.created_at, r.id),
             Into::into,
+        ))
+    }
+
+    /// The names of the gates `actor` may see; `None` when it sees all.
+    pub(crate) async fn visible_gates(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        actor: &Actor,
+    ) -> Result<Option<std::collections::HashSet<String>>> {
+        let Some(scope) = actor.read_scope() else {
+            return Ok(None);
+        };
+        Ok(Some(
+            gates::all(conn)
+                .await?
+                .into_iter()
+                .filter(|g| scope.gate(&g.name, &super::gates::manifest_labels(&g.manifest)))
+                .map(|g| g.name)
+                .collect(),
         ))
     }
 }

@@ -337,6 +337,42 @@ impl Actor {
         })
     }
 
+    /// 403 naming the cluster unless the actor may see it.
+    pub fn require_visible_cluster(
+        &self,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        self.require(Role::Viewer)?;
+        if self.read_scope().is_none_or(|r| r.cluster(name, labels)) {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(format!(
+                "cluster '{name}' is outside the scope of {} '{}'",
+                self.identity.kind(),
+                self.name
+            )))
+        }
+    }
+
+    /// 403 naming the gate unless the actor may see it.
+    pub fn require_visible_gate(
+        &self,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        self.require(Role::Viewer)?;
+        if self.read_scope().is_none_or(|r| r.gate(name, labels)) {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(format!(
+                "gate '{name}' is outside the scope of {} '{}'",
+                self.identity.kind(),
+                self.name
+            )))
+        }
+    }
+
     /// What granted the actor's access, for the audit log: each grant's
     /// source, one per line-free string (`policy payments (group payments)`).
     pub fn granted_by(&self, role: Role) -> Vec<String> {
@@ -392,6 +428,12 @@ pub struct ReadScope {
 }
 
 impl ReadScope {
+    /// Whether one scope describes it all (then every gate and cluster it
+    /// sees, it sees in every pair).
+    pub fn is_single(&self) -> bool {
+        self.scopes.len() <= 1
+    }
+
     /// Whether `gate` is visible.
     pub fn gate(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
         self.scopes.iter().any(|s| s.gate(name, labels))

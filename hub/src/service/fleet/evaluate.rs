@@ -185,7 +185,7 @@ pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Evaluated<'_>> {
             let mut applying = Vec::new();
             let mut rollout_waits = Vec::new();
             for (i, gate) in inputs.gates.iter().enumerate() {
-                if !gate.applies_to(&cluster.row) {
+                if !gate.applies_to(&cluster.row) || !inputs.sees(gate, &cluster.row) {
                     continue;
                 }
                 let overrides = inputs.applying(gate, &cluster.row);

@@ -11,13 +11,13 @@ pub mod status;
 pub mod summary;
 pub mod view;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::{Gate, GateState, Override};
+use fleetgate_policy::{ClusterScope, Gate, GateState, Override};
 use sqlx::PgConnection;
 
-use super::{Actor, Role, Service};
+use super::{Actor, ClusterRef, GateRef, ReadScope, Role, Service};
 use crate::db::clusters::{Cluster, Labelled};
 use crate::db::overrides::{EndedClose, OverrideRecord};
 use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow, WaitingRow};
@@ -32,7 +32,7 @@ pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate, Waiting};
 pub use status::{ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
-pub use view::{FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState};
+pub use view::{FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState, ViewLabels};
 
 /// Which clusters a read covers, and how much of what their spokes reported.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +63,9 @@ pub struct GateInput {
     pub manifest: serde_json::Value,
     /// The occurrences of its `calendar.url` windows' feeds (those fetched).
     pub feeds: Vec<fleetgate_policy::FeedOccurrences>,
+    /// The cluster scopes of the scoped admin that last wrote it (none:
+    /// unscoped): the gate reaches only clusters inside one of them.
+    pub within: Option<Vec<ClusterScope>>,
 }
 
 impl GateInput {
@@ -71,12 +74,10 @@ impl GateInput {
         self.gate.name()
     }
 
-    /// Whether the gate's scope includes `cluster`.
+    /// Whether the gate's scope includes `cluster` (and its last writer's
+    /// scope does too).
     pub fn applies_to(&self, cluster: &Cluster) -> bool {
-        self.gate
-            .spec
-            .clusters
-            .matches(&cluster.name, &cluster.labels)
+        reaches(&self.gate, self.within.as_deref(), cluster)
     }
 }
 
@@ -135,6 +136,9 @@ pub struct FleetInputs {
     /// Closing overrides of rollout gates that ended, the latest per scope, by gate: the
     /// opening fences ([`opening_fence`]).
     ended_closes: HashMap<String, Vec<EndedClose>>,
+    /// Set by [`FleetInputs::restrict`] when a reader's grants differ in
+    /// scope: which (gate, cluster) pairs it sees.
+    pairs: Option<ReadScope>,
 }
 
 impl FleetInputs {
@@ -171,6 +175,7 @@ impl FleetInputs {
                     version: g.version,
                     manifest: g.manifest,
                     feeds: Vec::new(),
+                    within: g.writer_scope.map(|w| w.0),
                 })
             })
             .collect::<Result<Vec<GateInput>>>()?;
@@ -246,6 +251,7 @@ impl FleetInputs {
             waiting,
             rollouts,
             ended_closes,
+            pairs: None,
         };
         inputs.drop_fenced_releases();
         Ok(inputs)
@@ -284,6 +290,49 @@ impl FleetInputs {
     /// the gate that applies to the cluster and has ended (README "Rollouts").
     pub fn opening_fence(&self, gate: &str, cluster: &Cluster) -> Option<DateTime<Utc>> {
         opening_fence(self.ended_closes.get(gate)?, Some(cluster))
+    }
+
+    /// Keeps only what a scoped reader sees: its clusters, its gates, their
+    /// overrides, reports and rollouts (every view is a projection of the
+    /// inputs, so every read surface shows less the same way).
+    pub(crate) fn restrict(&mut self, scope: ReadScope) {
+        self.clusters
+            .retain(|c| scope.cluster(&c.row.name, &c.row.labels));
+        self.gates
+            .retain(|g| scope.gate(g.name(), &g.gate.metadata.labels));
+        let gates: HashSet<String> = self.gates.iter().map(|g| g.name().to_string()).collect();
+        let clusters: HashSet<String> = self.clusters.iter().map(|c| c.row.name.clone()).collect();
+        let pair = |(g, c): &(String, String)| gates.contains(g) && clusters.contains(c);
+        self.overrides.retain(|g, _| gates.contains(g));
+        self.ended_closes.retain(|g, _| gates.contains(g));
+        self.rollouts.retain(|r| gates.contains(&r.gate));
+        self.releases.retain(|k, _| pair(k));
+        self.waiting.retain(|k, _| pair(k));
+        let r = &mut self.reported;
+        r.counts.retain(|c, _| clusters.contains(c));
+        r.held_digests.retain(|c, _| clusters.contains(c));
+        r.local_gates.retain(|c, _| clusters.contains(c));
+        r.held_by_gate.retain(|k, _| pair(k));
+        r.held_objects_by_gate.retain(|k, _| pair(k));
+        self.pairs = (!scope.is_single()).then_some(scope);
+    }
+
+    /// Whether the reader sees `gate`'s state on `cluster` (after
+    /// [`FleetInputs::restrict`], every gate and cluster left is its own; with
+    /// grants of different scopes, only pairs one grant covers).
+    pub fn sees(&self, gate: &GateInput, cluster: &Cluster) -> bool {
+        self.pairs.as_ref().is_none_or(|s| {
+            s.pair(
+                GateRef {
+                    name: gate.name(),
+                    labels: &gate.gate.metadata.labels,
+                },
+                ClusterRef {
+                    name: &cluster.name,
+                    labels: &cluster.labels,
+                },
+            )
+        })
     }
 
     /// Every live override, oldest first per gate.
@@ -342,6 +391,21 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
             .collect(),
         ..Reported::default()
     })
+}
+
+/// Whether `gate` reaches `cluster`: its own cluster selection includes it
+/// and so does one of `within`, the cluster scopes of the scoped admin that
+/// last wrote it (none: unscoped). This is how a gate written by a team
+/// never reaches a cluster outside the team's scope, also one registered or
+/// relabelled later.
+pub(crate) fn reaches(
+    gate: &Gate,
+    within: Option<&[ClusterScope]>,
+    cluster: &impl Labelled,
+) -> bool {
+    let (name, labels) = (cluster.name(), cluster.labels());
+    gate.spec.clusters.matches(name, labels)
+        && within.is_none_or(|w| w.iter().any(|s| s.matches(name, labels)))
 }
 
 /// Whether override `row` applies to `cluster`: it is `gate`'s, the gate's
@@ -424,10 +488,35 @@ impl Service {
         Ok(inputs)
     }
 
+    /// [`Service::read_fleet`] as `actor` sees it (viewer): restricted to its
+    /// scope. Every fleet view a person or team reads comes through here.
+    pub(crate) async fn read_fleet_as(
+        &self,
+        actor: &Actor,
+        scope: Scope<'_>,
+    ) -> Result<FleetInputs> {
+        actor.require(Role::Viewer)?;
+        let visible = actor.read_scope();
+        if let (Some(v), Scope::Cluster(name)) = (&visible, scope) {
+            // Naming a cluster outside the scope is refused, not emptied.
+            let inputs = self.read_fleet(scope).await?;
+            if let Some(c) = inputs.clusters.first() {
+                actor.require_visible_cluster(name, &c.row.labels)?;
+            }
+            let mut inputs = inputs;
+            inputs.restrict(v.clone());
+            return Ok(inputs);
+        }
+        let mut inputs = self.read_fleet(scope).await?;
+        if let Some(v) = visible {
+            inputs.restrict(v);
+        }
+        Ok(inputs)
+    }
+
     /// Counts across the fleet now (viewer).
     pub async fn fleet_summary(&self, actor: &Actor) -> Result<FleetSummary> {
-        actor.require(Role::Viewer)?;
-        let inputs = self.read_fleet(Scope::Fleet).await?;
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
         summary::summary(&inputs, &evaluate::evaluate(&inputs)?)
     }
 
@@ -439,7 +528,7 @@ impl Service {
             .map(fleetgate_policy::LabelSelector::parse)
             .transpose()
             .map_err(|e| Error::invalid("selector", e.message))?;
-        let inputs = self.read_fleet(Scope::Fleet).await?;
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
         status::fleet_status(&inputs, selector.as_ref())
     }
 
@@ -450,29 +539,25 @@ impl Service {
         actor: &Actor,
         name: &str,
     ) -> Result<ClusterStatus> {
-        actor.require(Role::Viewer)?;
-        let inputs = self.read_fleet(Scope::Cluster(name)).await?;
+        let inputs = self.read_fleet_as(actor, Scope::Cluster(name)).await?;
         status::cluster_status(inputs)
     }
 
     /// The whole fleet now (viewer), as the change streams diff it.
     pub async fn fleet_view(&self, actor: &Actor) -> Result<FleetView> {
-        actor.require(Role::Viewer)?;
-        let inputs = self.read_fleet(Scope::Fleet).await?;
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
         view::view(&inputs)
     }
 
     /// Every gate on every cluster now (viewer): the dashboard's grid.
     pub async fn fleet_grid(&self, actor: &Actor) -> Result<FleetGrid> {
-        actor.require(Role::Viewer)?;
-        let inputs = self.read_fleet(Scope::Fleet).await?;
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
         grid::grid(&inputs)
     }
 
     /// The clusters in `gate`'s scope with its state on each (viewer).
     pub async fn gate_clusters(&self, actor: &Actor, gate: &str) -> Result<Vec<ScopedCluster>> {
-        actor.require(Role::Viewer)?;
-        let inputs = self.read_fleet(Scope::Fleet).await?;
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
         grid::gate_clusters(&inputs, gate)
     }
 

@@ -3,7 +3,8 @@
 //! overrides, spoke connections, held counts and each gate's newest rollout. Watchers diff two views to
 //! produce events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use fleetgate_policy::GateState;
@@ -66,6 +67,15 @@ pub struct FleetView {
     pub local_gates: BTreeMap<String, Vec<super::LocalGate>>,
     /// The earliest next transition of any (gate, cluster).
     pub next_transition: Option<DateTime<Utc>>,
+    /// Every cluster's and gate's labels: what scoped watchers filter on.
+    pub labels: Arc<ViewLabels>,
+}
+
+/// Cluster and gate labels of a view, by name.
+#[derive(Debug, Clone, Default)]
+pub struct ViewLabels {
+    pub clusters: HashMap<String, BTreeMap<String, String>>,
+    pub gates: HashMap<String, BTreeMap<String, String>>,
 }
 
 /// The view of a fleet read ([`super::Scope::Fleet`]).
@@ -81,6 +91,18 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
             .iter()
             .map(|r| (r.gate.clone(), r.clone()))
             .collect(),
+        labels: Arc::new(ViewLabels {
+            clusters: inputs
+                .clusters
+                .iter()
+                .map(|c| (c.row.name.clone(), c.row.labels.clone()))
+                .collect(),
+            gates: inputs
+                .gates
+                .iter()
+                .map(|g| (g.name().to_string(), g.gate.metadata.labels.clone()))
+                .collect(),
+        }),
         ..FleetView::default()
     };
     for cluster in evaluate(inputs)?.clusters {

@@ -76,7 +76,13 @@ pub(crate) async fn step_gate(
     let gate_open_since = compiled.open_since_fenced(now, &gate_wide, opening_fence(&ended, None));
     let scope: Vec<ScopeCluster> = all
         .iter()
-        .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
+        .filter(|c| {
+            crate::service::fleet::reaches(
+                &gate,
+                gate_row.writer_scope.as_ref().map(|w| w.0.as_slice()),
+                *c,
+            )
+        })
         .map(|c| {
             let own = applying(&gate, c, &rows);
             let evaluation = compiled.evaluate(now, &own);

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{Actor, Audit, Role, Service, Written};
+use super::{Actor, Audit, Role, Service, WriteTx, Written};
 use crate::db::{self, rollouts};
 use crate::rollout::machine::Current;
 use crate::rollout::{Event, State};
@@ -159,6 +159,7 @@ impl Service {
             .write(actor, now, |tx| {
                 Box::pin(async move {
                     rollouts::lock_gate(tx, gate).await?;
+                    operates_whole_gate(tx, actor, gate).await?;
                     let stepped = step_gate(tx, gate, now, Some(command)).await?;
                     finish(tx, name, now, stepped).await
                 })
@@ -174,10 +175,39 @@ impl Service {
         let now = self.now();
         let mut tx = self.begin().await?;
         db::read_snapshot(&mut tx).await?;
+        if let Some(row) = crate::db::gates::get(&mut tx, gate).await? {
+            let labels = crate::service::gates::manifest_labels(&row.manifest);
+            actor.require_visible_gate(gate, &labels)?;
+        }
         let status = status::read(&mut tx, gate, now).await?;
         tx.commit().await?;
         status.ok_or_else(|| Error::not_found("rollout of gate", gate))
     }
+}
+
+/// 403 unless `actor` holds operator for `gate` on every cluster the gate
+/// reaches now: a rollout command moves the whole gate.
+async fn operates_whole_gate(tx: &mut WriteTx<'_>, actor: &Actor, gate: &str) -> Result<()> {
+    let row = crate::db::gates::get(tx, gate)
+        .await?
+        .ok_or_else(|| Error::not_found("gate", gate))?;
+    let def = crate::service::fleet::stored_gate(&row.manifest)?;
+    let gate_ref = crate::service::GateRef {
+        name: gate,
+        labels: &def.metadata.labels,
+    };
+    let permitted = actor.clusters_for(Role::Operator, gate_ref)?;
+    let within = row.writer_scope.as_ref().map(|w| w.0.as_slice());
+    let all = tx.scoped_clusters().await?;
+    let reached: Vec<&crate::db::clusters::Scoped> = all
+        .iter()
+        .filter(|c| crate::service::fleet::reaches(&def, within, *c))
+        .collect();
+    crate::service::override_scope::check_cancel(&permitted, &reached).map_err(|_| {
+        Error::Forbidden(format!(
+            "a rollout command moves every cluster of gate '{gate}'; some are outside your cluster scope"
+        ))
+    })
 }
 
 /// Audits the step's events and hands the write its last one; unchanged when nothing moved.
