@@ -274,6 +274,17 @@ spec:
 ";
 
     #[test]
+    fn examples_are_valid() {
+        for text in [
+            include_str!("../../examples/access/team-payments.yaml"),
+            include_str!("../../examples/access/team-payments-admins.yaml"),
+            include_str!("../../examples/access/everyone-views.yaml"),
+        ] {
+            parse(text).unwrap();
+        }
+    }
+
+    #[test]
     fn parses_and_matches() {
         let p = parse(OK).unwrap();
         let labels = BTreeMap::from([("team".to_string(), "payments".to_string())]);

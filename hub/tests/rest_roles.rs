@@ -279,6 +279,11 @@ async fn openapi_documents_every_route_with_errors() {
         ("/api/v1/auth/logout", vec!["post"]),
         ("/api/v1/sessions", vec!["get"]),
         ("/api/v1/sessions/end", vec!["post"]),
+        ("/api/v1/access-policies", vec!["get"]),
+        (
+            "/api/v1/access-policies/{name}",
+            vec!["get", "put", "delete"],
+        ),
     ];
     // What a browser or CLI reads before anyone signed in.
     let public = ["/api/v1/auth/config", "/api/v1/auth/login"];
