@@ -33,7 +33,15 @@ async fn rollout_status_and_commands() {
             &hub.viewer,
         )
     };
-    let err = admin.get_rollout(get()).await.unwrap_err();
+    // The replica's rollout driver steps on its first tick, racing this test: ask about a gate
+    // that has no rollout (none exists) for NOT_FOUND instead of "waves" before a step.
+    let missing = authed(
+        pb::GetRolloutRequest {
+            gate: "missing".into(),
+        },
+        &hub.viewer,
+    );
+    let err = admin.get_rollout(missing).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::NotFound);
     hub.service.step_rollouts().await.unwrap();
     let info = admin.get_rollout(get()).await.unwrap().into_inner();
