@@ -26,7 +26,9 @@ use crate::service::types::{
 /// The admin service of one replica.
 #[derive(Clone)]
 pub struct AdminApi {
-    service: Service,
+    pub(super) service: Service,
+    /// Webhook egress and link settings (test messages, URL checks).
+    pub(super) notify: crate::notify::deliver::DeliveryConfig,
     fleet: FleetFeed,
     rollout_metrics: RolloutMetrics,
     shutdown: CancellationToken,
@@ -38,6 +40,7 @@ impl AdminApi {
     pub fn new(replica: &Replica, shutdown: CancellationToken) -> Self {
         Self {
             service: replica.service.clone(),
+            notify: replica.notifier.delivery.clone(),
             fleet: replica.fleet.clone(),
             rollout_metrics: replica.rollout_metrics.clone(),
             shutdown,
@@ -454,6 +457,67 @@ impl pb::admin_service_server::AdminService for AdminApi {
         };
         let done = ok(self.service.end_sessions(&actor, &body).await)?;
         Ok(Response::new(pb::EndSessionsResponse { ended: done.ended }))
+    }
+
+    async fn list_webhooks(
+        &self,
+        req: Request<pb::ListWebhooksRequest>,
+    ) -> Res<pb::ListWebhooksResponse> {
+        self.webhooks_list(req).await
+    }
+
+    async fn get_webhook(&self, req: Request<pb::GetWebhookRequest>) -> Res<pb::WebhookInfo> {
+        self.webhooks_get(req).await
+    }
+
+    async fn create_webhook(
+        &self,
+        req: Request<pb::CreateWebhookRequest>,
+    ) -> Res<pb::WebhookWithSecret> {
+        self.webhooks_create(req).await
+    }
+
+    async fn update_webhook(&self, req: Request<pb::UpdateWebhookRequest>) -> Res<pb::WebhookInfo> {
+        self.webhooks_update(req).await
+    }
+
+    async fn delete_webhook(&self, req: Request<pb::DeleteWebhookRequest>) -> Res<pb::WebhookInfo> {
+        self.webhooks_delete(req).await
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        req: Request<pb::RotateWebhookSecretRequest>,
+    ) -> Res<pb::WebhookWithSecret> {
+        self.webhooks_rotate(req).await
+    }
+
+    async fn test_webhook(
+        &self,
+        req: Request<pb::TestWebhookRequest>,
+    ) -> Res<pb::WebhookTestResult> {
+        self.webhooks_test(req).await
+    }
+
+    async fn list_webhook_deliveries(
+        &self,
+        req: Request<pb::ListWebhookDeliveriesRequest>,
+    ) -> Res<pb::ListWebhookDeliveriesResponse> {
+        self.webhooks_deliveries(req).await
+    }
+
+    async fn get_webhook_delivery(
+        &self,
+        req: Request<pb::GetWebhookDeliveryRequest>,
+    ) -> Res<pb::WebhookDelivery> {
+        self.webhooks_delivery(req, false).await
+    }
+
+    async fn redeliver_webhook(
+        &self,
+        req: Request<pb::GetWebhookDeliveryRequest>,
+    ) -> Res<pb::WebhookDelivery> {
+        self.webhooks_delivery(req, true).await
     }
 
     type WatchFleetStream = FleetStream;

@@ -42,11 +42,15 @@ pub struct Grpc {
 impl Grpc {
     /// Serves gRPC for `service` on an ephemeral loopback port.
     pub async fn start(service: Service, opts: GrpcOptions) -> Self {
+        // gRPC alone (no HTTP), on a replica built as every hub is.
+        Self::start_replica(Replica::new(service, HttpOptions::default(), opts)).await
+    }
+
+    /// Serves gRPC for `replica` (e.g. one with notification settings).
+    pub async fn start_replica(replica: Replica) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
-        // gRPC alone (no HTTP), on a replica built as every hub is.
-        let replica = Replica::new(service, HttpOptions::default(), opts);
         let metrics = replica.grpc_metrics.clone();
         let stop = shutdown.clone();
         let task = tokio::spawn(async move {
