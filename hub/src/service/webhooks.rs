@@ -204,7 +204,40 @@ impl Service {
         spec.name = name.to_string();
         check_spec(&spec, egress).await?;
         let now = self.now();
-        let spec = &spec;
+        self.modify_webhook(
+            actor,
+            name,
+            "webhook.update",
+            now,
+            &|row: &mut WebhookRow| {
+                row.url = spec.url.clone();
+                row.event_types = spec.events.clone();
+                row.gates = spec.gates.clone();
+                row.clusters = scope_json(&spec);
+                row.format = spec.format.as_str().into();
+                row.per_cluster = spec.per_cluster;
+                row.enabled = spec.enabled;
+                row.description = spec.description.clone();
+                row.updated_at = now;
+                if spec.enabled {
+                    row.disabled_reason = None;
+                    row.failing_since = None;
+                }
+            },
+        )
+        .await
+    }
+
+    /// The one read-modify-write of a subscription at `now`: lock its row,
+    /// apply `change`, store it and audit `action` with before and after.
+    async fn modify_webhook(
+        &self,
+        actor: &Actor,
+        name: &str,
+        action: &'static str,
+        now: chrono::DateTime<Utc>,
+        change: &(dyn Fn(&mut WebhookRow) + Sync),
+    ) -> Result<Webhook> {
         let (w, _) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
@@ -212,21 +245,9 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("webhook", name))?;
                     let mut row = old.clone();
-                    row.url = spec.url.clone();
-                    row.event_types = spec.events.clone();
-                    row.gates = spec.gates.clone();
-                    row.clusters = scope_json(spec);
-                    row.format = spec.format.as_str().into();
-                    row.per_cluster = spec.per_cluster;
-                    row.enabled = spec.enabled;
-                    row.description = spec.description.clone();
-                    row.updated_at = now;
-                    if spec.enabled {
-                        row.disabled_reason = None;
-                        row.failing_since = None;
-                    }
+                    change(&mut row);
                     let stored = webhooks::update(tx, &row).await?;
-                    Ok(written(stored, "webhook.update", Some(old.into())))
+                    Ok(written(stored, action, Some(old.into())))
                 })
             })
             .await?;
@@ -282,22 +303,18 @@ impl Service {
         }
         let now = self.now();
         let secret = new_secret();
-        let secret_ref = &secret;
-        let (webhook, _) = self
-            .write(actor, now, |tx| {
-                Box::pin(async move {
-                    let old = webhooks::get_for_update(tx, name)
-                        .await?
-                        .ok_or_else(|| Error::not_found("webhook", name))?;
-                    let mut row = old.clone();
-                    row.previous_secret = Some(old.secret.clone());
+        let webhook = self
+            .modify_webhook(
+                actor,
+                name,
+                "webhook.rotate_secret",
+                now,
+                &|row: &mut WebhookRow| {
+                    row.previous_secret = Some(std::mem::replace(&mut row.secret, secret.clone()));
                     row.previous_secret_expires_at = Some(now + overlap);
-                    row.secret = secret_ref.clone();
                     row.updated_at = now;
-                    let stored = webhooks::update(tx, &row).await?;
-                    Ok(written(stored, "webhook.rotate_secret", Some(old.into())))
-                })
-            })
+                },
+            )
             .await?;
         Ok(WebhookWithSecret { webhook, secret })
     }
