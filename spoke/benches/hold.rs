@@ -48,6 +48,7 @@ fn gate(default: &str) -> Snapshot {
             release: None,
             waiting: None,
             opening_fence: None,
+            calendars: vec![],
         }],
         overrides: vec![],
         local_gates_enforced: false,

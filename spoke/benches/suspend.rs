@@ -88,6 +88,7 @@ async fn run(n: usize) -> anyhow::Result<()> {
             release: None,
             waiting: None,
             opening_fence: None,
+            calendars: vec![],
         }],
         overrides: vec![],
         hub_time: None,

@@ -1,7 +1,8 @@
 //! Offline safety and the hub connection, against the simulator: a window edge
 //! enforced with the hub gone, a restart enforcing the persisted snapshot with
-//! the hub down, the no-snapshot policies, clock offset, the reconnect Hello
-//! and a rotated token file.
+//! the hub down, the no-snapshot policies, clock offset, the reconnect Hello,
+//! a rotated token file, and a hub-fetched calendar feed window across both
+//! of its edges with the hub gone.
 
 mod support;
 
@@ -234,5 +235,87 @@ async fn a_rotated_token_file_is_picked_up_on_reconnect() {
     assert_eq!(hello.cluster, CLUSTER);
     spoke.stop().await;
     hub.stop().await;
+    cluster.sim.shutdown().await;
+}
+
+/// A `calendar.url` window on a spoke: the hub sends the feed's occurrences in
+/// the snapshot (`GateRule.calendars`); with the hub gone the spoke closes at
+/// the event's start and, restarted from its persisted snapshot with the hub
+/// still down, opens at the event's end, not before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calendar_feed_window_offline_across_both_edges() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+
+    let start = Utc::now() + chrono::Duration::seconds(5);
+    let end = start + chrono::Duration::seconds(20);
+    let manifest = serde_json::json!({
+        "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "cab"},
+        "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["Kustomization"]},
+                 "mode": "suspend", "default": "open",
+                 "windows": [{"name": "freeze", "kind": "deny",
+                              "calendar": {"url": "https://cal.example.com/cab.ics"}}]}
+    });
+    let mut rule = gate("cab", "suspend", &["Kustomization"], "open");
+    rule.manifest_json = manifest.to_string();
+    rule.calendars = vec![fleetgate_proto::v1::CalendarOccurrences {
+        window: "freeze".into(),
+        occurrences: vec![fleetgate_proto::v1::CalendarOccurrence {
+            start: Some(fleetgate_proto::time::to_timestamp(start)),
+            end: Some(fleetgate_proto::time::to_timestamp(end)),
+            summary: "Change freeze".into(),
+        }],
+        stale_at: Some(fleetgate_proto::time::to_timestamp(
+            Utc::now() + chrono::Duration::days(1),
+        )),
+    }];
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(9, vec![rule], vec![]));
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
+    spoke
+        .report_where("revision 9 enforced", |r| r.revision == 9)
+        .await;
+    hub.stop().await;
+
+    let apps = wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "suspended at the event's start, hub gone",
+        |o| suspended(o) && annotation(o, MARK) == Some("cab"),
+    )
+    .await;
+    let at = annotation(&apps, annotations::SUSPENDED_AT).expect("suspended-at");
+    let at = chrono::DateTime::parse_from_rfc3339(at).unwrap().to_utc();
+    assert!(
+        at + chrono::Duration::seconds(1) > start,
+        "not suspended before the event: {at} vs {start}"
+    );
+    spoke.stop().await;
+
+    // Restart with the hub still down: the occurrences come from the
+    // persisted snapshot (without them the feed would count as never fetched
+    // and the window would be open at once).
+    let dead_hub = format!("http://{}", free_addr().await);
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(dead_hub))).await;
+    let restarted_at = Utc::now();
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "resumed at the event's end",
+        |o| !suspended(o),
+    )
+    .await;
+    let resumed = Utc::now();
+    assert_eq!(spoke.ctx().revision(), 9);
+    if restarted_at < end {
+        assert!(
+            resumed >= end,
+            "resumed at {resumed}, before the event ended at {end}"
+        );
+    }
+    spoke.stop().await;
     cluster.sim.shutdown().await;
 }

@@ -37,9 +37,24 @@ pub fn in_cluster(spec: &Value, cluster: &str) -> Value {
 /// Parses and validates a Gate object's spec as the hub and the CLI do (text
 /// the hub could not store, U+0000, included); the error names the field
 /// (`spec.windows[0].schedule: ...`).
+///
+/// A `calendar.url` window is refused: the spoke makes no outbound calls (it
+/// needs no egress beyond the Kubernetes API and its hub, and a feed's
+/// credentials would live in every cluster); the hub fetches feeds for the
+/// gates it sends. Inline `calendar.ics` works here.
 pub fn validate(name: &str, spec: &Value) -> Result<Gate, String> {
     let gate = parse_gate_json(manifest(name, spec)).map_err(|e| e.to_string())?;
     gate.validate().map_err(|e| e.to_string())?;
+    if let Some(i) = gate
+        .spec
+        .windows
+        .iter()
+        .position(|w| w.calendar.as_ref().is_some_and(|c| c.url.is_some()))
+    {
+        return Err(format!(
+            "spec.windows[{i}].calendar.url: a Gate made in the cluster cannot use a calendar feed: the spoke makes no outbound calls; put the calendar inline (calendar.ics) or make the gate at the hub, which fetches feeds"
+        ));
+    }
     Ok(gate)
 }
 
@@ -94,6 +109,7 @@ impl InForce {
                 release: None,
                 waiting: None,
                 opening_fence: None,
+                calendars: Vec::new(),
             })
             .collect();
         if current.is_some_and(|c| c.gates == gates) {
@@ -115,6 +131,20 @@ impl InForce {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calendar_feeds_are_refused_inline_calendars_accepted() {
+        let ics = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//t//EN\r\nBEGIN:VEVENT\r\nUID:1\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20260102T000000Z\r\nDTEND:20260103T000000Z\r\nSUMMARY:Freeze\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+        let spec = |calendar: Value| {
+            json!({"clusters": {"names": ["c"]}, "default": "open",
+                   "windows": [{"name": "w", "kind": "deny", "calendar": calendar}]})
+        };
+        assert!(validate("g", &spec(json!({"ics": ics}))).is_ok());
+        let err =
+            validate("g", &spec(json!({"url": "https://cal.example.com/f.ics"}))).unwrap_err();
+        assert!(err.starts_with("spec.windows[0].calendar.url: "), "{err}");
+        assert!(err.contains("no outbound calls"), "{err}");
+    }
 
     #[test]
     fn a_gate_without_clusters_means_this_cluster() {

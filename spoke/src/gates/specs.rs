@@ -169,6 +169,7 @@ fn local_spec(
                     release: None,
                     waiting: None,
                     opening_fence: None,
+                    calendars: Vec::new(),
                 },
             );
             Spec::Enforced

@@ -1,7 +1,9 @@
 //! The hub side of the spoke: the one gRPC stream to the hub and its reconnect
-//! schedule, the snapshot it receives (compiled, with rollout waves) and
-//! persists in a ConfigMap, and the status report it sends back.
+//! schedule, the snapshot it receives (compiled, with rollout waves and the
+//! hub-expanded calendar feeds) and persists in a ConfigMap, and the status
+//! report it sends back.
 
+pub mod calendars;
 pub(crate) mod connection;
 pub mod reconnect;
 pub mod report;

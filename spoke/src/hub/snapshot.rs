@@ -3,7 +3,10 @@
 //! evaluates every gate at an instant with the shared policy crate.
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::{CompiledGate, Evaluation, GateState, Mode, Override, parse_gate_json};
+use fleetgate_policy::{
+    Calendars, CompiledGate, Evaluation, FeedOccurrences, GateState, Mode, Override,
+    parse_gate_json,
+};
 use fleetgate_proto::{time::from_timestamp, v1 as pb};
 use serde::{Deserialize, Serialize};
 
@@ -62,9 +65,17 @@ pub struct GateRule {
     /// fence; newer hubs also drop releases older than the fence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opening_fence: Option<DateTime<Utc>>,
+    /// The occurrences of each `calendar.url` window as the hub expanded its
+    /// last good copy of the feed (persisted, so the windows open and close
+    /// on time while the hub is away). Absent for a window never fetched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calendars: Vec<FeedOccurrences>,
 }
 
-fn required_time(ts: Option<&prost_types::Timestamp>, what: &str) -> Result<DateTime<Utc>> {
+pub(crate) fn required_time(
+    ts: Option<&prost_types::Timestamp>,
+    what: &str,
+) -> Result<DateTime<Utc>> {
     ts.and_then(from_timestamp)
         .ok_or_else(|| Error::InvalidSnapshot(format!("{what}: missing or out-of-range timestamp")))
 }
@@ -95,7 +106,9 @@ impl Snapshot {
                     &format!("gates[{i}] ({}).openingFence", g.name),
                 )?),
             };
+            let calendars = super::calendars::from_proto(&g.name, i, g.calendars)?;
             gates.push(GateRule {
+                calendars,
                 name: g.name,
                 version: g.version,
                 manifest,
@@ -165,9 +178,12 @@ impl CompiledSnapshot {
     /// enforcing a partial set could resume objects a dropped gate should hold.
     pub fn compile(snapshot: Snapshot) -> Result<Self> {
         let mut gates = Vec::with_capacity(snapshot.gates.len());
+        let now = Utc::now();
         for (i, rule) in snapshot.gates.iter().enumerate() {
             let gate = parse_gate_json(rule.manifest.clone())
-                .and_then(|g| g.compile())
+                .and_then(|g| {
+                    g.compile_with(&Calendars::at(now).with_feeds(rule.calendars.clone()))
+                })
                 .map_err(|e| Error::InvalidSnapshot(format!("gates[{i}] ({}): {e}", rule.name)))?;
             gates.push(gate);
         }
@@ -230,6 +246,7 @@ impl CompiledSnapshot {
                 release: None,
                 waiting: None,
                 opening_fence: None,
+                calendars: vec![],
             }],
             overrides: vec![],
             hub_time: None,
@@ -449,6 +466,7 @@ mod tests {
                 release: None,
                 waiting: None,
                 opening_fence: None,
+                calendars: vec![],
             }],
             overrides: vec![],
             hub_time: None,
@@ -469,6 +487,7 @@ mod tests {
             release: None,
             waiting: None,
             opening_fence: None,
+            calendars: vec![],
         };
         let mut snap = Snapshot {
             revision: 5,
