@@ -369,7 +369,7 @@ async fn scope_matrix_tokens_and_people() {
                 &format!("{who}: clusters"),
             );
             forbidden(
-                s.list_access_policies(&a).await,
+                s.list_access_policies(&a, &Default::default()).await,
                 &format!("{who}: policies"),
             );
 

@@ -3,11 +3,16 @@
 //! changed: a trigger gives `fleet_revision.clusters_version` a fresh random
 //! value on every insert, delete and name or label update, and a copy read in
 //! a transaction that rolled back is never taken for the committed state.
+//! A replica's parsed access policies (what every authentication resolves
+//! against) follow `fleet_revision.access_policies_version` the same way.
 
 mod common;
 
 use common::{Hub, TableReads, t0};
+use fleetgate_api_types::parse_access_policy;
 use fleetgate_hub::db::clusters::{self, ScopedCache};
+use fleetgate_hub::service::resolve::PolicyCache;
+use fleetgate_hub::service::{Actor, Role, Service};
 use serde_json::json;
 
 /// Names and labels through `cache`, in a transaction that holds the
@@ -111,4 +116,88 @@ async fn a_copy_read_in_a_rolled_back_transaction_is_never_used() {
     let (seen, read) = through(&hub, &cache).await;
     assert_eq!(seen, pairs(&[("a", "prod"), ("b", "dev")]));
     assert!(read, "the rolled-back copy was used");
+}
+
+/// Policy names through `cache` in a transaction; also whether
+/// `access_policies` was read.
+async fn policies_through(hub: &Hub, cache: &PolicyCache) -> (Vec<String>, bool) {
+    let mut tx = hub.pool.begin().await.unwrap();
+    let before = TableReads::of(&mut tx, "access_policies").await;
+    let all = cache.current(&mut tx).await.unwrap();
+    let done = TableReads::of(&mut tx, "access_policies")
+        .await
+        .since(before);
+    tx.commit().await.unwrap();
+    let names = all.iter().map(|p| p.name().to_string()).collect();
+    (names, done.seq_scans + done.idx_scans > 0)
+}
+
+fn reader_admin_policy() -> fleetgate_api_types::AccessPolicy {
+    parse_access_policy(
+        "apiVersion: fleetgate.io/v1\nkind: AccessPolicy\nmetadata: {name: reader-admin}\n\
+         spec: {subjects: {tokens: [reader]}, role: admin}",
+    )
+    .unwrap()
+}
+
+/// Every authentication resolves against the replica's copy of the policies,
+/// read again only when one changed, on this replica, another one, or by
+/// hand in SQL; a copy read in a rolled-back transaction is never used.
+#[tokio::test]
+async fn access_policies_are_read_again_exactly_when_one_changes() {
+    let hub = Hub::new().await;
+    let root = Actor::new("bootstrap-admin", Role::Admin);
+    // A second replica on the same database, with its own copy.
+    let other = Service::with_clock(hub.pool.clone(), std::sync::Arc::new(hub.clock.clone()));
+    let reader_is_admin = |s: Service| {
+        let token = hub.viewer.clone();
+        async move {
+            let a = s.authenticate_api(&token).await.unwrap();
+            a.is_unscoped(Role::Admin)
+        }
+    };
+    assert!(!reader_is_admin(other.clone()).await);
+
+    let cache = PolicyCache::default();
+    let (names, read) = policies_through(&hub, &cache).await;
+    assert!(names.is_empty());
+    assert!(read, "the first use reads the policies");
+    assert!(
+        !policies_through(&hub, &cache).await.1,
+        "read again unchanged"
+    );
+
+    // Applied on this replica: the other one's next authentication sees it.
+    hub.service
+        .apply_access_policy(&root, "reader-admin", reader_admin_policy(), None, None)
+        .await
+        .unwrap();
+    assert!(reader_is_admin(other.clone()).await);
+    let (names, read) = policies_through(&hub, &cache).await;
+    assert_eq!(names, ["reader-admin"]);
+    assert!(read);
+    assert!(!policies_through(&hub, &cache).await.1);
+
+    // Deleted by hand: seen at once.
+    sqlx::query("delete from access_policies")
+        .execute(&hub.pool)
+        .await
+        .unwrap();
+    assert!(!reader_is_admin(other.clone()).await);
+    assert!(!reader_is_admin(hub.service.clone()).await);
+
+    // A policy inserted in a transaction that rolls back, read through the
+    // cache inside it: the committed state is read again afterwards.
+    let (names, _) = policies_through(&hub, &cache).await;
+    assert!(names.is_empty());
+    let mut tx = hub.pool.begin().await.unwrap();
+    let manifest = serde_json::to_value(reader_admin_policy()).unwrap();
+    fleetgate_hub::db::access_policies::insert(&mut tx, "reader-admin", &manifest, t0())
+        .await
+        .unwrap();
+    assert_eq!(cache.current(&mut tx).await.unwrap().len(), 1);
+    tx.rollback().await.unwrap();
+    let (names, read) = policies_through(&hub, &cache).await;
+    assert!(names.is_empty(), "the rolled-back copy was used: {names:?}");
+    assert!(read);
 }

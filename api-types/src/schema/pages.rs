@@ -3,6 +3,7 @@
 
 use utoipa::ToSchema;
 
+use crate::access::AccessPolicyRecord;
 use crate::records::{ApiToken, AuditEntry, Cluster, GateRecord, OverrideRecord};
 
 macro_rules! page_doc {
@@ -24,3 +25,8 @@ page_doc!(ClusterPage, Cluster, "A page of clusters.");
 page_doc!(OverridePage, OverrideRecord, "A page of overrides.");
 page_doc!(AuditPage, AuditEntry, "A page of audit entries.");
 page_doc!(TokenPage, ApiToken, "A page of API tokens.");
+page_doc!(
+    AccessPolicyPage,
+    AccessPolicyRecord,
+    "A page of access policies."
+);

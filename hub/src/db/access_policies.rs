@@ -18,34 +18,47 @@ pub struct PolicyRow {
 }
 
 const COLUMNS: &str = "name, manifest, version, created_at, updated_at";
+const SELECT: &str = "select name, manifest, version, created_at, updated_at from access_policies";
 
-/// Every policy, by name (what a principal is resolved against).
+/// Every policy, by name (what a principal is resolved against; read
+/// through the replica's cache, `service::resolve::PolicyCache`).
 pub async fn all(conn: &mut PgConnection) -> Result<Vec<PolicyRow>> {
-    let rows = sqlx::query_as(sql!("select {COLUMNS} from access_policies order by name"))
-        .fetch_all(conn)
+    super::fetch_named(conn, SELECT, "where name = any($1)", "order by name", None).await
+}
+
+/// A page of policies ordered by name, after `after`.
+pub async fn list(
+    conn: &mut PgConnection,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<PolicyRow>> {
+    super::page_by_name(conn, "access_policies", COLUMNS, after, limit).await
+}
+
+/// `fleet_revision.access_policies_version`: a new random value after every
+/// change of any policy (trigger, migration 0032).
+pub async fn version(conn: &mut PgConnection) -> Result<uuid::Uuid> {
+    let (v,): (uuid::Uuid,) = sqlx::query_as("select access_policies_version from fleet_revision")
+        .fetch_one(conn)
         .await?;
-    Ok(rows)
+    Ok(v)
 }
 
 /// The policy named `name`, locked until the transaction ends.
 pub async fn get_for_update(conn: &mut PgConnection, name: &str) -> Result<Option<PolicyRow>> {
-    let row = sqlx::query_as(sql!(
-        "select {COLUMNS} from access_policies where name = $1 for update"
-    ))
-    .bind(name)
-    .fetch_optional(conn)
-    .await?;
+    let row = sqlx::query_as(sql!("{SELECT} where name = $1 for update"))
+        .bind(name)
+        .fetch_optional(conn)
+        .await?;
     Ok(row)
 }
 
 /// The policy named `name`.
 pub async fn get(conn: &mut PgConnection, name: &str) -> Result<Option<PolicyRow>> {
-    let row = sqlx::query_as(sql!(
-        "select {COLUMNS} from access_policies where name = $1"
-    ))
-    .bind(name)
-    .fetch_optional(conn)
-    .await?;
+    let row = sqlx::query_as(sql!("{SELECT} where name = $1"))
+        .bind(name)
+        .fetch_optional(conn)
+        .await?;
     Ok(row)
 }
 

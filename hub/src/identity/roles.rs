@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::config::{IdentityConfig, RoleGrant};
 use crate::Result;
 use crate::service::principal::{Grant, GrantSource, Identity, Person, Workload};
-use crate::service::resolve::{grants_for, stored_policy};
+use crate::service::resolve::grants_for;
 use crate::service::{Actor, Service};
 
 /// The policy name config grants carry in the audit log.
@@ -27,11 +27,7 @@ impl Service {
     ) -> Result<Actor> {
         let identity = principal_of(who, claims);
         let mut conn = self.conn().await?;
-        let policies = crate::db::access_policies::all(&mut conn)
-            .await?
-            .into_iter()
-            .map(|r| stored_policy(&r.manifest))
-            .collect::<Result<Vec<_>>>()?;
+        let policies = self.access_policies_now(&mut conn).await?;
         drop(conn);
         let mut grants = grants_for(&identity, &policies);
         grants.extend(config_grants(&self.identities().config, who));

@@ -156,7 +156,7 @@ impl Modify for Common {
         Identity, IdentityKind, SessionRecord, SessionList, EndSessions, SessionsEnded,
         AuthConfig, LoginRequest, LoginStart,
         fleetgate_api_types::AccessPolicy, fleetgate_api_types::AccessPolicySpec,
-        fleetgate_api_types::AccessPolicyRecord, fleetgate_api_types::Subjects,
+        fleetgate_api_types::AccessPolicyRecord, crate::schema::pages::AccessPolicyPage, fleetgate_api_types::Subjects,
         fleetgate_api_types::WorkloadSubject, fleetgate_api_types::AccessScope,
         fleetgate_api_types::GateScope,
     )),

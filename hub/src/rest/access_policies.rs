@@ -8,19 +8,23 @@ use axum::http::{HeaderMap, StatusCode};
 use super::AppState;
 use super::extract::{ApiAdmin, Body, Query, ReasonQuery, if_match};
 use crate::Result;
+use crate::service::{Page, PageRequest};
 use fleetgate_api_types::{AccessPolicy, AccessPolicyRecord};
 
 /// List access policies (unscoped admin).
-#[utoipa::path(get, path = "/api/v1/access-policies", tag = "access",
+#[utoipa::path(get, path = "/api/v1/access-policies", tag = "access", params(PageRequest),
     responses(
-        (status = 200, description = "Every access policy, by name", body = Vec<AccessPolicyRecord>),
+        (status = 200, description = "A page of access policies, by name", body = crate::schema::pages::AccessPolicyPage),
+        (status = 400, description = "Bad cursor", body = crate::error::ErrorBody),
         (status = 403, description = "Not an unscoped admin", body = crate::error::ErrorBody),
+        (status = 422, description = "Bad limit", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn list(
     State(s): State<AppState>,
     ApiAdmin(actor): ApiAdmin,
-) -> Result<Json<Vec<AccessPolicyRecord>>> {
-    Ok(Json(s.service.list_access_policies(&actor).await?))
+    Query(page): Query<PageRequest>,
+) -> Result<Json<Page<AccessPolicyRecord>>> {
+    Ok(Json(s.service.list_access_policies(&actor, &page).await?))
 }
 
 /// Get one access policy (unscoped admin).

@@ -67,7 +67,7 @@ impl Service {
                     role,
                     scope,
                 });
-                super::resolve::resolve_on(&mut conn, identity).await
+                self.resolve_on(&mut conn, identity).await
             }
             _ => Err(Error::Unauthenticated("unknown API token".into())),
         }

@@ -6,7 +6,7 @@
 use fleetgate_api_types::{AccessPolicy, AccessPolicyRecord};
 
 use super::resolve::stored_policy;
-use super::{Actor, Audit, Role, Service, Written};
+use super::{Actor, Audit, Page, PageRequest, Role, Service, Written};
 use crate::db::access_policies::{self, PolicyRow};
 use crate::db::revision::Affected;
 use crate::{Error, Result, validate};
@@ -22,15 +22,22 @@ fn record(row: PolicyRow) -> Result<AccessPolicyRecord> {
 }
 
 impl Service {
-    /// Every access policy, by name.
-    pub async fn list_access_policies(&self, actor: &Actor) -> Result<Vec<AccessPolicyRecord>> {
+    /// A page of access policies, by name.
+    pub async fn list_access_policies(
+        &self,
+        actor: &Actor,
+        page: &PageRequest,
+    ) -> Result<Page<AccessPolicyRecord>> {
         actor.require_unscoped(Role::Admin)?;
+        let limit = page.limit()?;
+        let after: Option<String> = page.key()?;
         let mut conn = self.conn().await?;
-        access_policies::all(&mut conn)
-            .await?
-            .into_iter()
-            .map(record)
-            .collect()
+        let rows = access_policies::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
+        let page = super::page::from_rows(rows, limit, |r| r.name.clone(), |r| r);
+        Ok(Page {
+            items: page.items.into_iter().map(record).collect::<Result<_>>()?,
+            next_cursor: page.next_cursor,
+        })
     }
 
     /// One access policy.

@@ -64,6 +64,8 @@ pub struct Service {
     health: DbHealth,
     /// Every cluster's name and labels, for writes ([`WriteTx::scoped_clusters`]).
     scoped: Arc<crate::db::clusters::ScopedCache>,
+    /// Every access policy, parsed, for authentications ([`Service::resolve`]).
+    policies: Arc<resolve::PolicyCache>,
     /// Trusted issuers and the login provider (none by default).
     identities: Arc<crate::identity::Identities>,
 }
@@ -169,6 +171,7 @@ impl Service {
             writers: Arc::new(Semaphore::new(CONCURRENT_WRITES)),
             health: DbHealth::new(),
             scoped: Arc::default(),
+            policies: Arc::default(),
             identities: Arc::default(),
         }
     }

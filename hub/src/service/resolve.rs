@@ -5,6 +5,8 @@
 //! (`Service::resolve`), so they all see the same permissions.
 
 use fleetgate_api_types::{AccessPolicy, Subjects, WorkloadSubject};
+use std::sync::{Arc, Mutex, MutexGuard};
+
 use sqlx::PgConnection;
 
 use super::principal::{Grant, GrantSource, Identity, Person, Workload};
@@ -21,21 +23,68 @@ impl Service {
     /// [`Service::authenticate_api`].
     pub async fn resolve(&self, identity: Identity) -> Result<Actor> {
         let mut conn = self.conn().await?;
-        resolve_on(&mut conn, identity).await
+        self.resolve_on(&mut conn, identity).await
+    }
+
+    /// [`Service::resolve`] on a connection the caller holds (one connection
+    /// per authentication: a burst of requests must not wait on the pool for a
+    /// second one while holding the first).
+    pub(crate) async fn resolve_on(
+        &self,
+        conn: &mut PgConnection,
+        identity: Identity,
+    ) -> Result<Actor> {
+        let policies = self.access_policies_now(conn).await?;
+        let grants = grants_for(&identity, &policies);
+        Actor::from_grants(identity, grants)
+    }
+
+    /// Every access policy as committed now, from the replica's copy while
+    /// it is current ([`PolicyCache`]).
+    pub(crate) async fn access_policies_now(
+        &self,
+        conn: &mut PgConnection,
+    ) -> Result<Arc<Vec<AccessPolicy>>> {
+        self.policies.current(conn).await
     }
 }
 
-/// [`Service::resolve`] on a connection the caller holds (one connection
-/// per authentication: a burst of requests must not wait on the pool for a
-/// second one while holding the first).
-pub(crate) async fn resolve_on(conn: &mut PgConnection, identity: Identity) -> Result<Actor> {
-    let policies = access_policies::all(conn)
-        .await?
-        .into_iter()
-        .map(|r| stored_policy(&r.manifest))
-        .collect::<Result<Vec<_>>>()?;
-    let grants = grants_for(&identity, &policies);
-    Actor::from_grants(identity, grants)
+/// A replica's parsed copy of every access policy, valid while
+/// `fleet_revision.access_policies_version` (set by a trigger on every
+/// change, migration 0032) holds the value it was read at. An
+/// authentication then costs a one-row read instead of reading and parsing
+/// every policy.
+#[derive(Debug, Default)]
+pub struct PolicyCache(Mutex<Option<(uuid::Uuid, Arc<Vec<AccessPolicy>>)>>);
+
+impl PolicyCache {
+    fn lock(&self) -> MutexGuard<'_, Option<(uuid::Uuid, Arc<Vec<AccessPolicy>>)>> {
+        // A panicking holder leaves at worst a stale copy, which the version
+        // check never hands out.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every policy as committed now. The version is read before the
+    /// policies (two statements, the second seeing at least what the first
+    /// saw): a change committed in between is kept under the older version
+    /// and read again next time, never the other way round.
+    pub async fn current(&self, conn: &mut PgConnection) -> Result<Arc<Vec<AccessPolicy>>> {
+        let version = access_policies::version(conn).await?;
+        if let Some((v, all)) = self.lock().as_ref()
+            && *v == version
+        {
+            return Ok(all.clone());
+        }
+        let all = Arc::new(
+            access_policies::all(conn)
+                .await?
+                .into_iter()
+                .map(|r| stored_policy(&r.manifest))
+                .collect::<Result<Vec<_>>>()?,
+        );
+        *self.lock() = Some((version, all.clone()));
+        Ok(all)
+    }
 }
 
 /// Parses a stored manifest (validated when written).
