@@ -1,7 +1,7 @@
 // Gate page: what the gate is (manifest, rules in words), what it will do
-// (7-day timeline in its zone and the viewer's), what people did (live
-// overrides, with cancel), its rollout (rollout.js) and where it applies
-// (clusters in scope).
+// (7-day timeline in its zone and the viewer's), its calendar feeds (status,
+// a warning while one is stale), what people did (live overrides, with
+// cancel), its rollout (rollout.js) and where it applies (clusters in scope).
 
 import { api, enc } from './api.js';
 import { h, replace, fmtTime, relTime, badge, toYaml, viewerZone } from './dom.js';
@@ -34,6 +34,7 @@ function draw(main, ctx, d, rollout, refresh) {
       h('span', { class: 'spacer' }),
       gateActions(d.gate.name, ctx, { count: d.clusters.length, after: refresh })),
     spec.description ? h('p', { class: 'lead' }, spec.description) : null,
+    staleWarning(d.gate.calendars || []),
     h('div', { class: 'counts' },
       h('div', { class: 'count open' }, h('span', { class: 'n', id: 'gate-open' }, open), h('span', { class: 'label' }, '✓ open')),
       h('div', { class: 'count closed' }, h('span', { class: 'n', id: 'gate-closed' }, closed), h('span', { class: 'label' }, '✕ closed')),
@@ -52,6 +53,7 @@ function draw(main, ctx, d, rollout, refresh) {
         h('li', {}, 'An active manual override for the cluster wins (the newest one).'),
         ...d.rules.map((r) => h('li', {}, r))),
       h('p', { class: 'muted' }, 'An active deny window closes the gate even while an allow window is active.')),
+    feedsCard(d.gate.calendars || []),
     h('section', { class: 'card', id: 'overrides' },
       h('h2', {}, `Live overrides (${d.overrides.length})`),
       d.overrides.length ? overridesTable(d.overrides, ctx, refresh) : h('p', { class: 'muted' }, 'None — the schedule decides.')),
@@ -60,6 +62,33 @@ function draw(main, ctx, d, rollout, refresh) {
       clusters.length ? clustersTable(clusters) : h('p', { class: 'muted' }, 'No registered cluster matches the gate\'s cluster selector.')),
     h('section', { class: 'card' },
       h('details', {}, h('summary', {}, 'Manifest'), h('pre', { class: 'manifest' }, toYaml(d.gate.manifest).trimStart()))));
+}
+
+// A stale calendar feed applies its window's onStale: say so above everything.
+function staleWarning(feeds) {
+  const stale = feeds.filter((f) => f.stale);
+  if (!stale.length) return null;
+  return h('section', { class: 'card error-card', id: 'calendar-stale' },
+    h('p', { class: 'warn' }, `Calendar feed stale: ${stale.map((f) => `window ${f.window}`).join(', ')}. `,
+      'No successful fetch for maxStale; the window applies onStale (keep: the last good copy; closed: the gate is closed).'));
+}
+
+// Each calendar.url window's feed as the hub last fetched it.
+function feedsCard(feeds) {
+  if (!feeds.length) return null;
+  const when = (t) => (t ? [fmtTime(t), ' ', h('span', { class: 'muted' }, relTime(t))] : 'never');
+  const state = (f) => (f.stale ? badge('closed', 'stale')
+    : f.error ? badge('held', 'failing') : f.lastFetchAt ? badge('open', 'ok') : badge('waiting', 'not fetched yet'));
+  return h('section', { class: 'card', id: 'calendar-feeds' },
+    h('h2', {}, `Calendar feeds (${feeds.length})`),
+    h('table', { class: 'plain' },
+      h('thead', {}, h('tr', {}, ...['Window', 'Feed', 'State', 'Last fetch', 'Last change', 'Error', 'Occurrences'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, ...feeds.map((f) => h('tr', { 'data-feed': f.window },
+        h('td', {}, f.window), h('td', { class: 'reason' }, f.url), h('td', {}, state(f)),
+        h('td', {}, when(f.lastFetchAt)), h('td', {}, when(f.lastChangeAt)),
+        h('td', { class: 'reason' }, f.error ? `${f.error} (${f.failures} failed)` : '—',
+          ...(f.rejected || []).map((r) => h('div', { class: 'muted' }, `skipped: ${r}`))),
+        h('td', {}, String(f.occurrences)))))));
 }
 
 function transitions(d) {

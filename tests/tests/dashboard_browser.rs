@@ -507,3 +507,53 @@ browser_test!(cluster_page_shows_flux_ready_with_its_message, |b| {
     b.screenshot("cluster-ready").await;
     drop(spoke);
 });
+
+browser_test!(
+    gate_page_shows_calendar_feed_status_and_stale_warning,
+    |b| {
+        let hub = Hub::start("calendar").await;
+        seed_small(&hub).await;
+        // The hub refuses loopback feeds without --calendar-allow-private: the
+        // first fetch fails, the feed was never fetched, so it is stale.
+        hub.gate(json!({
+            "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "cab"},
+            "spec": {"clusters": {"selector": {"matchLabels": {"env": "prod"}}}, "default": "open",
+                     "windows": [{"name": "freeze", "kind": "deny",
+                                  "calendar": {"url": "https://127.0.0.1:9/cab.ics"}}]}
+        }))
+        .await;
+        let failed = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            loop {
+                let g = hub
+                    .call(ADMIN_TOKEN, "GET", "/api/v1/gates/cab", None)
+                    .await;
+                if g["calendars"][0]["stale"] == json!(true) {
+                    return g;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .expect("the first fetch of the feed fails within 30 s");
+        let error = failed["calendars"][0]["error"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        b.sign_in(&hub.base, ADMIN_TOKEN).await;
+        b.route("#/gates/cab").await;
+        b.wait_page("gate").await;
+        b.wait_js(
+            "document.querySelector('#calendar-stale')?.textContent.includes('window freeze')",
+            "stale warning",
+        )
+        .await;
+        let row = b
+            .eval("document.querySelector('#calendar-feeds tr[data-feed=\"freeze\"]').textContent")
+            .await;
+        let row = row.as_str().unwrap();
+        assert!(row.contains("https://127.0.0.1:9/cab.ics"), "{row}");
+        assert!(row.contains("stale"), "{row}");
+        assert!(row.contains(&error), "{row} lacks {error}");
+        b.screenshot("gate-calendar-stale").await;
+    }
+);

@@ -290,6 +290,68 @@ fn non_empty(s: String, default: &str) -> String {
     if s.is_empty() { default.to_string() } else { s }
 }
 
+/// The `Calendar feeds:` section of `gate get`: each `calendar.url` window's
+/// last fetch, last change, error and staleness as the hub reports them.
+fn feed_lines(
+    feeds: &[fleetgate_api_types::records::CalendarFeedStatus],
+    now: chrono::DateTime<chrono::Utc>,
+) -> String {
+    if feeds.is_empty() {
+        return String::new();
+    }
+    let when = |t: Option<chrono::DateTime<chrono::Utc>>| match t {
+        None => "never".to_string(),
+        Some(t) => format!("{} ({} ago)", t.format("%Y-%m-%d %H:%M:%SZ"), ago(now - t)),
+    };
+    let mut text = String::from("Calendar feeds:\n");
+    for f in feeds {
+        let state = if f.stale {
+            "STALE (onStale applies)"
+        } else if f.error.is_some() {
+            "failing (last good copy in use)"
+        } else if f.last_fetch_at.is_none() {
+            "not fetched yet"
+        } else {
+            "ok"
+        };
+        text.push_str(&format!("  - window {}: {} — {state}\n", f.window, f.url));
+        text.push_str(&format!("      last fetch:  {}\n", when(f.last_fetch_at)));
+        text.push_str(&format!("      last change: {}\n", when(f.last_change_at)));
+        if let Some(e) = &f.error {
+            text.push_str(&format!(
+                "      error:       {e} ({} failed attempts)\n",
+                f.failures
+            ));
+        }
+        if let Some(at) = f.stale_at.filter(|_| !f.stale) {
+            text.push_str(&format!(
+                "      stale at:    {}\n",
+                at.format("%Y-%m-%d %H:%M:%SZ")
+            ));
+        }
+        text.push_str(&format!(
+            "      next fetch:  {}; {} occurrences sent to spokes\n",
+            f.next_fetch_at.format("%Y-%m-%d %H:%M:%SZ"),
+            f.occurrences
+        ));
+        for r in &f.rejected {
+            text.push_str(&format!("      skipped:     {r}\n"));
+        }
+    }
+    text
+}
+
+/// A duration for people: `3d4h`, `2h5m`, `40s`.
+fn ago(d: chrono::Duration) -> String {
+    let s = d.num_seconds().max(0);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h{}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
 pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
     let g: GateRecord = client.get(&format!("/gates/{}", seg(name)), &[]).await?;
     match format {
@@ -322,6 +384,7 @@ pub async fn get(client: &Client, name: &str, format: Format) -> Result<()> {
                     text.push_str(&format!("Note:        {note}\n"));
                 }
             }
+            text.push_str(&feed_lines(&g.calendars, chrono::Utc::now()));
             text.push_str("Manifest:\n");
             let y = match fleetgate_policy::parse_gate_json(m.clone()) {
                 Ok(gate) => yaml(&gate)?,
@@ -351,4 +414,54 @@ pub async fn delete(
         .await?;
     let v = json!({"gate": name, "action": "deleted"});
     output::print(format, &v, |_| format!("gate/{name} deleted\n"))
+}
+
+#[cfg(test)]
+mod feed_tests {
+    use chrono::{Duration, TimeZone, Utc};
+    use fleetgate_api_types::records::CalendarFeedStatus;
+
+    use super::feed_lines;
+
+    #[test]
+    fn feed_status_says_stale_failing_and_when() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 27, 12, 0, 0).unwrap();
+        let feed = CalendarFeedStatus {
+            window: "cab".into(),
+            url: "https://cal.example.com/cab.ics".into(),
+            last_fetch_at: Some(now - Duration::hours(30)),
+            last_change_at: Some(now - Duration::days(3)),
+            last_attempt_at: Some(now - Duration::minutes(5)),
+            error: Some("HTTP 500".into()),
+            failures: 7,
+            next_fetch_at: now + Duration::minutes(10),
+            stale: true,
+            stale_at: Some(now - Duration::hours(6)),
+            occurrences: 12,
+            rejected: vec!["line 58, DTSTART: unknown time zone 'Mars/Base'".into()],
+        };
+        let text = feed_lines(std::slice::from_ref(&feed), now);
+        assert!(
+            text.contains("window cab: https://cal.example.com/cab.ics — STALE"),
+            "{text}"
+        );
+        assert!(
+            text.contains("last fetch:  2026-11-26 06:00:00Z (1d6h ago)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("error:       HTTP 500 (7 failed attempts)"),
+            "{text}"
+        );
+        assert!(text.contains("skipped:     line 58"), "{text}");
+        let ok = CalendarFeedStatus {
+            stale: false,
+            error: None,
+            ..feed
+        };
+        let text = feed_lines(&[ok], now);
+        assert!(text.contains("— ok"), "{text}");
+        assert!(text.contains("stale at:"), "{text}");
+        assert!(feed_lines(&[], now).is_empty());
+    }
 }
