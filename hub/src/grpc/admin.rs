@@ -520,6 +520,34 @@ impl pb::admin_service_server::AdminService for AdminApi {
         self.webhooks_delivery(req, true).await
     }
 
+    async fn list_access_policies(
+        &self,
+        req: Request<pb::ListAccessPoliciesRequest>,
+    ) -> Res<pb::ListAccessPoliciesResponse> {
+        self.access_policies_list(req).await
+    }
+
+    async fn get_access_policy(
+        &self,
+        req: Request<pb::GetAccessPolicyRequest>,
+    ) -> Res<pb::AccessPolicyInfo> {
+        self.access_policies_get(req).await
+    }
+
+    async fn apply_access_policy(
+        &self,
+        req: Request<pb::ApplyAccessPolicyRequest>,
+    ) -> Res<pb::ApplyAccessPolicyResponse> {
+        self.access_policies_apply(req).await
+    }
+
+    async fn delete_access_policy(
+        &self,
+        req: Request<pb::DeleteAccessPolicyRequest>,
+    ) -> Res<pb::DeleteAccessPolicyResponse> {
+        self.access_policies_delete(req).await
+    }
+
     type WatchFleetStream = FleetStream;
 
     async fn watch_fleet(&self, req: Request<pb::WatchFleetRequest>) -> Res<FleetStream> {

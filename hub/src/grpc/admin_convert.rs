@@ -130,6 +130,7 @@ pub fn override_info(o: OverrideRecord) -> pb::OverrideInfo {
         cluster_selector_json: selector,
         requested_in: o.requested_in.unwrap_or_default(),
         requested_by: o.requested_by.unwrap_or_default(),
+        narrowed: o.narrowed.unwrap_or_default(),
     }
 }
 

@@ -1,8 +1,9 @@
 //! The hub's gRPC side: the spoke stream (`spoke`), the admin API for
-//! integrations (`admin`, `admin_webhooks`, `watch_fleet`), report ingestion (`reports`), auth
+//! integrations (`admin`, `admin_webhooks`, `admin_access`, `watch_fleet`), report ingestion (`reports`), auth
 //! and conversions, and the server with its hygiene settings (`server`).
 
 pub mod admin;
+mod admin_access;
 mod admin_convert;
 mod admin_webhooks;
 pub mod auth;
