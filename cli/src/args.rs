@@ -75,6 +75,10 @@ pub enum Command {
     /// Dashboard sessions of people (admin): list, end a person's sessions.
     #[command(subcommand)]
     Session(SessionCmd),
+    /// Access policies (unscoped admin): which groups, people, workloads and
+    /// tokens hold which role over which clusters and gates.
+    #[command(subcommand, name = "access-policy")]
+    AccessPolicy(AccessPolicyCmd),
     /// Run the whole system locally: PostgreSQL, hub, simulated fleet with
     /// a spoke per cluster, the example gates. Ctrl-C stops and cleans up.
     ///
@@ -262,12 +266,52 @@ pub enum ClusterCmd {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum AccessPolicyCmd {
+    /// Create or update access policies from files or directories (idempotent).
+    Apply {
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Also delete hub policies that no given file defines (the files
+        /// are the whole truth, as in GitOps).
+        #[arg(long)]
+        prune: bool,
+    },
+    /// Show what `apply` would change, as a unified diff of the manifests.
+    Diff {
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+        /// Exit with 8 when apply would change something.
+        #[arg(long)]
+        exit_code: bool,
+    },
+    /// List access policies: role, subjects, scope.
+    List,
+    /// One access policy (`-o yaml` prints the manifest, ready for apply).
+    Get { name: String },
+    /// Delete an access policy; its subjects lose what it granted at their next request.
+    Delete {
+        name: String,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum TokenCmd {
     /// Create an API token; prints its secret once.
     Create {
         name: String,
         #[arg(long, value_parser = ["viewer", "operator", "admin"])]
         role: String,
+        /// Where the role holds, as YAML or JSON (the shape of an access
+        /// policy's `spec.scope`: `clusters` and `gates`, each `names` and/or
+        /// `selector`), or `@FILE`. Default: everywhere.
+        #[arg(long)]
+        scope: Option<String>,
         /// Why (recorded in the audit log).
         #[arg(long)]
         reason: Option<String>,
@@ -389,6 +433,13 @@ pub struct AuditArgs {
     /// Only entries about this target (gate or cluster name).
     #[arg(long)]
     pub target: Option<String>,
+    /// Only changes by this person: their `sub`, email or name.
+    #[arg(long)]
+    pub person: Option<String>,
+    /// Only changes granted by this access policy, or made by a person in
+    /// this group.
+    #[arg(long)]
+    pub team: Option<String>,
     /// Only entries at or after this time (RFC3339).
     #[arg(long)]
     pub since: Option<String>,

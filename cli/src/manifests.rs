@@ -107,7 +107,7 @@ pub fn parse_valid(source: &str, text: &str) -> Result<Gate> {
 
 /// Splits YAML text on `---` document separators, dropping empty documents
 /// (comments only, or a leading separator).
-fn split_documents(text: &str) -> Vec<&str> {
+pub(crate) fn split_documents(text: &str) -> Vec<&str> {
     let mut docs = Vec::new();
     let mut start = 0;
     let mut offset = 0;

@@ -26,6 +26,12 @@ pub async fn run(client: &Client, args: &AuditArgs, format: Format) -> Result<()
     if let Some(t) = &args.target {
         q.push(("target", t.clone()));
     }
+    if let Some(p) = &args.person {
+        q.push(("person", p.clone()));
+    }
+    if let Some(t) = &args.team {
+        q.push(("team", t.clone()));
+    }
     if let Some(s) = &args.since {
         let t = timearg::parse("--since", s, Tz::UTC, now)?;
         q.push(("since", crate::commands::preview::rfc3339(t)));

@@ -1,5 +1,6 @@
 //! One module per command group; `run` dispatches a parsed command line.
 
+pub mod access_policy;
 pub mod audit;
 pub mod cluster;
 pub mod gate;
@@ -73,6 +74,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Cluster(c) => cluster::run(&client, c, format).await,
         Command::Rollout(r) => rollout::run(&client, r, format).await,
         Command::Token(t) => token::run(&client, t, format).await,
+        Command::AccessPolicy(p) => access_policy::run(&client, p, format).await,
         Command::Webhook(w) => webhook::run(&client, w, format).await,
         Command::Status(s) => status::run(&client, s, format).await,
         Command::Audit(a) => audit::run(&client, a, format).await,

@@ -1,7 +1,7 @@
 //! `token create|list|revoke`: API tokens with a role (viewer, operator,
 //! admin). The secret is printed once; the hub keeps only its hash.
 
-use fleetgate_api_types::{ApiToken, ApiTokenWithSecret, CreateToken};
+use fleetgate_api_types::{AccessScope, ApiToken, ApiTokenWithSecret, CreateToken};
 
 use crate::args::{Format, TokenCmd};
 use crate::client::{Client, reason, seg};
@@ -13,12 +13,13 @@ pub async fn run(client: &Client, cmd: &TokenCmd, format: Format) -> Result<()> 
         TokenCmd::Create {
             name,
             role,
+            scope,
             reason: why,
         } => {
             let body = CreateToken {
                 name: name.clone(),
                 role: role.clone(),
-                scope: None,
+                scope: scope.as_deref().map(parse_scope).transpose()?,
             };
             let v: ApiTokenWithSecret = client.post("/tokens", &reason(why), &body).await?;
             output::print_answer(format, &v, |v| {
@@ -77,4 +78,14 @@ fn render(items: &[ApiToken]) -> String {
         ]);
     }
     t.render()
+}
+
+/// `--scope`: YAML or JSON text, or `@FILE`; the hub validates it again and
+/// names the field.
+fn parse_scope(arg: &str) -> Result<AccessScope> {
+    let text = match arg.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?,
+        None => arg.to_string(),
+    };
+    fleetgate_policy::yaml::from_str(&text).map_err(|e| Error::invalid("--scope", e))
 }
