@@ -62,8 +62,9 @@ pub struct HoldStep {
     pub action: HoldAction,
 }
 
-/// What the spoke reports for one object a holdObjects gate selects (or that
-/// still carries fleetgate's mark). Shares its values with the watched object
+/// What the spoke reports for one object a holdObjects gate selects, that
+/// still carries fleetgate's mark, or that a person marked (any watched kind,
+/// any Kustomization). Shares its values with the watched object
 /// and the other entries (reference counts): 5,000 held objects cost a few
 /// dozen bytes each here.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -196,7 +197,7 @@ impl<'a> HoldPlanner<'a> {
                     .get(&(&**ns, &**name))
                     .is_some_and(|o| o.ks.inventory.is_none())
             });
-            if obj.mark.is_none() && !labelled_without {
+            if obj.mark.is_none() && !obj.held_by_person() && !labelled_without {
                 return None;
             }
             let all = self.all_listed.get_or_init(|| {
@@ -341,7 +342,9 @@ impl<'a> HoldPlanner<'a> {
             owner: owner_key.clone(),
             action,
         });
-        if selecting.is_empty() && obj.mark.is_none() {
+        // A person's mark is reported wherever it is, selected or not: a
+        // platform team wants to see every object Flux skips by hand.
+        if selecting.is_empty() && obj.mark.is_none() && !obj.held_by_person() {
             return (step, None);
         }
         let since_revision = obj.mark.as_ref().and_then(|m| m.revision.clone());
@@ -516,6 +519,31 @@ mod tests {
             let p = HoldPlanner::new(&gates, &kss).plan(std::slice::from_ref(&person));
             assert!(p.steps.is_empty());
             assert!(p.report[0].held_by_person);
+            assert_eq!(p.held_by_person_count(), 1);
+        }
+    }
+
+    #[test]
+    fn a_persons_mark_is_reported_without_any_gate_selecting_it() {
+        let mut person = applied("", "Service", "legacy");
+        person.skipped_by_flux = true;
+        person.disabled_annotation = true;
+        let plain = applied("", "ConfigMap", "plain");
+        let kss = [ks("r1")];
+        for gates in [vec![], vec![gate(false)]] {
+            let p = HoldPlanner::new(&gates, &kss).plan(&[person.clone(), plain.clone()]);
+            assert!(p.steps.is_empty(), "never touched");
+            assert_eq!(p.report.len(), 1, "the unmarked ConfigMap is not reported");
+            assert!(p.report[0].held_by_person);
+            assert!(p.report[0].gates.is_empty(), "no gate selects it");
+            assert_eq!(
+                p.report[0].owner.as_deref(),
+                Some(&ObjectKey::new(
+                    FluxKind::Kustomization,
+                    "flux-system",
+                    "apps"
+                ))
+            );
             assert_eq!(p.held_by_person_count(), 1);
         }
     }

@@ -82,7 +82,7 @@ impl Metrics {
         );
         registry.register(
             "applied_objects_held_by_person",
-            "Objects a holdObjects gate selects that a person marked (left alone)",
+            "Objects of the held kinds a person marked reconcile: disabled, selected by a gate or not (left alone)",
             m.applied_objects_held_by_person.clone(),
         );
         registry.register(
