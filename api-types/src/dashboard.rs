@@ -59,8 +59,12 @@ pub struct FleetRow {
     pub held_objects: u32,
     /// Of those, objects whose Kustomization applied a newer revision since.
     pub held_objects_waiting: u32,
-    /// Objects a person marked `reconcile: disabled` that a holdObjects gate selects.
+    /// Objects a person marked `reconcile: disabled` (of the spoke's `--held-kinds`).
     pub held_objects_by_person: u32,
+    /// Objects holdObjects gates select that the spoke may not hold
+    /// (`HoldNotPermitted`: kind not in its `--held-kinds`): a warning cell.
+    #[serde(default)]
+    pub held_objects_not_permitted: u32,
     /// Aligned with [`FleetGrid::gates`]; `None` where the gate does not apply.
     pub cells: Vec<Option<Cell>>,
 }

@@ -104,6 +104,11 @@ pub struct HeldObject {
     pub held_since: Option<DateTime<Utc>>,
     /// The Kustomization applied a newer revision since: changes to it wait.
     pub newer_revision_applied: bool,
+    /// `HoldNotPermitted`: a holdObjects gate selects it but its kind is not in
+    /// the spoke's `--held-kinds`, so no gate can hold it on this cluster (it
+    /// rolls out while the gate is closed). `gates` names the gates.
+    #[serde(default)]
+    pub not_permitted: bool,
 }
 
 impl HeldObject {
@@ -145,6 +150,10 @@ pub struct ObjectCounts {
     /// Objects held by fleetgate whose Kustomization applied a newer revision
     /// since (their changes wait for the gate).
     pub held_objects_waiting: i64,
+    /// Objects holdObjects gates select that the spoke may not hold
+    /// (`HoldNotPermitted`: their kind is not in its `--held-kinds`).
+    #[serde(default)]
+    pub held_objects_not_permitted: i64,
 }
 
 /// One gate across the fleet.

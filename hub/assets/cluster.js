@@ -135,15 +135,20 @@ function heldObjectsSection(st) {
   const list = st.heldObjects || [];
   const held = list.filter((o) => o.held).length;
   const waiting = list.filter((o) => o.heldBy.length && o.newerRevisionApplied).length;
+  const notPermitted = list.filter((o) => o.notPermitted).length;
   return h('section', { class: 'card', id: 'held-objects-card' },
     h('h2', {}, `Held objects (${held} held of ${list.length} selected${waiting ? `; ${waiting} with changes waiting` : ''})`),
+    notPermitted ? h('p', { class: 'warn', id: 'hold-not-permitted' },
+      `⚠ HoldNotPermitted: ${notPermitted} object(s) that holdObjects gates select cannot be held on this cluster: `
+      + 'their kind is not in the spoke\'s --held-kinds, so they roll out while the gate is closed.') : null,
     list.length ? h('table', { class: 'plain', id: 'held-objects' },
       h('thead', {}, h('tr', {}, ...['Kind', 'Namespace', 'Name', 'Kustomization', 'Held', 'Since revision', 'Changes waiting'].map((t) => h('th', {}, t)))),
       h('tbody', {}, ...list.map((o) => h('tr', { 'data-object': `${o.kind}/${o.namespace}/${o.name}` },
         h('td', { title: o.group ? `${o.group}/${o.kind}` : o.kind }, o.kind),
         h('td', {}, o.namespace || '—'), h('td', {}, o.name),
         h('td', {}, `${o.kustomizationNamespace}/${o.kustomizationName}`),
-        h('td', { class: 'held-by' }, o.heldBy.length ? badge('held', `by ${o.heldBy.join(', ')}`)
+        h('td', { class: 'held-by' }, o.notPermitted ? badge('offline', `not permitted (--held-kinds); gates ${o.gates.join(', ')}`)
+          : o.heldBy.length ? badge('held', `by ${o.heldBy.join(', ')}`)
           : o.heldByPerson ? badge('info', 'by a person (left alone)') : 'no'),
         h('td', { class: 'rev', title: o.heldSince ? `since ${fmtTime(o.heldSince)}` : '' }, o.heldSinceRevision || '—'),
         h('td', { class: 'waiting' }, o.heldBy.length && o.newerRevisionApplied ? 'yes' : 'no')))))

@@ -199,6 +199,16 @@ export function heldObjectsBadge(c) {
   }, `⏸ ${n} held${person ? ` +${person}` : ''}`);
 }
 
+/** HoldNotPermitted: gates select objects whose kind the spoke may not hold (`--held-kinds`). */
+export function notPermittedBadge(c) {
+  const n = c.heldObjectsNotPermitted || 0;
+  if (!n) return null;
+  return h('a', {
+    class: 'mini not-permitted', href: `#/clusters/${encodeURIComponent(c.name)}`, 'data-not-permitted': String(n),
+    title: `HoldNotPermitted: holdObjects gates select ${n} object(s) whose kind this spoke's --held-kinds does not enable; a closed gate does NOT hold them`,
+  }, `⚠ ${n} not holdable`);
+}
+
 function row(c, cols, gates) {
   const tr = document.createElement('tr');
   if (!c.connected) tr.className = 'offline-row';
@@ -206,7 +216,8 @@ function row(c, cols, gates) {
     h('a', { href: `#/clusters/${encodeURIComponent(c.name)}` }, c.name),
     c.connected ? null : h('span', { class: 'mini offline', title: `Spoke offline; last seen ${c.lastSeenAt ? fmtTime(c.lastSeenAt) : 'never'}` }, '⚠ offline'),
     c.held ? h('span', { class: 'mini held', title: `${c.held} object(s) with a change waiting` }, `‖ ${c.held}`) : null,
-    heldObjectsBadge(c));
+    heldObjectsBadge(c),
+    notPermittedBadge(c));
   tr.append(name);
   for (const i of cols) {
     const cell = c.cells[i];

@@ -3,7 +3,8 @@
 //! every surface — REST cluster status, gate and fleet counts, gRPC
 //! `GetClusterStatus`/`GetFleetStatus`, the `heldObjects` WatchFleet/SSE event,
 //! Prometheus gauges — and a spoke that predates object holds (no
-//! held_objects) breaks nothing.
+//! held_objects) breaks nothing. The same for objects a gate selects that the
+//! spoke may not hold (`HoldNotPermitted`).
 
 mod common;
 mod grpc_support;
@@ -66,6 +67,7 @@ fn held(kind: &str, name: &str, held_by: &[&str], person: bool) -> pb::HeldObjec
         }
         .into(),
         newer_revision_applied: kind == "Deployment" && name == "nginx",
+        not_permitted: false,
     }
 }
 
@@ -393,5 +395,70 @@ async fn held_objects_reach_every_surface_and_old_spokes_break_nothing() {
     );
     assert_eq!(body["heldObjects"].as_array().unwrap().len(), 1, "{body}");
     drop((watch, old));
+    served.stop().await;
+}
+
+/// HoldNotPermitted: the spoke reports objects a holdObjects gate selects whose
+/// kind its `--held-kinds` does not enable; every surface flags them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_the_spoke_may_not_hold_are_flagged_on_every_surface() {
+    let hub = Hub::new().await;
+    let token = hub.register("c1", json!({})).await;
+    let r = hub.create_gate_yaml(GATE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let served = serve(&hub).await;
+    let mut admin = fleetgate_proto::AdminServiceClient::new(served.channel.clone());
+    let mut watch = admin
+        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut spoke = TestSpoke::connect(served.channel.clone(), &token, "c1", 0)
+        .await
+        .unwrap();
+    let rev = spoke.snapshot().await.revision;
+    let not_permitted = pb::HeldObjectStatus {
+        not_permitted: true,
+        ..held("Deployment", "nginx", &[], false)
+    };
+    report(&spoke, rev, vec![not_permitted]).await;
+    let body = until(&hub, "/api/v1/clusters/c1/status", |b| {
+        b["heldObjects"].as_array().is_some_and(|o| o.len() == 1)
+    })
+    .await;
+    let o = &body["heldObjects"][0];
+    assert_eq!(o["notPermitted"], true, "{body}");
+    assert_eq!(o["held"], false, "{body}");
+    assert_eq!(o["gates"], json!(["nginx-window"]), "{body}");
+    assert_eq!(body["counts"]["heldObjectsNotPermitted"], 1, "{body}");
+    assert_eq!(body["counts"]["heldObjects"], 0, "{body}");
+    let s = hub.get("/api/v1/status").await.body;
+    assert_eq!(s["objects"]["heldObjectsNotPermitted"], 1, "{s}");
+    let grid = hub.get("/api/v1/dashboard/fleet").await.body;
+    assert_eq!(grid["clusters"][0]["heldObjectsNotPermitted"], 1, "{grid}");
+
+    let st = admin
+        .get_cluster_status(authed(
+            pb::GetClusterStatusRequest { name: "c1".into() },
+            &hub.viewer,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(st.held_objects[0].not_permitted && !st.held_objects[0].held);
+    assert_eq!(st.counts.unwrap().held_objects_not_permitted, 1);
+
+    let e = held_event(&mut watch, "c1").await;
+    assert_eq!((e.not_permitted, e.previous_not_permitted), (1, 0), "{e:?}");
+
+    let (_, metrics) = served.get(&hub, "/metrics").await;
+    let line = "fleetgate_hub_held_objects_not_permitted{cluster=\"c1\"} 1";
+    assert!(metrics.contains(line), "{line} missing:\n{metrics}");
+
+    // The kind enabled on the spoke: the next report no longer flags it.
+    report(&spoke, rev, vec![]).await;
+    let e = held_event(&mut watch, "c1").await;
+    assert_eq!((e.not_permitted, e.previous_not_permitted), (0, 1), "{e:?}");
+    drop(watch);
     served.stop().await;
 }

@@ -46,6 +46,7 @@ fn held(name: &str) -> HeldObject {
         held_since_revision: Some("main@sha1:1".into()),
         held_since: Some(t0()),
         newer_revision_applied: false,
+        not_permitted: false,
     }
 }
 

@@ -33,14 +33,22 @@ type Overlay = crate::cluster::overlay::Overlay<ObservedObject>;
 /// Patched held objects until their watch catches up.
 type HeldOverlay = crate::cluster::overlay::Overlay<hold::observed::AppliedObject>;
 
+/// What object-level holds keep from one pass to the next.
+#[derive(Default)]
+struct HoldState {
+    overlay: HeldOverlay,
+    strays: hold::strays::Strays,
+    /// The HoldNotPermitted Events already published.
+    warned: hold::not_permitted::Warned,
+}
+
 /// Runs until `shutdown`.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let mut snapshot_rx = ctx.snapshot.subscribe();
     let mut local_rx = ctx.local_overrides.subscribe();
     let mut overlay = Overlay::default();
     let mut own = OwnDelivery::new(&ctx.config.own_kustomization);
-    let mut held_overlay = HeldOverlay::default();
-    let mut strays = hold::strays::Strays::default();
+    let mut holds = HoldState::default();
     let changed = ctx.watches.changed.clone();
     let mut clock_moved = ctx.config.clock.moved();
     loop {
@@ -51,16 +59,8 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             let objects = overlay.apply(objects);
             match &snapshot {
                 Some(snap) => {
-                    next_transition = reconcile(
-                        &ctx,
-                        snap,
-                        objects,
-                        &mut overlay,
-                        &mut held_overlay,
-                        &mut strays,
-                        &mut own,
-                    )
-                    .await;
+                    next_transition =
+                        reconcile(&ctx, snap, objects, &mut overlay, &mut holds, &mut own).await;
                 }
                 None => {
                     ctx.ready.store(true, Ordering::Release);
@@ -99,8 +99,7 @@ async fn reconcile(
     snapshot: &CompiledSnapshot,
     objects: Vec<ObservedObject>,
     overlay: &mut Overlay,
-    held_overlay: &mut HeldOverlay,
-    strays: &mut hold::strays::Strays,
+    hold_state: &mut HoldState,
     own: &mut OwnDelivery,
 ) -> Option<DateTime<Utc>> {
     ctx.metrics.reconciles.inc();
@@ -125,7 +124,7 @@ async fn reconcile(
     }
     // Holds read only the Kustomizations' identity, labels and applied
     // revision, which suspends do not change.
-    let holds = reconcile_holds(ctx, &eval.gates, &objects, held_overlay, strays).await;
+    let holds = reconcile_holds(ctx, &eval.gates, &objects, hold_state).await;
     if patched {
         // Report what the patches left, not what was there before.
         let objects = overlay.apply(objects);
@@ -147,12 +146,24 @@ async fn reconcile_holds(
     ctx: &Arc<Context>,
     gates: &[crate::suspend::plan::GateView],
     objects: &[ObservedObject],
+    state: &mut HoldState,
+) -> HoldPlan {
+    let planner = HoldPlanner::new(gates, objects);
+    let mut plan = hold_pass(ctx, &planner, gates, &mut state.overlay, &mut state.strays).await;
+    not_permitted(ctx, &planner, gates, &mut plan, &mut state.warned).await;
+    plan
+}
+
+/// Plans the watched objects, patches, and plans again from what the patches left.
+async fn hold_pass(
+    ctx: &Arc<Context>,
+    planner: &HoldPlanner<'_>,
+    gates: &[crate::suspend::plan::GateView],
     held_overlay: &mut HeldOverlay,
     strays: &mut hold::strays::Strays,
 ) -> HoldPlan {
-    let planner = HoldPlanner::new(gates, objects);
     let mut applied = ctx.held.observed().await;
-    let unlabelled = strays.read(ctx, &planner, &applied).await;
+    let unlabelled = strays.read(ctx, planner, &applied).await;
     applied.extend(unlabelled);
     let applied = held_overlay.apply(applied);
     let mut plan = planner.plan(&applied);
@@ -161,7 +172,7 @@ async fn reconcile_holds(
         return plan;
     }
     tracing::debug!(steps = steps.len(), "applying holds");
-    let done = hold::enforce::apply(ctx, &planner, gates, steps).await;
+    let done = hold::enforce::apply(ctx, planner, gates, steps).await;
     if done.is_empty() {
         return plan;
     }
@@ -170,6 +181,26 @@ async fn reconcile_holds(
     }
     let applied = held_overlay.apply(applied);
     planner.plan(&applied)
+}
+
+/// Adds the objects holdObjects gates select that `--held-kinds` does not
+/// permit to the report, and warns on their Kustomizations while closed.
+async fn not_permitted(
+    ctx: &Context,
+    planner: &HoldPlanner<'_>,
+    gates: &[crate::suspend::plan::GateView],
+    holds: &mut HoldPlan,
+    warned: &mut hold::not_permitted::Warned,
+) {
+    let permitted = ctx.held.configured();
+    let found = hold::not_permitted::find(planner, permitted);
+    warned
+        .publish(ctx, hold::not_permitted::warnings(&found, gates, permitted))
+        .await;
+    if !found.is_empty() {
+        holds.report.extend(found);
+        holds.report.sort_by(|a, b| a.key.cmp(&b.key));
+    }
 }
 
 /// Publishes the pass's outcome. Ready is set first, so whoever sees the
@@ -187,6 +218,8 @@ fn publish(ctx: &Context, revision: u64, plan: Plan, holds: HoldPlan, closed: us
         .set(i64::try_from(holds.held_count()).unwrap_or(i64::MAX));
     m.applied_objects_held_by_person
         .set(i64::try_from(holds.held_by_person_count()).unwrap_or(i64::MAX));
+    m.applied_objects_not_permitted
+        .set(i64::try_from(holds.not_permitted_count()).unwrap_or(i64::MAX));
     m.gates_closed
         .set(i64::try_from(closed).unwrap_or(i64::MAX));
     let report = Report {

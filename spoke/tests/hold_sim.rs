@@ -476,3 +476,61 @@ async fn the_inventory_decides_what_a_kustomization_holds() {
     spoke.stop().await;
     hub.stop().await;
 }
+
+/// A holdObjects gate selecting kinds the spoke may not hold (`--held-kinds`)
+/// says so (`HoldNotPermitted`: a Warning Event, the report), and a person's
+/// mark no gate selects is reported too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_on_kinds_the_spoke_may_not_hold_says_so() {
+    let cluster = setup().await;
+    let c = &cluster.client;
+    // A person holds the ConfigMap; no gate selects ConfigMaps.
+    kubectl(
+        &cluster,
+        &[
+            "annotate",
+            "configmap/nginx-config",
+            "-n",
+            APP_NS,
+            "kustomize.toolkit.fluxcd.io/reconcile=disabled",
+        ],
+    )
+    .await;
+    let hub = FakeHub::start().await;
+    // Only ConfigMaps enabled: the gate's Deployments and Services are not.
+    let mut cfg = spoke_config(Some(hub.url()));
+    cfg.held_kinds = vec!["v1/ConfigMap".parse().unwrap()];
+    let spoke = RunningSpoke::start(&cluster, cfg).await;
+    hub.set(snapshot(1, vec![hold_gate("closed")], vec![]));
+    spoke
+        .report_where("not permitted and a person's mark reported", |r| {
+            let not_permitted: Vec<_> = r.held_objects.iter().filter(|h| h.not_permitted).collect();
+            r.revision == 1
+                // The Deployment and the Service: selected, not holdable, not held.
+                && not_permitted.len() == 2
+                && not_permitted.iter().all(|h| {
+                    h.held_by.is_empty()
+                        && *h.gates == ["window".to_string()]
+                        && h.owner.as_ref().is_some_and(|o| o.name == "apps")
+                })
+                // The ConfigMap a person marked, though no gate selects it.
+                && r.held_objects.iter().any(|h| {
+                    h.key.kind.kind == "ConfigMap" && h.held_by_person && h.gates.is_empty()
+                })
+        })
+        .await;
+    let e = wait_event(c, "HoldNotPermitted", "apps").await;
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
+    let note = e.note.unwrap_or_default();
+    assert!(
+        note.contains("'window'")
+            && note.contains("Deployment.apps")
+            && note.contains("--held-kinds: v1/ConfigMap"),
+        "{note}"
+    );
+    // Nothing was marked: the Deployment is not the spoke's to patch.
+    let d = app_api(c, "apps", "Deployment").get("nginx").await.unwrap();
+    assert_eq!(annotation(&d, marks::HELD_BY), None);
+    spoke.stop().await;
+    hub.stop().await;
+}

@@ -64,6 +64,15 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
         held_since_revision: "main@sha1:1111".into(),
         held_since: "2026-11-24T10:00:00Z".into(),
         newer_revision_applied: !by.is_empty(),
+        not_permitted: false,
+    };
+    // HoldNotPermitted: a kind the spoke's --held-kinds does not enable.
+    let statefulset = pb::HeldObjectStatus {
+        kind: "StatefulSet".into(),
+        not_permitted: true,
+        held_since_revision: String::new(),
+        held_since: String::new(),
+        ..held("web", &[], false)
     };
     let apps = object("Kustomization", "flux-system", "apps", &[], false);
     // Two Gate objects made in the cluster: one enforced and closed by its
@@ -93,6 +102,7 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
             vec![
                 held("nginx", &["nginx-window"], false),
                 held("legacy", &[], true),
+                statefulset,
             ],
             vec![local("git-freeze", true), local("lab-only", false)],
         )
@@ -108,6 +118,7 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
         (json!(1), json!(1), json!(1)),
         "{row}"
     );
+    assert_eq!(row["heldObjectsNotPermitted"], json!(1), "{row}");
     let vic = hub.token("vic", "viewer").await;
     b.sign_in(&hub.base, &vic).await;
     // The fleet grid shows that prod-1 holds objects, linking to its page.
@@ -124,6 +135,16 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
             .await
             .to_string()
             .contains("1 with changes waiting"),
+    );
+    // ... and warns that a gate selects objects the spoke may not hold.
+    let warn = "document.querySelector('#fleet-grid a.not-permitted[href=\"#/clusters/prod-1\"]')";
+    assert_eq!(
+        b.eval(&format!("{warn}?.dataset.notPermitted")).await,
+        json!("1")
+    );
+    assert_eq!(
+        b.eval(&format!("{warn}.textContent")).await,
+        json!("⚠ 1 not holdable")
     );
     b.screenshot("fleet-held-objects").await;
     b.route("#/clusters/prod-1").await;
@@ -149,6 +170,19 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
             .to_string()
             .contains("by a person"),
         "a person's mark is shown as such"
+    );
+    let sts = b
+        .eval("(document.querySelector('#held-objects tr[data-object=\"StatefulSet/nginx/web\"]') || {}).textContent")
+        .await
+        .to_string();
+    assert!(sts.contains("not permitted (--held-kinds)"), "{sts}");
+    let warning = b
+        .eval("(document.querySelector('#hold-not-permitted') || {}).textContent")
+        .await
+        .to_string();
+    assert!(
+        warning.contains("HoldNotPermitted: 1 object(s)"),
+        "{warning}"
     );
     assert_eq!(
         // The column by its header, so a column added before it does not move the check.

@@ -122,6 +122,24 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
     } else {
         t.render()
     });
+    let not_permitted: Vec<String> = v
+        .clusters
+        .iter()
+        .filter(|c| c.counts.held_objects_not_permitted > 0)
+        .map(|c| {
+            format!(
+                "{} ({})",
+                c.cluster.name, c.counts.held_objects_not_permitted
+            )
+        })
+        .collect();
+    if !not_permitted.is_empty() {
+        out.push_str(&format!(
+            "\nWARNING HoldNotPermitted: holdObjects gates select objects these spokes may not hold \
+             (kind not in --held-kinds), so a closed gate does not hold them: {}\n",
+            not_permitted.join(", ")
+        ));
+    }
     out
 }
 
@@ -364,12 +382,15 @@ fn held_objects(v: &ClusterStatus, gate: Option<&str>) -> String {
         "SINCE",
         "WAITING",
     ]);
+    let not_permitted = held.iter().filter(|o| o.not_permitted).count();
     for o in held {
         let kind = match o.group.as_str() {
             "" => o.kind.clone(),
             g => format!("{}.{g}", o.kind),
         };
-        let by = if !o.held_by.is_empty() {
+        let by = if o.not_permitted {
+            "NOT PERMITTED".into()
+        } else if !o.held_by.is_empty() {
             o.held_by.join(",")
         } else if o.held_by_person {
             "a person".into()
@@ -394,7 +415,15 @@ fn held_objects(v: &ClusterStatus, gate: Option<&str>) -> String {
             .into(),
         ]);
     }
-    format!("\n{}", t.render())
+    let mut out = format!("\n{}", t.render());
+    if not_permitted > 0 {
+        out.push_str(&format!(
+            "WARNING HoldNotPermitted: {not_permitted} object(s) selected by holdObjects gates \
+             cannot be held on this cluster: their kind is not in the spoke's --held-kinds, so \
+             they roll out while the gate is closed (enable the kinds: docs/object-holds.md)\n"
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -495,6 +524,26 @@ mod tests {
         }
         let row = out.lines().find(|l| l.starts_with("Service ")).unwrap();
         assert!(row.contains("a person") && row.ends_with("no"), "{row:?}");
+        assert!(!out.contains("HoldNotPermitted"), "{out}");
+        // A kind the spoke may not hold is flagged on its row and below the table.
+        let mut v = v;
+        let mut np = v.held_objects[0].clone();
+        np.object.kind = "StatefulSet".into();
+        np.object.held_by.clear();
+        np.object.newer_revision_applied = false;
+        np.object.not_permitted = true;
+        np.held = false;
+        v.held_objects.push(np);
+        let out = render_cluster(&v, None);
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("StatefulSet.apps"))
+            .unwrap();
+        assert!(row.contains("NOT PERMITTED"), "{row:?}");
+        assert!(
+            out.contains("WARNING HoldNotPermitted: 1 object(s)"),
+            "{out}"
+        );
         // A gate filter that selects nothing hides the list.
         assert!(!render_cluster(&v, Some("other")).contains("HELD OBJECT "));
     }

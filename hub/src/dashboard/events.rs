@@ -117,6 +117,7 @@ pub fn to_sse(e: &FleetEvent) -> Event {
             json!({
                 "at": at, "cluster": h.cluster, "held": h.held, "byPerson": h.by_person,
                 "previous": h.previous, "previousByPerson": h.previous_by_person,
+                "notPermitted": h.not_permitted, "previousNotPermitted": h.previous_not_permitted,
             }),
         ),
         FleetChange::LocalGates { cluster, gates } => (

@@ -21,6 +21,8 @@ pub struct HeldCounts {
     pub by_person: i64,
     /// Held by fleetgate while the Kustomization applied a newer revision.
     pub waiting: i64,
+    /// Selected by a gate, but the spoke may not hold their kind (HoldNotPermitted).
+    pub not_permitted: i64,
     /// Changes whenever the held set does (which objects, by which gates).
     pub digest: String,
 }
@@ -61,17 +63,18 @@ pub async fn replace(
              array(select jsonb_array_elements_text(r.gates)) as gates,
              array(select jsonb_array_elements_text(r."heldBy")) as held_by,
              r."heldByPerson" as held_by_person, r."heldSinceRevision" as held_since_revision,
-             r."heldSince" as held_since, r."newerRevisionApplied" as newer_revision_applied
+             r."heldSince" as held_since, r."newerRevisionApplied" as newer_revision_applied,
+             coalesce(r."notPermitted", false) as not_permitted
            from jsonb_to_recordset($2) as r("group" text, kind text, namespace text, name text,
              "kustomizationNamespace" text, "kustomizationName" text, gates jsonb, "heldBy" jsonb,
              "heldByPerson" bool, "heldSinceRevision" text, "heldSince" timestamptz,
-             "newerRevisionApplied" bool))
+             "newerRevisionApplied" bool, "notPermitted" bool))
          insert into held_objects (cluster, api_group, kind, namespace, name,
            kustomization_namespace, kustomization_name, gates, held_by, held_by_person,
-           held_since_revision, held_since, newer_revision_applied, reported_at)
+           held_since_revision, held_since, newer_revision_applied, not_permitted, reported_at)
          select $1, r.api_group, r.kind, r.namespace, r.name, r.kustomization_namespace,
            r.kustomization_name, r.gates, r.held_by, r.held_by_person, r.held_since_revision,
-           r.held_since, r.newer_revision_applied, $3
+           r.held_since, r.newer_revision_applied, r.not_permitted, $3
          from r
          where not exists (
            select 1 from held_objects h
@@ -79,11 +82,11 @@ pub async fn replace(
              and h.namespace = r.namespace and h.name = r.name
              and (h.kustomization_namespace, h.kustomization_name, h.gates, h.held_by,
                   h.held_by_person, h.held_since_revision, h.held_since,
-                  h.newer_revision_applied)
+                  h.newer_revision_applied, h.not_permitted)
              is not distinct from
                  (r.kustomization_namespace, r.kustomization_name, r.gates, r.held_by,
                   r.held_by_person, r.held_since_revision, r.held_since,
-                  r.newer_revision_applied))
+                  r.newer_revision_applied, r.not_permitted))
          on conflict (cluster, api_group, kind, namespace, name) do update set
            kustomization_namespace = excluded.kustomization_namespace,
            kustomization_name = excluded.kustomization_name, gates = excluded.gates,
@@ -91,6 +94,7 @@ pub async fn replace(
            held_since_revision = excluded.held_since_revision,
            held_since = excluded.held_since,
            newer_revision_applied = excluded.newer_revision_applied,
+           not_permitted = excluded.not_permitted,
            reported_at = excluded.reported_at"#,
     )
     .bind(cluster)
@@ -109,14 +113,14 @@ pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<H
         // `status::for_cluster`.
         "select h.api_group, h.kind, h.namespace, h.name, h.kustomization_namespace, \
          h.kustomization_name, h.gates, h.held_by, h.held_by_person, h.held_since_revision, \
-         h.held_since, h.newer_revision_applied, \
+         h.held_since, h.newer_revision_applied, h.not_permitted, \
          (cardinality(h.held_by) > 0 or h.held_by_person) as held, \
          greatest(h.reported_at, k.reported_at, \
          case when k.connected then l.heartbeat_at end) as reported_at \
          from held_objects h left join cluster_connections k on k.cluster = h.cluster \
          left join replica_leases l on l.replica = k.connected_replica \
          where h.cluster = $1 \
-         order by held desc, h.kustomization_namespace, h.kustomization_name, h.namespace, \
+         order by held desc, h.not_permitted desc, h.kustomization_namespace, h.kustomization_name, h.namespace, \
          h.name, h.kind, h.api_group",
     )
     .bind(cluster)
@@ -132,10 +136,12 @@ pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<HeldCounts
          count(*) filter (where cardinality(held_by) > 0) as held, \
          count(*) filter (where held_by_person) as by_person, \
          count(*) filter (where cardinality(held_by) > 0 and newer_revision_applied) as waiting, \
+         count(*) filter (where not_permitted) as not_permitted, \
          md5(coalesce(string_agg(api_group || '/' || kind || '/' || namespace || '/' || name \
-           || '=' || array_to_string(held_by, ',') || case when held_by_person then '+p' else '' end, \
+           || '=' || array_to_string(held_by, ',') || case when held_by_person then '+p' else '' end \
+           || case when not_permitted then '!' || array_to_string(gates, ',') else '' end, \
            ';' order by api_group, kind, namespace, name) \
-           filter (where cardinality(held_by) > 0 or held_by_person), '')) as digest \
+           filter (where cardinality(held_by) > 0 or held_by_person or not_permitted), '')) as digest \
          from held_objects group by cluster",
     )
     .fetch_all(conn)

@@ -189,6 +189,10 @@ pub struct HeldObjectsChange {
     pub previous: u32,
     /// Held by a person before.
     pub previous_by_person: u32,
+    /// Selected by gates but not holdable by the spoke (HoldNotPermitted), now.
+    pub not_permitted: u32,
+    /// The same before.
+    pub previous_not_permitted: u32,
 }
 
 /// A change with the instant of the view that showed it.
@@ -321,6 +325,8 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
             by_person: now.by_person,
             previous: before.held,
             previous_by_person: before.by_person,
+            not_permitted: now.not_permitted,
+            previous_not_permitted: before.not_permitted,
         }));
     }
 
@@ -515,6 +521,7 @@ mod tests {
         HeldSet {
             held,
             by_person,
+            not_permitted: 0,
             digest: digest.into(),
         }
     }

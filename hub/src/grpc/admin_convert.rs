@@ -193,6 +193,7 @@ fn object_counts(c: ObjectCounts) -> pb::ObjectCounts {
         held_objects: count_i64(c.held_objects),
         held_objects_by_person: count_i64(c.held_objects_by_person),
         held_objects_waiting: count_i64(c.held_objects_waiting),
+        held_objects_not_permitted: count_i64(c.held_objects_not_permitted),
     }
 }
 

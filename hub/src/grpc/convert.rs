@@ -148,6 +148,7 @@ macro_rules! held_object {
             held_by_person: $o.held_by_person,
             held_since_revision: $text($o.held_since_revision),
             newer_revision_applied: $o.newer_revision_applied,
+            not_permitted: $o.not_permitted,
             $($rest)*
         }
     };

@@ -59,6 +59,8 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             by_person: h.by_person,
             previous: h.previous,
             previous_by_person: h.previous_by_person,
+            not_permitted: h.not_permitted,
+            previous_not_permitted: h.previous_not_permitted,
         }),
         FleetChange::LocalGates { cluster, gates } => Event::LocalGates(pb::LocalGatesChanged {
             cluster,

@@ -1,5 +1,6 @@
 //! Held-object gauges (`fleetgate_hub_held_objects{cluster}`,
-//! `…_by_gate{cluster,gate}`, `…_by_person{cluster}`, `…_waiting{cluster}`),
+//! `…_by_gate{cluster,gate}`, `…_by_person{cluster}`, `…_waiting{cluster}`,
+//! `…_not_permitted{cluster}`),
 //! set from each report a replica receives and dropped when the cluster's
 //! stream leaves the replica: every cluster is exported by the one replica
 //! serving its spoke, so summing over replicas counts it once.
@@ -34,6 +35,7 @@ pub struct HeldObjectMetrics {
     by_gate: Family<ClusterGateLabels, Gauge>,
     by_person: Family<ClusterLabels, Gauge>,
     waiting: Family<ClusterLabels, Gauge>,
+    not_permitted: Family<ClusterLabels, Gauge>,
     /// The gates exported per cluster, so a gate that stops holding loses its series.
     gates: Arc<Mutex<HashMap<String, BTreeSet<String>>>>,
 }
@@ -61,6 +63,11 @@ impl HeldObjectMetrics {
             "Objects held by fleetgate whose Kustomization has applied a newer revision since (changes wait), per cluster",
             self.waiting.clone(),
         );
+        registry.register(
+            "held_objects_not_permitted",
+            "Objects holdObjects gates select whose kind the spoke's --held-kinds does not enable (HoldNotPermitted: they cannot be held), per cluster",
+            self.not_permitted.clone(),
+        );
     }
 
     /// Sets `cluster`'s gauges from its latest report's held objects.
@@ -76,6 +83,9 @@ impl HeldObjectMetrics {
         self.by_person
             .get_or_create(&c)
             .set(count(objects.iter().filter(|o| o.held_by_person).count()));
+        self.not_permitted
+            .get_or_create(&c)
+            .set(count(objects.iter().filter(|o| o.not_permitted).count()));
         let mut per_gate: HashMap<&str, usize> = HashMap::new();
         for gate in held.flat_map(|o| &o.held_by) {
             *per_gate.entry(gate).or_default() += 1;
@@ -104,6 +114,7 @@ impl HeldObjectMetrics {
         self.held.remove(&c);
         self.waiting.remove(&c);
         self.by_person.remove(&c);
+        self.not_permitted.remove(&c);
         let mut exported = self.gates.lock().unwrap_or_else(|e| e.into_inner());
         for gate in exported.remove(cluster).unwrap_or_default() {
             self.by_gate.remove(&gate_labels(cluster, &gate));
@@ -140,6 +151,7 @@ mod tests {
             held_since_revision: None,
             held_since: None,
             newer_revision_applied: waiting,
+            not_permitted: false,
         }
     }
 
@@ -160,9 +172,17 @@ mod tests {
                 held("x", &["g", "h"], false, true),
                 held("y", &["g"], false, false),
                 held("z", &[], true, false),
+                HeldObject {
+                    not_permitted: true,
+                    ..held("w", &[], false, false)
+                },
             ],
         );
         let out = exposition(&m);
+        assert!(
+            out.contains("held_objects_not_permitted{cluster=\"a\"} 1"),
+            "{out}"
+        );
         assert!(out.contains("held_objects{cluster=\"a\"} 2"), "{out}");
         assert!(
             out.contains("held_objects_waiting{cluster=\"a\"} 1"),

@@ -381,6 +381,7 @@ mod tests {
             held_since_revision: None,
             held_since: None,
             newer_revision_applied: false,
+            not_permitted: false,
         }
     }
 

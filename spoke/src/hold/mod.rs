@@ -10,6 +10,7 @@ pub mod enforce;
 pub mod inventory;
 pub mod kinds;
 pub mod marks;
+pub mod not_permitted;
 pub mod observed;
 pub mod plan;
 pub mod strays;

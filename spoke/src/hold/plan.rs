@@ -83,6 +83,9 @@ pub struct HeldReport {
     pub since: Option<Arc<str>>,
     /// The owner applied a newer revision since: changes to it may be waiting.
     pub newer_revision_applied: bool,
+    /// A gate selects it but its kind is not in `--held-kinds`: it cannot be
+    /// held here (`HoldNotPermitted`, see `not_permitted`).
+    pub not_permitted: bool,
 }
 
 /// The result of planning every applied object.
@@ -99,9 +102,14 @@ impl HoldPlan {
         self.report.iter().filter(|r| !r.held_by.is_empty()).count()
     }
 
-    /// Objects selected by a gate but held by a person.
+    /// Objects reported as held by a person.
     pub fn held_by_person_count(&self) -> usize {
         self.report.iter().filter(|r| r.held_by_person).count()
+    }
+
+    /// Objects a gate selects that no gate can hold here (`--held-kinds`).
+    pub fn not_permitted_count(&self) -> usize {
+        self.report.iter().filter(|r| r.not_permitted).count()
     }
 }
 
@@ -247,6 +255,22 @@ impl<'a> HoldPlanner<'a> {
         !self.gates.is_empty()
     }
 
+    /// The holdObjects gates.
+    pub(super) fn gates(&self) -> &[&'a GateView] {
+        &self.gates
+    }
+
+    /// Every inventory entry of a Kustomization a holdObjects gate targets,
+    /// with that Kustomization (not ignored) and its shared key.
+    pub(super) fn targeted_entries(
+        &self,
+    ) -> impl Iterator<Item = (&Entry<'a>, &'a ObservedObject, &Arc<ObjectKey>)> {
+        self.inventories.entries().filter_map(|(e, owner)| {
+            let o = self.owners.get(owner)?;
+            (!o.ks.ignored).then_some((e, o.ks, &o.key))
+        })
+    }
+
     pub fn plan(&self, applied: &'a [AppliedObject]) -> HoldPlan {
         let mut plan = HoldPlan::default();
         let mut lists = Vec::new();
@@ -374,6 +398,7 @@ impl<'a> HoldPlanner<'a> {
                     .is_some_and(|a| since_revision.as_deref().is_some_and(|s| s != a)),
             since_revision,
             since: obj.mark.as_ref().and_then(|m| m.since.clone()),
+            not_permitted: false,
         };
         (step, Some(report))
     }

@@ -51,6 +51,7 @@ fn held_status(h: &HeldReport) -> pb::HeldObjectStatus {
         held_since_revision: text(&h.since_revision),
         held_since: text(&h.since),
         newer_revision_applied: h.newer_revision_applied,
+        not_permitted: h.not_permitted,
     }
 }
 

@@ -25,6 +25,7 @@ pub struct Metrics {
     pub objects_held: Gauge,
     pub applied_objects_held: Gauge,
     pub applied_objects_held_by_person: Gauge,
+    pub applied_objects_not_permitted: Gauge,
     pub gates_closed: Gauge,
     pub hub_connected: Gauge,
     pub snapshot_revision: Gauge,
@@ -50,6 +51,7 @@ impl Metrics {
             objects_held: Gauge::default(),
             applied_objects_held: Gauge::default(),
             applied_objects_held_by_person: Gauge::default(),
+            applied_objects_not_permitted: Gauge::default(),
             gates_closed: Gauge::default(),
             hub_connected: Gauge::default(),
             snapshot_revision: Gauge::default(),
@@ -84,6 +86,11 @@ impl Metrics {
             "applied_objects_held_by_person",
             "Objects of the held kinds a person marked reconcile: disabled, selected by a gate or not (left alone)",
             m.applied_objects_held_by_person.clone(),
+        );
+        registry.register(
+            "applied_objects_not_permitted",
+            "Objects holdObjects gates select whose kind --held-kinds does not enable: they cannot be held here (HoldNotPermitted)",
+            m.applied_objects_not_permitted.clone(),
         );
         registry.register(
             "gates_closed",

@@ -58,6 +58,7 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                 held_objects: count(|c| c.held_objects),
                 held_objects_waiting: count(|c| c.held_objects_waiting),
                 held_objects_by_person: count(|c| c.held_objects_by_person),
+                held_objects_not_permitted: count(|c| c.held_objects_not_permitted),
                 cells,
             }
         })

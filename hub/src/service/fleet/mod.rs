@@ -373,6 +373,7 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
         c.held_objects = h.held;
         c.held_objects_by_person = h.by_person;
         c.held_objects_waiting = h.waiting;
+        c.held_objects_not_permitted = h.not_permitted;
         held_digests.insert(h.cluster, h.digest);
     }
     let by_gate = |rows: Vec<(String, String, i64)>| {

@@ -65,6 +65,8 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         held_objects_waiting: fleetgate_held
             .filter(|h| h.object.newer_revision_applied)
             .count() as i64,
+        held_objects_not_permitted: held_list.iter().filter(|h| h.object.not_permitted).count()
+            as i64,
     };
     let name = &cluster.cluster.row.name;
     let mut local_requests: Vec<OverrideRecord> = inputs

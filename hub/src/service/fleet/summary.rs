@@ -71,6 +71,7 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
         objects.held_objects += c.held_objects;
         objects.held_objects_by_person += c.held_objects_by_person;
         objects.held_objects_waiting += c.held_objects_waiting;
+        objects.held_objects_not_permitted += c.held_objects_not_permitted;
         counts.with_held += usize::from(c.held > 0);
         counts.with_held_objects += usize::from(c.held_objects > 0);
     }

@@ -37,6 +37,8 @@ pub struct HeldSet {
     pub held: u32,
     /// Held by a person's own mark.
     pub by_person: u32,
+    /// Selected by gates, but the spoke may not hold their kind (HoldNotPermitted).
+    pub not_permitted: u32,
     /// Changes whenever the set does (which objects, by which gates), even
     /// when the counts stay the same.
     pub digest: String,
@@ -134,12 +136,13 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
             view.held
                 .insert(cluster.clone(), u32::try_from(c.held).unwrap_or(u32::MAX));
         }
-        if c.held_objects > 0 || c.held_objects_by_person > 0 {
+        if c.held_objects > 0 || c.held_objects_by_person > 0 || c.held_objects_not_permitted > 0 {
             view.held_objects.insert(
                 cluster.clone(),
                 HeldSet {
                     held: u32::try_from(c.held_objects).unwrap_or(u32::MAX),
                     by_person: u32::try_from(c.held_objects_by_person).unwrap_or(u32::MAX),
+                    not_permitted: u32::try_from(c.held_objects_not_permitted).unwrap_or(u32::MAX),
                     digest: inputs
                         .reported
                         .held_digests
