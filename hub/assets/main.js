@@ -1,5 +1,5 @@
 // Boot and routing: sign-in (identity provider session or API token), then hash routes
-// (#/fleet, #/gates/NAME, #/clusters/NAME, #/audit). Live events make the
+// (#/fleet, #/gates/NAME, #/clusters/NAME, #/audit, #/webhooks for admins). Live events make the
 // current page re-fetch its data (debounced), so every page stays current.
 
 import { api, setToken, setCsrf, token, ApiError } from './api.js';
@@ -9,6 +9,7 @@ import { renderFleet } from './fleet.js';
 import { renderGate } from './gate.js';
 import { renderCluster } from './cluster.js';
 import { renderAudit } from './audit.js';
+import { renderWebhooks } from './webhooks.js';
 
 const main = document.getElementById('main');
 // Script errors are kept where the browser tests can read them.
@@ -23,6 +24,7 @@ function route() {
     case 'gates': return { name: 'gate', render: renderGate, arg: parts[1] };
     case 'clusters': return { name: 'cluster', render: renderCluster, arg: parts[1] };
     case 'audit': return { name: 'audit', render: renderAudit };
+    case 'webhooks': return { name: 'webhooks', render: renderWebhooks };
     default: return { name: 'fleet', render: renderFleet };
   }
 }
@@ -35,7 +37,7 @@ async function show() {
   document.body.dataset.page = r.name;
   main.dataset.ready = '';
   for (const a of document.querySelectorAll('[data-nav]')) {
-    a.classList.toggle('current', a.dataset.nav === r.name || (r.name !== 'audit' && a.dataset.nav === 'fleet'));
+    a.classList.toggle('current', a.dataset.nav === r.name || (!['audit', 'webhooks'].includes(r.name) && a.dataset.nav === 'fleet'));
   }
   const ctx = { me: app.me, canAct: app.me.role !== 'viewer', refresh: () => refreshNow() };
   // Each navigation renders into its own element: a refresh of the previous
@@ -178,6 +180,7 @@ async function start() {
   replace(me, h('span', { class: 'who' }, app.me.name), ' ', h('span', { class: `role role-${app.me.role}` }, app.me.role));
   me.dataset.role = app.me.role;
   for (const id of ['nav', 'me', 'signout']) document.getElementById(id).hidden = false;
+  document.getElementById('nav-webhooks').hidden = app.me.role !== 'admin';
   if (app.stopLive) app.stopLive();
   app.stopLive = startLive({
     onEvent: onLiveEvent,

@@ -31,6 +31,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("timeline.js", JS, include_str!("../../assets/timeline.js")),
     ("cluster.js", JS, include_str!("../../assets/cluster.js")),
     ("audit.js", JS, include_str!("../../assets/audit.js")),
+    ("webhooks.js", JS, include_str!("../../assets/webhooks.js")),
     ("actions.js", JS, include_str!("../../assets/actions.js")),
     ("dom.js", JS, include_str!("../../assets/dom.js")),
     (

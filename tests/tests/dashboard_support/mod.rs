@@ -226,6 +226,9 @@ fn spawn_hub(db: &TestDb, http_port: u16, grpc_port: u16, test: &str) -> ChildGu
         .env("FLEETGATE_GRPC_ADDR", format!("127.0.0.1:{grpc_port}"))
         .env("FLEETGATE_ADMIN_TOKEN", ADMIN_TOKEN)
         .env("FLEETGATE_REPLICA_ID", format!("dashboard-{test}"))
+        // Webhooks to the hub itself (the webhooks page test).
+        .env("FLEETGATE_WEBHOOK_ALLOW_PRIVATE", "true")
+        .env("FLEETGATE_WEBHOOK_ALLOW_HTTP", "true")
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(log)
