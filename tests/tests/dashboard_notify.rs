@@ -128,23 +128,26 @@ browser_test!(
             "#deliveries-table tr[data-delivery='{id}'] button.redeliver"
         ))
         .await;
-        tokio::time::timeout(std::time::Duration::from_secs(30), async {
-            loop {
-                let a = hub
-                    .call(
-                        ADMIN_TOKEN,
-                        "GET",
-                        "/api/v1/audit?action=webhook.redeliver",
-                        None,
-                    )
-                    .await;
-                if a["items"].as_array().is_some_and(|i| !i.is_empty()) {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-        })
-        .await
-        .expect("redelivery audited");
+        // The page says so once the hub answered (and re-lists the deliveries).
+        b.wait_js(
+            &format!("document.getElementById('toasts').textContent.includes('Delivery {id} queued again')"),
+            "the redelivery acknowledged",
+        )
+        .await;
+        // ...and the list was drawn again (the attempts shown before are gone).
+        b.wait_js(
+            "!document.querySelector('#attempts-table') && !!document.querySelector('#deliveries-table')",
+            "deliveries listed again",
+        )
+        .await;
+        let a = hub
+            .call(
+                ADMIN_TOKEN,
+                "GET",
+                "/api/v1/audit?action=webhook.redeliver",
+                None,
+            )
+            .await;
+        assert_eq!(a["items"].as_array().map(Vec::len), Some(1), "{a}");
     }
 );
