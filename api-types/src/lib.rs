@@ -29,7 +29,8 @@ pub use identity::{
 pub use page::Page;
 pub use records::{
     ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
-    GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel, Role,
+    FreezeRecord, FreezeRequest, GateRecord, OverrideClusters, OverrideRecord, OverrideRequest,
+    RegisterCluster, Relabel, Role, UnfreezeRequest,
 };
 pub use status::{
     ClusterBrief, ClusterCounts, ClusterStatus, FleetStatus, FleetSummary, GateBrief, GateStatus,

@@ -330,3 +330,75 @@ impl FromStr for Role {
         }
     }
 }
+
+/// Freeze clusters at once (the emergency stop): every gate on them closes, above every
+/// override, and every Kustomization/HelmRelease no gate covers is suspended.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FreezeRequest {
+    /// Why (required: an incident id; shown wherever the freeze has an effect).
+    #[serde(default)]
+    pub reason: String,
+    /// Which clusters; absent = every cluster (within the caller's scope).
+    #[serde(default)]
+    pub clusters: Option<OverrideClusters>,
+    /// How long, Go-style (`2h`); absent (and no `until`) = until unfrozen.
+    #[serde(rename = "for", default)]
+    pub duration: Option<String>,
+    /// When it ends by itself (instead of `for`).
+    #[serde(default)]
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// End freezes (`fleetgate unfreeze`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UnfreezeRequest {
+    /// Why (required; recorded in the audit log).
+    #[serde(default)]
+    pub reason: String,
+    /// Only this freeze; absent = every freeze in force the caller may end.
+    #[serde(default)]
+    pub id: Option<Uuid>,
+}
+
+/// A fleet freeze.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
+#[serde(rename_all = "camelCase")]
+pub struct FreezeRecord {
+    pub id: Uuid,
+    /// Which clusters; absent = every cluster.
+    #[cfg_attr(feature = "utoipa", schema(value_type = Option<crate::schema::gate::ClusterScopeDoc>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "scope", json(nullable)))]
+    pub clusters: Option<fleetgate_policy::ClusterScope>,
+    pub reason: String,
+    pub starts_at: DateTime<Utc>,
+    /// When it ends by itself; absent = until unfrozen.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Who froze.
+    pub actor: String,
+    pub created_at: DateTime<Utc>,
+    /// Set for a freeze made inside that cluster (its `fleetgate-freeze` ConfigMap), as
+    /// its spoke reported it; such a freeze is ended in the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_in: Option<String>,
+    /// The Kubernetes user that made it there (the ConfigMap's field manager), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub ended_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
+}
+
+impl FreezeRecord {
+    /// In force at `t` or starting later (neither ended nor expired).
+    pub fn is_live(&self, t: DateTime<Utc>) -> bool {
+        self.ended_at.is_none() && self.expires_at.is_none_or(|e| e > t)
+    }
+}

@@ -284,6 +284,8 @@ async fn openapi_documents_every_route_with_errors() {
             "/api/v1/access-policies/{name}",
             vec!["get", "put", "delete"],
         ),
+        ("/api/v1/freezes", vec!["get", "post"]),
+        ("/api/v1/freezes/end", vec!["post"]),
     ];
     // What a browser or CLI reads before anyone signed in.
     let public = ["/api/v1/auth/config", "/api/v1/auth/login"];

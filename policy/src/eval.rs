@@ -8,7 +8,8 @@ use crate::GateState;
 
 /// A manual override of a gate for one cluster (open or closed), active on
 /// `[starts_at, expires_at)`; `expires_at: None` lasts until cancelled. The newest
-/// (`created_at`) active override wins and beats every window.
+/// (`created_at`) active override wins and beats every window — except that a freeze
+/// (a closing override of [`crate::FREEZE_GATE`]) beats every other override of any gate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Override {
@@ -40,9 +41,12 @@ pub struct Evaluation {
     pub next_transition: Option<DateTime<Utc>>,
 }
 
-/// Which rule decided an [`Evaluation`] (first that applies: override, deny, allow, default).
+/// Which rule decided an [`Evaluation`] (first that applies: freeze, override, deny, allow,
+/// default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Rule {
+    /// A fleet freeze (emergency stop).
+    Freeze,
     Override,
     DenyWindow,
     AllowWindow,
@@ -53,6 +57,7 @@ impl Rule {
     /// CamelCase, as a Kubernetes condition reason.
     pub fn as_str(&self) -> &'static str {
         match self {
+            Rule::Freeze => "Frozen",
             Rule::Override => "Override",
             Rule::DenyWindow => "DenyWindow",
             Rule::AllowWindow => "AllowWindow",
@@ -65,7 +70,9 @@ impl Evaluation {
     /// The rule that decided. Read back from the reason, which this crate writes
     /// (`timeline.rs`) with one fixed prefix per rule.
     pub fn rule(&self) -> Rule {
-        if self.reason.starts_with("override ") {
+        if self.reason.starts_with(crate::timeline::FREEZE_PREFIX) {
+            Rule::Freeze
+        } else if self.reason.starts_with("override ") {
             Rule::Override
         } else if self.reason.starts_with("deny window ") {
             Rule::DenyWindow
@@ -152,7 +159,8 @@ pub fn next_combined_change(
     None
 }
 
-/// The newest override active at `t` among those for `gate`.
+/// The override deciding `gate` at `t`: the newest active freeze, else the newest active
+/// override of the gate.
 pub(crate) fn active_override<'a>(
     overrides: impl IntoIterator<Item = &'a Override>,
     gate: &str,
@@ -160,6 +168,6 @@ pub(crate) fn active_override<'a>(
 ) -> Option<&'a Override> {
     overrides
         .into_iter()
-        .filter(|o| o.gate == gate && o.is_active(t))
-        .max_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
+        .filter(|o| o.applies_to_gate(gate) && o.is_active(t))
+        .max_by(|a, b| (a.is_freeze(), a.created_at, &a.id).cmp(&(b.is_freeze(), b.created_at, &b.id)))
 }

@@ -20,6 +20,9 @@ struct Span {
 /// overlapping occurrences longer than this are in effect "always active".
 const EXTEND_CAP: Duration = Duration::days(8);
 
+/// How the reason of a gate closed by a fleet freeze begins.
+pub(crate) const FREEZE_PREFIX: &str = "fleet freeze";
+
 /// The state and reason at one instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Decision {
@@ -52,7 +55,10 @@ pub(crate) fn sweep(
         .map(|w| window_spans(w, from, to, &mut occurrences))
         .collect();
     let name = gate.name();
-    let overrides: Vec<&Override> = overrides.iter().filter(|o| o.gate == name).collect();
+    let overrides: Vec<&Override> = overrides
+        .iter()
+        .filter(|o| o.applies_to_gate(name))
+        .collect();
 
     let mut edges: Vec<DateTime<Utc>> = Vec::new();
     for span in spans.iter().flatten() {
@@ -157,9 +163,14 @@ impl Cursor<'_> {
             } else {
                 format!(" by {}", o.actor)
             };
+            let reason = if o.is_freeze() {
+                o.freeze_reason(self.gate.tz, t)
+            } else {
+                format!("override {}{by} {until}{why}", o.state)
+            };
             return Decision {
                 state: o.state,
-                reason: format!("override {}{by} {until}{why}", o.state),
+                reason,
             };
         }
         if let Some((i, since)) = stale {

@@ -21,6 +21,12 @@ pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
         ));
     }
     dns_label(&gate.metadata.name).map_err(|e| e.within("metadata.name"))?;
+    if gate.metadata.name == crate::FREEZE_GATE {
+        return Err(PolicyError::new(
+            "metadata.name",
+            format!("'{}' is reserved for fleet freezes", crate::FREEZE_GATE),
+        ));
+    }
     let spec = &gate.spec;
     if let Some(description) = &spec.description
         && description.len() > 1024

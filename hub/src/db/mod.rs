@@ -14,6 +14,7 @@ macro_rules! sql {
 pub mod access_policies;
 pub mod audit;
 pub mod calendar_feeds;
+pub mod freezes;
 pub mod clusters;
 pub mod gates;
 pub mod health;

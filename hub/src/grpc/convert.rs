@@ -232,6 +232,28 @@ pub fn local_request_from_proto(r: pb::LocalRequest) -> Result<LocalRequest, Sta
     })
 }
 
+/// The cluster's own freeze state, sent as a request on the reserved gate: `closed` — a
+/// freeze made there is in force since `requested_at` (until `expires_at` if set); `open` —
+/// none is.
+pub fn local_freeze_from_proto(
+    r: pb::LocalRequest,
+) -> Result<Option<crate::service::freezes::LocalFreeze>, Status> {
+    if r.state == "open" {
+        return Ok(None);
+    }
+    let requested_at = r
+        .requested_at
+        .as_ref()
+        .and_then(from_timestamp)
+        .ok_or_else(|| invalid("localRequest.requestedAt", "missing or out-of-range timestamp"))?;
+    Ok(Some(crate::service::freezes::LocalFreeze {
+        requested_at,
+        expires_at: r.expires_at.as_ref().and_then(from_timestamp),
+        reason: fleetgate_policy::text::replace_str(&r.reason).into_owned(),
+        requested_by: fleetgate_policy::text::replace_str(&r.requested_by).into_owned(),
+    }))
+}
+
 /// One feed window's occurrences, for a spoke.
 pub fn calendar_to_proto(c: &fleetgate_policy::FeedOccurrences) -> pb::CalendarOccurrences {
     pb::CalendarOccurrences {

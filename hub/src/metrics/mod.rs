@@ -2,6 +2,7 @@
 //! at `/metrics`. The HTTP layer records requests by route and status; other
 //! parts (the gRPC side) register their own metrics with [`Metrics::register`].
 
+pub mod freezes;
 mod grpc;
 mod held;
 mod local_gates;
@@ -70,6 +71,7 @@ impl Metrics {
             "HTTP request duration by method, route and status",
             http_duration.clone(),
         );
+        freezes::register(&mut registry);
         Self {
             registry: Arc::new(Mutex::new(registry)),
             http_requests,

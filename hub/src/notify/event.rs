@@ -26,6 +26,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "rollout.halted",
     "rollout.completed",
     "webhook.test",
+    "freeze.started",
+    "freeze.ended",
 ];
 
 /// Whether `pattern` (a type, `family.*` or `*`) selects `event_type`.

@@ -137,6 +137,7 @@ impl Modify for Common {
         rest::webhooks::deliveries, rest::webhooks::delivery, rest::webhooks::redeliver,
         rest::sign_in::config, rest::sign_in::login, rest::sign_in::logout,
         rest::sign_in::list, rest::sign_in::end,
+        rest::freezes::freeze, rest::freezes::list, rest::freezes::unfreeze,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
@@ -159,6 +160,8 @@ impl Modify for Common {
         fleetgate_api_types::AccessPolicyRecord, crate::schema::pages::AccessPolicyPage, fleetgate_api_types::Subjects,
         fleetgate_api_types::WorkloadSubject, fleetgate_api_types::AccessScope,
         fleetgate_api_types::GateScope,
+        fleetgate_api_types::FreezeRequest, fleetgate_api_types::UnfreezeRequest,
+        fleetgate_api_types::FreezeRecord,
     )),
     modifiers(&Common),
     tags(
@@ -174,6 +177,7 @@ impl Modify for Common {
         (name = "dashboard", description = "Who am I, the dashboard's views and the live event stream"),
         (name = "webhooks", description = "Notification subscriptions, deliveries and attempts (admin only)"),
         (name = "identity", description = "Signing in through the OpenID provider; sessions"),
+        (name = "freezes", description = "Fleet freezes (the emergency stop): freeze, list, unfreeze"),
     )
 )]
 pub struct ApiDoc;

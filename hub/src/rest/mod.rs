@@ -9,6 +9,7 @@ pub mod extract;
 pub mod gates;
 pub mod health;
 pub mod json_errors;
+pub mod freezes;
 pub mod overrides;
 pub mod rollouts;
 pub mod sign_in;
@@ -73,6 +74,8 @@ pub(crate) fn api() -> Router<AppState> {
         .route("/gates/{name}/close", post(overrides::close))
         .route("/overrides", get(overrides::list))
         .route("/overrides/{id}", delete(overrides::cancel))
+        .route("/freezes", get(freezes::list).post(freezes::freeze))
+        .route("/freezes/end", post(freezes::unfreeze))
         .route("/clusters", get(clusters::list).post(clusters::register))
         .route(
             "/clusters/{name}",

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod calendars;
 pub mod clusters;
 pub mod fleet;
+pub mod freezes;
 pub mod gates;
 pub mod lease;
 pub mod local_gates;

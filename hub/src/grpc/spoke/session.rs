@@ -42,6 +42,8 @@ enum Flow {
     Continue,
     /// A request made in the cluster, to record (a database write).
     Record(LocalRequest),
+    /// The cluster's own freeze state (its `fleetgate-freeze` ConfigMap), to record.
+    Freeze(Option<crate::service::freezes::LocalFreeze>),
     End,
 }
 
@@ -77,6 +79,7 @@ pub(super) fn stream(
                 Step::Inbound(msg) => match s.inbound(msg)? {
                     Flow::Continue => {}
                     Flow::Record(request) => Box::pin(s.record(request)).await,
+                    Flow::Freeze(freeze) => Box::pin(s.record_freeze(freeze)).await,
                     Flow::End => break,
                 },
                 Step::Keepalive => yield s.keepalive(),
@@ -360,6 +363,17 @@ impl Session {
             })) => Err(invalid("hello", "only the first message may be a Hello")),
             Ok(Some(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::LocalRequest(r)),
+            })) if r.gate == fleetgate_policy::FREEZE_GATE => {
+                match crate::grpc::convert::local_freeze_from_proto(r) {
+                    Ok(freeze) => Ok(Flow::Freeze(freeze)),
+                    Err(status) => {
+                        self.not_recorded(&status);
+                        Ok(Flow::Continue)
+                    }
+                }
+            }
+            Ok(Some(pb::SpokeMessage {
+                msg: Some(spoke_message::Msg::LocalRequest(r)),
             })) => match local_request_from_proto(r) {
                 Ok(request) => Ok(Flow::Record(request)),
                 Err(status) => {
@@ -399,6 +413,23 @@ impl Session {
             }
         };
         self.inner.metrics.local_request(state, counted);
+    }
+
+    /// Records the cluster's own freeze state: a freeze made there (already in force),
+    /// or none (ending a recorded one). Refusals are logged; the spoke resends on reconnect.
+    async fn record_freeze(&self, freeze: Option<crate::service::freezes::LocalFreeze>) {
+        match self
+            .inner
+            .service
+            .record_local_freeze(&self.cluster, freeze)
+            .await
+        {
+            Ok(Some(f)) => {
+                tracing::info!(cluster = %self.cluster, id = %f.id, actor = %f.actor, ended = f.ended_at.is_some(), "recorded a freeze made in the cluster");
+            }
+            Ok(None) => {}
+            Err(e) => self.not_recorded(&to_status(e)),
+        }
     }
 
     fn not_recorded(&self, status: &Status) {

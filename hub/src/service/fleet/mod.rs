@@ -134,11 +134,13 @@ pub struct FleetInputs {
     /// Each gate's newest rollout ([`Scope::Fleet`] only).
     pub rollouts: Vec<RolloutSummaryRow>,
     /// Closing overrides of rollout gates that ended, the latest per scope, by gate: the
-    /// opening fences ([`opening_fence`]).
+    /// opening fences ([`opening_fence`]); ended fleet freezes count for every rollout gate.
     ended_closes: HashMap<String, Vec<EndedClose>>,
     /// Set by [`FleetInputs::restrict`] when a reader's grants differ in
     /// scope: which (gate, cluster) pairs it sees.
     pairs: Option<ReadScope>,
+    /// Fleet freezes in force or starting later, oldest first (those made in a cluster too).
+    pub freezes: Vec<db::freezes::FreezeRecord>,
 }
 
 impl FleetInputs {
@@ -225,6 +227,13 @@ impl FleetInputs {
             for row in overrides::ended_closes(tx, &rollout_gates, now).await? {
                 ended.entry(row.gate.clone()).or_default().push(row);
             }
+            let ended_freezes = db::freezes::ended(tx, now).await?;
+            for gate in &rollout_gates {
+                ended
+                    .entry(gate.clone())
+                    .or_default()
+                    .extend(super::freezes::as_ended_closes(&ended_freezes, gate));
+            }
             let releases = db::rollouts::releases(tx, names.as_deref())
                 .await?
                 .into_iter()
@@ -240,6 +249,7 @@ impl FleetInputs {
             Scope::Fleet => db::rollouts::summaries(tx).await?,
             Scope::Clusters(_) | Scope::Cluster(_) => Vec::new(),
         };
+        let freezes = db::freezes::live(tx, now).await?;
         let mut inputs = Self {
             at: now,
             revision,
@@ -252,6 +262,7 @@ impl FleetInputs {
             rollouts,
             ended_closes,
             pairs: None,
+            freezes,
         };
         inputs.drop_fenced_releases();
         Ok(inputs)
@@ -343,11 +354,33 @@ impl FleetInputs {
             .flatten()
     }
 
-    /// The live overrides of `gate` that apply to `cluster`, oldest first.
+    /// The live overrides of `gate` that apply to `cluster`, oldest first, and the freezes
+    /// covering the cluster (which apply to every gate).
     pub fn applying(&self, gate: &GateInput, cluster: &Cluster) -> Vec<Override> {
+        let mut own = self.applying_own(gate, cluster);
+        own.extend(self.freezes_on(cluster));
+        own
+    }
+
+    /// The live overrides of `gate` itself that apply to `cluster`, oldest first.
+    pub fn applying_own(&self, gate: &GateInput, cluster: &Cluster) -> Vec<Override> {
         self.overrides
             .get(gate.name())
             .map_or_else(Vec::new, |rows| applying(&gate.gate, cluster, rows))
+    }
+
+    /// The live freezes covering `cluster`, as overrides of the reserved gate.
+    pub fn freezes_on(&self, cluster: &Cluster) -> Vec<Override> {
+        super::freezes::covering(&self.freezes, cluster)
+    }
+
+    /// The live freezes made at the hub covering `cluster`: what its snapshot carries (a
+    /// freeze made in the cluster lives there, never sent back).
+    pub fn freezes_sent_to(&self, cluster: &Cluster) -> Vec<Override> {
+        super::freezes::covering(
+            self.freezes.iter().filter(|f| f.requested_in.is_none()),
+            cluster,
+        )
     }
 }
 

@@ -151,8 +151,10 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
                     opening_fence: inputs.opening_fence(g.name(), &c.row),
                     calendars: calendars[g.name()].clone(),
                 });
-                overrides.extend(inputs.applying(g, &c.row));
+                overrides.extend(inputs.applying_own(g, &c.row));
             }
+            // Once per cluster, with or without gates: the spoke also holds what no gate covers.
+            overrides.extend(inputs.freezes_sent_to(&c.row));
             Snapshot::new(
                 u64::try_from(c.row.desired_revision).unwrap_or(0),
                 c.row.name.clone(),

@@ -64,15 +64,26 @@ pub(crate) async fn step_gate(
     // row there (connection state included) grew with the fleet, not with the rollout.
     let all = tx.scoped_clusters().await?;
     let rows = overrides::live_for_gates(tx, &[gate_name.to_string()], now).await?;
-    let gate_wide: Vec<_> = rows
+    let live_freezes = crate::db::freezes::live(tx, now).await?;
+    let mut gate_wide: Vec<_> = rows
         .iter()
         .filter(|r| r.clusters.is_none())
         .map(to_policy)
         .collect();
+    gate_wide.extend(
+        live_freezes
+            .iter()
+            .filter(|f| f.clusters.is_none())
+            .map(crate::service::freezes::to_policy),
+    );
     // Freezes that ended are not among the live overrides: their ends fence the opening,
     // so one the driver never saw (created and cancelled between two steps, or ended while
     // every replica was down) still ends this rollout and stages the reopening.
-    let ended = overrides::ended_closes(tx, &[gate_name.to_string()], now).await?;
+    let mut ended = overrides::ended_closes(tx, &[gate_name.to_string()], now).await?;
+    ended.extend(crate::service::freezes::as_ended_closes(
+        &crate::db::freezes::ended(tx, now).await?,
+        gate_name,
+    ));
     let gate_open_since = compiled.open_since_fenced(now, &gate_wide, opening_fence(&ended, None));
     let scope: Vec<ScopeCluster> = all
         .iter()
@@ -84,7 +95,8 @@ pub(crate) async fn step_gate(
             )
         })
         .map(|c| {
-            let own = applying(&gate, c, &rows);
+            let mut own = applying(&gate, c, &rows);
+            own.extend(crate::service::freezes::covering(&live_freezes, c));
             let evaluation = compiled.evaluate(now, &own);
             let bypass = evaluation.state == GateState::Open
                 && rows.iter().any(|r| {
