@@ -414,4 +414,7 @@ pub struct FleetStatus {
     pub summary: FleetSummary,
     /// Clusters by name.
     pub clusters: Vec<ClusterBrief>,
+    /// Fleet freezes in force now (the emergency stop), oldest first.
+    #[serde(default)]
+    pub freezes: Vec<crate::records::FreezeRecord>,
 }

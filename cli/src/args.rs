@@ -79,6 +79,26 @@ pub enum Command {
     /// tokens hold which role over which clusters and gates.
     #[command(subcommand, name = "access-policy")]
     AccessPolicy(AccessPolicyCmd),
+    /// Emergency stop (operator): close every gate on the selected clusters (all by
+    /// default) above every override, and hold every Kustomization/HelmRelease no gate
+    /// covers, until `fleetgate unfreeze` (or --for/--until).
+    Freeze(FreezeArgs),
+    /// End freezes (operator): every freeze in force you may end, or --id; rollout gates
+    /// reopen through their waves.
+    Unfreeze {
+        /// Why (required; recorded in the audit log).
+        #[arg(long)]
+        reason: String,
+        /// Only this freeze (see `fleetgate freezes`).
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Freezes in force (or starting later); --all also ended ones.
+    Freezes {
+        /// Also ended and expired freezes.
+        #[arg(long)]
+        all: bool,
+    },
     /// Run the whole system locally: PostgreSQL, hub, simulated fleet with
     /// a spoke per cluster, the example gates. Ctrl-C stops and cleans up.
     ///
@@ -94,6 +114,26 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct FreezeArgs {
+    /// Why (required: the incident; shown on every frozen object's Event, Gate status,
+    /// the dashboard banner and `fleetgate status`).
+    #[arg(long)]
+    pub reason: String,
+    /// Only clusters matching this label selector (kubectl -l syntax).
+    #[arg(short = 'l', long = "selector")]
+    pub selector: Option<String>,
+    /// Only these clusters (repeatable).
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub clusters: Vec<String>,
+    /// End by itself after this long (Go-style duration: 2h, 90m). Default: until unfrozen.
+    #[arg(long = "for", value_name = "DURATION", conflicts_with = "until")]
+    pub duration: Option<String>,
+    /// End by itself at this instant (RFC 3339).
+    #[arg(long)]
+    pub until: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

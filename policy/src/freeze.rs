@@ -58,6 +58,11 @@ impl Override {
         format!("{}{by} {until}{why}", crate::timeline::FREEZE_PREFIX)
     }
 
+    /// [`Override::freeze_reason`] with times in UTC (a freeze belongs to no gate's zone).
+    pub fn freeze_reason_utc(&self, t: DateTime<Utc>) -> String {
+        self.freeze_reason(chrono_tz::UTC, t)
+    }
+
     /// Whether it weighs in on `gate`: its own overrides and every freeze.
     pub fn applies_to_gate(&self, gate: &str) -> bool {
         self.gate == gate || self.is_freeze()

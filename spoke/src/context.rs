@@ -50,6 +50,9 @@ pub struct Context {
     /// Accepted requests on the hub's gates that the hub has not recorded yet:
     /// sent on every connect, change and heartbeat until its snapshot has them.
     pub local_requests: watch::Sender<Arc<Vec<fleetgate_proto::v1::LocalRequest>>>,
+    /// A freeze made in the cluster (the `fleetgate-freeze` ConfigMap), enforced like the
+    /// hub's and reported to it; `None`: none.
+    pub local_freeze: watch::Sender<Option<crate::gates::freeze::LocalFreeze>>,
     /// With a hub: every Gate object made in the cluster as the spoke
     /// evaluates it, reported to the hub (read-only there).
     pub local_gates: watch::Sender<Arc<Vec<fleetgate_proto::v1::LocalGateStatus>>>,
@@ -82,11 +85,25 @@ impl Context {
             ready: Arc::new(AtomicBool::new(false)),
             local_overrides: watch::channel(Arc::new(Vec::new())).0,
             local_requests: watch::channel(Arc::new(Vec::new())).0,
+            local_freeze: watch::channel(None).0,
             local_gates: watch::channel(Arc::new(Vec::new())).0,
             merge: tokio::sync::Mutex::new(()),
             metrics,
             config,
         })
+    }
+
+    /// Every override made in the cluster: the requests on Gate objects and its freeze.
+    pub fn local_overrides_now(&self) -> Arc<Vec<Override>> {
+        let requests = self.local_overrides.borrow().clone();
+        match self.local_freeze.borrow().as_ref() {
+            None => requests,
+            Some(f) => {
+                let mut all = requests.as_ref().clone();
+                all.push(f.to_override());
+                Arc::new(all)
+            }
+        }
     }
 
     /// The revision being enforced (0: none, or an invented no-snapshot policy).

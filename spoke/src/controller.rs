@@ -46,6 +46,7 @@ struct HoldState {
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let mut snapshot_rx = ctx.snapshot.subscribe();
     let mut local_rx = ctx.local_overrides.subscribe();
+    let mut freeze_rx = ctx.local_freeze.subscribe();
     let mut overlay = Overlay::default();
     let mut own = OwnDelivery::new(&ctx.config.own_kustomization);
     let mut holds = HoldState::default();
@@ -54,6 +55,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     loop {
         let snapshot = snapshot_rx.borrow_and_update().clone();
         local_rx.borrow_and_update();
+        freeze_rx.borrow_and_update();
         let mut next_transition = None;
         if let Some(objects) = ctx.watches.observed().await {
             let objects = overlay.apply(objects);
@@ -77,6 +79,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
             _ = clock_moved.next() => {}
             r = snapshot_rx.changed() => if r.is_err() { return },
             r = local_rx.changed() => if r.is_err() { return },
+            r = freeze_rx.changed() => if r.is_err() { return },
             _ = changed.notified() => {
                 tokio::time::sleep(COALESCE).await;
             }
@@ -103,8 +106,13 @@ async fn reconcile(
     own: &mut OwnDelivery,
 ) -> Option<DateTime<Utc>> {
     ctx.metrics.reconciles.inc();
-    let local = ctx.local_overrides.borrow().clone();
+    let local = ctx.local_overrides_now();
     let eval = snapshot.evaluate_with(ctx.config.clock.now(), &local);
+    let frozen = eval
+        .gates
+        .iter()
+        .any(|g| g.name == fleetgate_policy::FREEZE_GATE);
+    ctx.metrics.frozen.set(i64::from(frozen));
     let planner = Planner::new(&eval.gates, &objects);
     if let Some((key, gates)) = own.check(&planner, &objects) {
         crate::suspend::own_delivery::warn(ctx, &key, &gates).await;

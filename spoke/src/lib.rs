@@ -187,6 +187,7 @@ impl Spoke {
         }
         tasks.spawn(controller::run(ctx.clone(), shutdown.clone()));
         tasks.spawn(gates::run(ctx.clone(), shutdown.clone()));
+        tasks.spawn(gates::freeze::run(ctx.clone(), shutdown.clone()));
 
         let (c, sd) = (ctx.clone(), shutdown.clone());
         tasks.spawn(async move {

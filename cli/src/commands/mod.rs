@@ -3,6 +3,7 @@
 pub mod access_policy;
 pub mod audit;
 pub mod cluster;
+pub mod freeze;
 pub mod gate;
 pub mod identity;
 pub mod overrides;
@@ -80,6 +81,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Audit(a) => audit::run(&client, a, format).await,
         Command::Whoami => identity::whoami(&client, format).await,
         Command::Session(c) => identity::session(&client, c, format).await,
+        Command::Freeze(a) => freeze::freeze(&client, a, format).await,
+        Command::Unfreeze { reason, id } => {
+            freeze::unfreeze(&client, reason, id.as_deref(), format).await
+        }
+        Command::Freezes { all } => freeze::list(&client, *all, format).await,
         Command::Completion { .. } | Command::Demo { .. } | Command::Login | Command::Logout => {
             Ok(())
         }

@@ -63,7 +63,7 @@ pub async fn set(client: &Client, args: &OverrideArgs, open: bool, format: Forma
 }
 
 /// A label selector in kubectl `-l` syntax, for people.
-fn selector_text(sel: &LabelSelector) -> String {
+pub(crate) fn selector_text(sel: &LabelSelector) -> String {
     let mut parts: Vec<String> = sel
         .match_labels
         .iter()
@@ -126,7 +126,7 @@ fn render(items: &[OverrideRecord]) -> String {
 }
 
 /// The override's cluster scope in a few words.
-fn scope(v: Option<&ClusterScope>) -> String {
+pub(crate) fn scope(v: Option<&ClusterScope>) -> String {
     let Some(v) = v else {
         return "<gate scope>".into();
     };

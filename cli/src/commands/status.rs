@@ -50,7 +50,8 @@ fn next(t: Option<&DateTime<Utc>>) -> String {
 
 fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
     let s = &v.summary;
-    let mut out = format!(
+    let mut out = super::freeze::banner(&v.freezes, chrono::Utc::now());
+    out += &format!(
         "clusters: {} ({} connected, {} disconnected)   may change now: {}   closed: {}   with held changes: {}\n\
          objects: {} governed, {} suspended, {} held   fleet revision {}\n         held objects: {} ({} with changes waiting, {} by a person) on {} clusters\n\n",
         s.clusters.total,

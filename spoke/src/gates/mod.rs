@@ -8,6 +8,7 @@
 //! - keeps every Gate's status (Opened, Ready, counts) and publishes an Event
 //!   at each transition.
 
+pub mod freeze;
 mod judge;
 mod local;
 mod mirror;

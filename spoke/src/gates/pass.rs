@@ -38,7 +38,7 @@ pub(super) async fn pass(
     let snapshot = ctx.snapshot.borrow().clone();
     judge_requests(ctx, objects, snapshot.as_deref(), &specs, state, now).await;
 
-    let local = ctx.local_overrides.borrow().clone();
+    let local = ctx.local_overrides_now();
     let report = ctx.report.borrow().clone();
     let mut next: Option<DateTime<Utc>> = None;
     let mut local_gates = Vec::new();

@@ -119,6 +119,8 @@ enum Step {
     Heartbeat,
     /// A request was made on a Gate object in the cluster.
     RequestsChanged,
+    /// The cluster's own freeze (its `fleetgate-freeze` ConfigMap) began or ended.
+    FreezeChanged,
     /// No message from the hub within the idle timeout.
     Idle,
 }
@@ -155,6 +157,7 @@ async fn session(
                 s.send_local_requests();
             }
             Step::RequestsChanged => s.send_local_requests(),
+            Step::FreezeChanged => s.send_freeze(),
             Step::Idle => {
                 return Err(Error::Hub(tonic::Status::deadline_exceeded(
                     "no message from the hub within the idle timeout",
@@ -174,6 +177,7 @@ struct Session<'a> {
     inbound: Streaming<pb::HubMessage>,
     report_rx: watch::Receiver<Option<Arc<Report>>>,
     requests_rx: watch::Receiver<Arc<Vec<pb::LocalRequest>>>,
+    freeze_rx: watch::Receiver<Option<crate::gates::freeze::LocalFreeze>>,
     local_gates_rx: watch::Receiver<Arc<Vec<pb::LocalGateStatus>>>,
     heartbeat: Interval,
     /// Spoke clock minus hub clock, from the last snapshot or keepalive.
@@ -219,6 +223,8 @@ impl<'a> Session<'a> {
         report_rx.mark_unchanged();
         let mut requests_rx = ctx.local_requests.subscribe();
         requests_rx.mark_unchanged();
+        let mut freeze_rx = ctx.local_freeze.subscribe();
+        freeze_rx.mark_unchanged();
         let mut local_gates_rx = ctx.local_gates.subscribe();
         local_gates_rx.mark_unchanged();
         let every = ctx.config.heartbeat_interval;
@@ -228,6 +234,7 @@ impl<'a> Session<'a> {
             inbound,
             report_rx,
             requests_rx,
+            freeze_rx,
             local_gates_rx,
             heartbeat: tokio::time::interval_at(Instant::now() + every, every),
             clock_offset_ms: 0,
@@ -236,6 +243,7 @@ impl<'a> Session<'a> {
         };
         s.send_report();
         s.send_local_requests();
+        s.send_freeze();
         Ok(s)
     }
 
@@ -258,6 +266,10 @@ impl<'a> Session<'a> {
             _ = self.heartbeat.tick() => Step::Heartbeat,
             changed = self.requests_rx.changed() => match changed {
                 Ok(()) => Step::RequestsChanged,
+                Err(_) => Step::Stop,
+            },
+            changed = self.freeze_rx.changed() => match changed {
+                Ok(()) => Step::FreezeChanged,
                 Err(_) => Step::Stop,
             },
             _ = tokio::time::sleep_until(idle) => Step::Idle,
@@ -308,6 +320,15 @@ impl<'a> Session<'a> {
         message.local_gates = self.ctx.local_gates.borrow().to_vec();
         let _ = self.tx.try_send(pb::SpokeMessage {
             msg: Some(spoke_message::Msg::Report(message)),
+        });
+    }
+
+    /// Tells the hub the cluster's own freeze state (on connect and on every change; the
+    /// hub records a change once and ignores a repeat).
+    fn send_freeze(&self) {
+        let msg = crate::gates::freeze::LocalFreeze::to_proto(self.ctx.local_freeze.borrow().as_ref());
+        let _ = self.tx.try_send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::LocalRequest(msg)),
         });
     }
 

@@ -289,7 +289,7 @@ impl CompiledSnapshot {
             .overrides
             .iter()
             .chain(local)
-            .filter(|o| o.gate == gate)
+            .filter(|o| o.applies_to_gate(gate))
             .cloned()
             .collect()
     }
@@ -354,6 +354,27 @@ impl CompiledSnapshot {
                 open: eval.state.is_open(),
                 reason: eval.reason,
             });
+        }
+        // A freeze (the hub's or one made in the cluster) also holds every Kustomization and
+        // HelmRelease no gate covers, through the built-in gate; its edges wake the loop even
+        // on a cluster without gates.
+        let freezes: Vec<&Override> = self
+            .snapshot
+            .overrides
+            .iter()
+            .chain(local)
+            .filter(|o| o.is_freeze())
+            .collect();
+        for t in freezes
+            .iter()
+            .flat_map(|o| [Some(o.starts_at), o.expires_at])
+            .flatten()
+            .filter(|t| *t > now)
+        {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+        if let Some(f) = fleetgate_policy::active_freeze(freezes, now) {
+            views.push(GateView::freeze(f.freeze_reason_utc(now)));
         }
         Evaluated {
             gates: views,

@@ -103,7 +103,7 @@ fn decide(ctx: &Context, gate: &str) -> Response {
             "the spoke has no gates yet",
         );
     };
-    let local = ctx.local_overrides.borrow().clone();
+    let local = ctx.local_overrides_now();
     match snapshot.evaluate_gate(gate, ctx.config.clock.now(), &local) {
         Some(e) if e.state.is_open() => answer(StatusCode::OK, gate, true, &e.reason),
         Some(e) => answer(StatusCode::FORBIDDEN, gate, false, &e.reason),

@@ -27,6 +27,7 @@ pub struct Metrics {
     pub applied_objects_held_by_person: Gauge,
     pub applied_objects_not_permitted: Gauge,
     pub gates_closed: Gauge,
+    pub frozen: Gauge,
     pub hub_connected: Gauge,
     pub snapshot_revision: Gauge,
     pub patch_duration: Histogram,
@@ -53,6 +54,7 @@ impl Metrics {
             applied_objects_held_by_person: Gauge::default(),
             applied_objects_not_permitted: Gauge::default(),
             gates_closed: Gauge::default(),
+            frozen: Gauge::default(),
             hub_connected: Gauge::default(),
             snapshot_revision: Gauge::default(),
             patch_duration: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
@@ -96,6 +98,11 @@ impl Metrics {
             "gates_closed",
             "Gates of the snapshot closed now",
             m.gates_closed.clone(),
+        );
+        registry.register(
+            "frozen",
+            "1 while a fleet freeze (the hub's or the cluster's fleetgate-freeze ConfigMap) is in force",
+            m.frozen.clone(),
         );
         registry.register(
             "hub_connected",

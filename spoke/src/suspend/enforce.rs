@@ -180,6 +180,13 @@ fn describe(names: &[String], gates: &[GateView]) -> String {
         .join(", ")
 }
 
+/// Whether a fleet freeze closed any of the gates `names` (the Event says `Frozen`).
+fn frozen(names: &[String], gates: &[GateView]) -> bool {
+    gates
+        .iter()
+        .any(|g| names.contains(&g.name) && !g.open && g.reason.starts_with("fleet freeze"))
+}
+
 /// The Event a patch earns: suspends and resumes only.
 fn notice(
     resource: &ApiResource,
@@ -194,7 +201,11 @@ fn notice(
     };
     let (reason, action_name, note) = match &step.action {
         Action::Suspend { gates: names } => (
-            "GateClosed",
+            if frozen(names, gates) {
+                "Frozen"
+            } else {
+                "GateClosed"
+            },
             "Suspend",
             format!(
                 "fleetgate suspended this object: closed gate(s) {}{pinned}",

@@ -25,6 +25,29 @@ pub struct GateView {
     pub reason: String,
 }
 
+impl GateView {
+    /// The built-in gate a freeze closes ([`fleetgate_policy::FREEZE_GATE`]): it suspends
+    /// every Kustomization and HelmRelease that no suspend or freezeSources gate covers
+    /// (those are held by their own gates, which the freeze closes too).
+    pub fn freeze(reason: String) -> Self {
+        GateView {
+            name: fleetgate_policy::FREEZE_GATE.to_owned(),
+            mode: Mode::Suspend,
+            targets: Targets {
+                kinds: vec![FluxKind::Kustomization, FluxKind::HelmRelease],
+                ..Targets::default()
+            },
+            objects: None,
+            open: false,
+            reason,
+        }
+    }
+
+    fn is_freeze(&self) -> bool {
+        self.name == fleetgate_policy::FREEZE_GATE
+    }
+}
+
 /// What to do to one object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -170,7 +193,7 @@ impl<'a> Planner<'a> {
         for (i, gate) in self.gates.iter().enumerate() {
             // holdObjects gates act on the objects inside (see `hold::plan`),
             // never on the Kustomization itself.
-            if gate.mode == Mode::HoldObjects || !targets(gate, obj) {
+            if gate.mode == Mode::HoldObjects || !self.targets(gate, obj) {
                 continue;
             }
             if gate.mode == Mode::FreezeSources && is_consumer(obj.key.kind) {
@@ -273,7 +296,7 @@ impl<'a> Planner<'a> {
         let mut idx: BTreeSet<usize> = BTreeSet::new();
         if !obj.ignored {
             idx.extend(self.frozen.get(&obj.key).into_iter().flatten().copied());
-            idx.extend((0..self.gates.len()).filter(|&i| targets(&self.gates[i], obj)));
+            idx.extend((0..self.gates.len()).filter(|&i| self.targets(&self.gates[i], obj)));
         }
         for source in &obj.source_refs {
             idx.extend(self.frozen.get(source).into_iter().flatten().copied());
@@ -293,6 +316,18 @@ impl<'a> Planner<'a> {
             .find_map(|s| self.artifacts.get(s))
             .cloned();
         (obj.last_applied_revision.clone(), newest)
+    }
+
+    /// Whether `gate` targets `obj`; the freeze gate only what no suspend or freezeSources
+    /// gate targets.
+    fn targets(&self, gate: &GateView, obj: &ObservedObject) -> bool {
+        if !targets(gate, obj) {
+            return false;
+        }
+        !gate.is_freeze()
+            || !self.gates.iter().any(|g| {
+                !g.is_freeze() && g.mode != Mode::HoldObjects && targets(g, obj)
+            })
     }
 
     fn names(&self, idx: impl Iterator<Item = usize>) -> Vec<String> {

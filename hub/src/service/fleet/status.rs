@@ -107,7 +107,17 @@ pub(super) fn fleet_status(
         .filter(|c| selector.is_none_or(|s| s.matches(&c.cluster.row.labels)))
         .map(|c| brief(inputs, &evals, c))
         .collect();
-    Ok(FleetStatus { summary, clusters })
+    let freezes = inputs
+        .freezes
+        .iter()
+        .filter(|f| f.starts_at <= inputs.at)
+        .cloned()
+        .collect();
+    Ok(FleetStatus {
+        summary,
+        clusters,
+        freezes,
+    })
 }
 
 fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) -> ClusterBrief {

@@ -1,0 +1,157 @@
+//! A freeze made in the cluster, also cut off from the hub and on a standalone spoke: the
+//! ConfigMap `fleetgate-freeze` in the spoke's namespace. While it exists every gate here is
+//! closed (above every override and request) and every Kustomization/HelmRelease no gate
+//! covers is suspended; deleting it ends the freeze. One command each:
+//!
+//! ```sh
+//! kubectl -n fleetgate-system create configmap fleetgate-freeze --from-literal=reason="INC-123"
+//! kubectl -n fleetgate-system delete configmap fleetgate-freeze
+//! ```
+//!
+//! Optional key `for` (`2h`) ends it by itself. The hub records it (audited) from the
+//! spoke's report on every connect and change.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::{FREEZE_GATE, Override};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api,
+    runtime::{WatchStreamExt, watcher},
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::Context;
+
+/// The ConfigMap whose existence freezes the cluster.
+pub const CONFIGMAP: &str = "fleetgate-freeze";
+/// Prefix of the local freeze's override id.
+const ID: &str = "local:freeze:";
+
+/// The freeze made in the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalFreeze {
+    /// The ConfigMap's creation: the freeze starts then.
+    pub since: DateTime<Utc>,
+    /// `since` + the `for` key, if given and valid.
+    pub until: Option<DateTime<Utc>>,
+    pub reason: String,
+    /// The field manager that created it (`kubectl create --field-manager=alice`).
+    pub by: String,
+}
+
+impl LocalFreeze {
+    /// Reads the ConfigMap; a `for` that does not parse is ignored (frozen until deleted:
+    /// closing never waits on a typo).
+    pub fn from_configmap(cm: &ConfigMap) -> Option<Self> {
+        let created = cm.metadata.creation_timestamp.as_ref()?.0;
+        let since = DateTime::<Utc>::from_timestamp(created.as_second(), 0)?;
+        let data = cm.data.clone().unwrap_or_default();
+        let until = data
+            .get("for")
+            .and_then(|d| fleetgate_policy::parse_duration(d).ok())
+            .filter(|d| *d > chrono::Duration::zero())
+            .map(|d| since + d);
+        let by = cm
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .find_map(|m| m.manager.clone())
+            .unwrap_or_default();
+        Some(LocalFreeze {
+            since,
+            until,
+            reason: data.get("reason").cloned().unwrap_or_default(),
+            by,
+        })
+    }
+
+    /// The freeze as the evaluator weighs it.
+    pub fn to_override(&self) -> Override {
+        Override::freeze(
+            format!("{ID}{}", self.since.timestamp()),
+            self.since,
+            self.until,
+            self.since,
+            if self.by.is_empty() {
+                "the cluster".to_owned()
+            } else {
+                self.by.clone()
+            },
+            self.reason.clone(),
+        )
+    }
+
+    /// The message telling the hub (a request on the reserved gate: `closed` = frozen).
+    pub fn to_proto(this: Option<&Self>) -> fleetgate_proto::v1::LocalRequest {
+        use fleetgate_proto::time::to_timestamp;
+        match this {
+            None => fleetgate_proto::v1::LocalRequest {
+                gate: FREEZE_GATE.to_owned(),
+                state: "open".to_owned(),
+                ..Default::default()
+            },
+            Some(f) => fleetgate_proto::v1::LocalRequest {
+                gate: FREEZE_GATE.to_owned(),
+                state: "closed".to_owned(),
+                requested_at: Some(to_timestamp(f.since)),
+                expires_at: f.until.map(to_timestamp),
+                reason: f.reason.clone(),
+                requested_by: f.by.clone(),
+            },
+        }
+    }
+}
+
+/// Watches the ConfigMap until `shutdown`, publishing the freeze in `ctx.local_freeze`.
+pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.watches.client().clone(), &ctx.config.namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={CONFIGMAP}"));
+    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    // What a relist has seen so far (published at its end).
+    let mut listing: Option<Option<LocalFreeze>> = None;
+    loop {
+        let event = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            event = events.next() => event,
+        };
+        let freeze = match event {
+            None => return,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, configmap = CONFIGMAP, "freeze ConfigMap watch error; retrying with backoff");
+                continue;
+            }
+            Some(Ok(watcher::Event::Init)) => {
+                listing = Some(None);
+                continue;
+            }
+            Some(Ok(watcher::Event::InitApply(cm))) => {
+                listing = Some(LocalFreeze::from_configmap(&cm));
+                continue;
+            }
+            Some(Ok(watcher::Event::InitDone)) => listing.take().flatten(),
+            Some(Ok(watcher::Event::Apply(cm))) => LocalFreeze::from_configmap(&cm),
+            Some(Ok(watcher::Event::Delete(_))) => None,
+        };
+        publish(&ctx, freeze);
+    }
+}
+
+fn publish(ctx: &Context, freeze: Option<LocalFreeze>) {
+    ctx.local_freeze.send_if_modified(|cur| {
+        if *cur == freeze {
+            return false;
+        }
+        match &freeze {
+            Some(f) => {
+                tracing::warn!(since = %f.since, by = %f.by, reason = %f.reason, "frozen in the cluster ({CONFIGMAP} ConfigMap)");
+            }
+            None => tracing::info!("the freeze made in the cluster ended ({CONFIGMAP} ConfigMap gone)"),
+        }
+        *cur = freeze.clone();
+        true
+    });
+}
