@@ -25,17 +25,29 @@ async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {
     let hub = prod_pair_gated().await;
     // Opened for a hotfix; then the incident: freeze every cluster.
     let r = hub
-        .post_json("/api/v1/gates/g/open", &hub.operator, json!({"for": "4h", "reason": "hotfix"}))
+        .post_json(
+            "/api/v1/gates/g/open",
+            &hub.operator,
+            json!({"for": "4h", "reason": "hotfix"}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     assert_eq!(gate_state(&hub, "a").await.0, "open");
     let r = hub
-        .post_json("/api/v1/freezes", &hub.operator, json!({"reason": "INC-123", "for": "2h"}))
+        .post_json(
+            "/api/v1/freezes",
+            &hub.operator,
+            json!({"reason": "INC-123", "for": "2h"}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     assert_eq!(r.body["actor"], "ops");
     assert_eq!(r.body["expiresAt"], "2026-11-25T14:00:00Z");
-    assert!(r.body.get("clusters").is_none(), "every cluster: {}", r.text);
+    assert!(
+        r.body.get("clusters").is_none(),
+        "every cluster: {}",
+        r.text
+    );
 
     let (state, reason) = gate_state(&hub, "a").await;
     assert_eq!(state, "closed");
@@ -43,7 +55,11 @@ async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {
     // A newer open override does not reopen a frozen cluster.
     hub.clock.advance(Duration::minutes(5));
     let r = hub
-        .post_json("/api/v1/gates/g/open", &hub.operator, json!({"for": "1h", "reason": "please"}))
+        .post_json(
+            "/api/v1/gates/g/open",
+            &hub.operator,
+            json!({"for": "1h", "reason": "please"}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     assert_eq!(gate_state(&hub, "b").await.0, "closed");
@@ -62,24 +78,48 @@ async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {
 
     // Unfreeze: a viewer may not; an operator ends it; the newest override decides again.
     let r = hub
-        .post_json("/api/v1/freezes/end", &hub.viewer, json!({"reason": "resolved"}))
+        .post_json(
+            "/api/v1/freezes/end",
+            &hub.viewer,
+            json!({"reason": "resolved"}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
     let r = hub
-        .post_json("/api/v1/freezes/end", &hub.operator, json!({"reason": "resolved"}))
+        .post_json(
+            "/api/v1/freezes/end",
+            &hub.operator,
+            json!({"reason": "resolved"}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body[0]["endedBy"], "ops");
     assert_eq!(r.body[0]["endReason"], "resolved");
     assert_eq!(gate_state(&hub, "a").await.0, "open");
-    assert!(hub.get("/api/v1/freezes").await.body.as_array().unwrap().is_empty());
+    assert!(
+        hub.get("/api/v1/freezes")
+            .await
+            .body
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
-        hub.get("/api/v1/freezes?all=true").await.body.as_array().unwrap().len(),
+        hub.get("/api/v1/freezes?all=true")
+            .await
+            .body
+            .as_array()
+            .unwrap()
+            .len(),
         1
     );
     // Nothing left to end.
     let r = hub
-        .post_json("/api/v1/freezes/end", &hub.operator, json!({"reason": "again"}))
+        .post_json(
+            "/api/v1/freezes/end",
+            &hub.operator,
+            json!({"reason": "again"}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
 
@@ -98,8 +138,12 @@ async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {
 #[tokio::test]
 async fn a_selected_freeze_expires_by_the_clock() {
     let hub = prod_pair_gated().await;
-    hub.post_json("/api/v1/gates/g/open", &hub.operator, json!({"reason": "open all day"}))
-        .await;
+    hub.post_json(
+        "/api/v1/gates/g/open",
+        &hub.operator,
+        json!({"reason": "open all day"}),
+    )
+    .await;
     let r = hub
         .post_json(
             "/api/v1/freezes",
@@ -121,7 +165,14 @@ async fn a_selected_freeze_expires_by_the_clock() {
     );
     hub.clock.advance(Duration::minutes(30));
     assert_eq!(gate_state(&hub, "a").await.0, "open", "expired by itself");
-    assert!(hub.get("/api/v1/freezes").await.body.as_array().unwrap().is_empty());
+    assert!(
+        hub.get("/api/v1/freezes")
+            .await
+            .body
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -132,13 +183,29 @@ async fn bad_freezes_name_the_field_and_change_nothing() {
         (json!({"reason": ""}), "reason"),
         (json!({"reason": "x", "for": "soon"}), "for"),
         (json!({"reason": "x", "for": "-1h"}), "for"),
-        (json!({"reason": "x", "until": "2020-01-01T00:00:00Z"}), "until"),
-        (json!({"reason": "x", "for": "1h", "until": "2030-01-01T00:00:00Z"}), "until"),
+        (
+            json!({"reason": "x", "until": "2020-01-01T00:00:00Z"}),
+            "until",
+        ),
+        (
+            json!({"reason": "x", "for": "1h", "until": "2030-01-01T00:00:00Z"}),
+            "until",
+        ),
         (json!({"reason": "x", "clusters": {}}), "clusters"),
-        (json!({"reason": "x", "clusters": {"names": ["nope"]}}), "clusters.names[0]"),
+        (
+            json!({"reason": "x", "clusters": {"names": ["nope"]}}),
+            "clusters.names[0]",
+        ),
     ] {
-        let r = hub.post_json("/api/v1/freezes", &hub.operator, body.clone()).await;
-        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {}", r.text);
+        let r = hub
+            .post_json("/api/v1/freezes", &hub.operator, body.clone())
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{body}: {}",
+            r.text
+        );
         assert_eq!(r.body["error"]["field"], field, "{body}: {}", r.text);
     }
     let r = hub
@@ -146,7 +213,11 @@ async fn bad_freezes_name_the_field_and_change_nothing() {
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let r = hub
-        .post_json("/api/v1/freezes/end", &hub.operator, json!({"reason": "x", "id": "nope"}))
+        .post_json(
+            "/api/v1/freezes/end",
+            &hub.operator,
+            json!({"reason": "x", "id": "nope"}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
     assert_eq!(r.body["error"]["field"], "id");

@@ -169,5 +169,7 @@ pub(crate) fn active_override<'a>(
     overrides
         .into_iter()
         .filter(|o| o.applies_to_gate(gate) && o.is_active(t))
-        .max_by(|a, b| (a.is_freeze(), a.created_at, &a.id).cmp(&(b.is_freeze(), b.created_at, &b.id)))
+        .max_by(|a, b| {
+            (a.is_freeze(), a.created_at, &a.id).cmp(&(b.is_freeze(), b.created_at, &b.id))
+        })
 }

@@ -59,8 +59,8 @@ pub use compile::CompiledGate;
 pub use cron::CronSchedule;
 pub use duration::{format_duration, parse_duration};
 pub use error::PolicyError;
-pub use freeze::{FREEZE_GATE, active_freeze};
 pub use eval::{Combined, Evaluation, Override, Rule, combine, next_combined_change};
+pub use freeze::{FREEZE_GATE, active_freeze};
 pub use kinds::FluxKind;
 pub use localtime::resolve_local;
 pub use manifest::{

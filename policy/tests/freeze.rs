@@ -24,7 +24,12 @@ fn freeze(id: &str, starts: &str, expires: Option<&str>, created: &str) -> Overr
 #[test]
 fn a_freeze_closes_an_open_gate_and_says_so() {
     let g = gate("  default: open");
-    let f = freeze("f1", "2026-11-27 09:00", Some("2026-11-27 11:00"), "2026-11-27 09:00");
+    let f = freeze(
+        "f1",
+        "2026-11-27 09:00",
+        Some("2026-11-27 11:00"),
+        "2026-11-27 09:00",
+    );
     let e = g.evaluate(utc("2026-11-27 10:00"), std::slice::from_ref(&f));
     assert_eq!(e.state, GateState::Closed);
     assert_eq!(e.rule(), Rule::Freeze);
@@ -39,7 +44,10 @@ fn a_freeze_closes_an_open_gate_and_says_so() {
     assert_eq!(before.state, GateState::Open);
     assert_eq!(before.next_transition, Some(utc("2026-11-27 09:00")));
     let after = g.evaluate(utc("2026-11-27 11:00"), std::slice::from_ref(&f));
-    assert_eq!((after.state, after.rule()), (GateState::Open, Rule::Default));
+    assert_eq!(
+        (after.state, after.rule()),
+        (GateState::Open, Rule::Default)
+    );
 }
 
 #[test]
@@ -47,12 +55,29 @@ fn a_newer_open_override_does_not_beat_a_freeze() {
     let g = gate("  default: closed");
     let f = freeze("f1", "2026-11-27 09:00", None, "2026-11-27 09:00");
     // Opened by an SRE after the freeze began, and by a local request even later.
-    let open = ovr("o1", GateState::Open, "2026-11-27 09:30", None, "2026-11-27 09:30");
-    let mut local = ovr("local:g:open", GateState::Open, "2026-11-27 09:40", None, "2026-11-27 09:40");
+    let open = ovr(
+        "o1",
+        GateState::Open,
+        "2026-11-27 09:30",
+        None,
+        "2026-11-27 09:30",
+    );
+    let mut local = ovr(
+        "local:g:open",
+        GateState::Open,
+        "2026-11-27 09:40",
+        None,
+        "2026-11-27 09:40",
+    );
     local.actor = "alice@cluster/prod-1".into();
     let e = g.evaluate(utc("2026-11-27 10:00"), &[f.clone(), open.clone(), local]);
     assert_eq!(e.state, GateState::Closed);
-    assert!(e.reason.starts_with("fleet freeze by sre-lead until unfrozen"), "{}", e.reason);
+    assert!(
+        e.reason
+            .starts_with("fleet freeze by sre-lead until unfrozen"),
+        "{}",
+        e.reason
+    );
     // Without the freeze the newest override decides.
     let e = g.evaluate(utc("2026-11-27 10:00"), &[open]);
     assert_eq!((e.state, e.rule()), (GateState::Open, Rule::Override));
@@ -63,7 +88,12 @@ fn a_freeze_beats_allow_windows_and_shows_in_transitions() {
     let g = gate(
         "  default: closed\n  windows:\n    - {name: day, kind: allow, schedule: \"0 8 * * *\", duration: 10h}",
     );
-    let f = freeze("f1", "2026-11-27 09:00", Some("2026-11-27 10:00"), "2026-11-27 08:30");
+    let f = freeze(
+        "f1",
+        "2026-11-27 09:00",
+        Some("2026-11-27 10:00"),
+        "2026-11-27 08:30",
+    );
     let changes = support::changes(&g, "2026-11-27 07:00", "2026-11-27 19:00", &[f]);
     assert_eq!(
         changes,
@@ -89,11 +119,22 @@ fn an_open_override_of_the_freeze_gate_is_no_freeze() {
 #[test]
 fn the_newest_active_freeze_is_cited() {
     let a = freeze("a", "2026-11-27 09:00", None, "2026-11-27 09:00");
-    let mut b = freeze("b", "2026-11-27 09:10", Some("2026-11-27 09:20"), "2026-11-27 09:10");
+    let mut b = freeze(
+        "b",
+        "2026-11-27 09:10",
+        Some("2026-11-27 09:20"),
+        "2026-11-27 09:10",
+    );
     b.reason = "INC-124".into();
     let all = [a, b];
-    assert_eq!(active_freeze(&all, utc("2026-11-27 09:15")).map(|o| o.id.as_str()), Some("b"));
-    assert_eq!(active_freeze(&all, utc("2026-11-27 09:25")).map(|o| o.id.as_str()), Some("a"));
+    assert_eq!(
+        active_freeze(&all, utc("2026-11-27 09:15")).map(|o| o.id.as_str()),
+        Some("b")
+    );
+    assert_eq!(
+        active_freeze(&all, utc("2026-11-27 09:25")).map(|o| o.id.as_str()),
+        Some("a")
+    );
     assert_eq!(active_freeze(&all, utc("2026-11-27 08:59")), None);
     let e = gate("  default: open").evaluate(utc("2026-11-27 09:15"), &all);
     assert!(e.reason.ends_with(": INC-124"), "{}", e.reason);

@@ -26,9 +26,9 @@ pub async fn freeze(client: &Client, args: &FreezeArgs, format: Format) -> Resul
         ),
     };
     let selector = match &args.selector {
-        Some(sel) => Some(
-            LabelSelector::parse(sel).map_err(|e| Error::Usage(format!("--selector: {e}")))?,
-        ),
+        Some(sel) => {
+            Some(LabelSelector::parse(sel).map_err(|e| Error::Usage(format!("--selector: {e}")))?)
+        }
         None => None,
     };
     let clusters = (!args.clusters.is_empty() || selector.is_some()).then(|| OverrideClusters {
@@ -67,7 +67,14 @@ pub async fn unfreeze(
     output::print_answer(format, &ended, |ended| {
         ended
             .iter()
-            .map(|f| format!("unfrozen: {} (freeze {}: {})\n", clusters_text(f), f.id, f.reason))
+            .map(|f| {
+                format!(
+                    "unfrozen: {} (freeze {}: {})\n",
+                    clusters_text(f),
+                    f.id,
+                    f.reason
+                )
+            })
             .collect()
     })
 }
@@ -103,7 +110,9 @@ fn render(items: &[FreezeRecord]) -> String {
     if items.is_empty() {
         return "No freezes.\n".into();
     }
-    let mut t = Table::new(&["ID", "CLUSTERS", "SINCE", "UNTIL", "ACTOR", "REASON", "ENDED"]);
+    let mut t = Table::new(&[
+        "ID", "CLUSTERS", "SINCE", "UNTIL", "ACTOR", "REASON", "ENDED",
+    ]);
     for f in items {
         t.row(vec![
             f.id.to_string(),

@@ -14,8 +14,8 @@ macro_rules! sql {
 pub mod access_policies;
 pub mod audit;
 pub mod calendar_feeds;
-pub mod freezes;
 pub mod clusters;
+pub mod freezes;
 pub mod gates;
 pub mod health;
 pub mod held_objects;

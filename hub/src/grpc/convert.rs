@@ -245,7 +245,12 @@ pub fn local_freeze_from_proto(
         .requested_at
         .as_ref()
         .and_then(from_timestamp)
-        .ok_or_else(|| invalid("localRequest.requestedAt", "missing or out-of-range timestamp"))?;
+        .ok_or_else(|| {
+            invalid(
+                "localRequest.requestedAt",
+                "missing or out-of-range timestamp",
+            )
+        })?;
     Ok(Some(crate::service::freezes::LocalFreeze {
         requested_at,
         expires_at: r.expires_at.as_ref().and_then(from_timestamp),

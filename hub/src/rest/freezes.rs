@@ -39,7 +39,10 @@ pub async fn freeze(
     body: Body,
 ) -> Result<(StatusCode, Json<FreezeRecord>)> {
     let req: FreezeRequest = body.parse()?;
-    Ok((StatusCode::CREATED, Json(s.service.freeze(&actor, req).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(s.service.freeze(&actor, req).await?),
+    ))
 }
 
 /// List freezes, newest first: those in force or starting later unless `all=true`.

@@ -94,7 +94,10 @@ impl Service {
         let now = self.now();
         let expires_at = match (&req.duration, req.until) {
             (Some(_), Some(_)) => {
-                return Err(Error::invalid("until", "give either for or until, not both"));
+                return Err(Error::invalid(
+                    "until",
+                    "give either for or until, not both",
+                ));
             }
             (Some(d), None) => {
                 let d = fleetgate_policy::parse_duration(d)
@@ -218,7 +221,8 @@ impl Service {
                                         },
                                     )
                             })
-                        }) && (f.clusters.is_some() || actor.is_unscoped(Role::Operator));
+                        }) && (f.clusters.is_some()
+                            || actor.is_unscoped(Role::Operator));
                         if !mine {
                             if req.id.is_some() {
                                 return Err(Error::Forbidden(format!(
@@ -303,7 +307,9 @@ impl Service {
             let mut conn = self.conn().await?;
             freezes::live_local(&mut conn, cluster, now).await?
         };
-        let wanted = state.as_ref().filter(|f| f.expires_at.is_none_or(|e| e > now));
+        let wanted = state
+            .as_ref()
+            .filter(|f| f.expires_at.is_none_or(|e| e > now));
         let same = match wanted {
             None => recorded.is_empty(),
             Some(f) => recorded.len() == 1 && recorded[0].created_at == f.requested_at,
@@ -366,8 +372,11 @@ impl Service {
                         )
                         .await?;
                         if let Some(row) = row {
-                            crate::notify::enqueue(tx, &started_event(&row, &[cluster.to_string()]))
-                                .await?;
+                            crate::notify::enqueue(
+                                tx,
+                                &started_event(&row, &[cluster.to_string()]),
+                            )
+                            .await?;
                             audits.push(("freeze.local", None, row.clone()));
                             last = Some(row);
                         }

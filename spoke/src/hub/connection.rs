@@ -326,7 +326,8 @@ impl<'a> Session<'a> {
     /// Tells the hub the cluster's own freeze state (on connect and on every change; the
     /// hub records a change once and ignores a repeat).
     fn send_freeze(&self) {
-        let msg = crate::gates::freeze::LocalFreeze::to_proto(self.ctx.local_freeze.borrow().as_ref());
+        let msg =
+            crate::gates::freeze::LocalFreeze::to_proto(self.ctx.local_freeze.borrow().as_ref());
         let _ = self.tx.try_send(pb::SpokeMessage {
             msg: Some(spoke_message::Msg::LocalRequest(msg)),
         });

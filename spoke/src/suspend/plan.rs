@@ -325,9 +325,10 @@ impl<'a> Planner<'a> {
             return false;
         }
         !gate.is_freeze()
-            || !self.gates.iter().any(|g| {
-                !g.is_freeze() && g.mode != Mode::HoldObjects && targets(g, obj)
-            })
+            || !self
+                .gates
+                .iter()
+                .any(|g| !g.is_freeze() && g.mode != Mode::HoldObjects && targets(g, obj))
     }
 
     fn names(&self, idx: impl Iterator<Item = usize>) -> Vec<String> {
