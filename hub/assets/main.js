@@ -10,6 +10,7 @@ import { renderGate } from './gate.js';
 import { renderCluster } from './cluster.js';
 import { renderAudit } from './audit.js';
 import { renderWebhooks } from './webhooks.js';
+import { renderFreeze } from './freeze.js';
 
 const main = document.getElementById('main');
 // Script errors are kept where the browser tests can read them.
@@ -45,6 +46,7 @@ async function show() {
   // a detached element instead of over this page.
   const view = h('div', { class: 'view' });
   replace(main, view);
+  freezeBanner(ctx);
   try {
     const page = await r.render(view, ctx, r.arg);
     if (seq !== app.seq) return; // navigated away meanwhile
@@ -64,10 +66,17 @@ function showError(e) {
   main.dataset.ready = '1';
 }
 
+/** The freeze banner of every page (its errors are not the page's). */
+function freezeBanner(ctx) {
+  renderFreeze(ctx || { canAct: app.me && app.me.role !== 'viewer', refresh: () => refreshNow() })
+    .catch((e) => { if (!(e instanceof ApiError && e.status === 401)) toast(`Freeze banner: ${e.message}`, 'bad'); });
+}
+
 /** Re-fetches the current page's data now. */
 async function refreshNow() {
   clearTimeout(app.timer);
   app.timer = null;
+  if (app.me) freezeBanner();
   if (!app.page || !app.page.refresh) return show();
   try {
     await app.page.refresh();
@@ -129,7 +138,7 @@ function signOut(message) {
   app.page = null;
   setToken(null);
   setCsrf(null);
-  for (const id of ['nav', 'me', 'signout', 'live']) document.getElementById(id).hidden = true;
+  for (const id of ['nav', 'me', 'signout', 'live', 'freeze', 'freeze-banner']) document.getElementById(id).hidden = true;
   renderSignIn(message);
 }
 

@@ -34,6 +34,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("webhooks.js", JS, include_str!("../../assets/webhooks.js")),
     ("actions.js", JS, include_str!("../../assets/actions.js")),
     ("dom.js", JS, include_str!("../../assets/dom.js")),
+    ("freeze.js", JS, include_str!("../../assets/freeze.js")),
     (
         "favicon.svg",
         "image/svg+xml",

@@ -96,6 +96,15 @@ pub fn to_sse(e: &FleetEvent) -> Event {
                 "requestedBy": o.requested_by,
             }),
         ),
+        FleetChange::Freeze { record: f, change } => (
+            "freeze",
+            json!({
+                "at": at, "change": change.as_str(), "id": f.id.to_string(),
+                "clusters": f.clusters, "reason": f.reason, "actor": f.actor,
+                "expiresAt": f.expires_at, "requestedIn": f.requested_in,
+                "endedBy": f.ended_by,
+            }),
+        ),
         FleetChange::Spoke(sp) => (
             "spoke",
             json!({

@@ -170,6 +170,11 @@ pub enum FleetChange {
     /// A gate's rollout started, released a wave, halted, completed, was
     /// paused, resumed or aborted, or ended.
     Rollout(RolloutChange),
+    /// A fleet freeze began (is live) or ended.
+    Freeze {
+        record: Box<crate::db::freezes::FreezeRecord>,
+        change: OverrideChange,
+    },
     /// A cluster's local gates (Gate objects made in it) changed: the list now.
     LocalGates {
         cluster: String,
@@ -260,6 +265,22 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
             if !others.contains_key(id) && filter.override_wanted(o) {
                 push(FleetChange::Override {
                     record: Box::new(o.clone()),
+                    change,
+                });
+            }
+        }
+    }
+
+    // Every watcher hears of every freeze: it may stop what it watches.
+    let freezes = [
+        (&next.freezes, &prev.freezes, OverrideChange::Active),
+        (&prev.freezes, &next.freezes, OverrideChange::Ended),
+    ];
+    for (these, others, change) in freezes {
+        for (id, f) in these {
+            if !others.contains_key(id) {
+                push(FleetChange::Freeze {
+                    record: Box::new(f.clone()),
                     change,
                 });
             }
@@ -443,6 +464,7 @@ mod tests {
                     state(&g.to)
                 ),
                 FleetChange::Override { change, .. } => format!("override {}", change.as_str()),
+                FleetChange::Freeze { change, .. } => format!("freeze {}", change.as_str()),
                 FleetChange::Spoke(s) => format!("spoke {} {}", s.cluster, s.connected),
                 FleetChange::Held {
                     cluster,

@@ -548,6 +548,21 @@ impl pb::admin_service_server::AdminService for AdminApi {
         self.access_policies_delete(req).await
     }
 
+    async fn freeze(&self, req: Request<pb::FreezeRequest>) -> Res<pb::FreezeInfo> {
+        self.freezes_freeze(req).await
+    }
+
+    async fn unfreeze(&self, req: Request<pb::UnfreezeRequest>) -> Res<pb::UnfreezeResponse> {
+        self.freezes_unfreeze(req).await
+    }
+
+    async fn list_freezes(
+        &self,
+        req: Request<pb::ListFreezesRequest>,
+    ) -> Res<pb::ListFreezesResponse> {
+        self.freezes_list(req).await
+    }
+
     type WatchFleetStream = FleetStream;
 
     async fn watch_fleet(&self, req: Request<pb::WatchFleetRequest>) -> Res<FleetStream> {

@@ -134,6 +134,35 @@ pub fn override_info(o: OverrideRecord) -> pb::OverrideInfo {
     }
 }
 
+/// A fleet freeze.
+pub fn freeze_info(f: fleetgate_api_types::FreezeRecord) -> pb::FreezeInfo {
+    let (clusters, selector) = match f.clusters {
+        Some(scope) => (
+            scope.names,
+            scope
+                .selector
+                .and_then(|s| serde_json::to_string(&s).ok())
+                .unwrap_or_default(),
+        ),
+        None => (Vec::new(), String::new()),
+    };
+    pb::FreezeInfo {
+        id: f.id.to_string(),
+        clusters,
+        cluster_selector_json: selector,
+        reason: f.reason,
+        starts_at: ts(f.starts_at),
+        expires_at: f.expires_at.and_then(ts),
+        actor: f.actor,
+        created_at: ts(f.created_at),
+        requested_in: f.requested_in.unwrap_or_default(),
+        requested_by: f.requested_by.unwrap_or_default(),
+        ended_at: f.ended_at.and_then(ts),
+        ended_by: f.ended_by.unwrap_or_default(),
+        end_reason: f.end_reason.unwrap_or_default(),
+    }
+}
+
 /// A registered cluster.
 pub fn cluster(c: Cluster) -> pb::ClusterInfo {
     pb::ClusterInfo {

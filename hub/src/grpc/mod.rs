@@ -5,6 +5,7 @@
 pub mod admin;
 mod admin_access;
 mod admin_convert;
+mod admin_freezes;
 mod admin_webhooks;
 pub mod auth;
 pub mod convert;

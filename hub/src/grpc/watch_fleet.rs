@@ -38,6 +38,10 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             r#override: Some(override_info(*record)),
             change: change.as_str().into(),
         }),
+        FleetChange::Freeze { record, change } => Event::Freeze(pb::FreezeChanged {
+            freeze: Some(crate::grpc::admin_convert::freeze_info(*record)),
+            change: change.as_str().into(),
+        }),
         FleetChange::Spoke(s) => Event::Spoke(pb::SpokeConnectionChanged {
             cluster: s.cluster,
             connected: s.connected,

@@ -55,6 +55,8 @@ pub struct FleetView {
     pub gates: BTreeMap<(String, String), GateOnCluster>,
     /// Live overrides (active now or starting later) by id.
     pub overrides: BTreeMap<String, OverrideRecord>,
+    /// Fleet freezes in force (or starting later) by id.
+    pub freezes: BTreeMap<String, crate::db::freezes::FreezeRecord>,
     /// Every registered cluster's spoke connection.
     pub spokes: BTreeMap<String, SpokeState>,
     /// Held objects per cluster (clusters without any are absent).
@@ -87,6 +89,11 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
         overrides: inputs
             .live_overrides()
             .map(|r| (r.id.to_string(), r.clone()))
+            .collect(),
+        freezes: inputs
+            .freezes
+            .iter()
+            .map(|f| (f.id.to_string(), f.clone()))
             .collect(),
         rollouts: inputs
             .rollouts
