@@ -41,6 +41,17 @@ pub struct Cell {
     /// only because its rollout has not released it yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout_wave: Option<u32>,
+    /// The gate is in warn mode (`spec.enforcement: warn`): closed means "would close",
+    /// nothing is held for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warn: bool,
+    /// Reported objects it would suspend here if enforced (a warn gate while closed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub would_suspend: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A row of the grid.
@@ -96,6 +107,12 @@ pub struct ScopedCluster {
     /// As [`Cell::rollout_wave`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout_wave: Option<u32>,
+    /// As [`Cell::warn`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warn: bool,
+    /// As [`Cell::would_suspend`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub would_suspend: u32,
 }
 
 /// A gate's page (`GET /api/v1/dashboard/gates/{name}`).

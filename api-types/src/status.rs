@@ -55,6 +55,13 @@ pub struct ReportedObject {
     /// `status.lastAttemptedRevision`: the revision Flux tried last, applied or failed.
     #[serde(default)]
     pub last_attempted_revision: Option<String>,
+    /// Closed warn-mode gates (`spec.enforcement: warn`) that would suspend it if they were
+    /// enforced; the spoke holds nothing for them. Empty from spokes that predate warn mode.
+    #[serde(default)]
+    pub would_suspend_by: Vec<String>,
+    /// A newer source revision would wait behind a closed warn gate.
+    #[serde(default)]
+    pub would_hold: bool,
 }
 
 /// A reported object with the time of the report that carried it.
@@ -154,6 +161,13 @@ pub struct ObjectCounts {
     /// (`HoldNotPermitted`: their kind is not in its `--held-kinds`).
     #[serde(default)]
     pub held_objects_not_permitted: i64,
+    /// Flux objects closed warn-mode gates would suspend if enforced (not counted in
+    /// `suspended`: nothing is held for them).
+    #[serde(default)]
+    pub would_suspend: i64,
+    /// Flux objects whose newer revision a closed warn gate would hold.
+    #[serde(default)]
+    pub would_hold: i64,
 }
 
 /// One gate across the fleet.
@@ -168,6 +182,16 @@ pub struct GateSummary {
     pub closed: usize,
     /// Objects this gate holds (fleetgate's marks naming it) across the fleet.
     pub held_objects: i64,
+    /// `enforce` or `warn` (`spec.enforcement`).
+    #[serde(default = "enforce")]
+    pub enforcement: String,
+    /// Flux objects it would suspend across the fleet (a warn gate while closed).
+    #[serde(default)]
+    pub would_suspend: i64,
+}
+
+fn enforce() -> String {
+    "enforce".to_owned()
 }
 
 /// Cluster counts.
@@ -219,6 +243,15 @@ pub struct GateStatus {
     pub held: usize,
     /// Objects inside Kustomizations this gate holds (fleetgate's mark names it).
     pub held_objects: usize,
+    /// `enforce` or `warn` (`spec.enforcement`): a closed warn gate holds nothing.
+    #[serde(default = "enforce")]
+    pub enforcement: String,
+    /// Reported objects it would suspend if enforced (a warn gate while closed).
+    #[serde(default)]
+    pub would_suspend: usize,
+    /// Of those, the ones whose newer revision it would hold.
+    #[serde(default)]
+    pub would_hold: usize,
     /// For a gate with `spec.rollout` whose current rollout placed this cluster: its wave,
     /// release and health there (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -276,6 +309,10 @@ pub struct ClusterStatus {
     pub open: bool,
     /// The closed gates.
     pub closed_by: Vec<String>,
+    /// The closed gates in warn mode (`spec.enforcement: warn`): they would hold the
+    /// cluster's objects if enforced; not in `closedBy`, they hold nothing.
+    #[serde(default)]
+    pub would_close_by: Vec<String>,
     /// When `open` next changes (not merely some gate): absent when it does not within the
     /// look-ahead, e.g. while a gate without windows is closed. Per-gate times are in `gates`.
     pub next_transition: Option<DateTime<Utc>>,
@@ -384,6 +421,12 @@ pub struct GateBrief {
     pub held: i64,
     /// Objects inside Kustomizations this gate holds.
     pub held_objects: i64,
+    /// `enforce` or `warn` (`spec.enforcement`): a closed warn gate holds nothing.
+    #[serde(default = "enforce")]
+    pub enforcement: String,
+    /// Reported objects it would suspend if enforced (a warn gate while closed).
+    #[serde(default)]
+    pub would_suspend: i64,
 }
 
 /// One cluster's gates now, without its objects (see the per-cluster status
@@ -397,6 +440,10 @@ pub struct ClusterBrief {
     pub open: bool,
     /// The closed gates.
     pub closed_by: Vec<String>,
+    /// The closed gates in warn mode (`spec.enforcement: warn`): they would hold the
+    /// cluster's objects if enforced; not in `closedBy`, they hold nothing.
+    #[serde(default)]
+    pub would_close_by: Vec<String>,
     /// When `open` next changes (not merely some gate): absent when it does not within the
     /// look-ahead, e.g. while a gate without windows is closed.
     pub next_transition: Option<DateTime<Utc>>,

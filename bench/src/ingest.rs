@@ -60,6 +60,8 @@ pub(crate) fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
             stalled: false,
             generation: 1,
             observed_generation: 1,
+            would_suspend_by: vec![],
+            would_hold: false,
             last_attempted_revision: format!("main@sha1:{round:040}"),
         })
         .collect()

@@ -111,7 +111,8 @@ function parseFilter(text) {
 
 function rowState(c, cols) {
   const cells = cols.map((i) => c.cells[i]).filter(Boolean);
-  const closed = cells.some((x) => x.state === 'closed');
+  // A warn gate's "closed" holds nothing: the row may still change.
+  const closed = cells.some((x) => x.state === 'closed' && !x.warn);
   return { closed, held: closed && c.held > 0, open: cells.length > 0 && !closed };
 }
 
@@ -231,8 +232,8 @@ function row(c, cols, gates) {
       icon = '·';
     } else {
       // A rollout's wave outranks held: the changes wait for the wave, not the schedule.
-      kind = cell.state === 'open' ? 'open' : cell.rolloutWave ? 'waiting' : (cell.held > 0 ? 'held' : 'closed');
-      icon = { open: '✓', held: '‖', closed: '✕', waiting: '◔' }[kind];
+      kind = cell.state === 'open' ? 'open' : cell.warn ? 'would' : cell.rolloutWave ? 'waiting' : (cell.held > 0 ? 'held' : 'closed');
+      icon = { open: '✓', held: '‖', closed: '✕', waiting: '◔', would: '◌' }[kind];
     }
     td.dataset.state = kind;
     td.className = `cell ${kind}${c.connected ? '' : ' offline'}`;
@@ -241,7 +242,9 @@ function row(c, cols, gates) {
     ic.textContent = icon;
     const word = document.createElement('span');
     word.className = 'word';
-    word.textContent = kind === 'na' ? '' : kind === 'waiting' ? `wave ${cell.rolloutWave}` : kind;
+    word.textContent = kind === 'na' ? '' : kind === 'waiting' ? `wave ${cell.rolloutWave}`
+      : kind === 'would' ? `would close${cell.wouldSuspend ? ` (${cell.wouldSuspend})` : ''}` : kind;
+    if (kind === 'would') td.title = `warn mode: would hold ${cell.wouldSuspend || 0} object(s) if enforced; nothing is held`;
     td.append(ic, word);
     tr.append(td);
   }

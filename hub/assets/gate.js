@@ -39,6 +39,7 @@ function draw(main, ctx, d, rollout, refresh) {
       h('div', { class: 'count open' }, h('span', { class: 'n', id: 'gate-open' }, open), h('span', { class: 'label' }, '✓ open')),
       h('div', { class: 'count closed' }, h('span', { class: 'n', id: 'gate-closed' }, closed), h('span', { class: 'label' }, '✕ closed')),
       h('div', { class: 'count total' }, h('span', { class: 'n' }, spec.mode || 'suspend'), h('span', { class: 'label' }, 'mode')),
+      h('div', { class: `count total${spec.enforcement === 'warn' ? ' would' : ''}` }, h('span', { class: 'n', id: 'gate-enforcement' }, spec.enforcement || 'enforce'), h('span', { class: 'label' }, spec.enforcement === 'warn' ? '◌ warn: holds nothing' : 'enforcement')),
       h('div', { class: 'count total' }, h('span', { class: 'n' }, spec.default || 'open'), h('span', { class: 'label' }, 'default')),
       h('div', { class: 'count total' }, h('span', { class: 'n small-n' }, d.timeZone), h('span', { class: 'label' }, 'time zone'))),
     rolloutCard(rollout, ctx, refresh),
@@ -126,6 +127,7 @@ function clustersTable(list) {
     h('tbody', {}, ...list.map((c) => h('tr', { 'data-cluster': c.name },
       h('td', {}, h('a', { href: `#/clusters/${enc(c.name)}` }, c.name)),
       h('td', {}, c.rolloutWave ? badge('waiting', `waiting for wave ${c.rolloutWave}`)
+        : c.warn && c.state === 'closed' ? badge('would', `◌ would close (${c.wouldSuspend || 0})`)
         : badge(c.state === 'closed' && c.held ? 'held' : c.state, c.state)),
       h('td', {}, c.reason),
       h('td', {}, c.nextTransition ? [fmtTime(c.nextTransition), ' ', h('span', { class: 'muted' }, relTime(c.nextTransition))] : '—'),

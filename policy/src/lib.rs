@@ -64,9 +64,9 @@ pub use freeze::{FREEZE_GATE, active_freeze};
 pub use kinds::FluxKind;
 pub use localtime::resolve_local;
 pub use manifest::{
-    API_VERSION, ClusterScope, DEFAULT_REQUEST_WINDOW, Gate, GateSpec, GateState, KIND,
-    LocalRequests, MAX_REQUEST_WINDOW, Metadata, Mode, Targets, Window, WindowKind, parse_gate,
-    parse_gate_json,
+    API_VERSION, ClusterScope, DEFAULT_REQUEST_WINDOW, Enforcement, Gate, GateSpec, GateState,
+    KIND, LocalRequests, MAX_REQUEST_WINDOW, Metadata, Mode, Targets, Window, WindowKind,
+    parse_gate, parse_gate_json,
 };
 pub use objects::{GroupKind, HeldObjects};
 pub use opening::OPEN_SINCE_EVER;

@@ -54,6 +54,10 @@ pub struct GateSpec {
     pub targets: Targets,
     #[serde(default)]
     pub mode: Mode,
+    /// `enforce` (the default) or `warn`: a warn gate is evaluated everywhere as if enforced,
+    /// but spokes hold nothing for it and report what it *would* hold.
+    #[serde(default, skip_serializing_if = "Enforcement::is_enforce")]
+    pub enforcement: Enforcement,
     /// What a `holdObjects` gate holds inside its target Kustomizations (that mode only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objects: Option<HeldObjects>,
@@ -230,6 +234,45 @@ impl FromStr for Mode {
                 format!("unknown mode '{s}', expected suspend, freezeSources or holdObjects"),
             )),
         }
+    }
+}
+
+/// Whether a closed gate holds anything (`enforce`) or only reports what it would hold
+/// (`warn`: try a gate on the fleet before it bites).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Enforcement {
+    /// Closed means held: today's behaviour.
+    #[default]
+    Enforce,
+    /// Closed means "would hold": evaluated, reported and shown, never enforced.
+    Warn,
+}
+
+impl Enforcement {
+    /// The manifest spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Enforcement::Enforce => "enforce",
+            Enforcement::Warn => "warn",
+        }
+    }
+
+    /// Whether this is [`Enforcement::Enforce`] (the default, left out when serialising so
+    /// manifests stored before warn mode keep their exact JSON).
+    pub fn is_enforce(&self) -> bool {
+        *self == Enforcement::Enforce
+    }
+
+    /// Whether this is [`Enforcement::Warn`].
+    pub fn is_warn(&self) -> bool {
+        *self == Enforcement::Warn
+    }
+}
+
+impl fmt::Display for Enforcement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -64,6 +64,11 @@ fn parse_errors_name_the_path() {
             "unknown variant `freeze`",
         ),
         (
+            &full("  clusters: {names: [a]}\n  enforcement: audit\n"),
+            "spec.enforcement",
+            "unknown variant `audit`, expected one of enforce, warn",
+        ),
+        (
             &full("  clusters: {names: [a]}\n  default: maybe\n"),
             "spec.default",
             "unknown variant `maybe`",
@@ -417,4 +422,21 @@ fn request_window_and_local_requests() {
     ))
     .unwrap_err();
     assert_eq!(err.path, "spec.localRequests.open");
+}
+
+#[test]
+fn enforcement_defaults_to_enforce_and_round_trips_warn() {
+    let enforce = parse_gate(&full("  clusters: {names: [a]}\n")).unwrap();
+    assert_eq!(
+        enforce.spec.enforcement,
+        fleetgate_policy::Enforcement::Enforce
+    );
+    // The default is left out, so manifests stored before warn mode keep their JSON.
+    let json = serde_json::to_value(&enforce).unwrap();
+    assert!(json["spec"].get("enforcement").is_none(), "{json}");
+    let warn = parse_gate(&full("  clusters: {names: [a]}\n  enforcement: warn\n")).unwrap();
+    assert!(warn.spec.enforcement.is_warn());
+    let json = serde_json::to_value(&warn).unwrap();
+    assert_eq!(json["spec"]["enforcement"], "warn");
+    assert_eq!(parse_gate(&json.to_string()).unwrap(), warn);
 }

@@ -143,7 +143,7 @@ async fn reconcile(
         snapshot.revision(),
         plan,
         holds,
-        eval.gates.iter().filter(|g| !g.open).count(),
+        eval.gates.iter().filter(|g| g.holds()).count(),
     );
     eval.next_transition
 }
@@ -222,6 +222,10 @@ fn publish(ctx: &Context, revision: u64, plan: Plan, holds: HoldPlan, closed: us
         .set(i64::try_from(plan.suspended_count()).unwrap_or(i64::MAX));
     m.objects_held
         .set(i64::try_from(plan.held_count()).unwrap_or(i64::MAX));
+    m.objects_would_suspend
+        .set(i64::try_from(plan.would_suspend_count()).unwrap_or(i64::MAX));
+    m.objects_would_hold
+        .set(i64::try_from(plan.would_hold_count()).unwrap_or(i64::MAX));
     m.applied_objects_held
         .set(i64::try_from(holds.held_count()).unwrap_or(i64::MAX));
     m.applied_objects_held_by_person

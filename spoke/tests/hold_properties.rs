@@ -105,6 +105,7 @@ fn gate() -> impl Strategy<Value = GateView> {
             }),
             open,
             reason: String::new(),
+            warn: false,
         })
 }
 

@@ -19,6 +19,7 @@ fn gate(mode: Mode, open: bool) -> GateView {
         objects: None,
         open,
         reason: String::new(),
+        warn: false,
     }
 }
 

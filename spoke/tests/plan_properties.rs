@@ -85,6 +85,7 @@ fn view(i: usize, spec: &GateSpec, open: bool) -> GateView {
         objects: None,
         open,
         reason: String::new(),
+        warn: false,
     }
 }
 
@@ -273,5 +274,70 @@ proptest! {
         // Several changes may land between two passes; the final pass settles them.
         let gates: Vec<GateView> = specs.iter().enumerate().map(|(i, s)| view(i, s, open[i])).collect();
         reconcile(&gates, &mut objects);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Warn mode: the same gates in `warn` change no object, and the objects they report
+    /// as "would suspend" (with the gates named) are exactly those the enforced version
+    /// suspends from the same state.
+    #[test]
+    fn warn_gates_change_nothing_and_would_suspend_what_enforce_suspends(
+        specs in prop::collection::vec(gate_spec(), 3),
+        open in prop::collection::vec(any::<bool>(), 3),
+        kustomizations in prop::collection::vec(
+            (0..NAMESPACES.len(), 0..REPOS, any::<bool>(), any::<bool>()),
+            0..12,
+        ),
+    ) {
+        let mut objects = seed_objects();
+        for (i, (ns, repo, prod, by_person)) in kustomizations.into_iter().enumerate() {
+            let ns = NAMESPACES[ns];
+            let labels = if prod { BTreeMap::from([("tier".to_owned(), "prod".to_owned())]) } else { BTreeMap::new() };
+            objects.push(ObservedObject {
+                key: ObjectKey::new(FluxKind::Kustomization, ns, format!("ks-{i}")),
+                labels: labels.into(),
+                resource_version: Some("1".into()),
+                // `flux suspend` by a person: neither mode touches it.
+                suspended: by_person,
+                suspended_by: None,
+                source_refs: vec![repo_key(ns, repo)],
+                last_applied_revision: Some("main@sha1:old".into()),
+                artifact_revision: None,
+                ignored: false,
+                nesting: Default::default(),
+                readiness: Default::default(),
+                inventory: None,
+            });
+        }
+        let enforce: Vec<GateView> =
+            specs.iter().enumerate().map(|(i, s)| view(i, s, open[i])).collect();
+        let warn: Vec<GateView> = enforce
+            .iter()
+            .map(|g| GateView { warn: true, ..g.clone() })
+            .collect();
+
+        let w = plan(&warn, &objects);
+        prop_assert!(w.steps.is_empty(), "a warn gate planned a change: {:?}", w.steps);
+        prop_assert!(w.report.iter().all(|r| r.suspended_by.is_empty() && !r.held));
+
+        let e = plan(&enforce, &objects);
+        let suspended: BTreeMap<ObjectKey, Vec<String>> = e
+            .steps
+            .iter()
+            .filter_map(|s| match &s.action {
+                Action::Suspend { gates } => Some((s.key.clone(), gates.clone())),
+                _ => None,
+            })
+            .collect();
+        let would: BTreeMap<ObjectKey, Vec<String>> = w
+            .report
+            .iter()
+            .filter(|r| !r.would_suspend_by.is_empty())
+            .map(|r| (r.key.clone(), r.would_suspend_by.clone()))
+            .collect();
+        prop_assert_eq!(would, suspended);
     }
 }

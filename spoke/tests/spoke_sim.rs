@@ -307,6 +307,7 @@ async fn a_concurrent_human_edit_is_never_overwritten() {
         objects: None,
         open: false,
         reason: "test".into(),
+        warn: false,
     }];
     let planner = Planner::new(&gates, &stale);
     let steps = planner.plan(&stale).steps;

@@ -69,14 +69,33 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
         s.objects.held_objects_by_person,
         s.clusters.with_held_objects,
     );
-    let mut gates = Table::new(&["GATE", "CLUSTERS", "OPEN", "CLOSED", "HELD OBJECTS"]);
+    if s.gates.iter().any(|g| g.enforcement == "warn") {
+        out.insert_str(
+            out.len() - 1,
+            &format!(
+                "         warn gates would suspend: {} objects ({} with a newer revision)\n",
+                s.objects.would_suspend, s.objects.would_hold
+            ),
+        );
+    }
+    let mut gates = Table::new(&[
+        "GATE",
+        "ENFORCEMENT",
+        "CLUSTERS",
+        "OPEN",
+        "CLOSED",
+        "HELD OBJECTS",
+        "WOULD SUSPEND",
+    ]);
     for g in s.gates.iter().filter(|g| gate.is_none_or(|n| g.gate == n)) {
         gates.row(vec![
             g.gate.clone(),
+            g.enforcement.clone(),
             g.clusters.to_string(),
             g.open.to_string(),
             g.closed.to_string(),
             g.held_objects.to_string(),
+            g.would_suspend.to_string(),
         ]);
     }
     if !gates.is_empty() {
@@ -88,8 +107,10 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
         "SPOKE",
         "READY",
         "CLOSED BY",
+        "WOULD CLOSE",
         "HELD",
         "HELD OBJECTS",
+        "WOULD SUSPEND",
         "NEXT",
         "MESSAGE",
     ]);
@@ -110,8 +131,10 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
             spoke(&c.cluster).into(),
             if c.open { "True" } else { "False" }.into(),
             c.closed_by.join(","),
+            c.would_close_by.join(","),
             c.counts.held.to_string(),
             c.counts.held_objects.to_string(),
+            c.counts.would_suspend.to_string(),
             next(c.next_transition.as_ref()),
             first
                 .map(|g| format!("{}: {}", g.gate, g.reason))
@@ -225,13 +248,37 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
         },
         next(v.next_transition.as_ref()),
     );
-    let mut t = Table::new(&["GATE", "STATE", "HELD", "HELD OBJECTS", "NEXT", "REASON"]);
+    if !v.would_close_by.is_empty() {
+        out.insert_str(
+            out.len() - 1,
+            &format!(
+                "warn gates closed (holding nothing): {}   would suspend: {} objects\n",
+                v.would_close_by.join(","),
+                v.counts.would_suspend
+            ),
+        );
+    }
+    let mut t = Table::new(&[
+        "GATE",
+        "STATE",
+        "HELD",
+        "HELD OBJECTS",
+        "WOULD SUSPEND",
+        "NEXT",
+        "REASON",
+    ]);
     for g in v.gates.iter().filter(|g| gate.is_none_or(|n| g.gate == n)) {
+        let state = match (g.enforcement.as_str(), g.state.as_str()) {
+            ("warn", "closed") => "would close (warn)".to_string(),
+            ("warn", s) => format!("{s} (warn)"),
+            (_, s) => s.to_string(),
+        };
         t.row(vec![
             g.gate.clone(),
-            g.state.clone(),
+            state,
             g.held.to_string(),
             g.held_objects.to_string(),
+            g.would_suspend.to_string(),
             output::time_or_empty(g.next_transition.as_ref()),
             g.reason.clone(),
         ]);
@@ -260,6 +307,7 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
             "SUSPENDED",
             "BY",
             "HELD",
+            "WOULD SUSPEND",
             "APPLIED",
             "NEWEST",
         ]);
@@ -286,6 +334,7 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
                 suspended.to_string(),
                 o.suspended_by.join(","),
                 o.held.to_string(),
+                o.would_suspend_by.join(","),
                 o.last_applied_revision.clone().unwrap_or_default(),
                 o.newest_source_revision.clone().unwrap_or_default(),
             ]);
@@ -428,202 +477,4 @@ fn held_objects(v: &ClusterStatus, gate: Option<&str>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn cluster_view_shows_ready_and_the_failure_message() {
-        let v: ClusterStatus = serde_json::from_value(json!({
-            "cluster": {"name": "edge-1", "connected": true, "labels": {},
-                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                        "desiredRevision": 1},
-            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
-            "open": true, "closedBy": [], "gates": [],
-            "objects": [
-                {"kind": "Kustomization", "namespace": "apps", "name": "api", "gates": ["g"],
-                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
-                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
-                 "ready": "True", "readyReason": "ReconciliationSucceeded",
-                 "readyMessage": "Applied revision: main@sha1:aaa", "held": false},
-                {"kind": "Kustomization", "namespace": "apps", "name": "web", "gates": ["g"],
-                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
-                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
-                 "ready": "False", "readyReason": "HealthCheckFailed", "stalled": true,
-                 "readyMessage": "health check failed after 5m: Deployment/apps/web not ready",
-                 "held": false},
-                {"kind": "HelmRelease", "namespace": "apps", "name": "old", "gates": ["g"],
-                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
-                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z", "held": false}
-            ],
-            "counts": {"governed": 3, "held": 0, "suspended": 0, "heldObjects": 0,
-                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
-            "heldObjects": []
-        }))
-        .unwrap();
-        let out = render_cluster(&v, None);
-        assert!(out.contains("READY"), "{out}");
-        assert!(out.contains("False (HealthCheckFailed), stalled"), "{out}");
-        assert!(
-            out.contains(
-                "not ready:\n  Kustomization apps/web: health check failed after 5m: Deployment/apps/web not ready"
-            ),
-            "{out}"
-        );
-        assert!(
-            !out.contains("Applied revision"),
-            "a Ready message is not repeated: {out}"
-        );
-        let old = out.lines().find(|l| l.contains(" old ")).unwrap();
-        assert!(old.contains(" - "), "no Ready reported: {old}");
-    }
-
-    #[test]
-    fn cluster_shows_held_objects() {
-        let v: ClusterStatus = serde_json::from_value(json!({
-            "cluster": {"name": "prod-1", "connected": true, "labels": {},
-                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                        "desiredRevision": 1},
-            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
-            "open": false, "closedBy": ["nginx-window"],
-            "gates": [{"gate": "nginx-window", "state": "closed", "held": 0, "heldObjects": 1,
-                       "reason": "default (closed)", "nextTransition": null, "objects": []}],
-            "objects": [],
-            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 1,
-                       "heldObjectsByPerson": 1, "heldObjectsWaiting": 1},
-            "heldObjects": [
-                {"group": "apps", "kind": "Deployment", "namespace": "nginx", "name": "nginx",
-                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
-                 "gates": ["nginx-window"], "heldBy": ["nginx-window"], "heldByPerson": false,
-                 "heldSinceRevision": "main@sha1:aaa", "newerRevisionApplied": true,
-                 "heldSince": "2026-11-24T08:30:00Z", "held": true,
-                 "reportedAt": "2026-11-24T09:00:00Z"},
-                {"group": "", "kind": "Service", "namespace": "nginx", "name": "legacy",
-                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
-                 "gates": ["nginx-window"], "heldBy": [], "heldByPerson": true,
-                 "heldSinceRevision": null, "newerRevisionApplied": false,
-                 "heldSince": null, "held": true, "reportedAt": "2026-11-24T09:00:00Z"}
-            ]
-        }))
-        .unwrap();
-        let out = render_cluster(&v, None);
-        let row = out
-            .lines()
-            .find(|l| l.starts_with("Deployment.apps"))
-            .unwrap();
-        for cell in [
-            "nginx",
-            "flux-system/apps",
-            "nginx-window",
-            "main@sha1:aaa",
-            "yes",
-        ] {
-            assert!(row.contains(cell), "{cell} missing in {row:?}\n{out}");
-        }
-        let row = out.lines().find(|l| l.starts_with("Service ")).unwrap();
-        assert!(row.contains("a person") && row.ends_with("no"), "{row:?}");
-        assert!(!out.contains("HoldNotPermitted"), "{out}");
-        // A kind the spoke may not hold is flagged on its row and below the table.
-        let mut v = v;
-        let mut np = v.held_objects[0].clone();
-        np.object.kind = "StatefulSet".into();
-        np.object.held_by.clear();
-        np.object.newer_revision_applied = false;
-        np.object.not_permitted = true;
-        np.held = false;
-        v.held_objects.push(np);
-        let out = render_cluster(&v, None);
-        let row = out
-            .lines()
-            .find(|l| l.starts_with("StatefulSet.apps"))
-            .unwrap();
-        assert!(row.contains("NOT PERMITTED"), "{row:?}");
-        assert!(
-            out.contains("WARNING HoldNotPermitted: 1 object(s)"),
-            "{out}"
-        );
-        // A gate filter that selects nothing hides the list.
-        assert!(!render_cluster(&v, Some("other")).contains("HELD OBJECT "));
-    }
-
-    #[test]
-    fn a_cluster_lists_the_requests_made_in_it_with_their_ids() {
-        let v: ClusterStatus = serde_json::from_value(json!({
-            "cluster": {"name": "edge-1", "connected": true, "labels": {},
-                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                        "desiredRevision": 1},
-            "at": "2026-11-24T10:05:00Z", "nextTransition": null,
-            "open": false, "closedBy": ["sre-approval"],
-            "gates": [{"gate": "sre-approval", "state": "closed", "held": 0, "heldObjects": 0,
-                       "reason": "override", "nextTransition": null, "objects": []}],
-            "objects": [], "heldObjects": [],
-            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
-                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
-            "localRequests": [{
-                "id": "0b5c1f7e-0000-4000-8000-000000000001", "gate": "sre-approval",
-                "state": "closed", "requestedBy": "alice", "requestedIn": "edge-1",
-                "clusters": {"names": ["edge-1"]},
-                "startsAt": "2026-11-24T10:00:00Z", "createdAt": "2026-11-24T10:00:00Z",
-                "expiresAt": "2026-11-24T11:00:00Z", "actor": "alice@cluster/edge-1",
-                "reason": "incident 7", "cancelledAt": null, "cancelledBy": null
-            }]
-        }))
-        .unwrap();
-        let text = render_cluster(&v, None);
-        assert!(text.contains("Requests made in the cluster"), "{text}");
-        let row = text
-            .lines()
-            .find(|l| l.contains("alice"))
-            .expect("a row for the request");
-        for part in [
-            "close",
-            "sre-approval",
-            "incident 7",
-            "0b5c1f7e-0000-4000-8000-000000000001",
-        ] {
-            assert!(row.contains(part), "{part} not in {row}");
-        }
-        assert!(!render_cluster(&v, Some("other")).contains("Requests made"));
-    }
-
-    #[test]
-    fn a_cluster_lists_its_local_gates_read_only() {
-        let v: ClusterStatus = serde_json::from_value(json!({
-            "cluster": {"name": "edge-1", "connected": true, "labels": {},
-                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                        "desiredRevision": 1},
-            "at": "2026-11-24T10:05:00Z", "nextTransition": null,
-            "open": false, "closedBy": ["git-freeze"], "gates": [], "objects": [],
-            "heldObjects": [],
-            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
-                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
-            "localGates": [
-                {"name": "git-freeze", "enforced": true, "state": "closed", "reason": "Default",
-                 "message": "default (closed)", "nextTransition": null, "governed": 2, "held": 1,
-                 "ready": "True", "readyReason": "Enforced", "readyMessage": "gate in force"},
-                {"name": "other", "enforced": false, "state": "closed", "reason": "",
-                 "message": "", "nextTransition": null, "governed": 0, "held": 0,
-                 "ready": "False", "readyReason": "NotEnforced",
-                 "readyMessage": "hub setting --local-gates=ignore"}
-            ]
-        }))
-        .unwrap();
-        let text = render_cluster(&v, None);
-        assert!(text.contains("no (closed by git-freeze)"), "{text}");
-        let row = text.lines().find(|l| l.starts_with("git-freeze")).unwrap();
-        for part in ["yes", "closed", "1/2", "Default: default (closed)"] {
-            assert!(row.contains(part), "{part} not in {row}");
-        }
-        let row = text.lines().find(|l| l.starts_with("other")).unwrap();
-        assert!(
-            row.contains("NotEnforced: hub setting --local-gates=ignore"),
-            "{row}"
-        );
-        assert!(!render_cluster(&v, Some("nope")).contains("Local gates"));
-    }
-}
+mod tests;

@@ -211,20 +211,24 @@ pub async fn write_report_diff(
              coalesce(r.ignored, false) as ignored, r.ready, r."readyReason" as ready_reason,
              r."readyMessage" as ready_message, coalesce(r.stalled, false) as stalled,
              r.generation, r."observedGeneration" as observed_generation,
-             r."lastAttemptedRevision" as last_attempted_revision
+             r."lastAttemptedRevision" as last_attempted_revision,
+             array(select jsonb_array_elements_text(coalesce(r."wouldSuspendBy", '[]')))
+               as would_suspend_by, coalesce(r."wouldHold", false) as would_hold
            from jsonb_to_recordset($2) as r(kind text, namespace text, name text,
              suspended bool, "suspendedBy" jsonb, gates jsonb, "lastAppliedRevision" text,
              "newestSourceRevision" text, held bool, "suspendedByHuman" bool, ignored bool,
              ready text, "readyReason" text, "readyMessage" text, stalled bool,
-             generation bigint, "observedGeneration" bigint, "lastAttemptedRevision" text))
+             generation bigint, "observedGeneration" bigint, "lastAttemptedRevision" text,
+             "wouldSuspendBy" jsonb, "wouldHold" bool))
          insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
            gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
            ignored, ready, ready_reason, ready_message, stalled, generation,
-           observed_generation, last_attempted_revision, reported_at, failing_since)
+           observed_generation, last_attempted_revision, would_suspend_by, would_hold,
+           reported_at, failing_since)
          select $1, r.kind, r.namespace, r.name, r.suspended, r.suspended_by, r.gates,
            r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human,
            r.ignored, r.ready, r.ready_reason, r.ready_message, r.stalled, r.generation,
-           r.observed_generation, r.last_attempted_revision, $3,
+           r.observed_generation, r.last_attempted_revision, r.would_suspend_by, r.would_hold, $3,
            case when r.ready = 'False' or r.stalled then $3 end
          from r
          where not exists (
@@ -234,12 +238,14 @@ pub async fn write_report_diff(
              and (o.suspended, o.suspended_by, o.gates, o.last_applied_revision,
                   o.newest_source_revision, o.held, o.suspended_by_human, o.ignored, o.ready,
                   o.ready_reason, o.ready_message, o.stalled, o.generation,
-                  o.observed_generation, o.last_attempted_revision)
+                  o.observed_generation, o.last_attempted_revision, o.would_suspend_by,
+                  o.would_hold)
              is not distinct from
                  (r.suspended, r.suspended_by, r.gates, r.last_applied_revision,
                   r.newest_source_revision, r.held, r.suspended_by_human, r.ignored, r.ready,
                   r.ready_reason, r.ready_message, r.stalled, r.generation,
-                  r.observed_generation, r.last_attempted_revision))
+                  r.observed_generation, r.last_attempted_revision, r.would_suspend_by,
+                  r.would_hold))
          on conflict (cluster, kind, namespace, name) do update set
            suspended = excluded.suspended, suspended_by = excluded.suspended_by,
            gates = excluded.gates, last_applied_revision = excluded.last_applied_revision,
@@ -249,6 +255,7 @@ pub async fn write_report_diff(
            ready_message = excluded.ready_message, stalled = excluded.stalled,
            generation = excluded.generation, observed_generation = excluded.observed_generation,
            last_attempted_revision = excluded.last_attempted_revision,
+           would_suspend_by = excluded.would_suspend_by, would_hold = excluded.would_hold,
            reported_at = excluded.reported_at,
            -- Still failing: since the first failing report; recovered: none.
            failing_since = case when excluded.failing_since is not null

@@ -21,7 +21,7 @@ pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<O
         "select o.kind, o.namespace, o.name, o.suspended, o.suspended_by, o.gates, \
          o.last_applied_revision, o.newest_source_revision, o.held, o.suspended_by_human, \
          o.ignored, o.ready, o.ready_reason, o.ready_message, o.stalled, o.generation, \
-         o.observed_generation, o.last_attempted_revision, \
+         o.observed_generation, o.last_attempted_revision, o.would_suspend_by, o.would_hold, \
          greatest(o.reported_at, k.reported_at, \
          case when k.connected then l.heartbeat_at end) as reported_at, k.report_revision \
          from object_status o left join cluster_connections k on k.cluster = o.cluster \
@@ -34,11 +34,27 @@ pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<O
     Ok(rows)
 }
 
-/// Per cluster: (cluster, governed objects, held objects, suspended objects).
-pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<(String, i64, i64, i64)>> {
+/// One cluster's reported-object counts.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClusterObjectCounts {
+    pub cluster: String,
+    pub governed: i64,
+    pub held: i64,
+    pub suspended: i64,
+    /// Objects closed warn gates would suspend.
+    pub would_suspend: i64,
+    /// Objects whose newer revision a closed warn gate would hold.
+    pub would_hold: i64,
+}
+
+/// Per cluster: governed, held, suspended and would-suspend/would-hold objects.
+pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<ClusterObjectCounts>> {
     let rows = sqlx::query_as(
-        "select cluster, count(*) filter (where not ignored), count(*) filter (where held), \
-         count(*) filter (where suspended) from object_status group by cluster",
+        "select cluster, count(*) filter (where not ignored) as governed, \
+         count(*) filter (where held) as held, count(*) filter (where suspended) as suspended, \
+         count(*) filter (where cardinality(would_suspend_by) > 0) as would_suspend, \
+         count(*) filter (where would_hold) as would_hold \
+         from object_status group by cluster",
     )
     .fetch_all(conn)
     .await?;
@@ -51,6 +67,18 @@ pub async fn held_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String
     let rows = sqlx::query_as(
         "select cluster, gate, count(*) from object_status, unnest(gates) as gate \
          where held group by cluster, gate",
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Objects closed warn gates would suspend per (cluster, gate): the grid's "would close"
+/// cells and the would-suspend counts of `fleetgate status`.
+pub async fn would_suspend_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
+    let rows = sqlx::query_as(
+        "select cluster, gate, count(*) from object_status, unnest(would_suspend_by) as gate \
+         group by cluster, gate",
     )
     .fetch_all(conn)
     .await?;

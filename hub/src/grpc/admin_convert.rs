@@ -211,6 +211,9 @@ fn gate_status(g: GateStatus) -> pb::GateStatus {
         objects: g.objects.into_iter().map(object).collect(),
         held_objects: u32::try_from(g.held_objects).unwrap_or(u32::MAX),
         rollout: g.rollout.map(|r| r.describe()).unwrap_or_default(),
+        enforcement: g.enforcement,
+        would_suspend: u32::try_from(g.would_suspend).unwrap_or(u32::MAX),
+        would_hold: u32::try_from(g.would_hold).unwrap_or(u32::MAX),
     }
 }
 
@@ -223,6 +226,8 @@ fn object_counts(c: ObjectCounts) -> pb::ObjectCounts {
         held_objects_by_person: count_i64(c.held_objects_by_person),
         held_objects_waiting: count_i64(c.held_objects_waiting),
         held_objects_not_permitted: count_i64(c.held_objects_not_permitted),
+        would_suspend: count_i64(c.would_suspend),
+        would_hold: count_i64(c.would_hold),
     }
 }
 
@@ -236,6 +241,7 @@ pub fn cluster_status(s: ClusterStatus) -> pb::ClusterStatus {
         at: ts(s.at),
         open: s.open,
         closed_by: s.closed_by,
+        would_close_by: s.would_close_by,
         next_transition: s.next_transition.and_then(ts),
         local_requests: s.local_requests.into_iter().map(override_info).collect(),
         held_objects: s.held_objects.into_iter().map(held_object).collect(),
@@ -297,6 +303,8 @@ fn gate_summary(g: GateSummary) -> pb::GateSummary {
         open: count(g.open),
         closed: count(g.closed),
         held_objects: count_i64(g.held_objects),
+        enforcement: g.enforcement,
+        would_suspend: count_i64(g.would_suspend),
     }
 }
 

@@ -123,6 +123,8 @@ macro_rules! reported_object {
             generation: $number($o.generation),
             observed_generation: $number($o.observed_generation),
             last_attempted_revision: $text($o.last_attempted_revision),
+            would_suspend_by: $o.would_suspend_by,
+            would_hold: $o.would_hold,
             $($($rest)*)?
         }
     };

@@ -60,6 +60,8 @@ pub struct GrpcMetrics {
     pub held_objects: HeldObjectMetrics,
     /// Local-gate gauges of the clusters this replica serves (no prefix).
     pub local_gates: LocalGateMetrics,
+    /// Warn-mode would-suspend gauges of the clusters this replica serves (no prefix).
+    pub would_hold: super::WouldHoldMetrics,
 }
 
 impl GrpcMetrics {
@@ -78,6 +80,7 @@ impl GrpcMetrics {
     pub fn register(&self, registry: &mut Registry) {
         self.held_objects.register(registry);
         self.local_gates.register(registry);
+        self.would_hold.register(registry);
         let r = registry.sub_registry_with_prefix("grpc");
         r.register(
             "spokes_connected",
@@ -164,6 +167,7 @@ impl GrpcMetrics {
     /// Drops `cluster`'s held-object gauges (its stream left this replica).
     pub fn forget_held_objects(&self, cluster: &str) {
         self.held_objects.forget(cluster);
+        self.would_hold.forget(cluster);
     }
 
     /// Counts a stream end.

@@ -7,6 +7,7 @@ mod grpc;
 mod held;
 mod local_gates;
 mod rollout;
+mod would_hold;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -24,6 +25,7 @@ pub use grpc::{EndLabels, GrpcMetrics};
 pub use held::HeldObjectMetrics;
 pub use local_gates::LocalGateMetrics;
 pub use rollout::RolloutMetrics;
+pub use would_hold::WouldHoldMetrics;
 
 /// Labels of the HTTP metrics.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -95,6 +95,7 @@ impl Reports {
     pub fn submit(&self, cluster: &str, revision: u64, report: Assembled, clock_offset_ms: i64) {
         self.metrics.reports_received.inc();
         self.metrics.set_held_objects(cluster, &report.held_objects);
+        self.metrics.would_hold.set(cluster, &report.objects);
         self.metrics.set_local_gates(cluster, &report.local_gates);
         self.metrics.count_report_problems(&report.problems);
         let report = ClusterReport {

@@ -284,6 +284,8 @@ pub fn kustomization(ns: &str, name: &str, held: bool, gates: &[&str]) -> pb::Ob
         stalled: false,
         generation: 1,
         observed_generation: 1,
+        would_suspend_by: vec![],
+        would_hold: false,
         last_attempted_revision: "main@sha1:aaa".into(),
     }
 }

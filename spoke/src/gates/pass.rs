@@ -142,7 +142,7 @@ fn facts(
     let eval = snapshot.evaluate_gate(name, now, local)?;
     let overrides = snapshot.overrides_of(name, local);
     let open = eval.state.is_open();
-    let (mut governed, mut held, mut suspended) = (0, 0, 0);
+    let (mut governed, mut held, mut suspended, mut would_suspend) = (0, 0, 0, 0);
     for o in report.map(|r| r.objects.as_slice()).unwrap_or_default() {
         if !o.gates.iter().any(|g| g == name) {
             continue;
@@ -150,7 +150,11 @@ fn facts(
         governed += 1;
         held += usize::from(o.held && !open);
         suspended += usize::from(o.suspended_by.iter().any(|g| g == name));
+        would_suspend += usize::from(o.would_suspend_by.iter().any(|g| g == name));
     }
+    let warn = snapshot
+        .gate(name)
+        .is_some_and(|g| g.gate().spec.enforcement.is_warn());
     Some(Facts {
         open,
         reason: reason_of(&eval, &overrides, now),
@@ -159,6 +163,8 @@ fn facts(
         governed,
         held,
         suspended,
+        warn,
+        would_suspend,
     })
 }
 
@@ -210,7 +216,14 @@ async fn publish_status(
         return;
     }
     let open = now_c["status"] == "True";
-    let reason = if open { "GateOpened" } else { "GateClosed" };
+    // A warn gate holds nothing: its transitions say what it would do.
+    let warn = obj.data["spec"]["enforcement"] == "warn";
+    let reason = match (open, warn) {
+        (true, false) => "GateOpened",
+        (false, false) => "GateClosed",
+        (true, true) => "GateWouldOpen",
+        (false, true) => "GateWouldClose",
+    };
     let note = format!(
         "{} ({}): {}",
         if open { "open" } else { "closed" },

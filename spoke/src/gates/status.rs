@@ -22,6 +22,10 @@ pub struct Facts {
     pub governed: usize,
     pub held: usize,
     pub suspended: usize,
+    /// `spec.enforcement: warn`: closed holds nothing (transition Events say "would").
+    pub warn: bool,
+    /// Governed objects it would suspend if enforced (a warn gate while closed).
+    pub would_suspend: usize,
 }
 
 /// What the spoke made of one Gate object.
@@ -61,6 +65,7 @@ const FIELDS: &[&str] = &[
     "governed",
     "held",
     "suspended",
+    "wouldSuspend",
     "revision",
     "origin",
     "openRequest",
@@ -137,6 +142,9 @@ pub fn desired(current: &Value, verdict: &Verdict, extra: &Extra<'_>, now: DateT
         out.insert("governed".into(), json!(f.governed));
         out.insert("held".into(), json!(f.held));
         out.insert("suspended".into(), json!(f.suspended));
+        if f.warn {
+            out.insert("wouldSuspend".into(), json!(f.would_suspend));
+        }
     }
     if facts.is_none() {
         // Nothing of this gate is in force (invalid from the start, another cluster's, not
@@ -240,6 +248,8 @@ mod tests {
             governed: 3,
             held: 1,
             suspended: 2,
+            warn: false,
+            would_suspend: 0,
         }
     }
 

@@ -325,7 +325,8 @@ impl<'a> HoldPlanner<'a> {
                 });
                 if targeted && selected {
                     selecting.insert(&g.name);
-                    if !g.open {
+                    // A warn gate holds nothing (it is reported as would-hold).
+                    if g.holds() {
                         closed.insert(&g.name);
                     }
                 }
@@ -446,6 +447,7 @@ mod tests {
             }),
             open,
             reason: String::new(),
+            warn: false,
         }
     }
 

@@ -71,6 +71,8 @@ fn object_status(o: &ObjectReport) -> pb::ObjectStatus {
         last_applied_revision: text(&o.last_applied_revision),
         newest_source_revision: text(&o.newest_source_revision),
         held: o.held,
+        would_suspend_by: o.would_suspend_by.clone(),
+        would_hold: o.would_hold,
         suspended_by_human: o.suspended_by_human,
         ignored: o.ignored,
         ready: r
@@ -113,6 +115,8 @@ mod tests {
                 last_applied_revision: Some("r1".into()),
                 newest_source_revision: None,
                 held: false,
+                would_suspend_by: vec![],
+                would_hold: false,
                 suspended_by_human: false,
                 ignored: true,
                 pinned: false,

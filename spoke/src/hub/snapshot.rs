@@ -353,6 +353,7 @@ impl CompiledSnapshot {
                 objects: spec.objects.clone(),
                 open: eval.state.is_open(),
                 reason: eval.reason,
+                warn: spec.enforcement.is_warn(),
             });
         }
         // A freeze (the hub's or one made in the cluster) also holds every Kustomization and

@@ -106,6 +106,15 @@ fn decide(ctx: &Context, gate: &str) -> Response {
     let local = ctx.local_overrides_now();
     match snapshot.evaluate_gate(gate, ctx.config.clock.now(), &local) {
         Some(e) if e.state.is_open() => answer(StatusCode::OK, gate, true, &e.reason),
+        // Warn mode holds nothing, a canary neither: 200, saying it would be closed.
+        Some(e)
+            if snapshot
+                .gate(gate)
+                .is_some_and(|g| g.gate().spec.enforcement.is_warn()) =>
+        {
+            let reason = format!("warn mode, would be closed: {}", e.reason);
+            answer(StatusCode::OK, gate, false, &reason)
+        }
         Some(e) => answer(StatusCode::FORBIDDEN, gate, false, &e.reason),
         None => answer(
             StatusCode::NOT_FOUND,

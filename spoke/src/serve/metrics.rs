@@ -23,6 +23,8 @@ pub struct Metrics {
     pub objects_governed: Gauge,
     pub objects_suspended: Gauge,
     pub objects_held: Gauge,
+    pub objects_would_suspend: Gauge,
+    pub objects_would_hold: Gauge,
     pub applied_objects_held: Gauge,
     pub applied_objects_held_by_person: Gauge,
     pub applied_objects_not_permitted: Gauge,
@@ -50,6 +52,8 @@ impl Metrics {
             objects_governed: Gauge::default(),
             objects_suspended: Gauge::default(),
             objects_held: Gauge::default(),
+            objects_would_suspend: Gauge::default(),
+            objects_would_hold: Gauge::default(),
             applied_objects_held: Gauge::default(),
             applied_objects_held_by_person: Gauge::default(),
             applied_objects_not_permitted: Gauge::default(),
@@ -78,6 +82,16 @@ impl Metrics {
             "objects_held",
             "Governed Flux objects with a newer revision held by a closed gate",
             m.objects_held.clone(),
+        );
+        registry.register(
+            "objects_would_suspend",
+            "Governed Flux objects closed warn-mode gates would suspend if enforced (nothing is held)",
+            m.objects_would_suspend.clone(),
+        );
+        registry.register(
+            "objects_would_hold",
+            "Governed Flux objects whose newer revision a closed warn-mode gate would hold",
+            m.objects_would_hold.clone(),
         );
         registry.register(
             "applied_objects_held",

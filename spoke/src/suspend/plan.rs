@@ -23,6 +23,21 @@ pub struct GateView {
     pub open: bool,
     /// Why it is open or closed (for events and logs).
     pub reason: String,
+    /// `spec.enforcement: warn`: while closed it holds nothing; the planner reports what it
+    /// would hold instead.
+    pub warn: bool,
+}
+
+impl GateView {
+    /// Closed and enforced: it holds what it governs.
+    pub fn holds(&self) -> bool {
+        !self.open && !self.warn
+    }
+
+    /// Closed in warn mode: it would hold what it governs.
+    pub fn would_hold(&self) -> bool {
+        !self.open && self.warn
+    }
 }
 
 impl GateView {
@@ -89,6 +104,11 @@ pub struct ObjectReport {
     pub newest_source_revision: Option<Arc<str>>,
     /// A newer source revision waits behind a closed gate.
     pub held: bool,
+    /// Closed warn gates that would suspend it if they were enforced (empty for an object a
+    /// person suspended: an enforced gate would leave it alone too).
+    pub would_suspend_by: Vec<String>,
+    /// A newer source revision would wait behind a closed warn gate.
+    pub would_hold: bool,
     pub suspended_by_human: bool,
     /// Annotated `fleetgate.io/ignore: "true"`: `gates` target it, but it is not governed.
     pub ignored: bool,
@@ -122,6 +142,19 @@ impl Plan {
     /// Number of governed objects with a held change.
     pub fn held_count(&self) -> usize {
         self.report.iter().filter(|r| r.held).count()
+    }
+
+    /// Number of governed objects closed warn gates would suspend.
+    pub fn would_suspend_count(&self) -> usize {
+        self.report
+            .iter()
+            .filter(|r| !r.would_suspend_by.is_empty())
+            .count()
+    }
+
+    /// Number of governed objects whose newer revision a closed warn gate would hold.
+    pub fn would_hold_count(&self) -> usize {
+        self.report.iter().filter(|r| r.would_hold).count()
     }
 }
 
@@ -207,7 +240,19 @@ impl<'a> Planner<'a> {
         let closed: Vec<String> = if obj.ignored {
             Vec::new()
         } else {
-            self.names(holding.iter().copied().filter(|&i| !self.gates[i].open))
+            self.names(holding.iter().copied().filter(|&i| self.gates[i].holds()))
+        };
+        // What closed warn gates would do if enforced: suspend it, unless a person did
+        // (fleetgate never touches a person's suspend).
+        let would: Vec<String> = if obj.ignored || obj.suspended_by_human() {
+            Vec::new()
+        } else {
+            self.names(
+                holding
+                    .iter()
+                    .copied()
+                    .filter(|&i| self.gates[i].would_hold()),
+            )
         };
 
         let action = match (&obj.suspended_by, obj.suspended, closed.is_empty()) {
@@ -272,6 +317,12 @@ impl<'a> Planner<'a> {
             && newest.is_some()
             && newest != last_applied
             && !obj.key.kind.is_source();
+        // Would hold: a warn gate would suspend it and its source has moved on (so
+        // enforced it would keep the older revision applied).
+        let would_hold = !would.is_empty()
+            && newest.is_some()
+            && newest != last_applied
+            && !obj.key.kind.is_source();
         let report = ObjectReport {
             key: obj.key.clone(),
             suspended: obj.suspended,
@@ -280,6 +331,8 @@ impl<'a> Planner<'a> {
             last_applied_revision: last_applied,
             newest_source_revision: newest,
             held,
+            would_suspend_by: would,
+            would_hold,
             suspended_by_human: obj.suspended_by_human(),
             ignored: obj.ignored,
             pinned: n.pinned,

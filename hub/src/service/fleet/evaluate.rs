@@ -27,9 +27,24 @@ pub(super) struct ClusterEvals<'a> {
 }
 
 impl ClusterEvals<'_> {
-    /// The gates' states combined (open only if all are open).
+    /// The enforced gates' states combined (open only if all are open): a closed gate in
+    /// warn mode holds nothing, so it never closes the cluster (see [`Self::would_close`]).
     pub fn combined(&self) -> Combined {
-        fleetgate_policy::combine(self.gates.iter().map(|(g, e)| (g.name(), e)))
+        fleetgate_policy::combine(
+            self.gates
+                .iter()
+                .filter(|(g, _)| !g.is_warn())
+                .map(|(g, e)| (g.name(), e)),
+        )
+    }
+
+    /// The closed gates in warn mode: they would hold the cluster's objects if enforced.
+    pub fn would_close(&self) -> Vec<String> {
+        self.gates
+            .iter()
+            .filter(|(g, e)| g.is_warn() && e.state == GateState::Closed)
+            .map(|(g, _)| g.name().to_string())
+            .collect()
     }
 
     /// [`Self::combined`] with the cluster's enforced local gates (Gate
@@ -62,8 +77,21 @@ impl Evaluated<'_> {
     /// When `cluster`'s combined state (open only while all its gates are
     /// open) next changes — not merely some gate.
     pub fn next_change(&self, cluster: &ClusterEvals<'_>) -> Option<DateTime<Utc>> {
-        let now: Vec<Evaluation> = cluster.gates.iter().map(|(_, e)| e.clone()).collect();
+        // A warn gate never closes the cluster: it counts as always open.
+        let ignored = || Evaluation {
+            state: GateState::Open,
+            reason: String::new(),
+            next_transition: None,
+        };
+        let now: Vec<Evaluation> = cluster
+            .gates
+            .iter()
+            .map(|(g, e)| if g.is_warn() { ignored() } else { e.clone() })
+            .collect();
         next_combined_change(self.at, &now, |k, t| {
+            if cluster.gates[k].0.is_warn() {
+                return ignored();
+            }
             let (i, applying) = &cluster.applying[k];
             if applying.is_empty() {
                 self.later

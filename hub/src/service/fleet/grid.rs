@@ -9,9 +9,19 @@ use crate::Result;
 pub use fleetgate_api_types::dashboard::{Cell, FleetGrid, FleetRow, ScopedCluster};
 
 fn held_on(inputs: &FleetInputs, cluster: &str, gate: &str) -> u32 {
-    inputs
-        .reported
-        .held_by_gate
+    count_on(&inputs.reported.held_by_gate, cluster, gate)
+}
+
+fn would_suspend_on(inputs: &FleetInputs, cluster: &str, gate: &str) -> u32 {
+    count_on(&inputs.reported.would_suspend_by_gate, cluster, gate)
+}
+
+fn count_on(
+    counts: &std::collections::HashMap<(String, String), i64>,
+    cluster: &str,
+    gate: &str,
+) -> u32 {
+    counts
         .get(&(cluster.to_string(), gate.to_string()))
         .map_or(0, |n| u32::try_from(*n).unwrap_or(u32::MAX))
 }
@@ -30,8 +40,10 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                 .iter()
                 .map(|name| {
                     let k = c.gates.iter().position(|(g, _)| g.name() == name)?;
-                    let e = &c.gates[k].1;
+                    let (gate, e) = &c.gates[k];
                     Some(Cell {
+                        warn: gate.is_warn(),
+                        would_suspend: would_suspend_on(inputs, &row.name, name),
                         state: e.state.to_string(),
                         reason: e.reason.clone(),
                         next_transition: e.next_transition,
@@ -79,9 +91,11 @@ pub(super) fn gate_clusters(inputs: &FleetInputs, gate: &str) -> Result<Vec<Scop
         .filter_map(|c| {
             let k = c.gates.iter().position(|(g, _)| g.name() == gate)?;
             let rollout_wave = c.rollout_waits[k];
-            let (_, e) = c.gates.into_iter().nth(k)?;
+            let (g, e) = c.gates.into_iter().nth(k)?;
             let row = &c.cluster.row;
             Some(ScopedCluster {
+                warn: g.is_warn(),
+                would_suspend: would_suspend_on(inputs, &row.name, gate),
                 rollout_wave,
                 name: row.name.clone(),
                 connected: row.connected,

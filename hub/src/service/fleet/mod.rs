@@ -74,6 +74,16 @@ impl GateInput {
         self.gate.name()
     }
 
+    /// `spec.enforcement: warn`: evaluated and shown, never enforced.
+    pub fn is_warn(&self) -> bool {
+        self.gate.spec.enforcement.is_warn()
+    }
+
+    /// `enforce` or `warn`.
+    pub fn enforcement(&self) -> String {
+        self.gate.spec.enforcement.as_str().to_string()
+    }
+
     /// Whether the gate's scope includes `cluster` (and its last writer's
     /// scope does too).
     pub fn applies_to(&self, cluster: &Cluster) -> bool {
@@ -89,6 +99,8 @@ pub struct Reported {
     pub counts: HashMap<String, ObjectCounts>,
     /// Held objects per (cluster, governing gate).
     pub held_by_gate: HashMap<(String, String), i64>,
+    /// Objects a closed warn gate would suspend, per (cluster, gate).
+    pub would_suspend_by_gate: HashMap<(String, String), i64>,
     /// Every reported object ([`Scope::Cluster`] only), by kind, namespace, name.
     pub objects: Vec<ObjectStatus>,
     /// Per cluster with reported held objects, a digest that changes whenever
@@ -390,14 +402,16 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
     let mut counts: HashMap<String, ObjectCounts> = db::status::counts_by_cluster(tx)
         .await?
         .into_iter()
-        .map(|(cluster, governed, held, suspended)| {
+        .map(|c| {
             let counts = ObjectCounts {
-                governed,
-                held,
-                suspended,
+                governed: c.governed,
+                held: c.held,
+                suspended: c.suspended,
+                would_suspend: c.would_suspend,
+                would_hold: c.would_hold,
                 ..ObjectCounts::default()
             };
-            (cluster, counts)
+            (c.cluster, counts)
         })
         .collect();
     let mut held_digests = HashMap::new();
@@ -417,6 +431,7 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
     Ok(Reported {
         counts,
         held_by_gate: by_gate(db::status::held_by_gate(tx).await?),
+        would_suspend_by_gate: by_gate(db::status::would_suspend_by_gate(tx).await?),
         held_digests,
         held_objects_by_gate: by_gate(held_objects::held_by_gate(tx).await?),
         local_gates: db::reports::local_gates(tx, None)

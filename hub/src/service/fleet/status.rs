@@ -46,6 +46,18 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
                     .iter()
                     .filter(|h| h.object.held_by.iter().any(|g| g == gate.name()))
                     .count(),
+                enforcement: gate.enforcement(),
+                would_suspend: governed
+                    .iter()
+                    .filter(|o| o.object.would_suspend_by.iter().any(|g| g == gate.name()))
+                    .count(),
+                would_hold: governed
+                    .iter()
+                    .filter(|o| {
+                        o.object.would_hold
+                            && o.object.would_suspend_by.iter().any(|g| g == gate.name())
+                    })
+                    .count(),
                 objects: governed,
                 gate: gate.name().to_string(),
                 state: e.state.as_str().to_string(),
@@ -67,6 +79,11 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
             .count() as i64,
         held_objects_not_permitted: held_list.iter().filter(|h| h.object.not_permitted).count()
             as i64,
+        would_suspend: objects
+            .iter()
+            .filter(|o| !o.object.would_suspend_by.is_empty())
+            .count() as i64,
+        would_hold: objects.iter().filter(|o| o.object.would_hold).count() as i64,
     };
     let name = &cluster.cluster.row.name;
     let mut local_requests: Vec<OverrideRecord> = inputs
@@ -85,6 +102,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
         at: inputs.at,
         open: combined.open,
         closed_by: combined.closed_by,
+        would_close_by: cluster.would_close(),
         next_transition,
         gates,
         objects: objects.clone(),
@@ -140,6 +158,13 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
                 .get(&(row.name.clone(), gate.name().to_string()))
                 .copied()
                 .unwrap_or(0),
+            would_suspend: inputs
+                .reported
+                .would_suspend_by_gate
+                .get(&(row.name.clone(), gate.name().to_string()))
+                .copied()
+                .unwrap_or(0),
+            enforcement: gate.enforcement(),
             gate: gate.name().to_string(),
             state: e.state.as_str().to_string(),
             reason: e.reason.clone(),
@@ -156,6 +181,7 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
         cluster: row.clone(),
         open: combined.open,
         closed_by: combined.closed_by,
+        would_close_by: evals.would_close(),
         next_transition: all.next_change_with(evals, local),
         gates,
     }

@@ -23,6 +23,8 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
             open: 0,
             closed: 0,
             held_objects: 0,
+            enforcement: g.enforcement(),
+            would_suspend: 0,
         })
         .collect();
     let mut counts = ClusterCounts {
@@ -54,7 +56,8 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
                 summary.open += 1;
             } else {
                 summary.closed += 1;
-                all_open = false;
+                // A closed warn gate holds nothing: the cluster may still change.
+                all_open &= gate.is_warn();
             }
         }
         if all_open {
@@ -72,8 +75,15 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
         objects.held_objects_by_person += c.held_objects_by_person;
         objects.held_objects_waiting += c.held_objects_waiting;
         objects.held_objects_not_permitted += c.held_objects_not_permitted;
+        objects.would_suspend += c.would_suspend;
+        objects.would_hold += c.would_hold;
         counts.with_held += usize::from(c.held > 0);
         counts.with_held_objects += usize::from(c.held_objects > 0);
+    }
+    for ((_, gate), n) in &inputs.reported.would_suspend_by_gate {
+        if let Some(&i) = index.get(gate.as_str()) {
+            gates[i].would_suspend += n;
+        }
     }
     for ((_, gate), n) in &inputs.reported.held_objects_by_gate {
         if let Some(&i) = index.get(gate.as_str()) {

@@ -14,6 +14,7 @@ fn gate(name: &str, mode: Mode, kinds: &[FluxKind], open: bool) -> GateView {
         objects: None,
         open,
         reason: String::new(),
+        warn: false,
     }
 }
 
