@@ -8,6 +8,7 @@ pub mod access;
 pub mod dashboard;
 pub mod error;
 pub mod identity;
+pub mod impact;
 pub mod page;
 pub mod records;
 pub mod rollout;

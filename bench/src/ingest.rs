@@ -87,6 +87,7 @@ pub async fn run(
         for i in 0..spokes {
             let report = pb::StatusReport {
                 local_gates: Default::default(),
+                inventory: Default::default(),
                 revision: 0,
                 objects: objs.clone(),
                 clock_offset_ms: marker,

@@ -174,6 +174,11 @@ pub enum GateCmd {
         /// the whole truth, as in GitOps).
         #[arg(long)]
         prune: bool,
+        /// Write nothing: show each gate's impact (clusters added and removed,
+        /// states and next changes, the Flux objects it would govern and hold
+        /// now) and, with --prune, the gates that would be deleted.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Show what `apply` would change, as a unified diff of the manifests.
     Diff {

@@ -119,6 +119,7 @@ async fn report(spoke: &TestSpoke, revision: u64, local_gates: Vec<pb::LocalGate
                 more: false,
                 held_objects: vec![],
                 local_gates,
+                inventory: Default::default(),
             })),
         })
         .await;

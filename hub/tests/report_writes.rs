@@ -57,6 +57,7 @@ fn report(objects: Vec<ReportedObject>, at: DateTime<Utc>, offset: i64) -> Clust
         held_objects: vec![],
         local_gates: vec![],
         problems: vec![],
+        inventory: None,
         revision: 1,
         clock_offset_ms: offset,
         received_at: at,

@@ -96,6 +96,7 @@ async fn one_response_matches_every_clusters_own_status() {
         revision: 7,
         local_gates: vec![],
         problems: vec![],
+        inventory: None,
         held_objects: vec![],
         clock_offset_ms: 0,
         received_at: Utc::now(),

@@ -27,8 +27,9 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         more: _,
         held_objects,
         local_gates,
+        inventory,
     } = report;
-    let part = |objects, held_objects| StatusReport {
+    let part = |objects, held_objects, inventory| StatusReport {
         revision,
         objects,
         clock_offset_ms,
@@ -36,6 +37,7 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         more: true,
         held_objects,
         local_gates: Vec::new(),
+        inventory,
     };
     let mut parts = Vec::new();
     let (mut current, mut held) = (Vec::new(), Vec::new());
@@ -45,7 +47,7 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
     for o in objects {
         let len = framed(o.encoded_len());
         if !current.is_empty() && size + len > part_bytes {
-            parts.push(part(std::mem::take(&mut current), Vec::new()));
+            parts.push(part(std::mem::take(&mut current), Vec::new(), Vec::new()));
             size = 0;
         }
         size += len;
@@ -57,13 +59,28 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
             parts.push(part(
                 std::mem::take(&mut current),
                 std::mem::take(&mut held),
+                Vec::new(),
             ));
             size = 0;
         }
         size += len;
         held.push(h);
     }
-    parts.push(part(current, held));
+    let mut inv = Vec::new();
+    for o in inventory {
+        let len = framed(o.encoded_len());
+        if (!current.is_empty() || !held.is_empty() || !inv.is_empty()) && size + len > part_bytes {
+            parts.push(part(
+                std::mem::take(&mut current),
+                std::mem::take(&mut held),
+                std::mem::take(&mut inv),
+            ));
+            size = 0;
+        }
+        size += len;
+        inv.push(o);
+    }
+    parts.push(part(current, held, inv));
     if let Some(last) = parts.last_mut() {
         last.more = false;
         // A few per cluster: they ride on the last part, which applies the report.
@@ -114,6 +131,7 @@ mod tests {
             more: false,
             held_objects: vec![],
             local_gates: vec![],
+            inventory: vec![],
         }
     }
 
@@ -194,5 +212,30 @@ mod tests {
             parts.iter().map(|p| p.more).collect::<Vec<_>>(),
             vec![true, true, false]
         );
+    }
+
+    #[test]
+    fn the_inventory_follows_within_the_size() {
+        let objects: Vec<_> = (0..30).map(|i| object(i, 60)).collect();
+        let inventory: Vec<_> = (0..800)
+            .map(|i| crate::v1::InventoryObject {
+                kind: "Kustomization".into(),
+                namespace: "apps".into(),
+                name: format!("app-{i:04}"),
+                labels: [("tier".to_owned(), "prod".to_owned())].into(),
+                sources: vec!["GitRepository/flux-system/repo".into()],
+                ..Default::default()
+            })
+            .collect();
+        let mut r = report(objects.clone());
+        r.inventory = inventory.clone();
+        let parts = split(r, PART_BYTES);
+        assert!(parts.len() > 5, "{} parts", parts.len());
+        let objs: Vec<_> = parts.iter().flat_map(|p| p.objects.clone()).collect();
+        let inv: Vec<_> = parts.iter().flat_map(|p| p.inventory.clone()).collect();
+        assert_eq!((objs, inv), (objects, inventory));
+        for p in &parts {
+            assert!(p.encoded_len() <= PART_BYTES + 32, "{}", p.encoded_len());
+        }
     }
 }

@@ -17,7 +17,7 @@ use crate::{
         self,
         plan::{HoldPlan, HoldPlanner},
     },
-    hub::report::Report,
+    hub::report::{InventoryEntry, Report},
     hub::snapshot::CompiledSnapshot,
     suspend::enforce,
     suspend::own_delivery::OwnDelivery,
@@ -133,6 +133,7 @@ async fn reconcile(
     // Holds read only the Kustomizations' identity, labels and applied
     // revision, which suspends do not change.
     let holds = reconcile_holds(ctx, &eval.gates, &objects, hold_state).await;
+    let inventory = objects.iter().map(InventoryEntry::of).collect();
     if patched {
         // Report what the patches left, not what was there before.
         let objects = overlay.apply(objects);
@@ -141,8 +142,7 @@ async fn reconcile(
     publish(
         ctx,
         snapshot.revision(),
-        plan,
-        holds,
+        (plan, holds, inventory),
         eval.gates.iter().filter(|g| g.holds()).count(),
     );
     eval.next_transition
@@ -213,7 +213,12 @@ async fn not_permitted(
 
 /// Publishes the pass's outcome. Ready is set first, so whoever sees the
 /// first report also sees `/readyz` succeed.
-fn publish(ctx: &Context, revision: u64, plan: Plan, holds: HoldPlan, closed: usize) {
+fn publish(
+    ctx: &Context,
+    revision: u64,
+    (plan, holds, inventory): (Plan, HoldPlan, Vec<InventoryEntry>),
+    closed: usize,
+) {
     ctx.ready.store(true, Ordering::Release);
     let m = &ctx.metrics;
     m.objects_governed
@@ -239,6 +244,7 @@ fn publish(ctx: &Context, revision: u64, plan: Plan, holds: HoldPlan, closed: us
         // Moved, not copied: one entry per governed object.
         objects: plan.report,
         held_objects: holds.report,
+        inventory,
     };
     ctx.report.send_if_modified(|cur| {
         if cur.as_deref() == Some(&report) {

@@ -40,6 +40,10 @@ pub struct GateSpecDoc {
     /// `suspend` (default) or `freezeSources`.
     #[schema(example = "suspend")]
     pub mode: Option<String>,
+    /// `enforce` (default) or `warn`: a warn gate is evaluated and shown everywhere, but
+    /// spokes hold nothing for it and report what it would hold.
+    #[schema(example = "warn")]
+    pub enforcement: Option<String>,
     /// `open` (default) or `closed`: the state when no rule applies.
     #[schema(example = "closed")]
     pub default: Option<String>,

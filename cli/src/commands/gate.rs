@@ -78,7 +78,7 @@ pub fn validate(files: &[std::path::PathBuf], format: Format) -> Result<()> {
 
 /// Prints on stderr each field of `loaded` that is valid but reads differently than the
 /// author may expect (cron schedules whose days changed with the Kubernetes CronJob rules).
-fn print_warnings(loaded: &[Loaded]) {
+pub(super) fn print_warnings(loaded: &[Loaded]) {
     for l in loaded {
         for w in l.gate.warnings() {
             eprintln!("warning: {}: gate '{}': {w}", l.source, l.gate.name());

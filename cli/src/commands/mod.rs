@@ -4,6 +4,7 @@ pub mod access_policy;
 pub mod audit;
 pub mod cluster;
 pub mod freeze;
+pub mod dry_run;
 pub mod gate;
 pub mod identity;
 pub mod overrides;
@@ -53,8 +54,15 @@ pub async fn run(cli: Cli) -> Result<()> {
             GateCmd::Preview(args) => preview::from_hub(&client, args, format).await,
             GateCmd::Apply {
                 files,
+                prune,
+                dry_run: true,
+                ..
+            } => dry_run::apply(&client, files, *prune, format).await,
+            GateCmd::Apply {
+                files,
                 reason,
                 prune,
+                dry_run: false,
             } => gate::apply(&client, files, reason, *prune, format).await,
             GateCmd::Diff { files, exit_code } => {
                 gate::diff(&client, files, *exit_code, format).await

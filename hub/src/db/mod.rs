@@ -19,6 +19,7 @@ pub mod freezes;
 pub mod gates;
 pub mod health;
 pub mod held_objects;
+pub mod inventories;
 pub mod leases;
 pub mod outbox;
 pub mod overrides;

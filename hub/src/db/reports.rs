@@ -43,6 +43,9 @@ pub struct ClusterReport {
     pub local_gates: Vec<LocalGate>,
     /// Objects stored repaired or left out (`service::report_objects`).
     pub problems: Vec<ReportProblem>,
+    /// Every Flux object the spoke sees (the impact preview's input); `None` from spokes
+    /// that predate it (the stored inventory is then left as it is).
+    pub inventory: Option<Vec<super::inventories::InventoryObject>>,
     /// The snapshot revision the spoke enforced when it made the report: the
     /// fence rollouts judge health by (see `rollout::health`).
     pub revision: u64,
@@ -64,13 +67,14 @@ impl ClusterReport {
             held_objects,
             local_gates,
             problems,
+            inventory,
             // Kept per cluster, beside the hash: a newer revision with the same
             // content updates that one column, no object row.
             revision: _,
             clock_offset_ms: _,
             received_at: _,
         } = self;
-        let json = serde_json::to_vec(&(objects, held_objects, local_gates, problems))
+        let json = serde_json::to_vec(&(objects, held_objects, local_gates, problems, inventory))
             .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
         Ok(Sha256::digest(&json).to_vec())
     }
@@ -273,6 +277,9 @@ pub async fn write_report_diff(
         report.received_at,
     )
     .await?;
+    if let Some(inventory) = &report.inventory {
+        super::inventories::write(conn, &report.cluster, inventory, report.received_at).await?;
+    }
     Ok(ReportWrite::Written {
         previous_local_gates,
     })

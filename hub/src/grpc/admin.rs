@@ -114,6 +114,25 @@ impl pb::admin_service_server::AdminService for AdminApi {
         Ok(Response::new(conv::gate(g)))
     }
 
+    async fn preview_gate_change(
+        &self,
+        req: Request<pb::PreviewGateChangeRequest>,
+    ) -> Res<pb::GateImpact> {
+        let actor = api_actor(&self.service, &req).await?;
+        let r = req.into_inner();
+        let gate = parse_manifest(&r.manifest)?;
+        let dry_run = if r.name.is_empty() {
+            crate::service::impact::DryRun::Create
+        } else {
+            crate::service::impact::DryRun::Replace {
+                name: &r.name,
+                if_match: version(r.expected_version),
+            }
+        };
+        let impact = ok(self.service.gate_impact(&actor, gate, dry_run).await)?;
+        Ok(Response::new(conv::gate_impact(impact)))
+    }
+
     async fn delete_gate(
         &self,
         req: Request<pb::DeleteGateRequest>,

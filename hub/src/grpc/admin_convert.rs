@@ -455,3 +455,44 @@ pub fn session(s: fleetgate_api_types::SessionRecord) -> pb::SessionInfo {
         expires_at: ts(s.expires_at),
     }
 }
+
+/// A gate's impact preview.
+pub fn gate_impact(i: fleetgate_api_types::impact::GateImpact) -> pb::GateImpact {
+    let object = |o: fleetgate_api_types::impact::ObjectRef| pb::ImpactObject {
+        kind: o.kind,
+        namespace: o.namespace,
+        name: o.name,
+    };
+    pb::GateImpact {
+        gate: i.gate,
+        action: i.action,
+        stored_version: i.stored_version.map_or(0, count_i64),
+        at: ts(i.at),
+        enforcement: i.enforcement,
+        added: i.added,
+        removed: i.removed,
+        clusters: (i.clusters.into_iter())
+            .map(|c| pb::ClusterImpact {
+                cluster: c.cluster,
+                change: c.change,
+                connected: c.connected,
+                state: c.state,
+                reason: c.reason,
+                transitions: (c.transitions.into_iter())
+                    .map(|t| pb::ImpactTransition {
+                        at: ts(t.at),
+                        state: t.state,
+                        reason: t.reason,
+                    })
+                    .collect(),
+                inventory_reported: c.inventory_reported,
+                governed: c.governed.into_iter().map(object).collect(),
+                would_hold: c.would_hold.into_iter().map(object).collect(),
+            })
+            .collect(),
+        clusters_governed: count(i.counts.clusters),
+        clusters_closed: count(i.counts.closed),
+        objects_governed: count(i.counts.governed),
+        objects_would_hold: count(i.counts.would_hold),
+    }
+}

@@ -172,6 +172,31 @@ pub fn object_from_proto(o: pb::ObjectStatus) -> ReportedObject {
     reported_object!(ReportedObject, o, text: opt_text, number: opt_number)
 }
 
+/// An inventory entry as stored. PostgreSQL's JSON cannot hold U+0000: it becomes U+FFFD
+/// (the inventory only feeds previews; a name is still recognisable).
+pub fn inventory_from_proto(o: pb::InventoryObject) -> crate::db::inventories::InventoryObject {
+    let clean = |s: String| {
+        if s.contains('\0') {
+            s.replace('\0', "\u{FFFD}")
+        } else {
+            s
+        }
+    };
+    crate::db::inventories::InventoryObject {
+        kind: clean(o.kind),
+        namespace: clean(o.namespace),
+        name: clean(o.name),
+        labels: o
+            .labels
+            .into_iter()
+            .map(|(k, v)| (clean(k), clean(v)))
+            .collect(),
+        sources: o.sources.into_iter().map(clean).collect(),
+        suspended_by_human: o.suspended_by_human,
+        ignored: o.ignored,
+    }
+}
+
 /// The `index`th held object of a report as stored; `held_since` must be
 /// RFC 3339 when set (INVALID_ARGUMENT naming the field otherwise).
 pub fn held_from_proto(index: usize, o: pb::HeldObjectStatus) -> Result<HeldObject, Status> {

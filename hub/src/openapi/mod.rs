@@ -162,6 +162,9 @@ impl Modify for Common {
         fleetgate_api_types::GateScope,
         fleetgate_api_types::FreezeRequest, fleetgate_api_types::UnfreezeRequest,
         fleetgate_api_types::FreezeRecord,
+        fleetgate_api_types::impact::GateImpact, fleetgate_api_types::impact::ClusterImpact,
+        fleetgate_api_types::impact::ImpactCounts, fleetgate_api_types::impact::ImpactTransition,
+        fleetgate_api_types::impact::ObjectRef, fleetgate_api_types::impact::InventoryObject,
     )),
     modifiers(&Common),
     tags(

@@ -13,6 +13,7 @@ use super::AppState;
 use super::extract::{ApiActor, ApiAdmin, Body, Query, ReasonQuery, if_match};
 use crate::schema::preview::PreviewDoc;
 use crate::service::PageRequest;
+use crate::service::impact::DryRun;
 use crate::service::types::GateRecord;
 use crate::{Error, Result};
 
@@ -59,14 +60,29 @@ pub async fn get(
     ))
 }
 
+/// `?reason=` and `?dryRun=` on gate writes.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct GateWriteQuery {
+    /// Why (recorded in the audit log).
+    pub reason: Option<String>,
+    /// `true`: validate and answer 200 with the impact preview (clusters added and removed,
+    /// states and transitions in the coming 7 days, the Flux objects it would govern and
+    /// hold now); nothing is written or audited.
+    pub dry_run: Option<bool>,
+}
+
 /// Create a gate (admin). Body: a Gate manifest as JSON or YAML
-/// (`Content-Type: application/yaml`).
-#[utoipa::path(post, path = "/api/v1/gates", tag = "gates", params(ReasonQuery),
+/// (`Content-Type: application/yaml`). With `?dryRun=true`: the impact preview instead.
+#[utoipa::path(post, path = "/api/v1/gates", tag = "gates", params(GateWriteQuery),
     request_body(description = "Gate manifest (JSON or YAML)",
         content((crate::schema::gate::GateManifest = "application/json"), (String = "application/yaml"))),
     responses(
         (status = 201, description = "Created", body = GateRecord,
             headers(("ETag" = String, description = "The gate's version, quoted"))),
+        (status = 200, description = "Dry run: the impact preview, nothing written",
+            body = fleetgate_api_types::impact::GateImpact),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 409, description = "Name taken", body = crate::error::ErrorBody),
@@ -75,10 +91,14 @@ pub async fn get(
 pub async fn create(
     State(s): State<AppState>,
     ApiAdmin(actor): ApiAdmin,
-    Query(q): Query<ReasonQuery>,
+    Query(q): Query<GateWriteQuery>,
     body: Body,
 ) -> Result<Response> {
     let gate = body.gate()?;
+    if q.dry_run == Some(true) {
+        let impact = s.service.gate_impact(&actor, gate, DryRun::Create).await?;
+        return Ok(Json(impact).into_response());
+    }
     let rec = s
         .service
         .create_gate(&actor, gate, q.reason.as_deref())
@@ -87,15 +107,16 @@ pub async fn create(
 }
 
 /// Replace a gate (admin). With `If-Match: "<version>"` the replace fails
-/// with 409 if someone else changed the gate meanwhile.
+/// with 409 if someone else changed the gate meanwhile. With `?dryRun=true`: the impact
+/// preview against the stored version instead.
 #[utoipa::path(put, path = "/api/v1/gates/{name}", tag = "gates",
     params(("name" = String, Path, description = "Gate name"),
         ("If-Match" = Option<String>, Header, description = "Expected version (ETag)"),
-        ReasonQuery),
+        GateWriteQuery),
     request_body(description = "Gate manifest (JSON or YAML)",
         content((crate::schema::gate::GateManifest = "application/json"), (String = "application/yaml"))),
     responses(
-        (status = 200, description = "Replaced", body = GateRecord,
+        (status = 200, description = "Replaced (with `?dryRun=true`: a GateImpact, nothing written)", body = GateRecord,
             headers(("ETag" = String, description = "The new version, quoted"))),
         (status = 400, description = "Malformed body or If-Match", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
@@ -107,12 +128,20 @@ pub async fn replace(
     State(s): State<AppState>,
     ApiAdmin(actor): ApiAdmin,
     Path(name): Path<String>,
-    Query(q): Query<ReasonQuery>,
+    Query(q): Query<GateWriteQuery>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
     let expected = if_match(&headers)?;
     let gate = body.gate()?;
+    if q.dry_run == Some(true) {
+        let dry = DryRun::Replace {
+            name: &name,
+            if_match: expected,
+        };
+        let impact = s.service.gate_impact(&actor, gate, dry).await?;
+        return Ok(Json(impact).into_response());
+    }
     let rec = s
         .service
         .replace_gate(&actor, &name, gate, expected, q.reason.as_deref())

@@ -11,6 +11,7 @@ pub mod clusters;
 pub mod fleet;
 pub mod freezes;
 pub mod gates;
+pub mod impact;
 pub mod lease;
 pub mod local_gates;
 pub mod local_requests;

@@ -104,6 +104,7 @@ impl Reports {
             held_objects: report.held_objects,
             local_gates: report.local_gates,
             problems: report.problems,
+            inventory: report.inventory,
             revision,
             clock_offset_ms,
             received_at: self.service.now(),
@@ -302,6 +303,8 @@ pub struct Assembled {
     pub local_gates: Vec<LocalGate>,
     /// Objects stored repaired or left out ([`report_objects`]).
     pub problems: Vec<ReportProblem>,
+    /// Every Flux object the spoke sees; `None` from spokes that predate inventories.
+    pub inventory: Option<Vec<crate::db::inventories::InventoryObject>>,
 }
 
 /// The parts of one report received so far on a stream: a report may come in
@@ -339,10 +342,19 @@ impl ReportParts {
         objects: impl ExactSizeIterator<Item = ReportedObject>,
         held: Received<HeldObject>,
         local_gates: Received<LocalGate>,
+        inventory: Vec<crate::db::inventories::InventoryObject>,
         more: bool,
     ) -> Result<Option<Assembled>> {
         let held_objects = held.items;
         let r = &mut self.received;
+        let inv = r.inventory.get_or_insert_with(Vec::new);
+        if inv.len() + inventory.len() > MAX_REPORT_OBJECTS {
+            return Err(Error::invalid(
+                "report.inventory",
+                format!("more than {MAX_REPORT_OBJECTS} inventory objects in one report"),
+            ));
+        }
+        inv.extend(inventory);
         if r.objects.len() + objects.len() > MAX_REPORT_OBJECTS {
             return Err(Error::invalid(
                 "report.objects",
@@ -378,11 +390,15 @@ impl ReportParts {
         let held_objects = report_objects::held_objects(held, &mut found);
         let local = local_at.into_iter().zip(r.local_gates).collect();
         let local_gates = report_objects::local_gates(local, &mut found);
+        // An empty inventory is a spoke that predates inventories, or a cluster without
+        // Flux objects: either way nothing to preview from.
+        let inventory = r.inventory.filter(|i| !i.is_empty());
         Ok(Some(Assembled {
             objects,
             held_objects,
             local_gates,
             problems: found.0,
+            inventory,
         }))
     }
 }

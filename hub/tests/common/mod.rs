@@ -343,6 +343,7 @@ pub async fn report_apps(
                 held_objects: vec![],
                 local_gates: vec![],
                 problems: vec![],
+                inventory: None,
             },
             0,
         );

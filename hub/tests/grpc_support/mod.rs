@@ -232,6 +232,7 @@ impl TestSpoke {
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
                     local_gates: Default::default(),
+                    inventory: Default::default(),
                     revision,
                     objects,
                     clock_offset_ms,

@@ -4,7 +4,13 @@
 use chrono::{DateTime, Utc};
 use fleetgate_proto::{time::to_timestamp, v1 as pb};
 
-use crate::{hold::plan::HeldReport, suspend::plan::ObjectReport};
+use std::{collections::BTreeMap, sync::Arc};
+
+use crate::{
+    cluster::observed::{ObjectKey, ObservedObject},
+    hold::plan::HeldReport,
+    suspend::plan::ObjectReport,
+};
 
 /// The latest full view of the governed objects.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -14,6 +20,48 @@ pub struct Report {
     pub objects: Vec<ObjectReport>,
     /// Objects inside Kustomizations selected by holdObjects gates or marked.
     pub held_objects: Vec<HeldReport>,
+    /// Every Flux object, governed or not (the hub's impact preview).
+    pub inventory: Vec<InventoryEntry>,
+}
+
+/// One Flux object as a gate's targets see it (labels shared with the watched object).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InventoryEntry {
+    pub key: ObjectKey,
+    pub labels: Arc<BTreeMap<String, String>>,
+    pub sources: Vec<ObjectKey>,
+    pub suspended_by_human: bool,
+    pub ignored: bool,
+}
+
+impl InventoryEntry {
+    /// The entry of an observed object.
+    pub fn of(o: &ObservedObject) -> Self {
+        InventoryEntry {
+            key: o.key.clone(),
+            labels: o.labels.clone(),
+            sources: o.source_refs.clone(),
+            suspended_by_human: o.suspended_by_human(),
+            ignored: o.ignored,
+        }
+    }
+}
+
+fn inventory_object(e: &InventoryEntry) -> pb::InventoryObject {
+    let key = |k: &ObjectKey| format!("{}/{}/{}", k.kind.as_str(), k.namespace, k.name);
+    pb::InventoryObject {
+        kind: e.key.kind.as_str().to_owned(),
+        namespace: e.key.namespace.clone(),
+        name: e.key.name.clone(),
+        labels: e
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        sources: e.sources.iter().map(key).collect(),
+        suspended_by_human: e.suspended_by_human,
+        ignored: e.ignored,
+    }
 }
 
 impl Report {
@@ -28,6 +76,7 @@ impl Report {
             held_objects: self.held_objects.iter().map(held_status).collect(),
             // The Gate loop's, added by the hub connection.
             local_gates: Vec::new(),
+            inventory: self.inventory.iter().map(inventory_object).collect(),
         }
     }
 }

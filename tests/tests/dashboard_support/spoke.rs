@@ -98,6 +98,7 @@ impl FakeSpoke {
             .send(pb::SpokeMessage {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
                     local_gates,
+                    inventory: Default::default(),
                     revision,
                     objects,
                     clock_offset_ms: 120,

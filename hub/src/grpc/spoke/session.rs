@@ -22,8 +22,8 @@ use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
 use crate::grpc::convert::{
-    held_from_proto, invalid, local_gate_from_proto, local_request_from_proto, object_from_proto,
-    snapshot_to_proto, to_status,
+    held_from_proto, invalid, inventory_from_proto, local_gate_from_proto,
+    local_request_from_proto, object_from_proto, snapshot_to_proto, to_status,
 };
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
@@ -347,7 +347,14 @@ impl Session {
                         Err(e) => self.parts.dropped(field_of(&e), object, e.message()),
                     }
                 }
-                let added = self.parts.add(objects, held, local_gates, report.more);
+                let inventory = report
+                    .inventory
+                    .into_iter()
+                    .map(inventory_from_proto)
+                    .collect();
+                let added = self
+                    .parts
+                    .add(objects, held, local_gates, inventory, report.more);
                 if let Some(whole) = added.map_err(to_status)? {
                     self.inner.reports.submit(
                         &self.cluster,
