@@ -186,6 +186,7 @@ mod tests {
                 },
             }],
             held_objects: vec![],
+            inventory: vec![],
         };
         let at = Utc::now();
         let msg = report.to_proto(-1500, at);
