@@ -311,7 +311,7 @@ impl Service {
 /// The cluster scopes within which `actor` may write `gate` (none: all
 /// clusters); 403 unless the actor holds admin for the gate (its name and
 /// `metadata.labels`: a team cannot move a gate out of its own scope).
-fn admin_within(actor: &Actor, gate: &Gate) -> Result<Option<Vec<ClusterScope>>> {
+pub(crate) fn admin_within(actor: &Actor, gate: &Gate) -> Result<Option<Vec<ClusterScope>>> {
     let gate_ref = GateRef {
         name: gate.name(),
         labels: &gate.metadata.labels,

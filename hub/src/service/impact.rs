@@ -52,8 +52,25 @@ impl Service {
             ));
         }
         super::gates::compile(&gate)?;
+        // A scoped admin previews only what it may write (as `store_gate` decides).
+        let within = super::gates::admin_within(actor, &gate)?;
         let inputs = self.read_fleet(Scope::Fleet).await?;
         let stored = inputs.gates.iter().find(|g| g.name() == gate.name());
+        if let Some(s) = stored {
+            super::gates::admin_within(actor, &s.gate)?;
+        }
+        if let Some(w) = &within
+            && let Some(c) = inputs.clusters.iter().find(|c| {
+                gate.spec.clusters.matches(&c.row.name, &c.row.labels)
+                    && !w.iter().any(|s| s.matches(&c.row.name, &c.row.labels))
+            })
+        {
+            return Err(Error::Forbidden(format!(
+                "gate '{}' selects cluster '{}', which is outside your cluster scope",
+                gate.name(),
+                c.row.name
+            )));
+        }
         match (dry_run, stored) {
             (DryRun::Create, Some(_)) => {
                 return Err(Error::conflict(format!(
@@ -85,6 +102,7 @@ impl Service {
             version: stored.map_or(0, |s| s.version),
             manifest: serde_json::Value::Null,
             feeds,
+            within,
         };
         let scoped: Vec<&super::fleet::ClusterInput> = inputs
             .clusters

@@ -263,6 +263,7 @@ mod closed_gates_tests {
             objects: None,
             open: false,
             reason: reason.into(),
+            warn: false,
         };
         let gates = [view("nginx-window", "default (closed)"), view("freeze", "")];
         let (a, b) = ("nginx-window".to_string(), "freeze".to_string());
