@@ -102,7 +102,8 @@ pub fn warnings(
 ) -> BTreeMap<ObjectKey, String> {
     let closed: BTreeSet<&str> = gates
         .iter()
-        .filter(|g| !g.open)
+        // A warn gate holds nothing, so it warns of nothing it cannot hold.
+        .filter(|g| g.holds())
         .map(|g| g.name.as_str())
         .collect();
     let mut per_owner: BTreeMap<ObjectKey, (BTreeSet<String>, BTreeSet<&str>, usize)> =
@@ -202,6 +203,7 @@ mod tests {
             objects: Some(objects),
             open,
             reason: String::new(),
+            warn: false,
         }
     }
 
