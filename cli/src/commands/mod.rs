@@ -3,8 +3,8 @@
 pub mod access_policy;
 pub mod audit;
 pub mod cluster;
-pub mod freeze;
 pub mod dry_run;
+pub mod freeze;
 pub mod gate;
 pub mod identity;
 pub mod overrides;

@@ -55,6 +55,7 @@ impl GateView {
             objects: None,
             open: false,
             reason,
+            warn: false,
         }
     }
 
@@ -371,17 +372,17 @@ impl<'a> Planner<'a> {
         (obj.last_applied_revision.clone(), newest)
     }
 
-    /// Whether `gate` targets `obj`; the freeze gate only what no suspend or freezeSources
-    /// gate targets.
+    /// Whether `gate` targets `obj`; the freeze gate only what no enforced suspend or
+    /// freezeSources gate targets.
     fn targets(&self, gate: &GateView, obj: &ObservedObject) -> bool {
         if !targets(gate, obj) {
             return false;
         }
         !gate.is_freeze()
-            || !self
-                .gates
-                .iter()
-                .any(|g| !g.is_freeze() && g.mode != Mode::HoldObjects && targets(g, obj))
+            || !self.gates.iter().any(|g| {
+                // A warn gate holds nothing: what only it covers the freeze holds.
+                !g.is_freeze() && !g.warn && g.mode != Mode::HoldObjects && targets(g, obj)
+            })
     }
 
     fn names(&self, idx: impl Iterator<Item = usize>) -> Vec<String> {
