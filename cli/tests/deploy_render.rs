@@ -192,23 +192,30 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
     assert_eq!(grants(cr), want);
 
     // In its own namespace: the snapshot ConfigMap, pinned by name except
-    // for create (RBAC cannot restrict create by name).
+    // for create (RBAC cannot restrict create by name), and the in-cluster
+    // freeze ConfigMap, read-only and pinned by name (docs/emergency-stop.md).
     let role = find(&objs, "Role", "fleetgate-spoke");
     assert_eq!(role["metadata"]["namespace"], "fleetgate-system");
     let rules = role["rules"].as_array().unwrap();
-    assert_eq!(rules.len(), 2);
-    let pinned = rules
-        .iter()
-        .find(|r| !r["resourceNames"].is_null())
-        .unwrap();
+    assert_eq!(rules.len(), 3);
+    let pinned = |name: &str| {
+        rules
+            .iter()
+            .find(|r| strs(&r["resourceNames"]) == [name.to_string()].into())
+            .unwrap_or_else(|| panic!("no Role rule pinned to {name}"))
+    };
+    let snapshot = pinned("fleetgate-spoke-snapshot");
     assert_eq!(
-        strs(&pinned["resourceNames"]),
-        ["fleetgate-spoke-snapshot".into()].into()
-    );
-    assert_eq!(
-        strs(&pinned["verbs"]),
+        strs(&snapshot["verbs"]),
         ["get", "patch"].map(String::from).into()
     );
+    assert_eq!(strs(&snapshot["resources"]), ["configmaps".into()].into());
+    let freeze = pinned("fleetgate-freeze");
+    assert_eq!(
+        strs(&freeze["verbs"]),
+        ["get", "list", "watch"].map(String::from).into()
+    );
+    assert_eq!(strs(&freeze["resources"]), ["configmaps".into()].into());
     let create = rules.iter().find(|r| r["resourceNames"].is_null()).unwrap();
     assert_eq!(strs(&create["verbs"]), ["create".into()].into());
     assert_eq!(strs(&create["resources"]), ["configmaps".into()].into());
