@@ -7,18 +7,8 @@ mod common;
 
 use axum::http::StatusCode;
 use chrono::Duration;
-use common::{Hub, prod_pair_gated};
+use common::{gate_state, prod_pair_gated};
 use serde_json::json;
-
-async fn gate_state(hub: &Hub, cluster: &str) -> (String, String) {
-    let r = hub.get(&format!("/api/v1/clusters/{cluster}/status")).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    let g = &r.body["gates"][0];
-    (
-        g["state"].as_str().unwrap().to_string(),
-        g["reason"].as_str().unwrap().to_string(),
-    )
-}
 
 #[tokio::test]
 async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {

@@ -6,23 +6,13 @@ mod common;
 
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
-use common::{Hub, prod_pair_gated, t0};
+use common::{gate_state, prod_pair_gated, t0};
 use serde_json::json;
-
-async fn state(hub: &Hub, cluster: &str) -> (String, String) {
-    let r = hub.get(&format!("/api/v1/clusters/{cluster}/status")).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    let g = &r.body["gates"][0];
-    (
-        g["state"].as_str().unwrap().to_string(),
-        g["reason"].as_str().unwrap().to_string(),
-    )
-}
 
 #[tokio::test]
 async fn override_opens_for_selected_clusters_and_expires() {
     let hub = prod_pair_gated().await;
-    assert_eq!(state(&hub, "a").await.0, "closed");
+    assert_eq!(gate_state(&hub, "a").await.0, "closed");
     let r = hub
         .post_json(
             "/api/v1/gates/g/open",
@@ -34,10 +24,10 @@ async fn override_opens_for_selected_clusters_and_expires() {
     assert_eq!(r.body["actor"], "ops");
     assert_eq!(r.body["expiresAt"], "2026-11-25T13:00:00Z");
 
-    let (s, reason) = state(&hub, "a").await;
+    let (s, reason) = gate_state(&hub, "a").await;
     assert_eq!(s, "open");
     assert!(reason.contains("INC-42"), "{reason}");
-    assert_eq!(state(&hub, "b").await.0, "closed", "b not selected");
+    assert_eq!(gate_state(&hub, "b").await.0, "closed", "b not selected");
 
     // The snapshot inputs the gRPC side sends: only a gets the override.
     let a = hub.service.cluster_snapshot("a").await.unwrap();
@@ -54,7 +44,7 @@ async fn override_opens_for_selected_clusters_and_expires() {
 
     // 61 minutes later the override is over, by itself.
     hub.clock.advance(Duration::minutes(61));
-    assert_eq!(state(&hub, "a").await.0, "closed");
+    assert_eq!(gate_state(&hub, "a").await.0, "closed");
     let r = hub.get("/api/v1/overrides").await;
     assert!(r.body["items"].as_array().unwrap().is_empty(), "{}", r.text);
     let r = hub.get("/api/v1/overrides?all=true").await;
@@ -95,7 +85,7 @@ async fn override_until_cancelled_newest_wins_and_future_start() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     assert!(r.body["expiresAt"].is_null());
     let open_id = r.body["id"].as_str().unwrap().to_string();
-    assert_eq!(state(&hub, "b").await.0, "open", "whole gate scope");
+    assert_eq!(gate_state(&hub, "b").await.0, "open", "whole gate scope");
 
     // A newer close beats the open.
     hub.clock.advance(Duration::minutes(1));
@@ -107,10 +97,10 @@ async fn override_until_cancelled_newest_wins_and_future_start() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    assert_eq!(state(&hub, "b").await.0, "closed");
+    assert_eq!(gate_state(&hub, "b").await.0, "closed");
     hub.clock.advance(Duration::minutes(31));
     assert_eq!(
-        state(&hub, "b").await.0,
+        gate_state(&hub, "b").await.0,
         "open",
         "close expired, open remains"
     );
@@ -125,7 +115,7 @@ async fn override_until_cancelled_newest_wins_and_future_start() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["cancelledBy"], "ops");
-    assert_eq!(state(&hub, "b").await.0, "closed");
+    assert_eq!(gate_state(&hub, "b").await.0, "closed");
     let r = hub
         .call(
             Method::DELETE,
@@ -148,9 +138,9 @@ async fn override_until_cancelled_newest_wins_and_future_start() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     let a = hub.service.cluster_snapshot("a").await.unwrap();
     assert_eq!(a.overrides.len(), 1);
-    assert_eq!(state(&hub, "a").await.0, "closed", "not yet");
+    assert_eq!(gate_state(&hub, "a").await.0, "closed", "not yet");
     hub.clock.set(starts + Duration::minutes(1));
-    assert_eq!(state(&hub, "a").await.0, "open");
+    assert_eq!(gate_state(&hub, "a").await.0, "open");
 
     // Each write audited with its actor and reason.
     let r = hub.get("/api/v1/audit?actor=ops").await;

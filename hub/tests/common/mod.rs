@@ -282,6 +282,18 @@ pub async fn prod_pair_gated() -> Hub {
     hub
 }
 
+/// The state and reason of the first gate in `cluster`'s status (the REST override and
+/// freeze tests' one gate `g`).
+pub async fn gate_state(hub: &Hub, cluster: &str) -> (String, String) {
+    let r = hub.get(&format!("/api/v1/clusters/{cluster}/status")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let g = &r.body["gates"][0];
+    (
+        g["state"].as_str().unwrap().to_string(),
+        g["reason"].as_str().unwrap().to_string(),
+    )
+}
+
 /// A connection listening on the hub's change channel (`fleetgate_changes`).
 pub async fn changes_listener(hub: &Hub) -> sqlx::postgres::PgListener {
     let mut l = sqlx::postgres::PgListener::connect_with(&hub.pool)
