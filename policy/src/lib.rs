@@ -25,6 +25,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod approval;
 mod calendar;
 mod compile;
 mod cron;
@@ -50,6 +51,9 @@ mod warnings;
 mod waves;
 pub mod yaml;
 
+pub use approval::{
+    Approval, Approvers, DEFAULT_APPROVAL_EXPIRY, MAX_APPROVAL_EXPIRY, MAX_APPROVERS,
+};
 pub use calendar::{
     CalendarAuth, CalendarIssue, CalendarSource, Calendars, DEFAULT_MAX_STALE, DEFAULT_REFRESH,
     EventMatch, ExpandedCalendar, FeedOccurrences, HORIZON_AFTER, HORIZON_BEFORE, MAX_ICS_BYTES,

@@ -83,6 +83,9 @@ pub struct GateSpec {
     /// Open the clusters progressively, in waves, on every closed→open change of the gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<crate::Rollout>,
+    /// Overrides of the chosen states wait for other people's approval at the hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::Approval>,
 }
 
 /// How long a request lasts when the gate sets no `window`.
@@ -110,6 +113,11 @@ impl GateSpec {
             .as_deref()
             .and_then(|w| crate::parse_duration(w).ok())
             .unwrap_or(DEFAULT_REQUEST_WINDOW)
+    }
+
+    /// Whether an override to `state` must wait for approval (`spec.approval.for`).
+    pub fn needs_approval(&self, state: GateState) -> bool {
+        self.approval.as_ref().is_some_and(|a| a.requires(state))
     }
 
     /// Whether a local request to open (`open == true`) or close is honoured; `from_hub`

@@ -111,6 +111,10 @@ pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
         rollout.validate().map_err(|e| e.within("spec.rollout"))?;
     }
 
+    if let Some(approval) = &spec.approval {
+        approval.validate().map_err(|e| e.within("spec.approval"))?;
+    }
+
     let mut names = BTreeSet::new();
     for (i, window) in spec.windows.iter().enumerate() {
         let path = format!("spec.windows[{i}].name");
