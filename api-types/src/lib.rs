@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+pub mod approvals;
 pub mod dashboard;
 pub mod error;
 pub mod identity;
@@ -21,6 +22,7 @@ pub use access::{
     AccessPolicy, AccessPolicyRecord, AccessPolicySpec, AccessScope, GateScope, Subjects,
     WorkloadSubject, parse_access_policy,
 };
+pub use approvals::{ApprovalDecision, ApprovalEntry, ApprovalRequest, OverrideOutcome};
 pub use dashboard::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
 pub use error::{ErrorBody, ErrorDetail};
 pub use identity::{

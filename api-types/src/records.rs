@@ -157,6 +157,13 @@ pub struct OverrideRequest {
     /// When it takes effect (default now).
     #[serde(default)]
     pub starts_at: Option<DateTime<Utc>>,
+    /// A change ticket (e.g. `CHG0031337`), passed to the admission webhooks and recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticket: Option<String>,
+    /// Break-glass (admins): skip the gate's approval. The reason is mandatory and the
+    /// audit entry, dashboard and notifications mark the override.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub emergency: bool,
 }
 
 /// A stored override.
@@ -194,6 +201,12 @@ pub struct OverrideRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "sqlx", sqlx(skip))]
     pub narrowed: Option<String>,
+    /// Break-glass: an admin skipped the gate's approval (`--emergency`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub emergency: bool,
+    /// The approval request this override was created by, on a gate with `spec.approval`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_request: Option<Uuid>,
 }
 
 /// One audit-log entry.

@@ -109,6 +109,10 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+    /// Override requests waiting for approval (gates with spec.approval): list,
+    /// approve, reject, withdraw.
+    #[command(subcommand)]
+    Override(OverrideCmd),
     /// Print a shell completion script.
     Completion {
         #[arg(value_enum)]
@@ -134,6 +138,45 @@ pub struct FreezeArgs {
     /// End by itself at this instant (RFC 3339).
     #[arg(long)]
     pub until: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OverrideCmd {
+    /// Approval requests, newest first (every status unless --pending or --status).
+    List {
+        /// Only requests waiting for approval.
+        #[arg(long, conflicts_with = "status")]
+        pending: bool,
+        /// Only requests in this status (pending, approved, rejected, expired, cancelled).
+        #[arg(long)]
+        status: Option<String>,
+        /// Only this gate's requests.
+        #[arg(long)]
+        gate: Option<String>,
+    },
+    /// One request with its approvals.
+    Get { id: String },
+    /// Approve a pending request; the last approval needed creates the override.
+    Approve {
+        id: String,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Reject a pending request.
+    Reject {
+        id: String,
+        /// Why (required).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Withdraw your own pending request (admins: anyone's).
+    Cancel {
+        id: String,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -263,6 +306,12 @@ pub struct OverrideArgs {
     /// Only clusters matching this label selector (kubectl -l syntax).
     #[arg(short = 'l', long = "selector")]
     pub selector: Option<String>,
+    /// A change ticket (e.g. CHG0031337), checked by the hub's admission webhooks.
+    #[arg(long)]
+    pub ticket: Option<String>,
+    /// Break-glass (admins): skip the gate's approval; marked in audit and notifications.
+    #[arg(long)]
+    pub emergency: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -187,6 +187,10 @@ impl Replica {
                 .clone()
                 .run(self.service.clone(), tasks.clone()),
         );
+        let approvals_task = tokio::spawn(crate::service::approvals::run_expiry(
+            self.service.clone(),
+            tasks.clone(),
+        ));
         // Renewals run inside this future, not as a task of their own: when it
         // is dropped (the replica dies) they stop with it.
         let (result, ()) = tokio::join!(
@@ -203,6 +207,7 @@ impl Replica {
         let _ = rollout_task.await;
         let _ = notify_task.await;
         let _ = calendar_task.await;
+        let _ = approvals_task.await;
         let _ = health_task.await;
         crate::drain::phase("tasks_stopped");
         // Streams ended by the drain skipped recording their disconnection.

@@ -88,6 +88,23 @@ pub fn reason(field: &str, reason: &str) -> Result<()> {
     Ok(())
 }
 
+/// A change ticket reference: 1-128 printable characters.
+pub fn ticket(field: &str, t: &str) -> Result<()> {
+    if t.trim().is_empty() {
+        return Err(Error::invalid(
+            field,
+            "must not be empty (leave it out instead)",
+        ));
+    }
+    if t.chars().count() > 128 {
+        return Err(Error::invalid(field, "longer than 128 characters"));
+    }
+    if t.chars().any(char::is_control) {
+        return Err(Error::invalid(field, "contains control characters"));
+    }
+    Ok(())
+}
+
 /// An optional reason: at most 1000 characters.
 pub fn optional_reason(field: &str, reason: Option<&str>) -> Result<()> {
     match reason {

@@ -56,6 +56,33 @@ pub struct GateSpecDoc {
     #[schema(example = "1h")]
     pub window: Option<String>,
     pub local_requests: Option<LocalRequestsDoc>,
+    pub approval: Option<ApprovalDoc>,
+}
+
+/// Overrides of the listed states wait at the hub until enough other people
+/// approve them (docs/approvals.md).
+#[derive(Debug, ToSchema)]
+pub struct ApprovalDoc {
+    /// How many people other than the requester must approve (1-10, default 1).
+    pub approvers: Option<u32>,
+    /// Who may approve (any match); absent: anyone with operator or higher
+    /// over the gate and its clusters.
+    pub from: Option<ApproversDoc>,
+    /// Which override states need approval (default `[open]`).
+    #[schema(example = json!(["open"]))]
+    pub r#for: Option<Vec<String>>,
+    /// How long a request waits for approval (default `24h`, at most `168h`).
+    #[schema(example = "1h")]
+    pub expires: Option<String>,
+}
+
+/// Approvers: people in `groups`, people by email or subject in `users`,
+/// API tokens by name in `tokens`.
+#[derive(Debug, ToSchema)]
+pub struct ApproversDoc {
+    pub groups: Option<Vec<String>>,
+    pub users: Option<Vec<String>>,
+    pub tokens: Option<Vec<String>>,
 }
 
 /// Whether requests made on the Gate object in a cluster are honoured. For

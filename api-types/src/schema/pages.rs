@@ -30,3 +30,8 @@ page_doc!(
     AccessPolicyRecord,
     "A page of access policies."
 );
+page_doc!(
+    ApprovalPage,
+    crate::ApprovalRequest,
+    "A page of approval requests."
+);

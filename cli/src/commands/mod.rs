@@ -1,6 +1,7 @@
 //! One module per command group; `run` dispatches a parsed command line.
 
 pub mod access_policy;
+pub mod approvals;
 pub mod audit;
 pub mod cluster;
 pub mod dry_run;
@@ -82,6 +83,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         },
         Command::Cluster(c) => cluster::run(&client, c, format).await,
         Command::Rollout(r) => rollout::run(&client, r, format).await,
+        Command::Override(o) => approvals::run(&client, o, format).await,
         Command::Token(t) => token::run(&client, t, format).await,
         Command::AccessPolicy(p) => access_policy::run(&client, p, format).await,
         Command::Webhook(w) => webhook::run(&client, w, format).await,

@@ -2,7 +2,7 @@
 //! 1 h", close ahead of schedule, break-glass). The duration and selector
 //! are checked locally first, so typos fail before reaching the hub.
 
-use fleetgate_api_types::{OverrideClusters, OverrideRecord, OverrideRequest};
+use fleetgate_api_types::{OverrideClusters, OverrideOutcome, OverrideRecord, OverrideRequest};
 use fleetgate_policy::{ClusterScope, LabelSelector, SelectorOperator};
 use serde::de::IgnoredAny;
 use serde_json::json;
@@ -39,12 +39,30 @@ pub async fn set(client: &Client, args: &OverrideArgs, open: bool, format: Forma
         reason: args.reason.clone(),
         clusters,
         starts_at: None,
+        ticket: args.ticket.clone(),
+        emergency: args.emergency,
     };
     let verb = if open { "open" } else { "close" };
-    let resp: OverrideRecord = client
+    let resp: OverrideOutcome = client
         .post(&format!("/gates/{}/{verb}", seg(&args.name)), &[], &body)
         .await?;
-    output::print_answer(format, &resp, |o| {
+    let o = match resp {
+        OverrideOutcome::Pending(p) => {
+            return output::print_answer(format, &p, |p| {
+                format!(
+                    "gate/{} {verb} pending #{} (needs {} approval{} by {}): fleetgate override approve {}\n",
+                    args.name,
+                    p.id,
+                    p.required,
+                    if p.required == 1 { "" } else { "s" },
+                    output::time(&p.expires_at),
+                    p.id
+                )
+            });
+        }
+        OverrideOutcome::Created(o) => o,
+    };
+    output::print_answer(format, &*o, |o| {
         let until = match o.expires_at {
             Some(u) => output::time(&u),
             None => "cancelled".to_string(),
@@ -54,10 +72,15 @@ pub async fn set(client: &Client, args: &OverrideArgs, open: bool, format: Forma
             None => String::new(),
         };
         format!(
-            "gate/{} {}{on} until {until} (override {})\n",
+            "gate/{} {}{on} until {until} (override {}){}\n",
             args.name,
             if open { "opened" } else { "closed" },
             o.id,
+            if o.emergency {
+                " EMERGENCY: approval skipped"
+            } else {
+                ""
+            },
         )
     })
 }

@@ -13,14 +13,15 @@ use crate::Result;
 pub use fleetgate_api_types::OverrideRecord;
 
 pub(crate) const COLUMNS: &str = "id, gate, scope, state, starts_at, expires_at, actor, reason, \
-                       created_at, cancelled_at, cancelled_by, requested_in, requested_by";
+                       created_at, cancelled_at, cancelled_by, requested_in, requested_by, emergency, \
+                       approval_request";
 
 /// Inserts an override.
 pub async fn insert(conn: &mut PgConnection, o: &OverrideRecord) -> Result<OverrideRecord> {
     let row = sqlx::query_as(sql!(
         "insert into overrides (id, gate, scope, state, starts_at, expires_at, actor, reason, \
-         created_at, requested_in, requested_by) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning {COLUMNS}"
+         created_at, requested_in, requested_by, emergency, approval_request) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) returning {COLUMNS}"
     ))
     .bind(o.id)
     .bind(&o.gate)
@@ -33,6 +34,8 @@ pub async fn insert(conn: &mut PgConnection, o: &OverrideRecord) -> Result<Overr
     .bind(o.created_at)
     .bind(&o.requested_in)
     .bind(&o.requested_by)
+    .bind(o.emergency)
+    .bind(o.approval_request)
     .fetch_one(conn)
     .await?;
     Ok(row)

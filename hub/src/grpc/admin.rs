@@ -191,6 +191,8 @@ impl pb::admin_service_server::AdminService for AdminApi {
             reason: r.reason,
             clusters,
             starts_at: conv::opt_time("starts_at", r.starts_at.as_ref())?,
+            ticket: conv::non_empty(&r.ticket).map(str::to_string),
+            emergency: r.emergency,
         };
         let o = ok(self
             .service

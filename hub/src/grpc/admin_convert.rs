@@ -131,6 +131,11 @@ pub fn override_info(o: OverrideRecord) -> pb::OverrideInfo {
         requested_in: o.requested_in.unwrap_or_default(),
         requested_by: o.requested_by.unwrap_or_default(),
         narrowed: o.narrowed.unwrap_or_default(),
+        emergency: o.emergency,
+        approval_request: o
+            .approval_request
+            .map(|id| id.to_string())
+            .unwrap_or_default(),
     }
 }
 

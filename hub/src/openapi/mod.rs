@@ -18,9 +18,9 @@ use crate::error::{ErrorBody, ErrorDetail};
 use crate::rollout::State as RolloutState;
 use crate::rollout::health::Health;
 use crate::schema::gate::{
-    CalendarAuthDoc, CalendarDoc, ClusterScopeDoc, EventMatchDoc, GateManifest, GateMetadata,
-    GateSpecDoc, LabelSelectorDoc, LabelSelectorRequirementDoc, LocalRequestsDoc, SecretRefDoc,
-    TargetsDoc, WindowDoc,
+    ApprovalDoc, ApproversDoc, CalendarAuthDoc, CalendarDoc, ClusterScopeDoc, EventMatchDoc,
+    GateManifest, GateMetadata, GateSpecDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
+    LocalRequestsDoc, SecretRefDoc, TargetsDoc, WindowDoc,
 };
 use crate::schema::pages::{AuditPage, ClusterPage, GatePage, OverridePage, TokenPage};
 use crate::schema::preview::{
@@ -138,6 +138,8 @@ impl Modify for Common {
         rest::sign_in::config, rest::sign_in::login, rest::sign_in::logout,
         rest::sign_in::list, rest::sign_in::end,
         rest::freezes::freeze, rest::freezes::list, rest::freezes::unfreeze,
+        rest::approvals::list, rest::approvals::get, rest::approvals::approve,
+        rest::approvals::reject, rest::approvals::cancel,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
@@ -146,7 +148,7 @@ impl Modify for Common {
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, RolloutEstimateDoc, WaveEstimateDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
-        WindowDoc, LocalRequestsDoc, CalendarDoc, CalendarAuthDoc, SecretRefDoc, EventMatchDoc,
+        WindowDoc, LocalRequestsDoc, ApprovalDoc, ApproversDoc, CalendarDoc, CalendarAuthDoc, SecretRefDoc, EventMatchDoc,
         WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
         GateBrief, HeldObject, HeldObjectStatus, LocalGate,
         RolloutStatus, WaveStatus, RolloutClusterStatus, RolloutState, Health,
@@ -165,6 +167,9 @@ impl Modify for Common {
         fleetgate_api_types::impact::GateImpact, fleetgate_api_types::impact::ClusterImpact,
         fleetgate_api_types::impact::ImpactCounts, fleetgate_api_types::impact::ImpactTransition,
         fleetgate_api_types::impact::ObjectRef, fleetgate_api_types::impact::InventoryObject,
+        fleetgate_api_types::ApprovalRequest, fleetgate_api_types::ApprovalEntry,
+        fleetgate_api_types::ApprovalDecision, fleetgate_api_types::OverrideOutcome,
+        crate::schema::pages::ApprovalPage,
     )),
     modifiers(&Common),
     tags(
@@ -181,6 +186,7 @@ impl Modify for Common {
         (name = "webhooks", description = "Notification subscriptions, deliveries and attempts (admin only)"),
         (name = "identity", description = "Signing in through the OpenID provider; sessions"),
         (name = "freezes", description = "Fleet freezes (the emergency stop): freeze, list, unfreeze"),
+        (name = "approvals", description = "Override requests waiting for a second person (gates with spec.approval)"),
     )
 )]
 pub struct ApiDoc;

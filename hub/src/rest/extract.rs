@@ -226,6 +226,15 @@ impl Body {
             .map_err(|e| Error::invalid(path_of(e.path()), e.into_inner().to_string()))
     }
 
+    /// Like [`Body::parse`], but an empty body is `T::default()` (bodies whose every
+    /// field is optional).
+    pub fn parse_or_default<T: DeserializeOwned + Default>(&self) -> Result<T> {
+        if self.text.trim().is_empty() {
+            return Ok(T::default());
+        }
+        self.parse()
+    }
+
     /// The body as a JSON value; malformed text (or YAML past the parser's
     /// limits) is 400.
     /// Strings PostgreSQL cannot store are 422 naming their path

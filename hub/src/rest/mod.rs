@@ -3,6 +3,7 @@
 //! layer validates, authorises and writes. `crate::http` assembles the app.
 
 pub mod access_policies;
+pub mod approvals;
 pub mod audit;
 pub mod clusters;
 pub mod extract;
@@ -122,4 +123,11 @@ pub(crate) fn api() -> Router<AppState> {
                 .put(access_policies::apply)
                 .delete(access_policies::delete),
         )
+        .route("/approvals", get(approvals::list))
+        .route(
+            "/approvals/{id}",
+            get(approvals::get).delete(approvals::cancel),
+        )
+        .route("/approvals/{id}/approve", post(approvals::approve))
+        .route("/approvals/{id}/reject", post(approvals::reject))
 }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::AppState;
 use super::extract::{ApiActor, ApiOperator, Body, Query, ReasonQuery};
-use crate::service::overrides::OverrideQuery;
+use crate::service::overrides::{OverrideOutcome, OverrideQuery};
 use crate::service::types::{OverrideRecord, OverrideRequest};
 use crate::{Error, Result};
 
@@ -20,20 +20,30 @@ async fn create(
     gate: String,
     state: GateState,
     body: Body,
-) -> Result<(StatusCode, Json<OverrideRecord>)> {
+) -> Result<(StatusCode, Json<OverrideOutcome>)> {
     let req: OverrideRequest = body.parse()?;
-    let rec = s.service.create_override(&actor, &gate, state, req).await?;
-    Ok((StatusCode::CREATED, Json(rec)))
+    let outcome = s
+        .service
+        .request_override(&actor, &gate, state, req)
+        .await?;
+    let status = match outcome {
+        OverrideOutcome::Created(_) => StatusCode::CREATED,
+        OverrideOutcome::Pending(_) => StatusCode::ACCEPTED,
+    };
+    Ok((status, Json(outcome)))
 }
 
 /// Open a gate by override (operator): `{"for": "1h", "reason": "...",
-/// "clusters": {"names": [...], "selector": {...}}}`; without `clusters`, for
-/// the gate's whole scope; without `for`, until cancelled.
+/// "clusters": {"names": [...], "selector": {...}}, "ticket": "CHG-1"}`; without
+/// `clusters`, for the gate's whole scope; without `for`, until cancelled. Through a
+/// gate with `spec.approval` the answer is 202 with a pending request, unless an admin
+/// sends `"emergency": true` (break-glass).
 #[utoipa::path(post, path = "/api/v1/gates/{name}/open", tag = "overrides",
     params(("name" = String, Path, description = "Gate name")),
     request_body = OverrideRequest,
     responses(
         (status = 201, description = "Override created", body = OverrideRecord),
+        (status = 202, description = "The gate requires approval (spec.approval): a pending request", body = fleetgate_api_types::ApprovalRequest),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such gate", body = crate::error::ErrorBody),
@@ -44,7 +54,7 @@ pub async fn open(
     ApiOperator(actor): ApiOperator,
     Path(gate): Path<String>,
     body: Body,
-) -> Result<(StatusCode, Json<OverrideRecord>)> {
+) -> Result<(StatusCode, Json<OverrideOutcome>)> {
     create(s, actor, gate, GateState::Open, body).await
 }
 
@@ -54,6 +64,7 @@ pub async fn open(
     request_body = OverrideRequest,
     responses(
         (status = 201, description = "Override created", body = OverrideRecord),
+        (status = 202, description = "The gate requires approval (spec.approval): a pending request", body = fleetgate_api_types::ApprovalRequest),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 404, description = "No such gate", body = crate::error::ErrorBody),
@@ -64,7 +75,7 @@ pub async fn close(
     ApiOperator(actor): ApiOperator,
     Path(gate): Path<String>,
     body: Body,
-) -> Result<(StatusCode, Json<OverrideRecord>)> {
+) -> Result<(StatusCode, Json<OverrideOutcome>)> {
     create(s, actor, gate, GateState::Closed, body).await
 }
 

@@ -94,6 +94,19 @@ impl Service {
                             ),
                         ));
                     }
+                    // A request cannot be approved offline: the spoke refuses open
+                    // requests on such a gate; one that arrives anyway (an older spoke)
+                    // is refused here too, so it never becomes an override.
+                    if gate_def.spec.needs_approval(req.state) {
+                        return Err(Error::invalid(
+                            "localRequest.state",
+                            format!(
+                                "gate '{}' requires approval for {} overrides (spec.approval); request it at the hub",
+                                req.gate,
+                                req.state.as_str()
+                            ),
+                        ));
+                    }
                     let in_scope = clusters::get(tx, cluster, now)
                         .await?
                         .is_some_and(|c| {
@@ -142,6 +155,8 @@ impl Service {
                             requested_by: Some(req.requested_by.trim().to_owned())
                                 .filter(|who| !who.is_empty()),
                             narrowed: None,
+                            emergency: false,
+                            approval_request: None,
                         },
                     )
                     .await?;

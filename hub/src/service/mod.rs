@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod access_policies;
+pub mod approvals;
 pub mod audit;
 pub mod calendars;
 pub mod clusters;

@@ -10,12 +10,13 @@ use uuid::Uuid;
 use super::fleet::stored_gate;
 use super::gates::clusters_in;
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
-use super::{Actor, Audit, GateRef, Page, PageRequest, Role, Service, Written, to_json};
+use super::{Actor, Audit, GateRef, Page, PageRequest, Role, Service, WriteTx, Written, to_json};
 use crate::db::clusters::Scoped;
 use crate::db::gates;
 use crate::db::overrides::{self, OverrideFilter};
 use crate::db::revision::Affected;
 use crate::{Error, Result, validate};
+pub use fleetgate_api_types::OverrideOutcome;
 
 /// Longest override duration.
 pub const MAX_OVERRIDE_DAYS: i64 = 366;
@@ -37,7 +38,10 @@ pub struct OverrideQuery {
 }
 
 impl Service {
-    /// Opens or closes `gate` by override (operator).
+    /// Opens or closes `gate` by override (operator), for callers that expect the override
+    /// itself (gRPC `CreateOverride`, tests): where the gate's `spec.approval` would make
+    /// the override wait, 409 and nothing written; `RequestOverride` and REST ask for
+    /// approval instead ([`Service::request_override`]).
     pub async fn create_override(
         &self,
         actor: &Actor,
@@ -45,38 +49,58 @@ impl Service {
         state: GateState,
         req: OverrideRequest,
     ) -> Result<OverrideRecord> {
+        match self
+            .override_or_request(actor, gate, state, req, false)
+            .await?
+        {
+            OverrideOutcome::Created(rec) => Ok(*rec),
+            OverrideOutcome::Pending(p) => Err(Error::Internal(format!(
+                "request {} made where none was allowed",
+                p.id
+            ))),
+        }
+    }
+
+    /// Opens or closes `gate` by override (operator). Through a gate whose
+    /// `spec.approval` covers `state` the override waits for approvers
+    /// ([`OverrideOutcome::Pending`]) unless an admin declares an emergency.
+    pub async fn request_override(
+        &self,
+        actor: &Actor,
+        gate: &str,
+        state: GateState,
+        req: OverrideRequest,
+    ) -> Result<OverrideOutcome> {
+        self.override_or_request(actor, gate, state, req, true)
+            .await
+    }
+
+    async fn override_or_request(
+        &self,
+        actor: &Actor,
+        gate: &str,
+        state: GateState,
+        req: OverrideRequest,
+        may_wait: bool,
+    ) -> Result<OverrideOutcome> {
         actor.require(Role::Operator)?;
         validate::reason("reason", &req.reason)?;
+        if req.emergency {
+            actor.require(Role::Admin).map_err(|_| {
+                Error::Forbidden(format!(
+                    "{} '{}' may not declare an emergency: break-glass needs the admin role",
+                    actor.identity.kind(),
+                    actor.name
+                ))
+            })?;
+        }
+        if let Some(t) = &req.ticket {
+            validate::ticket("ticket", t)?;
+        }
         let now = self.now();
-        let starts_at = req.starts_at.unwrap_or(now);
-        if starts_at > now + Duration::days(MAX_OVERRIDE_DAYS) {
-            return Err(Error::invalid(
-                "startsAt",
-                format!("more than {MAX_OVERRIDE_DAYS} days ahead"),
-            ));
-        }
-        let expires_at = match &req.duration {
-            None => None,
-            Some(d) => {
-                let d = fleetgate_policy::parse_duration(d)
-                    .map_err(|e| Error::invalid("for", e.message))?;
-                if d > Duration::days(MAX_OVERRIDE_DAYS) {
-                    return Err(Error::invalid(
-                        "for",
-                        format!("longer than {MAX_OVERRIDE_DAYS} days"),
-                    ));
-                }
-                Some(starts_at + d)
-            }
-        };
-        if expires_at.is_some_and(|e| e <= now) {
-            return Err(Error::invalid(
-                "startsAt",
-                "the override would already be over",
-            ));
-        }
+        let times = OverrideTimes::of(&req, now)?;
         let req = &req;
-        let (rec, _) = self
+        let (outcome, _) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
                     // Lock the gate so a concurrent replace/delete cannot slip between
@@ -85,90 +109,74 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", gate))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let all = tx.scoped_clusters().await?;
                     let gate_ref = GateRef {
                         name: gate,
                         labels: &gate_def.metadata.labels,
                     };
-                    let permitted = actor.clusters_for(Role::Operator, gate_ref)?;
-                    let scope = match &req.clusters {
+                    let role = if req.emergency {
+                        Role::Admin
+                    } else {
+                        Role::Operator
+                    };
+                    let permitted = actor.clusters_for(role, gate_ref)?;
+                    let all = tx.scoped_clusters().await?;
+                    let requested = match &req.clusters {
                         None => None,
                         Some(c) => Some(check_scope(c, &gate_def.spec.clusters, &all)?),
                     };
                     let (scope, narrowed) =
-                        super::override_scope::narrow(scope, &permitted, &gate_def, &all)?;
-                    let in_gate = clusters_in(&all, &[&gate_def.spec.clusters]);
-                    let affected: Vec<String> = match &scope {
-                        None => in_gate,
-                        Some(s) => {
-                            let narrowed = clusters_in(&all, &[s]);
-                            in_gate
-                                .into_iter()
-                                .filter(|c| narrowed.contains(c))
-                                .collect()
+                        super::override_scope::narrow(requested, &permitted, &gate_def, &all)?;
+                    if gate_def.spec.needs_approval(state) && !req.emergency {
+                        if !may_wait {
+                            return Err(Error::conflict(format!(
+                                "gate '{gate}' requires approval for {state} overrides (spec.approval): request one with RequestOverride (or POST /api/v1/gates/{gate}/{}), or declare an emergency (admins)",
+                                if state == GateState::Open { "open" } else { "close" }
+                            )));
                         }
-                    };
-                    let row = overrides::insert(
+                        let written = super::approvals::insert_pending(
+                            tx, actor, &gate_def, state, scope, req, now,
+                        )
+                        .await?;
+                        return Ok(written);
+                    }
+                    let (rec, affected) = insert_override(
                         tx,
-                        &OverrideRecord {
-                            id: Uuid::new_v4(),
-                            gate: gate.to_string(),
-                            clusters: scope,
-                            state: state.as_str().to_string(),
-                            starts_at,
-                            expires_at,
-                            actor: actor.name.clone(),
-                            reason: req.reason.clone(),
-                            created_at: now,
-                            cancelled_at: None,
-                            cancelled_by: None,
-                            requested_in: None,
-                            requested_by: None,
-                            narrowed: None,
+                        &gate_def,
+                        NewOverride {
+                            state,
+                            scope,
+                            times,
+                            actor: &actor.name,
+                            reason: &req.reason,
+                            emergency: req.emergency,
+                            approval_request: None,
+                            now,
                         },
                     )
                     .await?;
-                    let rec = OverrideRecord { narrowed, ..row };
-                    // Notifications, in this transaction: the override, and
-                    // the clusters whose state it changes now.
-                    let live =
-                        overrides::live_for_gates(tx, std::slice::from_ref(&rec.gate), now).await?;
-                    let before: Vec<OverrideRecord> =
-                        live.iter().filter(|o| o.id != rec.id).cloned().collect();
-                    let touched: Vec<&Scoped> =
-                        all.iter().filter(|c| affected.contains(&c.name)).collect();
-                    crate::notify::enqueue(tx, &crate::notify::overrides::created(&rec, &affected))
-                        .await?;
-                    for t in crate::notify::overrides::state_changes(
-                        &gate_def,
-                        &touched,
-                        &before,
-                        &live,
-                        now,
-                        crate::notify::Cause::Override,
-                        &actor.name,
-                    ) {
-                        crate::notify::enqueue(tx, &t.into_event()).await?;
-                    }
-                    let action = if state == GateState::Open {
-                        "override.open"
-                    } else {
-                        "override.close"
-                    };
+                    let rec = OverrideRecord { narrowed, ..rec };
                     let audit = Audit {
-                        action,
+                        action: override_action(state, req.emergency),
                         target_kind: "gate",
                         target_name: gate.into(),
                         before: None,
                         after: to_json(&rec),
                         reason: Some(req.reason.clone()),
                     };
-                    let affected = Affected::among(affected, all.len());
-                    Ok(Written::changed(rec, audit, affected))
+                    Ok(Written::changed(
+                        OverrideOutcome::Created(Box::new(rec)),
+                        audit,
+                        affected,
+                    ))
                 })
             })
             .await?;
-        Ok(rec)
+        if let OverrideOutcome::Created(rec) = &outcome
+            && rec.emergency
+        {
+            tracing::warn!(gate, actor = %actor.name, id = %rec.id, "break-glass override: approval skipped");
+        }
+        Ok(outcome)
     }
 
     /// Cancels a live override (operator); 409 if already cancelled or expired.
@@ -359,4 +367,172 @@ fn check_scope(
         names: c.names.clone(),
         selector: c.selector.clone(),
     })
+}
+
+/// The audit action of a new override.
+pub(super) fn override_action(state: GateState, emergency: bool) -> &'static str {
+    match (state, emergency) {
+        (GateState::Open, false) => "override.open",
+        (GateState::Closed, false) => "override.close",
+        (GateState::Open, true) => "override.open.emergency",
+        (GateState::Closed, true) => "override.close.emergency",
+    }
+}
+
+/// When a requested override starts and ends.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OverrideTimes {
+    pub starts_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl OverrideTimes {
+    /// Checks `req`'s start and duration at `now`; 422 naming `startsAt` or `for`.
+    pub(super) fn of(req: &OverrideRequest, now: DateTime<Utc>) -> Result<Self> {
+        let starts_at = req.starts_at.unwrap_or(now);
+        if starts_at > now + Duration::days(MAX_OVERRIDE_DAYS) {
+            return Err(Error::invalid(
+                "startsAt",
+                format!("more than {MAX_OVERRIDE_DAYS} days ahead"),
+            ));
+        }
+        let duration = parse_for(req.duration.as_deref())?;
+        let expires_at = duration.map(|d| starts_at + d);
+        if expires_at.is_some_and(|e| e <= now) {
+            return Err(Error::invalid(
+                "startsAt",
+                "the override would already be over",
+            ));
+        }
+        Ok(Self {
+            starts_at,
+            expires_at,
+        })
+    }
+
+    /// The times of an override approved at `now` that was requested to start at
+    /// `starts_at` (none: at once) and last `duration`: a start already past begins now.
+    pub(super) fn approved(
+        starts_at: Option<DateTime<Utc>>,
+        duration: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<Self> {
+        let starts_at = starts_at.filter(|s| *s > now).unwrap_or(now);
+        let expires_at = parse_for(duration)?.map(|d| starts_at + d);
+        Ok(Self {
+            starts_at,
+            expires_at,
+        })
+    }
+}
+
+/// An override duration (`for`), at most [`MAX_OVERRIDE_DAYS`].
+fn parse_for(d: Option<&str>) -> Result<Option<Duration>> {
+    let Some(d) = d else { return Ok(None) };
+    let d = fleetgate_policy::parse_duration(d).map_err(|e| Error::invalid("for", e.message))?;
+    if d <= Duration::zero() {
+        return Err(Error::invalid("for", "must be more than 0"));
+    }
+    if d > Duration::days(MAX_OVERRIDE_DAYS) {
+        return Err(Error::invalid(
+            "for",
+            format!("longer than {MAX_OVERRIDE_DAYS} days"),
+        ));
+    }
+    Ok(Some(d))
+}
+
+/// An override to insert ([`insert_override`]).
+pub(super) struct NewOverride<'r> {
+    pub state: GateState,
+    /// Which clusters (checked against the gate and the actor's scope); `None`: the
+    /// gate's whole scope.
+    pub scope: Option<ClusterScope>,
+    pub times: OverrideTimes,
+    /// Recorded as the override's actor: the requester.
+    pub actor: &'r str,
+    pub reason: &'r str,
+    pub emergency: bool,
+    pub approval_request: Option<Uuid>,
+    pub now: DateTime<Utc>,
+}
+
+/// Inserts the override and enqueues its notifications (the override, and the clusters
+/// whose state it changes now), in the caller's write. Returns it and the clusters whose
+/// snapshot changed.
+pub(super) async fn insert_override(
+    tx: &mut WriteTx<'_>,
+    gate_def: &fleetgate_policy::Gate,
+    n: NewOverride<'_>,
+) -> Result<(OverrideRecord, Affected)> {
+    let gate = gate_def.name();
+    let all = tx.scoped_clusters().await?;
+    let scope = n.scope;
+    let in_gate = clusters_in(&all, &[&gate_def.spec.clusters]);
+    let affected: Vec<String> = match &scope {
+        None => in_gate,
+        Some(s) => {
+            let narrowed = clusters_in(&all, &[s]);
+            in_gate
+                .into_iter()
+                .filter(|c| narrowed.contains(c))
+                .collect()
+        }
+    };
+    let now = n.now;
+    let rec = overrides::insert(
+        tx,
+        &OverrideRecord {
+            id: Uuid::new_v4(),
+            gate: gate.to_string(),
+            clusters: scope,
+            state: n.state.as_str().to_string(),
+            starts_at: n.times.starts_at,
+            expires_at: n.times.expires_at,
+            actor: n.actor.to_string(),
+            reason: n.reason.to_string(),
+            created_at: now,
+            cancelled_at: None,
+            cancelled_by: None,
+            requested_in: None,
+            requested_by: None,
+            emergency: n.emergency,
+            approval_request: n.approval_request,
+            narrowed: None,
+        },
+    )
+    .await?;
+    let live = overrides::live_for_gates(tx, std::slice::from_ref(&rec.gate), now).await?;
+    let before: Vec<OverrideRecord> = live.iter().filter(|o| o.id != rec.id).cloned().collect();
+    let touched: Vec<&Scoped> = all.iter().filter(|c| affected.contains(&c.name)).collect();
+    crate::notify::enqueue(tx, &crate::notify::overrides::created(&rec, &affected)).await?;
+    for t in crate::notify::overrides::state_changes(
+        gate_def,
+        &touched,
+        &before,
+        &live,
+        now,
+        crate::notify::Cause::Override,
+        n.actor,
+    ) {
+        crate::notify::enqueue(tx, &t.into_event()).await?;
+    }
+    let affected = Affected::among(affected, all.len());
+    Ok((rec, affected))
+}
+
+/// The clusters of `gate_def` an override of `scope` covers now, for checks made
+/// before it exists (approvals).
+pub(super) async fn covered_clusters(
+    tx: &mut WriteTx<'_>,
+    gate_def: &fleetgate_policy::Gate,
+    scope: Option<&ClusterScope>,
+) -> Result<Vec<Scoped>> {
+    let all = tx.scoped_clusters().await?;
+    Ok(all
+        .iter()
+        .filter(|c| gate_def.spec.clusters.matches(&c.name, &c.labels))
+        .filter(|c| scope.as_ref().is_none_or(|s| s.matches(&c.name, &c.labels)))
+        .cloned()
+        .collect())
 }

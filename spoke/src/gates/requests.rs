@@ -229,6 +229,18 @@ pub fn judge(req: &Request, j: &Judge<'_>) -> Handled {
         );
         return h;
     }
+    // Approval is given at the hub by other people; the cluster cannot wait for it
+    // (a spoke may be cut off), so such a request is refused here, with the way to ask.
+    // Closing stays allowed unless the gate asks approval for closing too.
+    if j.spec.needs_approval(req.action.state()) {
+        h.message = format!(
+            "{what} request ignored: gate {} requires approval for {} overrides (spec.approval), which cannot be given in the cluster; ask at the hub: fleetgate gate {what} {} --for 1h --reason ...",
+            j.gate,
+            req.action.state(),
+            j.gate
+        );
+        return h;
+    }
     if !j
         .spec
         .allows_local_request(req.action == Action::Open, j.from_hub)
@@ -343,6 +355,28 @@ mod tests {
                 requested_by: "kubectl-annotate".into(),
             }]
         );
+    }
+
+    #[test]
+    fn a_gate_with_approval_refuses_open_requests_and_keeps_closing() {
+        let now = at("2026-11-24T10:00:30Z");
+        let s = spec("  approval: {approvers: 1}\n  localRequests: {open: true}\n");
+        let j = Judge {
+            gate: "g",
+            spec: &s,
+            from_hub: false,
+            last_transition: None,
+            now,
+        };
+        let open = judge(&req(Action::Open, "2026-11-24T10:00:00Z"), &j);
+        assert!(!open.accepted);
+        assert!(
+            open.message.contains("requires approval") && open.message.contains("spec.approval"),
+            "{}",
+            open.message
+        );
+        assert!(to_override("g", Action::Open, &open).is_none());
+        assert!(judge(&req(Action::Close, "2026-11-24T10:00:00Z"), &j).accepted);
     }
 
     #[test]
