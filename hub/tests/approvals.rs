@@ -377,11 +377,7 @@ async fn two_replicas_racing_on_the_last_approval_make_one_override() {
         );
         let oks = [&x, &y].iter().filter(|r| r.is_ok()).count();
         assert_eq!(oks, 1, "round {round}: {x:?} / {y:?}");
-        let err = if x.is_err() {
-            x.unwrap_err()
-        } else {
-            y.unwrap_err()
-        };
+        let err = x.err().or(y.err()).unwrap();
         assert!(err.to_string().contains("approved already"), "{err}");
         let n: i64 =
             sqlx::query_scalar("select count(*) from overrides where approval_request = $1")

@@ -286,6 +286,10 @@ async fn openapi_documents_every_route_with_errors() {
         ),
         ("/api/v1/freezes", vec!["get", "post"]),
         ("/api/v1/freezes/end", vec!["post"]),
+        ("/api/v1/approvals", vec!["get"]),
+        ("/api/v1/approvals/{id}", vec!["get", "delete"]),
+        ("/api/v1/approvals/{id}/approve", vec!["post"]),
+        ("/api/v1/approvals/{id}/reject", vec!["post"]),
     ];
     // What a browser or CLI reads before anyone signed in.
     let public = ["/api/v1/auth/config", "/api/v1/auth/login"];

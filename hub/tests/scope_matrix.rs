@@ -141,6 +141,7 @@ fn close(clusters: Option<Vec<&str>>) -> OverrideRequest {
             selector: None,
         }),
         starts_at: None,
+        ..Default::default()
     }
 }
 
