@@ -5,19 +5,13 @@
 use fleetgate_api_types::{AccessPolicyRecord, parse_access_policy};
 use fleetgate_proto::time::to_timestamp;
 use fleetgate_proto::v1 as pb;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response};
 
-use super::admin::AdminApi;
+use super::admin::{AdminApi, Res, ok};
 use super::admin_convert::{self as conv, non_empty};
 use super::auth::api_actor;
 use super::convert::{invalid, to_status};
 use crate::Error;
-
-type Res<T> = Result<Response<T>, Status>;
-
-fn ok<T>(r: crate::Result<T>) -> Result<T, Status> {
-    r.map_err(to_status)
-}
 
 fn info(r: AccessPolicyRecord) -> pb::AccessPolicyInfo {
     pb::AccessPolicyInfo {

@@ -5,18 +5,12 @@
 use fleetgate_api_types::{FreezeRequest, OverrideClusters, UnfreezeRequest};
 use fleetgate_policy::LabelSelector;
 use fleetgate_proto::v1 as pb;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response};
 
-use super::admin::AdminApi;
+use super::admin::{AdminApi, Res, ok};
 use super::admin_convert::{freeze_info, non_empty, opt_time, uuid};
 use super::auth::api_actor;
-use super::convert::{invalid, to_status};
-
-type Res<T> = Result<Response<T>, Status>;
-
-fn ok<T>(r: crate::Result<T>) -> Result<T, Status> {
-    r.map_err(to_status)
-}
+use super::convert::invalid;
 
 impl AdminApi {
     pub(super) async fn freezes_freeze(

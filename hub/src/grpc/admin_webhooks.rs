@@ -13,16 +13,10 @@ use fleetgate_proto::time::to_timestamp;
 use fleetgate_proto::v1 as pb;
 use tonic::{Request, Response, Status};
 
-use super::admin::AdminApi;
+use super::admin::{AdminApi, Res, ok};
 use super::admin_convert::non_empty;
 use super::auth::api_actor;
-use super::convert::{invalid, to_status};
-
-type Res<T> = Result<Response<T>, Status>;
-
-fn ok<T>(r: crate::Result<T>) -> Result<T, Status> {
-    r.map_err(to_status)
-}
+use super::convert::invalid;
 
 /// A selector field: kubectl syntax or the JSON of a `LabelSelector`.
 fn selector(field: &str, s: &str) -> Result<Option<LabelSelector>, Status> {
