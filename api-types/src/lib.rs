@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access;
+pub mod admission;
 pub mod approvals;
 pub mod dashboard;
 pub mod error;

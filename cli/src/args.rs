@@ -306,7 +306,7 @@ pub struct OverrideArgs {
     /// Only clusters matching this label selector (kubectl -l syntax).
     #[arg(short = 'l', long = "selector")]
     pub selector: Option<String>,
-    /// A change ticket (e.g. CHG0031337), recorded with the override or approval request.
+    /// A change ticket (e.g. CHG0031337): recorded, and passed to the hub's admission webhooks.
     #[arg(long)]
     pub ticket: Option<String>,
     /// Break-glass (admins): skip the gate's approval; marked in audit and notifications.

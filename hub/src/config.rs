@@ -115,6 +115,10 @@ pub struct ServeConfig {
     /// Calendar feeds: `--calendar-*`.
     #[command(flatten)]
     pub calendar: crate::calendar_sync::CalendarOptions,
+    /// Allow admission webhooks (change-ticket checks) on loopback and private
+    /// addresses, e.g. an adapter running beside the hub. Link-local stays refused.
+    #[arg(long, env = "FLEETGATE_ADMISSION_ALLOW_PRIVATE")]
+    pub admission_allow_private: bool,
     /// Where "now" comes from: the system clock unless a program running the
     /// hub in-process injects one (the demo's `--at`, tests).
     #[arg(skip)]
@@ -140,6 +144,7 @@ impl ServeConfig {
             egress: crate::egress::EgressOptions::default(),
             notify: crate::notify::NotifyOptions::default(),
             calendar: crate::calendar_sync::CalendarOptions::default(),
+            admission_allow_private: false,
             clock: None,
         }
     }

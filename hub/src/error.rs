@@ -19,6 +19,13 @@ pub enum Error {
     /// Authenticated, but the role is too low (HTTP 403).
     #[error("{0}")]
     Forbidden(String),
+    /// Refused by a policy outside the caller's role: an admission webhook said no
+    /// (HTTP 403 naming the field it judged, e.g. `ticket`).
+    #[error("{message}")]
+    Denied {
+        field: Option<String>,
+        message: String,
+    },
     /// The named object does not exist (HTTP 404).
     #[error("{kind} '{name}' not found")]
     NotFound { kind: &'static str, name: String },
@@ -123,6 +130,7 @@ impl Error {
         match self {
             Self::Unauthenticated(_) => "unauthenticated",
             Self::Forbidden(_) => "forbidden",
+            Self::Denied { .. } => "denied",
             Self::NotFound { .. } => "not_found",
             Self::Conflict { .. } => "conflict",
             Self::BadRequest { .. } => "bad_request",
@@ -139,7 +147,7 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Forbidden(_) | Self::Denied { .. } => StatusCode::FORBIDDEN,
             Self::NotFound { .. } => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
@@ -158,7 +166,7 @@ impl Error {
     pub fn field(&self) -> Option<&str> {
         match self {
             Self::BadRequest { field, .. } | Self::Invalid { field, .. } => Some(field),
-            Self::Conflict { field, .. } => field.as_deref(),
+            Self::Conflict { field, .. } | Self::Denied { field, .. } => field.as_deref(),
             _ => None,
         }
     }

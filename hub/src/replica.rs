@@ -80,6 +80,7 @@ impl Replica {
             rollout_metrics.register(r);
             notify_metrics.register(r);
             calendar_metrics.register(r);
+            service.approval_metrics().register(r);
             service.identities().metrics.register(r);
             r.register(
                 "fleet_view_reads",
@@ -187,7 +188,7 @@ impl Replica {
                 .clone()
                 .run(self.service.clone(), tasks.clone()),
         );
-        let approvals_task = tokio::spawn(crate::service::approvals::run_expiry(
+        let approvals_task = tokio::spawn(crate::service::approval_expiry::run_expiry(
             self.service.clone(),
             tasks.clone(),
         ));

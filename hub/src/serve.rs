@@ -35,6 +35,12 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         let identities = crate::identity::Identities::new(settings, egress, Default::default())?;
         service = service.with_identities(std::sync::Arc::new(identities));
     }
+    let admission = config
+        .egress
+        .policy()
+        .map_err(|e| crate::Error::invalid("--egress-ca-bundle", e.to_string()))?
+        .allow_private(config.admission_allow_private || config.egress.egress_allow_private);
+    service = service.with_admission_egress(admission);
     if let Some(secret) = &config.admin_token {
         service.ensure_admin_token(secret).await?;
         startup::phase("admin_token");

@@ -290,6 +290,11 @@ async fn openapi_documents_every_route_with_errors() {
         ("/api/v1/approvals/{id}", vec!["get", "delete"]),
         ("/api/v1/approvals/{id}/approve", vec!["post"]),
         ("/api/v1/approvals/{id}/reject", vec!["post"]),
+        ("/api/v1/admission-webhooks", vec!["get"]),
+        (
+            "/api/v1/admission-webhooks/{name}",
+            vec!["get", "put", "delete"],
+        ),
     ];
     // What a browser or CLI reads before anyone signed in.
     let public = ["/api/v1/auth/config", "/api/v1/auth/login"];

@@ -12,6 +12,7 @@ macro_rules! sql {
 }
 
 pub mod access_policies;
+pub mod admission_webhooks;
 pub mod approvals;
 pub mod audit;
 pub mod calendar_feeds;

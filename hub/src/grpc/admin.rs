@@ -10,6 +10,7 @@ use fleetgate_proto::v1 as pb;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
+use super::admin_approvals::Decision;
 use super::auth::{api_actor, bearer};
 use super::convert::to_status;
 use super::watch_fleet::{FleetStream, watch_fleet};
@@ -316,6 +317,45 @@ impl pb::admin_service_server::AdminService for AdminApi {
         req: Request<pb::ListFreezesRequest>,
     ) -> Res<pb::ListFreezesResponse> {
         self.freezes_list(req).await
+    }
+
+    async fn request_override(
+        &self,
+        req: Request<pb::CreateOverrideRequest>,
+    ) -> Res<pb::OverrideOutcome> {
+        self.approvals_request_override(req).await
+    }
+
+    async fn list_approvals(
+        &self,
+        req: Request<pb::ListApprovalsRequest>,
+    ) -> Res<pb::ListApprovalsResponse> {
+        self.approvals_list(req).await
+    }
+
+    async fn get_approval(&self, req: Request<pb::GetApprovalRequest>) -> Res<pb::ApprovalInfo> {
+        self.approvals_get(req).await
+    }
+
+    async fn approve_request(
+        &self,
+        req: Request<pb::DecideApprovalRequest>,
+    ) -> Res<pb::ApprovalInfo> {
+        self.approvals_decide(req, Decision::Approve).await
+    }
+
+    async fn reject_request(
+        &self,
+        req: Request<pb::DecideApprovalRequest>,
+    ) -> Res<pb::ApprovalInfo> {
+        self.approvals_decide(req, Decision::Reject).await
+    }
+
+    async fn cancel_approval(
+        &self,
+        req: Request<pb::DecideApprovalRequest>,
+    ) -> Res<pb::ApprovalInfo> {
+        self.approvals_decide(req, Decision::Cancel).await
     }
 
     type WatchFleetStream = FleetStream;

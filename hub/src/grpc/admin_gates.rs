@@ -2,17 +2,16 @@
 //! `/api/v1/overrides` and rollout operations over gRPC, calling the same
 //! service-layer methods (roles, scope, validation naming the field, audit).
 
-use fleetgate_policy::{GateState, LabelSelector};
 use fleetgate_proto::v1 as pb;
 use tonic::{Request, Response};
 
 use super::admin::{AdminApi, Res, ok};
+use super::admin_approvals::override_input;
 use super::admin_convert as conv;
 use super::auth::api_actor;
 use super::convert::{invalid, to_status};
 use crate::Error;
 use crate::service::overrides::OverrideQuery;
-use crate::service::types::{OverrideClusters, OverrideRequest};
 
 fn parse_manifest(text: &str) -> Result<fleetgate_policy::Gate, tonic::Status> {
     if text.trim().is_empty() {
@@ -139,32 +138,10 @@ impl AdminApi {
         req: Request<pb::CreateOverrideRequest>,
     ) -> Res<pb::OverrideInfo> {
         let actor = api_actor(&self.service, &req).await?;
-        let r = req.into_inner();
-        let state: GateState = r
-            .state
-            .parse()
-            .map_err(|_| invalid("state", format!("'{}' is not open or closed", r.state)))?;
-        let selector = match conv::non_empty(&r.cluster_selector) {
-            None => None,
-            Some(s) => {
-                Some(LabelSelector::parse(s).map_err(|e| invalid("cluster_selector", e.message))?)
-            }
-        };
-        let clusters = (!r.clusters.is_empty() || selector.is_some()).then_some(OverrideClusters {
-            names: r.clusters,
-            selector,
-        });
-        let input = OverrideRequest {
-            duration: conv::non_empty(&r.r#for).map(str::to_string),
-            reason: r.reason,
-            clusters,
-            starts_at: conv::opt_time("starts_at", r.starts_at.as_ref())?,
-            ticket: conv::non_empty(&r.ticket).map(str::to_string),
-            emergency: r.emergency,
-        };
+        let (gate, state, input) = override_input(req.into_inner())?;
         let o = ok(self
             .service
-            .create_override(&actor, &r.gate, state, input)
+            .create_override(&actor, &gate, state, input)
             .await)?;
         Ok(Response::new(conv::override_info(o)))
     }

@@ -18,7 +18,7 @@ use crate::service::local_requests::LocalRequest;
 pub fn to_status(e: Error) -> Status {
     let code = match &e {
         Error::Unauthenticated(_) => Code::Unauthenticated,
-        Error::Forbidden(_) => Code::PermissionDenied,
+        Error::Forbidden(_) | Error::Denied { .. } => Code::PermissionDenied,
         Error::NotFound { .. } => Code::NotFound,
         // Duplicate names and stale versions: the caller must re-read first.
         Error::Conflict { .. } => Code::FailedPrecondition,

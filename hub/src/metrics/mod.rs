@@ -2,6 +2,7 @@
 //! at `/metrics`. The HTTP layer records requests by route and status; other
 //! parts (the gRPC side) register their own metrics with [`Metrics::register`].
 
+mod approvals;
 pub mod freezes;
 mod grpc;
 mod held;
@@ -21,6 +22,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+pub use approvals::ApprovalMetrics;
 pub use grpc::{EndLabels, GrpcMetrics};
 pub use held::HeldObjectMetrics;
 pub use local_gates::LocalGateMetrics;

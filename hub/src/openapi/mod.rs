@@ -140,6 +140,8 @@ impl Modify for Common {
         rest::freezes::freeze, rest::freezes::list, rest::freezes::unfreeze,
         rest::approvals::list, rest::approvals::get, rest::approvals::approve,
         rest::approvals::reject, rest::approvals::cancel,
+        rest::admission_webhooks::list, rest::admission_webhooks::get,
+        rest::admission_webhooks::apply, rest::admission_webhooks::delete,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
@@ -170,6 +172,12 @@ impl Modify for Common {
         fleetgate_api_types::ApprovalRequest, fleetgate_api_types::ApprovalEntry,
         fleetgate_api_types::ApprovalDecision, fleetgate_api_types::OverrideOutcome,
         crate::schema::pages::ApprovalPage,
+        fleetgate_api_types::admission::AdmissionWebhook,
+        fleetgate_api_types::admission::AdmissionWebhookSpec,
+        fleetgate_api_types::admission::FailurePolicy,
+        fleetgate_api_types::admission::AdmissionRequest,
+        fleetgate_api_types::admission::AdmissionResponse,
+        fleetgate_api_types::admission::AdmissionOutcome,
     )),
     modifiers(&Common),
     tags(

@@ -3,6 +3,7 @@
 //! layer validates, authorises and writes. `crate::http` assembles the app.
 
 pub mod access_policies;
+pub mod admission_webhooks;
 pub mod approvals;
 pub mod audit;
 pub mod clusters;
@@ -130,4 +131,11 @@ pub(crate) fn api() -> Router<AppState> {
         )
         .route("/approvals/{id}/approve", post(approvals::approve))
         .route("/approvals/{id}/reject", post(approvals::reject))
+        .route("/admission-webhooks", get(admission_webhooks::list))
+        .route(
+            "/admission-webhooks/{name}",
+            get(admission_webhooks::get)
+                .put(admission_webhooks::apply)
+                .delete(admission_webhooks::delete),
+        )
 }

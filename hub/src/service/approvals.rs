@@ -24,9 +24,6 @@ use crate::{Error, Result, validate};
 
 pub use fleetgate_api_types::OverrideOutcome;
 
-/// How many due requests one expiry pass ends per transaction.
-const EXPIRE_BATCH: i64 = 100;
-
 /// Request list query (`GET /api/v1/approvals?gate=&status=`).
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -73,6 +70,15 @@ fn in_from(approval: &fleetgate_policy::Approval, identity: &Identity) -> bool {
     }
 }
 
+/// What a pending request asks for: the override state, the clusters it is
+/// narrowed to, the caller's request and the admission webhooks' outcomes.
+pub(super) struct NewRequest<'a> {
+    pub state: GateState,
+    pub scope: Option<fleetgate_policy::ClusterScope>,
+    pub req: &'a OverrideRequest,
+    pub admission: &'a [fleetgate_api_types::admission::AdmissionOutcome],
+}
+
 /// Inserts the pending request for an override through a gate with approval (in the
 /// caller's write, the gate locked). Checks what the override would be checked on now
 /// (clusters, times), so approval never fails on the request's own input.
@@ -80,11 +86,15 @@ pub(super) async fn insert_pending(
     tx: &mut WriteTx<'_>,
     actor: &Actor,
     gate_def: &Gate,
-    state: GateState,
-    scope: Option<fleetgate_policy::ClusterScope>,
-    req: &OverrideRequest,
+    new: NewRequest<'_>,
     now: DateTime<Utc>,
 ) -> Result<Written<OverrideOutcome>> {
+    let NewRequest {
+        state,
+        scope,
+        req,
+        admission,
+    } = new;
     let approval = gate_def
         .spec
         .approval
@@ -123,7 +133,7 @@ pub(super) async fn insert_pending(
         target_kind: "gate",
         target_name: rec.gate.clone(),
         before: None,
-        after: to_json(&rec),
+        after: super::admission::with_outcomes(to_json(&rec), admission),
         reason: Some(rec.reason.clone()),
     };
     // Nothing reaches a spoke: no cluster's snapshot changes.
@@ -135,7 +145,12 @@ pub(super) async fn insert_pending(
 }
 
 /// An `approval.*` event for the outbox.
-fn event(kind: &str, rec: &ApprovalRequest, clusters: &[String], at: DateTime<Utc>) -> NewEvent {
+pub(super) fn event(
+    kind: &str,
+    rec: &ApprovalRequest,
+    clusters: &[String],
+    at: DateTime<Utc>,
+) -> NewEvent {
     NewEvent {
         event_type: kind.into(),
         subject: format!("approval/{}", rec.id),
@@ -166,6 +181,33 @@ impl Service {
     ) -> Result<ApprovalRequest> {
         actor.require(Role::Operator)?;
         validate::optional_reason("reason", reason)?;
+        let admission = {
+            let mut conn = self.conn().await?;
+            match db::get(&mut conn, id).await? {
+                Some(r) if r.status == "pending" => {
+                    drop(conn);
+                    let state: GateState = r.state.parse().unwrap_or(GateState::Open);
+                    self.admit(
+                        actor,
+                        super::admission::Admit {
+                            operation: "approval",
+                            gate: &r.gate,
+                            scope: r.scope.as_ref(),
+                            state,
+                            duration: r.duration.as_deref(),
+                            reason: &r.reason,
+                            requester: &r.requester,
+                            approver: Some(&actor.name),
+                            ticket: r.ticket.as_deref(),
+                            emergency: false,
+                        },
+                    )
+                    .await?
+                }
+                _ => Vec::new(),
+            }
+        };
+        let admission = &admission;
         let now = self.now();
         let (rec, _) = self
             .write(actor, now, |tx| {
@@ -228,7 +270,7 @@ impl Service {
                             target_kind: "gate",
                             target_name: rec.gate.clone(),
                             before: None,
-                            after: to_json(&rec),
+                            after: super::admission::with_outcomes(to_json(&rec), admission),
                             reason: reason.map(Into::into),
                         };
                         return Ok(Written::changed(
@@ -269,16 +311,17 @@ impl Service {
                         target_kind: "gate",
                         target_name: rec.gate.clone(),
                         before: None,
-                        after: serde_json::to_value(serde_json::json!({
-                            "request": rec, "override": ov
-                        }))
-                        .ok(),
+                        after: super::admission::with_outcomes(
+                            Some(serde_json::json!({ "request": rec, "override": ov })),
+                            admission,
+                        ),
                         reason: reason.map(Into::into),
                     };
                     Ok(Written::changed(rec, audit, affected))
                 })
             })
             .await?;
+        self.approval_metrics().decided("approved");
         Ok(rec)
     }
 
@@ -291,8 +334,11 @@ impl Service {
     ) -> Result<ApprovalRequest> {
         actor.require(Role::Operator)?;
         validate::reason("reason", reason)?;
-        self.end_request(actor, id, Ending::Reject, Some(reason))
-            .await
+        let r = self
+            .end_request(actor, id, Ending::Reject, Some(reason))
+            .await?;
+        self.approval_metrics().decided("rejected");
+        Ok(r)
     }
 
     /// Withdraws a pending request: its requester, or an admin.
@@ -304,7 +350,9 @@ impl Service {
     ) -> Result<ApprovalRequest> {
         actor.require(Role::Viewer)?;
         validate::optional_reason("reason", reason)?;
-        self.end_request(actor, id, Ending::Cancel, reason).await
+        let r = self.end_request(actor, id, Ending::Cancel, reason).await?;
+        self.approval_metrics().decided("cancelled");
+        Ok(r)
     }
 
     async fn end_request(
@@ -378,66 +426,6 @@ impl Service {
             })
             .await?;
         Ok(rec)
-    }
-
-    /// Ends every pending request whose time ran out by now (the hub's clock), each with
-    /// an audit entry and an `approval.expired` event. Safe on every replica at once:
-    /// a request is ended once (conditional update under the row lock). Returns how
-    /// many this call ended.
-    pub async fn expire_approval_requests(&self) -> Result<usize> {
-        let now = self.now();
-        if !db::any_due(&mut *self.conn().await?, now).await? {
-            return Ok(0);
-        }
-        let system = &Actor::new("system", Role::Admin);
-        let mut total = 0;
-        loop {
-            let (ended, _) = self
-                .write(system, now, |tx| {
-                    Box::pin(async move {
-                        let due = db::due(tx, now, EXPIRE_BATCH).await?;
-                        let mut ended = Vec::new();
-                        for row in due {
-                            if let Some(r) =
-                                db::decide(tx, row.id, "expired", now, "system", None, None).await?
-                            {
-                                let rec = r.into_api(Vec::new());
-                                crate::notify::enqueue(
-                                    tx,
-                                    &event("approval.expired", &rec, &[], now),
-                                )
-                                .await?;
-                                crate::db::audit::insert(
-                                    tx,
-                                    &crate::db::audit::NewAudit {
-                                        at: now,
-                                        actor: "system",
-                                        action: "approval.expire",
-                                        target_kind: "gate",
-                                        target_name: &rec.gate,
-                                        before: None,
-                                        after: to_json(&rec),
-                                        reason: Some("no approval before it expired"),
-                                        who: system.audit_who(),
-                                    },
-                                )
-                                .await?;
-                                ended.push(rec);
-                            }
-                        }
-                        if ended.is_empty() {
-                            return Ok(Written::unchanged(0));
-                        }
-                        let n = ended.len();
-                        Ok(Written::republished(n, Affected::Clusters(Vec::new())))
-                    })
-                })
-                .await?;
-            total += ended;
-            if ended < usize::try_from(EXPIRE_BATCH).unwrap_or(100) {
-                return Ok(total);
-            }
-        }
     }
 
     /// One request with its approvals (viewer).
@@ -525,24 +513,6 @@ impl Service {
     pub async fn pending_approvals(&self) -> Result<i64> {
         let mut conn = self.conn().await?;
         db::pending_count(&mut conn).await
-    }
-}
-
-/// How often each replica looks for requests whose time ran out.
-const EXPIRY_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Expires pending requests until `stop` (every replica runs it; each request ends once).
-pub async fn run_expiry(service: Service, stop: tokio_util::sync::CancellationToken) {
-    loop {
-        match service.expire_approval_requests().await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(expired = n, "approval requests expired"),
-            Err(e) => tracing::warn!(error = %e, "expiring approval requests failed"),
-        }
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(EXPIRY_EVERY) => {}
-        }
     }
 }
 

@@ -5,6 +5,8 @@
 
 pub mod access;
 pub mod access_policies;
+pub mod admission;
+pub mod approval_expiry;
 pub mod approvals;
 pub mod audit;
 pub mod calendars;
@@ -71,6 +73,10 @@ pub struct Service {
     policies: Arc<resolve::PolicyCache>,
     /// Trusted issuers and the login provider (none by default).
     identities: Arc<crate::identity::Identities>,
+    /// Egress rules of admission webhook calls (`--egress-*`, `--admission-allow-private`).
+    admission: Arc<crate::egress::EgressPolicy>,
+    /// Approval and admission counters (registered by the replica).
+    approval_metrics: crate::metrics::ApprovalMetrics,
 }
 
 /// How many writes of one replica may wait on the database at once.
@@ -176,6 +182,8 @@ impl Service {
             scoped: Arc::default(),
             policies: Arc::default(),
             identities: Arc::default(),
+            admission: Arc::default(),
+            approval_metrics: Default::default(),
         }
     }
 
@@ -183,6 +191,22 @@ impl Service {
     pub fn with_identities(mut self, identities: Arc<crate::identity::Identities>) -> Self {
         self.identities = identities;
         self
+    }
+
+    /// This service calling admission webhooks under `policy`.
+    pub fn with_admission_egress(mut self, policy: crate::egress::EgressPolicy) -> Self {
+        self.admission = Arc::new(policy);
+        self
+    }
+
+    /// Approval and admission metrics.
+    pub fn approval_metrics(&self) -> &crate::metrics::ApprovalMetrics {
+        &self.approval_metrics
+    }
+
+    /// The egress rules of admission webhook calls.
+    pub(crate) fn admission_egress(&self) -> crate::egress::EgressPolicy {
+        (*self.admission).clone()
     }
 
     /// The identity settings and caches.

@@ -99,6 +99,28 @@ impl Service {
         }
         let now = self.now();
         let times = OverrideTimes::of(&req, now)?;
+        let requested_scope = req.clusters.as_ref().map(|c| ClusterScope {
+            names: c.names.clone(),
+            selector: c.selector.clone(),
+        });
+        let admission = self
+            .admit(
+                actor,
+                super::admission::Admit {
+                    operation: "override",
+                    gate,
+                    scope: requested_scope.as_ref(),
+                    state,
+                    duration: req.duration.as_deref(),
+                    reason: &req.reason,
+                    requester: &actor.name,
+                    approver: None,
+                    ticket: req.ticket.as_deref(),
+                    emergency: req.emergency,
+                },
+            )
+            .await?;
+        let admission = &admission;
         let req = &req;
         let (outcome, _) = self
             .write(actor, now, |tx| {
@@ -134,7 +156,16 @@ impl Service {
                             )));
                         }
                         let written = super::approvals::insert_pending(
-                            tx, actor, &gate_def, state, scope, req, now,
+                            tx,
+                            actor,
+                            &gate_def,
+                            super::approvals::NewRequest {
+                                state,
+                                scope,
+                                req,
+                                admission,
+                            },
+                            now,
                         )
                         .await?;
                         return Ok(written);
@@ -160,7 +191,7 @@ impl Service {
                         target_kind: "gate",
                         target_name: gate.into(),
                         before: None,
-                        after: to_json(&rec),
+                        after: super::admission::with_outcomes(to_json(&rec), admission),
                         reason: Some(req.reason.clone()),
                     };
                     Ok(Written::changed(
@@ -171,6 +202,9 @@ impl Service {
                 })
             })
             .await?;
+        if let OverrideOutcome::Pending(_) = &outcome {
+            self.approval_metrics().decided("requested");
+        }
         if let OverrideOutcome::Created(rec) = &outcome
             && rec.emergency
         {

@@ -1,0 +1,357 @@
+//! Change-ticket admission webhooks against a real local HTTP server standing in for a
+//! change-management system that approves only the tickets it knows: allow, deny (403
+//! naming `ticket` with its message), timeout, 5xx and malformed answers under both
+//! failure policies, the outcome in the audit entry, and a ServiceNow-shaped adapter
+//! reading the table API (change in state "Implement", planned window covering now).
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use common::{Hub, t0};
+use fleetgate_api_types::admission::AdmissionRequest;
+use fleetgate_hub::egress::EgressPolicy;
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct Cms {
+    /// Where the ServiceNow-shaped table API lives (this server).
+    base: String,
+    client: reqwest::Client,
+}
+
+/// The stand-in change system (and a ServiceNow table API beside it).
+async fn change_system() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cms = Cms {
+        base: format!("http://{addr}"),
+        client: reqwest::Client::new(),
+    };
+    let app = Router::new()
+        .route("/change", post(known_tickets))
+        .route("/slow", post(std::future::pending::<StatusCode>))
+        .route("/boom", post(|| async { StatusCode::SERVICE_UNAVAILABLE }))
+        .route("/garbage", post(|| async { "<html>ok</html>" }))
+        .route("/api/now/table/change_request", get(snow_table))
+        .route("/snow", post(snow_adapter))
+        .with_state(cms);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// Approves CHG-1 only.
+async fn known_tickets(Json(req): Json<AdmissionRequest>) -> (StatusCode, Json<Value>) {
+    match req.ticket.as_deref() {
+        Some("CHG-1") => (StatusCode::OK, Json(json!({"allowed": true}))),
+        Some(t) => (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": format!("change {t} is not approved in the change system")})),
+        ),
+        None => (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": "a change ticket is required"})),
+        ),
+    }
+}
+
+/// ServiceNow's table API, shaped as `GET /api/now/table/change_request?sysparm_query=number=…`
+/// answers it: a change in "Implement" for 11:00–14:00 UTC on t0's day, one still
+/// "Scheduled", one whose window is over.
+async fn snow_table(Query(q): Query<HashMap<String, String>>) -> Json<Value> {
+    let number = q
+        .get("sysparm_query")
+        .and_then(|s| s.strip_prefix("number="))
+        .unwrap_or_default()
+        .to_string();
+    let row = |state: &str, start: &str, end: &str| json!({"number": number, "state": state, "start_date": start, "end_date": end});
+    let result = match number.as_str() {
+        "CHG0031337" => vec![row(
+            "Implement",
+            "2026-11-25 11:00:00",
+            "2026-11-25 14:00:00",
+        )],
+        "CHG0031338" => vec![row(
+            "Scheduled",
+            "2026-11-25 11:00:00",
+            "2026-11-25 14:00:00",
+        )],
+        "CHG0031339" => vec![row(
+            "Implement",
+            "2026-11-24 11:00:00",
+            "2026-11-24 14:00:00",
+        )],
+        _ => vec![],
+    };
+    Json(json!({ "result": result }))
+}
+
+/// The adapter docs/approvals.md describes, in Rust: look the ticket up in the table API;
+/// allow when it is in "Implement" and its planned window covers now (t0 here: the hub
+/// runs on an injected clock).
+async fn snow_adapter(
+    State(cms): State<Cms>,
+    Json(req): Json<AdmissionRequest>,
+) -> (StatusCode, Json<Value>) {
+    let Some(ticket) = req.ticket else {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": "a ServiceNow change number is required"})),
+        );
+    };
+    let url = format!("{}/api/now/table/change_request", cms.base);
+    let table: Value = cms
+        .client
+        .get(url)
+        .query(&[
+            ("sysparm_query", format!("number={ticket}")),
+            ("sysparm_fields", "number,state,start_date,end_date".into()),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let Some(change) = table["result"].get(0) else {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": format!("{ticket} does not exist")})),
+        );
+    };
+    if change["state"] != "Implement" {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(
+                json!({"message": format!("{ticket} is in state {}, not Implement", change["state"])}),
+            ),
+        );
+    }
+    let at = |k: &str| {
+        chrono::NaiveDateTime::parse_from_str(change[k].as_str().unwrap(), "%Y-%m-%d %H:%M:%S")
+            .unwrap()
+            .and_utc()
+    };
+    if !(at("start_date") <= t0() && t0() < at("end_date")) {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": format!("{ticket}'s planned window does not cover now")})),
+        );
+    }
+    (StatusCode::OK, Json(json!({"allowed": true})))
+}
+
+/// A hub whose admission calls may reach loopback over plain http (the test server).
+async fn hub() -> Hub {
+    let hub = common::prod_pair_gated().await;
+    let policy = EgressPolicy::default().allow_private(true).allow_http(true);
+    let service = hub.service.clone().with_admission_egress(policy);
+    let app = fleetgate_hub::app(common::state(&service));
+    Hub {
+        app,
+        service,
+        ..hub
+    }
+}
+
+async fn webhook(hub: &Hub, name: &str, url: String, extra: Value) -> common::Resp {
+    let mut spec = json!({"url": url});
+    spec.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    hub.call(
+        axum::http::Method::PUT,
+        &format!("/api/v1/admission-webhooks/{name}"),
+        Some(&hub.admin),
+        Some(("application/json", spec.to_string())),
+    )
+    .await
+}
+
+async fn open(hub: &Hub, ticket: Option<&str>) -> common::Resp {
+    let mut body = json!({"for": "1h", "reason": "deploy"});
+    if let Some(t) = ticket {
+        body["ticket"] = json!(t);
+    }
+    hub.post_json("/api/v1/gates/g/open", &hub.operator, body)
+        .await
+}
+
+async fn live_overrides(hub: &Hub) -> usize {
+    hub.get("/api/v1/overrides?gate=g").await.body["items"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+async fn last_audit(hub: &Hub) -> (String, Value) {
+    sqlx::query_as("select action, after from audit_log order by id desc limit 1")
+        .fetch_one(&hub.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn known_tickets_pass_others_get_403_naming_ticket() {
+    let hub = hub().await;
+    let cms = change_system().await;
+    let r = webhook(&hub, "cms", format!("http://{cms}/change"), json!({})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["failurePolicy"], "Fail");
+    assert_eq!(r.body["timeout"], "5s");
+    assert_eq!(last_audit(&hub).await.0, "admission_webhook.create");
+
+    let r = open(&hub, Some("CHG-9")).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
+    assert_eq!(r.body["error"]["field"], "ticket", "{}", r.text);
+    assert!(
+        r.text
+            .contains("CHG-9 is not approved in the change system"),
+        "{}",
+        r.text
+    );
+    assert_eq!(live_overrides(&hub).await, 0);
+    let (action, after) = last_audit(&hub).await;
+    assert_eq!(action, "admission.deny");
+    assert_eq!(after["admission"][0]["outcome"], "denied", "{after}");
+    assert_eq!(after["admission"][0]["status"], 403);
+    assert_eq!(after["request"]["ticket"], "CHG-9");
+
+    let r = open(&hub, None).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
+    assert!(r.text.contains("a change ticket is required"), "{}", r.text);
+
+    let r = open(&hub, Some("CHG-1")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    assert_eq!(live_overrides(&hub).await, 1);
+    let (action, after) = last_audit(&hub).await;
+    assert_eq!(action, "override.open");
+    assert_eq!(after["admission"][0]["webhook"], "cms", "{after}");
+    assert_eq!(after["admission"][0]["outcome"], "allowed");
+
+    // Bad specs name the field; nothing is stored.
+    for (spec, field) in [
+        (json!({"url": "ftp://x"}), "url"),
+        (
+            json!({"url": "https://x", "operations": ["gate"]}),
+            "operations[0]",
+        ),
+        (json!({"url": "https://x", "timeout": "1m"}), "timeout"),
+        (
+            json!({"url": "https://x", "failurePolicy": "Maybe"}),
+            "failurePolicy",
+        ),
+        (
+            json!({"url": "https://x", "caBundle": "not pem"}),
+            "caBundle",
+        ),
+    ] {
+        let r = hub
+            .call(
+                axum::http::Method::PUT,
+                "/api/v1/admission-webhooks/bad",
+                Some(&hub.admin),
+                Some(("application/json", spec.to_string())),
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{spec}: {}",
+            r.text
+        );
+        assert_eq!(r.body["error"]["field"], field, "{spec}: {}", r.text);
+    }
+    // Operators may not configure them.
+    let r = hub
+        .call(
+            axum::http::Method::PUT,
+            "/api/v1/admission-webhooks/x",
+            Some(&hub.operator),
+            Some(("application/json", json!({"url": "https://x"}).to_string())),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
+}
+
+#[tokio::test]
+async fn timeout_5xx_and_malformed_under_both_policies() {
+    let hub = hub().await;
+    let cms = change_system().await;
+    for (path, what) in [
+        ("slow", "no answer within"),
+        ("boom", "answered 503"),
+        ("garbage", "not an admission response"),
+    ] {
+        for policy in ["Fail", "Ignore"] {
+            let r = webhook(
+                &hub,
+                "cms",
+                format!("http://{cms}/{path}"),
+                json!({"timeout": "300ms", "failurePolicy": policy}),
+            )
+            .await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+            let before = live_overrides(&hub).await;
+            let r = open(&hub, Some("CHG-1")).await;
+            let (action, after) = last_audit(&hub).await;
+            let outcome = &after["admission"][0];
+            assert!(
+                outcome["message"].as_str().unwrap().contains(what),
+                "{path} {policy}: {after}"
+            );
+            if policy == "Fail" {
+                assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}: {}", r.text);
+                assert!(r.text.contains("failurePolicy Fail"), "{}", r.text);
+                assert_eq!(action, "admission.deny");
+                assert_eq!(outcome["outcome"], "failed");
+                assert_eq!(live_overrides(&hub).await, before);
+            } else {
+                assert_eq!(r.status, StatusCode::CREATED, "{path}: {}", r.text);
+                assert_eq!(action, "override.open");
+                assert_eq!(outcome["outcome"], "ignored");
+                assert_eq!(live_overrides(&hub).await, before + 1);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_servicenow_change_must_be_implementing_now() {
+    let hub = hub().await;
+    let cms = change_system().await;
+    let r = webhook(&hub, "servicenow", format!("http://{cms}/snow"), json!({})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    for (ticket, said) in [
+        ("CHG0031338", "not Implement"),
+        ("CHG0031339", "does not cover now"),
+        ("CHG0000000", "does not exist"),
+    ] {
+        let r = open(&hub, Some(ticket)).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{ticket}: {}", r.text);
+        assert_eq!(r.body["error"]["field"], "ticket");
+        assert!(r.text.contains(said), "{ticket}: {}", r.text);
+    }
+    let r = open(&hub, Some("CHG0031337")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+
+    // By default the egress rules refuse plain http and loopback: under Fail, denied.
+    let strict = hub
+        .service
+        .clone()
+        .with_admission_egress(EgressPolicy::default());
+    let strict_app = fleetgate_hub::app(common::state(&strict));
+    let strict_hub = Hub {
+        app: strict_app,
+        ..hub
+    };
+    let r = open(&strict_hub, Some("CHG0031337")).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
+    let (_, after) = last_audit(&strict_hub).await;
+    assert_eq!(after["admission"][0]["outcome"], "failed", "{after}");
+}

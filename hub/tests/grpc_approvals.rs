@@ -1,0 +1,203 @@
+//! Approvals over gRPC on a real socket: `RequestOverride` through a gate with
+//! `spec.approval` answers a pending request, the requester may not approve it,
+//! a second operator's approval creates the override, reject and withdraw end
+//! requests, `CreateOverride` is refused on such a gate, bad ids are
+//! INVALID_ARGUMENT naming the field. The state machine itself is in `approvals.rs`.
+
+mod common;
+mod grpc_support;
+
+use axum::http::StatusCode;
+use common::Hub;
+use fleetgate_hub::service::types::CreateToken;
+use fleetgate_hub::{Actor, Role};
+use fleetgate_proto::v1::{self as pb, override_outcome::Outcome};
+use grpc_support::{Grpc, authed};
+use serde_json::json;
+use tonic::Code;
+
+#[tokio::test]
+async fn two_people_over_grpc() {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates",
+            &hub.admin,
+            json!({
+                "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "g"},
+                "spec": {"clusters": {"names": ["a"]}, "default": "closed",
+                         "approval": {"approvers": 1, "expires": "1h"}}
+            }),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let root = Actor::new("bootstrap-admin", Role::Admin);
+    let second = hub
+        .service
+        .create_token(
+            &root,
+            CreateToken {
+                name: "ops2".into(),
+                role: "operator".into(),
+                scope: None,
+            },
+            None,
+        )
+        .await
+        .unwrap()
+        .secret;
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let mut api = grpc.admin();
+    let open = |reason: &str| pb::CreateOverrideRequest {
+        gate: "g".into(),
+        state: "open".into(),
+        r#for: "1h".into(),
+        reason: reason.into(),
+        ticket: "CHG-1".into(),
+        ..Default::default()
+    };
+
+    // CreateOverride cannot skip the approval.
+    let err = api
+        .create_override(authed(open("hotfix"), &hub.operator))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+
+    let pending = match api
+        .request_override(authed(open("hotfix"), &hub.operator))
+        .await
+        .unwrap()
+        .into_inner()
+        .outcome
+    {
+        Some(Outcome::Pending(p)) => p,
+        other => panic!("not pending: {other:?}"),
+    };
+    assert_eq!(pending.status, "pending");
+    assert_eq!(pending.requester, "ops");
+    assert_eq!(pending.ticket, "CHG-1");
+    assert_eq!(pending.required, 1);
+    let decide = |id: &str, reason: &str| pb::DecideApprovalRequest {
+        id: id.into(),
+        reason: reason.into(),
+    };
+
+    // The requester may not approve; viewers may not either.
+    for token in [&hub.operator, &hub.viewer] {
+        let err = api
+            .approve_request(authed(decide(&pending.id, ""), token))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    }
+    let err = api
+        .approve_request(authed(decide("nope", ""), &second))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(err.message().contains("id"), "{err:?}");
+
+    let listed = api
+        .list_approvals(authed(
+            pb::ListApprovalsRequest {
+                status: "pending".into(),
+                ..Default::default()
+            },
+            &hub.viewer,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.approvals.len(), 1);
+    assert!(
+        hub.get("/api/v1/overrides?gate=g").await.body["items"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    let approved = api
+        .approve_request(authed(decide(&pending.id, "looked"), &second))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(approved.status, "approved");
+    assert_eq!(approved.approvals.len(), 1);
+    assert_eq!(approved.approvals[0].approver, "ops2");
+    assert!(!approved.override_id.is_empty());
+    let got = api
+        .get_approval(authed(
+            pb::GetApprovalRequest {
+                id: pending.id.clone(),
+            },
+            &hub.viewer,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got.override_id, approved.override_id);
+    let r = hub.get("/api/v1/overrides?gate=g").await;
+    assert_eq!(r.body["items"][0]["id"], approved.override_id, "{}", r.text);
+
+    // Reject (a reason is required) and withdraw end other requests.
+    let second_req = match api
+        .request_override(authed(open("again"), &hub.operator))
+        .await
+        .unwrap()
+        .into_inner()
+        .outcome
+    {
+        Some(Outcome::Pending(p)) => p,
+        other => panic!("not pending: {other:?}"),
+    };
+    let err = api
+        .reject_request(authed(decide(&second_req.id, ""), &second))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    let rejected = api
+        .reject_request(authed(decide(&second_req.id, "not now"), &second))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(rejected.status, "rejected");
+    assert_eq!(rejected.decision_reason, "not now");
+    let third = match api
+        .request_override(authed(open("third"), &hub.operator))
+        .await
+        .unwrap()
+        .into_inner()
+        .outcome
+    {
+        Some(Outcome::Pending(p)) => p,
+        other => panic!("not pending: {other:?}"),
+    };
+    let cancelled = api
+        .cancel_approval(authed(decide(&third.id, "changed my mind"), &hub.operator))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(cancelled.status, "cancelled");
+
+    // Break-glass: admins only, the override exists at once.
+    let mut emergency = open("outage");
+    emergency.emergency = true;
+    let err = api
+        .request_override(authed(emergency.clone(), &hub.operator))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    match api
+        .request_override(authed(emergency, &hub.admin))
+        .await
+        .unwrap()
+        .into_inner()
+        .outcome
+    {
+        Some(Outcome::Created(o)) => assert_eq!(o.gate, "g"),
+        other => panic!("not created: {other:?}"),
+    }
+    grpc.stop().await;
+}
