@@ -186,6 +186,7 @@ pub enum FieldErrorKind {
     Invalid,
     Required,
     NotSupported,
+    TooLong,
 }
 
 impl FieldError {
@@ -224,6 +225,16 @@ impl FieldError {
         }
     }
 
+    /// `field.TooLong` with a length in bytes (a ConfigMap's data as a whole: `field` "").
+    pub fn too_long(field: &str, max: usize) -> FieldError {
+        FieldError {
+            kind: FieldErrorKind::TooLong,
+            field: field.into(),
+            value: String::new(),
+            detail: format!("may not be more than {max} bytes"),
+        }
+    }
+
     /// `ErrorBody()`: the message without the field path.
     fn body(&self) -> String {
         match self.kind {
@@ -233,6 +244,7 @@ impl FieldError {
             FieldErrorKind::NotSupported => {
                 format!("Unsupported value: {}: {}", self.value, self.detail)
             }
+            FieldErrorKind::TooLong => format!("Too long: {}", self.detail),
         }
     }
 
@@ -245,6 +257,7 @@ impl FieldError {
             FieldErrorKind::Invalid => "FieldValueInvalid",
             FieldErrorKind::Required => "FieldValueRequired",
             FieldErrorKind::NotSupported => "FieldValueNotSupported",
+            FieldErrorKind::TooLong => "FieldValueTooLong",
         };
         json!({ "reason": reason, "message": self.body(), "field": self.field })
     }

@@ -5,6 +5,7 @@
 
 mod apiextensions;
 mod apply;
+mod builtin;
 mod cluster;
 pub mod crd;
 mod error;

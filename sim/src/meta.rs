@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::crd::ResourceType;
 use crate::error::{Error, FieldError, Result};
 
-fn dns1123_subdomain(name: &str) -> bool {
+pub(crate) fn dns1123_subdomain(name: &str) -> bool {
     let label_ok = |l: &str| {
         !l.is_empty()
             && l.bytes()
@@ -72,7 +72,7 @@ fn name_part(s: &str) -> bool {
 }
 
 /// `validation.IsQualifiedName`: `[prefix/]name` with a DNS-subdomain prefix.
-fn qualified_name(key: &str) -> bool {
+pub(crate) fn qualified_name(key: &str) -> bool {
     match key.split_once('/') {
         Some((prefix, name)) => !prefix.is_empty() && dns1123_subdomain(prefix) && name_part(name),
         None => name_part(key),

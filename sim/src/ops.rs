@@ -252,7 +252,10 @@ pub fn prepare(
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let meta_errors = validate_metadata(&new);
+    let mut meta_errors = validate_metadata(&new);
+    if !rt.custom && sub == Sub::Main {
+        meta_errors.extend(crate::builtin::validate(rt, old, &new));
+    }
     if !meta_errors.is_empty() {
         return Err(Error::invalid(&rt.group, &rt.kind, &name, meta_errors));
     }

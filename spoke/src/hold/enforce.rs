@@ -234,7 +234,6 @@ async fn publish(
             list.len()
         ),
     };
-    let note: String = note.chars().take(1000).collect();
     let kind = FluxKind::Kustomization;
     let reference = ObjectReference {
         api_version: Some(kind.api_version()),

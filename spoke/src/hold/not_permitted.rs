@@ -171,10 +171,9 @@ impl Warned {
                 namespace: Some(owner.namespace.clone()),
                 ..ObjectReference::default()
             };
-            let note: String = note.chars().take(1000).collect();
             if let Err(e) = ctx
                 .recorder
-                .publish_typed(true, "HoldNotPermitted", "Hold", note, &reference)
+                .publish_typed(true, "HoldNotPermitted", "Hold", note.clone(), &reference)
                 .await
             {
                 let e = crate::error::Error::from(e);

@@ -225,8 +225,8 @@ fn notice(
     Some(Notice {
         reason,
         action: action_name,
-        // The events API limits a note to 1 kB.
-        note: note.chars().take(1000).collect(),
+        // The recorder fits it to the API server's 1024 bytes (`events::fit_text`).
+        note,
         regarding: obj.object_ref(resource),
     })
 }

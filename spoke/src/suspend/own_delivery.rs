@@ -71,7 +71,6 @@ pub async fn warn(ctx: &Context, key: &ObjectKey, gates: &[String]) {
         name: Some(key.name.clone()),
         ..ObjectReference::default()
     };
-    let note = note.chars().take(1000).collect();
     if let Err(e) = ctx
         .recorder
         .publish("SpokeDeliveryGated", "Warn", note, &reference)
