@@ -88,6 +88,7 @@ pub async fn run(
             let report = pb::StatusReport {
                 local_gates: Default::default(),
                 inventory: Default::default(),
+                has_inventory: false,
                 revision: 0,
                 objects: objs.clone(),
                 clock_offset_ms: marker,

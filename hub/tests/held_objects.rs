@@ -77,6 +77,7 @@ async fn report(spoke: &TestSpoke, revision: u64, held_objects: Vec<pb::HeldObje
             msg: Some(spoke_message::Msg::Report(pb::StatusReport {
                 local_gates: Default::default(),
                 inventory: Default::default(),
+                has_inventory: false,
                 revision,
                 objects: vec![kustomization("flux-system", "apps", false, &[])],
                 clock_offset_ms: 0,

@@ -120,6 +120,7 @@ async fn report(spoke: &TestSpoke, revision: u64, local_gates: Vec<pb::LocalGate
                 held_objects: vec![],
                 local_gates,
                 inventory: Default::default(),
+                has_inventory: false,
             })),
         })
         .await;

@@ -4,15 +4,19 @@
 //! moves the report fence or the spoke's clock drifted; a changed report
 //! writes only the objects that changed. A row's `xmin` (the
 //! transaction that wrote its current version) tells whether it was
-//! rewritten.
+//! rewritten. The Flux inventory (impact preview) comes only with reports
+//! where it changed: a report without it keeps the stored one.
 
 mod common;
+mod grpc_support;
 
 use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use common::{Hub, t0};
 use fleetgate_hub::db::held_objects::HeldObject;
 use fleetgate_hub::db::reports::{CLOCK_DRIFT_MS, ClusterReport, ReportedObject, write_report};
+use fleetgate_proto::v1::{self as pb, spoke_message};
+use grpc_support::{Grpc, TestSpoke, kustomization, within};
 use serde_json::json;
 
 fn object(name: &str, revision: &str) -> ReportedObject {
@@ -344,4 +348,121 @@ fn the_hash_covers_every_field_of_a_reported_object() {
             .unwrap(),
         hash
     );
+}
+
+/// An inventory object as a spoke sends it.
+fn inventory_object(name: &str) -> pb::InventoryObject {
+    pb::InventoryObject {
+        kind: "Kustomization".into(),
+        namespace: "apps".into(),
+        name: name.into(),
+        labels: [("tier".to_owned(), "prod".to_owned())].into(),
+        ..Default::default()
+    }
+}
+
+/// A report of Kustomization `object`, with `inventory` (`carried`: `has_inventory`).
+async fn send_report(
+    spoke: &TestSpoke,
+    revision: u64,
+    object: &str,
+    inventory: &[&str],
+    carried: bool,
+) {
+    let report = pb::StatusReport {
+        revision,
+        objects: vec![kustomization("apps", object, false, &[])],
+        inventory: inventory.iter().map(|n| inventory_object(n)).collect(),
+        has_inventory: carried,
+        ..Default::default()
+    };
+    spoke
+        .send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Report(report)),
+        })
+        .await;
+}
+
+/// c1's stored inventory, by name (`None`: none stored).
+async fn stored_inventory(hub: &Hub) -> Option<Vec<String>> {
+    let row: Option<(sqlx::types::Json<Vec<serde_json::Value>>,)> =
+        sqlx::query_as("select objects from cluster_inventories where cluster = 'c1'")
+            .fetch_optional(&hub.pool)
+            .await
+            .unwrap();
+    row.map(|(o,)| {
+        o.0.iter()
+            .map(|o| o["name"].as_str().unwrap().to_owned())
+            .collect()
+    })
+}
+
+/// Waits until c1's stored objects are exactly `[name]` (its report was written).
+async fn written(hub: &Hub, name: &str) {
+    within("the report to be written", async {
+        loop {
+            let names: Vec<(String,)> =
+                sqlx::query_as("select name from object_status where cluster = 'c1'")
+                    .fetch_all(&hub.pool)
+                    .await
+                    .unwrap();
+            if names == [(name.to_owned(),)] {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_report_without_the_inventory_keeps_the_stored_one() {
+    let hub = Hub::new().await;
+    let token = hub.register("c1", json!({})).await;
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let mut spoke = TestSpoke::connect(grpc.channel.clone(), &token, "c1", 0)
+        .await
+        .unwrap();
+    let rev = spoke.snapshot().await.revision;
+
+    send_report(&spoke, rev, "a", &["x", "y"], true).await;
+    written(&hub, "a").await;
+    assert_eq!(
+        stored_inventory(&hub).await,
+        Some(vec!["x".into(), "y".into()])
+    );
+
+    // A changed inventory right before a report without one (the batcher may keep
+    // only the newer report): the change is stored, not lost.
+    send_report(&spoke, rev, "a", &["x", "y", "z"], true).await;
+    send_report(&spoke, rev, "b", &[], false).await;
+    written(&hub, "b").await;
+    let xyz = Some(vec!["x".into(), "y".into(), "z".into()]);
+    assert_eq!(stored_inventory(&hub).await, xyz);
+
+    // Heartbeats without it change nothing.
+    send_report(&spoke, rev, "c", &[], false).await;
+    written(&hub, "c").await;
+    assert_eq!(stored_inventory(&hub).await, xyz);
+
+    // Carried and empty: the cluster has no Flux object left.
+    send_report(&spoke, rev, "d", &[], true).await;
+    written(&hub, "d").await;
+    assert_eq!(stored_inventory(&hub).await, Some(vec![]));
+
+    // A spoke that predates `has_inventory` sends it with every report.
+    send_report(&spoke, rev, "e", &["w"], false).await;
+    written(&hub, "e").await;
+    assert_eq!(stored_inventory(&hub).await, Some(vec!["w".into()]));
+
+    // An inventory alone is no change of the report: no object row rewritten.
+    let before = versions(&hub).await.0;
+    send_report(&spoke, rev, "e", &["v"], true).await;
+    within("the inventory to be stored", async {
+        while stored_inventory(&hub).await != Some(vec!["v".into()]) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(versions(&hub).await.0, before);
 }

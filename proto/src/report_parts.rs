@@ -15,8 +15,8 @@ pub const PART_BYTES: usize = 4 * 1024;
 pub const MAX_REPORT_OBJECTS: usize = 100_000;
 
 /// `report` as consecutive parts of at most `part_bytes` of objects each; every
-/// part but the last has `more = true`. Revision, clock offset and observation
-/// time are repeated in every part; local gates are on the last part. An empty
+/// part but the last has `more = true`. Revision, clock offset, observation
+/// time and `has_inventory` are repeated in every part; local gates are on the last part. An empty
 /// report is one part.
 pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
     let StatusReport {
@@ -28,6 +28,7 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         held_objects,
         local_gates,
         inventory,
+        has_inventory,
     } = report;
     let part = |objects, held_objects, inventory| StatusReport {
         revision,
@@ -38,6 +39,7 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         held_objects,
         local_gates: Vec::new(),
         inventory,
+        has_inventory,
     };
     let mut parts = Vec::new();
     let (mut current, mut held) = (Vec::new(), Vec::new());
@@ -132,6 +134,7 @@ mod tests {
             held_objects: vec![],
             local_gates: vec![],
             inventory: vec![],
+            has_inventory: false,
         }
     }
 
@@ -229,8 +232,10 @@ mod tests {
             .collect();
         let mut r = report(objects.clone());
         r.inventory = inventory.clone();
+        r.has_inventory = true;
         let parts = split(r, PART_BYTES);
         assert!(parts.len() > 5, "{} parts", parts.len());
+        assert!(parts.iter().all(|p| p.has_inventory), "in every part");
         let objs: Vec<_> = parts.iter().flat_map(|p| p.objects.clone()).collect();
         let inv: Vec<_> = parts.iter().flat_map(|p| p.inventory.clone()).collect();
         assert_eq!((objs, inv), (objects, inventory));

@@ -1,10 +1,12 @@
 //! Benchmark (prints numbers, asserts nothing): what the Flux inventory (issue 38, impact
-//! preview) adds to a spoke's status report. N Flux objects (default 2,000;
+//! preview) adds to a spoke's status report, which carries it only on a stream's first
+//! report and after it changed. N Flux objects (default 2,000;
 //! `FLEETGATE_BENCH_OBJECTS`): Kustomizations with Flux's usual labels, one in ten targeted by
-//! a gate, each with its GitRepository. Prints the encoded report (all parts) without and with
-//! the inventory, the part count, and the CPU time to build, encode and split it (median of 31
-//! runs; other builds on the machine add noise). Pure CPU, no cluster.
-//! Run: `cargo bench --workspace --bench report_size`.
+//! a gate, each with its GitRepository. Prints the encoded report (all parts) of a steady
+//! cluster (inventory built and compared, not sent) and of a new stream or a changed inventory
+//! (sent), the part count, and the CPU time to build, compare, encode and split it (median of
+//! 31 runs; other builds on the machine add noise). Pure CPU, no cluster.
+//! Run: `cargo bench --workspace --bench report_size --profile dev`.
 
 use std::{collections::BTreeMap, sync::Arc, time::Instant};
 
@@ -13,7 +15,7 @@ use fleetgate_policy::{FluxKind, LabelSelector, Mode, Targets};
 use fleetgate_proto::report_parts::{PART_BYTES, split};
 use fleetgate_spoke::{
     cluster::observed::{ObjectKey, ObservedObject},
-    hub::report::{InventoryEntry, Report},
+    hub::report::{InventoryEntry, InventorySent, Report},
     suspend::plan::{GateView, plan},
 };
 use prost::Message;
@@ -95,36 +97,45 @@ fn main() {
         warn: false,
     }];
     println!("report_size: {n} Flux objects, one gate targeting tier=prod");
-    for with_inventory in [false, true] {
+    // The spoke builds the inventory with every report and sends it only when the stream
+    // has not carried it yet or it changed (`InventorySent`).
+    let inventory: Vec<InventoryEntry> = objects.iter().map(InventoryEntry::of).collect();
+    let mut carried = InventorySent::default();
+    let digest = carried.due(&Report {
+        inventory,
+        ..Report::default()
+    });
+    carried.sent(digest.expect("a new stream carries it"));
+    for steady in [true, false] {
         let mut times = Vec::new();
         let (mut bytes, mut parts, mut governed) = (0, 0, 0);
         for _ in 0..31 {
             let start = Instant::now();
             let p = plan(&gates, &objects);
-            let inventory = if with_inventory {
-                objects.iter().map(InventoryEntry::of).collect()
-            } else {
-                Vec::new()
-            };
             governed = p.report.len();
             let report = Report {
                 revision: 1,
                 objects: p.report,
                 held_objects: vec![],
-                inventory,
+                inventory: objects.iter().map(InventoryEntry::of).collect(),
             };
-            let split_parts = split(report.to_proto(0, Utc::now()), PART_BYTES);
+            let fresh = InventorySent::default();
+            let stream = if steady { &carried } else { &fresh };
+            let with_inventory = stream.due(&report).is_some();
+            assert_eq!(with_inventory, !steady);
+            let message = report.to_proto(0, Utc::now(), with_inventory);
+            let split_parts = split(message, PART_BYTES);
             let encoded: Vec<Vec<u8>> = split_parts.iter().map(Message::encode_to_vec).collect();
             times.push(start.elapsed().as_secs_f64() * 1e3);
             bytes = encoded.iter().map(Vec::len).sum::<usize>();
             parts = encoded.len();
         }
         println!(
-            "  {:<18} governed {governed:>5}  encoded {bytes:>9} B in {parts:>4} parts  plan+build+encode {:.2} ms (median of 31)",
-            if with_inventory {
-                "with inventory"
+            "  {:<38} governed {governed:>5}  encoded {bytes:>9} B in {parts:>4} parts  plan+build+encode {:.2} ms (median of 31)",
+            if steady {
+                "steady (inventory unchanged: not sent)"
             } else {
-                "without inventory"
+                "new stream or changed (inventory sent)"
             },
             median(times)
         );

@@ -506,3 +506,61 @@ async fn a_large_report_goes_out_in_parts_and_arrives_whole() {
     hub.stop().await;
     cluster.sim.shutdown().await;
 }
+
+/// The Flux inventory (most of a report's bytes) goes with the first report of a
+/// stream and with the first after it changed; reports in between carry none,
+/// and a restarted hub gets it again on the new stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inventory_goes_only_with_a_stream_s_first_report_and_after_a_change() {
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("a", "repo", false)).await;
+    let mut hub = FakeHub::start().await;
+    hub.set(weekdays(1, "open"));
+    let mut config = spoke_config(Some(hub.url()));
+    config.heartbeat_interval = std::time::Duration::from_millis(200);
+    let spoke = RunningSpoke::start(&cluster, config).await;
+    let names = |r: &pb::StatusReport| {
+        let mut n: Vec<String> = r.inventory.iter().map(|o| o.name.clone()).collect();
+        n.sort();
+        n
+    };
+    // Before the first report that lists both objects, any report carrying the
+    // inventory is one the spoke saw change (the watches fill in).
+    let first = hub
+        .report_where("the inventory on the stream's first report", |r| {
+            r.has_inventory && r.inventory.len() == 2
+        })
+        .await;
+    assert_eq!(names(&first), ["a", "repo"]);
+    // Heartbeats: the same inventory, not carried.
+    for _ in 0..3 {
+        let r = hub.report_where("a heartbeat", |_| true).await;
+        assert!(
+            !r.has_inventory && r.inventory.is_empty(),
+            "{:?}",
+            names(&r)
+        );
+    }
+    // A new Kustomization: carried once, then not again.
+    create(&cluster, kustomization("b", "repo", false)).await;
+    let changed = hub
+        .report_where("the changed inventory", |r| r.has_inventory)
+        .await;
+    assert_eq!(names(&changed), ["a", "b", "repo"]);
+    let r = hub.report_where("a heartbeat", |_| true).await;
+    assert!(!r.has_inventory, "{:?}", names(&r));
+    // The hub restarts: the new stream's first report carries it.
+    let addr = hub.addr;
+    hub.stop().await;
+    let mut hub = FakeHub::start_at(addr).await;
+    hub.set(weekdays(1, "open"));
+    let r = hub
+        .report_where("the first report after reconnect", |_| true)
+        .await;
+    assert!(r.has_inventory);
+    assert_eq!(names(&r), ["a", "b", "repo"]);
+    spoke.stop().await;
+    hub.stop().await;
+    cluster.sim.shutdown().await;
+}

@@ -43,8 +43,9 @@ pub struct ClusterReport {
     pub local_gates: Vec<LocalGate>,
     /// Objects stored repaired or left out (`service::report_objects`).
     pub problems: Vec<ReportProblem>,
-    /// Every Flux object the spoke sees (the impact preview's input); `None` from spokes
-    /// that predate it (the stored inventory is then left as it is).
+    /// Every Flux object the spoke sees (the impact preview's input); `None`: the report
+    /// carries none (unchanged since the stream's last, or a spoke that predates it), so
+    /// the stored inventory is left as it is.
     pub inventory: Option<Vec<super::inventories::InventoryObject>>,
     /// The snapshot revision the spoke enforced when it made the report: the
     /// fence rollouts judge health by (see `rollout::health`).
@@ -56,7 +57,8 @@ pub struct ClusterReport {
 
 impl ClusterReport {
     /// SHA-256 of the report's content: everything a report stores except
-    /// when it arrived and the clock offset. The destructuring lists every
+    /// when it arrived, the clock offset and the inventory (stored apart with
+    /// its own hash, and carried only by reports where it changed). The destructuring lists every
     /// field, so a field added to reports must be decided on here; objects
     /// are hashed through their JSON, so a field added to [`ReportedObject`]
     /// or [`HeldObject`] is covered without a change here.
@@ -67,14 +69,16 @@ impl ClusterReport {
             held_objects,
             local_gates,
             problems,
-            inventory,
+            // `cluster_inventories`, with its own hash: a report that carries
+            // it and one that does not are the same report.
+            inventory: _,
             // Kept per cluster, beside the hash: a newer revision with the same
             // content updates that one column, no object row.
             revision: _,
             clock_offset_ms: _,
             received_at: _,
         } = self;
-        let json = serde_json::to_vec(&(objects, held_objects, local_gates, problems, inventory))
+        let json = serde_json::to_vec(&(objects, held_objects, local_gates, problems))
             .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
         Ok(Sha256::digest(&json).to_vec())
     }
@@ -145,6 +149,9 @@ pub async fn write_report_diff(
         .bind(revision)
         .execute(&mut *conn)
         .await?;
+        if let Some(inventory) = &report.inventory {
+            super::inventories::write(conn, &report.cluster, inventory, report.received_at).await?;
+        }
         return Ok(ReportWrite::Unchanged);
     }
     // The key-share lock the foreign keys take anyway, taken before any row of

@@ -7,7 +7,7 @@
 //! too; liveness between them is the replica's lease (`service::lease`).
 //! Nothing here bumps the fleet revision: reports are not desired state.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, hash_map::Entry};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -98,7 +98,7 @@ impl Reports {
         self.metrics.would_hold.set(cluster, &report.objects);
         self.metrics.set_local_gates(cluster, &report.local_gates);
         self.metrics.count_report_problems(&report.problems);
-        let report = ClusterReport {
+        let mut report = ClusterReport {
             cluster: cluster.to_string(),
             objects: report.objects,
             held_objects: report.held_objects,
@@ -109,7 +109,12 @@ impl Reports {
             clock_offset_ms,
             received_at: self.service.now(),
         };
-        lock(&self.pending).insert(report.cluster.clone(), report);
+        let mut pending = lock(&self.pending);
+        if let Some(older) = pending.remove(&report.cluster) {
+            keep_inventory(&mut report, older);
+        }
+        pending.insert(report.cluster.clone(), report);
+        drop(pending);
         self.wake.notify_one();
     }
 
@@ -159,7 +164,12 @@ impl Reports {
                 // next flush retries (spokes also re-send as heartbeat).
                 let mut pending = lock(&self.pending);
                 for report in batch {
-                    pending.entry(report.cluster.clone()).or_insert(report);
+                    match pending.entry(report.cluster.clone()) {
+                        Entry::Occupied(mut newer) => keep_inventory(newer.get_mut(), report),
+                        Entry::Vacant(v) => {
+                            v.insert(report);
+                        }
+                    }
                 }
                 return;
             }
@@ -307,6 +317,14 @@ pub struct Assembled {
     pub inventory: Option<Vec<crate::db::inventories::InventoryObject>>,
 }
 
+/// The inventory in one part of a report.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    pub objects: Vec<crate::db::inventories::InventoryObject>,
+    /// The report carries the whole inventory (`StatusReport.has_inventory`).
+    pub carried: bool,
+}
+
 /// The parts of one report received so far on a stream: a report may come in
 /// parts (`more`) and is applied whole, when its last part arrives.
 #[derive(Debug, Default)]
@@ -342,12 +360,16 @@ impl ReportParts {
         objects: impl ExactSizeIterator<Item = ReportedObject>,
         held: Received<HeldObject>,
         local_gates: Received<LocalGate>,
-        inventory: Vec<crate::db::inventories::InventoryObject>,
+        inventory: Inventory,
         more: bool,
     ) -> Result<Option<Assembled>> {
         let held_objects = held.items;
         let r = &mut self.received;
         let inv = r.inventory.get_or_insert_with(Vec::new);
+        let Inventory {
+            objects: inventory,
+            carried,
+        } = inventory;
         if inv.len() + inventory.len() > MAX_REPORT_OBJECTS {
             return Err(Error::invalid(
                 "report.inventory",
@@ -390,9 +412,10 @@ impl ReportParts {
         let held_objects = report_objects::held_objects(held, &mut found);
         let local = local_at.into_iter().zip(r.local_gates).collect();
         let local_gates = report_objects::local_gates(local, &mut found);
-        // An empty inventory is a spoke that predates inventories, or a cluster without
-        // Flux objects: either way nothing to preview from.
-        let inventory = r.inventory.filter(|i| !i.is_empty());
+        // Carried (`has_inventory`, the same on every part): the whole inventory, even
+        // empty. Not carried: none this time (the stored one stays), or a spoke that
+        // predates the flag and sends its inventory with every report.
+        let inventory = r.inventory.filter(|i| carried || !i.is_empty());
         Ok(Some(Assembled {
             objects,
             held_objects,
@@ -400,6 +423,15 @@ impl ReportParts {
             problems: found.0,
             inventory,
         }))
+    }
+}
+
+/// `newer` replaces `older` (not written yet) but keeps `older`'s inventory when
+/// it carries none: spokes send the inventory only when it changed, so the one
+/// report that carried it must not be lost to the next one.
+fn keep_inventory(newer: &mut ClusterReport, older: ClusterReport) {
+    if newer.inventory.is_none() {
+        newer.inventory = older.inventory;
     }
 }
 
@@ -418,4 +450,47 @@ async fn write_one(conn: &mut sqlx::PgConnection, report: &ClusterReport) -> Res
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(inventory: Option<&[&str]>, object: &str) -> ClusterReport {
+        let entry = |name: &str| crate::db::inventories::InventoryObject {
+            kind: "Kustomization".into(),
+            namespace: "apps".into(),
+            name: name.into(),
+            ..Default::default()
+        };
+        ClusterReport {
+            cluster: "c1".into(),
+            objects: vec![ReportedObject {
+                name: object.to_string(),
+                ..Default::default()
+            }],
+            held_objects: vec![],
+            local_gates: vec![],
+            problems: vec![],
+            inventory: inventory.map(|i| i.iter().map(|n| entry(n)).collect()),
+            revision: 1,
+            clock_offset_ms: 0,
+            received_at: chrono::DateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn a_newer_report_without_the_inventory_keeps_the_older_one_s() {
+        let mut newer = report(None, "b");
+        keep_inventory(&mut newer, report(Some(&["x"]), "a"));
+        assert_eq!(newer.objects[0].name, "b");
+        assert_eq!(
+            newer.inventory.as_ref().map(|i| i[0].name.as_str()),
+            Some("x")
+        );
+        // A newer inventory, even empty, wins.
+        let mut newer = report(Some(&[]), "b");
+        keep_inventory(&mut newer, report(Some(&["x"]), "a"));
+        assert_eq!(newer.inventory.map(|i| i.len()), Some(0));
+    }
 }

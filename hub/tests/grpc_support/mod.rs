@@ -233,6 +233,7 @@ impl TestSpoke {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
                     local_gates: Default::default(),
                     inventory: Default::default(),
+                    has_inventory: false,
                     revision,
                     objects,
                     clock_offset_ms,

@@ -28,7 +28,7 @@ use crate::{
     context::{Context, SnapshotSource},
     error::{Error, Result},
     hub::reconnect::{Outcome, Reconnect},
-    hub::report::Report,
+    hub::report::{InventorySent, Report},
     hub::snapshot::Snapshot,
 };
 
@@ -184,6 +184,8 @@ struct Session<'a> {
     clock_offset_ms: i64,
     /// When the pending report goes out.
     debounce: Option<Instant>,
+    /// The inventory this stream carried last (reports carry it only when it changed).
+    inventory: InventorySent,
     last_message: Instant,
 }
 
@@ -228,7 +230,7 @@ impl<'a> Session<'a> {
         let mut local_gates_rx = ctx.local_gates.subscribe();
         local_gates_rx.mark_unchanged();
         let every = ctx.config.heartbeat_interval;
-        let s = Session {
+        let mut s = Session {
             ctx,
             tx,
             inbound,
@@ -239,6 +241,7 @@ impl<'a> Session<'a> {
             heartbeat: tokio::time::interval_at(Instant::now() + every, every),
             clock_offset_ms: 0,
             debounce: None,
+            inventory: InventorySent::default(),
             last_message: Instant::now(),
         };
         s.send_report();
@@ -311,16 +314,22 @@ impl<'a> Session<'a> {
             .get_or_insert(Instant::now() + self.ctx.config.report_debounce);
     }
 
-    /// Queues the current report, if there is one yet.
-    fn send_report(&self) {
+    /// Queues the current report, if there is one yet, with the inventory when
+    /// this stream has not carried it yet or it changed. A report dropped from a
+    /// full queue leaves the inventory due, so the next report carries it.
+    fn send_report(&mut self) {
         let Some(report) = self.ctx.report.borrow().clone() else {
             return;
         };
-        let mut message = report.to_proto(self.clock_offset_ms, Utc::now());
+        let inventory = self.inventory.due(&report);
+        let mut message = report.to_proto(self.clock_offset_ms, Utc::now(), inventory.is_some());
         message.local_gates = self.ctx.local_gates.borrow().to_vec();
-        let _ = self.tx.try_send(pb::SpokeMessage {
+        let queued = self.tx.try_send(pb::SpokeMessage {
             msg: Some(spoke_message::Msg::Report(message)),
         });
+        if let (Ok(()), Some(digest)) = (queued, inventory) {
+            self.inventory.sent(digest);
+        }
     }
 
     /// Tells the hub the cluster's own freeze state (on connect and on every change; the

@@ -1,5 +1,7 @@
 //! The status report the spoke sends to the hub: the planner's per-object
 //! entries plus the revision being enforced, converted to the wire message.
+//! The Flux inventory goes with a report only when the stream has not carried
+//! it yet or it changed ([`InventorySent`]): it is most of a report's bytes.
 
 use chrono::{DateTime, Utc};
 use fleetgate_proto::{time::to_timestamp, v1 as pb};
@@ -25,7 +27,7 @@ pub struct Report {
 }
 
 /// One Flux object as a gate's targets see it (labels shared with the watched object).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct InventoryEntry {
     pub key: ObjectKey,
     pub labels: Arc<BTreeMap<String, String>>,
@@ -64,9 +66,50 @@ fn inventory_object(e: &InventoryEntry) -> pb::InventoryObject {
     }
 }
 
+/// What one stream has carried of the inventory: its digest when last queued.
+/// A new stream starts empty, so its first report carries the inventory: a
+/// restarted hub or another replica always gets it, and the hub keeps its
+/// stored copy while later reports carry none.
+#[derive(Debug, Default)]
+pub struct InventorySent {
+    last: Option<u64>,
+}
+
+impl InventorySent {
+    /// The digest of `report`'s inventory when it is to go with the report
+    /// (never sent on this stream, or changed since); `None` when the hub has it.
+    pub fn due(&self, report: &Report) -> Option<u64> {
+        let digest = inventory_digest(&report.inventory);
+        (self.last != Some(digest)).then_some(digest)
+    }
+
+    /// Records that the inventory with `digest` was queued on the stream.
+    pub fn sent(&mut self, digest: u64) {
+        self.last = Some(digest);
+    }
+}
+
+/// A digest of `inventory` (the same within this process: compared only with
+/// digests this spoke made).
+fn inventory_digest(inventory: &[InventoryEntry]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(inventory)
+}
+
 impl Report {
-    /// The wire message. `clock_offset_ms` is this spoke's clock minus the hub's.
-    pub fn to_proto(&self, clock_offset_ms: i64, observed_at: DateTime<Utc>) -> pb::StatusReport {
+    /// The wire message. `clock_offset_ms` is this spoke's clock minus the hub's;
+    /// `with_inventory`: the report carries the whole Flux inventory.
+    pub fn to_proto(
+        &self,
+        clock_offset_ms: i64,
+        observed_at: DateTime<Utc>,
+        with_inventory: bool,
+    ) -> pb::StatusReport {
+        let inventory = if with_inventory {
+            self.inventory.iter().map(inventory_object).collect()
+        } else {
+            Vec::new()
+        };
         pb::StatusReport {
             revision: self.revision,
             objects: self.objects.iter().map(object_status).collect(),
@@ -76,7 +119,8 @@ impl Report {
             held_objects: self.held_objects.iter().map(held_status).collect(),
             // The Gate loop's, added by the hub connection.
             local_gates: Vec::new(),
-            inventory: self.inventory.iter().map(inventory_object).collect(),
+            inventory,
+            has_inventory: with_inventory,
         }
     }
 }
@@ -189,7 +233,7 @@ mod tests {
             inventory: vec![],
         };
         let at = Utc::now();
-        let msg = report.to_proto(-1500, at);
+        let msg = report.to_proto(-1500, at, false);
         assert_eq!(msg.revision, 9);
         assert_eq!(msg.clock_offset_ms, -1500);
         let o = &msg.objects[0];
@@ -213,5 +257,61 @@ mod tests {
         assert!(o.stalled);
         assert_eq!((o.generation, o.observed_generation), (3, 2));
         assert_eq!(o.last_attempted_revision, "r2");
+    }
+
+    fn entry(name: &str, tier: &str) -> InventoryEntry {
+        InventoryEntry {
+            key: ObjectKey::new(FluxKind::Kustomization, "apps", name),
+            labels: Arc::new([("tier".to_owned(), tier.to_owned())].into()),
+            sources: vec![ObjectKey::new(FluxKind::GitRepository, "apps", "repo")],
+            suspended_by_human: false,
+            ignored: false,
+        }
+    }
+
+    /// What the stream's reports carry: the inventory on the first report, none while it
+    /// is unchanged, again once it changed, and on a new stream's first report.
+    fn carried(sent: &mut InventorySent, report: &Report) -> Option<Vec<String>> {
+        let digest = sent.due(report);
+        let msg = report.to_proto(0, Utc::now(), digest.is_some());
+        if let Some(d) = digest {
+            sent.sent(d);
+        }
+        assert_eq!(msg.has_inventory, digest.is_some());
+        msg.has_inventory
+            .then(|| msg.inventory.iter().map(|o| o.name.clone()).collect())
+    }
+
+    #[test]
+    fn the_inventory_goes_only_with_a_stream_s_first_report_and_after_a_change() {
+        let mut report = Report {
+            inventory: vec![entry("a", "prod"), entry("b", "dev")],
+            ..Report::default()
+        };
+        let mut stream = InventorySent::default();
+        assert_eq!(
+            carried(&mut stream, &report),
+            Some(vec!["a".into(), "b".into()])
+        );
+        // Heartbeats and changed object statuses: no inventory.
+        assert_eq!(carried(&mut stream, &report), None);
+        report.revision = 2;
+        assert_eq!(carried(&mut stream, &report), None);
+        // A label changed: carried again, once.
+        report.inventory[1] = entry("b", "prod");
+        assert_eq!(
+            carried(&mut stream, &report),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(carried(&mut stream, &report), None);
+        // Every object gone: an empty inventory is carried (the hub clears its copy).
+        report.inventory.clear();
+        assert_eq!(carried(&mut stream, &report), Some(vec![]));
+        assert_eq!(carried(&mut stream, &report), None);
+        // A new stream (reconnect, restarted hub, another replica) gets it first thing.
+        report.inventory = vec![entry("a", "prod")];
+        let mut stream = InventorySent::default();
+        assert_eq!(carried(&mut stream, &report), Some(vec!["a".into()]));
+        assert_eq!(carried(&mut stream, &report), None);
     }
 }

@@ -60,13 +60,15 @@ impl SpokeService for HubService {
         tokio::spawn(async move {
             // Reports come in parts (`more`); tests see each whole report,
             // as the hub applies it.
-            let mut objects = Vec::new();
+            let (mut objects, mut inventory) = (Vec::new(), Vec::new());
             while let Ok(Some(msg)) = inbound.message().await {
                 if let Some(spoke_message::Msg::Report(mut r)) = msg.msg {
                     seen.lock().await.report_parts.push(r.more);
                     objects.append(&mut r.objects);
+                    inventory.append(&mut r.inventory);
                     if !r.more {
                         r.objects = std::mem::take(&mut objects);
+                        r.inventory = std::mem::take(&mut inventory);
                         let _ = reports.send(r);
                     }
                 }

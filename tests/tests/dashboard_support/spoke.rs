@@ -99,6 +99,7 @@ impl FakeSpoke {
                 msg: Some(spoke_message::Msg::Report(pb::StatusReport {
                     local_gates,
                     inventory: Default::default(),
+                    has_inventory: false,
                     revision,
                     objects,
                     clock_offset_ms: 120,

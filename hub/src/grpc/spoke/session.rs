@@ -27,7 +27,7 @@ use crate::grpc::convert::{
 };
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
-use crate::service::reports::{Received, ReportParts};
+use crate::service::reports::{Inventory, Received, ReportParts};
 
 /// What woke a stream up.
 enum Step {
@@ -352,6 +352,10 @@ impl Session {
                     .into_iter()
                     .map(inventory_from_proto)
                     .collect();
+                let inventory = Inventory {
+                    objects: inventory,
+                    carried: report.has_inventory,
+                };
                 let added = self
                     .parts
                     .add(objects, held, local_gates, inventory, report.more);
