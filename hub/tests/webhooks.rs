@@ -7,129 +7,18 @@
 //! over with the same `webhook-id`; refused URLs.
 
 mod common;
+mod notify_support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::http::{HeaderMap, Method, StatusCode};
-use axum::routing::post;
+use axum::http::{Method, StatusCode};
 use chrono::Utc;
 use common::{Hub, t0};
-use fleetgate_hub::config::{GrpcOptions, HttpOptions};
-use fleetgate_hub::egress::EgressOptions;
-use fleetgate_hub::notify::{NewEvent, NotifyOptions};
-use fleetgate_hub::replica::Replica;
-use fleetgate_hub::{AppState, Service, app};
+use fleetgate_hub::Service;
+use fleetgate_hub::notify::NewEvent;
+use notify_support::{call, next, receiver, replica, verify};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt as _;
-
-/// A receiver: every request's headers and body on the channel; the first
-/// `fail_first` requests answer 503.
-async fn receiver(fail_first: usize) -> (String, mpsc::UnboundedReceiver<(HeaderMap, Bytes)>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let seen = Arc::new(AtomicUsize::new(0));
-    let app = Router::new().route(
-        "/hook",
-        post(move |headers: HeaderMap, body: Bytes| {
-            let (tx, seen) = (tx.clone(), seen.clone());
-            async move {
-                let n = seen.fetch_add(1, Ordering::SeqCst);
-                let _ = tx.send((headers, body));
-                if n < fail_first {
-                    StatusCode::SERVICE_UNAVAILABLE
-                } else {
-                    StatusCode::NO_CONTENT
-                }
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!(
-        "http://127.0.0.1:{}/hook",
-        listener.local_addr().unwrap().port()
-    );
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, rx)
-}
-
-async fn next(rx: &mut mpsc::UnboundedReceiver<(HeaderMap, Bytes)>) -> (HeaderMap, Value, Bytes) {
-    let (h, b) = tokio::time::timeout(Duration::from_secs(20), rx.recv())
-        .await
-        .expect("a delivery within 20 s")
-        .expect("receiver open");
-    let v = serde_json::from_slice(&b).expect("JSON body");
-    (h, v, b)
-}
-
-/// Notification settings the tests need: local plain-http receivers, fast retries.
-fn opts() -> NotifyOptions {
-    NotifyOptions {
-        webhook_allow_private: true,
-        webhook_allow_http: true,
-        notify_upcoming: "1h".into(),
-        webhook_retry_schedule: "100ms,100ms,100ms,100ms,100ms".into(),
-        webhook_poll: Duration::from_millis(50),
-        webhook_lease: Duration::from_millis(500),
-        ..NotifyOptions::default()
-    }
-}
-
-/// A replica of `hub` with [`opts`] and a router over it.
-fn replica(hub: &Hub, id: &str) -> (Replica, Router) {
-    let grpc = GrpcOptions {
-        replica_id: Some(id.into()),
-        ..GrpcOptions::default()
-    };
-    let r = Replica::new(hub.service.clone(), HttpOptions::default(), grpc)
-        .with_notify(&opts(), &EgressOptions::default())
-        .unwrap();
-    let router = app(AppState::from_replica(r.clone()));
-    (r, router)
-}
-
-async fn call(
-    router: &Router,
-    method: Method,
-    uri: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut req = axum::http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("authorization", format!("Bearer {}", common::ADMIN));
-    let body = match body {
-        Some(b) => {
-            req = req.header("content-type", "application/json");
-            axum::body::Body::from(b.to_string())
-        }
-        None => axum::body::Body::empty(),
-    };
-    let resp = router
-        .clone()
-        .oneshot(req.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-fn verify(secret: &str, headers: &HeaderMap, body: &Bytes) {
-    standardwebhooks::Webhook::new(secret)
-        .unwrap()
-        .verify(body, headers)
-        .expect("signature verifies with the reference library");
-}
 
 fn freeze_gate(name: &str) -> String {
     let start = (t0() + chrono::Duration::hours(2)).format("%Y-%m-%dT%H:%M:%S");

@@ -102,6 +102,14 @@ impl GateTransition {
     /// two replicas, or an override's start seen by its write and by the
     /// scheduler, is one event.
     pub fn into_event(self) -> NewEvent {
+        let instant = self.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        self.keyed(&instant)
+    }
+
+    /// The event with `key` (unique to the write or edge that caused it) in
+    /// its dedup key instead of the instant: two writes in one millisecond
+    /// are two events.
+    pub fn keyed(self, key: &str) -> NewEvent {
         let event_type = format!(
             "gate.{}",
             if self.state == "open" {
@@ -111,11 +119,7 @@ impl GateTransition {
             }
         );
         NewEvent {
-            dedup_key: Some(format!(
-                "{event_type}/{}/{}",
-                self.gate,
-                self.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-            )),
+            dedup_key: Some(format!("{event_type}/{}/{key}", self.gate)),
             subject: format!("gate/{}", self.gate),
             occurred_at: self.at,
             gate: Some(self.gate.clone()),

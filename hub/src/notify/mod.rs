@@ -16,7 +16,9 @@
 pub mod deliver;
 pub mod event;
 pub mod format;
+pub(crate) mod manifest;
 pub(crate) mod overrides;
+pub(crate) mod rollouts;
 pub mod schedule;
 
 use std::sync::Arc;

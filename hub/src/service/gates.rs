@@ -173,8 +173,16 @@ impl Service {
                             check_version(name, old.version, if_match)?;
                             let old_gate = stored_gate(&old.manifest)?;
                             admin_within(actor, &old_gate)?;
+                            // As it was, for the notifications of what this write changes.
+                            let old_feeds =
+                                crate::db::calendar_feeds::occurrences_of(tx, name).await?;
                             let row = gates::update(tx, name, manifest, within, now).await?;
-                            ("gate.replace", row, Some((old.manifest, old_gate)))
+                            let old_within = old.writer_scope.map(|w| w.0);
+                            (
+                                "gate.replace",
+                                row,
+                                Some((old.manifest, old_gate, old_feeds, old_within)),
+                            )
                         }
                     };
                     crate::db::calendar_feeds::sync(
@@ -189,14 +197,26 @@ impl Service {
                         selects_only_within(gate, w, &all)?;
                     }
                     let mut scopes = vec![&gate.spec.clusters];
-                    scopes.extend(old.as_ref().map(|(_, g)| &g.spec.clusters));
+                    scopes.extend(old.as_ref().map(|(_, g, _, _)| &g.spec.clusters));
                     let affected = clusters_in(&all, &scopes);
+                    let before = match &old {
+                        Some((_, g, feeds, w)) => {
+                            Some(notify_version(g, feeds, w.as_deref(), now)?)
+                        }
+                        None => None,
+                    };
+                    let feeds = crate::db::calendar_feeds::occurrences_of(tx, name).await?;
+                    let after = notify_version(gate, &feeds, within, now)?;
+                    // Version and instant: a gate deleted and created again starts at 1.
+                    let key = format!("manifest-v{}/{}", row.version, now.timestamp_micros());
+                    let (before, after) = (before.as_ref(), Some(&after));
+                    notify_state_changes(tx, name, &key, before, after, &all, now, actor).await?;
                     let rec = GateRecord::from(row);
                     let audit = Audit {
                         action,
                         target_kind: "gate",
                         target_name: rec.name.clone(),
-                        before: old.map(|(manifest, _)| manifest),
+                        before: old.map(|(manifest, ..)| manifest),
                         after: Some(rec.manifest.clone()),
                         reason: reason.map(Into::into),
                     };
@@ -231,6 +251,11 @@ impl Service {
                 if let Some(w) = admin_within(actor, &old_gate)? {
                     selects_only_within(&old_gate, &w, &all)?;
                 }
+                let feeds = crate::db::calendar_feeds::occurrences_of(tx, name).await?;
+                let within = old.writer_scope.as_ref().map(|w| w.0.as_slice());
+                let before = notify_version(&old_gate, &feeds, within, now)?;
+                let key = format!("deleted-v{}/{}", old.version, now.timestamp_micros());
+                notify_state_changes(tx, name, &key, Some(&before), None, &all, now, actor).await?;
                 gates::delete(tx, name).await?;
                 let affected = clusters_in(&all, &[&old_gate.spec.clusters]);
                 let audit = Audit {
@@ -351,6 +376,42 @@ pub(crate) fn manifest_labels(manifest: &serde_json::Value) -> BTreeMap<String, 
 /// arithmetic far from chrono's limits).
 pub(crate) fn plausible(t: DateTime<Utc>) -> bool {
     (1970..=9999).contains(&chrono::Datelike::year(&t))
+}
+
+/// A gate version as the manifest-change notifications evaluate it.
+fn notify_version<'a>(
+    gate: &'a Gate,
+    feeds: &[fleetgate_policy::FeedOccurrences],
+    within: Option<&'a [ClusterScope]>,
+    now: DateTime<Utc>,
+) -> Result<crate::notify::manifest::Version<'a>> {
+    Ok(crate::notify::manifest::Version {
+        gate,
+        compiled: super::calendars::compile_at(gate, feeds, now).map_err(Error::from_policy)?,
+        within,
+    })
+}
+
+/// Enqueues the `gate.opened`/`gate.closed` of a manifest write (before and
+/// after it, with the gate's live overrides), in the write's transaction.
+#[allow(clippy::too_many_arguments)]
+async fn notify_state_changes(
+    tx: &mut sqlx::PgConnection,
+    name: &str,
+    key: &str,
+    before: Option<&crate::notify::manifest::Version<'_>>,
+    after: Option<&crate::notify::manifest::Version<'_>>,
+    all: &[Scoped],
+    now: DateTime<Utc>,
+    actor: &Actor,
+) -> Result<()> {
+    let live = overrides::live_for_gates(tx, &[name.to_string()], now).await?;
+    let changes =
+        crate::notify::manifest::state_changes(name, before, after, all, &live, now, &actor.name);
+    for t in changes {
+        crate::notify::enqueue(tx, &t.keyed(key)).await?;
+    }
+    Ok(())
 }
 
 /// How a gate is stored.

@@ -221,6 +221,11 @@ async fn finish(
         return Ok(Written::unchanged(stepped));
     };
     audit_all_but_last(tx, actor, at, &stepped.events).await?;
+    for e in &stepped.events {
+        if let Some(ev) = crate::notify::rollouts::event(e, at) {
+            crate::notify::enqueue(tx, &ev).await?;
+        }
+    }
     let affected = drive::affected(&stepped);
     let audit = Audit {
         action: last.action,
