@@ -156,6 +156,20 @@ impl Env {
         v["items"].as_array().unwrap().len()
     }
 
+    /// The `sign_in.refused` entries, newest first.
+    async fn refusals(&self) -> Vec<Value> {
+        let (s, v) = self
+            .call(
+                ADMIN,
+                "GET",
+                "/api/v1/audit?action=sign_in.refused&limit=500",
+                None,
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+        v["items"].as_array().unwrap().clone()
+    }
+
     fn person(&self, sub: &str, groups: &[&str]) -> Value {
         json!({"sub": sub, "aud": "fleetgate-dashboard", "name": format!("{sub} person"),
                "email": format!("{sub}@example.com"), "groups": groups})
@@ -171,6 +185,7 @@ async fn identity_end_to_end() {
     tokio::time::timeout(TEST_TIMEOUT + Duration::from_secs(120), async {
         let env = setup().await;
         bearer_jwts(&env).await;
+        refused_callbacks(&env).await;
         grpc_bearer_jwts(&env).await;
         key_rotation(&env).await;
         match browser_binaries() {
@@ -230,9 +245,27 @@ async fn bearer_jwts(env: &Env) {
     assert_eq!(me["role"], "operator");
     assert_eq!(me["identity"]["kind"], "workload");
     assert_eq!(me["identity"]["name"], "acme/app");
-    // A person without any role mapping: authenticated, but 403.
+    // A person without any role mapping: authenticated, but 403, audited once
+    // however often he tries.
     let dave = idp.mint(env.person("dave", &[]), None).await;
     assert_eq!(env.call(&dave, "GET", "/api/v1/gates", None).await.0, 403);
+    assert_eq!(env.call(&dave, "GET", "/api/v1/gates", None).await.0, 403);
+    let refused = env.refusals().await;
+    let no_role: Vec<&Value> = refused
+        .iter()
+        .filter(|e| e["after"]["reason"] == "no_role")
+        .collect();
+    assert_eq!(no_role.len(), 1, "{refused:#?}");
+    assert_eq!(no_role[0]["actor"], "dave@example.com");
+    assert_eq!(no_role[0]["actorIssuer"], json!(idp.issuer));
+    assert!(
+        no_role[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no access policy grants it any role"),
+        "{}",
+        no_role[0]
+    );
 
     // Each refused with 401, and nothing written.
     let now = chrono::Utc::now().timestamp();
@@ -290,10 +323,52 @@ async fn bearer_jwts(env: &Env) {
         assert_eq!(s, 401, "{what}: {v}");
         assert_eq!(v["error"]["code"], "unauthenticated", "{what}");
     }
+    // Nothing written but one `sign_in.refused` entry per refusal, naming
+    // alice where her signature vouches for it (expired, wrong audience),
+    // only as `claimed` where it does not, never the token.
+    let refused = env.refusals().await;
+    assert_eq!(env.audit_count().await, before + bad.len(), "{refused:#?}");
+    let fresh = &refused[..bad.len()];
+    let reasons: std::collections::BTreeSet<&str> = fresh
+        .iter()
+        .map(|e| e["after"]["reason"].as_str().unwrap())
+        .collect();
+    for r in [
+        "expired",
+        "wrong_audience",
+        "untrusted_issuer",
+        "algorithm",
+        "unknown_key",
+    ] {
+        assert!(reasons.contains(r), "no {r} refusal in {reasons:?}");
+    }
+    for e in fresh {
+        assert_eq!(e["after"]["flow"], "bearer", "{e}");
+        let text = e.to_string();
+        for (_, token) in &bad {
+            let sig = token.rsplit('.').next().unwrap();
+            assert!(sig.is_empty() || !text.contains(sig), "token in {e}");
+        }
+        match e["after"]["reason"].as_str().unwrap() {
+            "expired" | "wrong_audience" => {
+                assert_eq!(e["actor"], "alice@example.com", "{e}");
+                assert_eq!(e["actorSubject"], "alice", "{e}");
+                assert_eq!(e["after"]["identity"]["subject"], "alice", "{e}");
+            }
+            _ => {
+                assert_eq!(e["actor"], "anonymous", "{e}");
+                assert_eq!(e["after"]["claimed"]["subject"], "alice", "{e}");
+            }
+        }
+    }
+    // The same refusals again within the minute: counted, not audited.
+    for (_, token) in &bad {
+        assert_eq!(env.call(token, "GET", "/api/v1/whoami", None).await.0, 401);
+    }
     assert_eq!(
-        env.audit_count().await,
-        before,
-        "a refused JWT wrote something"
+        env.refusals().await.len(),
+        refused.len(),
+        "a repeat was audited"
     );
     let (s, v) = env.call(ADMIN, "GET", "/api/v1/tokens", None).await;
     assert_eq!(s, 200);
@@ -309,6 +384,13 @@ async fn bearer_jwts(env: &Env) {
         .text()
         .await
         .unwrap();
+    for series in [
+        "fleetgate_hub_identity_refusals_total{flow=\"bearer\",reason=\"expired\"} 2",
+        "fleetgate_hub_identity_refusals_total{flow=\"bearer\",reason=\"no_role\"} 2",
+        "fleetgate_hub_identity_refusals_not_audited_total 7",
+    ] {
+        assert!(metrics.contains(series), "no `{series}` in /metrics");
+    }
     for outcome in ["ok", "expired", "wrong_audience", "untrusted_issuer"] {
         assert!(
             metrics.contains(&format!(
@@ -317,6 +399,82 @@ async fn bearer_jwts(env: &Env) {
             "no {outcome} series in /metrics"
         );
     }
+}
+
+/// Sign-in callbacks the hub refuses, each audited with its reason: a
+/// state this browser never started, the provider's own error, and a code
+/// the provider will not exchange.
+async fn refused_callbacks(env: &Env) {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let callback = |query: String, cookie: Option<String>| {
+        let mut req = http.get(format!("{}/auth/callback?{query}", env.a.base));
+        if let Some(c) = cookie {
+            req = req.header("cookie", c);
+        }
+        async move {
+            let r = req.send().await.expect("callback");
+            assert_eq!(r.status(), 303);
+            r.headers()["location"].to_str().unwrap().to_string()
+        }
+    };
+    let to = callback("code=c&state=never-started".into(), None).await;
+    assert!(to.starts_with("/?signin_error="), "{to}");
+    let to = callback(
+        "error=access_denied&error_description=the+person+declined".into(),
+        None,
+    )
+    .await;
+    assert!(to.contains("access_denied"), "{to}");
+    // A real start (state and login cookie), then a code the provider never issued.
+    let r = http
+        .post(format!("{}/api/v1/auth/login", env.a.base))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
+    let state = cookie
+        .split(';')
+        .next()
+        .unwrap()
+        .strip_prefix("fleetgate_login=")
+        .unwrap()
+        .to_string();
+    let to = callback(
+        format!("code=forged-code&state={state}"),
+        Some(format!("fleetgate_login={state}")),
+    )
+    .await;
+    assert!(to.starts_with("/?signin_error="), "{to}");
+    let refused = env.refusals().await;
+    let dashboard: Vec<(&str, &str)> = refused
+        .iter()
+        .filter(|e| e["after"]["flow"] == "dashboard")
+        .map(|e| {
+            (
+                e["after"]["reason"].as_str().unwrap(),
+                e["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        dashboard.iter().map(|d| d.0).collect::<Vec<_>>(),
+        ["token_exchange", "provider_error", "state"],
+        "{dashboard:?}"
+    );
+    assert!(
+        dashboard[1].1.contains("the person declined"),
+        "{dashboard:?}"
+    );
+    assert!(
+        !refused
+            .iter()
+            .any(|e| e.to_string().contains("forged-code"))
+    );
 }
 
 async fn grpc_bearer_jwts(env: &Env) {

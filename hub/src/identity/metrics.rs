@@ -1,6 +1,8 @@
 //! Identity metrics: `fleetgate_hub_identity_logins_total{flow,outcome}`,
-//! `fleetgate_hub_identity_jwt_validations_total{outcome}` and
-//! `fleetgate_hub_identity_jwks_fetches_total{outcome}`.
+//! `fleetgate_hub_identity_jwt_validations_total{outcome}`,
+//! `fleetgate_hub_identity_jwks_fetches_total{outcome}`,
+//! `fleetgate_hub_identity_refusals_total{flow,reason}` and
+//! `fleetgate_hub_identity_refusals_not_audited_total`.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -16,6 +18,14 @@ pub struct LoginLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusalLabels {
+    /// `dashboard`, `refresh` or `bearer`.
+    pub flow: String,
+    /// Why (see `refusals::Refusal`).
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub outcome: String,
 }
@@ -26,6 +36,8 @@ pub struct IdentityMetrics {
     pub logins: Family<LoginLabels, Counter>,
     pub jwt: Family<OutcomeLabels, Counter>,
     pub jwks: Family<OutcomeLabels, Counter>,
+    pub refusals: Family<RefusalLabels, Counter>,
+    pub refusals_not_audited: Counter,
 }
 
 impl IdentityMetrics {
@@ -45,6 +57,29 @@ impl IdentityMetrics {
             "Signing-key fetches from providers, by outcome",
             self.jwks.clone(),
         );
+        registry.register(
+            "identity_refusals",
+            "Refused sign-ins (dashboard, session refresh, bearer JWT), by flow and reason",
+            self.refusals.clone(),
+        );
+        registry.register(
+            "identity_refusals_not_audited",
+            "Refused sign-ins left out of the audit log by its rate limit",
+            self.refusals_not_audited.clone(),
+        );
+    }
+
+    pub fn refusal(&self, flow: &str, reason: &str) {
+        self.refusals
+            .get_or_create(&RefusalLabels {
+                flow: flow.into(),
+                reason: reason.into(),
+            })
+            .inc();
+    }
+
+    pub fn refusal_not_audited(&self) {
+        self.refusals_not_audited.inc();
     }
 
     pub fn login(&self, flow: &str, outcome: &str) {

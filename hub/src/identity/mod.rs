@@ -8,7 +8,8 @@
 //! - `config`: the settings file; `keys`: discovery and cached JWKS;
 //! - `jwt`: bearer JWT verification; `crypto`: ring as JWT crypto;
 //! - `login`: the dashboard's authorization code flow; `sessions`: cookies;
-//! - `outbound`: calls to providers; `roles`: the interim role mapping.
+//! - `outbound`: calls to providers; `roles`: the interim role mapping;
+//! - `refusals`: refused sign-ins, counted and audited (rate-limited).
 
 pub mod config;
 pub mod crypto;
@@ -17,6 +18,7 @@ pub mod keys;
 pub mod login;
 pub mod metrics;
 pub mod outbound;
+pub mod refusals;
 pub mod roles;
 pub mod sessions;
 
@@ -43,6 +45,8 @@ pub struct Identities {
     pub jwt: JwtVerifier,
     pub login: Option<Login>,
     pub metrics: IdentityMetrics,
+    /// Which refused sign-ins get an audit entry.
+    pub refusals: refusals::RefusalLimiter,
 }
 
 impl Identities {
@@ -104,6 +108,7 @@ impl Identities {
             jwt,
             login,
             metrics,
+            refusals: Default::default(),
         })
     }
 }

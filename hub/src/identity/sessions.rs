@@ -14,6 +14,7 @@ use ring::aead;
 use sha2::{Digest, Sha256};
 
 use super::login::{Pending, random};
+use super::refusals::{Flow, Refusal};
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::revision::Affected;
 use crate::db::sessions::{self, EndFilter, NewSession, SessionRow};
@@ -98,27 +99,62 @@ impl Service {
     /// pending and the one this browser's login cookie holds; the code is
     /// exchanged (with the PKCE verifier), the ID token verified (signature,
     /// issuer, audience, expiry, nonce), the role resolved, the session
-    /// written and audited.
+    /// written and audited. A refusal is counted and audited
+    /// ([`Service::refuse`]).
     pub async fn finish_login(
         &self,
         code: &str,
         state: &str,
         cookie_state: Option<&str>,
     ) -> Result<SignedIn> {
+        match self.try_finish_login(code, state, cookie_state).await? {
+            Ok(done) => Ok(done),
+            Err(refused) => Err(self.refuse(refused).await),
+        }
+    }
+
+    /// A callback that carries the provider's `error` instead of a code
+    /// (the person declined, or the provider refused the client): counted,
+    /// audited, and the error to show.
+    pub async fn login_refused_by_provider(&self, error: &str, description: Option<&str>) -> Error {
+        let text = format!(
+            "the identity provider refused the sign-in: {error}{}",
+            description.map(|d| format!(" ({d})")).unwrap_or_default()
+        );
+        let r = Refusal::new(
+            Flow::Dashboard,
+            "provider_error",
+            Error::Unauthenticated(text),
+        );
+        self.refuse(r).await
+    }
+
+    /// A callback without `code` and `state`.
+    pub async fn login_callback_malformed(&self) -> Error {
+        let e = Error::bad_request("code", "the callback needs code and state");
+        self.refuse(Refusal::new(Flow::Dashboard, "callback", e))
+            .await
+    }
+
+    /// [`Service::finish_login`]: `Err` for what failed inside the hub,
+    /// `Ok(Err)` for a refusal.
+    async fn try_finish_login(
+        &self,
+        code: &str,
+        state: &str,
+        cookie_state: Option<&str>,
+    ) -> Result<std::result::Result<SignedIn, Refusal>> {
         let ids = self.identities();
         let login = self.login_provider()?;
-        let fail = |outcome: &str, e: Error| {
-            ids.metrics.login("dashboard", outcome);
-            e
-        };
+        let refused = |reason, e| Ok(Err(Refusal::new(Flow::Dashboard, reason, e)));
         if !cookie_state.is_some_and(|c| hashes_equal(&hash_token(c), &hash_token(state))) {
-            return Err(fail(
-                "invalid",
+            return refused(
+                "state",
                 Error::bad_request(
                     "state",
                     "this sign-in was not started in this browser; start again",
                 ),
-            ));
+            );
         }
         let now = self.now();
         let pending = {
@@ -126,42 +162,57 @@ impl Service {
             sessions::take_login(&mut conn, &hash_token(state), now).await?
         };
         let Some((nonce, verifier, return_to)) = pending else {
-            return Err(fail(
-                "invalid",
+            return refused(
+                "state",
                 Error::bad_request("state", "unknown or expired sign-in; start again"),
-            ));
+            );
         };
-        let tokens = login.exchange(code, &verifier).await.map_err(|e| {
-            fail(
-                "provider_error",
-                Error::Upstream(format!("the identity provider refused the sign-in: {e}")),
-            )
-        })?;
-        let id_token = tokens.id_token.as_deref().ok_or_else(|| {
-            fail(
-                "invalid",
+        let tokens = match login.exchange(code, &verifier).await {
+            Ok(t) => t,
+            Err(e) => {
+                return refused(
+                    "token_exchange",
+                    Error::Upstream(format!("the identity provider refused the sign-in: {e}")),
+                );
+            }
+        };
+        let Some(id_token) = tokens.id_token.as_deref() else {
+            return refused(
+                "no_id_token",
                 Error::Upstream("the provider returned no ID token".into()),
-            )
-        })?;
-        let verified = ids.jwt.verify(id_token, now).await.map_err(|e| {
-            fail(
-                "invalid",
-                Error::Unauthenticated(format!("ID token refused: {e}")),
-            )
-        })?;
+            );
+        };
+        let verified = match ids.jwt.verify(id_token, now).await {
+            Ok(v) => v,
+            Err(e) => {
+                let error = Error::Unauthenticated(format!("ID token refused: {e}"));
+                return Ok(Err(Refusal::jwt(
+                    Flow::Dashboard,
+                    &ids.jwt,
+                    id_token,
+                    e,
+                    error,
+                )));
+            }
+        };
         if verified.identity.issuer != login.config.issuer
             || verified.claims.get("nonce").and_then(|v| v.as_str()) != Some(nonce.as_str())
         {
-            return Err(fail(
-                "invalid",
-                Error::Unauthenticated("ID token refused: wrong issuer or nonce".into()),
+            let e = Error::Unauthenticated("ID token refused: wrong issuer or nonce".into());
+            return Ok(Err(
+                Refusal::new(Flow::Dashboard, "nonce", e).by(Some(verified.identity), true)
             ));
         }
         let identity = verified.identity;
-        let actor = self
-            .actor_of(&identity, &verified.claims)
-            .await
-            .map_err(|e| fail("denied", e))?;
+        let actor = match self.actor_of(&identity, &verified.claims).await {
+            Ok(a) => a,
+            Err(e @ Error::Forbidden(_)) => {
+                return Ok(Err(
+                    Refusal::new(Flow::Dashboard, "no_role", e).by(Some(identity), true)
+                ));
+            }
+            Err(e) => return Err(e),
+        };
         let secret = random();
         let max = now
             + ChronoDuration::from_std(ids.config.session_max_age)
@@ -193,11 +244,11 @@ impl Service {
         })
         .await?;
         ids.metrics.login("dashboard", "ok");
-        Ok(SignedIn {
+        Ok(Ok(SignedIn {
             secret,
             return_to,
             identity,
-        })
+        }))
     }
 
     /// The caller behind a session cookie; refreshes an expired session at
@@ -243,10 +294,15 @@ impl Service {
             return Err(expired());
         }
         let refresh = unseal(secret, sealed).ok_or_else(expired)?;
-        let tokens = login.refresh(&refresh).await.map_err(|e| {
-            tracing::info!(session = %row.id, error = %e, "session refresh failed");
-            expired()
-        })?;
+        let tokens = match login.refresh(&refresh).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::info!(session = %row.id, error = %e, "session refresh failed");
+                let r = Refusal::new(Flow::Refresh, "refresh_refused", expired())
+                    .by(Some(identity_of_row(row)), true);
+                return Err(self.refuse(r).await);
+            }
+        };
         let id_token = tokens.id_token.as_deref().ok_or_else(expired)?;
         let verified = self
             .identities()
@@ -354,15 +410,28 @@ impl Service {
         Ok(SessionsEnded { ended })
     }
 
-    /// The caller behind a bearer JWT of a trusted issuer.
+    /// The caller behind a bearer JWT of a trusted issuer. A refused token
+    /// or a person no policy grants a role is counted and audited
+    /// ([`Service::refuse`]).
     pub async fn authenticate_jwt(&self, token: &str) -> Result<Authenticated> {
-        let verified = self
-            .identities()
-            .jwt
-            .verify(token, self.now())
-            .await
-            .map_err(|e| Error::Unauthenticated(e.to_string()))?;
-        let actor = self.actor_of(&verified.identity, &verified.claims).await?;
+        let jwt = &self.identities().jwt;
+        let verified = match jwt.verify(token, self.now()).await {
+            Ok(v) => v,
+            Err(e) => {
+                let error = Error::Unauthenticated(e.to_string());
+                return Err(self
+                    .refuse(Refusal::jwt(Flow::Bearer, jwt, token, e, error))
+                    .await);
+            }
+        };
+        let actor = match self.actor_of(&verified.identity, &verified.claims).await {
+            Ok(a) => a,
+            Err(e @ Error::Forbidden(_)) => {
+                let r = Refusal::new(Flow::Bearer, "no_role", e).by(Some(verified.identity), true);
+                return Err(self.refuse(r).await);
+            }
+            Err(e) => return Err(e),
+        };
         Ok(Authenticated {
             actor,
             identity: Some(verified.identity),

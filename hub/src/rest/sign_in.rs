@@ -18,8 +18,8 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::extract::{ApiAdmin, Body, Caller, Query, cookie};
+use crate::Result;
 use crate::identity::sessions::{LOGIN_COOKIE, SESSION_COOKIE};
-use crate::{Error, Result};
 
 /// How to sign in: the provider, and the CLI's client.
 #[utoipa::path(get, path = "/api/v1/auth/config", tag = "identity",
@@ -77,22 +77,16 @@ pub async fn callback(
     Query(q): Query<Callback>,
 ) -> Response {
     let result = match (&q.error, &q.code, &q.state) {
-        (Some(e), _, _) => Err(Error::Unauthenticated(format!(
-            "the identity provider refused the sign-in: {e}{}",
-            q.error_description
-                .as_deref()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
-        ))),
+        (Some(e), _, _) => Err(s
+            .service
+            .login_refused_by_provider(e, q.error_description.as_deref())
+            .await),
         (None, Some(code), Some(state)) => {
             s.service
                 .finish_login(code, state, cookie(&headers, LOGIN_COOKIE).as_deref())
                 .await
         }
-        _ => Err(Error::bad_request(
-            "code",
-            "the callback needs code and state",
-        )),
+        _ => Err(s.service.login_callback_malformed().await),
     };
     let mut res = StatusCode::SEE_OTHER.into_response();
     let h = res.headers_mut();
