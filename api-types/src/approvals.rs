@@ -52,6 +52,20 @@ pub struct ApprovalRequest {
     /// The approvals given so far, oldest first.
     #[serde(default)]
     pub approvals: Vec<ApprovalEntry>,
+    /// What the caller may do with it (pending requests in lists and gets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub you_may: Option<ApprovalRights>,
+}
+
+/// What the caller may do with a pending request: approve or reject it (an
+/// approver other than the requester), withdraw it (the requester, an admin).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRights {
+    pub approve: bool,
+    pub reject: bool,
+    pub cancel: bool,
 }
 
 impl ApprovalRequest {

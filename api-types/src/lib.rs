@@ -23,7 +23,9 @@ pub use access::{
     AccessPolicy, AccessPolicyRecord, AccessPolicySpec, AccessScope, GateScope, Subjects,
     WorkloadSubject, parse_access_policy,
 };
-pub use approvals::{ApprovalDecision, ApprovalEntry, ApprovalRequest, OverrideOutcome};
+pub use approvals::{
+    ApprovalDecision, ApprovalEntry, ApprovalRequest, ApprovalRights, OverrideOutcome,
+};
 pub use dashboard::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
 pub use error::{ErrorBody, ErrorDetail};
 pub use identity::{

@@ -119,6 +119,45 @@ async fn a_second_person_approves_and_only_then_the_override_exists() {
     let r = hub.get("/api/v1/approvals?status=pending").await;
     assert_eq!(r.body["items"].as_array().unwrap().len(), 1, "{}", r.text);
 
+    // What each caller may do (the dashboard's buttons): decided by the service.
+    for (token, may) in [
+        (
+            &hub.operator,
+            json!({"approve": false, "reject": true, "cancel": true}),
+        ),
+        (
+            &other,
+            json!({"approve": true, "reject": true, "cancel": false}),
+        ),
+        (
+            &hub.viewer,
+            json!({"approve": false, "reject": false, "cancel": false}),
+        ),
+        (
+            &hub.admin,
+            json!({"approve": true, "reject": true, "cancel": true}),
+        ),
+    ] {
+        let r = hub
+            .call(
+                Method::GET,
+                &format!("/api/v1/approvals/{id}"),
+                Some(token),
+                None,
+            )
+            .await;
+        assert_eq!(r.body["youMay"], may, "{}", r.text);
+        let r = hub
+            .call(
+                Method::GET,
+                "/api/v1/approvals?status=pending",
+                Some(token),
+                None,
+            )
+            .await;
+        assert_eq!(r.body["items"][0]["youMay"], may, "{}", r.text);
+    }
+
     // The requester cannot approve, whatever the session.
     let r = approve(&hub, &hub.operator, &id).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);

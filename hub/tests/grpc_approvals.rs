@@ -2,7 +2,8 @@
 //! `spec.approval` answers a pending request, the requester may not approve it,
 //! a second operator's approval creates the override, reject and withdraw end
 //! requests, `CreateOverride` is refused on such a gate, bad ids are
-//! INVALID_ARGUMENT naming the field. The state machine itself is in `approvals.rs`.
+//! INVALID_ARGUMENT naming the field; WatchFleet tells of each request's pending
+//! and its end. The state machine itself is in `approvals.rs`.
 
 mod common;
 mod grpc_support;
@@ -49,6 +50,11 @@ async fn two_people_over_grpc() {
         .secret;
     let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
     let mut api = grpc.admin();
+    let mut events = api
+        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
+        .await
+        .unwrap()
+        .into_inner();
     let open = |reason: &str| pb::CreateOverrideRequest {
         gate: "g".into(),
         state: "open".into(),
@@ -79,6 +85,11 @@ async fn two_people_over_grpc() {
     assert_eq!(pending.requester, "ops");
     assert_eq!(pending.ticket, "CHG-1");
     assert_eq!(pending.required, 1);
+    // Watchers hear of it (the feed skips views in between: wait before deciding).
+    assert_eq!(
+        approval_event(&mut events).await,
+        (pending.id.clone(), "pending".into())
+    );
     let decide = |id: &str, reason: &str| pb::DecideApprovalRequest {
         id: id.into(),
         reason: reason.into(),
@@ -138,6 +149,10 @@ async fn two_people_over_grpc() {
         .unwrap()
         .into_inner();
     assert_eq!(got.override_id, approved.override_id);
+    assert_eq!(
+        approval_event(&mut events).await,
+        (pending.id.clone(), "approved".into())
+    );
     let r = hub.get("/api/v1/overrides?gate=g").await;
     assert_eq!(r.body["items"][0]["id"], approved.override_id, "{}", r.text);
 
@@ -152,6 +167,10 @@ async fn two_people_over_grpc() {
         Some(Outcome::Pending(p)) => p,
         other => panic!("not pending: {other:?}"),
     };
+    assert_eq!(
+        approval_event(&mut events).await,
+        (second_req.id.clone(), "pending".into())
+    );
     let err = api
         .reject_request(authed(decide(&second_req.id, ""), &second))
         .await
@@ -164,6 +183,10 @@ async fn two_people_over_grpc() {
         .into_inner();
     assert_eq!(rejected.status, "rejected");
     assert_eq!(rejected.decision_reason, "not now");
+    assert_eq!(
+        approval_event(&mut events).await,
+        (second_req.id.clone(), "rejected".into())
+    );
     let third = match api
         .request_override(authed(open("third"), &hub.operator))
         .await
@@ -180,6 +203,13 @@ async fn two_people_over_grpc() {
         .unwrap()
         .into_inner();
     assert_eq!(cancelled.status, "cancelled");
+    // Made and withdrawn, perhaps between two reads: its end is seen either way.
+    let mut seen = Vec::new();
+    while seen.last().map(String::as_str) != Some("withdrawn") {
+        let (id, change) = approval_event(&mut events).await;
+        assert_eq!(id, third.id);
+        seen.push(change);
+    }
 
     // Break-glass: admins only, the override exists at once.
     let mut emergency = open("outage");
@@ -200,4 +230,17 @@ async fn two_people_over_grpc() {
         other => panic!("not created: {other:?}"),
     }
     grpc.stop().await;
+}
+
+/// The next approval event (id, change) on a WatchFleet stream, skipping others.
+async fn approval_event(events: &mut tonic::Streaming<pb::FleetEvent>) -> (String, String) {
+    loop {
+        let e = grpc_support::within("an approval event", events.message())
+            .await
+            .unwrap()
+            .expect("stream ended");
+        if let Some(pb::fleet_event::Event::Approval(a)) = e.event {
+            return (a.approval.unwrap().id, a.change);
+        }
+    }
 }

@@ -24,11 +24,12 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Opens the event stream. The first event, `ready`, says the stream is
 /// subscribed: state fetched after it misses no change. Later events are
-/// `gate`, `override`, `spoke`, `held`, `heldObjects` and `rollout`; `error` ends the stream (e.g. the
+/// `gate`, `override`, `freeze`, `approval`, `spoke`, `held`, `heldObjects`, `localGates`
+/// and `rollout`; `error` ends the stream (e.g. the
 /// token was revoked).
 #[utoipa::path(get, path = "/api/v1/events", tag = "dashboard",
     responses(
-        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, spoke, held, heldObjects, rollout, error", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, freeze, approval, spoke, held, heldObjects, localGates, rollout, error", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Response> {
@@ -103,6 +104,17 @@ pub fn to_sse(e: &FleetEvent) -> Event {
                 "clusters": f.clusters, "reason": f.reason, "actor": f.actor,
                 "expiresAt": f.expires_at, "requestedIn": f.requested_in,
                 "endedBy": f.ended_by,
+            }),
+        ),
+        FleetChange::Approval { record: r, change } => (
+            "approval",
+            json!({
+                "at": at, "change": change.as_str(), "id": r.id.to_string(), "gate": r.gate,
+                "state": r.state, "requester": r.requester, "reason": r.reason,
+                "ticket": r.ticket, "status": r.status, "required": r.required,
+                "approvals": r.approvals.len(), "expiresAt": r.expires_at,
+                "decidedBy": r.decided_by, "decisionReason": r.decision_reason,
+                "overrideId": r.override_id,
             }),
         ),
         FleetChange::Spoke(sp) => (

@@ -59,6 +59,7 @@ impl RequestRow {
             decision_reason: self.decision_reason,
             override_id: self.override_id,
             approvals,
+            you_may: None,
         }
     }
 }
@@ -258,4 +259,17 @@ pub async fn pending_count(conn: &mut PgConnection) -> Result<i64> {
             .fetch_one(conn)
             .await?,
     )
+}
+
+/// Requests pending now or decided at or after `since` (the change streams' view:
+/// a request decided between two reads is still seen with its outcome).
+pub async fn current(conn: &mut PgConnection, since: DateTime<Utc>) -> Result<Vec<RequestRow>> {
+    Ok(sqlx::query_as(sql!(
+        "select {COLUMNS} from approval_requests where status = 'pending' \
+         union all select {COLUMNS} from approval_requests where status <> 'pending' \
+         and decided_at >= $1"
+    ))
+    .bind(since)
+    .fetch_all(conn)
+    .await?)
 }

@@ -14,6 +14,7 @@ use futures::Stream;
 use tokio_util::sync::CancellationToken;
 
 use super::FleetUpdates;
+pub use super::approval_events::ApprovalChange;
 pub use super::rollout_events::{RolloutAction, RolloutChange};
 use crate::Result;
 use crate::service::Service;
@@ -98,9 +99,14 @@ impl Filter {
             })
     }
     fn override_wanted(&self, o: &OverrideRecord) -> bool {
-        self.gate(&o.gate)
+        self.scope_wanted(&o.gate, o.clusters.as_ref())
+    }
+    /// An override or approval request through `gate` on `clusters` (None: its
+    /// whole scope).
+    fn scope_wanted(&self, gate: &str, clusters: Option<&fleetgate_policy::ClusterScope>) -> bool {
+        self.gate(gate)
             && (self.clusters.is_empty()
-                || o.clusters.as_ref().is_none_or(|s| {
+                || clusters.is_none_or(|s| {
                     s.selector.is_some() || s.names.iter().any(|n| self.cluster(n))
                 }))
     }
@@ -174,6 +180,11 @@ pub enum FleetChange {
     Freeze {
         record: Box<crate::db::freezes::FreezeRecord>,
         change: OverrideChange,
+    },
+    /// An approval request is pending, was approved, rejected, expired or withdrawn.
+    Approval {
+        record: Box<fleetgate_api_types::ApprovalRequest>,
+        change: ApprovalChange,
     },
     /// A cluster's local gates (Gate objects made in it) changed: the list now.
     LocalGates {
@@ -370,6 +381,14 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
     for r in super::rollout_events::diff(before, next, |g| filter.gate(g)) {
         push(FleetChange::Rollout(r));
     }
+    for (record, change) in super::approval_events::diff(before, next, |r| {
+        filter.scope_wanted(&r.gate, r.clusters.as_ref())
+    }) {
+        push(FleetChange::Approval {
+            record: Box::new(record),
+            change,
+        });
+    }
     out
 }
 
@@ -479,6 +498,7 @@ mod tests {
                 FleetChange::LocalGates { cluster, gates } => {
                     format!("local gates {cluster} {}", gates.len())
                 }
+                FleetChange::Approval { change, .. } => format!("approval {}", change.as_str()),
             })
             .collect()
     }

@@ -4,6 +4,7 @@
 //! few seconds, and publishes it through a `watch`; subscribers diff views
 //! themselves. The task runs only while someone subscribes.
 
+pub mod approval_events;
 pub mod events;
 mod rollout_events;
 

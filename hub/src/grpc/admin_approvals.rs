@@ -17,7 +17,7 @@ use crate::service::approvals::ApprovalQuery;
 use crate::service::types::{OverrideClusters, OverrideRequest};
 
 /// A request as its admin message.
-pub(super) fn approval_info(r: ApprovalRequest) -> pb::ApprovalInfo {
+pub(crate) fn approval_info(r: ApprovalRequest) -> pb::ApprovalInfo {
     let (clusters, selector) = match r.clusters {
         Some(s) => (
             s.names,

@@ -42,6 +42,10 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             freeze: Some(crate::grpc::admin_convert::freeze_info(*record)),
             change: change.as_str().into(),
         }),
+        FleetChange::Approval { record, change } => Event::Approval(pb::ApprovalChanged {
+            approval: Some(super::admin_approvals::approval_info(*record)),
+            change: change.as_str().into(),
+        }),
         FleetChange::Spoke(s) => Event::Spoke(pb::SpokeConnectionChanged {
             cluster: s.cluster,
             connected: s.connected,

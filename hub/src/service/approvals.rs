@@ -12,10 +12,7 @@ use uuid::Uuid;
 use super::fleet::stored_gate;
 use super::overrides::{NewOverride, OverrideTimes, covered_clusters, insert_override};
 use super::types::OverrideRequest;
-use super::{
-    Actor, Audit, ClusterRef, GateRef, Identity, Page, PageRequest, Role, Service, WriteTx,
-    Written, to_json,
-};
+use super::{Actor, Audit, Identity, Page, PageRequest, Role, Service, WriteTx, Written, to_json};
 use crate::db::approvals::{self as db, ApprovalRequest, RequestFilter, RequestRow};
 use crate::db::gates;
 use crate::db::revision::Affected;
@@ -39,6 +36,10 @@ pub struct ApprovalQuery {
     pub cursor: Option<String>,
 }
 
+/// How long a decided request stays in the fleet view: far longer than the view's
+/// read interval, so every watcher sees each request's outcome.
+const DECIDED_IN_VIEW: chrono::Duration = chrono::Duration::minutes(10);
+
 const STATUSES: [&str; 5] = ["pending", "approved", "rejected", "expired", "cancelled"];
 
 /// The person behind an actor, as approvals compare them: the same person through a
@@ -53,7 +54,7 @@ pub fn person_key(identity: &Identity) -> String {
 }
 
 /// Whether `identity` is among a gate's `approval.from` (absent: anyone).
-fn in_from(approval: &fleetgate_policy::Approval, identity: &Identity) -> bool {
+pub(super) fn in_from(approval: &fleetgate_policy::Approval, identity: &Identity) -> bool {
     let Some(from) = &approval.from else {
         return true;
     };
@@ -214,45 +215,12 @@ impl Service {
                 Box::pin(async move {
                     let row = pending_for_update(tx, id, now).await?;
                     let key = person_key(&actor.identity);
-                    if key == row.requester_key {
-                        return Err(Error::Forbidden(format!(
-                            "{} '{}' requested this override and cannot approve it: approval needs another person",
-                            actor.identity.kind(),
-                            actor.name
-                        )));
-                    }
                     let g = gates::get_for_update(tx, &row.gate)
                         .await?
                         .ok_or_else(|| Error::not_found("gate", row.gate.clone()))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    if let Some(approval) = &gate_def.spec.approval
-                        && !in_from(approval, &actor.identity)
-                    {
-                        return Err(Error::Forbidden(format!(
-                            "{} '{}' is not among gate '{}' approvers (spec.approval.from)",
-                            actor.identity.kind(),
-                            actor.name,
-                            row.gate
-                        )));
-                    }
                     let covered = covered_clusters(tx, &gate_def, row.scope.as_ref()).await?;
-                    let gate_ref = GateRef {
-                        name: &row.gate,
-                        labels: &gate_def.metadata.labels,
-                    };
-                    if covered.is_empty() {
-                        actor.clusters_for(Role::Operator, gate_ref)?;
-                    }
-                    for c in &covered {
-                        actor.require_on(
-                            Role::Operator,
-                            gate_ref,
-                            ClusterRef {
-                                name: &c.name,
-                                labels: &c.labels,
-                            },
-                        )?;
-                    }
+                    super::approval_rights::check_approver(actor, &row, &gate_def, &covered)?;
                     if !db::add_approval(tx, id, &key, &actor.name, reason, now).await? {
                         return Err(Error::conflict(format!(
                             "{} '{}' has already approved request {id}",
@@ -273,11 +241,7 @@ impl Service {
                             after: super::admission::with_outcomes(to_json(&rec), admission),
                             reason: reason.map(Into::into),
                         };
-                        return Ok(Written::changed(
-                            rec,
-                            audit,
-                            Affected::Clusters(Vec::new()),
-                        ));
+                        return Ok(Written::changed(rec, audit, Affected::Clusters(Vec::new())));
                     }
                     let state: GateState = row
                         .state
@@ -300,9 +264,12 @@ impl Service {
                         },
                     )
                     .await?;
-                    let decided = db::decide(tx, id, "approved", now, &actor.name, reason, Some(ov.id))
-                        .await?
-                        .ok_or_else(|| Error::conflict(format!("request {id} is no longer pending")))?;
+                    let decided =
+                        db::decide(tx, id, "approved", now, &actor.name, reason, Some(ov.id))
+                            .await?
+                            .ok_or_else(|| {
+                                Error::conflict(format!("request {id} is no longer pending"))
+                            })?;
                     let rec = decided.into_api(approvals);
                     crate::notify::enqueue(tx, &event("approval.approved", &rec, &names, now))
                         .await?;
@@ -371,35 +338,13 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", row.gate.clone()))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let gate_ref = GateRef {
-                        name: &row.gate,
-                        labels: &gate_def.metadata.labels,
-                    };
                     let (status, action, kind) = match how {
                         Ending::Reject => {
-                            actor.clusters_for(Role::Operator, gate_ref)?;
-                            if let Some(approval) = &gate_def.spec.approval
-                                && !in_from(approval, &actor.identity)
-                                && person_key(&actor.identity) != row.requester_key
-                            {
-                                return Err(Error::Forbidden(format!(
-                                    "{} '{}' is not among gate '{}' approvers (spec.approval.from)",
-                                    actor.identity.kind(),
-                                    actor.name,
-                                    row.gate
-                                )));
-                            }
+                            super::approval_rights::check_rejecter(actor, &row, &gate_def)?;
                             ("rejected", "approval.reject", "approval.rejected")
                         }
                         Ending::Cancel => {
-                            if person_key(&actor.identity) != row.requester_key {
-                                actor.clusters_for(Role::Admin, gate_ref).map_err(|_| {
-                                    Error::Forbidden(format!(
-                                        "only the requester ({}) or an admin may cancel request {id}; approvers reject it",
-                                        row.requester
-                                    ))
-                                })?;
-                            }
+                            super::approval_rights::check_canceller(actor, &row, &gate_def)?;
                             ("cancelled", "approval.cancel", "approval.cancelled")
                         }
                     };
@@ -410,7 +355,9 @@ impl Service {
                         .collect();
                     let decided = db::decide(tx, id, status, now, &actor.name, reason, None)
                         .await?
-                        .ok_or_else(|| Error::conflict(format!("request {id} is no longer pending")))?;
+                        .ok_or_else(|| {
+                            Error::conflict(format!("request {id} is no longer pending"))
+                        })?;
                     let rec = decided.into_api(approvals);
                     crate::notify::enqueue(tx, &event(kind, &rec, &[], now)).await?;
                     let audit = Audit {
@@ -445,7 +392,10 @@ impl Service {
             .into_iter()
             .map(|(_, a)| a)
             .collect();
-        Ok(row.into_api(approvals))
+        let rights = rights_of(&mut conn, actor, std::slice::from_ref(&row)).await?;
+        let mut rec = row.into_api(approvals);
+        rec.you_may = rights.get(&id).copied();
+        Ok(rec)
     }
 
     /// Lists requests, newest first (viewer).
@@ -498,15 +448,46 @@ impl Service {
         for (id, a) in db::approvals_of(&mut conn, &ids).await? {
             given.entry(id).or_default().push(a);
         }
+        let rights = rights_of(&mut conn, actor, &rows).await?;
         Ok(super::page::from_rows(
             rows,
             limit,
             |r| (r.created_at, r.id),
             |r: RequestRow| {
                 let mine = given.get(&r.id).cloned().unwrap_or_default();
-                r.into_api(mine)
+                let you_may = rights.get(&r.id).copied();
+                ApprovalRequest {
+                    you_may,
+                    ..r.into_api(mine)
+                }
             },
         ))
+    }
+
+    /// Requests pending at `now` or decided in the last [`DECIDED_IN_VIEW`], with
+    /// their approvals, by id: the change streams' part of the fleet view.
+    pub(crate) async fn approvals_for_view(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<std::collections::BTreeMap<String, ApprovalRequest>> {
+        let mut conn = self.conn().await?;
+        let rows = db::current(&mut conn, now - DECIDED_IN_VIEW).await?;
+        if rows.is_empty() {
+            return Ok(Default::default());
+        }
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+        let mut given: std::collections::HashMap<Uuid, Vec<fleetgate_api_types::ApprovalEntry>> =
+            std::collections::HashMap::new();
+        for (id, a) in db::approvals_of(&mut conn, &ids).await? {
+            given.entry(id).or_default().push(a);
+        }
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let mine = given.remove(&r.id).unwrap_or_default();
+                (r.id.to_string(), r.into_api(mine))
+            })
+            .collect())
     }
 
     /// How many requests wait for approval (the metric).
@@ -517,6 +498,35 @@ impl Service {
 }
 
 /// The request, locked, if it is still pending and not past its expiry; 404 or 409.
+/// What `actor` may do with each pending request of `rows`, by id.
+async fn rights_of(
+    conn: &mut sqlx::PgConnection,
+    actor: &Actor,
+    rows: &[RequestRow],
+) -> Result<std::collections::HashMap<Uuid, fleetgate_api_types::ApprovalRights>> {
+    let mut out = std::collections::HashMap::new();
+    if !rows.iter().any(|r| r.status == "pending") {
+        return Ok(out);
+    }
+    let all = crate::db::clusters::scoped(conn).await?;
+    let mut gates_by_name = std::collections::HashMap::new();
+    for r in rows.iter().filter(|r| r.status == "pending") {
+        if !gates_by_name.contains_key(&r.gate) {
+            let Some(g) = gates::get(conn, &r.gate).await? else {
+                continue;
+            };
+            gates_by_name.insert(r.gate.clone(), stored_gate(&g.manifest)?);
+        }
+        if let Some(gate_def) = gates_by_name.get(&r.gate) {
+            out.insert(
+                r.id,
+                super::approval_rights::rights(actor, r, gate_def, &all),
+            );
+        }
+    }
+    Ok(out)
+}
+
 async fn pending_for_update(
     tx: &mut WriteTx<'_>,
     id: Uuid,

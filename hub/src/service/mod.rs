@@ -7,6 +7,7 @@ pub mod access;
 pub mod access_policies;
 pub mod admission;
 pub mod approval_expiry;
+mod approval_rights;
 pub mod approvals;
 pub mod audit;
 pub mod calendars;

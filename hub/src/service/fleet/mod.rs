@@ -595,7 +595,9 @@ impl Service {
     /// The whole fleet now (viewer), as the change streams diff it.
     pub async fn fleet_view(&self, actor: &Actor) -> Result<FleetView> {
         let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
-        view::view(&inputs)
+        let mut view = view::view(&inputs)?;
+        view.approvals = self.approvals_for_view(view.at).await?;
+        Ok(view)
     }
 
     /// Every gate on every cluster now (viewer): the dashboard's grid.

@@ -73,6 +73,9 @@ pub struct FleetView {
     pub next_transition: Option<DateTime<Utc>>,
     /// Every cluster's and gate's labels: what scoped watchers filter on.
     pub labels: Arc<ViewLabels>,
+    /// Approval requests pending now or decided in the last few minutes, by id
+    /// (read beside the fleet inputs by [`crate::Service::fleet_view`]).
+    pub approvals: BTreeMap<String, crate::db::approvals::ApprovalRequest>,
 }
 
 /// Cluster and gate labels of a view, by name.
