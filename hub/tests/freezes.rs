@@ -2,6 +2,7 @@
 //! closes every gate above every override (a newer open override too), reaches the
 //! snapshots once per cluster (also clusters without gates), expires by itself, ends by
 //! unfreeze, is audited, refuses bad input naming the field and changes nothing then.
+//! Scheduled notifications and the schedule preview see freezes like every view does.
 
 mod common;
 
@@ -222,4 +223,150 @@ async fn bad_freezes_name_the_field_and_change_nothing() {
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
     assert_eq!(r.body["error"]["field"], "metadata.name");
+}
+
+/// `w` on a and b: closed, open 13:00–14:00 UTC daily.
+const WINDOWED: &str = "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: w}\nspec:\n  \
+    clusters: {names: [a, b]}\n  default: closed\n  timeZone: UTC\n  windows:\n    \
+    - {name: lunch, kind: allow, schedule: \"0 13 * * *\", duration: 1h}\n";
+
+/// The `gate.opened`/`gate.closed` events of gate `w` after its creation (which closed it):
+/// (type, instant, clusters), in order.
+async fn w_events(hub: &common::Hub) -> Vec<(String, String, Vec<String>)> {
+    let rows: Vec<(String, chrono::DateTime<chrono::Utc>, Vec<String>)> = sqlx::query_as(
+        "select type, occurred_at, clusters from notify_events where gate = 'w' \
+         and type in ('gate.opened', 'gate.closed') and occurred_at > $1 order by occurred_at, id",
+    )
+    .bind(common::t0())
+    .fetch_all(&hub.pool)
+    .await
+    .unwrap();
+    rows.into_iter()
+        .map(|(t, at, c)| (t, at.format("%H:%M").to_string(), c))
+        .collect()
+}
+
+/// (state, the first two [(YYYY-MM-DDTHH:MM, state)]) of `w`'s schedule preview for `query` (`?cluster=…` or none).
+async fn w_preview(hub: &common::Hub, query: &str) -> (String, Vec<(String, String)>) {
+    let r = hub.get(&format!("/api/v1/gates/w/preview{query}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let at = |t: &serde_json::Value| t["at"].as_str().unwrap()[..16].to_string();
+    let transitions = r.body["transitions"].as_array().unwrap();
+    (
+        r.body["initial"]["state"].as_str().unwrap().to_string(),
+        transitions
+            .iter()
+            .take(2)
+            .map(|t| (at(t), t["state"].as_str().unwrap().to_string()))
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn scheduled_notifications_and_the_schedule_preview_see_freezes() {
+    let hub = common::Hub::new().await;
+    for c in ["a", "b"] {
+        hub.register(c, json!({"env": "prod"})).await;
+    }
+    let r = hub.create_gate_yaml(WINDOWED).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    hub.service.notify_scan(&[]).await.unwrap(); // the first scan starts the schedule at t0
+    hub.clock.advance(Duration::minutes(1));
+    let r = hub
+        .post_json(
+            "/api/v1/freezes",
+            &hub.operator,
+            json!({"reason": "INC-9", "clusters": {"names": ["a"]}, "for": "3h"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+
+    // The preview of frozen a stays closed through the window; b opens at 13:00. Without
+    // a cluster: the overrides every cluster gets, and this freeze is not one.
+    let (state, transitions) = w_preview(&hub, "?cluster=a").await;
+    assert_eq!(state, "closed");
+    assert_eq!(
+        transitions[0],
+        ("2026-11-26T13:00".into(), "open".into()),
+        "the next day's window: {transitions:?}"
+    );
+    let r = hub.get("/api/v1/gates/w/preview?cluster=a").await;
+    assert_eq!(
+        r.body["initial"]["reason"], "fleet freeze by ops until 15:01 UTC: INC-9",
+        "{}",
+        r.text
+    );
+    // The impact preview of a new gate on a and b (a dry run) says the same.
+    let r = hub
+        .post_json(
+            "/api/v1/gates?dryRun=true",
+            &hub.admin,
+            common::simple_gate("w2", &["a", "b"], "open"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let states: Vec<(&str, &str)> = r.body["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["cluster"].as_str().unwrap(), c["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, [("a", "closed"), ("b", "open")], "{}", r.text);
+    let b = w_preview(&hub, "?cluster=b").await;
+    assert_eq!(b.1[0], ("2026-11-25T13:00".into(), "open".into()), "{b:?}");
+    assert_eq!(w_preview(&hub, "").await.1, b.1);
+
+    // The window opens: gate.opened for b only (a is frozen); nothing for the freeze's
+    // start (w was closed anyway).
+    hub.clock
+        .set(common::t0() + Duration::hours(1) + Duration::seconds(1));
+    hub.service.notify_scan(&[]).await.unwrap();
+    assert_eq!(
+        w_events(&hub).await,
+        [("gate.opened".into(), "13:00".into(), vec!["b".to_string()])]
+    );
+
+    // Unfrozen inside the window: a opens then (an edge of the scan, by the freeze's end).
+    hub.clock.set(common::t0() + Duration::minutes(70));
+    let r = hub
+        .post_json(
+            "/api/v1/freezes/end",
+            &hub.operator,
+            json!({"reason": "fixed"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    hub.clock.advance(Duration::minutes(1));
+    let out = hub.service.notify_scan(&[]).await.unwrap();
+    assert_eq!(
+        w_events(&hub).await[1..],
+        [("gate.opened".into(), "13:10".into(), vec!["a".to_string()])]
+    );
+    assert_eq!(out.next_due, Some(common::t0() + Duration::hours(2)));
+    // A freeze of every cluster, in the window: both close at its start.
+    hub.clock.advance(Duration::minutes(1));
+    let r = hub
+        .post_json(
+            "/api/v1/freezes",
+            &hub.operator,
+            json!({"reason": "INC-10"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    hub.clock.advance(Duration::minutes(1));
+    hub.service.notify_scan(&[]).await.unwrap();
+    assert_eq!(
+        w_events(&hub).await[2..],
+        [(
+            "gate.closed".into(),
+            "13:12".into(),
+            vec!["a".to_string(), "b".to_string()]
+        )]
+    );
+    let (state, transitions) = w_preview(&hub, "").await;
+    assert_eq!(
+        (state.as_str(), transitions.len()),
+        ("closed", 0),
+        "{transitions:?}"
+    );
 }

@@ -47,6 +47,26 @@ pub async fn live(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<Fre
     Ok(rows)
 }
 
+/// Freezes that may change some gate's state after `from`: neither ended nor expired by
+/// then, oldest first. One that was ended ends at its end (its `expires_at` is moved there),
+/// like a cancelled override in `outbox::overrides_since`.
+pub async fn since(conn: &mut PgConnection, from: DateTime<Utc>) -> Result<Vec<FreezeRecord>> {
+    let mut rows: Vec<FreezeRecord> = sqlx::query_as(sql!(
+        "select {COLUMNS} from freezes where (ended_at is null or ended_at > $1) \
+         and (expires_at is null or expires_at > $1) \
+         and (ended_at is null or ended_at > starts_at) order by created_at, id"
+    ))
+    .bind(from)
+    .fetch_all(conn)
+    .await?;
+    for f in &mut rows {
+        if let Some(end) = f.ended_at {
+            f.expires_at = Some(f.expires_at.map_or(end, |e| e.min(end)));
+        }
+    }
+    Ok(rows)
+}
+
 /// Every live freeze, locked for ending (oldest first).
 pub async fn live_for_update(
     conn: &mut PgConnection,

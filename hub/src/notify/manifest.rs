@@ -25,12 +25,15 @@ pub(crate) struct Version<'a> {
 
 /// The state changes on `clusters` between `before` and `after` (`None`:
 /// the gate did not exist / no longer exists), one transition per new state.
+/// The live `freezes` count like the overrides (a frozen cluster stays closed).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn state_changes(
     name: &str,
     before: Option<&Version<'_>>,
     after: Option<&Version<'_>>,
     clusters: &[Scoped],
     overrides: &[OverrideRecord],
+    freezes: &[crate::db::freezes::FreezeRecord],
     now: DateTime<Utc>,
     actor: &str,
 ) -> Vec<GateTransition> {
@@ -39,7 +42,7 @@ pub(crate) fn state_changes(
     let mut cache: HashMap<(bool, Vec<String>), fleetgate_policy::Evaluation> = HashMap::new();
     let mut state = |v: Option<&Version<'_>>, is_after: bool, c: &Scoped| {
         let v = v.filter(|v| reaches(v.gate, v.within, c))?;
-        let ovs = applying(v.gate, c, overrides);
+        let ovs = applying(v.gate, c, overrides, freezes);
         let key = (is_after, ovs.iter().map(|o| o.id.clone()).collect());
         Some(
             cache

@@ -48,12 +48,15 @@ pub(crate) fn ended(rec: &OverrideRecord, at: DateTime<Utc>, by: Option<&str>) -
 }
 
 /// The clusters of `clusters` whose state of `gate` at `now` differs
-/// between the override sets `before` and `after`, grouped by new state.
+/// between the override sets `before` and `after` (with the live `freezes`, which
+/// outrank both), grouped by new state.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn state_changes(
     gate: &Gate,
     clusters: &[&Scoped],
     before: &[OverrideRecord],
     after: &[OverrideRecord],
+    freezes: &[crate::db::freezes::FreezeRecord],
     now: DateTime<Utc>,
     cause: Cause,
     actor: &str,
@@ -74,8 +77,8 @@ pub(crate) fn state_changes(
             .clone()
     };
     for c in clusters {
-        let old = eval(applying(gate, *c, before));
-        let new = eval(applying(gate, *c, after));
+        let old = eval(applying(gate, *c, before, freezes));
+        let new = eval(applying(gate, *c, after, freezes));
         if old.state != new.state {
             let e = groups
                 .entry(new.state.as_str())

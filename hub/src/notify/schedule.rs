@@ -1,7 +1,9 @@
 //! The window-edge scheduler: every replica wakes at the fleet's earliest
 //! next transition (or its upcoming-notice time), scans the interval since
 //! the last scan and enqueues one `gate.opened`/`gate.closed` per (gate,
-//! instant, new state) and the `gate.upcoming` notices. Replicas take turns
+//! instant, new state) and the `gate.upcoming` notices. Fleet freezes count like
+//! overrides (through `fleet::applying`): no window opens a frozen cluster, and a
+//! freeze's start and end are edges of every gate on its clusters. Replicas take turns
 //! on the scheduler row's lock, and the events' dedup keys make a repeated
 //! scan harmless, so two replicas never emit one edge twice. Driven by the
 //! service's clock ([`crate::clock`]): tests move time and call [`Service::notify_scan`].
@@ -16,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::event::{Cause, GateTransition, GateUpcoming};
 use crate::Result;
 use crate::db::clusters::Scoped;
+use crate::db::freezes::FreezeRecord;
 use crate::db::outbox;
 use crate::db::overrides::OverrideRecord;
 use crate::service::Service;
@@ -48,12 +51,13 @@ pub(crate) fn gate_edges(
     compiled: &CompiledGate,
     clusters: &[Scoped],
     overrides: &[OverrideRecord],
+    freezes: &[FreezeRecord],
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Vec<GateTransition> {
     let base = compiled.transitions(from, to, &[]);
     let mine: Vec<&OverrideRecord> = overrides.iter().filter(|o| o.gate == gate.name()).collect();
-    if base.is_empty() && mine.is_empty() {
+    if base.is_empty() && mine.is_empty() && freezes.is_empty() {
         return Vec::new();
     }
     let mut groups: BTreeMap<(DateTime<Utc>, &'static str), Group> = BTreeMap::new();
@@ -61,7 +65,7 @@ pub(crate) fn gate_edges(
         .iter()
         .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
     {
-        let ovs = applying(gate, c, mine.iter().copied());
+        let ovs = applying(gate, c, mine.iter().copied(), freezes);
         let own;
         let changes = if ovs.is_empty() {
             &base
@@ -100,12 +104,14 @@ pub(crate) fn gate_edges(
 }
 
 /// `gate.upcoming` notices for window edges in `(from + lead, to + lead]`,
-/// naming the clusters no override holds at that instant.
+/// naming the clusters no override or freeze holds at that instant.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn gate_upcoming(
     gate: &Gate,
     compiled: &CompiledGate,
     clusters: &[Scoped],
     overrides: &[OverrideRecord],
+    freezes: &[FreezeRecord],
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     lead: chrono::Duration,
@@ -117,7 +123,8 @@ pub(crate) fn gate_upcoming(
                 .iter()
                 .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
                 .filter(|c| {
-                    applying(gate, *c, overrides.iter().filter(|o| o.gate == gate.name()))
+                    let mine = overrides.iter().filter(|o| o.gate == gate.name());
+                    applying(gate, *c, mine, freezes)
                         .iter()
                         .all(|o| !o.is_active(t.at))
                 })
@@ -162,12 +169,16 @@ impl Service {
             })
             .collect();
         let overrides = outbox::overrides_since(&mut tx, from).await?;
+        let freezes = crate::db::freezes::since(&mut tx, from).await?;
         let mut inserted = 0;
         if from < now {
             let bound_in = |t: DateTime<Utc>| from < t && t <= now;
             let due = overrides
                 .iter()
                 .any(|o| bound_in(o.starts_at) || o.expires_at.is_some_and(bound_in))
+                || freezes
+                    .iter()
+                    .any(|f| bound_in(f.starts_at) || f.expires_at.is_some_and(bound_in))
                 || gates.iter().any(|(_, c)| {
                     !c.transitions(from, now, &[]).is_empty()
                         || leads
@@ -177,7 +188,7 @@ impl Service {
             if due {
                 let clusters = crate::db::clusters::scoped(&mut tx).await?;
                 for (g, c) in &gates {
-                    for edge in gate_edges(g, c, &clusters, &overrides, from, now) {
+                    for edge in gate_edges(g, c, &clusters, &overrides, &freezes, from, now) {
                         inserted += usize::from(
                             outbox::enqueue(&mut tx, &edge.into_event())
                                 .await?
@@ -185,7 +196,9 @@ impl Service {
                         );
                     }
                     for lead in leads {
-                        for notice in gate_upcoming(g, c, &clusters, &overrides, from, now, *lead) {
+                        let notices =
+                            gate_upcoming(g, c, &clusters, &overrides, &freezes, from, now, *lead);
+                        for notice in notices {
                             inserted += usize::from(
                                 outbox::enqueue(&mut tx, &notice.into_event(now))
                                     .await?
@@ -219,6 +232,10 @@ impl Service {
         for o in &overrides {
             due(Some(o.starts_at));
             due(o.expires_at);
+        }
+        for f in &freezes {
+            due(Some(f.starts_at));
+            due(f.expires_at);
         }
         Ok(ScanOutcome { inserted, next_due })
     }

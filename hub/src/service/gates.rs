@@ -275,8 +275,8 @@ impl Service {
     }
 
     /// The gate's transitions in `(from, to]` (default: now .. now+7d), in the
-    /// CLI's JSON shape. Live overrides count: with `cluster`, those applying
-    /// to that cluster; without, those for the gate's whole scope.
+    /// CLI's JSON shape. Live overrides and fleet freezes count: with `cluster`,
+    /// those applying to that cluster; without, those for the gate's whole scope.
     pub async fn preview_gate(
         &self,
         actor: &Actor,
@@ -314,19 +314,26 @@ impl Service {
             .with_feeds(feeds);
         let compiled = gate.compile_with(&calendars).map_err(Error::from_policy)?;
         let rows = overrides::live_for_gates(&mut conn, &[name.to_string()], self.now()).await?;
+        let freezes = crate::db::freezes::live(&mut conn, self.now()).await?;
         let ovs = match cluster {
-            // Without a cluster, the overrides every cluster of the gate gets.
+            // Without a cluster, the overrides and freezes every cluster of the gate gets.
             None => rows
                 .iter()
                 .filter(|r| r.clusters.is_none())
                 .map(super::fleet::to_policy)
+                .chain(
+                    freezes
+                        .iter()
+                        .filter(|f| f.clusters.is_none())
+                        .map(super::freezes::to_policy),
+                )
                 .collect(),
             Some(c) => {
                 let c = clusters::get(&mut conn, c, self.now())
                     .await?
                     .ok_or_else(|| Error::not_found("cluster", c))?;
                 actor.require_visible_cluster(&c.name, &c.labels)?;
-                super::fleet::applying(&gate, &c, &rows)
+                super::fleet::applying(&gate, &c, &rows, &freezes)
             }
         };
         Ok(compiled.preview(from, to, &ovs))
@@ -393,7 +400,7 @@ fn notify_version<'a>(
 }
 
 /// Enqueues the `gate.opened`/`gate.closed` of a manifest write (before and
-/// after it, with the gate's live overrides), in the write's transaction.
+/// after it, with the gate's live overrides and the freezes), in the write's transaction.
 #[allow(clippy::too_many_arguments)]
 async fn notify_state_changes(
     tx: &mut sqlx::PgConnection,
@@ -406,8 +413,17 @@ async fn notify_state_changes(
     actor: &Actor,
 ) -> Result<()> {
     let live = overrides::live_for_gates(tx, &[name.to_string()], now).await?;
-    let changes =
-        crate::notify::manifest::state_changes(name, before, after, all, &live, now, &actor.name);
+    let freezes = crate::db::freezes::live(tx, now).await?;
+    let changes = crate::notify::manifest::state_changes(
+        name,
+        before,
+        after,
+        all,
+        &live,
+        &freezes,
+        now,
+        &actor.name,
+    );
     for t in changes {
         crate::notify::enqueue(tx, &t.keyed(key)).await?;
     }

@@ -267,11 +267,13 @@ impl Service {
                         &crate::notify::overrides::ended(&row, now, Some(&actor.name)),
                     )
                     .await?;
+                    let freezes = crate::db::freezes::live(tx, now).await?;
                     for t in crate::notify::overrides::state_changes(
                         &gate_def,
                         &touched,
                         &before_live,
                         &after_live,
+                        &freezes,
                         now,
                         crate::notify::Cause::Override,
                         &actor.name,
@@ -540,11 +542,13 @@ pub(super) async fn insert_override(
     let before: Vec<OverrideRecord> = live.iter().filter(|o| o.id != rec.id).cloned().collect();
     let touched: Vec<&Scoped> = all.iter().filter(|c| affected.contains(&c.name)).collect();
     crate::notify::enqueue(tx, &crate::notify::overrides::created(&rec, &affected)).await?;
+    let freezes = crate::db::freezes::live(tx, now).await?;
     for t in crate::notify::overrides::state_changes(
         gate_def,
         &touched,
         &before,
         &live,
+        &freezes,
         now,
         crate::notify::Cause::Override,
         n.actor,

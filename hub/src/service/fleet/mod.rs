@@ -369,16 +369,18 @@ impl FleetInputs {
     /// The live overrides of `gate` that apply to `cluster`, oldest first, and the freezes
     /// covering the cluster (which apply to every gate).
     pub fn applying(&self, gate: &GateInput, cluster: &Cluster) -> Vec<Override> {
-        let mut own = self.applying_own(gate, cluster);
-        own.extend(self.freezes_on(cluster));
-        own
+        let rows = self
+            .overrides
+            .get(gate.name())
+            .map_or(&[][..], Vec::as_slice);
+        applying(&gate.gate, cluster, rows, &self.freezes)
     }
 
     /// The live overrides of `gate` itself that apply to `cluster`, oldest first.
     pub fn applying_own(&self, gate: &GateInput, cluster: &Cluster) -> Vec<Override> {
         self.overrides
             .get(gate.name())
-            .map_or_else(Vec::new, |rows| applying(&gate.gate, cluster, rows))
+            .map_or_else(Vec::new, |rows| own_applying(&gate.gate, cluster, rows))
     }
 
     /// The live freezes covering `cluster`, as overrides of the reserved gate.
@@ -470,9 +472,25 @@ pub(crate) fn applies(gate: &Gate, cluster: &impl Labelled, row: &OverrideRecord
             .is_none_or(|s| s.matches(name, labels))
 }
 
-/// Those of `rows` that apply to `cluster` for `gate`, in the policy crate's
-/// form and in the order given.
+/// What decides `gate` on `cluster` beside its rules: those of `rows` that apply to it, in
+/// the policy crate's form and in the order given, then the freezes of `freezes` covering
+/// the cluster (a freeze closes every gate). Every evaluation of a gate on a cluster — views,
+/// snapshots, rollouts, the schedule preview, notifications — takes its overrides from
+/// here, so none can leave the freezes out.
 pub(crate) fn applying<'a>(
+    gate: &Gate,
+    cluster: &impl Labelled,
+    rows: impl IntoIterator<Item = &'a OverrideRecord>,
+    freezes: &[db::freezes::FreezeRecord],
+) -> Vec<Override> {
+    let mut own = own_applying(gate, cluster, rows);
+    own.extend(super::freezes::covering(freezes, cluster));
+    own
+}
+
+/// Those of `rows` that apply to `cluster` for `gate`, without freezes (a snapshot carries
+/// them apart).
+fn own_applying<'a>(
     gate: &Gate,
     cluster: &impl Labelled,
     rows: impl IntoIterator<Item = &'a OverrideRecord>,

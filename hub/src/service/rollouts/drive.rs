@@ -95,8 +95,7 @@ pub(crate) async fn step_gate(
             )
         })
         .map(|c| {
-            let mut own = applying(&gate, c, &rows);
-            own.extend(crate::service::freezes::covering(&live_freezes, c));
+            let own = applying(&gate, c, &rows, &live_freezes);
             let evaluation = compiled.evaluate(now, &own);
             let bypass = evaluation.state == GateState::Open
                 && rows.iter().any(|r| {
