@@ -2,7 +2,8 @@
 //! HTTP receiver and checked with the Standard Webhooks reference library:
 //! `gate.opened`/`gate.closed` of manifest writes (create, replace,
 //! delete: only the clusters whose state changed now, once per write), and
-//! a rollout's `started`, `wave_released`, `halted` and `completed`.
+//! a rollout's `started`, `wave_released`, `halted` and `completed`; a fleet
+//! freeze's `freeze.started` and `freeze.ended`.
 
 mod common;
 mod notify_support;
@@ -213,4 +214,55 @@ async fn a_rollout_announces_its_start_waves_halt_and_completion() {
             .contains("wave 1 failed"),
         "{v}"
     );
+}
+
+#[tokio::test]
+async fn freezes_announce_their_start_and_end() {
+    let hub = Hub::new().await;
+    for (c, env) in [("a", "prod"), ("b", "prod"), ("c", "dev")] {
+        hub.register(c, json!({"env": env})).await;
+    }
+    let (r1, router) = replica(&hub, "r1");
+    let (url, mut rx) = receiver(0).await;
+    let secret = subscribe(
+        &router,
+        common::ADMIN,
+        json!({"name": "incidents", "url": url, "events": ["freeze.*"]}),
+    )
+    .await;
+    let stop = CancellationToken::new();
+    let _guard = stop.clone().drop_guard();
+    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+
+    let r = hub
+        .post_json(
+            "/api/v1/freezes",
+            &hub.operator,
+            json!({"reason": "INC-7", "clusters": {"selector": {"matchLabels": {"env": "prod"}}}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let id = r.body["id"].as_str().unwrap().to_string();
+    let v = delivered(&mut rx, &secret).await;
+    assert_eq!(v["type"], "freeze.started", "{v}");
+    assert_eq!(v["data"]["clusters"], json!(["a", "b"]), "{v}");
+    assert_eq!(v["data"]["freeze"]["id"], id.as_str());
+    assert_eq!(v["data"]["freeze"]["reason"], "INC-7");
+    assert_eq!(v["data"]["freeze"]["actor"], "ops");
+
+    hub.clock.advance(chrono::Duration::minutes(30));
+    let r = hub
+        .post_json(
+            "/api/v1/freezes/end",
+            &hub.operator,
+            json!({"reason": "INC-7 fixed"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let v = delivered(&mut rx, &secret).await;
+    assert_eq!(v["type"], "freeze.ended", "{v}");
+    assert_eq!(v["data"]["clusters"], json!(["a", "b"]), "{v}");
+    assert_eq!(v["data"]["freeze"]["id"], id.as_str());
+    assert_eq!(v["data"]["freeze"]["endedBy"], "ops");
+    assert_eq!(v["data"]["freeze"]["endReason"], "INC-7 fixed");
 }
