@@ -118,7 +118,9 @@ export function overridesTable(list, ctx, refresh) {
       h('td', {}, badge(o.state, o.state)), h('td', {}, h('a', { href: `#/gates/${enc(o.gate)}` }, o.gate)),
       h('td', {}, scopeText(o)), h('td', {}, fmtTime(o.startsAt)),
       h('td', {}, o.expiresAt ? [fmtTime(o.expiresAt), ' ', h('span', { class: 'muted' }, relTime(o.expiresAt))] : 'until cancelled'),
-      h('td', {}, o.actor), h('td', { class: 'reason' }, o.reason), h('td', {}, cancelAction(o, ctx, refresh))))));
+      h('td', {}, o.actor, o.approvalRequest ? h('span', { class: 'muted' }, ' (approved)') : null),
+      h('td', { class: 'reason' }, o.emergency ? [badge('closed', 'EMERGENCY'), ' '] : null, o.reason),
+      h('td', {}, cancelAction(o, ctx, refresh))))));
 }
 
 function clustersTable(list) {

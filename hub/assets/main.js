@@ -1,5 +1,5 @@
 // Boot and routing: sign-in (identity provider session or API token), then hash routes
-// (#/fleet, #/gates/NAME, #/clusters/NAME, #/audit, #/webhooks for admins). Live events make the
+// (#/fleet, #/gates/NAME, #/clusters/NAME, #/approvals, #/audit, #/webhooks for admins). Live events make the
 // current page re-fetch its data (debounced), so every page stays current.
 
 import { api, setToken, setCsrf, token, ApiError } from './api.js';
@@ -11,6 +11,7 @@ import { renderCluster } from './cluster.js';
 import { renderAudit } from './audit.js';
 import { renderWebhooks } from './webhooks.js';
 import { renderFreeze } from './freeze.js';
+import { renderApprovals, setPendingCount } from './approvals.js';
 
 const main = document.getElementById('main');
 // Script errors are kept where the browser tests can read them.
@@ -26,6 +27,7 @@ function route() {
     case 'clusters': return { name: 'cluster', render: renderCluster, arg: parts[1] };
     case 'audit': return { name: 'audit', render: renderAudit };
     case 'webhooks': return { name: 'webhooks', render: renderWebhooks };
+    case 'approvals': return { name: 'approvals', render: renderApprovals };
     default: return { name: 'fleet', render: renderFleet };
   }
 }
@@ -38,7 +40,7 @@ async function show() {
   document.body.dataset.page = r.name;
   main.dataset.ready = '';
   for (const a of document.querySelectorAll('[data-nav]')) {
-    a.classList.toggle('current', a.dataset.nav === r.name || (!['audit', 'webhooks'].includes(r.name) && a.dataset.nav === 'fleet'));
+    a.classList.toggle('current', a.dataset.nav === r.name || (!['audit', 'webhooks', 'approvals'].includes(r.name) && a.dataset.nav === 'fleet'));
   }
   const ctx = { me: app.me, canAct: app.me.role !== 'viewer', refresh: () => refreshNow() };
   // Each navigation renders into its own element: a refresh of the previous
@@ -72,11 +74,18 @@ function freezeBanner(ctx) {
     .catch((e) => { if (!(e instanceof ApiError && e.status === 401)) toast(`Freeze banner: ${e.message}`, 'bad'); });
 }
 
+/** The number of pending approvals beside "Approvals" in the navigation. */
+function pendingCount() {
+  api('/api/v1/approvals', { query: { status: 'pending' } })
+    .then((p) => setPendingCount(p.items.length))
+    .catch(() => {});
+}
+
 /** Re-fetches the current page's data now. */
 async function refreshNow() {
   clearTimeout(app.timer);
   app.timer = null;
-  if (app.me) freezeBanner();
+  if (app.me) { freezeBanner(); pendingCount(); }
   if (!app.page || !app.page.refresh) return show();
   try {
     await app.page.refresh();
@@ -102,6 +111,12 @@ function summarize(events) {
   const overrides = events.filter((e) => e.name === 'override');
   const spokes = events.filter((e) => e.name === 'spoke');
   const rollouts = events.filter((e) => e.name === 'rollout');
+  for (const a of events.filter((e) => e.name === 'approval').slice(0, 2)) {
+    const d = a.data;
+    const what = `${d.state === 'open' ? 'open' : 'close'} gate ${d.gate}`;
+    toast(d.change === 'pending' ? `${d.requester} asks to ${what}: ${d.reason} (${d.approvals} of ${d.required} approvals)`
+      : `Request to ${what} ${d.change}${d.decidedBy ? ` by ${d.decidedBy}` : ''}`, d.change === 'approved' ? 'good' : 'info');
+  }
   for (const o of overrides.slice(0, 2)) {
     const d = o.data;
     toast(d.change === 'active'
@@ -199,6 +214,7 @@ async function start() {
     onStatus: setLive,
     onUnauthenticated: () => signOut('Your token is no longer valid. Sign in again.'),
   });
+  pendingCount();
   await show();
 }
 

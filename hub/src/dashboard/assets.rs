@@ -36,6 +36,11 @@ const FILES: &[(&str, &str, &str)] = &[
     ("dom.js", JS, include_str!("../../assets/dom.js")),
     ("freeze.js", JS, include_str!("../../assets/freeze.js")),
     (
+        "approvals.js",
+        JS,
+        include_str!("../../assets/approvals.js"),
+    ),
+    (
         "favicon.svg",
         "image/svg+xml",
         include_str!("../../assets/favicon.svg"),
