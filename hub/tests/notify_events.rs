@@ -1,16 +1,25 @@
 //! The events other hub writes put in the outbox, delivered to a real local
 //! HTTP receiver and checked with the Standard Webhooks reference library:
 //! `gate.opened`/`gate.closed` of manifest writes (create, replace,
-//! delete: only the clusters whose state changed now, once per write), and
-//! a rollout's `started`, `wave_released`, `halted` and `completed`; a fleet
-//! freeze's `freeze.started` and `freeze.ended`.
+//! delete: only the clusters whose state changed now, once per write), a
+//! rollout's `started`, `wave_released`, `halted` and `completed`, a fleet
+//! freeze's `freeze.started` and `freeze.ended`, `spoke.disconnected` after
+//! the grace period and `spoke.connected` (once across two scanning
+//! services), `changes.held` from status reports, and a scoped subscriber
+//! receiving only its own clusters' events.
 
 mod common;
 mod notify_support;
 mod rollout_support;
 
+use std::sync::Arc;
+
 use axum::http::{Method, StatusCode};
-use common::Hub;
+use chrono::Duration;
+use common::{Hub, t0};
+use fleetgate_hub::Service;
+use fleetgate_hub::db::reports::ReportedObject;
+use fleetgate_hub::service::reports::{Assembled, Reports};
 use notify_support::{Received, next, receiver, replica, subscribe, verify};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -265,4 +274,259 @@ async fn freezes_announce_their_start_and_end() {
     assert_eq!(v["data"]["freeze"]["id"], id.as_str());
     assert_eq!(v["data"]["freeze"]["endedBy"], "ops");
     assert_eq!(v["data"]["freeze"]["endReason"], "INC-7 fixed");
+}
+
+#[tokio::test]
+async fn spokes_gone_past_the_grace_period_and_back_are_announced_once() {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    hub.register("b", json!({"env": "prod"})).await;
+    let (r1, router) = replica(&hub, "r1");
+    let (url, mut rx) = receiver(0).await;
+    let secret = subscribe(
+        &router,
+        common::ADMIN,
+        json!({"name": "ops", "url": url, "events": ["spoke.*"]}),
+    )
+    .await;
+    let reports = &r1.reports;
+    for c in ["a", "b"] {
+        reports.connected(c, "test");
+    }
+    reports.flush_all().await;
+    let grace = Duration::minutes(5);
+    let since = t0();
+    let other = Service::with_clock(hub.pool.clone(), Arc::new(hub.clock.clone()));
+    let scan = |s: &Service| {
+        let s = s.clone();
+        async move { s.notify_spokes(grace, since).await.unwrap() }
+    };
+
+    // `a` leaves at t0+1m; `b` stays (its stream renews liveness).
+    hub.clock.set(t0() + Duration::minutes(1));
+    reports.disconnected("a", || false);
+    reports.flush_all().await;
+    hub.clock.set(t0() + Duration::minutes(5));
+    reports.connected("b", "test");
+    reports.flush_all().await;
+    assert_eq!(scan(&hub.service).await, 0, "within the grace period");
+
+    // Past it: both services scan at once, one event.
+    hub.clock
+        .set(t0() + Duration::minutes(6) + Duration::seconds(1));
+    reports.connected("b", "test");
+    reports.flush_all().await;
+    let (x, y) = tokio::join!(scan(&hub.service), scan(&other));
+    assert_eq!(x + y, 1, "exactly one spoke.disconnected");
+    assert_eq!(scan(&other).await, 0, "announced once per outage");
+
+    // Back at t0+10m.
+    hub.clock.set(t0() + Duration::minutes(10));
+    reports.connected("a", "test");
+    reports.flush_all().await;
+    let (x, y) = tokio::join!(scan(&hub.service), scan(&other));
+    assert_eq!(x + y, 1, "exactly one spoke.connected");
+    assert_eq!(scan(&hub.service).await, 0);
+
+    let stop = CancellationToken::new();
+    let _guard = stop.clone().drop_guard();
+    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    let down = delivered(&mut rx, &secret).await;
+    assert_eq!(down["type"], "spoke.disconnected", "{down}");
+    assert_eq!(down["subject"], "cluster/a");
+    assert_eq!(down["data"]["cluster"], "a");
+    assert_eq!(
+        down["data"]["lastSeenAt"],
+        json!(t0() + Duration::minutes(1))
+    );
+    let up = delivered(&mut rx, &secret).await;
+    assert_eq!(up["type"], "spoke.connected", "{up}");
+    assert_eq!(up["data"]["cluster"], "a");
+    assert!(up["sequence"].as_i64() > down["sequence"].as_i64());
+}
+
+/// A report from `cluster` of one Kustomization held by gate `g` at `revision`
+/// (or not held, applied at it).
+fn held_report(reports: &Reports, cluster: &str, revision: &str, held: bool) {
+    let object = ReportedObject {
+        kind: "Kustomization".into(),
+        namespace: "flux-system".into(),
+        name: "apps".into(),
+        suspended: held,
+        suspended_by: if held { vec!["g".into()] } else { vec![] },
+        gates: vec!["g".into()],
+        last_applied_revision: Some(if held { "main@sha1:a" } else { revision }.into()),
+        newest_source_revision: Some(revision.into()),
+        held,
+        ..ReportedObject::default()
+    };
+    reports.connected(cluster, "test");
+    reports.submit(
+        cluster,
+        1,
+        Assembled {
+            objects: vec![object],
+            held_objects: vec![],
+            local_gates: vec![],
+            problems: vec![],
+            inventory: None,
+        },
+        0,
+    );
+}
+
+#[tokio::test]
+async fn a_new_revision_waiting_behind_a_closed_gate_is_announced_once() {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    hub.simple_gate("g", &["a"], "closed").await;
+    let (r1, router) = replica(&hub, "r1");
+    let (url, mut rx) = receiver(0).await;
+    let secret = subscribe(
+        &router,
+        common::ADMIN,
+        json!({"name": "ops", "url": url, "events": ["changes.held"]}),
+    )
+    .await;
+    let held = |revision: &'static str, is_held: bool| {
+        let r = &r1.reports;
+        async move {
+            held_report(r, "a", revision, is_held);
+            r.flush_all().await;
+        }
+    };
+    held("main@sha1:b", true).await;
+    // The same wait reported again (a heartbeat with a changed clock, a
+    // reconnect): nothing new.
+    hub.clock.advance(Duration::seconds(30));
+    held("main@sha1:b", true).await;
+    // A newer revision waits: news. Then it is applied, and waits no more.
+    held("main@sha1:c", true).await;
+    held("main@sha1:c", false).await;
+
+    let stop = CancellationToken::new();
+    let _guard = stop.clone().drop_guard();
+    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    for revision in ["main@sha1:b", "main@sha1:c"] {
+        let v = delivered(&mut rx, &secret).await;
+        assert_eq!(v["type"], "changes.held", "{v}");
+        assert_eq!(v["subject"], "cluster/a");
+        assert_eq!(v["data"]["gate"], "g");
+        assert_eq!(v["data"]["cluster"], "a");
+        assert_eq!(
+            v["data"]["objects"],
+            json!([{"kind": "Kustomization", "namespace": "flux-system", "name": "apps",
+                    "revision": revision, "appliedRevision": "main@sha1:a"}])
+        );
+    }
+    let (n,): (i64,) =
+        sqlx::query_as("select count(*) from notify_events where type = 'changes.held'")
+            .fetch_one(&hub.pool)
+            .await
+            .unwrap();
+    assert_eq!(n, 2);
+}
+
+/// The clusters each delivery of subscription `name` names (`None`: all of the event's).
+async fn delivered_clusters(hub: &Hub, name: &str) -> Vec<(String, Option<Vec<String>>)> {
+    sqlx::query_as(
+        "select e.type, d.clusters from webhook_deliveries d \
+         join webhooks w on w.id = d.webhook_id join notify_events e on e.id = d.event_id \
+         where w.name = $1 order by d.id",
+    )
+    .bind(name)
+    .fetch_all(&hub.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_scoped_subscriber_gets_only_events_of_its_gates_and_clusters() {
+    let hub = Hub::new().await;
+    for c in ["a", "b"] {
+        hub.register(c, json!({"env": "prod"})).await;
+    }
+    let (_r1, router) = replica(&hub, "r1");
+    let r = hub
+        .post_json(
+            "/api/v1/tokens",
+            &hub.admin,
+            json!({"name": "team-a", "role": "admin", "scope": {"clusters": {"names": ["a"]}}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let team = r.body["secret"].as_str().unwrap().to_string();
+    let (url, mut rx) = receiver(0).await;
+    let secret = subscribe(&router, &team, json!({"name": "team", "url": url})).await;
+    subscribe(&router, common::ADMIN, json!({"name": "all", "url": url})).await;
+
+    // A gate on both clusters: the team hears about `a` only.
+    hub.simple_gate("both", &["a", "b"], "closed").await;
+    // A gate on `b` alone, and `b`'s spoke events: nothing for the team.
+    hub.simple_gate("only-b", &["b"], "closed").await;
+    let mut tx = hub.pool.begin().await.unwrap();
+    for c in ["a", "b"] {
+        fleetgate_hub::notify::enqueue(
+            &mut tx,
+            &fleetgate_hub::notify::NewEvent {
+                event_type: "spoke.disconnected".into(),
+                subject: format!("cluster/{c}"),
+                dedup_key: None,
+                occurred_at: t0(),
+                gate: None,
+                clusters: vec![c.into()],
+                data: json!({"cluster": c}),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    let a = Some(vec!["a".to_string()]);
+    assert_eq!(
+        delivered_clusters(&hub, "team").await,
+        [
+            ("gate.closed".to_string(), a.clone()),
+            ("spoke.disconnected".to_string(), a.clone()),
+        ]
+    );
+    let all: Vec<String> = delivered_clusters(&hub, "all")
+        .await
+        .into_iter()
+        .map(|(t, c)| {
+            assert_eq!(c, None, "unscoped: every cluster");
+            t
+        })
+        .collect();
+    assert_eq!(
+        all,
+        [
+            "gate.closed",
+            "gate.closed",
+            "spoke.disconnected",
+            "spoke.disconnected"
+        ]
+    );
+
+    // What the team's receiver gets names `a` only.
+    let (r1, _) = replica(&hub, "r2");
+    let stop = CancellationToken::new();
+    let _guard = stop.clone().drop_guard();
+    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    let mut team_gate = None;
+    while team_gate.is_none() {
+        let (h, v, raw) = next(&mut rx).await;
+        if standardwebhooks::Webhook::new(&secret)
+            .unwrap()
+            .verify(&raw, &h)
+            .is_ok()
+            && v["type"] == "gate.closed"
+        {
+            team_gate = Some(v);
+        }
+    }
+    let v = team_gate.unwrap();
+    assert_eq!(v["data"]["gate"], "both");
+    assert_eq!(v["data"]["clusters"], json!(["a"]), "{v}");
 }

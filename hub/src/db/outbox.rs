@@ -52,13 +52,17 @@ struct Route {
     #[sqlx(json(nullable))]
     clusters: Option<fleetgate_policy::ClusterScope>,
     per_cluster: bool,
+    /// The subscriber's access scopes (none: unscoped).
+    #[sqlx(json(nullable))]
+    owner_scope: Option<Vec<fleetgate_api_types::AccessScope>>,
 }
 
 /// One delivery per subscription that selects `ev` (per cluster for
 /// per-cluster subscriptions).
 async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<()> {
     let routes: Vec<Route> = sqlx::query_as(
-        "select id, event_types, gates, clusters, per_cluster from webhooks where enabled",
+        "select id, event_types, gates, clusters, per_cluster, owner_scope from webhooks \
+         where enabled",
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -75,14 +79,26 @@ async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<
     if wanted.is_empty() {
         return Ok(());
     }
+    let scoped = wanted.iter().any(|r| r.owner_scope.is_some());
     let labelled: Option<Vec<Scoped>> =
-        if wanted.iter().any(|r| r.clusters.is_some()) && !ev.clusters.is_empty() {
+        if (scoped || wanted.iter().any(|r| r.clusters.is_some())) && !ev.clusters.is_empty() {
             Some(crate::db::clusters::scoped(conn).await?)
         } else {
             None
         };
+    let gate_labels = match (&ev.gate, scoped) {
+        (Some(g), true) => gate_labels(conn, g).await?,
+        _ => Default::default(),
+    };
     let (mut hooks, mut clusters, mut kept, mut ids) = (vec![], vec![], vec![], vec![]);
     for r in wanted {
+        let in_scope = match &r.owner_scope {
+            None => None,
+            Some(scopes) => match in_scope(scopes, ev, &gate_labels, labelled.as_deref()) {
+                None => continue,
+                Some(kept) => kept,
+            },
+        };
         let matched: Option<Vec<String>> = match (&r.clusters, &labelled) {
             (Some(scope), Some(all)) => Some(
                 ev.clusters
@@ -97,6 +113,11 @@ async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<
                     .collect(),
             ),
             _ => None,
+        };
+        let matched = match (matched, in_scope) {
+            (Some(m), Some(s)) => Some(m.into_iter().filter(|c| s.contains(c)).collect()),
+            (m, None) => m,
+            (None, s) => s,
         };
         if matched.as_ref().is_some_and(Vec::is_empty) {
             continue;
@@ -135,6 +156,58 @@ async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// `gate`'s `metadata.labels` (empty if it no longer exists).
+async fn gate_labels(
+    conn: &mut PgConnection,
+    gate: &str,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let row: Option<(serde_json::Value,)> =
+        sqlx::query_as("select manifest from gates where name = $1")
+            .bind(gate)
+            .fetch_optional(conn)
+            .await?;
+    Ok(row
+        .map(|(m,)| crate::service::gates::manifest_labels(&m))
+        .unwrap_or_default())
+}
+
+/// What of `ev` a subscriber with `scopes` may see: `None` if nothing (its
+/// gate is outside them, or none of its clusters is inside), else the
+/// event's clusters inside them (with its gate: where one scope holds both;
+/// `Some(None)` for an event that names no cluster).
+fn in_scope(
+    scopes: &[fleetgate_api_types::AccessScope],
+    ev: &NewEvent,
+    gate_labels: &std::collections::BTreeMap<String, String>,
+    labelled: Option<&[Scoped]>,
+) -> Option<Option<Vec<String>>> {
+    let gate_ok = |s: &fleetgate_api_types::AccessScope| {
+        ev.gate.as_ref().is_none_or(|g| s.gate(g, gate_labels))
+    };
+    let seeing: Vec<&fleetgate_api_types::AccessScope> =
+        scopes.iter().filter(|s| gate_ok(s)).collect();
+    if seeing.is_empty() {
+        return None;
+    }
+    let empty = std::collections::BTreeMap::new();
+    let kept: Vec<String> = ev
+        .clusters
+        .iter()
+        .filter(|c| {
+            let labels = labelled
+                .and_then(|all| all.iter().find(|s| &s.name == *c))
+                .map_or(&empty, |s| &s.labels);
+            seeing.iter().any(|s| s.cluster(c, labels))
+        })
+        .cloned()
+        .collect();
+    match (ev.clusters.is_empty(), kept.is_empty()) {
+        (true, _) => Some(None),
+        (false, false) => Some(Some(kept)),
+        (false, true) => None,
+    }
 }
 
 /// Overrides that may change some gate's state after `from`: not cancelled
@@ -188,6 +261,85 @@ pub async fn lock_scheduler(
 pub async fn scanned(conn: &mut PgConnection, until: chrono::DateTime<chrono::Utc>) -> Result<()> {
     sqlx::query("update notify_scheduler set scanned_until = greatest(scanned_until, $1), upcoming_until = greatest(upcoming_until, $1)")
         .bind(until)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// A cluster's liveness as the spoke notifications see it.
+#[derive(Debug, sqlx::FromRow)]
+pub struct SpokeLiveness {
+    pub cluster: String,
+    recorded_open: bool,
+    pub last_seen_at: Option<chrono::DateTime<chrono::Utc>>,
+    lease_ttl_ms: Option<i64>,
+    /// Last seen before the outage announced (none announced: `None`).
+    pub down_since: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl SpokeLiveness {
+    /// Whether the spoke is connected at `now` ([`crate::liveness`]).
+    pub fn connected_at(&self, now: chrono::DateTime<chrono::Utc>) -> bool {
+        crate::liveness::is_connected(
+            self.recorded_open,
+            self.last_seen_at,
+            self.lease_ttl_ms,
+            now,
+        )
+    }
+}
+
+/// The clusters a spoke scan must look at: those with an announced outage
+/// and those not seen since `seen_before` (a connected spoke's replica
+/// renews its lease every few seconds, so connected clusters are not read).
+pub async fn spoke_liveness(
+    conn: &mut PgConnection,
+    seen_before: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<SpokeLiveness>> {
+    Ok(sqlx::query_as(
+        "select c.name as cluster, coalesce(k.connected, false) as recorded_open, \
+           case when k.connected then greatest(k.last_seen_at, l.heartbeat_at) \
+             else k.last_seen_at end as last_seen_at, \
+           case when k.connected then \
+             (extract(epoch from l.expires_at - l.heartbeat_at) * 1000)::bigint end as lease_ttl_ms, \
+           d.since as down_since \
+         from clusters c \
+         left join cluster_connections k on k.cluster = c.name \
+         left join replica_leases l on l.replica = k.connected_replica \
+         left join notify_spokes_down d on d.cluster = c.name \
+         where d.cluster is not null \
+            or (case when k.connected then greatest(k.last_seen_at, l.heartbeat_at) \
+                  else k.last_seen_at end) < $1 \
+         order by c.name",
+    )
+    .bind(seen_before)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Records that `cluster`'s outage (last seen `since`) was announced.
+pub async fn spoke_down(
+    conn: &mut PgConnection,
+    cluster: &str,
+    since: chrono::DateTime<chrono::Utc>,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<()> {
+    sqlx::query(
+        "insert into notify_spokes_down (cluster, since, notified_at) values ($1, $2, $3) \
+         on conflict (cluster) do nothing",
+    )
+    .bind(cluster)
+    .bind(since)
+    .bind(at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Records that `cluster`'s spoke is back.
+pub async fn spoke_up(conn: &mut PgConnection, cluster: &str) -> Result<()> {
+    sqlx::query("delete from notify_spokes_down where cluster = $1")
+        .bind(cluster)
         .execute(conn)
         .await?;
     Ok(())

@@ -105,9 +105,12 @@ pub enum ReportWrite {
     NoCluster,
     /// Same content as stored: at most the connection row's times.
     Unchanged,
-    /// The content was replaced; the local gates stored before it.
+    /// The content was replaced; the local gates stored before it, and the
+    /// report's objects (indices into `objects`) whose newest revision
+    /// started waiting with it (held now, not held at that revision before).
     Written {
         previous_local_gates: Vec<LocalGate>,
+        newly_held: Vec<usize>,
     },
 }
 
@@ -193,6 +196,36 @@ pub async fn write_report_diff(
     .fetch_optional(&mut *conn)
     .await?;
     let previous_local_gates = previous.map(|(g,)| g.0).unwrap_or_default();
+    let newly_held = if report.objects.iter().any(|o| o.held) {
+        let before: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
+            "select kind, namespace, name, newest_source_revision from object_status \
+             where cluster = $1 and held",
+        )
+        .bind(&report.cluster)
+        .fetch_all(&mut *conn)
+        .await?;
+        let before: std::collections::HashSet<(&str, &str, &str, Option<&str>)> = before
+            .iter()
+            .map(|(k, ns, n, r)| (k.as_str(), ns.as_str(), n.as_str(), r.as_deref()))
+            .collect();
+        report
+            .objects
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| {
+                o.held
+                    && !before.contains(&(
+                        o.kind.as_str(),
+                        o.namespace.as_str(),
+                        o.name.as_str(),
+                        o.newest_source_revision.as_deref(),
+                    ))
+            })
+            .map(|(i, _)| i)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let objects = serde_json::to_value(&report.objects)
         .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
     sqlx::query(
@@ -289,6 +322,7 @@ pub async fn write_report_diff(
     }
     Ok(ReportWrite::Written {
         previous_local_gates,
+        newly_held,
     })
 }
 

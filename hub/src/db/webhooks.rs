@@ -31,16 +31,20 @@ pub struct WebhookRow {
     pub updated_at: DateTime<Utc>,
     pub disabled_reason: Option<String>,
     pub failing_since: Option<DateTime<Utc>>,
+    /// The access scopes of the scoped principal that created or last
+    /// replaced it (JSON list); `None`: unscoped. Events are routed to it
+    /// only for gates and clusters inside them.
+    pub owner_scope: Option<serde_json::Value>,
 }
 
 const COLUMNS: &str = "id, name, url, event_types, gates, clusters, format, per_cluster, enabled, \
     description, secret, previous_secret, previous_secret_expires_at, created_at, created_by, \
-    updated_at, disabled_reason, failing_since";
+    updated_at, disabled_reason, failing_since, owner_scope";
 
 pub async fn insert(conn: &mut PgConnection, w: &WebhookRow) -> Result<WebhookRow> {
     Ok(sqlx::query_as(sql!(
         "insert into webhooks ({COLUMNS}) values \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
          returning {COLUMNS}"
     ))
     .bind(w.id)
@@ -61,6 +65,7 @@ pub async fn insert(conn: &mut PgConnection, w: &WebhookRow) -> Result<WebhookRo
     .bind(w.updated_at)
     .bind(&w.disabled_reason)
     .bind(w.failing_since)
+    .bind(&w.owner_scope)
     .fetch_one(conn)
     .await?)
 }
@@ -71,7 +76,7 @@ pub async fn update(conn: &mut PgConnection, w: &WebhookRow) -> Result<WebhookRo
         "update webhooks set url = $2, event_types = $3, gates = $4, clusters = $5, format = $6, \
          per_cluster = $7, enabled = $8, description = $9, updated_at = $10, \
          disabled_reason = $11, failing_since = $12, secret = $13, previous_secret = $14, \
-         previous_secret_expires_at = $15 where id = $1 returning {COLUMNS}"
+         previous_secret_expires_at = $15, owner_scope = $16 where id = $1 returning {COLUMNS}"
     ))
     .bind(w.id)
     .bind(&w.url)
@@ -88,6 +93,7 @@ pub async fn update(conn: &mut PgConnection, w: &WebhookRow) -> Result<WebhookRo
     .bind(&w.secret)
     .bind(&w.previous_secret)
     .bind(w.previous_secret_expires_at)
+    .bind(&w.owner_scope)
     .fetch_one(conn)
     .await?)
 }

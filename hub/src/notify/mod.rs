@@ -16,10 +16,12 @@
 pub mod deliver;
 pub mod event;
 pub mod format;
+pub(crate) mod held;
 pub(crate) mod manifest;
 pub(crate) mod overrides;
 pub(crate) mod rollouts;
 pub mod schedule;
+pub mod spokes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,6 +80,9 @@ pub struct NotifyOptions {
     /// Disable an endpoint (with an audit entry) after every delivery failed for this long.
     #[arg(long, env = "FLEETGATE_WEBHOOK_DISABLE_AFTER", default_value = defaults::DISABLE_AFTER, value_parser = crate::config::parse_std_duration)]
     pub webhook_disable_after: Duration,
+    /// Send `spoke.disconnected` once a spoke has been gone this long.
+    #[arg(long, env = "FLEETGATE_NOTIFY_SPOKE_GRACE", default_value = spokes::DEFAULT_GRACE, value_parser = crate::config::parse_std_duration)]
+    pub notify_spoke_grace: Duration,
 }
 
 impl Default for NotifyOptions {
@@ -92,6 +97,7 @@ impl Default for NotifyOptions {
             webhook_lease: d(defaults::LEASE),
             webhook_poll: d(defaults::POLL),
             webhook_disable_after: d(defaults::DISABLE_AFTER),
+            notify_spoke_grace: d(spokes::DEFAULT_GRACE),
         }
     }
 }
@@ -128,6 +134,8 @@ impl NotifyOptions {
 pub struct Notifier {
     pub delivery: deliver::DeliveryConfig,
     pub leads: Vec<chrono::Duration>,
+    /// How long a spoke is gone before `spoke.disconnected`.
+    pub spoke_grace: chrono::Duration,
     pub wake: Arc<tokio::sync::Notify>,
 }
 
@@ -156,13 +164,16 @@ impl Notifier {
                 metrics,
             },
             leads: opts.leads()?,
+            spoke_grace: chrono::Duration::from_std(opts.notify_spoke_grace)
+                .map_err(|e| format!("--notify-spoke-grace: {e}"))?,
             wake: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
-    /// Runs the scheduler and the worker until `stop`.
+    /// Runs the scheduler, the spoke scan and the worker until `stop`.
     pub async fn run(self, service: Service, stop: CancellationToken) {
         tokio::join!(
+            spokes::run(service.clone(), self.spoke_grace, stop.clone()),
             schedule::run(
                 service.clone(),
                 self.leads.clone(),

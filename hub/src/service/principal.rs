@@ -434,6 +434,11 @@ impl ReadScope {
         self.scopes.len() <= 1
     }
 
+    /// The access scopes it is the union of.
+    pub fn scopes(&self) -> &[AccessScope] {
+        &self.scopes
+    }
+
     /// Whether `gate` is visible.
     pub fn gate(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
         self.scopes.iter().any(|s| s.gate(name, labels))

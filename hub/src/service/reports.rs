@@ -444,9 +444,13 @@ async fn write_one(conn: &mut sqlx::PgConnection, report: &ClusterReport) -> Res
         reports::ReportWrite::Unchanged => {}
         reports::ReportWrite::Written {
             previous_local_gates,
+            newly_held,
         } => {
             let entries = local_gates::diff(&previous_local_gates, &report.local_gates);
             local_gates::write(conn, &report.cluster, report.received_at, &entries).await?;
+            for ev in crate::notify::held::events(report, &newly_held) {
+                crate::notify::enqueue(conn, &ev).await?;
+            }
         }
     }
     Ok(())

@@ -105,6 +105,14 @@ fn scope_json(spec: &WebhookSpec) -> Option<serde_json::Value> {
     })
 }
 
+/// What a subscription made by `actor` may receive: its read scopes (none:
+/// unscoped). Kept with the subscription, like a gate keeps its writer's scope.
+fn owner_scope(actor: &Actor) -> Option<serde_json::Value> {
+    actor
+        .read_scope()
+        .and_then(|s| serde_json::to_value(s.scopes()).ok())
+}
+
 fn written(row: WebhookRow, action: &'static str, before: Option<Webhook>) -> Written<Webhook> {
     let w = Webhook::from(row);
     let audit = Audit {
@@ -149,6 +157,7 @@ impl Service {
             updated_at: now,
             disabled_reason: None,
             failing_since: None,
+            owner_scope: owner_scope(actor),
         };
         let row = &row;
         let (webhook, _) = self
@@ -204,12 +213,14 @@ impl Service {
         spec.name = name.to_string();
         check_spec(&spec, egress).await?;
         let now = self.now();
+        let owner = owner_scope(actor);
         self.modify_webhook(
             actor,
             name,
             "webhook.update",
             now,
             &|row: &mut WebhookRow| {
+                row.owner_scope = owner.clone();
                 row.url = spec.url.clone();
                 row.event_types = spec.events.clone();
                 row.gates = spec.gates.clone();
