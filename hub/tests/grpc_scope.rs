@@ -535,6 +535,75 @@ async fn freezes_over_grpc_stay_in_the_callers_scope() {
         )
         .await
         .unwrap();
+    // A freeze of web-1 alone is not the payments team's to see; one naming web-1 and
+    // pay-1 is listed with pay-1 only.
+    let hidden = hub
+        .service
+        .freeze(
+            &Actor::new("ops", Role::Operator),
+            fleetgate_hub::service::freezes::FreezeRequest {
+                reason: "INC-3".into(),
+                clusters: Some(fleetgate_hub::service::types::OverrideClusters {
+                    names: vec!["web-1".into()],
+                    selector: None,
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let shared = hub
+        .service
+        .freeze(
+            &Actor::new("ops", Role::Operator),
+            fleetgate_hub::service::freezes::FreezeRequest {
+                reason: "INC-4".into(),
+                clusters: Some(fleetgate_hub::service::types::OverrideClusters {
+                    names: vec!["web-1".into(), "pay-1".into()],
+                    selector: None,
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let seen = listed(&mut api).await;
+    assert!(
+        seen.iter().all(|f| f.id != hidden.id.to_string()),
+        "{seen:?}"
+    );
+    let s = seen.iter().find(|f| f.id == shared.id.to_string()).unwrap();
+    assert_eq!(s.clusters, ["pay-1"]);
+    // The fleet status's banner list reads the same (REST, the dashboard's source).
+    let r = hub
+        .call(
+            axum::http::Method::GET,
+            "/api/v1/status/clusters",
+            Some(&viewer),
+            None,
+        )
+        .await;
+    let banner = r.body["freezes"].as_array().unwrap();
+    assert!(
+        banner
+            .iter()
+            .all(|f| f["id"] != hidden.id.to_string().as_str()),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains("web-1"), "{}", r.text);
+    for id in [hidden.id, shared.id] {
+        hub.service
+            .unfreeze(
+                &Actor::new("ops", Role::Operator),
+                fleetgate_hub::service::freezes::UnfreezeRequest {
+                    reason: "not ours".into(),
+                    id: Some(id),
+                },
+            )
+            .await
+            .unwrap();
+    }
     let ids: Vec<String> = listed(&mut api).await.into_iter().map(|f| f.id).collect();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids.contains(&info.id) && ids.contains(&root_freeze.id.to_string()));

@@ -63,6 +63,23 @@ pub(crate) fn covering<'a>(
         .collect()
 }
 
+/// Keeps what a reader who sees only `visible` may see of `list`: the freezes covering one of
+/// those clusters, with the cluster names outside them left out (so neither the list nor the
+/// status views name other teams' clusters; the freezes' effect on `visible` is unchanged).
+pub(crate) fn keep_visible<C: Labelled>(list: &mut Vec<FreezeRecord>, visible: &[&C]) {
+    list.retain(|f| match &f.requested_in {
+        Some(cluster) => visible.iter().any(|c| c.name() == cluster),
+        None => visible.iter().any(|c| covers(f, *c)),
+    });
+    for f in list {
+        if let Some(scope) = &mut f.clusters {
+            scope
+                .names
+                .retain(|n| visible.iter().any(|c| c.name() == n));
+        }
+    }
+}
+
 /// Ended freezes as ended closing overrides of `gate`: each one fences the gate's opening
 /// on the clusters it covered, so unfreezing opens rollout gates through their waves.
 pub(crate) fn as_ended_closes(ended: &[EndedFreeze], gate: &str) -> Vec<EndedClose> {
@@ -279,12 +296,30 @@ impl Service {
         Ok(ended)
     }
 
-    /// Freezes, newest first (viewer): those in force or starting later unless `all`.
+    /// Freezes, newest first (viewer): those in force or starting later unless `all`. A
+    /// viewer scoped to some clusters sees the freezes covering one of them, with the
+    /// cluster names outside its scope left out.
     pub async fn list_freezes(&self, actor: &Actor, all: bool) -> Result<Vec<FreezeRecord>> {
         actor.require(Role::Viewer)?;
         let now = self.now();
         let mut conn = self.conn().await?;
-        freezes::list(&mut conn, (!all).then_some(now), 1000).await
+        let mut list = freezes::list(&mut conn, (!all).then_some(now), 1000).await?;
+        if actor.is_unscoped(Role::Viewer) {
+            return Ok(list);
+        }
+        let clusters = crate::db::clusters::scoped(&mut conn).await?;
+        let sees = |c: &Scoped| {
+            actor.covers_cluster(
+                Role::Viewer,
+                ClusterRef {
+                    name: &c.name,
+                    labels: &c.labels,
+                },
+            )
+        };
+        let visible: Vec<&Scoped> = clusters.iter().filter(|c| sees(c)).collect();
+        keep_visible(&mut list, &visible);
+        Ok(list)
     }
 
     /// Records `cluster`'s own freeze state as its spoke reports it (on every connect and

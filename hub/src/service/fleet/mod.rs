@@ -337,6 +337,8 @@ impl FleetInputs {
         r.local_gates.retain(|c, _| clusters.contains(c));
         r.held_by_gate.retain(|k, _| pair(k));
         r.held_objects_by_gate.retain(|k, _| pair(k));
+        let visible: Vec<&Cluster> = self.clusters.iter().map(|c| &c.row).collect();
+        super::freezes::keep_visible(&mut self.freezes, &visible);
         self.pairs = (!scope.is_single()).then_some(scope);
     }
 
