@@ -76,6 +76,13 @@ pub struct FleetRow {
     /// (`HoldNotPermitted`: kind not in its `--held-kinds`): a warning cell.
     #[serde(default)]
     pub held_objects_not_permitted: u32,
+    /// Problems of the cluster's latest stored report (objects with text the
+    /// database cannot hold, stored repaired or left out; the cluster page lists them).
+    #[serde(default)]
+    pub report_problems: u32,
+    /// The database refused the cluster's latest report as a whole: its status is older.
+    #[serde(default)]
+    pub report_refused: bool,
     /// Aligned with [`FleetGrid::gates`]; `None` where the gate does not apply.
     pub cells: Vec<Option<Cell>>,
 }

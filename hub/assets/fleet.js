@@ -210,6 +210,19 @@ export function notPermittedBadge(c) {
   }, `⚠ ${n} not holdable`);
 }
 
+/** The cluster's latest report had text the hub could not store as is, or was refused. */
+export function reportProblemsBadge(c) {
+  const n = c.reportProblems || 0;
+  if (!n && !c.reportRefused) return null;
+  const title = c.reportRefused
+    ? 'The database refused this cluster\'s latest report: its status is from an older report'
+    : `${n} object(s) of the latest report stored repaired (U+0000 replaced by U+FFFD) or left out`;
+  return h('a', {
+    class: 'mini not-permitted', href: `#/clusters/${encodeURIComponent(c.name)}`, 'data-report-problems': String(n),
+    title,
+  }, c.reportRefused ? '⚠ report refused' : `⚠ ${n} report problem${n === 1 ? '' : 's'}`);
+}
+
 function row(c, cols, gates) {
   const tr = document.createElement('tr');
   if (!c.connected) tr.className = 'offline-row';
@@ -218,7 +231,8 @@ function row(c, cols, gates) {
     c.connected ? null : h('span', { class: 'mini offline', title: `Spoke offline; last seen ${c.lastSeenAt ? fmtTime(c.lastSeenAt) : 'never'}` }, '⚠ offline'),
     c.held ? h('span', { class: 'mini held', title: `${c.held} object(s) with a change waiting` }, `‖ ${c.held}`) : null,
     heldObjectsBadge(c),
-    notPermittedBadge(c));
+    notPermittedBadge(c),
+    reportProblemsBadge(c));
   tr.append(name);
   for (const i of cols) {
     const cell = c.cells[i];

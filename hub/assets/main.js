@@ -117,6 +117,12 @@ function summarize(events) {
     toast(d.change === 'pending' ? `${d.requester} asks to ${what}: ${d.reason} (${d.approvals} of ${d.required} approvals)`
       : `Request to ${what} ${d.change}${d.decidedBy ? ` by ${d.decidedBy}` : ''}`, d.change === 'approved' ? 'good' : 'info');
   }
+  for (const p of events.filter((e) => e.name === 'reportProblems' && (e.data.total > e.data.previous || e.data.writeError)).slice(0, 2)) {
+    const d = p.data;
+    toast(d.writeError
+      ? `The hub could not store ${d.cluster}'s report: ${d.writeError}`
+      : `${d.cluster}'s report had ${d.total} object(s) with text stored repaired (see the cluster page)`, 'bad');
+  }
   for (const o of overrides.slice(0, 2)) {
     const d = o.data;
     toast(d.change === 'active'

@@ -7,7 +7,9 @@
 //!   clears it;
 //! - over gRPC, a report whose object has U+0000 in its Ready message is
 //!   stored with U+FFFD, its other objects keep updating, and the problem is
-//!   listed in the cluster's REST and gRPC status;
+//!   listed in the cluster's REST and gRPC status, announced on WatchFleet and
+//!   the dashboard's event stream (`reportProblems`) and counted in its grid,
+//!   and a clean report clears it everywhere;
 //! - AdminService calls with U+0000 in any field are INVALID_ARGUMENT naming
 //!   the field, and write nothing.
 
@@ -145,6 +147,50 @@ async fn metrics(replica: &Replica) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// The next `reportProblems` WatchFleet event that satisfies `want`.
+async fn problems_event(
+    s: &mut tonic::Streaming<pb::FleetEvent>,
+    want: impl Fn(&pb::ReportProblemsChanged) -> bool,
+) -> pb::ReportProblemsChanged {
+    within("a ReportProblemsChanged event", async {
+        loop {
+            let e = s.message().await.unwrap().expect("stream ended");
+            if let Some(pb::fleet_event::Event::ReportProblems(p)) = e.event
+                && want(&p)
+            {
+                return p;
+            }
+        }
+    })
+    .await
+}
+
+/// Reads the dashboard's event stream until a `reportProblems` event's data
+/// satisfies `want`.
+async fn sse_until(
+    sse: &mut (impl futures::Stream<Item = Result<bytes::Bytes, axum::Error>> + Unpin),
+    want: impl Fn(&Value) -> bool,
+) {
+    use futures::StreamExt as _;
+    within("reportProblems on the event stream", async {
+        let mut buf = String::new();
+        loop {
+            let chunk = sse.next().await.expect("stream ended").expect("chunk");
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                let data = block.lines().find_map(|l| l.strip_prefix("data: "));
+                if block.starts_with("event: reportProblems")
+                    && data.is_some_and(|d| want(&serde_json::from_str(d).unwrap()))
+                {
+                    return;
+                }
+            }
+        }
+    })
+    .await
+}
+
 /// Polls the cluster's status until `done` holds (bounded).
 async fn status_until(hub: &Hub, cluster: &str, done: impl Fn(&Value) -> bool) -> Value {
     within("the cluster's status to reflect the report", async {
@@ -165,7 +211,26 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
     let hub = Hub::new().await;
     let token = hub.register("c1", json!({"env": "prod"})).await;
     hub.simple_gate("g", &["c1"], "open").await;
-    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let replica = Replica::new(hub.service.clone(), HttpOptions::default(), Grpc::opts());
+    let http = app(AppState::from_replica(replica.clone()));
+    let grpc = Grpc::start_replica(replica).await;
+    let mut watch = (grpc.admin())
+        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
+        .await
+        .unwrap()
+        .into_inner();
+    let req = Request::builder()
+        .uri("/api/v1/events")
+        .header("authorization", format!("Bearer {}", hub.viewer))
+        .body(Body::empty())
+        .unwrap();
+    let mut sse = http
+        .clone()
+        .oneshot(req)
+        .await
+        .unwrap()
+        .into_body()
+        .into_data_stream();
     let mut spoke = TestSpoke::connect(grpc.channel.clone(), &token, "c1", 0)
         .await
         .unwrap();
@@ -201,7 +266,7 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
 
     // The other object keeps updating.
     other.ready_message = "Applied revision: main@sha1:bbb".into();
-    spoke.report(rev, vec![odd, other]).await;
+    spoke.report(rev, vec![odd, other.clone()]).await;
     let body = status_until(&hub, "c1", |b| {
         object(b, "other")["readyMessage"] == "Applied revision: main@sha1:bbb"
     })
@@ -221,6 +286,40 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
     let p = st.report_problems.unwrap();
     assert_eq!((p.total, p.items.len()), (1, 1));
     assert_eq!(p.items[0].field, "report.objects[0].ready_message");
+
+    // Announced on WatchFleet and the dashboard's stream, counted in its grid.
+    let e = problems_event(&mut watch, |p| p.total == 1).await;
+    assert_eq!(
+        (e.cluster.as_str(), e.previous, e.write_error.as_str()),
+        ("c1", 0, "")
+    );
+    sse_until(&mut sse, |d| {
+        d["cluster"] == "c1" && d["total"] == 1 && d["previous"] == 0
+    })
+    .await;
+    let grid = hub.get("/api/v1/dashboard/fleet").await;
+    assert_eq!(
+        grid.body["clusters"][0]["reportProblems"], 1,
+        "{}",
+        grid.text
+    );
+
+    // A clean report clears it.
+    let mut fixed = kustomization("flux-system", "odd", false, &["g"]);
+    fixed.ready_message = "Applied revision: main@sha1:ccc".into();
+    spoke.report(rev, vec![fixed, other]).await;
+    let e = problems_event(&mut watch, |p| p.total == 0).await;
+    assert_eq!((e.cluster.as_str(), e.previous), ("c1", 1));
+    sse_until(&mut sse, |d| {
+        d["cluster"] == "c1" && d["total"] == 0 && d["previous"] == 1
+    })
+    .await;
+    let grid = hub.get("/api/v1/dashboard/fleet").await;
+    assert_eq!(
+        grid.body["clusters"][0]["reportProblems"], 0,
+        "{}",
+        grid.text
+    );
     grpc.stop().await;
 }
 

@@ -24,12 +24,12 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Opens the event stream. The first event, `ready`, says the stream is
 /// subscribed: state fetched after it misses no change. Later events are
-/// `gate`, `override`, `freeze`, `approval`, `spoke`, `held`, `heldObjects`, `localGates`
-/// and `rollout`; `error` ends the stream (e.g. the
+/// `gate`, `override`, `freeze`, `approval`, `spoke`, `held`, `heldObjects`, `localGates`,
+/// `reportProblems` and `rollout`; `error` ends the stream (e.g. the
 /// token was revoked).
 #[utoipa::path(get, path = "/api/v1/events", tag = "dashboard",
     responses(
-        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, freeze, approval, spoke, held, heldObjects, localGates, rollout, error", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, freeze, approval, spoke, held, heldObjects, localGates, reportProblems, rollout, error", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Response> {
@@ -144,6 +144,13 @@ pub fn to_sse(e: &FleetEvent) -> Event {
         FleetChange::LocalGates { cluster, gates } => (
             "localGates",
             json!({"at": at, "cluster": cluster, "gates": gates}),
+        ),
+        FleetChange::ReportProblems(p) => (
+            "reportProblems",
+            json!({
+                "at": at, "cluster": p.cluster, "total": p.total, "previous": p.previous,
+                "writeError": p.write_error,
+            }),
         ),
         FleetChange::Rollout(r) => (
             "rollout",

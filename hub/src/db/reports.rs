@@ -363,6 +363,17 @@ pub async fn record_write_error(
     Ok(())
 }
 
+/// Per cluster whose latest report had problems or was refused: how many
+/// problems, and the refusal (fleet views and change streams).
+pub async fn problem_briefs(conn: &mut PgConnection) -> Result<Vec<(String, i32, Option<String>)>> {
+    Ok(sqlx::query_as(
+        "select cluster, report_problem_total, report_write_error from cluster_connections \
+         where report_problem_total > 0 or report_write_error is not null order by cluster",
+    )
+    .fetch_all(conn)
+    .await?)
+}
+
 /// What went wrong with `cluster`'s latest reports (nothing: the default).
 pub async fn problems(conn: &mut PgConnection, cluster: &str) -> Result<ReportProblems> {
     type Row = (

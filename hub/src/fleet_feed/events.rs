@@ -191,6 +191,19 @@ pub enum FleetChange {
         cluster: String,
         gates: Vec<crate::service::fleet::LocalGate>,
     },
+    /// How a cluster's latest report was stored changed: objects with text the
+    /// database cannot hold (stored repaired or left out), or the report refused.
+    ReportProblems(ReportProblemsChange),
+}
+
+/// A cluster's report problems now and before (none: total 0, no error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportProblemsChange {
+    pub cluster: String,
+    pub total: u32,
+    pub previous: u32,
+    /// The database's refusal of the cluster's latest report, if it was refused.
+    pub write_error: Option<String>,
 }
 
 /// A cluster's held set of objects inside Kustomizations changed.
@@ -376,6 +389,26 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
         });
     }
 
+    let clusters: BTreeSet<&String> = (next.report_problems.keys())
+        .chain(prev.report_problems.keys())
+        .collect();
+    for cluster in clusters {
+        let (before, now) = (
+            prev.report_problems.get(cluster),
+            next.report_problems.get(cluster),
+        );
+        if !filter.cluster(cluster) || before == now {
+            continue;
+        }
+        let now = now.cloned().unwrap_or_default();
+        push(FleetChange::ReportProblems(ReportProblemsChange {
+            cluster: cluster.clone(),
+            total: now.total,
+            previous: before.map_or(0, |b| b.total),
+            write_error: now.write_error,
+        }));
+    }
+
     // Rollouts are gate-wide: only the gate filter applies.
     let before = (!initial).then_some(prev);
     for r in super::rollout_events::diff(before, next, |g| filter.gate(g)) {
@@ -499,6 +532,17 @@ mod tests {
                     format!("local gates {cluster} {}", gates.len())
                 }
                 FleetChange::Approval { change, .. } => format!("approval {}", change.as_str()),
+                FleetChange::ReportProblems(p) => format!(
+                    "report problems {} {}->{}{}",
+                    p.cluster,
+                    p.previous,
+                    p.total,
+                    if p.write_error.is_some() {
+                        " refused"
+                    } else {
+                        ""
+                    }
+                ),
             })
             .collect()
     }
@@ -590,6 +634,47 @@ mod tests {
             kinds(&diff(Some(&b), &c, &f)),
             vec!["held objects a 1+0->0+0"]
         );
+    }
+
+    #[test]
+    fn report_problems_appear_change_and_clear() {
+        use crate::service::fleet::ReportProblemBrief;
+        let a = view(&[], &[], &[]);
+        let mut b = a.clone();
+        b.report_problems.insert(
+            "c1".into(),
+            ReportProblemBrief {
+                total: 2,
+                write_error: None,
+            },
+        );
+        assert_eq!(
+            kinds(&diff(Some(&a), &b, &Filter::default())),
+            vec!["report problems c1 0->2"]
+        );
+        assert_eq!(
+            kinds(&diff(None, &b, &Filter::default())),
+            vec!["report problems c1 0->2"]
+        );
+        assert!(diff(Some(&b), &b, &Filter::default()).is_empty());
+        let mut c = a.clone();
+        c.report_problems.insert(
+            "c1".into(),
+            ReportProblemBrief {
+                total: 2,
+                write_error: Some("refused".into()),
+            },
+        );
+        assert_eq!(
+            kinds(&diff(Some(&b), &c, &Filter::default())),
+            vec!["report problems c1 2->2 refused"]
+        );
+        assert_eq!(
+            kinds(&diff(Some(&c), &a, &Filter::default())),
+            vec!["report problems c1 2->0"]
+        );
+        let other = Filter::new(vec!["c2".into()], vec![]);
+        assert!(diff(Some(&a), &b, &other).is_empty());
     }
 
     #[test]

@@ -77,6 +77,12 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
                 .map(crate::grpc::admin_convert::local_gate)
                 .collect(),
         }),
+        FleetChange::ReportProblems(p) => Event::ReportProblems(pb::ReportProblemsChanged {
+            cluster: p.cluster,
+            total: p.total,
+            previous: p.previous,
+            write_error: p.write_error.unwrap_or_default(),
+        }),
         FleetChange::Rollout(r) => Event::Rollout(pb::RolloutChanged {
             gate: r.gate,
             rollout_id: r.rollout_id,

@@ -53,6 +53,7 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                 })
                 .collect();
             let counts = inputs.reported.counts.get(&row.name);
+            let problems = inputs.reported.problem_briefs.get(&row.name);
             let count = |f: fn(&ObjectCounts) -> i64| {
                 counts.map_or(0, |c| u32::try_from(f(c).max(0)).unwrap_or(u32::MAX))
             };
@@ -71,6 +72,8 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                 held_objects_waiting: count(|c| c.held_objects_waiting),
                 held_objects_by_person: count(|c| c.held_objects_by_person),
                 held_objects_not_permitted: count(|c| c.held_objects_not_permitted),
+                report_problems: problems.map_or(0, |p| p.total),
+                report_refused: problems.is_some_and(|p| p.write_error.is_some()),
                 cells,
             }
         })

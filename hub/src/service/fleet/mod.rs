@@ -32,7 +32,9 @@ pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use snapshot::{Snapshot, SnapshotGate, Waiting};
 pub use status::{ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
-pub use view::{FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState, ViewLabels};
+pub use view::{
+    FleetView, GateOnCluster, HeldSet, ReportProblemBrief, RolloutSummary, SpokeState, ViewLabels,
+};
 
 /// Which clusters a read covers, and how much of what their spokes reported.
 #[derive(Debug, Clone, Copy)]
@@ -115,6 +117,8 @@ pub struct Reported {
     pub local_gates: HashMap<String, Vec<LocalGate>>,
     /// What went wrong with the cluster's latest reports ([`Scope::Cluster`] only).
     pub report_problems: db::reports::ReportProblems,
+    /// Per cluster whose latest report had problems ([`Scope::Fleet`] only).
+    pub problem_briefs: HashMap<String, ReportProblemBrief>,
 }
 
 impl Reported {
@@ -335,6 +339,7 @@ impl FleetInputs {
         r.counts.retain(|c, _| clusters.contains(c));
         r.held_digests.retain(|c, _| clusters.contains(c));
         r.local_gates.retain(|c, _| clusters.contains(c));
+        r.problem_briefs.retain(|c, _| clusters.contains(c));
         r.held_by_gate.retain(|k, _| pair(k));
         r.held_objects_by_gate.retain(|k, _| pair(k));
         let visible: Vec<&Cluster> = self.clusters.iter().map(|c| &c.row).collect();
@@ -441,6 +446,14 @@ async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
         local_gates: db::reports::local_gates(tx, None)
             .await?
             .into_iter()
+            .collect(),
+        problem_briefs: db::reports::problem_briefs(tx)
+            .await?
+            .into_iter()
+            .map(|(cluster, total, write_error)| {
+                let total = u32::try_from(total).unwrap_or(0);
+                (cluster, ReportProblemBrief { total, write_error })
+            })
             .collect(),
         ..Reported::default()
     })

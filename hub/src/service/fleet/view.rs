@@ -44,6 +44,14 @@ pub struct HeldSet {
     pub digest: String,
 }
 
+/// How a cluster's latest report was stored, when not cleanly: objects stored
+/// repaired or left out (`total`), or the whole report refused (`write_error`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReportProblemBrief {
+    pub total: u32,
+    pub write_error: Option<String>,
+}
+
 /// A gate's newest rollout as the change streams compare it.
 pub type RolloutSummary = crate::db::rollouts::RolloutSummaryRow;
 
@@ -69,6 +77,8 @@ pub struct FleetView {
     /// Gate objects made in each cluster as its spoke reported them
     /// (clusters without any absent).
     pub local_gates: BTreeMap<String, Vec<super::LocalGate>>,
+    /// Clusters whose latest report had problems (clusters without absent).
+    pub report_problems: BTreeMap<String, ReportProblemBrief>,
     /// The earliest next transition of any (gate, cluster).
     pub next_transition: Option<DateTime<Utc>>,
     /// Every cluster's and gate's labels: what scoped watchers filter on.
@@ -168,6 +178,9 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
         .local_gates
         .iter()
         .map(|(c, g)| (c.clone(), g.clone()))
+        .collect();
+    view.report_problems = (inputs.reported.problem_briefs.iter())
+        .map(|(c, p)| (c.clone(), p.clone()))
         .collect();
     Ok(view)
 }
