@@ -222,28 +222,36 @@ fn render(items: &[AccessPolicyRecord]) -> String {
         subjects.extend(s.users.iter().map(|u| format!("user:{u}")));
         subjects.extend(s.workloads.iter().map(|w| format!("workload:{}", w.issuer)));
         subjects.extend(s.tokens.iter().map(|n| format!("token:{n}")));
-        let scope = |v: Option<serde_json::Value>| match v {
-            None => "*".to_string(),
-            Some(v) => v.to_string(),
-        };
+        let [clusters, gates] = scope_columns(Some(&spec.scope));
         t.row(vec![
             r.name.clone(),
             spec.role.to_string(),
             subjects.join(","),
-            scope(
-                spec.scope
-                    .clusters
-                    .as_ref()
-                    .and_then(|c| serde_json::to_value(c).ok()),
-            ),
-            scope(
-                spec.scope
-                    .gates
-                    .as_ref()
-                    .and_then(|g| serde_json::to_value(g).ok()),
-            ),
+            clusters,
+            gates,
             r.version.to_string(),
         ]);
     }
     t.render()
+}
+
+/// The CLUSTERS and GATES columns of a scope: `*` where it is unlimited,
+/// else the scope's part as compact JSON.
+pub(crate) fn scope_columns(scope: Option<&fleetgate_api_types::AccessScope>) -> [String; 2] {
+    let part = |v: Option<serde_json::Value>| v.map_or_else(|| "*".to_string(), |v| v.to_string());
+    let scope = scope.cloned().unwrap_or_default();
+    [
+        part(
+            scope
+                .clusters
+                .as_ref()
+                .and_then(|c| serde_json::to_value(c).ok()),
+        ),
+        part(
+            scope
+                .gates
+                .as_ref()
+                .and_then(|g| serde_json::to_value(g).ok()),
+        ),
+    ]
 }

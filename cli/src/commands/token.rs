@@ -67,11 +67,16 @@ fn render(items: &[ApiToken]) -> String {
     if items.is_empty() {
         return "No API tokens.\n".into();
     }
-    let mut t = Table::new(&["NAME", "ROLE", "CREATED", "REVOKED", "ID"]);
+    let mut t = Table::new(&[
+        "NAME", "ROLE", "CLUSTERS", "GATES", "CREATED", "REVOKED", "ID",
+    ]);
     for tok in items {
+        let [clusters, gates] = super::access_policy::scope_columns(tok.scope.as_ref());
         t.row(vec![
             tok.name.clone(),
             tok.role.clone(),
+            clusters,
+            gates,
             output::time(&tok.created_at),
             output::time_or_empty(tok.revoked_at.as_ref()),
             tok.id.to_string(),
@@ -88,4 +93,41 @@ fn parse_scope(arg: &str) -> Result<AccessScope> {
         None => arg.to_string(),
     };
     fleetgate_policy::yaml::from_str(&text).map_err(|e| Error::invalid("--scope", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_shows_each_tokens_scope() {
+        let token = |name: &str, scope: Option<serde_json::Value>| -> ApiToken {
+            serde_json::from_value(serde_json::json!({
+                "id": "00000000-0000-0000-0000-000000000001", "name": name, "role": "operator",
+                "createdAt": "2026-11-25T12:00:00Z", "revokedAt": null, "scope": scope,
+            }))
+            .unwrap()
+        };
+        let out = render(&[
+            token("ci", None),
+            token(
+                "payments-ci",
+                Some(serde_json::json!({
+                    "clusters": {"selector": {"matchLabels": {"team": "payments"}}},
+                    "gates": {"names": ["payments-prod"]}})),
+            ),
+        ]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].contains("CLUSTERS") && lines[0].contains("GATES"),
+            "{out}"
+        );
+        let ci: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(&ci[..4], ["ci", "operator", "*", "*"], "{out}");
+        assert!(
+            lines[2].contains(r#"{"selector":{"matchLabels":{"team":"payments"}}}"#)
+                && lines[2].contains(r#"{"names":["payments-prod"]}"#),
+            "{out}"
+        );
+    }
 }
