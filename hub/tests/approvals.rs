@@ -229,6 +229,21 @@ async fn reject_cancel_expire_and_from() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["status"], "pending");
     assert_eq!(overrides_of(&hub, "a").await, 0);
+    // Who has approved is offered no second Approve (the write would be 409);
+    // the other approver still is.
+    for (who, may_approve) in [(&ops2, false), (&ops3, true)] {
+        let r = hub
+            .call(
+                Method::GET,
+                &format!("/api/v1/approvals/{id}"),
+                Some(who),
+                None,
+            )
+            .await;
+        assert_eq!(r.body["youMay"]["approve"], may_approve, "{}", r.text);
+    }
+    let r = approve(&hub, &ops2, &id).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
     // Reject needs a reason, then ends it; a later approval is 409.
     let r = hub
         .post_json(&format!("/api/v1/approvals/{id}/reject"), &ops3, json!({}))

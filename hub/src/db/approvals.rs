@@ -188,6 +188,22 @@ pub async fn approvals_of(
         .collect())
 }
 
+/// Which of `ids` `approver_key` has approved already.
+pub async fn approved_by(
+    conn: &mut PgConnection,
+    ids: &[Uuid],
+    approver_key: &str,
+) -> Result<Vec<Uuid>> {
+    let rows: Vec<(Uuid,)> = sqlx::query_as(
+        "select request_id from approvals where request_id = any($1) and approver_key = $2",
+    )
+    .bind(ids)
+    .bind(approver_key)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
 /// Filter for [`list`].
 #[derive(Debug, Clone, Default)]
 pub struct RequestFilter {

@@ -106,12 +106,14 @@ pub(super) fn check_canceller(actor: &Actor, row: &RequestRow, gate_def: &Gate) 
 }
 
 /// What `actor` may do with `row` now (a pending request; `all` the registered
-/// clusters). Approving twice is refused at the write (409), not here.
+/// clusters; `approved_already` if this person has approved it, so approving
+/// again would be refused with 409 at the write).
 pub(super) fn rights(
     actor: &Actor,
     row: &RequestRow,
     gate_def: &Gate,
     all: &[Scoped],
+    approved_already: bool,
 ) -> ApprovalRights {
     let covered: Vec<Scoped> = all
         .iter()
@@ -124,7 +126,8 @@ pub(super) fn rights(
         .cloned()
         .collect();
     ApprovalRights {
-        approve: actor.require(Role::Operator).is_ok()
+        approve: !approved_already
+            && actor.require(Role::Operator).is_ok()
             && check_approver(actor, row, gate_def, &covered).is_ok(),
         reject: check_rejecter(actor, row, gate_def).is_ok(),
         cancel: check_canceller(actor, row, gate_def).is_ok(),

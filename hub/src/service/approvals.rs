@@ -497,7 +497,6 @@ impl Service {
     }
 }
 
-/// The request, locked, if it is still pending and not past its expiry; 404 or 409.
 /// What `actor` may do with each pending request of `rows`, by id.
 async fn rights_of(
     conn: &mut sqlx::PgConnection,
@@ -509,6 +508,16 @@ async fn rights_of(
         return Ok(out);
     }
     let all = crate::db::clusters::scoped(conn).await?;
+    let pending: Vec<Uuid> = rows
+        .iter()
+        .filter(|r| r.status == "pending")
+        .map(|r| r.id)
+        .collect();
+    let approved: std::collections::HashSet<Uuid> =
+        db::approved_by(conn, &pending, &person_key(&actor.identity))
+            .await?
+            .into_iter()
+            .collect();
     let mut gates_by_name = std::collections::HashMap::new();
     for r in rows.iter().filter(|r| r.status == "pending") {
         if !gates_by_name.contains_key(&r.gate) {
@@ -520,13 +529,14 @@ async fn rights_of(
         if let Some(gate_def) = gates_by_name.get(&r.gate) {
             out.insert(
                 r.id,
-                super::approval_rights::rights(actor, r, gate_def, &all),
+                super::approval_rights::rights(actor, r, gate_def, &all, approved.contains(&r.id)),
             );
         }
     }
     Ok(out)
 }
 
+/// The request, locked, if it is still pending and not past its expiry; 404 or 409.
 async fn pending_for_update(
     tx: &mut WriteTx<'_>,
     id: Uuid,
