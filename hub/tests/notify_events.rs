@@ -20,9 +20,8 @@ use common::{Hub, t0};
 use fleetgate_hub::Service;
 use fleetgate_hub::db::reports::ReportedObject;
 use fleetgate_hub::service::reports::{Assembled, Reports};
-use notify_support::{Received, next, receiver, replica, subscribe, verify};
+use notify_support::{Received, next, receiver, replica, run_notifier, subscribe, verify};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// `name` on `clusters`, closed unless an allow window (Wednesdays 13:00 UTC
 /// for an hour: t0 is Wed 12:00) or `default` opens it.
@@ -67,9 +66,7 @@ async fn manifest_writes_announce_the_clusters_whose_state_they_change() {
         json!({"name": "ops", "url": url, "events": ["gate.opened", "gate.closed"]}),
     )
     .await;
-    let stop = CancellationToken::new();
-    let _guard = stop.clone().drop_guard();
-    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    let _notifier = run_notifier(&r1, &hub);
 
     // A new gate, closed now, on the prod clusters: they close.
     let prod = "{selector: {matchLabels: {env: prod}}}";
@@ -155,9 +152,7 @@ async fn a_rollout_announces_its_start_waves_halt_and_completion() {
         json!({"name": "ops", "url": url, "events": ["rollout.*"], "format": "standard"}),
     )
     .await;
-    let stop = CancellationToken::new();
-    let _guard = stop.clone().drop_guard();
-    tokio::spawn(r1.notifier.clone().run(f.hub.service.clone(), stop.clone()));
+    let _notifier = run_notifier(&r1, &f.hub);
 
     f.complete().await;
     let mut seen = Vec::new();
@@ -239,9 +234,7 @@ async fn freezes_announce_their_start_and_end() {
         json!({"name": "incidents", "url": url, "events": ["freeze.*"]}),
     )
     .await;
-    let stop = CancellationToken::new();
-    let _guard = stop.clone().drop_guard();
-    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    let _notifier = run_notifier(&r1, &hub);
 
     let r = hub
         .post_json(
@@ -328,9 +321,7 @@ async fn spokes_gone_past_the_grace_period_and_back_are_announced_once() {
     assert_eq!(x + y, 1, "exactly one spoke.connected");
     assert_eq!(scan(&hub.service).await, 0);
 
-    let stop = CancellationToken::new();
-    let _guard = stop.clone().drop_guard();
-    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    let _notifier = run_notifier(&r1, &hub);
     let down = delivered(&mut rx, &secret).await;
     assert_eq!(down["type"], "spoke.disconnected", "{down}");
     assert_eq!(down["subject"], "cluster/a");
@@ -404,9 +395,7 @@ async fn a_new_revision_waiting_behind_a_closed_gate_is_announced_once() {
     held("main@sha1:c", true).await;
     held("main@sha1:c", false).await;
 
-    let stop = CancellationToken::new();
-    let _guard = stop.clone().drop_guard();
-    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    let _notifier = run_notifier(&r1, &hub);
     for revision in ["main@sha1:b", "main@sha1:c"] {
         let v = delivered(&mut rx, &secret).await;
         assert_eq!(v["type"], "changes.held", "{v}");
@@ -511,9 +500,7 @@ async fn a_scoped_subscriber_gets_only_events_of_its_gates_and_clusters() {
 
     // What the team's receiver gets names `a` only.
     let (r1, _) = replica(&hub, "r2");
-    let stop = CancellationToken::new();
-    let _guard = stop.clone().drop_guard();
-    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    let _notifier = run_notifier(&r1, &hub);
     let mut team_gate = None;
     while team_gate.is_none() {
         let (h, v, raw) = next(&mut rx).await;

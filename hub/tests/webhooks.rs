@@ -16,9 +16,8 @@ use chrono::Utc;
 use common::{Hub, t0};
 use fleetgate_hub::Service;
 use fleetgate_hub::notify::NewEvent;
-use notify_support::{call, next, receiver, replica, verify};
+use notify_support::{call, next, receiver, replica, run_notifier, verify};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 fn freeze_gate(name: &str) -> String {
     let start = (t0() + chrono::Duration::hours(2)).format("%Y-%m-%dT%H:%M:%S");
@@ -127,9 +126,7 @@ async fn window_edges_once_signed_and_as_cloudevents() {
             .unwrap();
     assert_eq!(n, 1);
 
-    let stop = CancellationToken::new();
-    let _guard = stop.clone().drop_guard();
-    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    let _notifier = run_notifier(&r1, &hub);
 
     let (h, up, raw) = next(&mut std_rx).await;
     verify(&std_secret, &h, &raw);
@@ -275,9 +272,7 @@ async fn receiver_down_then_up_gets_every_event_in_order_and_leases_move() {
         1,
         "only the head of the endpoint's queue is claimable"
     );
-    let stop = CancellationToken::new();
-    let _guard = stop.clone().drop_guard();
-    tokio::spawn(r1.notifier.clone().run(hub.service.clone(), stop.clone()));
+    let _notifier = run_notifier(&r1, &hub);
 
     let mut delivered = Vec::new();
     let mut first_id = None;

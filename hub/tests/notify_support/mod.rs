@@ -20,6 +20,7 @@ use fleetgate_hub::replica::Replica;
 use fleetgate_hub::{AppState, app};
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tower::ServiceExt as _;
 
 use super::common::{self, Hub};
@@ -104,6 +105,13 @@ pub fn replica(hub: &Hub, id: &str) -> (Replica, Router) {
         .unwrap();
     let router = app(AppState::from_replica(r.clone()));
     (r, router)
+}
+
+/// Runs `r`'s notifier over `hub` until the returned guard is dropped.
+pub fn run_notifier(r: &Replica, hub: &Hub) -> DropGuard {
+    let stop = CancellationToken::new();
+    tokio::spawn(r.notifier.clone().run(hub.service.clone(), stop.clone()));
+    stop.drop_guard()
 }
 
 /// A request through `router` with `token` (JSON body if any): status and JSON.
