@@ -23,6 +23,7 @@ const USERS = {
   alice: { name: 'Alice Admin', email: 'alice@example.com', groups: ['platform-admins'] },
   bob: { name: 'Bob Operator', email: 'bob@example.com', groups: ['sre'] },
   carol: { name: 'Carol Viewer', email: 'carol@example.com', groups: ['developers'] },
+  erin: { name: 'Erin Operator', email: 'erin@example.com', groups: ['sre'] },
   dave: { name: 'Dave Nobody', email: 'dave@example.com', groups: [] },
 };
 

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use crate::{ChildGuard, free_port, poll};
 
 /// Users of the provider (password `<login>-pw`) and their groups:
-/// alice (platform-admins), bob (sre), carol (developers), dave (none).
-pub const USERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
+/// alice (platform-admins), bob and erin (sre), carol (developers), dave (none).
+pub const USERS: [&str; 5] = ["alice", "bob", "carol", "dave", "erin"];
 
 /// A running provider.
 pub struct OidcProvider {

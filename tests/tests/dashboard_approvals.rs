@@ -1,39 +1,131 @@
-//! The dashboard's approval flow in headless Chromium against a real hub
-//! process: one operator opens a gate with `spec.approval` (with a change
-//! ticket) and gets a pending request, sees it under Approvals with Cancel but
-//! no Approve; a second operator signs in, approves it, and the override is in
-//! force. Screenshots go to target/test-output/dashboard/.
+//! The dashboard's two-person approval in headless Chromium against a real
+//! hub process, both people signed in through the real OpenID provider (npm
+//! `oidc-provider`, its own login form): Bob (group `sre`) opens a gate whose
+//! `spec.approval` takes approvers from `sre`, with a change ticket, and gets a
+//! pending request; under Approvals he has no Approve button and an approve
+//! forged from his session is refused. Erin (also `sre`) signs in, approves,
+//! and the override is in force; the audit names both people. Screenshots go
+//! to target/test-output/dashboard/.
 
 #[macro_use]
 mod dashboard_support;
 
 use dashboard_support::{ADMIN_TOKEN, Browser, Hub, seed_small};
-use serde_json::json;
+use fleetgate_tests::free_port;
+use fleetgate_tests::oidc::OidcProvider;
+use serde_json::{Value, json};
 
-/// Signs out and in again as `token`.
-async fn sign_in_as(b: &Browser, token: &str) {
-    b.click("#signout").await;
-    b.wait_page("signin").await;
-    b.route("#/fleet").await;
-    b.fill("#token", token).await;
-    b.click("#signin-submit").await;
-    b.wait_page("fleet").await;
+/// The signed-in name in the header.
+const ME: &str = "document.querySelector('#me .who')?.textContent || ''";
+
+/// A hub that signs people in through `idp` (sre → operator).
+async fn hub_with_sign_in(idp: &OidcProvider, dir: &std::path::Path) -> Hub {
+    let http_port = free_port();
+    let callback = format!("http://127.0.0.1:{http_port}/auth/callback");
+    idp.add_web_client(
+        "fleetgate-dashboard",
+        "dashboard-secret",
+        std::slice::from_ref(&callback),
+    )
+    .await;
+    let secret = dir.join("client-secret");
+    std::fs::write(&secret, "dashboard-secret\n").unwrap();
+    let config = dir.join("identity.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "login:
+  displayName: Test IdP
+  issuer: {issuer}
+  clientId: fleetgate-dashboard
+  clientSecretFile: {secret}
+  redirectUri: {callback}
+  scopes: [openid, profile, email, groups]
+roles:
+  - {{group: platform-admins, role: admin}}
+  - {{group: sre, role: operator}}
+",
+            issuer = idp.issuer,
+            secret = secret.display(),
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    Hub::start_on(
+        "approvals",
+        http_port,
+        &[
+            ("FLEETGATE_IDENTITY_CONFIG", &config),
+            // The provider runs on loopback over plain http.
+            ("FLEETGATE_EGRESS_ALLOW_PRIVATE", "true"),
+            ("FLEETGATE_EGRESS_ALLOW_HTTP", "true"),
+        ],
+    )
+    .await
 }
 
-browser_test!(two_operators_request_and_approve, |b| {
-    let hub = Hub::start("approvals").await;
+/// POSTs `body` to `path` from the page with the session cookie and its CSRF
+/// token, as the dashboard's own calls do; returns the HTTP status and the
+/// answer's `message`.
+async fn post_from_page(b: &Browser, path: &str, body: Value) -> (Value, Value) {
+    let script = format!(
+        "const done = arguments[arguments.length - 1];
+         (async () => {{
+           const me = await fetch('/api/v1/whoami', {{credentials: 'same-origin'}}).then((r) => r.json());
+           const r = await fetch({path:?}, {{method: 'POST', credentials: 'same-origin',
+             headers: {{'Content-Type': 'application/json', 'X-CSRF-Token': me.csrfToken}},
+             body: JSON.stringify({body})}});
+           return [r.status, (await r.json()).error?.message];
+         }})().then(done, (e) => done(String(e)));"
+    );
+    let answer = b
+        .client
+        .execute_async(&script, vec![])
+        .await
+        .expect("fetch");
+    // Chromium logs the refusal the test provokes; take it out of the console.
+    b.expect_console(&[&format!("{path} - ")], true).await;
+    (answer[0].clone(), answer[1].clone())
+}
+
+/// The audit entries of `action`, newest first: (actor, actor kind).
+async fn audit(hub: &Hub, action: &str) -> Vec<(String, String)> {
+    let v = hub
+        .call(
+            ADMIN_TOKEN,
+            "GET",
+            &format!("/api/v1/audit?action={action}"),
+            None,
+        )
+        .await;
+    v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap_or_default().to_string(),
+                e["actorKind"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+browser_test!(two_people_request_and_approve, |b| {
+    let idp = OidcProvider::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub_with_sign_in(&idp, dir.path()).await;
     seed_small(&hub).await;
     hub.gate(json!({
         "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "payments"},
         "spec": {"clusters": {"selector": {"matchLabels": {"env": "prod"}}}, "default": "closed",
-                 "approval": {"approvers": 1, "expires": "1h"}}
+                 "approval": {"approvers": 1, "from": {"groups": ["sre"]}, "expires": "1h"}}
     }))
     .await;
-    let alice = hub.token("alice", "operator").await;
-    let bob = hub.token("bob", "operator").await;
 
-    // Alice asks to open the gate: a pending request, no override.
-    b.sign_in(&hub.base, &alice).await;
+    // Bob asks to open the gate: a pending request, no override.
+    b.sign_in_with_provider(&hub.base, "bob").await;
+    b.wait_eq(ME, "Bob Operator").await;
     b.route("#/gates/payments").await;
     b.wait_page("gate").await;
     b.click("#open-gate").await;
@@ -49,6 +141,12 @@ browser_test!(two_operators_request_and_approve, |b| {
         .call(ADMIN_TOKEN, "GET", "/api/v1/overrides?gate=payments", None)
         .await;
     assert_eq!(overrides["items"], json!([]), "{overrides}");
+    let pending = hub
+        .call(ADMIN_TOKEN, "GET", "/api/v1/approvals?status=pending", None)
+        .await;
+    let request = &pending["items"][0];
+    assert_eq!(request["requester"], "bob@example.com", "{pending}");
+    let id = request["id"].as_str().unwrap().to_string();
     b.wait_js(
         "document.getElementById('nav-approvals-count').textContent === '1'",
         "one pending approval in the navigation",
@@ -60,18 +158,49 @@ browser_test!(two_operators_request_and_approve, |b| {
         .eval("document.querySelector('#approvals-table tbody tr').textContent")
         .await;
     let row = row.as_str().unwrap();
-    for part in ["payments", "alice", "hotfix INC-42", "CHG0031337", "0 of 1"] {
+    for part in [
+        "payments",
+        "bob@example.com",
+        "hotfix INC-42",
+        "CHG0031337",
+        "0 of 1",
+    ] {
         assert!(row.contains(part), "{row} lacks {part}");
     }
-    // The requester may withdraw, not approve.
+    // The requester may reject or withdraw, not approve: no button, and an approve forged
+    // from his session (cookie and CSRF token) is refused as his own request.
     let buttons = b
         .eval("[...document.querySelectorAll('#approvals-table button')].map((e) => e.dataset.action).join(',')")
         .await;
     assert_eq!(buttons, json!("reject,cancel"));
     b.screenshot("approvals-requester").await;
+    let (status, message) = post_from_page(
+        &b,
+        &format!("/api/v1/approvals/{id}/approve"),
+        json!({"reason": "me, myself"}),
+    )
+    .await;
+    assert_eq!(status, json!(403), "{message}");
+    assert_eq!(
+        message,
+        "person 'bob@example.com' requested this override and cannot approve it: \
+         approval needs another person"
+    );
+    let still = hub
+        .call(ADMIN_TOKEN, "GET", &format!("/api/v1/approvals/{id}"), None)
+        .await;
+    assert_eq!(still["status"], "pending", "{still}");
+    assert_eq!(still["approvals"], json!([]), "{still}");
 
-    // Bob approves: the override is in force, as Alice's.
-    sign_in_as(&b, &bob).await;
+    // Erin signs in (a new provider session: the cookies of both go) and approves.
+    b.click("#signout").await;
+    b.wait_page("signin").await;
+    b.client
+        .delete_all_cookies()
+        .await
+        .expect("deleting cookies");
+    b.sign_in_with_provider(&hub.base, "erin").await;
+    b.wait_eq(ME, "Erin Operator").await;
     b.route("#/approvals").await;
     b.wait_page("approvals").await;
     b.click("#approvals-table button[data-action='approve']")
@@ -89,13 +218,15 @@ browser_test!(two_operators_request_and_approve, |b| {
     )
     .await;
     b.screenshot("approvals-approved").await;
+
+    // The override is Bob's, in force on both prod clusters.
     let overrides = hub
         .call(ADMIN_TOKEN, "GET", "/api/v1/overrides?gate=payments", None)
         .await;
     let o = &overrides["items"][0];
     assert_eq!(o["state"], "open", "{overrides}");
-    assert_eq!(o["actor"], "alice");
-    assert!(o["approvalRequest"].is_string(), "{overrides}");
+    assert_eq!(o["actor"], "bob@example.com");
+    assert_eq!(o["approvalRequest"], json!(id), "{overrides}");
     let page = hub
         .call(ADMIN_TOKEN, "GET", "/api/v1/dashboard/gates/payments", None)
         .await;
@@ -106,4 +237,20 @@ browser_test!(two_operators_request_and_approve, |b| {
         .map(|c| c["state"].as_str().unwrap())
         .collect();
     assert_eq!(states, ["open", "open"], "{page}");
+    let done = hub
+        .call(ADMIN_TOKEN, "GET", &format!("/api/v1/approvals/{id}"), None)
+        .await;
+    assert_eq!(done["status"], "approved", "{done}");
+    assert_eq!(done["decidedBy"], "erin@example.com", "{done}");
+
+    // The audit names both people.
+    let person = |who: &str| vec![(who.to_string(), "person".to_string())];
+    assert_eq!(
+        audit(&hub, "approval.request").await,
+        person("bob@example.com")
+    );
+    assert_eq!(
+        audit(&hub, "approval.approve").await,
+        person("erin@example.com")
+    );
 });

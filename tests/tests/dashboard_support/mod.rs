@@ -111,14 +111,27 @@ pub struct Hub {
     pub grpc_port: u16,
     pub base: String,
     pub http: reqwest::Client,
+    /// Environment beside the defaults (e.g. an identity config), kept for restarts.
+    env: Vec<(String, String)>,
 }
 
 impl Hub {
     /// Starts `fleetgate-hub serve` on a fresh database.
     pub async fn start(test: &str) -> Hub {
+        Hub::start_on(test, free_port(), &[]).await
+    }
+
+    /// Starts `fleetgate-hub serve` on a fresh database, on `http_port`, with
+    /// `env` beside the defaults (for a config that must name the hub's own
+    /// address, e.g. an identity provider's redirect URI).
+    pub async fn start_on(test: &str, http_port: u16, env: &[(&str, &str)]) -> Hub {
         let db = test_db().await;
-        let (http_port, grpc_port) = (free_port(), free_port());
-        let child = spawn_hub(&db, http_port, grpc_port, test);
+        let grpc_port = free_port();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let child = spawn_hub(&db, http_port, grpc_port, test, &env);
         let hub = Hub {
             child,
             db,
@@ -126,6 +139,7 @@ impl Hub {
             grpc_port,
             base: format!("http://127.0.0.1:{http_port}"),
             http: reqwest::Client::new(),
+            env,
         };
         hub.wait_ready().await;
         hub
@@ -143,7 +157,7 @@ impl Hub {
 
     /// Starts the hub again on the same ports and database.
     pub async fn restart(&mut self, test: &str) {
-        self.child = spawn_hub(&self.db, self.http_port, self.grpc_port, test);
+        self.child = spawn_hub(&self.db, self.http_port, self.grpc_port, test, &self.env);
         self.wait_ready().await;
     }
 
@@ -213,7 +227,13 @@ impl Hub {
     }
 }
 
-fn spawn_hub(db: &TestDb, http_port: u16, grpc_port: u16, test: &str) -> ChildGuard {
+fn spawn_hub(
+    db: &TestDb,
+    http_port: u16,
+    grpc_port: u16,
+    test: &str,
+    env: &[(String, String)],
+) -> ChildGuard {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -230,6 +250,7 @@ fn spawn_hub(db: &TestDb, http_port: u16, grpc_port: u16, test: &str) -> ChildGu
         .env("FLEETGATE_WEBHOOK_ALLOW_PRIVATE", "true")
         .env("FLEETGATE_WEBHOOK_ALLOW_HTTP", "true")
         .env("RUST_LOG", "info")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -522,6 +543,25 @@ impl Browser {
 
     pub async fn goto(&self, url: &str) {
         self.client.goto(url).await.expect("navigation");
+    }
+
+    /// Signs in at `base` through the OpenID provider's own login form as
+    /// `user` (password `<user>-pw`), unless the provider still has a session.
+    pub async fn sign_in_with_provider(&self, base: &str, user: &str) {
+        self.goto(base).await;
+        self.wait_page("signin").await;
+        self.click("#sso-signin").await;
+        self.wait_js(
+            "document.querySelector('#login') || document.querySelector('#me .who')",
+            "provider login form or dashboard",
+        )
+        .await;
+        if self.eval("!!document.querySelector('#login')").await == json!(true) {
+            self.fill("#login", user).await;
+            self.fill("#password", &format!("{user}-pw")).await;
+            self.click("#sign-in").await;
+        }
+        self.wait_page("fleet").await;
     }
 
     /// Sets the hash route without reloading the page.
