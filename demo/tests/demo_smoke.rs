@@ -1,4 +1,4 @@
-//! The demo as a user runs it (the README's quick start): it starts (own
+//! The demo as a user runs it (the README's first command): it starts (own
 //! PostgreSQL, hub, simulated clusters with spokes), the dashboard answers,
 //! held changes are visible through the API and the CLI, a rollout is in progress
 //! (canary released, the rest waiting for wave 2), and SIGTERM stops

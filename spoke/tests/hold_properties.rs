@@ -157,7 +157,8 @@ fn object() -> impl Strategy<Value = AppliedObject> {
         })
 }
 
-/// The oracle's owner (README "Which objects belong to a Kustomization"):
+/// The oracle's owner (docs/object-holds.md,
+/// "Which objects belong to a Kustomization"):
 /// the Kustomization whose inventory lists it; else the one its owner labels
 /// name, only if that one reports no inventory.
 fn owner_of(case: &Case, inv: &[Option<String>; 2]) -> Option<&'static str> {

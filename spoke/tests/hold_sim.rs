@@ -49,7 +49,7 @@ spec: {{ports: [{{port: 80}}]}}
     )
 }
 
-/// The gate of the README's walk-through: Deployments and Services of `apps`
+/// The gate of docs/object-holds.md's example: Deployments and Services of `apps`
 /// wait for the window, everything else it applies stays real-time.
 fn hold_gate(default: &str) -> pb::GateRule {
     let manifest = json!({
@@ -397,8 +397,8 @@ async fn window_edge_passes_with_the_hub_down_and_the_spoke_restarted() {
     tokio::time::sleep(Duration::ZERO).await;
 }
 
-/// The inventory decides what belongs to a Kustomization (README "Holding
-/// objects"): a Service `apps` lists whose owner labels a person removed is
+/// The inventory decides what belongs to a Kustomization (docs/object-holds.md,
+/// "Rules and limits"): a Service `apps` lists whose owner labels a person removed is
 /// still held and released (read by name, the watches select the labels); a
 /// Deployment carrying `apps`'s owner labels that `apps`'s inventory does not
 /// list is never marked (kustomize-controller does not apply it).

@@ -1,6 +1,6 @@
 //! Dashboard figures (ignored by default; run with `--ignored --nocapture`):
 //! the fleet view's render time with 500 clusters × 10 gates, measured in the
-//! browser with `performance.now()`, and the README screenshot.
+//! browser with `performance.now()`, and the screenshots for docs/dashboard.md.
 
 mod dashboard_support;
 
@@ -84,7 +84,7 @@ async fn fleet_view_500_clusters_x_10_gates() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "writes the README screenshots to target/test-output/dashboard/readme-*.png"]
+#[ignore = "writes the docs/dashboard.md screenshots to target/test-output/dashboard/readme-*.png"]
 async fn readme_screenshot() {
     let _serial = SERIAL.lock().await;
     let Some(b) = browser().await else { return };

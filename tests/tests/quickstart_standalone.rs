@@ -16,7 +16,7 @@ use serde_json::Value;
 
 const SPOKE_TOKEN: &str = "quickstart-spoke-sa-token";
 
-/// The quick start's commands (README "One cluster, no hub"), verbatim.
+/// The quick start's commands (README "One cluster without a hub"), verbatim.
 const QUICK_START: [&str; 3] = [
     "kubectl apply -k deploy/standalone",
     "kubectl apply -f examples/in-cluster/sre-approval.yaml",

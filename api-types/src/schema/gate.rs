@@ -138,8 +138,8 @@ pub struct WindowDoc {
     pub name: String,
     /// `allow` (opens the gate while active) or `deny` (closes it).
     pub kind: String,
-    /// 5-field cron read exactly as Kubernetes CronJob reads it (robfig/cron v3), see README
-    /// "Cron dialect": `0 0 */2 * MON` = odd days or Mondays, `MON/2` = Mon, Wed, Fri.
+    /// 5-field cron read exactly as Kubernetes CronJob reads it (robfig/cron v3), see
+    /// docs/gate-reference.md "Cron dialect": `0 0 */2 * MON` = odd days or Mondays, `MON/2` = Mon, Wed, Fri.
     #[schema(example = "0 8 * * MON")]
     pub schedule: Option<String>,
     /// Go-style duration, e.g. `81h`, `1h30m`.

@@ -143,7 +143,7 @@ pub struct EndedClose {
 /// For each of `gates` and each distinct override scope, the latest end at or before `now`
 /// of a closing override that was in effect for a while (cancelled before its start: never
 /// closed anything). One row per (gate, scope), however many freezes the gate has had:
-/// only the latest end fences an opening (README "Rollouts"). Read through
+/// only the latest end fences an opening (docs/rollouts.md). Read through
 /// `overrides_by_gate` (migration 0016): a gate's own history, not every override ever made.
 pub async fn ended_closes(
     conn: &mut PgConnection,

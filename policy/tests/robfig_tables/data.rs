@@ -44,7 +44,7 @@ pub(crate) const ACTIVATION: &[(&str, &str, bool)] = &[
     ("Sun Jul 15 00:00 2012", "* * */2 * Sun", true),
 ];
 
-/// Our DST rule for wall times (README "Time zones and DST"): a time inside a spring-forward gap
+/// Our DST rule for wall times (docs/gate-reference.md "Windows", the DST rule): a time inside a spring-forward gap
 /// moves later by the gap's length rather than being skipped, so a window scheduled at 02:30
 /// still opens that day; an ambiguous fall-back time means the earlier instant only, so a
 /// window does not open twice.

@@ -1,4 +1,4 @@
-//! Rollout waves on the spoke (README "Rollouts"): a gate with `spec.rollout` that its
+//! Rollout waves on the spoke (docs/rollouts.md): a gate with `spec.rollout` that its
 //! rules open stays closed on this cluster until the hub's release for the current open
 //! period arrives in the snapshot; while it waits, the reason names its wave. Only the hub
 //! releases waves, so a spoke cut off from it never opens one (fail-safe).
@@ -21,7 +21,7 @@ pub struct Waiting {
 /// `WaitingForWave` condition reason is chosen by it).
 pub const WAITING_FOR_WAVE: &str = "waiting for rollout wave";
 
-/// A rollout wave's release of this cluster (see README "Rollouts").
+/// A rollout wave's release of this cluster (docs/rollouts.md "How a rollout runs").
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Release {

@@ -1,4 +1,4 @@
-//! A realistic fleet for the dashboard benchmark and the README screenshot:
+//! A realistic fleet for the dashboard benchmark and the docs/dashboard.md screenshot:
 //! clusters labelled by env/region/tier and up to ten gates with windows in
 //! several time zones, all created through the REST API.
 

@@ -314,7 +314,7 @@ impl FleetInputs {
     }
 
     /// The opening fence of `gate` on `cluster`: the latest end of a closing override of
-    /// the gate that applies to the cluster and has ended (README "Rollouts").
+    /// the gate that applies to the cluster and has ended (docs/rollouts.md).
     pub fn opening_fence(&self, gate: &str, cluster: &Cluster) -> Option<DateTime<Utc>> {
         opening_fence(self.ended_closes.get(gate)?, Some(cluster))
     }
