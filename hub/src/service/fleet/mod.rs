@@ -4,8 +4,10 @@
 //! the fleet summary and status, a cluster's status, the fleet view the change
 //! streams diff, the dashboard's grid, and the spokes' snapshots.
 
+mod applying;
 mod evaluate;
 pub mod grid;
+mod reported;
 pub mod snapshot;
 pub mod status;
 pub mod summary;
@@ -14,11 +16,11 @@ pub mod view;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::{ClusterScope, Gate, GateState, Override};
+use fleetgate_policy::{ClusterScope, Gate, Override};
 use sqlx::PgConnection;
 
 use super::{Actor, ClusterRef, GateRef, ReadScope, Role, Service};
-use crate::db::clusters::{Cluster, Labelled};
+use crate::db::clusters::Cluster;
 use crate::db::overrides::{EndedClose, OverrideRecord};
 use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow, WaitingRow};
 use crate::db::{self, clusters, gates, overrides, revision};
@@ -93,40 +95,10 @@ impl GateInput {
     }
 }
 
-/// What the spokes of the read clusters reported.
-#[derive(Debug, Clone, Default)]
-pub struct Reported {
-    /// Object and held-object counts per cluster (clusters that reported
-    /// neither absent).
-    pub counts: HashMap<String, ObjectCounts>,
-    /// Held objects per (cluster, governing gate).
-    pub held_by_gate: HashMap<(String, String), i64>,
-    /// Objects a closed warn gate would suspend, per (cluster, gate).
-    pub would_suspend_by_gate: HashMap<(String, String), i64>,
-    /// Every reported object ([`Scope::Cluster`] only), by kind, namespace, name.
-    pub objects: Vec<ObjectStatus>,
-    /// Per cluster with reported held objects, a digest that changes whenever
-    /// its held set does (which objects, by which gates).
-    pub held_digests: HashMap<String, String>,
-    /// Objects held by fleetgate per (cluster, gate of its mark).
-    pub held_objects_by_gate: HashMap<(String, String), i64>,
-    /// Every reported held object ([`Scope::Cluster`] only), held ones first.
-    pub held_object_list: Vec<HeldObjectStatus>,
-    /// Gate objects made in each cluster, by name, as its spoke reported
-    /// them (clusters without any absent).
-    pub local_gates: HashMap<String, Vec<LocalGate>>,
-    /// What went wrong with the cluster's latest reports ([`Scope::Cluster`] only).
-    pub report_problems: db::reports::ReportProblems,
-    /// Per cluster whose latest report had problems ([`Scope::Fleet`] only).
-    pub problem_briefs: HashMap<String, ReportProblemBrief>,
-}
-
-impl Reported {
-    /// `cluster`'s local gates (none when it reported none).
-    pub fn local_gates_of(&self, cluster: &str) -> &[LocalGate] {
-        self.local_gates.get(cluster).map_or(&[], Vec::as_slice)
-    }
-}
+use applying::own_applying;
+pub(crate) use applying::{applies, applying, opening_fence, reaches, stored_gate, to_policy};
+pub use reported::Reported;
+use reported::read_fleet_reported;
 
 /// Everything the fleet's views are computed from, read at one instant.
 #[derive(Debug, Clone)]
@@ -402,160 +374,6 @@ impl FleetInputs {
             self.freezes.iter().filter(|f| f.requested_in.is_none()),
             cluster,
         )
-    }
-}
-
-/// The reported-object counts of every cluster (one [`ObjectCounts`] per
-/// cluster, held objects included) and per gate, for fleet-wide views.
-async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
-    let mut counts: HashMap<String, ObjectCounts> = db::status::counts_by_cluster(tx)
-        .await?
-        .into_iter()
-        .map(|c| {
-            let counts = ObjectCounts {
-                governed: c.governed,
-                held: c.held,
-                suspended: c.suspended,
-                would_suspend: c.would_suspend,
-                would_hold: c.would_hold,
-                ..ObjectCounts::default()
-            };
-            (c.cluster, counts)
-        })
-        .collect();
-    let mut held_digests = HashMap::new();
-    for h in held_objects::counts_by_cluster(tx).await? {
-        let c = counts.entry(h.cluster.clone()).or_default();
-        c.held_objects = h.held;
-        c.held_objects_by_person = h.by_person;
-        c.held_objects_waiting = h.waiting;
-        c.held_objects_not_permitted = h.not_permitted;
-        held_digests.insert(h.cluster, h.digest);
-    }
-    let by_gate = |rows: Vec<(String, String, i64)>| {
-        rows.into_iter()
-            .map(|(cluster, gate, n)| ((cluster, gate), n))
-            .collect()
-    };
-    Ok(Reported {
-        counts,
-        held_by_gate: by_gate(db::status::held_by_gate(tx).await?),
-        would_suspend_by_gate: by_gate(db::status::would_suspend_by_gate(tx).await?),
-        held_digests,
-        held_objects_by_gate: by_gate(held_objects::held_by_gate(tx).await?),
-        local_gates: db::reports::local_gates(tx, None)
-            .await?
-            .into_iter()
-            .collect(),
-        problem_briefs: db::reports::problem_briefs(tx)
-            .await?
-            .into_iter()
-            .map(|(cluster, total, write_error)| {
-                let total = u32::try_from(total).unwrap_or(0);
-                (cluster, ReportProblemBrief { total, write_error })
-            })
-            .collect(),
-        ..Reported::default()
-    })
-}
-
-/// Whether `gate` reaches `cluster`: its own cluster selection includes it
-/// and so does one of `within`, the cluster scopes of the scoped admin that
-/// last wrote it (none: unscoped). This is how a gate written by a team
-/// never reaches a cluster outside the team's scope, also one registered or
-/// relabelled later.
-pub(crate) fn reaches(
-    gate: &Gate,
-    within: Option<&[ClusterScope]>,
-    cluster: &impl Labelled,
-) -> bool {
-    let (name, labels) = (cluster.name(), cluster.labels());
-    gate.spec.clusters.matches(name, labels)
-        && within.is_none_or(|w| w.iter().any(|s| s.matches(name, labels)))
-}
-
-/// Whether override `row` applies to `cluster`: it is `gate`'s, the gate's
-/// scope includes the cluster, and the override's own scope (absent: the
-/// whole gate scope) does too.
-pub(crate) fn applies(gate: &Gate, cluster: &impl Labelled, row: &OverrideRecord) -> bool {
-    let (name, labels) = (cluster.name(), cluster.labels());
-    row.gate == gate.name()
-        && gate.spec.clusters.matches(name, labels)
-        && row
-            .clusters
-            .as_ref()
-            .is_none_or(|s| s.matches(name, labels))
-}
-
-/// What decides `gate` on `cluster` beside its rules: those of `rows` that apply to it, in
-/// the policy crate's form and in the order given, then the freezes of `freezes` covering
-/// the cluster (a freeze closes every gate). Every evaluation of a gate on a cluster — views,
-/// snapshots, rollouts, the schedule preview, notifications — takes its overrides from
-/// here, so none can leave the freezes out.
-pub(crate) fn applying<'a>(
-    gate: &Gate,
-    cluster: &impl Labelled,
-    rows: impl IntoIterator<Item = &'a OverrideRecord>,
-    freezes: &[db::freezes::FreezeRecord],
-) -> Vec<Override> {
-    let mut own = own_applying(gate, cluster, rows);
-    own.extend(super::freezes::covering(freezes, cluster));
-    own
-}
-
-/// Those of `rows` that apply to `cluster` for `gate`, without freezes (a snapshot carries
-/// them apart).
-fn own_applying<'a>(
-    gate: &Gate,
-    cluster: &impl Labelled,
-    rows: impl IntoIterator<Item = &'a OverrideRecord>,
-) -> Vec<Override> {
-    rows.into_iter()
-        .filter(|r| applies(gate, cluster, r))
-        .map(to_policy)
-        .collect()
-}
-
-/// The latest end among `ended` (one gate's ended closing overrides) of those that apply to
-/// `cluster` — every one, gate-wide or scoped to it — or, for `None`, of the gate-wide
-/// ones only (the gate's own open period, which starts a rollout). The open period never
-/// began before it ([`fleetgate_policy::CompiledGate::open_since_fenced`]).
-pub(crate) fn opening_fence(
-    ended: &[EndedClose],
-    cluster: Option<&dyn Labelled>,
-) -> Option<DateTime<Utc>> {
-    ended
-        .iter()
-        .filter(|e| match (&e.scope, cluster) {
-            (None, _) => true,
-            (Some(scope), Some(c)) => scope.matches(c.name(), c.labels()),
-            (Some(_), None) => false,
-        })
-        .map(|e| e.ended_at)
-        .max()
-}
-
-/// Parses a stored manifest (already validated when written).
-pub(crate) fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
-    fleetgate_policy::parse_gate_json(manifest.clone())
-        .map_err(|e| Error::Internal(format!("stored gate manifest unreadable: {e}")))
-}
-
-/// The policy-crate form of a stored override.
-pub(crate) fn to_policy(row: &OverrideRecord) -> Override {
-    Override {
-        id: row.id.to_string(),
-        gate: row.gate.clone(),
-        state: if row.state == "open" {
-            GateState::Open
-        } else {
-            GateState::Closed
-        },
-        starts_at: row.starts_at,
-        expires_at: row.expires_at,
-        created_at: row.created_at,
-        actor: row.actor.clone(),
-        reason: row.reason.clone(),
     }
 }
 
