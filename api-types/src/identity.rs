@@ -56,20 +56,49 @@ pub struct SessionRecord {
     pub created_at: DateTime<Utc>,
     /// When it ends unless refreshed: never later than the provider's tokens.
     pub expires_at: DateTime<Utc>,
+    /// When a request last presented it (updated at most once a minute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// The browser's `User-Agent` at sign-in (the device), cut at 256 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+    /// The session this request came with (`GET /api/v1/auth/sessions`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub current: bool,
 }
 
-/// `POST /api/v1/sessions/end`: ends every session of one person.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// `POST /api/v1/sessions/end` (admin): ends every session of one person,
+/// or the one session `id` names. One of `subject` and `id` is required.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EndSessions {
     /// The person's subject (`sub`), or their email.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub subject: String,
     /// The issuer; default: the login provider's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issuer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Only this session (with `subject`: only if it is that person's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<uuid::Uuid>,
+}
+
+/// `POST /api/v1/auth/sessions/end`: a signed-in person ends their own
+/// sessions: the one `id` names, else all of them (`keepCurrent`: all but
+/// the one this request came with).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EndMySessions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<uuid::Uuid>,
+    /// Without `id`: keep the session this request came with ("sign out
+    /// everywhere else").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_current: bool,
 }
 
 /// What `POST /api/v1/sessions/end` did.

@@ -29,8 +29,8 @@ pub use approvals::{
 pub use dashboard::{Cell, FleetGrid, FleetRow, GateView, ScopedCluster, WhoAmI};
 pub use error::{ErrorBody, ErrorDetail};
 pub use identity::{
-    AuthConfig, EndSessions, Identity, IdentityKind, LoginRequest, LoginStart, SessionList,
-    SessionRecord, SessionsEnded,
+    AuthConfig, EndMySessions, EndSessions, Identity, IdentityKind, LoginRequest, LoginStart,
+    SessionList, SessionRecord, SessionsEnded,
 };
 pub use page::Page;
 pub use records::{

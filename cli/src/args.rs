@@ -481,21 +481,33 @@ pub enum WebhookCmd {
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCmd {
-    /// Live sessions, newest first.
+    /// Live sessions, newest first: everyone's (admin), or with --mine your own.
     List {
         /// Only this person's (subject or email).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "mine")]
         subject: Option<String>,
+        /// Your own sessions (you signed in with `fleetgate login`).
+        #[arg(long)]
+        mine: bool,
     },
-    /// End every session of a person: their next request needs a new sign-in.
+    /// End sessions: every session of a person, or one session by --id (admin);
+    /// with --mine, your own (one by --id, else all).
+    #[command(group = clap::ArgGroup::new("which").required(true).multiple(true).args(["subject", "id", "mine"]))]
     End {
         /// The person's subject (`sub`) or email.
-        subject: String,
-        /// The issuer (default: the login provider's).
+        #[arg(conflicts_with = "mine")]
+        subject: Option<String>,
+        /// Only this session (its ID from `session list`).
         #[arg(long)]
+        id: Option<uuid::Uuid>,
+        /// Your own sessions.
+        #[arg(long)]
+        mine: bool,
+        /// The issuer (default: the login provider's).
+        #[arg(long, conflicts_with = "mine")]
         issuer: Option<String>,
         /// Why (recorded in the audit log).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "mine")]
         reason: Option<String>,
     },
 }

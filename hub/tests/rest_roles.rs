@@ -279,6 +279,8 @@ async fn openapi_documents_every_route_with_errors() {
         ("/api/v1/auth/logout", vec!["post"]),
         ("/api/v1/sessions", vec!["get"]),
         ("/api/v1/sessions/end", vec!["post"]),
+        ("/api/v1/auth/sessions", vec!["get"]),
+        ("/api/v1/auth/sessions/end", vec!["post"]),
         ("/api/v1/access-policies", vec!["get"]),
         (
             "/api/v1/access-policies/{name}",

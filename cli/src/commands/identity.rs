@@ -1,7 +1,7 @@
 //! `login`, `logout`, `whoami` and `session list|end`: signing in through
 //! the hub's identity provider and managing people's dashboard sessions.
 
-use fleetgate_api_types::{EndSessions, SessionList, SessionsEnded, WhoAmI};
+use fleetgate_api_types::{EndMySessions, EndSessions, SessionList, SessionsEnded, WhoAmI};
 
 use crate::args::{Format, SessionCmd};
 use crate::client::Client;
@@ -46,19 +46,36 @@ pub async fn whoami(client: &Client, format: Format) -> Result<()> {
 
 pub async fn session(client: &Client, cmd: &SessionCmd, format: Format) -> Result<()> {
     match cmd {
-        SessionCmd::List { subject } => {
-            let query: Vec<(&str, String)> =
-                subject.iter().map(|s| ("subject", s.clone())).collect();
-            let list: SessionList = client.get("/sessions", &query).await?;
+        SessionCmd::List { subject, mine } => {
+            let list: SessionList = if *mine {
+                client.get("/auth/sessions", &[]).await?
+            } else {
+                let query: Vec<(&str, String)> =
+                    subject.iter().map(|s| ("subject", s.clone())).collect();
+                client.get("/sessions", &query).await?
+            };
             output::print_answer(format, &list.items, |items| {
-                let mut t = Table::new(&["ID", "PERSON", "SUBJECT", "SIGNED IN", "EXPIRES"]);
+                let mut t = Table::new(&[
+                    "ID",
+                    "PERSON",
+                    "SUBJECT",
+                    "SIGNED IN",
+                    "LAST USED",
+                    "EXPIRES",
+                    "DEVICE",
+                ]);
                 for s in items {
                     t.row(vec![
                         s.id.to_string(),
                         s.identity.name.clone(),
                         s.identity.subject.clone(),
                         output::time(&s.created_at),
+                        s.last_used_at
+                            .as_ref()
+                            .map(output::time)
+                            .unwrap_or_default(),
                         output::time(&s.expires_at),
+                        s.user_agent.clone().unwrap_or_default(),
                     ]);
                 }
                 t.render()
@@ -66,17 +83,33 @@ pub async fn session(client: &Client, cmd: &SessionCmd, format: Format) -> Resul
         }
         SessionCmd::End {
             subject,
+            id,
+            mine,
             issuer,
             reason,
         } => {
-            let body = EndSessions {
-                subject: subject.clone(),
-                issuer: issuer.clone(),
-                reason: reason.clone(),
+            let v: SessionsEnded = if *mine {
+                let body = EndMySessions {
+                    id: *id,
+                    keep_current: false,
+                };
+                client.post("/auth/sessions/end", &[], &body).await?
+            } else {
+                let body = EndSessions {
+                    subject: subject.clone().unwrap_or_default(),
+                    issuer: issuer.clone(),
+                    reason: reason.clone(),
+                    id: *id,
+                };
+                client.post("/sessions/end", &[], &body).await?
             };
-            let v: SessionsEnded = client.post("/sessions/end", &[], &body).await?;
+            let whose = match (mine, subject) {
+                (true, _) => " of yours".to_string(),
+                (false, Some(s)) => format!(" of {s}"),
+                (false, None) => String::new(),
+            };
             output::print_answer(format, &v, |v| {
-                format!("{} session(s) of {subject} ended\n", v.ended)
+                format!("{} session(s){whose} ended\n", v.ended)
             })
         }
     }

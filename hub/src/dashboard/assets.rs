@@ -40,6 +40,7 @@ const FILES: &[(&str, &str, &str)] = &[
         JS,
         include_str!("../../assets/approvals.js"),
     ),
+    ("sessions.js", JS, include_str!("../../assets/sessions.js")),
     (
         "favicon.svg",
         "image/svg+xml",

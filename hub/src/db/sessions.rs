@@ -20,10 +20,15 @@ pub struct SessionRow {
     pub max_expires_at: DateTime<Utc>,
     pub refresh_sealed: Option<Vec<u8>>,
     pub ended_at: Option<DateTime<Utc>>,
+    pub user_agent: Option<String>,
+    pub last_used_at: Option<DateTime<Utc>>,
 }
 
 const COLUMNS: &str = "id, issuer, subject, name, email, groups, created_at, expires_at, \
-    max_expires_at, refresh_sealed, ended_at";
+    max_expires_at, refresh_sealed, ended_at, user_agent, last_used_at";
+
+/// How often a session's `last_used_at` is written (not on every request).
+const TOUCH_EVERY_SECONDS: f64 = 60.0;
 
 /// A new session.
 pub struct NewSession<'a> {
@@ -37,13 +42,14 @@ pub struct NewSession<'a> {
     pub expires_at: DateTime<Utc>,
     pub max_expires_at: DateTime<Utc>,
     pub refresh_sealed: Option<&'a [u8]>,
+    pub user_agent: Option<&'a str>,
 }
 
 pub async fn insert(conn: &mut PgConnection, s: &NewSession<'_>) -> Result<SessionRow> {
     Ok(sqlx::query_as(sql!(
         "insert into identity_sessions (id, secret_hash, issuer, subject, name, email, groups, \
-         created_at, expires_at, max_expires_at, refresh_sealed) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning {COLUMNS}"
+         created_at, expires_at, max_expires_at, refresh_sealed, user_agent, last_used_at) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $8) returning {COLUMNS}"
     ))
     .bind(Uuid::new_v4())
     .bind(s.secret_hash)
@@ -56,6 +62,7 @@ pub async fn insert(conn: &mut PgConnection, s: &NewSession<'_>) -> Result<Sessi
     .bind(s.expires_at)
     .bind(s.max_expires_at)
     .bind(s.refresh_sealed)
+    .bind(s.user_agent)
     .fetch_one(conn)
     .await?)
 }
@@ -99,6 +106,21 @@ pub async fn extend(
     Ok(())
 }
 
+/// Records that a request presented the session, at most once a minute.
+pub async fn touch(conn: &mut PgConnection, id: Uuid, now: DateTime<Utc>) -> Result<()> {
+    sqlx::query(
+        "update identity_sessions set last_used_at = $2 \
+         where id = $1 and ended_at is null \
+           and (last_used_at is null or last_used_at < $2 - make_interval(secs => $3))",
+    )
+    .bind(id)
+    .bind(now)
+    .bind(TOUCH_EVERY_SECONDS)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Ends the sessions matching `filter` that are still live; returns them.
 pub async fn end(
     conn: &mut PgConnection,
@@ -110,10 +132,12 @@ pub async fn end(
     Ok(sqlx::query_as(sql!(
         "update identity_sessions set ended_at = $1, ended_by = $2, end_reason = $3, \
          refresh_sealed = null \
-         where ended_at is null and expires_at > $1 \
+         where ended_at is null and (expires_at > $1 or refresh_sealed is not null) \
            and ($4::uuid is null or id = $4) \
            and ($5::text is null or issuer = $5) \
            and ($6::text is null or subject = $6 or lower(email) = lower($6)) \
+           and ($7::text is null or subject = $7) \
+           and ($8::uuid is null or id <> $8) \
          returning {COLUMNS}"
     ))
     .bind(now)
@@ -121,7 +145,9 @@ pub async fn end(
     .bind(reason)
     .bind(filter.id)
     .bind(filter.issuer)
+    .bind(filter.subject_or_email)
     .bind(filter.subject)
+    .bind(filter.except)
     .fetch_all(conn)
     .await?)
 }
@@ -132,7 +158,11 @@ pub struct EndFilter<'a> {
     pub id: Option<Uuid>,
     pub issuer: Option<&'a str>,
     /// Subject or email.
+    pub subject_or_email: Option<&'a str>,
+    /// Exactly this subject.
     pub subject: Option<&'a str>,
+    /// Not this session (the caller's own, "everywhere else").
+    pub except: Option<Uuid>,
 }
 
 /// Live sessions, newest first, optionally of one subject or email.
@@ -149,6 +179,28 @@ pub async fn live(
          order by created_at desc limit $3"
     ))
     .bind(now)
+    .bind(subject)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// The live sessions of one person (exact issuer and subject), newest first.
+pub async fn of_person(
+    conn: &mut PgConnection,
+    now: DateTime<Utc>,
+    issuer: &str,
+    subject: &str,
+    limit: i64,
+) -> Result<Vec<SessionRow>> {
+    Ok(sqlx::query_as(sql!(
+        "select {COLUMNS} from identity_sessions \
+         where ended_at is null and (expires_at > $1 or refresh_sealed is not null) \
+           and issuer = $2 and subject = $3 \
+         order by created_at desc limit $4"
+    ))
+    .bind(now)
+    .bind(issuer)
     .bind(subject)
     .bind(limit)
     .fetch_all(conn)

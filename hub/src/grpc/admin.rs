@@ -358,6 +358,20 @@ impl pb::admin_service_server::AdminService for AdminApi {
         self.approvals_decide(req, Decision::Cancel).await
     }
 
+    async fn list_my_sessions(
+        &self,
+        req: Request<pb::ListMySessionsRequest>,
+    ) -> Res<pb::ListSessionsResponse> {
+        self.my_sessions_list(req).await
+    }
+
+    async fn end_my_sessions(
+        &self,
+        req: Request<pb::EndMySessionsRequest>,
+    ) -> Res<pb::EndSessionsResponse> {
+        self.my_sessions_end(req).await
+    }
+
     type WatchFleetStream = FleetStream;
 
     async fn watch_fleet(&self, req: Request<pb::WatchFleetRequest>) -> Res<FleetStream> {

@@ -458,6 +458,9 @@ pub fn session(s: fleetgate_api_types::SessionRecord) -> pb::SessionInfo {
         }),
         created_at: ts(s.created_at),
         expires_at: ts(s.expires_at),
+        last_used_at: s.last_used_at.and_then(ts),
+        user_agent: s.user_agent.unwrap_or_default(),
+        current: s.current,
     }
 }
 

@@ -106,7 +106,7 @@ impl AdminApi {
         let r = req.into_inner();
         let sessions = ok(self
             .service
-            .list_sessions(&actor, conv::non_empty(&r.subject))
+            .list_sessions(&actor, None, conv::non_empty(&r.subject))
             .await)?;
         Ok(Response::new(pb::ListSessionsResponse {
             sessions: sessions.into_iter().map(conv::session).collect(),
@@ -123,8 +123,38 @@ impl AdminApi {
             subject: r.subject.clone(),
             issuer: conv::non_empty(&r.issuer).map(String::from),
             reason: conv::non_empty(&r.reason).map(String::from),
+            id: optional_uuid("id", &r.id)?,
         };
         let done = ok(self.service.end_sessions(&actor, &body).await)?;
         Ok(Response::new(pb::EndSessionsResponse { ended: done.ended }))
     }
+
+    pub(super) async fn my_sessions_list(
+        &self,
+        req: Request<pb::ListMySessionsRequest>,
+    ) -> Res<pb::ListSessionsResponse> {
+        let actor = api_actor(&self.service, &req).await?;
+        let sessions = ok(self.service.my_sessions(&actor, None).await)?;
+        Ok(Response::new(pb::ListSessionsResponse {
+            sessions: sessions.into_iter().map(conv::session).collect(),
+        }))
+    }
+
+    pub(super) async fn my_sessions_end(
+        &self,
+        req: Request<pb::EndMySessionsRequest>,
+    ) -> Res<pb::EndSessionsResponse> {
+        let actor = api_actor(&self.service, &req).await?;
+        let body = fleetgate_api_types::EndMySessions {
+            id: optional_uuid("id", &req.get_ref().id)?,
+            keep_current: false,
+        };
+        let done = ok(self.service.end_my_sessions(&actor, None, &body).await)?;
+        Ok(Response::new(pb::EndSessionsResponse { ended: done.ended }))
+    }
+}
+
+/// An optional UUID field: empty is none.
+fn optional_uuid(field: &str, s: &str) -> Result<Option<uuid::Uuid>, tonic::Status> {
+    conv::non_empty(s).map(|s| conv::uuid(field, s)).transpose()
 }

@@ -16,6 +16,7 @@ pub mod crypto;
 pub mod jwt;
 pub mod keys;
 pub mod login;
+pub mod manage_sessions;
 pub mod metrics;
 pub mod outbound;
 pub mod refusals;

@@ -9,7 +9,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Duration as ChronoDuration;
-use fleetgate_api_types::{EndSessions, Identity, IdentityKind, SessionRecord, SessionsEnded};
+use fleetgate_api_types::{Identity, IdentityKind};
 use ring::aead;
 use sha2::{Digest, Sha256};
 
@@ -18,8 +18,8 @@ use super::refusals::{Flow, Refusal};
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::revision::Affected;
 use crate::db::sessions::{self, EndFilter, NewSession, SessionRow};
-use crate::service::{Actor, Audit, Role, Service, Written};
-use crate::{Error, Result, validate};
+use crate::service::{Actor, Audit, Service, Written};
+use crate::{Error, Result};
 
 /// The session cookie.
 pub const SESSION_COOKIE: &str = "fleetgate_session";
@@ -46,6 +46,8 @@ pub struct Authenticated {
     pub actor: Actor,
     pub identity: Option<Identity>,
     pub csrf: Option<String>,
+    /// The dashboard session the request came with.
+    pub session: Option<uuid::Uuid>,
 }
 
 /// What a sign-in callback yields: the cookie's secret and where to go.
@@ -106,8 +108,12 @@ impl Service {
         code: &str,
         state: &str,
         cookie_state: Option<&str>,
+        user_agent: Option<&str>,
     ) -> Result<SignedIn> {
-        match self.try_finish_login(code, state, cookie_state).await? {
+        match self
+            .try_finish_login(code, state, cookie_state, user_agent)
+            .await?
+        {
             Ok(done) => Ok(done),
             Err(refused) => Err(self.refuse(refused).await),
         }
@@ -143,6 +149,7 @@ impl Service {
         code: &str,
         state: &str,
         cookie_state: Option<&str>,
+        user_agent: Option<&str>,
     ) -> Result<std::result::Result<SignedIn, Refusal>> {
         let ids = self.identities();
         let login = self.login_provider()?;
@@ -230,6 +237,7 @@ impl Service {
             expires_at,
             max_expires_at: max,
             refresh_sealed: sealed.as_deref(),
+            user_agent: user_agent.map(|ua| cut(ua, USER_AGENT_MAX)),
         };
         let (new, identity_ref) = (&new, &identity);
         self.write(&actor, now, |tx| {
@@ -272,8 +280,13 @@ impl Service {
                 "session ended; sign in again".into(),
             ));
         }
-        if row.expires_at <= self.now() {
+        let now = self.now();
+        if row.expires_at <= now {
             self.refresh_session(&row, secret).await?;
+        }
+        {
+            let mut conn = self.conn().await?;
+            sessions::touch(&mut conn, row.id, now).await?;
         }
         let identity = identity_of_row(&row);
         let actor = self.actor_of(&identity, &serde_json::Map::new()).await?;
@@ -281,6 +294,7 @@ impl Service {
             actor,
             identity: Some(identity),
             csrf: Some(csrf_token(secret)),
+            session: Some(row.id),
         })
     }
 
@@ -328,12 +342,8 @@ impl Service {
         let Ok(who) = self.authenticate_session(secret).await else {
             return Ok(());
         };
-        let presented = hash_token(secret);
-        let id = {
-            let mut conn = self.conn().await?;
-            sessions::by_hash(&mut conn, &presented)
-                .await?
-                .map(|(r, _)| r.id)
+        let Some(id) = who.session else {
+            return Ok(());
         };
         let now = self.now();
         let name = who.actor.name.clone();
@@ -341,7 +351,7 @@ impl Service {
         self.write(&who.actor, now, |tx| {
             Box::pin(async move {
                 let filter = EndFilter {
-                    id,
+                    id: Some(id),
                     ..EndFilter::default()
                 };
                 let ended = sessions::end(tx, &filter, now, name, Some("signed out")).await?;
@@ -357,57 +367,6 @@ impl Service {
         })
         .await?;
         Ok(())
-    }
-
-    /// Live sessions (admin), optionally of one subject or email.
-    pub async fn list_sessions(
-        &self,
-        actor: &Actor,
-        subject: Option<&str>,
-    ) -> Result<Vec<SessionRecord>> {
-        actor.require(Role::Admin)?;
-        let mut conn = self.conn().await?;
-        let rows = sessions::live(&mut conn, self.now(), subject, 1000).await?;
-        Ok(rows.iter().map(record).collect())
-    }
-
-    /// Ends every live session of a person (admin), audited per session.
-    pub async fn end_sessions(&self, actor: &Actor, req: &EndSessions) -> Result<SessionsEnded> {
-        actor.require(Role::Admin)?;
-        if req.subject.trim().is_empty() {
-            return Err(Error::invalid("subject", "must not be empty"));
-        }
-        validate::optional_reason("reason", req.reason.as_deref())?;
-        let now = self.now();
-        let by = actor.name.clone();
-        let (by, req) = (&by, req);
-        let (ended, _) = self
-            .write(actor, now, |tx| {
-                Box::pin(async move {
-                    let filter = EndFilter {
-                        id: None,
-                        issuer: req.issuer.as_deref(),
-                        subject: Some(&req.subject),
-                    };
-                    let ended = sessions::end(tx, &filter, now, by, req.reason.as_deref()).await?;
-                    let Some(first) = ended.first() else {
-                        return Ok(Written::unchanged(0));
-                    };
-                    let identity = identity_of_row(first);
-                    let mut audit =
-                        session_audit("session.end", &identity, first, req.reason.clone());
-                    audit.after = Some(serde_json::json!({
-                        "sessions": ended.iter().map(|r| r.id).collect::<Vec<_>>(),
-                    }));
-                    Ok(Written::changed(
-                        ended.len() as u64,
-                        audit,
-                        Affected::Clusters(Vec::new()),
-                    ))
-                })
-            })
-            .await?;
-        Ok(SessionsEnded { ended })
     }
 
     /// The caller behind a bearer JWT of a trusted issuer. A refused token
@@ -436,8 +395,19 @@ impl Service {
             actor,
             identity: Some(verified.identity),
             csrf: None,
+            session: None,
         })
     }
+}
+
+/// The longest `User-Agent` kept with a session.
+const USER_AGENT_MAX: usize = 256;
+
+/// `text` cut at `max` characters.
+fn cut(text: &str, max: usize) -> &str {
+    text.char_indices()
+        .nth(max)
+        .map_or(text, |(i, _)| &text[..i])
 }
 
 /// Only a same-site path: never an absolute URL (no open redirect).
@@ -449,7 +419,7 @@ fn safe_return(to: &str) -> String {
     }
 }
 
-fn identity_of_row(row: &SessionRow) -> Identity {
+pub(super) fn identity_of_row(row: &SessionRow) -> Identity {
     Identity {
         kind: IdentityKind::Person,
         issuer: row.issuer.clone(),
@@ -460,16 +430,7 @@ fn identity_of_row(row: &SessionRow) -> Identity {
     }
 }
 
-fn record(row: &SessionRow) -> SessionRecord {
-    SessionRecord {
-        id: row.id,
-        identity: identity_of_row(row),
-        created_at: row.created_at,
-        expires_at: row.expires_at,
-    }
-}
-
-fn session_audit(
+pub(super) fn session_audit(
     action: &'static str,
     identity: &Identity,
     row: &SessionRow,

@@ -38,8 +38,8 @@ use crate::service::types::{
 };
 use crate::{dashboard, rest};
 use fleetgate_api_types::{
-    AuthConfig, EndSessions, Identity, IdentityKind, LoginRequest, LoginStart, SessionList,
-    SessionRecord, SessionsEnded,
+    AuthConfig, EndMySessions, EndSessions, Identity, IdentityKind, LoginRequest, LoginStart,
+    SessionList, SessionRecord, SessionsEnded,
 };
 
 /// Adds what operations share: the bearer scheme; the 408 (timeout) and 500
@@ -142,6 +142,7 @@ impl Modify for Common {
         rest::approvals::reject, rest::approvals::cancel,
         rest::admission_webhooks::list, rest::admission_webhooks::get,
         rest::admission_webhooks::apply, rest::admission_webhooks::delete,
+        rest::sign_in::mine, rest::sign_in::end_mine,
     ),
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
@@ -158,7 +159,7 @@ impl Modify for Common {
         fleetgate_api_types::webhooks::WebhookFormat, fleetgate_api_types::webhooks::WebhookWithSecret,
         fleetgate_api_types::webhooks::RotateWebhookSecret, fleetgate_api_types::webhooks::WebhookDelivery,
         fleetgate_api_types::webhooks::WebhookAttempt, fleetgate_api_types::webhooks::WebhookTestResult,
-        Identity, IdentityKind, SessionRecord, SessionList, EndSessions, SessionsEnded,
+        Identity, IdentityKind, SessionRecord, SessionList, EndSessions, SessionsEnded, EndMySessions,
         AuthConfig, LoginRequest, LoginStart,
         fleetgate_api_types::AccessPolicy, fleetgate_api_types::AccessPolicySpec,
         fleetgate_api_types::AccessPolicyRecord, crate::schema::pages::AccessPolicyPage, fleetgate_api_types::Subjects,

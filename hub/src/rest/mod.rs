@@ -117,6 +117,8 @@ pub(crate) fn api() -> Router<AppState> {
         .route("/auth/logout", post(sign_in::logout))
         .route("/sessions", get(sign_in::list))
         .route("/sessions/end", post(sign_in::end))
+        .route("/auth/sessions", get(sign_in::mine))
+        .route("/auth/sessions/end", post(sign_in::end_mine))
         .route("/access-policies", get(access_policies::list))
         .route(
             "/access-policies/{name}",

@@ -3,16 +3,17 @@
 //! `POST /api/v1/auth/login` (start: the provider URL, and a login cookie
 //! binding the callback to this browser), `GET /auth/callback` (the
 //! provider sends the browser back here: session cookie, then the
-//! dashboard), `POST /api/v1/auth/logout`, and for admins
-//! `GET /api/v1/sessions` and `POST /api/v1/sessions/end`.
+//! dashboard), `POST /api/v1/auth/logout`; a person's own sessions
+//! (`GET /api/v1/auth/sessions`, `POST /api/v1/auth/sessions/end`), and for
+//! admins `GET /api/v1/sessions` and `POST /api/v1/sessions/end`.
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::http::header::{LOCATION, SET_COOKIE, USER_AGENT};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use fleetgate_api_types::{
-    AuthConfig, EndSessions, LoginRequest, LoginStart, SessionList, SessionsEnded,
+    AuthConfig, EndMySessions, EndSessions, LoginRequest, LoginStart, SessionList, SessionsEnded,
 };
 use serde::Deserialize;
 
@@ -83,7 +84,12 @@ pub async fn callback(
             .await),
         (None, Some(code), Some(state)) => {
             s.service
-                .finish_login(code, state, cookie(&headers, LOGIN_COOKIE).as_deref())
+                .finish_login(
+                    code,
+                    state,
+                    cookie(&headers, LOGIN_COOKIE).as_deref(),
+                    headers.get(USER_AGENT).and_then(|v| v.to_str().ok()),
+                )
                 .await
         }
         _ => Err(s.service.login_callback_malformed().await),
@@ -153,12 +159,12 @@ pub struct SessionQuery {
     ), security(("bearer" = [])))]
 pub async fn list(
     State(s): State<AppState>,
-    ApiAdmin(actor): ApiAdmin,
+    Caller(who): Caller,
     Query(q): Query<SessionQuery>,
 ) -> Result<Json<SessionList>> {
     let items = s
         .service
-        .list_sessions(&actor, q.subject.as_deref())
+        .list_sessions(&who.actor, who.session, q.subject.as_deref())
         .await?;
     Ok(Json(SessionList { items }))
 }
@@ -179,6 +185,46 @@ pub async fn end(
 ) -> Result<Json<SessionsEnded>> {
     let req: EndSessions = body.parse()?;
     Ok(Json(s.service.end_sessions(&actor, &req).await?))
+}
+
+/// The caller's own live sessions (a signed-in person: dashboard session or
+/// the provider's JWT); `current` marks the one this request came with.
+#[utoipa::path(get, path = "/api/v1/auth/sessions", tag = "identity",
+    responses(
+        (status = 200, description = "Your live sessions, newest first", body = SessionList),
+        (status = 401, description = "Not signed in", body = crate::error::ErrorBody),
+        (status = 403, description = "Not a person (an API token or workload has no sessions)", body = crate::error::ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn mine(State(s): State<AppState>, Caller(who): Caller) -> Result<Json<SessionList>> {
+    let items = s.service.my_sessions(&who.actor, who.session).await?;
+    Ok(Json(SessionList { items }))
+}
+
+/// End your own sessions: the one `id` names, else all of them
+/// (`keepCurrent`: all but this one, "sign out everywhere else").
+#[utoipa::path(post, path = "/api/v1/auth/sessions/end", tag = "identity",
+    request_body = EndMySessions,
+    responses(
+        (status = 200, description = "How many sessions ended", body = SessionsEnded),
+        (status = 401, description = "Not signed in", body = crate::error::ErrorBody),
+        (status = 403, description = "Not a person, or missing X-CSRF-Token", body = crate::error::ErrorBody),
+        (status = 404, description = "`id` is not one of your live sessions", body = crate::error::ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn end_mine(
+    State(s): State<AppState>,
+    Caller(who): Caller,
+    body: Body,
+) -> Result<Json<SessionsEnded>> {
+    let req: EndMySessions = if body.text.trim().is_empty() {
+        EndMySessions::default()
+    } else {
+        body.parse()?
+    };
+    let done = s
+        .service
+        .end_my_sessions(&who.actor, who.session, &req)
+        .await?;
+    Ok(Json(done))
 }
 
 /// A `Set-Cookie` value: HttpOnly, SameSite=Lax (the provider's redirect

@@ -39,6 +39,7 @@ impl Service {
                 actor: self.authenticate_api(token).await?,
                 identity: None,
                 csrf: None,
+                session: None,
             }),
             Credential::Session(secret) => self.authenticate_session(secret).await,
         }

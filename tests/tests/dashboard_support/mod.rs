@@ -34,6 +34,7 @@ macro_rules! browser_test {
 
 pub mod fleet;
 pub mod spoke;
+pub mod sso;
 
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
