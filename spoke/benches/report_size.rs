@@ -47,6 +47,7 @@ fn objects(n: usize) -> Vec<ObservedObject> {
             resource_version: Some("1".into()),
             suspended: false,
             suspended_by: None,
+            freeze_reason: None,
             source_refs: vec![],
             last_applied_revision: Some(format!("main@sha1:{i:040}").into()),
             artifact_revision: None,

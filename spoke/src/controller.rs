@@ -21,7 +21,7 @@ use crate::{
     hub::snapshot::CompiledSnapshot,
     suspend::enforce,
     suspend::own_delivery::OwnDelivery,
-    suspend::plan::{Plan, Planner},
+    suspend::plan::Plan,
 };
 
 /// Bursts of watch events (a Flux controller updating many statuses) are
@@ -113,7 +113,7 @@ async fn reconcile(
         .iter()
         .any(|g| g.name == fleetgate_policy::FREEZE_GATE);
     ctx.metrics.frozen.set(i64::from(frozen));
-    let planner = Planner::new(&eval.gates, &objects);
+    let planner = eval.planner(&objects);
     if let Some((key, gates)) = own.check(&planner, &objects) {
         crate::suspend::own_delivery::warn(ctx, &key, &gates).await;
     }
@@ -137,7 +137,7 @@ async fn reconcile(
     if patched {
         // Report what the patches left, not what was there before.
         let objects = overlay.apply(objects);
-        plan = Planner::new(&eval.gates, &objects).plan(&objects);
+        plan = eval.planner(&objects).plan(&objects);
     }
     publish(
         ctx,
@@ -269,6 +269,7 @@ mod tests {
             resource_version: Some(rv.into()),
             suspended,
             suspended_by: None,
+            freeze_reason: None,
             source_refs: vec![],
             last_applied_revision: None,
             artifact_revision: None,

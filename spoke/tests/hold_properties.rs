@@ -34,6 +34,7 @@ fn kustomization(name: &str, inventory: Option<String>) -> ObservedObject {
         resource_version: Some("1".into()),
         suspended: false,
         suspended_by: None,
+        freeze_reason: None,
         source_refs: vec![],
         last_applied_revision: Some(format!("{name}@r1").into()),
         artifact_revision: None,

@@ -35,6 +35,7 @@ fn ks_from(name: &str, source: &str, ignored: bool) -> ObservedObject {
         resource_version: Some("1".into()),
         suspended: false,
         suspended_by: None,
+        freeze_reason: None,
         source_refs: vec![ObjectKey::new(
             FluxKind::GitRepository,
             "flux-system",

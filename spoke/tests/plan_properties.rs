@@ -1,14 +1,16 @@
 //! Property test of the planner over random interleavings of gates opening and
 //! closing, objects appearing, and people suspending/resuming objects by hand:
 //! fleetgate never resumes a person's suspend, never leaves an object held by a
-//! closed gate unsuspended, and leaves no suspend of its own behind once open.
+//! closed gate unsuspended, and leaves no suspend of its own behind once open. A fleet
+//! freeze coming and going in between names itself (`fleetgate.io/freeze-reason`) on exactly
+//! the objects fleetgate holds while it lasts, and on nothing afterwards.
 
 use std::collections::BTreeMap;
 
 use fleetgate_policy::{FluxKind, LabelSelector, Mode, Targets};
 use fleetgate_spoke::{
     cluster::observed::{ObjectKey, ObservedObject},
-    suspend::plan::{Action, GateView, plan},
+    suspend::plan::{Action, GateView, Planner},
 };
 use proptest::prelude::*;
 
@@ -26,6 +28,7 @@ struct GateSpec {
 #[derive(Clone, Debug)]
 enum Op {
     Toggle(usize),
+    ToggleFreeze,
     CreateKustomization { ns: usize, repo: usize, prod: bool },
     HumanSuspend(usize),
     HumanResume(usize),
@@ -57,6 +60,7 @@ fn gate_spec() -> impl Strategy<Value = GateSpec> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         (0..3usize).prop_map(Op::Toggle),
+        Just(Op::ToggleFreeze),
         (0..NAMESPACES.len(), 0..REPOS, any::<bool>())
             .prop_map(|(ns, repo, prod)| Op::CreateKustomization { ns, repo, prod }),
         (0..16usize).prop_map(Op::HumanSuspend),
@@ -89,6 +93,35 @@ fn view(i: usize, spec: &GateSpec, open: bool) -> GateView {
     }
 }
 
+/// The freeze's `fleetgate.io/freeze-reason` in these tests.
+const FREEZE: &str = "fleet freeze 1 by test until unfrozen: INC-1";
+
+/// The gates as the spoke evaluates them: a freeze closes every gate and adds the
+/// built-in one.
+fn gates_now(specs: &[GateSpec], open: &[bool], frozen: bool) -> Vec<GateView> {
+    let mut gates: Vec<GateView> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| view(i, s, open[i] && !frozen))
+        .collect();
+    if frozen {
+        gates.push(GateView::freeze(
+            "fleet freeze by test until unfrozen: INC-1".into(),
+        ));
+    }
+    gates
+}
+
+fn plan(
+    gates: &[GateView],
+    objects: &[ObservedObject],
+    frozen: bool,
+) -> fleetgate_spoke::suspend::plan::Plan {
+    Planner::new(gates, objects)
+        .with_freeze(frozen.then_some(FREEZE))
+        .plan(objects)
+}
+
 fn repo_key(ns: &str, repo: usize) -> ObjectKey {
     ObjectKey::new(FluxKind::GitRepository, ns, format!("repo-{repo}"))
 }
@@ -100,7 +133,15 @@ fn must_hold(gates: &[GateView], objects: &[ObservedObject], obj: &ObservedObjec
         g.targets
             .matches(o.key.kind, &o.key.namespace, &o.key.name, &o.labels)
     };
+    let freeze_gate = |g: &GateView| g.name == fleetgate_policy::FREEZE_GATE;
     gates.iter().filter(|g| !g.open).any(|g| match g.mode {
+        // The built-in freeze gate holds what no suspend or freezeSources gate targets.
+        Mode::Suspend if freeze_gate(g) => {
+            matches(g, obj)
+                && !gates
+                    .iter()
+                    .any(|o| !freeze_gate(o) && o.mode != Mode::HoldObjects && matches(o, obj))
+        }
         Mode::Suspend => matches(g, obj),
         Mode::FreezeSources => {
             (obj.key.kind != FluxKind::Kustomization && matches(g, obj))
@@ -125,17 +166,26 @@ fn apply(objects: &mut [ObservedObject], steps: Vec<fleetgate_spoke::suspend::pl
             step.resource_version, o.resource_version,
             "planned from the observed version"
         );
+        let freeze = step.freeze_reason.as_deref().map(Into::into);
         match step.action {
             Action::Suspend { gates } => {
                 o.suspended = true;
                 o.suspended_by = Some(gates);
+                o.freeze_reason = freeze;
             }
-            Action::Relabel { gates } => o.suspended_by = Some(gates),
+            Action::Relabel { gates } => {
+                o.suspended_by = Some(gates);
+                o.freeze_reason = freeze;
+            }
             Action::Resume { .. } => {
                 o.suspended = false;
                 o.suspended_by = None;
+                o.freeze_reason = None;
             }
-            Action::ClearMark => o.suspended_by = None,
+            Action::ClearMark => {
+                o.suspended_by = None;
+                o.freeze_reason = None;
+            }
         }
         bump(o);
     }
@@ -151,13 +201,13 @@ fn bump(o: &mut ObservedObject) {
     o.resource_version = Some((rv + 1).to_string());
 }
 
-fn reconcile(gates: &[GateView], objects: &mut [ObservedObject]) {
+fn reconcile(gates: &[GateView], objects: &mut [ObservedObject], frozen: bool) {
     let human_before: Vec<ObjectKey> = objects
         .iter()
         .filter(|o| o.suspended_by_human())
         .map(|o| o.key.clone())
         .collect();
-    let p = plan(gates, objects);
+    let p = plan(gates, objects, frozen);
     apply(objects, p.steps);
     for o in objects.iter() {
         if human_before.contains(&o.key) {
@@ -183,10 +233,13 @@ fn reconcile(gates: &[GateView], objects: &mut [ObservedObject]) {
                 "fleetgate mark on an object that is not suspended: {o:?}"
             );
         }
+        // The freeze is named on what fleetgate holds while it lasts, and nowhere else.
+        let want = (frozen && o.suspended_by.is_some()).then_some(FREEZE);
+        assert_eq!(o.freeze_reason.as_deref(), want, "freeze reason on {o:?}");
     }
     // Level-triggered and idempotent: planning again changes nothing.
     assert!(
-        plan(gates, objects).steps.is_empty(),
+        plan(gates, objects, frozen).steps.is_empty(),
         "second pass not a no-op"
     );
 }
@@ -201,6 +254,7 @@ fn seed_objects() -> Vec<ObservedObject> {
                 resource_version: Some("1".into()),
                 suspended: false,
                 suspended_by: None,
+                freeze_reason: None,
                 source_refs: vec![],
                 last_applied_revision: None,
                 artifact_revision: Some(format!("main@sha1:{r}").into()),
@@ -224,11 +278,13 @@ proptest! {
         ops in prop::collection::vec(op(), 1..60),
     ) {
         let mut open = initially_open;
+        let mut frozen = false;
         let mut objects = seed_objects();
         let mut created = 0usize;
         for op in ops {
             match op {
                 Op::Toggle(i) => open[i] = !open[i],
+                Op::ToggleFreeze => frozen = !frozen,
                 Op::CreateKustomization { ns, repo, prod } => {
                     let ns = NAMESPACES[ns];
                     let labels = if prod { BTreeMap::from([("tier".to_owned(), "prod".to_owned())]) } else { BTreeMap::new() };
@@ -238,6 +294,7 @@ proptest! {
                         resource_version: Some("1".into()),
                         suspended: false,
                         suspended_by: None,
+                        freeze_reason: None,
                         source_refs: vec![repo_key(ns, repo)],
                         last_applied_revision: None,
                         artifact_revision: None,
@@ -265,15 +322,11 @@ proptest! {
                         bump(o);
                     }
                 }
-                Op::Reconcile => {
-                    let gates: Vec<GateView> = specs.iter().enumerate().map(|(i, s)| view(i, s, open[i])).collect();
-                    reconcile(&gates, &mut objects);
-                }
+                Op::Reconcile => reconcile(&gates_now(&specs, &open, frozen), &mut objects, frozen),
             }
         }
         // Several changes may land between two passes; the final pass settles them.
-        let gates: Vec<GateView> = specs.iter().enumerate().map(|(i, s)| view(i, s, open[i])).collect();
-        reconcile(&gates, &mut objects);
+        reconcile(&gates_now(&specs, &open, frozen), &mut objects, frozen);
     }
 }
 
@@ -303,6 +356,7 @@ proptest! {
                 // `flux suspend` by a person: neither mode touches it.
                 suspended: by_person,
                 suspended_by: None,
+                freeze_reason: None,
                 source_refs: vec![repo_key(ns, repo)],
                 last_applied_revision: Some("main@sha1:old".into()),
                 artifact_revision: None,
@@ -319,11 +373,11 @@ proptest! {
             .map(|g| GateView { warn: true, ..g.clone() })
             .collect();
 
-        let w = plan(&warn, &objects);
+        let w = plan(&warn, &objects, false);
         prop_assert!(w.steps.is_empty(), "a warn gate planned a change: {:?}", w.steps);
         prop_assert!(w.report.iter().all(|r| r.suspended_by.is_empty() && !r.held));
 
-        let e = plan(&enforce, &objects);
+        let e = plan(&enforce, &objects, false);
         let suspended: BTreeMap<ObjectKey, Vec<String>> = e
             .steps
             .iter()

@@ -17,10 +17,10 @@ use serde::{
 use serde_json::Value;
 
 use crate::hold::marks::SSA;
-use crate::suspend::annotations::{IGNORE, PINNED, RECONCILE, SUSPENDED_BY};
+use crate::suspend::annotations::{FREEZE_REASON, IGNORE, PINNED, RECONCILE, SUSPENDED_BY};
 
 /// The annotations the spoke reads on Flux objects; others are skipped.
-const KEPT_ANNOTATIONS: [&str; 5] = [SUSPENDED_BY, IGNORE, PINNED, RECONCILE, SSA];
+const KEPT_ANNOTATIONS: [&str; 6] = [SUSPENDED_BY, IGNORE, PINNED, RECONCILE, SSA, FREEZE_REASON];
 
 /// A watched Flux object (any kind; the `ApiResource` says which).
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -14,7 +14,9 @@ use crate::cluster::flux_object::{FluxObject, Reference};
 use crate::cluster::intern::Interned;
 use crate::cluster::readiness::{self, Readiness, Ready};
 use crate::hold::marks::{OWNER_NAME, OWNER_NAMESPACE, RECONCILE, SSA};
-use crate::suspend::annotations::{IGNORE, PINNED, SUSPENDED_BY, parse_suspended_by};
+use crate::suspend::annotations::{
+    FREEZE_REASON, IGNORE, PINNED, SUSPENDED_BY, parse_suspended_by,
+};
 
 /// Identifies one Flux object in the cluster. Orders by kind (appliers first),
 /// namespace, name.
@@ -83,6 +85,8 @@ pub struct ObservedObject {
     pub suspended: bool,
     /// fleetgate's mark (`fleetgate.io/suspended-by`); `Some` means the suspend is ours.
     pub suspended_by: Option<Vec<String>>,
+    /// `fleetgate.io/freeze-reason` as observed: the freeze holding it (set with the mark).
+    pub freeze_reason: Option<Arc<str>>,
     /// The sources this object consumes (Kustomization, HelmRelease only), most
     /// specific first: for a HelmRelease the HelmChart Flux generates for it comes
     /// before the repository it is built from.
@@ -160,6 +164,10 @@ impl ObservedObject {
             resource_version: meta.resource_version,
             suspended: obj.spec.suspend.unwrap_or(false),
             suspended_by: annotations.get(SUSPENDED_BY).map(|v| parse_suspended_by(v)),
+            // Shared: while a freeze holds, every object carries the same value.
+            freeze_reason: annotations
+                .get(FREEZE_REASON)
+                .map(|v| shared.strings.get(v)),
             source_refs,
             last_applied_revision,
             artifact_revision,

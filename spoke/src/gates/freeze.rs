@@ -106,6 +106,38 @@ impl LocalFreeze {
     }
 }
 
+/// Longest `fleetgate.io/freeze-reason` value written (the reason is a person's free text).
+const ANNOTATION_BYTES: usize = 1024;
+
+/// The `fleetgate.io/freeze-reason` value for freeze `f` (the hub's or this cluster's):
+/// which freeze, who made it, until when, and why, with absolute times so the value stays
+/// the same for the freeze's whole life (one patch per object, not one a day):
+/// `fleet freeze 12 by alice until 2026-11-27T16:00:00Z: INC-123` or
+/// `cluster freeze (ConfigMap fleetgate-freeze) by alice until unfrozen: INC-123`.
+pub fn annotation(f: &Override) -> String {
+    use chrono::SecondsFormat;
+    let which = if f.id.starts_with(ID) {
+        format!("cluster freeze (ConfigMap {CONFIGMAP})")
+    } else {
+        format!("fleet freeze {}", f.id)
+    };
+    let by = if f.actor.is_empty() {
+        String::new()
+    } else {
+        format!(" by {}", f.actor)
+    };
+    let until = f.expires_at.map_or_else(
+        || "unfrozen".to_owned(),
+        |e| e.to_rfc3339_opts(SecondsFormat::Secs, true),
+    );
+    let why = if f.reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", f.reason)
+    };
+    crate::cluster::events::fit_text(&format!("{which}{by} until {until}{why}"), ANNOTATION_BYTES)
+}
+
 /// Watches the ConfigMap until `shutdown`, publishing the freeze in `ctx.local_freeze`.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let api: Api<ConfigMap> = Api::namespaced(ctx.watches.client().clone(), &ctx.config.namespace);
@@ -154,4 +186,44 @@ fn publish(ctx: &Context, freeze: Option<LocalFreeze>) {
         *cur = freeze.clone();
         true
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().to_utc()
+    }
+
+    #[test]
+    fn the_annotation_names_the_freeze_who_until_and_why() {
+        let hub = Override::freeze(
+            "12",
+            at("2026-11-27T10:00:00Z"),
+            Some(at("2026-11-27T16:00:00Z")),
+            at("2026-11-27T10:00:00Z"),
+            "alice",
+            "INC-123",
+        );
+        assert_eq!(
+            annotation(&hub),
+            "fleet freeze 12 by alice until 2026-11-27T16:00:00Z: INC-123"
+        );
+        let local = LocalFreeze {
+            since: at("2026-11-27T10:00:00Z"),
+            until: None,
+            reason: "INC-9\0 and more".to_owned(),
+            by: "bob".to_owned(),
+        };
+        assert_eq!(
+            annotation(&local.to_override()),
+            "cluster freeze (ConfigMap fleetgate-freeze) by bob until unfrozen: INC-9\u{FFFD} and more"
+        );
+        let long = LocalFreeze {
+            reason: "x".repeat(5000),
+            ..local
+        };
+        assert!(annotation(&long.to_override()).len() <= ANNOTATION_BYTES);
+    }
 }

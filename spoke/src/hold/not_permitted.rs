@@ -213,6 +213,7 @@ mod tests {
             resource_version: Some("1".into()),
             suspended: false,
             suspended_by: None,
+            freeze_reason: None,
             source_refs: vec![],
             last_applied_revision: Some("r1".into()),
             artifact_revision: None,

@@ -171,6 +171,19 @@ pub struct Evaluated {
     pub gates: Vec<GateView>,
     /// The earliest instant any gate changes state: re-plan then.
     pub next_transition: Option<DateTime<Utc>>,
+    /// The freeze in force, as written on the objects it holds (`fleetgate.io/freeze-reason`).
+    pub freeze_reason: Option<String>,
+}
+
+impl Evaluated {
+    /// The planner for these gate states over `objects`, naming the freeze in force.
+    pub fn planner<'a>(
+        &'a self,
+        objects: &[crate::cluster::observed::ObservedObject],
+    ) -> crate::suspend::plan::Planner<'a> {
+        crate::suspend::plan::Planner::new(&self.gates, objects)
+            .with_freeze(self.freeze_reason.as_deref())
+    }
 }
 
 impl CompiledSnapshot {
@@ -374,12 +387,14 @@ impl CompiledSnapshot {
         {
             next = Some(next.map_or(t, |n| n.min(t)));
         }
-        if let Some(f) = fleetgate_policy::active_freeze(freezes, now) {
+        let freeze = fleetgate_policy::active_freeze(freezes, now);
+        if let Some(f) = freeze {
             views.push(GateView::freeze(f.freeze_reason_utc(now)));
         }
         Evaluated {
             gates: views,
             next_transition: next,
+            freeze_reason: freeze.map(crate::gates::freeze::annotation),
         }
     }
 

@@ -22,6 +22,11 @@ pub const PINNED: &str = "fleetgate.io/pinned";
 /// value `disabled` (fluxcd/pkg ssa `shouldSkipApply`, case-insensitive); the
 /// nested pin and `hold::marks` both set it.
 pub const RECONCILE: &str = "kustomize.toolkit.fluxcd.io/reconcile";
+/// Names the freeze that holds an object fleetgate suspended, and its reason
+/// (`cluster freeze by alice (ConfigMap fleetgate-freeze) until unfrozen: INC-123`): set
+/// while a freeze (the hub's or the cluster's) closes the gates holding it, removed when the
+/// freeze ends or the object is resumed. Never on an object a person suspended.
+pub const FREEZE_REASON: &str = "fleetgate.io/freeze-reason";
 /// Flux's "reconcile now" request, set on resume so held changes roll out at once.
 pub const REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
 
@@ -86,6 +91,20 @@ pub fn with_pin(mut patch: Value, pin: bool) -> Value {
     patch
 }
 
+/// Sets (`Some`) or removes (`None`) the freeze's reason on a patch.
+pub fn with_freeze(mut patch: Value, freeze: Option<&str>) -> Value {
+    if let Some(ann) = patch
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        ann.insert(
+            FREEZE_REASON.into(),
+            freeze.map_or(Value::Null, |f| json!(f)),
+        );
+    }
+    patch
+}
+
 /// Updates which gates hold an object fleetgate already suspended.
 pub fn relabel_patch(resource_version: Option<&str>, gates: &[String]) -> Value {
     json!({
@@ -101,6 +120,7 @@ pub fn resume_patch(resource_version: Option<&str>, now: DateTime<Utc>) -> Value
         "metadata": metadata(resource_version, json!({
             SUSPENDED_BY: null,
             SUSPENDED_AT: null,
+            FREEZE_REASON: null,
             REQUESTED_AT: now.to_rfc3339_opts(SecondsFormat::Nanos, true),
         })),
         "spec": { "suspend": false },
@@ -111,7 +131,11 @@ pub fn resume_patch(resource_version: Option<&str>, now: DateTime<Utc>) -> Value
 /// by hand after the gates opened); `spec` is left alone.
 pub fn clear_patch(resource_version: Option<&str>) -> Value {
     json!({
-        "metadata": metadata(resource_version, json!({ SUSPENDED_BY: null, SUSPENDED_AT: null })),
+        "metadata": metadata(resource_version, json!({
+            SUSPENDED_BY: null,
+            SUSPENDED_AT: null,
+            FREEZE_REASON: null,
+        })),
     })
 }
 
@@ -168,5 +192,21 @@ mod tests {
         let c = clear_patch(Some("1"));
         assert!(c.get("spec").is_none());
         assert_eq!(c["metadata"]["annotations"][SUSPENDED_BY], Value::Null);
+    }
+
+    #[test]
+    fn the_freeze_reason_is_set_and_removed_with_the_marks() {
+        let p = with_freeze(relabel_patch(None, &["g".into()]), Some("freeze 7: INC-1"));
+        assert_eq!(
+            p["metadata"]["annotations"][FREEZE_REASON],
+            json!("freeze 7: INC-1")
+        );
+        let p = with_freeze(relabel_patch(None, &["g".into()]), None);
+        let ann = p["metadata"]["annotations"].as_object().unwrap();
+        assert_eq!(ann.get(FREEZE_REASON), Some(&Value::Null));
+        for p in [resume_patch(None, at()), clear_patch(None)] {
+            let ann = p["metadata"]["annotations"].as_object().unwrap();
+            assert_eq!(ann.get(FREEZE_REASON), Some(&Value::Null));
+        }
     }
 }

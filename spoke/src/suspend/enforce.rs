@@ -54,9 +54,14 @@ impl Action {
 fn patch_body(step: &Step) -> serde_json::Value {
     let rv = step.resource_version.as_deref();
     let now = Utc::now();
+    let freeze = step.freeze_reason.as_deref();
     let patch = match &step.action {
-        Action::Suspend { gates } => annotations::suspend_patch(rv, gates, now),
-        Action::Relabel { gates } => annotations::relabel_patch(rv, gates),
+        Action::Suspend { gates } => {
+            annotations::with_freeze(annotations::suspend_patch(rv, gates, now), freeze)
+        }
+        Action::Relabel { gates } => {
+            annotations::with_freeze(annotations::relabel_patch(rv, gates), freeze)
+        }
         Action::Resume { .. } => annotations::resume_patch(rv, now),
         Action::ClearMark => annotations::clear_patch(rv),
     };

@@ -89,6 +89,9 @@ pub struct Step {
     /// (`reconcile: disabled` + `fleetgate.io/pinned`); `Some(false)`: remove
     /// fleetgate's pin; `None`: leave that annotation alone.
     pub pin: Option<bool>,
+    /// `fleetgate.io/freeze-reason` after a `Suspend` or `Relabel` (`None` removes it);
+    /// `Resume` and `ClearMark` always remove it.
+    pub freeze_reason: Option<String>,
 }
 
 /// What the spoke reports for one governed object (as observed).
@@ -173,6 +176,9 @@ pub struct Planner<'a> {
     frozen: HashMap<ObjectKey, BTreeSet<usize>>,
     /// Artifact revision of every observed source.
     artifacts: HashMap<ObjectKey, Arc<str>>,
+    /// The freeze in force ([`crate::hub::snapshot::Evaluated::freeze_reason`]): written on
+    /// every object fleetgate holds while it lasts.
+    freeze: Option<&'a str>,
 }
 
 impl<'a> Planner<'a> {
@@ -199,7 +205,14 @@ impl<'a> Planner<'a> {
             gates,
             frozen,
             artifacts,
+            freeze: None,
         }
+    }
+
+    /// The freeze in force, named on every object fleetgate holds (`fleetgate.io/freeze-reason`).
+    pub fn with_freeze(mut self, freeze: Option<&'a str>) -> Self {
+        self.freeze = freeze;
+        self
     }
 
     /// Plans every object: steps for those needing a change, reports for the governed.
@@ -256,6 +269,10 @@ impl<'a> Planner<'a> {
             )
         };
 
+        // While a freeze is in force it closes every gate, so whatever fleetgate holds is
+        // held by the freeze: name it on the object. A person's suspend is never touched.
+        let freeze_reason = if closed.is_empty() { None } else { self.freeze };
+        let freeze_differs = obj.freeze_reason.as_deref() != freeze_reason;
         let action = match (&obj.suspended_by, obj.suspended, closed.is_empty()) {
             // A person's suspend: never touched, whatever the gates say.
             (None, true, _) => None,
@@ -263,9 +280,11 @@ impl<'a> Planner<'a> {
             (_, false, false) => Some(Action::Suspend {
                 gates: closed.clone(),
             }),
-            (Some(marked), true, false) if *marked != closed => Some(Action::Relabel {
-                gates: closed.clone(),
-            }),
+            (Some(marked), true, false) if *marked != closed || freeze_differs => {
+                Some(Action::Relabel {
+                    gates: closed.clone(),
+                })
+            }
             (Some(_), true, false) => None,
             (Some(marked), true, true) => Some(Action::Resume {
                 gates: marked.clone(),
@@ -300,6 +319,7 @@ impl<'a> Planner<'a> {
             resource_version: obj.resource_version.clone(),
             action,
             pin,
+            freeze_reason: freeze_reason.map(str::to_owned),
         });
 
         let mut gates: BTreeSet<usize> = holding.clone();

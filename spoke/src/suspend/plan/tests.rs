@@ -25,6 +25,7 @@ fn obj(kind: FluxKind, name: &str) -> ObservedObject {
         resource_version: Some("1".into()),
         suspended: false,
         suspended_by: None,
+        freeze_reason: None,
         source_refs: vec![],
         last_applied_revision: None,
         artifact_revision: None,
