@@ -18,6 +18,7 @@ mod managed;
 mod meta;
 mod ops;
 mod patch;
+mod prepare;
 mod protobuf;
 mod query;
 pub mod rbac;
