@@ -113,6 +113,10 @@ pub enum Command {
     /// approve, reject, withdraw.
     #[command(subcommand)]
     Override(OverrideCmd),
+    /// Change-ticket admission webhooks (unscoped admin): endpoints the hub asks
+    /// before it accepts an override or an approval.
+    #[command(subcommand, name = "admission-webhook")]
+    AdmissionWebhook(crate::commands::admission_webhook::AdmissionWebhookCmd),
     /// Print a shell completion script.
     Completion {
         #[arg(value_enum)]

@@ -1,16 +1,19 @@
 // Webhooks page (admins): every subscription with its state, a test message,
 // its recent deliveries (state, attempts, last status) and each delivery's
-// attempts, with redeliver (same webhook-id).
+// attempts, with redeliver (same webhook-id); below, the admission webhooks
+// (admission.js).
 
 import { api, enc } from './api.js';
 import { h, replace, fmtTime, relTime, badge, toast } from './dom.js';
+import { admissionSection } from './admission.js';
 
 export async function renderWebhooks(main) {
   const list = h('div', { id: 'webhooks-list' });
   const detail = h('div', { id: 'webhook-detail' });
+  const admission = admissionSection();
   replace(main, h('div', { class: 'page-head' }, h('h1', {}, 'Webhooks')),
     h('p', { class: 'muted' }, 'Subscriptions to gate, override, calendar and other events; create and change them with `fleetgate webhook` or /api/v1/webhooks.'),
-    list, detail);
+    list, detail, admission.section);
   let selected = null;
 
   async function refresh() {
@@ -83,7 +86,7 @@ export async function renderWebhooks(main) {
   }
 
   const err = (e) => toast(`${e.field ? `${e.field}: ` : ''}${e.message}`, 'bad');
-  await refresh();
+  await Promise.all([refresh(), admission.refresh()]);
   return { refresh };
 }
 

@@ -3,8 +3,10 @@
 //! naming `ticket` with its message), timeout, 5xx and malformed answers under both
 //! failure policies, the outcome in the audit entry, and a ServiceNow-shaped adapter
 //! reading the table API (change in state "Implement", planned window covering now).
+//! Configuring them over gRPC (`AdminService` on a real socket) too.
 
 mod common;
+mod grpc_support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -16,7 +18,10 @@ use axum::{Json, Router};
 use common::{Hub, t0};
 use fleetgate_api_types::admission::AdmissionRequest;
 use fleetgate_hub::egress::EgressPolicy;
+use fleetgate_proto::v1 as pb;
+use grpc_support::{Grpc, authed};
 use serde_json::{Value, json};
+use tonic::Code;
 
 #[derive(Clone)]
 struct Cms {
@@ -190,7 +195,7 @@ async fn live_overrides(hub: &Hub) -> usize {
 }
 
 async fn last_audit(hub: &Hub) -> (String, Value) {
-    sqlx::query_as("select action, after from audit_log order by id desc limit 1")
+    sqlx::query_as("select action, coalesce(after, 'null') from audit_log order by id desc limit 1")
         .fetch_one(&hub.pool)
         .await
         .unwrap()
@@ -354,4 +359,180 @@ async fn a_servicenow_change_must_be_implementing_now() {
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
     let (_, after) = last_audit(&strict_hub).await;
     assert_eq!(after["admission"][0]["outcome"], "failed", "{after}");
+}
+
+#[tokio::test]
+async fn configured_over_grpc() {
+    let hub = hub().await;
+    let cms = change_system().await;
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let mut api = grpc.admin();
+    let apply = |name: &str, spec: Option<pb::AdmissionWebhookSpec>, token: &str| {
+        authed(
+            pb::ApplyAdmissionWebhookRequest {
+                name: name.into(),
+                spec,
+            },
+            token,
+        )
+    };
+    let spec = |url: String| pb::AdmissionWebhookSpec {
+        url,
+        ..Default::default()
+    };
+    let change = format!("http://{cms}/change");
+
+    // Only an unscoped admin configures them.
+    let err = api
+        .apply_admission_webhook(apply("cms", Some(spec(change.clone())), &hub.operator))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    // Bad input names the field of the message; nothing is stored.
+    for (name, bad, field) in [
+        ("cms", None, "spec"),
+        ("Not_A_Label", Some(spec(change.clone())), "name"),
+        ("cms", Some(spec("ftp://x".into())), "spec.url"),
+        (
+            "cms",
+            Some(pb::AdmissionWebhookSpec {
+                failure_policy: "Maybe".into(),
+                ..spec(change.clone())
+            }),
+            "spec.failure_policy",
+        ),
+        (
+            "cms",
+            Some(pb::AdmissionWebhookSpec {
+                operations: vec!["override".into(), "gate".into()],
+                ..spec(change.clone())
+            }),
+            "spec.operations[1]",
+        ),
+        (
+            "cms",
+            Some(pb::AdmissionWebhookSpec {
+                ca_bundle: "not pem".into(),
+                ..spec(change.clone())
+            }),
+            "spec.ca_bundle",
+        ),
+    ] {
+        let err = api
+            .apply_admission_webhook(apply(name, bad, &hub.admin))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{field}: {err:?}");
+        assert!(
+            err.message().starts_with(&format!("{field}: ")),
+            "{field}: {err:?}"
+        );
+    }
+    let listed = api
+        .list_admission_webhooks(authed(pb::ListAdmissionWebhooksRequest {}, &hub.admin))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.webhooks.is_empty(), "{listed:?}");
+
+    // Created with the defaults, then the change system decides an override made over gRPC.
+    let made = api
+        .apply_admission_webhook(apply("cms", Some(spec(change.clone())), &hub.admin))
+        .await
+        .unwrap()
+        .into_inner();
+    let s = made.spec.clone().unwrap();
+    assert_eq!(made.name, "cms");
+    assert_eq!(
+        (s.operations, s.timeout, s.failure_policy),
+        (
+            vec!["override".to_string()],
+            "5s".to_string(),
+            "Fail".to_string()
+        )
+    );
+    assert_eq!(last_audit(&hub).await.0, "admission_webhook.create");
+    let open = |ticket: &str| {
+        authed(
+            pb::CreateOverrideRequest {
+                gate: "g".into(),
+                state: "open".into(),
+                r#for: "1h".into(),
+                reason: "deploy".into(),
+                ticket: ticket.into(),
+                ..Default::default()
+            },
+            &hub.operator,
+        )
+    };
+    let err = api.create_override(open("CHG-9")).await.unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    assert!(
+        err.message().starts_with("ticket: ")
+            && err
+                .message()
+                .contains("CHG-9 is not approved in the change system"),
+        "{err:?}"
+    );
+    assert_eq!(live_overrides(&hub).await, 0);
+    api.create_override(open("CHG-1")).await.unwrap();
+    assert_eq!(live_overrides(&hub).await, 1);
+
+    // Replaced, read back, deleted.
+    let replaced = api
+        .apply_admission_webhook(apply(
+            "cms",
+            Some(pb::AdmissionWebhookSpec {
+                operations: vec!["override".into(), "approval".into()],
+                timeout: "2s".into(),
+                failure_policy: "Ignore".into(),
+                ..spec(change.clone())
+            }),
+            &hub.admin,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(replaced.created_at, made.created_at);
+    assert_eq!(last_audit(&hub).await.0, "admission_webhook.replace");
+    let got = api
+        .get_admission_webhook(authed(
+            pb::GetAdmissionWebhookRequest { name: "cms".into() },
+            &hub.admin,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got, replaced);
+    let s = got.spec.unwrap();
+    assert_eq!(
+        (s.timeout.as_str(), s.failure_policy.as_str()),
+        ("2s", "Ignore")
+    );
+    let listed = api
+        .list_admission_webhooks(authed(pb::ListAdmissionWebhooksRequest {}, &hub.admin))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.webhooks, [replaced.clone()]);
+    let deleted = api
+        .delete_admission_webhook(authed(
+            pb::DeleteAdmissionWebhookRequest { name: "cms".into() },
+            &hub.admin,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(deleted, replaced);
+    assert_eq!(last_audit(&hub).await.0, "admission_webhook.delete");
+    let err = api
+        .get_admission_webhook(authed(
+            pb::GetAdmissionWebhookRequest { name: "cms".into() },
+            &hub.admin,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    // Without it, nothing asks the change system.
+    api.create_override(open("CHG-9")).await.unwrap();
 }

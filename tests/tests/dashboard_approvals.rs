@@ -4,8 +4,9 @@
 //! `spec.approval` takes approvers from `sre`, with a change ticket, and gets a
 //! pending request; under Approvals he has no Approve button and an approve
 //! forged from his session is refused. Erin (also `sre`) signs in, approves,
-//! and the override is in force; the audit names both people. Screenshots go
-//! to target/test-output/dashboard/.
+//! and the override is in force; the audit names both people. And an admin
+//! configures admission webhooks on the Webhooks page (a bad field named,
+//! create, edit, delete, audited). Screenshots go to target/test-output/dashboard/.
 
 #[macro_use]
 mod dashboard_support;
@@ -252,5 +253,115 @@ browser_test!(two_people_request_and_approve, |b| {
     assert_eq!(
         audit(&hub, "approval.approve").await,
         person("erin@example.com")
+    );
+});
+
+browser_test!(admins_configure_admission_webhooks, |b| {
+    let hub = Hub::start("admission").await;
+    b.sign_in(&hub.base, ADMIN_TOKEN).await;
+    b.route("#/webhooks").await;
+    b.wait_page("webhooks").await;
+    b.wait_js(
+        "document.querySelector('#admission-webhooks')?.textContent.includes('No admission webhooks')",
+        "the empty admission section",
+    )
+    .await;
+
+    // A bad URL: the form names the field, nothing is stored.
+    b.fill("#adm-name", "cms").await;
+    b.fill("#adm-url", "ftp://change.example.com/check").await;
+    b.click("#adm-save").await;
+    b.wait_js(
+        "document.getElementById('adm-error').textContent.startsWith('url: ')",
+        "the refusal naming url",
+    )
+    .await;
+    b.expect_console(&["/api/v1/admission-webhooks/cms - "], true)
+        .await;
+    let none = hub
+        .call(ADMIN_TOKEN, "GET", "/api/v1/admission-webhooks", None)
+        .await;
+    assert_eq!(none, json!([]));
+
+    // Created with both operations, a 2s timeout and Ignore.
+    b.fill("#adm-url", "https://change.example.com/check").await;
+    b.click("#adm-op-approval").await;
+    b.fill("#adm-timeout", "2s").await;
+    b.eval("(document.getElementById('adm-policy').value = 'Ignore', true)")
+        .await;
+    b.click("#adm-save").await;
+    b.wait_js(
+        "document.querySelector('#admission-table tr[data-admission=\"cms\"]')",
+        "the new admission webhook listed",
+    )
+    .await;
+    let row = b
+        .eval("document.querySelector('#admission-table tr[data-admission=\"cms\"]').textContent")
+        .await;
+    let row = row.as_str().unwrap();
+    for part in [
+        "https://change.example.com/check",
+        "override, approval",
+        "2s",
+        "Ignore",
+    ] {
+        assert!(row.contains(part), "{row} lacks {part}");
+    }
+    let hook = hub
+        .call(ADMIN_TOKEN, "GET", "/api/v1/admission-webhooks/cms", None)
+        .await;
+    assert_eq!(
+        hook["operations"],
+        json!(["override", "approval"]),
+        "{hook}"
+    );
+    assert_eq!(hook["failurePolicy"], "Ignore", "{hook}");
+    b.screenshot("admission-webhooks").await;
+
+    // Edit fills the form; the new timeout replaces the old.
+    b.click("#admission-table tr[data-admission='cms'] button.edit")
+        .await;
+    assert_eq!(
+        b.eval("document.getElementById('adm-timeout').value").await,
+        json!("2s")
+    );
+    b.fill("#adm-timeout", "3s").await;
+    b.click("#adm-save").await;
+    b.wait_js(
+        "document.querySelector('#admission-table tr[data-admission=\"cms\"]')?.textContent.includes('3s')",
+        "the replaced timeout listed",
+    )
+    .await;
+
+    // Delete… asks, then removes it.
+    b.click("#admission-table tr[data-admission='cms'] button.delete")
+        .await;
+    b.click("#dlg-confirm").await;
+    b.wait_js(
+        "document.querySelector('#admission-webhooks').textContent.includes('No admission webhooks')",
+        "the webhook gone",
+    )
+    .await;
+    let audit = hub
+        .call(
+            ADMIN_TOKEN,
+            "GET",
+            "/api/v1/audit?targetKind=admission_webhook",
+            None,
+        )
+        .await;
+    let actions: Vec<&str> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "admission_webhook.delete",
+            "admission_webhook.replace",
+            "admission_webhook.create"
+        ]
     );
 });

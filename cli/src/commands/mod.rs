@@ -1,6 +1,7 @@
 //! One module per command group; `run` dispatches a parsed command line.
 
 pub mod access_policy;
+pub mod admission_webhook;
 pub mod approvals;
 pub mod audit;
 pub mod cluster;
@@ -87,6 +88,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Token(t) => token::run(&client, t, format).await,
         Command::AccessPolicy(p) => access_policy::run(&client, p, format).await,
         Command::Webhook(w) => webhook::run(&client, w, format).await,
+        Command::AdmissionWebhook(w) => admission_webhook::run(&client, w, format).await,
         Command::Status(s) => status::run(&client, s, format).await,
         Command::Audit(a) => audit::run(&client, a, format).await,
         Command::Whoami => identity::whoami(&client, format).await,

@@ -27,6 +27,11 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 pub fn start_hub() -> Hub {
+    start_hub_with(&[])
+}
+
+/// A hub with `env` beside the defaults (e.g. `FLEETGATE_EGRESS_ALLOW_HTTP`).
+pub fn start_hub_with(env: &[(&str, &str)]) -> Hub {
     let rt = runtime();
     let db = rt.block_on(test_db());
     let http = free_port();
@@ -38,6 +43,7 @@ pub fn start_hub() -> Hub {
         .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
         .env("FLEETGATE_ADMIN_TOKEN", ADMIN)
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()

@@ -42,6 +42,11 @@ const FILES: &[(&str, &str, &str)] = &[
     ),
     ("sessions.js", JS, include_str!("../../assets/sessions.js")),
     (
+        "admission.js",
+        JS,
+        include_str!("../../assets/admission.js"),
+    ),
+    (
         "favicon.svg",
         "image/svg+xml",
         include_str!("../../assets/favicon.svg"),

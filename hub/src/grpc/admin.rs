@@ -4,7 +4,8 @@
 //! converts the result. This file is the trait's table of contents; the bodies
 //! live by topic: `admin_gates` (gates, overrides, rollouts), `admin_clusters`
 //! (clusters, status), `admin_identity` (audit, tokens, sessions),
-//! `admin_webhooks`, `admin_access`, `admin_freezes`; `WatchFleet` in `watch_fleet`.
+//! `admin_webhooks`, `admin_access`, `admin_freezes`, `admin_approvals`,
+//! `admin_admission` (admission webhooks); `WatchFleet` in `watch_fleet`.
 
 use fleetgate_proto::v1 as pb;
 use tokio_util::sync::CancellationToken;
@@ -370,6 +371,34 @@ impl pb::admin_service_server::AdminService for AdminApi {
         req: Request<pb::EndMySessionsRequest>,
     ) -> Res<pb::EndSessionsResponse> {
         self.my_sessions_end(req).await
+    }
+
+    async fn list_admission_webhooks(
+        &self,
+        req: Request<pb::ListAdmissionWebhooksRequest>,
+    ) -> Res<pb::ListAdmissionWebhooksResponse> {
+        self.admission_list(req).await
+    }
+
+    async fn get_admission_webhook(
+        &self,
+        req: Request<pb::GetAdmissionWebhookRequest>,
+    ) -> Res<pb::AdmissionWebhookInfo> {
+        self.admission_get(req).await
+    }
+
+    async fn apply_admission_webhook(
+        &self,
+        req: Request<pb::ApplyAdmissionWebhookRequest>,
+    ) -> Res<pb::AdmissionWebhookInfo> {
+        self.admission_apply(req).await
+    }
+
+    async fn delete_admission_webhook(
+        &self,
+        req: Request<pb::DeleteAdmissionWebhookRequest>,
+    ) -> Res<pb::AdmissionWebhookInfo> {
+        self.admission_delete(req).await
     }
 
     type WatchFleetStream = FleetStream;

@@ -4,6 +4,7 @@
 
 pub mod admin;
 mod admin_access;
+mod admin_admission;
 mod admin_approvals;
 mod admin_clusters;
 mod admin_convert;
