@@ -514,7 +514,7 @@ async fn configured_over_grpc() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(listed.webhooks, [replaced.clone()]);
+    assert_eq!(listed.webhooks, std::slice::from_ref(&replaced));
     let deleted = api
         .delete_admission_webhook(authed(
             pb::DeleteAdmissionWebhookRequest { name: "cms".into() },
