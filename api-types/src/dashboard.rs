@@ -48,6 +48,9 @@ pub struct Cell {
     /// Reported objects it would suspend here if enforced (a warn gate while closed).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub would_suspend: u32,
+    /// The gate's current rollout failed on this cluster: the failing object and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout_failure: Option<crate::status::RolloutFailure>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -210,6 +210,9 @@ pub struct ClusterCounts {
     pub with_held: usize,
     /// At least one object inside a Kustomization held by fleetgate.
     pub with_held_objects: usize,
+    /// Whose rollout wave failed in a gate's current rollout (see [`RolloutFailure`]).
+    #[serde(default)]
+    pub rollout_failed: usize,
 }
 
 /// The fleet at a glance.
@@ -224,6 +227,19 @@ pub struct FleetSummary {
     pub objects: ObjectCounts,
     /// Names of disconnected clusters (at most 100).
     pub disconnected: Vec<String>,
+    /// Clusters on which a gate's current rollout failed, by cluster then gate (at most 100).
+    #[serde(default)]
+    pub rollout_failures: Vec<ClusterRolloutFailure>,
+}
+
+/// A cluster on which a gate's current rollout failed (the fleet summary's list).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterRolloutFailure {
+    pub cluster: String,
+    pub gate: String,
+    pub failure: RolloutFailure,
 }
 
 /// One gate's state on one cluster.
@@ -256,6 +272,41 @@ pub struct GateStatus {
     /// release and health there (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<ClusterRollout>,
+    /// The gate's current rollout failed on this cluster (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout_failure: Option<RolloutFailure>,
+}
+
+/// A cluster on which a gate's current rollout failed: its wave failed there (halting the
+/// rollout, or tolerated by `maxFailures`), with the failing object and why, as the rollout
+/// driver judged it. It stays until an operator resumes the rollout or the rollout ends, so a
+/// failed canary never reads as merely open (`fleetgate status`, the dashboard grid).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutFailure {
+    pub rollout_id: String,
+    /// The rollout's state now (`halted` until an operator resumes it).
+    pub state: crate::rollout::RolloutState,
+    /// The cluster's wave, 1-based.
+    pub wave: i32,
+    pub wave_name: String,
+    /// When the rollout driver found the wave failed here.
+    pub failed_at: DateTime<Utc>,
+    /// The failing object and its Ready message
+    /// (`Kustomization flux-system/apps: Ready=False: …`), or why the cluster was not healthy
+    /// in time.
+    pub detail: String,
+}
+
+impl RolloutFailure {
+    /// In words: `rollout wave 1 'canary' failed: Kustomization flux-system/apps: …`.
+    pub fn describe(&self) -> String {
+        format!(
+            "rollout wave {} '{}' failed: {}",
+            self.wave, self.wave_name, self.detail
+        )
+    }
 }
 
 /// One cluster's place in a gate's current rollout (`fleetgate status CLUSTER`, the
@@ -427,6 +478,9 @@ pub struct GateBrief {
     /// Reported objects it would suspend if enforced (a warn gate while closed).
     #[serde(default)]
     pub would_suspend: i64,
+    /// The gate's current rollout failed on this cluster (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout_failure: Option<RolloutFailure>,
 }
 
 /// One cluster's gates now, without its objects (see the per-cluster status

@@ -245,9 +245,11 @@ function row(c, cols, gates) {
       kind = 'na';
       icon = '·';
     } else {
-      // A rollout's wave outranks held: the changes wait for the wave, not the schedule.
-      kind = cell.state === 'open' ? 'open' : cell.warn ? 'would' : cell.rolloutWave ? 'waiting' : (cell.held > 0 ? 'held' : 'closed');
-      icon = { open: '✓', held: '‖', closed: '✕', waiting: '◔', would: '◌' }[kind];
+      // A failed rollout wave outranks everything (a halt keeps the canary open, but what it
+      // runs failed); a rollout's wave outranks held: the changes wait for the wave.
+      kind = cell.rolloutFailure ? 'failed' : cell.state === 'open' ? 'open' : cell.warn ? 'would'
+        : cell.rolloutWave ? 'waiting' : (cell.held > 0 ? 'held' : 'closed');
+      icon = { open: '✓', held: '‖', closed: '✕', waiting: '◔', would: '◌', failed: '✗' }[kind];
     }
     td.dataset.state = kind;
     td.className = `cell ${kind}${c.connected ? '' : ' offline'}`;
@@ -260,6 +262,13 @@ function row(c, cols, gates) {
       : kind === 'would' ? `would close${cell.wouldSuspend ? ` (${cell.wouldSuspend})` : ''}` : kind;
     if (kind === 'would') td.title = `warn mode: would hold ${cell.wouldSuspend || 0} object(s) if enforced; nothing is held`;
     td.append(ic, word);
+    if (kind === 'failed') {
+      // The failing object and why, on the cell itself (truncated; whole in the tooltip).
+      const f = cell.rolloutFailure;
+      word.textContent = `wave ${f.wave} failed`;
+      td.title = `rollout wave ${f.wave} '${f.waveName}' failed (${f.state}): ${f.detail}`;
+      td.append(h('span', { class: 'failure' }, f.detail));
+    }
     tr.append(td);
   }
   return tr;

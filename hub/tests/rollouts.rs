@@ -5,6 +5,7 @@
 //! cluster at once, late joiners and the cluster-scoped open override's bypass.
 
 mod common;
+mod grpc_support;
 mod rollout_support;
 
 use std::sync::Arc;
@@ -488,4 +489,136 @@ async fn a_halted_rollout_has_no_health_deadline() {
     let s = f.status().await;
     assert_eq!(s["state"], "halted");
     assert!(s["healthDeadline"].is_null(), "{s}");
+}
+
+/// Issue 32 item 6: the cluster whose wave failed stands out on every fleet surface — the
+/// fleet status (REST), the dashboard grid's cell, the cluster status and gRPC's fleet
+/// status — with the failing object and its Ready message, until an operator resumes.
+#[tokio::test]
+async fn a_failed_canary_is_marked_on_every_fleet_surface_until_resumed() {
+    let f = fleet("", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    let why = "health check failed after 30s: Deployment/apps/web not ready";
+    f.report_failing("c1", why).await;
+    assert!(f.step().await.is_empty(), "failing, within failureGrace");
+    f.advance(1);
+    assert_eq!(f.step().await, ["rollout.halt"]);
+    let detail = format!("Kustomization flux-system/apps: Ready=False: {why}");
+
+    let fleet = f.hub.get("/api/v1/status/clusters").await;
+    assert_eq!(fleet.status, StatusCode::OK, "{}", fleet.text);
+    let brief = |name: &str| {
+        fleet.body["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cluster"]["name"] == name)
+            .unwrap()["gates"][0]
+            .clone()
+    };
+    let c1 = brief("c1");
+    assert_eq!(c1["state"], "open", "a halt keeps the canary open: {c1}");
+    let failure = &c1["rolloutFailure"];
+    assert_eq!(failure["detail"], detail.as_str(), "{c1}");
+    assert_eq!(failure["state"], "halted");
+    assert_eq!(
+        (failure["wave"].clone(), failure["waveName"].clone()),
+        (json!(1), json!("canary"))
+    );
+    assert_eq!(failure["failedAt"], "2026-11-25T13:01:00Z");
+    assert!(
+        brief("c2").get("rolloutFailure").is_none(),
+        "{}",
+        brief("c2")
+    );
+    assert_eq!(fleet.body["summary"]["clusters"]["rolloutFailed"], 1);
+    let listed = &fleet.body["summary"]["rolloutFailures"];
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(
+        (listed[0]["cluster"].clone(), listed[0]["gate"].clone()),
+        (json!("c1"), json!("waves"))
+    );
+
+    let grid = f.hub.get("/api/v1/dashboard/fleet").await;
+    assert_eq!(grid.status, StatusCode::OK, "{}", grid.text);
+    let cell = |name: &str| {
+        grid.body["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()["cells"][0]
+            .clone()
+    };
+    assert_eq!(cell("c1")["rolloutFailure"]["detail"], detail.as_str());
+    assert!(cell("c2").get("rolloutFailure").is_none());
+
+    let status = f.hub.get("/api/v1/clusters/c1/status").await;
+    assert_eq!(
+        status.body["gates"][0]["rolloutFailure"]["detail"],
+        detail.as_str()
+    );
+
+    // gRPC carries the same.
+    let grpc = grpc_support::Grpc::start(f.hub.service.clone(), grpc_support::Grpc::opts()).await;
+    let summary = grpc
+        .admin()
+        .get_fleet_status(grpc_support::authed(
+            fleetgate_proto::v1::GetFleetStatusRequest {},
+            &f.hub.viewer,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(summary.clusters.unwrap().rollout_failed, 1);
+    let failure = &summary.rollout_failures[0];
+    assert_eq!(
+        (failure.cluster.as_str(), failure.gate.as_str()),
+        ("c1", "waves")
+    );
+    assert_eq!((failure.wave, failure.state.as_str()), (1, "halted"));
+    assert_eq!(failure.detail, detail);
+
+    // Resume judges the wave afresh: the mark goes.
+    let r = f.command("resume").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let fleet = f.hub.get("/api/v1/status/clusters").await;
+    assert_eq!(
+        fleet.body["summary"]["clusters"]["rolloutFailed"], 0,
+        "{}",
+        fleet.text
+    );
+    assert!(
+        fleet.body["clusters"][0]["gates"][0]
+            .get("rolloutFailure")
+            .is_none()
+    );
+}
+
+/// A failure `maxFailures` tolerates does not halt the rollout, but the cluster is marked.
+#[tokio::test]
+async fn a_tolerated_failure_is_marked_while_the_rollout_goes_on() {
+    let f = fleet("    maxFailures: 1\n    failureGrace: 1m\n", THREE_WAVES).await;
+    f.at(13, 0);
+    f.step().await;
+    f.report_failing("c1", "boom").await;
+    f.step().await;
+    f.advance(1);
+    assert_eq!(
+        f.step().await,
+        ["rollout.healthy"],
+        "a tolerated failure settles the wave"
+    );
+    f.advance(10);
+    assert_eq!(f.step().await, ["rollout.release"]);
+    let fleet = f.hub.get("/api/v1/status/clusters").await;
+    let c1 = &fleet.body["clusters"][0];
+    assert_eq!(c1["cluster"]["name"], "c1");
+    let failure = &c1["gates"][0]["rolloutFailure"];
+    assert_eq!(failure["state"], "running", "{c1}");
+    assert_eq!(
+        failure["detail"],
+        "Kustomization flux-system/apps: Ready=False: boom"
+    );
 }

@@ -1,7 +1,8 @@
 //! A rollout in the dashboard, in headless Chromium against a real hub process and a
 //! stand-in spoke over gRPC: the canary's Kustomization fails (Ready=False), the rollout
 //! halts and the gate page shows it with the object's Ready message while the fleet grid
-//! shows the next wave's cluster "waiting for wave 2" (and each cluster page the
+//! marks the canary's cell failed with the failing object and why, and shows the next wave's
+//! cluster "waiting for wave 2" (and each cluster page the
 //! cluster's place in the rollout: waiting, or released and failed with the message); a
 //! viewer gets no rollout buttons;
 //! after a good revision an operator clicks Resume and the page follows the rollout live.
@@ -106,9 +107,25 @@ browser_test!(a_halted_rollout_shows_why_and_resumes, |b| {
             .await,
         json!("◔wave 2")
     );
+    // The failed canary stands out (a halt keeps it open, but what it runs failed): its
+    // cell says so, with the failing object and its Ready message.
     assert_eq!(
         b.eval(&Browser::cell("waves", "prod-canary")).await,
-        json!("open")
+        json!("failed")
+    );
+    let cell = "document.querySelector('td[data-gate=\"waves\"][data-cluster=\"prod-canary\"]')";
+    let text = b.eval(&format!("{cell}.textContent")).await;
+    let text = text.as_str().unwrap_or_default();
+    assert!(text.starts_with("✗wave 1 failed"), "{text}");
+    assert!(text.contains("Kustomization flux-system/apps"), "{text}");
+    assert!(text.contains(MESSAGE), "{text}");
+    let title = b.eval(&format!("{cell}.title")).await;
+    let title = title.as_str().unwrap_or_default();
+    assert!(
+        title.starts_with("rollout wave 1 'canary' failed (halted): ")
+            && title.contains("Kustomization flux-system/apps: Ready=False: ")
+            && title.contains(MESSAGE),
+        "{title}"
     );
     b.screenshot("rollout-fleet").await;
     // Each cluster page says where the cluster is in the rollout, like the grid.
@@ -234,6 +251,10 @@ browser_test!(a_halted_rollout_shows_why_and_resumes, |b| {
         json!(true)
     );
     b.screenshot("rollout-resumed").await;
+    // Resumed, the wave is judged afresh: the canary's cell is open again.
+    b.route("#/fleet").await;
+    b.wait_eq(&Browser::cell("waves", "prod-canary"), "open")
+        .await;
     let audit = hub
         .call(
             ADMIN_TOKEN,

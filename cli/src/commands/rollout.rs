@@ -118,7 +118,19 @@ pub(super) fn cluster_places(v: &ClusterStatus, gate: Option<&str>) -> String {
                 .as_deref()
                 .map(|d| format!(" — {d}"))
                 .unwrap_or_default();
-            Some(format!("  {}: {}{detail}\n", g.gate, r.describe()))
+            // The driver's verdict when the wave failed here (the live health may differ).
+            let failed = g
+                .rollout_failure
+                .as_ref()
+                .map(|f| {
+                    format!(
+                        "\n    FAILED at {}: {}",
+                        output::time(&f.failed_at),
+                        f.describe()
+                    )
+                })
+                .unwrap_or_default();
+            Some(format!("  {}: {}{detail}{failed}\n", g.gate, r.describe()))
         })
         .collect();
     if lines.is_empty() {

@@ -69,6 +69,12 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
         s.objects.held_objects_by_person,
         s.clusters.with_held_objects,
     );
+    if s.clusters.rollout_failed > 0 {
+        // On the clusters line, after "with held changes: N".
+        let at = out.rfind("\nobjects: ").unwrap_or(out.len());
+        let failed = format!("   rollout failed: {}", s.clusters.rollout_failed);
+        out.insert_str(at, &failed);
+    }
     if s.gates.iter().any(|g| g.enforcement == "warn") {
         out.insert_str(
             out.len() - 1,
@@ -120,25 +126,41 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
         {
             continue;
         }
-        // The message is the reason of the first closed gate (or the first gate).
+        // A failed rollout wave outranks everything: the cluster may be open (a halted
+        // rollout keeps its canary open), but what it runs failed. Otherwise the message is
+        // the reason of the first closed gate (or the first gate).
+        let failed = c
+            .gates
+            .iter()
+            .filter(|g| gate.is_none_or(|n| g.gate == n))
+            .find(|g| g.rollout_failure.is_some());
         let first = c
             .gates
             .iter()
             .find(|g| g.state == "closed")
             .or(c.gates.first());
+        let message = match failed.and_then(|g| Some((g, g.rollout_failure.as_ref()?))) {
+            Some((g, f)) => format!("{}: {}", g.gate, f.describe()),
+            None => first
+                .map(|g| format!("{}: {}", g.gate, g.reason))
+                .unwrap_or_else(|| "no gates".into()),
+        };
+        let ready = match (failed.is_some(), c.open) {
+            (true, _) => "Failed",
+            (false, true) => "True",
+            (false, false) => "False",
+        };
         t.row(vec![
             c.cluster.name.clone(),
             spoke(&c.cluster).into(),
-            if c.open { "True" } else { "False" }.into(),
+            ready.into(),
             c.closed_by.join(","),
             c.would_close_by.join(","),
             c.counts.held.to_string(),
             c.counts.held_objects.to_string(),
             c.counts.would_suspend.to_string(),
             next(c.next_transition.as_ref()),
-            first
-                .map(|g| format!("{}: {}", g.gate, g.reason))
-                .unwrap_or_else(|| "no gates".into()),
+            message,
         ]);
     }
     out.push_str(&if t.is_empty() {
@@ -146,6 +168,7 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
     } else {
         t.render()
     });
+    out.push_str(&failed_rollouts(v, gate));
     let not_permitted: Vec<String> = v
         .clusters
         .iter()
@@ -162,6 +185,42 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
             "\nWARNING HoldNotPermitted: holdObjects gates select objects these spokes may not hold \
              (kind not in --held-kinds), so a closed gate does not hold them: {}\n",
             not_permitted.join(", ")
+        ));
+    }
+    out
+}
+
+/// The clusters on which a gate's current rollout failed, each with the failing object and
+/// why, and how to go on (a halted rollout waits for an operator).
+fn failed_rollouts(v: &FleetStatus, gate: Option<&str>) -> String {
+    let mut lines = String::new();
+    let mut halted = Vec::new();
+    for c in &v.clusters {
+        for g in c.gates.iter().filter(|g| gate.is_none_or(|n| g.gate == n)) {
+            let Some(f) = &g.rollout_failure else {
+                continue;
+            };
+            lines.push_str(&format!(
+                "  {} (gate {}, at {}): {}\n",
+                c.cluster.name,
+                g.gate,
+                output::time(&f.failed_at),
+                f.describe()
+            ));
+            if f.state == fleetgate_api_types::rollout::RolloutState::Halted
+                && !halted.contains(&g.gate)
+            {
+                halted.push(g.gate.clone());
+            }
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\nFAILED rollout waves:\n{lines}");
+    for g in halted {
+        out.push_str(&format!(
+            "  rollout of gate {g} halted: fleetgate rollout status {g}; resume after a fix: fleetgate rollout resume {g}\n"
         ));
     }
     out

@@ -68,12 +68,16 @@ pub struct MemberRow {
     /// Its place in the release order (the planned order of the waves' clusters: sortLabel,
     /// then name; late joiners after them).
     pub position: i32,
+    /// When its wave failed on it (the driver's verdict; cleared by a resume).
+    pub failed_at: Option<DateTime<Utc>>,
+    /// Why: the failing object and its Ready message.
+    pub failure: Option<String>,
 }
 
 const COLUMNS: &str = "id, gate, opening_at, spec, state, wave, wave_released_at, \
                        health_since, healthy_at, approved_wave, detail, started_at, ended_at";
-const MEMBER_COLUMNS: &str =
-    "cluster, wave, late, released_at, opening_at, release_revision, bypass, position";
+const MEMBER_COLUMNS: &str = "cluster, wave, late, released_at, opening_at, release_revision, bypass, position, \
+     failed_at, failure";
 
 /// Takes the driver's lock on `gate` for the rest of the transaction, unless another
 /// transaction (a replica's driver, an operator's command) holds it: false then.
@@ -180,12 +184,13 @@ pub async fn save_members(conn: &mut PgConnection, id: Uuid, members: &[&MemberR
     for m in members {
         sqlx::query(
             "insert into rollout_clusters (rollout_id, cluster, wave, late, released_at, \
-             opening_at, release_revision, bypass, position) \
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+             opening_at, release_revision, bypass, position, failed_at, failure) \
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
              on conflict (rollout_id, cluster) do update set wave = excluded.wave, \
              late = excluded.late, released_at = excluded.released_at, \
              opening_at = excluded.opening_at, release_revision = excluded.release_revision, \
-             bypass = excluded.bypass, position = excluded.position",
+             bypass = excluded.bypass, position = excluded.position, \
+             failed_at = excluded.failed_at, failure = excluded.failure",
         )
         .bind(id)
         .bind(&m.cluster)
@@ -196,6 +201,8 @@ pub async fn save_members(conn: &mut PgConnection, id: Uuid, members: &[&MemberR
         .bind(m.release_revision)
         .bind(m.bypass)
         .bind(m.position)
+        .bind(m.failed_at)
+        .bind(&m.failure)
         .execute(&mut *conn)
         .await?;
     }
@@ -263,6 +270,41 @@ pub async fn waiting(
     Ok(rows
         .into_iter()
         .map(|w| ((w.gate.clone(), w.cluster.clone()), w))
+        .collect())
+}
+
+/// A cluster whose wave failed in a current rollout (`rollout_clusters.failed_at`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct FailureRow {
+    pub gate: String,
+    pub cluster: String,
+    pub rollout_id: Uuid,
+    /// 0-based.
+    pub wave: i32,
+    /// `spec.rollout.waves[wave].name` (none for unnamed and late waves).
+    pub wave_name: Option<String>,
+    /// The rollout's state (halted until an operator resumes it).
+    pub state: String,
+    pub failed_at: DateTime<Utc>,
+    pub failure: String,
+}
+
+/// The failed clusters of current rollouts, by (gate, cluster): what the fleet table, the
+/// grid and the cluster status mark (the driver's verdict at the failure).
+pub async fn failures(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<HashMap<(String, String), FailureRow>> {
+    const SELECT: &str = "select r.gate, m.cluster, r.id as rollout_id, m.wave, \
+         r.spec->'waves'->m.wave->>'name' as wave_name, r.state, m.failed_at, \
+         coalesce(m.failure, '') as failure from rollout_clusters m \
+         join rollouts r on r.id = m.rollout_id \
+         where r.ended_at is null and m.failed_at is not null";
+    let rows: Vec<FailureRow> =
+        super::fetch_named(conn, SELECT, "and m.cluster = any($1)", "", names).await?;
+    Ok(rows
+        .into_iter()
+        .map(|f| ((f.gate.clone(), f.cluster.clone()), f))
         .collect())
 }
 

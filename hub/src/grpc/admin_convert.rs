@@ -219,6 +219,7 @@ fn gate_status(g: GateStatus) -> pb::GateStatus {
         enforcement: g.enforcement,
         would_suspend: u32::try_from(g.would_suspend).unwrap_or(u32::MAX),
         would_hold: u32::try_from(g.would_hold).unwrap_or(u32::MAX),
+        rollout_failure: g.rollout_failure.map(|f| f.describe()).unwrap_or_default(),
     }
 }
 
@@ -298,6 +299,7 @@ fn cluster_counts(c: ClusterCounts) -> pb::ClusterCounts {
         closed: count(c.closed),
         with_held: count(c.with_held),
         with_held_objects: count(c.with_held_objects),
+        rollout_failed: count(c.rollout_failed),
     }
 }
 
@@ -322,6 +324,20 @@ pub fn fleet_status(s: FleetSummary) -> pb::FleetStatus {
         gates: s.gates.into_iter().map(gate_summary).collect(),
         objects: Some(object_counts(s.objects)),
         disconnected: s.disconnected,
+        rollout_failures: s
+            .rollout_failures
+            .into_iter()
+            .map(|f| pb::RolloutFailure {
+                cluster: f.cluster,
+                gate: f.gate,
+                rollout_id: f.failure.rollout_id,
+                state: f.failure.state.as_str().to_string(),
+                wave: f.failure.wave,
+                wave_name: f.failure.wave_name,
+                failed_at: ts(f.failure.failed_at),
+                detail: f.failure.detail,
+            })
+            .collect(),
     }
 }
 

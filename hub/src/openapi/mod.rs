@@ -179,6 +179,8 @@ impl Modify for Common {
         fleetgate_api_types::admission::AdmissionRequest,
         fleetgate_api_types::admission::AdmissionResponse,
         fleetgate_api_types::admission::AdmissionOutcome,
+        fleetgate_api_types::status::RolloutFailure,
+        fleetgate_api_types::status::ClusterRolloutFailure,
     )),
     modifiers(&Common),
     tags(

@@ -144,6 +144,8 @@ fn start(input: &StepInput<'_>, spec: &Rollout, opening: DateTime<Utc>) -> Curre
                 release_revision: None,
                 bypass: false,
                 position: 0,
+                failed_at: None,
+                failure: None,
             })
         })
         .zip(0..)
@@ -208,6 +210,8 @@ fn drive(
                 release_revision: None,
                 bypass: false,
                 position,
+                failed_at: None,
+                failure: None,
             });
         }
         let names: Vec<&str> = joining.iter().map(|s| s.name.as_str()).collect();
@@ -315,16 +319,24 @@ fn advance(
         .filter(|m| verdict(m) == Some(Health::Failed))
         .map(|m| m.cluster.clone())
         .collect();
-    if failed.len() > spec.max_failures(wave_members.len()) {
+    // Once healthy, a wave soaks: only a failure (beyond maxFailures) stops it from there.
+    let settled = wave_members
+        .iter()
+        .all(|m| matches!(verdict(m), Some(Health::Healthy | Health::Failed)));
+    let tolerated = spec.max_failures(wave_members.len());
+    let why = |n: &str| {
+        health
+            .get(n)
+            .and_then(|v| v.detail.clone())
+            .unwrap_or_default()
+    };
+    // Every failure marks its cluster (the fleet table and grid show it), also one that
+    // maxFailures tolerates.
+    mark_failed(c, &failed, now, why);
+    if failed.len() > tolerated {
         let detail = failed
             .iter()
-            .map(|n| {
-                let why = health
-                    .get(n)
-                    .and_then(|v| v.detail.clone())
-                    .unwrap_or_default();
-                format!("{n}: {why}")
-            })
+            .map(|n| format!("{n}: {}", why(n)))
             .collect::<Vec<_>>()
             .join("; ");
         c.set_state(State::Halted);
@@ -339,10 +351,6 @@ fn advance(
         events.push(e);
         return false;
     }
-    // Once healthy, a wave soaks: only a failure (beyond maxFailures) stops it from there.
-    let settled = wave_members
-        .iter()
-        .all(|m| matches!(verdict(m), Some(Health::Healthy | Health::Failed)));
     let healthy_at = match c.row.healthy_at {
         Some(t) => t,
         None if !settled => return false,
@@ -364,4 +372,20 @@ fn advance(
     c.row.health_since = None;
     c.row.healthy_at = None;
     true
+}
+
+/// Records the failure on each of `failed` not marked yet (the fleet table and grid show
+/// it): when, and why (the failing object and its Ready message).
+fn mark_failed(
+    c: &mut Current,
+    failed: &[String],
+    now: DateTime<Utc>,
+    why: impl Fn(&str) -> String,
+) {
+    for m in c.members.iter_mut() {
+        if m.failed_at.is_none() && failed.contains(&m.cluster) {
+            m.failed_at = Some(now);
+            m.failure = Some(why(&m.cluster));
+        }
+    }
 }

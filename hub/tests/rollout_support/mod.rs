@@ -103,6 +103,38 @@ impl Fleet {
         common::report_apps(&self.replica.reports, clusters, "waves", good).await;
     }
 
+    /// `cluster`'s spoke is connected and reports the gate's Kustomization at its source's
+    /// newest revision but Ready=False with `message` (a health check failing).
+    pub async fn report_failing(&self, cluster: &str, message: &str) {
+        use fleetgate_hub::db::reports::ReportedObject;
+        self.replica.reports.connected(cluster, "test");
+        let object = ReportedObject {
+            kind: "Kustomization".into(),
+            namespace: "flux-system".into(),
+            name: "apps".into(),
+            gates: vec!["waves".into()],
+            last_applied_revision: Some("main@sha1:b".into()),
+            newest_source_revision: Some("main@sha1:b".into()),
+            ready: Some("False".into()),
+            ready_reason: Some("HealthCheckFailed".into()),
+            ready_message: Some(message.into()),
+            ..ReportedObject::default()
+        };
+        self.replica.reports.submit(
+            cluster,
+            i64::MAX as u64,
+            fleetgate_hub::service::reports::Assembled {
+                objects: vec![object],
+                held_objects: vec![],
+                local_gates: vec![],
+                problems: vec![],
+                inventory: None,
+            },
+            0,
+        );
+        self.replica.reports.flush_all().await;
+    }
+
     /// The gate's (state, reason) on `cluster` as `GET /clusters/{name}/status` shows it.
     pub async fn gate_state(&self, cluster: &str) -> (String, String) {
         let r = self

@@ -197,3 +197,72 @@ fn a_cluster_lists_its_local_gates_read_only() {
     );
     assert!(!render_cluster(&v, Some("nope")).contains("Local gates"));
 }
+
+/// Issue 32 item 6: a cluster whose rollout wave failed does not read READY True in the fleet
+/// table (a halted rollout keeps its canary open); its row and a list below the table name
+/// the failing object and why.
+#[test]
+fn a_failed_canary_stands_out_in_the_fleet_table() {
+    let counts = json!({"governed": 1, "held": 0, "suspended": 0, "heldObjects": 0,
+                        "heldObjectsByPerson": 0, "heldObjectsWaiting": 0});
+    let cluster = |name: &str| {
+        json!({"name": name, "connected": true, "labels": {},
+               "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null, "spokeVersion": null,
+               "connectedReplica": null, "clockOffsetMs": null, "desiredRevision": 1})
+    };
+    let failure = json!({
+        "rolloutId": "5f1c0000-0000-4000-8000-000000000001", "state": "halted",
+        "wave": 1, "waveName": "canary", "failedAt": "2026-11-24T09:10:00Z",
+        "detail": "Kustomization flux-system/apps: Ready=False: health check failed after 30s: Deployment/apps/web not ready"
+    });
+    let v: FleetStatus = serde_json::from_value(json!({
+        "summary": {
+            "at": "2026-11-24T09:15:00Z", "revision": 7,
+            "clusters": {"total": 2, "connected": 2, "disconnected": 0, "open": 1,
+                         "closed": 1, "withHeld": 0, "withHeldObjects": 0, "rolloutFailed": 1},
+            "gates": [], "objects": counts.clone(), "disconnected": []
+        },
+        "clusters": [
+            {"cluster": cluster("canary-1"), "open": true, "closedBy": [],
+             "nextTransition": null, "counts": counts.clone(),
+             "gates": [{"gate": "waves", "state": "open", "reason": "default (open)",
+                        "nextTransition": null, "held": 0, "heldObjects": 0,
+                        "rolloutFailure": failure}]},
+            {"cluster": cluster("prod-1"), "open": false, "closedBy": ["waves"],
+             "nextTransition": null, "counts": counts,
+             "gates": [{"gate": "waves", "state": "closed",
+                        "reason": "waiting for rollout wave 2 (rollout halted)",
+                        "nextTransition": null, "held": 1, "heldObjects": 0}]}
+        ]
+    }))
+    .unwrap();
+    let out = render_fleet(&v, None);
+    let row = out.lines().find(|l| l.starts_with("canary-1")).unwrap();
+    let header = out.lines().find(|l| l.starts_with("CLUSTER")).unwrap();
+    let ready_at = header.find("READY").unwrap();
+    assert_eq!(
+        &row[ready_at..ready_at + 6],
+        "Failed",
+        "READY of the failed canary:\n{out}"
+    );
+    assert!(
+        row.contains("waves: rollout wave 1 'canary' failed: Kustomization flux-system/apps"),
+        "{row}"
+    );
+    let waiting = out.lines().find(|l| l.starts_with("prod-1")).unwrap();
+    assert_eq!(&waiting[ready_at..ready_at + 5], "False", "{out}");
+    assert!(out.contains("rollout failed: 1"), "{out}");
+    assert!(
+        out.contains(
+            "FAILED rollout waves:\n  canary-1 (gate waves, at 2026-11-24T09:10:00Z): rollout wave 1 'canary' failed: \
+             Kustomization flux-system/apps: Ready=False: health check failed after 30s: Deployment/apps/web not ready\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("fleetgate rollout resume waves"),
+        "how to go on: {out}"
+    );
+    // A gate filter for another gate leaves the failure out.
+    assert!(!render_fleet(&v, Some("other")).contains("FAILED"));
+}

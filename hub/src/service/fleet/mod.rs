@@ -22,7 +22,7 @@ use sqlx::PgConnection;
 use super::{Actor, ClusterRef, GateRef, ReadScope, Role, Service};
 use crate::db::clusters::Cluster;
 use crate::db::overrides::{EndedClose, OverrideRecord};
-use crate::db::rollouts::{ReleaseRow, RolloutSummaryRow, WaitingRow};
+use crate::db::rollouts::{FailureRow, ReleaseRow, RolloutSummaryRow, WaitingRow};
 use crate::db::{self, clusters, gates, overrides, revision};
 use crate::{Error, Result};
 
@@ -119,6 +119,8 @@ pub struct FleetInputs {
     pub releases: HashMap<(String, String), ReleaseRow>,
     /// Clusters current rollouts have not released: their wave, by (gate, cluster).
     pub waiting: HashMap<(String, String), WaitingRow>,
+    /// Clusters on which current rollouts failed, by (gate, cluster).
+    pub rollout_failures: HashMap<(String, String), FailureRow>,
     /// Each gate's newest rollout ([`Scope::Fleet`] only).
     pub rollouts: Vec<RolloutSummaryRow>,
     /// Closing overrides of rollout gates that ended, the latest per scope, by gate: the
@@ -208,8 +210,8 @@ impl FleetInputs {
             .filter(|g| g.gate.spec.rollout.is_some())
             .map(|g| g.name().to_string())
             .collect();
-        let (releases, waiting, ended_closes) = if rollout_gates.is_empty() {
-            (HashMap::new(), HashMap::new(), HashMap::new())
+        let (releases, waiting, ended_closes, rollout_failures) = if rollout_gates.is_empty() {
+            Default::default()
         } else {
             let mut ended: HashMap<String, Vec<EndedClose>> = HashMap::new();
             for row in overrides::ended_closes(tx, &rollout_gates, now).await? {
@@ -231,6 +233,7 @@ impl FleetInputs {
                 releases,
                 db::rollouts::waiting(tx, names.as_deref()).await?,
                 ended,
+                db::rollouts::failures(tx, names.as_deref()).await?,
             )
         };
         let rollouts = match scope {
@@ -247,6 +250,7 @@ impl FleetInputs {
             reported,
             releases,
             waiting,
+            rollout_failures,
             rollouts,
             ended_closes,
             pairs: None,
@@ -307,6 +311,7 @@ impl FleetInputs {
         self.rollouts.retain(|r| gates.contains(&r.gate));
         self.releases.retain(|k, _| pair(k));
         self.waiting.retain(|k, _| pair(k));
+        self.rollout_failures.retain(|k, _| pair(k));
         let r = &mut self.reported;
         r.counts.retain(|c, _| clusters.contains(c));
         r.held_digests.retain(|c, _| clusters.contains(c));

@@ -13,8 +13,30 @@ use crate::service::types::OverrideRecord;
 use crate::{Error, Result};
 
 pub use fleetgate_api_types::status::{
-    ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus,
+    ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus, RolloutFailure,
 };
+
+/// The failure of `gate`'s current rollout on `cluster`, if its wave failed there.
+pub(super) fn rollout_failure(
+    inputs: &FleetInputs,
+    gate: &str,
+    cluster: &str,
+) -> Option<RolloutFailure> {
+    let f = inputs
+        .rollout_failures
+        .get(&(gate.to_string(), cluster.to_string()))?;
+    Some(RolloutFailure {
+        rollout_id: f.rollout_id.to_string(),
+        state: crate::rollout::State::parse(&f.state),
+        wave: f.wave + 1,
+        wave_name: f
+            .wave_name
+            .clone()
+            .unwrap_or_else(|| format!("wave-{}", f.wave + 1)),
+        failed_at: f.failed_at,
+        detail: f.failure.clone(),
+    })
+}
 
 /// The status of the one cluster of a [`super::Scope::Cluster`] read.
 pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
@@ -64,6 +86,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
                 reason: e.reason.clone(),
                 next_transition: e.next_transition,
                 rollout: None,
+                rollout_failure: rollout_failure(&inputs, gate.name(), &cluster.cluster.row.name),
             }
         })
         .collect();
@@ -169,6 +192,7 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
             state: e.state.as_str().to_string(),
             reason: e.reason.clone(),
             next_transition: e.next_transition,
+            rollout_failure: rollout_failure(inputs, gate.name(), &row.name),
         })
         .collect();
     ClusterBrief {

@@ -7,9 +7,11 @@ use super::FleetInputs;
 use super::evaluate::Evaluated;
 use crate::Result;
 
-pub use fleetgate_api_types::status::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
+pub use fleetgate_api_types::status::{
+    ClusterCounts, ClusterRolloutFailure, FleetSummary, GateSummary, ObjectCounts,
+};
 
-/// How many disconnected clusters a summary names.
+/// How many disconnected clusters (and clusters with a failed rollout) a summary names.
 const NAMED_DISCONNECTED: usize = 100;
 
 /// The summary of a fleet read ([`super::Scope::Fleet`]) and its evaluation.
@@ -38,6 +40,7 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
         .map(|(i, g)| (g.name(), i))
         .collect();
     let mut disconnected = Vec::new();
+    let mut rollout_failures = Vec::new();
     for cluster in &evals.clusters {
         let row = &cluster.cluster.row;
         if row.connected {
@@ -60,6 +63,20 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
                 all_open &= gate.is_warn();
             }
         }
+        let failures: Vec<ClusterRolloutFailure> = cluster
+            .gates
+            .iter()
+            .filter_map(|(g, _)| {
+                Some(ClusterRolloutFailure {
+                    failure: super::status::rollout_failure(inputs, g.name(), &row.name)?,
+                    cluster: row.name.clone(),
+                    gate: g.name().to_string(),
+                })
+            })
+            .collect();
+        counts.rollout_failed += usize::from(!failures.is_empty());
+        let room = NAMED_DISCONNECTED.saturating_sub(rollout_failures.len());
+        rollout_failures.extend(failures.into_iter().take(room));
         if all_open {
             counts.open += 1;
         } else {
@@ -97,5 +114,6 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
         gates,
         objects,
         disconnected,
+        rollout_failures,
     })
 }

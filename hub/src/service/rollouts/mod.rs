@@ -74,6 +74,11 @@ impl Command {
                 c.row.health_since = Some(now);
                 c.row.healthy_at = None;
                 let wave = c.row.wave;
+                // The wave is judged afresh: its failures are forgotten until it fails again.
+                for m in c.members.iter_mut().filter(|m| m.wave == wave) {
+                    m.failed_at = None;
+                    m.failure = None;
+                }
                 if c.members
                     .iter()
                     .any(|m| m.wave == wave && m.released_at.is_none())
