@@ -4,7 +4,8 @@
 //! `GetClusterStatus`/`GetFleetStatus`, the `heldObjects` WatchFleet/SSE event,
 //! Prometheus gauges — and a spoke that predates object holds (no
 //! held_objects) breaks nothing. The same for objects a gate selects that the
-//! spoke may not hold (`HoldNotPermitted`).
+//! spoke may not hold (`HoldNotPermitted`), and for what closed warn gates would hold
+//! (`WouldHoldChanged`).
 
 mod common;
 mod grpc_support;
@@ -463,4 +464,103 @@ async fn objects_the_spoke_may_not_hold_are_flagged_on_every_surface() {
     assert_eq!((e.not_permitted, e.previous_not_permitted), (0, 1), "{e:?}");
     drop(watch);
     served.stop().await;
+}
+
+/// Warn mode on the change streams: what a closed warn gate would suspend and hold comes as
+/// its own WatchFleet event (`WouldHoldChanged`, SSE `wouldHold`), apart from the held
+/// counts (nothing is held), with the `would_suspend_objects`/`would_hold_objects` gauges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn would_hold_counts_go_on_the_change_streams_apart_from_held_ones() {
+    let hub = Hub::new().await;
+    let token = hub.register("c1", json!({})).await;
+    let r = hub
+        .create_gate_yaml(
+            "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: try}\nspec:\n  enforcement: warn\n  clusters: {names: [c1]}\n  targets: {kinds: [Kustomization]}\n  default: closed\n",
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let served = serve(&hub).await;
+    let mut admin = fleetgate_proto::AdminServiceClient::new(served.channel.clone());
+    let mut watch = admin
+        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut spoke = TestSpoke::connect(served.channel.clone(), &token, "c1", 0)
+        .await
+        .unwrap();
+    let rev = spoke.snapshot().await.revision;
+    let would = |name: &str, hold: bool| pb::ObjectStatus {
+        would_suspend_by: vec!["try".into()],
+        would_hold: hold,
+        ..kustomization("flux-system", name, false, &["try"])
+    };
+    send_objects(&spoke, rev, vec![would("apps", true), would("web", false)]).await;
+    let w = would_event(&mut watch).await;
+    assert_eq!(
+        (
+            w.would_suspend,
+            w.would_hold,
+            w.previous_would_suspend,
+            w.previous_would_hold
+        ),
+        (2, 1, 0, 0),
+        "{w:?}"
+    );
+    let (_, metrics) = served.get(&hub, "/metrics").await;
+    for line in [
+        "fleetgate_hub_would_suspend_objects{cluster=\"c1\",gate=\"try\"} 2",
+        "fleetgate_hub_would_hold_objects{cluster=\"c1\",gate=\"try\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} missing:\n{metrics}");
+    }
+    // The gate opens (or is enforced): nothing would be held any more.
+    send_objects(
+        &spoke,
+        rev,
+        vec![kustomization("flux-system", "apps", false, &["try"])],
+    )
+    .await;
+    let w = would_event(&mut watch).await;
+    assert_eq!(
+        (
+            w.would_suspend,
+            w.would_hold,
+            w.previous_would_suspend,
+            w.previous_would_hold
+        ),
+        (0, 0, 2, 1),
+        "{w:?}"
+    );
+    let (_, metrics) = served.get(&hub, "/metrics").await;
+    assert!(!metrics.contains("would_hold_objects{"), "{metrics}");
+    drop(watch);
+    served.stop().await;
+}
+
+async fn send_objects(spoke: &TestSpoke, revision: u64, objects: Vec<pb::ObjectStatus>) {
+    spoke
+        .send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Report(pb::StatusReport {
+                revision,
+                objects,
+                ..Default::default()
+            })),
+        })
+        .await;
+}
+
+/// The next `WouldHoldChanged` for c1; a `HeldChanged` on the way fails (nothing is held).
+async fn would_event(s: &mut Streaming<pb::FleetEvent>) -> pb::WouldHoldChanged {
+    within("a WouldHoldChanged event", async {
+        loop {
+            let e = s.message().await.unwrap().expect("stream ended");
+            match e.event {
+                Some(Event::WouldHold(w)) if w.cluster == "c1" => return w,
+                Some(Event::Held(h)) => panic!("nothing is held for a warn gate: {h:?}"),
+                _ => {}
+            }
+        }
+    })
+    .await
 }

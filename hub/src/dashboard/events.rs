@@ -133,6 +133,15 @@ pub fn to_sse(e: &FleetEvent) -> Event {
             "held",
             json!({"at": at, "cluster": cluster, "held": held, "previous": previous}),
         ),
+        FleetChange::WouldHold(w) => (
+            "wouldHold",
+            json!({
+                "at": at, "cluster": w.cluster,
+                "wouldSuspend": w.now.would_suspend, "wouldHold": w.now.would_hold,
+                "previousWouldSuspend": w.previous.would_suspend,
+                "previousWouldHold": w.previous.would_hold,
+            }),
+        ),
         FleetChange::HeldObjects(h) => (
             "heldObjects",
             json!({

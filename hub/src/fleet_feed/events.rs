@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::FleetUpdates;
 pub use super::approval_events::ApprovalChange;
 pub use super::rollout_events::{RolloutAction, RolloutChange};
+pub use super::would_events::WouldHoldChange;
 use crate::Result;
 use crate::service::Service;
 use crate::service::access::Credential;
@@ -169,6 +170,8 @@ pub enum FleetChange {
         held: u32,
         previous: u32,
     },
+    /// What closed warn-mode gates would suspend and hold on a cluster changed.
+    WouldHold(WouldHoldChange),
     /// Which objects inside a cluster's Kustomizations are held changed
     /// (holdObjects gates closing or opening, a person's mark, new objects
     /// marked), even when the counts stayed the same.
@@ -349,6 +352,10 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
         }
     }
 
+    for w in super::would_events::diff(prev, next, |c| filter.cluster(c)) {
+        push(FleetChange::WouldHold(w));
+    }
+
     let clusters: BTreeSet<&String> = (next.held_objects.keys())
         .chain(prev.held_objects.keys())
         .collect();
@@ -523,6 +530,7 @@ mod tests {
                     held,
                     previous,
                 } => format!("held {cluster} {previous}->{held}"),
+                FleetChange::WouldHold(w) => format!("would hold {}", w.cluster),
                 FleetChange::HeldObjects(h) => format!(
                     "held objects {} {}+{}->{}+{}",
                     h.cluster, h.previous, h.previous_by_person, h.held, h.by_person

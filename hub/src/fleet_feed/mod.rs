@@ -7,6 +7,7 @@
 pub mod approval_events;
 pub mod events;
 mod rollout_events;
+mod would_events;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -61,6 +61,13 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             held,
             previous,
         }),
+        FleetChange::WouldHold(w) => Event::WouldHold(pb::WouldHoldChanged {
+            cluster: w.cluster,
+            would_suspend: w.now.would_suspend,
+            would_hold: w.now.would_hold,
+            previous_would_suspend: w.previous.would_suspend,
+            previous_would_hold: w.previous.would_hold,
+        }),
         FleetChange::HeldObjects(h) => Event::HeldObjects(pb::HeldObjectsChanged {
             cluster: h.cluster,
             held: h.held,

@@ -36,6 +36,7 @@ pub use status::{ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateB
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
 pub use view::{
     FleetView, GateOnCluster, HeldSet, ReportProblemBrief, RolloutSummary, SpokeState, ViewLabels,
+    WouldCounts,
 };
 
 /// Which clusters a read covers, and how much of what their spokes reported.

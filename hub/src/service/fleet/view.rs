@@ -44,6 +44,15 @@ pub struct HeldSet {
     pub digest: String,
 }
 
+/// What closed warn-mode gates would do on a cluster if enforced (nothing is held).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WouldCounts {
+    /// Objects they would suspend.
+    pub would_suspend: u32,
+    /// Of those, objects whose newer revision they would hold.
+    pub would_hold: u32,
+}
+
 /// How a cluster's latest report was stored, when not cleanly: objects stored
 /// repaired or left out (`total`), or the whole report refused (`write_error`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,6 +78,9 @@ pub struct FleetView {
     pub spokes: BTreeMap<String, SpokeState>,
     /// Held objects per cluster (clusters without any are absent).
     pub held: BTreeMap<String, u32>,
+    /// Would-suspend/would-hold counts of warn-mode gates per cluster (clusters
+    /// without any absent).
+    pub would_hold: BTreeMap<String, WouldCounts>,
     /// Objects inside Kustomizations held (by fleetgate or a person) per
     /// cluster, clusters without any absent.
     pub held_objects: BTreeMap<String, HeldSet>,
@@ -155,6 +167,15 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
         if c.held > 0 {
             view.held
                 .insert(cluster.clone(), u32::try_from(c.held).unwrap_or(u32::MAX));
+        }
+        if c.would_suspend > 0 || c.would_hold > 0 {
+            view.would_hold.insert(
+                cluster.clone(),
+                WouldCounts {
+                    would_suspend: u32::try_from(c.would_suspend).unwrap_or(u32::MAX),
+                    would_hold: u32::try_from(c.would_hold).unwrap_or(u32::MAX),
+                },
+            );
         }
         if c.held_objects > 0 || c.held_objects_by_person > 0 || c.held_objects_not_permitted > 0 {
             view.held_objects.insert(
