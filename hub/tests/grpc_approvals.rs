@@ -3,19 +3,23 @@
 //! a second operator's approval creates the override, reject and withdraw end
 //! requests, `CreateOverride` is refused on such a gate, bad ids are
 //! INVALID_ARGUMENT naming the field; WatchFleet tells of each request's pending
-//! and its end. The state machine itself is in `approvals.rs`.
+//! and its end, and WatchFleet and the dashboard's SSE stream of an expiry on the
+//! injected clock. The state machine itself is in `approvals.rs`.
 
 mod common;
 mod grpc_support;
 
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
 use common::Hub;
 use fleetgate_hub::service::types::CreateToken;
 use fleetgate_hub::{Actor, Role};
 use fleetgate_proto::v1::{self as pb, override_outcome::Outcome};
+use futures::StreamExt as _;
 use grpc_support::{Grpc, authed};
-use serde_json::json;
+use serde_json::{Value, json};
 use tonic::Code;
+use tower::ServiceExt as _;
 
 #[tokio::test]
 async fn two_people_over_grpc() {
@@ -243,4 +247,115 @@ async fn approval_event(events: &mut tonic::Streaming<pb::FleetEvent>) -> (Strin
             return (a.approval.unwrap().id, a.change);
         }
     }
+}
+
+#[tokio::test]
+async fn an_expiry_reaches_watchfleet_and_the_event_stream() {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates",
+            &hub.admin,
+            json!({
+                "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "g"},
+                "spec": {"clusters": {"names": ["a"]}, "default": "closed",
+                         "approval": {"approvers": 1, "expires": "1h"}}
+            }),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let mut events = grpc
+        .admin()
+        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
+        .await
+        .unwrap()
+        .into_inner();
+    let sse = hub
+        .app
+        .clone()
+        .oneshot(
+            Request::get("/api/v1/events")
+                .header("authorization", format!("Bearer {}", hub.viewer))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sse.status(), StatusCode::OK);
+    let mut sse = sse.into_body().into_data_stream();
+    let mut seen = String::new();
+    let approval = |seen: &str, change: &str| {
+        seen.split("event: approval\ndata: ")
+            .skip(1)
+            .filter_map(|s| s.lines().next())
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["change"] == change)
+    };
+    read_sse(&mut sse, &mut seen, |s| s.contains("event: ready")).await;
+
+    let r = hub
+        .post_json(
+            "/api/v1/gates/g/open",
+            &hub.operator,
+            json!({"for": "1h", "reason": "hotfix"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text);
+    let id = r.body["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        approval_event(&mut events).await,
+        (id.clone(), "pending".into())
+    );
+    read_sse(&mut sse, &mut seen, |s| approval(s, "pending").is_some()).await;
+
+    // Not yet due on the hub's clock; an hour and a minute later it is, and it ends once.
+    hub.clock.advance(chrono::Duration::minutes(59));
+    assert_eq!(hub.service.expire_approval_requests().await.unwrap(), 0);
+    hub.clock.advance(chrono::Duration::minutes(2));
+    assert_eq!(hub.service.expire_approval_requests().await.unwrap(), 1);
+    assert_eq!(
+        approval_event(&mut events).await,
+        (id.clone(), "expired".into())
+    );
+    read_sse(&mut sse, &mut seen, |s| approval(s, "expired").is_some()).await;
+    let ev = approval(&seen, "expired").unwrap();
+    assert_eq!(
+        (
+            &ev["id"],
+            &ev["status"],
+            &ev["decidedBy"],
+            &ev["overrideId"]
+        ),
+        (
+            &json!(id),
+            &json!("expired"),
+            &json!("system"),
+            &Value::Null
+        ),
+        "{ev}"
+    );
+    assert!(
+        hub.get("/api/v1/overrides?gate=g").await.body["items"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    grpc.stop().await;
+}
+
+/// Reads the event stream until `pred` holds for what arrived (bounded).
+async fn read_sse(
+    body: &mut (impl futures::Stream<Item = Result<axum::body::Bytes, axum::Error>> + Unpin),
+    seen: &mut String,
+    pred: impl Fn(&str) -> bool,
+) {
+    grpc_support::within("the event stream", async {
+        while !pred(seen) {
+            let chunk = body.next().await.expect("stream ended").expect("chunk");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
 }

@@ -1,6 +1,8 @@
 //! The `approval_requests` and `approvals` tables: override requests waiting for other
 //! people's approval (migration 0037), and the approvals given.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{PgConnection, Postgres, QueryBuilder};
@@ -161,47 +163,50 @@ pub async fn add_approval(
     Ok(done.rows_affected() == 1)
 }
 
-/// The approvals of `ids`, oldest first, with the request each belongs to.
-pub async fn approvals_of(
-    conn: &mut PgConnection,
-    ids: &[Uuid],
-) -> Result<Vec<(Uuid, ApprovalEntry)>> {
-    let rows: Vec<(Uuid, String, DateTime<Utc>, Option<String>)> = sqlx::query_as(
-        "select request_id, approver, at, reason from approvals where request_id = any($1) \
-         order by at, approver",
-    )
-    .bind(ids)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, approver, at, reason)| {
-            (
-                id,
-                ApprovalEntry {
-                    approver,
-                    at,
-                    reason,
-                },
-            )
-        })
-        .collect())
+/// The approvals given to some requests, by request, each oldest first, with the
+/// approver's person key (OIDC issuer + subject, or token name): one read serves
+/// what the API shows and whether the caller has approved already.
+#[derive(Debug, Default)]
+pub struct Given(HashMap<Uuid, Vec<(String, ApprovalEntry)>>);
+
+impl Given {
+    /// Request `id`'s approvals as the API shows them.
+    pub fn entries(&self, id: Uuid) -> Vec<ApprovalEntry> {
+        self.0
+            .get(&id)
+            .map(|v| v.iter().map(|(_, e)| e.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether the person `approver_key` has approved request `id`.
+    pub fn approved_by(&self, id: Uuid, approver_key: &str) -> bool {
+        self.0
+            .get(&id)
+            .is_some_and(|v| v.iter().any(|(k, _)| k == approver_key))
+    }
 }
 
-/// Which of `ids` `approver_key` has approved already.
-pub async fn approved_by(
-    conn: &mut PgConnection,
-    ids: &[Uuid],
-    approver_key: &str,
-) -> Result<Vec<Uuid>> {
-    let rows: Vec<(Uuid,)> = sqlx::query_as(
-        "select request_id from approvals where request_id = any($1) and approver_key = $2",
+/// The approvals of `ids`.
+pub async fn approvals_of(conn: &mut PgConnection, ids: &[Uuid]) -> Result<Given> {
+    let rows: Vec<(Uuid, String, String, DateTime<Utc>, Option<String>)> = sqlx::query_as(
+        "select request_id, approver_key, approver, at, reason from approvals \
+         where request_id = any($1) order by at, approver",
     )
     .bind(ids)
-    .bind(approver_key)
     .fetch_all(conn)
     .await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
+    let mut given = Given::default();
+    for (id, key, approver, at, reason) in rows {
+        given.0.entry(id).or_default().push((
+            key,
+            ApprovalEntry {
+                approver,
+                at,
+                reason,
+            },
+        ));
+    }
+    Ok(given)
 }
 
 /// Filter for [`list`].

@@ -80,8 +80,7 @@ impl Service {
                             actor.name
                         )));
                     }
-                    let given = db::approvals_of(tx, &[id]).await?;
-                    let approvals: Vec<_> = given.into_iter().map(|(_, a)| a).collect();
+                    let approvals = db::approvals_of(tx, &[id]).await?.entries(id);
                     let names: Vec<String> = covered.iter().map(|c| c.name.clone()).collect();
                     if approvals.len() < usize::try_from(row.required).unwrap_or(1) {
                         let rec = row.into_api(approvals);
@@ -200,11 +199,7 @@ impl Service {
                             ("cancelled", "approval.cancel", "approval.cancelled")
                         }
                     };
-                    let approvals: Vec<_> = db::approvals_of(tx, &[id])
-                        .await?
-                        .into_iter()
-                        .map(|(_, a)| a)
-                        .collect();
+                    let approvals = db::approvals_of(tx, &[id]).await?.entries(id);
                     let decided = db::decide(tx, id, status, now, &actor.name, reason, None)
                         .await?
                         .ok_or_else(|| {

@@ -47,13 +47,9 @@ impl Service {
         {
             return Err(Error::not_found("approval request", id.to_string()));
         }
-        let approvals = db::approvals_of(&mut conn, &[id])
-            .await?
-            .into_iter()
-            .map(|(_, a)| a)
-            .collect();
-        let rights = rights_of(&mut conn, actor, std::slice::from_ref(&row)).await?;
-        let mut rec = row.into_api(approvals);
+        let given = db::approvals_of(&mut conn, &[id]).await?;
+        let rights = rights_of(&mut conn, actor, std::slice::from_ref(&row), &given).await?;
+        let mut rec = row.into_api(given.entries(id));
         rec.you_may = rights.get(&id).copied();
         Ok(rec)
     }
@@ -103,22 +99,18 @@ impl Service {
         }
         rows.truncate(limit as usize + 1);
         let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        let mut given: std::collections::HashMap<Uuid, Vec<fleetgate_api_types::ApprovalEntry>> =
-            std::collections::HashMap::new();
-        for (id, a) in db::approvals_of(&mut conn, &ids).await? {
-            given.entry(id).or_default().push(a);
-        }
-        let rights = rights_of(&mut conn, actor, &rows).await?;
+        let given = db::approvals_of(&mut conn, &ids).await?;
+        let rights = rights_of(&mut conn, actor, &rows, &given).await?;
         Ok(super::page::from_rows(
             rows,
             limit,
             |r| (r.created_at, r.id),
             |r: RequestRow| {
-                let mine = given.get(&r.id).cloned().unwrap_or_default();
                 let you_may = rights.get(&r.id).copied();
+                let approvals = given.entries(r.id);
                 ApprovalRequest {
                     you_may,
-                    ..r.into_api(mine)
+                    ..r.into_api(approvals)
                 }
             },
         ))
@@ -136,16 +128,12 @@ impl Service {
             return Ok(Default::default());
         }
         let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        let mut given: std::collections::HashMap<Uuid, Vec<fleetgate_api_types::ApprovalEntry>> =
-            std::collections::HashMap::new();
-        for (id, a) in db::approvals_of(&mut conn, &ids).await? {
-            given.entry(id).or_default().push(a);
-        }
+        let given = db::approvals_of(&mut conn, &ids).await?;
         Ok(rows
             .into_iter()
             .map(|r| {
-                let mine = given.remove(&r.id).unwrap_or_default();
-                (r.id.to_string(), r.into_api(mine))
+                let approvals = given.entries(r.id);
+                (r.id.to_string(), r.into_api(approvals))
             })
             .collect())
     }
@@ -157,27 +145,20 @@ impl Service {
     }
 }
 
-/// What `actor` may do with each pending request of `rows`, by id.
+/// What `actor` may do with each pending request of `rows` (whose approvals are
+/// `given`), by id.
 async fn rights_of(
     conn: &mut sqlx::PgConnection,
     actor: &Actor,
     rows: &[RequestRow],
+    given: &db::Given,
 ) -> Result<std::collections::HashMap<Uuid, fleetgate_api_types::ApprovalRights>> {
     let mut out = std::collections::HashMap::new();
     if !rows.iter().any(|r| r.status == "pending") {
         return Ok(out);
     }
     let all = crate::db::clusters::scoped(conn).await?;
-    let pending: Vec<Uuid> = rows
-        .iter()
-        .filter(|r| r.status == "pending")
-        .map(|r| r.id)
-        .collect();
-    let approved: std::collections::HashSet<Uuid> =
-        db::approved_by(conn, &pending, &person_key(&actor.identity))
-            .await?
-            .into_iter()
-            .collect();
+    let key = person_key(&actor.identity);
     let mut gates_by_name = std::collections::HashMap::new();
     for r in rows.iter().filter(|r| r.status == "pending") {
         if !gates_by_name.contains_key(&r.gate) {
@@ -189,7 +170,13 @@ async fn rights_of(
         if let Some(gate_def) = gates_by_name.get(&r.gate) {
             out.insert(
                 r.id,
-                super::approval_rights::rights(actor, r, gate_def, &all, approved.contains(&r.id)),
+                super::approval_rights::rights(
+                    actor,
+                    r,
+                    gate_def,
+                    &all,
+                    given.approved_by(r.id, &key),
+                ),
             );
         }
     }
