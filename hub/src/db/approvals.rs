@@ -186,9 +186,19 @@ impl Given {
     }
 }
 
+/// One row of `approvals`.
+#[derive(sqlx::FromRow)]
+struct GivenRow {
+    request_id: Uuid,
+    approver_key: String,
+    approver: String,
+    at: DateTime<Utc>,
+    reason: Option<String>,
+}
+
 /// The approvals of `ids`.
 pub async fn approvals_of(conn: &mut PgConnection, ids: &[Uuid]) -> Result<Given> {
-    let rows: Vec<(Uuid, String, String, DateTime<Utc>, Option<String>)> = sqlx::query_as(
+    let rows: Vec<GivenRow> = sqlx::query_as(
         "select request_id, approver_key, approver, at, reason from approvals \
          where request_id = any($1) order by at, approver",
     )
@@ -196,13 +206,13 @@ pub async fn approvals_of(conn: &mut PgConnection, ids: &[Uuid]) -> Result<Given
     .fetch_all(conn)
     .await?;
     let mut given = Given::default();
-    for (id, key, approver, at, reason) in rows {
-        given.0.entry(id).or_default().push((
-            key,
+    for r in rows {
+        given.0.entry(r.request_id).or_default().push((
+            r.approver_key,
             ApprovalEntry {
-                approver,
-                at,
-                reason,
+                approver: r.approver,
+                at: r.at,
+                reason: r.reason,
             },
         ));
     }
