@@ -13,5 +13,6 @@ pub mod marks;
 pub mod not_permitted;
 pub mod observed;
 pub mod plan;
+pub mod steps;
 pub mod strays;
 pub mod watch;
