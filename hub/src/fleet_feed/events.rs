@@ -1,117 +1,21 @@
 //! The fleet's changes as domain events: the difference of two
 //! [`FleetView`]s (gate states, overrides, spoke connections, held counts,
-//! rollouts), filtered per watcher, and the stream every fleet watcher follows — the
-//! events of its first view, then of each view the replica's feed
-//! publishes. gRPC `WatchFleet` and the dashboard's SSE stream each convert
-//! these events to their wire form.
+//! rollouts), filtered per watcher ([`Filter`], in `filter`). The stream every
+//! fleet watcher follows is [`events`] (in `stream`). gRPC `WatchFleet` and the
+//! dashboard's SSE stream each convert these events to their wire form.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::sync::Arc;
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use fleetgate_policy::GateState;
-use futures::Stream;
-use tokio_util::sync::CancellationToken;
 
-use super::FleetUpdates;
 pub use super::approval_events::ApprovalChange;
+pub use super::filter::Filter;
 pub use super::rollout_events::{RolloutAction, RolloutChange};
+pub use super::stream::events;
 pub use super::would_events::WouldHoldChange;
-use crate::Result;
-use crate::service::Service;
-use crate::service::access::Credential;
-use crate::service::fleet::{FleetView, ViewLabels};
+use crate::service::fleet::FleetView;
 use crate::service::types::OverrideRecord;
-use crate::service::{ClusterRef, GateRef, ReadScope};
-
-/// Which events a watcher wants (empty: all), and may see (its scope).
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    clusters: BTreeSet<String>,
-    gates: BTreeSet<String>,
-    visible: Option<Arc<Visible>>,
-}
-
-/// The clusters and gates of one view a scoped watcher sees.
-#[derive(Debug)]
-struct Visible {
-    clusters: HashSet<String>,
-    gates: HashSet<String>,
-    /// With grants of different scopes: which pairs (see `ReadScope::pair`).
-    pairs: Option<(ReadScope, Arc<ViewLabels>)>,
-}
-
-impl Filter {
-    /// Events of these clusters and gates only (an empty list: all).
-    pub fn new(clusters: Vec<String>, gates: Vec<String>) -> Self {
-        Self {
-            clusters: clusters.into_iter().collect(),
-            gates: gates.into_iter().collect(),
-            visible: None,
-        }
-    }
-    /// This filter within `scope` (a watcher's [`Actor::read_scope`]) as of
-    /// `view`'s labels; unchanged for an unscoped watcher.
-    pub fn within(&self, scope: Option<ReadScope>, view: &FleetView) -> Filter {
-        let visible = scope.map(|s| {
-            let l = &view.labels;
-            Arc::new(Visible {
-                clusters: (l.clusters.iter())
-                    .filter(|(n, labels)| s.cluster(n, labels))
-                    .map(|(n, _)| n.clone())
-                    .collect(),
-                gates: (l.gates.iter())
-                    .filter(|(n, labels)| s.gate(n, labels))
-                    .map(|(n, _)| n.clone())
-                    .collect(),
-                pairs: (!s.is_single()).then(|| (s, l.clone())),
-            })
-        });
-        Filter {
-            visible,
-            ..self.clone()
-        }
-    }
-    fn cluster(&self, c: &str) -> bool {
-        (self.clusters.is_empty() || self.clusters.contains(c))
-            && self.visible.as_ref().is_none_or(|v| v.clusters.contains(c))
-    }
-    fn gate(&self, g: &str) -> bool {
-        (self.gates.is_empty() || self.gates.contains(g))
-            && self.visible.as_ref().is_none_or(|v| v.gates.contains(g))
-    }
-    fn pair(&self, g: &str, c: &str) -> bool {
-        self.gate(g)
-            && self.cluster(c)
-            && self.visible.as_ref().is_none_or(|v| {
-                v.pairs.as_ref().is_none_or(|(s, l)| {
-                    let none = BTreeMap::new();
-                    s.pair(
-                        GateRef {
-                            name: g,
-                            labels: l.gates.get(g).unwrap_or(&none),
-                        },
-                        ClusterRef {
-                            name: c,
-                            labels: l.clusters.get(c).unwrap_or(&none),
-                        },
-                    )
-                })
-            })
-    }
-    fn override_wanted(&self, o: &OverrideRecord) -> bool {
-        self.scope_wanted(&o.gate, o.clusters.as_ref())
-    }
-    /// An override or approval request through `gate` on `clusters` (None: its
-    /// whole scope).
-    fn scope_wanted(&self, gate: &str, clusters: Option<&fleetgate_policy::ClusterScope>) -> bool {
-        self.gate(gate)
-            && (self.clusters.is_empty()
-                || clusters.is_none_or(|s| {
-                    s.selector.is_some() || s.names.iter().any(|n| self.cluster(n))
-                }))
-    }
-}
 
 /// A gate's state on a cluster changed.
 #[derive(Debug, Clone, PartialEq)]
@@ -430,45 +334,6 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
         });
     }
     out
-}
-
-/// The events for the watcher holding `credential`: those of `first`, then
-/// the difference of each view the replica's feed publishes (no read of its
-/// own), until `shutdown`. A revoked token (or an ended or expired session
-/// or JWT) ends the stream with its error.
-pub fn events(
-    service: Service,
-    mut updates: FleetUpdates,
-    shutdown: CancellationToken,
-    credential: Credential,
-    filter: Filter,
-    first: Arc<FleetView>,
-) -> impl Stream<Item = Result<FleetEvent>> + Send {
-    async_stream::try_stream! {
-        // The watcher's scope, from its grants now: re-read with every view,
-        // so a changed access policy or token applies to open streams too.
-        let actor = service.authenticate(&credential).await?.actor;
-        for e in diff(None, &first, &filter.within(actor.read_scope(), &first)) {
-            yield e;
-        }
-        let mut prev = first;
-        loop {
-            let next = tokio::select! {
-                () = shutdown.cancelled() => break,
-                next = updates.next() => match next {
-                    Some(next) => next,
-                    None => break,
-                },
-            };
-            // Re-check the caller: a revoked token ends the stream.
-            let actor = service.authenticate(&credential).await?.actor;
-            let next = next?;
-            for e in diff(Some(&prev), &next, &filter.within(actor.read_scope(), &next)) {
-                yield e;
-            }
-            prev = next;
-        }
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 
 pub mod approval_events;
 pub mod events;
+mod filter;
 mod rollout_events;
+mod stream;
 mod would_events;
 
 use std::sync::{Arc, Mutex};
