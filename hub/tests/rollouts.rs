@@ -2,7 +2,8 @@
 //! waves release in order with soak, a failed wave halts (onFailure halt vs close),
 //! pause/resume/abort/release-next, approval, two replicas stepping one rollout release
 //! each wave once, a restarted hub continues mid-soak, a freeze mid-rollout closes every
-//! cluster at once, late joiners and the cluster-scoped open override's bypass.
+//! cluster at once, late joiners and the cluster-scoped open override's bypass. A freeze
+//! made in a cluster fences that cluster's opening when it ends, as the hub's own does.
 
 mod common;
 mod grpc_support;
@@ -621,4 +622,41 @@ async fn a_tolerated_failure_is_marked_while_the_rollout_goes_on() {
         failure["detail"],
         "Kustomization flux-system/apps: Ready=False: boom"
     );
+}
+
+#[tokio::test]
+async fn a_freeze_ended_in_a_cluster_fences_its_opening() {
+    use fleetgate_hub::clock::Clock as _;
+    use fleetgate_hub::service::freezes::LocalFreeze;
+    let f = fleet("", THREE_WAVES).await;
+    f.complete().await;
+    let (_, opening) = f.release("c6").await.unwrap();
+    let frozen_at = f.hub.clock.now();
+    f.hub
+        .service
+        .record_local_freeze(
+            "c6",
+            Some(LocalFreeze {
+                requested_at: frozen_at,
+                expires_at: None,
+                reason: "INC-9".into(),
+                requested_by: "bob".into(),
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(f.gate_state("c6").await.0, "closed");
+    f.advance(5);
+    let ended_at = f.hub.clock.now();
+    f.hub.service.record_local_freeze("c6", None).await.unwrap();
+    // c6's snapshot now fences the opening at the freeze's end: the release it holds is for
+    // the earlier opening, so its spoke keeps the gate closed until a release for this one.
+    let s = f.hub.service.cluster_snapshot("c6").await.unwrap();
+    let g = s.gates.iter().find(|g| g.name == "waves").unwrap();
+    assert_eq!(g.opening_fence, Some(ended_at));
+    assert!(opening < ended_at);
+    // Other clusters are not fenced by c6's freeze.
+    let s = f.hub.service.cluster_snapshot("c5").await.unwrap();
+    let g = s.gates.iter().find(|g| g.name == "waves").unwrap();
+    assert_eq!(g.opening_fence, None);
 }

@@ -53,6 +53,10 @@ pub struct Context {
     /// A freeze made in the cluster (the `fleetgate-freeze` ConfigMap), enforced like the
     /// hub's and reported to it; `None`: none.
     pub local_freeze: watch::Sender<Option<crate::gates::freeze::LocalFreeze>>,
+    /// The latest freeze made in the cluster that has ended (its ConfigMap deleted), as an
+    /// expired override: it fences the opening of rollout gates until the hub has counted
+    /// its end (`gates::freeze::counted_by`), so they reopen through their waves.
+    pub local_freeze_ended: std::sync::Mutex<Option<Override>>,
     /// With a hub: every Gate object made in the cluster as the spoke
     /// evaluates it, reported to the hub (read-only there).
     pub local_gates: watch::Sender<Arc<Vec<fleetgate_proto::v1::LocalGateStatus>>>,
@@ -86,6 +90,7 @@ impl Context {
             local_overrides: watch::channel(Arc::new(Vec::new())).0,
             local_requests: watch::channel(Arc::new(Vec::new())).0,
             local_freeze: watch::channel(None).0,
+            local_freeze_ended: std::sync::Mutex::new(None),
             local_gates: watch::channel(Arc::new(Vec::new())).0,
             merge: tokio::sync::Mutex::new(()),
             metrics,
@@ -96,14 +101,25 @@ impl Context {
     /// Every override made in the cluster: the requests on Gate objects and its freeze.
     pub fn local_overrides_now(&self) -> Arc<Vec<Override>> {
         let requests = self.local_overrides.borrow().clone();
-        match self.local_freeze.borrow().as_ref() {
-            None => requests,
-            Some(f) => {
-                let mut all = requests.as_ref().clone();
-                all.push(f.to_override());
-                Arc::new(all)
-            }
+        let ended = self
+            .local_freeze_ended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .filter(|e| {
+                let snapshot = self.snapshot.borrow();
+                !snapshot
+                    .as_ref()
+                    .is_some_and(|s| crate::gates::freeze::counted_by(&s.snapshot, e))
+            });
+        let freeze = self.local_freeze.borrow().as_ref().map(|f| f.to_override());
+        if freeze.is_none() && ended.is_none() {
+            return requests;
         }
+        let mut all = requests.as_ref().clone();
+        all.extend(ended);
+        all.extend(freeze);
+        Arc::new(all)
     }
 
     /// The revision being enforced (0: none, or an invented no-snapshot policy).

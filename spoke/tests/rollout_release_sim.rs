@@ -5,7 +5,9 @@
 //! opening is ignored; the release for this opening resumes the Kustomization. A spoke
 //! that was offline during a freeze and reconnects to a snapshot whose opening fence is
 //! after its release (the freeze ended; the hub has not staged the reopening yet) holds
-//! the Kustomization again until the release for the new opening arrives.
+//! the Kustomization again until the release for the new opening arrives. A freeze made in
+//! the cluster (the `fleetgate-freeze` ConfigMap) and ended by deleting it keeps the gate
+//! closed the same way until the hub releases the reopening.
 
 mod support;
 
@@ -196,6 +198,76 @@ async fn a_release_from_before_a_freeze_opens_nothing_after_it() {
     let mut released = rollout_gate(&start, &end, release(freeze_end), None);
     released.opening_fence = Some(to_timestamp(freeze_end));
     hub.set(snapshot(3, vec![released], vec![]));
+    wait_for(&cluster.client, "Kustomization", "apps", "resumed", |o| {
+        !suspended(o)
+    })
+    .await;
+    spoke.stop().await;
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn a_freeze_ended_in_the_cluster_reopens_only_with_the_hub_s_release() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{DeleteParams, PostParams};
+
+    let cluster = start_cluster().await;
+    create(&cluster, git_repository("repo")).await;
+    create(&cluster, kustomization("apps", "repo", false)).await;
+    let (start, end, opening) = window_opened(Duration::minutes(30));
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(
+        1,
+        vec![rollout_gate(&start, &end, release(opening, 2), None)],
+        vec![],
+    ));
+    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
+    wait_gate(&cluster.client, "waves", "open", |o| {
+        opened(o) == Some(("True".into(), "AllowWindow".into()))
+    })
+    .await;
+
+    // Frozen in the cluster, then unfrozen by deleting the ConfigMap.
+    let cms: kube::Api<ConfigMap> = kube::Api::namespaced(cluster.client.clone(), SPOKE_NS);
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "fleetgate-freeze", "namespace": SPOKE_NS},
+        "data": {"reason": "INC-9"}
+    }))
+    .unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "frozen",
+        suspended,
+    )
+    .await;
+    cms.delete("fleetgate-freeze", &DeleteParams::default())
+        .await
+        .unwrap();
+    let unfrozen = Utc::now();
+    // The release held is for the opening before the freeze: the gate waits for its wave.
+    let g = wait_gate(&cluster.client, "waves", "waiting for the reopening", |o| {
+        opened(o) == Some(("False".into(), "WaitingForWave".into()))
+    })
+    .await;
+    assert!(message(&g).contains("earlier opening"), "{}", message(&g));
+    let ks = api(&cluster.client, "Kustomization")
+        .get("apps")
+        .await
+        .unwrap();
+    assert!(
+        suspended(&ks),
+        "a later wave stays held after its local freeze ends"
+    );
+
+    // The hub recorded the end and released this cluster's wave for the reopening.
+    let at = unfrozen + Duration::seconds(1);
+    let mut released = rollout_gate(&start, &end, release(at, 2), None);
+    released.opening_fence = Some(to_timestamp(at));
+    hub.set(snapshot(2, vec![released], vec![]));
     wait_for(&cluster.client, "Kustomization", "apps", "resumed", |o| {
         !suspended(o)
     })

@@ -145,14 +145,16 @@ pub struct EndedFreeze {
     pub ended_at: DateTime<Utc>,
 }
 
-/// Per distinct scope, the latest end at or before `now` of a hub freeze that was in force
-/// for a while: the rollout gates' opening fences, like ended closing overrides.
+/// Per distinct scope, the latest end at or before `now` of a freeze that was in force for
+/// a while — the hub's, or one made in a cluster (its scope names that cluster; ended when
+/// its spoke reported the ConfigMap gone): the rollout gates' opening fences, like ended
+/// closing overrides, so either unfreeze reopens rollout gates through their waves.
 pub async fn ended(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<Vec<EndedFreeze>> {
     let rows = sqlx::query_as(
         "select distinct on (scope) scope, ended_at from ( \
            select scope, starts_at, \
              least(coalesce(ended_at, 'infinity'), coalesce(expires_at, 'infinity')) as ended_at \
-           from freezes where requested_in is null) f \
+           from freezes) f \
          where ended_at <= $1 and ended_at > starts_at order by scope, ended_at desc",
     )
     .bind(now)

@@ -172,10 +172,36 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     }
 }
 
+/// Whether `o` is a freeze made in this cluster.
+pub fn is_local(o: &Override) -> bool {
+    o.is_freeze() && o.id.starts_with(ID)
+}
+
+/// Whether the hub's `snapshot` has counted the end of the ended freeze `ended` made in the
+/// cluster: a rollout gate's opening fence not before that freeze's start (the hub recorded
+/// its end, by its own clock). Until then the ended freeze stays among the local overrides
+/// (`Context::local_overrides_now`), so the open period of a rollout gate begins at its end
+/// and a release from before it opens nothing: the cluster waits for its wave, also while
+/// cut off from the hub. Afterwards the hub's fence alone decides (no clock skew between
+/// the two ends).
+pub fn counted_by(snapshot: &crate::hub::snapshot::Snapshot, ended: &Override) -> bool {
+    snapshot
+        .gates
+        .iter()
+        .any(|r| r.opening_fence.is_some_and(|f| f >= ended.starts_at))
+}
+
 fn publish(ctx: &Context, freeze: Option<LocalFreeze>) {
     ctx.local_freeze.send_if_modified(|cur| {
         if *cur == freeze {
             return false;
+        }
+        // The freeze in force ends (deleted, or replaced): remember its end for the fence.
+        if let Some(old) = cur.as_ref().filter(|old| freeze.as_ref().is_none_or(|f| f.since != old.since)) {
+            let now = ctx.config.clock.now();
+            let mut ended = old.to_override();
+            ended.expires_at = Some(old.until.filter(|u| *u < now).unwrap_or(now));
+            *ctx.local_freeze_ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(ended);
         }
         match &freeze {
             Some(f) => {
