@@ -42,6 +42,11 @@ pub struct CalendarFeedStatus {
     /// The window's name.
     pub window: String,
     pub url: String,
+    /// `notFetched` (no attempt yet: the window counts as never fetched), `ok`, `failing`
+    /// (the last attempt failed; the last good copy is in use) or `stale` (no good copy for
+    /// `maxStale`, or every attempt failed: the window applies `onStale`).
+    #[serde(default)]
+    pub state: CalendarFeedState,
     /// The last successful fetch (200 or 304); absent: never fetched.
     pub last_fetch_at: Option<DateTime<Utc>>,
     /// When the feed's content last changed (a gate change, audited by `calendar-sync`).
@@ -63,6 +68,34 @@ pub struct CalendarFeedStatus {
     /// (`line 58, DTSTART: unknown time zone …`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rejected: Vec<String>,
+}
+
+/// Where a calendar feed stands ([`CalendarFeedStatus::state`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum CalendarFeedState {
+    /// The hub has not tried to fetch it yet (a new or changed `calendar.url`).
+    #[default]
+    NotFetched,
+    /// The last fetch succeeded.
+    Ok,
+    /// The last fetch failed; the last good copy is in use until `maxStale`.
+    Failing,
+    /// No successful fetch for `maxStale` (or never, after trying): `onStale` applies.
+    Stale,
+}
+
+impl CalendarFeedState {
+    /// The name the APIs use (`notFetched`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotFetched => "notFetched",
+            Self::Ok => "ok",
+            Self::Failing => "failing",
+            Self::Stale => "stale",
+        }
+    }
 }
 
 /// A warning about one manifest field.

@@ -8,6 +8,7 @@
 
 mod banner;
 mod blockers;
+mod calendar;
 mod fleet;
 mod hub;
 mod nginx;

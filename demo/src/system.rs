@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fleetgate_api_types::FleetSummary;
+use fleetgate_api_types::{ClusterStatus, FleetSummary};
 use tokio_util::sync::CancellationToken;
 
 use crate::{DemoArgs, banner, fleet, hub, nginx, other, rollout, wait};
@@ -29,6 +29,13 @@ pub(crate) async fn run(
     hub_cfg.http_addr = args.http_addr;
     hub_cfg.grpc_addr = args.grpc_addr;
     hub_cfg.admin_token = Some(token.clone());
+    // The maintenance calendar's feed, served by the demo on loopback (no call leaves the
+    // machine): the hub may fetch plain http from a private address, with the feed's secret.
+    let served = crate::calendar::serve(shutdown).await?;
+    hub_cfg.calendar.calendar_allow_private = true;
+    hub_cfg.calendar.calendar_allow_http = true;
+    hub_cfg.calendar.calendar_secrets_dir = Some(served.secrets.path().to_path_buf());
+    hub_cfg.calendar.calendar_tick = Duration::from_secs(1);
     if let Some(at) = args.at {
         hub_cfg.clock = Some(std::sync::Arc::new(fleetgate_hub::clock::ManualClock::new(
             at,
@@ -92,14 +99,8 @@ pub(crate) async fn run(
 
     // 4. Gates first, then clusters with a spoke each.
     let examples = examples_dir();
-    fleetgate::commands::gate::apply(
-        &client,
-        std::slice::from_ref(&examples),
-        &None,
-        false,
-        Format::Table,
-    )
-    .await?;
+    let manifests = crate::calendar::manifests(&examples, &served.url, kube_dir.path())?;
+    fleetgate::commands::gate::apply(&client, &manifests, &None, false, Format::Table).await?;
     rollout::create(&client).await?;
     let mut spokes = Vec::new();
     for c in &clusters {
@@ -154,6 +155,18 @@ pub(crate) async fn run(
         rollout::describe(&rolling),
         rollout::GATE
     );
+    // The calendars: the holiday gate on the first (prod) cluster, the feed as fetched.
+    let maintenance = crate::calendar::wait_fetched(&client, Duration::from_secs(5)).await?;
+    if let Some(first) = clusters.first() {
+        let st: ClusterStatus = client
+            .get(&format!("/clusters/{}/status", first.name), &[])
+            .await?;
+        println!(
+            "• calendars: {}\n    fleetgate gate get {}",
+            crate::calendar::describe(&st, &maintenance),
+            crate::calendar::MAINTENANCE_GATE
+        );
+    }
     let held: FleetSummary = client.get("/status", &[]).await?;
     banner::print_ready(
         &hub_url,

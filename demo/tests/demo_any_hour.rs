@@ -1,7 +1,8 @@
 //! The demo at any hour of the week: run with `--at` (the hub's and the spokes' clocks
-//! standing at a weekday, a Friday night, a Sunday and the night the clocks go back), it
+//! standing at a public holiday, a Friday night, a Sunday and the night the clocks go back), it
 //! never waits for what a gate in the demo forbids, and each sentence it prints about the
-//! nginx hold, the rollout and the fleet is what the hub's status says at that instant.
+//! nginx hold, the rollout, the calendars and the fleet is what the hub's status says at that
+//! instant.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -230,6 +231,46 @@ fn check(at: &str, blocker: Option<(&str, &str)>) {
         }
     }
 
+    // The calendars: the inline holiday calendar on prod-eu-1 as the hub evaluates it, and
+    // the maintenance feed the demo serves itself, fetched by the hub.
+    let calendars = run.line("• calendars: ").to_string();
+    let prod = run.get("/clusters/prod-eu-1/status");
+    let holiday = gate(&prod, "holiday-calendar");
+    let next = holiday["nextTransition"].as_str().map_or_else(
+        || "no change ahead".to_string(),
+        |t| {
+            let t = chrono::DateTime::parse_from_rfc3339(t).unwrap();
+            format!("next change {}", t.to_utc().format("%Y-%m-%d %H:%M UTC"))
+        },
+    );
+    assert_eq!(
+        calendars,
+        format!(
+            "gate holiday-calendar (an inline iCalendar of public holidays) is {} on prod-eu-1: {}; {next}",
+            holiday["state"].as_str().unwrap(),
+            holiday["reason"].as_str().unwrap()
+        ),
+        "{at}"
+    );
+    let feed = &run.get("/gates/maintenance-windows")["calendars"][0];
+    assert_eq!(feed["state"], "ok", "{feed}");
+    assert!(feed["occurrences"].as_u64().unwrap() > 40, "{feed}");
+    assert!(
+        feed["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:"),
+        "{feed}"
+    );
+    assert_eq!(
+        run.line("    gate maintenance-windows reads its feed from the demo itself at "),
+        format!(
+            "{} (ok, {} occurrences)",
+            feed["url"].as_str().unwrap(),
+            feed["occurrences"]
+        )
+    );
+
     // The fleet line: clusters open and closed as the hub counts them.
     let summary = run.get("/status");
     let fleet = run.line("  fleet        ").to_string();
@@ -246,8 +287,9 @@ fn check(at: &str, blocker: Option<(&str, &str)>) {
 
 #[test]
 fn the_demo_tells_the_truth_at_any_hour() {
-    // Tuesday 11:00 Berlin: no gate of the demo holds the stories whole.
-    check("2026-11-24T10:00:00Z", None);
+    // Easter Monday 2027, 12:00 Berlin: no gate of the demo holds the stories whole (they
+    // run on staging and dev); the inline holiday calendar closes the prod clusters.
+    check("2027-03-29T10:00:00Z", None);
     // Friday 23:00 and Sunday 13:00 Berlin: no-deploy-friday holds every Kustomization.
     check("2026-11-27T22:00:00Z", Some(("no-deploy-friday", "CET")));
     check("2026-11-29T12:00:00Z", Some(("no-deploy-friday", "CET")));

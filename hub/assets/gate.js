@@ -67,7 +67,7 @@ function draw(main, ctx, d, rollout, refresh) {
 
 // A stale calendar feed applies its window's onStale: say so above everything.
 function staleWarning(feeds) {
-  const stale = feeds.filter((f) => f.stale);
+  const stale = feeds.filter((f) => f.state === 'stale');
   if (!stale.length) return null;
   return h('section', { class: 'card error-card', id: 'calendar-stale' },
     h('p', { class: 'warn' }, `Calendar feed stale: ${stale.map((f) => `window ${f.window}`).join(', ')}. `,
@@ -78,8 +78,8 @@ function staleWarning(feeds) {
 function feedsCard(feeds) {
   if (!feeds.length) return null;
   const when = (t) => (t ? [fmtTime(t), ' ', h('span', { class: 'muted' }, relTime(t))] : 'never');
-  const state = (f) => (f.stale ? badge('closed', 'stale')
-    : f.error ? badge('held', 'failing') : f.lastFetchAt ? badge('open', 'ok') : badge('waiting', 'not fetched yet'));
+  const states = { stale: ['closed', 'stale'], failing: ['held', 'failing'], ok: ['open', 'ok'], notFetched: ['waiting', 'not fetched yet'] };
+  const state = (f) => badge(...(states[f.state] || states.notFetched));
   return h('section', { class: 'card', id: 'calendar-feeds' },
     h('h2', {}, `Calendar feeds (${feeds.length})`),
     h('table', { class: 'plain' },

@@ -125,6 +125,12 @@ function summarize(events) {
       ? `The hub could not store ${d.cluster}'s report: ${d.writeError}`
       : `${d.cluster}'s report had ${d.total} object(s) with text stored repaired (see the cluster page)`, 'bad');
   }
+  for (const c of events.filter((e) => e.name === 'calendarFeed' && (e.data.contentChanged || e.data.state === 'stale')).slice(0, 2)) {
+    const d = c.data;
+    toast(d.state === 'stale'
+      ? `Calendar feed of gate ${d.gate} (window ${d.window}) is stale: its onStale applies`
+      : `Calendar feed of gate ${d.gate} (window ${d.window}) changed: ${d.occurrences} occurrence(s)`, d.state === 'stale' ? 'bad' : 'info');
+  }
   for (const o of overrides.slice(0, 2)) {
     const d = o.data;
     toast(d.change === 'active'

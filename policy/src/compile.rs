@@ -399,4 +399,13 @@ impl CompiledGate {
     pub fn time_zone(&self) -> Tz {
         self.tz
     }
+
+    /// Whether a calendar window has an edge at `t`: one of its occurrences starts or ends
+    /// then, or its feed turns stale then with `onStale: closed`. The hub names such a
+    /// transition's cause `calendar` (rather than `window`).
+    pub fn calendar_edge_at(&self, t: DateTime<Utc>) -> bool {
+        self.windows.iter().filter_map(|w| w.calendar()).any(|c| {
+            c.closes_from() == Some(t) || c.occurrences.iter().any(|o| o.start == t || o.end == t)
+        })
+    }
 }

@@ -296,6 +296,7 @@ fn feed_lines(
     feeds: &[fleetgate_api_types::records::CalendarFeedStatus],
     now: chrono::DateTime<chrono::Utc>,
 ) -> String {
+    use fleetgate_api_types::records::CalendarFeedState;
     if feeds.is_empty() {
         return String::new();
     }
@@ -305,14 +306,11 @@ fn feed_lines(
     };
     let mut text = String::from("Calendar feeds:\n");
     for f in feeds {
-        let state = if f.stale {
-            "STALE (onStale applies)"
-        } else if f.error.is_some() {
-            "failing (last good copy in use)"
-        } else if f.last_fetch_at.is_none() {
-            "not fetched yet"
-        } else {
-            "ok"
+        let state = match f.state {
+            CalendarFeedState::Stale => "STALE (onStale applies)",
+            CalendarFeedState::Failing => "failing (last good copy in use)",
+            CalendarFeedState::NotFetched => "not fetched yet",
+            CalendarFeedState::Ok => "ok",
         };
         text.push_str(&format!("  - window {}: {} — {state}\n", f.window, f.url));
         text.push_str(&format!("      last fetch:  {}\n", when(f.last_fetch_at)));
@@ -419,7 +417,7 @@ pub async fn delete(
 #[cfg(test)]
 mod feed_tests {
     use chrono::{Duration, TimeZone, Utc};
-    use fleetgate_api_types::records::CalendarFeedStatus;
+    use fleetgate_api_types::records::{CalendarFeedState, CalendarFeedStatus};
 
     use super::feed_lines;
 
@@ -429,6 +427,7 @@ mod feed_tests {
         let feed = CalendarFeedStatus {
             window: "cab".into(),
             url: "https://cal.example.com/cab.ics".into(),
+            state: CalendarFeedState::Stale,
             last_fetch_at: Some(now - Duration::hours(30)),
             last_change_at: Some(now - Duration::days(3)),
             last_attempt_at: Some(now - Duration::minutes(5)),
@@ -455,13 +454,32 @@ mod feed_tests {
         );
         assert!(text.contains("skipped:     line 58"), "{text}");
         let ok = CalendarFeedStatus {
+            state: CalendarFeedState::Ok,
             stale: false,
             error: None,
-            ..feed
+            ..feed.clone()
         };
         let text = feed_lines(&[ok], now);
         assert!(text.contains("— ok"), "{text}");
         assert!(text.contains("stale at:"), "{text}");
+        // Never attempted: neither stale nor empty, and no fetch times to show.
+        let new = CalendarFeedStatus {
+            state: CalendarFeedState::NotFetched,
+            stale: false,
+            error: None,
+            failures: 0,
+            last_fetch_at: None,
+            last_change_at: None,
+            last_attempt_at: None,
+            stale_at: None,
+            occurrences: 0,
+            rejected: vec![],
+            ..feed
+        };
+        let text = feed_lines(&[new], now);
+        assert!(text.contains("— not fetched yet"), "{text}");
+        assert!(text.contains("last fetch:  never"), "{text}");
+        assert!(!text.contains("STALE"), "{text}");
         assert!(feed_lines(&[], now).is_empty());
     }
 }

@@ -25,11 +25,11 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Opens the event stream. The first event, `ready`, says the stream is
 /// subscribed: state fetched after it misses no change. Later events are
 /// `gate`, `override`, `freeze`, `approval`, `spoke`, `held`, `heldObjects`, `localGates`,
-/// `reportProblems` and `rollout`; `error` ends the stream (e.g. the
+/// `reportProblems`, `calendarFeed` and `rollout`; `error` ends the stream (e.g. the
 /// token was revoked).
 #[utoipa::path(get, path = "/api/v1/events", tag = "dashboard",
     responses(
-        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, freeze, approval, spoke, held, heldObjects, localGates, reportProblems, rollout, error", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, freeze, approval, spoke, held, heldObjects, localGates, reportProblems, calendarFeed, rollout, error", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Response> {
@@ -159,6 +159,17 @@ pub fn to_sse(e: &FleetEvent) -> Event {
             json!({
                 "at": at, "cluster": p.cluster, "total": p.total, "previous": p.previous,
                 "writeError": p.write_error,
+            }),
+        ),
+        FleetChange::CalendarFeed(c) => (
+            "calendarFeed",
+            json!({
+                "at": at, "gate": c.gate, "window": c.window, "url": c.url,
+                "state": c.state.as_str(),
+                "previousState": c.previous_state.map(|s| s.as_str()),
+                "contentChanged": c.content_changed, "occurrences": c.occurrences,
+                "previousOccurrences": c.previous_occurrences, "changedAt": c.changed_at,
+                "sha256": c.sha256,
             }),
         ),
         FleetChange::Rollout(r) => (

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use fleetgate_policy::GateState;
 
 pub use super::approval_events::ApprovalChange;
+pub use super::calendar_events::CalendarFeedChange;
 pub use super::filter::Filter;
 pub use super::rollout_events::{RolloutAction, RolloutChange};
 pub use super::stream::events;
@@ -101,6 +102,8 @@ pub enum FleetChange {
     /// How a cluster's latest report was stored changed: objects with text the
     /// database cannot hold (stored repaired or left out), or the report refused.
     ReportProblems(ReportProblemsChange),
+    /// A calendar feed's content (its occurrences) or state changed.
+    CalendarFeed(CalendarFeedChange),
 }
 
 /// A cluster's report problems now and before (none: total 0, no error).
@@ -325,6 +328,9 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
     for r in super::rollout_events::diff(before, next, |g| filter.gate(g)) {
         push(FleetChange::Rollout(r));
     }
+    for c in super::calendar_events::diff(before, next, |g| filter.gate(g)) {
+        push(FleetChange::CalendarFeed(c));
+    }
     for (record, change) in super::approval_events::diff(before, next, |r| {
         filter.scope_wanted(&r.gate, r.clusters.as_ref())
     }) {
@@ -405,6 +411,7 @@ mod tests {
                     format!("local gates {cluster} {}", gates.len())
                 }
                 FleetChange::Approval { change, .. } => format!("approval {}", change.as_str()),
+                FleetChange::CalendarFeed(c) => format!("calendar feed {}", c.window),
                 FleetChange::ReportProblems(p) => format!(
                     "report problems {} {}->{}{}",
                     p.cluster,

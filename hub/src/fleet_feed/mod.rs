@@ -5,6 +5,7 @@
 //! themselves. The task runs only while someone subscribes.
 
 pub mod approval_events;
+pub mod calendar_events;
 pub mod events;
 mod filter;
 mod rollout_events;

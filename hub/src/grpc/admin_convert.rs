@@ -100,6 +100,7 @@ fn calendar_status(c: fleetgate_api_types::records::CalendarFeedStatus) -> pb::C
         stale_at: c.stale_at.and_then(ts),
         occurrences: u32::try_from(c.occurrences).unwrap_or(u32::MAX),
         rejected: c.rejected,
+        state: c.state.as_str().to_string(),
     }
 }
 

@@ -90,6 +90,21 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             previous: p.previous,
             write_error: p.write_error.unwrap_or_default(),
         }),
+        FleetChange::CalendarFeed(c) => Event::CalendarFeed(pb::CalendarFeedChanged {
+            gate: c.gate,
+            window: c.window,
+            url: c.url,
+            state: c.state.as_str().into(),
+            previous_state: c
+                .previous_state
+                .map(|s| s.as_str().into())
+                .unwrap_or_default(),
+            content_changed: c.content_changed,
+            occurrences: c.occurrences,
+            previous_occurrences: c.previous_occurrences,
+            changed_at: c.changed_at.map(to_timestamp),
+            sha256: c.sha256.unwrap_or_default(),
+        }),
         FleetChange::Rollout(r) => Event::Rollout(pb::RolloutChanged {
             gate: r.gate,
             rollout_id: r.rollout_id,

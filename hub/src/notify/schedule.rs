@@ -84,7 +84,11 @@ pub(crate) fn gate_edges(
             entry.0.push(c.name.clone());
             if !by_override && entry.2 == Cause::Override {
                 entry.1 = t.reason.clone();
-                entry.2 = Cause::Window;
+                entry.2 = if compiled.calendar_edge_at(t.at) {
+                    Cause::Calendar
+                } else {
+                    Cause::Window
+                };
             }
         }
     }

@@ -5,7 +5,7 @@
 //! every replica and spoke gets the new occurrences. Guide: `docs/calendars.md`.
 
 use chrono::{DateTime, Duration, DurationRound, Utc};
-use fleetgate_api_types::records::CalendarFeedStatus;
+use fleetgate_api_types::records::{CalendarFeedState, CalendarFeedStatus};
 use fleetgate_policy::{
     CompiledGate, EventMatch, FeedOccurrences, Gate, HORIZON_AFTER, HORIZON_BEFORE, Occurrence,
     expand_ics,
@@ -84,19 +84,42 @@ pub(crate) fn status(row: &FeedRow, now: DateTime<Utc>) -> CalendarFeedStatus {
                 .collect()
         })
         .unwrap_or_default();
+    let stale = stale_at.is_none_or(|s| s <= now) && row.attempted_at.is_some();
+    let state = if row.attempted_at.is_none() {
+        CalendarFeedState::NotFetched
+    } else if stale {
+        CalendarFeedState::Stale
+    } else if row.last_error.is_some() {
+        CalendarFeedState::Failing
+    } else {
+        CalendarFeedState::Ok
+    };
     CalendarFeedStatus {
         window: row.window_name.clone(),
         url: row.url.clone(),
+        state,
         last_fetch_at: row.fetched_at,
         last_change_at: row.changed_at,
         last_attempt_at: row.attempted_at,
         error: row.last_error.clone(),
         failures: row.failures,
         next_fetch_at: row.next_fetch_at,
-        stale: stale_at.is_none_or(|s| s <= now) && row.attempted_at.is_some(),
+        stale,
         stale_at,
         occurrences,
         rejected,
+    }
+}
+
+/// A feed row as the change streams compare it.
+pub(crate) fn brief(row: &FeedRow, now: DateTime<Utc>) -> super::fleet::FeedBrief {
+    let s = status(row, now);
+    super::fleet::FeedBrief {
+        url: s.url,
+        state: s.state,
+        sha256: row.body_sha256.as_deref().map(hex::encode),
+        occurrences: u32::try_from(s.occurrences).unwrap_or(u32::MAX),
+        changed_at: row.changed_at,
     }
 }
 

@@ -13,7 +13,7 @@ pub mod status;
 pub mod summary;
 pub mod view;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, Gate, Override};
@@ -35,8 +35,8 @@ pub use snapshot::{Snapshot, SnapshotGate, Waiting};
 pub use status::{ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus};
 pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
 pub use view::{
-    FleetView, GateOnCluster, HeldSet, ReportProblemBrief, RolloutSummary, SpokeState, ViewLabels,
-    WouldCounts,
+    FeedBrief, FleetView, GateOnCluster, HeldSet, ReportProblemBrief, RolloutSummary, SpokeState,
+    ViewLabels, WouldCounts,
 };
 
 /// Which clusters a read covers, and how much of what their spokes reported.
@@ -173,6 +173,7 @@ impl FleetInputs {
             })
             .collect::<Result<Vec<GateInput>>>()?;
         let mut gates = gates;
+        let mut feed_rows = Vec::new();
         if gates
             .iter()
             .any(|g| !super::calendars::feed_windows(&g.gate).is_empty())
@@ -186,6 +187,7 @@ impl FleetInputs {
                     .collect();
                 g.feeds = super::calendars::feed_occurrences(&mine);
             }
+            feed_rows = rows;
         }
         let gate_names: Vec<String> = gates.iter().map(|g| g.name().to_string()).collect();
         let mut by_gate: HashMap<String, Vec<OverrideRecord>> = HashMap::new();
@@ -193,7 +195,15 @@ impl FleetInputs {
             by_gate.entry(row.gate.clone()).or_default().push(row);
         }
         let reported = match scope {
-            Scope::Fleet => read_fleet_reported(tx).await?,
+            Scope::Fleet => Reported {
+                feed_briefs: (feed_rows.iter())
+                    .map(|r| {
+                        let key = (r.gate.clone(), r.window_name.clone());
+                        (key, super::calendars::brief(r, now))
+                    })
+                    .collect(),
+                ..read_fleet_reported(tx).await?
+            },
             Scope::Clusters(_) => Reported::default(),
             Scope::Cluster(name) => Reported {
                 objects: db::status::for_cluster(tx, name).await?,
@@ -318,6 +328,7 @@ impl FleetInputs {
         r.held_digests.retain(|c, _| clusters.contains(c));
         r.local_gates.retain(|c, _| clusters.contains(c));
         r.problem_briefs.retain(|c, _| clusters.contains(c));
+        r.feed_briefs.retain(|(g, _), _| gates.contains(g));
         r.held_by_gate.retain(|k, _| pair(k));
         r.held_objects_by_gate.retain(|k, _| pair(k));
         let visible: Vec<&Cluster> = self.clusters.iter().map(|c| &c.row).collect();

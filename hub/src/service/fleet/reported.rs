@@ -2,7 +2,7 @@
 //! cluster and per gate counts, held-object digests, the Gate objects made in each
 //! cluster and report problems. [`read_fleet_reported`] reads the fleet-wide part.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use sqlx::PgConnection;
 
@@ -36,6 +36,9 @@ pub struct Reported {
     pub report_problems: db::reports::ReportProblems,
     /// Per cluster whose latest report had problems ([`Scope::Fleet`](super::Scope::Fleet) only).
     pub problem_briefs: HashMap<String, ReportProblemBrief>,
+    /// Each `calendar.url` window's feed by (gate, window) ([`Scope::Fleet`](super::Scope::Fleet)
+    /// only).
+    pub feed_briefs: BTreeMap<(String, String), super::FeedBrief>,
 }
 
 impl Reported {

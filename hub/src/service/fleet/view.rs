@@ -61,6 +61,18 @@ pub struct ReportProblemBrief {
     pub write_error: Option<String>,
 }
 
+/// A `calendar.url` window's feed as the change streams compare it: its state and the
+/// hash of the copy in use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedBrief {
+    pub url: String,
+    pub state: fleetgate_api_types::records::CalendarFeedState,
+    /// SHA-256 (hex) of the last good copy; `None` before the first good fetch.
+    pub sha256: Option<String>,
+    pub occurrences: u32,
+    pub changed_at: Option<DateTime<Utc>>,
+}
+
 /// A gate's newest rollout as the change streams compare it.
 pub type RolloutSummary = crate::db::rollouts::RolloutSummaryRow;
 
@@ -91,6 +103,8 @@ pub struct FleetView {
     pub local_gates: BTreeMap<String, Vec<super::LocalGate>>,
     /// Clusters whose latest report had problems (clusters without absent).
     pub report_problems: BTreeMap<String, ReportProblemBrief>,
+    /// Each `calendar.url` window's feed, by (gate, window).
+    pub calendar_feeds: BTreeMap<(String, String), FeedBrief>,
     /// The earliest next transition of any (gate, cluster).
     pub next_transition: Option<DateTime<Utc>>,
     /// Every cluster's and gate's labels: what scoped watchers filter on.
@@ -200,6 +214,7 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
         .iter()
         .map(|(c, g)| (c.clone(), g.clone()))
         .collect();
+    view.calendar_feeds = inputs.reported.feed_briefs.clone();
     view.report_problems = (inputs.reported.problem_briefs.iter())
         .map(|(c, p)| (c.clone(), p.clone()))
         .collect();
