@@ -295,6 +295,40 @@ fn hold_objects_component_grants_exactly_the_held_kinds() {
     assert_eq!(binding["subjects"][0]["namespace"], "fleetgate-system");
 }
 
+/// The `flux-events` component points the spoke at Flux's notification-controller
+/// (`--events-addr`) and grants nothing (a plain HTTP POST inside the cluster).
+#[test]
+fn flux_events_component_sets_the_events_address_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("deploy/spoke"), &tmp.path().join("spoke"));
+    let overlay = tmp.path().join("overlay");
+    std::fs::create_dir(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../spoke]\ncomponents: [../spoke/components/flux-events]\n",
+    )
+    .unwrap();
+    let objs = render(&overlay);
+    let plain = render(&repo().join("deploy/spoke"));
+    assert_eq!(kinds(&objs), kinds(&plain));
+    assert_eq!(objs.len(), plain.len());
+    let deploy = find(&objs, "Deployment", "fleetgate-spoke");
+    let env = deploy["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap();
+    let addr = env
+        .iter()
+        .find(|e| e["name"] == "FLEETGATE_EVENTS_ADDR")
+        .and_then(|e| e["value"].as_str())
+        .expect("FLEETGATE_EVENTS_ADDR set");
+    assert_eq!(
+        addr,
+        "http://notification-controller.flux-system.svc.cluster.local./"
+    );
+    // The rest of the spoke's environment is kept.
+    assert!(env.iter().any(|e| e["name"] == "FLEETGATE_CLUSTER"));
+}
+
 /// Applies a Flux Kustomization's `spec.patches` to a copy of deploy/spoke
 /// with kubectl kustomize, as kustomize-controller would.
 fn render_with_flux_patches(flux_ks: &Value) -> Vec<Value> {

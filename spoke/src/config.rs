@@ -97,6 +97,13 @@ pub struct Config {
     #[arg(long, env = "POD_NAME")]
     pub instance: Option<String>,
 
+    /// Also send the spoke's events to Flux's notification-controller at this address (as
+    /// Flux controllers' `--events-addr`, e.g.
+    /// `http://notification-controller.flux-system.svc.cluster.local./`), so Flux `Alert`s
+    /// on Kustomizations and HelmReleases forward them.
+    #[arg(long, env = "FLEETGATE_EVENTS_ADDR", value_parser = parse_events_addr)]
+    pub events_addr: Option<String>,
+
     /// Quiet period before a changed status report is sent.
     #[arg(long, env = "FLEETGATE_REPORT_DEBOUNCE", default_value = "1s", value_parser = parse_duration)]
     pub report_debounce: Duration,
@@ -194,6 +201,15 @@ impl Config {
         Config::try_parse_from(["fleetgate-spoke", "--cluster", cluster])
             .map_err(|e| crate::Error::Config(e.to_string()))
     }
+}
+
+/// An http(s) URL for `--events-addr`.
+fn parse_events_addr(s: &str) -> Result<String, String> {
+    let url = reqwest::Url::parse(s).map_err(|e| e.to_string())?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("not an http(s) URL".into());
+    }
+    Ok(s.to_string())
 }
 
 #[cfg(test)]

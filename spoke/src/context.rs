@@ -82,7 +82,12 @@ impl Context {
                 client.clone(),
                 "fleetgate-spoke",
                 config.instance.clone(),
-            ),
+            )
+            .with_flux(config.events_addr.as_deref().and_then(|addr| {
+                crate::cluster::flux_events::FluxEvents::start(addr, metrics.flux_events.clone())
+                    .inspect_err(|e| tracing::error!(error = %e, "events to notification-controller are off"))
+                    .ok()
+            })),
             store: SnapshotStore::new(client, &config.namespace, &config.snapshot_configmap),
             snapshot: watch::channel(None).0,
             report: watch::channel(None).0,

@@ -82,6 +82,8 @@ pub struct EventRecorder {
     controller: String,
     instance: String,
     published: Mutex<HashMap<Key, Published>>,
+    /// Where every event also goes, with `--events-addr`.
+    flux: Option<super::flux_events::FluxEvents>,
 }
 
 impl EventRecorder {
@@ -91,7 +93,28 @@ impl EventRecorder {
             controller: controller.to_owned(),
             instance: instance.unwrap_or_else(|| controller.to_owned()),
             published: Mutex::default(),
+            flux: None,
         }
+    }
+
+    /// Also sends every event to Flux's notification-controller through `flux`.
+    pub fn with_flux(mut self, flux: Option<super::flux_events::FluxEvents>) -> Self {
+        self.flux = flux;
+        self
+    }
+
+    /// Like [`EventRecorder::publish`], with the object's applied revision for Flux
+    /// (`<group>/revision` in the notification-controller event).
+    pub async fn publish_revision(
+        &self,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+        regarding: &ObjectReference,
+        revision: Option<&str>,
+    ) -> Result<(), kube::Error> {
+        self.publish_full(false, reason, action, note, regarding, revision)
+            .await
     }
 
     /// Creates a Normal event regarding `regarding`, or bumps the series of
@@ -117,7 +140,37 @@ impl EventRecorder {
         note: String,
         regarding: &ObjectReference,
     ) -> Result<(), kube::Error> {
+        self.publish_full(warning, reason, action, note, regarding, None)
+            .await
+    }
+
+    async fn publish_full(
+        &self,
+        warning: bool,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+        regarding: &ObjectReference,
+        revision: Option<&str>,
+    ) -> Result<(), kube::Error> {
         let now = Utc::now();
+        // As fluxcd/pkg's recorder: only namespaced objects with a kind and a name (so the
+        // cluster-scoped Gate objects' events stay Kubernetes Events only).
+        let flux_object = [&regarding.kind, &regarding.name, &regarding.namespace]
+            .iter()
+            .all(|f| f.as_deref().is_some_and(|s| !s.is_empty()));
+        if let Some(flux) = self.flux.as_ref().filter(|_| flux_object) {
+            flux.send(super::flux_events::event(
+                warning,
+                reason,
+                &note,
+                regarding,
+                revision,
+                now,
+                &self.controller,
+                &self.instance,
+            ));
+        }
         let key = Key {
             warning,
             reason,

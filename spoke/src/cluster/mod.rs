@@ -3,6 +3,7 @@
 //! straight into the fields the spoke plans on), and the Events it publishes.
 
 pub mod events;
+pub mod flux_events;
 pub mod flux_object;
 pub mod intern;
 pub mod kinds;

@@ -37,6 +37,8 @@ pub struct Metrics {
     errors: Family<Labels, Counter>,
     requests: Family<Labels, Counter>,
     pub reconciles: Counter,
+    /// Events sent to Flux's notification-controller by outcome (`--events-addr`).
+    pub flux_events: Family<Labels, Counter>,
 }
 
 impl Default for Metrics {
@@ -66,6 +68,7 @@ impl Metrics {
             errors: Family::default(),
             requests: Family::default(),
             reconciles: Counter::default(),
+            flux_events: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -145,6 +148,11 @@ impl Metrics {
             m.requests.clone(),
         );
         registry.register("reconciles", "Reconcile passes", m.reconciles.clone());
+        registry.register(
+            "flux_events",
+            "Events sent to Flux's notification-controller (--events-addr) by outcome: delivered, duplicate (429), refused (4xx), failed (after retries), dropped (queue full)",
+            m.flux_events.clone(),
+        );
         Metrics { registry, ..m }
     }
 

@@ -77,6 +77,8 @@ struct Notice {
     action: &'static str,
     note: String,
     regarding: ObjectReference,
+    /// The object's last applied revision (for Flux's notification-controller).
+    revision: Option<String>,
 }
 
 /// Applies every step with bounded concurrency, then publishes each suspend's
@@ -233,6 +235,7 @@ fn notice(
         // The recorder fits it to the API server's 1024 bytes (`events::fit_text`).
         note,
         regarding: obj.object_ref(resource),
+        revision: obj.status.last_applied_revision.clone(),
     })
 }
 
@@ -240,7 +243,13 @@ async fn publish_event(ctx: &Context, n: Notice) {
     let reason = n.reason;
     if let Err(e) = ctx
         .recorder
-        .publish(reason, n.action, n.note, &n.regarding)
+        .publish_revision(
+            reason,
+            n.action,
+            n.note,
+            &n.regarding,
+            n.revision.as_deref(),
+        )
         .await
     {
         let e = Error::from(e);

@@ -13,7 +13,7 @@ pub mod status;
 pub mod summary;
 pub mod view;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, Gate, Override};
