@@ -42,6 +42,11 @@ pub struct Cluster {
     /// Revisions pushed as bad on this cluster (source, revision) → failure message: the
     /// consumers applying them fail (see `flux::failure`).
     pub bad_revisions: Mutex<HashMap<(SourceKey, String), String>>,
+    /// Revisions pushed to fail late on this cluster (source, revision): applied and healthy
+    /// first, then failing (see `flux::late`).
+    pub late_failures: Mutex<HashMap<(SourceKey, String), crate::flux::late::LateFailure>>,
+    /// When each Kustomization first applied a late-failing revision (Kustomization, revision).
+    pub late_applied: Mutex<HashMap<(SourceKey, String), tokio::time::Instant>>,
     /// Reconciles the simulator ran per Flux object (kind, namespace, name).
     pub reconciles: Mutex<HashMap<SourceKey, u64>>,
     /// Watch requests served (tests prove clients really re-watched).
@@ -97,6 +102,33 @@ impl Cluster {
             Some(m) => bad.insert((source, revision), m),
             None => bad.remove(&(source, revision)),
         };
+    }
+
+    /// Marks `revision` of `source` to fail late on this cluster (`Some`), or not (`None`).
+    pub fn mark_late(
+        &self,
+        source: SourceKey,
+        revision: String,
+        late: Option<crate::flux::late::LateFailure>,
+    ) {
+        let mut marks = self.late_failures.lock().unwrap_or_else(|p| p.into_inner());
+        match late {
+            Some(l) => marks.insert((source, revision), l),
+            None => marks.remove(&(source, revision)),
+        };
+    }
+
+    /// The late failure `revision` of `source` was pushed with here, if any.
+    pub fn late_failure(
+        &self,
+        source: &SourceKey,
+        revision: &str,
+    ) -> Option<crate::flux::late::LateFailure> {
+        self.late_failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(source.clone(), revision.to_string()))
+            .cloned()
     }
 
     /// The failure message of `revision` of `source`, if it was pushed as bad here.

@@ -153,6 +153,8 @@ impl Sim {
                 upstream: Mutex::default(),
                 bundles: Mutex::default(),
                 bad_revisions: Mutex::default(),
+                late_failures: Mutex::default(),
+                late_applied: Mutex::default(),
                 reconciles: Mutex::default(),
                 watches: Default::default(),
                 shutdown: shutdown.child_token(),

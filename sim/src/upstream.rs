@@ -18,6 +18,12 @@ pub struct Failure {
     pub message: String,
     /// Cluster names; empty means every cluster the revision is pushed to.
     pub only_on: Vec<String>,
+    /// Fails only this long after a Kustomization applied it (healthy until then; see
+    /// `flux::late`); `None`: fails at once.
+    pub after: Option<std::time::Duration>,
+    /// With `after`: recovers this long after it began failing (`None`: fails until a newer
+    /// revision).
+    pub lasting: Option<std::time::Duration>,
 }
 
 impl Failure {
@@ -26,6 +32,8 @@ impl Failure {
         Failure {
             message: message.into(),
             only_on: Vec::new(),
+            after: None,
+            lasting: None,
         }
     }
 
@@ -58,10 +66,19 @@ pub fn push(
     }
     let bundle = manifests.map(parse_bundle).transpose()?;
     let key: SourceKey = (kind.into(), namespace.into(), name.into());
-    let bad = failure
-        .filter(|f| f.applies_to(&cluster.name))
+    let here = failure.filter(|f| f.applies_to(&cluster.name));
+    let bad = here
+        .filter(|f| f.after.is_none())
         .map(|f| f.message.clone());
+    let late = here.and_then(|f| {
+        Some(crate::flux::late::LateFailure {
+            message: f.message.clone(),
+            after: f.after?,
+            lasting: f.lasting,
+        })
+    });
     cluster.mark_bad(key.clone(), revision.into(), bad);
+    cluster.mark_late(key.clone(), revision.into(), late);
     match bundle {
         Some(bundle) => cluster.push_bundle(key, revision.into(), bundle),
         None => cluster.push(key, revision.into()),

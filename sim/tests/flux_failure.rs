@@ -236,6 +236,13 @@ async fn failure_fields_without_ready_false_are_rejected() {
         (json!({"failOn": ["cluster-000"]}), "failOn"),
         (json!({"message": "x", "ready": true}), "message"),
         (json!({"failOn": [], "ready": false}), "failOn"),
+        (json!({"failAfter": "5s"}), "failAfter"),
+        (json!({"failAfter": "soon", "ready": false}), "failAfter"),
+        (json!({"failFor": "5s", "ready": false}), "failFor"),
+        (
+            json!({"failAfter": "1s", "failFor": "x", "ready": false}),
+            "failFor",
+        ),
     ] {
         let mut body = git_push(9);
         for (k, v) in extra.as_object().unwrap() {

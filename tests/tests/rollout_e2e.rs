@@ -422,3 +422,124 @@ async fn two_replicas_step_each_wave_once_and_an_offline_spoke_fails_its_wave() 
         assert_eq!(count(&steps, action), 1, "{action}: {steps:#?}");
     }
 }
+
+/// The gate for the late-failure tests: `failureGrace` set, soak long enough that the canary's
+/// late failure falls inside it.
+fn late_gate(soak: &str, grace: &str) -> Value {
+    let mut g = gate(None, soak, "20s");
+    g["spec"]["rollout"]["failureGrace"] = json!(grace);
+    g
+}
+
+/// Starts every spoke of a three-cluster fleet (canary cluster-000, early cluster-001..002)
+/// and waits until every Kustomization is held by the closed gate.
+async fn three_holding(f: &mut Fleet) {
+    f.start_spokes();
+    for i in 0..3 {
+        f.wait_suspended(i, true).await;
+    }
+}
+
+/// Issue 32 item 6: the canary applies revision 2, turns healthy (the wave soaks), and only
+/// then its Kustomization turns Ready=False and stays so: the rollout halts once it has been
+/// Ready=False for `failureGrace` — counted from when it turned, not from the release — and
+/// `fleetgate rollout status` / `fleetgate status` say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_failing_late_halts_after_failure_grace() {
+    let mut f = Fleet::start("late", 3, 1).await;
+    f.api(Method::POST, "/gates", late_gate("60s", "3s")).await;
+    three_holding(&mut f).await;
+    f.push_late(0, 2, "4s", None).await;
+    f.push(1, 2, true).await;
+    f.push(2, 2, true).await;
+    open_gate(&f, "e2e: revision 2 fails late").await;
+    f.recorder.wait_applied(0, &rev(2)).await;
+    f.wait_rollout("the canary healthy, soaking", |r| {
+        r["waves"][0]["state"] == "soaking"
+    })
+    .await;
+    let failed = f
+        .recorder
+        .wait(0, "the canary Ready=False", |s| {
+            s.ready.as_deref() == Some("False")
+        })
+        .await;
+    let turned = chrono::Utc::now();
+    assert_eq!(failed.applied, Some(rev(2)), "failing at the new revision");
+    let halted = f
+        .wait_rollout("rollout halted", |r| state_is(r, "halted"))
+        .await;
+    let steps = of_rollout(&f.rollout_audit().await, halted["id"].as_str().unwrap());
+    let at = |action: &str| steps.iter().find(|s| s.action == action).map(|s| s.at);
+    let (healthy, halt) = (at("rollout.healthy").unwrap(), at("rollout.halt").unwrap());
+    assert!(healthy < halt, "{steps:#?}");
+    // Ready=False for the grace (3 s) before the halt: not at once (the release was long ago).
+    assert!(
+        halt - turned >= chrono::Duration::milliseconds(2_500),
+        "halted {} ms after the canary turned Ready=False",
+        (halt - turned).num_milliseconds()
+    );
+    let detail = halted["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("cluster-000") && detail.contains("revision 2 degrades after 4s"),
+        "{detail}"
+    );
+    for i in 1..3 {
+        assert!(
+            !f.recorder.attempted(i).contains(&rev(2)),
+            "cluster {i} never got revision 2"
+        );
+    }
+    // What an SRE reads.
+    let status = f.cli(&["rollout", "status", GATE]);
+    assert!(status.contains(" halted "), "{status}");
+    assert!(status.contains("revision 2 degrades after 4s"), "{status}");
+    assert!(
+        !status.contains("healthy by"),
+        "a halted wave has no deadline: {status}"
+    );
+    let fleet = f.cli(&["status"]);
+    let canary = fleet
+        .lines()
+        .find(|l| l.starts_with("cluster-000"))
+        .unwrap();
+    assert!(canary.contains(" Failed "), "{fleet}");
+    assert!(canary.contains("rollout wave 1 'canary' failed"), "{fleet}");
+}
+
+/// The canary turns Ready=False for 1 s, shorter than `failureGrace` (4 s), then Ready again:
+/// the rollout does not halt and completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_failing_briefly_within_failure_grace_does_not_halt() {
+    let mut f = Fleet::start("blip", 3, 1).await;
+    f.api(Method::POST, "/gates", late_gate("8s", "4s")).await;
+    three_holding(&mut f).await;
+    f.push_late(0, 2, "2s", Some("1s")).await;
+    f.push(1, 2, true).await;
+    f.push(2, 2, true).await;
+    open_gate(&f, "e2e: revision 2 blips").await;
+    f.recorder.wait_applied(0, &rev(2)).await;
+    f.recorder
+        .wait(0, "the canary Ready=False", |s| {
+            s.ready.as_deref() == Some("False")
+        })
+        .await;
+    f.recorder
+        .wait(0, "the canary Ready again", |s| {
+            s.ready.as_deref() == Some("True")
+        })
+        .await;
+    let done = f
+        .wait_rollout("rollout completed", |r| {
+            state_is(r, "completed") || state_is(r, "halted")
+        })
+        .await;
+    assert_eq!(done["state"], "completed", "{done}");
+    for i in 0..3 {
+        f.recorder.wait_applied(i, &rev(2)).await;
+    }
+    let steps = of_rollout(&f.rollout_audit().await, done["id"].as_str().unwrap());
+    assert_eq!(count(&steps, "rollout.halt"), 0, "{steps:#?}");
+    let status = f.cli(&["rollout", "status", GATE]);
+    assert!(status.contains(" completed "), "{status}");
+}

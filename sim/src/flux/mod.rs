@@ -8,6 +8,7 @@ pub mod controllers;
 pub mod failure;
 pub mod helm;
 pub mod kustomize;
+pub mod late;
 pub mod seed;
 pub mod status;
 
@@ -96,7 +97,23 @@ fn pass(cluster: &Cluster, last: &mut HashMap<SourceKey, Instant>) -> Instant {
             let key = id(&rt.kind, &obj);
             let every = interval(cluster, &obj);
             let due = last.get(&key).is_none_or(|t| now >= *t + every);
-            let wanted = due || triggered(cluster, &rt, &obj);
+            // A late-failing revision's health changes at set instants: a pass runs at each.
+            let changes = if rt.kind == "Kustomization" {
+                late::changes(
+                    cluster,
+                    &obj,
+                    obj["status"]["lastAttemptedRevision"].as_str(),
+                )
+            } else {
+                Vec::new()
+            };
+            let changed = changes
+                .iter()
+                .any(|c| *c <= now && last.get(&key).is_some_and(|t| t < c));
+            if let Some(c) = changes.iter().filter(|c| **c > now).min() {
+                next = next.min(*c);
+            }
+            let wanted = due || changed || triggered(cluster, &rt, &obj);
             if wanted {
                 // Counted before the status write, so a visible result implies the count.
                 *cluster
@@ -226,8 +243,15 @@ fn reconcile_kustomization(
             }
         }
         None => {
-            if apply_manifests(cluster, obj, source, src, status) {
-                failure::recovered(obj, status);
+            if !apply_manifests(cluster, obj, source, src, status) {
+                return;
+            }
+            match source.and_then(|s| late::failing(cluster, obj, src, s).map(|m| (s, m))) {
+                Some((s, message)) => {
+                    let at = failure::Stage::HealthCheck;
+                    failure::fail_kustomization(obj, status, &revision(s), &message, at);
+                }
+                None => failure::recovered(obj, status),
             }
         }
     }

@@ -4,7 +4,10 @@
 //! optional `"manifests": {"<path>": "<multi-document YAML>"}` makes the revision carry the
 //! objects the Kustomizations on that source apply. `"ready": false` (with an optional
 //! `"message"` and `"failOn": ["cluster-001"]`) pushes a bad revision: the consumers applying
-//! it fail as Flux reports failures (see `flux::failure`).
+//! it fail as Flux reports failures (see `flux::failure`). With `"failAfter": "20s"` (and an
+//! optional `"failFor": "5s"`) the revision applies and turns healthy first, and fails only
+//! that long after each Kustomization applied it (for `failFor`, then healthy again): a
+//! workload that degrades after its health check passed (see `flux::late`).
 
 use std::sync::Arc;
 
@@ -35,6 +38,12 @@ pub struct Push {
     /// A bad revision fails only on these clusters (default: every cluster it is pushed to).
     #[serde(default, rename = "failOn")]
     pub fail_on: Option<Vec<String>>,
+    /// A bad revision fails only this long after a Kustomization applied it ("20s").
+    #[serde(default, rename = "failAfter")]
+    pub fail_after: Option<String>,
+    /// With `failAfter`: the failure lasts this long, then the revision is healthy again.
+    #[serde(default, rename = "failFor")]
+    pub fail_for: Option<String>,
 }
 
 /// Default message of a bad revision pushed without one.
@@ -54,8 +63,29 @@ impl Push {
                     "push: failOn: only with \"ready\": false",
                 ));
             }
+            if self.fail_after.is_some() {
+                return Err(Error::bad_request(
+                    "push: failAfter: only with \"ready\": false",
+                ));
+            }
             return Ok(None);
         }
+        if self.fail_for.is_some() && self.fail_after.is_none() {
+            return Err(Error::bad_request("push: failFor: only with failAfter"));
+        }
+        let duration = |field: &str, v: &Option<String>| -> Result<_, Error> {
+            v.as_deref()
+                .map(|d| {
+                    crate::flux::status::parse_duration(d).ok_or_else(|| {
+                        Error::bad_request(format!(
+                            "push: {field}: {d:?} is not a duration (e.g. \"20s\", \"1m\")"
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let after = duration("failAfter", &self.fail_after)?;
+        let lasting = duration("failFor", &self.fail_for)?;
         if self.fail_on.as_ref().is_some_and(Vec::is_empty) {
             return Err(Error::bad_request(
                 "push: failOn: must name at least one cluster",
@@ -69,6 +99,8 @@ impl Push {
                 message
             },
             only_on: self.fail_on.clone().unwrap_or_default(),
+            after,
+            lasting,
         }))
     }
 }

@@ -264,6 +264,37 @@ impl Fleet {
         assert!(r.status().is_success(), "push: {}", r.status());
     }
 
+    /// Pushes revision `n` of the app to cluster `i`: it applies and turns healthy, then fails
+    /// (Ready=False, HealthCheckFailed) `after` it was applied — for `lasting`, if given.
+    pub async fn push_late(&self, i: usize, n: u32, after: &str, lasting: Option<&str>) {
+        let mut body = json!({
+            "kind": "GitRepository", "namespace": NS, "name": "repo", "revision": rev(n),
+            "manifests": {"apps": app(n)}, "ready": false, "failAfter": after,
+            "message": format!("revision {n} degrades after {after}"),
+        });
+        if let Some(l) = lasting {
+            body["failFor"] = json!(l);
+        }
+        let url = format!("{}/sim/v1/push", self.clusters[i].url);
+        let r = self.http.post(url).json(&body).send().await.unwrap();
+        assert!(r.status().is_success(), "push: {}", r.status());
+    }
+
+    /// Runs the `fleetgate` CLI against the first hub; its stdout.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new(bin_path("fleetgate"))
+            .args(["--hub", &self.base(), "--token", ADMIN])
+            .args(args)
+            .output()
+            .expect("running fleetgate");
+        assert!(
+            out.status.success(),
+            "fleetgate {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Pushes revision `n` to every cluster.
     pub async fn push_all(&self, n: u32, good: bool) {
         for i in 0..self.clusters.len() {

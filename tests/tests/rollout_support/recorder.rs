@@ -23,6 +23,8 @@ pub struct Seen {
     /// `lastAttemptedRevision`: set before the apply, so a failed revision shows here.
     pub attempted: Option<String>,
     pub suspended: bool,
+    /// The Ready condition's status (`True`, `False`, `Unknown`).
+    pub ready: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -58,6 +60,11 @@ fn seen(o: &DynamicObject) -> Seen {
             .as_str()
             .map(str::to_owned),
         suspended: o.data["spec"]["suspend"].as_bool().unwrap_or(false),
+        ready: o.data["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+            .and_then(|c| c["status"].as_str())
+            .map(str::to_owned),
     }
 }
 
