@@ -123,6 +123,10 @@ pub struct ScopedCluster {
     /// As [`Cell::would_suspend`].
     #[serde(default, skip_serializing_if = "is_zero")]
     pub would_suspend: u32,
+    /// Whether the caller may open, close and cancel this gate on this
+    /// cluster (its role and scope); the dashboard shows those buttons only then.
+    #[serde(default)]
+    pub may_operate: bool,
 }
 
 /// A gate's page (`GET /api/v1/dashboard/gates/{name}`).
@@ -146,4 +150,8 @@ pub struct GateView {
     /// needs no second request that answers 404.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<crate::rollout::RolloutStatus>,
+    /// Whether the caller may open, close and cancel the gate on some of its
+    /// clusters (`clusters[].mayOperate` says where).
+    #[serde(default)]
+    pub may_operate: bool,
 }

@@ -275,6 +275,10 @@ pub struct GateStatus {
     /// The gate's current rollout failed on this cluster (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout_failure: Option<RolloutFailure>,
+    /// Whether the caller may open, close and cancel this gate on this
+    /// cluster (its role and scope).
+    #[serde(default)]
+    pub may_operate: bool,
 }
 
 /// A cluster on which a gate's current rollout failed: its wave failed there (halting the

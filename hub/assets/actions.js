@@ -57,9 +57,10 @@ function where(cluster, count) {
   return `on all ${count ?? ''} clusters in its scope`.replace('  ', ' ');
 }
 
-/** Open / close buttons for a gate (whole scope, or one cluster). */
-export function gateActions(gate, ctx, { cluster, count, after } = {}) {
-  if (!ctx.canAct) return null;
+/** Open / close buttons for a gate (whole scope, or one cluster); `may` is
+ * the hub's answer whether the caller may operate it there (its role and scope). */
+export function gateActions(gate, ctx, { cluster, count, after, may = true } = {}) {
+  if (!ctx.canAct || !may) return null;
   const clusters = cluster ? { names: [cluster] } : undefined;
   const open = () => confirmDialog({
     title: `Open gate ${gate}`,
@@ -101,9 +102,9 @@ function toastOutcome(o, gate, cluster, verb) {
   toast(`Gate ${gate} ${verb}${cluster ? ` on ${cluster}` : ''}${until}${o.emergency ? ' (EMERGENCY: approval skipped)' : ''}`, verb === 'opened' ? 'good' : 'info');
 }
 
-/** The cancel button of an override. */
-export function cancelAction(o, ctx, after) {
-  if (!ctx.canAct) return null;
+/** The cancel button of an override (`may`: as for gateActions). */
+export function cancelAction(o, ctx, after, may = true) {
+  if (!ctx.canAct || !may) return null;
   return h('button', {
     type: 'button', class: 'small', 'data-action': 'cancel', 'data-override': o.id,
     onclick: () => confirmDialog({

@@ -78,7 +78,7 @@ function draw(main, ctx, st, overrides, refresh) {
           h('td', {}, g.nextTransition ? [fmtTime(g.nextTransition), ' ', h('span', { class: 'muted' }, relTime(g.nextTransition))] : '—'),
           h('td', {}, String(g.held)),
           h('td', {}, String(g.heldObjects ?? 0)),
-          h('td', {}, gateActions(g.gate, ctx, { cluster: c.name, after: refresh }))))))
+          h('td', {}, gateActions(g.gate, ctx, { cluster: c.name, after: refresh, may: g.mayOperate }))))))
         : h('p', { class: 'muted' }, 'No gate governs this cluster.')),
     localGatesSection(st),
     h('section', { class: 'card' },
@@ -87,7 +87,7 @@ function draw(main, ctx, st, overrides, refresh) {
         : h('p', { class: 'muted' }, 'None: open/close requests annotated on this cluster\'s Gate objects show here once its spoke reports them.')),
     h('section', { class: 'card' },
       h('h2', {}, `Overrides on this cluster (${mine.length})`),
-      mine.length ? overridesTable(mine, ctx, refresh) : h('p', { class: 'muted' }, 'None.')),
+      mine.length ? overridesTable(mine, ctx, refresh, (o) => st.gates.some((g) => g.gate === o.gate && g.mayOperate)) : h('p', { class: 'muted' }, 'None.')),
     h('section', { class: 'card' },
       h('h2', {}, `Governed objects (${st.objects.length}; ${heldCount} held)`),
       st.objects.length ? objectsTable(st.objects) : h('p', { class: 'muted' }, c.lastSeenAt ? 'The spoke reported no governed Flux objects.' : 'No report yet: the spoke has not connected.')),

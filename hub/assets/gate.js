@@ -32,7 +32,7 @@ function draw(main, ctx, d, rollout, refresh) {
       h('h1', {}, h('span', { class: 'kind' }, 'Gate '), d.gate.name),
       h('span', { class: 'muted' }, `version ${d.gate.version}`),
       h('span', { class: 'spacer' }),
-      gateActions(d.gate.name, ctx, { count: d.clusters.length, after: refresh })),
+      gateActions(d.gate.name, ctx, { count: d.clusters.length, after: refresh, may: d.mayOperate })),
     spec.description ? h('p', { class: 'lead' }, spec.description) : null,
     staleWarning(d.gate.calendars || []),
     h('div', { class: 'counts' },
@@ -57,7 +57,7 @@ function draw(main, ctx, d, rollout, refresh) {
     feedsCard(d.gate.calendars || []),
     h('section', { class: 'card', id: 'overrides' },
       h('h2', {}, `Live overrides (${d.overrides.length})`),
-      d.overrides.length ? overridesTable(d.overrides, ctx, refresh) : h('p', { class: 'muted' }, 'None — the schedule decides.')),
+      d.overrides.length ? overridesTable(d.overrides, ctx, refresh, () => d.mayOperate) : h('p', { class: 'muted' }, 'None — the schedule decides.')),
     h('section', { class: 'card' },
       h('h2', {}, `Clusters in scope (${d.clusters.length})`),
       clusters.length ? clustersTable(clusters) : h('p', { class: 'muted' }, 'No registered cluster matches the gate\'s cluster selector.')),
@@ -111,7 +111,8 @@ export function scopeText(o) {
   return parts.join(' + ');
 }
 
-export function overridesTable(list, ctx, refresh) {
+/** `may(o)`: whether the hub lets the caller cancel override `o` (its role and scope). */
+export function overridesTable(list, ctx, refresh, may = () => true) {
   return h('table', { class: 'plain', id: 'overrides-table' },
     h('thead', {}, h('tr', {}, ...['State', 'Gate', 'Clusters', 'From', 'Until', 'By', 'Reason', ''].map((t) => h('th', {}, t)))),
     h('tbody', {}, ...list.map((o) => h('tr', { 'data-override': o.id },
@@ -120,7 +121,7 @@ export function overridesTable(list, ctx, refresh) {
       h('td', {}, o.expiresAt ? [fmtTime(o.expiresAt), ' ', h('span', { class: 'muted' }, relTime(o.expiresAt))] : 'until cancelled'),
       h('td', {}, o.actor, o.approvalRequest ? h('span', { class: 'muted' }, ' (approved)') : null),
       h('td', { class: 'reason' }, o.emergency ? [badge('closed', 'EMERGENCY'), ' '] : null, o.reason),
-      h('td', {}, cancelAction(o, ctx, refresh))))));
+      h('td', {}, cancelAction(o, ctx, refresh, may(o)))))));
 }
 
 function clustersTable(list) {

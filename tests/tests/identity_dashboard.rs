@@ -1,7 +1,9 @@
 //! People signed in to the dashboard through a real OpenID provider (npm's
 //! `oidc-provider`): the Sessions page (a person ends their other session,
 //! an admin ends a person's sessions; an ended session's cookie is refused),
-//! the same over REST, gRPC and the CLI.
+//! the same over REST, gRPC and the CLI; a team member whose access policy
+//! is scoped sees only the team's gates and clusters, gets no open button
+//! where they may not operate, and a forged write is refused.
 
 mod dashboard_support;
 
@@ -21,8 +23,8 @@ struct Env {
 }
 
 /// The provider, and one hub that signs people in through it: alice
-/// (platform-admins) is an admin, bob (sre) an operator, carol (developers)
-/// a viewer.
+/// (platform-admins) is an admin, bob (sre) an operator; carol (developers)
+/// and dave hold only what access policies give them.
 async fn setup(test: &str) -> Env {
     let idp = OidcProvider::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -49,7 +51,6 @@ async fn setup(test: &str) -> Env {
 roles:
   - {{group: platform-admins, role: admin}}
   - {{group: sre, role: operator}}
-  - {{group: developers, role: viewer}}
 ",
             issuer = idp.issuer,
             secret = dir.path().join("client-secret").display(),
@@ -165,6 +166,8 @@ async fn sessions_page_ends_sessions() {
         // Ended sessions answer 401 on purpose (the live stream, refreshes).
         browser.strict_console = false;
         sessions_page(&env, &browser).await;
+        forget_session(&browser, true).await;
+        scoped_team(&env, &browser).await;
         browser.close().await;
     })
     .await
@@ -322,7 +325,7 @@ async fn rest_grpc_cli(env: &Env, alice: &str) {
         .bearer(ADMIN_TOKEN, "GET", "/api/v1/auth/sessions", None)
         .await;
     assert_eq!(s, 403, "{v}");
-    let carol = env.person_jwt("carol", &["developers"]).await;
+    let carol = env.person_jwt("bob", &["sre"]).await;
     let (_, listed) = env
         .bearer(
             ADMIN_TOKEN,
@@ -399,5 +402,186 @@ async fn rest_grpc_cli(env: &Env, alice: &str) {
             .await
             .0,
         401
+    );
+}
+
+/// Two teams' clusters and gates; carol (group developers) operates team
+/// a's only; dave reads the whole fleet and operates team a's.
+async fn seed_teams(env: &Env) {
+    let hub = &env.hub;
+    for (name, team) in [("a-prod", "a"), ("a-dev", "a"), ("b-prod", "b")] {
+        hub.cluster(name, json!({"team": team})).await;
+    }
+    for (gate, team) in [("gate-a", "a"), ("gate-b", "b")] {
+        hub.gate(json!({
+            "apiVersion": "fleetgate.io/v1", "kind": "Gate",
+            "metadata": {"name": gate, "labels": {"team": team}},
+            "spec": {"clusters": {"selector": {"matchLabels": {"team": team}}}, "default": "closed"}
+        }))
+        .await;
+    }
+    let team_a = json!({"clusters": {"selector": {"matchLabels": {"team": "a"}}},
+                        "gates": {"selector": {"matchLabels": {"team": "a"}}}});
+    let policies = [
+        (
+            "team-a",
+            json!({"groups": ["developers"], "users": ["dave@example.com"]}),
+            "operator",
+            team_a,
+        ),
+        (
+            "dave-reads-all",
+            json!({"users": ["dave@example.com"]}),
+            "viewer",
+            Value::Null,
+        ),
+    ];
+    for (name, subjects, role, scope) in policies {
+        let mut spec = json!({"subjects": subjects, "role": role});
+        if !scope.is_null() {
+            spec["scope"] = scope;
+        }
+        let manifest = json!({"apiVersion": "fleetgate.io/v1", "kind": "AccessPolicy",
+                              "metadata": {"name": name}, "spec": spec});
+        hub.call(
+            ADMIN_TOKEN,
+            "PUT",
+            &format!("/api/v1/access-policies/{name}"),
+            Some(manifest),
+        )
+        .await;
+    }
+}
+
+/// Whether the page shows an open button for `gate`.
+fn open_button(gate: &str) -> String {
+    format!(r#"!!document.querySelector('button[data-action="open"][data-gate="{gate}"]')"#)
+}
+
+async fn scoped_team(env: &Env, browser: &Browser) {
+    seed_teams(env).await;
+    let base = &env.hub.base;
+
+    // carol: the grid has team a's clusters and gate only.
+    browser.sign_in_with_provider(base, "carol").await;
+    let carol = session_cookie(browser).await;
+    browser
+        .wait_js(
+            "window.fleetgateTimings && fleetgateTimings.clusters === 2 && fleetgateTimings.gates === 1",
+            "team a's grid",
+        )
+        .await;
+    for c in ["a-prod", "a-dev"] {
+        assert_eq!(
+            browser.eval(&Browser::cell("gate-a", c)).await,
+            json!("closed")
+        );
+    }
+    let b_cells =
+        r#"document.querySelectorAll('td[data-cluster="b-prod"], td[data-gate="gate-b"]').length"#;
+    assert_eq!(browser.eval(b_cells).await, json!(0));
+    browser.screenshot("identity-scoped-grid").await;
+    // Lists, through her session: the same.
+    let names = |v: &Value, key: &str| -> Vec<String> {
+        let items = v["items"]
+            .as_array()
+            .or(v.as_array())
+            .cloned()
+            .unwrap_or_default();
+        let mut n: Vec<String> = items
+            .iter()
+            .map(|i| {
+                i[key]
+                    .as_str()
+                    .or(i["metadata"]["name"].as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        n.sort();
+        n
+    };
+    let (_, gates) = env
+        .with_cookie(&carol, "GET", "/api/v1/gates", None, false)
+        .await;
+    assert_eq!(names(&gates, "name"), ["gate-a"], "{gates}");
+    let (_, clusters) = env
+        .with_cookie(&carol, "GET", "/api/v1/clusters", None, false)
+        .await;
+    assert_eq!(names(&clusters, "name"), ["a-dev", "a-prod"], "{clusters}");
+    // Her gate page has the open button; gate-b's page is refused.
+    browser.route("#/gates/gate-a").await;
+    browser.wait_page("gate").await;
+    browser
+        .wait_js(&open_button("gate-a"), "open button on gate-a")
+        .await;
+    browser.route("#/gates/gate-b").await;
+    browser
+        .wait_js(
+            "document.querySelector('.error-card') && document.body.dataset.page === 'gate'",
+            "gate-b refused",
+        )
+        .await;
+    assert_eq!(browser.eval(&open_button("gate-b")).await, json!(false));
+    // Forged writes with her cookie and CSRF token: 403, nothing written.
+    let open = json!({"for": "1h", "reason": "forged"});
+    let (s, v) = env
+        .with_cookie(
+            &carol,
+            "POST",
+            "/api/v1/gates/gate-b/open",
+            Some(open.clone()),
+            true,
+        )
+        .await;
+    assert_eq!(s, 403, "{v}");
+    // An operator does not write gates, not even the team's own.
+    let (s, v) = env
+        .with_cookie(&carol, "DELETE", "/api/v1/gates/gate-a", None, true)
+        .await;
+    assert_eq!(s, 403, "{v}");
+    let (_, overrides) = env
+        .bearer(ADMIN_TOKEN, "GET", "/api/v1/overrides", None)
+        .await;
+    assert_eq!(overrides["items"], json!([]), "{overrides}");
+
+    // dave sees the whole fleet, and an open button only where he operates.
+    forget_session(browser, true).await;
+    browser.sign_in_with_provider(base, "dave").await;
+    browser
+        .wait_js(
+            "window.fleetgateTimings && fleetgateTimings.clusters === 3 && fleetgateTimings.gates === 2",
+            "the whole grid",
+        )
+        .await;
+    browser.route("#/gates/gate-b").await;
+    browser.wait_page("gate").await;
+    assert_eq!(browser.eval(&open_button("gate-b")).await, json!(false));
+    browser.route("#/clusters/b-prod").await;
+    browser.wait_page("cluster").await;
+    assert_eq!(browser.eval(&open_button("gate-b")).await, json!(false));
+    browser.route("#/clusters/a-prod").await;
+    browser.wait_page("cluster").await;
+    browser
+        .wait_js(&open_button("gate-a"), "open button on a-prod")
+        .await;
+    browser.route("#/gates/gate-a").await;
+    browser.wait_page("gate").await;
+    browser
+        .wait_js(&open_button("gate-a"), "open button on gate-a")
+        .await;
+    // He opens gate-a through the dashboard: his override, on team a's clusters.
+    browser.click("#open-gate").await;
+    browser.fill("#dlg-reason", "team a release").await;
+    browser.click("#dlg-confirm").await;
+    browser
+        .wait_eq("document.getElementById('gate-open').textContent", "2")
+        .await;
+    let (_, overrides) = env
+        .bearer(ADMIN_TOKEN, "GET", "/api/v1/overrides?gate=gate-a", None)
+        .await;
+    assert_eq!(
+        overrides["items"][0]["actor"], "dave@example.com",
+        "{overrides}"
     );
 }

@@ -85,7 +85,9 @@ pub async fn gate(
         Err(crate::Error::NotFound { .. }) => None,
         Err(e) => return Err(e),
     };
+    let may_operate = clusters.iter().any(|c| c.may_operate);
     Ok(Json(GateView {
+        may_operate,
         gate: record,
         rules: compiled.describe(),
         time_zone: compiled.time_zone().name().to_string(),

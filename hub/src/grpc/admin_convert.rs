@@ -221,6 +221,7 @@ fn gate_status(g: GateStatus) -> pb::GateStatus {
         would_suspend: u32::try_from(g.would_suspend).unwrap_or(u32::MAX),
         would_hold: u32::try_from(g.would_hold).unwrap_or(u32::MAX),
         rollout_failure: g.rollout_failure.map(|f| f.describe()).unwrap_or_default(),
+        may_operate: g.may_operate,
     }
 }
 

@@ -107,6 +107,7 @@ pub(super) fn gate_clusters(inputs: &FleetInputs, gate: &str) -> Result<Vec<Scop
                 state: e.state.to_string(),
                 reason: e.reason,
                 next_transition: e.next_transition,
+                may_operate: false,
             })
         })
         .collect();

@@ -457,7 +457,19 @@ impl Service {
         name: &str,
     ) -> Result<ClusterStatus> {
         let inputs = self.read_fleet_as(actor, Scope::Cluster(name)).await?;
-        status::cluster_status(inputs)
+        let may: Vec<(String, bool)> = match inputs.clusters.first() {
+            Some(c) => inputs
+                .gates
+                .iter()
+                .map(|g| (g.name().to_string(), may_operate(actor, g, &c.row)))
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut out = status::cluster_status(inputs)?;
+        for g in &mut out.gates {
+            g.may_operate = may.iter().any(|(n, m)| *m && *n == g.gate);
+        }
+        Ok(out)
     }
 
     /// The whole fleet now (viewer), as the change streams diff it.
@@ -477,7 +489,17 @@ impl Service {
     /// The clusters in `gate`'s scope with its state on each (viewer).
     pub async fn gate_clusters(&self, actor: &Actor, gate: &str) -> Result<Vec<ScopedCluster>> {
         let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
-        grid::gate_clusters(&inputs, gate)
+        let mut out = grid::gate_clusters(&inputs, gate)?;
+        if let Some(g) = inputs.gates.iter().find(|g| g.name() == gate) {
+            for sc in &mut out {
+                sc.may_operate = inputs
+                    .clusters
+                    .iter()
+                    .find(|c| c.row.name == sc.name)
+                    .is_some_and(|c| may_operate(actor, g, &c.row));
+            }
+        }
+        Ok(out)
     }
 
     /// The snapshots of those of `names` that exist (missing ones were
@@ -496,4 +518,18 @@ impl Service {
             .pop()
             .ok_or_else(|| Error::not_found("cluster", cluster))
     }
+}
+
+/// Whether `actor` may open, close and cancel `gate` on `cluster` (the
+/// dashboard shows those buttons only then; the writes check again).
+fn may_operate(actor: &Actor, gate: &GateInput, cluster: &Cluster) -> bool {
+    let gate = GateRef {
+        name: gate.name(),
+        labels: &gate.gate.metadata.labels,
+    };
+    let cluster = ClusterRef {
+        name: &cluster.name,
+        labels: &cluster.labels,
+    };
+    actor.grant_for(Role::Operator, gate, cluster).is_some()
 }

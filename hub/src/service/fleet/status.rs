@@ -87,6 +87,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
                 next_transition: e.next_transition,
                 rollout: None,
                 rollout_failure: rollout_failure(&inputs, gate.name(), &cluster.cluster.row.name),
+                may_operate: false,
             }
         })
         .collect();
