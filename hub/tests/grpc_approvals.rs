@@ -23,20 +23,7 @@ use tower::ServiceExt as _;
 
 #[tokio::test]
 async fn two_people_over_grpc() {
-    let hub = Hub::new().await;
-    hub.register("a", json!({"env": "prod"})).await;
-    let r = hub
-        .post_json(
-            "/api/v1/gates",
-            &hub.admin,
-            json!({
-                "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "g"},
-                "spec": {"clusters": {"names": ["a"]}, "default": "closed",
-                         "approval": {"approvers": 1, "expires": "1h"}}
-            }),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let hub = hub_with_approval_gate().await;
     let root = Actor::new("bootstrap-admin", Role::Admin);
     let second = hub
         .service
@@ -251,20 +238,7 @@ async fn approval_event(events: &mut tonic::Streaming<pb::FleetEvent>) -> (Strin
 
 #[tokio::test]
 async fn an_expiry_reaches_watchfleet_and_the_event_stream() {
-    let hub = Hub::new().await;
-    hub.register("a", json!({"env": "prod"})).await;
-    let r = hub
-        .post_json(
-            "/api/v1/gates",
-            &hub.admin,
-            json!({
-                "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "g"},
-                "spec": {"clusters": {"names": ["a"]}, "default": "closed",
-                         "approval": {"approvers": 1, "expires": "1h"}}
-            }),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let hub = hub_with_approval_gate().await;
     let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
     let mut events = grpc
         .admin()
@@ -358,4 +332,24 @@ async fn read_sse(
         }
     })
     .await;
+}
+
+/// A hub with cluster `a` (env=prod) and gate `g` on it, closed, whose overrides need one
+/// approval and expire after an hour.
+async fn hub_with_approval_gate() -> Hub {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    let r = hub
+        .post_json(
+            "/api/v1/gates",
+            &hub.admin,
+            json!({
+                "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "g"},
+                "spec": {"clusters": {"names": ["a"]}, "default": "closed",
+                         "approval": {"approvers": 1, "expires": "1h"}}
+            }),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    hub
 }
