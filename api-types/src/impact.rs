@@ -76,6 +76,35 @@ pub struct ClusterImpact {
     /// targets (freezeSources: the sources they consume) while it is closed, without what a
     /// person suspended or `fleetgate.io/ignore` exempts. Empty while it is open.
     pub would_hold: Vec<ObjectRef>,
+    /// For a gate with `spec.rollout`: the wave (1-based) this cluster would be in when a
+    /// rollout starts, as the hub assigns waves over the new manifest's scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave_name: Option<String>,
+}
+
+/// One wave of a rollout gate's preview: its clusters, in release order, and its estimated
+/// release at the gate's next opening in the coming 7 days.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ImpactWave {
+    /// 1-based.
+    pub wave: u32,
+    pub name: String,
+    /// An operator releases it (`fleetgate rollout release-next`).
+    #[serde(default)]
+    pub approval: bool,
+    pub clusters: Vec<String>,
+    /// The earliest release at the next opening (the opening plus one soak per earlier
+    /// wave, every wave healthy at once); absent when the gate does not open (from closed)
+    /// within 7 days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_release_at: Option<DateTime<Utc>>,
+    /// Estimated at or after the gate closes again: that opening will not release it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_close: bool,
 }
 
 /// Totals over the clusters the new manifest governs.
@@ -111,6 +140,9 @@ pub struct GateImpact {
     /// Every cluster in either scope, by name.
     pub clusters: Vec<ClusterImpact>,
     pub counts: ImpactCounts,
+    /// For a gate with `spec.rollout`: its waves over the new scope (empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waves: Vec<ImpactWave>,
     /// Validation warnings, as a real apply returns them.
     #[serde(default)]
     pub warnings: Vec<crate::FieldWarning>,

@@ -514,6 +514,18 @@ pub fn gate_impact(i: fleetgate_api_types::impact::GateImpact) -> pb::GateImpact
                 inventory_reported: c.inventory_reported,
                 governed: c.governed.into_iter().map(object).collect(),
                 would_hold: c.would_hold.into_iter().map(object).collect(),
+                wave: c.wave.unwrap_or(0),
+                wave_name: c.wave_name.unwrap_or_default(),
+            })
+            .collect(),
+        waves: (i.waves.into_iter())
+            .map(|w| pb::ImpactWave {
+                wave: w.wave,
+                name: w.name,
+                approval: w.approval,
+                clusters: w.clusters,
+                estimated_release_at: w.estimated_release_at.and_then(ts),
+                after_close: w.after_close,
             })
             .collect(),
         clusters_governed: count(i.counts.clusters),

@@ -168,7 +168,7 @@ impl Modify for Common {
         fleetgate_api_types::FreezeRequest, fleetgate_api_types::UnfreezeRequest,
         fleetgate_api_types::FreezeRecord,
         fleetgate_api_types::impact::GateImpact, fleetgate_api_types::impact::ClusterImpact,
-        fleetgate_api_types::impact::ImpactCounts, fleetgate_api_types::impact::ImpactTransition,
+        fleetgate_api_types::impact::ImpactCounts, fleetgate_api_types::impact::ImpactTransition, fleetgate_api_types::impact::ImpactWave,
         fleetgate_api_types::impact::ObjectRef, fleetgate_api_types::impact::InventoryObject,
         fleetgate_api_types::ApprovalRequest, fleetgate_api_types::ApprovalEntry,
         fleetgate_api_types::ApprovalDecision, fleetgate_api_types::OverrideOutcome,

@@ -8,9 +8,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use chrono::Duration;
 use fleetgate_api_types::impact::{
-    ClusterImpact, GateImpact, ImpactCounts, ImpactTransition, InventoryObject, ObjectRef,
+    ClusterImpact, GateImpact, ImpactCounts, ImpactTransition, ImpactWave, InventoryObject,
+    ObjectRef,
 };
-use fleetgate_policy::{FluxKind, Gate, GateSpec, Mode};
+use fleetgate_policy::{FluxKind, Gate, GateSpec, Mode, WaveCandidate, assign_waves};
 
 use super::fleet::{GateInput, Scope};
 use super::types::FieldWarning;
@@ -112,6 +113,15 @@ impl Service {
             })
             .collect();
         let names: Vec<String> = scoped.iter().map(|c| c.row.name.clone()).collect();
+        let waves = waves_of(&candidate, &compiled, &inputs, &scoped, at);
+        let wave_of: HashMap<&str, (u32, &str)> = waves
+            .iter()
+            .flat_map(|w| {
+                w.clusters
+                    .iter()
+                    .map(|c| (c.as_str(), (w.wave, w.name.as_str())))
+            })
+            .collect();
         let mut conn = self.conn().await?;
         let inventories = crate::db::inventories::for_clusters(&mut conn, &names).await?;
         let mut clusters = Vec::with_capacity(scoped.len());
@@ -145,6 +155,8 @@ impl Service {
                 inventory_reported: inventory.is_some(),
                 governed: Vec::new(),
                 would_hold: Vec::new(),
+                wave: wave_of.get(row.name.as_str()).map(|w| w.0),
+                wave_name: wave_of.get(row.name.as_str()).map(|w| w.1.to_string()),
             };
             if in_new {
                 let overrides = inputs.applying(&candidate, row);
@@ -189,6 +201,7 @@ impl Service {
             removed,
             clusters,
             counts,
+            waves,
             warnings: gate
                 .warnings()
                 .into_iter()
@@ -199,6 +212,48 @@ impl Service {
                 .collect(),
         })
     }
+}
+
+/// A rollout gate's waves over the clusters the new manifest governs, assigned as the hub
+/// assigns them when a rollout starts ([`assign_waves`]), with each wave's estimated release
+/// at the gate's next opening (from closed, gate-wide overrides and fleet freezes applied)
+/// in the coming 7 days. Empty for a gate without `spec.rollout`.
+fn waves_of(
+    candidate: &GateInput,
+    compiled: &fleetgate_policy::CompiledGate,
+    inputs: &super::fleet::FleetInputs,
+    scoped: &[&super::fleet::ClusterInput],
+    at: chrono::DateTime<chrono::Utc>,
+) -> Vec<ImpactWave> {
+    let Some(rollout) = &candidate.gate.spec.rollout else {
+        return Vec::new();
+    };
+    let candidates: Vec<WaveCandidate<'_>> = scoped
+        .iter()
+        .filter(|c| candidate.applies_to(&c.row))
+        .map(|c| WaveCandidate {
+            name: &c.row.name,
+            labels: &c.row.labels,
+        })
+        .collect();
+    let gate_wide = inputs.applying_gate_wide(candidate);
+    let preview = compiled.preview(at, at + Duration::days(HORIZON_DAYS), &gate_wide);
+    let next = preview.rollouts.first();
+    assign_waves(rollout, &candidates)
+        .into_iter()
+        .enumerate()
+        .map(|(i, clusters)| {
+            let estimate = next.and_then(|r| r.waves.get(i));
+            ImpactWave {
+                wave: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                name: rollout.wave_name(i),
+                approval: rollout.waves[i].approval,
+                clusters,
+                estimated_release_at: estimate.map(|e| e.estimated_release_at),
+                after_close: estimate.is_some_and(|e| e.after_close),
+            }
+        })
+        .collect()
 }
 
 fn object_ref(o: &InventoryObject) -> ObjectRef {

@@ -372,6 +372,27 @@ impl FleetInputs {
         applying(&gate.gate, cluster, rows, &self.freezes)
     }
 
+    /// The live overrides of `gate` over its whole scope (no cluster scope) and the fleet
+    /// freezes over the whole fleet: what decides when a rollout of it starts.
+    pub fn applying_gate_wide(&self, gate: &GateInput) -> Vec<Override> {
+        let rows = self
+            .overrides
+            .get(gate.name())
+            .map_or(&[][..], Vec::as_slice);
+        let mut out: Vec<Override> = rows
+            .iter()
+            .filter(|r| r.clusters.is_none())
+            .map(to_policy)
+            .collect();
+        out.extend(
+            self.freezes
+                .iter()
+                .filter(|f| f.clusters.is_none())
+                .map(super::freezes::to_policy),
+        );
+        out
+    }
+
     /// The live overrides of `gate` itself that apply to `cluster`, oldest first.
     pub fn applying_own(&self, gate: &GateInput, cluster: &Cluster) -> Vec<Override> {
         self.overrides
