@@ -2,7 +2,7 @@
 //! HTTP receiver and checked with the Standard Webhooks reference library:
 //! `gate.opened`/`gate.closed` of manifest writes (create, replace,
 //! delete: only the clusters whose state changed now, once per write), a
-//! rollout's `started`, `wave_released`, `halted` and `completed`, a fleet
+//! rollout's `started`, `wave_released`, `halted`, `completed` and `ended`, a fleet
 //! freeze's `freeze.started` and `freeze.ended`, `spoke.disconnected` after
 //! the grace period and `spoke.connected` (once across two scanning
 //! services), `changes.held` from status reports, and a scoped subscriber
@@ -199,6 +199,10 @@ async fn a_rollout_announces_its_start_waves_halt_and_completion() {
     f.at(13, 0);
     f.hub.clock.advance(chrono::Duration::days(1));
     f.step().await;
+    // The first rollout ends (its gate closed overnight) before the next starts.
+    let v = delivered(&mut rx, &secret).await;
+    assert_eq!(v["type"], "rollout.ended", "{v}");
+    assert_eq!(v["data"]["rolloutId"], seen[0]["data"]["rolloutId"]);
     let v = delivered(&mut rx, &secret).await;
     assert_eq!(v["type"], "rollout.started", "{v}");
     assert_ne!(v["data"]["rolloutId"], seen[0]["data"]["rolloutId"]);

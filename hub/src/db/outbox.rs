@@ -344,3 +344,21 @@ pub async fn spoke_up(conn: &mut PgConnection, cluster: &str) -> Result<()> {
         .await?;
     Ok(())
 }
+
+/// The clusters `gate`'s current rollout released before `at`: those a
+/// rollout gate's rules can open or close (the others wait for their wave).
+pub async fn released_before(
+    conn: &mut PgConnection,
+    gate: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<String>> {
+    let rows: Vec<(String,)> = sqlx::query_as(
+        "select m.cluster from rollout_clusters m join rollouts r on r.id = m.rollout_id \
+         where r.gate = $1 and r.ended_at is null and m.released_at < $2 order by m.cluster",
+    )
+    .bind(gate)
+    .bind(at)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|(c,)| c).collect())
+}

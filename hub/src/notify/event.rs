@@ -28,6 +28,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "webhook.test",
     "freeze.started",
     "freeze.ended",
+    "rollout.aborted",
+    "rollout.ended",
 ];
 
 /// Whether `pattern` (a type, `family.*` or `*`) selects `event_type`.

@@ -42,6 +42,29 @@ pub async fn enqueue(conn: &mut PgConnection, ev: &NewEvent) -> crate::Result<Op
     crate::db::outbox::enqueue(conn, ev).await
 }
 
+/// Enqueues the `gate.opened`/`gate.closed` of a write or an edge of `gate`
+/// (its definition after the change; `None`: deleted), each keyed by its
+/// instant (the key the scheduler uses for that instant, so the write and a
+/// scan seeing the same change make one event), or by `key` when given. A
+/// rollout gate's openings name only clusters already released
+/// ([`rollouts::only_released_opens`]). Returns how many were inserted.
+pub(crate) async fn enqueue_transitions(
+    conn: &mut PgConnection,
+    gate: Option<&fleetgate_policy::Gate>,
+    transitions: Vec<event::GateTransition>,
+    key: Option<&str>,
+) -> crate::Result<usize> {
+    let mut inserted = 0;
+    for t in rollouts::only_released_opens(conn, gate, transitions).await? {
+        let ev = match key {
+            Some(k) => t.keyed(k),
+            None => t.into_event(),
+        };
+        inserted += usize::from(enqueue(conn, &ev).await?.is_some());
+    }
+    Ok(inserted)
+}
+
 /// Defaults of the notification flags.
 pub mod defaults {
     pub const UPCOMING: &str = "1h";

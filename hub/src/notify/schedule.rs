@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::{CompiledGate, Gate};
+use fleetgate_policy::{ClusterScope, CompiledGate, Gate};
 use tokio_util::sync::CancellationToken;
 
 use super::event::{Cause, GateTransition, GateUpcoming};
@@ -22,7 +22,7 @@ use crate::db::freezes::FreezeRecord;
 use crate::db::outbox;
 use crate::db::overrides::OverrideRecord;
 use crate::service::Service;
-use crate::service::fleet::{applying, stored_gate};
+use crate::service::fleet::{applying, reaches, stored_gate};
 
 /// Edges older than this when a scan finally runs (the whole hub was down)
 /// are skipped: a "closed" message hours late helps nobody.
@@ -46,9 +46,11 @@ type Group = (Vec<String>, String, Cause);
 
 /// One gate's state changes on its clusters in `(from, to]`, one entry per
 /// (instant, new state) with the clusters that changed then.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn gate_edges(
     gate: &Gate,
     compiled: &CompiledGate,
+    within: Option<&[ClusterScope]>,
     clusters: &[Scoped],
     overrides: &[OverrideRecord],
     freezes: &[FreezeRecord],
@@ -61,10 +63,7 @@ pub(crate) fn gate_edges(
         return Vec::new();
     }
     let mut groups: BTreeMap<(DateTime<Utc>, &'static str), Group> = BTreeMap::new();
-    for c in clusters
-        .iter()
-        .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
-    {
+    for c in clusters.iter().filter(|c| reaches(gate, within, *c)) {
         let ovs = applying(gate, c, mine.iter().copied(), freezes);
         let own;
         let changes = if ovs.is_empty() {
@@ -78,11 +77,21 @@ pub(crate) fn gate_edges(
                 || ovs
                     .iter()
                     .any(|o| o.starts_at == t.at || o.expires_at == Some(t.at));
-            let entry = groups
-                .entry((t.at, t.state.as_str()))
-                .or_insert_with(|| (Vec::new(), t.reason.clone(), Cause::Override));
+            // An in-cluster request starting or ending on this cluster now.
+            let by_request = mine.iter().any(|o| {
+                o.requested_in.as_deref() == Some(c.name.as_str())
+                    && (o.starts_at == t.at || o.expires_at == Some(t.at))
+            });
+            let entry = groups.entry((t.at, t.state.as_str())).or_insert_with(|| {
+                let cause = if by_request {
+                    Cause::InClusterRequest
+                } else {
+                    Cause::Override
+                };
+                (Vec::new(), t.reason.clone(), cause)
+            });
             entry.0.push(c.name.clone());
-            if !by_override && entry.2 == Cause::Override {
+            if !by_override && matches!(entry.2, Cause::Override | Cause::InClusterRequest) {
                 entry.1 = t.reason.clone();
                 entry.2 = if compiled.calendar_edge_at(t.at) {
                     Cause::Calendar
@@ -113,6 +122,7 @@ pub(crate) fn gate_edges(
 pub(crate) fn gate_upcoming(
     gate: &Gate,
     compiled: &CompiledGate,
+    within: Option<&[ClusterScope]>,
     clusters: &[Scoped],
     overrides: &[OverrideRecord],
     freezes: &[FreezeRecord],
@@ -125,7 +135,7 @@ pub(crate) fn gate_upcoming(
         .filter_map(|t| {
             let names: Vec<String> = clusters
                 .iter()
-                .filter(|c| gate.spec.clusters.matches(&c.name, &c.labels))
+                .filter(|c| reaches(gate, within, *c))
                 .filter(|c| {
                     let mine = overrides.iter().filter(|o| o.gate == gate.name());
                     applying(gate, *c, mine, freezes)
@@ -162,14 +172,16 @@ impl Service {
         let from = last.max(now - MAX_CATCHUP);
         let rows = crate::db::gates::all(&mut tx).await?;
         let feeds = crate::db::calendar_feeds::for_gates(&mut tx, None).await?;
-        let gates: Vec<(Gate, CompiledGate)> = rows
+        // Each gate with the writer scope it is kept within (a team's gate
+        // never reaches, nor announces, a cluster outside the team's scope).
+        let gates: Vec<(Gate, CompiledGate, Option<Vec<ClusterScope>>)> = rows
             .iter()
             .filter_map(|r| {
                 let g = stored_gate(&r.manifest).ok()?;
                 let mine: Vec<_> = feeds.iter().filter(|f| f.gate == r.name).cloned().collect();
                 let occurrences = crate::service::calendars::feed_occurrences(&mine);
                 let c = crate::service::calendars::compile_at(&g, &occurrences, now).ok()?;
-                Some((g, c))
+                Some((g, c, r.writer_scope.as_ref().map(|w| w.0.clone())))
             })
             .collect();
         let overrides = outbox::overrides_since(&mut tx, from).await?;
@@ -183,7 +195,7 @@ impl Service {
                 || freezes
                     .iter()
                     .any(|f| bound_in(f.starts_at) || f.expires_at.is_some_and(bound_in))
-                || gates.iter().any(|(_, c)| {
+                || gates.iter().any(|(_, c, _)| {
                     !c.transitions(from, now, &[]).is_empty()
                         || leads
                             .iter()
@@ -191,17 +203,15 @@ impl Service {
                 });
             if due {
                 let clusters = crate::db::clusters::scoped(&mut tx).await?;
-                for (g, c) in &gates {
-                    for edge in gate_edges(g, c, &clusters, &overrides, &freezes, from, now) {
-                        inserted += usize::from(
-                            outbox::enqueue(&mut tx, &edge.into_event())
-                                .await?
-                                .is_some(),
-                        );
-                    }
+                for (g, c, within) in &gates {
+                    let within = within.as_deref();
+                    let edges =
+                        gate_edges(g, c, within, &clusters, &overrides, &freezes, from, now);
+                    inserted += super::enqueue_transitions(&mut tx, Some(g), edges, None).await?;
                     for lead in leads {
-                        let notices =
-                            gate_upcoming(g, c, &clusters, &overrides, &freezes, from, now, *lead);
+                        let notices = gate_upcoming(
+                            g, c, within, &clusters, &overrides, &freezes, from, now, *lead,
+                        );
                         for notice in notices {
                             inserted += usize::from(
                                 outbox::enqueue(&mut tx, &notice.into_event(now))
@@ -227,7 +237,7 @@ impl Service {
                 next_due = Some(next_due.map_or(t, |n| n.min(t)));
             }
         };
-        for (_, c) in &gates {
+        for (_, c, _) in &gates {
             due(c.evaluate(now, &[]).next_transition);
             for l in leads {
                 due(c.evaluate(now + *l, &[]).next_transition.map(|t| t - *l));

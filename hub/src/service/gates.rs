@@ -424,9 +424,7 @@ async fn notify_state_changes(
         now,
         &actor.name,
     );
-    for t in changes {
-        crate::notify::enqueue(tx, &t.keyed(key)).await?;
-    }
+    crate::notify::enqueue_transitions(tx, after.map(|v| v.gate), changes, Some(key)).await?;
     Ok(())
 }
 

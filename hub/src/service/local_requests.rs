@@ -10,10 +10,12 @@ use uuid::Uuid;
 
 use super::fleet::stored_gate;
 use super::types::OverrideRecord;
-use super::{Actor, Audit, Role, Service, Written, to_json};
+use super::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
+use crate::db::clusters::Scoped;
 use crate::db::overrides;
 use crate::db::revision::Affected;
 use crate::db::{clusters, gates};
+use crate::notify;
 use crate::{Error, Result};
 
 /// How far ahead of the hub's clock a request may be stamped (clock skew).
@@ -39,6 +41,39 @@ pub fn local_actor(cluster: &str, requested_by: &str) -> String {
         requested_by.trim()
     };
     format!("{who}@cluster/{cluster}")
+}
+
+/// Enqueues the request's `override.created` and the `gate.opened` /
+/// `gate.closed` it caused on `cluster` (cause `inClusterRequest`, at the
+/// request's instant: the key a scan passing that instant would use too).
+async fn announce(
+    tx: &mut WriteTx<'_>,
+    gate: &fleetgate_policy::Gate,
+    rec: &OverrideRecord,
+    cluster: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let all = tx.scoped_clusters().await?;
+    let touched: Vec<&Scoped> = all.iter().filter(|c| c.name == cluster).collect();
+    crate::notify::enqueue(tx, &notify::overrides::created(rec, &[cluster.to_owned()])).await?;
+    let after = overrides::live_for_gates(tx, std::slice::from_ref(&rec.gate), now).await?;
+    let before: Vec<OverrideRecord> = after.iter().filter(|o| o.id != rec.id).cloned().collect();
+    let freezes = crate::db::freezes::live(tx, now).await?;
+    let mut changes = notify::overrides::state_changes(
+        gate,
+        &touched,
+        &before,
+        &after,
+        &freezes,
+        now,
+        notify::Cause::InClusterRequest,
+        &rec.actor,
+    );
+    for t in &mut changes {
+        t.at = rec.starts_at;
+    }
+    notify::enqueue_transitions(tx, Some(gate), changes, None).await?;
+    Ok(())
 }
 
 impl Service {
@@ -161,6 +196,7 @@ impl Service {
                     )
                     .await?;
                     let rec = row;
+                    announce(tx, &gate_def, &rec, cluster, now).await?;
                     let audit = Audit {
                         action: if open { "override.open" } else { "override.close" },
                         target_kind: "gate",

@@ -268,7 +268,7 @@ impl Service {
                     )
                     .await?;
                     let freezes = crate::db::freezes::live(tx, now).await?;
-                    for t in crate::notify::overrides::state_changes(
+                    let changes = crate::notify::overrides::state_changes(
                         &gate_def,
                         &touched,
                         &before_live,
@@ -277,9 +277,8 @@ impl Service {
                         now,
                         crate::notify::Cause::Override,
                         &actor.name,
-                    ) {
-                        crate::notify::enqueue(tx, &t.into_event()).await?;
-                    }
+                    );
+                    crate::notify::enqueue_transitions(tx, Some(&gate_def), changes, None).await?;
                     let before = to_json(&old);
                     let rec = row;
                     let audit = Audit {
@@ -543,7 +542,7 @@ pub(super) async fn insert_override(
     let touched: Vec<&Scoped> = all.iter().filter(|c| affected.contains(&c.name)).collect();
     crate::notify::enqueue(tx, &crate::notify::overrides::created(&rec, &affected)).await?;
     let freezes = crate::db::freezes::live(tx, now).await?;
-    for t in crate::notify::overrides::state_changes(
+    let changes = crate::notify::overrides::state_changes(
         gate_def,
         &touched,
         &before,
@@ -552,9 +551,8 @@ pub(super) async fn insert_override(
         now,
         crate::notify::Cause::Override,
         n.actor,
-    ) {
-        crate::notify::enqueue(tx, &t.into_event()).await?;
-    }
+    );
+    crate::notify::enqueue_transitions(tx, Some(gate_def), changes, None).await?;
     let affected = Affected::among(affected, all.len());
     Ok((rec, affected))
 }

@@ -30,6 +30,8 @@ pub const DRIVER_ACTOR: &str = "fleetgate-rollout";
 pub struct Stepped {
     pub events: Vec<Event>,
     pub affected: Vec<String>,
+    /// The gate's next scheduled change (for the `gate.opened` of a release).
+    pub next_transition: Option<DateTime<Utc>>,
 }
 
 /// Runs one step of `gate`'s rollout at `now` (after `command`, an operator's, if given).
@@ -187,7 +189,11 @@ pub(crate) async fn step_gate(
     }
     affected.sort();
     affected.dedup();
-    Ok(Stepped { events, affected })
+    Ok(Stepped {
+        events,
+        affected,
+        next_transition: compiled.evaluate(now, &[]).next_transition,
+    })
 }
 
 /// The health of the current wave's released clusters (and of every released cluster for

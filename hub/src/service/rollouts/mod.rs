@@ -227,7 +227,7 @@ async fn finish(
     };
     audit_all_but_last(tx, actor, at, &stepped.events).await?;
     for e in &stepped.events {
-        if let Some(ev) = crate::notify::rollouts::event(e, at) {
+        for ev in crate::notify::rollouts::events(e, at, stepped.next_transition) {
             crate::notify::enqueue(tx, &ev).await?;
         }
     }
