@@ -2,7 +2,9 @@
 //! reported by that cluster's spoke after it already applied them: recorded as
 //! an override of that one cluster, audited with the cluster and the
 //! Kubernetes field manager as the actor, so they show in the override list,
-//! status and dashboard and an admin can cancel them like any override.
+//! status and dashboard and an admin can cancel them like any override; its
+//! `override.created` and the `gate.closed`/`gate.opened` it caused (cause
+//! `inClusterRequest`) go to the notification outbox in the same write.
 
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, GateState, MAX_REQUEST_WINDOW};
