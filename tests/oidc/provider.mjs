@@ -10,7 +10,13 @@
 // (POST /__test/down, /__test/up: every other path answers 503 meanwhile),
 // and mint tokens signed with the provider's current key for the claims
 // it is given (POST /__test/mint) — expired or wrong-audience tokens a
-// well-behaved provider would never issue.
+// well-behaved provider would never issue; revoke every grant of a user
+// (POST /__test/revoke {login}: their refresh tokens stop working), set the
+// ID tokens' lifetime (POST /__test/ttl {idToken: seconds}), and
+// spoil the next token response (POST /__test/tamper {mode}: `nonce` re-signs
+// the ID token with another nonce, `no_id_token` leaves it out), and switch
+// the device flow off and on (POST /__test/device {enabled}: without it the
+// CLI signs in with a loopback redirect).
 import http from 'node:http';
 import Provider from 'oidc-provider';
 import * as jose from 'jose';
@@ -30,6 +36,12 @@ const USERS = {
 const clients = [];
 let keys = [await newKey()];
 let down = false;
+// Grant ids by account (for /__test/revoke); the next token response's spoiling.
+const grants = new Map();
+let tamper = null;
+// ID token lifetime in seconds (POST /__test/ttl {idToken}: short, so a test sees sessions refresh).
+let idTokenTtl = Number(process.env.OIDC_ID_TOKEN_TTL || 3600);
+let deviceFlow = true;
 let provider = build();
 
 async function newKey() {
@@ -72,7 +84,7 @@ function build() {
       devInteractions: { enabled: false },
       revocation: { enabled: true },
       deviceFlow: {
-        enabled: true,
+        enabled: deviceFlow,
         userCodeInputSource: async (ctx, form, _out, err) => {
           ctx.body = html('Device sign-in', `${err ? '<p id="error">The code is incorrect</p>' : ''}${form}
             <button id="device-continue" type="submit" form="op.deviceInputForm">Continue</button>`);
@@ -87,7 +99,7 @@ function build() {
       },
     },
     ttl: {
-      IdToken: Number(process.env.OIDC_ID_TOKEN_TTL || 3600),
+      IdToken: idTokenTtl,
       AccessToken: 3600,
       DeviceCode: 600,
       Interaction: 600,
@@ -126,6 +138,24 @@ async function control(req, res, path) {
       keys = [await newKey()];
       provider = build();
       return send(res, 200, { kid: keys[0].kid });
+    case '/__test/revoke': {
+      const ids = grants.get(json.login) || [];
+      grants.delete(json.login);
+      for (const id of ids) {
+        const grant = await provider.Grant.find(id);
+        if (grant) await grant.destroy();
+      }
+      return send(res, 200, { revoked: ids.length });
+    }
+    case '/__test/ttl':
+      idTokenTtl = Number(json.idToken) || 3600;
+      provider = build();
+      return send(res, 200, { idToken: idTokenTtl });
+    case '/__test/device':
+      deviceFlow = Boolean(json.enabled);
+      provider = build();
+      return send(res, 200, { deviceFlow });
+    case '/__test/tamper': tamper = json.mode || null; return send(res, 200, { tamper });
     case '/__test/down': down = true; return send(res, 200, { down });
     case '/__test/up': down = false; return send(res, 200, { down });
     case '/__test/mint': {
@@ -168,8 +198,36 @@ async function interaction(req, res, uid, action) {
     }
   }
   const grantId = await grant.save();
+  grants.set(session.accountId, [...(grants.get(session.accountId) || []), grantId]);
   const consent = details.grantId ? {} : { grantId };
   return provider.interactionFinished(req, res, { consent }, { mergeWithLastSubmission: true });
+}
+
+// Rewrites the token endpoint's JSON answer as it is sent (once).
+function spoil(res, mode) {
+  tamper = null;
+  const end = res.end.bind(res);
+  res.end = (body, ...rest) => {
+    res.end = end;
+    let json;
+    try { json = JSON.parse(String(body)); } catch { return end(body, ...rest); }
+    const done = (out) => {
+      const text = JSON.stringify(out);
+      res.setHeader('content-length', Buffer.byteLength(text));
+      end(text);
+    };
+    if (mode === 'no_id_token' || !json.id_token) {
+      delete json.id_token;
+      return done(json);
+    }
+    // mode 'nonce': the provider's own signature over another nonce.
+    const claims = jose.decodeJwt(json.id_token);
+    claims.nonce = 'not-the-nonce-you-sent';
+    jose.importJWK(keys[0], 'RS256')
+      .then((key) => new jose.SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: keys[0].kid, typ: 'JWT' }).sign(key))
+      .then((token) => done({ ...json, id_token: token }), (e) => { console.error(e); end(body, ...rest); });
+    return res;
+  };
 }
 
 function loginForm(uid) {
@@ -186,6 +244,7 @@ const server = http.createServer(async (req, res) => {
     if (down) return send(res, 503, { error: 'temporarily_unavailable' });
     const m = path.match(/^\/interaction\/([^/]+)(?:\/(login))?$/);
     if (m) return await interaction(req, res, m[1], m[2]);
+    if (tamper && path === '/token' && req.method === 'POST') spoil(res, tamper);
     return provider.callback()(req, res);
   } catch (err) {
     console.error(err);

@@ -7,6 +7,7 @@ pub mod kube_client;
 pub mod oidc;
 pub mod pg;
 pub mod pki;
+pub mod sign_in;
 pub mod process;
 pub mod sim;
 

@@ -2,7 +2,9 @@
 //! run by Node.js from `tests/oidc/provider.mjs` (installed by `.ci/run`
 //! with `npm ci --prefix tests/oidc`). One process per test binary; tests
 //! act on it through its `/__test/*` endpoints (register a client, rotate
-//! the signing key, go down and up, mint tokens with chosen claims).
+//! the signing key, go down and up, mint tokens with chosen claims, revoke
+//! a user's grants, shorten ID tokens' lifetime, spoil the next token
+//! answer, switch the device flow off).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -128,6 +130,31 @@ impl OidcProvider {
             .as_str()
             .expect("kid")
             .to_string()
+    }
+
+    /// Destroys every grant `login` gave: their refresh tokens stop working.
+    /// Returns how many.
+    pub async fn revoke(&self, login: &str) -> u64 {
+        self.post("/__test/revoke", json!({"login": login})).await["revoked"]
+            .as_u64()
+            .expect("revoked")
+    }
+
+    /// ID tokens issued from now on live `seconds`.
+    pub async fn id_token_ttl(&self, seconds: u64) {
+        self.post("/__test/ttl", json!({"idToken": seconds})).await;
+    }
+
+    /// Spoils the next token response: `nonce` (an ID token, signed by the
+    /// provider, over another nonce) or `no_id_token`.
+    pub async fn tamper(&self, mode: &str) {
+        self.post("/__test/tamper", json!({"mode": mode})).await;
+    }
+
+    /// Switches the device authorization grant off (its endpoint leaves the
+    /// discovery document: the CLI then uses a loopback redirect) or on.
+    pub async fn device_flow(&self, enabled: bool) {
+        self.post("/__test/device", json!({"enabled": enabled})).await;
     }
 
     /// Every provider endpoint answers 503 until [`OidcProvider::up`].

@@ -87,23 +87,46 @@ pub async fn by_hash(
     Ok(found.map(|f| (f.row, f.secret_hash)))
 }
 
-/// A refreshed session's new expiry and sealed refresh token.
+/// The session `id`, its row locked until the transaction ends: one
+/// request (on any replica) refreshes it at a time.
+pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<SessionRow>> {
+    Ok(sqlx::query_as(sql!(
+        "select {COLUMNS} from identity_sessions where id = $1 for update"
+    ))
+    .bind(id)
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// What a refresh changes: the new expiry, the sealed refresh token, and
+/// the person's name, email and groups as the refreshed ID token has them.
+pub struct Refreshed<'a> {
+    pub expires_at: DateTime<Utc>,
+    pub refresh_sealed: Option<&'a [u8]>,
+    pub name: &'a str,
+    pub email: Option<&'a str>,
+    pub groups: &'a [String],
+}
+
+/// A refreshed session's new expiry, refresh token and claims.
 pub async fn extend(
     conn: &mut PgConnection,
     id: Uuid,
-    expires_at: DateTime<Utc>,
-    refresh_sealed: Option<&[u8]>,
-) -> Result<()> {
-    sqlx::query(
-        "update identity_sessions set expires_at = $2, refresh_sealed = $3 \
-         where id = $1 and ended_at is null",
-    )
+    r: &Refreshed<'_>,
+) -> Result<Option<SessionRow>> {
+    Ok(sqlx::query_as(sql!(
+        "update identity_sessions set expires_at = $2, refresh_sealed = $3, name = $4, \
+         email = $5, groups = $6 \
+         where id = $1 and ended_at is null returning {COLUMNS}"
+    ))
     .bind(id)
-    .bind(expires_at)
-    .bind(refresh_sealed)
-    .execute(conn)
-    .await?;
-    Ok(())
+    .bind(r.expires_at)
+    .bind(r.refresh_sealed)
+    .bind(r.name)
+    .bind(r.email)
+    .bind(r.groups)
+    .fetch_optional(conn)
+    .await?)
 }
 
 /// Records that a request presented the session, at most once a minute.

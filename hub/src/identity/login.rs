@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::config::LoginConfig;
 use super::keys::{Metadata, discover};
-use super::outbound::{Outbound, enc};
+use super::outbound::{Outbound, OutboundError, enc};
 
 /// How long a discovery document is reused.
 const METADATA_TTL: Duration = Duration::from_secs(3600);
@@ -143,20 +143,44 @@ impl Login {
         self.token(&form).await
     }
 
-    /// Refreshes with a refresh token.
-    pub async fn refresh(&self, refresh_token: &str) -> Result<TokenResponse, String> {
+    /// Refreshes with a refresh token. [`RefreshError::Refused`] when the
+    /// provider answers `invalid_grant` (RFC 6749 5.2: the refresh token is
+    /// revoked, expired or was issued to someone else): the session is
+    /// over. [`RefreshError::Unavailable`] for anything else (down,
+    /// unreachable, a 5xx, the client misconfigured): a later request may
+    /// succeed.
+    pub async fn refresh(&self, refresh_token: &str) -> Result<TokenResponse, RefreshError> {
         let form = [
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh_token),
         ];
-        self.token(&form).await
+        match self.token_call(&form).await {
+            Ok(t) => Ok(t),
+            Err(Ok(e @ OutboundError::Status { .. })) if e.is_invalid_grant() => {
+                Err(RefreshError::Refused(e.to_string()))
+            }
+            Err(Ok(e)) => Err(RefreshError::Unavailable(e.to_string())),
+            Err(Err(e)) => Err(RefreshError::Unavailable(e)),
+        }
     }
 
     async fn token(&self, form: &[(&str, &str)]) -> Result<TokenResponse, String> {
-        let meta = self.metadata().await?;
-        let endpoint = meta
-            .token_endpoint
-            .ok_or("the provider's discovery document has no token_endpoint")?;
+        self.token_call(form).await.map_err(|e| match e {
+            Ok(e) => e.to_string(),
+            Err(e) => e,
+        })
+    }
+
+    /// A token endpoint call: `Err(Ok)` when the call failed, `Err(Err)`
+    /// when discovery did.
+    async fn token_call(
+        &self,
+        form: &[(&str, &str)],
+    ) -> Result<TokenResponse, Result<OutboundError, String>> {
+        let meta = self.metadata().await.map_err(Err)?;
+        let endpoint = meta.token_endpoint.ok_or_else(|| {
+            Err("the provider's discovery document has no token_endpoint".to_string())
+        })?;
         let mut form = form.to_vec();
         let basic = match &self.secret {
             Some(secret) => Some((self.config.client_id.as_str(), secret.as_str())),
@@ -168,6 +192,15 @@ impl Login {
         self.outbound
             .post_form(&endpoint, &form, basic)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(Ok)
     }
+}
+
+/// Why a session could not be refreshed.
+#[derive(Debug)]
+pub enum RefreshError {
+    /// The provider will not refresh it: the session is over.
+    Refused(String),
+    /// The provider could not be asked, or failed; a later request may succeed.
+    Unavailable(String),
 }

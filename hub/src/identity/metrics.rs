@@ -1,8 +1,9 @@
 //! Identity metrics: `fleetgate_hub_identity_logins_total{flow,outcome}`,
 //! `fleetgate_hub_identity_jwt_validations_total{outcome}`,
 //! `fleetgate_hub_identity_jwks_fetches_total{outcome}`,
-//! `fleetgate_hub_identity_refusals_total{flow,reason}` and
-//! `fleetgate_hub_identity_refusals_not_audited_total`.
+//! `fleetgate_hub_identity_refusals_total{flow,reason}`,
+//! `fleetgate_hub_identity_refusals_not_audited_total` and
+//! `fleetgate_hub_identity_session_refreshes_total{outcome}`.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -38,6 +39,7 @@ pub struct IdentityMetrics {
     pub jwks: Family<OutcomeLabels, Counter>,
     pub refusals: Family<RefusalLabels, Counter>,
     pub refusals_not_audited: Counter,
+    pub session_refreshes: Family<OutcomeLabels, Counter>,
 }
 
 impl IdentityMetrics {
@@ -67,6 +69,11 @@ impl IdentityMetrics {
             "Refused sign-ins left out of the audit log by its rate limit",
             self.refusals_not_audited.clone(),
         );
+        registry.register(
+            "identity_session_refreshes",
+            "Dashboard sessions refreshed at the provider, by outcome (ok; refused: the session ended; unavailable: the provider could not be asked; invalid: its answer was refused, the session ended)",
+            self.session_refreshes.clone(),
+        );
     }
 
     pub fn refusal(&self, flow: &str, reason: &str) {
@@ -93,6 +100,14 @@ impl IdentityMetrics {
 
     pub fn jwt(&self, outcome: &str) {
         self.jwt
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+
+    pub fn session_refresh(&self, outcome: &str) {
+        self.session_refreshes
             .get_or_create(&OutcomeLabels {
                 outcome: outcome.into(),
             })

@@ -8,6 +8,7 @@
 //! - `config`: the settings file; `keys`: discovery and cached JWKS;
 //! - `jwt`: bearer JWT verification; `crypto`: ring as JWT crypto;
 //! - `login`: the dashboard's authorization code flow; `sessions`: cookies;
+//!   `refresh`: sessions refreshed at the provider, or ended when it refuses;
 //! - `outbound`: calls to providers; `roles`: the interim role mapping;
 //! - `refusals`: refused sign-ins, counted and audited (rate-limited).
 
@@ -19,6 +20,7 @@ pub mod login;
 pub mod manage_sessions;
 pub mod metrics;
 pub mod outbound;
+pub mod refresh;
 pub mod refusals;
 pub mod roles;
 pub mod sessions;

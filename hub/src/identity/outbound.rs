@@ -21,6 +21,14 @@ pub enum OutboundError {
     },
 }
 
+impl OutboundError {
+    /// The provider's `invalid_grant` (RFC 6749 5.2): the grant or refresh
+    /// token is invalid, expired or revoked.
+    pub fn is_invalid_grant(&self) -> bool {
+        matches!(self, OutboundError::Status { status: 400, error: Some(e), .. } if e == "invalid_grant")
+    }
+}
+
 /// An HTTP client for providers. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Outbound {

@@ -2,7 +2,7 @@
 //! session (a random secret in an HttpOnly cookie, its sha256 in
 //! PostgreSQL, so every replica knows it), requests present it, sign-out and
 //! admins end it. A session never outlives the provider's ID token; with a
-//! refresh token it is extended up to `sessionMaxAge`. The refresh token is
+//! refresh token it is extended up to `sessionMaxAge` (see [`super::refresh`]). The refresh token is
 //! stored sealed (ChaCha20-Poly1305) under a key derived from the session
 //! secret: a database dump alone cannot use it.
 
@@ -281,9 +281,11 @@ impl Service {
             ));
         }
         let now = self.now();
-        if row.expires_at <= now {
-            self.refresh_session(&row, secret).await?;
-        }
+        let row = if row.expires_at <= now {
+            self.refresh_session(row.id, secret).await?
+        } else {
+            row
+        };
         {
             let mut conn = self.conn().await?;
             sessions::touch(&mut conn, row.id, now).await?;
@@ -296,45 +298,6 @@ impl Service {
             csrf: Some(csrf_token(secret)),
             session: Some(row.id),
         })
-    }
-
-    async fn refresh_session(&self, row: &SessionRow, secret: &str) -> Result<()> {
-        let expired = || Error::Unauthenticated("session expired; sign in again".into());
-        let now = self.now();
-        let (Some(sealed), Some(login)) = (&row.refresh_sealed, &self.identities().login) else {
-            return Err(expired());
-        };
-        if row.max_expires_at <= now {
-            return Err(expired());
-        }
-        let refresh = unseal(secret, sealed).ok_or_else(expired)?;
-        let tokens = match login.refresh(&refresh).await {
-            Ok(t) => t,
-            Err(e) => {
-                tracing::info!(session = %row.id, error = %e, "session refresh failed");
-                let r = Refusal::new(Flow::Refresh, "refresh_refused", expired())
-                    .by(Some(identity_of_row(row)), true);
-                return Err(self.refuse(r).await);
-            }
-        };
-        let id_token = tokens.id_token.as_deref().ok_or_else(expired)?;
-        let verified = self
-            .identities()
-            .jwt
-            .verify(id_token, now)
-            .await
-            .map_err(|_| expired())?;
-        if verified.identity.subject != row.subject {
-            return Err(expired());
-        }
-        let expires_at = verified.expires_at.min(row.max_expires_at);
-        let resealed = tokens
-            .refresh_token
-            .as_deref()
-            .map(|r| seal(secret, r))
-            .or_else(|| row.refresh_sealed.clone());
-        let mut conn = self.conn().await?;
-        sessions::extend(&mut conn, row.id, expires_at, resealed.as_deref()).await
     }
 
     /// Ends the caller's own session (sign-out). Unknown or ended: no-op.
@@ -463,7 +426,7 @@ fn seal_key(secret: &str) -> aead::LessSafeKey {
 }
 
 /// `nonce || ciphertext || tag` of `plain` under the session's key.
-fn seal(secret: &str, plain: &str) -> Vec<u8> {
+pub(super) fn seal(secret: &str, plain: &str) -> Vec<u8> {
     let mut nonce = [0u8; 12];
     rand::Rng::fill_bytes(&mut rand::rng(), &mut nonce);
     let mut data = plain.as_bytes().to_vec();
@@ -479,7 +442,7 @@ fn seal(secret: &str, plain: &str) -> Vec<u8> {
     out
 }
 
-fn unseal(secret: &str, sealed: &[u8]) -> Option<String> {
+pub(super) fn unseal(secret: &str, sealed: &[u8]) -> Option<String> {
     if sealed.len() < 12 {
         return None;
     }
