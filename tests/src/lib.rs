@@ -7,8 +7,8 @@ pub mod kube_client;
 pub mod oidc;
 pub mod pg;
 pub mod pki;
-pub mod sign_in;
 pub mod process;
+pub mod sign_in;
 pub mod sim;
 
 pub use kube_client::{kube_client, kube_client_from_file};

@@ -154,7 +154,8 @@ impl OidcProvider {
     /// Switches the device authorization grant off (its endpoint leaves the
     /// discovery document: the CLI then uses a loopback redirect) or on.
     pub async fn device_flow(&self, enabled: bool) {
-        self.post("/__test/device", json!({"enabled": enabled})).await;
+        self.post("/__test/device", json!({"enabled": enabled}))
+            .await;
     }
 
     /// Every provider endpoint answers 503 until [`OidcProvider::up`].

@@ -159,7 +159,12 @@ impl Agent {
         assert!(r.status().is_success(), "sign-in start: {}", r.status());
         let jar = self.jar.entry(origin(&hub)).or_default();
         for c in r.headers().get_all(SET_COOKIE) {
-            let pair = c.to_str().unwrap_or_default().split(';').next().unwrap_or("");
+            let pair = c
+                .to_str()
+                .unwrap_or_default()
+                .split(';')
+                .next()
+                .unwrap_or("");
             if let Some((name, value)) = pair.split_once('=') {
                 jar.insert(name.to_string(), value.to_string());
             }

@@ -82,32 +82,39 @@ impl Service {
             Err(RefreshError::Refused(e)) => {
                 tracing::info!(session = %row.id, error = %e, "session refresh refused: the session ends");
                 let why = "the identity provider refused to refresh it (the grant was revoked or expired)";
-                return Err(self.end_unrefreshable(tx, &row, "refresh_refused", why).await);
+                return Err(self
+                    .end_unrefreshable(tx, &row, "refresh_refused", why)
+                    .await);
             }
         };
         // OIDC Core 12.2: a refresh answer may leave out the ID token; the
         // access token's lifetime then bounds the session.
         let (expires_at, identity) = match tokens.id_token.as_deref() {
             Some(id_token) => match ids.jwt.verify(id_token, now).await {
-                Ok(v)
-                    if v.identity.issuer == row.issuer && v.identity.subject == row.subject =>
-                {
+                Ok(v) if v.identity.issuer == row.issuer && v.identity.subject == row.subject => {
                     (v.expires_at, v.identity)
                 }
                 Ok(_) => {
                     let why = "the refreshed ID token names another person";
-                    return Err(self.end_unrefreshable(tx, &row, "refresh_invalid", why).await);
+                    return Err(self
+                        .end_unrefreshable(tx, &row, "refresh_invalid", why)
+                        .await);
                 }
                 Err(e) => {
                     let why = format!("the refreshed ID token was refused: {e}");
-                    return Err(self.end_unrefreshable(tx, &row, "refresh_invalid", &why).await);
+                    return Err(self
+                        .end_unrefreshable(tx, &row, "refresh_invalid", &why)
+                        .await);
                 }
             },
             None => match tokens.expires_in.filter(|s| *s > 0) {
                 Some(s) => (now + ChronoDuration::seconds(s), identity_of_row(&row)),
                 None => {
-                    let why = "the provider's refresh answer has neither an ID token nor expires_in";
-                    return Err(self.end_unrefreshable(tx, &row, "refresh_invalid", why).await);
+                    let why =
+                        "the provider's refresh answer has neither an ID token nor expires_in";
+                    return Err(self
+                        .end_unrefreshable(tx, &row, "refresh_invalid", why)
+                        .await);
                 }
             },
         };
@@ -156,9 +163,13 @@ impl Service {
                 id: Some(row.id),
                 ..EndFilter::default()
             };
-            let ended = sessions::end(&mut tx, &filter, now, ENDED_BY_PROVIDER, Some(&text)).await?;
+            let ended =
+                sessions::end(&mut tx, &filter, now, ENDED_BY_PROVIDER, Some(&text)).await?;
             if !ended.is_empty() {
-                let actor = identity.email.clone().unwrap_or_else(|| identity.name.clone());
+                let actor = identity
+                    .email
+                    .clone()
+                    .unwrap_or_else(|| identity.name.clone());
                 let entry = NewAudit {
                     at: now,
                     actor: &actor,
@@ -194,9 +205,7 @@ impl Service {
         if let Err(e) = ended {
             tracing::warn!(session = %row.id, error = %e, "could not end a session the provider would not refresh");
         }
-        let error = Error::Unauthenticated(format!(
-            "session ended: {why}; sign in again"
-        ));
+        let error = Error::Unauthenticated(format!("session ended: {why}; sign in again"));
         let r = Refusal::new(Flow::Refresh, reason, error).by(Some(identity), true);
         self.refuse(r).await
     }
