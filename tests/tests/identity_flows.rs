@@ -15,7 +15,9 @@ use fleetgate_tests::{ChildGuard, TestDb, free_port, hub_serve, test_db, wait_re
 use serde_json::Value;
 
 const ADMIN: &str = "fga_identity-flows-admin-secret";
-const TIMEOUT: Duration = Duration::from_secs(120);
+/// The whole test, setup included (PostgreSQL and Node.js start slowly on a
+/// loaded machine).
+const TIMEOUT: Duration = Duration::from_secs(180);
 
 /// A provider and one hub signing people in through it: alice
 /// (platform-admins) admin, bob and erin (sre) operators; carol
@@ -76,7 +78,10 @@ roles:
             .spawn()
             .expect("starting fleetgate-hub"),
     );
-    let http = reqwest::Client::new();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("HTTP client");
     wait_readyz(&http, &base, 200, &mut hub).await;
     Env {
         idp,
@@ -158,7 +163,9 @@ async fn until_past(at: DateTime<Utc>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_refresh_and_end_when_the_provider_refuses() {
     tokio::time::timeout(TIMEOUT, async {
+        let started = std::time::Instant::now();
         let env = setup(None, "").await;
+        eprintln!("provider and hub ready in {:?}", started.elapsed());
         // ID tokens live 2 s: a session must refresh to outlive one.
         env.idp.id_token_ttl(2).await;
         let mut agent = Agent::new();
