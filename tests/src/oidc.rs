@@ -6,7 +6,7 @@
 //! a user's grants, shorten ID tokens' lifetime, spoil the next token
 //! answer, switch the device flow off).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
@@ -103,6 +103,60 @@ impl OidcProvider {
             }),
         )
         .await;
+    }
+
+    /// Registers the dashboard's client (redirecting to `callback`, the hub's
+    /// `/auth/callback`) and the CLI's, and writes into `dir` the hub's
+    /// identity config for signing people in through this provider: scopes
+    /// with refresh tokens, `platform-admins` → admin and `sre` → operator,
+    /// then `more_roles` (YAML flow maps) and `more` (further top-level keys).
+    /// Returns the config's path (for `FLEETGATE_IDENTITY_CONFIG`).
+    pub async fn hub_identity_config(
+        &self,
+        dir: &Path,
+        callback: &str,
+        more_roles: &[&str],
+        more: &str,
+    ) -> PathBuf {
+        self.add_web_client(
+            "fleetgate-dashboard",
+            "dashboard-secret",
+            &[callback.to_string()],
+        )
+        .await;
+        self.add_cli_client("fleetgate-cli").await;
+        let secret = dir.join("client-secret");
+        std::fs::write(&secret, "dashboard-secret\n").expect("writing the client secret");
+        let mut roles = String::new();
+        for role in [
+            "{group: platform-admins, role: admin}",
+            "{group: sre, role: operator}",
+        ]
+        .iter()
+        .chain(more_roles)
+        {
+            roles.push_str(&format!("  - {role}\n"));
+        }
+        let config = dir.join("identity.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "login:
+  displayName: Test IdP
+  issuer: {issuer}
+  clientId: fleetgate-dashboard
+  clientSecretFile: {secret}
+  redirectUri: {callback}
+  cliClientId: fleetgate-cli
+  scopes: [openid, profile, email, groups, offline_access]
+{more}roles:
+{roles}",
+                issuer = self.issuer,
+                secret = secret.display(),
+            ),
+        )
+        .expect("writing the identity config");
+        config
     }
 
     /// A token signed with the provider's current key (or naming `kid`),

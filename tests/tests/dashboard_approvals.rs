@@ -11,59 +11,9 @@
 #[macro_use]
 mod dashboard_support;
 
-use dashboard_support::{ADMIN_TOKEN, Browser, Hub, seed_small};
-use fleetgate_tests::free_port;
+use dashboard_support::{ADMIN_TOKEN, Browser, Hub, ME, seed_small};
 use fleetgate_tests::oidc::OidcProvider;
 use serde_json::{Value, json};
-
-/// The signed-in name in the header.
-const ME: &str = "document.querySelector('#me .who')?.textContent || ''";
-
-/// A hub that signs people in through `idp` (sre → operator).
-async fn hub_with_sign_in(idp: &OidcProvider, dir: &std::path::Path) -> Hub {
-    let http_port = free_port();
-    let callback = format!("http://127.0.0.1:{http_port}/auth/callback");
-    idp.add_web_client(
-        "fleetgate-dashboard",
-        "dashboard-secret",
-        std::slice::from_ref(&callback),
-    )
-    .await;
-    let secret = dir.join("client-secret");
-    std::fs::write(&secret, "dashboard-secret\n").unwrap();
-    let config = dir.join("identity.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "login:
-  displayName: Test IdP
-  issuer: {issuer}
-  clientId: fleetgate-dashboard
-  clientSecretFile: {secret}
-  redirectUri: {callback}
-  scopes: [openid, profile, email, groups]
-roles:
-  - {{group: platform-admins, role: admin}}
-  - {{group: sre, role: operator}}
-",
-            issuer = idp.issuer,
-            secret = secret.display(),
-        ),
-    )
-    .unwrap();
-    let config = config.display().to_string();
-    Hub::start_on(
-        "approvals",
-        http_port,
-        &[
-            ("FLEETGATE_IDENTITY_CONFIG", &config),
-            // The provider runs on loopback over plain http.
-            ("FLEETGATE_EGRESS_ALLOW_PRIVATE", "true"),
-            ("FLEETGATE_EGRESS_ALLOW_HTTP", "true"),
-        ],
-    )
-    .await
-}
 
 /// POSTs `body` to `path` from the page with the session cookie and its CSRF
 /// token, as the dashboard's own calls do; returns the HTTP status and the
@@ -115,7 +65,7 @@ async fn audit(hub: &Hub, action: &str) -> Vec<(String, String)> {
 browser_test!(two_people_request_and_approve, |b| {
     let idp = OidcProvider::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let hub = hub_with_sign_in(&idp, dir.path()).await;
+    let hub = Hub::start_with_sign_in("approvals", &idp, dir.path(), &[], "").await;
     seed_small(&hub).await;
     hub.gate(json!({
         "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "payments"},

@@ -12,8 +12,8 @@ use std::process::Command;
 use dashboard_support::sso::{SESSION_COOKIE, forget_session, session_cookie};
 use dashboard_support::{ADMIN_TOKEN, Browser, Hub, SERIAL, TEST_TIMEOUT, browser_binaries};
 use fleetgate_proto::v1 as pb;
+use fleetgate_tests::bin_path;
 use fleetgate_tests::oidc::OidcProvider;
-use fleetgate_tests::{bin_path, free_port};
 use serde_json::{Value, json};
 
 struct Env {
@@ -28,43 +28,7 @@ struct Env {
 async fn setup(test: &str) -> Env {
     let idp = OidcProvider::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let http = free_port();
-    let callback = format!("http://127.0.0.1:{http}/auth/callback");
-    idp.add_web_client(
-        "fleetgate-dashboard",
-        "dashboard-secret",
-        std::slice::from_ref(&callback),
-    )
-    .await;
-    std::fs::write(dir.path().join("client-secret"), "dashboard-secret\n").unwrap();
-    let config = dir.path().join("identity.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "login:
-  displayName: Test IdP
-  issuer: {issuer}
-  clientId: fleetgate-dashboard
-  clientSecretFile: {secret}
-  redirectUri: {callback}
-  scopes: [openid, profile, email, groups, offline_access]
-roles:
-  - {{group: platform-admins, role: admin}}
-  - {{group: sre, role: operator}}
-",
-            issuer = idp.issuer,
-            secret = dir.path().join("client-secret").display(),
-        ),
-    )
-    .unwrap();
-    let config = config.display().to_string();
-    let env = [
-        ("FLEETGATE_IDENTITY_CONFIG", config.as_str()),
-        // The provider runs on loopback over plain http.
-        ("FLEETGATE_EGRESS_ALLOW_PRIVATE", "true"),
-        ("FLEETGATE_EGRESS_ALLOW_HTTP", "true"),
-    ];
-    let hub = Hub::start_on(test, http, &env).await;
+    let hub = Hub::start_with_sign_in(test, &idp, dir.path(), &[], "").await;
     Env {
         idp,
         hub,
@@ -111,27 +75,6 @@ impl Env {
             .await
             .expect("whoami");
         r.json().await.unwrap_or(Value::Null)
-    }
-
-    /// (status, body) of a REST call with a bearer token.
-    async fn bearer(
-        &self,
-        token: &str,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let mut req = self
-            .hub
-            .http
-            .request(method.parse().unwrap(), format!("{}{path}", self.hub.base))
-            .bearer_auth(token);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let r = req.send().await.expect("request");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
     }
 
     /// An ID-token-shaped JWT for a person, signed by the provider (what
@@ -267,7 +210,8 @@ async fn sessions_page(env: &Env, browser: &Browser) {
 
     // Audited: who ended whose sessions.
     let (_, audit) = env
-        .bearer(
+        .hub
+        .request(
             ADMIN_TOKEN,
             "GET",
             "/api/v1/audit?action=session.end&limit=10",
@@ -322,12 +266,14 @@ async fn rest_grpc_cli(env: &Env, alice: &str) {
     assert_eq!((s, &v["ended"]), (200, &json!(0)), "{v}");
     // An API token has no sessions; someone else's session id is not found.
     let (s, v) = env
-        .bearer(ADMIN_TOKEN, "GET", "/api/v1/auth/sessions", None)
+        .hub
+        .request(ADMIN_TOKEN, "GET", "/api/v1/auth/sessions", None)
         .await;
     assert_eq!(s, 403, "{v}");
     let carol = env.person_jwt("bob", &["sre"]).await;
     let (_, listed) = env
-        .bearer(
+        .hub
+        .request(
             ADMIN_TOKEN,
             "GET",
             "/api/v1/sessions?subject=alice@example.com",
@@ -339,7 +285,8 @@ async fn rest_grpc_cli(env: &Env, alice: &str) {
         .expect("alice's session")
         .to_string();
     let (s, v) = env
-        .bearer(
+        .hub
+        .request(
             &carol,
             "POST",
             "/api/v1/auth/sessions/end",
@@ -348,7 +295,8 @@ async fn rest_grpc_cli(env: &Env, alice: &str) {
         .await;
     assert_eq!(s, 404, "{v}");
     let (s, v) = env
-        .bearer(&carol, "GET", "/api/v1/auth/sessions", None)
+        .hub
+        .request(&carol, "GET", "/api/v1/auth/sessions", None)
         .await;
     assert_eq!(
         (s, v["items"].as_array().map(Vec::len)),
@@ -541,7 +489,8 @@ async fn scoped_team(env: &Env, browser: &Browser) {
         .await;
     assert_eq!(s, 403, "{v}");
     let (_, overrides) = env
-        .bearer(ADMIN_TOKEN, "GET", "/api/v1/overrides", None)
+        .hub
+        .request(ADMIN_TOKEN, "GET", "/api/v1/overrides", None)
         .await;
     assert_eq!(overrides["items"], json!([]), "{overrides}");
 
@@ -578,7 +527,8 @@ async fn scoped_team(env: &Env, browser: &Browser) {
         .wait_eq("document.getElementById('gate-open').textContent", "2")
         .await;
     let (_, overrides) = env
-        .bearer(ADMIN_TOKEN, "GET", "/api/v1/overrides?gate=gate-a", None)
+        .hub
+        .request(ADMIN_TOKEN, "GET", "/api/v1/overrides?gate=gate-a", None)
         .await;
     assert_eq!(
         overrides["items"][0]["actor"], "dave@example.com",

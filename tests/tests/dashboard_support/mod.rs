@@ -42,6 +42,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use fleetgate_tests::oidc::OidcProvider;
 use fleetgate_tests::{ChildGuard, TestDb, bin_path, free_port, test_db};
 use serde_json::{Value, json};
 
@@ -51,6 +52,9 @@ pub const WAIT: Duration = Duration::from_secs(20);
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(240);
 
 pub const ADMIN_TOKEN: &str = "fga_dashboard-test-admin-secret";
+
+/// The signed-in person's name in the dashboard's header (a JS expression).
+pub const ME: &str = "document.querySelector('#me .who')?.textContent || ''";
 
 /// Browser tests run one at a time: each starts a Chromium, and two cores
 /// do not run several of them well.
@@ -126,12 +130,15 @@ impl Hub {
     /// `env` beside the defaults (for a config that must name the hub's own
     /// address, e.g. an identity provider's redirect URI).
     pub async fn start_on(test: &str, http_port: u16, env: &[(&str, &str)]) -> Hub {
-        let db = test_db().await;
-        let grpc_port = free_port();
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
+        Hub::start_with(test, test_db().await, http_port, env).await
+    }
+
+    async fn start_with(test: &str, db: TestDb, http_port: u16, env: Vec<(String, String)>) -> Hub {
+        let grpc_port = free_port();
         let child = spawn_hub(&db, http_port, grpc_port, test, &env);
         let hub = Hub {
             child,
@@ -144,6 +151,40 @@ impl Hub {
         };
         hub.wait_ready().await;
         hub
+    }
+
+    /// A hub that signs people in through `idp` (config in `dir`, see
+    /// [`OidcProvider::hub_identity_config`] for the roles and `more`).
+    pub async fn start_with_sign_in(
+        test: &str,
+        idp: &OidcProvider,
+        dir: &Path,
+        more_roles: &[&str],
+        more: &str,
+    ) -> Hub {
+        let http_port = free_port();
+        let callback = format!("http://127.0.0.1:{http_port}/auth/callback");
+        let config = idp
+            .hub_identity_config(dir, &callback, more_roles, more)
+            .await;
+        let config = config.display().to_string();
+        Hub::start_on(
+            test,
+            http_port,
+            &[
+                ("FLEETGATE_IDENTITY_CONFIG", &config),
+                // The provider runs on loopback over plain http.
+                ("FLEETGATE_EGRESS_ALLOW_PRIVATE", "true"),
+                ("FLEETGATE_EGRESS_ALLOW_HTTP", "true"),
+            ],
+        )
+        .await
+    }
+
+    /// A second replica: another hub process on the same database, with the
+    /// same environment.
+    pub async fn replica(&self, test: &str) -> Hub {
+        Hub::start_with(test, self.db.clone(), free_port(), self.env.clone()).await
     }
 
     /// Stops the hub (SIGTERM, then waits for it to exit).
@@ -194,6 +235,30 @@ impl Hub {
         } else {
             serde_json::from_str(&text).expect("JSON answer")
         }
+    }
+
+    /// (status, body) of a REST call as `token` (a bearer: API token or JWT),
+    /// whatever the status; the body is `null` where it is not JSON.
+    pub async fn request(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(
+                method.parse().expect("method"),
+                format!("{}{path}", self.base),
+            )
+            .bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req.send().await.expect("REST request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
     }
 
     /// Creates an API token with `role`; returns its secret.

@@ -1,39 +1,66 @@
 //! Rendering of `fleetgate status` from hub answers.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 
+/// A cluster as status answers describe it: connected, no labels.
+fn cluster(name: &str) -> Value {
+    json!({"name": name, "connected": true, "labels": {},
+           "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null, "spokeVersion": null,
+           "connectedReplica": null, "clockOffsetMs": null, "desiredRevision": 1})
+}
+
+/// Object counts: `governed` Flux objects, none held or suspended, `held_objects`
+/// objects held inside them, of which `by_person` by a person (and as many waiting).
+fn counts(governed: u32, held_objects: u32, by_person: u32) -> Value {
+    json!({"governed": governed, "held": 0, "suspended": 0, "heldObjects": held_objects,
+           "heldObjectsByPerson": by_person, "heldObjectsWaiting": by_person})
+}
+
+/// `GET /clusters/{name}/status` as the hub answers it: open, nothing
+/// reported, nothing held, at 2026-11-24 09:00Z; `fields` replace any of that.
+fn cluster_status(name: &str, fields: Value) -> ClusterStatus {
+    let mut v = json!({
+        "cluster": cluster(name),
+        "at": "2026-11-24T09:00:00Z", "nextTransition": null,
+        "open": true, "closedBy": [], "gates": [], "objects": [], "heldObjects": [],
+        "counts": counts(0, 0, 0),
+    });
+    let Value::Object(fields) = fields else {
+        panic!("fields: {fields}")
+    };
+    v.as_object_mut().unwrap().extend(fields);
+    serde_json::from_value(v).unwrap()
+}
+
 #[test]
 fn cluster_view_shows_ready_and_the_failure_message() {
-    let v: ClusterStatus = serde_json::from_value(json!({
-        "cluster": {"name": "edge-1", "connected": true, "labels": {},
-                    "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                    "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                    "desiredRevision": 1},
-        "at": "2026-11-24T09:00:00Z", "nextTransition": null,
-        "open": true, "closedBy": [], "gates": [],
-        "objects": [
-            {"kind": "Kustomization", "namespace": "apps", "name": "api", "gates": ["g"],
-             "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
-             "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
-             "ready": "True", "readyReason": "ReconciliationSucceeded",
-             "readyMessage": "Applied revision: main@sha1:aaa", "held": false},
-            {"kind": "Kustomization", "namespace": "apps", "name": "web", "gates": ["g"],
-             "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
-             "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
-             "ready": "False", "readyReason": "HealthCheckFailed", "stalled": true,
-             "readyMessage": "health check failed after 5m: Deployment/apps/web not ready",
-             "held": false},
-            {"kind": "HelmRelease", "namespace": "apps", "name": "old", "gates": ["g"],
-             "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
-             "ignored": false, "reportedAt": "2026-11-24T09:00:00Z", "held": false}
-        ],
-        "counts": {"governed": 3, "held": 0, "suspended": 0, "heldObjects": 0,
-                   "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
-        "heldObjects": []
-    }))
-    .unwrap();
+    let v = cluster_status(
+        "edge-1",
+        json!({
+            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
+            "open": true, "closedBy": [], "gates": [],
+            "objects": [
+                {"kind": "Kustomization", "namespace": "apps", "name": "api", "gates": ["g"],
+                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
+                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
+                 "ready": "True", "readyReason": "ReconciliationSucceeded",
+                 "readyMessage": "Applied revision: main@sha1:aaa", "held": false},
+                {"kind": "Kustomization", "namespace": "apps", "name": "web", "gates": ["g"],
+                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
+                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z",
+                 "ready": "False", "readyReason": "HealthCheckFailed", "stalled": true,
+                 "readyMessage": "health check failed after 5m: Deployment/apps/web not ready",
+                 "held": false},
+                {"kind": "HelmRelease", "namespace": "apps", "name": "old", "gates": ["g"],
+                 "suspended": false, "suspendedBy": [], "suspendedByHuman": false,
+                 "ignored": false, "reportedAt": "2026-11-24T09:00:00Z", "held": false}
+            ],
+            "counts": counts(3, 0, 0),
+            "heldObjects": []
+        }),
+    );
     let out = render_cluster(&v, None);
     assert!(out.contains("READY"), "{out}");
     assert!(out.contains("False (HealthCheckFailed), stalled"), "{out}");
@@ -53,33 +80,30 @@ fn cluster_view_shows_ready_and_the_failure_message() {
 
 #[test]
 fn cluster_shows_held_objects() {
-    let v: ClusterStatus = serde_json::from_value(json!({
-        "cluster": {"name": "prod-1", "connected": true, "labels": {},
-                    "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                    "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                    "desiredRevision": 1},
-        "at": "2026-11-24T09:00:00Z", "nextTransition": null,
-        "open": false, "closedBy": ["nginx-window"],
-        "gates": [{"gate": "nginx-window", "state": "closed", "held": 0, "heldObjects": 1,
-                   "reason": "default (closed)", "nextTransition": null, "objects": []}],
-        "objects": [],
-        "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 1,
-                   "heldObjectsByPerson": 1, "heldObjectsWaiting": 1},
-        "heldObjects": [
-            {"group": "apps", "kind": "Deployment", "namespace": "nginx", "name": "nginx",
-             "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
-             "gates": ["nginx-window"], "heldBy": ["nginx-window"], "heldByPerson": false,
-             "heldSinceRevision": "main@sha1:aaa", "newerRevisionApplied": true,
-             "heldSince": "2026-11-24T08:30:00Z", "held": true,
-             "reportedAt": "2026-11-24T09:00:00Z"},
-            {"group": "", "kind": "Service", "namespace": "nginx", "name": "legacy",
-             "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
-             "gates": ["nginx-window"], "heldBy": [], "heldByPerson": true,
-             "heldSinceRevision": null, "newerRevisionApplied": false,
-             "heldSince": null, "held": true, "reportedAt": "2026-11-24T09:00:00Z"}
-        ]
-    }))
-    .unwrap();
+    let v = cluster_status(
+        "prod-1",
+        json!({
+            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
+            "open": false, "closedBy": ["nginx-window"],
+            "gates": [{"gate": "nginx-window", "state": "closed", "held": 0, "heldObjects": 1,
+                       "reason": "default (closed)", "nextTransition": null, "objects": []}],
+            "objects": [],
+            "counts": counts(0, 1, 1),
+            "heldObjects": [
+                {"group": "apps", "kind": "Deployment", "namespace": "nginx", "name": "nginx",
+                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
+                 "gates": ["nginx-window"], "heldBy": ["nginx-window"], "heldByPerson": false,
+                 "heldSinceRevision": "main@sha1:aaa", "newerRevisionApplied": true,
+                 "heldSince": "2026-11-24T08:30:00Z", "held": true,
+                 "reportedAt": "2026-11-24T09:00:00Z"},
+                {"group": "", "kind": "Service", "namespace": "nginx", "name": "legacy",
+                 "kustomizationNamespace": "flux-system", "kustomizationName": "apps",
+                 "gates": ["nginx-window"], "heldBy": [], "heldByPerson": true,
+                 "heldSinceRevision": null, "newerRevisionApplied": false,
+                 "heldSince": null, "held": true, "reportedAt": "2026-11-24T09:00:00Z"}
+            ]
+        }),
+    );
     let out = render_cluster(&v, None);
     let row = out
         .lines()
@@ -122,28 +146,24 @@ fn cluster_shows_held_objects() {
 
 #[test]
 fn a_cluster_lists_the_requests_made_in_it_with_their_ids() {
-    let v: ClusterStatus = serde_json::from_value(json!({
-        "cluster": {"name": "edge-1", "connected": true, "labels": {},
-                    "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                    "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                    "desiredRevision": 1},
-        "at": "2026-11-24T10:05:00Z", "nextTransition": null,
-        "open": false, "closedBy": ["sre-approval"],
-        "gates": [{"gate": "sre-approval", "state": "closed", "held": 0, "heldObjects": 0,
-                   "reason": "override", "nextTransition": null, "objects": []}],
-        "objects": [], "heldObjects": [],
-        "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
-                   "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
-        "localRequests": [{
-            "id": "0b5c1f7e-0000-4000-8000-000000000001", "gate": "sre-approval",
-            "state": "closed", "requestedBy": "alice", "requestedIn": "edge-1",
-            "clusters": {"names": ["edge-1"]},
-            "startsAt": "2026-11-24T10:00:00Z", "createdAt": "2026-11-24T10:00:00Z",
-            "expiresAt": "2026-11-24T11:00:00Z", "actor": "alice@cluster/edge-1",
-            "reason": "incident 7", "cancelledAt": null, "cancelledBy": null
-        }]
-    }))
-    .unwrap();
+    let v = cluster_status(
+        "edge-1",
+        json!({
+            "at": "2026-11-24T10:05:00Z", "nextTransition": null,
+            "open": false, "closedBy": ["sre-approval"],
+            "gates": [{"gate": "sre-approval", "state": "closed", "held": 0, "heldObjects": 0,
+                       "reason": "override", "nextTransition": null, "objects": []}],
+            "objects": [], "heldObjects": [],
+            "localRequests": [{
+                "id": "0b5c1f7e-0000-4000-8000-000000000001", "gate": "sre-approval",
+                "state": "closed", "requestedBy": "alice", "requestedIn": "edge-1",
+                "clusters": {"names": ["edge-1"]},
+                "startsAt": "2026-11-24T10:00:00Z", "createdAt": "2026-11-24T10:00:00Z",
+                "expiresAt": "2026-11-24T11:00:00Z", "actor": "alice@cluster/edge-1",
+                "reason": "incident 7", "cancelledAt": null, "cancelledBy": null
+            }]
+        }),
+    );
     let text = render_cluster(&v, None);
     assert!(text.contains("Requests made in the cluster"), "{text}");
     let row = text
@@ -163,27 +183,23 @@ fn a_cluster_lists_the_requests_made_in_it_with_their_ids() {
 
 #[test]
 fn a_cluster_lists_its_local_gates_read_only() {
-    let v: ClusterStatus = serde_json::from_value(json!({
-        "cluster": {"name": "edge-1", "connected": true, "labels": {},
-                    "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                    "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                    "desiredRevision": 1},
-        "at": "2026-11-24T10:05:00Z", "nextTransition": null,
-        "open": false, "closedBy": ["git-freeze"], "gates": [], "objects": [],
-        "heldObjects": [],
-        "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
-                   "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
-        "localGates": [
-            {"name": "git-freeze", "enforced": true, "state": "closed", "reason": "Default",
-             "message": "default (closed)", "nextTransition": null, "governed": 2, "held": 1,
-             "ready": "True", "readyReason": "Enforced", "readyMessage": "gate in force"},
-            {"name": "other", "enforced": false, "state": "closed", "reason": "",
-             "message": "", "nextTransition": null, "governed": 0, "held": 0,
-             "ready": "False", "readyReason": "NotEnforced",
-             "readyMessage": "hub setting --local-gates=ignore"}
-        ]
-    }))
-    .unwrap();
+    let v = cluster_status(
+        "edge-1",
+        json!({
+            "at": "2026-11-24T10:05:00Z", "nextTransition": null,
+            "open": false, "closedBy": ["git-freeze"], "gates": [], "objects": [],
+            "heldObjects": [],
+            "localGates": [
+                {"name": "git-freeze", "enforced": true, "state": "closed", "reason": "Default",
+                 "message": "default (closed)", "nextTransition": null, "governed": 2, "held": 1,
+                 "ready": "True", "readyReason": "Enforced", "readyMessage": "gate in force"},
+                {"name": "other", "enforced": false, "state": "closed", "reason": "",
+                 "message": "", "nextTransition": null, "governed": 0, "held": 0,
+                 "ready": "False", "readyReason": "NotEnforced",
+                 "readyMessage": "hub setting --local-gates=ignore"}
+            ]
+        }),
+    );
     let text = render_cluster(&v, None);
     assert!(text.contains("no (closed by git-freeze)"), "{text}");
     let row = text.lines().find(|l| l.starts_with("git-freeze")).unwrap();
@@ -203,13 +219,7 @@ fn a_cluster_lists_its_local_gates_read_only() {
 /// the failing object and why.
 #[test]
 fn a_failed_canary_stands_out_in_the_fleet_table() {
-    let counts = json!({"governed": 1, "held": 0, "suspended": 0, "heldObjects": 0,
-                        "heldObjectsByPerson": 0, "heldObjectsWaiting": 0});
-    let cluster = |name: &str| {
-        json!({"name": name, "connected": true, "labels": {},
-               "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null, "spokeVersion": null,
-               "connectedReplica": null, "clockOffsetMs": null, "desiredRevision": 1})
-    };
+    let counts = counts(1, 0, 0);
     let failure = json!({
         "rolloutId": "5f1c0000-0000-4000-8000-000000000001", "state": "halted",
         "wave": 1, "waveName": "canary", "failedAt": "2026-11-24T09:10:00Z",
