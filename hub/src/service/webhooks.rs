@@ -113,6 +113,22 @@ fn owner_scope(actor: &Actor) -> Option<serde_json::Value> {
         .and_then(|s| serde_json::to_value(s.scopes()).ok())
 }
 
+/// Whether `actor` (an admin) may see and manage subscription `row`: an
+/// unscoped admin every one; a scoped admin (a team's) those it made and
+/// those made under exactly its scopes (its team's), never an unscoped
+/// one. Others are "not found" to it, as if they did not exist.
+fn visible_to(actor: &Actor, row: &WebhookRow) -> bool {
+    actor.is_unscoped(Role::Admin)
+        || row.created_by == actor.name
+        || (row.owner_scope.is_some() && row.owner_scope == owner_scope(actor))
+}
+
+/// `row` if `actor` may see it, else 404 naming the subscription.
+fn for_actor(actor: &Actor, name: &str, row: Option<WebhookRow>) -> Result<WebhookRow> {
+    row.filter(|r| visible_to(actor, r))
+        .ok_or_else(|| Error::not_found("webhook", name))
+}
+
 fn written(row: WebhookRow, action: &'static str, before: Option<Webhook>) -> Written<Webhook> {
     let w = Webhook::from(row);
     let audit = Audit {
@@ -176,28 +192,28 @@ impl Service {
         Ok(WebhookWithSecret { webhook, secret })
     }
 
-    /// Every subscription by name (admin).
+    /// The subscriptions `actor` may see, by name (admin: an unscoped admin
+    /// every one, a team's admin its team's).
     pub async fn list_webhooks(&self, actor: &Actor) -> Result<Vec<Webhook>> {
         actor.require(Role::Admin)?;
         let mut conn = self.conn().await?;
         Ok(webhooks::list(&mut conn)
             .await?
             .into_iter()
+            .filter(|r| visible_to(actor, r))
             .map(Into::into)
             .collect())
     }
 
-    async fn webhook_row(&self, name: &str) -> Result<WebhookRow> {
+    async fn webhook_row(&self, actor: &Actor, name: &str) -> Result<WebhookRow> {
         let mut conn = self.conn().await?;
-        webhooks::get(&mut conn, name)
-            .await?
-            .ok_or_else(|| Error::not_found("webhook", name))
+        for_actor(actor, name, webhooks::get(&mut conn, name).await?)
     }
 
     /// One subscription (admin).
     pub async fn get_webhook(&self, actor: &Actor, name: &str) -> Result<Webhook> {
         actor.require(Role::Admin)?;
-        Ok(self.webhook_row(name).await?.into())
+        Ok(self.webhook_row(actor, name).await?.into())
     }
 
     /// Replaces a subscription's settings (admin); re-enabling clears the
@@ -252,9 +268,7 @@ impl Service {
         let (w, _) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
-                    let old = webhooks::get_for_update(tx, name)
-                        .await?
-                        .ok_or_else(|| Error::not_found("webhook", name))?;
+                    let old = for_actor(actor, name, webhooks::get_for_update(tx, name).await?)?;
                     let mut row = old.clone();
                     change(&mut row);
                     let stored = webhooks::update(tx, &row).await?;
@@ -272,9 +286,7 @@ impl Service {
         let (w, _) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
-                    let old = webhooks::get_for_update(tx, name)
-                        .await?
-                        .ok_or_else(|| Error::not_found("webhook", name))?;
+                    let old = for_actor(actor, name, webhooks::get_for_update(tx, name).await?)?;
                     webhooks::delete(tx, old.id).await?;
                     let w = Webhook::from(old);
                     let audit = Audit {
@@ -339,7 +351,7 @@ impl Service {
         site: &Site,
     ) -> Result<WebhookTestResult> {
         actor.require(Role::Admin)?;
-        let row = self.webhook_row(name).await?;
+        let row = self.webhook_row(actor, name).await?;
         let now = Utc::now();
         let message_id = format!("msg_test_{}", Uuid::new_v4().simple());
         let ev = EventRow {
@@ -404,7 +416,7 @@ impl Service {
         if !(1..=500).contains(&limit) {
             return Err(Error::invalid("limit", "1 to 500"));
         }
-        let row = self.webhook_row(name).await?;
+        let row = self.webhook_row(actor, name).await?;
         let mut conn = self.conn().await?;
         webhooks::deliveries(&mut conn, row.id, before, limit).await
     }
@@ -417,7 +429,7 @@ impl Service {
         id: i64,
     ) -> Result<WebhookDelivery> {
         actor.require(Role::Admin)?;
-        let row = self.webhook_row(name).await?;
+        let row = self.webhook_row(actor, name).await?;
         let mut conn = self.conn().await?;
         webhooks::delivery(&mut conn, row.id, id)
             .await?
@@ -435,9 +447,7 @@ impl Service {
         let now = self.now();
         self.write(actor, now, |tx| {
             Box::pin(async move {
-                let hook = webhooks::get(tx, name)
-                    .await?
-                    .ok_or_else(|| Error::not_found("webhook", name))?;
+                let hook = for_actor(actor, name, webhooks::get(tx, name).await?)?;
                 if !webhooks::redeliver(tx, hook.id, id).await? {
                     return Err(Error::not_found("delivery", id.to_string()));
                 }
