@@ -2,6 +2,8 @@
 //! (idempotent by dedup key, numbered per subject) and routed at once to the
 //! subscriptions that want them, one delivery row each.
 
+use std::collections::{HashMap, HashSet};
+
 use sqlx::PgConnection;
 
 use crate::Result;
@@ -44,6 +46,9 @@ pub async fn enqueue(conn: &mut PgConnection, ev: &NewEvent) -> Result<Option<i6
     Ok(Some(id))
 }
 
+/// The registered clusters by name.
+type Labelled<'a> = HashMap<&'a str, &'a Scoped>;
+
 #[derive(sqlx::FromRow)]
 struct Route {
     id: uuid::Uuid,
@@ -80,12 +85,16 @@ async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<
         return Ok(());
     }
     let scoped = wanted.iter().any(|r| r.owner_scope.is_some());
-    let labelled: Option<Vec<Scoped>> =
+    let registered: Option<Vec<Scoped>> =
         if (scoped || wanted.iter().any(|r| r.clusters.is_some())) && !ev.clusters.is_empty() {
             Some(crate::db::clusters::scoped(conn).await?)
         } else {
             None
         };
+    // By name: an event naming every cluster of a large fleet looks each one up once.
+    let labelled: Option<Labelled<'_>> = registered
+        .as_ref()
+        .map(|all| all.iter().map(|c| (c.name.as_str(), c)).collect());
     let gate_labels = match (&ev.gate, scoped) {
         (Some(g), true) => gate_labels(conn, g).await?,
         _ => Default::default(),
@@ -94,7 +103,7 @@ async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<
     for r in wanted {
         let in_scope = match &r.owner_scope {
             None => None,
-            Some(scopes) => match in_scope(scopes, ev, &gate_labels, labelled.as_deref()) {
+            Some(scopes) => match in_scope(scopes, ev, &gate_labels, labelled.as_ref()) {
                 None => continue,
                 Some(kept) => kept,
             },
@@ -104,7 +113,7 @@ async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<
                 ev.clusters
                     .iter()
                     .filter(|c| {
-                        all.iter().find(|s| &s.name == *c).map_or_else(
+                        all.get(c.as_str()).map_or_else(
                             || scope.names.contains(c),
                             |s| scope.matches(&s.name, &s.labels),
                         )
@@ -115,7 +124,10 @@ async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<
             _ => None,
         };
         let matched = match (matched, in_scope) {
-            (Some(m), Some(s)) => Some(m.into_iter().filter(|c| s.contains(c)).collect()),
+            (Some(m), Some(s)) => {
+                let s: HashSet<&str> = s.iter().map(String::as_str).collect();
+                Some(m.into_iter().filter(|c| s.contains(c.as_str())).collect())
+            }
             (m, None) => m,
             (None, s) => s,
         };
@@ -181,7 +193,7 @@ fn in_scope(
     scopes: &[fleetgate_api_types::AccessScope],
     ev: &NewEvent,
     gate_labels: &std::collections::BTreeMap<String, String>,
-    labelled: Option<&[Scoped]>,
+    labelled: Option<&Labelled<'_>>,
 ) -> Option<Option<Vec<String>>> {
     let gate_ok = |s: &fleetgate_api_types::AccessScope| {
         ev.gate.as_ref().is_none_or(|g| s.gate(g, gate_labels))
@@ -197,7 +209,7 @@ fn in_scope(
         .iter()
         .filter(|c| {
             let labels = labelled
-                .and_then(|all| all.iter().find(|s| &s.name == *c))
+                .and_then(|all| all.get(c.as_str()))
                 .map_or(&empty, |s| &s.labels);
             seeing.iter().any(|s| s.cluster(c, labels))
         })
