@@ -91,7 +91,11 @@ pub(crate) async fn only_released_opens(
     let mut out = Vec::with_capacity(transitions.len());
     for mut t in transitions {
         if t.state == "open" {
-            let released = crate::db::outbox::released_before(conn, &t.gate, t.at).await?;
+            let released: std::collections::HashSet<String> =
+                crate::db::outbox::released_before(conn, &t.gate, t.at)
+                    .await?
+                    .into_iter()
+                    .collect();
             t.clusters.retain(|c| released.contains(c));
             if t.clusters.is_empty() {
                 continue;
