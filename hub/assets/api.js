@@ -33,13 +33,15 @@ export class ApiError extends Error {
   }
 }
 
-/** fetch() against the hub's API with the token; JSON in and out. */
-export async function api(path, { method = 'GET', body, query } = {}) {
+/** fetch() against the hub's API with the token; JSON in and out (or `raw: {type, text}`
+ * sent as it is, e.g. a YAML manifest). */
+export async function api(path, { method = 'GET', body, raw, query } = {}) {
   const headers = { Accept: 'application/json' };
   const t = token();
   if (t) headers.Authorization = `Bearer ${t}`;
   else if (csrf && method !== 'GET') headers['X-CSRF-Token'] = csrf;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (raw) headers['Content-Type'] = raw.type;
   let url = path;
   if (query) {
     const q = new URLSearchParams();
@@ -48,7 +50,7 @@ export async function api(path, { method = 'GET', body, query } = {}) {
     if (qs) url += `?${qs}`;
   }
   const res = await fetch(url, {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    method, headers, body: raw ? raw.text : body === undefined ? undefined : JSON.stringify(body),
     // The session cookie, if any, goes along (same origin only).
     credentials: t ? 'omit' : 'same-origin', cache: 'no-store',
   });

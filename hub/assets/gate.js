@@ -32,6 +32,7 @@ function draw(main, ctx, d, rollout, refresh) {
       h('h1', {}, h('span', { class: 'kind' }, 'Gate '), d.gate.name),
       h('span', { class: 'muted' }, `version ${d.gate.version}`),
       h('span', { class: 'spacer' }),
+      ctx.me.role === 'admin' ? h('a', { class: 'button', id: 'preview-change', href: `#/preview/${enc(d.gate.name)}` }, 'Preview a change…') : null,
       gateActions(d.gate.name, ctx, { count: d.clusters.length, after: refresh, may: d.mayOperate })),
     spec.description ? h('p', { class: 'lead' }, spec.description) : null,
     staleWarning(d.gate.calendars || []),

@@ -1,5 +1,5 @@
 // Boot and routing: sign-in (identity provider session or API token), then hash routes
-// (#/fleet, #/gates/NAME, #/clusters/NAME, #/approvals, #/audit, #/webhooks for admins, #/sessions). Live events make the
+// (#/fleet, #/gates/NAME, #/clusters/NAME, #/approvals, #/audit, #/webhooks and #/preview[/NAME] for admins, #/sessions). Live events make the
 // current page re-fetch its data (debounced), so every page stays current.
 
 import { api, setToken, setCsrf, token, ApiError } from './api.js';
@@ -13,6 +13,7 @@ import { renderWebhooks } from './webhooks.js';
 import { renderFreeze } from './freeze.js';
 import { renderApprovals, setPendingCount } from './approvals.js';
 import { renderSessions } from './sessions.js';
+import { renderPreview } from './preview.js';
 
 const main = document.getElementById('main');
 // Script errors are kept where the browser tests can read them.
@@ -30,6 +31,7 @@ function route() {
     case 'webhooks': return { name: 'webhooks', render: renderWebhooks };
     case 'approvals': return { name: 'approvals', render: renderApprovals };
     case 'sessions': return { name: 'sessions', render: renderSessions };
+    case 'preview': return { name: 'preview', render: renderPreview, arg: parts[1] };
     default: return { name: 'fleet', render: renderFleet };
   }
 }
@@ -42,7 +44,7 @@ async function show() {
   document.body.dataset.page = r.name;
   main.dataset.ready = '';
   for (const a of document.querySelectorAll('[data-nav]')) {
-    a.classList.toggle('current', a.dataset.nav === r.name || (!['audit', 'webhooks', 'approvals', 'sessions'].includes(r.name) && a.dataset.nav === 'fleet'));
+    a.classList.toggle('current', a.dataset.nav === r.name || (!['audit', 'webhooks', 'approvals', 'sessions', 'preview'].includes(r.name) && a.dataset.nav === 'fleet'));
   }
   const ctx = { me: app.me, canAct: app.me.role !== 'viewer', refresh: () => refreshNow() };
   // Each navigation renders into its own element: a refresh of the previous
@@ -219,6 +221,7 @@ async function start() {
   me.dataset.role = app.me.role;
   for (const id of ['nav', 'me', 'signout']) document.getElementById(id).hidden = false;
   document.getElementById('nav-webhooks').hidden = app.me.role !== 'admin';
+  document.getElementById('nav-preview').hidden = app.me.role !== 'admin';
   // A person has sessions; an admin manages everyone's.
   document.getElementById('nav-sessions').hidden = app.me.role !== 'admin' && !(app.me.identity && app.me.identity.kind === 'person');
   if (app.stopLive) app.stopLive();

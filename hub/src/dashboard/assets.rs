@@ -35,6 +35,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("actions.js", JS, include_str!("../../assets/actions.js")),
     ("dom.js", JS, include_str!("../../assets/dom.js")),
     ("freeze.js", JS, include_str!("../../assets/freeze.js")),
+    ("preview.js", JS, include_str!("../../assets/preview.js")),
     (
         "approvals.js",
         JS,
