@@ -15,21 +15,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::get;
 use common::{Hub, t0};
 use fleetgate_hub::calendar_sync::CalendarOptions;
 use fleetgate_hub::config::HttpOptions;
 use fleetgate_hub::egress::EgressOptions;
 use fleetgate_hub::replica::Replica;
-use fleetgate_hub::{AppState, app};
 use fleetgate_proto::v1 as pb;
-use grpc_support::{Grpc, authed, within};
+use grpc_support::served::{Served, next_event};
+use grpc_support::{Grpc, authed};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-use tower::ServiceExt as _;
 
 /// A feed with one event per `(summary, start hour, end hour)` on 2026-11-25 (UTC).
 fn ics(events: &[(&str, u32, u32)]) -> String {
@@ -78,41 +76,9 @@ async fn feed_event(
     s: &mut tonic::Streaming<pb::FleetEvent>,
     want: impl Fn(&pb::CalendarFeedChanged) -> bool,
 ) -> (bool, pb::CalendarFeedChanged) {
-    within("a CalendarFeedChanged event", async {
-        loop {
-            let e = s.message().await.unwrap().expect("stream ended");
-            if let Some(pb::fleet_event::Event::CalendarFeed(c)) = e.event
-                && want(&c)
-            {
-                return (e.initial, c);
-            }
-        }
-    })
-    .await
-}
-
-/// Reads the dashboard's event stream until a `calendarFeed` event's data satisfies `want`.
-async fn sse_until(
-    sse: &mut (impl futures::Stream<Item = Result<bytes::Bytes, axum::Error>> + Unpin),
-    want: impl Fn(&Value) -> bool,
-) -> Value {
-    use futures::StreamExt as _;
-    within("calendarFeed on the event stream", async {
-        let mut buf = String::new();
-        loop {
-            let chunk = sse.next().await.expect("stream ended").expect("chunk");
-            buf.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buf.find("\n\n") {
-                let block: String = buf.drain(..end + 2).collect();
-                let data = block.lines().find_map(|l| l.strip_prefix("data: "));
-                if block.starts_with("event: calendarFeed")
-                    && let Some(d) = data.map(|d| serde_json::from_str::<Value>(d).unwrap())
-                    && want(&d)
-                {
-                    return d;
-                }
-            }
-        }
+    next_event(s, "a CalendarFeedChanged event", |e| match e.event {
+        Some(pb::fleet_event::Event::CalendarFeed(c)) if want(&c) => Some((e.initial, c)),
+        _ => None,
     })
     .await
 }
@@ -163,26 +129,14 @@ async fn feed_state_change_events_and_the_calendar_cause() {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
 
-    let replica = with_feeds(Replica::new(
+    let served = Served::start(with_feeds(Replica::new(
         hub.service.clone(),
         HttpOptions::default(),
         Grpc::opts(),
-    ));
-    let http = app(AppState::from_replica(replica.clone()));
-    let grpc = Grpc::start_replica(replica).await;
-    let mut watch = (grpc.admin())
-        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
-        .await
-        .unwrap()
-        .into_inner();
-    let req = Request::builder()
-        .uri("/api/v1/events")
-        .header("authorization", format!("Bearer {}", hub.viewer))
-        .body(Body::empty())
-        .unwrap();
-    let mut sse = (http.clone().oneshot(req).await.unwrap())
-        .into_body()
-        .into_data_stream();
+    )))
+    .await;
+    let mut watch = served.watch(&hub.viewer).await;
+    let mut sse = served.events(&hub.viewer).await;
 
     // Never attempted (the replica's first fetch has not come back): notFetched everywhere,
     // neither stale nor failing.
@@ -195,7 +149,7 @@ async fn feed_state_change_events_and_the_calendar_cause() {
         "{status}"
     );
     assert!(status.get("error").is_none_or(Value::is_null), "{status}");
-    let info = (grpc.admin())
+    let info = (served.grpc.admin())
         .get_gate(authed(
             pb::GetGateRequest { name: "cab".into() },
             &hub.viewer,
@@ -227,7 +181,9 @@ async fn feed_state_change_events_and_the_calendar_cause() {
     );
     assert_eq!(e.sha256.len(), 64);
     let first_sha = e.sha256.clone();
-    let d = sse_until(&mut sse, |d| d["contentChanged"] == true).await;
+    let d = sse
+        .next("calendarFeed", |d| d["contentChanged"] == true)
+        .await;
     assert_eq!(
         (&d["gate"], &d["window"], &d["state"], &d["occurrences"]),
         (&json!("cab"), &json!("cab"), &json!("ok"), &json!(1)),
@@ -282,9 +238,9 @@ async fn feed_state_change_events_and_the_calendar_cause() {
     let (_, e) = feed_event(&mut watch, |c| c.content_changed).await;
     assert_eq!((e.occurrences, e.previous_occurrences), (2, 1));
     assert_ne!(e.sha256, first_sha);
-    sse_until(&mut sse, |d| {
+    sse.next("calendarFeed", |d| {
         d["contentChanged"] == true && d["occurrences"] == 2 && d["previousOccurrences"] == 1
     })
     .await;
-    grpc.stop().await;
+    served.stop().await;
 }

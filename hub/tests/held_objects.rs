@@ -12,18 +12,13 @@ mod grpc_support;
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use common::Hub;
-use fleetgate_hub::config::HttpOptions;
-use fleetgate_hub::replica::Replica;
-use fleetgate_hub::{AppState, app};
-use fleetgate_proto::v1::{self as pb, fleet_event::Event, spoke_message};
-use grpc_support::{TestSpoke, authed, connect, kustomization, within};
+use fleetgate_proto::v1::{self as pb, fleet_event::Event};
+use grpc_support::served::{Served, next_event};
+use grpc_support::{TestSpoke, authed, kustomization, within};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use tonic::Streaming;
-use tower::ServiceExt as _;
 
 const GATE: &str = r#"
 apiVersion: fleetgate.io/v1
@@ -73,82 +68,56 @@ fn held(kind: &str, name: &str, held_by: &[&str], person: bool) -> pb::HeldObjec
 }
 
 async fn report(spoke: &TestSpoke, revision: u64, held_objects: Vec<pb::HeldObjectStatus>) {
+    send_objects(
+        spoke,
+        revision,
+        vec![kustomization("flux-system", "apps", false, &[])],
+        held_objects,
+    )
+    .await;
+}
+
+async fn send_objects(
+    spoke: &TestSpoke,
+    revision: u64,
+    objects: Vec<pb::ObjectStatus>,
+    held_objects: Vec<pb::HeldObjectStatus>,
+) {
     spoke
-        .send(pb::SpokeMessage {
-            msg: Some(spoke_message::Msg::Report(pb::StatusReport {
-                local_gates: Default::default(),
-                inventory: Default::default(),
-                has_inventory: false,
-                revision,
-                objects: vec![kustomization("flux-system", "apps", false, &[])],
-                clock_offset_ms: 0,
-                observed_at: None,
-                more: false,
-                held_objects,
-            })),
+        .send_report(pb::StatusReport {
+            revision,
+            objects,
+            held_objects,
+            ..Default::default()
         })
         .await;
 }
 
-/// One replica (HTTP app with /metrics and gRPC on a real socket).
-struct Served {
-    http: axum::Router,
-    channel: tonic::transport::Channel,
-    shutdown: CancellationToken,
-    server: tokio::task::JoinHandle<fleetgate_hub::Result<()>>,
+/// A replica serving `hub` (REST with /metrics, gRPC on a socket), WatchFleet
+/// opened as a viewer, and c1's spoke connected with `token`; its snapshot's
+/// revision.
+async fn c1_connected(
+    hub: &Hub,
+    token: &str,
+) -> (Served, Streaming<pb::FleetEvent>, TestSpoke, u64) {
+    let served = serve(hub).await;
+    let watch = served.watch(&hub.viewer).await;
+    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), token, "c1", 0)
+        .await
+        .unwrap();
+    let rev = spoke.snapshot().await.revision;
+    (served, watch, spoke, rev)
 }
 
 async fn serve(hub: &Hub) -> Served {
-    let shutdown = CancellationToken::new();
-    let replica = Replica::new(
-        hub.service.clone(),
-        HttpOptions::default(),
-        grpc_support::Grpc::opts(),
-    );
-    let state = AppState {
-        shutdown: shutdown.clone(),
-        ..AppState::from_replica(replica)
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = {
-        let (replica, shutdown) = (state.replica.clone(), shutdown.clone());
-        tokio::spawn(async move {
-            let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
-            replica.run(serving).await
-        })
-    };
-    Served {
-        http: app(state),
-        channel: connect(&format!("http://{addr}")).await,
-        shutdown,
-        server,
-    }
+    Served::of(hub.service.clone()).await
 }
 
-impl Served {
-    async fn get(&self, hub: &Hub, uri: &str) -> (StatusCode, String) {
-        let req = Request::builder()
-            .method(Method::GET)
-            .uri(uri)
-            .header("authorization", format!("Bearer {}", hub.viewer))
-            .body(Body::empty())
-            .unwrap();
-        let r = self.http.clone().oneshot(req).await.unwrap();
-        let status = r.status();
-        let bytes = axum::body::to_bytes(r.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        (status, String::from_utf8_lossy(&bytes).into_owned())
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        within("the replica to stop", self.server)
-            .await
-            .unwrap()
-            .unwrap();
-    }
+/// The metrics of the replica `served`.
+async fn metrics_of(hub: &Hub, served: &Served) -> String {
+    let (status, text) = served.call(Method::GET, "/metrics", &hub.viewer).await;
+    assert_eq!(status, StatusCode::OK);
+    text
 }
 
 /// Polls `uri` (JSON) until `done` holds (bounded).
@@ -168,15 +137,9 @@ async fn until(hub: &Hub, uri: &str, done: impl Fn(&Value) -> bool) -> Value {
 
 /// The next `heldObjects` event for `cluster` on a WatchFleet stream.
 async fn held_event(s: &mut Streaming<pb::FleetEvent>, cluster: &str) -> pb::HeldObjectsChanged {
-    within("a HeldObjectsChanged event", async {
-        loop {
-            let e = s.message().await.unwrap().expect("stream ended");
-            if let Some(Event::HeldObjects(h)) = e.event
-                && h.cluster == cluster
-            {
-                return h;
-            }
-        }
+    next_event(s, "a HeldObjectsChanged event", |e| match e.event {
+        Some(Event::HeldObjects(h)) if h.cluster == cluster => Some(h),
+        _ => None,
     })
     .await
 }
@@ -197,15 +160,11 @@ async fn held_objects_reach_every_surface_and_old_spokes_break_nothing() {
     let r = hub.create_gate_yaml(GATE).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     let served = serve(&hub).await;
-    let mut admin = fleetgate_proto::AdminServiceClient::new(served.channel.clone());
-    let mut watch = admin
-        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
-        .await
-        .unwrap()
-        .into_inner();
+    let mut admin = served.grpc.admin();
+    let mut watch = served.watch(&hub.viewer).await;
 
     // c2's spoke predates object holds: its reports carry no held_objects.
-    let old = TestSpoke::connect(served.channel.clone(), &old_token, "c2", 0)
+    let old = TestSpoke::connect(served.grpc.channel.clone(), &old_token, "c2", 0)
         .await
         .unwrap();
     old.report(0, vec![kustomization("flux-system", "apps", false, &[])])
@@ -219,7 +178,7 @@ async fn held_objects_reach_every_surface_and_old_spokes_break_nothing() {
 
     // c1: the Deployment and Service held by the closed gate, a person's own
     // mark on another Deployment, a Service selected but no longer held.
-    let mut spoke = TestSpoke::connect(served.channel.clone(), &token, "c1", 0)
+    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", 0)
         .await
         .unwrap();
     let rev = spoke.snapshot().await.revision;
@@ -327,8 +286,7 @@ async fn held_objects_reach_every_surface_and_old_spokes_break_nothing() {
     assert_eq!((e.held, e.by_person, e.previous), (2, 1, 0), "{e:?}");
 
     // Prometheus gauges of the replica serving c1's spoke.
-    let (status, metrics) = served.get(&hub, "/metrics").await;
-    assert_eq!(status, StatusCode::OK);
+    let metrics = metrics_of(&hub, &served).await;
     for line in [
         "fleetgate_hub_held_objects{cluster=\"c1\"} 2",
         "fleetgate_hub_held_objects_by_person{cluster=\"c1\"} 1",
@@ -409,17 +367,7 @@ async fn objects_the_spoke_may_not_hold_are_flagged_on_every_surface() {
     let token = hub.register("c1", json!({})).await;
     let r = hub.create_gate_yaml(GATE).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    let served = serve(&hub).await;
-    let mut admin = fleetgate_proto::AdminServiceClient::new(served.channel.clone());
-    let mut watch = admin
-        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut spoke = TestSpoke::connect(served.channel.clone(), &token, "c1", 0)
-        .await
-        .unwrap();
-    let rev = spoke.snapshot().await.revision;
+    let (served, mut watch, spoke, rev) = c1_connected(&hub, &token).await;
     let not_permitted = pb::HeldObjectStatus {
         not_permitted: true,
         ..held("Deployment", "nginx", &[], false)
@@ -440,7 +388,7 @@ async fn objects_the_spoke_may_not_hold_are_flagged_on_every_surface() {
     let grid = hub.get("/api/v1/dashboard/fleet").await.body;
     assert_eq!(grid["clusters"][0]["heldObjectsNotPermitted"], 1, "{grid}");
 
-    let st = admin
+    let st = (served.grpc.admin())
         .get_cluster_status(authed(
             pb::GetClusterStatusRequest { name: "c1".into() },
             &hub.viewer,
@@ -454,7 +402,7 @@ async fn objects_the_spoke_may_not_hold_are_flagged_on_every_surface() {
     let e = held_event(&mut watch, "c1").await;
     assert_eq!((e.not_permitted, e.previous_not_permitted), (1, 0), "{e:?}");
 
-    let (_, metrics) = served.get(&hub, "/metrics").await;
+    let metrics = metrics_of(&hub, &served).await;
     let line = "fleetgate_hub_held_objects_not_permitted{cluster=\"c1\"} 1";
     assert!(metrics.contains(line), "{line} missing:\n{metrics}");
 
@@ -479,23 +427,19 @@ async fn would_hold_counts_go_on_the_change_streams_apart_from_held_ones() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    let served = serve(&hub).await;
-    let mut admin = fleetgate_proto::AdminServiceClient::new(served.channel.clone());
-    let mut watch = admin
-        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut spoke = TestSpoke::connect(served.channel.clone(), &token, "c1", 0)
-        .await
-        .unwrap();
-    let rev = spoke.snapshot().await.revision;
+    let (served, mut watch, spoke, rev) = c1_connected(&hub, &token).await;
     let would = |name: &str, hold: bool| pb::ObjectStatus {
         would_suspend_by: vec!["try".into()],
         would_hold: hold,
         ..kustomization("flux-system", name, false, &["try"])
     };
-    send_objects(&spoke, rev, vec![would("apps", true), would("web", false)]).await;
+    send_objects(
+        &spoke,
+        rev,
+        vec![would("apps", true), would("web", false)],
+        vec![],
+    )
+    .await;
     let w = would_event(&mut watch).await;
     assert_eq!(
         (
@@ -507,7 +451,7 @@ async fn would_hold_counts_go_on_the_change_streams_apart_from_held_ones() {
         (2, 1, 0, 0),
         "{w:?}"
     );
-    let (_, metrics) = served.get(&hub, "/metrics").await;
+    let metrics = metrics_of(&hub, &served).await;
     for line in [
         "fleetgate_hub_would_suspend_objects{cluster=\"c1\",gate=\"try\"} 2",
         "fleetgate_hub_would_hold_objects{cluster=\"c1\",gate=\"try\"} 1",
@@ -519,6 +463,7 @@ async fn would_hold_counts_go_on_the_change_streams_apart_from_held_ones() {
         &spoke,
         rev,
         vec![kustomization("flux-system", "apps", false, &["try"])],
+        vec![],
     )
     .await;
     let w = would_event(&mut watch).await;
@@ -532,35 +477,18 @@ async fn would_hold_counts_go_on_the_change_streams_apart_from_held_ones() {
         (0, 0, 2, 1),
         "{w:?}"
     );
-    let (_, metrics) = served.get(&hub, "/metrics").await;
+    let metrics = metrics_of(&hub, &served).await;
     assert!(!metrics.contains("would_hold_objects{"), "{metrics}");
     drop(watch);
     served.stop().await;
 }
 
-async fn send_objects(spoke: &TestSpoke, revision: u64, objects: Vec<pb::ObjectStatus>) {
-    spoke
-        .send(pb::SpokeMessage {
-            msg: Some(spoke_message::Msg::Report(pb::StatusReport {
-                revision,
-                objects,
-                ..Default::default()
-            })),
-        })
-        .await;
-}
-
 /// The next `WouldHoldChanged` for c1; a `HeldChanged` on the way fails (nothing is held).
 async fn would_event(s: &mut Streaming<pb::FleetEvent>) -> pb::WouldHoldChanged {
-    within("a WouldHoldChanged event", async {
-        loop {
-            let e = s.message().await.unwrap().expect("stream ended");
-            match e.event {
-                Some(Event::WouldHold(w)) if w.cluster == "c1" => return w,
-                Some(Event::Held(h)) => panic!("nothing is held for a warn gate: {h:?}"),
-                _ => {}
-            }
-        }
+    next_event(s, "a WouldHoldChanged event", |e| match e.event {
+        Some(Event::WouldHold(w)) if w.cluster == "c1" => Some(w),
+        Some(Event::Held(h)) => panic!("nothing is held for a warn gate: {h:?}"),
+        _ => None,
     })
     .await
 }

@@ -10,20 +10,16 @@
 mod common;
 mod grpc_support;
 
-use axum::Router;
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::Method;
 use common::Hub;
 use fleetgate_hub::config::{HttpOptions, LocalGates};
 use fleetgate_hub::grpc::GrpcOptions;
 use fleetgate_hub::replica::Replica;
-use fleetgate_hub::{AppState, app};
-use fleetgate_proto::v1::{self as pb, fleet_event::Event, spoke_message};
-use futures::StreamExt as _;
-use grpc_support::{Grpc, TestSpoke, authed, connect, kustomization, within};
+use fleetgate_proto::v1::{self as pb, fleet_event::Event};
+use grpc_support::served::{Served, next_event};
+use grpc_support::{Grpc, TestSpoke, authed, kustomization, within};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-use tower::ServiceExt as _;
+use tonic::Streaming;
 
 fn opts(local_gates: LocalGates) -> GrpcOptions {
     GrpcOptions {
@@ -62,26 +58,6 @@ async fn the_setting_reaches_spokes_in_snapshots() {
     grpc.stop().await;
 }
 
-async fn get(http: &Router, uri: &str, token: &str) -> (StatusCode, String) {
-    let req = Request::builder()
-        .uri(uri)
-        .header("authorization", format!("Bearer {token}"))
-        .body(Body::empty())
-        .unwrap();
-    let r = http.clone().oneshot(req).await.unwrap();
-    let status = r.status();
-    let bytes = axum::body::to_bytes(r.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    (status, String::from_utf8_lossy(&bytes).into_owned())
-}
-
-async fn get_json(http: &Router, uri: &str, token: &str) -> Value {
-    let (status, text) = get(http, uri, token).await;
-    assert_eq!(status, StatusCode::OK, "{uri}: {text}");
-    serde_json::from_str(&text).unwrap()
-}
-
 fn local(name: &str, enforced: bool, open: bool, governed: u32, held: u32) -> pb::LocalGateStatus {
     pb::LocalGateStatus {
         name: name.into(),
@@ -105,91 +81,40 @@ fn local(name: &str, enforced: bool, open: bool, governed: u32, held: u32) -> pb
 
 async fn report(spoke: &TestSpoke, revision: u64, local_gates: Vec<pb::LocalGateStatus>) {
     spoke
-        .send(pb::SpokeMessage {
-            msg: Some(spoke_message::Msg::Report(pb::StatusReport {
-                revision,
-                objects: vec![kustomization(
-                    "flux-system",
-                    "apps",
-                    true,
-                    &["release", "git-freeze"],
-                )],
-                clock_offset_ms: 0,
-                observed_at: None,
-                more: false,
-                held_objects: vec![],
-                local_gates,
-                inventory: Default::default(),
-                has_inventory: false,
-            })),
+        .send_report(pb::StatusReport {
+            revision,
+            objects: vec![kustomization(
+                "flux-system",
+                "apps",
+                true,
+                &["release", "git-freeze"],
+            )],
+            local_gates,
+            ..Default::default()
         })
         .await;
 }
 
 /// The next `localGates` WatchFleet event of `cluster`.
-async fn local_event(
-    s: &mut tonic::Streaming<pb::FleetEvent>,
-    cluster: &str,
-) -> pb::LocalGatesChanged {
-    within("a LocalGatesChanged event", async {
-        loop {
-            let e = s.message().await.unwrap().expect("stream ended");
-            if let Some(Event::LocalGates(l)) = e.event
-                && l.cluster == cluster
-            {
-                return l;
-            }
-        }
+async fn local_event(s: &mut Streaming<pb::FleetEvent>, cluster: &str) -> pb::LocalGatesChanged {
+    next_event(s, "a LocalGatesChanged event", |e| match e.event {
+        Some(Event::LocalGates(l)) if l.cluster == cluster => Some(l),
+        _ => None,
     })
     .await
 }
 
-/// A replica serving REST (the router) and gRPC on a loopback port.
-struct Served {
-    http: Router,
-    channel: tonic::transport::Channel,
-    admin: fleetgate_proto::AdminServiceClient<tonic::transport::Channel>,
-    /// WatchFleet, as a viewer, opened before any spoke connects.
-    watch: tonic::Streaming<pb::FleetEvent>,
-    shutdown: CancellationToken,
-    server: tokio::task::JoinHandle<fleetgate_hub::Result<()>>,
-}
-
-async fn serve(hub: &Hub, local_gates: LocalGates) -> Served {
-    let shutdown = CancellationToken::new();
-    let replica = Replica::new(
+/// A replica serving REST and gRPC with `--local-gates <local_gates>`, and
+/// WatchFleet opened as a viewer before any spoke connects.
+async fn serve(hub: &Hub, local_gates: LocalGates) -> (Served, Streaming<pb::FleetEvent>) {
+    let served = Served::start(Replica::new(
         hub.service.clone(),
         HttpOptions::default(),
         opts(local_gates),
-    );
-    let state = AppState {
-        shutdown: shutdown.clone(),
-        ..AppState::from_replica(replica)
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = {
-        let (replica, shutdown) = (state.replica.clone(), shutdown.clone());
-        tokio::spawn(async move {
-            let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
-            replica.run(serving).await
-        })
-    };
-    let channel = connect(&format!("http://{addr}")).await;
-    let mut admin = fleetgate_proto::AdminServiceClient::new(channel.clone());
-    let watch = admin
-        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
-        .await
-        .unwrap()
-        .into_inner();
-    Served {
-        http: app(state),
-        admin,
-        watch,
-        channel,
-        shutdown,
-        server,
-    }
+    ))
+    .await;
+    let watch = served.watch(&hub.viewer).await;
+    (served, watch)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -199,31 +124,18 @@ async fn reported_local_gates_show_on_every_surface() {
     let old_token = hub.register("c2", json!({})).await;
     hub.simple_gate("release", &["c1", "c2"], "open").await;
 
-    let Served {
-        http,
-        channel,
-        mut admin,
-        mut watch,
-        shutdown,
-        server,
-    } = serve(&hub, LocalGates::Enforce).await;
-    let req = Request::builder()
-        .uri("/api/v1/events")
-        .header("authorization", format!("Bearer {}", hub.viewer))
-        .body(Body::empty())
-        .unwrap();
-    let r = http.clone().oneshot(req).await.unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let mut sse = r.into_body().into_data_stream();
+    let (served, mut watch) = serve(&hub, LocalGates::Enforce).await;
+    let mut admin = served.grpc.admin();
+    let mut sse = served.events(&hub.viewer).await;
 
     // c2's spoke predates local gates: its report carries none.
-    let old = TestSpoke::connect(channel.clone(), &old_token, "c2", 0)
+    let old = TestSpoke::connect(served.grpc.channel.clone(), &old_token, "c2", 0)
         .await
         .unwrap();
     old.report(0, vec![kustomization("flux-system", "apps", false, &[])])
         .await;
 
-    let mut spoke = TestSpoke::connect(channel.clone(), &token, "c1", 0)
+    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", 0)
         .await
         .unwrap();
     let snap = spoke.snapshot().await;
@@ -252,18 +164,16 @@ async fn reported_local_gates_show_on_every_surface() {
         ("Default", "Enforced")
     );
     // The dashboard's event stream says the same.
-    within("localGates on the event stream", async {
-        let mut seen = String::new();
-        while !(seen.contains("event: localGates") && seen.contains(r#""name":"git-freeze""#)) {
-            let chunk = sse.next().await.expect("stream ended").expect("chunk");
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-        }
+    sse.next("localGates", |d| {
+        d.to_string().contains(r#""name":"git-freeze""#)
     })
     .await;
 
     // REST: stored and shown; the enforced closed local gate closes the
     // cluster (the hub's own gate is open), the one not enforced does not.
-    let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+    let st = served
+        .get_json("/api/v1/clusters/c1/status", &hub.viewer)
+        .await;
     let list = st["localGates"].as_array().unwrap();
     assert_eq!(list.len(), 2, "{st}");
     assert_eq!(list[0]["name"], "git-freeze");
@@ -280,7 +190,9 @@ async fn reported_local_gates_show_on_every_surface() {
         (&st["open"], &st["closedBy"]),
         (&json!(false), &json!(["git-freeze"]))
     );
-    let fleet = get_json(&http, "/api/v1/status/clusters", &hub.viewer).await;
+    let fleet = served
+        .get_json("/api/v1/status/clusters", &hub.viewer)
+        .await;
     let c1 = &fleet["clusters"][0];
     assert_eq!(c1["cluster"]["name"], "c1");
     assert_eq!(
@@ -289,7 +201,7 @@ async fn reported_local_gates_show_on_every_surface() {
     );
     assert_eq!(fleet["clusters"][1]["open"], true, "{fleet}");
     // OpenAPI documents them.
-    let doc = get_json(&http, "/api/v1/openapi.json", &hub.viewer).await;
+    let doc = served.get_json("/api/v1/openapi.json", &hub.viewer).await;
     let schemas = &doc["components"]["schemas"];
     assert!(!schemas["ClusterStatus"]["properties"]["localGates"].is_null());
     assert!(!schemas["LocalGate"]["properties"]["readyReason"].is_null());
@@ -306,7 +218,7 @@ async fn reported_local_gates_show_on_every_surface() {
     assert_eq!(status.local_gates[0].name, "git-freeze");
     assert_eq!(status.closed_by, ["git-freeze"]);
     // Metrics of the replica serving c1.
-    let (_, metrics) = get(&http, "/metrics", &hub.viewer).await;
+    let (_, metrics) = served.call(Method::GET, "/metrics", &hub.viewer).await;
     for line in [
         r#"fleetgate_hub_local_gates{cluster="c1",enforced="true",state="closed"} 1"#,
         r#"fleetgate_hub_local_gates{cluster="c1",enforced="true",state="open"} 0"#,
@@ -316,7 +228,9 @@ async fn reported_local_gates_show_on_every_surface() {
         assert!(metrics.contains(line), "{line} missing:\n{metrics}");
     }
     // The old spoke's cluster shows none.
-    let other = get_json(&http, "/api/v1/clusters/c2/status", &hub.viewer).await;
+    let other = served
+        .get_json("/api/v1/clusters/c2/status", &hub.viewer)
+        .await;
     assert_eq!(other["localGates"], json!([]), "{other}");
 
     // A local gate the hub cannot take is left out and listed with its
@@ -333,7 +247,9 @@ async fn reported_local_gates_show_on_every_surface() {
     .await;
     let st = within("the problems to show", async {
         loop {
-            let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+            let st = served
+                .get_json("/api/v1/clusters/c1/status", &hub.viewer)
+                .await;
             if st["reportProblems"]["total"] != 0 {
                 return st;
             }
@@ -363,26 +279,26 @@ async fn reported_local_gates_show_on_every_surface() {
 
     // The local gates are gone from the cluster: an event with none, and
     // the cluster is open again.
-    let spoke = TestSpoke::connect(channel.clone(), &token, "c1", snap.revision)
+    let spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", snap.revision)
         .await
         .unwrap();
     report(&spoke, snap.revision, vec![]).await;
     let e = local_event(&mut watch, "c1").await;
     assert!(e.gates.is_empty(), "{e:?}");
-    let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+    let st = served
+        .get_json("/api/v1/clusters/c1/status", &hub.viewer)
+        .await;
     assert_eq!((&st["open"], &st["localGates"]), (&json!(true), &json!([])));
 
     drop((watch, old, spoke));
-    shutdown.cancel();
-    within("the replica to stop", server)
-        .await
-        .unwrap()
-        .unwrap();
+    served.stop().await;
 }
 
 /// The `local_gate.*` audit entries: (action, actor, gate named in the entry).
-async fn local_gate_audit(http: &Router, token: &str) -> Vec<(String, String, String)> {
-    let audit = get_json(http, "/api/v1/audit?targetKind=cluster&limit=1000", token).await;
+async fn local_gate_audit(served: &Served, token: &str) -> Vec<(String, String, String)> {
+    let audit = served
+        .get_json("/api/v1/audit?targetKind=cluster&limit=1000", token)
+        .await;
     let mut out: Vec<(String, String, String)> = audit["items"]
         .as_array()
         .unwrap()
@@ -421,15 +337,9 @@ async fn next_transition_and_audit_follow_local_gates() {
     let token = hub.register("c1", json!({})).await;
     // The hub's only gate is open with nothing scheduled: no next change of its own.
     hub.simple_gate("release", &["c1"], "open").await;
-    let Served {
-        http,
-        channel,
-        mut admin,
-        mut watch,
-        shutdown,
-        server,
-    } = serve(&hub, LocalGates::Enforce).await;
-    let mut spoke = TestSpoke::connect(channel.clone(), &token, "c1", 0)
+    let (served, mut watch) = serve(&hub, LocalGates::Enforce).await;
+    let mut admin = served.grpc.admin();
+    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", 0)
         .await
         .unwrap();
     let snap = spoke.snapshot().await;
@@ -445,7 +355,9 @@ async fn next_transition_and_audit_follow_local_gates() {
 
     // The enforced closed local gate opens at `at`: the cluster's next change.
     // The earlier transition of the gate that is not enforced counts for nothing.
-    let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+    let st = served
+        .get_json("/api/v1/clusters/c1/status", &hub.viewer)
+        .await;
     assert_eq!(st["open"], false, "{st}");
     let want = at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let next = |v: &Value| {
@@ -454,7 +366,9 @@ async fn next_transition_and_audit_follow_local_gates() {
             .map(|t| t.to_utc())
     };
     assert_eq!(next(&st["nextTransition"]), Some(at), "{st} (want {want})");
-    let fleet = get_json(&http, "/api/v1/status/clusters", &hub.viewer).await;
+    let fleet = served
+        .get_json("/api/v1/status/clusters", &hub.viewer)
+        .await;
     assert_eq!(
         next(&fleet["clusters"][0]["nextTransition"]),
         Some(at),
@@ -473,7 +387,7 @@ async fn next_transition_and_audit_follow_local_gates() {
         Some(fleetgate_proto::time::to_timestamp(at))
     );
     assert_eq!(
-        local_gate_audit(&http, &hub.viewer).await,
+        local_gate_audit(&served, &hub.viewer).await,
         [
             (
                 "local_gate.add".into(),
@@ -491,9 +405,11 @@ async fn next_transition_and_audit_follow_local_gates() {
     report(&spoke, snap.revision, vec![opened.clone(), ignored.clone()]).await;
     let e = local_event(&mut watch, "c1").await;
     assert_eq!(e.gates[0].state, "open", "{e:?}");
-    assert_eq!(local_gate_audit(&http, &hub.viewer).await.len(), 2);
+    assert_eq!(local_gate_audit(&served, &hub.viewer).await.len(), 2);
     // Open everywhere, nothing scheduled: no next change.
-    let st = get_json(&http, "/api/v1/clusters/c1/status", &hub.viewer).await;
+    let st = served
+        .get_json("/api/v1/clusters/c1/status", &hub.viewer)
+        .await;
     assert_eq!(
         (&st["open"], &st["nextTransition"]),
         (&json!(true), &Value::Null),
@@ -508,7 +424,7 @@ async fn next_transition_and_audit_follow_local_gates() {
     invalid.ready_message = "spec.windows[0].schedule: bad".into();
     report(&spoke, snap.revision, vec![invalid]).await;
     local_event(&mut watch, "c1").await;
-    let audit = local_gate_audit(&http, &hub.viewer).await;
+    let audit = local_gate_audit(&served, &hub.viewer).await;
     assert_eq!(
         audit[2..],
         [
@@ -526,9 +442,5 @@ async fn next_transition_and_audit_follow_local_gates() {
     );
 
     drop((watch, spoke));
-    shutdown.cancel();
-    within("the replica to stop", server)
-        .await
-        .unwrap()
-        .unwrap();
+    served.stop().await;
 }

@@ -26,6 +26,7 @@ use fleetgate_hub::replica::Replica;
 use fleetgate_hub::service::reports::Assembled;
 use fleetgate_hub::{AppState, app};
 use fleetgate_proto::v1 as pb;
+use grpc_support::served::{Served, next_event};
 use grpc_support::{Grpc, TestSpoke, authed, kustomization, within};
 use serde_json::{Value, json};
 use tonic::Code;
@@ -152,41 +153,9 @@ async fn problems_event(
     s: &mut tonic::Streaming<pb::FleetEvent>,
     want: impl Fn(&pb::ReportProblemsChanged) -> bool,
 ) -> pb::ReportProblemsChanged {
-    within("a ReportProblemsChanged event", async {
-        loop {
-            let e = s.message().await.unwrap().expect("stream ended");
-            if let Some(pb::fleet_event::Event::ReportProblems(p)) = e.event
-                && want(&p)
-            {
-                return p;
-            }
-        }
-    })
-    .await
-}
-
-/// Reads the dashboard's event stream until a `reportProblems` event's data
-/// satisfies `want`.
-async fn sse_until(
-    sse: &mut (impl futures::Stream<Item = Result<bytes::Bytes, axum::Error>> + Unpin),
-    want: impl Fn(&Value) -> bool,
-) {
-    use futures::StreamExt as _;
-    within("reportProblems on the event stream", async {
-        let mut buf = String::new();
-        loop {
-            let chunk = sse.next().await.expect("stream ended").expect("chunk");
-            buf.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buf.find("\n\n") {
-                let block: String = buf.drain(..end + 2).collect();
-                let data = block.lines().find_map(|l| l.strip_prefix("data: "));
-                if block.starts_with("event: reportProblems")
-                    && data.is_some_and(|d| want(&serde_json::from_str(d).unwrap()))
-                {
-                    return;
-                }
-            }
-        }
+    next_event(s, "a ReportProblemsChanged event", |e| match e.event {
+        Some(pb::fleet_event::Event::ReportProblems(p)) if want(&p) => Some(p),
+        _ => None,
     })
     .await
 }
@@ -211,27 +180,10 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
     let hub = Hub::new().await;
     let token = hub.register("c1", json!({"env": "prod"})).await;
     hub.simple_gate("g", &["c1"], "open").await;
-    let replica = Replica::new(hub.service.clone(), HttpOptions::default(), Grpc::opts());
-    let http = app(AppState::from_replica(replica.clone()));
-    let grpc = Grpc::start_replica(replica).await;
-    let mut watch = (grpc.admin())
-        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
-        .await
-        .unwrap()
-        .into_inner();
-    let req = Request::builder()
-        .uri("/api/v1/events")
-        .header("authorization", format!("Bearer {}", hub.viewer))
-        .body(Body::empty())
-        .unwrap();
-    let mut sse = http
-        .clone()
-        .oneshot(req)
-        .await
-        .unwrap()
-        .into_body()
-        .into_data_stream();
-    let mut spoke = TestSpoke::connect(grpc.channel.clone(), &token, "c1", 0)
+    let served = Served::of(hub.service.clone()).await;
+    let mut watch = served.watch(&hub.viewer).await;
+    let mut sse = served.events(&hub.viewer).await;
+    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", 0)
         .await
         .unwrap();
     let rev = spoke.snapshot().await.revision;
@@ -274,8 +226,7 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
     assert_eq!(body["reportProblems"]["total"], 1, "{body}");
 
     // gRPC shows the same.
-    let st = grpc
-        .admin()
+    let st = (served.grpc.admin())
         .get_cluster_status(authed(
             pb::GetClusterStatusRequest { name: "c1".into() },
             &hub.viewer,
@@ -293,7 +244,7 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
         (e.cluster.as_str(), e.previous, e.write_error.as_str()),
         ("c1", 0, "")
     );
-    sse_until(&mut sse, |d| {
+    sse.next("reportProblems", |d| {
         d["cluster"] == "c1" && d["total"] == 1 && d["previous"] == 0
     })
     .await;
@@ -310,7 +261,7 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
     spoke.report(rev, vec![fixed, other]).await;
     let e = problems_event(&mut watch, |p| p.total == 0).await;
     assert_eq!((e.cluster.as_str(), e.previous), ("c1", 1));
-    sse_until(&mut sse, |d| {
+    sse.next("reportProblems", |d| {
         d["cluster"] == "c1" && d["total"] == 0 && d["previous"] == 1
     })
     .await;
@@ -320,7 +271,7 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
         "{}",
         grid.text
     );
-    grpc.stop().await;
+    served.stop().await;
 }
 
 #[tokio::test]

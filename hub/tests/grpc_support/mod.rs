@@ -1,7 +1,10 @@
 //! Shared setup for the gRPC tests: an in-process gRPC server on a real
 //! socket over the REST tests' `Hub` (real PostgreSQL), tonic clients with
-//! bearer metadata, and a test spoke that speaks the stream protocol.
+//! bearer metadata, a test spoke that speaks the stream protocol, and a
+//! whole replica (REST and gRPC) with its event streams ([`served::Served`]).
 #![allow(dead_code)]
+
+pub mod served;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -250,6 +253,14 @@ impl TestSpoke {
     pub fn close(&mut self) {
         let (tx, _) = tokio::sync::mpsc::channel(1);
         self.tx = tx;
+    }
+
+    /// Sends a whole status report (fields not given: `..Default::default()`).
+    pub async fn send_report(&self, report: pb::StatusReport) {
+        self.send(pb::SpokeMessage {
+            msg: Some(spoke_message::Msg::Report(report)),
+        })
+        .await;
     }
 
     /// Sends any message.
