@@ -289,19 +289,22 @@ async fn loopback_flow(
     };
     let (state, verifier) = (random(), random());
     let challenge = b64(&sha2::Sha256::digest(verifier.as_bytes()));
-    let url = reqwest::Url::parse_with_params(
-        endpoint,
-        &[
-            ("response_type", "code"),
-            ("client_id", client_id),
-            ("redirect_uri", &redirect),
-            ("scope", scope),
-            ("state", &state),
-            ("code_challenge", &challenge),
-            ("code_challenge_method", "S256"),
-        ],
-    )
-    .map_err(|e| Error::Other(e.to_string()))?;
+    let mut params = vec![
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", &redirect),
+        ("scope", scope),
+        ("state", &state),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+    ];
+    // A refresh token for offline_access needs consent (OIDC Core 11);
+    // without it providers drop the scope and the sign-in cannot refresh.
+    if scope.split(' ').any(|s| s == "offline_access") {
+        params.push(("prompt", "consent"));
+    }
+    let url = reqwest::Url::parse_with_params(endpoint, &params)
+        .map_err(|e| Error::Other(e.to_string()))?;
     eprintln!("To sign in, open {url}");
     let (mut sock, _) = listener
         .accept()

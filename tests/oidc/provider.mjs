@@ -57,7 +57,10 @@ const html = (title, body) => `<!DOCTYPE html><html><head><meta charset="utf-8">
 
 function build() {
   const p = new Provider(issuer, {
-    clients,
+    // Without the device flow a client may not name its grant type.
+    clients: deviceFlow ? clients : clients.map((c) => ({
+      ...c, grant_types: c.grant_types?.filter((g) => !g.endsWith(':device_code')),
+    })),
     jwks: { keys },
     findAccount: async (_ctx, sub) => {
       const u = USERS[sub];

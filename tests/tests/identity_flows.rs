@@ -3,15 +3,22 @@
 //! [`fleetgate_tests::sign_in::Agent`] (same endpoints, cookies and
 //! redirects as Chromium): a session refreshes past the provider's short
 //! ID-token lifetime, once for concurrent requests, and ENDS when the
-//! provider refuses the refresh (revoked grant), audited, never asked again.
+//! provider refuses the refresh (revoked grant), audited, never asked again;
+//! sign-ins refused for a tampered nonce, a missing ID token or a person
+//! without a role (a clear message, an audit entry, no session); the cookie
+//! flags, with and without TLS; `fleetgate login` by loopback redirect with
+//! PKCE where the provider has no device flow, and its refresh.
 
-use std::process::Stdio;
+use std::os::unix::fs::PermissionsExt as _;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use fleetgate_tests::oidc::OidcProvider;
 use fleetgate_tests::sign_in::Agent;
-use fleetgate_tests::{ChildGuard, TestDb, free_port, hub_serve, test_db, wait_readyz};
+use fleetgate_tests::{
+    ChildGuard, TestDb, bin_path, free_port, hub_serve, poll, test_db, wait_readyz,
+};
 use serde_json::Value;
 
 const ADMIN: &str = "fga_identity-flows-admin-secret";
@@ -28,7 +35,7 @@ struct Env {
     http: reqwest::Client,
     _hub: ChildGuard,
     _db: TestDb,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 /// `redirect` overrides the redirect URI's origin (`https://…`: the hub
@@ -89,7 +96,7 @@ roles:
         http,
         _hub: hub,
         _db: db,
-        _dir: dir,
+        dir,
     }
 }
 
@@ -160,8 +167,16 @@ async fn until_past(at: DateTime<Utc>) {
     tokio::time::sleep(wait).await;
 }
 
+/// Builds the binaries first when they are stale (outside the test's
+/// timeout: a nested `cargo build` on a loaded machine takes minutes).
+fn binaries() {
+    bin_path("fleetgate-hub");
+    bin_path("fleetgate");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_refresh_and_end_when_the_provider_refuses() {
+    binaries();
     tokio::time::timeout(TIMEOUT, async {
         let started = std::time::Instant::now();
         let env = setup(None, "").await;
@@ -240,4 +255,250 @@ async fn sessions_refresh_and_end_when_the_provider_refuses() {
     })
     .await
     .expect("refresh test timed out");
+}
+
+/// The `fleetgate_session` cookie's `Set-Cookie` of a callback.
+fn session_set_cookie(set: &[String]) -> &str {
+    set.iter()
+        .find(|c| c.starts_with("fleetgate_session=") && !c.starts_with("fleetgate_session=;"))
+        .unwrap_or_else(|| panic!("no session cookie in {set:?}"))
+}
+
+/// A cookie's attributes, lower-cased, without its value.
+fn attributes(cookie: &str) -> Vec<String> {
+    cookie
+        .split(';')
+        .skip(1)
+        .map(|a| a.trim().to_ascii_lowercase())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_sign_ins_say_why_are_audited_and_make_no_session() {
+    binaries();
+    tokio::time::timeout(TIMEOUT, async {
+        let env = setup(None, "").await;
+        let mut agent = Agent::new();
+        // A good sign-in: the session cookie's flags over plain http.
+        let bob = agent.dashboard_sign_in(&env.base, "bob").await;
+        assert!(bob.location.ends_with("/#/gates"), "{bob:?}");
+        let flags = attributes(session_set_cookie(&bob.set_cookies));
+        for want in ["path=/", "httponly", "samesite=lax"] {
+            assert!(flags.iter().any(|f| f == want), "{want} in {flags:?}");
+        }
+        assert!(!flags.iter().any(|f| f == "secure"), "{flags:?}");
+        assert!(
+            !flags
+                .iter()
+                .any(|f| f.starts_with("max-age") || f.starts_with("expires")),
+            "a browser-session cookie (the hub decides expiry): {flags:?}"
+        );
+
+        // Each refusal: the way back says why, no session cookie, an entry.
+        let cases = [
+            (Some("nonce"), "bob", "nonce", "nonce"),
+            (Some("no_id_token"), "bob", "no_id_token", "no ID token"),
+            (None, "dave", "no_role", "no access policy grants"),
+        ];
+        for (tamper, user, reason, words) in cases {
+            agent.clear();
+            if let Some(mode) = tamper {
+                env.idp.tamper(mode).await;
+            }
+            let cb = agent.dashboard_sign_in(&env.base, user).await;
+            assert_eq!(cb.session, None, "{reason}: {cb:?}");
+            let to = reqwest::Url::parse(&cb.location).expect("a URL");
+            let shown = to
+                .query_pairs()
+                .find(|(k, _)| k == "signin_error")
+                .map(|(_, v)| v.to_string())
+                .unwrap_or_else(|| panic!("{reason}: no signin_error in {to}"));
+            assert!(shown.contains(words), "{reason}: {shown}");
+            assert!(
+                cb.set_cookies
+                    .iter()
+                    .any(|c| c.starts_with("fleetgate_login=;")),
+                "{reason}: the sign-in's cookie is cleared: {cb:?}"
+            );
+        }
+        let refused = env
+            .admin("/api/v1/audit?action=sign_in.refused&limit=50")
+            .await;
+        let reasons: Vec<(&str, &str)> = refused["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["after"]["reason"].as_str().unwrap_or_default(),
+                    e["after"]["flow"].as_str().unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("no_role", "dashboard"),
+                ("no_id_token", "dashboard"),
+                ("nonce", "dashboard")
+            ],
+            "{refused}"
+        );
+        // The provider's signature vouches for dave: the entry names him.
+        assert_eq!(refused["items"][0]["actorSubject"], "dave", "{refused}");
+        // Only bob's good sign-in made a session.
+        let live = env.admin("/api/v1/sessions").await;
+        let subjects: Vec<&str> = live["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["identity"]["subject"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(subjects, ["bob"], "{live}");
+    })
+    .await
+    .expect("refusals test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_tls_the_session_cookie_is_secure() {
+    binaries();
+    tokio::time::timeout(TIMEOUT, async {
+        // The redirect URI is the TLS proxy's https origin; the agent takes
+        // the provider's redirect to the hub itself, as the proxy would.
+        let env = setup(Some("https://fleetgate.example.test"), "").await;
+        let mut agent = Agent::new();
+        let alice = agent.dashboard_sign_in(&env.base, "alice").await;
+        let flags = attributes(session_set_cookie(&alice.set_cookies));
+        for want in ["path=/", "httponly", "samesite=lax", "secure"] {
+            assert!(flags.iter().any(|f| f == want), "{want} in {flags:?}");
+        }
+        let (s, me) = env
+            .with_cookie(&alice.session.expect("session"), "/api/v1/whoami")
+            .await;
+        assert_eq!((s, me["role"].as_str()), (200, Some("admin")), "{me}");
+    })
+    .await
+    .expect("TLS cookie test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_login_by_loopback_redirect_with_pkce_and_refresh() {
+    binaries();
+    tokio::time::timeout(TIMEOUT, async {
+        let env = setup(None, "").await;
+        env.idp.add_cli_client("fleetgate-cli").await;
+        // No device endpoint at the provider: `fleetgate login` redirects.
+        env.idp.device_flow(false).await;
+        env.idp.id_token_ttl(2).await;
+        let home = env.dir.path().join("cli-home");
+        let fleetgate = |args: &[&str]| {
+            let mut c = Command::new(bin_path("fleetgate"));
+            c.args(["--hub", &env.base])
+                .args(args)
+                .env("XDG_CONFIG_HOME", &home)
+                .env_remove("FLEETGATE_TOKEN")
+                .stdin(Stdio::null());
+            c
+        };
+        let mut login = fleetgate(&["login"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("fleetgate login");
+        let stderr = login.stderr.take().unwrap();
+        let mut login = ChildGuard(login);
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let rest = std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            let mut text = String::new();
+            for line in std::io::BufReader::new(stderr).lines() {
+                let line = line.unwrap_or_default();
+                if let Some(url) = line.strip_prefix("To sign in, open ") {
+                    let _ = url_tx.send(url.to_string());
+                }
+                text.push_str(&line);
+                text.push('\n');
+            }
+            text
+        });
+        let url = tokio::task::spawn_blocking(move || url_rx.recv_timeout(Duration::from_secs(30)))
+            .await
+            .unwrap()
+            .expect("fleetgate login printed no URL");
+        let url = reqwest::Url::parse(&url).expect("an authorization URL");
+        let param = |k: &str| {
+            url.query_pairs()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        assert_eq!(
+            param("code_challenge_method").as_deref(),
+            Some("S256"),
+            "{url}"
+        );
+        assert!(
+            param("code_challenge").is_some_and(|c| c.len() >= 43),
+            "{url}"
+        );
+        assert!(param("state").is_some_and(|c| c.len() >= 32), "{url}");
+        let redirect = param("redirect_uri").expect("redirect_uri");
+        assert!(redirect.starts_with("http://127.0.0.1:"), "{redirect}");
+        // The person signs in at the provider; it redirects to the CLI's
+        // loopback listener, which completes the sign-in.
+        let mut agent = Agent::new();
+        let back = agent
+            .follow(&url, "bob", |u| u.as_str().starts_with(&redirect))
+            .await;
+        let (s, _, _, body) = agent.request(reqwest::Method::GET, &back, None).await;
+        assert_eq!(s, 200, "{body}");
+        let status = poll("fleetgate login exits", || {
+            let st = login.0.try_wait().expect("wait");
+            async move { st }
+        })
+        .await;
+        assert!(
+            status.success(),
+            "fleetgate login failed: {}",
+            rest.join().unwrap_or_default()
+        );
+        let creds = home.join("fleetgate/credentials.json");
+        let mode = std::fs::metadata(&creds).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "credentials readable by others");
+        let stored = |key: &str| -> Value {
+            let all: Value =
+                serde_json::from_str(&std::fs::read_to_string(&creds).unwrap()).unwrap();
+            all[&env.base][key].clone()
+        };
+        assert!(
+            stored("refreshToken").is_string(),
+            "offline_access gave a refresh token"
+        );
+        let whoami = || {
+            let out = fleetgate(&["whoami"]).output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(
+                out.status.success(),
+                "{text} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            text
+        };
+        let text = whoami();
+        assert!(text.contains("bob"), "{text}");
+        assert!(
+            text.contains(&format!("issuer: {}", env.idp.issuer)),
+            "{text}"
+        );
+
+        // Past the 2 s ID token the CLI refreshes before calling the hub.
+        let first: DateTime<Utc> = stored("expiresAt").as_str().unwrap().parse().unwrap();
+        until_past(first).await;
+        let text = whoami();
+        assert!(text.contains("bob"), "{text}");
+        let second: DateTime<Utc> = stored("expiresAt").as_str().unwrap().parse().unwrap();
+        assert!(second > first, "refreshed: {first} → {second}");
+    })
+    .await
+    .expect("CLI loopback test timed out");
 }

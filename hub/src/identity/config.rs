@@ -79,6 +79,11 @@ pub struct LoginConfig {
     /// Which claims carry the name, email and groups.
     #[serde(default)]
     pub claims: ClaimMapping,
+    /// Mark the session and sign-in cookies `Secure` (sent over https only).
+    /// Default: when `redirectUri` is https (the hub is served over TLS,
+    /// itself or behind a proxy).
+    #[serde(default)]
+    pub secure_cookies: Option<bool>,
 }
 
 fn default_display() -> String {
@@ -248,6 +253,13 @@ impl LoginConfig {
         Ok(None)
     }
 
+    /// Whether cookies are `Secure`: as configured, else when the redirect
+    /// URI is https.
+    pub fn secure_cookies(&self) -> bool {
+        self.secure_cookies
+            .unwrap_or_else(|| self.redirect_uri.starts_with("https://"))
+    }
+
     /// The CLI's client id.
     pub fn cli_client(&self) -> &str {
         self.cli_client_id.as_deref().unwrap_or(&self.client_id)
@@ -301,6 +313,25 @@ clockSkew: 30s
         assert_eq!(login.scope_list()[0], "openid");
         assert_eq!(c.clock_skew, Duration::from_secs(30));
         assert_eq!(c.trusted.len(), 1);
+    }
+
+    #[test]
+    fn cookies_are_secure_behind_tls_or_when_configured() {
+        let login = |extra: &str, redirect: &str| {
+            let text = format!(
+                "login: {{issuer: 'https://idp', clientId: a, redirectUri: '{redirect}'{extra}}}"
+            );
+            IdentityConfig::parse(&text).unwrap().login.unwrap()
+        };
+        assert!(login("", "https://hub.example/auth/callback").secure_cookies());
+        assert!(!login("", "http://localhost:8080/auth/callback").secure_cookies());
+        let forced = login(", secureCookies: true", "http://hub:8080/auth/callback");
+        assert!(forced.secure_cookies());
+        let off = login(
+            ", secureCookies: false",
+            "https://hub.example/auth/callback",
+        );
+        assert!(!off.secure_cookies());
     }
 
     #[test]

@@ -229,14 +229,15 @@ pub async fn end_mine(
 
 /// A `Set-Cookie` value: HttpOnly, SameSite=Lax (the provider's redirect
 /// back is a cross-site navigation), Secure when the hub is served over
-/// https (its redirect URI says so), whole-site path.
+/// https (its redirect URI says so) or `secureCookies` says so, whole-site
+/// path.
 fn cookie_header(s: &AppState, name: &str, value: &str, max_age: Option<u32>) -> HeaderValue {
     let secure = s
         .service
         .identities()
         .login
         .as_ref()
-        .is_some_and(|l| l.config.redirect_uri.starts_with("https://"));
+        .is_some_and(|l| l.config.secure_cookies());
     let mut c = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
     if secure {
         c.push_str("; Secure");
