@@ -1,10 +1,11 @@
 // Audit log: every write with who, what, when and why; filters by actor,
-// action, target kind and name, and time range; newest first, paged.
+// person (sub, email or name), team (access policy or group that granted
+// it), action, target kind and name, and time range; newest first, paged.
 
 import { api } from './api.js';
 import { h, replace, fmtTime } from './dom.js';
 
-const filters = { actor: '', action: '', targetKind: '', target: '', since: '', until: '' };
+const filters = { actor: '', person: '', team: '', action: '', targetKind: '', target: '', since: '', until: '' };
 
 export async function renderAudit(main) {
   const input = (key, label, attrs = {}) => {
@@ -12,10 +13,12 @@ export async function renderAudit(main) {
     return h('label', { class: 'field' }, h('span', {}, label), el);
   };
   const kind = h('select', { id: 'audit-targetKind' },
-    ...['', 'gate', 'override', 'cluster', 'api_token'].map((v) => h('option', { value: v }, v || 'any')));
+    ...['', 'gate', 'override', 'cluster', 'api_token', 'access_policy', 'session', 'identity'].map((v) => h('option', { value: v }, v || 'any')));
   kind.value = filters.targetKind;
   const form = h('form', { class: 'toolbar audit-filters', id: 'audit-filters' },
     input('actor', 'Actor', { placeholder: 'token name' }),
+    input('person', 'Person', { placeholder: 'email or sub' }),
+    input('team', 'Team', { placeholder: 'policy or group' }),
     input('action', 'Action', { placeholder: 'e.g. override.open' }),
     h('label', { class: 'field' }, h('span', {}, 'Target kind'), kind),
     input('target', 'Target', { placeholder: 'gate / cluster name' }),
@@ -30,7 +33,7 @@ export async function renderAudit(main) {
   async function load() {
     for (const k of Object.keys(filters)) filters[k] = form.querySelector(`#audit-${k}`).value;
     const query = {
-      actor: filters.actor, action: filters.action, targetKind: filters.targetKind, target: filters.target,
+      actor: filters.actor, person: filters.person, team: filters.team, action: filters.action, targetKind: filters.targetKind, target: filters.target,
       since: filters.since ? new Date(filters.since).toISOString() : '',
       until: filters.until ? new Date(filters.until).toISOString() : '',
     };
@@ -63,8 +66,12 @@ function draw(list, items, more, loadMore) {
   }
   replace(list, h('table', { class: 'plain audit', id: 'audit-table' },
     h('thead', {}, h('tr', {}, ...['When', 'Actor', 'Action', 'Target', 'Reason', 'Change'].map((t) => h('th', {}, t)))),
-    h('tbody', {}, ...items.map((e) => h('tr', { 'data-audit': e.id, 'data-action': e.action },
-      h('td', { class: 'nowrap', title: e.at }, fmtTime(e.at, undefined, true)), h('td', {}, e.actor), h('td', {}, h('code', {}, e.action)),
+    h('tbody', {}, ...items.map((e) => h('tr', { 'data-audit': e.id, 'data-action': e.action, 'data-subject': e.actorSubject || '' },
+      h('td', { class: 'nowrap', title: e.at }, fmtTime(e.at, undefined, true)),
+      // The person (sub@issuer on hover) and what granted the action.
+      h('td', { title: e.actorSubject ? `${e.actorSubject}@${e.actorIssuer || ''}` : '' }, e.actor,
+        e.grantedBy && e.grantedBy.length ? h('div', { class: 'muted granted-by' }, e.grantedBy.join(', ')) : null),
+      h('td', {}, h('code', {}, e.action)),
       h('td', {}, `${e.targetKind} `, h('strong', {}, e.targetName)),
       h('td', { class: 'reason' }, e.reason || ''),
       h('td', {}, (e.before || e.after) ? h('details', {}, h('summary', {}, 'show'),

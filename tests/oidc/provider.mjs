@@ -83,6 +83,9 @@ function build() {
     conformIdTokenClaims: false,
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     cookies: { keys: ['fleetgate-test-cookie-key'] },
+    // PKCE (S256) for every client, the dashboard's confidential one too:
+    // a sign-in without it fails, so the tests prove the hub sends it.
+    pkce: { required: () => true },
     features: {
       devInteractions: { enabled: false },
       revocation: { enabled: true },

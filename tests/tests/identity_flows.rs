@@ -7,7 +7,10 @@
 //! sign-ins refused for a tampered nonce, a missing ID token or a person
 //! without a role (a clear message, an audit entry, no session); the cookie
 //! flags, with and without TLS; `fleetgate login` by loopback redirect with
-//! PKCE where the provider has no device flow, and its refresh.
+//! PKCE where the provider has no device flow, and its refresh; and, in
+//! Chromium, the dashboard's audit log filtered by person and by team.
+
+mod dashboard_support;
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::process::{Command, Stdio};
@@ -21,7 +24,7 @@ use fleetgate_tests::{
 };
 use serde_json::Value;
 
-const ADMIN: &str = "fga_identity-flows-admin-secret";
+const ADMIN: &str = dashboard_support::ADMIN_TOKEN;
 /// The whole test, setup included (PostgreSQL and Node.js start slowly on a
 /// loaded machine).
 const TIMEOUT: Duration = Duration::from_secs(180);
@@ -501,4 +504,44 @@ async fn cli_login_by_loopback_redirect_with_pkce_and_refresh() {
     })
     .await
     .expect("CLI loopback test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_audit_log_filters_by_person_and_team() {
+    use dashboard_support::{Browser, SERIAL, TEST_TIMEOUT, browser_binaries};
+    let Some((chromium, driver)) = browser_binaries() else {
+        eprintln!("SKIPPED: chromium and chromedriver are not installed");
+        return;
+    };
+    binaries();
+    let _serial = SERIAL.lock().await;
+    tokio::time::timeout(TEST_TIMEOUT, async {
+        let env = setup(None, "").await;
+        // bob (group sre) and alice (platform-admins) sign in: audited.
+        let mut agent = Agent::new();
+        agent.dashboard_sign_in(&env.base, "bob").await;
+        agent.clear();
+        agent.dashboard_sign_in(&env.base, "alice").await;
+        let browser = Browser::start(&chromium, &driver).await;
+        browser.sign_in(&env.base, ADMIN).await;
+        browser.route("#/audit").await;
+        browser.wait_page("audit").await;
+        // Every row shown is `who`'s, and there is at least one.
+        let only = |who: &'static str| {
+            format!(
+                "(() => {{ const rows = [...document.querySelectorAll('#audit-table tr[data-audit]')]; \
+                 return rows.length > 0 && rows.every((r) => r.dataset.subject === '{who}'); }})()"
+            )
+        };
+        browser.fill("#audit-person", "bob@example.com").await;
+        browser.click("#audit-filters button[type=submit]").await;
+        browser.wait_js(&only("bob"), "only bob's entries").await;
+        browser.fill("#audit-person", "").await;
+        browser.fill("#audit-team", "platform-admins").await;
+        browser.click("#audit-filters button[type=submit]").await;
+        browser.wait_js(&only("alice"), "only the platform-admins' entries").await;
+        browser.close().await;
+    })
+    .await
+    .expect("audit filter test timed out");
 }
