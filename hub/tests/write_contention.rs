@@ -9,6 +9,7 @@
 mod common;
 mod grpc_support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::http::Method;
@@ -92,10 +93,13 @@ async fn writes_keepalives_and_reports_never_deadlock() {
     }
 
     let hub = std::sync::Arc::new(hub);
+    // Requests answered so far, by every client: the progress the wait below watches.
+    let answered_so_far = std::sync::Arc::new(AtomicUsize::new(0));
     let mut clients = JoinSet::new();
     for w in 0..WRITERS {
         let hub = hub.clone();
         let names = names.clone();
+        let progress = answered_so_far.clone();
         clients.spawn(async move {
             let mut statuses = Vec::new();
             for round in 0..ROUNDS {
@@ -135,6 +139,7 @@ async fn writes_keepalives_and_reports_never_deadlock() {
                         .await
                     }
                 };
+                progress.fetch_add(1, Ordering::Relaxed);
                 statuses.push((format!("writer {w} round {round}"), r.status, r.text));
             }
             statuses
@@ -142,6 +147,7 @@ async fn writes_keepalives_and_reports_never_deadlock() {
     }
     for reader in 0..READERS {
         let hub = hub.clone();
+        let progress = answered_so_far.clone();
         clients.spawn(async move {
             let mut statuses = Vec::new();
             for round in 0..ROUNDS {
@@ -151,6 +157,7 @@ async fn writes_keepalives_and_reports_never_deadlock() {
                     "/api/v1/status/clusters",
                 ][round % 3];
                 let r = hub.get(uri).await;
+                progress.fetch_add(1, Ordering::Relaxed);
                 statuses.push((format!("reader {reader} {uri}"), r.status, r.text));
             }
             statuses
@@ -158,7 +165,26 @@ async fn writes_keepalives_and_reports_never_deadlock() {
     }
     let mut answered = 0;
     let mut failed = Vec::new();
-    while let Some(statuses) = within("the clients", clients.join_next()).await {
+    // Bounded by progress, not by the total: a request stuck on a lock (a
+    // deadlock PostgreSQL does not break) stops every answer and fails after
+    // WAIT; a machine busy with other builds only makes the answers slower.
+    // (An absolute bound on all 320 requests timed out at load 8-10.)
+    let mut seen = 0;
+    loop {
+        let statuses = match tokio::time::timeout(grpc_support::WAIT, clients.join_next()).await {
+            Ok(Some(statuses)) => statuses,
+            Ok(None) => break,
+            Err(_) => {
+                let now = answered_so_far.load(Ordering::Relaxed);
+                assert!(
+                    now > seen,
+                    "no request answered for {:?} ({now} answered): stalled",
+                    grpc_support::WAIT
+                );
+                seen = now;
+                continue;
+            }
+        };
         for (what, status, text) in statuses.unwrap() {
             answered += 1;
             if status.is_server_error() {
