@@ -123,7 +123,19 @@ async fn subscriptions_are_seen_by_unscoped_admins_and_their_own_team() {
         json!({"name": "platform", "url": url}),
     )
     .await;
-    subscribe(&router, &team_a, json!({"name": "a-hook", "url": url})).await;
+    // Every type the hub sends can be named (these were refused before).
+    let types = [
+        "approval.cancelled",
+        "approval.expired",
+        "rollout.aborted",
+        "rollout.ended",
+    ];
+    subscribe(
+        &router,
+        &team_a,
+        json!({"name": "a-hook", "url": url, "events": types}),
+    )
+    .await;
     subscribe(&router, &team_b, json!({"name": "b-hook", "url": url})).await;
 
     let names = |v: &Value| -> Vec<String> {

@@ -30,6 +30,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "freeze.ended",
     "rollout.aborted",
     "rollout.ended",
+    "approval.cancelled",
+    "approval.expired",
 ];
 
 /// Whether `pattern` (a type, `family.*` or `*`) selects `event_type`.
