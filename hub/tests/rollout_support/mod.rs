@@ -1,4 +1,4 @@
-//! Shared setup for the hub-level rollout tests (`rollouts.rs`, `rollout_fence.rs`): six
+//! Shared setup for the hub-level rollout tests (`rollouts/`, `rollout_fence.rs`): six
 //! `env: prod` clusters, a rollout gate whose window opens at 13:00 UTC, a replica for
 //! its report path, and helpers that step the driver on the injected clock and read what
 //! each cluster's spoke would receive.

@@ -1,0 +1,100 @@
+//! Who may open a spoke stream: missing, unknown and API tokens are refused, a cluster's
+//! token naming another cluster is denied, the first message must be a Hello; rotating
+//! the token or deleting the cluster ends a connected stream.
+
+use fleetgate_proto::v1 as pb;
+use serde_json::json;
+use tonic::Code;
+
+use crate::common::Hub;
+use crate::grpc_support::{self, Grpc, TestSpoke, within};
+use crate::root;
+
+#[tokio::test]
+async fn spoke_auth_matrix() {
+    let hub = Hub::new().await;
+    let t1 = hub.register("c1", json!({})).await;
+    let _t2 = hub.register("c2", json!({})).await;
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let ch = || grpc.channel.clone();
+
+    // Missing / unknown / API tokens: refused before the stream starts.
+    let mut client = grpc.spoke_client();
+    let (_tx, rx) = tokio::sync::mpsc::channel::<pb::SpokeMessage>(1);
+    let err = client
+        .connect(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    for bad in ["fgs_not-a-real-token", hub.admin.as_str()] {
+        let err = TestSpoke::connect(ch(), bad, "c1", 0).await.err().unwrap();
+        assert_eq!(err.code(), Code::Unauthenticated, "{bad}: {err:?}");
+    }
+
+    // c1's token naming c2: permission denied, and no snapshot of c2 leaks.
+    let mut s = TestSpoke::connect(ch(), &t1, "c2", 0).await.unwrap();
+    let err = s.next().await.unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    assert!(err.message().contains("c1"), "{err:?}");
+
+    // The first message must be a Hello.
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.send(pb::SpokeMessage {
+        msg: Some(pb::spoke_message::Msg::Report(pb::StatusReport::default())),
+    })
+    .await
+    .unwrap();
+    let mut stream = client
+        .connect(grpc_support::authed(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+            &t1,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let err = within("hello error", stream.message()).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().starts_with("hello:"), "{err:?}");
+    grpc.stop().await;
+}
+
+#[tokio::test]
+async fn rotated_token_and_deleted_cluster_end_the_stream() {
+    let hub = Hub::new().await;
+    let t1 = hub.register("c1", json!({})).await;
+    let t2 = hub.register("c2", json!({})).await;
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+
+    let mut s1 = TestSpoke::connect(grpc.channel.clone(), &t1, "c1", 0)
+        .await
+        .unwrap();
+    s1.snapshot().await;
+    let rotated = hub
+        .service
+        .rotate_cluster_token(&root(), "c1", Some("leaked"))
+        .await
+        .unwrap();
+    let err = s1.error().await;
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    let err = TestSpoke::connect(grpc.channel.clone(), &t1, "c1", 0)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), Code::Unauthenticated);
+    let mut fresh = TestSpoke::connect(grpc.channel.clone(), &rotated.token, "c1", 0)
+        .await
+        .unwrap();
+    assert_eq!(fresh.snapshot().await.cluster, "c1");
+
+    let mut s2 = TestSpoke::connect(grpc.channel.clone(), &t2, "c2", 0)
+        .await
+        .unwrap();
+    s2.snapshot().await;
+    hub.service
+        .delete_cluster(&root(), "c2", None)
+        .await
+        .unwrap();
+    let err = s2.error().await;
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    grpc.stop().await;
+}
