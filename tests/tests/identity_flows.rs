@@ -42,42 +42,17 @@ struct Env {
 }
 
 /// `redirect` overrides the redirect URI's origin (`https://…`: the hub
-/// behind a TLS proxy); `extra` is appended to the identity settings.
-async fn setup(redirect: Option<&str>, extra: &str) -> Env {
+/// behind a TLS proxy).
+async fn setup(redirect: Option<&str>) -> Env {
     let idp = OidcProvider::start().await;
     let db = test_db().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (http_port, grpc) = (free_port(), free_port());
     let base = format!("http://127.0.0.1:{http_port}");
     let callback = format!("{}/auth/callback", redirect.unwrap_or(&base));
-    idp.add_web_client(
-        "fleetgate-dashboard",
-        "dashboard-secret",
-        std::slice::from_ref(&callback),
-    )
-    .await;
-    std::fs::write(dir.path().join("client-secret"), "dashboard-secret\n").unwrap();
-    let config = dir.path().join("identity.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "login:
-  displayName: Test IdP
-  issuer: {issuer}
-  clientId: fleetgate-dashboard
-  clientSecretFile: {secret}
-  redirectUri: {callback}
-  cliClientId: fleetgate-cli
-  scopes: [openid, profile, email, groups, offline_access]
-roles:
-  - {{group: platform-admins, role: admin}}
-  - {{group: sre, role: operator}}
-{extra}",
-            issuer = idp.issuer,
-            secret = dir.path().join("client-secret").display(),
-        ),
-    )
-    .unwrap();
+    let config = idp
+        .hub_identity_config(dir.path(), &callback, &[], "")
+        .await;
     let mut hub = ChildGuard(
         hub_serve(&db.url, http_port, grpc, ADMIN)
             .env("FLEETGATE_IDENTITY_CONFIG", &config)
@@ -182,7 +157,7 @@ async fn sessions_refresh_and_end_when_the_provider_refuses() {
     binaries();
     tokio::time::timeout(TIMEOUT, async {
         let started = std::time::Instant::now();
-        let env = setup(None, "").await;
+        let env = setup(None).await;
         eprintln!("provider and hub ready in {:?}", started.elapsed());
         // ID tokens live 2 s: a session must refresh to outlive one.
         env.idp.id_token_ttl(2).await;
@@ -280,7 +255,7 @@ fn attributes(cookie: &str) -> Vec<String> {
 async fn refused_sign_ins_say_why_are_audited_and_make_no_session() {
     binaries();
     tokio::time::timeout(TIMEOUT, async {
-        let env = setup(None, "").await;
+        let env = setup(None).await;
         let mut agent = Agent::new();
         // A good sign-in: the session cookie's flags over plain http.
         let bob = agent.dashboard_sign_in(&env.base, "bob").await;
@@ -369,7 +344,7 @@ async fn behind_tls_the_session_cookie_is_secure() {
     tokio::time::timeout(TIMEOUT, async {
         // The redirect URI is the TLS proxy's https origin; the agent takes
         // the provider's redirect to the hub itself, as the proxy would.
-        let env = setup(Some("https://fleetgate.example.test"), "").await;
+        let env = setup(Some("https://fleetgate.example.test")).await;
         let mut agent = Agent::new();
         let alice = agent.dashboard_sign_in(&env.base, "alice").await;
         let flags = attributes(session_set_cookie(&alice.set_cookies));
@@ -389,8 +364,7 @@ async fn behind_tls_the_session_cookie_is_secure() {
 async fn cli_login_by_loopback_redirect_with_pkce_and_refresh() {
     binaries();
     tokio::time::timeout(TIMEOUT, async {
-        let env = setup(None, "").await;
-        env.idp.add_cli_client("fleetgate-cli").await;
+        let env = setup(None).await;
         // No device endpoint at the provider: `fleetgate login` redirects.
         env.idp.device_flow(false).await;
         env.idp.id_token_ttl(2).await;
@@ -516,7 +490,7 @@ async fn the_dashboard_audit_log_filters_by_person_and_team() {
     binaries();
     let _serial = SERIAL.lock().await;
     tokio::time::timeout(TEST_TIMEOUT, async {
-        let env = setup(None, "").await;
+        let env = setup(None).await;
         // bob (group sre) and alice (platform-admins) sign in: audited.
         let mut agent = Agent::new();
         agent.dashboard_sign_in(&env.base, "bob").await;
