@@ -249,20 +249,28 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// The `hold-objects` component grants list/watch/get/patch on exactly the
-/// kinds it enables with FLEETGATE_HELD_KINDS, nothing cluster-wide beyond.
-#[test]
-fn hold_objects_component_grants_exactly_the_held_kinds() {
+/// The spoke's manifests rendered through an overlay that adds one of its
+/// components (`deploy/spoke/components/<component>`).
+fn render_spoke_with_component(component: &str) -> Vec<Value> {
     let tmp = tempfile::tempdir().unwrap();
     copy_dir(&repo().join("deploy/spoke"), &tmp.path().join("spoke"));
     let overlay = tmp.path().join("overlay");
     std::fs::create_dir(&overlay).unwrap();
     std::fs::write(
         overlay.join("kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../spoke]\ncomponents: [../spoke/components/hold-objects]\n",
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../spoke]\ncomponents: [../spoke/components/{component}]\n"
+        ),
     )
     .unwrap();
-    let objs = render(&overlay);
+    render(&overlay)
+}
+
+/// The `hold-objects` component grants list/watch/get/patch on exactly the
+/// kinds it enables with FLEETGATE_HELD_KINDS, nothing cluster-wide beyond.
+#[test]
+fn hold_objects_component_grants_exactly_the_held_kinds() {
+    let objs = render_spoke_with_component("hold-objects");
     let deploy = find(&objs, "Deployment", "fleetgate-spoke");
     let env = deploy["spec"]["template"]["spec"]["containers"][0]["env"]
         .as_array()
@@ -299,16 +307,7 @@ fn hold_objects_component_grants_exactly_the_held_kinds() {
 /// (`--events-addr`) and grants nothing (a plain HTTP POST inside the cluster).
 #[test]
 fn flux_events_component_sets_the_events_address_only() {
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&repo().join("deploy/spoke"), &tmp.path().join("spoke"));
-    let overlay = tmp.path().join("overlay");
-    std::fs::create_dir(&overlay).unwrap();
-    std::fs::write(
-        overlay.join("kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../spoke]\ncomponents: [../spoke/components/flux-events]\n",
-    )
-    .unwrap();
-    let objs = render(&overlay);
+    let objs = render_spoke_with_component("flux-events");
     let plain = render(&repo().join("deploy/spoke"));
     assert_eq!(kinds(&objs), kinds(&plain));
     assert_eq!(objs.len(), plain.len());
