@@ -200,6 +200,35 @@ fn form_action(html: &str, id: &str) -> Option<String> {
     Some(tag[a..end].replace("&amp;", "&"))
 }
 
+/// Reads a running `fleetgate login`'s stderr: waits (at most 30 s) for the
+/// URL it asks the person to open ("To sign in, open …") and returns it with
+/// a thread that collects the whole of stderr, for a failure message.
+pub async fn cli_login_url(
+    stderr: std::process::ChildStderr,
+) -> (String, std::thread::JoinHandle<String>) {
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let rest = std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        let mut text = String::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap_or_default();
+            if let Some(url) = line.strip_prefix("To sign in, open ") {
+                let _ = url_tx.send(url.to_string());
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    let url = tokio::task::spawn_blocking(move || {
+        url_rx.recv_timeout(std::time::Duration::from_secs(30))
+    })
+    .await
+    .unwrap()
+    .expect("fleetgate login printed no URL");
+    (url, rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use fleetgate_tests::oidc::OidcProvider;
-use fleetgate_tests::sign_in::Agent;
+use fleetgate_tests::sign_in::{Agent, cli_login_url};
 use fleetgate_tests::{
     ChildGuard, TestDb, bin_path, free_port, hub_serve, poll, test_db, wait_readyz,
 };
@@ -385,24 +385,7 @@ async fn cli_login_by_loopback_redirect_with_pkce_and_refresh() {
             .expect("fleetgate login");
         let stderr = login.stderr.take().unwrap();
         let mut login = ChildGuard(login);
-        let (url_tx, url_rx) = std::sync::mpsc::channel();
-        let rest = std::thread::spawn(move || {
-            use std::io::BufRead as _;
-            let mut text = String::new();
-            for line in std::io::BufReader::new(stderr).lines() {
-                let line = line.unwrap_or_default();
-                if let Some(url) = line.strip_prefix("To sign in, open ") {
-                    let _ = url_tx.send(url.to_string());
-                }
-                text.push_str(&line);
-                text.push('\n');
-            }
-            text
-        });
-        let url = tokio::task::spawn_blocking(move || url_rx.recv_timeout(Duration::from_secs(30)))
-            .await
-            .unwrap()
-            .expect("fleetgate login printed no URL");
+        let (url, rest) = cli_login_url(stderr).await;
         let url = reqwest::Url::parse(&url).expect("an authorization URL");
         let param = |k: &str| {
             url.query_pairs()

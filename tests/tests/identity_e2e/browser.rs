@@ -5,8 +5,8 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
+use fleetgate_tests::sign_in::cli_login_url;
 use fleetgate_tests::{ChildGuard, bin_path};
 use serde_json::{Value, json};
 
@@ -111,24 +111,7 @@ pub async fn cli_device_flow(env: &Env, browser: &Browser) {
         .expect("fleetgate login");
     let stderr = login.stderr.take().unwrap();
     // The URL comes first; the rest of stderr is kept for a failure message.
-    let (url_tx, url_rx) = std::sync::mpsc::channel();
-    let rest = std::thread::spawn(move || {
-        use std::io::BufRead as _;
-        let mut text = String::new();
-        for line in std::io::BufReader::new(stderr).lines() {
-            let line = line.unwrap_or_default();
-            if let Some(url) = line.strip_prefix("To sign in, open ") {
-                let _ = url_tx.send(url.to_string());
-            }
-            text.push_str(&line);
-            text.push('\n');
-        }
-        text
-    });
-    let url = tokio::task::spawn_blocking(move || url_rx.recv_timeout(Duration::from_secs(30)))
-        .await
-        .unwrap()
-        .expect("fleetgate login printed no URL");
+    let (url, rest) = cli_login_url(stderr).await;
     let mut login = ChildGuard(login);
     // The person approves the code in a browser.
     browser.goto(&url).await;
