@@ -12,11 +12,10 @@ mod notify_support;
 use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
-use chrono::Utc;
 use common::{Hub, t0};
 use fleetgate_hub::Service;
-use fleetgate_hub::notify::NewEvent;
-use notify_support::{call, next, receiver, replica, run_notifier, verify};
+use fleetgate_hub::clock::Clock as _;
+use notify_support::{call, enqueue_numbered, next, receiver, replica, run_notifier, verify};
 use serde_json::{Value, json};
 
 fn freeze_gate(name: &str) -> String {
@@ -223,26 +222,6 @@ async fn window_edges_once_signed_and_as_cloudevents() {
     assert_eq!(h["webhook-id"].to_str().unwrap(), message_id);
 }
 
-/// An event on the outbox, as other parts of the hub enqueue theirs.
-async fn enqueue(hub: &Hub, n: usize) {
-    let mut tx = hub.pool.begin().await.unwrap();
-    fleetgate_hub::notify::enqueue(
-        &mut tx,
-        &NewEvent {
-            event_type: "spoke.disconnected".into(),
-            subject: "cluster/a".into(),
-            dedup_key: None,
-            occurred_at: Utc::now(),
-            gate: None,
-            clusters: vec!["a".into()],
-            data: json!({"cluster": "a", "n": n}),
-        },
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
-}
-
 #[tokio::test]
 async fn receiver_down_then_up_gets_every_event_in_order_and_leases_move() {
     let hub = Hub::new().await;
@@ -259,12 +238,12 @@ async fn receiver_down_then_up_gets_every_event_in_order_and_leases_move() {
     assert_eq!(status, StatusCode::CREATED, "{hook}");
     let secret = hook["secret"].as_str().unwrap().to_string();
     for n in 0..4 {
-        enqueue(&hub, n).await;
+        enqueue_numbered(&hub, n).await;
     }
     // A replica that claims the head and dies before sending: its lease
     // (500 ms) runs out and a live replica sends the same message.
     let mut conn = hub.pool.acquire().await.unwrap();
-    let stolen = fleetgate_hub::db::webhooks::claim(&mut conn, "dead", 0.5, 10)
+    let stolen = fleetgate_hub::db::webhooks::claim(&mut conn, "dead", 0.5, 10, hub.clock.now())
         .await
         .unwrap();
     assert_eq!(
@@ -278,6 +257,9 @@ async fn receiver_down_then_up_gets_every_event_in_order_and_leases_move() {
     let mut first_id = None;
     while delivered.len() < 4 {
         let (h, v, raw) = next(&mut rx).await;
+        // Retries are due on the hub's clock: move it past the next one
+        // (the attempt took its time before sending, so this is later).
+        hub.clock.advance(chrono::Duration::seconds(1));
         verify(&secret, &h, &raw);
         let id = h["webhook-id"].to_str().unwrap().to_string();
         if v["data"]["n"] == 0 {

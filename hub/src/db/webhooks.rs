@@ -240,15 +240,21 @@ pub async fn delivery(
     Ok(Some(d))
 }
 
-/// Puts a delivery back in its queue, due now (redeliver on demand). It
-/// keeps its `webhook-id`. `false` if there is no such delivery.
-pub async fn redeliver(conn: &mut PgConnection, webhook: Uuid, id: i64) -> Result<bool> {
+/// Puts a delivery back in its queue, due at `now` (redeliver on demand).
+/// It keeps its `webhook-id`. `false` if there is no such delivery.
+pub async fn redeliver(
+    conn: &mut PgConnection,
+    webhook: Uuid,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<bool> {
     let done = sqlx::query(
-        "update webhook_deliveries set state = 'pending', next_attempt_at = now(), \
+        "update webhook_deliveries set state = 'pending', next_attempt_at = $3, \
          lease_owner = null, lease_until = null where webhook_id = $1 and id = $2",
     )
     .bind(webhook)
     .bind(id)
+    .bind(now)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -272,23 +278,33 @@ pub struct Claimed {
     pub event: EventRow,
 }
 
-/// Leases up to `limit` due deliveries for `replica` for `lease_secs`: of
-/// each enabled endpoint only the oldest pending one (in order per
-/// endpoint), unless another replica holds its lease. Commits before any
-/// HTTP call is made; an expired lease is claimed again.
+/// Leases up to `limit` deliveries due at `now` for `replica` for
+/// `lease_secs`: of each enabled endpoint only the oldest pending one (in
+/// order per endpoint), unless another replica holds its lease. Commits
+/// before any HTTP call is made; an expired lease is claimed again.
+///
+/// Two clocks: whether a delivery is due is decided on the hub's clock
+/// (`now`, [`crate::Service::now`]: a new delivery is due at once, a retry
+/// at its `next_attempt_at`), while leases run on the database's wall clock
+/// (they measure how long a replica has been silent). A claimed delivery's
+/// `next_attempt_at` becomes `now`, the start of the attempt in flight, so
+/// a delivery whose replica died is due again once its lease runs out.
 pub async fn claim(
     conn: &mut PgConnection,
     replica: &str,
     lease_secs: f64,
     limit: i64,
+    now: DateTime<Utc>,
 ) -> Result<Vec<Claimed>> {
     Ok(sqlx::query_as(
         "with claimed as ( \
            update webhook_deliveries set lease_owner = $1, \
-             lease_until = now() + make_interval(secs => $2), attempts = attempts + 1 \
+             lease_until = now() + make_interval(secs => $2), attempts = attempts + 1, \
+             next_attempt_at = $4 \
            where id in ( \
              select d.id from webhook_deliveries d join webhooks w on w.id = d.webhook_id \
-             where d.state = 'pending' and w.enabled and d.next_attempt_at <= now() \
+             where d.state = 'pending' and w.enabled \
+               and (d.attempts = 0 or d.next_attempt_at <= $4) \
                and (d.lease_until is null or d.lease_until < now()) \
                and not exists (select 1 from webhook_deliveries o where o.webhook_id = d.webhook_id \
                                and o.state = 'pending' and o.id < d.id) \
@@ -304,6 +320,7 @@ pub async fn claim(
     .bind(replica)
     .bind(lease_secs)
     .bind(limit)
+    .bind(now)
     .fetch_all(conn)
     .await?)
 }
@@ -318,11 +335,13 @@ pub struct Outcome {
     /// `delivered`, `pending` (retry at `next_attempt_at`) or `failed`.
     pub state: &'static str,
     pub next_attempt_at: DateTime<Utc>,
+    /// When the attempt was made (the hub's clock).
+    pub at: DateTime<Utc>,
 }
 
-/// Records an attempt and the delivery's new state (if this replica still
-/// holds its lease), and the endpoint's failure run. Returns the endpoint's
-/// `failing_since` after the update.
+/// Records an attempt made at `o.at` and the delivery's new state (if this
+/// replica still holds its lease), and the endpoint's failure run. Returns
+/// the endpoint's `failing_since` after the update.
 pub async fn record(
     conn: &mut PgConnection,
     c: &Claimed,
@@ -331,7 +350,7 @@ pub async fn record(
 ) -> Result<Option<DateTime<Utc>>> {
     sqlx::query(
         "insert into webhook_attempts (delivery_id, attempt, at, replica, status, latency_ms, error, response_excerpt) \
-         values ($1, $2, now(), $3, $4, $5, $6, $7)",
+         values ($1, $2, $8, $3, $4, $5, $6, $7)",
     )
     .bind(c.delivery_id)
     .bind(c.attempts)
@@ -340,12 +359,13 @@ pub async fn record(
     .bind(o.latency_ms)
     .bind(&o.error)
     .bind(&o.excerpt)
+    .bind(o.at)
     .execute(&mut *conn)
     .await?;
     sqlx::query(
         "update webhook_deliveries set state = $3, next_attempt_at = $4, lease_owner = null, \
          lease_until = null, last_status = $5, last_error = $6, \
-         delivered_at = case when $3 = 'delivered' then now() else delivered_at end \
+         delivered_at = case when $3 = 'delivered' then $7 else delivered_at end \
          where id = $1 and lease_owner = $2",
     )
     .bind(c.delivery_id)
@@ -354,27 +374,35 @@ pub async fn record(
     .bind(o.next_attempt_at)
     .bind(o.status)
     .bind(&o.error)
+    .bind(o.at)
     .execute(&mut *conn)
     .await?;
     let (failing_since,): (Option<DateTime<Utc>>,) = sqlx::query_as(
-        "update webhooks set failing_since = case when $2 then null else coalesce(failing_since, now()) end \
+        "update webhooks set failing_since = case when $2 then null else coalesce(failing_since, $3) end \
          where id = $1 returning failing_since",
     )
     .bind(c.webhook_id)
     .bind(o.state == "delivered")
+    .bind(o.at)
     .fetch_one(conn)
     .await?;
     Ok(failing_since)
 }
 
-/// Disables an endpoint with a reason (410 Gone, failing for days).
-pub async fn disable(conn: &mut PgConnection, id: Uuid, reason: &str) -> Result<bool> {
+/// Disables an endpoint at `now` with a reason (410 Gone, failing for days).
+pub async fn disable(
+    conn: &mut PgConnection,
+    id: Uuid,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
     let done = sqlx::query(
-        "update webhooks set enabled = false, disabled_reason = $2, updated_at = now() \
+        "update webhooks set enabled = false, disabled_reason = $2, updated_at = $3 \
          where id = $1 and enabled",
     )
     .bind(id)
     .bind(reason)
+    .bind(now)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)

@@ -1,11 +1,17 @@
 //! The delivery workers (one per replica): claim due deliveries with a
 //! lease and commit, POST them through [`crate::egress`], record every
 //! attempt, and schedule retries on the Standard Webhooks schedule with
-//! jitter (`Retry-After` honoured). 2xx is delivered; 410 Gone disables the
-//! endpoint; anything else, 3xx included, is a failure. An endpoint failing
-//! longer than `disable_after` is disabled with an audit entry. A replica
-//! that dies mid-call leaves its lease to expire; another replica then sends
-//! the same message again, with the same `webhook-id`.
+//! jitter. 2xx is delivered; 410 Gone disables the endpoint; anything else,
+//! 3xx included (no redirect is followed), is a failure, retried after the
+//! schedule's wait or the response's `Retry-After`, whichever is later. An
+//! endpoint failing longer than `disable_after` is disabled with an audit
+//! entry. A replica that dies mid-call leaves its lease to expire; another
+//! replica then sends the same message again, with the same `webhook-id`.
+//!
+//! Time: retries, the failure run, the secret-rotation overlap and the
+//! attempt log follow the hub's clock ([`Service::now`], injected in
+//! tests); `webhook-timestamp` is the wall-clock send time, since receivers
+//! check it against their own clocks, and leases run on the database's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,7 +106,11 @@ fn jitter(wait: Duration) -> Duration {
     wait.mul_f64(f)
 }
 
-/// `Retry-After` as seconds or an HTTP date, capped at a day.
+/// Longest `Retry-After` honoured.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
+
+/// `Retry-After` as seconds or an HTTP date (relative to the wall-clock
+/// `now`, the receiver's time frame), capped at [`MAX_RETRY_AFTER`].
 fn retry_after(headers: &reqwest::header::HeaderMap, now: DateTime<Utc>) -> Option<Duration> {
     let v = headers
         .get(reqwest::header::RETRY_AFTER)?
@@ -114,7 +124,7 @@ fn retry_after(headers: &reqwest::header::HeaderMap, now: DateTime<Utc>) -> Opti
             (at - now).to_std().unwrap_or_default()
         }
     };
-    Some(d.min(Duration::from_secs(24 * 3600)))
+    Some(d.min(MAX_RETRY_AFTER))
 }
 
 fn excerpt(body: &[u8]) -> Option<String> {
@@ -127,7 +137,8 @@ fn excerpt(body: &[u8]) -> Option<String> {
 
 /// Sends one claimed delivery and records the attempt.
 pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> crate::Result<()> {
-    let now = Utc::now();
+    let now = service.now();
+    let sent_at = Utc::now();
     let format = WebhookFormat::parse(&c.format).unwrap_or_default();
     let mut secrets = vec![c.secret.as_str()];
     if let (Some(prev), Some(until)) = (&c.previous_secret, c.previous_secret_expires_at)
@@ -142,7 +153,7 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
         &c.event,
         c.kept.as_deref(),
         &secrets,
-        now,
+        sent_at,
     );
     let started = std::time::Instant::now();
     let sent = match cfg.egress.request(reqwest::Method::POST, &c.url) {
@@ -165,7 +176,7 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
                 excerpt(&resp.body),
                 resp.elapsed,
                 code == 410,
-                retry_after(&resp.headers, now),
+                retry_after(&resp.headers, Utc::now()),
             )
         }
         Err(e) => (
@@ -184,7 +195,8 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
     } else if gone {
         ("failed", "gone", now)
     } else if let Some(base) = cfg.schedule.get(n - 1) {
-        let wait = wait.unwrap_or_else(|| jitter(*base));
+        // Not before the receiver asked, nor sooner than the schedule.
+        let wait = jitter(*base).max(wait.unwrap_or_default());
         let next = now + chrono::Duration::from_std(wait).unwrap_or_default();
         ("pending", "retry", next)
     } else {
@@ -206,6 +218,7 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
         excerpt,
         state,
         next_attempt_at: next,
+        at: now,
     };
     let mut tx = service.begin().await?;
     let failing_since = webhooks::record(&mut tx, &c, &cfg.replica, &o).await?;
@@ -216,10 +229,13 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
             .filter(|since| {
                 chrono::Duration::from_std(cfg.disable_after).is_ok_and(|d| now - *since > d)
             })
-            .map(|since| format!("every delivery failed since {since}"))
+            .map(|since| {
+                let since = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                format!("every delivery attempt failed since {since}")
+            })
     };
     if let Some(reason) = disable_for
-        && webhooks::disable(&mut tx, c.webhook_id, &reason).await?
+        && webhooks::disable(&mut tx, c.webhook_id, &reason, now).await?
     {
         tracing::warn!(webhook = %c.webhook, %reason, "webhook disabled");
         crate::db::audit::insert(
@@ -248,6 +264,26 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
     Ok(())
 }
 
+/// Claims the deliveries due now (by the hub's clock) and sends them, each
+/// endpoint's oldest first; returns how many were claimed. The worker's
+/// step; tests call it to deliver at an instant of the injected clock.
+pub async fn tick(service: &Service, cfg: &DeliveryConfig) -> crate::Result<usize> {
+    let batch = {
+        let mut conn = service.conn().await?;
+        let lease = cfg.lease.as_secs_f64();
+        webhooks::claim(&mut conn, &cfg.replica, lease, 64, service.now()).await?
+    };
+    let claimed = batch.len();
+    let sends = batch.into_iter().map(|c| async move {
+        let webhook = c.webhook.clone();
+        if let Err(e) = deliver(service, cfg, c).await {
+            tracing::warn!(%webhook, error = %e, "recording a webhook attempt failed");
+        }
+    });
+    futures::future::join_all(sends).await;
+    Ok(claimed)
+}
+
 /// Claims and delivers until `stop`; wakes on `wake` or every `poll`.
 pub async fn run(
     service: Service,
@@ -255,32 +291,14 @@ pub async fn run(
     wake: Arc<tokio::sync::Notify>,
     stop: CancellationToken,
 ) {
-    let cfg = Arc::new(cfg);
     loop {
-        let claimed = async {
-            let mut conn = service.conn().await?;
-            webhooks::claim(&mut conn, &cfg.replica, cfg.lease.as_secs_f64(), 64).await
-        }
-        .await;
-        match claimed {
-            Ok(batch) if !batch.is_empty() => {
-                let sends = batch.into_iter().map(|c| {
-                    let (service, cfg) = (service.clone(), cfg.clone());
-                    async move {
-                        let webhook = c.webhook.clone();
-                        if let Err(e) = deliver(&service, &cfg, c).await {
-                            tracing::warn!(%webhook, error = %e, "recording a webhook attempt failed");
-                        }
-                    }
-                });
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    _ = futures::future::join_all(sends) => {}
-                }
-                continue;
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "claiming webhook deliveries failed"),
+        tokio::select! {
+            () = stop.cancelled() => return,
+            step = tick(&service, &cfg) => match step {
+                Ok(0) => {}
+                Ok(_) => continue,
+                Err(e) => tracing::warn!(error = %e, "claiming webhook deliveries failed"),
+            },
         }
         tokio::select! {
             () = stop.cancelled() => return,

@@ -352,7 +352,10 @@ impl Service {
     ) -> Result<WebhookTestResult> {
         actor.require(Role::Admin)?;
         let row = self.webhook_row(actor, name).await?;
+        // Signed at the wall-clock send time (receivers check it against
+        // theirs); the rotation overlap is judged on the hub's clock.
         let now = Utc::now();
+        let overlap_now = self.now();
         let message_id = format!("msg_test_{}", Uuid::new_v4().simple());
         let ev = EventRow {
             id: 0,
@@ -366,7 +369,7 @@ impl Service {
         };
         let mut secrets = vec![row.secret.as_str()];
         if let (Some(p), Some(until)) = (&row.previous_secret, row.previous_secret_expires_at)
-            && until > now
+            && until > overlap_now
         {
             secrets.push(p);
         }
@@ -448,7 +451,7 @@ impl Service {
         self.write(actor, now, |tx| {
             Box::pin(async move {
                 let hook = for_actor(actor, name, webhooks::get(tx, name).await?)?;
-                if !webhooks::redeliver(tx, hook.id, id).await? {
+                if !webhooks::redeliver(tx, hook.id, id, now).await? {
                     return Err(Error::not_found("delivery", id.to_string()));
                 }
                 let audit = Audit {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse as _, Response};
 use axum::routing::post;
 use fleetgate_hub::config::{GrpcOptions, HttpOptions};
 use fleetgate_hub::egress::EgressOptions;
@@ -31,20 +32,32 @@ pub type Received = mpsc::UnboundedReceiver<(HeaderMap, Bytes)>;
 /// A receiver at `http://127.0.0.1:<port>/hook`: every request's headers and
 /// body on the channel; the first `fail_first` requests answer 503.
 pub async fn receiver(fail_first: usize) -> (String, Received) {
+    receiver_answering(move |n| {
+        if n < fail_first {
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        } else {
+            StatusCode::NO_CONTENT.into_response()
+        }
+    })
+    .await
+}
+
+/// A receiver at `http://127.0.0.1:<port>/hook` answering its `n`th request
+/// (from 0) with `answer(n)`; every request's headers and body go on the
+/// channel before the answer.
+pub async fn receiver_answering(
+    answer: impl Fn(usize) -> Response + Clone + Send + Sync + 'static,
+) -> (String, Received) {
     let (tx, rx) = mpsc::unbounded_channel();
     let seen = Arc::new(AtomicUsize::new(0));
     let app = Router::new().route(
         "/hook",
         post(move |headers: HeaderMap, body: Bytes| {
-            let (tx, seen) = (tx.clone(), seen.clone());
+            let (tx, seen, answer) = (tx.clone(), seen.clone(), answer.clone());
             async move {
                 let n = seen.fetch_add(1, Ordering::SeqCst);
                 let _ = tx.send((headers, body));
-                if n < fail_first {
-                    StatusCode::SERVICE_UNAVAILABLE
-                } else {
-                    StatusCode::NO_CONTENT
-                }
+                answer(n)
             }
         }),
     );
@@ -96,12 +109,17 @@ pub fn opts() -> NotifyOptions {
 
 /// A replica of `hub` with [`opts`] and a router over it.
 pub fn replica(hub: &Hub, id: &str) -> (Replica, Router) {
+    replica_with(hub, id, &opts())
+}
+
+/// A replica of `hub` with these notification settings and a router over it.
+pub fn replica_with(hub: &Hub, id: &str, opts: &NotifyOptions) -> (Replica, Router) {
     let grpc = GrpcOptions {
         replica_id: Some(id.into()),
         ..GrpcOptions::default()
     };
     let r = Replica::new(hub.service.clone(), HttpOptions::default(), grpc)
-        .with_notify(&opts(), &EgressOptions::default())
+        .with_notify(opts, &EgressOptions::default())
         .unwrap();
     let router = app(AppState::from_replica(r.clone()));
     (r, router)
@@ -156,6 +174,28 @@ pub async fn call(
     body: Option<Value>,
 ) -> (StatusCode, Value) {
     call_as(router, common::ADMIN, method, uri, body).await
+}
+
+/// Enqueues a `spoke.disconnected` event numbered `n` (in `data.n`) at the
+/// hub's clock, as other parts of the hub enqueue theirs.
+pub async fn enqueue_numbered(hub: &Hub, n: usize) {
+    use fleetgate_hub::clock::Clock as _;
+    let mut tx = hub.pool.begin().await.unwrap();
+    fleetgate_hub::notify::enqueue(
+        &mut tx,
+        &fleetgate_hub::notify::NewEvent {
+            event_type: "spoke.disconnected".into(),
+            subject: "cluster/a".into(),
+            dedup_key: None,
+            occurred_at: hub.clock.now(),
+            gate: None,
+            clusters: vec!["a".into()],
+            data: serde_json::json!({"cluster": "a", "n": n}),
+        },
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
 }
 
 /// Panics unless the Standard Webhooks reference library accepts the signature.
