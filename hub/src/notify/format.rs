@@ -44,14 +44,17 @@ impl Site {
             .unwrap_or_else(|| "urn:fleetgate:hub".to_string())
     }
 
+    /// The dashboard page of what `ev` is about: an approval's queue, a
+    /// gate's page (edges, overrides, rollouts, calendars), a cluster's page,
+    /// the fleet (freezes, tests).
     fn link(&self, ev: &EventRow) -> Option<String> {
         let base = self.public_url.as_deref()?.trim_end_matches('/');
-        Some(match &ev.gate {
-            Some(g) => format!("{base}/#/gates/{g}"),
-            None => match ev.subject.strip_prefix("cluster/") {
-                Some(c) => format!("{base}/#/clusters/{c}"),
-                None => format!("{base}/"),
-            },
+        let (kind, name) = ev.subject.split_once('/').unwrap_or((&ev.subject, ""));
+        Some(match (kind, &ev.gate) {
+            ("approval", _) => format!("{base}/#/approvals"),
+            ("cluster", _) => format!("{base}/#/clusters/{name}"),
+            (_, Some(g)) => format!("{base}/#/gates/{g}"),
+            _ => format!("{base}/#/fleet"),
         })
     }
 }
@@ -108,40 +111,14 @@ pub fn render(
                 "data": data,
             }),
         ),
-        WebhookFormat::Slack => {
-            let text = summary(&ev.event_type, &data);
-            let mut blocks =
-                vec![json!({"type": "section", "text": {"type": "mrkdwn", "text": text}})];
-            if let Some(link) = site.link(ev) {
-                blocks.push(json!({"type": "context", "elements": [
-                    {"type": "mrkdwn", "text": format!("<{link}|Open in fleetgate>")}
-                ]}));
-            }
-            ("application/json", json!({"text": text, "blocks": blocks}))
-        }
-        WebhookFormat::Teams => {
-            let text = summary(&ev.event_type, &data);
-            let mut card = json!({
-                "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
-                "type": "AdaptiveCard",
-                "version": "1.4",
-                "body": [
-                    {"type": "TextBlock", "text": format!("fleetgate: {}", ev.event_type), "weight": "Bolder", "wrap": true},
-                    {"type": "TextBlock", "text": text.replace('*', "**"), "wrap": true},
-                ],
-            });
-            if let Some(link) = site.link(ev) {
-                card["actions"] =
-                    json!([{"type": "Action.OpenUrl", "title": "Open in fleetgate", "url": link}]);
-            }
-            (
-                "application/json",
-                json!({"type": "message", "attachments": [{
-                    "contentType": "application/vnd.microsoft.card.adaptive",
-                    "content": card,
-                }]}),
-            )
-        }
+        WebhookFormat::Slack => (
+            "application/json",
+            slack(&ev.event_type, &data, site.link(ev)),
+        ),
+        WebhookFormat::Teams => (
+            "application/json",
+            teams(&ev.event_type, &data, site.link(ev)),
+        ),
     };
     let body = body.to_string();
     let ts = timestamp.timestamp();
@@ -162,75 +139,86 @@ pub fn render(
     }
 }
 
-fn count(data: &Value) -> String {
-    let n = data["clusters"].as_array().map_or(0, Vec::len);
-    if n == 1 {
-        format!("cluster {}", data["clusters"][0].as_str().unwrap_or("?"))
-    } else {
-        format!("{n} clusters")
-    }
+/// Slack's reserved characters in mrkdwn (`<!channel>` would ping everyone):
+/// <https://api.slack.com/reference/surfaces/formatting#escaping>.
+fn slack_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
-fn s<'a>(data: &'a Value, key: &str) -> &'a str {
-    data[key].as_str().unwrap_or("")
+/// At most `max` characters (Slack's text limits are in characters).
+fn cut(s: String, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s;
+    }
+    let mut out: String = s.chars().take(max - 1).collect();
+    out.push('…');
+    out
 }
 
-/// One line a person reads (Slack mrkdwn; Teams gets `**` for bold).
-pub fn summary(event_type: &str, data: &Value) -> String {
-    let when = |key: &str| {
-        data[key]
-            .as_str()
-            .map(|t| format!(" Next change: {t}."))
-            .unwrap_or_default()
-    };
-    match event_type {
-        "gate.opened" | "gate.closed" => format!(
-            "Gate *{}* {} on {} ({}; cause: {}).{}",
-            s(data, "gate"),
-            if event_type == "gate.opened" {
-                "opened"
-            } else {
-                "closed"
-            },
-            count(data),
-            s(data, "reason"),
-            s(data, "cause"),
-            when("nextTransition"),
-        ),
-        "gate.upcoming" => format!(
-            "Gate *{}* {} {} at {} (in {}): {}.",
-            s(data, "gate"),
-            if s(data, "state") == "open" {
-                "opens"
-            } else {
-                "closes"
-            },
-            count(data),
-            s(data, "at"),
-            s(data, "lead"),
-            s(data, "reason"),
-        ),
-        "override.created" => format!(
-            "Override: gate *{}* {} on {} by {} ({}).",
-            data["override"]["gate"].as_str().unwrap_or(""),
-            if data["override"]["state"] == "open" {
-                "opened"
-            } else {
-                "closed"
-            },
-            count(data),
-            data["override"]["actor"].as_str().unwrap_or(""),
-            data["override"]["reason"].as_str().unwrap_or(""),
-        ),
-        "override.ended" => format!(
-            "Override on gate *{}* {} ({}).",
-            data["override"]["gate"].as_str().unwrap_or(""),
-            s(data, "how"),
-            data["override"]["reason"].as_str().unwrap_or(""),
-        ),
-        "webhook.test" => {
-            "fleetgate test message: this endpoint receives fleetgate notifications.".into()
-        }
-        other => format!("fleetgate {other}: {data}"),
+/// A Slack incoming-webhook message
+/// (<https://api.slack.com/messaging/webhooks>): `text` (the notification's
+/// plain fallback) and Block Kit `blocks` — a `section` with the headline in
+/// bold, a `section` of `fields` (at most 10, each at most 2,000 characters),
+/// and a `context` with the link to the dashboard.
+pub fn slack(event_type: &str, data: &Value, link: Option<String>) -> Value {
+    let n = super::notice::notice(event_type, data);
+    let mut blocks = vec![json!({"type": "section", "text": {
+        "type": "mrkdwn",
+        "text": cut(format!("*{}*", slack_escape(&n.headline)), 3000),
+    }})];
+    let fields: Vec<Value> = n
+        .facts
+        .iter()
+        .take(10)
+        .map(|(label, value)| {
+            json!({"type": "mrkdwn", "text": cut(format!("*{label}*\n{}", slack_escape(value)), 2000)})
+        })
+        .collect();
+    if !fields.is_empty() {
+        blocks.push(json!({"type": "section", "fields": fields}));
     }
+    if let Some(link) = link {
+        blocks.push(json!({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": format!("<{}|Open in fleetgate>", slack_escape(&link))}
+        ]}));
+    }
+    json!({"text": cut(slack_escape(&n.headline), 3000), "blocks": blocks})
+}
+
+/// A Microsoft Teams incoming-webhook message carrying an Adaptive Card
+/// (<https://learn.microsoft.com/microsoftteams/platform/webhooks-and-connectors/how-to/connectors-using#send-adaptive-cards-using-an-incoming-webhook>):
+/// `type: message`, one attachment of content type
+/// `application/vnd.microsoft.card.adaptive` with `contentUrl: null`, the card
+/// (version 1.4) with the headline, a `FactSet` and an `Action.OpenUrl` to
+/// the dashboard.
+pub fn teams(event_type: &str, data: &Value, link: Option<String>) -> Value {
+    let n = super::notice::notice(event_type, data);
+    let facts: Vec<Value> = n
+        .facts
+        .iter()
+        .map(|(label, value)| json!({"title": label, "value": value}))
+        .collect();
+    let mut body = vec![json!({
+        "type": "TextBlock", "text": n.headline, "weight": "Bolder", "size": "Medium", "wrap": true,
+    })];
+    if !facts.is_empty() {
+        body.push(json!({"type": "FactSet", "facts": facts}));
+    }
+    let mut card = json!({
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "type": "AdaptiveCard",
+        "version": "1.4",
+        "body": body,
+    });
+    if let Some(link) = link {
+        card["actions"] =
+            json!([{"type": "Action.OpenUrl", "title": "Open in fleetgate", "url": link}]);
+    }
+    json!({"type": "message", "attachments": [{
+        "contentType": "application/vnd.microsoft.card.adaptive",
+        "contentUrl": null,
+        "content": card,
+    }]})
 }

@@ -18,6 +18,7 @@ pub mod event;
 pub mod format;
 pub(crate) mod held;
 pub(crate) mod manifest;
+pub mod notice;
 pub(crate) mod overrides;
 pub(crate) mod rollouts;
 pub mod schedule;
