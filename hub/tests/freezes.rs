@@ -2,7 +2,8 @@
 //! closes every gate above every override (a newer open override too), reaches the
 //! snapshots once per cluster (also clusters without gates), expires by itself, ends by
 //! unfreeze, is audited, refuses bad input naming the field and changes nothing then.
-//! Scheduled notifications and the schedule preview see freezes like every view does.
+//! Scheduled notifications and the schedule preview see freezes like every view does; a
+//! freeze and an unfreeze enqueue the gate edges they cause in their own transaction.
 
 mod common;
 
@@ -369,4 +370,86 @@ async fn scheduled_notifications_and_the_schedule_preview_see_freezes() {
         ("closed", 0),
         "{transitions:?}"
     );
+}
+
+/// (type, clusters, cause, actor, reason) of gate `gate`'s edges, oldest first.
+async fn edges_of(hub: &common::Hub, gate: &str) -> Vec<(String, Vec<String>, String, String)> {
+    let rows: Vec<(String, Vec<String>, serde_json::Value)> = sqlx::query_as(
+        "select type, clusters, data from notify_events where gate = $1 \
+         and type in ('gate.opened', 'gate.closed') order by id",
+    )
+    .bind(gate)
+    .fetch_all(&hub.pool)
+    .await
+    .unwrap();
+    rows.into_iter()
+        .map(|(t, c, d)| {
+            let s = |k: &str| d[k].as_str().unwrap_or_default().to_string();
+            (
+                t,
+                c,
+                s("cause"),
+                format!("{} / {}", s("actor"), s("reason")),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_freeze_at_the_instant_of_the_last_scan_still_announces_its_edges() {
+    let hub = common::Hub::new().await;
+    for c in ["a", "b"] {
+        hub.register(c, json!({"env": "prod"})).await;
+    }
+    hub.simple_gate("g", &["a", "b"], "open").await;
+    hub.simple_gate("shut", &["a"], "closed").await;
+    let shut = edges_of(&hub, "shut").await; // its creation closed it
+    hub.service.notify_scan(&[]).await.unwrap(); // the first scan starts the schedule at t0
+    hub.clock.advance(Duration::minutes(1));
+    hub.service.notify_scan(&[]).await.unwrap();
+    // The freeze commits after a scan at its very instant: the next scans look only
+    // after that instant, so its edges come from the freeze write itself.
+    let r = hub
+        .post_json(
+            "/api/v1/freezes",
+            &hub.operator,
+            json!({"reason": "INC-7", "clusters": {"names": ["a"]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let closed = (
+        "gate.closed".to_string(),
+        vec!["a".to_string()],
+        "override".to_string(),
+        "ops / fleet freeze by ops until unfrozen: INC-7".to_string(),
+    );
+    assert_eq!(edges_of(&hub, "g").await, std::slice::from_ref(&closed));
+    assert_eq!(
+        edges_of(&hub, "shut").await,
+        shut,
+        "shut was closed already"
+    );
+    hub.clock.advance(Duration::minutes(1));
+    assert_eq!(hub.service.notify_scan(&[]).await.unwrap().inserted, 0);
+
+    // Unfrozen at the instant of that scan: the unfreeze write announces the opening.
+    let r = hub
+        .post_json(
+            "/api/v1/freezes/end",
+            &hub.operator,
+            json!({"reason": "ok"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    hub.clock.advance(Duration::minutes(1));
+    assert_eq!(hub.service.notify_scan(&[]).await.unwrap().inserted, 0);
+    let edges = edges_of(&hub, "g").await;
+    assert_eq!(edges.len(), 2, "{edges:?}");
+    assert_eq!(edges[0], closed);
+    assert_eq!(
+        (edges[1].0.as_str(), &edges[1].1, edges[1].2.as_str()),
+        ("gate.opened", &vec!["a".to_string()], "override")
+    );
+    assert!(edges[1].3.starts_with("ops / "), "{edges:?}");
+    assert_eq!(edges_of(&hub, "shut").await, shut);
 }

@@ -16,6 +16,7 @@
 pub mod deliver;
 pub mod event;
 pub mod format;
+pub(crate) mod freezes;
 pub(crate) mod held;
 pub(crate) mod manifest;
 pub mod notice;

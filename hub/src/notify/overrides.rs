@@ -5,10 +5,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
-use fleetgate_policy::Gate;
+use fleetgate_policy::{CompiledGate, Gate};
 
 use super::event::{Cause, GateTransition, NewEvent};
 use crate::db::clusters::Scoped;
+use crate::db::freezes::FreezeRecord;
 use crate::db::overrides::OverrideRecord;
 use crate::service::fleet::applying;
 
@@ -56,7 +57,7 @@ pub(crate) fn state_changes(
     clusters: &[&Scoped],
     before: &[OverrideRecord],
     after: &[OverrideRecord],
-    freezes: &[crate::db::freezes::FreezeRecord],
+    freezes: &[FreezeRecord],
     now: DateTime<Utc>,
     cause: Cause,
     actor: &str,
@@ -64,6 +65,63 @@ pub(crate) fn state_changes(
     let Ok(compiled) = gate.compile() else {
         return Vec::new();
     };
+    let at = At { now, cause, actor };
+    changes(
+        gate,
+        &compiled,
+        clusters,
+        (before, freezes),
+        (after, freezes),
+        &at,
+    )
+}
+
+/// The clusters of `clusters` whose state of `gate` (`compiled` with its
+/// calendars) at `now` differs between the fleet freezes `before` and `after`
+/// a freeze write, grouped by new state. A freeze is a closing override above
+/// all others, so its edges have the cause `override`, as the scheduler's do.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn freeze_changes(
+    gate: &Gate,
+    compiled: &CompiledGate,
+    clusters: &[&Scoped],
+    overrides: &[OverrideRecord],
+    before: &[FreezeRecord],
+    after: &[FreezeRecord],
+    now: DateTime<Utc>,
+    actor: &str,
+) -> Vec<GateTransition> {
+    let cause = Cause::Override;
+    let at = At { now, cause, actor };
+    changes(
+        gate,
+        compiled,
+        clusters,
+        (overrides, before),
+        (overrides, after),
+        &at,
+    )
+}
+
+/// The instant, cause and actor of a write's changes.
+struct At<'a> {
+    now: DateTime<Utc>,
+    cause: Cause,
+    actor: &'a str,
+}
+
+/// A gate's own overrides and the fleet freezes, before or after a write.
+type Rules<'a> = (&'a [OverrideRecord], &'a [FreezeRecord]);
+
+fn changes(
+    gate: &Gate,
+    compiled: &CompiledGate,
+    clusters: &[&Scoped],
+    before: Rules<'_>,
+    after: Rules<'_>,
+    at: &At<'_>,
+) -> Vec<GateTransition> {
+    let now = at.now;
     let mut groups: BTreeMap<&'static str, (Vec<String>, String)> = BTreeMap::new();
     // Clusters with the same applying overrides share one evaluation: an
     // override on a gate of 10,000 clusters evaluates a handful of sets, not
@@ -77,8 +135,8 @@ pub(crate) fn state_changes(
             .clone()
     };
     for c in clusters {
-        let old = eval(applying(gate, *c, before, freezes));
-        let new = eval(applying(gate, *c, after, freezes));
+        let old = eval(applying(gate, *c, before.0, before.1));
+        let new = eval(applying(gate, *c, after.0, after.1));
         if old.state != new.state {
             let e = groups
                 .entry(new.state.as_str())
@@ -93,10 +151,10 @@ pub(crate) fn state_changes(
             state: state.to_string(),
             clusters,
             reason,
-            cause,
+            cause: at.cause,
             at: now,
             next_transition: compiled.evaluate(now, &[]).next_transition,
-            actor: Some(actor.to_string()),
+            actor: Some(at.actor.to_string()),
         })
         .collect()
 }

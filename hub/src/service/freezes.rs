@@ -178,6 +178,18 @@ impl Service {
                     .await?
                     .ok_or_else(|| Error::Internal("freeze id collision".into()))?;
                     crate::notify::enqueue(tx, &started_event(&rec, &affected)).await?;
+                    let after = freezes::live(tx, now).await?;
+                    let before: Vec<FreezeRecord> =
+                        after.iter().filter(|f| f.id != rec.id).cloned().collect();
+                    crate::notify::freezes::enqueue_edges(
+                        tx,
+                        &all,
+                        &before,
+                        &after,
+                        now,
+                        &actor.name,
+                    )
+                    .await?;
                     let audit = Audit {
                         action: "freeze.start",
                         target_kind: "freeze",
@@ -257,6 +269,7 @@ impl Service {
                             None => Error::conflict("no freeze in force that you may end"),
                         });
                     }
+                    let before = freezes::live(tx, now).await?;
                     let mut ended = Vec::new();
                     let mut affected: Vec<String> = Vec::new();
                     let mut everywhere = false;
@@ -269,6 +282,20 @@ impl Service {
                         affected.extend(clusters);
                         ended.push(row);
                     }
+                    let after: Vec<FreezeRecord> = before
+                        .iter()
+                        .filter(|f| !ended.iter().any(|e: &FreezeRecord| e.id == f.id))
+                        .cloned()
+                        .collect();
+                    crate::notify::freezes::enqueue_edges(
+                        tx,
+                        &all,
+                        &before,
+                        &after,
+                        now,
+                        &actor.name,
+                    )
+                    .await?;
                     affected.sort();
                     affected.dedup();
                     let audit = Audit {
