@@ -18,21 +18,9 @@ use crate::{Error, Result};
 /// The gate every benchmark cluster is governed by.
 pub const GATE: &str = "bench-window";
 
-/// A realistic gate: weekday window, Friday freeze, over every bench cluster.
-const GATE_YAML: &str = r#"apiVersion: fleetgate.io/v1
-kind: Gate
-metadata: {name: bench-window}
-spec:
-  description: Changes reach the bench fleet Mon 08:00 - Thu 17:00, never on Fridays.
-  clusters: {selector: {matchLabels: {fleet: bench}}}
-  targets: {kinds: [Kustomization, HelmRelease]}
-  mode: suspend
-  default: open
-  timeZone: Europe/Berlin
-  windows:
-    - {name: weekdays, kind: allow, schedule: "0 8 * * MON", duration: 81h}
-    - {name: no-deploy-friday, kind: deny, schedule: "0 0 * * FRI", duration: 24h}
-"#;
+/// A realistic gate: weekday window, Friday freeze, over every bench cluster
+/// (`bench/bench-window.yaml`, which the hub's `write_cost` test seeds too).
+const GATE_YAML: &str = include_str!("../bench-window.yaml");
 
 /// How many registrations run at once.
 const REGISTER_CONCURRENCY: usize = 16;

@@ -117,14 +117,7 @@ async fn override_id(hub: &Hub, gate: &str, state: &str, body: Value) -> String 
 }
 
 async fn cancel(hub: &Hub, id: &str) {
-    let r = hub
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/overrides/{id}"),
-            Some(&hub.operator),
-            None,
-        )
-        .await;
+    let r = hub.cancel_override(id).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
 

@@ -3,6 +3,7 @@
 //! server-sent event stream (auth, `ready` first, changes, end at shutdown).
 
 mod common;
+mod grpc_support;
 
 use std::time::Duration;
 
@@ -10,7 +11,8 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
 use common::{Hub, prod_pair_gated};
 use fleetgate_hub::{AppState, app};
-use futures::StreamExt as _;
+use grpc_support::served::Sse;
+use grpc_support::within;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
@@ -199,22 +201,6 @@ async fn gate_page_has_rules_timeline_overrides_and_scope() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
 
-/// Reads SSE text from `body` until `pred` holds for what arrived (bounded).
-async fn read_until(
-    body: &mut (impl futures::Stream<Item = Result<axum::body::Bytes, axum::Error>> + Unpin),
-    seen: &mut String,
-    pred: impl Fn(&str) -> bool,
-) {
-    tokio::time::timeout(Duration::from_secs(15), async {
-        while !pred(seen) {
-            let chunk = body.next().await.expect("stream ended").expect("chunk");
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("timed out; got so far: {seen}"));
-}
-
 #[tokio::test]
 async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shutdown() {
     let hub = prod_pair_gated().await;
@@ -241,13 +227,8 @@ async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shu
     let r = app.clone().oneshot(get(Some(&hub.viewer))).await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()[header::CONTENT_TYPE], "text/event-stream");
-    let mut body = r.into_body().into_data_stream();
-    let mut seen = String::new();
-    read_until(&mut body, &mut seen, |s| s.contains("event: ready")).await;
-    assert!(
-        !seen.contains("event: gate"),
-        "initial state is not replayed: {seen}"
-    );
+    let mut sse = Sse::of(r);
+    sse.next("ready", |_| true).await;
 
     tokio::time::sleep(Duration::from_millis(600)).await; // past the request timeout
     // A change through the API arrives as events with JSON data.
@@ -259,47 +240,41 @@ async fn event_stream_needs_a_token_starts_ready_streams_changes_and_ends_at_shu
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    read_until(&mut body, &mut seen, |s| {
-        s.contains("event: gate") && s.contains("event: override")
+    // Only the change's events: the initial state (gate g on a and b) is not replayed.
+    let (mut gate, mut over) = (None, None);
+    within("the change's gate and override events", async {
+        while gate.is_none() || over.is_none() {
+            let (name, data) = sse.next_any().await;
+            match name.as_str() {
+                "gate" => {
+                    assert_eq!(data["cluster"], "b", "initial state replayed: {data}");
+                    gate = Some(data);
+                }
+                "override" => over = Some(data),
+                _ => {}
+            }
+        }
     })
     .await;
-    let gate_line = seen
-        .split("event: gate\ndata: ")
-        .nth(1)
-        .and_then(|s| s.lines().next())
-        .unwrap();
-    let ev: Value = serde_json::from_str(gate_line).unwrap();
+    let ev = gate.unwrap();
     assert_eq!(ev["gate"], "g");
     assert_eq!(ev["cluster"], "b");
     assert_eq!(ev["from"], "closed");
     assert_eq!(ev["to"], "open");
     assert!(ev["reason"].as_str().unwrap().contains("CHG-2"));
-    assert!(seen.contains("\"reason\":\"CHG-2\""), "{seen}");
+    let over = over.unwrap();
+    assert_eq!(over["reason"], "CHG-2", "{over}");
 
     // Shutdown ends the stream, so the server can drain.
     shutdown.cancel();
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while let Some(chunk) = body.next().await {
-            chunk.expect("chunk");
-        }
-    })
-    .await
-    .expect("stream did not end at shutdown");
+    sse.end("the stream to end at shutdown").await;
 }
 
 #[tokio::test]
 async fn event_stream_ends_with_an_error_event_when_the_token_is_revoked() {
     let hub = prod_pair_gated().await;
-    let req = Request::builder()
-        .uri("/api/v1/events")
-        .header("authorization", format!("Bearer {}", hub.viewer))
-        .body(Body::empty())
-        .unwrap();
-    let r = hub.app.clone().oneshot(req).await.unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    let mut body = r.into_body().into_data_stream();
-    let mut seen = String::new();
-    read_until(&mut body, &mut seen, |s| s.contains("event: ready")).await;
+    let mut sse = Sse::open(&hub.app, &hub.viewer).await;
+    sse.next("ready", |_| true).await;
 
     let tokens = hub.get("/api/v1/tokens").await;
     let id = tokens.body["items"]
@@ -319,13 +294,7 @@ async fn event_stream_ends_with_an_error_event_when_the_token_is_revoked() {
         .await;
     assert!(r.status.is_success(), "{}", r.text);
 
-    read_until(&mut body, &mut seen, |s| s.contains("event: error")).await;
-    assert!(seen.contains("\"code\":\"Unauthenticated\""), "{seen}");
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while let Some(chunk) = body.next().await {
-            chunk.expect("chunk");
-        }
-    })
-    .await
-    .expect("stream did not end after the error");
+    let error = sse.next("error", |_| true).await;
+    assert_eq!(error["code"], "Unauthenticated", "{error}");
+    sse.end("the stream to end after the error").await;
 }

@@ -6,18 +6,12 @@
 mod common;
 mod grpc_support;
 
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::StatusCode;
 use common::Hub;
-use fleetgate_hub::config::HttpOptions;
-use fleetgate_hub::replica::Replica;
-use fleetgate_hub::{AppState, app};
-use fleetgate_proto::v1::{self as pb, fleet_event::Event};
-use futures::StreamExt as _;
-use grpc_support::{Grpc, authed, connect, within};
+use fleetgate_proto::v1::fleet_event::Event;
+use grpc_support::served::{Served, next_event};
+use grpc_support::within;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
-use tower::ServiceExt as _;
 
 const GRPC_WATCHERS: usize = 6;
 const SSE_WATCHERS: usize = 4;
@@ -29,49 +23,17 @@ async fn many_watchers_share_one_fleet_read_per_change() {
     hub.simple_gate("g", &["a"], "closed").await;
 
     // One replica: HTTP app and gRPC server on the same fan-out and feed.
-    let shutdown = CancellationToken::new();
-    let replica = Replica::new(hub.service.clone(), HttpOptions::default(), Grpc::opts());
-    let state = AppState {
-        shutdown: shutdown.clone(),
-        ..AppState::from_replica(replica)
-    };
-    let feed = state.fleet.clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = {
-        let (replica, shutdown) = (state.replica.clone(), shutdown.clone());
-        tokio::spawn(async move {
-            let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
-            replica.run(serving).await
-        })
-    };
-    let http = app(state);
-    let channel = connect(&format!("http://{addr}")).await;
+    let served = Served::of(hub.service.clone()).await;
+    let feed = served.replica.fleet.clone();
     assert!(!feed.is_running(), "no watcher, no reader");
 
     let mut grpc_streams = Vec::new();
     for _ in 0..GRPC_WATCHERS {
-        let mut admin = fleetgate_proto::AdminServiceClient::new(channel.clone());
-        let s = within(
-            "WatchFleet",
-            admin.watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer)),
-        )
-        .await
-        .unwrap()
-        .into_inner();
-        grpc_streams.push(s);
+        grpc_streams.push(served.watch(&hub.viewer).await);
     }
     let mut sse_streams = Vec::new();
     for _ in 0..SSE_WATCHERS {
-        let req = Request::builder()
-            .method(Method::GET)
-            .uri("/api/v1/events")
-            .header("authorization", format!("Bearer {}", hub.viewer))
-            .body(Body::empty())
-            .unwrap();
-        let r = http.clone().oneshot(req).await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
-        sse_streams.push(r.into_body().into_data_stream());
+        sse_streams.push(served.events(&hub.viewer).await);
     }
     assert!(feed.is_running());
 
@@ -85,28 +47,20 @@ async fn many_watchers_share_one_fleet_read_per_change() {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     for s in &mut grpc_streams {
-        within("the gate event on every WatchFleet stream", async {
-            loop {
-                let e = s.message().await.unwrap().expect("stream ended");
-                if let Some(Event::GateState(g)) = e.event
-                    && !e.initial
-                {
-                    assert_eq!((g.gate.as_str(), g.to.as_str()), ("g", "open"));
-                    return;
-                }
-            }
-        })
+        let g = next_event(
+            s,
+            "the gate event on every WatchFleet stream",
+            |e| match e.event {
+                Some(Event::GateState(g)) if !e.initial => Some(g),
+                _ => None,
+            },
+        )
         .await;
+        assert_eq!((g.gate.as_str(), g.to.as_str()), ("g", "open"));
     }
     for s in &mut sse_streams {
-        within("the gate event on every event stream", async {
-            let mut seen = String::new();
-            while !seen.contains("event: gate") {
-                let chunk = s.next().await.expect("stream ended").expect("chunk");
-                seen.push_str(&String::from_utf8_lossy(&chunk));
-            }
-        })
-        .await;
+        let g = s.next("gate", |_| true).await;
+        assert_eq!((&g["gate"], &g["to"]), (&json!("g"), &json!("open")), "{g}");
     }
     let reads = feed.reads() - before;
     println!("fleet reads for one change with {GRPC_WATCHERS} + {SSE_WATCHERS} watchers: {reads}");
@@ -125,9 +79,5 @@ async fn many_watchers_share_one_fleet_read_per_change() {
         }
     })
     .await;
-    shutdown.cancel();
-    within("the gRPC server to stop", server)
-        .await
-        .unwrap()
-        .unwrap();
+    served.stop().await;
 }

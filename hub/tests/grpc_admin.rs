@@ -9,7 +9,7 @@ mod grpc_support;
 use axum::http::StatusCode;
 use common::{Hub, business_hours, simple_gate};
 use fleetgate_proto::v1::{self as pb, fleet_event::Event};
-use grpc_support::{Grpc, TestSpoke, authed, within};
+use grpc_support::{Grpc, TestSpoke, audit_entries, authed, within};
 use serde_json::json;
 use tonic::Code;
 
@@ -360,21 +360,11 @@ async fn clusters_status_audit_and_preview() {
     assert_eq!(p.initial_state, "open");
     assert!(!p.transitions.is_empty());
 
-    let audit = admin
-        .list_audit(authed(
-            pb::ListAuditRequest {
-                target_kind: "cluster".into(),
-                ..Default::default()
-            },
-            &hub.viewer,
-        ))
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(audit.entries.len(), 1);
-    assert_eq!(audit.entries[0].target_name, "edge-1");
-    assert_eq!(audit.entries[0].reason, "new site");
-    assert_eq!(audit.entries[0].actor, "bootstrap-admin");
+    let audit = audit_entries(&mut admin, "cluster", &hub.viewer).await;
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].target_name, "edge-1");
+    assert_eq!(audit[0].reason, "new site");
+    assert_eq!(audit[0].actor, "bootstrap-admin");
 
     let relabeled = admin
         .set_cluster_labels(authed(

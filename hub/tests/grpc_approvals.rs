@@ -9,17 +9,15 @@
 mod common;
 mod grpc_support;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use common::Hub;
 use fleetgate_hub::service::types::CreateToken;
 use fleetgate_hub::{Actor, Role};
 use fleetgate_proto::v1::{self as pb, override_outcome::Outcome};
-use futures::StreamExt as _;
-use grpc_support::{Grpc, authed};
+use grpc_support::authed;
+use grpc_support::served::{Served, next_event};
 use serde_json::{Value, json};
 use tonic::Code;
-use tower::ServiceExt as _;
 
 #[tokio::test]
 async fn two_people_over_grpc() {
@@ -39,13 +37,9 @@ async fn two_people_over_grpc() {
         .await
         .unwrap()
         .secret;
-    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
-    let mut api = grpc.admin();
-    let mut events = api
-        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
-        .await
-        .unwrap()
-        .into_inner();
+    let served = Served::of(hub.service.clone()).await;
+    let mut api = served.grpc.admin();
+    let mut events = served.watch(&hub.viewer).await;
     let open = |reason: &str| pb::CreateOverrideRequest {
         gate: "g".into(),
         state: "open".into(),
@@ -220,54 +214,26 @@ async fn two_people_over_grpc() {
         Some(Outcome::Created(o)) => assert_eq!(o.gate, "g"),
         other => panic!("not created: {other:?}"),
     }
-    grpc.stop().await;
+    served.stop().await;
 }
 
 /// The next approval event (id, change) on a WatchFleet stream, skipping others.
 async fn approval_event(events: &mut tonic::Streaming<pb::FleetEvent>) -> (String, String) {
-    loop {
-        let e = grpc_support::within("an approval event", events.message())
-            .await
-            .unwrap()
-            .expect("stream ended");
-        if let Some(pb::fleet_event::Event::Approval(a)) = e.event {
-            return (a.approval.unwrap().id, a.change);
-        }
-    }
+    next_event(events, "an approval event", |e| match e.event {
+        Some(pb::fleet_event::Event::Approval(a)) => Some((a.approval.unwrap().id, a.change)),
+        _ => None,
+    })
+    .await
 }
 
 #[tokio::test]
 async fn an_expiry_reaches_watchfleet_and_the_event_stream() {
     let hub = hub_with_approval_gate().await;
-    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
-    let mut events = grpc
-        .admin()
-        .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer))
-        .await
-        .unwrap()
-        .into_inner();
-    let sse = hub
-        .app
-        .clone()
-        .oneshot(
-            Request::get("/api/v1/events")
-                .header("authorization", format!("Bearer {}", hub.viewer))
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(sse.status(), StatusCode::OK);
-    let mut sse = sse.into_body().into_data_stream();
-    let mut seen = String::new();
-    let approval = |seen: &str, change: &str| {
-        seen.split("event: approval\ndata: ")
-            .skip(1)
-            .filter_map(|s| s.lines().next())
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v["change"] == change)
-    };
-    read_sse(&mut sse, &mut seen, |s| s.contains("event: ready")).await;
+    let served = Served::of(hub.service.clone()).await;
+    let mut events = served.watch(&hub.viewer).await;
+    let mut sse = served.events(&hub.viewer).await;
+    let approval = |change: &'static str| move |v: &Value| v["change"] == change;
+    sse.next("ready", |_| true).await;
 
     let r = hub
         .post_json(
@@ -282,7 +248,7 @@ async fn an_expiry_reaches_watchfleet_and_the_event_stream() {
         approval_event(&mut events).await,
         (id.clone(), "pending".into())
     );
-    read_sse(&mut sse, &mut seen, |s| approval(s, "pending").is_some()).await;
+    sse.next("approval", approval("pending")).await;
 
     // Not yet due on the hub's clock; an hour and a minute later it is, and it ends once.
     hub.clock.advance(chrono::Duration::minutes(59));
@@ -293,8 +259,7 @@ async fn an_expiry_reaches_watchfleet_and_the_event_stream() {
         approval_event(&mut events).await,
         (id.clone(), "expired".into())
     );
-    read_sse(&mut sse, &mut seen, |s| approval(s, "expired").is_some()).await;
-    let ev = approval(&seen, "expired").unwrap();
+    let ev = sse.next("approval", approval("expired")).await;
     assert_eq!(
         (
             &ev["id"],
@@ -316,22 +281,7 @@ async fn an_expiry_reaches_watchfleet_and_the_event_stream() {
             .unwrap()
             .is_empty()
     );
-    grpc.stop().await;
-}
-
-/// Reads the event stream until `pred` holds for what arrived (bounded).
-async fn read_sse(
-    body: &mut (impl futures::Stream<Item = Result<axum::body::Bytes, axum::Error>> + Unpin),
-    seen: &mut String,
-    pred: impl Fn(&str) -> bool,
-) {
-    grpc_support::within("the event stream", async {
-        while !pred(seen) {
-            let chunk = body.next().await.expect("stream ended").expect("chunk");
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await;
+    served.stop().await;
 }
 
 /// A hub with cluster `a` (env=prod) and gate `g` on it, closed, whose overrides need one

@@ -102,9 +102,7 @@ async fn c1_connected(
 ) -> (Served, Streaming<pb::FleetEvent>, TestSpoke, u64) {
     let served = serve(hub).await;
     let watch = served.watch(&hub.viewer).await;
-    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), token, "c1", 0)
-        .await
-        .unwrap();
+    let mut spoke = served.spoke(token, "c1").await;
     let rev = spoke.snapshot().await.revision;
     (served, watch, spoke, rev)
 }
@@ -164,9 +162,7 @@ async fn held_objects_reach_every_surface_and_old_spokes_break_nothing() {
     let mut watch = served.watch(&hub.viewer).await;
 
     // c2's spoke predates object holds: its reports carry no held_objects.
-    let old = TestSpoke::connect(served.grpc.channel.clone(), &old_token, "c2", 0)
-        .await
-        .unwrap();
+    let old = served.spoke(&old_token, "c2").await;
     old.report(0, vec![kustomization("flux-system", "apps", false, &[])])
         .await;
     let body = until(&hub, "/api/v1/clusters/c2/status", |b| {
@@ -178,9 +174,7 @@ async fn held_objects_reach_every_surface_and_old_spokes_break_nothing() {
 
     // c1: the Deployment and Service held by the closed gate, a person's own
     // mark on another Deployment, a Service selected but no longer held.
-    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", 0)
-        .await
-        .unwrap();
+    let mut spoke = served.spoke(&token, "c1").await;
     let rev = spoke.snapshot().await.revision;
     report(
         &spoke,
@@ -244,14 +238,7 @@ async fn held_objects_reach_every_surface_and_old_spokes_break_nothing() {
     assert_eq!(f["clusters"][1]["counts"]["heldObjects"], 0, "{f}");
 
     // gRPC AdminService.
-    let st = admin
-        .get_cluster_status(authed(
-            pb::GetClusterStatusRequest { name: "c1".into() },
-            &hub.viewer,
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let st = served.cluster_status("c1", &hub.viewer).await;
     assert_eq!(st.held_objects.len(), 4);
     let h = st
         .held_objects
@@ -388,14 +375,7 @@ async fn objects_the_spoke_may_not_hold_are_flagged_on_every_surface() {
     let grid = hub.get("/api/v1/dashboard/fleet").await.body;
     assert_eq!(grid["clusters"][0]["heldObjectsNotPermitted"], 1, "{grid}");
 
-    let st = (served.grpc.admin())
-        .get_cluster_status(authed(
-            pb::GetClusterStatusRequest { name: "c1".into() },
-            &hub.viewer,
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let st = served.cluster_status("c1", &hub.viewer).await;
     assert!(st.held_objects[0].not_permitted && !st.held_objects[0].held);
     assert_eq!(st.counts.unwrap().held_objects_not_permitted, 1);
 

@@ -17,7 +17,7 @@ use fleetgate_hub::grpc::GrpcOptions;
 use fleetgate_hub::replica::Replica;
 use fleetgate_proto::v1::{self as pb, fleet_event::Event};
 use grpc_support::served::{Served, next_event};
-use grpc_support::{Grpc, TestSpoke, authed, kustomization, within};
+use grpc_support::{Grpc, TestSpoke, kustomization, within};
 use serde_json::{Value, json};
 use tonic::Streaming;
 
@@ -125,19 +125,14 @@ async fn reported_local_gates_show_on_every_surface() {
     hub.simple_gate("release", &["c1", "c2"], "open").await;
 
     let (served, mut watch) = serve(&hub, LocalGates::Enforce).await;
-    let mut admin = served.grpc.admin();
     let mut sse = served.events(&hub.viewer).await;
 
     // c2's spoke predates local gates: its report carries none.
-    let old = TestSpoke::connect(served.grpc.channel.clone(), &old_token, "c2", 0)
-        .await
-        .unwrap();
+    let old = served.spoke(&old_token, "c2").await;
     old.report(0, vec![kustomization("flux-system", "apps", false, &[])])
         .await;
 
-    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", 0)
-        .await
-        .unwrap();
+    let mut spoke = served.spoke(&token, "c1").await;
     let snap = spoke.snapshot().await;
     assert!(snap.local_gates_enforced);
     report(
@@ -206,14 +201,7 @@ async fn reported_local_gates_show_on_every_surface() {
     assert!(!schemas["ClusterStatus"]["properties"]["localGates"].is_null());
     assert!(!schemas["LocalGate"]["properties"]["readyReason"].is_null());
     // gRPC AdminService.
-    let status = admin
-        .get_cluster_status(authed(
-            pb::GetClusterStatusRequest { name: "c1".into() },
-            &hub.viewer,
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let status = served.cluster_status("c1", &hub.viewer).await;
     assert_eq!(status.local_gates.len(), 2);
     assert_eq!(status.local_gates[0].name, "git-freeze");
     assert_eq!(status.closed_by, ["git-freeze"]);
@@ -338,10 +326,7 @@ async fn next_transition_and_audit_follow_local_gates() {
     // The hub's only gate is open with nothing scheduled: no next change of its own.
     hub.simple_gate("release", &["c1"], "open").await;
     let (served, mut watch) = serve(&hub, LocalGates::Enforce).await;
-    let mut admin = served.grpc.admin();
-    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", 0)
-        .await
-        .unwrap();
+    let mut spoke = served.spoke(&token, "c1").await;
     let snap = spoke.snapshot().await;
     let at = common::t0() + chrono::Duration::hours(3);
     let mut freeze = local("git-freeze", true, false, 1, 1);
@@ -374,14 +359,7 @@ async fn next_transition_and_audit_follow_local_gates() {
         Some(at),
         "{fleet}"
     );
-    let status = admin
-        .get_cluster_status(authed(
-            pb::GetClusterStatusRequest { name: "c1".into() },
-            &hub.viewer,
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let status = served.cluster_status("c1", &hub.viewer).await;
     assert_eq!(
         status.next_transition,
         Some(fleetgate_proto::time::to_timestamp(at))

@@ -13,7 +13,7 @@ use axum::http::Method;
 use common::Hub;
 use fleetgate_proto::v1::{self as pb, fleet_event::Event, spoke_message};
 use grpc_support::served::{Served, next_event};
-use grpc_support::{TestSpoke, authed, within};
+use grpc_support::within;
 use serde_json::json;
 
 fn request(state: &str, by: &str, at: chrono::DateTime<chrono::Utc>) -> pb::SpokeMessage {
@@ -39,13 +39,10 @@ async fn a_request_made_in_the_cluster_shows_on_every_surface_and_can_be_cancell
     hub.simple_gate("release", &["c1", "c2"], "open").await;
 
     let served = Served::of(hub.service.clone()).await;
-    let mut admin = served.grpc.admin();
     let mut watch = served.watch(&hub.viewer).await;
     let mut sse = served.events(&hub.viewer).await;
 
-    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", 0)
-        .await
-        .unwrap();
+    let mut spoke = served.spoke(&token, "c1").await;
     spoke.snapshot().await;
     let at = fleetgate_hub::clock::Clock::now(&hub.clock) - chrono::Duration::minutes(1);
     spoke.send(request("closed", "alice", at)).await;
@@ -96,14 +93,7 @@ async fn a_request_made_in_the_cluster_shows_on_every_surface_and_can_be_cancell
         .await;
     assert_eq!(other["localRequests"], json!([]));
     // gRPC: the same.
-    let status = admin
-        .get_cluster_status(authed(
-            pb::GetClusterStatusRequest { name: "c1".into() },
-            &hub.viewer,
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let status = served.cluster_status("c1", &hub.viewer).await;
     assert_eq!(status.local_requests.len(), 1);
     assert_eq!(status.local_requests[0].requested_by, "alice");
     // OpenAPI documents the list.

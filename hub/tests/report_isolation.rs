@@ -27,7 +27,7 @@ use fleetgate_hub::service::reports::Assembled;
 use fleetgate_hub::{AppState, app};
 use fleetgate_proto::v1 as pb;
 use grpc_support::served::{Served, next_event};
-use grpc_support::{Grpc, TestSpoke, authed, kustomization, within};
+use grpc_support::{Grpc, authed, kustomization, within};
 use serde_json::{Value, json};
 use tonic::Code;
 use tower::ServiceExt as _;
@@ -183,9 +183,7 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
     let served = Served::of(hub.service.clone()).await;
     let mut watch = served.watch(&hub.viewer).await;
     let mut sse = served.events(&hub.viewer).await;
-    let mut spoke = TestSpoke::connect(served.grpc.channel.clone(), &token, "c1", 0)
-        .await
-        .unwrap();
+    let mut spoke = served.spoke(&token, "c1").await;
     let rev = spoke.snapshot().await.revision;
     let mut odd = kustomization("flux-system", "odd", false, &["g"]);
     odd.ready = "False".into();
@@ -226,14 +224,7 @@ async fn nul_in_a_ready_message_is_stored_replaced_and_listed() {
     assert_eq!(body["reportProblems"]["total"], 1, "{body}");
 
     // gRPC shows the same.
-    let st = (served.grpc.admin())
-        .get_cluster_status(authed(
-            pb::GetClusterStatusRequest { name: "c1".into() },
-            &hub.viewer,
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let st = served.cluster_status("c1", &hub.viewer).await;
     let p = st.report_problems.unwrap();
     assert_eq!((p.total, p.items.len()), (1, 1));
     assert_eq!(p.items[0].field, "report.objects[0].ready_message");

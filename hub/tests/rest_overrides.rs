@@ -60,14 +60,7 @@ async fn override_opens_for_selected_clusters_and_expires() {
     // Cancelling an expired override is a conflict, and writes nothing.
     let id = r.body["items"][0]["id"].as_str().unwrap().to_string();
     let before = hub.fingerprint().await;
-    let r = hub
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/overrides/{id}"),
-            Some(&hub.operator),
-            None,
-        )
-        .await;
+    let r = hub.cancel_override(&id).await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
     assert_eq!(hub.fingerprint().await, before);
 }
@@ -116,14 +109,7 @@ async fn override_until_cancelled_newest_wins_and_future_start() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["cancelledBy"], "ops");
     assert_eq!(gate_state(&hub, "b").await.0, "closed");
-    let r = hub
-        .call(
-            Method::DELETE,
-            &format!("/api/v1/overrides/{open_id}"),
-            Some(&hub.operator),
-            None,
-        )
-        .await;
+    let r = hub.cancel_override(&open_id).await;
     assert_eq!(r.status, StatusCode::CONFLICT);
 
     // A scheduled override is in the snapshot before it starts.

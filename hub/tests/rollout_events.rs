@@ -12,20 +12,15 @@ mod grpc_support;
 
 use std::time::Duration as StdDuration;
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use chrono::{Duration, TimeZone, Utc};
 use common::Hub;
 use fleetgate_hub::config::HttpOptions;
 use fleetgate_hub::replica::Replica;
-use fleetgate_hub::{AppState, app};
 use fleetgate_proto::v1::{self as pb, fleet_event::Event};
-use futures::{Stream, StreamExt as _};
-use grpc_support::{Grpc, authed, connect, within};
+use grpc_support::served::{Served, Sse, next_event};
+use grpc_support::{Grpc, authed, within};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-use tower::ServiceExt as _;
 
 const GATE: &str = r#"apiVersion: fleetgate.io/v1
 kind: Gate
@@ -44,128 +39,44 @@ spec:
 
 /// The next `RolloutChanged` on a `WatchFleet` stream (other events skipped).
 async fn grpc_rollout(s: &mut tonic::Streaming<pb::FleetEvent>) -> (bool, pb::RolloutChanged) {
-    within("a RolloutChanged on WatchFleet", async {
-        loop {
-            let e = s.message().await.unwrap().expect("stream ended");
-            if let Some(Event::Rollout(r)) = e.event {
-                return (e.initial, r);
-            }
-        }
+    next_event(s, "a RolloutChanged on WatchFleet", |e| match e.event {
+        Some(Event::Rollout(r)) => Some((e.initial, r)),
+        _ => None,
     })
     .await
-}
-
-/// The next `rollout` event's data on an SSE body (other events skipped).
-async fn sse_rollout(
-    s: &mut (impl Stream<Item = Result<Bytes, axum::Error>> + Unpin),
-    buf: &mut String,
-) -> Value {
-    within("a rollout event on the SSE stream", async {
-        loop {
-            if let Some(end) = buf.find("\n\n") {
-                let block: String = buf.drain(..end + 2).collect();
-                if block.contains("event: rollout\n") {
-                    let data = block
-                        .lines()
-                        .find_map(|l| l.strip_prefix("data: "))
-                        .expect("data line");
-                    return serde_json::from_str(data).unwrap();
-                }
-                continue;
-            }
-            let chunk = s.next().await.expect("stream ended").expect("chunk");
-            buf.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await
-}
-
-async fn rest_command(http: &Router, token: &str, command: &str) -> StatusCode {
-    let req = Request::builder()
-        .method(Method::POST)
-        .uri(format!("/api/v1/gates/waves/rollout/{command}"))
-        .header("authorization", format!("Bearer {token}"))
-        .body(Body::empty())
-        .unwrap();
-    http.clone().oneshot(req).await.unwrap().status()
-}
-
-async fn get_json(http: &Router, token: &str, uri: &str) -> Value {
-    let req = Request::builder()
-        .uri(uri)
-        .header("authorization", format!("Bearer {token}"))
-        .body(Body::empty())
-        .unwrap();
-    let res = http.clone().oneshot(req).await.unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let body = axum::body::to_bytes(res.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    serde_json::from_slice(&body).unwrap()
 }
 
 /// One replica serving gRPC on a socket and the router (SSE), with a `WatchFleet` stream
 /// and an SSE stream open; the test steps the rollout itself (the replica's driver ticks
 /// once an hour, its first tick finding the gate closed).
 struct Watched {
-    http: Router,
-    admin: fleetgate_proto::AdminServiceClient<tonic::transport::Channel>,
+    served: Served,
     grpc_events: tonic::Streaming<pb::FleetEvent>,
-    sse: axum::body::BodyDataStream,
-    buf: String,
-    replica: Replica,
-    shutdown: CancellationToken,
-    server: tokio::task::JoinHandle<fleetgate_hub::Result<()>>,
+    sse: Sse,
 }
 
 impl Watched {
     async fn start(hub: &Hub) -> Watched {
-        let shutdown = CancellationToken::new();
         let grpc = fleetgate_hub::config::GrpcOptions {
             rollout_tick: StdDuration::from_secs(3600),
             ..Grpc::opts()
         };
-        let replica = Replica::new(hub.service.clone(), HttpOptions::default(), grpc);
-        let state = AppState {
-            shutdown: shutdown.clone(),
-            ..AppState::from_replica(replica.clone())
-        };
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = {
-            let (replica, shutdown) = (replica.clone(), shutdown.clone());
-            tokio::spawn(async move {
-                let serving = fleetgate_hub::grpc::serve_replica(&replica, listener, shutdown);
-                replica.run(serving).await
-            })
-        };
-        let http = app(state);
-        let mut admin =
-            fleetgate_proto::AdminServiceClient::new(connect(&format!("http://{addr}")).await);
+        let served = Served::start(Replica::new(
+            hub.service.clone(),
+            HttpOptions::default(),
+            grpc,
+        ))
+        .await;
         let watch = pb::WatchFleetRequest {
             gates: vec!["waves".into()],
             ..Default::default()
         };
-        let grpc_events = within("WatchFleet", admin.watch_fleet(authed(watch, &hub.viewer)))
-            .await
-            .unwrap()
-            .into_inner();
-        let req = Request::builder()
-            .uri("/api/v1/events")
-            .header("authorization", format!("Bearer {}", hub.viewer))
-            .body(Body::empty())
-            .unwrap();
-        let r = http.clone().oneshot(req).await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
+        let grpc_events = served.watch_with(watch, &hub.viewer).await;
+        let sse = served.events(&hub.viewer).await;
         Watched {
-            http,
-            admin,
+            served,
             grpc_events,
-            sse: r.into_body().into_data_stream(),
-            buf: String::new(),
-            replica,
-            shutdown,
-            server,
+            sse,
         }
     }
 
@@ -173,7 +84,7 @@ impl Watched {
     async fn expect_any(&mut self) -> (pb::RolloutChanged, Value) {
         let (initial, g) = grpc_rollout(&mut self.grpc_events).await;
         assert!(!initial);
-        let e = sse_rollout(&mut self.sse, &mut self.buf).await;
+        let e = self.sse.next("rollout", |_| true).await;
         assert_eq!(e["action"], json!(g.action), "{e}");
         (g, e)
     }
@@ -183,14 +94,14 @@ impl Watched {
         let (initial, g) = grpc_rollout(&mut self.grpc_events).await;
         assert!(!initial);
         assert_eq!(g.action, action, "{g:?}");
-        let e = sse_rollout(&mut self.sse, &mut self.buf).await;
+        let e = self.sse.next("rollout", |_| true).await;
         assert_eq!(e["action"], action, "{e}");
         assert_eq!(e["rolloutId"], json!(g.rollout_id));
         (g, e)
     }
 
     async fn grpc_command(
-        &mut self,
+        &self,
         token: &str,
         command: &str,
     ) -> Result<pb::RolloutInfo, tonic::Status> {
@@ -200,19 +111,26 @@ impl Watched {
         };
         within(
             "RolloutCommand",
-            self.admin.rollout_command(authed(req, token)),
+            self.served.grpc.admin().rollout_command(authed(req, token)),
         )
         .await
         .map(tonic::Response::into_inner)
     }
 
+    /// Reports from `clusters`' spokes: every app of gate `waves` healthy.
+    async fn report_healthy(&self, clusters: &[&str]) {
+        common::report_apps(&self.served.replica.reports, clusters, "waves", true).await;
+    }
+
+    /// A rollout command over REST; its status.
+    async fn rest_command(&self, token: &str, command: &str) -> StatusCode {
+        let uri = format!("/api/v1/gates/waves/rollout/{command}");
+        self.served.call(Method::POST, &uri, token).await.0
+    }
+
     async fn stop(self) {
         drop((self.grpc_events, self.sse));
-        self.shutdown.cancel();
-        within("the gRPC server to stop", self.server)
-            .await
-            .unwrap()
-            .unwrap();
+        self.served.stop().await;
     }
 }
 
@@ -227,7 +145,7 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
     let at = |h, m| Utc.with_ymd_and_hms(2026, 11, 25, h, m, 0).unwrap();
 
     let mut w = Watched::start(&hub).await;
-    let metrics = w.replica.metrics.clone();
+    let metrics = w.served.replica.metrics.clone();
 
     // The window opens: the rollout starts and releases the canary.
     hub.clock.set(at(13, 0));
@@ -241,7 +159,10 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
     assert_eq!((started.released, started.clusters), (1, 3));
 
     // The grid and the gate page show c2 and c3 waiting for wave 2, c1 released.
-    let grid = get_json(&w.http, &hub.viewer, "/api/v1/dashboard/fleet").await;
+    let grid = w
+        .served
+        .get_json("/api/v1/dashboard/fleet", &hub.viewer)
+        .await;
     let waits: Vec<Value> = grid["clusters"]
         .as_array()
         .unwrap()
@@ -249,7 +170,10 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
         .map(|c| c["cells"][0]["rolloutWave"].clone())
         .collect();
     assert_eq!(waits, [Value::Null, json!(2), json!(2)], "{grid}");
-    let page = get_json(&w.http, &hub.viewer, "/api/v1/dashboard/gates/waves").await;
+    let page = w
+        .served
+        .get_json("/api/v1/dashboard/gates/waves", &hub.viewer)
+        .await;
     assert_eq!(page["clusters"][1]["rolloutWave"], 2, "{page}");
     assert_eq!(page["clusters"][1]["reason"], "waiting for rollout wave 2");
 
@@ -263,7 +187,7 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
 
     // Resumed over REST.
     assert_eq!(
-        rest_command(&w.http, &hub.operator, "resume").await,
+        w.rest_command(&hub.operator, "resume").await,
         StatusCode::OK
     );
     w.expect("resumed").await;
@@ -287,14 +211,7 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
     assert_eq!(ended.state, "ended");
 
     // A new watcher sees no live rollout (an ended one is not part of the state).
-    let mut late = within(
-        "WatchFleet",
-        w.admin
-            .watch_fleet(authed(pb::WatchFleetRequest::default(), &hub.viewer)),
-    )
-    .await
-    .unwrap()
-    .into_inner();
+    let mut late = w.served.watch(&hub.viewer).await;
     hub.clock
         .advance(Duration::days(1) - Duration::hours(4) - Duration::minutes(1));
     hub.service.step_rollouts().await.unwrap();
@@ -332,14 +249,14 @@ async fn healthy_released_and_completed_reach_watchers() {
     hub.clock.set(at(13, 0));
     step().await;
     w.expect("started").await;
-    common::report_apps(&w.replica.reports, &["c1"], "waves", true).await;
+    w.report_healthy(&["c1"]).await;
     step().await;
     let (healthy, _) = w.expect("healthy").await;
     assert_eq!((healthy.wave, healthy.released), (1, 1));
 
     // After the 10 min soak, wave 2 (c2, c3) is released.
     hub.clock.set(at(13, 11));
-    common::report_apps(&w.replica.reports, &["c1"], "waves", true).await;
+    w.report_healthy(&["c1"]).await;
     step().await;
     let (released, e) = w.expect("released").await;
     assert_eq!((released.wave, released.released), (2, 3));
@@ -353,14 +270,14 @@ async fn healthy_released_and_completed_reach_watchers() {
         halted.detail.contains("c2") && halted.detail.contains("c3"),
         "{halted:?}"
     );
-    common::report_apps(&w.replica.reports, &["c1", "c2", "c3"], "waves", true).await;
+    w.report_healthy(&["c1", "c2", "c3"]).await;
     w.grpc_command(&hub.operator, "resume").await.unwrap();
     let (resumed, _) = w.expect("resumed").await;
     assert_eq!(resumed.state, "running");
     // Judged afresh from the resume (healthy at once: the same event or a `healthy` one),
     // then complete after the soak.
     hub.clock.set(at(13, 53));
-    common::report_apps(&w.replica.reports, &["c1", "c2", "c3"], "waves", true).await;
+    w.report_healthy(&["c1", "c2", "c3"]).await;
     step().await;
     loop {
         let (g, _) = w.expect_any().await;

@@ -62,20 +62,8 @@ fn count_statements() {
     });
 }
 
-/// The bench fleet's gate (fleetgate-bench `GATE_YAML`): every `fleet=bench` cluster.
-const GATE: &str = r#"apiVersion: fleetgate.io/v1
-kind: Gate
-metadata: {name: bench-window}
-spec:
-  clusters: {selector: {matchLabels: {fleet: bench}}}
-  targets: {kinds: [Kustomization, HelmRelease]}
-  mode: suspend
-  default: open
-  timeZone: Europe/Berlin
-  windows:
-    - {name: weekdays, kind: allow, schedule: "0 8 * * MON", duration: 81h}
-    - {name: no-deploy-friday, kind: deny, schedule: "0 0 * * FRI", duration: 24h}
-"#;
+/// The bench fleet's gate (fleetgate-bench's): every `fleet=bench` cluster.
+const GATE: &str = include_str!("../../bench/bench-window.yaml");
 
 /// A hub with `n` clusters labelled `fleet=bench`, the bench gate over them, and a
 /// webhook on their gate and override events selecting them by label (so routing looks
@@ -235,14 +223,7 @@ async fn close_cost_by_fleet_size() {
             assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
             let id = r.body["id"].as_str().unwrap();
             let t = Instant::now();
-            let r = hub
-                .call(
-                    Method::DELETE,
-                    &format!("/api/v1/overrides/{id}"),
-                    Some(&hub.operator),
-                    None,
-                )
-                .await;
+            let r = hub.cancel_override(id).await;
             cancels.push(t.elapsed());
             assert_eq!(r.status, StatusCode::OK, "{}", r.text);
         }

@@ -4,14 +4,22 @@
 #![forbid(unsafe_code)]
 
 pub mod kube_client;
+pub mod objects;
 pub mod oidc;
 pub mod pg;
 pub mod pki;
 pub mod process;
+pub mod rest;
 pub mod sign_in;
 pub mod sim;
 
 pub use kube_client::{kube_client, kube_client_from_file};
+pub use objects::{KUSTOMIZATION, dynamic_api, kubectl, nginx_app, nginx_objects, watch_until};
 pub use pg::{TestDb, test_db};
-pub use process::{ChildGuard, bin_path, free_port, hub_serve, poll, wait_readyz};
-pub use sim::{SimCluster, SimProcess, start_sim, start_sim_clusters, start_sim_with};
+pub use process::{
+    ChildGuard, bin_path, binaries, free_port, hub_serve, output, poll, wait_readyz,
+};
+pub use rest::Rest;
+pub use sim::{
+    SimCluster, SimProcess, create_namespaces, start_sim, start_sim_clusters, start_sim_with,
+};

@@ -49,7 +49,11 @@ impl OidcProvider {
             .expect("starting node (apt-get install nodejs)");
         let provider = OidcProvider {
             issuer: format!("http://127.0.0.1:{port}"),
-            http: reqwest::Client::new(),
+            // Bounded: a provider that stops answering fails the step that asked.
+            http: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(30))
+                .build()
+                .expect("HTTP client"),
             _child: ChildGuard(child),
         };
         let url = format!("{}/.well-known/openid-configuration", provider.issuer);

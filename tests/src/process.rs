@@ -49,6 +49,28 @@ pub fn bin_path(name: &str) -> PathBuf {
     path
 }
 
+/// Builds the workspace binaries a test runs, where they are stale, before
+/// the test's own time bound starts: a nested `cargo build` on a loaded
+/// machine takes minutes, and inside a bound it turns a slow build into a
+/// timed-out test (call it first in every test that bounds its whole body).
+pub fn binaries(names: &[&str]) {
+    for name in names {
+        bin_path(name);
+    }
+}
+
+/// Runs `cmd` to its end and returns its output, bounded (60 s): a process
+/// that hangs is killed and fails the test naming `what`, where a blocking
+/// `Command::output` would hold the test's own timeout off too.
+pub async fn output(cmd: Command, what: &str) -> std::process::Output {
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
+    tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("{what}: still running after 60 s"))
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
 /// Whether `bin` exists and is newer than every source file of the workspace
 /// (crate sources, protos, migrations, dashboard assets, manifests). After
 /// `cargo test --workspace` every binary is fresh, so no nested build runs.

@@ -110,17 +110,22 @@ impl SimProcess {
 
     /// Creates the namespaces (those that exist already are fine).
     pub async fn create_namespaces(&self, names: &[&str]) {
-        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client().await);
-        for ns in names {
-            let obj = serde_json::from_value(serde_json::json!({
-                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}
-            }))
-            .expect("namespace");
-            match namespaces.create(&PostParams::default(), &obj).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 409 => {}
-                Err(e) => panic!("namespace {ns}: {e}"),
-            }
+        create_namespaces(&self.client().await, names).await;
+    }
+}
+
+/// Creates the namespaces through `client` (those that exist already are fine).
+pub async fn create_namespaces(client: &kube::Client, names: &[&str]) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    for ns in names {
+        let obj = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}
+        }))
+        .expect("namespace");
+        match namespaces.create(&PostParams::default(), &obj).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => panic!("namespace {ns}: {e}"),
         }
     }
 }

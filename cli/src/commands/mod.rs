@@ -16,6 +16,9 @@ pub mod status;
 pub mod token;
 pub mod webhook;
 
+#[cfg(test)]
+mod fixtures;
+
 use clap::CommandFactory;
 
 use crate::args::{Cli, Command, GateCmd};

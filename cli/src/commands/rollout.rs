@@ -144,6 +144,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::commands::fixtures::cluster_status;
 
     #[test]
     fn a_cluster_status_lists_its_place_in_each_rollout() {
@@ -151,27 +152,22 @@ mod tests {
             json!({"gate": name, "state": "closed", "reason": "r", "nextTransition": null,
                    "objects": [], "held": 0, "heldObjects": 0, "rollout": rollout})
         };
-        let v: ClusterStatus = serde_json::from_value(json!({
-            "cluster": {"name": "edge-1", "connected": true, "labels": {},
-                        "createdAt": "2026-11-24T08:00:00Z", "lastSeenAt": null,
-                        "spokeVersion": null, "connectedReplica": null, "clockOffsetMs": null,
-                        "desiredRevision": 1},
-            "at": "2026-11-24T09:00:00Z", "nextTransition": null,
-            "open": false, "closedBy": ["a"], "objects": [], "heldObjects": [],
-            "counts": {"governed": 0, "held": 0, "suspended": 0, "heldObjects": 0,
-                       "heldObjectsByPerson": 0, "heldObjectsWaiting": 0},
-            "gates": [
-                gate("a", json!({"rolloutId": "r1", "state": "running", "wave": 2,
-                                 "waveName": "early", "releasedAt": null, "health": "closed",
-                                 "detail": null})),
-                gate("b", json!({"rolloutId": "r2", "state": "halted", "wave": 1,
-                                 "waveName": "canary", "releasedAt": "2026-11-24T08:30:00Z",
-                                 "health": "failed",
-                                 "detail": "Kustomization flux-system/apps: Ready=False: boom"})),
-                gate("c", serde_json::Value::Null),
-            ]
-        }))
-        .unwrap();
+        let v = cluster_status(
+            "edge-1",
+            json!({
+                "open": false, "closedBy": ["a"],
+                "gates": [
+                    gate("a", json!({"rolloutId": "r1", "state": "running", "wave": 2,
+                                     "waveName": "early", "releasedAt": null, "health": "closed",
+                                     "detail": null})),
+                    gate("b", json!({"rolloutId": "r2", "state": "halted", "wave": 1,
+                                     "waveName": "canary", "releasedAt": "2026-11-24T08:30:00Z",
+                                     "health": "failed",
+                                     "detail": "Kustomization flux-system/apps: Ready=False: boom"})),
+                    gate("c", serde_json::Value::Null),
+                ]
+            }),
+        );
         let out = cluster_places(&v, None);
         assert!(
             out.contains(

@@ -197,6 +197,13 @@ impl Hub {
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     }
 
+    /// Cancels override `id` as the operator (`DELETE /api/v1/overrides/{id}`).
+    pub async fn cancel_override(&self, id: &str) -> Resp {
+        let uri = format!("/api/v1/overrides/{id}");
+        self.call(Method::DELETE, &uri, Some(&self.operator), None)
+            .await
+    }
+
     /// Creates a gate from YAML.
     pub async fn create_gate_yaml(&self, yaml: &str) -> Resp {
         self.call(

@@ -7,7 +7,7 @@ use tonic::Code;
 
 use crate::code;
 use crate::common::Hub;
-use crate::grpc_support::{Grpc, authed};
+use crate::grpc_support::{Grpc, audit_entries, authed};
 
 #[tokio::test]
 async fn access_policies_over_grpc() {
@@ -101,18 +101,7 @@ async fn access_policies_over_grpc() {
         Code::NotFound
     );
     // Audited, with the reason.
-    let audit = api
-        .list_audit(authed(
-            pb::ListAuditRequest {
-                target_kind: "access_policy".into(),
-                ..Default::default()
-            },
-            &hub.admin,
-        ))
-        .await
-        .unwrap()
-        .into_inner()
-        .entries;
+    let audit = audit_entries(&mut api, "access_policy", &hub.admin).await;
     let actions: Vec<&str> = audit.iter().map(|e| e.action.as_str()).collect();
     assert_eq!(actions, ["access_policy.delete", "access_policy.create"]);
     assert_eq!(audit[0].reason, "offboarding");

@@ -303,6 +303,23 @@ pub fn kustomization(ns: &str, name: &str, held: bool, gates: &[&str]) -> pb::Ob
     }
 }
 
+/// The audit entries of `target_kind` that `ListAudit` shows `token`, newest first.
+pub async fn audit_entries(
+    admin: &mut AdminServiceClient<Channel>,
+    target_kind: &str,
+    token: &str,
+) -> Vec<pb::AuditEntry> {
+    let req = pb::ListAuditRequest {
+        target_kind: target_kind.into(),
+        ..Default::default()
+    };
+    within("ListAudit", admin.list_audit(authed(req, token)))
+        .await
+        .unwrap()
+        .into_inner()
+        .entries
+}
+
 /// Gate names in a snapshot.
 pub fn gate_names(s: &pb::Snapshot) -> Vec<String> {
     s.gates.iter().map(|g| g.name.clone()).collect()

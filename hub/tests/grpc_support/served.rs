@@ -4,7 +4,7 @@
 
 use axum::Router;
 use axum::body::{Body, BodyDataStream};
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, Request, Response, StatusCode};
 use fleetgate_hub::Service;
 use fleetgate_hub::config::HttpOptions;
 use fleetgate_hub::replica::Replica;
@@ -14,12 +14,14 @@ use futures::StreamExt as _;
 use serde_json::Value;
 use tower::ServiceExt as _;
 
-use super::{Grpc, authed, within};
+use super::{Grpc, TestSpoke, authed, within};
 
 /// A replica serving REST (`http`, called in process) and gRPC (`grpc`).
 pub struct Served {
     pub http: Router,
     pub grpc: Grpc,
+    /// The replica both serve (its fleet feed, reports, metrics).
+    pub replica: Replica,
 }
 
 impl Served {
@@ -34,11 +36,12 @@ impl Served {
         let grpc = Grpc::start_replica(replica.clone()).await;
         let state = AppState {
             shutdown: grpc.shutdown.clone(),
-            ..AppState::from_replica(replica)
+            ..AppState::from_replica(replica.clone())
         };
         Served {
             http: app(state),
             grpc,
+            replica,
         }
     }
 
@@ -82,6 +85,28 @@ impl Served {
             .into_inner()
     }
 
+    /// `GetClusterStatus` of `cluster` as `token` (over gRPC).
+    pub async fn cluster_status(&self, cluster: &str, token: &str) -> pb::ClusterStatus {
+        let req = pb::GetClusterStatusRequest {
+            name: cluster.into(),
+        };
+        let mut admin = self.grpc.admin();
+        within(
+            "GetClusterStatus",
+            admin.get_cluster_status(authed(req, token)),
+        )
+        .await
+        .unwrap()
+        .into_inner()
+    }
+
+    /// A test spoke of `cluster` (its `token`) connected here, holding no revision.
+    pub async fn spoke(&self, token: &str, cluster: &str) -> TestSpoke {
+        TestSpoke::connect(self.grpc.channel.clone(), token, cluster, 0)
+            .await
+            .unwrap()
+    }
+
     /// The dashboard's event stream (`GET /api/v1/events`) as `token`, opened.
     pub async fn events(&self, token: &str) -> Sse {
         Sse::open(&self.http, token).await
@@ -108,12 +133,26 @@ impl Sse {
             .header("authorization", format!("Bearer {token}"))
             .body(Body::empty())
             .unwrap();
-        let r = http.clone().oneshot(req).await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
+        Sse::of(http.clone().oneshot(req).await.unwrap())
+    }
+
+    /// Reads the event stream of `response` (it must be 200).
+    pub fn of(response: Response<Body>) -> Sse {
+        assert_eq!(response.status(), StatusCode::OK);
         Sse {
-            body: r.into_body().into_data_stream(),
+            body: response.into_body().into_data_stream(),
             buf: String::new(),
         }
+    }
+
+    /// Reads until the hub ends the stream (bounded), skipping what is left.
+    pub async fn end(&mut self, what: &str) {
+        within(what, async {
+            while let Some(chunk) = self.body.next().await {
+                chunk.expect("chunk");
+            }
+        })
+        .await;
     }
 
     /// The data of the next `name` event for which `want` holds (bounded;
@@ -130,8 +169,9 @@ impl Sse {
         .await
     }
 
-    /// The next event: its name and data.
-    async fn next_any(&mut self) -> (String, Value) {
+    /// The next event: its name and data (unbounded: call it inside a
+    /// [`within`]).
+    pub async fn next_any(&mut self) -> (String, Value) {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let block: String = self.buf.drain(..end + 2).collect();

@@ -206,15 +206,7 @@ impl Fleet {
 
     /// Cancels override `id`.
     pub async fn cancel(&self, id: &str) {
-        let r = self
-            .hub
-            .call(
-                Method::DELETE,
-                &format!("/api/v1/overrides/{id}"),
-                Some(&self.hub.operator),
-                None,
-            )
-            .await;
+        let r = self.hub.cancel_override(id).await;
         assert!(r.status.is_success(), "{} {}", r.status, r.text);
     }
 }
