@@ -3,7 +3,9 @@
 //! sent until it is enabled again); `Retry-After` in seconds and as an HTTP
 //! date, never retried before it; 3xx is a failure and no redirect is
 //! followed; an endpoint failing for days is disabled with its reason; a
-//! rotated secret signs beside the new one for the overlap only.
+//! rotated secret signs beside the new one for the overlap only; after the
+//! schedule's last retry a delivery fails, the endpoint's queue moves on,
+//! and a redelivery sends it again with its `webhook-id`.
 //!
 //! Time is the hub's injected clock: except for the first test (the running
 //! worker, end to end), each test delivers with [`deliver::tick`] (the
@@ -629,4 +631,88 @@ async fn a_rotated_secret_signs_beside_the_new_one_for_the_overlap_only() {
             .is_err(),
         "the old secret no longer signs"
     );
+}
+
+#[tokio::test]
+async fn after_the_last_retry_the_delivery_fails_the_queue_moves_on_and_redeliver_sends_it() {
+    // The default is the Standard Webhooks schedule.
+    let standard = deliver::parse_schedule(deliver::DEFAULT_SCHEDULE).unwrap();
+    let secs: Vec<u64> = standard.iter().map(Duration::as_secs).collect();
+    assert_eq!(secs, [5, 300, 1800, 7200, 18_000, 36_000, 36_000]);
+
+    let hub = Hub::new().await;
+    let (r, router) = replica_with(&hub, "r1", &opts_with("1m,1m"));
+    let (url, mut rx) = receiver(3).await; // three 503s, then 204
+    subscribe(&router, common::ADMIN, json!({"name": "ops", "url": url})).await;
+    enqueue_numbered(&hub, 0).await;
+    enqueue_numbered(&hub, 1).await;
+
+    // Three attempts of the first event (the first and two retries), the
+    // second waiting behind it.
+    let mut first_id = String::new();
+    for attempt in 1..=3 {
+        assert_eq!(tick(&hub, &r).await, 1, "attempt {attempt}");
+        let (h, v, _) = next(&mut rx).await;
+        assert_eq!(v["data"]["n"], 0, "attempt {attempt}: in order");
+        first_id = h["webhook-id"].to_str().unwrap().to_string();
+        let (_, list) = call(
+            &router,
+            Method::GET,
+            "/api/v1/webhooks/ops/deliveries",
+            None,
+        )
+        .await;
+        let first = &list[1];
+        if attempt < 3 {
+            assert_eq!(first["state"], "pending", "{list}");
+            hub.clock.set(instant(&first["nextAttemptAt"]));
+        } else {
+            assert_eq!(
+                first["state"], "failed",
+                "no retry after the schedule's last: {list}"
+            );
+            assert_eq!(first["attempts"], 3);
+        }
+    }
+    assert_eq!(attempts_metric(&router, "ops", "retry").await, 2.0);
+    assert_eq!(attempts_metric(&router, "ops", "failed").await, 1.0);
+
+    // The queue moves on to the second event; the failed one is not tried again.
+    assert_eq!(tick(&hub, &r).await, 1);
+    let (_, v, _) = next(&mut rx).await;
+    assert_eq!(v["data"]["n"], 1);
+    hub.clock.set(t0() + chrono::Duration::days(3));
+    assert_eq!(tick(&hub, &r).await, 0);
+    nothing_more(&mut rx, "a failed delivery");
+
+    // Redelivered on demand: due at once, the same webhook-id.
+    let (_, list) = call(
+        &router,
+        Method::GET,
+        "/api/v1/webhooks/ops/deliveries",
+        None,
+    )
+    .await;
+    let id = list[1]["id"].as_i64().unwrap();
+    let (status, body) = call(
+        &router,
+        Method::POST,
+        &format!("/api/v1/webhooks/ops/deliveries/{id}/redeliver"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(tick(&hub, &r).await, 1);
+    let (h, v, _) = next(&mut rx).await;
+    assert_eq!(v["data"]["n"], 0);
+    assert_eq!(h["webhook-id"].to_str().unwrap(), first_id);
+    let (_, one) = call(
+        &router,
+        Method::GET,
+        &format!("/api/v1/webhooks/ops/deliveries/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(one["state"], "delivered", "{one}");
+    assert_eq!(one["attempts"], 4, "{one}");
 }
