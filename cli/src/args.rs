@@ -481,6 +481,11 @@ pub enum WebhookCmd {
     },
     /// Send a delivery again, with the same webhook-id.
     Redeliver { name: String, id: i64 },
+    /// Enable a subscription (after the hub disabled it for a 410 Gone or
+    /// days of failures): what waited is sent. Nothing else changes.
+    Enable { name: String },
+    /// Disable a subscription: nothing is sent to it until it is enabled.
+    Disable { name: String },
 }
 
 #[derive(Debug, Subcommand)]

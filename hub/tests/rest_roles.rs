@@ -297,6 +297,8 @@ async fn openapi_documents_every_route_with_errors() {
             "/api/v1/admission-webhooks/{name}",
             vec!["get", "put", "delete"],
         ),
+        ("/api/v1/webhooks/{name}/enable", vec!["post"]),
+        ("/api/v1/webhooks/{name}/disable", vec!["post"]),
     ];
     // What a browser or CLI reads before anyone signed in.
     let public = ["/api/v1/auth/config", "/api/v1/auth/login"];

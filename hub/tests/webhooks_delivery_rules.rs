@@ -270,19 +270,63 @@ async fn a_410_disables_the_endpoint_everywhere_and_nothing_more_is_sent() {
         "no delivery routed to a disabled endpoint: {list}"
     );
 
-    // Enabled again (replaced with enabled: true): its queue goes on with
-    // the event that waited; the 410'd one stays failed.
-    let (status, body) = call(
-        &router,
-        Method::PUT,
-        "/api/v1/webhooks/gone",
-        Some(json!({"name": "gone", "url": gone_url, "events": ["spoke.*"], "enabled": true})),
+    // Disabled by a person over gRPC (already disabled: the hub's reason
+    // stays), then enabled over REST: the reason and failure run are
+    // cleared, the filters kept, and the queue goes on with the event that
+    // waited; the 410'd one stays failed.
+    let got = within(
+        "SetWebhookEnabled",
+        admin.set_webhook_enabled(authed(
+            pb::SetWebhookEnabledRequest {
+                name: "gone".into(),
+                enabled: false,
+            },
+            &hub.admin,
+        )),
     )
-    .await;
+    .await
+    .unwrap()
+    .into_inner();
+    assert_eq!(got.spec.as_ref().unwrap().enabled, Some(false));
+    assert_eq!(got.disabled_reason, "the endpoint answered 410 Gone");
+    let (status, body) = call(&router, Method::POST, "/api/v1/webhooks/gone/enable", None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(body["disabledReason"].is_null(), "{body}");
+    assert_eq!(body["spec"]["enabled"], true, "{body}");
+    assert_eq!(body["spec"]["events"], json!(["spoke.*"]), "{body}");
+    assert!(
+        body["disabledReason"].is_null() && body["failingSince"].is_null(),
+        "{body}"
+    );
     let (_, resumed, _) = next(&mut gone_rx).await;
     assert_eq!(resumed["data"]["n"], 1);
+    let audit = served
+        .get_json("/api/v1/audit?targetKind=webhook&target=gone", &hub.admin)
+        .await;
+    let trail: Vec<(&str, &str)> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["action"].as_str().unwrap(), i["actor"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        trail[..3],
+        [
+            ("webhook.enable", "bootstrap-admin"),
+            ("webhook.disable", "bootstrap-admin"),
+            ("webhook.disable", "fleetgate-hub"),
+        ],
+        "{audit}"
+    );
+    // Viewers and operators may not.
+    let (status, _) = notify_support::call_as(
+        &router,
+        &hub.operator,
+        Method::POST,
+        "/api/v1/webhooks/gone/disable",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
     served.grpc.stop().await;
 }
 

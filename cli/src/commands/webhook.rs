@@ -1,4 +1,4 @@
-//! `webhook create|list|get|delete|test|rotate-secret|deliveries|redeliver`:
+//! `webhook create|list|get|delete|test|rotate-secret|deliveries|redeliver|enable|disable`:
 //! notification subscriptions (admin). The signing secret is printed once.
 
 use fleetgate_api_types::OverrideClusters;
@@ -152,7 +152,23 @@ pub async fn run(client: &Client, cmd: &WebhookCmd, format: Format) -> Result<()
                 format!("delivery {id} queued again ({})\n", v.message_id)
             })
         }
+        WebhookCmd::Enable { name } => set_enabled(client, name, true, format).await,
+        WebhookCmd::Disable { name } => set_enabled(client, name, false, format).await,
     }
+}
+
+/// `webhook enable|disable`: only the enabled flag changes (not a replace,
+/// which would give the subscription this admin's scope).
+async fn set_enabled(client: &Client, name: &str, enabled: bool, format: Format) -> Result<()> {
+    let verb = if enabled { "enable" } else { "disable" };
+    let v: Webhook = client
+        .post(
+            &format!("/webhooks/{}/{verb}", seg(name)),
+            &[],
+            &serde_json::json!({}),
+        )
+        .await?;
+    output::print_answer(format, &v, |_| format!("webhook/{name} {verb}d\n"))
 }
 
 fn render(items: &[Webhook]) -> String {

@@ -277,6 +277,13 @@ impl pb::admin_service_server::AdminService for AdminApi {
         self.webhooks_delivery(req, true).await
     }
 
+    async fn set_webhook_enabled(
+        &self,
+        req: Request<pb::SetWebhookEnabledRequest>,
+    ) -> Res<pb::WebhookInfo> {
+        self.webhooks_set_enabled(req).await
+    }
+
     async fn list_access_policies(
         &self,
         req: Request<pb::ListAccessPoliciesRequest>,

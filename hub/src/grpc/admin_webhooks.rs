@@ -215,6 +215,19 @@ impl AdminApi {
         Ok(Response::new(webhook(w)))
     }
 
+    pub(super) async fn webhooks_set_enabled(
+        &self,
+        req: Request<pb::SetWebhookEnabledRequest>,
+    ) -> Res<pb::WebhookInfo> {
+        let actor = api_actor(&self.service, &req).await?;
+        let r = req.get_ref();
+        let w = ok(self
+            .service
+            .set_webhook_enabled(&actor, &r.name, r.enabled)
+            .await)?;
+        Ok(Response::new(webhook(w)))
+    }
+
     pub(super) async fn webhooks_rotate(
         &self,
         req: Request<pb::RotateWebhookSecretRequest>,

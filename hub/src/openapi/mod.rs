@@ -135,6 +135,7 @@ impl Modify for Common {
         rest::webhooks::list, rest::webhooks::create, rest::webhooks::get, rest::webhooks::replace,
         rest::webhooks::delete, rest::webhooks::rotate_secret, rest::webhooks::test,
         rest::webhooks::deliveries, rest::webhooks::delivery, rest::webhooks::redeliver,
+        rest::webhooks::enable, rest::webhooks::disable,
         rest::sign_in::config, rest::sign_in::login, rest::sign_in::logout,
         rest::sign_in::list, rest::sign_in::end,
         rest::freezes::freeze, rest::freezes::list, rest::freezes::unfreeze,

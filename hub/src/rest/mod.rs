@@ -112,6 +112,8 @@ pub(crate) fn api() -> Router<AppState> {
             "/webhooks/{name}/deliveries/{id}/redeliver",
             post(webhooks::redeliver),
         )
+        .route("/webhooks/{name}/enable", post(webhooks::enable))
+        .route("/webhooks/{name}/disable", post(webhooks::disable))
         .route("/auth/config", get(sign_in::config))
         .route("/auth/login", post(sign_in::login))
         .route("/auth/logout", post(sign_in::logout))

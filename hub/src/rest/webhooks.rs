@@ -107,6 +107,41 @@ pub async fn delete(
     Ok(Json(s.service.delete_webhook(&actor, &name).await?))
 }
 
+/// Enable a subscription (admin), nothing else changed; the hub's disable
+/// reason (410 Gone, failing for days) and failure run are cleared and what
+/// waited is sent.
+#[utoipa::path(post, path = "/api/v1/webhooks/{name}/enable", tag = "webhooks",
+    params(("name" = String, Path, description = "Subscription name")),
+    responses((status = 200, description = "Enabled", body = Webhook),
+        (status = 404, description = "No such subscription", body = crate::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn enable(
+    State(s): State<AppState>,
+    ApiAdmin(actor): ApiAdmin,
+    Path(name): Path<String>,
+) -> Result<Json<Webhook>> {
+    Ok(Json(
+        s.service.set_webhook_enabled(&actor, &name, true).await?,
+    ))
+}
+
+/// Disable a subscription (admin), nothing else changed: no events are
+/// routed to it and its queued deliveries wait.
+#[utoipa::path(post, path = "/api/v1/webhooks/{name}/disable", tag = "webhooks",
+    params(("name" = String, Path, description = "Subscription name")),
+    responses((status = 200, description = "Disabled", body = Webhook),
+        (status = 404, description = "No such subscription", body = crate::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn disable(
+    State(s): State<AppState>,
+    ApiAdmin(actor): ApiAdmin,
+    Path(name): Path<String>,
+) -> Result<Json<Webhook>> {
+    Ok(Json(
+        s.service.set_webhook_enabled(&actor, &name, false).await?,
+    ))
+}
+
 /// Rotate the signing secret (admin); the old one keeps signing for the overlap.
 #[utoipa::path(post, path = "/api/v1/webhooks/{name}/rotate-secret", tag = "webhooks",
     request_body = RotateWebhookSecret,

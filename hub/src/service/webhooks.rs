@@ -279,6 +279,35 @@ impl Service {
         Ok(w)
     }
 
+    /// Enables or disables a subscription (admin) and changes nothing else:
+    /// its filters and owner scope stay (a replace would give it the
+    /// replacing admin's scope). Enabling clears the hub's disable reason
+    /// and the failure run, so the deliveries that waited are sent.
+    /// Audited as `webhook.enable` / `webhook.disable`.
+    pub async fn set_webhook_enabled(
+        &self,
+        actor: &Actor,
+        name: &str,
+        enabled: bool,
+    ) -> Result<Webhook> {
+        actor.require(Role::Admin)?;
+        let now = self.now();
+        let action = if enabled {
+            "webhook.enable"
+        } else {
+            "webhook.disable"
+        };
+        self.modify_webhook(actor, name, action, now, &|row: &mut WebhookRow| {
+            row.enabled = enabled;
+            row.updated_at = now;
+            if enabled {
+                row.disabled_reason = None;
+                row.failing_since = None;
+            }
+        })
+        .await
+    }
+
     /// Deletes a subscription and its delivery history (admin).
     pub async fn delete_webhook(&self, actor: &Actor, name: &str) -> Result<Webhook> {
         actor.require(Role::Admin)?;
