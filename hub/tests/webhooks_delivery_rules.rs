@@ -90,6 +90,12 @@ fn instant(v: &Value) -> DateTime<Utc> {
 
 /// The value of `fleetgate_hub_webhook_attempts_total` for (webhook, outcome).
 async fn attempts_metric(router: &Router, webhook: &str, outcome: &str) -> f64 {
+    let labels = [("webhook", webhook), ("outcome", outcome)];
+    metric(router, "fleetgate_hub_webhook_attempts_total", &labels).await
+}
+
+/// The value of the series of `name` with these labels on `/metrics` (0 if absent).
+async fn metric(router: &Router, name: &str, labels: &[(&str, &str)]) -> f64 {
     let req = axum::http::Request::get("/metrics")
         .body(axum::body::Body::empty())
         .unwrap();
@@ -102,9 +108,10 @@ async fn attempts_metric(router: &Router, webhook: &str, outcome: &str) -> f64 {
     let text = String::from_utf8_lossy(&text);
     text.lines()
         .find(|l| {
-            l.starts_with("fleetgate_hub_webhook_attempts_total{")
-                && l.contains(&format!("webhook=\"{webhook}\""))
-                && l.contains(&format!("outcome=\"{outcome}\""))
+            l.starts_with(&format!("{name}{{"))
+                && labels
+                    .iter()
+                    .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
         })
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
         .unwrap_or(0.0)
@@ -241,8 +248,13 @@ async fn a_410_disables_the_endpoint_everywhere_and_nothing_more_is_sent() {
     assert_eq!(disables[0]["reason"], "the endpoint answered 410 Gone");
     assert_eq!(disables[0]["after"]["enabled"], false);
 
-    // The per-endpoint metric.
+    // The per-endpoint metrics.
     assert_eq!(attempts_metric(&router, "gone", "gone").await, 1.0);
+    let gone = [("webhook", "gone"), ("reason", "gone")];
+    assert_eq!(
+        metric(&router, "fleetgate_hub_webhooks_disabled_total", &gone).await,
+        1.0
+    );
 
     // Nothing more is sent to it: a canary subscribed after the disable
     // gets a new event, so the worker has claimed since; `gone` got nothing,
@@ -605,6 +617,10 @@ async fn an_endpoint_failing_for_days_is_disabled_with_its_reason() {
     assert_eq!(attempts_metric(&router, "down", "retry").await, 3.0);
     assert_eq!(attempts_metric(&router, "flaky", "retry").await, 3.0);
     assert_eq!(attempts_metric(&router, "flaky", "delivered").await, 1.0);
+    let disabled = |webhook| [("webhook", webhook), ("reason", "failing")];
+    let name = "fleetgate_hub_webhooks_disabled_total";
+    assert_eq!(metric(&router, name, &disabled("down")).await, 1.0);
+    assert_eq!(metric(&router, name, &disabled("flaky")).await, 0.0);
 
     // Disabled: nothing more goes to it, however late.
     hub.clock.set(t0() + h(200));

@@ -60,11 +60,21 @@ pub struct AttemptLabels {
     pub outcome: String,
 }
 
+/// An endpoint the hub disabled, and why.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DisabledLabels {
+    pub webhook: String,
+    /// `gone` (it answered 410) or `failing` (every attempt failed for
+    /// `disable_after`).
+    pub reason: String,
+}
+
 /// Webhook metrics (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct NotifyMetrics {
     pub attempts: Family<AttemptLabels, Counter>,
     pub latency: Family<AttemptLabels, Histogram>,
+    pub disabled: Family<DisabledLabels, Counter>,
 }
 
 impl Default for NotifyMetrics {
@@ -74,6 +84,7 @@ impl Default for NotifyMetrics {
             latency: Family::new_with_constructor(|| {
                 Histogram::new([0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0])
             }),
+            disabled: Family::default(),
         }
     }
 }
@@ -89,6 +100,11 @@ impl NotifyMetrics {
             "webhook_attempt_seconds",
             "Webhook delivery attempt latency by endpoint and outcome",
             self.latency.clone(),
+        );
+        r.register(
+            "webhooks_disabled",
+            "Webhook endpoints this replica disabled, by endpoint and reason (gone: 410, failing: every attempt failed for --webhook-disable-after)",
+            self.disabled.clone(),
         );
     }
 }
@@ -223,7 +239,7 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
     let mut tx = service.begin().await?;
     let failing_since = webhooks::record(&mut tx, &c, &cfg.replica, &o).await?;
     let disable_for = if gone {
-        Some("the endpoint answered 410 Gone".to_string())
+        Some(("gone", "the endpoint answered 410 Gone".to_string()))
     } else {
         failing_since
             .filter(|since| {
@@ -231,13 +247,18 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
             })
             .map(|since| {
                 let since = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-                format!("every delivery attempt failed since {since}")
+                (
+                    "failing",
+                    format!("every delivery attempt failed since {since}"),
+                )
             })
     };
-    if let Some(reason) = disable_for
+    let mut disabled = None;
+    if let Some((why, reason)) = disable_for
         && webhooks::disable(&mut tx, c.webhook_id, &reason, now).await?
     {
         tracing::warn!(webhook = %c.webhook, %reason, "webhook disabled");
+        disabled = Some(why);
         crate::db::audit::insert(
             &mut tx,
             &NewAudit {
@@ -258,6 +279,13 @@ pub async fn deliver(service: &Service, cfg: &DeliveryConfig, c: Claimed) -> cra
         .await?;
     }
     tx.commit().await?;
+    if let Some(why) = disabled {
+        let labels = DisabledLabels {
+            webhook: c.webhook.clone(),
+            reason: why.to_string(),
+        };
+        cfg.metrics.disabled.get_or_create(&labels).inc();
+    }
     if let Err(EgressError::Refused(r)) = &sent {
         tracing::warn!(webhook = %c.webhook, refused = %r, "webhook destination refused");
     }
