@@ -51,6 +51,10 @@ pub struct Cell {
     /// The gate's current rollout failed on this cluster: the failing object and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout_failure: Option<crate::status::RolloutFailure>,
+    /// Objects inside Kustomizations it would hold here if enforced (a warn-mode
+    /// holdObjects gate while closed; nothing is marked).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub would_hold_objects: u32,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -79,6 +83,10 @@ pub struct FleetRow {
     /// (`HoldNotPermitted`: kind not in its `--held-kinds`): a warning cell.
     #[serde(default)]
     pub held_objects_not_permitted: u32,
+    /// Objects inside Kustomizations closed warn-mode gates would hold if
+    /// enforced ("◌ would hold"; nothing is marked).
+    #[serde(default)]
+    pub would_hold_objects: u32,
     /// Problems of the cluster's latest stored report (objects with text the
     /// database cannot hold, stored repaired or left out; the cluster page lists them).
     #[serde(default)]

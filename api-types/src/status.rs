@@ -83,7 +83,7 @@ pub struct ObjectStatus {
 /// One object a Kustomization applied that a holdObjects gate selects, as its
 /// spoke reports it. A whole report's set is JSON-encoded into one statement
 /// parameter, like [`super::reports::ReportedObject`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 #[serde(rename_all = "camelCase")]
@@ -116,6 +116,18 @@ pub struct HeldObject {
     /// rolls out while the gate is closed). `gates` names the gates.
     #[serde(default)]
     pub not_permitted: bool,
+    /// Closed warn-mode gates (`spec.enforcement: warn`) that would hold it if
+    /// they were enforced: what an enforced mark would name. Nothing is marked
+    /// for them (`held` stays false).
+    #[serde(default)]
+    pub would_hold_by: Vec<String>,
+    /// The Kustomization's applied revision when a warn gate first would hold it.
+    #[serde(default)]
+    pub would_hold_since_revision: Option<String>,
+    /// The Kustomization applied a newer revision since: enforced, the changes
+    /// to this object would wait.
+    #[serde(default)]
+    pub would_hold_newer_revision: bool,
 }
 
 impl HeldObject {
@@ -168,6 +180,13 @@ pub struct ObjectCounts {
     /// Flux objects whose newer revision a closed warn gate would hold.
     #[serde(default)]
     pub would_hold: i64,
+    /// Objects inside Kustomizations closed warn-mode holdObjects gates would
+    /// hold if enforced (not counted in `heldObjects`: nothing is marked).
+    #[serde(default)]
+    pub would_hold_objects: i64,
+    /// Of those, objects whose Kustomization applied a newer revision since.
+    #[serde(default)]
+    pub would_hold_objects_waiting: i64,
 }
 
 /// One gate across the fleet.
@@ -188,6 +207,10 @@ pub struct GateSummary {
     /// Flux objects it would suspend across the fleet (a warn gate while closed).
     #[serde(default)]
     pub would_suspend: i64,
+    /// Objects inside Kustomizations it would hold across the fleet if enforced
+    /// (a warn-mode holdObjects gate while closed).
+    #[serde(default)]
+    pub would_hold_objects: i64,
 }
 
 fn enforce() -> String {
@@ -268,6 +291,10 @@ pub struct GateStatus {
     /// Of those, the ones whose newer revision it would hold.
     #[serde(default)]
     pub would_hold: usize,
+    /// Objects inside Kustomizations it would hold if enforced (a warn-mode
+    /// holdObjects gate while closed; nothing is marked for it).
+    #[serde(default)]
+    pub would_hold_objects: usize,
     /// For a gate with `spec.rollout` whose current rollout placed this cluster: its wave,
     /// release and health there (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -485,6 +512,10 @@ pub struct GateBrief {
     /// The gate's current rollout failed on this cluster (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout_failure: Option<RolloutFailure>,
+    /// Objects inside Kustomizations it would hold if enforced (a warn-mode
+    /// holdObjects gate while closed).
+    #[serde(default)]
+    pub would_hold_objects: i64,
 }
 
 /// One cluster's gates now, without its objects (see the per-cluster status

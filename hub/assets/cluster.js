@@ -77,7 +77,8 @@ function draw(main, ctx, st, overrides, refresh) {
           rolloutCell(g.rollout),
           h('td', {}, g.nextTransition ? [fmtTime(g.nextTransition), ' ', h('span', { class: 'muted' }, relTime(g.nextTransition))] : '—'),
           h('td', {}, String(g.held)),
-          h('td', {}, String(g.heldObjects ?? 0)),
+          h('td', { class: 'held-objects' }, String(g.heldObjects ?? 0),
+            g.wouldHoldObjects ? [' ', badge('would', `◌ ${g.wouldHoldObjects} would hold`)] : null),
           h('td', {}, gateActions(g.gate, ctx, { cluster: c.name, after: refresh, may: g.mayOperate }))))))
         : h('p', { class: 'muted' }, 'No gate governs this cluster.')),
     localGatesSection(st),
@@ -136,8 +137,9 @@ function heldObjectsSection(st) {
   const held = list.filter((o) => o.held).length;
   const waiting = list.filter((o) => o.heldBy.length && o.newerRevisionApplied).length;
   const notPermitted = list.filter((o) => o.notPermitted).length;
+  const would = list.filter((o) => (o.wouldHoldBy || []).length).length;
   return h('section', { class: 'card', id: 'held-objects-card' },
-    h('h2', {}, `Held objects (${held} held of ${list.length} selected${waiting ? `; ${waiting} with changes waiting` : ''})`),
+    h('h2', {}, `Held objects (${held} held of ${list.length} selected${waiting ? `; ${waiting} with changes waiting` : ''}${would ? `; ◌ ${would} would hold` : ''})`),
     notPermitted ? h('p', { class: 'warn', id: 'hold-not-permitted' },
       `⚠ HoldNotPermitted: ${notPermitted} object(s) that holdObjects gates select cannot be held on this cluster: `
       + 'their kind is not in the spoke\'s --held-kinds, so they roll out while the gate is closed.') : null,
@@ -149,9 +151,13 @@ function heldObjectsSection(st) {
         h('td', {}, `${o.kustomizationNamespace}/${o.kustomizationName}`),
         h('td', { class: 'held-by' }, o.notPermitted ? badge('offline', `not permitted (--held-kinds); gates ${o.gates.join(', ')}`)
           : o.heldBy.length ? badge('held', `by ${o.heldBy.join(', ')}`)
-          : o.heldByPerson ? badge('info', 'by a person (left alone)') : 'no'),
-        h('td', { class: 'rev', title: o.heldSince ? `since ${fmtTime(o.heldSince)}` : '' }, o.heldSinceRevision || '—'),
-        h('td', { class: 'waiting' }, o.heldBy.length && o.newerRevisionApplied ? 'yes' : 'no')))))
+          : o.heldByPerson ? badge('info', 'by a person (left alone)')
+          // A warn gate marks nothing: this is what enforcing it would hold.
+          : (o.wouldHoldBy || []).length ? badge('would', `◌ would hold: ${o.wouldHoldBy.join(', ')}`) : 'no'),
+        h('td', { class: 'rev', title: o.heldSince ? `since ${fmtTime(o.heldSince)}` : '' },
+          o.heldSinceRevision || (!o.heldBy.length && o.wouldHoldSinceRevision) || '—'),
+        h('td', { class: 'waiting' }, o.heldBy.length && o.newerRevisionApplied ? 'yes'
+          : !o.heldBy.length && o.wouldHoldNewerRevision ? 'would wait' : 'no')))))
       : h('p', { class: 'muted' }, 'No holdObjects gate selects objects on this cluster (or its spoke predates object holds).'));
 }
 

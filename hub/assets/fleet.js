@@ -200,6 +200,16 @@ export function heldObjectsBadge(c) {
   }, `⏸ ${n} held${person ? ` +${person}` : ''}`);
 }
 
+/** Objects inside Kustomizations closed warn-mode gates would hold if enforced (nothing is marked). */
+export function wouldHoldObjectsBadge(c) {
+  const n = c.wouldHoldObjects || 0;
+  if (!n) return null;
+  return h('a', {
+    class: 'mini would-hold-objects', href: `#/clusters/${encodeURIComponent(c.name)}`, 'data-would-hold-objects': String(n),
+    title: `warn mode: ${n} object(s) inside Kustomizations would be held if the warn gates were enforced; nothing is held`,
+  }, `◌ ${n} would hold`);
+}
+
 /** HoldNotPermitted: gates select objects whose kind the spoke may not hold (`--held-kinds`). */
 export function notPermittedBadge(c) {
   const n = c.heldObjectsNotPermitted || 0;
@@ -231,6 +241,7 @@ function row(c, cols, gates) {
     c.connected ? null : h('span', { class: 'mini offline', title: `Spoke offline; last seen ${c.lastSeenAt ? fmtTime(c.lastSeenAt) : 'never'}` }, '⚠ offline'),
     c.held ? h('span', { class: 'mini held', title: `${c.held} object(s) with a change waiting` }, `‖ ${c.held}`) : null,
     heldObjectsBadge(c),
+    wouldHoldObjectsBadge(c),
     notPermittedBadge(c),
     reportProblemsBadge(c));
   tr.append(name);
@@ -259,8 +270,12 @@ function row(c, cols, gates) {
     const word = document.createElement('span');
     word.className = 'word';
     word.textContent = kind === 'na' ? '' : kind === 'waiting' ? `wave ${cell.rolloutWave}`
-      : kind === 'would' ? `would close${cell.wouldSuspend ? ` (${cell.wouldSuspend})` : ''}` : kind;
-    if (kind === 'would') td.title = `warn mode: would hold ${cell.wouldSuspend || 0} object(s) if enforced; nothing is held`;
+      : kind === 'would' ? `would close${cell.wouldSuspend || cell.wouldHoldObjects ? ` (${(cell.wouldSuspend || 0) + (cell.wouldHoldObjects || 0)})` : ''}` : kind;
+    if (kind === 'would') {
+      td.title = `warn mode: would suspend ${cell.wouldSuspend || 0} object(s)`
+        + `${cell.wouldHoldObjects ? ` and hold ${cell.wouldHoldObjects} object(s) inside Kustomizations` : ''} if enforced; nothing is held`;
+      td.dataset.wouldHoldObjects = String(cell.wouldHoldObjects || 0);
+    }
     td.append(ic, word);
     if (kind === 'failed') {
       // The failing object and why, on the cell itself (truncated; whole in the tooltip).

@@ -64,6 +64,7 @@ fn held(kind: &str, name: &str, held_by: &[&str], person: bool) -> pb::HeldObjec
         .into(),
         newer_revision_applied: kind == "Deployment" && name == "nginx",
         not_permitted: false,
+        ..Default::default()
     }
 }
 

@@ -51,6 +51,7 @@ fn held(name: &str) -> HeldObject {
         held_since: Some(t0()),
         newer_revision_applied: false,
         not_permitted: false,
+        ..HeldObject::default()
     }
 }
 

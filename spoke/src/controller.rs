@@ -156,7 +156,10 @@ async fn reconcile_holds(
     objects: &[ObservedObject],
     state: &mut HoldState,
 ) -> HoldPlan {
-    let planner = HoldPlanner::new(gates, objects);
+    // Where warn gates already would hold an object: the revision since.
+    let previous = ctx.report.borrow().clone();
+    let previous = previous.as_deref().map_or(&[][..], |r| &r.held_objects[..]);
+    let planner = HoldPlanner::new(gates, objects).remembering(previous);
     let mut plan = hold_pass(ctx, &planner, gates, &mut state.overlay, &mut state.strays).await;
     not_permitted(ctx, &planner, gates, &mut plan, &mut state.warned).await;
     plan
@@ -237,6 +240,10 @@ fn publish(
         .set(i64::try_from(holds.held_by_person_count()).unwrap_or(i64::MAX));
     m.applied_objects_not_permitted
         .set(i64::try_from(holds.not_permitted_count()).unwrap_or(i64::MAX));
+    m.applied_objects_would_hold
+        .set(i64::try_from(holds.would_hold_count()).unwrap_or(i64::MAX));
+    m.applied_objects_would_hold_waiting
+        .set(i64::try_from(holds.would_hold_waiting_count()).unwrap_or(i64::MAX));
     m.gates_closed
         .set(i64::try_from(closed).unwrap_or(i64::MAX));
     let report = Report {

@@ -9,7 +9,10 @@
 //!   report one (owner labels removed: still held; labelled but not listed:
 //!   never marked, fleetgate's mark released) and by the owner labels only
 //!   where the labelled Kustomization reports no inventory,
-//! - and re-planning afterwards plans nothing (a fixpoint in one pass).
+//! - and re-planning afterwards plans nothing (a fixpoint in one pass);
+//! - a closed warn gate (`enforcement: warn`) changes no step, and is reported
+//!   as would-hold on exactly the objects its enforced self then marks, at the
+//!   revision the previous pass saw (a newer applied revision: "would wait").
 
 use std::{collections::BTreeSet, sync::Arc};
 
@@ -311,5 +314,80 @@ proptest! {
             }
         }
         prop_assert!(planner.plan(&after).steps.is_empty(), "not a fixpoint");
+    }
+
+    #[test]
+    fn a_warn_gate_marks_nothing_and_would_hold_what_enforce_then_holds(
+        gates in prop::collection::vec(gate(), 0..4),
+        warn in any::<[bool; 4]>(),
+        objects in prop::collection::vec(object(), 0..12),
+    ) {
+        let mut gates = gates;
+        gates.sort_by(|a, b| a.name.cmp(&b.name));
+        gates.dedup_by(|a, b| a.name == b.name);
+        for (g, w) in gates.iter_mut().zip(warn) {
+            g.warn = w;
+        }
+        let mut objects = objects;
+        objects.sort_by(|a, b| a.key.cmp(&b.key));
+        objects.dedup_by(|a, b| a.key == b.key);
+        let kss = vec![kustomization("apps", None), kustomization("infra", None)];
+        let plan = HoldPlanner::new(&gates, &kss).plan(&objects);
+        // The warn gates change no step: as if they did not exist.
+        let enforced_only: Vec<GateView> = gates.iter().filter(|g| !g.warn).cloned().collect();
+        prop_assert_eq!(&plan.steps, &HoldPlanner::new(&enforced_only, &kss).plan(&objects).steps);
+        // Enforce every gate and apply its steps: the warn gates it marks with
+        // are exactly those reported as would-hold.
+        let warn_closed: BTreeSet<String> = gates
+            .iter()
+            .filter(|g| g.warn && !g.open)
+            .map(|g| g.name.clone())
+            .collect();
+        let enforced: Vec<GateView> = gates
+            .iter()
+            .map(|g| GateView { warn: false, ..g.clone() })
+            .collect();
+        let mut after = objects.clone();
+        for step in HoldPlanner::new(&enforced, &kss).plan(&objects).steps {
+            let o = after.iter_mut().find(|o| o.key == step.key).unwrap();
+            apply(o, &step.action);
+        }
+        for o in &after {
+            let marked: BTreeSet<String> = o
+                .mark
+                .as_ref()
+                .map(|m| m.gates.iter().cloned().collect())
+                .unwrap_or_default();
+            let want: BTreeSet<String> = marked.intersection(&warn_closed).cloned().collect();
+            let entry = plan.report.iter().find(|r| r.key == o.key);
+            let got: BTreeSet<String> = entry
+                .map(|r| r.would_hold_by.iter().cloned().collect())
+                .unwrap_or_default();
+            prop_assert_eq!(&got, &want, "{:?}", o.key);
+            if let Some(r) = entry {
+                let owner = o.owner.as_ref().map(|(_, n)| format!("{n}@r1"));
+                let since = if want.is_empty() { None } else { owner };
+                prop_assert_eq!(r.would_hold_since_revision.as_deref(), since.as_deref());
+                prop_assert!(!r.would_hold_newer_revision);
+            }
+        }
+        prop_assert_eq!(
+            plan.would_hold_count(),
+            plan.report.iter().filter(|r| !r.would_hold_by.is_empty()).count()
+        );
+        // The owners apply a newer revision: the next pass remembers where a
+        // warn gate started to would-hold, and says the change would wait.
+        let mut newer = kss.clone();
+        for k in &mut newer {
+            k.last_applied_revision = Some(format!("{}@r2", k.key.name).into());
+        }
+        let next = HoldPlanner::new(&gates, &newer).remembering(&plan.report).plan(&objects);
+        prop_assert_eq!(next.report.len(), plan.report.len());
+        for (a, b) in plan.report.iter().zip(&next.report) {
+            prop_assert_eq!(&a.would_hold_by, &b.would_hold_by);
+            prop_assert_eq!(&a.would_hold_since_revision, &b.would_hold_since_revision);
+            prop_assert_eq!(b.would_hold_newer_revision, !b.would_hold_by.is_empty());
+        }
+        prop_assert_eq!(next.would_hold_waiting_count(), next.would_hold_count());
     }
 }

@@ -65,6 +65,7 @@ browser_test!(cluster_page_lists_held_objects_live, |b| {
         held_since: "2026-11-24T10:00:00Z".into(),
         newer_revision_applied: !by.is_empty(),
         not_permitted: false,
+        ..Default::default()
     };
     // HoldNotPermitted: a kind the spoke's --held-kinds does not enable.
     let statefulset = pb::HeldObjectStatus {

@@ -79,8 +79,11 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
         out.insert_str(
             out.len() - 1,
             &format!(
-                "         warn gates would suspend: {} objects ({} with a newer revision)\n",
-                s.objects.would_suspend, s.objects.would_hold
+                "         warn gates would suspend: {} objects ({} with a newer revision), would hold {} objects inside Kustomizations ({} with a newer revision)\n",
+                s.objects.would_suspend,
+                s.objects.would_hold,
+                s.objects.would_hold_objects,
+                s.objects.would_hold_objects_waiting
             ),
         );
     }
@@ -100,7 +103,7 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
             g.clusters.to_string(),
             g.open.to_string(),
             g.closed.to_string(),
-            g.held_objects.to_string(),
+            held_cell(g.held_objects, g.would_hold_objects),
             g.would_suspend.to_string(),
         ]);
     }
@@ -157,7 +160,7 @@ fn render_fleet(v: &FleetStatus, gate: Option<&str>) -> String {
             c.closed_by.join(","),
             c.would_close_by.join(","),
             c.counts.held.to_string(),
-            c.counts.held_objects.to_string(),
+            held_cell(c.counts.held_objects, c.counts.would_hold_objects),
             c.counts.would_suspend.to_string(),
             next(c.next_transition.as_ref()),
             message,
@@ -311,9 +314,10 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
         out.insert_str(
             out.len() - 1,
             &format!(
-                "warn gates closed (holding nothing): {}   would suspend: {} objects\n",
+                "warn gates closed (holding nothing): {}   would suspend: {} objects   would hold: {} objects inside Kustomizations\n",
                 v.would_close_by.join(","),
-                v.counts.would_suspend
+                v.counts.would_suspend,
+                v.counts.would_hold_objects
             ),
         );
     }
@@ -336,7 +340,7 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
             g.gate.clone(),
             state,
             g.held.to_string(),
-            g.held_objects.to_string(),
+            held_cell(g.held_objects, g.would_hold_objects),
             g.would_suspend.to_string(),
             output::time_or_empty(g.next_transition.as_ref()),
             g.reason.clone(),
@@ -503,8 +507,16 @@ fn held_objects(v: &ClusterStatus, gate: Option<&str>) -> String {
             o.held_by.join(",")
         } else if o.held_by_person {
             "a person".into()
+        } else if !o.would_hold_by.is_empty() {
+            // A warn gate: nothing is marked, this is what enforcing it would do.
+            format!("◌ would: {}", o.would_hold_by.join(","))
         } else {
             "— (not held)".into()
+        };
+        let (since, waiting) = if o.held_by.is_empty() && !o.would_hold_by.is_empty() {
+            (&o.would_hold_since_revision, o.would_hold_newer_revision)
+        } else {
+            (&o.held_since_revision, o.newer_revision_applied)
         };
         t.row(vec![
             kind,
@@ -512,14 +524,14 @@ fn held_objects(v: &ClusterStatus, gate: Option<&str>) -> String {
             o.name.clone(),
             format!("{}/{}", o.kustomization_namespace, o.kustomization_name),
             by,
-            o.held_since_revision
+            since
                 .clone()
                 .filter(|r| !r.is_empty())
                 .unwrap_or_else(|| "—".into()),
-            if o.newer_revision_applied {
-                "yes"
-            } else {
-                "no"
+            match (waiting, o.held_by.is_empty() && !o.would_hold_by.is_empty()) {
+                (true, true) => "would",
+                (true, false) => "yes",
+                (false, _) => "no",
             }
             .into(),
         ]);
@@ -533,6 +545,16 @@ fn held_objects(v: &ClusterStatus, gate: Option<&str>) -> String {
         ));
     }
     out
+}
+
+/// A held-objects cell: the objects held, and beside them those closed warn gates would
+/// hold if enforced (`2 (◌ 3 would)`).
+fn held_cell<T: std::fmt::Display + Default + PartialEq>(held: T, would: T) -> String {
+    if would == T::default() {
+        held.to_string()
+    } else {
+        format!("{held} (◌ {would} would)")
+    }
 }
 
 #[cfg(test)]

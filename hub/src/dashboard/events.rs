@@ -140,6 +140,10 @@ pub fn to_sse(e: &FleetEvent) -> Event {
                 "wouldSuspend": w.now.would_suspend, "wouldHold": w.now.would_hold,
                 "previousWouldSuspend": w.previous.would_suspend,
                 "previousWouldHold": w.previous.would_hold,
+                "wouldHoldObjects": w.now.would_hold_objects,
+                "wouldHoldObjectsWaiting": w.now.would_hold_objects_waiting,
+                "previousWouldHoldObjects": w.previous.would_hold_objects,
+                "previousWouldHoldObjectsWaiting": w.previous.would_hold_objects_waiting,
             }),
         ),
         FleetChange::HeldObjects(h) => (

@@ -23,6 +23,10 @@ pub struct HeldCounts {
     pub waiting: i64,
     /// Selected by a gate, but the spoke may not hold their kind (HoldNotPermitted).
     pub not_permitted: i64,
+    /// Closed warn-mode gates would hold them if enforced.
+    pub would_hold: i64,
+    /// Of those, whose Kustomization applied a newer revision since.
+    pub would_hold_waiting: i64,
     /// Changes whenever the held set does (which objects, by which gates).
     pub digest: String,
 }
@@ -64,17 +68,24 @@ pub async fn replace(
              array(select jsonb_array_elements_text(r."heldBy")) as held_by,
              r."heldByPerson" as held_by_person, r."heldSinceRevision" as held_since_revision,
              r."heldSince" as held_since, r."newerRevisionApplied" as newer_revision_applied,
-             coalesce(r."notPermitted", false) as not_permitted
+             coalesce(r."notPermitted", false) as not_permitted,
+             array(select jsonb_array_elements_text(coalesce(r."wouldHoldBy", '[]')))
+               as would_hold_by,
+             r."wouldHoldSinceRevision" as would_hold_since_revision,
+             coalesce(r."wouldHoldNewerRevision", false) as would_hold_newer_revision
            from jsonb_to_recordset($2) as r("group" text, kind text, namespace text, name text,
              "kustomizationNamespace" text, "kustomizationName" text, gates jsonb, "heldBy" jsonb,
              "heldByPerson" bool, "heldSinceRevision" text, "heldSince" timestamptz,
-             "newerRevisionApplied" bool, "notPermitted" bool))
+             "newerRevisionApplied" bool, "notPermitted" bool, "wouldHoldBy" jsonb,
+             "wouldHoldSinceRevision" text, "wouldHoldNewerRevision" bool))
          insert into held_objects (cluster, api_group, kind, namespace, name,
            kustomization_namespace, kustomization_name, gates, held_by, held_by_person,
-           held_since_revision, held_since, newer_revision_applied, not_permitted, reported_at)
+           held_since_revision, held_since, newer_revision_applied, not_permitted,
+           would_hold_by, would_hold_since_revision, would_hold_newer_revision, reported_at)
          select $1, r.api_group, r.kind, r.namespace, r.name, r.kustomization_namespace,
            r.kustomization_name, r.gates, r.held_by, r.held_by_person, r.held_since_revision,
-           r.held_since, r.newer_revision_applied, r.not_permitted, $3
+           r.held_since, r.newer_revision_applied, r.not_permitted, r.would_hold_by,
+           r.would_hold_since_revision, r.would_hold_newer_revision, $3
          from r
          where not exists (
            select 1 from held_objects h
@@ -82,11 +93,13 @@ pub async fn replace(
              and h.namespace = r.namespace and h.name = r.name
              and (h.kustomization_namespace, h.kustomization_name, h.gates, h.held_by,
                   h.held_by_person, h.held_since_revision, h.held_since,
-                  h.newer_revision_applied, h.not_permitted)
+                  h.newer_revision_applied, h.not_permitted, h.would_hold_by,
+                  h.would_hold_since_revision, h.would_hold_newer_revision)
              is not distinct from
                  (r.kustomization_namespace, r.kustomization_name, r.gates, r.held_by,
                   r.held_by_person, r.held_since_revision, r.held_since,
-                  r.newer_revision_applied, r.not_permitted))
+                  r.newer_revision_applied, r.not_permitted, r.would_hold_by,
+                  r.would_hold_since_revision, r.would_hold_newer_revision))
          on conflict (cluster, api_group, kind, namespace, name) do update set
            kustomization_namespace = excluded.kustomization_namespace,
            kustomization_name = excluded.kustomization_name, gates = excluded.gates,
@@ -95,6 +108,9 @@ pub async fn replace(
            held_since = excluded.held_since,
            newer_revision_applied = excluded.newer_revision_applied,
            not_permitted = excluded.not_permitted,
+           would_hold_by = excluded.would_hold_by,
+           would_hold_since_revision = excluded.would_hold_since_revision,
+           would_hold_newer_revision = excluded.would_hold_newer_revision,
            reported_at = excluded.reported_at"#,
     )
     .bind(cluster)
@@ -113,7 +129,8 @@ pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<H
         // `status::for_cluster`.
         "select h.api_group, h.kind, h.namespace, h.name, h.kustomization_namespace, \
          h.kustomization_name, h.gates, h.held_by, h.held_by_person, h.held_since_revision, \
-         h.held_since, h.newer_revision_applied, h.not_permitted, \
+         h.held_since, h.newer_revision_applied, h.not_permitted, h.would_hold_by, \
+         h.would_hold_since_revision, h.would_hold_newer_revision, \
          (cardinality(h.held_by) > 0 or h.held_by_person) as held, \
          greatest(h.reported_at, k.reported_at, \
          case when k.connected then l.heartbeat_at end) as reported_at \
@@ -137,12 +154,25 @@ pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<HeldCounts
          count(*) filter (where held_by_person) as by_person, \
          count(*) filter (where cardinality(held_by) > 0 and newer_revision_applied) as waiting, \
          count(*) filter (where not_permitted) as not_permitted, \
+         count(*) filter (where cardinality(would_hold_by) > 0) as would_hold, \
+         count(*) filter (where would_hold_newer_revision) as would_hold_waiting, \
          md5(coalesce(string_agg(api_group || '/' || kind || '/' || namespace || '/' || name \
            || '=' || array_to_string(held_by, ',') || case when held_by_person then '+p' else '' end \
            || case when not_permitted then '!' || array_to_string(gates, ',') else '' end, \
            ';' order by api_group, kind, namespace, name) \
            filter (where cardinality(held_by) > 0 or held_by_person or not_permitted), '')) as digest \
          from held_objects group by cluster",
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Objects closed warn-mode gates would hold per (cluster, gate).
+pub async fn would_hold_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
+    let rows = sqlx::query_as(
+        "select cluster, gate, count(*) from held_objects, unnest(would_hold_by) as gate \
+         group by cluster, gate",
     )
     .fetch_all(conn)
     .await?;

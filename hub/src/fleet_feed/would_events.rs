@@ -53,6 +53,7 @@ mod tests {
                 WouldCounts {
                     would_suspend: *s,
                     would_hold: *h,
+                    ..WouldCounts::default()
                 },
             );
         }

@@ -222,6 +222,7 @@ fn gate_status(g: GateStatus) -> pb::GateStatus {
         would_hold: u32::try_from(g.would_hold).unwrap_or(u32::MAX),
         rollout_failure: g.rollout_failure.map(|f| f.describe()).unwrap_or_default(),
         may_operate: g.may_operate,
+        would_hold_objects: u32::try_from(g.would_hold_objects).unwrap_or(u32::MAX),
     }
 }
 
@@ -236,6 +237,8 @@ fn object_counts(c: ObjectCounts) -> pb::ObjectCounts {
         held_objects_not_permitted: count_i64(c.held_objects_not_permitted),
         would_suspend: count_i64(c.would_suspend),
         would_hold: count_i64(c.would_hold),
+        would_hold_objects: count_i64(c.would_hold_objects),
+        would_hold_objects_waiting: count_i64(c.would_hold_objects_waiting),
     }
 }
 
@@ -314,6 +317,7 @@ fn gate_summary(g: GateSummary) -> pb::GateSummary {
         held_objects: count_i64(g.held_objects),
         enforcement: g.enforcement,
         would_suspend: count_i64(g.would_suspend),
+        would_hold_objects: count_i64(g.would_hold_objects),
     }
 }
 

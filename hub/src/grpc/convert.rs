@@ -151,6 +151,9 @@ macro_rules! held_object {
             held_since_revision: $text($o.held_since_revision),
             newer_revision_applied: $o.newer_revision_applied,
             not_permitted: $o.not_permitted,
+            would_hold_by: $o.would_hold_by,
+            would_hold_since_revision: $text($o.would_hold_since_revision),
+            would_hold_newer_revision: $o.would_hold_newer_revision,
             $($rest)*
         }
     };

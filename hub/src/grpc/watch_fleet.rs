@@ -67,6 +67,10 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             would_hold: w.now.would_hold,
             previous_would_suspend: w.previous.would_suspend,
             previous_would_hold: w.previous.would_hold,
+            would_hold_objects: w.now.would_hold_objects,
+            would_hold_objects_waiting: w.now.would_hold_objects_waiting,
+            previous_would_hold_objects: w.previous.would_hold_objects,
+            previous_would_hold_objects_waiting: w.previous.would_hold_objects_waiting,
         }),
         FleetChange::HeldObjects(h) => Event::HeldObjects(pb::HeldObjectsChanged {
             cluster: h.cluster,

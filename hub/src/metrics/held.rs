@@ -1,6 +1,7 @@
 //! Held-object gauges (`fleetgate_hub_held_objects{cluster}`,
 //! `…_by_gate{cluster,gate}`, `…_by_person{cluster}`, `…_waiting{cluster}`,
-//! `…_not_permitted{cluster}`),
+//! `…_not_permitted{cluster}`, and for warn-mode gates
+//! `…_would_hold_by_gate{cluster,gate}`),
 //! set from each report a replica receives and dropped when the cluster's
 //! stream leaves the replica: every cluster is exported by the one replica
 //! serving its spoke, so summing over replicas counts it once.
@@ -36,8 +37,11 @@ pub struct HeldObjectMetrics {
     by_person: Family<ClusterLabels, Gauge>,
     waiting: Family<ClusterLabels, Gauge>,
     not_permitted: Family<ClusterLabels, Gauge>,
+    would_hold_by_gate: Family<ClusterGateLabels, Gauge>,
     /// The gates exported per cluster, so a gate that stops holding loses its series.
     gates: Arc<Mutex<HashMap<String, BTreeSet<String>>>>,
+    /// The same for the warn gates that would hold.
+    would_gates: Arc<Mutex<HashMap<String, BTreeSet<String>>>>,
 }
 
 impl HeldObjectMetrics {
@@ -67,6 +71,11 @@ impl HeldObjectMetrics {
             "held_objects_not_permitted",
             "Objects holdObjects gates select whose kind the spoke's --held-kinds does not enable (HoldNotPermitted: they cannot be held), per cluster",
             self.not_permitted.clone(),
+        );
+        registry.register(
+            "held_objects_would_hold_by_gate",
+            "Objects inside Kustomizations a closed warn-mode holdObjects gate would hold if enforced (nothing is marked), per cluster and gate",
+            self.would_hold_by_gate.clone(),
         );
     }
 
@@ -104,6 +113,27 @@ impl HeldObjectMetrics {
             cluster.to_string(),
             per_gate.keys().map(|g| g.to_string()).collect(),
         );
+        drop(exported);
+        let mut would: HashMap<&str, usize> = HashMap::new();
+        for gate in objects.iter().flat_map(|o| &o.would_hold_by) {
+            *would.entry(gate).or_default() += 1;
+        }
+        let mut exported = self.would_gates.lock().unwrap_or_else(|e| e.into_inner());
+        let before = exported.remove(cluster).unwrap_or_default();
+        for gone in before.iter().filter(|g| !would.contains_key(g.as_str())) {
+            self.would_hold_by_gate.remove(&gate_labels(cluster, gone));
+        }
+        for (gate, n) in &would {
+            self.would_hold_by_gate
+                .get_or_create(&gate_labels(cluster, gate))
+                .set(count(*n));
+        }
+        if !would.is_empty() {
+            exported.insert(
+                cluster.to_string(),
+                would.keys().map(|g| g.to_string()).collect(),
+            );
+        }
     }
 
     /// Drops `cluster`'s series (its stream left this replica).
@@ -118,6 +148,11 @@ impl HeldObjectMetrics {
         let mut exported = self.gates.lock().unwrap_or_else(|e| e.into_inner());
         for gate in exported.remove(cluster).unwrap_or_default() {
             self.by_gate.remove(&gate_labels(cluster, &gate));
+        }
+        drop(exported);
+        let mut exported = self.would_gates.lock().unwrap_or_else(|e| e.into_inner());
+        for gate in exported.remove(cluster).unwrap_or_default() {
+            self.would_hold_by_gate.remove(&gate_labels(cluster, &gate));
         }
     }
 }
@@ -151,7 +186,7 @@ mod tests {
             held_since_revision: None,
             held_since: None,
             newer_revision_applied: waiting,
-            not_permitted: false,
+            ..HeldObject::default()
         }
     }
 
@@ -176,7 +211,17 @@ mod tests {
                     not_permitted: true,
                     ..held("w", &[], false, false)
                 },
+                HeldObject {
+                    would_hold_by: vec!["try".into()],
+                    ..held("v", &[], false, false)
+                },
             ],
+        );
+        assert!(
+            exposition(&m)
+                .contains("held_objects_would_hold_by_gate{cluster=\"a\",gate=\"try\"} 1"),
+            "{}",
+            exposition(&m)
         );
         let out = exposition(&m);
         assert!(
@@ -200,10 +245,11 @@ mod tests {
             out.contains("held_objects_by_gate{cluster=\"a\",gate=\"h\"} 1"),
             "{out}"
         );
-        // Gate h opens: its series goes.
+        // Gate h opens, warn gate try is enforced: their series go.
         m.set("a", &[held("x", &["g"], false, false)]);
         let out = exposition(&m);
         assert!(!out.contains("gate=\"h\""), "{out}");
+        assert!(!out.contains("gate=\"try\""), "{out}");
         assert!(out.contains("held_objects{cluster=\"a\"} 1"), "{out}");
         m.forget("a");
         assert!(!exposition(&m).contains("cluster=\"a\""));

@@ -382,6 +382,7 @@ mod tests {
             held_since: None,
             newer_revision_applied: false,
             not_permitted: false,
+            ..HeldObject::default()
         }
     }
 

@@ -87,6 +87,10 @@ pub fn find(planner: &HoldPlanner<'_>, permitted: &[HeldKind]) -> Vec<HeldReport
             since: None,
             newer_revision_applied: false,
             not_permitted: true,
+            // Enforced it would hold nothing either: the kind may not be held.
+            would_hold_by: Arc::from(Vec::new()),
+            would_hold_since_revision: None,
+            would_hold_newer_revision: false,
         });
     }
     out.sort_by(|a, b| a.key.cmp(&b.key));

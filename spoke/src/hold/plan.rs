@@ -8,7 +8,9 @@
 //!   hold: never marked, relabelled or released;
 //! - a release removes only what fleetgate set and asks the owning
 //!   Kustomization to reconcile, so the held changes roll out at once;
-//! - an object is marked exactly while a closed holdObjects gate selects it.
+//! - an object is marked exactly while a closed holdObjects gate selects it;
+//! - a closed warn gate marks nothing; it is reported as would-hold on exactly
+//!   the objects it would mark if enforced (`tests/hold_properties.rs`).
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -19,7 +21,7 @@ use fleetgate_policy::{FluxKind, Mode};
 
 use super::{
     inventory::{Entry, Inventories},
-    observed::AppliedObject,
+    observed::{AppliedObject, HeldKey},
 };
 use crate::{
     cluster::observed::{ObjectKey, ObservedObject},
@@ -55,6 +57,9 @@ pub struct HoldPlanner<'a> {
     all_listed: std::sync::OnceLock<HashMap<String, usize>>,
     /// The empty gate list, shared.
     none: Arc<[String]>,
+    /// The previous pass's report (sorted by key): where a warn gate already
+    /// would hold an object, the revision it would have held it at.
+    previous: &'a [HeldReport],
 }
 
 impl<'a> HoldPlanner<'a> {
@@ -105,7 +110,25 @@ impl<'a> HoldPlanner<'a> {
             kustomizations,
             all_listed: std::sync::OnceLock::new(),
             none: Arc::from(Vec::new()),
+            previous: &[],
         }
+    }
+
+    /// Remembers the previous pass's report (sorted by key), so an object a
+    /// warn gate keeps would-holding keeps the revision it would be held at.
+    pub fn remembering(mut self, previous: &'a [HeldReport]) -> Self {
+        self.previous = previous;
+        self
+    }
+
+    /// The revision the previous report says a warn gate would hold `key` at.
+    fn would_hold_since(&self, key: &HeldKey) -> Option<Arc<str>> {
+        let i = self.previous.binary_search_by(|r| r.key.cmp(key)).ok()?;
+        let r = &self.previous[i];
+        if r.would_hold_by.is_empty() {
+            return None;
+        }
+        r.would_hold_since_revision.clone()
     }
 
     /// The owning Kustomization of `obj`: the one whose inventory lists it,
@@ -220,6 +243,7 @@ impl<'a> HoldPlanner<'a> {
         };
         let mut selecting: BTreeSet<&str> = BTreeSet::new();
         let mut closed: BTreeSet<&str> = BTreeSet::new();
+        let mut would: BTreeSet<&str> = BTreeSet::new();
         // A Kustomization annotated fleetgate.io/ignore holds none of its objects.
         if let Some(ks) = owner.map(|o| o.ks).filter(|k| !k.ignored) {
             for g in &self.gates {
@@ -243,6 +267,8 @@ impl<'a> HoldPlanner<'a> {
                     // A warn gate holds nothing (it is reported as would-hold).
                     if g.holds() {
                         closed.insert(&g.name);
+                    } else if g.would_hold() {
+                        would.insert(&g.name);
                     }
                 }
             }
@@ -288,16 +314,25 @@ impl<'a> HoldPlanner<'a> {
             return (step, None);
         }
         let since_revision = obj.mark.as_ref().and_then(|m| m.revision.clone());
-        let gates = match lists
-            .iter()
-            .find(|l| l.iter().map(String::as_str).eq(selecting.iter().copied()))
-        {
-            Some(l) => l.clone(),
-            None => {
-                let l: Arc<[String]> = selecting.iter().map(|g| g.to_string()).collect();
-                lists.push(l.clone());
-                l
-            }
+        // An enforced gate would leave a person's mark alone, and mark the
+        // rest: the same objects, by the same rule, as `closed` above.
+        if obj.held_by_person() {
+            would.clear();
+        }
+        let would_hold_since_revision = if would.is_empty() {
+            None
+        } else {
+            self.would_hold_since(&obj.key)
+                .or_else(|| applied_revision.clone())
+        };
+        let would_hold_newer_revision = applied_revision
+            .as_deref()
+            .is_some_and(|a| would_hold_since_revision.as_deref().is_some_and(|s| s != a));
+        let gates = shared(lists, &selecting);
+        let would_hold_by = if would.is_empty() {
+            self.none.clone()
+        } else {
+            shared(lists, &would)
         };
         let report = HeldReport {
             key: obj.key.clone(),
@@ -315,8 +350,26 @@ impl<'a> HoldPlanner<'a> {
             since_revision,
             since: obj.mark.as_ref().and_then(|m| m.since.clone()),
             not_permitted: false,
+            would_hold_by,
+            would_hold_since_revision,
+            would_hold_newer_revision,
         };
         (step, Some(report))
+    }
+}
+
+/// `names` as a gate list shared with the equal lists reported so far.
+fn shared(lists: &mut Vec<Arc<[String]>>, names: &BTreeSet<&str>) -> Arc<[String]> {
+    match lists
+        .iter()
+        .find(|l| l.iter().map(String::as_str).eq(names.iter().copied()))
+    {
+        Some(l) => l.clone(),
+        None => {
+            let l: Arc<[String]> = names.iter().map(|g| g.to_string()).collect();
+            lists.push(l.clone());
+            l
+        }
     }
 }
 

@@ -72,6 +72,17 @@ pub struct HeldReport {
     /// A gate selects it but its kind is not in `--held-kinds`: it cannot be
     /// held here (`HoldNotPermitted`, see `not_permitted`).
     pub not_permitted: bool,
+    /// Closed warn gates (`spec.enforcement: warn`) that would hold it if they
+    /// were enforced: exactly the gates an enforced mark would name. Nothing
+    /// is marked for them.
+    pub would_hold_by: Arc<[String]>,
+    /// The owner's applied revision when a warn gate first would hold it
+    /// (what an enforced mark would have recorded; kept across passes, from
+    /// the previous report, so it restarts with the spoke).
+    pub would_hold_since_revision: Option<Arc<str>>,
+    /// The owner applied a newer revision since: enforced, its changes to this
+    /// object would wait.
+    pub would_hold_newer_revision: bool,
 }
 
 /// The result of planning every applied object.
@@ -96,6 +107,22 @@ impl HoldPlan {
     /// Objects a gate selects that no gate can hold here (`--held-kinds`).
     pub fn not_permitted_count(&self) -> usize {
         self.report.iter().filter(|r| r.not_permitted).count()
+    }
+
+    /// Objects closed warn gates would hold if they were enforced.
+    pub fn would_hold_count(&self) -> usize {
+        self.report
+            .iter()
+            .filter(|r| !r.would_hold_by.is_empty())
+            .count()
+    }
+
+    /// Of those, objects whose owner applied a newer revision since.
+    pub fn would_hold_waiting_count(&self) -> usize {
+        self.report
+            .iter()
+            .filter(|r| r.would_hold_newer_revision)
+            .count()
     }
 }
 

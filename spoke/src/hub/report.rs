@@ -145,6 +145,9 @@ fn held_status(h: &HeldReport) -> pb::HeldObjectStatus {
         held_since: text(&h.since),
         newer_revision_applied: h.newer_revision_applied,
         not_permitted: h.not_permitted,
+        would_hold_by: h.would_hold_by.to_vec(),
+        would_hold_since_revision: text(&h.would_hold_since_revision),
+        would_hold_newer_revision: h.would_hold_newer_revision,
     }
 }
 

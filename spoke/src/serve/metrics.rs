@@ -28,6 +28,8 @@ pub struct Metrics {
     pub applied_objects_held: Gauge,
     pub applied_objects_held_by_person: Gauge,
     pub applied_objects_not_permitted: Gauge,
+    pub applied_objects_would_hold: Gauge,
+    pub applied_objects_would_hold_waiting: Gauge,
     pub gates_closed: Gauge,
     pub frozen: Gauge,
     pub hub_connected: Gauge,
@@ -59,6 +61,8 @@ impl Metrics {
             applied_objects_held: Gauge::default(),
             applied_objects_held_by_person: Gauge::default(),
             applied_objects_not_permitted: Gauge::default(),
+            applied_objects_would_hold: Gauge::default(),
+            applied_objects_would_hold_waiting: Gauge::default(),
             gates_closed: Gauge::default(),
             frozen: Gauge::default(),
             hub_connected: Gauge::default(),
@@ -110,6 +114,16 @@ impl Metrics {
             "applied_objects_not_permitted",
             "Objects holdObjects gates select whose kind --held-kinds does not enable: they cannot be held here (HoldNotPermitted)",
             m.applied_objects_not_permitted.clone(),
+        );
+        registry.register(
+            "applied_objects_would_hold",
+            "Objects inside Kustomizations closed warn-mode holdObjects gates would mark reconcile: disabled if enforced (nothing is marked)",
+            m.applied_objects_would_hold.clone(),
+        );
+        registry.register(
+            "applied_objects_would_hold_waiting",
+            "Of those, objects whose Kustomization applied a newer revision since: enforced, their changes would wait",
+            m.applied_objects_would_hold_waiting.clone(),
         );
         registry.register(
             "gates_closed",

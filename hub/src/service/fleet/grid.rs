@@ -50,6 +50,11 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                         held: held_on(inputs, &row.name, name),
                         rollout_wave: c.rollout_waits[k],
                         rollout_failure: super::status::rollout_failure(inputs, name, &row.name),
+                        would_hold_objects: count_on(
+                            &inputs.reported.would_hold_objects_by_gate,
+                            &row.name,
+                            name,
+                        ),
                     })
                 })
                 .collect();
@@ -73,6 +78,7 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                 held_objects_waiting: count(|c| c.held_objects_waiting),
                 held_objects_by_person: count(|c| c.held_objects_by_person),
                 held_objects_not_permitted: count(|c| c.held_objects_not_permitted),
+                would_hold_objects: count(|c| c.would_hold_objects),
                 report_problems: problems.map_or(0, |p| p.total),
                 report_refused: problems.is_some_and(|p| p.write_error.is_some()),
                 cells,

@@ -331,6 +331,8 @@ impl FleetInputs {
         r.feed_briefs.retain(|(g, _), _| gates.contains(g));
         r.held_by_gate.retain(|k, _| pair(k));
         r.held_objects_by_gate.retain(|k, _| pair(k));
+        r.would_suspend_by_gate.retain(|k, _| pair(k));
+        r.would_hold_objects_by_gate.retain(|k, _| pair(k));
         let visible: Vec<&Cluster> = self.clusters.iter().map(|c| &c.row).collect();
         super::freezes::keep_visible(&mut self.freezes, &visible);
         self.pairs = (!scope.is_single()).then_some(scope);

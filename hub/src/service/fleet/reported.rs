@@ -27,6 +27,8 @@ pub struct Reported {
     pub held_digests: HashMap<String, String>,
     /// Objects held by fleetgate per (cluster, gate of its mark).
     pub held_objects_by_gate: HashMap<(String, String), i64>,
+    /// Objects inside Kustomizations a closed warn gate would hold, per (cluster, gate).
+    pub would_hold_objects_by_gate: HashMap<(String, String), i64>,
     /// Every reported held object ([`Scope::Cluster`](super::Scope::Cluster) only), held ones first.
     pub held_object_list: Vec<HeldObjectStatus>,
     /// Gate objects made in each cluster, by name, as its spoke reported
@@ -72,6 +74,8 @@ pub(super) async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reporte
         c.held_objects_by_person = h.by_person;
         c.held_objects_waiting = h.waiting;
         c.held_objects_not_permitted = h.not_permitted;
+        c.would_hold_objects = h.would_hold;
+        c.would_hold_objects_waiting = h.would_hold_waiting;
         held_digests.insert(h.cluster, h.digest);
     }
     let by_gate = |rows: Vec<(String, String, i64)>| {
@@ -85,6 +89,7 @@ pub(super) async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reporte
         would_suspend_by_gate: by_gate(db::status::would_suspend_by_gate(tx).await?),
         held_digests,
         held_objects_by_gate: by_gate(held_objects::held_by_gate(tx).await?),
+        would_hold_objects_by_gate: by_gate(held_objects::would_hold_by_gate(tx).await?),
         local_gates: db::reports::local_gates(tx, None)
             .await?
             .into_iter()

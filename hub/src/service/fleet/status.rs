@@ -80,6 +80,10 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
                             && o.object.would_suspend_by.iter().any(|g| g == gate.name())
                     })
                     .count(),
+                would_hold_objects: held_list
+                    .iter()
+                    .filter(|h| h.object.would_hold_by.iter().any(|g| g == gate.name()))
+                    .count(),
                 objects: governed,
                 gate: gate.name().to_string(),
                 state: e.state.as_str().to_string(),
@@ -108,6 +112,14 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
             .filter(|o| !o.object.would_suspend_by.is_empty())
             .count() as i64,
         would_hold: objects.iter().filter(|o| o.object.would_hold).count() as i64,
+        would_hold_objects: held_list
+            .iter()
+            .filter(|h| !h.object.would_hold_by.is_empty())
+            .count() as i64,
+        would_hold_objects_waiting: held_list
+            .iter()
+            .filter(|h| h.object.would_hold_newer_revision)
+            .count() as i64,
     };
     let name = &cluster.cluster.row.name;
     let mut local_requests: Vec<OverrideRecord> = inputs
@@ -194,6 +206,12 @@ fn brief(inputs: &FleetInputs, all: &Evaluated<'_>, evals: &ClusterEvals<'_>) ->
             reason: e.reason.clone(),
             next_transition: e.next_transition,
             rollout_failure: rollout_failure(inputs, gate.name(), &row.name),
+            would_hold_objects: inputs
+                .reported
+                .would_hold_objects_by_gate
+                .get(&(row.name.clone(), gate.name().to_string()))
+                .copied()
+                .unwrap_or(0),
         })
         .collect();
     ClusterBrief {

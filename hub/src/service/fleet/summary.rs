@@ -27,6 +27,7 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
             held_objects: 0,
             enforcement: g.enforcement(),
             would_suspend: 0,
+            would_hold_objects: 0,
         })
         .collect();
     let mut counts = ClusterCounts {
@@ -94,6 +95,8 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
         objects.held_objects_not_permitted += c.held_objects_not_permitted;
         objects.would_suspend += c.would_suspend;
         objects.would_hold += c.would_hold;
+        objects.would_hold_objects += c.would_hold_objects;
+        objects.would_hold_objects_waiting += c.would_hold_objects_waiting;
         counts.with_held += usize::from(c.held > 0);
         counts.with_held_objects += usize::from(c.held_objects > 0);
     }
@@ -105,6 +108,11 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
     for ((_, gate), n) in &inputs.reported.held_objects_by_gate {
         if let Some(&i) = index.get(gate.as_str()) {
             gates[i].held_objects += n;
+        }
+    }
+    for ((_, gate), n) in &inputs.reported.would_hold_objects_by_gate {
+        if let Some(&i) = index.get(gate.as_str()) {
+            gates[i].would_hold_objects += n;
         }
     }
     Ok(FleetSummary {

@@ -51,6 +51,10 @@ pub struct WouldCounts {
     pub would_suspend: u32,
     /// Of those, objects whose newer revision they would hold.
     pub would_hold: u32,
+    /// Objects inside Kustomizations warn-mode holdObjects gates would hold.
+    pub would_hold_objects: u32,
+    /// Of those, objects whose Kustomization applied a newer revision since.
+    pub would_hold_objects_waiting: u32,
 }
 
 /// How a cluster's latest report was stored, when not cleanly: objects stored
@@ -182,12 +186,15 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
             view.held
                 .insert(cluster.clone(), u32::try_from(c.held).unwrap_or(u32::MAX));
         }
-        if c.would_suspend > 0 || c.would_hold > 0 {
+        if c.would_suspend > 0 || c.would_hold > 0 || c.would_hold_objects > 0 {
+            let n = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
             view.would_hold.insert(
                 cluster.clone(),
                 WouldCounts {
-                    would_suspend: u32::try_from(c.would_suspend).unwrap_or(u32::MAX),
-                    would_hold: u32::try_from(c.would_hold).unwrap_or(u32::MAX),
+                    would_suspend: n(c.would_suspend),
+                    would_hold: n(c.would_hold),
+                    would_hold_objects: n(c.would_hold_objects),
+                    would_hold_objects_waiting: n(c.would_hold_objects_waiting),
                 },
             );
         }
