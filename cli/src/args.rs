@@ -79,11 +79,11 @@ pub enum Command {
     /// tokens hold which role over which clusters and gates.
     #[command(subcommand, name = "access-policy")]
     AccessPolicy(AccessPolicyCmd),
-    /// Emergency stop (operator): close every gate on the selected clusters (all by
+    /// Emergency stop (admin; a team's admin: its clusters): close every gate on the selected clusters (all by
     /// default) above every override, and hold every Kustomization/HelmRelease no gate
     /// covers, until `fleetgate unfreeze` (or --for/--until).
     Freeze(FreezeArgs),
-    /// End freezes (operator): every freeze in force you may end, or --id; rollout gates
+    /// End freezes (admin): every freeze in force you may end, or --id; rollout gates
     /// reopen through their waves.
     Unfreeze {
         /// Why (required; recorded in the audit log).

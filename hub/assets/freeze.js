@@ -1,6 +1,7 @@
 // The emergency stop on every page: a banner while a fleet freeze is in force (who, why,
-// until when, which clusters) and, for operators and admins, buttons to freeze the fleet
-// and to unfreeze, each behind a confirmation dialog.
+// until when, which clusters) and, for admins (a team's admin: its clusters), buttons to
+// freeze the fleet and to unfreeze, each behind a confirmation dialog. The hub decides;
+// operators and viewers get 403, so they are not offered the buttons.
 
 import { api } from './api.js';
 import { h, replace, toast, fmtTime } from './dom.js';
@@ -22,6 +23,7 @@ export async function renderFreeze(ctx) {
   const all = await api('/api/v1/freezes');
   const active = all.filter((f) => Date.parse(f.startsAt) <= now);
   const after = () => ctx.refresh();
+  const mayFreeze = Boolean(ctx.me && ctx.me.role === 'admin');
   if (active.length === 0) {
     banner.hidden = true;
     replace(banner);
@@ -29,7 +31,7 @@ export async function renderFreeze(ctx) {
     const lines = active.map((f) => h('p', { class: 'freeze-line', 'data-freeze': f.id },
       h('strong', {}, 'FROZEN'), ` ${clustersText(f)} by ${f.actor} until ${f.expiresAt ? fmtTime(f.expiresAt) : 'unfrozen'}: `,
       h('span', { class: 'freeze-reason' }, f.reason)));
-    const unfreeze = ctx.canAct ? h('button', {
+    const unfreeze = mayFreeze ? h('button', {
       type: 'button', class: 'primary', id: 'unfreeze',
       onclick: () => confirmDialog({
         title: 'Unfreeze',
@@ -45,7 +47,7 @@ export async function renderFreeze(ctx) {
     replace(banner, h('div', { class: 'freeze-text' }, lines), unfreeze);
     banner.hidden = false;
   }
-  button.hidden = !ctx.canAct;
+  button.hidden = !mayFreeze;
   button.onclick = () => confirmDialog({
     title: 'Freeze the fleet',
     text: 'Every gate on every cluster you may operate closes now, above every override; every Kustomization and HelmRelease no gate covers is suspended. Spokes enforce it offline too.',

@@ -74,7 +74,7 @@ function showError(e) {
 
 /** The freeze banner of every page (its errors are not the page's). */
 function freezeBanner(ctx) {
-  renderFreeze(ctx || { canAct: app.me && app.me.role !== 'viewer', refresh: () => refreshNow() })
+  renderFreeze(ctx || { me: app.me, canAct: app.me && app.me.role !== 'viewer', refresh: () => refreshNow() })
     .catch((e) => { if (!(e instanceof ApiError && e.status === 401)) toast(`Freeze banner: ${e.message}`, 'bad'); });
 }
 

@@ -25,6 +25,8 @@ async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     assert_eq!(gate_state(&hub, "a").await.0, "open");
+    // Freezing is an admin's: an operator (who may open and close gates) is refused,
+    // and nothing is frozen.
     let r = hub
         .post_json(
             "/api/v1/freezes",
@@ -32,8 +34,17 @@ async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {
             json!({"reason": "INC-123", "for": "2h"}),
         )
         .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
+    assert_eq!(gate_state(&hub, "a").await.0, "open");
+    let r = hub
+        .post_json(
+            "/api/v1/freezes",
+            &hub.admin,
+            json!({"reason": "INC-123", "for": "2h"}),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    assert_eq!(r.body["actor"], "ops");
+    assert_eq!(r.body["actor"], "bootstrap-admin");
     assert_eq!(r.body["expiresAt"], "2026-11-25T14:00:00Z");
     assert!(
         r.body.get("clusters").is_none(),
@@ -43,7 +54,10 @@ async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {
 
     let (state, reason) = gate_state(&hub, "a").await;
     assert_eq!(state, "closed");
-    assert_eq!(reason, "fleet freeze by ops until 14:00 UTC: INC-123");
+    assert_eq!(
+        reason,
+        "fleet freeze by bootstrap-admin until 14:00 UTC: INC-123"
+    );
     // A newer open override does not reopen a frozen cluster.
     hub.clock.advance(Duration::minutes(5));
     let r = hub
@@ -68,24 +82,23 @@ async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {
     let r = hub.get("/api/v1/status/clusters").await;
     assert_eq!(r.body["freezes"][0]["reason"], "INC-123", "{}", r.text);
 
-    // Unfreeze: a viewer may not; an operator ends it; the newest override decides again.
+    // Unfreeze: a viewer or an operator may not; an admin ends it; the newest override
+    // decides again.
+    for who in [&hub.viewer, &hub.operator] {
+        let r = hub
+            .post_json("/api/v1/freezes/end", who, json!({"reason": "resolved"}))
+            .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
+    }
     let r = hub
         .post_json(
             "/api/v1/freezes/end",
-            &hub.viewer,
-            json!({"reason": "resolved"}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
-    let r = hub
-        .post_json(
-            "/api/v1/freezes/end",
-            &hub.operator,
+            &hub.admin,
             json!({"reason": "resolved"}),
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    assert_eq!(r.body[0]["endedBy"], "ops");
+    assert_eq!(r.body[0]["endedBy"], "bootstrap-admin");
     assert_eq!(r.body[0]["endReason"], "resolved");
     assert_eq!(gate_state(&hub, "a").await.0, "open");
     assert!(
@@ -109,7 +122,7 @@ async fn a_freeze_closes_above_a_newer_open_override_and_ends_by_unfreeze() {
     let r = hub
         .post_json(
             "/api/v1/freezes/end",
-            &hub.operator,
+            &hub.admin,
             json!({"reason": "again"}),
         )
         .await;
@@ -139,7 +152,7 @@ async fn a_selected_freeze_expires_by_the_clock() {
     let r = hub
         .post_json(
             "/api/v1/freezes",
-            &hub.operator,
+            &hub.admin,
             json!({"reason": "INC-9", "for": "30m", "clusters": {"names": ["a"]}}),
         )
         .await;
@@ -190,7 +203,7 @@ async fn bad_freezes_name_the_field_and_change_nothing() {
         ),
     ] {
         let r = hub
-            .post_json("/api/v1/freezes", &hub.operator, body.clone())
+            .post_json("/api/v1/freezes", &hub.admin, body.clone())
             .await;
         assert_eq!(
             r.status,
@@ -207,7 +220,7 @@ async fn bad_freezes_name_the_field_and_change_nothing() {
     let r = hub
         .post_json(
             "/api/v1/freezes/end",
-            &hub.operator,
+            &hub.admin,
             json!({"reason": "x", "id": "nope"}),
         )
         .await;
@@ -276,7 +289,7 @@ async fn scheduled_notifications_and_the_schedule_preview_see_freezes() {
     let r = hub
         .post_json(
             "/api/v1/freezes",
-            &hub.operator,
+            &hub.admin,
             json!({"reason": "INC-9", "clusters": {"names": ["a"]}, "for": "3h"}),
         )
         .await;
@@ -293,7 +306,7 @@ async fn scheduled_notifications_and_the_schedule_preview_see_freezes() {
     );
     let r = hub.get("/api/v1/gates/w/preview?cluster=a").await;
     assert_eq!(
-        r.body["initial"]["reason"], "fleet freeze by ops until 15:01 UTC: INC-9",
+        r.body["initial"]["reason"], "fleet freeze by bootstrap-admin until 15:01 UTC: INC-9",
         "{}",
         r.text
     );
@@ -332,7 +345,7 @@ async fn scheduled_notifications_and_the_schedule_preview_see_freezes() {
     let r = hub
         .post_json(
             "/api/v1/freezes/end",
-            &hub.operator,
+            &hub.admin,
             json!({"reason": "fixed"}),
         )
         .await;
@@ -347,11 +360,7 @@ async fn scheduled_notifications_and_the_schedule_preview_see_freezes() {
     // A freeze of every cluster, in the window: both close at its start.
     hub.clock.advance(Duration::minutes(1));
     let r = hub
-        .post_json(
-            "/api/v1/freezes",
-            &hub.operator,
-            json!({"reason": "INC-10"}),
-        )
+        .post_json("/api/v1/freezes", &hub.admin, json!({"reason": "INC-10"}))
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     hub.clock.advance(Duration::minutes(1));
@@ -412,7 +421,7 @@ async fn a_freeze_at_the_instant_of_the_last_scan_still_announces_its_edges() {
     let r = hub
         .post_json(
             "/api/v1/freezes",
-            &hub.operator,
+            &hub.admin,
             json!({"reason": "INC-7", "clusters": {"names": ["a"]}}),
         )
         .await;
@@ -421,7 +430,7 @@ async fn a_freeze_at_the_instant_of_the_last_scan_still_announces_its_edges() {
         "gate.closed".to_string(),
         vec!["a".to_string()],
         "override".to_string(),
-        "ops / fleet freeze by ops until unfrozen: INC-7".to_string(),
+        "bootstrap-admin / fleet freeze by bootstrap-admin until unfrozen: INC-7".to_string(),
     );
     assert_eq!(edges_of(&hub, "g").await, std::slice::from_ref(&closed));
     assert_eq!(
@@ -434,11 +443,7 @@ async fn a_freeze_at_the_instant_of_the_last_scan_still_announces_its_edges() {
 
     // Unfrozen at the instant of that scan: the unfreeze write announces the opening.
     let r = hub
-        .post_json(
-            "/api/v1/freezes/end",
-            &hub.operator,
-            json!({"reason": "ok"}),
-        )
+        .post_json("/api/v1/freezes/end", &hub.admin, json!({"reason": "ok"}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     hub.clock.advance(Duration::minutes(1));
@@ -450,6 +455,6 @@ async fn a_freeze_at_the_instant_of_the_last_scan_still_announces_its_edges() {
         (edges[1].0.as_str(), &edges[1].1, edges[1].2.as_str()),
         ("gate.opened", &vec!["a".to_string()], "override")
     );
-    assert!(edges[1].3.starts_with("ops / "), "{edges:?}");
+    assert!(edges[1].3.starts_with("bootstrap-admin / "), "{edges:?}");
     assert_eq!(edges_of(&hub, "shut").await, shut);
 }

@@ -243,7 +243,7 @@ async fn freezes_announce_their_start_and_end() {
     let r = hub
         .post_json(
             "/api/v1/freezes",
-            &hub.operator,
+            &hub.admin,
             json!({"reason": "INC-7", "clusters": {"selector": {"matchLabels": {"env": "prod"}}}}),
         )
         .await;
@@ -254,13 +254,13 @@ async fn freezes_announce_their_start_and_end() {
     assert_eq!(v["data"]["clusters"], json!(["a", "b"]), "{v}");
     assert_eq!(v["data"]["freeze"]["id"], id.as_str());
     assert_eq!(v["data"]["freeze"]["reason"], "INC-7");
-    assert_eq!(v["data"]["freeze"]["actor"], "ops");
+    assert_eq!(v["data"]["freeze"]["actor"], "bootstrap-admin");
 
     hub.clock.advance(chrono::Duration::minutes(30));
     let r = hub
         .post_json(
             "/api/v1/freezes/end",
-            &hub.operator,
+            &hub.admin,
             json!({"reason": "INC-7 fixed"}),
         )
         .await;
@@ -269,7 +269,7 @@ async fn freezes_announce_their_start_and_end() {
     assert_eq!(v["type"], "freeze.ended", "{v}");
     assert_eq!(v["data"]["clusters"], json!(["a", "b"]), "{v}");
     assert_eq!(v["data"]["freeze"]["id"], id.as_str());
-    assert_eq!(v["data"]["freeze"]["endedBy"], "ops");
+    assert_eq!(v["data"]["freeze"]["endedBy"], "bootstrap-admin");
     assert_eq!(v["data"]["freeze"]["endReason"], "INC-7 fixed");
 }
 

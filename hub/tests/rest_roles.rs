@@ -163,6 +163,16 @@ async fn every_route_by_every_role() {
             json!({"name": "new-token-{n}", "role": "viewer"}),
         ),
         case(M::DELETE, "/api/v1/tokens/{token}", Admin, 200),
+        case(M::GET, "/api/v1/freezes", Viewer, 200),
+        // The emergency stop is an admin's (issue 38); the admin's freeze is ended next.
+        with_body(
+            case(M::POST, "/api/v1/freezes", Admin, 201),
+            json!({"reason": "INC-1", "for": "1h"}),
+        ),
+        with_body(
+            case(M::POST, "/api/v1/freezes/end", Admin, 200),
+            json!({"reason": "resolved"}),
+        ),
     ];
     let roles = roles(&hub);
     for c in &cases {

@@ -1,5 +1,5 @@
 //! The emergency stop and the impact preview in the dashboard, in headless Chromium against a
-//! real hub process: a viewer gets neither the Freeze button nor the Preview page; an admin
+//! real hub process: a viewer or an operator gets neither the Freeze button nor the Preview page; an admin
 //! freezes the fleet through the confirmation dialog, the banner (who, why) shows on every
 //! page while the freeze lasts and the grid closes, and Unfreeze (confirmed, with a reason)
 //! ends it — the banner goes everywhere and the rollout gate reopens through its waves. On the way, the admin previews a change of a
@@ -49,15 +49,19 @@ browser_test!(freeze_banner_buttons_and_the_impact_preview, |b| {
     ])))
     .await;
 
-    // A viewer: no freeze button, no preview page in the navigation.
-    let viewer = hub.token("vera", "viewer").await;
-    b.sign_in(&hub.base, &viewer).await;
-    assert_eq!(
-        b.eval("[document.getElementById('freeze').hidden, document.getElementById('nav-preview').hidden]")
-            .await,
-        json!([true, true])
-    );
-    b.click("#signout").await;
+    // A viewer and an operator: no freeze button (freezing is an admin's), no preview
+    // page in the navigation.
+    for (name, role) in [("vera", "viewer"), ("otto", "operator")] {
+        let token = hub.token(name, role).await;
+        b.sign_in(&hub.base, &token).await;
+        assert_eq!(
+            b.eval("[document.getElementById('freeze').hidden, document.getElementById('nav-preview').hidden]")
+                .await,
+            json!([true, true]),
+            "{role}"
+        );
+        b.click("#signout").await;
+    }
 
     let ada = hub.token("ada", "admin").await;
     b.sign_in(&hub.base, &ada).await;

@@ -1,5 +1,5 @@
 //! `AdminService` freeze methods (the emergency stop): the REST `/api/v1/freezes`
-//! operations over gRPC, calling the same service-layer methods (operator role, scope,
+//! operations over gRPC, calling the same service-layer methods (admin role, scope,
 //! validation naming the field, audit).
 
 use fleetgate_api_types::{FreezeRequest, OverrideClusters, UnfreezeRequest};

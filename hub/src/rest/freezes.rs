@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 
 use super::AppState;
-use super::extract::{ApiActor, ApiOperator, Body, Query};
+use super::extract::{ApiActor, Body, Query};
 use crate::Result;
 use crate::service::freezes::{FreezeRecord, FreezeRequest, UnfreezeRequest};
 
@@ -20,7 +20,7 @@ pub struct FreezeQuery {
     pub all: Option<bool>,
 }
 
-/// Freeze clusters (operator): `{"reason": "INC-123", "for": "2h",
+/// Freeze clusters (admin; a team's admin: its clusters): `{"reason": "INC-123", "for": "2h",
 /// "clusters": {"names": [...], "selector": {...}}}`. Every gate on them closes above
 /// every override, and their spokes suspend every Kustomization/HelmRelease no gate
 /// covers. Without `clusters`, every cluster (a scoped principal: those in its scope);
@@ -30,12 +30,13 @@ pub struct FreezeQuery {
     responses(
         (status = 201, description = "Frozen", body = FreezeRecord),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
-        (status = 403, description = "Role too low, or no selected cluster in scope", body = crate::error::ErrorBody),
+        (status = 403, description = "Not an admin, or no selected cluster in scope", body = crate::error::ErrorBody),
         (status = 422, description = "Invalid reason, duration or clusters (field named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn freeze(
     State(s): State<AppState>,
-    ApiOperator(actor): ApiOperator,
+    // The service decides who may (admin, within its scope).
+    ApiActor(actor): ApiActor,
     body: Body,
 ) -> Result<(StatusCode, Json<FreezeRecord>)> {
     let req: FreezeRequest = body.parse()?;
@@ -63,7 +64,7 @@ pub async fn list(
     ))
 }
 
-/// Unfreeze (operator): `{"reason": "...", "id": "..."}` ends the freeze named, or
+/// Unfreeze (admin, within its scope): `{"reason": "...", "id": "..."}` ends the freeze named, or
 /// without `id` every freeze in force the caller may end. Rollout gates reopen through
 /// their waves.
 #[utoipa::path(post, path = "/api/v1/freezes/end", tag = "freezes",
@@ -71,13 +72,14 @@ pub async fn list(
     responses(
         (status = 200, description = "The freezes ended", body = Vec<FreezeRecord>),
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
-        (status = 403, description = "Role too low, or the freeze covers clusters outside the caller's scope", body = crate::error::ErrorBody),
+        (status = 403, description = "Not an admin, or the freeze covers clusters outside the caller's scope", body = crate::error::ErrorBody),
         (status = 409, description = "Nothing in force to end, or a freeze made in a cluster", body = crate::error::ErrorBody),
         (status = 422, description = "Missing reason", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn unfreeze(
     State(s): State<AppState>,
-    ApiOperator(actor): ApiOperator,
+    // The service decides who may (admin, within its scope).
+    ApiActor(actor): ApiActor,
     body: Body,
 ) -> Result<Json<Vec<FreezeRecord>>> {
     let req: UnfreezeRequest = body.parse()?;

@@ -101,12 +101,17 @@ fn covered(all: &[Scoped], scope: Option<&ClusterScope>) -> Vec<String> {
         .collect()
 }
 
+/// Who may freeze and unfreeze: an admin, within its scope (a team's admin freezes its
+/// team's clusters). An emergency stop of many clusters at once is an incident decision,
+/// not an operator's everyday open/close; decided here for every surface.
+const FREEZE_ROLE: Role = Role::Admin;
+
 impl Service {
-    /// Freezes the requested clusters, all by default (operator). A principal scoped to some
+    /// Freezes the requested clusters, all by default (admin). A principal scoped to some
     /// clusters freezes those of them the request selects, named (clusters registered later
     /// are not covered); 403 when it selects none of them.
     pub async fn freeze(&self, actor: &Actor, req: FreezeRequest) -> Result<FreezeRecord> {
-        actor.require(Role::Operator)?;
+        actor.require(FREEZE_ROLE)?;
         validate::reason("reason", &req.reason)?;
         let now = self.now();
         let expires_at = match (&req.duration, req.until) {
@@ -211,11 +216,11 @@ impl Service {
         Ok(rec)
     }
 
-    /// Ends freezes in force (operator): the one named, or every one the actor may end —
+    /// Ends freezes in force (admin): the one named, or every one the actor may end —
     /// those covering only clusters in its scope. Freezes made inside a cluster end there
     /// (409 when named). 409 when there is nothing to end.
     pub async fn unfreeze(&self, actor: &Actor, req: UnfreezeRequest) -> Result<Vec<FreezeRecord>> {
-        actor.require(Role::Operator)?;
+        actor.require(FREEZE_ROLE)?;
         validate::reason("reason", &req.reason)?;
         let now = self.now();
         let req = &req;
@@ -243,15 +248,14 @@ impl Service {
                             all.iter().any(|c| {
                                 &c.name == n
                                     && actor.covers_cluster(
-                                        Role::Operator,
+                                        FREEZE_ROLE,
                                         ClusterRef {
                                             name: &c.name,
                                             labels: &c.labels,
                                         },
                                     )
                             })
-                        }) && (f.clusters.is_some()
-                            || actor.is_unscoped(Role::Operator));
+                        }) && (f.clusters.is_some() || actor.is_unscoped(FREEZE_ROLE));
                         if !mine {
                             if req.id.is_some() {
                                 return Err(Error::Forbidden(format!(
@@ -477,7 +481,7 @@ fn narrow(
     requested: Option<ClusterScope>,
     all: &[Scoped],
 ) -> Result<Option<ClusterScope>> {
-    if actor.is_unscoped(Role::Operator) {
+    if actor.is_unscoped(FREEZE_ROLE) {
         return Ok(requested);
     }
     let names: Vec<String> = all
@@ -487,7 +491,7 @@ fn narrow(
                 .as_ref()
                 .is_none_or(|s| s.matches(&c.name, &c.labels))
                 && actor.covers_cluster(
-                    Role::Operator,
+                    FREEZE_ROLE,
                     ClusterRef {
                         name: &c.name,
                         labels: &c.labels,
