@@ -34,9 +34,10 @@ export class ApiError extends Error {
 }
 
 /** fetch() against the hub's API with the token; JSON in and out (or `raw: {type, text}`
- * sent as it is, e.g. a YAML manifest). */
-export async function api(path, { method = 'GET', body, raw, query } = {}) {
+ * sent as it is, e.g. a YAML manifest); `ifMatch`: the version a write expects (412 if stale). */
+export async function api(path, { method = 'GET', body, raw, query, ifMatch } = {}) {
   const headers = { Accept: 'application/json' };
+  if (ifMatch !== undefined && ifMatch !== null) headers['If-Match'] = `"${ifMatch}"`;
   const t = token();
   if (t) headers.Authorization = `Bearer ${t}`;
   else if (csrf && method !== 'GET') headers['X-CSRF-Token'] = csrf;

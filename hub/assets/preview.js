@@ -2,10 +2,14 @@
 // (#/preview/NAME), and see what applying it would do — the hub's dry run
 // (POST /api/v1/gates?dryRun=true, or PUT /api/v1/gates/NAME?dryRun=true for a replace):
 // clusters added and removed, each one's state now and next change, its rollout wave, and the
-// Flux objects it would govern and hold now. Nothing is written or audited.
+// Flux objects it would govern and hold now. Nothing is written or audited by the preview;
+// "Apply…" then writes exactly the manifest previewed, through the same REST call as
+// `fleetgate gate apply` (create, or replace with If-Match: the version previewed), behind a
+// confirmation asking why; the hub decides who may and audits it.
 
 import { api, enc, ApiError } from './api.js';
-import { h, replace, fmtTime, badge, toYaml } from './dom.js';
+import { h, replace, fmtTime, badge, toYaml, toast } from './dom.js';
+import { confirmDialog } from './actions.js';
 
 export async function renderPreview(main, ctx, name) {
   let text = '';
@@ -23,7 +27,7 @@ export async function renderPreview(main, ctx, name) {
   const run = h('button', { type: 'submit', class: 'primary', id: 'preview-run' }, 'Preview');
   const form = h('form', { class: 'card', id: 'preview-form' },
     h('h2', {}, name ? `Preview a change of gate ${name}` : 'Preview a gate manifest'),
-    h('p', { class: 'muted' }, 'Paste a Gate manifest (YAML or JSON). The hub checks it exactly like an apply and answers what it would do now: nothing is written, nothing audited. Apply it with ',
+    h('p', { class: 'muted' }, 'Paste a Gate manifest (YAML or JSON). The hub checks it exactly like an apply and answers what it would do now: nothing is written, nothing audited. Then Apply it here (asked to confirm, audited), or with ',
       h('code', {}, 'fleetgate gate apply -f FILE'), '.'),
     h('label', { for: 'preview-manifest' }, 'Manifest'), area, error, run);
   form.addEventListener('submit', async (ev) => {
@@ -31,7 +35,9 @@ export async function renderPreview(main, ctx, name) {
     run.disabled = true;
     error.textContent = '';
     try {
-      replace(result, impactView(await dryRun(area.value, name)));
+      const manifest = area.value;
+      const impact = await dryRun(manifest, name);
+      replace(result, impactView(impact), applyButton(impact, manifest, area));
     } catch (e) {
       replace(result);
       error.textContent = e instanceof ApiError ? `${e.message}${e.field ? ` (${e.field})` : ''}` : String(e.message || e);
@@ -45,6 +51,39 @@ export async function renderPreview(main, ctx, name) {
     ctx.me.role === 'admin' ? form : h('p', { class: 'muted' }, 'Only admins write gates, so only they preview a change.'),
     result);
   return {};
+}
+
+/**
+ * "Apply…" for a previewed create or replace: writes the manifest previewed (not later edits:
+ * those need a new preview), with the stored version previewed as If-Match, so a gate changed
+ * meanwhile is refused (412) instead of overwritten. An unchanged manifest has nothing to apply.
+ */
+function applyButton(impact, manifest, area) {
+  if (impact.action === 'unchanged') return h('p', { class: 'muted', id: 'preview-unchanged' }, 'Same as the stored gate: nothing to apply.');
+  const create = impact.action === 'create';
+  const go = () => {
+    if (area.value !== manifest) {
+      toast('The manifest changed since the preview: preview it again first', 'bad');
+      return;
+    }
+    confirmDialog({
+      title: `${create ? 'Create' : 'Replace'} gate ${impact.gate}`,
+      text: `Applies the manifest just previewed: ${impact.counts.clusters} cluster(s), ${impact.counts.closed} closed now, `
+        + `${impact.counts.wouldHold} object(s) held now${impact.enforcement === 'warn' ? ' once enforced (warn mode holds nothing)' : ''}. Recorded in the audit log.`,
+      confirmLabel: create ? 'Create gate' : 'Replace gate', kind: 'primary', reasonRequired: false,
+      onConfirm: async ({ reason }) => {
+        const raw = { type: 'application/yaml', text: manifest };
+        const query = { reason: reason || undefined };
+        const g = create
+          ? await api('/api/v1/gates', { method: 'POST', raw, query })
+          : await api(`/api/v1/gates/${enc(impact.gate)}`, { method: 'PUT', raw, query, ifMatch: impact.storedVersion });
+        toast(`gate/${impact.gate} ${create ? 'created' : 'replaced'} (version ${g.version})`, 'good');
+        window.location.hash = `#/gates/${enc(impact.gate)}`;
+      },
+    });
+  };
+  return h('div', { class: 'buttons', id: 'preview-apply-row' },
+    h('button', { type: 'button', class: 'primary', id: 'preview-apply', onclick: go }, `Apply (${impact.action})…`));
 }
 
 /** The dry run as the CLI does it: a create, or a replace when the gate exists. */

@@ -4,7 +4,8 @@
 //! page while the freeze lasts and the grid closes, and Unfreeze (confirmed, with a reason)
 //! ends it — the banner goes everywhere and the rollout gate reopens through its waves. On the way, the admin previews a change of a
 //! rollout gate from its page (the stored manifest, unchanged; then other waves), a new
-//! gate, and a bad manifest (the field named, nothing written).
+//! gate, and a bad manifest (the field named, nothing written), and applies the new gate
+//! from the preview (confirmed; stored; the audit names the person and the reason).
 
 #[macro_use]
 mod dashboard_support;
@@ -231,6 +232,44 @@ browser_test!(freeze_banner_buttons_and_the_impact_preview, |b| {
         )
         .await;
     assert_eq!(audit["items"], json!([]), "{audit}");
+
+    // Apply what was previewed: asked first (cancelling writes nothing), then created through
+    // the REST apply, audited with the person and the reason; the gate's page opens.
+    b.click("#preview-apply").await;
+    b.wait_js("document.getElementById('dialog').open", "apply dialog")
+        .await;
+    b.click("#dlg-cancel").await;
+    b.wait_js("!document.getElementById('dialog').open", "dialog closed")
+        .await;
+    let (code, _) = hub
+        .request(ADMIN_TOKEN, "GET", "/api/v1/gates/new-one", None)
+        .await;
+    assert_eq!(code, 404, "a cancelled apply writes nothing");
+    b.click("#preview-apply").await;
+    b.wait_js("document.getElementById('dialog').open", "apply dialog")
+        .await;
+    b.fill("#dlg-reason", "previewed: two prod clusters").await;
+    b.click("#dlg-confirm").await;
+    b.wait_page("gate").await;
+    let stored = hub
+        .call(ADMIN_TOKEN, "GET", "/api/v1/gates/new-one", None)
+        .await;
+    assert_eq!(
+        stored["manifest"]["spec"]["clusters"]["names"],
+        json!(["prod-a", "prod-b"]),
+        "{stored}"
+    );
+    let created = hub
+        .call(ADMIN_TOKEN, "GET", "/api/v1/audit?action=gate.create", None)
+        .await;
+    assert_eq!(
+        (
+            &created["items"][0]["actor"],
+            &created["items"][0]["reason"]
+        ),
+        (&json!("ada"), &json!("previewed: two prod clusters")),
+        "{created}"
+    );
 
     // Unfreeze: confirmed, with a reason; the banner goes on every page.
     b.click("#unfreeze").await;
