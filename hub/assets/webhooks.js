@@ -36,7 +36,19 @@ export async function renderWebhooks(main) {
         h('td', {}, state(w)),
         h('td', { class: 'nowrap' },
           h('button', { type: 'button', class: 'test', onclick: () => test(w.spec.name) }, 'Send test'), ' ',
-          h('button', { type: 'button', class: 'deliveries', onclick: () => { selected = w.spec.name; showDeliveries(w.spec.name).catch(err); } }, 'Deliveries')))))));
+          h('button', { type: 'button', class: 'deliveries', onclick: () => { selected = w.spec.name; showDeliveries(w.spec.name).catch(err); } }, 'Deliveries'), ' ',
+          h('button', { type: 'button', class: w.spec.enabled ? 'disable' : 'enable', onclick: () => setEnabled(w.spec.name, !w.spec.enabled) },
+            w.spec.enabled ? 'Disable' : 'Enable')))))));
+  }
+
+  // Only the flag changes (POST …/enable|disable, not a replace); enabling
+  // clears the hub's disable reason and sends what waited.
+  async function setEnabled(name, on) {
+    try {
+      await api(`/api/v1/webhooks/${enc(name)}/${on ? 'enable' : 'disable'}`, { method: 'POST' });
+      toast(`Webhook ${name} ${on ? 'enabled' : 'disabled'}`, 'info');
+      await refresh();
+    } catch (e) { err(e); }
   }
 
   async function test(name) {

@@ -1,7 +1,7 @@
 //! The dashboard's notification and calendar views in headless Chromium
 //! against a real hub process: a gate's calendar feed status with the stale
 //! warning, and the admins' webhooks page (subscriptions, deliveries, each
-//! delivery's attempts, redeliver). Screenshots go to target/test-output/dashboard/.
+//! delivery's attempts, redeliver, disable and enable). Screenshots go to target/test-output/dashboard/.
 
 #[macro_use]
 mod dashboard_support;
@@ -149,5 +149,41 @@ browser_test!(
             )
             .await;
         assert_eq!(a["items"].as_array().map(Vec::len), Some(1), "{a}");
+
+        // Disable, then enable: only the flag changes, each audited.
+        b.click("#webhooks-table tr[data-webhook='ops'] button.disable")
+            .await;
+        b.wait_js(
+            "document.querySelector('#webhooks-table tr[data-webhook=\"ops\"]')?.textContent.includes('disabled') && !!document.querySelector('#webhooks-table tr[data-webhook=\"ops\"] button.enable')",
+            "the subscription shown disabled",
+        )
+        .await;
+        b.click("#webhooks-table tr[data-webhook='ops'] button.enable")
+            .await;
+        b.wait_js(
+            "!!document.querySelector('#webhooks-table tr[data-webhook=\"ops\"] button.disable')",
+            "the subscription shown enabled",
+        )
+        .await;
+        let w = hub
+            .call(ADMIN_TOKEN, "GET", "/api/v1/webhooks/ops", None)
+            .await;
+        assert_eq!(w["spec"]["enabled"], true, "{w}");
+        assert_eq!(w["spec"]["events"], json!(["override.*"]), "{w}");
+        for action in ["webhook.disable", "webhook.enable"] {
+            let a = hub
+                .call(
+                    ADMIN_TOKEN,
+                    "GET",
+                    &format!("/api/v1/audit?action={action}"),
+                    None,
+                )
+                .await;
+            assert_eq!(
+                a["items"].as_array().map(Vec::len),
+                Some(1),
+                "{action}: {a}"
+            );
+        }
     }
 );
