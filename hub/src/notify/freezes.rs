@@ -57,8 +57,14 @@ pub(crate) async fn enqueue_edges(
         let Ok(compiled) = crate::service::calendars::compile_at(&gate, &occurrences, now) else {
             continue;
         };
+        // Only this gate's overrides: each cluster looks through them twice.
+        let own: Vec<_> = overrides
+            .iter()
+            .filter(|o| o.gate == r.name)
+            .cloned()
+            .collect();
         let changes = super::overrides::freeze_changes(
-            &gate, &compiled, &on, &overrides, before, after, now, actor,
+            &gate, &compiled, &on, &own, before, after, now, actor,
         );
         inserted += super::enqueue_transitions(conn, Some(&gate), changes, None).await?;
     }
