@@ -131,6 +131,9 @@ pub struct ScopedCluster {
     /// As [`Cell::would_suspend`].
     #[serde(default, skip_serializing_if = "is_zero")]
     pub would_suspend: u32,
+    /// As [`Cell::would_hold_objects`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub would_hold_objects: u32,
     /// Whether the caller may open, close and cancel this gate on this
     /// cluster (its role and scope); the dashboard shows those buttons only then.
     #[serde(default)]

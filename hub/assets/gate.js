@@ -131,7 +131,7 @@ function clustersTable(list) {
     h('tbody', {}, ...list.map((c) => h('tr', { 'data-cluster': c.name },
       h('td', {}, h('a', { href: `#/clusters/${enc(c.name)}` }, c.name)),
       h('td', {}, c.rolloutWave ? badge('waiting', `waiting for wave ${c.rolloutWave}`)
-        : c.warn && c.state === 'closed' ? badge('would', `◌ would close (${c.wouldSuspend || 0})`)
+        : c.warn && c.state === 'closed' ? badge('would', `◌ would close (${(c.wouldSuspend || 0) + (c.wouldHoldObjects || 0)})`)
         : badge(c.state === 'closed' && c.held ? 'held' : c.state, c.state)),
       h('td', {}, c.reason),
       h('td', {}, c.nextTransition ? [fmtTime(c.nextTransition), ' ', h('span', { class: 'muted' }, relTime(c.nextTransition))] : '—'),

@@ -151,6 +151,17 @@ async fn would_held_objects_reach_every_surface_apart_from_held_ones() {
         "{grid}"
     );
 
+    // The gate's page: its cluster would close, with the objects it would hold.
+    let page = served
+        .get_json(&format!("/api/v1/dashboard/gates/{GATE}"), &hub.viewer)
+        .await;
+    let c = &page["clusters"][0];
+    assert_eq!(
+        (&c["warn"], &c["state"], &c["wouldHoldObjects"]),
+        (&json!(true), &json!("closed"), &json!(2)),
+        "{page}"
+    );
+
     // gRPC: the same.
     let mut admin = served.grpc.admin();
     let st = admin

@@ -106,6 +106,11 @@ pub(super) fn gate_clusters(inputs: &FleetInputs, gate: &str) -> Result<Vec<Scop
             Some(ScopedCluster {
                 warn: g.is_warn(),
                 would_suspend: would_suspend_on(inputs, &row.name, gate),
+                would_hold_objects: count_on(
+                    &inputs.reported.would_hold_objects_by_gate,
+                    &row.name,
+                    gate,
+                ),
                 rollout_wave,
                 name: row.name.clone(),
                 connected: row.connected,
