@@ -29,11 +29,7 @@ async fn post_from_page(b: &Browser, path: &str, body: Value) -> (Value, Value) 
            return [r.status, (await r.json()).error?.message];
          }})().then(done, (e) => done(String(e)));"
     );
-    let answer = b
-        .client
-        .execute_async(&script, vec![])
-        .await
-        .expect("fetch");
+    let answer = b.eval_async(&format!("fetch {path}"), &script).await;
     // Chromium logs the refusal the test provokes; take it out of the console.
     b.expect_console(&[&format!("{path} - ")], true).await;
     (answer[0].clone(), answer[1].clone())
@@ -146,10 +142,7 @@ browser_test!(two_people_request_and_approve, |b| {
     // Erin signs in (a new provider session: the cookies of both go) and approves.
     b.click("#signout").await;
     b.wait_page("signin").await;
-    b.client
-        .delete_all_cookies()
-        .await
-        .expect("deleting cookies");
+    dashboard_support::step("deleting cookies", b.client.delete_all_cookies()).await;
     b.sign_in_with_provider(&hub.base, "erin").await;
     b.wait_eq(ME, "Erin Operator").await;
     b.route("#/approvals").await;

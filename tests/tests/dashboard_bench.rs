@@ -26,6 +26,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: prints the fleet view render time (500 clusters x 10 gates)"]
 async fn fleet_view_500_clusters_x_10_gates() {
+    fleetgate_tests::binaries(&["fleetgate-hub"]);
     let _serial = SERIAL.lock().await;
     let Some(b) = browser().await else { return };
     tokio::time::timeout(TEST_TIMEOUT * 2, async {
@@ -86,6 +87,7 @@ async fn fleet_view_500_clusters_x_10_gates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "writes the docs/dashboard.md screenshots to target/test-output/dashboard/readme-*.png"]
 async fn readme_screenshot() {
+    fleetgate_tests::binaries(&["fleetgate-hub"]);
     let _serial = SERIAL.lock().await;
     let Some(b) = browser().await else { return };
     tokio::time::timeout(TEST_TIMEOUT, async {

@@ -10,10 +10,10 @@ mod dashboard_support;
 use std::process::Command;
 
 use dashboard_support::sso::{SESSION_COOKIE, forget_session, session_cookie};
-use dashboard_support::{ADMIN_TOKEN, Browser, Hub, SERIAL, TEST_TIMEOUT, browser_binaries};
+use dashboard_support::{ADMIN_TOKEN, Browser, Hub, SERIAL, TEST_TIMEOUT, browser_binaries, step};
 use fleetgate_proto::v1 as pb;
-use fleetgate_tests::bin_path;
 use fleetgate_tests::oidc::OidcProvider;
+use fleetgate_tests::{bin_path, output};
 use serde_json::{Value, json};
 
 struct Env {
@@ -102,6 +102,8 @@ async fn sessions_page_ends_sessions() {
         eprintln!("SKIPPED: chromium and chromedriver are not installed");
         return;
     };
+    // Stale binaries are built before the bound starts (minutes under load).
+    fleetgate_tests::binaries(&["fleetgate-hub", "fleetgate"]);
     let _serial = SERIAL.lock().await;
     tokio::time::timeout(TEST_TIMEOUT, async {
         let env = setup("identity-sessions").await;
@@ -306,34 +308,29 @@ async fn rest_grpc_cli(env: &Env, alice: &str) {
 
     // gRPC with her JWT: her one live session.
     let jwt = env.person_jwt("alice", &["platform-admins"]).await;
-    let channel =
+    let endpoint =
         tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{}", env.hub.grpc_port))
-            .unwrap()
-            .connect()
-            .await
-            .expect("gRPC connect");
+            .unwrap();
+    let channel = step("gRPC connect", endpoint.connect()).await;
     let mut client = pb::admin_service_client::AdminServiceClient::new(channel);
     let mut req = tonic::Request::new(pb::ListMySessionsRequest {});
     req.metadata_mut()
         .insert("authorization", format!("Bearer {jwt}").parse().unwrap());
-    let mine = client
-        .list_my_sessions(req)
+    let mine = step("ListMySessions", client.list_my_sessions(req))
         .await
-        .expect("ListMySessions")
         .into_inner();
     assert_eq!(mine.sessions.len(), 1);
     assert_eq!(mine.sessions[0].id, id);
     assert!(mine.sessions[0].user_agent.contains("Chrome"));
 
     // The CLI: list hers, then end that one by id.
-    let fleetgate = |args: &[&str]| {
-        let out = Command::new(bin_path("fleetgate"))
-            .args(["--hub", &env.hub.base, "-o", "json"])
+    let fleetgate = async |args: &[&str]| {
+        let mut cmd = Command::new(bin_path("fleetgate"));
+        cmd.args(["--hub", &env.hub.base, "-o", "json"])
             .args(args)
             .env("FLEETGATE_TOKEN", &jwt)
-            .env("XDG_CONFIG_HOME", env._dir.path())
-            .output()
-            .expect("fleetgate");
+            .env("XDG_CONFIG_HOME", env._dir.path());
+        let out = output(cmd, &format!("fleetgate {args:?}")).await;
         assert!(
             out.status.success(),
             "{args:?}: {}",
@@ -341,9 +338,9 @@ async fn rest_grpc_cli(env: &Env, alice: &str) {
         );
         serde_json::from_slice::<Value>(&out.stdout).expect("JSON output")
     };
-    let listed = fleetgate(&["session", "list", "--mine"]);
+    let listed = fleetgate(&["session", "list", "--mine"]).await;
     assert_eq!(listed[0]["id"], json!(id), "{listed}");
-    let ended = fleetgate(&["session", "end", "--mine", "--id", &id]);
+    let ended = fleetgate(&["session", "end", "--mine", "--id", &id]).await;
     assert_eq!(ended["ended"], 1, "{ended}");
     assert_eq!(
         env.with_cookie(alice, "GET", "/api/v1/whoami", None, false)

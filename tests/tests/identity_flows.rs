@@ -148,8 +148,7 @@ async fn until_past(at: DateTime<Utc>) {
 /// Builds the binaries first when they are stale (outside the test's
 /// timeout: a nested `cargo build` on a loaded machine takes minutes).
 fn binaries() {
-    bin_path("fleetgate-hub");
-    bin_path("fleetgate");
+    fleetgate_tests::binaries(&["fleetgate-hub", "fleetgate"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

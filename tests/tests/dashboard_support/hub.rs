@@ -50,7 +50,11 @@ impl Hub {
             http_port,
             grpc_port,
             base: format!("http://127.0.0.1:{http_port}"),
-            http: reqwest::Client::new(),
+            // Every call bounded: a hub that stops answering fails the step that asked.
+            http: reqwest::Client::builder()
+                .timeout(WAIT)
+                .build()
+                .expect("HTTP client"),
             env,
         };
         hub.wait_ready().await;
@@ -130,7 +134,10 @@ impl Hub {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let res = req.send().await.expect("REST request");
+        let res = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = res.status();
         let text = res.text().await.unwrap_or_default();
         assert!(status.is_success(), "{method} {path}: {status}: {text}");
@@ -160,7 +167,10 @@ impl Hub {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let r = req.send().await.expect("REST request");
+        let r = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }

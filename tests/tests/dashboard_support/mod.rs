@@ -20,6 +20,8 @@ macro_rules! browser_test {
                 );
                 return;
             };
+            // A stale binary is built before the bound starts (minutes under load).
+            fleetgate_tests::binaries(&["fleetgate-hub"]);
             let _serial = SERIAL.lock().await;
             tokio::time::timeout(TEST_TIMEOUT, async {
                 let $browser = Browser::start(&chromium, &driver).await;
@@ -40,6 +42,8 @@ pub mod sso;
 #[allow(unused_imports)] // not every test binary seeds
 pub use hub::{Hub, seed_small};
 
+use std::fmt::Display;
+use std::future::Future;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -49,8 +53,11 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use fleetgate_tests::free_port;
 use serde_json::{Value, json};
 
-/// How long any wait for the page may take before the test fails.
+/// How long any wait for the page (and any one WebDriver command or REST call)
+/// may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(20);
+/// How long Chromium may take to start (a WebDriver session) on a loaded machine.
+const SESSION_START: Duration = Duration::from_secs(60);
 /// A whole browser test.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(240);
 
@@ -97,6 +104,17 @@ pub fn browser_binaries() -> Option<(PathBuf, PathBuf)> {
     )?;
     let driver = find("FLEETGATE_CHROMEDRIVER", &["chromedriver"])?;
     Some((chromium, driver))
+}
+
+/// One step that talks to the browser or the hub (a WebDriver command, a
+/// REST or gRPC call), bounded by [`WAIT`]: whatever stops answering fails
+/// the test at once, naming `step`.
+pub async fn step<T, E: Display>(step: &str, call: impl Future<Output = Result<T, E>>) -> T {
+    match tokio::time::timeout(WAIT, call).await {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => panic!("{step}: {e}"),
+        Err(_) => panic!("{step}: no answer within {WAIT:?}"),
+    }
 }
 
 /// Waits until a TCP port accepts connections.
@@ -176,10 +194,13 @@ impl Browser {
             Value::Object(m) => m,
             _ => unreachable!(),
         };
-        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{port}"))
+        let url = format!("http://127.0.0.1:{port}");
+        let mut builder =
+            ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
+        builder.capabilities(caps);
+        let client = tokio::time::timeout(SESSION_START, builder.connect(&url))
             .await
+            .unwrap_or_else(|_| panic!("no WebDriver session (Chromium) within {SESSION_START:?}"))
             .expect("WebDriver session");
         Browser {
             client,
@@ -192,20 +213,31 @@ impl Browser {
 
     /// Evaluates a JS expression.
     pub async fn eval(&self, expr: &str) -> Value {
-        self.client
-            .execute(&format!("return ({expr});"), vec![])
-            .await
-            .unwrap_or_else(|e| panic!("evaluating {expr}: {e}"))
+        let script = format!("return ({expr});");
+        step(
+            &format!("evaluating {expr}"),
+            self.client.execute(&script, vec![]),
+        )
+        .await
+    }
+
+    /// Runs an asynchronous script (it calls its last argument with the
+    /// result; bounded by [`WAIT`]).
+    pub async fn eval_async(&self, what: &str, script: &str) -> Value {
+        step(what, self.client.execute_async(script, vec![])).await
     }
 
     /// Polls a JS expression until it is truthy (bounded by [`WAIT`]).
     pub async fn wait_js(&self, expr: &str, what: &str) {
         let start = Instant::now();
+        let script = format!("return !!({expr});");
         loop {
-            let v = self
-                .client
-                .execute(&format!("return !!({expr});"), vec![])
-                .await;
+            // Each poll bounded too: a page that stops answering is a hang, not a "no".
+            let v = tokio::time::timeout(WAIT, self.client.execute(&script, vec![]))
+                .await
+                .unwrap_or_else(|_| {
+                    panic!("waiting for {what}: no answer from the browser within {WAIT:?}")
+                });
             if matches!(v, Ok(Value::Bool(true))) {
                 return;
             }
@@ -264,11 +296,8 @@ impl Browser {
     /// The SEVERE entries of the browser's console since the last call
     /// (chromedriver hands each entry out once).
     pub async fn console_errors(&self) -> Vec<String> {
-        let id = self
-            .client
-            .session_id()
+        let id = step("the WebDriver session id", self.client.session_id())
             .await
-            .expect("session id")
             .expect("a session");
         let v: Value = reqwest::Client::new()
             .post(format!(
@@ -336,31 +365,35 @@ impl Browser {
         )
         .await;
         // In the middle of the viewport, where no toast (bottom right) covers it.
-        self.client
-            .execute(
+        step(
+            &format!("scrolling to {css}"),
+            self.client.execute(
                 "document.querySelector(arguments[0]).scrollIntoView({block: 'center'});",
                 vec![json!(css)],
-            )
-            .await
-            .unwrap_or_else(|e| panic!("scrolling to {css}: {e}"));
-        self.client
-            .find(Locator::Css(css))
-            .await
-            .expect("element")
-            .click()
-            .await
-            .unwrap_or_else(|e| panic!("clicking {css}: {e}"));
+            ),
+        )
+        .await;
+        let el = step(
+            &format!("finding {css}"),
+            self.client.find(Locator::Css(css)),
+        )
+        .await;
+        step(&format!("clicking {css}"), el.click()).await;
     }
 
     /// Replaces an input's text.
     pub async fn fill(&self, css: &str, text: &str) {
-        let el = self.client.find(Locator::Css(css)).await.expect("input");
-        el.clear().await.expect("clear");
-        el.send_keys(text).await.expect("typing");
+        let el = step(
+            &format!("finding {css}"),
+            self.client.find(Locator::Css(css)),
+        )
+        .await;
+        step(&format!("clearing {css}"), el.clear()).await;
+        step(&format!("typing into {css}"), el.send_keys(text)).await;
     }
 
     pub async fn goto(&self, url: &str) {
-        self.client.goto(url).await.expect("navigation");
+        step(&format!("navigating to {url}"), self.client.goto(url)).await;
     }
 
     /// Signs in at `base` through the OpenID provider's own login form as
@@ -384,10 +417,12 @@ impl Browser {
 
     /// Sets the hash route without reloading the page.
     pub async fn route(&self, hash: &str) {
-        self.client
-            .execute(&format!("location.hash = {hash:?};"), vec![])
-            .await
-            .expect("setting hash");
+        let script = format!("location.hash = {hash:?};");
+        step(
+            &format!("routing to {hash}"),
+            self.client.execute(&script, vec![]),
+        )
+        .await;
     }
 
     pub async fn sign_in(&self, base: &str, token: &str) {
@@ -399,9 +434,13 @@ impl Browser {
         self.wait_page("fleet").await;
     }
 
-    /// Saves a PNG under the test output dir; returns its path.
+    /// Saves a PNG under the test output dir; returns its path (None where
+    /// the browser gave none within [`WAIT`]: a failing test still fails).
     pub async fn screenshot(&self, name: &str) -> Option<PathBuf> {
-        let png = self.client.screenshot().await.ok()?;
+        let png = tokio::time::timeout(WAIT, self.client.screenshot())
+            .await
+            .ok()?
+            .ok()?;
         let path = output_dir().join(format!("{name}.png"));
         std::fs::write(&path, png).ok()?;
         Some(path)
@@ -426,7 +465,7 @@ impl Browser {
             .into_iter()
             .filter(|e| !TEARDOWN.iter().any(|t| e.contains(t)))
             .collect();
-        let _ = self.client.close().await;
+        let _ = tokio::time::timeout(WAIT, self.client.close()).await;
         assert_eq!(errors, json!([]), "script errors in the page");
         assert!(
             !self.strict_console || console.is_empty(),

@@ -22,11 +22,10 @@ async fn fetch_status(browser: &Browser, method: &str, path: &str, csrf: bool) -
              body: '{method}' === 'GET' ? undefined : JSON.stringify({{name: 'from-browser', role: 'viewer'}})}});
            return r.status; }})()"
     );
-    let status = browser
-        .client
-        .execute_async(&format!("const done = arguments[arguments.length - 1]; ({expr}).then(done, e => done(String(e)));"), vec![])
-        .await
-        .expect("fetch in page");
+    let script = format!(
+        "const done = arguments[arguments.length - 1]; ({expr}).then(done, e => done(String(e)));"
+    );
+    let status = browser.eval_async("fetch in page", &script).await;
     // A refusal the test provokes on purpose is in the console (Chromium logs failed
     // requests, and the browser tests fail on any other SEVERE entry): take it out.
     if status.as_i64().is_some_and(|s| s >= 400) {

@@ -87,6 +87,8 @@ impl Env {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identity_end_to_end() {
+    // Stale binaries are built before the bound starts (minutes under load).
+    fleetgate_tests::binaries(&["fleetgate-hub", "fleetgate"]);
     tokio::time::timeout(TEST_TIMEOUT + Duration::from_secs(120), async {
         let env = setup().await;
         bearer::bearer_jwts(&env).await;
