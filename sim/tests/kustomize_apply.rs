@@ -9,34 +9,13 @@ use std::collections::BTreeMap;
 
 use common::{CLUSTER, Kubectl, eventually, get, start};
 use fleetgate_sim::{Sim, SimConfig};
+use fleetgate_tests::nginx_objects;
 use serde_json::{Value, json};
 
 const KS: &str = "kustomize.toolkit.fluxcd.io/v1";
 
 fn rev(n: u32) -> String {
     format!("main@sha1:{n:040x}")
-}
-
-fn nginx(image: &str, color: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: ConfigMap
-metadata: {{name: nginx-config, namespace: nginx}}
-data: {{color: {color}}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: nginx, namespace: nginx}}
-spec:
-  replicas: 1
-  template: {{spec: {{containers: [{{name: nginx, image: "{image}"}}]}}}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: nginx, namespace: nginx}}
-spec: {{ports: [{{port: 80}}]}}
-"#
-    )
 }
 
 async fn setup() -> Sim {
@@ -117,7 +96,7 @@ fn image(sim: &Sim) -> Value {
 #[tokio::test]
 async fn applies_with_owner_labels_inventory_and_kustomize_controller_ownership() {
     let sim = setup().await;
-    push(&sim, 1, "apps", &nginx("nginx:1.25", "blue")).await;
+    push(&sim, 1, "apps", &nginx_objects("nginx:1.25", "blue")).await;
     let k = applied(&sim, "apps", 1).await;
     let ids: Vec<&str> = k["status"]["inventory"]["entries"]
         .as_array()
@@ -162,7 +141,7 @@ async fn applies_with_owner_labels_inventory_and_kustomize_controller_ownership(
     assert_eq!(out, "nginx:1.25");
 
     // The next revision updates what changed and prunes what it dropped.
-    let without_service = nginx("nginx:1.26", "green")
+    let without_service = nginx_objects("nginx:1.26", "green")
         .split("---")
         .take(2)
         .collect::<Vec<_>>()
@@ -187,7 +166,7 @@ async fn applies_with_owner_labels_inventory_and_kustomize_controller_ownership(
 #[tokio::test]
 async fn reconcile_disabled_on_the_live_copy_skips_it_and_ready_stays_true() {
     let sim = setup().await;
-    push(&sim, 1, "apps", &nginx("nginx:1.25", "blue")).await;
+    push(&sim, 1, "apps", &nginx_objects("nginx:1.25", "blue")).await;
     applied(&sim, "apps", 1).await;
     let kubectl = Kubectl::new(&sim);
     // Value compared case-insensitively, label or annotation.
@@ -210,7 +189,7 @@ async fn reconcile_disabled_on_the_live_copy_skips_it_and_ready_stays_true() {
         ])
         .await;
 
-    push(&sim, 2, "apps", &nginx("nginx:1.26", "green")).await;
+    push(&sim, 2, "apps", &nginx_objects("nginx:1.26", "green")).await;
     let k = applied(&sim, "apps", 2).await;
     let ready = k["status"]["conditions"]
         .as_array()
@@ -253,7 +232,7 @@ async fn reconcile_disabled_on_the_live_copy_skips_it_and_ready_stays_true() {
     assert_eq!(cm["data"]["color"], "green");
 
     // A revision dropping the skipped objects does not prune them either.
-    let cm_only = nginx("nginx:1.26", "green")
+    let cm_only = nginx_objects("nginx:1.26", "green")
         .split("---")
         .next()
         .unwrap()
@@ -273,7 +252,7 @@ async fn reconcile_disabled_on_the_live_copy_skips_it_and_ready_stays_true() {
             "kustomize.toolkit.fluxcd.io/reconcile-",
         ])
         .await;
-    push(&sim, 4, "apps", &nginx("nginx:1.27", "green")).await;
+    push(&sim, 4, "apps", &nginx_objects("nginx:1.27", "green")).await;
     applied(&sim, "apps", 4).await;
     assert_eq!(image(&sim), "nginx:1.27");
     sim.shutdown().await;
@@ -311,7 +290,7 @@ data: {a: "1"}
 #[tokio::test]
 async fn missing_path_fails_ready_and_keeps_the_last_applied_revision() {
     let sim = setup().await;
-    push(&sim, 1, "apps", &nginx("nginx:1.25", "blue")).await;
+    push(&sim, 1, "apps", &nginx_objects("nginx:1.25", "blue")).await;
     applied(&sim, "apps", 1).await;
     push(&sim, 2, "elsewhere", "").await;
     let k = eventually("Ready=False", || async {

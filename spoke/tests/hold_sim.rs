@@ -12,42 +12,15 @@ use std::{collections::BTreeMap, time::Duration};
 use chrono::Utc;
 use fleetgate_proto::v1 as pb;
 use fleetgate_spoke::{Config, hold::marks};
+use fleetgate_tests::{dynamic_api, nginx_app, watch_until};
 use kube::{
     Api, Client,
     api::{DynamicObject, Patch, PatchParams},
-    core::{ApiResource, GroupVersionKind},
-    runtime::watcher,
 };
 use serde_json::{Value, json};
 use support::*;
 
 const APP_NS: &str = "nginx";
-
-fn nginx(image: &str, color: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Namespace
-metadata: {{name: nginx}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: nginx-config, namespace: nginx}}
-data: {{color: {color}}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: nginx, namespace: nginx}}
-spec:
-  replicas: 1
-  template: {{spec: {{containers: [{{name: nginx, image: "{image}"}}]}}}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: nginx, namespace: nginx}}
-spec: {{ports: [{{port: 80}}]}}
-"#
-    )
-}
 
 /// The gate of docs/object-holds.md's example: Deployments and Services of `apps`
 /// wait for the window, everything else it applies stays real-time.
@@ -93,7 +66,7 @@ async fn setup() -> Cluster {
 }
 
 async fn push_nginx(cluster: &Cluster, n: u32, image: &str, color: &str) {
-    let manifests = BTreeMap::from([("apps".to_string(), nginx(image, color))]);
+    let manifests = BTreeMap::from([("apps".to_string(), nginx_app(image, color))]);
     cluster
         .sim
         .push_manifests(
@@ -116,8 +89,7 @@ async fn push_nginx(cluster: &Cluster, n: u32, image: &str, color: &str) {
 }
 
 fn app_api(client: &Client, group: &str, kind: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk(group, "v1", kind);
-    Api::namespaced_with(client.clone(), APP_NS, &ApiResource::from_gvk(&gvk))
+    dynamic_api(client, (group, "v1", kind), APP_NS)
 }
 
 /// Waits (watch, bounded) until the app object satisfies `pred`.
@@ -129,21 +101,8 @@ async fn wait_app(
     what: &str,
     pred: impl Fn(&DynamicObject) -> bool,
 ) -> DynamicObject {
-    let api = app_api(client, group, kind);
-    let fut = async {
-        let mut stream = std::pin::pin!(watcher::watch_object(api, name).boxed());
-        while let Some(ev) = stream.next().await {
-            if let Ok(Some(obj)) = ev
-                && pred(&obj)
-            {
-                return obj;
-            }
-        }
-        panic!("watch ended");
-    };
-    tokio::time::timeout(WAIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {kind} {name}: {what}"))
+    let what = format!("{kind}: {what}");
+    watch_until(app_api(client, group, kind), name, &what, WAIT, pred).await
 }
 
 fn image(o: &DynamicObject) -> Option<&str> {
@@ -181,8 +140,6 @@ async fn kubectl(cluster: &Cluster, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
-
-use futures::StreamExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_in_one_kustomization_configmap_real_time_deployment_in_the_window() {

@@ -17,7 +17,7 @@ pub use kube_client::{kube_client, kube_client_from_file};
 pub use objects::{KUSTOMIZATION, dynamic_api, kubectl, nginx_app, nginx_objects, watch_until};
 pub use pg::{TestDb, test_db};
 pub use process::{
-    ChildGuard, bin_path, binaries, free_port, hub_serve, output, poll, wait_readyz,
+    ChildGuard, bin_path, binaries, free_port, hub_serve, output, poll, spoke_connect, wait_readyz,
 };
 pub use rest::Rest;
 pub use sim::{

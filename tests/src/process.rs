@@ -133,6 +133,32 @@ pub fn hub_serve(database_url: &str, http: u16, grpc: u16, admin: &str) -> Comma
     cmd
 }
 
+/// `fleetgate-spoke` for `cluster` (its `kubeconfig`, its spoke `token`)
+/// connected to the hub's gRPC port on loopback, in namespace
+/// fleetgate-system, health and metrics on `http`, warn-level logs; stdin and
+/// stdout are null, the rest (report debounce, reconnect, held kinds, stderr)
+/// is the caller's to add before spawning.
+pub fn spoke_connect(
+    cluster: &str,
+    hub_grpc: u16,
+    kubeconfig: &Path,
+    token: &str,
+    http: u16,
+) -> Command {
+    let mut cmd = Command::new(bin_path("fleetgate-spoke"));
+    cmd.args(["--cluster", cluster])
+        .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--namespace", "fleetgate-system"])
+        .args(["--http-addr", &format!("127.0.0.1:{http}")])
+        .env("FLEETGATE_SPOKE_TOKEN", token)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    cmd
+}
+
 /// Polls `{base}/readyz` until it answers `status` (60 s at most); panics
 /// when `hub` exits first.
 pub async fn wait_readyz(client: &reqwest::Client, base: &str, status: u16, hub: &mut ChildGuard) {

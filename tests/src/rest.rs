@@ -60,6 +60,30 @@ impl Rest {
         v
     }
 
+    /// Waits (60 s at most) until the hub's `/readyz` answers 2xx.
+    pub async fn wait_ready(&self) {
+        crate::poll("hub ready", || async {
+            let r = self
+                .http
+                .get(format!("{}/readyz", self.base))
+                .send()
+                .await
+                .ok()?;
+            r.status().is_success().then_some(())
+        })
+        .await;
+    }
+
+    /// Registers cluster `name` with `labels`; its spoke token.
+    pub async fn register(&self, name: &str, labels: Value) -> String {
+        let body = serde_json::json!({"name": name, "labels": labels});
+        let registered = self.ok(Method::POST, "/clusters", Some(body)).await;
+        registered["token"]
+            .as_str()
+            .expect("spoke token")
+            .to_owned()
+    }
+
     /// `GET /api/v1{path}` when it succeeds (for polling: None otherwise).
     pub async fn get(&self, path: &str) -> Option<Value> {
         let r = self

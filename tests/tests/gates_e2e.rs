@@ -11,21 +11,17 @@
 //! cluster holds its Kustomization beside the hub's open gate, and the hub
 //! shows it as a local gate closing the cluster.
 
-use std::{
-    path::Path,
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
-use fleetgate_tests::{ChildGuard, bin_path, free_port, poll, start_sim, test_db};
-use futures::StreamExt;
-use kube::{
-    Api,
-    api::{DynamicObject, PostParams},
-    core::{ApiResource, GroupVersionKind},
-    runtime::watcher,
+use fleetgate_tests::{
+    ChildGuard, KUSTOMIZATION, Rest, SimProcess, TestDb, bin_path, dynamic_api, free_port, kubectl,
+    poll, spoke_connect, start_sim, test_db, watch_until,
 };
+use kube::api::{DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::{Api, Client};
 use serde_json::{Value, json};
 
 const ADMIN: &str = "fga_gates-e2e-admin-token-0123456789";
@@ -33,41 +29,13 @@ const CLUSTER: &str = "cluster-000";
 const NS: &str = "flux-system";
 const WAIT: Duration = Duration::from_secs(60);
 
-async fn get(http: &reqwest::Client, base: &str, path: &str) -> Option<Value> {
-    let r = http
-        .get(format!("{base}/api/v1{path}"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .ok()?;
-    r.status().is_success().then_some(())?;
-    r.json().await.ok()
-}
-
-fn resource(group: &str, version: &str, kind: &str) -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
-}
-
 async fn wait_obj(
     api: Api<DynamicObject>,
     name: &str,
     what: &str,
     pred: impl Fn(&DynamicObject) -> bool,
 ) -> DynamicObject {
-    let fut = async {
-        let mut s = std::pin::pin!(watcher::watch_object(api, name).boxed());
-        while let Some(ev) = s.next().await {
-            if let Ok(Some(o)) = ev
-                && pred(&o)
-            {
-                return o;
-            }
-        }
-        panic!("watch ended: {what}");
-    };
-    tokio::time::timeout(WAIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {name} {what}"))
+    watch_until(api, name, what, WAIT, pred).await
 }
 
 fn suspended(o: &DynamicObject) -> bool {
@@ -80,21 +48,6 @@ fn opened(o: &DynamicObject) -> Option<(String, String)> {
         .iter()
         .find(|c| c["type"] == "Opened")?;
     Some((c["status"].as_str()?.into(), c["reason"].as_str()?.into()))
-}
-
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn now_z() -> String {
@@ -122,8 +75,8 @@ fn start_hub_with(db_url: &str, http: u16, grpc: u16, local_gates: &str) -> Chil
 }
 
 /// The overrides of gate `release` recorded from the cluster.
-async fn local_overrides(http: &reqwest::Client, base: &str) -> Vec<Value> {
-    get(http, base, "/overrides?gate=release&all=true")
+async fn local_overrides(rest: &Rest) -> Vec<Value> {
+    rest.get("/overrides?gate=release&all=true")
         .await
         .and_then(|v| v["items"].as_array().cloned())
         .unwrap_or_default()
@@ -136,125 +89,120 @@ async fn local_overrides(http: &reqwest::Client, base: &str) -> Vec<Value> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
-    let db = test_db().await;
-    let dir = tempfile::tempdir().unwrap();
-    let sim = start_sim(dir.path()).await;
-    // The simulator has flux-system; the spoke needs its own namespace.
-    sim.create_namespaces(&["fleetgate-system"]).await;
-    let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client().await);
-    let create = |group: &str, version: &str, kind: &str, obj: Value| {
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), NS, &resource(group, version, kind));
-        async move {
-            api.create(
-                &PostParams::default(),
-                &serde_json::from_value(obj).unwrap(),
-            )
-            .await
-            .unwrap()
-        }
-    };
-    create(
-        "source.toolkit.fluxcd.io",
-        "v1",
-        "GitRepository",
-        json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-        "metadata": {"name": "repo", "namespace": NS},
-        "spec": {"interval": "1m", "url": "https://example.com/repo.git"}}),
-    )
-    .await;
-    create(
-        "kustomize.toolkit.fluxcd.io",
-        "v1",
-        "Kustomization",
-        json!({
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-        "metadata": {"name": "apps", "namespace": NS},
-        "spec": {"interval": "1m", "path": "./", "prune": true,
-                 "sourceRef": {"kind": "GitRepository", "name": "repo"}}}),
-    )
-    .await;
-    let ks: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        NS,
-        &resource("kustomize.toolkit.fluxcd.io", "v1", "Kustomization"),
-    );
-    let gates: Api<DynamicObject> =
-        Api::all_with(client.clone(), &resource("fleetgate.io", "v1", "Gate"));
+/// One simulated cluster with a GitRepository and the `apps` Kustomization, a
+/// hub process (`FLEETGATE_LOCAL_GATES=local_gates`) with the cluster
+/// registered and an open gate `release` over it (`spec_extra` added to its
+/// spec), and a spoke (`spoke_args` added) that has mirrored the gate.
+struct Scenario {
+    db: TestDb,
+    dir: tempfile::TempDir,
+    sim: SimProcess,
+    kubeconfig: std::path::PathBuf,
+    ks: Api<DynamicObject>,
+    gates: Api<DynamicObject>,
+    hub: Option<ChildGuard>,
+    hub_ports: (u16, u16),
+    rest: Rest,
+    _spoke: ChildGuard,
+}
 
-    let (hub_http, hub_grpc) = (free_port(), free_port());
-    let hub = start_hub(&db.url, hub_http, hub_grpc);
-    let base = format!("http://127.0.0.1:{hub_http}");
-    let http = reqwest::Client::new();
-    poll("hub ready", || async {
-        http.get(format!("{base}/readyz"))
-            .send()
-            .await
-            .ok()?
-            .status()
-            .is_success()
-            .then_some(())
-    })
-    .await;
-    let send = |method: reqwest::Method, path: &str, body: Value| {
-        http.request(method, format!("{base}/api/v1{path}"))
-            .bearer_auth(ADMIN)
-            .json(&body)
-            .send()
-    };
-    let r = send(reqwest::Method::POST, "/clusters", json!({"name": CLUSTER}))
+impl Scenario {
+    async fn start(local_gates: &str, spec_extra: Value, spoke_args: &[&str]) -> Scenario {
+        let db = test_db().await;
+        let dir = tempfile::tempdir().unwrap();
+        let sim = start_sim(dir.path()).await;
+        // The simulator has flux-system; the spoke needs its own namespace.
+        sim.create_namespaces(&["fleetgate-system"]).await;
+        let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client().await);
+        create(
+            &client,
+            "source.toolkit.fluxcd.io",
+            "GitRepository",
+            "repo",
+            json!(
+            {"interval": "1m", "url": "https://example.com/repo.git"}),
+        )
+        .await;
+        create(
+            &client,
+            "kustomize.toolkit.fluxcd.io",
+            "Kustomization",
+            "apps",
+            json!(
+            {"interval": "1m", "path": "./", "prune": true,
+             "sourceRef": {"kind": "GitRepository", "name": "repo"}}),
+        )
+        .await;
+        let ks = dynamic_api(&client, KUSTOMIZATION, NS);
+        let gate_kind = GroupVersionKind::gvk("fleetgate.io", "v1", "Gate");
+        let gates = Api::all_with(client.clone(), &ApiResource::from_gvk(&gate_kind));
+
+        let hub_ports = (free_port(), free_port());
+        let hub = start_hub_with(&db.url, hub_ports.0, hub_ports.1, local_gates);
+        let rest = Rest::new(format!("http://127.0.0.1:{}", hub_ports.0), ADMIN);
+        rest.wait_ready().await;
+        let token = rest.register(CLUSTER, json!({})).await;
+        let mut spec = json!({"clusters": {"names": [CLUSTER]},
+                              "targets": {"kinds": ["Kustomization"]}, "default": "open"});
+        spec.as_object_mut()
+            .unwrap()
+            .extend(spec_extra.as_object().cloned().unwrap_or_default());
+        let gate = json!({"apiVersion": "fleetgate.io/v1", "kind": "Gate",
+                          "metadata": {"name": "release"}, "spec": spec});
+        rest.ok(reqwest::Method::POST, "/gates", Some(gate)).await;
+
+        let spoke = ChildGuard(
+            spoke_connect(CLUSTER, hub_ports.1, &kubeconfig, &token, free_port())
+                .args(["--report-debounce", "200ms", "--heartbeat-interval", "2s"])
+                .args(spoke_args)
+                .env("RUST_LOG", "info")
+                .spawn()
+                .expect("starting fleetgate-spoke"),
+        );
+        wait_obj(gates.clone(), "release", "mirrored, open", |o| {
+            opened(o).is_some_and(|(s, _)| s == "True")
+        })
+        .await;
+        Scenario {
+            db,
+            dir,
+            sim,
+            kubeconfig,
+            ks,
+            gates,
+            hub: Some(hub),
+            hub_ports,
+            rest,
+            _spoke: spoke,
+        }
+    }
+}
+
+/// Creates `kind` `name` in flux-system with `spec`.
+async fn create(client: &Client, group: &str, kind: &str, name: &str, spec: Value) {
+    let obj = json!({"apiVersion": format!("{group}/v1"), "kind": kind,
+                     "metadata": {"name": name, "namespace": NS}, "spec": spec});
+    dynamic_api(client, (group, "v1", kind), NS)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(obj).unwrap(),
+        )
         .await
         .unwrap();
-    assert!(r.status().is_success());
-    let token = r.json::<Value>().await.unwrap()["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let r = send(
-        reqwest::Method::POST,
-        "/gates",
-        json!({
-        "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "release"},
-        "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["Kustomization"]},
-                 "default": "open", "window": "2h"}}),
-    )
-    .await
-    .unwrap();
-    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+}
 
-    let _spoke = ChildGuard(
-        Command::new(bin_path("fleetgate-spoke"))
-            .args(["--cluster", CLUSTER])
-            .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--namespace", "fleetgate-system"])
-            .args(["--http-addr", &format!("127.0.0.1:{}", free_port())])
-            .args([
-                "--report-debounce",
-                "200ms",
-                "--reconnect-max",
-                "1s",
-                "--heartbeat-interval",
-                "2s",
-            ])
-            .env("FLEETGATE_SPOKE_TOKEN", &token)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("starting fleetgate-spoke"),
-    );
-    wait_obj(gates.clone(), "release", "mirrored, open", |o| {
-        opened(o).is_some_and(|(s, _)| s == "True")
-    })
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
+    let mut sc = Scenario::start(
+        "ignore",
+        json!({"window": "2h"}),
+        &["--reconnect-max", "1s"],
+    )
     .await;
 
     // Online: a close request from kubectl, applied at once, recorded at the hub.
     kubectl(
-        &kubeconfig,
+        &sc.kubeconfig,
         &[
             "annotate",
             "--overwrite",
@@ -264,9 +212,15 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
             "close.gate.fleetgate.io/reason=incident 7",
         ],
     );
-    wait_obj(ks.clone(), "apps", "held by the close request", suspended).await;
+    wait_obj(
+        sc.ks.clone(),
+        "apps",
+        "held by the close request",
+        suspended,
+    )
+    .await;
     let recorded = poll("hub recorded the close request", || async {
-        local_overrides(&http, &base)
+        local_overrides(&sc.rest)
             .await
             .into_iter()
             .find(|o| o["state"] == "closed")
@@ -275,7 +229,7 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     assert_eq!(recorded["actor"], format!("alice@cluster/{CLUSTER}"));
     assert_eq!(recorded["reason"], "incident 7");
     assert_eq!(recorded["clusters"]["names"], json!([CLUSTER]));
-    let audit = get(&http, &base, "/audit").await.unwrap();
+    let audit = sc.rest.get("/audit").await.unwrap();
     let entry = audit["items"]
         .as_array()
         .unwrap()
@@ -291,26 +245,21 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
             .contains("requested in cluster cluster-000"),
         "{entry}"
     );
-    wait_obj(gates.clone(), "release", "acknowledged", |o| {
+    wait_obj(sc.gates.clone(), "release", "acknowledged", |o| {
         o.data["status"]["closeRequest"]["acknowledged"] == true
     })
     .await;
 
     // An admin cancels it at the hub: the gate opens again on the cluster.
     let id = recorded["id"].as_str().unwrap();
-    let r = send(
-        reqwest::Method::DELETE,
-        &format!("/overrides/{id}"),
-        Value::Null,
-    )
-    .await
-    .unwrap();
-    assert!(r.status().is_success(), "{}", r.status());
-    wait_obj(ks.clone(), "apps", "resumed after the cancel", |o| {
+    sc.rest
+        .ok(reqwest::Method::DELETE, &format!("/overrides/{id}"), None)
+        .await;
+    wait_obj(sc.ks.clone(), "apps", "resumed after the cancel", |o| {
         !suspended(o)
     })
     .await;
-    let g = wait_obj(gates.clone(), "release", "request cancelled", |o| {
+    let g = wait_obj(sc.gates.clone(), "release", "request cancelled", |o| {
         o.data["status"]["closeRequest"]["cancelled"] == true
     })
     .await;
@@ -318,7 +267,7 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
 
     // A disallowed open request (hub gates: opening is the hub's) changes nothing.
     kubectl(
-        &kubeconfig,
+        &sc.kubeconfig,
         &[
             "annotate",
             "--overwrite",
@@ -326,19 +275,19 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
             &format!("open.gate.fleetgate.io/requestedAt={}", now_z()),
         ],
     );
-    wait_obj(gates.clone(), "release", "open request refused", |o| {
+    wait_obj(sc.gates.clone(), "release", "open request refused", |o| {
         o.data["status"]["openRequest"]["accepted"] == false
     })
     .await;
 
     // The hub SIGKILLed: a close request still applies at once.
-    drop(hub);
+    drop(sc.hub.take());
     // Stamped 2 s ahead (within the clock skew a request may be ahead of the
     // spoke): a later second than the first request without waiting for one.
     let later =
         (Utc::now() + chrono::Duration::seconds(2)).to_rfc3339_opts(SecondsFormat::Secs, true);
     kubectl(
-        &kubeconfig,
+        &sc.kubeconfig,
         &[
             "annotate",
             "--overwrite",
@@ -348,12 +297,12 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
             "close.gate.fleetgate.io/reason=hub down",
         ],
     );
-    wait_obj(ks.clone(), "apps", "held offline", suspended).await;
+    wait_obj(sc.ks.clone(), "apps", "held offline", suspended).await;
 
     // The hub back on the same database: the spoke reports the request.
-    let _hub = start_hub(&db.url, hub_http, hub_grpc);
+    sc.hub = Some(start_hub(&sc.db.url, sc.hub_ports.0, sc.hub_ports.1));
     let offline = poll("hub recorded the offline request", || async {
-        local_overrides(&http, &base)
+        local_overrides(&sc.rest)
             .await
             .into_iter()
             .find(|o| o["actor"] == format!("bob@cluster/{CLUSTER}"))
@@ -368,7 +317,7 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     assert_eq!(offline["requestedBy"], "bob");
     // Audited, and listed on the cluster's status (what the dashboard's
     // cluster page and `fleetgate status` show).
-    let audit = get(&http, &base, "/audit").await.unwrap();
+    let audit = sc.rest.get("/audit").await.unwrap();
     let entry = audit["items"]
         .as_array()
         .unwrap()
@@ -377,7 +326,9 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
         .cloned()
         .expect("audit entry of the offline request");
     assert_eq!(entry["action"], "override.close");
-    let status = get(&http, &base, &format!("/clusters/{CLUSTER}/status"))
+    let status = sc
+        .rest
+        .get(&format!("/clusters/{CLUSTER}/status"))
         .await
         .unwrap();
     let listed: Vec<&Value> = status["localRequests"]
@@ -389,119 +340,30 @@ async fn kubectl_requests_on_mirrored_gates_reach_the_hub_audit() {
     assert_eq!(listed.len(), 1, "{status}");
     assert_eq!(listed[0]["id"], offline["id"]);
     assert!(
-        local_overrides(&http, &base)
+        local_overrides(&sc.rest)
             .await
             .iter()
             .all(|o| o["state"] == "closed"),
         "the refused open request never reached the hub"
     );
-    let ks_now = ks.get("apps").await.unwrap();
+    let ks_now = sc.ks.get("apps").await.unwrap();
     assert!(suspended(&ks_now));
-    sim.child.terminate();
+    sc.sim.child.terminate();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_local_gate_coexists_with_the_hubs_when_the_hub_enforces_local_gates() {
-    let db = test_db().await;
-    let dir = tempfile::tempdir().unwrap();
-    let sim = start_sim(dir.path()).await;
-    sim.create_namespaces(&["fleetgate-system"]).await;
-    let (kubeconfig, client) = (sim.kubeconfig.clone(), sim.client().await);
-    let ks: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        NS,
-        &resource("kustomize.toolkit.fluxcd.io", "v1", "Kustomization"),
-    );
-    for (group, kind, spec) in [
-        (
-            "source.toolkit.fluxcd.io",
-            "GitRepository",
-            json!({"interval": "1m", "url": "https://example.com/repo.git"}),
-        ),
-        (
-            "kustomize.toolkit.fluxcd.io",
-            "Kustomization",
-            json!({"interval": "1m", "path": "./", "prune": true,
-            "sourceRef": {"kind": "GitRepository", "name": "repo"}}),
-        ),
-    ] {
-        let name = if kind == "GitRepository" {
-            "repo"
-        } else {
-            "apps"
-        };
-        let obj = json!({"apiVersion": format!("{group}/v1"), "kind": kind,
-            "metadata": {"name": name, "namespace": NS}, "spec": spec});
-        Api::<DynamicObject>::namespaced_with(client.clone(), NS, &resource(group, "v1", kind))
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(obj).unwrap(),
-            )
-            .await
-            .unwrap();
-    }
-    let gates: Api<DynamicObject> =
-        Api::all_with(client.clone(), &resource("fleetgate.io", "v1", "Gate"));
-
-    let (hub_http, hub_grpc) = (free_port(), free_port());
-    let _hub = start_hub_with(&db.url, hub_http, hub_grpc, "enforce");
-    let base = format!("http://127.0.0.1:{hub_http}");
-    let http = reqwest::Client::new();
-    poll("hub ready", || async {
-        let r = http.get(format!("{base}/readyz")).send().await.ok()?;
-        r.status().is_success().then_some(())
-    })
-    .await;
-    let post = |path: &str, body: Value| {
-        http.post(format!("{base}/api/v1{path}"))
-            .bearer_auth(ADMIN)
-            .json(&body)
-            .send()
-    };
-    let r = post("/clusters", json!({"name": CLUSTER})).await.unwrap();
-    let token = r.json::<Value>().await.unwrap()["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let r = post(
-        "/gates",
-        json!({
-        "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": "release"},
-        "spec": {"clusters": {"names": [CLUSTER]}, "targets": {"kinds": ["Kustomization"]},
-                 "default": "open"}}),
-    )
-    .await
-    .unwrap();
-    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
-    let _spoke = ChildGuard(
-        Command::new(bin_path("fleetgate-spoke"))
-            .args(["--cluster", CLUSTER])
-            .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--namespace", "fleetgate-system"])
-            .args(["--http-addr", &format!("127.0.0.1:{}", free_port())])
-            .args(["--report-debounce", "200ms", "--heartbeat-interval", "2s"])
-            .env("FLEETGATE_SPOKE_TOKEN", &token)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("starting fleetgate-spoke"),
-    );
-    wait_obj(gates.clone(), "release", "mirrored, open", |o| {
-        opened(o).is_some_and(|(s, _)| s == "True")
-    })
-    .await;
+    let sc = Scenario::start("enforce", json!({}), &[]).await;
 
     // A Gate committed to the cluster (what Flux applies from Git).
-    let manifest = dir.path().join("git-freeze.yaml");
+    let manifest = sc.dir.path().join("git-freeze.yaml");
     std::fs::write(
         &manifest,
         "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {name: git-freeze}\nspec:\n  clusters: {selector: {}}\n  targets: {kinds: [Kustomization], names: [apps]}\n  default: closed\n",
     )
     .unwrap();
-    kubectl(&kubeconfig, &["apply", "-f", manifest.to_str().unwrap()]);
-    let g = wait_obj(gates.clone(), "git-freeze", "enforced, closed", |o| {
+    kubectl(&sc.kubeconfig, &["apply", "-f", manifest.to_str().unwrap()]);
+    let g = wait_obj(sc.gates.clone(), "git-freeze", "enforced, closed", |o| {
         opened(o).is_some_and(|(s, _)| s == "False")
     })
     .await;
@@ -511,14 +373,15 @@ async fn a_local_gate_coexists_with_the_hubs_when_the_hub_enforces_local_gates()
             .as_ref()
             .is_none_or(|l| !l.contains_key("fleetgate.io/origin"))
     );
-    wait_obj(ks.clone(), "apps", "held by the local gate", suspended).await;
+    wait_obj(sc.ks.clone(), "apps", "held by the local gate", suspended).await;
 
     // The hub shows it read-only as a local gate closing the cluster; its own
     // gate stays open. The spoke counts a gate's objects from its own latest
     // report, so the first report naming the gate may still count none: wait
     // for the one counting the held object.
     let status = poll("the hub shows the local gate governing apps", || async {
-        get(&http, &base, &format!("/clusters/{CLUSTER}/status"))
+        sc.rest
+            .get(&format!("/clusters/{CLUSTER}/status"))
             .await
             .filter(|s| {
                 s["localGates"]
@@ -545,5 +408,5 @@ async fn a_local_gate_coexists_with_the_hubs_when_the_hub_enforces_local_gates()
     );
     assert_eq!(status["gates"][0]["state"], "open", "{status}");
     assert_eq!(status["closedBy"], json!(["git-freeze"]), "{status}");
-    sim.child.terminate();
+    sc.sim.child.terminate();
 }

@@ -6,19 +6,17 @@
 //! keeps its old image, and the hub's REST status lists the held objects with
 //! changes waiting; opening releases them and the new image rolls out.
 
-use std::{
-    path::Path,
-    process::{Command, Stdio},
-};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
 
-use fleetgate_tests::{ChildGuard, bin_path, free_port, hub_serve, poll, start_sim, test_db};
-use futures::StreamExt;
-use kube::{
-    Api, Client,
-    api::{DynamicObject, PostParams},
-    core::{ApiResource, GroupVersionKind},
-    runtime::watcher,
+use fleetgate_tests::objects::Gvk;
+use fleetgate_tests::{
+    ChildGuard, KUSTOMIZATION, Rest, dynamic_api, free_port, hub_serve, kubectl, nginx_app, poll,
+    spoke_connect, start_sim, test_db, watch_until,
 };
+use kube::Client;
+use kube::api::{DynamicObject, PostParams};
 use serde_json::{Value, json};
 
 const ADMIN: &str = "fga_hold-e2e-admin-token-0123456789";
@@ -28,48 +26,6 @@ const GATE: &str = "nginx-window";
 
 fn rev(n: u32) -> String {
     format!("main@sha1:{n:040x}")
-}
-
-/// The seeds' nginx app: ConfigMap, Deployment and Service in one folder.
-fn nginx(image: &str, color: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: Namespace
-metadata: {{name: nginx}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: nginx-config, namespace: nginx}}
-data: {{color: {color}}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: nginx, namespace: nginx}}
-spec:
-  replicas: 1
-  template: {{spec: {{containers: [{{name: nginx, image: "{image}"}}]}}}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: nginx, namespace: nginx}}
-spec: {{ports: [{{port: 80}}]}}
-"#
-    )
-}
-
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// What a person types to see the running image and the held mark.
@@ -111,42 +67,26 @@ fn config_color(kubeconfig: &Path) -> String {
     )
 }
 
-fn api(client: &Client, gvk: (&str, &str, &str), ns: &str) -> Api<DynamicObject> {
-    let (group, version, kind) = gvk;
-    Api::namespaced_with(
-        client.clone(),
-        ns,
-        &ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind)),
-    )
-}
-
-const KUSTOMIZATION: (&str, &str, &str) = ("kustomize.toolkit.fluxcd.io", "v1", "Kustomization");
-const DEPLOYMENT: (&str, &str, &str) = ("apps", "v1", "Deployment");
-const SERVICE: (&str, &str, &str) = ("", "v1", "Service");
+const DEPLOYMENT: Gvk = ("apps", "v1", "Deployment");
+const SERVICE: Gvk = ("", "v1", "Service");
 
 /// Watches `ns/name` until `pred` holds (60 s at most).
 async fn wait_for(
     client: &Client,
-    gvk: (&str, &str, &str),
+    gvk: Gvk<'_>,
     ns: &str,
     name: &str,
     what: &str,
     pred: impl Fn(&DynamicObject) -> bool,
 ) -> DynamicObject {
-    let fut = async {
-        let mut s = std::pin::pin!(watcher::watch_object(api(client, gvk, ns), name).boxed());
-        while let Some(ev) = s.next().await {
-            if let Ok(Some(o)) = ev
-                && pred(&o)
-            {
-                return o;
-            }
-        }
-        panic!("watch ended: {what}");
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(60), fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {name} {what}"))
+    watch_until(
+        dynamic_api(client, gvk, ns),
+        name,
+        what,
+        Duration::from_secs(60),
+        pred,
+    )
+    .await
 }
 
 fn str_at<'a>(o: &'a DynamicObject, ptr: &str) -> Option<&'a str> {
@@ -163,41 +103,13 @@ fn marked(o: &DynamicObject) -> bool {
 }
 
 async fn create(client: &Client, group: &str, kind: &str, obj: Value) {
-    api(client, (group, "v1", kind), NS)
+    dynamic_api(client, (group, "v1", kind), NS)
         .create(
             &PostParams::default(),
             &serde_json::from_value(obj).unwrap(),
         )
         .await
         .unwrap_or_else(|e| panic!("creating {kind}: {e}"));
-}
-
-/// `GET /api/v1{path}` as the admin; `None` unless 2xx.
-async fn get(http: &reqwest::Client, base: &str, path: &str) -> Option<Value> {
-    let r = http
-        .get(format!("{base}/api/v1{path}"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .ok()?;
-    if !r.status().is_success() {
-        return None;
-    }
-    r.json().await.ok()
-}
-
-async fn send(http: &reqwest::Client, method: reqwest::Method, url: String, body: Value) -> Value {
-    let r = http
-        .request(method.clone(), &url)
-        .bearer_auth(ADMIN)
-        .json(&body)
-        .send()
-        .await
-        .expect("reachable");
-    let status = r.status();
-    let text = r.text().await.unwrap_or_default();
-    assert!(status.is_success(), "{method} {url}: {status} {text}");
-    serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
 /// The held-object entry of the nginx `kind` in a cluster status.
@@ -242,7 +154,7 @@ async fn nginx_deployment_waits_for_the_hub_gate_while_its_configmap_changes_at_
     let push = |n: u32, image: &str, color: &str| {
         let body = json!({
             "kind": "GitRepository", "namespace": NS, "name": "repo", "revision": rev(n),
-            "manifests": {"apps": nginx(image, color)},
+            "manifests": {"apps": nginx_app(image, color)},
         });
         let (http, url) = (http.clone(), format!("{}/sim/v1/push", sim.url));
         async move {
@@ -272,33 +184,19 @@ async fn nginx_deployment_waits_for_the_hub_gate_while_its_configmap_changes_at_
     // The hub with the gate (open by default), the cluster registered.
     let (hub_http, hub_grpc) = (free_port(), free_port());
     let base = format!("http://127.0.0.1:{hub_http}");
+    let rest = Rest::new(base.clone(), ADMIN);
     let _hub = ChildGuard(
         hub_serve(&db.url, hub_http, hub_grpc, ADMIN)
             .stderr(Stdio::null())
             .spawn()
             .expect("starting fleetgate-hub"),
     );
-    poll("hub ready", || async {
-        let r = http.get(format!("{base}/readyz")).send().await.ok()?;
-        r.status().is_success().then_some(())
-    })
-    .await;
-    let registered = send(
-        &http,
+    rest.wait_ready().await;
+    let token = rest.register(CLUSTER, json!({"env": "prod"})).await;
+    rest.ok(
         reqwest::Method::POST,
-        format!("{base}/api/v1/clusters"),
-        json!({"name": CLUSTER, "labels": {"env": "prod"}}),
-    )
-    .await;
-    let token = registered["token"]
-        .as_str()
-        .expect("spoke token")
-        .to_owned();
-    send(
-        &http,
-        reqwest::Method::POST,
-        format!("{base}/api/v1/gates"),
-        json!({
+        "/gates",
+        Some(json!({
             "apiVersion": "fleetgate.io/v1", "kind": "Gate", "metadata": {"name": GATE},
             "spec": {
                 "clusters": {"selector": {"matchLabels": {"env": "prod"}}},
@@ -308,25 +206,16 @@ async fn nginx_deployment_waits_for_the_hub_gate_while_its_configmap_changes_at_
                             "namespaces": ["nginx"]},
                 "default": "open"
             }
-        }),
+        })),
     )
     .await;
 
     // The spoke, with the kinds of deploy/spoke/components/hold-objects.
     let spoke_http = free_port();
     let _spoke = ChildGuard(
-        Command::new(bin_path("fleetgate-spoke"))
-            .args(["--cluster", CLUSTER])
-            .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--namespace", "fleetgate-system"])
-            .args(["--http-addr", &format!("127.0.0.1:{spoke_http}")])
+        spoke_connect(CLUSTER, hub_grpc, &kubeconfig, &token, spoke_http)
             .args(["--report-debounce", "200ms", "--reconnect-max", "1s"])
             .args(["--held-kinds", "apps/v1/Deployment,v1/Service"])
-            .env("FLEETGATE_SPOKE_TOKEN", &token)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
             .spawn()
             .expect("starting fleetgate-spoke"),
     );
@@ -334,7 +223,7 @@ async fn nginx_deployment_waits_for_the_hub_gate_while_its_configmap_changes_at_
     poll(
         "the selected objects reported, not held (gate open)",
         || async {
-            let s = get(&http, &base, &status_path).await?;
+            let s = rest.get(&status_path).await?;
             (held(&s, "Deployment")?["held"] == false && held(&s, "Service").is_some())
                 .then_some(())
         },
@@ -342,13 +231,13 @@ async fn nginx_deployment_waits_for_the_hub_gate_while_its_configmap_changes_at_
     .await;
 
     // Close through the hub: the Deployment and the Service are marked.
-    let closed = send(
-        &http,
-        reqwest::Method::POST,
-        format!("{base}/api/v1/gates/{GATE}/close"),
-        json!({"reason": "e2e: outside the window"}),
-    )
-    .await;
+    let closed = rest
+        .ok(
+            reqwest::Method::POST,
+            &format!("/gates/{GATE}/close"),
+            Some(json!({"reason": "e2e: outside the window"})),
+        )
+        .await;
     let override_id = closed["id"].as_str().expect("override id").to_owned();
     for gvk in [DEPLOYMENT, SERVICE] {
         wait_for(&client, gvk, "nginx", "nginx", "marked", marked).await;
@@ -390,7 +279,7 @@ async fn nginx_deployment_waits_for_the_hub_gate_while_its_configmap_changes_at_
     let s = poll(
         "hub lists the held Deployment with changes waiting",
         || async {
-            let s = get(&http, &base, &status_path).await?;
+            let s = rest.get(&status_path).await?;
             (held(&s, "Deployment")?["newerRevisionApplied"] == true).then_some(s)
         },
     )
@@ -406,20 +295,17 @@ async fn nginx_deployment_waits_for_the_hub_gate_while_its_configmap_changes_at_
     assert_eq!(s["counts"]["heldObjects"], 2, "{s}");
     assert!(s["counts"]["heldObjectsWaiting"].as_i64() >= Some(1), "{s}");
     assert_eq!(s["gates"][0]["heldObjects"], 2, "{s}");
-    let fleet = get(&http, &base, "/status").await.expect("fleet summary");
+    let fleet = rest.get("/status").await.expect("fleet summary");
     assert_eq!(fleet["objects"]["heldObjects"], 2, "{fleet}");
     assert_eq!(fleet["clusters"]["withHeldObjects"], 1, "{fleet}");
 
     // Open (cancel the close): released, and the new image rolls out.
-    let r = http
-        .delete(format!(
-            "{base}/api/v1/overrides/{override_id}?reason=window"
-        ))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "cancel: {}", r.status());
+    rest.ok(
+        reqwest::Method::DELETE,
+        &format!("/overrides/{override_id}?reason=window"),
+        None,
+    )
+    .await;
     let d = wait_for(&client, DEPLOYMENT, "nginx", "nginx", "new image", |o| {
         str_at(o, "/spec/template/spec/containers/0/image") == Some("nginx:1.27")
     })
@@ -432,7 +318,7 @@ async fn nginx_deployment_waits_for_the_hub_gate_while_its_configmap_changes_at_
         "fleetgate's mark removed"
     );
     poll("hub shows nothing held", || async {
-        let s = get(&http, &base, &status_path).await?;
+        let s = rest.get(&status_path).await?;
         (s["counts"]["heldObjects"] == 0 && held(&s, "Deployment")?["held"] == false).then_some(())
     })
     .await;

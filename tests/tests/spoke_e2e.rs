@@ -6,18 +6,15 @@
 //! scheduled earlier is still enforced; SIGTERM stops the spoke cleanly; a
 //! spoke restarted with the hub down enforces its persisted snapshot.
 
-use std::{
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::time::Duration;
 
-use fleetgate_tests::{ChildGuard, bin_path, free_port, poll, start_sim, test_db};
-use futures::StreamExt;
+use fleetgate_tests::{
+    ChildGuard, KUSTOMIZATION, Rest, dynamic_api, free_port, hub_serve, poll, spoke_connect,
+    start_sim, test_db, watch_until,
+};
 use kube::{
     Api, Client,
     api::{DynamicObject, PostParams},
-    core::{ApiResource, GroupVersionKind},
-    runtime::watcher,
 };
 use serde_json::{Value, json};
 
@@ -30,46 +27,8 @@ fn rev(n: u32) -> String {
     format!("main@sha1:{n:040x}")
 }
 
-struct Rest {
-    http: reqwest::Client,
-    base: String,
-}
-
-impl Rest {
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}/api/v1{path}", self.base))
-            .bearer_auth(ADMIN);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.expect("hub reachable");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn ok(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let (status, v) = self.send(method.clone(), path, body).await;
-        assert!(
-            (200..300).contains(&status),
-            "{method} {path}: {status} {v}"
-        );
-        v
-    }
-}
-
 fn ks_api(client: &Client) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
-        "kustomize.toolkit.fluxcd.io",
-        "v1",
-        "Kustomization",
-    ));
-    Api::namespaced_with(client.clone(), NS, &ar)
+    dynamic_api(client, KUSTOMIZATION, NS)
 }
 
 async fn wait_ks(
@@ -78,20 +37,7 @@ async fn wait_ks(
     what: &str,
     pred: impl Fn(&DynamicObject) -> bool,
 ) -> DynamicObject {
-    let fut = async {
-        let mut s = std::pin::pin!(watcher::watch_object(ks_api(client), name).boxed());
-        while let Some(ev) = s.next().await {
-            if let Ok(Some(o)) = ev
-                && pred(&o)
-            {
-                return o;
-            }
-        }
-        panic!("watch ended: {what}");
-    };
-    tokio::time::timeout(WAIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out: {name} {what}"))
+    watch_until(ks_api(client), name, what, WAIT, pred).await
 }
 
 fn suspended(o: &DynamicObject) -> bool {
@@ -125,14 +71,10 @@ async fn spoke_enforces_hub_gates_end_to_end() {
     sim.create_namespaces(&[NS, "fleetgate-system"]).await;
     let (sim_url, kubeconfig, client) =
         (sim.url.clone(), sim.kubeconfig.clone(), sim.client().await);
-    let gitrepos: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
+    let gitrepos = dynamic_api(
+        &client,
+        ("source.toolkit.fluxcd.io", "v1", "GitRepository"),
         NS,
-        &ApiResource::from_gvk(&GroupVersionKind::gvk(
-            "source.toolkit.fluxcd.io",
-            "v1",
-            "GitRepository",
-        )),
     );
     let repo = serde_json::from_value(json!({
         "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
@@ -176,41 +118,13 @@ async fn spoke_enforces_hub_gates_end_to_end() {
     // The hub (a process) on the throwaway database.
     let (hub_http, hub_grpc) = (free_port(), free_port());
     let hub = ChildGuard(
-        Command::new(bin_path("fleetgate-hub"))
-            .arg("serve")
-            .args(["--database-url", &db.url])
-            .args(["--http-addr", &format!("127.0.0.1:{hub_http}")])
-            .args(["--grpc-addr", &format!("127.0.0.1:{hub_grpc}")])
-            .env("FLEETGATE_ADMIN_TOKEN", ADMIN)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
+        hub_serve(&db.url, hub_http, hub_grpc, ADMIN)
             .spawn()
             .expect("starting fleetgate-hub"),
     );
-    let rest = Rest {
-        http: http.clone(),
-        base: format!("http://127.0.0.1:{hub_http}"),
-    };
-    poll("hub ready", || async {
-        let r = http
-            .get(format!("{}/readyz", rest.base))
-            .send()
-            .await
-            .ok()?;
-        r.status().is_success().then_some(())
-    })
-    .await;
-    let registered = rest
-        .ok(
-            reqwest::Method::POST,
-            "/clusters",
-            Some(json!({"name": CLUSTER, "labels": {"env": "e2e"}})),
-        )
-        .await;
-    let token = registered["token"]
-        .as_str()
-        .expect("spoke token")
-        .to_owned();
+    let rest = Rest::new(format!("http://127.0.0.1:{hub_http}"), ADMIN);
+    rest.wait_ready().await;
+    let token = rest.register(CLUSTER, json!({"env": "e2e"})).await;
     rest.ok(
         reqwest::Method::POST,
         "/gates",
@@ -222,17 +136,9 @@ async fn spoke_enforces_hub_gates_end_to_end() {
     let spoke_http = free_port();
     let start_spoke = || {
         ChildGuard(
-            Command::new(bin_path("fleetgate-spoke"))
-                .args(["--cluster", CLUSTER])
-                .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
-                .arg("--kubeconfig")
-                .arg(&kubeconfig)
-                .args(["--namespace", "fleetgate-system"])
-                .args(["--http-addr", &format!("127.0.0.1:{spoke_http}")])
+            spoke_connect(CLUSTER, hub_grpc, &kubeconfig, &token, spoke_http)
                 .args(["--report-debounce", "200ms", "--reconnect-max", "1s"])
-                .env("FLEETGATE_SPOKE_TOKEN", &token)
                 .env("RUST_LOG", "info")
-                .stdout(Stdio::null())
                 .spawn()
                 .expect("starting fleetgate-spoke"),
         )

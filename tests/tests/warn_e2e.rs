@@ -9,8 +9,9 @@
 use std::{collections::BTreeSet, process::Stdio, time::Duration};
 
 use fleetgate_tests::{
-    ChildGuard, SimCluster, bin_path, free_port, hub_serve, kube_client_from_file, poll,
-    start_sim_clusters, test_db, wait_readyz,
+    ChildGuard, KUSTOMIZATION, Rest, SimCluster, bin_path, create_namespaces, dynamic_api,
+    free_port, hub_serve, kube_client_from_file, poll, spoke_connect, start_sim_clusters, test_db,
+    wait_readyz,
 };
 use k8s_openapi::api::events::v1::Event;
 use kube::{
@@ -25,46 +26,12 @@ const NS: &str = "flux-system";
 const GATE: &str = "try-freeze";
 const WAIT: Duration = Duration::from_secs(60);
 
-struct Rest {
-    http: reqwest::Client,
-    base: String,
-}
-
-impl Rest {
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}/api/v1{path}", self.base))
-            .bearer_auth(ADMIN);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.expect("hub reachable");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn ok(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let (status, v) = self.send(method.clone(), path, body).await;
-        assert!(
-            (200..300).contains(&status),
-            "{method} {path}: {status} {v}"
-        );
-        v
-    }
-}
-
 fn api(client: &Client, group: &str, kind: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(group, "v1", kind));
-    Api::namespaced_with(client.clone(), NS, &ar)
+    dynamic_api(client, (group, "v1", kind), NS)
 }
 
 fn ks_api(client: &Client) -> Api<DynamicObject> {
-    api(client, "kustomize.toolkit.fluxcd.io", "Kustomization")
+    dynamic_api(client, KUSTOMIZATION, NS)
 }
 
 /// One cluster's Flux objects: a GitRepository and Kustomizations labelled
@@ -97,21 +64,6 @@ async fn seed(client: &Client, kustomizations: &[(&str, bool, bool)]) {
             .create(&PostParams::default(), &ks)
             .await
             .unwrap();
-    }
-}
-
-async fn create_namespaces(client: &Client) {
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    for ns in [NS, "fleetgate-system"] {
-        let obj = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}
-        }))
-        .unwrap();
-        match namespaces.create(&PostParams::default(), &obj).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => panic!("namespace {ns}: {e}"),
-        }
     }
 }
 
@@ -162,17 +114,8 @@ fn would_suspend(status: &Value) -> BTreeSet<String> {
 
 fn start_spoke(c: &SimCluster, hub_grpc: u16, token: &str) -> ChildGuard {
     ChildGuard(
-        std::process::Command::new(bin_path("fleetgate-spoke"))
-            .args(["--cluster", &c.name])
-            .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
-            .arg("--kubeconfig")
-            .arg(&c.kubeconfig)
-            .args(["--namespace", "fleetgate-system"])
-            .args(["--http-addr", &format!("127.0.0.1:{}", free_port())])
+        spoke_connect(&c.name, hub_grpc, &c.kubeconfig, token, free_port())
             .args(["--report-debounce", "200ms", "--reconnect-max", "1s"])
-            .env("FLEETGATE_SPOKE_TOKEN", token)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
             .spawn()
             .expect("starting fleetgate-spoke"),
     )
@@ -197,7 +140,7 @@ async fn a_warn_gate_holds_nothing_and_would_suspend_what_enforce_then_suspends(
     let mut clients = Vec::new();
     for (c, layout) in clusters.iter().zip(layouts) {
         let client = kube_client_from_file(&c.kubeconfig).await;
-        create_namespaces(&client).await;
+        create_namespaces(&client, &[NS, "fleetgate-system"]).await;
         seed(&client, layout).await;
         clients.push(client);
     }
@@ -210,10 +153,7 @@ async fn a_warn_gate_holds_nothing_and_would_suspend_what_enforce_then_suspends(
             .expect("starting fleetgate-hub"),
     );
     let http = reqwest::Client::new();
-    let rest = Rest {
-        http: http.clone(),
-        base: format!("http://127.0.0.1:{hub_http}"),
-    };
+    let rest = Rest::new(format!("http://127.0.0.1:{hub_http}"), ADMIN);
     wait_readyz(&http, &rest.base, 200, &mut hub).await;
 
     // A bad enforcement is refused naming the field, and writes nothing.

@@ -47,20 +47,8 @@ pub async fn wait_gate(
     what: &str,
     pred: impl Fn(&DynamicObject) -> bool,
 ) -> DynamicObject {
-    let fut = async {
-        let mut stream = std::pin::pin!(watcher::watch_object(gates(client), name).boxed());
-        while let Some(ev) = stream.next().await {
-            if let Ok(Some(obj)) = ev
-                && pred(&obj)
-            {
-                return obj;
-            }
-        }
-        panic!("watch ended waiting for gate {name}: {what}");
-    };
-    tokio::time::timeout(WAIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for gate {name}: {what}"))
+    let what = format!("gate: {what}");
+    fleetgate_tests::watch_until(gates(client), name, &what, WAIT, pred).await
 }
 
 /// Waits for an Event with `reason` about Gate `name` (cluster-scoped objects'

@@ -199,21 +199,8 @@ pub async fn wait_for(
     what: &str,
     pred: impl Fn(&DynamicObject) -> bool,
 ) -> DynamicObject {
-    let api = api(client, kind);
-    let fut = async {
-        let mut stream = std::pin::pin!(watcher::watch_object(api, name).boxed());
-        while let Some(ev) = stream.next().await {
-            if let Ok(Some(obj)) = ev
-                && pred(&obj)
-            {
-                return obj;
-            }
-        }
-        panic!("watch ended while waiting for {kind} {name}: {what}");
-    };
-    tokio::time::timeout(WAIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {kind} {name}: {what}"))
+    let what = format!("{kind}: {what}");
+    fleetgate_tests::watch_until(api(client, kind), name, &what, WAIT, pred).await
 }
 
 pub fn suspended(o: &DynamicObject) -> bool {

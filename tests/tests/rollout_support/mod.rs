@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use fleetgate_tests::{
-    ChildGuard, SimCluster, TestDb, bin_path, free_port, hub_serve, poll, start_sim_clusters,
-    test_db,
+    ChildGuard, SimCluster, TestDb, bin_path, free_port, hub_serve, poll, spoke_connect,
+    start_sim_clusters, test_db,
 };
 use kube::{
     Api, Client,
@@ -178,24 +178,21 @@ impl Fleet {
 
     /// Starts the spoke of cluster `i`, connected to hub replica `h`.
     pub fn start_spoke(&mut self, i: usize, h: usize) {
-        let spoke = Command::new(bin_path("fleetgate-spoke"))
-            .args(["--cluster", &self.clusters[i].name])
-            .args([
-                "--hub-url",
-                &format!("http://127.0.0.1:{}", self.hubs[h].grpc),
-            ])
-            .arg("--kubeconfig")
-            .arg(&self.clusters[i].kubeconfig)
-            .args(["--namespace", "fleetgate-system"])
-            .args(["--http-addr", &format!("127.0.0.1:{}", free_port())])
-            .args(["--report-debounce", "100ms", "--reconnect-max", "1s"])
-            .args(["--heartbeat-interval", "2s"])
-            .env("FLEETGATE_SPOKE_TOKEN", &self.tokens[i])
-            .env("RUST_LOG", log_level())
-            .stdout(log_file(&format!("{}-spoke-{i}", self.tag)))
-            .stderr(log_file(&format!("{}-spoke-{i}", self.tag)))
-            .spawn()
-            .expect("starting fleetgate-spoke");
+        let c = &self.clusters[i];
+        let spoke = spoke_connect(
+            &c.name,
+            self.hubs[h].grpc,
+            &c.kubeconfig,
+            &self.tokens[i],
+            free_port(),
+        )
+        .args(["--report-debounce", "100ms", "--reconnect-max", "1s"])
+        .args(["--heartbeat-interval", "2s"])
+        .env("RUST_LOG", log_level())
+        .stdout(log_file(&format!("{}-spoke-{i}", self.tag)))
+        .stderr(log_file(&format!("{}-spoke-{i}", self.tag)))
+        .spawn()
+        .expect("starting fleetgate-spoke");
         self.spokes[i] = Some(ChildGuard(spoke));
     }
 
