@@ -4,122 +4,10 @@
 //! nginx hold, the rollout, the calendars and the fleet is what the hub's status says at that
 //! instant.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+mod support;
 
-use fleetgate_tests::{ChildGuard, free_port};
 use serde_json::Value;
-
-/// One demo run at `at`: its printed lines until "demo ready", and the hub's answers.
-struct Run {
-    guard: ChildGuard,
-    lines: Vec<String>,
-    hub: String,
-    token: String,
-    rt: tokio::runtime::Runtime,
-    /// Kept so the reader goes on draining the demo's output until it exits.
-    _rest: mpsc::Receiver<String>,
-}
-
-impl Run {
-    fn start(at: &str) -> Self {
-        let http = free_port();
-        let grpc = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate-demo"))
-            .args(["--clusters", "4", "--objects-per-cluster", "4", "--at", at])
-            .args(["--http-addr", &format!("127.0.0.1:{http}")])
-            .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
-            .env_remove("DATABASE_URL")
-            .env("RUST_LOG", "error")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("starting fleetgate-demo");
-        let stdout = child.stdout.take().unwrap();
-        let guard = ChildGuard(child);
-        let (tx, rx) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(180);
-        let mut lines = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("demo at {at}: output ended or timed out: {e}"));
-            let ready = line.starts_with("demo ready:");
-            lines.push(line);
-            if ready {
-                break;
-            }
-        }
-        let ready = lines.last().unwrap().clone();
-        let field = |k: &str| {
-            ready
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix(&format!("{k}=")))
-                .unwrap_or_else(|| panic!("no {k} in {ready}"))
-                .to_string()
-        };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        Self {
-            hub: field("hub"),
-            token: field("token"),
-            guard,
-            lines,
-            rt,
-            _rest: rx,
-        }
-    }
-
-    /// The printed line starting with `prefix` (without it).
-    fn line(&self, prefix: &str) -> &str {
-        self.lines
-            .iter()
-            .find_map(|l| l.strip_prefix(prefix))
-            .unwrap_or_else(|| panic!("no line {prefix:?} in {:#?}", self.lines))
-    }
-
-    fn get(&self, path: &str) -> Value {
-        self.rt.block_on(async {
-            let resp = reqwest::Client::new()
-                .get(format!("{}/api/v1{path}", self.hub))
-                .bearer_auth(&self.token)
-                .timeout(Duration::from_secs(10))
-                .send()
-                .await
-                .expect("hub answers");
-            assert!(resp.status().is_success(), "{path}: {}", resp.status());
-            resp.json().await.unwrap()
-        })
-    }
-
-    /// SIGTERM, and the demo stops cleanly.
-    fn stop(self) {
-        self.guard.terminate();
-        let mut guard = self.guard;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let code = loop {
-            if let Some(st) = guard.0.try_wait().unwrap() {
-                break st.code();
-            }
-            assert!(Instant::now() < deadline, "demo did not stop within 60 s");
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        assert_eq!(code, Some(0));
-    }
-}
+use support::Demo;
 
 /// The gate `gate`'s entry in a cluster status.
 fn gate<'a>(status: &'a Value, gate: &str) -> &'a Value {
@@ -141,7 +29,7 @@ fn held_by(status: &Value, name: &str) -> String {
 /// Checks one run against the hub. `blocker` is the gate expected to hold everything whole
 /// at that instant (None on a weekday), `tz` the zone abbreviation its reason must show.
 fn check(at: &str, blocker: Option<(&str, &str)>) {
-    let run = Run::start(at);
+    let mut run = Demo::start(&["--clusters", "4", "--objects-per-cluster", "4", "--at", at]);
     let ready_in = run.line("fleetgate demo is running (ready in ").to_string();
     eprintln!("demo at {at}: ready in {ready_in}");
 

@@ -4,74 +4,32 @@
 //! (canary released, the rest waiting for wave 2), and SIGTERM stops
 //! everything and removes its temporary files.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use fleetgate_tests::{ChildGuard, bin_path, free_port};
+use support::Demo;
 
 #[test]
 fn demo_starts_shows_held_changes_and_cleans_up() {
-    let http = free_port();
-    let grpc = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fleetgate-demo"))
-        .args(["--clusters", "4", "--objects-per-cluster", "8"])
-        .args(["--http-addr", &format!("127.0.0.1:{http}")])
-        .args(["--grpc-addr", &format!("127.0.0.1:{grpc}")])
-        .env_remove("DATABASE_URL")
-        .env("RUST_LOG", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting fleetgate-demo");
-    let stdout = child.stdout.take().unwrap();
-    let guard = ChildGuard(child);
-    let (tx, rx) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let next_line = |deadline: Instant| -> String {
-        let left = deadline.saturating_duration_since(Instant::now());
-        rx.recv_timeout(left)
-            .unwrap_or_else(|e| panic!("demo output ended or timed out: {e}"))
-    };
-
-    // Wait (bounded) for the ready line; remember the temp dirs it names.
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let mut temp_dirs: Vec<PathBuf> = Vec::new();
-    let mut rollout_line = String::new();
-    let ready = loop {
-        let line = next_line(deadline);
-        if line.starts_with("• rollout:") {
-            rollout_line = line.clone();
-        }
-        for marker in ["kubeconfigs in ", "(files in "] {
-            if let Some(rest) = line.split(marker).nth(1) {
-                temp_dirs.push(PathBuf::from(rest.trim().trim_end_matches(')')));
-            }
-        }
-        if line.starts_with("demo ready:") {
-            break line;
-        }
-    };
-    let field = |k: &str| {
-        ready
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(&format!("{k}=")))
-            .unwrap_or_else(|| panic!("no {k} in {ready}"))
-            .to_string()
-    };
-    let hub = field("hub");
-    let token = field("token");
-    let held: i64 = field("held").parse().unwrap();
-    let held_objects: i64 = field("held_objects").parse().unwrap();
+    let mut demo = Demo::start(&["--clusters", "4", "--objects-per-cluster", "8"]);
+    // The temp dirs its lines name.
+    let temp_dirs: Vec<PathBuf> = demo
+        .lines
+        .iter()
+        .flat_map(|line| {
+            ["kubeconfigs in ", "(files in "]
+                .into_iter()
+                .filter_map(|marker| line.split(marker).nth(1))
+                .map(|rest| PathBuf::from(rest.trim().trim_end_matches(')')))
+        })
+        .collect();
+    let rollout_line = demo.line("• rollout:").to_string();
+    let ready = demo.ready().to_string();
+    let held: i64 = demo.field("held").parse().unwrap();
+    let held_objects: i64 = demo.field("held_objects").parse().unwrap();
     assert!(
         held_objects >= 1,
         "nginx-window holds the nginx Deployment on staging-eu-1: {ready}"
@@ -90,26 +48,9 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
     }
 
     // The dashboard answers; the CLI sees the held changes and the spokes.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let status = rt.block_on(async {
-        reqwest::Client::new()
-            .get(format!("{hub}/"))
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await
-            .expect("dashboard answers")
-            .status()
-    });
-    assert!(status.is_success(), "dashboard: {status}");
-    let out = Command::new(bin_path("fleetgate"))
-        .args(["status", "-o", "json", "--hub", &hub, "--token", &token])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let status = demo.answers("/").expect("dashboard answers");
+    assert!((200..300).contains(&status), "dashboard: {status}");
+    let v = demo.fleetgate(&["status"]);
     assert_eq!(v["summary"]["clusters"]["total"], 4);
     assert_eq!(v["summary"]["clusters"]["connected"], 4);
     assert!(v["summary"]["objects"]["held"].as_i64().unwrap() > 0);
@@ -127,21 +68,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         "prod-eu-1 closed by sre-approval: {prod}"
     );
     // The fleet view carries no objects; one cluster's detail does.
-    let out = Command::new(bin_path("fleetgate"))
-        .args([
-            "status",
-            "prod-eu-1",
-            "-o",
-            "json",
-            "--hub",
-            &hub,
-            "--token",
-            &token,
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let prod: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let prod = demo.fleetgate(&["status", "prod-eu-1"]);
     let payments = prod["objects"]
         .as_array()
         .unwrap()
@@ -159,21 +86,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
 
     // The nginx app on staging-eu-1: the Deployment is held by nginx-window
     // (object-level hold), with kubectl showing fleetgate's mark on it.
-    let out = Command::new(bin_path("fleetgate"))
-        .args([
-            "status",
-            "staging-eu-1",
-            "-o",
-            "json",
-            "--hub",
-            &hub,
-            "--token",
-            &token,
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let staging: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let staging = demo.fleetgate(&["status", "staging-eu-1"]);
     let deploy = staging["heldObjects"]
         .as_array()
         .unwrap()
@@ -193,18 +106,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
         rollout_line.contains("team-a-rollout") && rollout_line.contains("wait for wave 2"),
         "{rollout_line:?}"
     );
-    let out = Command::new(bin_path("fleetgate"))
-        .args(["rollout", "status", "team-a-rollout", "-o", "json"])
-        .args(["--hub", &hub, "--token", &token])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = demo.fleetgate(&["rollout", "status", "team-a-rollout"]);
     assert_eq!(r["state"], "running", "{r}");
     let canary = &r["waves"][0]["clusters"][0];
     assert_eq!(canary["name"], "dev-eu-1", "{r}");
@@ -263,31 +165,14 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
     );
 
     // SIGTERM: everything stops, exit 0, temp files gone.
-    guard.terminate();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut guard = guard;
-    let code = loop {
-        if let Some(st) = guard.0.try_wait().unwrap() {
-            break st.code();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "demo did not stop within 60 s of SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert_eq!(code, Some(0));
+    demo.stop();
     for d in &temp_dirs {
         assert!(!d.exists(), "{} left behind", d.display());
     }
     // The hub is gone with it.
-    let gone = rt.block_on(async {
-        reqwest::Client::new()
-            .get(format!("{hub}/healthz"))
-            .timeout(Duration::from_secs(5))
-            .send()
-            .await
-            .is_err()
-    });
-    assert!(gone, "hub still answering after the demo stopped");
+    assert_eq!(
+        demo.answers("/healthz"),
+        None,
+        "hub still answering after the demo stopped"
+    );
 }
