@@ -7,10 +7,12 @@
 //! define, with the columns `kubectl get` prints; each file a command reads
 //! exists; each metric, ConfigMap and `FLEETGATE_*` variable named exists in
 //! the code or the manifests. The shipped alert rules name real metrics too.
+//! The README stays a short front door opening with the demo and the test
+//! command, and every guide is in the docs index.
 //!
 //! The readers are `markdown`, `shell` and `code`; the checks are `links`,
-//! `command_lines` (fleetgate command lines and flags), `kubectl` and `names`
-//! (metrics, ConfigMaps, variables, alert rules). The commands the docs show,
+//! `command_lines` (fleetgate command lines and flags), `kubectl`, `names`
+//! (metrics, ConfigMaps, variables, alert rules) and `front_door`. The commands the docs show,
 //! which several checks read, are gathered here.
 
 mod code;
@@ -18,6 +20,7 @@ mod markdown;
 mod shell;
 
 mod command_lines;
+mod front_door;
 mod kubectl;
 mod links;
 mod names;
