@@ -11,13 +11,13 @@
 pub mod clock;
 pub mod cluster;
 pub mod config;
-pub mod context;
+mod context;
 pub(crate) mod controller;
-pub mod error;
+mod error;
 pub mod gates;
 pub mod hold;
 pub mod hub;
-pub mod serve;
+mod serve;
 pub mod suspend;
 
 use std::{sync::Arc, time::Duration};

@@ -40,11 +40,6 @@ impl<T: ?Sized + Eq + Hash> Interned<T> {
     pub fn len(&self) -> usize {
         self.0.len()
     }
-
-    /// True when it holds nothing.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 impl<T: Eq + Hash> Interned<T> {

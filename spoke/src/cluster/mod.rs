@@ -3,12 +3,12 @@
 //! straight into the fields the spoke plans on), and the Events it publishes.
 
 pub mod events;
-pub mod flux_events;
-pub mod flux_object;
-pub mod intern;
-pub mod kinds;
-pub mod object_store;
+pub(crate) mod flux_events;
+pub(crate) mod flux_object;
+pub(crate) mod intern;
+pub(crate) mod kinds;
+pub(crate) mod object_store;
 pub mod observed;
 pub(crate) mod overlay;
-pub mod readiness;
-pub mod watch;
+pub(crate) mod readiness;
+pub(crate) mod watch;

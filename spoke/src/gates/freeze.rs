@@ -172,11 +172,6 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     }
 }
 
-/// Whether `o` is a freeze made in this cluster.
-pub fn is_local(o: &Override) -> bool {
-    o.is_freeze() && o.id.starts_with(ID)
-}
-
 /// Whether the hub's `snapshot` has counted the end of the ended freeze `ended` made in the
 /// cluster: a rollout gate's opening fence not before that freeze's start (the hub recorded
 /// its end, by its own clock). Until then the ended freeze stays among the local overrides

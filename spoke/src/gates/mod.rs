@@ -8,15 +8,15 @@
 //! - keeps every Gate's status (Opened, Ready, counts) and publishes an Event
 //!   at each transition.
 
-pub mod freeze;
+pub(crate) mod freeze;
 mod judge;
 mod local;
 mod mirror;
 mod pass;
 mod report;
-pub mod requests;
+pub(crate) mod requests;
 mod specs;
-pub mod status;
+pub(crate) mod status;
 
 use std::{
     collections::{BTreeMap, HashMap},

@@ -6,13 +6,13 @@
 //! belongs to, `enforce` patches, `watch` observes metadata only, `strays`
 //! reads inventory-listed objects the watches miss.
 
-pub mod enforce;
-pub mod inventory;
-pub mod kinds;
+pub(crate) mod enforce;
+pub(crate) mod inventory;
+pub(crate) mod kinds;
 pub mod marks;
-pub mod not_permitted;
+pub(crate) mod not_permitted;
 pub mod observed;
 pub mod plan;
-pub mod steps;
-pub mod strays;
-pub mod watch;
+pub(crate) mod steps;
+pub(crate) mod strays;
+pub(crate) mod watch;

@@ -3,10 +3,10 @@
 //! hub-expanded calendar feeds) and persists in a ConfigMap, and the status
 //! report it sends back.
 
-pub mod calendars;
+pub(crate) mod calendars;
 pub(crate) mod connection;
 pub mod reconnect;
 pub mod report;
 pub mod snapshot;
-pub mod snapshot_store;
-pub mod waves;
+pub(crate) mod snapshot_store;
+pub(crate) mod waves;

@@ -4,4 +4,4 @@
 
 pub(crate) mod flagger;
 pub(crate) mod health;
-pub mod metrics;
+pub(crate) mod metrics;

@@ -18,7 +18,7 @@ use kube::{
 
 use crate::{
     cluster::flux_object::FluxObject,
-    cluster::observed::{ObjectKey, ObservedObject, Shared},
+    cluster::observed::{ObservedObject, Shared},
     context::Context,
     error::Error,
     suspend::annotations,
@@ -34,7 +34,6 @@ const MAX_ATTEMPTS: usize = 4;
 /// for a moment; `fresh` is the object as the patch left it.
 #[derive(Debug)]
 pub struct Applied {
-    pub key: ObjectKey,
     pub stale_rv: Option<String>,
     pub fresh: ObservedObject,
 }
@@ -130,7 +129,6 @@ async fn apply_one(
                 tracing::info!(action = step.action.label(), "patched");
                 let notice = notice(&resource, &obj, &step, gates);
                 let applied = Applied {
-                    key,
                     stale_rv,
                     fresh: ObservedObject::from_flux(step.key.kind, obj, &mut Shared::default()),
                 };
@@ -155,11 +153,7 @@ async fn apply_one(
                     Some(next) => step = next,
                     // Someone else already did it (or made it a person's suspend).
                     None => {
-                        let applied = Applied {
-                            key,
-                            stale_rv,
-                            fresh,
-                        };
+                        let applied = Applied { stale_rv, fresh };
                         return Some((applied, None));
                     }
                 }
