@@ -40,12 +40,7 @@ fn check(at: &str, blocker: Option<(&str, &str)>) {
         nginx.starts_with("on staging-eu-1 gate nginx-window holds the nginx Deployment (held); "),
         "{nginx}"
     );
-    let deploy = staging["heldObjects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "Deployment" && o["name"] == "nginx")
-        .unwrap_or_else(|| panic!("nginx Deployment reported: {staging}"));
+    let deploy = support::held_nginx(&staging);
     assert_eq!(deploy["heldBy"], serde_json::json!(["nginx-window"]));
     let apps = staging["objects"]
         .as_array()

@@ -87,12 +87,7 @@ fn demo_starts_shows_held_changes_and_cleans_up() {
     // The nginx app on staging-eu-1: the Deployment is held by nginx-window
     // (object-level hold), with kubectl showing fleetgate's mark on it.
     let staging = demo.fleetgate(&["status", "staging-eu-1"]);
-    let deploy = staging["heldObjects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == "Deployment" && o["name"] == "nginx")
-        .unwrap_or_else(|| panic!("nginx Deployment reported: {staging}"));
+    let deploy = support::held_nginx(&staging);
     assert_eq!(
         deploy["heldBy"],
         serde_json::json!(["nginx-window"]),

@@ -134,14 +134,20 @@ impl Watched {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
+/// A hub with clusters c1, c2, c3 (env=prod) and the rollout gate `waves` over them.
+async fn waves_hub() -> Hub {
     let hub = Hub::new().await;
     for c in ["c1", "c2", "c3"] {
         hub.register(c, json!({"env": "prod"})).await;
     }
     let r = hub.create_gate_yaml(GATE).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    hub
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
+    let hub = waves_hub().await;
     let at = |h, m| Utc.with_ymd_and_hms(2026, 11, 25, h, m, 0).unwrap();
 
     let mut w = Watched::start(&hub).await;
@@ -236,12 +242,7 @@ async fn rollout_steps_reach_watch_fleet_and_sse_and_commands_are_counted() {
 /// both surfaces.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthy_released_and_completed_reach_watchers() {
-    let hub = Hub::new().await;
-    for c in ["c1", "c2", "c3"] {
-        hub.register(c, json!({"env": "prod"})).await;
-    }
-    let r = hub.create_gate_yaml(GATE).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let hub = waves_hub().await;
     let at = |h, m| Utc.with_ymd_and_hms(2026, 11, 25, h, m, 0).unwrap();
     let mut w = Watched::start(&hub).await;
     let step = || async { hub.service.step_rollouts().await.unwrap() };

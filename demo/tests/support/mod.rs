@@ -15,6 +15,17 @@ use serde_json::Value;
 /// clusters and their spokes on a loaded machine).
 const READY: Duration = Duration::from_secs(180);
 
+/// The nginx Deployment's entry in a cluster status's held objects (the demo's
+/// object-level hold on staging-eu-1).
+pub fn held_nginx(status: &Value) -> &Value {
+    status["heldObjects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["name"] == "nginx")
+        .unwrap_or_else(|| panic!("nginx Deployment reported: {status}"))
+}
+
 /// A running demo.
 pub struct Demo {
     guard: ChildGuard,
