@@ -3,6 +3,8 @@
 //! clock, two services over one database scanning at once):
 //! - an in-cluster request (as its spoke reports it) has cause
 //!   `inClusterRequest`, at the request's instant, also when it ends;
+//! - so has a freeze made in a cluster (its spoke reports it, maybe after
+//!   the scans passed its start), when it starts, is lifted there or expires;
 //! - an override's write and the scans passing its instant make one event
 //!   (keyed by gate, instant and state);
 //! - a rollout gate opens per wave (cause `rollout`, the wave's clusters),
@@ -16,6 +18,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use common::{Hub, t0};
 use fleetgate_hub::Service;
+use fleetgate_hub::service::freezes::LocalFreeze;
 use fleetgate_hub::service::local_requests::LocalRequest;
 use fleetgate_policy::GateState;
 use serde_json::{Value, json};
@@ -143,6 +146,79 @@ async fn in_cluster_requests_are_announced_once_with_their_cause() {
         .collect();
     assert_eq!(ended.len(), 1);
     assert_eq!(ended[0].1["override"]["id"], json!(rec.id));
+}
+
+#[tokio::test]
+async fn in_cluster_freezes_are_announced_once_with_their_cause() {
+    let hub = Hub::new().await;
+    hub.register("c1", json!({})).await;
+    hub.register("c2", json!({})).await;
+    hub.simple_gate("release", &["c1", "c2"], "open").await;
+    hub.service.notify_scan(LEADS).await.unwrap(); // the scheduler starts at t0
+    let freeze = |at: DateTime<Utc>, expires_at| LocalFreeze {
+        requested_at: at,
+        expires_at,
+        reason: "incident *7*".into(),
+        requested_by: "alice".into(),
+    };
+
+    // Frozen in c1 at t0+1m, reported after the scans passed that instant
+    // (the hub was unreachable): the write announces it, at its start.
+    hub.clock.set(t0() + Duration::minutes(2));
+    scan_twice(&hub).await;
+    let at1 = t0() + Duration::minutes(1);
+    hub.service
+        .record_local_freeze("c1", Some(freeze(at1, None)))
+        .await
+        .unwrap()
+        .expect("recorded");
+    scan_twice(&hub).await;
+    // Lifted in c1 (ConfigMap deleted), reported at t0+5m; the scans add nothing.
+    let at2 = t0() + Duration::minutes(5);
+    hub.clock.set(at2);
+    hub.service
+        .record_local_freeze("c1", None)
+        .await
+        .unwrap()
+        .expect("ended");
+    hub.clock.set(at2 + Duration::seconds(30));
+    scan_twice(&hub).await;
+    // Frozen in c2 until t0+10m: its expiry is the scheduler's, same cause.
+    let at3 = t0() + Duration::minutes(6);
+    let until = t0() + Duration::minutes(10);
+    hub.clock.set(at3);
+    hub.service
+        .record_local_freeze("c2", Some(freeze(at3, Some(until))))
+        .await
+        .unwrap()
+        .expect("recorded");
+    hub.clock.set(until + Duration::seconds(1));
+    scan_twice(&hub).await;
+    let t = |ty: &str, c: &str, at: DateTime<Utc>| {
+        (
+            ty.to_string(),
+            json!([c]),
+            json!("inClusterRequest"),
+            json!(at),
+        )
+    };
+    assert_eq!(
+        transitions(&hub).await,
+        [
+            t("gate.closed", "c1", at1),
+            t("gate.opened", "c1", at2),
+            t("gate.closed", "c2", at3),
+            t("gate.opened", "c2", until),
+        ],
+        "one event per start and end, at its instant"
+    );
+    let all = events(&hub).await;
+    let closed = all.iter().find(|(t, _)| t == "gate.closed").unwrap();
+    assert_eq!(closed.1["actor"], "alice@cluster/c1");
+    assert!(
+        closed.1["reason"].as_str().unwrap().contains("freeze"),
+        "{closed:?}"
+    );
 }
 
 #[tokio::test]

@@ -147,6 +147,29 @@ fn slack_escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// Teams renders Adaptive Card `TextBlock` text and `FactSet` values as
+/// Markdown (bold, italic, lists, links): a `*` or `_` in a reason must not
+/// turn the rest of the line bold or italic, nor `[x](y)` into a link, nor a
+/// leading `- ` into a list. Each such character is escaped with a backslash
+/// (<https://learn.microsoft.com/adaptive-cards/authoring-cards/text-features>).
+fn teams_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for line in s.split_inclusive('\n') {
+        let body = line.trim_start();
+        out.push_str(&line[..line.len() - body.len()]);
+        if body.starts_with("- ") || body.starts_with("+ ") {
+            out.push('\\');
+        }
+        for ch in body.chars() {
+            if matches!(ch, '\\' | '*' | '_' | '[' | ']' | '`' | '~') {
+                out.push('\\');
+            }
+            out.push(ch);
+        }
+    }
+    out
+}
+
 /// At most `max` characters (Slack's text limits are in characters).
 fn cut(s: String, max: usize) -> String {
     if s.chars().count() <= max {
@@ -198,10 +221,10 @@ pub fn teams(event_type: &str, data: &Value, link: Option<String>) -> Value {
     let facts: Vec<Value> = n
         .facts
         .iter()
-        .map(|(label, value)| json!({"title": label, "value": value}))
+        .map(|(label, value)| json!({"title": label, "value": teams_escape(value)}))
         .collect();
     let mut body = vec![json!({
-        "type": "TextBlock", "text": n.headline, "weight": "Bolder", "size": "Medium", "wrap": true,
+        "type": "TextBlock", "text": teams_escape(&n.headline), "weight": "Bolder", "size": "Medium", "wrap": true,
     })];
     if !facts.is_empty() {
         body.push(json!({"type": "FactSet", "facts": facts}));
@@ -221,4 +244,32 @@ pub fn teams(event_type: &str, data: &Value, link: Option<String>) -> Value {
         "contentUrl": null,
         "content": card,
     }]})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn teams_text_and_facts_are_not_markdown() {
+        assert_eq!(teams_escape("a*b_c"), r"a\*b\_c");
+        assert_eq!(teams_escape(r"[x](y) \ `z` ~w~"), r"\[x\](y) \\ \`z\` \~w\~");
+        assert_eq!(teams_escape("- one\n  + two"), "\\- one\n  \\+ two");
+        assert_eq!(teams_escape("plain text, 2 clusters"), "plain text, 2 clusters");
+        let data = json!({
+            "gate": "no_deploy", "state": "closed", "clusters": ["c_1"],
+            "reason": "**incident** _P1_", "cause": "override",
+            "at": "2026-11-27T22:00:00Z",
+        });
+        let msg = teams("gate.closed", &data, None);
+        let card = &msg["attachments"][0]["content"];
+        let headline = card["body"][0]["text"].as_str().unwrap();
+        assert!(headline.contains(r"no\_deploy"), "{headline}");
+        let facts = card["body"][1]["facts"].as_array().unwrap();
+        let reason = facts.iter().find(|f| f["title"] == "Reason").unwrap();
+        assert_eq!(reason["value"], r"\*\*incident\*\* \_P1\_");
+        // Slack keeps its own escaping: `*` and `_` stay as they are there.
+        let slack = slack("gate.closed", &data, None);
+        assert!(slack["text"].as_str().unwrap().contains("no_deploy"));
+    }
 }

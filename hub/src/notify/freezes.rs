@@ -2,26 +2,61 @@
 //! once, enqueued in the freeze write's own transaction (as override writes
 //! do) under the key the scheduler uses for that instant: a scan that ran at
 //! the very instant of the write, before it committed, misses nothing, and a
-//! scan that sees the change too adds nothing.
+//! scan that sees the change too adds nothing. A freeze made inside a cluster
+//! and reported late by its spoke is announced the same way as an in-cluster
+//! request (cause `inClusterRequest`, at the freeze's own instant), so a scan
+//! that already passed that instant misses nothing either.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
+use super::Cause;
 use crate::Result;
 use crate::db::clusters::Scoped;
 use crate::db::freezes::FreezeRecord;
 use crate::service::fleet::{reaches, stored_gate};
 
+/// Who made a freeze write's edges, why, and at which instant they happened.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct By<'a> {
+    pub actor: &'a str,
+    pub cause: Cause,
+    /// The edges' instant (and dedup key): the write's `now` for a hub
+    /// freeze, the freeze's start for one made in a cluster.
+    pub at: DateTime<Utc>,
+}
+
+impl<'a> By<'a> {
+    /// A freeze written at the hub: cause `override`, at `now`.
+    pub(crate) fn hub(actor: &'a str, now: DateTime<Utc>) -> Self {
+        Self {
+            actor,
+            cause: Cause::Override,
+            at: now,
+        }
+    }
+
+    /// A freeze made inside a cluster, started or ended at `at`: the cause
+    /// and instant an in-cluster request's edges have.
+    pub(crate) fn in_cluster(actor: &'a str, at: DateTime<Utc>) -> Self {
+        Self {
+            actor,
+            cause: Cause::InClusterRequest,
+            at,
+        }
+    }
+}
+
 /// Enqueues the state changes of every gate on the clusters of `all` whose
 /// freezes differ between `before` and `after` (the live freezes around the
-/// write), at `now`, naming `actor`. Returns how many events were inserted.
+/// write), evaluated at `now`, as `by` says. Returns how many events were inserted.
 pub(crate) async fn enqueue_edges(
     conn: &mut PgConnection,
     all: &[Scoped],
     before: &[FreezeRecord],
     after: &[FreezeRecord],
     now: DateTime<Utc>,
-    actor: &str,
+    by: By<'_>,
 ) -> Result<usize> {
     let ids = |fs: &[FreezeRecord], c: &Scoped| -> Vec<uuid::Uuid> {
         fs.iter()
@@ -63,9 +98,12 @@ pub(crate) async fn enqueue_edges(
             .filter(|o| o.gate == r.name)
             .cloned()
             .collect();
-        let changes = super::overrides::freeze_changes(
-            &gate, &compiled, &on, &own, before, after, now, actor,
+        let mut changes = super::overrides::freeze_changes(
+            &gate, &compiled, &on, &own, before, after, now, by.cause, by.actor,
         );
+        for t in &mut changes {
+            t.at = by.at;
+        }
         inserted += super::enqueue_transitions(conn, Some(&gate), changes, None).await?;
     }
     Ok(inserted)

@@ -79,7 +79,8 @@ pub(crate) fn state_changes(
 /// The clusters of `clusters` whose state of `gate` (`compiled` with its
 /// calendars) at `now` differs between the fleet freezes `before` and `after`
 /// a freeze write, grouped by new state. A freeze is a closing override above
-/// all others, so its edges have the cause `override`, as the scheduler's do.
+/// all others, so a hub freeze's edges have the cause `override` and one made
+/// in a cluster `inClusterRequest`, as the scheduler's do.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn freeze_changes(
     gate: &Gate,
@@ -89,9 +90,9 @@ pub(crate) fn freeze_changes(
     before: &[FreezeRecord],
     after: &[FreezeRecord],
     now: DateTime<Utc>,
+    cause: Cause,
     actor: &str,
 ) -> Vec<GateTransition> {
-    let cause = Cause::Override;
     let at = At { now, cause, actor };
     changes(
         gate,

@@ -77,10 +77,13 @@ pub(crate) fn gate_edges(
                 || ovs
                     .iter()
                     .any(|o| o.starts_at == t.at || o.expires_at == Some(t.at));
-            // An in-cluster request starting or ending on this cluster now.
+            // An in-cluster request or freeze starting or ending on this cluster now.
             let by_request = mine.iter().any(|o| {
                 o.requested_in.as_deref() == Some(c.name.as_str())
                     && (o.starts_at == t.at || o.expires_at == Some(t.at))
+            }) || freezes.iter().any(|f| {
+                f.requested_in.as_deref() == Some(c.name.as_str())
+                    && (f.starts_at == t.at || f.expires_at == Some(t.at))
             });
             let entry = groups.entry((t.at, t.state.as_str())).or_insert_with(|| {
                 let cause = if by_request {

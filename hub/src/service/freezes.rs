@@ -192,7 +192,7 @@ impl Service {
                         &before,
                         &after,
                         now,
-                        &actor.name,
+                        crate::notify::freezes::By::hub(&actor.name, now),
                     )
                     .await?;
                     let audit = Audit {
@@ -297,7 +297,7 @@ impl Service {
                         &before,
                         &after,
                         now,
-                        &actor.name,
+                        crate::notify::freezes::By::hub(&actor.name, now),
                     )
                     .await?;
                     affected.sort();
@@ -392,6 +392,11 @@ impl Service {
                 Box::pin(async move {
                     let mut last = None;
                     let mut audits = Vec::new();
+                    // Gate edges as an in-cluster request's: cause `inClusterRequest`,
+                    // an end at this report, a start at the freeze's own instant (the
+                    // scheduler's key, so a scan that passed it misses nothing).
+                    let all = tx.scoped_clusters().await?;
+                    let before = freezes::live(tx, now).await?;
                     for old in freezes::live_local(tx, cluster, now).await? {
                         if wanted.is_some_and(|f| f.requested_at == old.created_at) {
                             continue;
@@ -408,6 +413,19 @@ impl Service {
                             .await?;
                         audits.push(("freeze.local_end", to_json(&old), row.clone()));
                         last = Some(row);
+                    }
+                    let mid = freezes::live(tx, now).await?;
+                    let in_cluster = crate::notify::freezes::By::in_cluster;
+                    if last.is_some() {
+                        crate::notify::freezes::enqueue_edges(
+                            tx,
+                            &all,
+                            &before,
+                            &mid,
+                            now,
+                            in_cluster(&actor_name, now),
+                        )
+                        .await?;
                     }
                     if let Some(f) = wanted {
                         let reason = if f.reason.trim().is_empty() {
@@ -441,6 +459,16 @@ impl Service {
                             crate::notify::enqueue(
                                 tx,
                                 &started_event(&row, &[cluster.to_string()]),
+                            )
+                            .await?;
+                            let after = freezes::live(tx, now).await?;
+                            crate::notify::freezes::enqueue_edges(
+                                tx,
+                                &all,
+                                &mid,
+                                &after,
+                                now,
+                                in_cluster(&actor_name, row.starts_at),
                             )
                             .await?;
                             audits.push(("freeze.local", None, row.clone()));
