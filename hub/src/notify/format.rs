@@ -253,9 +253,15 @@ mod tests {
     #[test]
     fn teams_text_and_facts_are_not_markdown() {
         assert_eq!(teams_escape("a*b_c"), r"a\*b\_c");
-        assert_eq!(teams_escape(r"[x](y) \ `z` ~w~"), r"\[x\](y) \\ \`z\` \~w\~");
+        assert_eq!(
+            teams_escape(r"[x](y) \ `z` ~w~"),
+            r"\[x\](y) \\ \`z\` \~w\~"
+        );
         assert_eq!(teams_escape("- one\n  + two"), "\\- one\n  \\+ two");
-        assert_eq!(teams_escape("plain text, 2 clusters"), "plain text, 2 clusters");
+        assert_eq!(
+            teams_escape("plain text, 2 clusters"),
+            "plain text, 2 clusters"
+        );
         let data = json!({
             "gate": "no_deploy", "state": "closed", "clusters": ["c_1"],
             "reason": "**incident** _P1_", "cause": "override",
