@@ -378,6 +378,17 @@ fn instant(t: &DateTime<calcard::common::timezone::Tz>, tz: Tz) -> DateTime<Utc>
 fn bound_rules(ical: &mut ICalendar, zones: &[Option<Tz>], until: DateTime<Utc>) {
     for (i, c) in ical.components.iter_mut().enumerate() {
         let zone = zones.get(i).copied().flatten();
+        // The bound never precedes DTSTART: a series that starts after the horizon is read as
+        // one instance there (left out of the range), not as a rule calcard refuses.
+        let start = c
+            .entries
+            .iter()
+            .find_map(|e| match (&e.name, e.values.first()) {
+                (ICalendarProperty::Dtstart, Some(ICalendarValue::PartialDateTime(dt))) => {
+                    dt.to_date_time().map(|d| d.date_time)
+                }
+                _ => None,
+            });
         for entry in &mut c.entries {
             if entry.name != ICalendarProperty::Rrule {
                 continue;
@@ -404,6 +415,7 @@ fn bound_rules(ical: &mut ICalendar, zones: &[Option<Tz>], until: DateTime<Utc>)
                     Some(z) => until.with_timezone(&z).naive_local(),
                     None => until.naive_utc(),
                 };
+                let bound = start.map_or(bound, |s| bound.max(s));
                 let later = rule
                     .until
                     .as_ref()
