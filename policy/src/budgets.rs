@@ -7,9 +7,13 @@
 
 use chrono::Duration;
 
-/// The largest calendar text read, inline (`calendar.ics`) or fetched (`calendar.url`).
-/// Google's public holiday calendars are 50–150 KiB; a freeze calendar a team keeps is a few KiB.
+/// The largest calendar text a feed (`calendar.url`) may serve. Google's public holiday
+/// calendars are 50–150 KiB; a freeze calendar a team keeps is a few KiB.
 pub const CALENDAR_MAX_BYTES: usize = 1024 * 1024;
+
+/// The largest inline calendar (`calendar.ics`): it travels inside the manifest, to every
+/// spoke in scope; a larger calendar is served as a feed.
+pub const INLINE_ICS_MAX_BYTES: usize = 512 * 1024;
 
 /// The most VEVENTs one calendar text may hold (with their RECURRENCE-ID exceptions).
 pub const CALENDAR_MAX_EVENTS: usize = 10_000;
@@ -35,8 +39,9 @@ pub const CALENDAR_MIN_RECURRENCE: Duration = Duration::hours(1);
 /// appended): it is only shown in reasons, and it is what makes occurrences large.
 pub const OCCURRENCE_SUMMARY_MAX_BYTES: usize = 128;
 
-/// The largest gate manifest, as JSON (inline calendars included).
-pub const GATE_MANIFEST_MAX_BYTES: usize = 1280 * 1024;
+/// The largest gate manifest, as JSON (inline calendars included). Below the hub's default
+/// request body limit (1 MiB), so a manifest at the budget can be sent.
+pub const GATE_MANIFEST_MAX_BYTES: usize = 768 * 1024;
 
 /// The most windows one gate may have.
 pub const GATE_MAX_WINDOWS: usize = 100;
@@ -55,7 +60,7 @@ pub const NAMES_MAX: usize = 1_000;
 /// occurrences), implied by the budgets above: a manifest of [`GATE_MANIFEST_MAX_BYTES`] plus
 /// [`GATE_MAX_OCCURRENCES`] occurrences of at most [`OCCURRENCE_MAX_ENCODED_BYTES`] each,
 /// with room for the other fields. A test encodes the largest gate the budgets allow.
-pub const GATE_RULE_MAX_BYTES: usize = 4 * 1024 * 1024;
+pub const GATE_RULE_MAX_BYTES: usize = 3 * 1024 * 1024;
 
 /// An upper bound on one encoded occurrence: two timestamps (at most 11 bytes each with their
 /// tags and lengths, plus nanos), a summary of [`OCCURRENCE_SUMMARY_MAX_BYTES`] (plus `…`) and
@@ -78,4 +83,5 @@ const _: () = assert!(
 );
 const _: () = assert!(GATE_RULE_MAX_BYTES <= SNAPSHOT_MAX_BYTES);
 const _: () = assert!(CALENDAR_MAX_OCCURRENCES <= GATE_MAX_OCCURRENCES);
-const _: () = assert!(CALENDAR_MAX_BYTES < GATE_MANIFEST_MAX_BYTES);
+const _: () = assert!(INLINE_ICS_MAX_BYTES < GATE_MANIFEST_MAX_BYTES);
+const _: () = assert!(INLINE_ICS_MAX_BYTES <= CALENDAR_MAX_BYTES);

@@ -12,8 +12,8 @@ pub const DEFAULT_REFRESH: Duration = Duration::hours(1);
 pub const MIN_REFRESH: Duration = Duration::minutes(1);
 /// How long a feed may go unfetched before `onStale` applies, when `maxStale` is not set.
 pub const DEFAULT_MAX_STALE: Duration = Duration::hours(24);
-/// The largest inline `ics` text accepted (the same budget a fetched feed has).
-pub const MAX_ICS_BYTES: usize = crate::budgets::CALENDAR_MAX_BYTES;
+/// The largest inline `ics` text accepted.
+pub const MAX_ICS_BYTES: usize = crate::budgets::INLINE_ICS_MAX_BYTES;
 
 /// Where a calendar window's events come from: inline iCalendar text, or a feed URL the hub
 /// fetches. Exactly one of `ics` and `url`.
