@@ -18,10 +18,10 @@ use chrono::TimeZone;
 use common::Hub;
 use fleetgate_api_types::records::CalendarFeedState;
 use fleetgate_hub::calendar_sync::{CalendarMetrics, CalendarOptions, CalendarSync};
+use fleetgate_hub::clock::Clock;
 use fleetgate_hub::egress::EgressOptions;
 use fleetgate_hub::service::calendars::Recorded;
 use fleetgate_hub::service::freezes::FreezeRequest;
-use fleetgate_hub::clock::Clock;
 use fleetgate_hub::{Actor, Role};
 use fleetgate_policy::GateState;
 use tokio::sync::Mutex;
@@ -80,7 +80,13 @@ async fn refused_feeds_fail_visibly_and_the_last_good_copy_stays_in_force() {
         let at = chrono::Utc.with_ymd_and_hms(2026, 11, 27, 3, 0, 0).unwrap();
         let p = hub
             .service
-            .preview_gate(&admin, "cab", Some(at), Some(at + chrono::Duration::minutes(1)), None)
+            .preview_gate(
+                &admin,
+                "cab",
+                Some(at),
+                Some(at + chrono::Duration::minutes(1)),
+                None,
+            )
             .await
             .unwrap();
         (p.initial.state, p.initial.reason)
@@ -100,7 +106,11 @@ async fn refused_feeds_fail_visibly_and_the_last_good_copy_stays_in_force() {
     for (n, (body, kind, reason)) in [
         (truncated.as_str(), "text/calendar", "no END:VCALENDAR"),
         (LOGIN, "text/html", "an HTML page (a login or error page?)"),
-        (SECONDLY, "text/calendar", "repeats more often than once an hour"),
+        (
+            SECONDLY,
+            "text/calendar",
+            "repeats more often than once an hour",
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -108,7 +118,11 @@ async fn refused_feeds_fail_visibly_and_the_last_good_copy_stays_in_force() {
         *feed.0.lock().await = (body.to_string(), kind);
         hub.clock.advance(chrono::Duration::hours(1));
         let rev = hub.revision().await;
-        assert_eq!(r1.step(&hub.service).await.unwrap(), [Recorded::Failed], "{reason}");
+        assert_eq!(
+            r1.step(&hub.service).await.unwrap(),
+            [Recorded::Failed],
+            "{reason}"
+        );
         let st = &hub.service.get_gate(&admin, "cab").await.unwrap().calendars[0];
         assert_eq!(st.state, CalendarFeedState::Failing, "{reason}: {st:?}");
         let error = st.error.clone().unwrap_or_default();
@@ -119,7 +133,10 @@ async fn refused_feeds_fail_visibly_and_the_last_good_copy_stays_in_force() {
         assert_eq!(hub.revision().await, rev, "nothing spokes see changed");
         let (state, why) = in_second_freeze().await;
         assert_eq!(state, GateState::Closed, "{reason}: {why}");
-        assert_eq!(hub.service.cluster_snapshot("a").await.unwrap().gates, good_snapshot.gates);
+        assert_eq!(
+            hub.service.cluster_snapshot("a").await.unwrap().gates,
+            good_snapshot.gates
+        );
     }
     assert_eq!(metrics.failing_now.get(), 1);
 
@@ -135,7 +152,11 @@ async fn refused_feeds_fail_visibly_and_the_last_good_copy_stays_in_force() {
         .await
         .unwrap();
     let snap = hub.service.cluster_snapshot("a").await.unwrap();
-    assert!(snap.overrides.iter().any(|o| o.is_freeze()), "{:?}", snap.overrides);
+    assert!(
+        snap.overrides.iter().any(|o| o.is_freeze()),
+        "{:?}",
+        snap.overrides
+    );
 
     // Past maxStale (4h) without a good copy: stale, and the metrics say so under their
     // documented names.
@@ -152,7 +173,10 @@ async fn refused_feeds_fail_visibly_and_the_last_good_copy_stays_in_force() {
         "fleetgate_hub_calendar_stale_total 1",
         "fleetgate_hub_calendar_fetches_total{outcome=\"failed\"} 4",
     ] {
-        assert!(text.lines().any(|l| l == line), "{line} missing in:\n{text}");
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} missing in:\n{text}"
+        );
     }
     assert!(!text.contains("fleetgate_hub_fleetgate_"), "{text}");
 }
