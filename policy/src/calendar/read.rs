@@ -257,13 +257,11 @@ fn check_structure(text: &str) -> Result<(), CalendarRefusal> {
                 }
                 closed = stack.is_empty();
             }
-            "RRULE" => {
-                if too_frequent(&value_upper) {
-                    return Err(CalendarRefusal::TooFrequent {
-                        line,
-                        rule: value.trim().chars().take(120).collect(),
-                    });
-                }
+            "RRULE" if too_frequent(&value_upper) => {
+                return Err(CalendarRefusal::TooFrequent {
+                    line,
+                    rule: value.trim().chars().take(120).collect(),
+                });
             }
             _ => {}
         }
