@@ -188,7 +188,7 @@ impl Replica {
                 .clone()
                 .run(self.service.clone(), tasks.clone()),
         );
-        let approvals_task = tokio::spawn(crate::service::approval_expiry::run_expiry(
+        let approvals_task = tokio::spawn(crate::service::approvals::expiry::run_expiry(
             self.service.clone(),
             tasks.clone(),
         ));

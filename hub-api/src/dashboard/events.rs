@@ -15,7 +15,8 @@ use futures::{Stream, StreamExt as _, stream};
 use serde_json::{Value, json};
 
 use crate::Result;
-use crate::fleet_feed::events::{Filter, FleetChange, FleetEvent, events};
+use crate::fleet_feed::events::{Filter, FleetChange, FleetEvent};
+use crate::fleet_feed::stream::events;
 use crate::grpc::convert::to_status;
 use crate::rest::AppState;
 

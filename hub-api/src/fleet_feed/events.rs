@@ -13,7 +13,6 @@ pub use super::approval_events::ApprovalChange;
 pub use super::calendar_events::CalendarFeedChange;
 pub use super::filter::Filter;
 pub use super::rollout_events::{RolloutAction, RolloutChange};
-pub use super::stream::events;
 pub use super::would_events::WouldHoldChange;
 use crate::service::fleet::FleetView;
 use crate::service::types::OverrideRecord;

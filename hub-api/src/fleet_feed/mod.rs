@@ -9,7 +9,7 @@ pub mod calendar_events;
 pub mod events;
 mod filter;
 mod rollout_events;
-mod stream;
+pub mod stream;
 mod would_events;
 
 use std::sync::{Arc, Mutex};

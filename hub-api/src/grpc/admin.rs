@@ -11,7 +11,7 @@ use fleetgate_proto::v1 as pb;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use super::admin_approvals::Decision;
+use super::admin_convert::Decision;
 use super::auth::{api_actor, bearer};
 use super::convert::to_status;
 use super::watch_fleet::{FleetStream, watch_fleet};

@@ -2,61 +2,18 @@
 //! `/api/v1/approvals` operations over gRPC, calling the same service-layer
 //! methods (roles, requester ≠ approver, audit live there).
 
-use fleetgate_api_types::{ApprovalRequest, OverrideOutcome};
-use fleetgate_proto::time::to_timestamp;
+use fleetgate_api_types::OverrideOutcome;
 use fleetgate_proto::v1 as pb;
 use tonic::{Request, Response, Status};
 
 use fleetgate_policy::{GateState, LabelSelector};
 
 use super::admin::{AdminApi, Res, ok};
-use super::admin_convert::{self as conv, non_empty};
+use super::admin_convert::{self as conv, Decision, approval_info, non_empty};
 use super::auth::api_actor;
 use super::convert::invalid;
 use crate::service::approvals::ApprovalQuery;
 use crate::service::types::{OverrideClusters, OverrideRequest};
-
-/// A request as its admin message.
-pub fn approval_info(r: ApprovalRequest) -> pb::ApprovalInfo {
-    let (clusters, selector) = match r.clusters {
-        Some(s) => (
-            s.names,
-            s.selector
-                .and_then(|s| serde_json::to_string(&s).ok())
-                .unwrap_or_default(),
-        ),
-        None => (Vec::new(), String::new()),
-    };
-    pb::ApprovalInfo {
-        id: r.id.to_string(),
-        gate: r.gate,
-        state: r.state,
-        clusters,
-        cluster_selector_json: selector,
-        r#for: r.duration.unwrap_or_default(),
-        starts_at: r.starts_at.map(to_timestamp),
-        reason: r.reason,
-        ticket: r.ticket.unwrap_or_default(),
-        requester: r.requester,
-        required: r.required,
-        status: r.status,
-        created_at: Some(to_timestamp(r.created_at)),
-        expires_at: Some(to_timestamp(r.expires_at)),
-        decided_at: r.decided_at.map(to_timestamp),
-        decided_by: r.decided_by.unwrap_or_default(),
-        decision_reason: r.decision_reason.unwrap_or_default(),
-        override_id: r.override_id.map(|o| o.to_string()).unwrap_or_default(),
-        approvals: r
-            .approvals
-            .into_iter()
-            .map(|a| pb::ApprovalGiven {
-                approver: a.approver,
-                at: Some(to_timestamp(a.at)),
-                reason: a.reason.unwrap_or_default(),
-            })
-            .collect(),
-    }
-}
 
 impl AdminApi {
     pub(super) async fn approvals_request_override(
@@ -131,14 +88,6 @@ impl AdminApi {
         };
         Ok(Response::new(approval_info(ok(done)?)))
     }
-}
-
-/// What `approvals_decide` does.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Decision {
-    Approve,
-    Reject,
-    Cancel,
 }
 
 /// A `CreateOverrideRequest` as the service's input: the gate, the state and the

@@ -538,3 +538,53 @@ pub fn gate_impact(i: fleetgate_api_types::impact::GateImpact) -> pb::GateImpact
         objects_would_hold: count(i.counts.would_hold),
     }
 }
+
+/// A request as its admin message.
+pub fn approval_info(r: fleetgate_api_types::ApprovalRequest) -> pb::ApprovalInfo {
+    let (clusters, selector) = match r.clusters {
+        Some(s) => (
+            s.names,
+            s.selector
+                .and_then(|s| serde_json::to_string(&s).ok())
+                .unwrap_or_default(),
+        ),
+        None => (Vec::new(), String::new()),
+    };
+    pb::ApprovalInfo {
+        id: r.id.to_string(),
+        gate: r.gate,
+        state: r.state,
+        clusters,
+        cluster_selector_json: selector,
+        r#for: r.duration.unwrap_or_default(),
+        starts_at: r.starts_at.map(to_timestamp),
+        reason: r.reason,
+        ticket: r.ticket.unwrap_or_default(),
+        requester: r.requester,
+        required: r.required,
+        status: r.status,
+        created_at: Some(to_timestamp(r.created_at)),
+        expires_at: Some(to_timestamp(r.expires_at)),
+        decided_at: r.decided_at.map(to_timestamp),
+        decided_by: r.decided_by.unwrap_or_default(),
+        decision_reason: r.decision_reason.unwrap_or_default(),
+        override_id: r.override_id.map(|o| o.to_string()).unwrap_or_default(),
+        approvals: r
+            .approvals
+            .into_iter()
+            .map(|a| pb::ApprovalGiven {
+                approver: a.approver,
+                at: Some(to_timestamp(a.at)),
+                reason: a.reason.unwrap_or_default(),
+            })
+            .collect(),
+    }
+}
+
+/// What `approvals_decide` does.
+#[derive(Debug, Clone, Copy)]
+pub enum Decision {
+    Approve,
+    Reject,
+    Cancel,
+}

@@ -14,7 +14,8 @@ use tonic::Status;
 use super::admin_convert::override_info;
 use super::convert::to_status;
 use crate::fleet_feed::FleetUpdates;
-use crate::fleet_feed::events::{Filter, FleetChange, FleetEvent, events};
+use crate::fleet_feed::events::{Filter, FleetChange, FleetEvent};
+use crate::fleet_feed::stream::events;
 use crate::service::Service;
 use crate::service::fleet::FleetView;
 
@@ -43,7 +44,7 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             change: change.as_str().into(),
         }),
         FleetChange::Approval { record, change } => Event::Approval(pb::ApprovalChanged {
-            approval: Some(super::admin_approvals::approval_info(*record)),
+            approval: Some(super::admin_convert::approval_info(*record)),
             change: change.as_str().into(),
         }),
         FleetChange::Spoke(s) => Event::Spoke(pb::SpokeConnectionChanged {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tokio::sync::watch;
 
-use super::Desired;
+use super::desired::Desired;
 
 /// Connected clusters and their published desired state.
 #[derive(Debug, Default)]

@@ -14,7 +14,7 @@ use super::Cause;
 use crate::Result;
 use crate::db::clusters::Scoped;
 use crate::db::freezes::FreezeRecord;
-use crate::service::fleet::{reaches, stored_gate};
+use crate::service::fleet::applying::{reaches, stored_gate};
 
 /// Who made a freeze write's edges, why, and at which instant they happened.
 #[derive(Debug, Clone, Copy)]
@@ -60,7 +60,7 @@ pub async fn enqueue_edges(
 ) -> Result<usize> {
     let ids = |fs: &[FreezeRecord], c: &Scoped| -> Vec<uuid::Uuid> {
         fs.iter()
-            .filter(|f| crate::service::freezes::covers(f, c))
+            .filter(|f| crate::service::freezes::scope::covers(f, c))
             .map(|f| f.id)
             .collect()
     };
@@ -88,8 +88,9 @@ pub async fn enqueue_edges(
             continue;
         }
         let mine: Vec<_> = feeds.iter().filter(|f| f.gate == r.name).cloned().collect();
-        let occurrences = crate::service::calendars::feed_occurrences(&mine);
-        let Ok(compiled) = crate::service::calendars::compile_at(&gate, &occurrences, now) else {
+        let occurrences = crate::service::calendars::feeds::feed_occurrences(&mine);
+        let Ok(compiled) = crate::service::calendars::feeds::compile_at(&gate, &occurrences, now)
+        else {
             continue;
         };
         // Only this gate's overrides: each cluster looks through them twice.

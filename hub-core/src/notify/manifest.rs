@@ -13,7 +13,7 @@ use fleetgate_policy::{ClusterScope, CompiledGate, Gate, GateState};
 use super::event::{Cause, GateTransition};
 use crate::db::clusters::Scoped;
 use crate::db::overrides::OverrideRecord;
-use crate::service::fleet::{applying, reaches};
+use crate::service::fleet::applying::{applying, reaches};
 
 /// One version of a gate as the write sees it: its definition, compiled
 /// (with its feeds' occurrences) and the writer scope it is kept within.

@@ -11,7 +11,7 @@ use super::event::{Cause, GateTransition, NewEvent};
 use crate::db::clusters::Scoped;
 use crate::db::freezes::FreezeRecord;
 use crate::db::overrides::OverrideRecord;
-use crate::service::fleet::applying;
+use crate::service::fleet::applying::applying;
 
 /// `override.created` (`clusters`: those it applies to).
 pub fn created(rec: &OverrideRecord, clusters: &[String]) -> NewEvent {

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use fleetgate_policy::{ClusterScope, CompiledGate, Gate, Preview};
 
-use super::fleet::stored_gate;
+use super::fleet::applying::stored_gate;
 use super::types::GateRecord;
 use super::{Actor, Audit, Clusters, GateRef, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::Scoped;
@@ -96,7 +96,7 @@ impl Service {
         let now = self.now();
         rec.calendars = rows
             .iter()
-            .map(|r| super::calendars::status(r, now))
+            .map(|r| super::calendars::feeds::status(r, now))
             .collect();
         Ok(rec)
     }
@@ -186,7 +186,7 @@ impl Service {
                     crate::db::calendar_feeds::sync(
                         tx,
                         name,
-                        &super::calendars::feed_windows(gate),
+                        &super::calendars::feeds::feed_windows(gate),
                         now,
                     )
                     .await?;
@@ -318,12 +318,12 @@ impl Service {
             None => rows
                 .iter()
                 .filter(|r| r.clusters.is_none())
-                .map(super::fleet::to_policy)
+                .map(super::fleet::applying::to_policy)
                 .chain(
                     freezes
                         .iter()
                         .filter(|f| f.clusters.is_none())
-                        .map(super::freezes::to_policy),
+                        .map(super::freezes::scope::to_policy),
                 )
                 .collect(),
             Some(c) => {
@@ -331,7 +331,7 @@ impl Service {
                     .await?
                     .ok_or_else(|| Error::not_found("cluster", c))?;
                 actor.require_visible_cluster(&c.name, &c.labels)?;
-                super::fleet::applying(&gate, &c, &rows, &freezes)
+                super::fleet::applying::applying(&gate, &c, &rows, &freezes)
             }
         };
         Ok(compiled.preview(from, to, &ovs))
@@ -385,7 +385,8 @@ fn notify_version<'a>(
 ) -> Result<crate::notify::manifest::Version<'a>> {
     Ok(crate::notify::manifest::Version {
         gate,
-        compiled: super::calendars::compile_at(gate, feeds, now).map_err(Error::from_policy)?,
+        compiled: super::calendars::feeds::compile_at(gate, feeds, now)
+            .map_err(Error::from_policy)?,
         within,
     })
 }

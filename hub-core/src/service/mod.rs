@@ -6,10 +6,6 @@
 pub mod access;
 pub mod access_policies;
 pub mod admission;
-mod approval_decisions;
-pub mod approval_expiry;
-mod approval_queries;
-mod approval_rights;
 pub mod approvals;
 pub mod audit;
 pub mod calendars;

@@ -11,7 +11,7 @@ use fleetgate_policy::{
     ClusterScope, Gate, LabelSelector, LabelSelectorRequirement, SelectorOperator,
 };
 
-use super::Clusters;
+use super::{Clusters, WriteTx};
 use crate::db::clusters::Scoped;
 use crate::{Error, Result};
 
@@ -149,4 +149,20 @@ pub fn check_cancel(permitted: &Clusters<'_>, affected: &[&Scoped]) -> Result<()
         ))),
         None => Ok(()),
     }
+}
+
+/// The clusters of `gate_def` an override of `scope` covers now, for checks made
+/// before it exists (approvals).
+pub async fn covered_clusters(
+    tx: &mut WriteTx<'_>,
+    gate_def: &fleetgate_policy::Gate,
+    scope: Option<&fleetgate_policy::ClusterScope>,
+) -> Result<Vec<Scoped>> {
+    let all = tx.scoped_clusters().await?;
+    Ok(all
+        .iter()
+        .filter(|c| gate_def.spec.clusters.matches(&c.name, &c.labels))
+        .filter(|c| scope.as_ref().is_none_or(|s| s.matches(&c.name, &c.labels)))
+        .cloned()
+        .collect())
 }

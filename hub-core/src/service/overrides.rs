@@ -154,11 +154,11 @@ impl Service {
                                 if state == GateState::Open { "open" } else { "close" }
                             )));
                         }
-                        let written = super::approvals::insert_pending(
+                        let written = super::approvals::requests::insert_pending(
                             tx,
                             actor,
                             &gate_def,
-                            super::approvals::NewRequest {
+                            super::approvals::requests::NewRequest {
                                 state,
                                 scope,
                                 req,
@@ -549,20 +549,4 @@ pub(super) async fn insert_override(
     crate::notify::enqueue_transitions(tx, Some(gate_def), changes, None).await?;
     let affected = Affected::among(affected, all.len());
     Ok((rec, affected))
-}
-
-/// The clusters of `gate_def` an override of `scope` covers now, for checks made
-/// before it exists (approvals).
-pub(super) async fn covered_clusters(
-    tx: &mut WriteTx<'_>,
-    gate_def: &fleetgate_policy::Gate,
-    scope: Option<&ClusterScope>,
-) -> Result<Vec<Scoped>> {
-    let all = tx.scoped_clusters().await?;
-    Ok(all
-        .iter()
-        .filter(|c| gate_def.spec.clusters.matches(&c.name, &c.labels))
-        .filter(|c| scope.as_ref().is_none_or(|s| s.matches(&c.name, &c.labels)))
-        .cloned()
-        .collect())
 }

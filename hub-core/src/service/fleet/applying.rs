@@ -47,7 +47,7 @@ pub fn applying<'a>(
     freezes: &[db::freezes::FreezeRecord],
 ) -> Vec<Override> {
     let mut own = own_applying(gate, cluster, rows);
-    own.extend(super::super::freezes::covering(freezes, cluster));
+    own.extend(super::super::freezes::scope::covering(freezes, cluster));
     own
 }
 

@@ -195,7 +195,7 @@ pub(super) fn evaluate(inputs: &FleetInputs) -> Result<Evaluated<'_>> {
         .gates
         .iter()
         .map(|g| {
-            crate::service::calendars::compile_at(&g.gate, &g.feeds, inputs.at)
+            crate::service::calendars::feeds::compile_at(&g.gate, &g.feeds, inputs.at)
                 .map_err(|e| Error::Internal(format!("stored gate '{}': {e}", g.name())))
         })
         .collect::<Result<Vec<CompiledGate>>>()?;

@@ -49,7 +49,7 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                         next_transition: e.next_transition,
                         held: held_on(inputs, &row.name, name),
                         rollout_wave: c.rollout_waits[k],
-                        rollout_failure: super::status::rollout_failure(inputs, name, &row.name),
+                        rollout_failure: super::summary::rollout_failure(inputs, name, &row.name),
                         would_hold_objects: count_on(
                             &inputs.reported.would_hold_objects_by_gate,
                             &row.name,

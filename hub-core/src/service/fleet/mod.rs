@@ -4,7 +4,7 @@
 //! the fleet summary and status, a cluster's status, the fleet view the change
 //! streams diff, the dashboard's grid, and the spokes' snapshots.
 
-mod applying;
+pub mod applying;
 mod evaluate;
 pub mod grid;
 mod reported;
@@ -176,7 +176,7 @@ impl FleetInputs {
         let mut feed_rows = Vec::new();
         if gates
             .iter()
-            .any(|g| !super::calendars::feed_windows(&g.gate).is_empty())
+            .any(|g| !super::calendars::feeds::feed_windows(&g.gate).is_empty())
         {
             let rows = db::calendar_feeds::for_gates(tx, None).await?;
             for g in &mut gates {
@@ -185,7 +185,7 @@ impl FleetInputs {
                     .filter(|r| r.gate == g.name())
                     .cloned()
                     .collect();
-                g.feeds = super::calendars::feed_occurrences(&mine);
+                g.feeds = super::calendars::feeds::feed_occurrences(&mine);
             }
             feed_rows = rows;
         }
@@ -199,7 +199,7 @@ impl FleetInputs {
                 feed_briefs: (feed_rows.iter())
                     .map(|r| {
                         let key = (r.gate.clone(), r.window_name.clone());
-                        (key, super::calendars::brief(r, now))
+                        (key, view::brief(r, now))
                     })
                     .collect(),
                 ..read_fleet_reported(tx).await?
@@ -233,7 +233,7 @@ impl FleetInputs {
                 ended
                     .entry(gate.clone())
                     .or_default()
-                    .extend(super::freezes::as_ended_closes(&ended_freezes, gate));
+                    .extend(super::freezes::scope::as_ended_closes(&ended_freezes, gate));
             }
             let releases = db::rollouts::releases(tx, names.as_deref())
                 .await?
@@ -334,7 +334,7 @@ impl FleetInputs {
         r.would_suspend_by_gate.retain(|k, _| pair(k));
         r.would_hold_objects_by_gate.retain(|k, _| pair(k));
         let visible: Vec<&Cluster> = self.clusters.iter().map(|c| &c.row).collect();
-        super::freezes::keep_visible(&mut self.freezes, &visible);
+        super::freezes::scope::keep_visible(&mut self.freezes, &visible);
         self.pairs = (!scope.is_single()).then_some(scope);
     }
 
@@ -390,7 +390,7 @@ impl FleetInputs {
             self.freezes
                 .iter()
                 .filter(|f| f.clusters.is_none())
-                .map(super::freezes::to_policy),
+                .map(super::freezes::scope::to_policy),
         );
         out
     }
@@ -404,13 +404,13 @@ impl FleetInputs {
 
     /// The live freezes covering `cluster`, as overrides of the reserved gate.
     pub fn freezes_on(&self, cluster: &Cluster) -> Vec<Override> {
-        super::freezes::covering(&self.freezes, cluster)
+        super::freezes::scope::covering(&self.freezes, cluster)
     }
 
     /// The live freezes made at the hub covering `cluster`: what its snapshot carries (a
     /// freeze made in the cluster lives there, never sent back).
     pub fn freezes_sent_to(&self, cluster: &Cluster) -> Vec<Override> {
-        super::freezes::covering(
+        super::freezes::scope::covering(
             self.freezes.iter().filter(|f| f.requested_in.is_none()),
             cluster,
         )

@@ -7,7 +7,7 @@ use fleetgate_policy::LabelSelector;
 
 use super::FleetInputs;
 use super::evaluate::{ClusterEvals, Evaluated, evaluate};
-use super::summary::{ObjectCounts, summary};
+use super::summary::{ObjectCounts, rollout_failure, summary};
 use crate::db::status::ObjectStatus;
 use crate::service::types::OverrideRecord;
 use crate::{Error, Result};
@@ -15,28 +15,6 @@ use crate::{Error, Result};
 pub use fleetgate_api_types::status::{
     ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus, RolloutFailure,
 };
-
-/// The failure of `gate`'s current rollout on `cluster`, if its wave failed there.
-pub(super) fn rollout_failure(
-    inputs: &FleetInputs,
-    gate: &str,
-    cluster: &str,
-) -> Option<RolloutFailure> {
-    let f = inputs
-        .rollout_failures
-        .get(&(gate.to_string(), cluster.to_string()))?;
-    Some(RolloutFailure {
-        rollout_id: f.rollout_id.to_string(),
-        state: crate::rollout::State::parse(&f.state),
-        wave: f.wave + 1,
-        wave_name: f
-            .wave_name
-            .clone()
-            .unwrap_or_else(|| format!("wave-{}", f.wave + 1)),
-        failed_at: f.failed_at,
-        detail: f.failure.clone(),
-    })
-}
 
 /// The status of the one cluster of a [`super::Scope::Cluster`] read.
 pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {

@@ -69,7 +69,7 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
             .iter()
             .filter_map(|(g, _)| {
                 Some(ClusterRolloutFailure {
-                    failure: super::status::rollout_failure(inputs, g.name(), &row.name)?,
+                    failure: rollout_failure(inputs, g.name(), &row.name)?,
                     cluster: row.name.clone(),
                     gate: g.name().to_string(),
                 })
@@ -123,5 +123,27 @@ pub(super) fn summary(inputs: &FleetInputs, evals: &Evaluated<'_>) -> Result<Fle
         objects,
         disconnected,
         rollout_failures,
+    })
+}
+
+/// The failure of `gate`'s current rollout on `cluster`, if its wave failed there.
+pub(super) fn rollout_failure(
+    inputs: &FleetInputs,
+    gate: &str,
+    cluster: &str,
+) -> Option<fleetgate_api_types::status::RolloutFailure> {
+    let f = inputs
+        .rollout_failures
+        .get(&(gate.to_string(), cluster.to_string()))?;
+    Some(fleetgate_api_types::status::RolloutFailure {
+        rollout_id: f.rollout_id.to_string(),
+        state: crate::rollout::State::parse(&f.state),
+        wave: f.wave + 1,
+        wave_name: f
+            .wave_name
+            .clone()
+            .unwrap_or_else(|| format!("wave-{}", f.wave + 1)),
+        failed_at: f.failed_at,
+        detail: f.failure.clone(),
     })
 }

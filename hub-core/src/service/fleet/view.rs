@@ -227,3 +227,15 @@ pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
         .collect();
     Ok(view)
 }
+
+/// A feed row as the change streams compare it.
+pub fn brief(row: &crate::db::calendar_feeds::FeedRow, now: DateTime<Utc>) -> FeedBrief {
+    let s = crate::service::calendars::feeds::status(row, now);
+    FeedBrief {
+        url: s.url,
+        state: s.state,
+        sha256: row.body_sha256.as_deref().map(hex::encode),
+        occurrences: u32::try_from(s.occurrences).unwrap_or(u32::MAX),
+        changed_at: row.changed_at,
+    }
+}

@@ -4,18 +4,18 @@
 //! with an audit entry by `calendar-sync`, a revision bump and the change notification, so
 //! every replica and spoke gets the new occurrences. Guide: `docs/calendars.md`.
 
+pub mod feeds;
+
 use chrono::{DateTime, Duration, DurationRound, Utc};
-use fleetgate_api_types::records::{CalendarFeedState, CalendarFeedStatus};
-use fleetgate_policy::{
-    CompiledGate, EventMatch, FeedOccurrences, Gate, HORIZON_AFTER, HORIZON_BEFORE, Occurrence,
-    expand_ics,
-};
+use fleetgate_api_types::records::CalendarFeedStatus;
+use fleetgate_policy::{EventMatch, Gate, HORIZON_AFTER, HORIZON_BEFORE, Occurrence, expand_ics};
 use sha2::{Digest, Sha256};
 
-use super::{Actor, Audit, Role, Service, Written};
-pub use crate::db::calendar_feeds::feed_occurrences;
-use crate::db::calendar_feeds::{self, FeedRow, FeedWindow, NewCopy};
+pub use feeds::{compile_at, feed_occurrences, feed_windows, status};
+
+use crate::db::calendar_feeds::{self, FeedRow, NewCopy};
 use crate::db::{gates, revision::Affected};
+use crate::service::{Actor, Audit, Role, Service, Written};
 use crate::{Error, Result};
 
 /// The actor of feed refreshes in the audit log.
@@ -23,90 +23,6 @@ pub const SYNC_ACTOR: &str = "calendar-sync";
 
 /// Re-expand (and re-send) a copy once its horizon reaches less than this far ahead.
 const HORIZON_KEEP: Duration = Duration::days(365);
-
-/// The `calendar.url` windows of `gate`.
-pub fn feed_windows(gate: &Gate) -> Vec<FeedWindow> {
-    gate.spec
-        .windows
-        .iter()
-        .filter_map(|w| {
-            let c = w.calendar.as_ref()?;
-            Some(FeedWindow {
-                window: w.name.clone(),
-                url: c.url.clone()?,
-                refresh: c.refresh_every(),
-                max_stale: c.max_stale_after(),
-                secret_name: c.auth.as_ref().map(|a| a.secret_ref.name.clone()),
-            })
-        })
-        .collect()
-}
-
-/// Compiles a stored gate at `at` with its feeds' occurrences.
-pub fn compile_at(
-    gate: &Gate,
-    feeds: &[FeedOccurrences],
-    at: DateTime<Utc>,
-) -> std::result::Result<CompiledGate, fleetgate_policy::PolicyError> {
-    gate.compile_with(&fleetgate_policy::Calendars::at(at).with_feeds(feeds.to_vec()))
-}
-
-/// A feed row as the APIs show it.
-pub fn status(row: &FeedRow, now: DateTime<Utc>) -> CalendarFeedStatus {
-    let stale_at = row
-        .published_fetched_at
-        .map(|p| p + Duration::seconds(row.max_stale_seconds));
-    let occurrences = row.occurrences.as_array().map_or(0, Vec::len);
-    let rejected = row
-        .rejected
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| {
-                    serde_json::from_value::<fleetgate_policy::CalendarIssue>(v.clone()).ok()
-                })
-                .map(|i| i.to_string())
-                .collect()
-        })
-        .unwrap_or_default();
-    let stale = stale_at.is_none_or(|s| s <= now) && row.attempted_at.is_some();
-    let state = if row.attempted_at.is_none() {
-        CalendarFeedState::NotFetched
-    } else if stale {
-        CalendarFeedState::Stale
-    } else if row.last_error.is_some() {
-        CalendarFeedState::Failing
-    } else {
-        CalendarFeedState::Ok
-    };
-    CalendarFeedStatus {
-        window: row.window_name.clone(),
-        url: row.url.clone(),
-        state,
-        last_fetch_at: row.fetched_at,
-        last_change_at: row.changed_at,
-        last_attempt_at: row.attempted_at,
-        error: row.last_error.clone(),
-        failures: row.failures,
-        next_fetch_at: row.next_fetch_at,
-        stale,
-        stale_at,
-        occurrences,
-        rejected,
-    }
-}
-
-/// A feed row as the change streams compare it.
-pub fn brief(row: &FeedRow, now: DateTime<Utc>) -> super::fleet::FeedBrief {
-    let s = status(row, now);
-    super::fleet::FeedBrief {
-        url: s.url,
-        state: s.state,
-        sha256: row.body_sha256.as_deref().map(hex::encode),
-        occurrences: u32::try_from(s.occurrences).unwrap_or(u32::MAX),
-        changed_at: row.changed_at,
-    }
-}
 
 /// The horizon a copy is expanded over at `now`: whole UTC days.
 fn horizon(now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
@@ -267,7 +183,7 @@ impl Service {
                     let Some(stored) = gates::get(tx, &row.gate).await? else {
                         return Ok(Written::unchanged(Recorded::Lost));
                     };
-                    let gate = super::fleet::stored_gate(&stored.manifest)?;
+                    let gate = crate::service::fleet::stored_gate(&stored.manifest)?;
                     let Some((window, zone)) = window_of(&gate, &row.window_name) else {
                         return Ok(Written::unchanged(Recorded::Lost));
                     };
@@ -320,7 +236,8 @@ impl Service {
                             return Ok(Written::unchanged(Recorded::Unchanged));
                         }
                         let all = tx.scoped_clusters().await?;
-                        let names = super::gates::clusters_in(&all, &[&gate.spec.clusters]);
+                        let names =
+                            crate::service::gates::clusters_in(&all, &[&gate.spec.clusters]);
                         let affected = Affected::among(names, all.len());
                         return Ok(Written::republished(Recorded::Republished, affected));
                     }
@@ -380,7 +297,7 @@ impl Service {
                     )
                     .await?;
                     let all = tx.scoped_clusters().await?;
-                    let names = super::gates::clusters_in(&all, &[&gate.spec.clusters]);
+                    let names = crate::service::gates::clusters_in(&all, &[&gate.spec.clusters]);
                     let affected = Affected::among(names, all.len());
                     if !changed {
                         return Ok(Written::republished(Recorded::Republished, affected));

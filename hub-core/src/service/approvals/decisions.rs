@@ -7,13 +7,14 @@ use chrono::{DateTime, Utc};
 use fleetgate_policy::GateState;
 use uuid::Uuid;
 
-use super::approvals::{event, person_key};
-use super::fleet::stored_gate;
-use super::overrides::{NewOverride, OverrideTimes, covered_clusters, insert_override};
-use super::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
+use super::requests::{event, person_key};
 use crate::db::approvals::{self as db, ApprovalRequest, RequestRow};
 use crate::db::gates;
 use crate::db::revision::Affected;
+use crate::service::fleet::stored_gate;
+use crate::service::override_scope::covered_clusters;
+use crate::service::overrides::{NewOverride, OverrideTimes, insert_override};
+use crate::service::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
 use crate::{Error, Result, validate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +43,7 @@ impl Service {
                     let state: GateState = r.state.parse().unwrap_or(GateState::Open);
                     self.admit(
                         actor,
-                        super::admission::Admit {
+                        crate::service::admission::Admit {
                             operation: "approval",
                             gate: &r.gate,
                             scope: r.scope.as_ref(),
@@ -72,7 +73,7 @@ impl Service {
                         .ok_or_else(|| Error::not_found("gate", row.gate.clone()))?;
                     let gate_def = stored_gate(&g.manifest)?;
                     let covered = covered_clusters(tx, &gate_def, row.scope.as_ref()).await?;
-                    super::approval_rights::check_approver(actor, &row, &gate_def, &covered)?;
+                    super::rights::check_approver(actor, &row, &gate_def, &covered)?;
                     if !db::add_approval(tx, id, &key, &actor.name, reason, now).await? {
                         return Err(Error::conflict(format!(
                             "{} '{}' has already approved request {id}",
@@ -89,7 +90,10 @@ impl Service {
                             target_kind: "gate",
                             target_name: rec.gate.clone(),
                             before: None,
-                            after: super::admission::with_outcomes(to_json(&rec), admission),
+                            after: crate::service::admission::with_outcomes(
+                                to_json(&rec),
+                                admission,
+                            ),
                             reason: reason.map(Into::into),
                         };
                         return Ok(Written::changed(rec, audit, Affected::Clusters(Vec::new())));
@@ -129,7 +133,7 @@ impl Service {
                         target_kind: "gate",
                         target_name: rec.gate.clone(),
                         before: None,
-                        after: super::admission::with_outcomes(
+                        after: crate::service::admission::with_outcomes(
                             Some(serde_json::json!({ "request": rec, "override": ov })),
                             admission,
                         ),
@@ -191,11 +195,11 @@ impl Service {
                     let gate_def = stored_gate(&g.manifest)?;
                     let (status, action, kind) = match how {
                         Ending::Reject => {
-                            super::approval_rights::check_rejecter(actor, &row, &gate_def)?;
+                            super::rights::check_rejecter(actor, &row, &gate_def)?;
                             ("rejected", "approval.reject", "approval.rejected")
                         }
                         Ending::Cancel => {
-                            super::approval_rights::check_canceller(actor, &row, &gate_def)?;
+                            super::rights::check_canceller(actor, &row, &gate_def)?;
                             ("cancelled", "approval.cancel", "approval.cancelled")
                         }
                     };

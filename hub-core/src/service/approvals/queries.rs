@@ -6,11 +6,11 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::approvals::person_key;
-use super::fleet::stored_gate;
-use super::{Actor, Page, PageRequest, Role, Service};
+use super::requests::person_key;
 use crate::db::approvals::{self as db, ApprovalRequest, RequestFilter, RequestRow};
 use crate::db::gates;
+use crate::service::fleet::stored_gate;
+use crate::service::{Actor, Page, PageRequest, Role, Service};
 use crate::{Error, Result};
 
 /// Request list query (`GET /api/v1/approvals?gate=&status=`).
@@ -101,7 +101,7 @@ impl Service {
         let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
         let given = db::approvals_of(&mut conn, &ids).await?;
         let rights = rights_of(&mut conn, actor, &rows, &given).await?;
-        Ok(super::page::from_rows(
+        Ok(crate::service::page::from_rows(
             rows,
             limit,
             |r| (r.created_at, r.id),
@@ -170,13 +170,7 @@ async fn rights_of(
         if let Some(gate_def) = gates_by_name.get(&r.gate) {
             out.insert(
                 r.id,
-                super::approval_rights::rights(
-                    actor,
-                    r,
-                    gate_def,
-                    &all,
-                    given.approved_by(r.id, &key),
-                ),
+                super::rights::rights(actor, r, gate_def, &all, given.approved_by(r.id, &key)),
             );
         }
     }

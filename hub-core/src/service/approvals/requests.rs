@@ -9,15 +9,14 @@ use chrono::{DateTime, Utc};
 use fleetgate_policy::{Gate, GateState};
 use uuid::Uuid;
 
-use super::overrides::covered_clusters;
-use super::types::OverrideRequest;
-use super::{Actor, Audit, Identity, WriteTx, Written, to_json};
 use crate::db::approvals::{self as db, ApprovalRequest, RequestRow};
 use crate::db::revision::Affected;
 use crate::notify::NewEvent;
+use crate::service::override_scope::covered_clusters;
+use crate::service::types::OverrideRequest;
+use crate::service::{Actor, Audit, Identity, WriteTx, Written, to_json};
 use crate::{Error, Result};
 
-pub use super::approval_queries::ApprovalQuery;
 pub use fleetgate_api_types::OverrideOutcome;
 
 /// The person behind an actor, as approvals compare them: the same person through a
@@ -32,7 +31,7 @@ pub fn person_key(identity: &Identity) -> String {
 }
 
 /// Whether `identity` is among a gate's `approval.from` (absent: anyone).
-pub(super) fn in_from(approval: &fleetgate_policy::Approval, identity: &Identity) -> bool {
+pub(crate) fn in_from(approval: &fleetgate_policy::Approval, identity: &Identity) -> bool {
     let Some(from) = &approval.from else {
         return true;
     };
@@ -51,7 +50,7 @@ pub(super) fn in_from(approval: &fleetgate_policy::Approval, identity: &Identity
 
 /// What a pending request asks for: the override state, the clusters it is
 /// narrowed to, the caller's request and the admission webhooks' outcomes.
-pub(super) struct NewRequest<'a> {
+pub(crate) struct NewRequest<'a> {
     pub state: GateState,
     pub scope: Option<fleetgate_policy::ClusterScope>,
     pub req: &'a OverrideRequest,
@@ -61,7 +60,7 @@ pub(super) struct NewRequest<'a> {
 /// Inserts the pending request for an override through a gate with approval (in the
 /// caller's write, the gate locked). Checks what the override would be checked on now
 /// (clusters, times), so approval never fails on the request's own input.
-pub(super) async fn insert_pending(
+pub(crate) async fn insert_pending(
     tx: &mut WriteTx<'_>,
     actor: &Actor,
     gate_def: &Gate,
@@ -112,7 +111,7 @@ pub(super) async fn insert_pending(
         target_kind: "gate",
         target_name: rec.gate.clone(),
         before: None,
-        after: super::admission::with_outcomes(to_json(&rec), admission),
+        after: crate::service::admission::with_outcomes(to_json(&rec), admission),
         reason: Some(rec.reason.clone()),
     };
     // Nothing reaches a spoke: no cluster's snapshot changes.
@@ -124,7 +123,7 @@ pub(super) async fn insert_pending(
 }
 
 /// An `approval.*` event for the outbox.
-pub(super) fn event(
+pub(crate) fn event(
     kind: &str,
     rec: &ApprovalRequest,
     clusters: &[String],
@@ -144,7 +143,7 @@ pub(super) fn event(
 /// What ends a pending request.
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::service::*;
     use crate::service::{Person, Role, TokenIdentity};
 
     fn person(sub: &str, groups: &[&str]) -> Identity {

@@ -3,11 +3,11 @@
 //! row lock, `SKIP LOCKED` between replicas), with an audit entry and an
 //! `approval.expired` event.
 
-use super::approvals::event;
-use super::{Actor, Role, Service, Written, to_json};
+use super::requests::event;
 use crate::Result;
 use crate::db::approvals as db;
 use crate::db::revision::Affected;
+use crate::service::{Actor, Role, Service, Written, to_json};
 
 /// How many due requests one expiry pass ends per transaction.
 const EXPIRE_BATCH: i64 = 100;

@@ -7,15 +7,15 @@
 use fleetgate_api_types::ApprovalRights;
 use fleetgate_policy::Gate;
 
-use super::approvals::{in_from, person_key};
-use super::{Actor, ClusterRef, GateRef, Role};
+use super::requests::{in_from, person_key};
 use crate::db::approvals::RequestRow;
 use crate::db::clusters::Scoped;
+use crate::service::{Actor, ClusterRef, GateRef, Role};
 use crate::{Error, Result};
 
 /// `Ok` if `actor` may approve `row` (requester ≠ approver on the person, in
 /// `spec.approval.from`, operator over the gate and every cluster `covered`).
-pub(super) fn check_approver(
+pub(crate) fn check_approver(
     actor: &Actor,
     row: &RequestRow,
     gate_def: &Gate,
@@ -60,7 +60,7 @@ pub(super) fn check_approver(
 
 /// `Ok` if `actor` may reject `row`: operator over the gate, and in `from` (or
 /// the requester, who may also withdraw).
-pub(super) fn check_rejecter(actor: &Actor, row: &RequestRow, gate_def: &Gate) -> Result<()> {
+pub(crate) fn check_rejecter(actor: &Actor, row: &RequestRow, gate_def: &Gate) -> Result<()> {
     actor.require(Role::Operator)?;
     actor.clusters_for(
         Role::Operator,
@@ -84,7 +84,7 @@ pub(super) fn check_rejecter(actor: &Actor, row: &RequestRow, gate_def: &Gate) -
 }
 
 /// `Ok` if `actor` may withdraw `row`: its requester, or an admin over the gate.
-pub(super) fn check_canceller(actor: &Actor, row: &RequestRow, gate_def: &Gate) -> Result<()> {
+pub(crate) fn check_canceller(actor: &Actor, row: &RequestRow, gate_def: &Gate) -> Result<()> {
     if person_key(&actor.identity) == row.requester_key {
         return Ok(());
     }
@@ -108,7 +108,7 @@ pub(super) fn check_canceller(actor: &Actor, row: &RequestRow, gate_def: &Gate) 
 /// What `actor` may do with `row` now (a pending request; `all` the registered
 /// clusters; `approved_already` if this person has approved it, so approving
 /// again would be refused with 409 at the write).
-pub(super) fn rights(
+pub(crate) fn rights(
     actor: &Actor,
     row: &RequestRow,
     gate_def: &Gate,
