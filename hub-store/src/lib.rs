@@ -93,6 +93,16 @@ pub async fn advisory_xact_lock(conn: &mut PgConnection, key: i64) -> Result<()>
     Ok(())
 }
 
+/// Tries the transaction-scoped advisory lock `key` without waiting: `true` if this
+/// transaction now holds it (released at commit or rollback), `false` if another does.
+pub async fn try_advisory_xact_lock(conn: &mut PgConnection, key: i64) -> Result<bool> {
+    let (locked,): (bool,) = sqlx::query_as("select pg_try_advisory_xact_lock($1)")
+        .bind(key)
+        .fetch_one(conn)
+        .await?;
+    Ok(locked)
+}
+
 /// A lazily connecting one-connection pool like `pool`, whose session is
 /// named `application_name` (visible in `pg_stat_activity`). Its acquire
 /// timeout is short: while the server refuses connections the pool retries

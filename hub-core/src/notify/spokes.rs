@@ -47,11 +47,7 @@ impl Service {
     ) -> Result<usize> {
         let now = self.now();
         let mut tx = self.begin().await?;
-        let (locked,): (bool,) = sqlx::query_as("select pg_try_advisory_xact_lock($1)")
-            .bind(LOCK)
-            .fetch_one(&mut *tx)
-            .await?;
-        if !locked {
+        if !crate::db::try_advisory_xact_lock(&mut tx, LOCK).await? {
             return Ok(0);
         }
         let rows = outbox::spoke_liveness(&mut tx, now - grace).await?;
