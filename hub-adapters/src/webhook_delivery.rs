@@ -25,15 +25,15 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use super::format::{Site, render};
 use crate::db::audit::NewAudit;
 use crate::db::webhooks::{self, Claimed, Outcome};
 use crate::egress::{Egress, EgressError};
+use crate::notify::format::{Site, render};
 use crate::service::Service;
 
 /// The Standard Webhooks retry schedule (after the first attempt): 5 s,
 /// 5 min, 30 min, 2 h, 5 h, 10 h, 10 h; then the delivery has failed.
-pub const DEFAULT_SCHEDULE: &str = "5s,5m,30m,2h,5h,10h,10h";
+pub const DEFAULT_SCHEDULE: &str = crate::notify::defaults::RETRY_SCHEDULE;
 
 /// How the workers deliver.
 #[derive(Debug, Clone)]

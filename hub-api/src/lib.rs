@@ -20,9 +20,10 @@ pub mod replica;
 pub mod rest;
 pub mod startup;
 
+pub use fleetgate_hub_adapters::{calendar_sync, notifier, webhook_delivery};
 pub use fleetgate_hub_core::{
-    Actor, Error, Result, Role, Service, auth, calendar_sync, clock, db, egress, error, fanout,
-    identity, liveness, metrics, notify, rollout, schema, service, validate,
+    Actor, Error, Result, Role, Service, auth, clock, db, egress, error, fanout, identity,
+    liveness, metrics, notify, rollout, schema, service, validate,
 };
 pub use http::app;
 pub use rest::AppState;

@@ -40,7 +40,7 @@ pub struct Replica {
     pub grpc: GrpcOptions,
     /// Notification scheduling and webhook delivery (and the webhook egress
     /// client the webhook API's URL checks and test messages use).
-    pub notifier: crate::notify::Notifier,
+    pub notifier: crate::notifier::Notifier,
     /// The calendar feed refresher.
     pub calendars: crate::calendar_sync::CalendarSync,
 }
@@ -53,8 +53,8 @@ impl Replica {
         let fleet = FleetFeed::new(service.clone(), fanout.changes());
         let grpc_metrics = GrpcMetrics::default();
         let rollout_metrics = RolloutMetrics::default();
-        let notify_metrics = crate::notify::deliver::NotifyMetrics::default();
-        let notifier = crate::notify::Notifier::new(
+        let notify_metrics = crate::webhook_delivery::NotifyMetrics::default();
+        let notifier = crate::notifier::Notifier::new(
             &crate::notify::NotifyOptions::default(),
             &crate::egress::EgressOptions::default(),
             grpc.replica(),
@@ -128,8 +128,9 @@ impl Replica {
         egress: &crate::egress::EgressOptions,
     ) -> Result<Self> {
         let metrics = self.notifier.delivery.metrics.clone();
-        self.notifier = crate::notify::Notifier::new(opts, egress, self.id().to_string(), metrics)
-            .map_err(crate::Error::Internal)?;
+        self.notifier =
+            crate::notifier::Notifier::new(opts, egress, self.id().to_string(), metrics)
+                .map_err(crate::Error::Internal)?;
         Ok(self)
     }
 

@@ -12,11 +12,12 @@
 pub mod config;
 pub mod serve;
 
+pub use fleetgate_hub_adapters::{calendar_sync, notifier, webhook_delivery};
 pub use fleetgate_hub_api::{
     AppState, app, dashboard, drain, fleet_feed, grpc, http, openapi, replica, rest, startup,
 };
 pub use fleetgate_hub_core::{
-    Actor, Error, Result, Role, Service, auth, calendar_sync, clock, db, egress, error, fanout,
-    identity, liveness, metrics, notify, rollout, schema, service, validate,
+    Actor, Error, Result, Role, Service, auth, clock, db, egress, error, fanout, identity,
+    liveness, metrics, notify, rollout, schema, service, validate,
 };
 pub use serve::serve;

@@ -25,7 +25,7 @@ use crate::service::Service;
 pub struct AdminApi {
     pub(super) service: Service,
     /// Webhook egress and link settings (test messages, URL checks).
-    pub(super) notify: crate::notify::deliver::DeliveryConfig,
+    pub(super) notify: crate::webhook_delivery::DeliveryConfig,
     fleet: FleetFeed,
     pub(super) rollout_metrics: RolloutMetrics,
     shutdown: CancellationToken,

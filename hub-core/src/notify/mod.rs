@@ -13,7 +13,6 @@
 //! crate::notify::enqueue(tx, &NewEvent { event_type: "approval.pending".into(), .. }).await?;
 //! ```
 
-pub mod deliver;
 pub mod event;
 pub mod format;
 pub mod freezes;
@@ -25,17 +24,14 @@ pub mod rollouts;
 pub mod schedule;
 pub mod spokes;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use sqlx::PgConnection;
-use tokio_util::sync::CancellationToken;
 
 pub use event::{Cause, EVENT_TYPES, NewEvent};
 
 use crate::egress::{EgressOptions, EgressPolicy};
-use crate::service::Service;
 
 /// Enqueues `ev` in the caller's transaction (a write's `tx`): inserted
 /// unless its dedup key exists, numbered in its subject's sequence and
@@ -69,6 +65,8 @@ pub async fn enqueue_transitions(
 
 /// Defaults of the notification flags.
 pub mod defaults {
+    /// `--webhook-retry-schedule`: about a day of retries.
+    pub const RETRY_SCHEDULE: &str = "5s,5m,30m,2h,5h,10h,10h";
     pub const UPCOMING: &str = "1h";
     pub const LEASE: &str = "30s";
     pub const POLL: &str = "250ms";
@@ -93,7 +91,7 @@ pub struct NotifyOptions {
     pub notify_upcoming: String,
     /// Waits after each failed delivery attempt, comma-separated; after the
     /// last the delivery has failed.
-    #[arg(long, env = "FLEETGATE_WEBHOOK_RETRY_SCHEDULE", default_value = deliver::DEFAULT_SCHEDULE)]
+    #[arg(long, env = "FLEETGATE_WEBHOOK_RETRY_SCHEDULE", default_value = defaults::RETRY_SCHEDULE)]
     pub webhook_retry_schedule: String,
     /// How long a replica owns a delivery it sends; if it dies, another
     /// replica sends it again after this.
@@ -118,7 +116,7 @@ impl Default for NotifyOptions {
             webhook_allow_http: false,
             public_url: None,
             notify_upcoming: defaults::UPCOMING.into(),
-            webhook_retry_schedule: deliver::DEFAULT_SCHEDULE.into(),
+            webhook_retry_schedule: defaults::RETRY_SCHEDULE.into(),
             webhook_lease: d(defaults::LEASE),
             webhook_poll: d(defaults::POLL),
             webhook_disable_after: d(defaults::DISABLE_AFTER),
@@ -150,62 +148,5 @@ impl NotifyOptions {
                     .map_err(|e| format!("--notify-upcoming {s}: {}", e.message))
             })
             .collect()
-    }
-}
-
-/// What a replica runs for notifications: the scheduler and the delivery
-/// worker, sharing a wake-up so locally enqueued events go out at once.
-#[derive(Debug, Clone)]
-pub struct Notifier {
-    pub delivery: deliver::DeliveryConfig,
-    pub leads: Vec<chrono::Duration>,
-    /// How long a spoke is gone before `spoke.disconnected`.
-    pub spoke_grace: chrono::Duration,
-    pub wake: Arc<tokio::sync::Notify>,
-}
-
-impl Notifier {
-    /// From the flags.
-    pub fn new(
-        opts: &NotifyOptions,
-        egress: &EgressOptions,
-        replica: String,
-        metrics: deliver::NotifyMetrics,
-    ) -> Result<Self, String> {
-        let egress =
-            crate::egress::Egress::new(opts.egress_policy(egress)?).map_err(|e| e.to_string())?;
-        Ok(Self {
-            delivery: deliver::DeliveryConfig {
-                replica,
-                egress,
-                site: format::Site {
-                    public_url: opts.public_url.clone(),
-                },
-                lease: opts.webhook_lease,
-                poll: opts.webhook_poll,
-                schedule: deliver::parse_schedule(&opts.webhook_retry_schedule)
-                    .map_err(|e| format!("--webhook-retry-schedule: {e}"))?,
-                disable_after: opts.webhook_disable_after,
-                metrics,
-            },
-            leads: opts.leads()?,
-            spoke_grace: chrono::Duration::from_std(opts.notify_spoke_grace)
-                .map_err(|e| format!("--notify-spoke-grace: {e}"))?,
-            wake: Arc::new(tokio::sync::Notify::new()),
-        })
-    }
-
-    /// Runs the scheduler, the spoke scan and the worker until `stop`.
-    pub async fn run(self, service: Service, stop: CancellationToken) {
-        tokio::join!(
-            spokes::run(service.clone(), self.spoke_grace, stop.clone()),
-            schedule::run(
-                service.clone(),
-                self.leads.clone(),
-                self.wake.clone(),
-                stop.clone()
-            ),
-            deliver::run(service, self.delivery, self.wake, stop),
-        );
     }
 }

@@ -143,7 +143,7 @@ pub(crate) fn event(
 /// What ends a pending request.
 #[cfg(test)]
 mod tests {
-    use crate::service::*;
+    use super::*;
     use crate::service::{Person, Role, TokenIdentity};
 
     fn person(sub: &str, groups: &[&str]) -> Identity {
