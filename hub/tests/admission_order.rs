@@ -245,7 +245,12 @@ async fn an_invalid_override_never_reaches_admission() {
         let r = hub
             .post_json("/api/v1/gates/g/close", &hub.operator, body.clone())
             .await;
-        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {}", r.text);
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{body}: {}",
+            r.text
+        );
         assert!(
             r.body["error"]["field"]
                 .as_str()
