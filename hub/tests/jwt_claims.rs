@@ -216,6 +216,8 @@ fn valid(path: Path, change: &Change) -> bool {
         // Optional: nbf, iat (RFC 7519 §4.1); typ (RFC 7515 §4.1.9); kid (one key).
         Change::Remove(c) => matches!(*c, "nbf" | "iat"),
         Change::Header(h, None) => matches!(*h, "typ" | "kid"),
+        // A null optional header field reads as absent.
+        Change::Header("typ" | "kid", Some(Value::Null)) => true,
         Change::Set("sub", v) => v.as_str().is_some_and(|s| !s.is_empty()),
         Change::Set("iss", v) => v.as_str() == Some(path.iss()),
         Change::Set("aud", v) => match v {
