@@ -159,10 +159,18 @@ pub async fn covered_clusters(
     scope: Option<&fleetgate_policy::ClusterScope>,
 ) -> Result<Vec<Scoped>> {
     let all = tx.scoped_clusters().await?;
-    Ok(all
-        .iter()
+    Ok(covered_in(&all, gate_def, scope))
+}
+
+/// The clusters of `all` that `gate_def`, narrowed to `scope`, covers.
+pub fn covered_in(
+    all: &[Scoped],
+    gate_def: &fleetgate_policy::Gate,
+    scope: Option<&fleetgate_policy::ClusterScope>,
+) -> Vec<Scoped> {
+    all.iter()
         .filter(|c| gate_def.spec.clusters.matches(&c.name, &c.labels))
         .filter(|c| scope.as_ref().is_none_or(|s| s.matches(&c.name, &c.labels)))
         .cloned()
-        .collect())
+        .collect()
 }
