@@ -48,7 +48,7 @@ impl Service {
                     let gate_def = stored_gate(&g.manifest)?;
                     let all = crate::db::clusters::scoped_cached(&mut conn, &self.scoped).await?;
                     let covered = covered_in(&all, &gate_def, r.scope.as_ref());
-                    super::approval_rights::check_approver(actor, &r, &gate_def, &covered)?;
+                    super::rights::check_approver(actor, &r, &gate_def, &covered)?;
                     let key = person_key(&actor.identity);
                     if db::approvals_of(&mut conn, &[id])
                         .await?
