@@ -35,8 +35,9 @@ pub struct MigrateConfig {
     pub database_url: String,
 }
 
-/// Every default of the hub's settings, in one place: the flags below and
-/// the `Default` impls read them.
+/// The defaults of the hub's settings: the binary's own below, the APIs' re-exported from
+/// the options they own (`fleetgate_hub_api::options::defaults`); the flags and the
+/// `Default` impls read them.
 pub mod defaults {
     /// `--http-addr`.
     pub const HTTP_ADDR: &str = "0.0.0.0:8080";
