@@ -267,7 +267,7 @@ impl Service {
                                 return Ok(Written::unchanged((Recorded::Failed, Some(why))));
                             }
                         };
-                    let feeds = calendar_feeds::for_gates(tx, Some(&[row.gate.clone()])).await?;
+                    let feeds = calendar_feeds::for_gates(tx, Some(std::slice::from_ref(&row.gate))).await?;
                     let others = other_feeds_occurrences(&feeds, &row.window_name);
                     if others + occurrences.len() > GATE_MAX_OCCURRENCES {
                         return Ok(Written::unchanged((
