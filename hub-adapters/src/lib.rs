@@ -13,8 +13,11 @@
 //! the admission webhook calls. Inside this crate no two files import each other in a circle.
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod calendar_sync;
+pub mod defaults;
 pub mod notifier;
 pub mod webhook_delivery;
 
-pub use fleetgate_hub_core::{Error, Result, db, egress, notify, options, service};
+pub use defaults::ServiceDefaults;
+pub use fleetgate_hub_core::{Error, Result, clock, db, egress, notify, options, service};
