@@ -31,7 +31,7 @@ fn largest_gate(name: &str) -> pb::GateRule {
     let expressions: Vec<_> = (0..SELECTOR_MAX_TERMS)
         .map(|t| {
             let values: Vec<String> = (0..SELECTOR_MAX_VALUES)
-                .map(|v| format!("{t:02}-{v:03}-{}", "v".repeat(55)))
+                .map(|v| format!("{t:02}-{v:03}-{}", "v".repeat(30)))
                 .collect();
             json!({"key": format!("example.com/budget-{t}"), "operator": "NotIn", "values": values})
         })
