@@ -13,6 +13,7 @@ mod approval_rights;
 pub mod approvals;
 pub mod audit;
 pub mod calendars;
+pub mod cluster_identity;
 pub mod clusters;
 pub mod fleet;
 pub mod freezes;
@@ -78,6 +79,8 @@ pub struct Service {
     identities: Arc<crate::identity::Identities>,
     /// Egress rules of admission webhook calls (`--egress-*`, `--admission-allow-private`).
     admission: Arc<crate::egress::EgressPolicy>,
+    /// Verifiers of the issuers clusters are registered with (spokes' own JWTs).
+    spoke_issuers: Arc<crate::identity::spoke_jwt::SpokeIssuers>,
     /// Approval and admission counters (registered by the replica).
     approval_metrics: crate::metrics::ApprovalMetrics,
 }
@@ -186,6 +189,7 @@ impl Service {
             policies: Arc::default(),
             identities: Arc::default(),
             admission: Arc::default(),
+            spoke_issuers: Arc::default(),
             approval_metrics: Default::default(),
         }
     }
@@ -194,6 +198,17 @@ impl Service {
     pub fn with_identities(mut self, identities: Arc<crate::identity::Identities>) -> Self {
         self.identities = identities;
         self
+    }
+
+    /// This service verifying spokes' own JWTs with `issuers` (`--spoke-audience`, `--egress-*`).
+    pub fn with_spoke_issuers(mut self, issuers: crate::identity::spoke_jwt::SpokeIssuers) -> Self {
+        self.spoke_issuers = Arc::new(issuers);
+        self
+    }
+
+    /// The verifiers of spokes' own JWTs.
+    pub fn spoke_issuers(&self) -> &crate::identity::spoke_jwt::SpokeIssuers {
+        &self.spoke_issuers
     }
 
     /// This service calling admission webhooks under `policy`.
