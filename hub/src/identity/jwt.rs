@@ -2,8 +2,13 @@
 //! with the issuer's published keys (asymmetric algorithms only: `none` and
 //! HS* are refused before any key is looked at, and a key is only used with
 //! an algorithm of its own family, so an RSA public key can never serve as an
-//! HMAC secret), `iss`, `aud`, `exp` (required), `nbf` and `iat`, with the
-//! configured clock skew, against the service's clock.
+//! HMAC secret), `iss`, `aud` and `exp` (all three required: a token minted
+//! for no audience is refused as `wrong_audience`), `sub` (a non-empty string),
+//! `nbf` and `iat` (optional, but numbers when present), with the configured
+//! clock skew, against the service's clock. Explicit typing (RFC 8725 §3.11):
+//! the header's `typ` is absent or `JWT` (ID tokens and workload tokens);
+//! any other type (`at+jwt`, `logout+jwt`, `secevent+jwt`, …) names a token
+//! made for another purpose and is refused.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -135,6 +140,13 @@ impl JwtVerifier {
         let header =
             jsonwebtoken::decode_header(token).map_err(|e| JwtError::Malformed(e.to_string()))?;
         let alg = header.alg;
+        if let Some(typ) = header.typ.as_deref()
+            && !accepted_typ(typ)
+        {
+            return Err(JwtError::Claim(format!(
+                "typ '{typ}' is not a type this hub accepts (JWT or none)"
+            )));
+        }
         if matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
             return Err(JwtError::Algorithm(format!("{alg:?}")));
         }
@@ -162,7 +174,9 @@ impl JwtVerifier {
         let mut validation = Validation::new(alg);
         validation.validate_exp = false;
         validation.validate_nbf = false;
-        validation.required_spec_claims.clear();
+        // `aud` must be present: the library checks it only when it is.
+        // `exp` is checked against the service clock in `checked`.
+        validation.required_spec_claims = ["aud", "exp"].map(String::from).into();
         validation.set_issuer(&[iss]);
         validation.set_audience(&trusted.audiences);
         let mut last = JwtError::BadSignature;
@@ -176,6 +190,12 @@ impl JwtVerifier {
                     last = match e.kind() {
                         jsonwebtoken::errors::ErrorKind::InvalidAudience => {
                             return Err(JwtError::WrongAudience);
+                        }
+                        jsonwebtoken::errors::ErrorKind::MissingRequiredClaim(c) if c == "aud" => {
+                            return Err(JwtError::WrongAudience);
+                        }
+                        jsonwebtoken::errors::ErrorKind::MissingRequiredClaim(c) => {
+                            return Err(JwtError::Claim(format!("{c} missing")));
                         }
                         jsonwebtoken::errors::ErrorKind::InvalidAlgorithm => {
                             JwtError::Algorithm(format!("{alg:?}"))
@@ -198,13 +218,16 @@ impl JwtVerifier {
     ) -> Result<Verified, JwtError> {
         let now_s = now.timestamp();
         let skew = i64::try_from(self.skew.as_secs()).unwrap_or(i64::MAX);
-        let time = |name: &str| claims.get(name).and_then(Value::as_i64);
-        let exp = time("exp").ok_or_else(|| JwtError::Claim("exp missing".into()))?;
+        if !audience_ok(claims.get("aud"), &trusted.audiences) {
+            return Err(JwtError::WrongAudience);
+        }
+        let exp =
+            numeric_date(&claims, "exp")?.ok_or_else(|| JwtError::Claim("exp missing".into()))?;
         if exp.saturating_add(skew) <= now_s {
             return Err(JwtError::Expired);
         }
         for name in ["nbf", "iat"] {
-            if time(name).is_some_and(|t| t.saturating_sub(skew) > now_s) {
+            if numeric_date(&claims, name)?.is_some_and(|t| t.saturating_sub(skew) > now_s) {
                 return Err(JwtError::NotYetValid);
             }
         }
@@ -215,6 +238,44 @@ impl JwtVerifier {
             claims,
             expires_at,
         })
+    }
+}
+
+/// Whether the header's `typ` (RFC 7515 §4.1.9: case-insensitive, the
+/// `application/` prefix optional) is `JWT`.
+fn accepted_typ(typ: &str) -> bool {
+    let t = typ.to_ascii_lowercase();
+    t.strip_prefix("application/").unwrap_or(&t) == "jwt"
+}
+
+/// Whether `aud` (a string, or a non-empty list of strings) names one of
+/// `audiences`. Absent, mistyped or empty: no.
+fn audience_ok(aud: Option<&Value>, audiences: &[String]) -> bool {
+    let ours = |a: &str| audiences.iter().any(|x| x == a);
+    match aud {
+        Some(Value::String(a)) => ours(a),
+        Some(Value::Array(items)) => {
+            items.iter().all(Value::is_string) && items.iter().filter_map(Value::as_str).any(ours)
+        }
+        _ => false,
+    }
+}
+
+/// The NumericDate claim `name` in whole seconds (RFC 7519 §2: fractions
+/// allowed), `None` when absent, refused when not a number.
+fn numeric_date(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, JwtError> {
+    match claims.get(name) {
+        None => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.is_finite())
+                    .map(|f| f.floor() as i64)
+            })
+            .map(Some)
+            .ok_or_else(|| JwtError::Claim(format!("{name} is not a NumericDate"))),
+        Some(_) => Err(JwtError::Claim(format!("{name} is not a NumericDate"))),
     }
 }
 

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::approvals::{event, person_key};
 use super::fleet::stored_gate;
-use super::overrides::{NewOverride, OverrideTimes, covered_clusters, insert_override};
+use super::overrides::{NewOverride, OverrideTimes, covered_clusters, covered_in, insert_override};
 use super::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
 use crate::db::approvals::{self as db, ApprovalRequest, RequestRow};
 use crate::db::gates;
@@ -34,10 +34,27 @@ impl Service {
     ) -> Result<ApprovalRequest> {
         actor.require(Role::Operator)?;
         validate::optional_reason("reason", reason)?;
+        // Authorization before admission: an approver the hub refuses (the
+        // requester, someone outside `from` or the clusters) never reaches a
+        // webhook. The write below checks again under the request's lock.
         let admission = {
             let mut conn = self.conn().await?;
             match db::get(&mut conn, id).await? {
-                Some(r) if r.status == "pending" => {
+                Some(r) if r.status == "pending" && r.expires_at > self.now() => {
+                    let g = gates::get(&mut conn, &r.gate)
+                        .await?
+                        .ok_or_else(|| Error::not_found("gate", r.gate.clone()))?;
+                    let gate_def = stored_gate(&g.manifest)?;
+                    let all = crate::db::clusters::scoped_cached(&mut conn, &self.scoped).await?;
+                    let covered = covered_in(&all, &gate_def, r.scope.as_ref());
+                    super::approval_rights::check_approver(actor, &r, &gate_def, &covered)?;
+                    let key = person_key(&actor.identity);
+                    if db::approvals_of(&mut conn, &[id])
+                        .await?
+                        .approved_by(id, &key)
+                    {
+                        return Err(already_approved(actor, id));
+                    }
                     drop(conn);
                     let state: GateState = r.state.parse().unwrap_or(GateState::Open);
                     self.admit(
@@ -74,11 +91,7 @@ impl Service {
                     let covered = covered_clusters(tx, &gate_def, row.scope.as_ref()).await?;
                     super::approval_rights::check_approver(actor, &row, &gate_def, &covered)?;
                     if !db::add_approval(tx, id, &key, &actor.name, reason, now).await? {
-                        return Err(Error::conflict(format!(
-                            "{} '{}' has already approved request {id}",
-                            actor.identity.kind(),
-                            actor.name
-                        )));
+                        return Err(already_approved(actor, id));
                     }
                     let approvals = db::approvals_of(tx, &[id]).await?.entries(id);
                     let names: Vec<String> = covered.iter().map(|c| c.name.clone()).collect();
@@ -221,6 +234,14 @@ impl Service {
             .await?;
         Ok(rec)
     }
+}
+
+fn already_approved(actor: &Actor, id: Uuid) -> Error {
+    Error::conflict(format!(
+        "{} '{}' has already approved request {id}",
+        actor.identity.kind(),
+        actor.name
+    ))
 }
 
 /// The request, locked, if it is still pending and not past its expiry; 404 or 409.

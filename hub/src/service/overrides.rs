@@ -102,6 +102,18 @@ impl Service {
             names: c.names.clone(),
             selector: c.selector.clone(),
         });
+        // Authorization and validation before admission: a refused caller or a
+        // scope outside the caller's clusters never reaches a webhook. The write
+        // below checks again under the gate's lock.
+        {
+            let mut conn = self.conn().await?;
+            let g = gates::get(&mut conn, gate)
+                .await?
+                .ok_or_else(|| Error::not_found("gate", gate))?;
+            let gate_def = stored_gate(&g.manifest)?;
+            let all = crate::db::clusters::scoped_cached(&mut conn, &self.scoped).await?;
+            override_scope(actor, gate, &gate_def, state, &req, &all, may_wait)?;
+        }
         let admission = self
             .admit(
                 actor,
@@ -130,30 +142,10 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", gate))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let gate_ref = GateRef {
-                        name: gate,
-                        labels: &gate_def.metadata.labels,
-                    };
-                    let role = if req.emergency {
-                        Role::Admin
-                    } else {
-                        Role::Operator
-                    };
-                    let permitted = actor.clusters_for(role, gate_ref)?;
                     let all = tx.scoped_clusters().await?;
-                    let requested = match &req.clusters {
-                        None => None,
-                        Some(c) => Some(check_scope(c, &gate_def.spec.clusters, &all)?),
-                    };
                     let (scope, narrowed) =
-                        super::override_scope::narrow(requested, &permitted, &gate_def, &all)?;
+                        override_scope(actor, gate, &gate_def, state, req, &all, may_wait)?;
                     if gate_def.spec.needs_approval(state) && !req.emergency {
-                        if !may_wait {
-                            return Err(Error::conflict(format!(
-                                "gate '{gate}' requires approval for {state} overrides (spec.approval): request one with RequestOverride (or POST /api/v1/gates/{gate}/{}), or declare an emergency (admins)",
-                                if state == GateState::Open { "open" } else { "close" }
-                            )));
-                        }
                         let written = super::approvals::insert_pending(
                             tx,
                             actor,
@@ -368,6 +360,46 @@ impl Service {
 
 /// Validates an override's cluster selection against the registered clusters
 /// and the gate's scope.
+/// The scope an override of `gate` gets (requested, narrowed to the caller's
+/// clusters) and the narrowing note; 403 outside the caller's clusters, 422
+/// for a bad scope, 409 where the gate needs approval and the caller cannot wait.
+fn override_scope(
+    actor: &Actor,
+    gate: &str,
+    gate_def: &fleetgate_policy::Gate,
+    state: GateState,
+    req: &OverrideRequest,
+    all: &[Scoped],
+    may_wait: bool,
+) -> Result<(Option<ClusterScope>, Option<String>)> {
+    let gate_ref = GateRef {
+        name: gate,
+        labels: &gate_def.metadata.labels,
+    };
+    let role = if req.emergency {
+        Role::Admin
+    } else {
+        Role::Operator
+    };
+    let permitted = actor.clusters_for(role, gate_ref)?;
+    let requested = match &req.clusters {
+        None => None,
+        Some(c) => Some(check_scope(c, &gate_def.spec.clusters, all)?),
+    };
+    let scoped = super::override_scope::narrow(requested, &permitted, gate_def, all)?;
+    if gate_def.spec.needs_approval(state) && !req.emergency && !may_wait {
+        return Err(Error::conflict(format!(
+            "gate '{gate}' requires approval for {state} overrides (spec.approval): request one with RequestOverride (or POST /api/v1/gates/{gate}/{}), or declare an emergency (admins)",
+            if state == GateState::Open {
+                "open"
+            } else {
+                "close"
+            }
+        )));
+    }
+    Ok(scoped)
+}
+
 fn check_scope(
     c: &OverrideClusters,
     gate_scope: &ClusterScope,
@@ -559,10 +591,18 @@ pub(super) async fn covered_clusters(
     scope: Option<&ClusterScope>,
 ) -> Result<Vec<Scoped>> {
     let all = tx.scoped_clusters().await?;
-    Ok(all
-        .iter()
+    Ok(covered_in(&all, gate_def, scope))
+}
+
+/// The clusters of `all` that `gate_def`, narrowed to `scope`, covers.
+pub(super) fn covered_in(
+    all: &[Scoped],
+    gate_def: &fleetgate_policy::Gate,
+    scope: Option<&ClusterScope>,
+) -> Vec<Scoped> {
+    all.iter()
         .filter(|c| gate_def.spec.clusters.matches(&c.name, &c.labels))
         .filter(|c| scope.as_ref().is_none_or(|s| s.matches(&c.name, &c.labels)))
         .cloned()
-        .collect())
+        .collect()
 }
