@@ -59,8 +59,11 @@ pub struct SpokeIssuers {
     min_refetch: Duration,
     outbound: Outbound,
     metrics: IdentityMetrics,
-    verifiers: Mutex<HashMap<(String, Option<String>), Arc<JwtVerifier>>>,
+    verifiers: Mutex<HashMap<VerifierKey, Arc<JwtVerifier>>>,
 }
+
+/// An issuer and, when pinned, its key set (as JSON text).
+type VerifierKey = (String, Option<String>);
 
 impl std::fmt::Debug for SpokeIssuers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
