@@ -34,9 +34,10 @@ pub use identity::{
 };
 pub use page::Page;
 pub use records::{
-    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
-    FreezeRecord, FreezeRequest, GateRecord, OverrideClusters, OverrideRecord, OverrideRequest,
-    RegisterCluster, Relabel, Role, UnfreezeRequest,
+    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterIdentity, ClusterWithToken,
+    CreateToken, FieldWarning, FreezeRecord, FreezeRequest, GateRecord, OverrideClusters,
+    OverrideRecord, OverrideRequest, RegisterCluster, Relabel, Role, SetClusterJwks,
+    UnfreezeRequest,
 };
 pub use status::{
     ClusterBrief, ClusterCounts, ClusterStatus, FleetStatus, FleetSummary, GateBrief, GateStatus,

@@ -128,6 +128,25 @@ pub struct Cluster {
     pub clock_offset_ms: Option<i64>,
     /// Fleet revision of the last change to this cluster's desired state.
     pub desired_revision: i64,
+    /// How its spoke signs in when registered with an issuer (absent: a cluster token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(json(nullable)))]
+    pub identity: Option<ClusterIdentity>,
+}
+
+/// The identity a cluster's spoke signs in with: a JWT of `issuer` whose `sub` is exactly
+/// `subject` and whose audience is the hub's `--spoke-audience`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterIdentity {
+    /// The issuer URL (`iss`): the cluster's service-account issuer or a SPIFFE trust
+    /// domain's OIDC discovery provider.
+    pub issuer: String,
+    /// The exact `sub`: `system:serviceaccount:NS:NAME` or a SPIFFE ID.
+    pub subject: String,
+    /// The keys were pinned (`--jwks-file`) rather than read through discovery.
+    pub jwks_pinned: bool,
 }
 
 /// A cluster with its spoke token, returned once at registration / rotation.
@@ -136,12 +155,13 @@ pub struct Cluster {
 #[serde(rename_all = "camelCase")]
 pub struct ClusterWithToken {
     pub cluster: Cluster,
-    /// The spoke token (`fgs_...`). Shown only now; the hub stores its hash.
+    /// The spoke token (`fgs_...`). Shown only now; the hub stores its hash. Empty for a
+    /// cluster registered with an issuer (its spoke presents the cluster's own JWT).
     pub token: String,
 }
 
 /// Register a cluster.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RegisterCluster {
@@ -149,6 +169,35 @@ pub struct RegisterCluster {
     pub name: String,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// Sign the spoke in with a JWT of this issuer instead of a cluster token: the cluster's
+    /// service-account issuer (EKS, GKE, AKS, or any cluster's API server URL), or a SPIFFE
+    /// trust domain's OIDC discovery provider with `spiffeId`. An https URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// With `issuer`: the ServiceAccount `NAMESPACE/NAME` the spoke runs as (default
+    /// `fleetgate-system/fleetgate-spoke`); its tokens carry
+    /// `sub: system:serviceaccount:NAMESPACE:NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
+    /// With `issuer`, instead of `serviceAccount`: the SPIFFE ID of the spoke's JWT-SVID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spiffe_id: Option<String>,
+    /// With `issuer`: the issuer's keys (a JWKS document, as `kubectl get --raw
+    /// /openid/v1/jwks` prints it) for an issuer the hub cannot reach; else discovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "utoipa", schema(value_type = Option<Object>))]
+    pub jwks: Option<serde_json::Value>,
+}
+
+/// Replace the pinned keys of a cluster registered with an issuer (after the cluster
+/// rotated its service-account signing key).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetClusterJwks {
+    /// The JWKS document; `null` goes back to OIDC discovery.
+    #[cfg_attr(feature = "utoipa", schema(value_type = Option<Object>))]
+    pub jwks: Option<serde_json::Value>,
 }
 
 /// Replace a cluster's labels.

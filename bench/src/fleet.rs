@@ -51,6 +51,7 @@ pub async fn register(
             let req = RegisterCluster {
                 name: cluster_name(i),
                 labels: labels_map.clone(),
+                ..Default::default()
             };
             let actor = &actor;
             async move {

@@ -33,6 +33,7 @@ pub async fn run(
             fleetgate_hub::service::types::RegisterCluster {
                 name: CLUSTER.into(),
                 labels: [("fleet".to_string(), "bench".to_string())].into(),
+                ..Default::default()
             },
             None,
         )

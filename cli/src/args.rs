@@ -320,12 +320,48 @@ pub struct OverrideArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ClusterCmd {
-    /// Register a cluster; prints its spoke token once.
+    /// Register a cluster; prints its spoke token once. With --issuer, the spoke signs in
+    /// with the cluster's own projected ServiceAccount token (or a SPIFFE JWT-SVID) and no
+    /// token is issued.
     Register {
         name: String,
         /// Labels (repeatable): -L region=eu -L tier=prod
         #[arg(short = 'L', long = "label", value_name = "KEY=VALUE")]
         labels: Vec<String>,
+        /// The cluster's service-account issuer URL (or a SPIFFE trust domain's OIDC
+        /// discovery provider): its spoke signs in with a JWT of this issuer.
+        #[arg(long, value_name = "URL")]
+        issuer: Option<String>,
+        /// With --issuer: the issuer's keys, for an issuer the hub cannot reach (the output
+        /// of `kubectl get --raw /openid/v1/jwks`).
+        #[arg(long, value_name = "FILE", requires = "issuer")]
+        jwks_file: Option<std::path::PathBuf>,
+        /// With --issuer: the ServiceAccount the spoke runs as [default:
+        /// fleetgate-system/fleetgate-spoke].
+        #[arg(
+            long,
+            value_name = "NAMESPACE/NAME",
+            requires = "issuer",
+            conflicts_with = "spiffe_id"
+        )]
+        service_account: Option<String>,
+        /// With --issuer: the SPIFFE ID of the spoke's JWT-SVID, instead of a ServiceAccount.
+        #[arg(long, value_name = "spiffe://TRUST-DOMAIN/PATH", requires = "issuer")]
+        spiffe_id: Option<String>,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Replace the pinned keys of a cluster registered with --jwks-file (after the cluster
+    /// rotated its service-account signing key).
+    SetJwks {
+        name: String,
+        /// The new JWKS (`kubectl get --raw /openid/v1/jwks`).
+        #[arg(long, value_name = "FILE", required_unless_present = "discovery")]
+        jwks_file: Option<std::path::PathBuf>,
+        /// Drop the pinned keys and read them through the issuer's OIDC discovery.
+        #[arg(long, conflicts_with = "jwks_file")]
+        discovery: bool,
         /// Why (recorded in the audit log).
         #[arg(long)]
         reason: Option<String>,

@@ -328,6 +328,47 @@ fn flux_events_component_sets_the_events_address_only() {
     assert!(env.iter().any(|e| e["name"] == "FLEETGATE_CLUSTER"));
 }
 
+/// The `projected-token` component: the spoke signs in with a projected ServiceAccount
+/// token (audience = the hub's default `--spoke-audience`, an hour at most) in place of the
+/// token Secret, read from the same file; nothing else changes and no Secret is referenced.
+#[test]
+fn projected_token_component_replaces_the_secret_with_a_projected_token() {
+    let objs = render_spoke_with_component("projected-token");
+    let plain = render(&repo().join("deploy/spoke"));
+    assert_eq!(kinds(&objs), kinds(&plain));
+    assert!(!kinds(&objs).contains("Secret"));
+    let deploy = find(&objs, "Deployment", "fleetgate-spoke");
+    let pod = &deploy["spec"]["template"]["spec"];
+    let volumes = pod["volumes"].as_array().unwrap();
+    assert_eq!(volumes.len(), 1);
+    assert!(volumes[0].get("secret").is_none(), "{volumes:?}");
+    let sat = &volumes[0]["projected"]["sources"][0]["serviceAccountToken"];
+    assert_eq!(sat["audience"], "fleetgate");
+    let ttl = sat["expirationSeconds"].as_i64().unwrap();
+    assert!((600..=3600).contains(&ttl), "{ttl}");
+    let mount = &pod["containers"][0]["volumeMounts"][0];
+    assert_eq!(mount["name"], volumes[0]["name"]);
+    let file = format!(
+        "{}/{}",
+        mount["mountPath"].as_str().unwrap(),
+        sat["path"].as_str().unwrap()
+    );
+    let env = pod["containers"][0]["env"].as_array().unwrap();
+    let token_file = env
+        .iter()
+        .find(|e| e["name"] == "FLEETGATE_SPOKE_TOKEN_FILE")
+        .unwrap();
+    assert_eq!(token_file["value"], file.as_str());
+    assert_eq!(pod["serviceAccountName"], "fleetgate-spoke");
+    // The Flux example without SOPS uses it.
+    let example = render(&repo().join("deploy/flux/clusters/dev-eks-1"));
+    let ks = find(&example, "Kustomization", "fleetgate-spoke");
+    assert_eq!(
+        ks["spec"]["components"],
+        serde_json::json!(["./components/projected-token"])
+    );
+}
+
 /// Applies a Flux Kustomization's `spec.patches` to a copy of deploy/spoke
 /// with kubectl kustomize, as kustomize-controller would.
 fn render_with_flux_patches(flux_ks: &Value) -> Vec<Value> {

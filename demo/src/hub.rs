@@ -53,6 +53,7 @@ pub(crate) async fn register(client: &Client, c: &fleet::DemoCluster) -> Result<
     let body = RegisterCluster {
         name: c.name.clone(),
         labels: c.labels.clone(),
+        ..Default::default()
     };
     let v: ClusterWithToken = match client.post("/clusters", &[], &body).await {
         Ok(v) => v,

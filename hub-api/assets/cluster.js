@@ -59,6 +59,10 @@ function draw(main, ctx, st, overrides, refresh) {
       fact('Labels', Object.keys(c.labels).length ? Object.entries(c.labels).map(([k, v]) => h('span', { class: 'chip' }, `${k}=${v}`)) : '—'),
       fact('Spoke', c.connected ? `connected to ${c.connectedReplica || 'a hub replica'}` : 'not connected — it keeps enforcing its last snapshot'),
       fact('Spoke version', c.spokeVersion || '—'),
+      // How the spoke signs in: a cluster token, or the cluster's own JWT (issue 52).
+      fact('Signs in with', c.identity
+        ? [h('code', {}, c.identity.subject), ' of ', h('code', {}, c.identity.issuer), c.identity.jwksPinned ? ' (pinned keys)' : ' (keys from discovery)']
+        : 'cluster token'),
       fact('Last seen', c.lastSeenAt ? [fmtTime(c.lastSeenAt), ' ', h('span', { class: 'muted' }, `(${relTime(c.lastSeenAt)})`)] : 'never'),
       fact('Clock offset', offset === null || offset === undefined ? '—'
         : h('span', { class: Math.abs(offset) > 2000 ? 'warn' : '' }, `${offset > 0 ? '+' : ''}${offset} ms${Math.abs(offset) > 2000 ? ' ⚠ windows open/close off by this much' : ''}`)),

@@ -102,6 +102,10 @@ pub struct GrpcOptions {
     /// spokes in their snapshots; set the same on every replica.
     #[arg(long, env = "FLEETGATE_LOCAL_GATES", value_enum, default_value_t = defaults::LOCAL_GATES)]
     pub local_gates: LocalGates,
+    /// The audience spokes' own JWTs must carry (clusters registered with an issuer: the
+    /// `audience` of the spoke's projected token or JWT-SVID).
+    #[arg(long, env = "FLEETGATE_SPOKE_AUDIENCE", default_value = fleetgate_hub_core::identity::spoke_jwt::DEFAULT_AUDIENCE)]
+    pub spoke_audience: String,
 }
 
 impl Default for GrpcOptions {
@@ -118,6 +122,7 @@ impl Default for GrpcOptions {
             rollout_tick: duration(defaults::ROLLOUT_TICK),
             replica_lease_every: duration(defaults::REPLICA_LEASE_EVERY),
             local_gates: defaults::LOCAL_GATES,
+            spoke_audience: fleetgate_hub_core::identity::spoke_jwt::DEFAULT_AUDIENCE.into(),
         }
     }
 }

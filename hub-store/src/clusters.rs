@@ -47,6 +47,10 @@ const COLUMNS: &str = "c.name, c.labels, c.created_at, \
                        coalesce(k.connected, false) as connected, k.connected_replica, \
                        k.clock_offset_ms, \
                        greatest(c.desired_revision, f.all_revision) as desired_revision, \
+                       case when c.identity_issuer is not null then \
+                         jsonb_build_object('issuer', c.identity_issuer, \
+                         'subject', c.identity_subject, \
+                         'jwksPinned', c.identity_jwks is not null) end as identity, \
                        case when k.connected then \
                          (extract(epoch from l.expires_at - l.heartbeat_at) * 1000)::bigint \
                        end as lease_ttl_ms";
@@ -59,6 +63,15 @@ const FROM: &str = "clusters c cross join fleet_revision f \
                     left join cluster_connections k on k.cluster = c.name \
                     left join replica_leases l on l.replica = k.connected_replica";
 
+/// What a cluster registered with an issuer accepts from its spoke.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct IdentityBinding {
+    pub issuer: String,
+    pub subject: String,
+    /// Pinned keys (a JWKS document), else OIDC discovery.
+    pub jwks: Option<serde_json::Value>,
+}
+
 /// Registers a cluster (with its empty connection state); 409 if the name is
 /// taken.
 pub async fn insert(
@@ -66,15 +79,20 @@ pub async fn insert(
     name: &str,
     labels: &BTreeMap<String, String>,
     token_hash: &[u8],
+    identity: Option<&IdentityBinding>,
     now: DateTime<Utc>,
 ) -> Result<Cluster> {
     sqlx::query(
-        "insert into clusters (name, labels, token_hash, created_at) values ($1, $2, $3, $4)",
+        "insert into clusters (name, labels, token_hash, created_at, identity_issuer, \
+         identity_subject, identity_jwks) values ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(name)
     .bind(Json(labels))
     .bind(token_hash)
     .bind(now)
+    .bind(identity.map(|i| &i.issuer))
+    .bind(identity.map(|i| &i.subject))
+    .bind(identity.and_then(|i| i.jwks.as_ref()).map(Json))
     .execute(&mut *conn)
     .await
     .map_err(|e| on_unique(e, || format!("cluster '{name}' already exists")))?;
@@ -240,7 +258,8 @@ pub async fn for_snapshots(
         "select c.name, c.labels, c.created_at, null::timestamptz as last_seen_at, \
          null::text as spoke_version, false as connected, null::text as connected_replica, \
          null::bigint as clock_offset_ms, \
-         greatest(c.desired_revision, f.all_revision) as desired_revision, c.token_hash \
+         greatest(c.desired_revision, f.all_revision) as desired_revision, \
+         null::jsonb as identity, c.token_hash \
          from clusters c cross join fleet_revision f where c.name = any($1) order by c.name",
     )
     .bind(names)
@@ -328,6 +347,44 @@ pub async fn set_token_hash(conn: &mut PgConnection, name: &str, hash: &[u8]) ->
         .execute(conn)
         .await?;
     Ok(())
+}
+
+/// Whether a cluster named `name` exists, and the identity binding it was registered
+/// with (`Some(None)`: it signs in with a cluster token).
+pub async fn identity(
+    conn: &mut PgConnection,
+    name: &str,
+) -> Result<Option<Option<IdentityBinding>>> {
+    type Row = (Option<String>, Option<String>, Option<serde_json::Value>);
+    let row: Option<Row> = sqlx::query_as(
+        "select identity_issuer, identity_subject, identity_jwks from clusters where name = $1",
+    )
+    .bind(name)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|(issuer, subject, jwks)| match (issuer, subject) {
+        (Some(issuer), Some(subject)) => Some(IdentityBinding {
+            issuer,
+            subject,
+            jwks,
+        }),
+        _ => None,
+    }))
+}
+
+/// Replaces the pinned keys of a cluster registered with an issuer (`None`: discovery).
+pub async fn set_jwks(
+    conn: &mut PgConnection,
+    name: &str,
+    jwks: Option<&serde_json::Value>,
+    now: DateTime<Utc>,
+) -> Result<Cluster> {
+    sqlx::query("update clusters set identity_jwks = $2 where name = $1")
+        .bind(name)
+        .bind(jwks.map(Json))
+        .execute(&mut *conn)
+        .await?;
+    expect(get(conn, name, now).await?, name)
 }
 
 /// Deletes the cluster (its object status goes with it).

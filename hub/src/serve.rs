@@ -42,6 +42,22 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         .map_err(|e| crate::Error::invalid("--egress-ca-bundle", e.to_string()))?
         .allow_private(config.admission_allow_private || config.egress.egress_allow_private);
     service = service.with_admission_egress(admission);
+    let spoke_issuers = crate::identity::spoke_jwt::SpokeIssuers::new(
+        config
+            .egress
+            .policy()
+            .map_err(|e| crate::Error::invalid("--egress-ca-bundle", e.to_string()))?,
+        config.grpc.spoke_audience.clone(),
+        service.identities().config.clock_skew,
+        service
+            .identities()
+            .config
+            .jwks_min_refetch
+            .unwrap_or(crate::identity::DEFAULT_MIN_REFETCH),
+        service.identities().metrics.clone(),
+    )
+    .map_err(|e| crate::Error::invalid("--egress-ca-bundle", e.to_string()))?;
+    service = service.with_spoke_issuers(spoke_issuers);
     if let Some(secret) = &config.admin_token {
         service.ensure_admin_token(secret).await?;
         startup::phase("admin_token");

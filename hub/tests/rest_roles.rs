@@ -75,6 +75,7 @@ async fn fill(hub: &Hub, s: &str) -> String {
         let req = RegisterCluster {
             name: name.clone(),
             labels: Default::default(),
+            ..Default::default()
         };
         hub.service
             .register_cluster(&root, req, None)

@@ -335,6 +335,7 @@ async fn scope_matrix_tokens_and_people() {
                         ("env".to_string(), "prod".to_string()),
                     ]
                     .into(),
+                    ..Default::default()
                 };
                 s.register_cluster(&root(), req, None).await.unwrap();
                 let st = s.fleet_status(&root(), None).await.unwrap();
@@ -364,6 +365,7 @@ async fn scope_matrix_tokens_and_people() {
             let req = RegisterCluster {
                 name: "c9".into(),
                 labels: Default::default(),
+                ..Default::default()
             };
             forbidden(
                 s.register_cluster(&a, req, None).await,

@@ -51,6 +51,10 @@ pub struct Cluster {
     pub reconciles: Mutex<HashMap<SourceKey, u64>>,
     /// Watch requests served (tests prove clients really re-watched).
     pub watches: std::sync::atomic::AtomicU64,
+    /// The cluster's service-account token issuer (its own signing key and discovery).
+    pub issuer: crate::issuer::Issuer,
+    /// Projected token files kept fresh, by path (see `kubelet`).
+    pub projections: Mutex<HashMap<std::path::PathBuf, CancellationToken>>,
     pub shutdown: CancellationToken,
 }
 

@@ -1,6 +1,6 @@
 //! Decoding of Kubernetes protobuf request bodies for the built-in kinds kubectl's
 //! generators send that way (`kubectl create namespace|configmap|secret|serviceaccount|
-//! role|rolebinding|clusterrole|clusterrolebinding`, `kubectl auth can-i`). Format: the `k8s\0` magic, then a
+//! role|rolebinding|clusterrole|clusterrolebinding`, `kubectl auth can-i`, `kubectl create token`). Format: the `k8s\0` magic, then a
 //! `runtime.Unknown{typeMeta, raw}` whose `raw` is the object message
 //! (k8s.io/apimachinery/pkg/runtime/serializer/protobuf, k8s.io/api/*/generated.proto).
 
@@ -117,6 +117,27 @@ const ACCESS_REVIEW: &[F] = &[
     ),
 ];
 
+/// authentication/v1 generated.proto: TokenRequest{metadata=1, spec=2}, its spec
+/// {audiences=1, boundObjectRef=3, expirationSeconds=4} (`kubectl create token`).
+const BOUND_OBJECT_REF: &[F] = &[
+    (1, "kind", T::Str),
+    (2, "apiVersion", T::Str),
+    (3, "name", T::Str),
+    (4, "uid", T::Str),
+];
+const TOKEN_REQUEST: &[F] = &[
+    (1, "metadata", T::Msg(OBJECT_META)),
+    (
+        2,
+        "spec",
+        T::Msg(&[
+            (1, "audiences", T::RepStr),
+            (3, "boundObjectRef", T::Msg(BOUND_OBJECT_REF)),
+            (4, "expirationSeconds", T::Int),
+        ]),
+    ),
+];
+
 fn schema_for(kind: &str) -> Option<&'static [F]> {
     Some(match kind {
         "ConfigMap" => CONFIG_MAP,
@@ -126,6 +147,7 @@ fn schema_for(kind: &str) -> Option<&'static [F]> {
         "Role" | "ClusterRole" => ROLE,
         "RoleBinding" | "ClusterRoleBinding" => BINDING,
         "SelfSubjectAccessReview" => ACCESS_REVIEW,
+        "TokenRequest" => TOKEN_REQUEST,
         _ => return None,
     })
 }

@@ -157,6 +157,8 @@ impl Sim {
                 late_applied: Mutex::default(),
                 reconciles: Mutex::default(),
                 watches: Default::default(),
+                issuer: crate::issuer::Issuer::new(url.clone()),
+                projections: Mutex::default(),
                 shutdown: shutdown.child_token(),
             });
             crate::apiextensions::seed::install(&cluster)?;

@@ -48,7 +48,10 @@ pub struct Config {
     #[arg(long, env = "FLEETGATE_STANDALONE", conflicts_with = "hub_url")]
     pub standalone: bool,
 
-    /// File holding the cluster's spoke token (takes precedence over FLEETGATE_SPOKE_TOKEN).
+    /// File holding the cluster's credential (takes precedence over FLEETGATE_SPOKE_TOKEN):
+    /// its spoke token, or, for a cluster registered with an issuer, a projected
+    /// ServiceAccount token or a SPIFFE JWT-SVID. Read again on every connect; a stream on
+    /// a JWT ends shortly before the JWT expires and reconnects with the file's new one.
     #[arg(long, env = "FLEETGATE_SPOKE_TOKEN_FILE")]
     pub token_file: Option<PathBuf>,
 

@@ -193,6 +193,7 @@ async fn register(service: &Service, n: usize) -> Result<Vec<Credential>> {
                 RegisterCluster {
                     name: cluster_name(i),
                     labels: BTreeMap::from([("fleet".to_string(), "e2e".to_string())]),
+                    ..Default::default()
                 },
                 Some("e2e benchmark"),
             )

@@ -1,9 +1,10 @@
-//! `cluster register|list|get|label|rotate-token|delete`. Spoke tokens are
-//! shown once (register, rotate-token): the hub stores only their hash.
+//! `cluster register|list|get|label|rotate-token|set-jwks|delete`. Spoke tokens are
+//! shown once (register, rotate-token): the hub stores only their hash. A cluster
+//! registered with `--issuer` has none: its spoke presents the cluster's own JWT.
 
 use std::collections::BTreeMap;
 
-use fleetgate_api_types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
+use fleetgate_api_types::{Cluster, ClusterWithToken, RegisterCluster, Relabel, SetClusterJwks};
 use serde_json::json;
 
 use crate::args::{ClusterCmd, Format};
@@ -16,15 +17,42 @@ pub async fn run(client: &Client, cmd: &ClusterCmd, format: Format) -> Result<()
         ClusterCmd::Register {
             name,
             labels,
+            issuer,
+            jwks_file,
+            service_account,
+            spiffe_id,
             reason,
         } => {
             let labels = parse_labels(labels)?;
             let body = RegisterCluster {
                 name: name.clone(),
                 labels,
+                issuer: issuer.clone(),
+                service_account: service_account.clone(),
+                spiffe_id: spiffe_id.clone(),
+                jwks: jwks_file.as_deref().map(read_jwks).transpose()?,
             };
             let v = client.post("/clusters", &reason_q(reason), &body).await?;
             print_token(format, name, "registered", &v)
+        }
+        ClusterCmd::SetJwks {
+            name,
+            jwks_file,
+            discovery: _,
+            reason,
+        } => {
+            let body = SetClusterJwks {
+                jwks: jwks_file.as_deref().map(read_jwks).transpose()?,
+            };
+            let v: Cluster = client
+                .put(
+                    &format!("/clusters/{}/jwks", seg(name)),
+                    &reason_q(reason),
+                    &body,
+                    None,
+                )
+                .await?;
+            output::print_answer(format, &v, |_| format!("cluster/{name} keys replaced\n"))
         }
         ClusterCmd::List { selector } => list(client, selector.as_deref(), format).await,
         ClusterCmd::Get { name } => {
@@ -57,12 +85,24 @@ pub async fn run(client: &Client, cmd: &ClusterCmd, format: Format) -> Result<()
 }
 
 fn print_token(format: Format, name: &str, what: &str, v: &ClusterWithToken) -> Result<()> {
-    output::print_answer(format, v, |v| {
-        format!(
+    output::print_answer(format, v, |v| match &v.cluster.identity {
+        Some(id) => format!(
+            "cluster/{name} {what}\nits spoke signs in with a JWT of {} for {} (no token to store)\n",
+            id.issuer, id.subject
+        ),
+        None => format!(
             "cluster/{name} {what}\nspoke token (shown once, store it in the spoke's Secret):\n{}\n",
             v.token
-        )
+        ),
     })
+}
+
+/// A JWKS file (`kubectl get --raw /openid/v1/jwks`) as JSON; the hub checks its keys.
+fn read_jwks(path: &std::path::Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Usage(format!("--jwks-file {}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::Usage(format!("--jwks-file {}: not JSON: {e}", path.display())))
 }
 
 async fn list(client: &Client, selector: Option<&str>, format: Format) -> Result<()> {
@@ -80,17 +120,38 @@ fn render(items: &[Cluster]) -> String {
     if items.is_empty() {
         return "No clusters.\n".into();
     }
-    let mut t = Table::new(&["NAME", "CONNECTED", "LAST SEEN", "SPOKE", "LABELS"]);
+    let mut t = Table::new(&[
+        "NAME",
+        "CONNECTED",
+        "LAST SEEN",
+        "SPOKE",
+        "SIGNS IN WITH",
+        "LABELS",
+    ]);
     for c in items {
         t.row(vec![
             c.name.clone(),
             if c.connected { "yes" } else { "no" }.into(),
             non_empty(output::time_or_empty(c.last_seen_at.as_ref()), "never"),
             c.spoke_version.clone().unwrap_or_default(),
+            credential(c),
             output::labels(&c.labels),
         ]);
     }
     t.render()
+}
+
+/// How the cluster's spoke signs in: `token`, or the issuer and subject of its own JWT.
+fn credential(c: &Cluster) -> String {
+    match &c.identity {
+        None => "token".into(),
+        Some(id) => format!(
+            "{} {}{}",
+            id.issuer,
+            id.subject,
+            if id.jwks_pinned { " (pinned keys)" } else { "" }
+        ),
+    }
 }
 
 fn non_empty(s: String, default: &str) -> String {

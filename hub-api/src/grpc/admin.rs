@@ -163,6 +163,13 @@ impl pb::admin_service_server::AdminService for AdminApi {
         self.clusters_rotate_token(req).await
     }
 
+    async fn set_cluster_jwks(
+        &self,
+        req: Request<pb::SetClusterJwksRequest>,
+    ) -> Res<pb::ClusterInfo> {
+        self.clusters_set_jwks(req).await
+    }
+
     async fn get_cluster_status(
         &self,
         req: Request<pb::GetClusterStatusRequest>,

@@ -8,7 +8,17 @@ use tonic::{Request, Response};
 use super::admin::{AdminApi, Res, ok};
 use super::admin_convert as conv;
 use super::auth::api_actor;
-use crate::service::types::{RegisterCluster, Relabel};
+use crate::service::types::{RegisterCluster, Relabel, SetClusterJwks};
+
+/// A JWKS given as JSON text (empty: none); bad JSON is INVALID_ARGUMENT naming `field`.
+fn jwks(field: &str, text: &str) -> Result<Option<serde_json::Value>, tonic::Status> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| tonic::Status::invalid_argument(format!("{field}: not JSON: {e}")))
+}
 
 impl AdminApi {
     pub(super) async fn clusters_register(
@@ -20,6 +30,10 @@ impl AdminApi {
         let input = RegisterCluster {
             name: r.name,
             labels: r.labels.into_iter().collect(),
+            issuer: conv::non_empty(&r.issuer).map(String::from),
+            service_account: conv::non_empty(&r.service_account).map(String::from),
+            spiffe_id: conv::non_empty(&r.spiffe_id).map(String::from),
+            jwks: jwks("jwks_json", &r.jwks_json)?,
         };
         let c = ok(self
             .service
@@ -103,6 +117,22 @@ impl AdminApi {
             cluster: Some(conv::cluster(c.cluster)),
             token: c.token,
         }))
+    }
+
+    pub(super) async fn clusters_set_jwks(
+        &self,
+        req: Request<pb::SetClusterJwksRequest>,
+    ) -> Res<pb::ClusterInfo> {
+        let actor = api_actor(&self.service, &req).await?;
+        let r = req.into_inner();
+        let input = SetClusterJwks {
+            jwks: jwks("jwks_json", &r.jwks_json)?,
+        };
+        let c = ok(self
+            .service
+            .set_cluster_jwks(&actor, &r.name, input, conv::non_empty(&r.reason))
+            .await)?;
+        Ok(Response::new(conv::cluster(c)))
     }
 
     pub(super) async fn clusters_status(

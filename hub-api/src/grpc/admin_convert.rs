@@ -181,6 +181,17 @@ pub fn cluster(c: Cluster) -> pb::ClusterInfo {
         clock_offset_ms: c.clock_offset_ms.unwrap_or(0),
         desired_revision: count_i64(c.desired_revision),
         created_at: ts(c.created_at),
+        identity_issuer: c
+            .identity
+            .as_ref()
+            .map(|i| i.issuer.clone())
+            .unwrap_or_default(),
+        identity_subject: c
+            .identity
+            .as_ref()
+            .map(|i| i.subject.clone())
+            .unwrap_or_default(),
+        identity_jwks_pinned: c.identity.is_some_and(|i| i.jwks_pinned),
     }
 }
 

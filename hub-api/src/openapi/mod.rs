@@ -33,8 +33,9 @@ use crate::service::fleet::{
 };
 use crate::service::rollouts::{RolloutClusterStatus, RolloutStatus, WaveStatus};
 use crate::service::types::{
-    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
-    GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
+    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterIdentity, ClusterWithToken,
+    CreateToken, FieldWarning, GateRecord, OverrideClusters, OverrideRecord, OverrideRequest,
+    RegisterCluster, Relabel, SetClusterJwks,
 };
 use crate::{dashboard, rest};
 use fleetgate_api_types::{
@@ -124,6 +125,7 @@ impl Modify for Common {
         rest::rollouts::status, rest::rollouts::command,
         rest::clusters::list, rest::clusters::get, rest::clusters::register,
         rest::clusters::relabel, rest::clusters::delete, rest::clusters::rotate_token,
+        rest::clusters::set_jwks,
         rest::status::cluster, rest::status::fleet, rest::status::clusters,
         rest::audit::list,
         rest::tokens::list, rest::tokens::create, rest::tokens::revoke,
@@ -147,6 +149,7 @@ impl Modify for Common {
     ),
     components(schemas(
         ErrorBody, ErrorDetail, GateRecord, FieldWarning, Cluster, ClusterWithToken, RegisterCluster, Relabel,
+        ClusterIdentity, SetClusterJwks,
         OverrideClusters, OverrideRequest, OverrideRecord, AuditEntry, ApiToken,
         ApiTokenWithSecret, CreateToken, ClusterStatus, GateStatus, ClusterRollout, ObjectStatus, ReportedObject, ReportProblems, ReportProblem, ObjectCounts,
         FleetSummary, GateSummary, ClusterCounts, GatePage, ClusterPage, OverridePage, AuditPage,

@@ -1,5 +1,5 @@
-//! `/api/v1/clusters`: register (spoke token shown once), list, get,
-//! relabel, delete, rotate the spoke token.
+//! `/api/v1/clusters`: register (spoke token shown once, or bound to an issuer),
+//! list, get, relabel, delete, rotate the spoke token, replace pinned issuer keys.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -10,7 +10,7 @@ use super::AppState;
 use super::extract::{ApiActor, ApiAdmin, Body, Query, ReasonQuery};
 use crate::Result;
 use crate::service::PageRequest;
-use crate::service::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
+use crate::service::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel, SetClusterJwks};
 
 /// Cluster list query.
 #[derive(Debug, Clone, Default, serde::Deserialize, utoipa::IntoParams)]
@@ -65,7 +65,8 @@ pub async fn get(
 }
 
 /// Register a cluster (admin). The response carries the spoke token; it is
-/// shown only this once.
+/// shown only this once. With `issuer`, the cluster's spoke signs in with the cluster's
+/// own JWT (a projected ServiceAccount token or a SPIFFE JWT-SVID) and no token is issued.
 #[utoipa::path(post, path = "/api/v1/clusters", tag = "clusters", params(ReasonQuery),
     request_body = RegisterCluster,
     responses(
@@ -73,7 +74,7 @@ pub async fn get(
         (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
         (status = 403, description = "Role too low", body = crate::error::ErrorBody),
         (status = 409, description = "Name taken", body = crate::error::ErrorBody),
-        (status = 422, description = "Invalid name or labels (field named)", body = crate::error::ErrorBody),
+        (status = 422, description = "Invalid name, labels, issuer, serviceAccount, spiffeId or jwks (field named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn register(
     State(s): State<AppState>,
@@ -152,6 +153,34 @@ pub async fn rotate_token(
     Ok(Json(
         s.service
             .rotate_cluster_token(&actor, &name, q.reason.as_deref())
+            .await?,
+    ))
+}
+
+/// Replace the pinned keys of a cluster registered with an issuer (admin), after the
+/// cluster rotated its service-account signing key; `"jwks": null` goes back to OIDC
+/// discovery. Connected spokes stay connected.
+#[utoipa::path(put, path = "/api/v1/clusters/{name}/jwks", tag = "clusters",
+    params(("name" = String, Path, description = "Cluster name"), ReasonQuery),
+    request_body = SetClusterJwks,
+    responses(
+        (status = 200, description = "Keys replaced", body = Cluster),
+        (status = 400, description = "Malformed body", body = crate::error::ErrorBody),
+        (status = 403, description = "Role too low", body = crate::error::ErrorBody),
+        (status = 404, description = "No such cluster", body = crate::error::ErrorBody),
+        (status = 422, description = "Not a JWKS, or a cluster registered with a token (field named)", body = crate::error::ErrorBody),
+    ), security(("bearer" = [])))]
+pub async fn set_jwks(
+    State(s): State<AppState>,
+    ApiAdmin(actor): ApiAdmin,
+    Path(name): Path<String>,
+    Query(q): Query<ReasonQuery>,
+    body: Body,
+) -> Result<Json<Cluster>> {
+    let req: SetClusterJwks = body.parse()?;
+    Ok(Json(
+        s.service
+            .set_cluster_jwks(&actor, &name, req, q.reason.as_deref())
             .await?,
     ))
 }

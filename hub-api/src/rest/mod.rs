@@ -84,6 +84,7 @@ pub fn api() -> Router<AppState> {
             get(clusters::get).delete(clusters::delete),
         )
         .route("/clusters/{name}/labels", put(clusters::relabel))
+        .route("/clusters/{name}/jwks", put(clusters::set_jwks))
         .route(
             "/clusters/{name}/rotate-token",
             post(clusters::rotate_token),

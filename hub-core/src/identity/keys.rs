@@ -136,6 +136,8 @@ pub struct KeyCache {
     min_refetch: Duration,
     outbound: Outbound,
     metrics: IdentityMetrics,
+    /// Keys given, never fetched (a cluster's `--jwks-file`).
+    pinned: bool,
 }
 
 impl std::fmt::Debug for KeyCache {
@@ -162,6 +164,15 @@ impl KeyCache {
             min_refetch,
             outbound,
             metrics,
+            pinned: false,
+        }
+    }
+
+    /// A cache of `keys` that never fetches: an unknown `kid` stays unknown.
+    pub fn pinned(issuer: String, keys: KeySet) -> Self {
+        Self {
+            pinned: true,
+            ..Self::with_keys(issuer, keys)
         }
     }
 
@@ -187,6 +198,9 @@ impl KeyCache {
     /// ago; returns the (possibly unchanged) keys. A failed fetch keeps the
     /// cached keys.
     pub async fn refresh(&self) -> Arc<KeySet> {
+        if self.pinned {
+            return self.current();
+        }
         let mut fetched = self.fetched.lock().await;
         if fetched.is_some_and(|at| at.elapsed() < self.min_refetch) {
             return self.current();

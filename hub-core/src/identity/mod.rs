@@ -24,6 +24,7 @@ pub mod refresh;
 pub mod refusals;
 pub mod roles;
 pub mod sessions;
+pub mod spoke_jwt;
 
 use std::time::Duration;
 

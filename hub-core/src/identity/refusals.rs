@@ -40,6 +40,8 @@ pub enum Flow {
     Refresh,
     /// A bearer JWT on REST or gRPC.
     Bearer,
+    /// A spoke's own JWT (a cluster registered with an issuer; audited as `spoke.refused`).
+    Spoke,
 }
 
 impl Flow {
@@ -48,6 +50,7 @@ impl Flow {
             Flow::Dashboard => "dashboard",
             Flow::Refresh => "refresh",
             Flow::Bearer => "bearer",
+            Flow::Spoke => "spoke",
         }
     }
 }

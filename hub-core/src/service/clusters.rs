@@ -93,7 +93,8 @@ impl Service {
         Ok(c)
     }
 
-    /// Registers a cluster (admin) and returns its spoke token, once.
+    /// Registers a cluster (admin) and returns its spoke token, once; a cluster registered
+    /// with an issuer gets none (its spoke presents the cluster's own JWT).
     pub async fn register_cluster(
         &self,
         actor: &Actor,
@@ -104,14 +105,17 @@ impl Service {
         validate::dns_label("name", &req.name)?;
         validate::labels("labels", &req.labels)?;
         validate::optional_reason("reason", reason)?;
+        let identity = super::cluster_identity::binding_of(&req)?;
+        // A cluster registered with an issuer keeps the hash of a token nobody is shown.
         let token = generate_token(SPOKE_TOKEN_PREFIX);
         let now = self.now();
-        let (req, token_hash) = (&req, &hash_token(&token));
+        let (req, token_hash, identity) = (&req, &hash_token(&token), identity.as_ref());
         let (cluster, rev) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
                     let cluster =
-                        clusters::insert(tx, &req.name, &req.labels, token_hash, now).await?;
+                        clusters::insert(tx, &req.name, &req.labels, token_hash, identity, now)
+                            .await?;
                     let audit = Audit {
                         action: "cluster.register",
                         target_kind: "cluster",
@@ -130,7 +134,11 @@ impl Service {
                 desired_revision: rev,
                 ..cluster
             },
-            token,
+            token: if identity.is_some() {
+                String::new()
+            } else {
+                token
+            },
         })
     }
 
@@ -225,6 +233,15 @@ impl Service {
                     let row = clusters::get_for_update(tx, name, now)
                         .await?
                         .ok_or_else(|| Error::not_found("cluster", name))?;
+                    if let Some(id) = &row.identity {
+                        return Err(Error::invalid(
+                            "name",
+                            format!(
+                                "cluster '{name}' signs in with its own identity (issuer {}); it has no token to rotate",
+                                id.issuer
+                            ),
+                        ));
+                    }
                     clusters::set_token_hash(tx, name, token_hash).await?;
                     let audit = Audit {
                         action: "cluster.rotate_token",

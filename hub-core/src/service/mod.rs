@@ -9,6 +9,7 @@ pub mod admission;
 pub mod approvals;
 pub mod audit;
 pub mod calendars;
+pub mod cluster_identity;
 pub mod clusters;
 pub mod fleet;
 pub mod freezes;
@@ -75,6 +76,8 @@ pub struct Service {
     identities: Arc<crate::identity::Identities>,
     /// Calls admission webhooks (an adapter: outbound HTTP under the egress rules).
     admission: Arc<dyn outside::AdmissionClient>,
+    /// Verifiers of the issuers clusters are registered with (spokes' own JWTs).
+    spoke_issuers: Arc<crate::identity::spoke_jwt::SpokeIssuers>,
     /// Approval and admission counters (registered by the replica).
     approval_metrics: crate::metrics::ApprovalMetrics,
 }
@@ -183,6 +186,7 @@ impl Service {
             policies: Arc::default(),
             identities: Arc::default(),
             admission,
+            spoke_issuers: Arc::default(),
             approval_metrics: Default::default(),
         }
     }
@@ -191,6 +195,17 @@ impl Service {
     pub fn with_identities(mut self, identities: Arc<crate::identity::Identities>) -> Self {
         self.identities = identities;
         self
+    }
+
+    /// This service verifying spokes' own JWTs with `issuers` (`--spoke-audience`, `--egress-*`).
+    pub fn with_spoke_issuers(mut self, issuers: crate::identity::spoke_jwt::SpokeIssuers) -> Self {
+        self.spoke_issuers = Arc::new(issuers);
+        self
+    }
+
+    /// The verifiers of spokes' own JWTs.
+    pub fn spoke_issuers(&self) -> &crate::identity::spoke_jwt::SpokeIssuers {
+        &self.spoke_issuers
     }
 
     /// This service calling admission webhooks through `client`.

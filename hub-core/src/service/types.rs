@@ -3,6 +3,7 @@
 //! them.
 
 pub use fleetgate_api_types::records::{
-    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
-    GateRecord, OverrideClusters, OverrideRecord, OverrideRequest, RegisterCluster, Relabel,
+    ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterIdentity, ClusterWithToken,
+    CreateToken, FieldWarning, GateRecord, OverrideClusters, OverrideRecord, OverrideRequest,
+    RegisterCluster, Relabel, SetClusterJwks,
 };

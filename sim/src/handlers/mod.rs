@@ -3,6 +3,7 @@
 //! `/apis/{group}/{version}/...`) and verbs onto reads, writes and watches.
 
 mod discovery;
+mod issuer;
 mod openapi;
 pub(crate) mod read;
 mod sim_api;
@@ -38,6 +39,15 @@ pub fn router(cluster: Arc<Cluster>) -> Router {
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }))
         .route("/sim/v1/push", post(sim_api::push))
+        .route(
+            "/.well-known/openid-configuration",
+            get(issuer::openid_configuration),
+        )
+        .route("/openid/v1/jwks", get(issuer::jwks))
+        .route("/sim/v1/issuer/rotate", post(issuer::rotate))
+        .route("/sim/v1/issuer/retire", post(issuer::retire))
+        .route("/sim/v1/issuer/offline", post(issuer::set_offline))
+        .route("/sim/v1/projected-token", post(issuer::projected_token))
         .fallback(dispatch)
         .layer(middleware::from_fn_with_state(
             cluster.clone(),
@@ -48,14 +58,24 @@ pub fn router(cluster: Arc<Cluster>) -> Router {
 }
 
 /// With RBAC enabled, every API request needs a known bearer token (the simulator's own
-/// `/sim/` endpoints and health checks stay open).
+/// `/sim/` endpoints, health checks and the issuer's discovery documents stay open: a
+/// cluster that publishes its issuer binds `system:service-account-issuer-discovery` to
+/// `system:unauthenticated`, as the managed clusters' public issuers do).
 async fn authenticate(
     State(cluster): State<Arc<Cluster>>,
     mut req: Request,
     next: Next,
 ) -> Response {
     let path = req.uri().path();
-    let open = path.starts_with("/sim/") || matches!(path, "/healthz" | "/livez" | "/readyz");
+    let open = path.starts_with("/sim/")
+        || matches!(
+            path,
+            "/healthz"
+                | "/livez"
+                | "/readyz"
+                | "/.well-known/openid-configuration"
+                | "/openid/v1/jwks"
+        );
     if let (Some(authz), false) = (&cluster.authorizer, open) {
         let header = req
             .headers()
@@ -183,6 +203,20 @@ async fn dispatch(
     }
 }
 
+/// A JSON or protobuf (kubectl's generators) request body as JSON.
+fn decode_body(headers: &HeaderMap, body: &[u8]) -> Result<serde_json::Value> {
+    let protobuf = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|c| c.to_str().ok())
+        .is_some_and(|c| c.contains("protobuf"));
+    if protobuf {
+        crate::protobuf::decode(body)
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| Error::bad_request(format!("error decoding JSON: {e}")))
+    }
+}
+
 async fn route(
     cluster: &Arc<Cluster>,
     method: &Method,
@@ -206,16 +240,7 @@ async fn route(
         if *method != Method::POST {
             return Err(Error::method_not_allowed());
         }
-        let protobuf = headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|c| c.to_str().ok())
-            .is_some_and(|c| c.contains("protobuf"));
-        let body: serde_json::Value = if protobuf {
-            crate::protobuf::decode(&body)?
-        } else {
-            serde_json::from_slice(&body)
-                .map_err(|e| Error::bad_request(format!("error decoding JSON: {e}")))?
-        };
+        let body = decode_body(headers, &body)?;
         let answer = cluster.store.with(|s| {
             rbac::review(
                 &registry,
@@ -241,6 +266,21 @@ async fn route(
             name,
         };
         cluster.store.with(|s| authz.authorize(s, user, &req))?;
+    }
+    if let Target::Item {
+        rt,
+        ns: Some(ns),
+        name,
+        sub: Some(sub),
+    } = &target
+        && rt.group.is_empty()
+        && rt.plural == "serviceaccounts"
+        && sub == "token"
+    {
+        return match *method {
+            Method::POST => issuer::token_request(cluster, ns, name, decode_body(headers, &body)?),
+            _ => Err(Error::method_not_allowed()),
+        };
     }
     if let Target::Item {
         rt, sub: Some(sub), ..

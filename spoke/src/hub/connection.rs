@@ -27,6 +27,7 @@ use tonic::{
 use crate::{
     context::{Context, SnapshotSource},
     error::{Error, Result},
+    hub::credential,
     hub::reconnect::{Outcome, Reconnect},
     hub::report::{InventorySent, Report},
     hub::snapshot::Snapshot,
@@ -74,7 +75,10 @@ pub async fn run(ctx: Arc<Context>, target: HubTarget, shutdown: CancellationTok
         let result = session(&ctx, &target, &shutdown, &mut seen).await;
         ctx.metrics.hub_connected.set(0);
         match result {
-            Ok(()) => break,
+            Ok(End::Shutdown) => break,
+            Ok(End::Renew) => {
+                tracing::info!("the hub credential expires soon; reconnecting with the fresh one");
+            }
             Err(e) if seen.outcome() == Outcome::Ended => {
                 ctx.metrics.error(&e);
                 tracing::info!("the hub ended the stream (draining or stream age); reconnecting");
@@ -107,6 +111,13 @@ impl Seen {
     }
 }
 
+/// How a session ended without an error.
+enum End {
+    Shutdown,
+    /// Its credential (a JWT) is about to expire: connect again with the fresh one.
+    Renew,
+}
+
 /// What woke a session up.
 enum Step {
     /// Shutdown, or the context that feeds reports went away.
@@ -123,20 +134,28 @@ enum Step {
     FreezeChanged,
     /// No message from the hub within the idle timeout.
     Idle,
+    /// The JWT this stream presented is about to expire.
+    Renew,
 }
 
 /// One stream's life: [`Session::open`] connects and says Hello, then each
-/// wake-up ([`Step`]) is handled by a small method. `Ok` only on shutdown.
+/// wake-up ([`Step`]) is handled by a small method. `Ok` on shutdown and when
+/// the credential must be renewed.
 async fn session(
     ctx: &Context,
     target: &HubTarget,
     shutdown: &CancellationToken,
     seen: &mut Seen,
-) -> Result<()> {
+) -> Result<End> {
     let mut s = Session::open(ctx, target).await?;
     loop {
         match s.next(shutdown).await {
-            Step::Stop => return Ok(()),
+            Step::Stop => return Ok(End::Shutdown),
+            Step::Renew => {
+                // Ended on purpose, like a hub's drain: reconnect at once.
+                seen.ended = true;
+                return Ok(End::Renew);
+            }
             Step::Inbound(msg) => {
                 let Some(msg) = msg? else {
                     seen.ended = true;
@@ -187,6 +206,8 @@ struct Session<'a> {
     /// The inventory this stream carried last (reports carry it only when it changed).
     inventory: InventorySent,
     last_message: Instant,
+    /// When the stream's credential must be renewed (a JWT's, before its `exp`).
+    renew_at: Option<Instant>,
 }
 
 impl<'a> Session<'a> {
@@ -218,9 +239,16 @@ impl<'a> Session<'a> {
         let outbound = ReceiverStream::new(rx)
             .flat_map(|m| futures::stream::iter(report_parts::message_parts(m)));
         let mut request = Request::new(outbound);
+        let (authorization, limit) = bearer(ctx, target)?;
+        let renew_at = limit.map(|l| Instant::now() + l);
         request
             .metadata_mut()
-            .insert("authorization", bearer(ctx, target)?);
+            .insert("authorization", authorization);
+        // Names the cluster for a hub that verifies the cluster's own JWT (a cluster
+        // token names its cluster by itself). Cluster names are DNS labels: ASCII.
+        if let Ok(cluster) = MetadataValue::try_from(ctx.config.cluster.as_str()) {
+            request.metadata_mut().insert("fleetgate-cluster", cluster);
+        }
         let inbound = client.connect(request).await?.into_inner();
         ctx.metrics.hub_connected.set(1);
         tracing::info!(revision = ctx.revision(), "connected to the hub");
@@ -247,6 +275,7 @@ impl<'a> Session<'a> {
             debounce: None,
             inventory: InventorySent::default(),
             last_message: Instant::now(),
+            renew_at,
         };
         s.send_report();
         s.send_local_requests();
@@ -280,6 +309,7 @@ impl<'a> Session<'a> {
                 Err(_) => Step::Stop,
             },
             _ = tokio::time::sleep_until(idle) => Step::Idle,
+            _ = sleep_until_opt(self.renew_at) => Step::Renew,
         }
     }
 
@@ -357,10 +387,11 @@ impl<'a> Session<'a> {
     }
 }
 
-/// The `authorization` header. The token file is re-read on every connect, so
-/// a rotated Secret is picked up without a restart; if it is unreadable now,
-/// the token read at start is used.
-fn bearer(ctx: &Context, target: &HubTarget) -> Result<MetadataValue<Ascii>> {
+/// The `authorization` header and, for a JWT, how long the stream may run on it
+/// ([`credential::stream_limit`]). The token file is re-read on every connect, so
+/// a rotated Secret or a projected token the kubelet rewrote is picked up without
+/// a restart; if it is unreadable now, the token read at start is used.
+fn bearer(ctx: &Context, target: &HubTarget) -> Result<(MetadataValue<Ascii>, Option<Duration>)> {
     let token = match ctx.config.read_token() {
         Ok(Some(t)) => t,
         Ok(None) => target.token.clone(),
@@ -369,9 +400,11 @@ fn bearer(ctx: &Context, target: &HubTarget) -> Result<MetadataValue<Ascii>> {
             target.token.clone()
         }
     };
-    MetadataValue::try_from(format!("Bearer {token}")).map_err(|_| {
+    let limit = credential::stream_limit(&token, Utc::now().timestamp());
+    let header = MetadataValue::try_from(format!("Bearer {token}")).map_err(|_| {
         Error::Config("the spoke token contains characters not allowed in a header".into())
-    })
+    })?;
+    Ok((header, limit))
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {

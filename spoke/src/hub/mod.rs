@@ -5,6 +5,7 @@
 
 pub(crate) mod calendars;
 pub(crate) mod connection;
+pub mod credential;
 pub mod reconnect;
 pub mod report;
 pub mod snapshot;

@@ -20,12 +20,16 @@ use tonic::{Request, Response, Status, Streaming};
 use super::auth::bearer;
 use super::convert::to_status;
 use crate::fanout::Fanout;
+use crate::identity::jwt::looks_like_jwt;
 use crate::metrics::GrpcMetrics;
 use crate::options::GrpcOptions;
 use crate::replica::Replica;
 use crate::service::Service;
 use crate::service::reports::Reports;
 use crate::service::spoke_auth::SpokeAuth;
+
+/// The metadata a spoke names its cluster in (needed with a JWT credential).
+pub const CLUSTER_METADATA: &str = "fleetgate-cluster";
 
 /// Tunables of spoke streams.
 #[derive(Debug, Clone)]
@@ -127,15 +131,39 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
         req: Request<Streaming<pb::SpokeMessage>>,
     ) -> Result<Response<HubStream>, Status> {
         let token = bearer(&req)?;
-        let cluster = self
-            .inner
-            .auth
-            .authenticate(&token)
-            .await
-            .map_err(to_status)?
-            .name;
+        let (cluster, credential) = if looks_like_jwt(&token) {
+            // The cluster's own JWT names no cluster of ours: the spoke says which one it
+            // is, and the JWT must be what that cluster was registered with.
+            let cluster = req
+                .metadata()
+                .get(CLUSTER_METADATA)
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| {
+                    Status::unauthenticated(format!(
+                        "a JWT credential needs the {CLUSTER_METADATA} metadata naming the cluster"
+                    ))
+                })?
+                .to_string();
+            let expires = self
+                .inner
+                .service
+                .authenticate_spoke_jwt(&cluster, &token)
+                .await
+                .map_err(to_status)?;
+            (cluster, session::Credential::Jwt { expires })
+        } else {
+            let cluster = self
+                .inner
+                .auth
+                .authenticate(&token)
+                .await
+                .map_err(to_status)?
+                .name;
+            (cluster, session::Credential::Token(token))
+        };
         let inbound = req.into_inner();
-        let stream = session::stream(self.inner.clone(), cluster, token, inbound);
+        let stream = session::stream(self.inner.clone(), cluster, credential, inbound);
         Ok(Response::new(Box::pin(Observed {
             inner: Box::pin(stream),
             metrics: self.inner.metrics.clone(),

@@ -47,18 +47,28 @@ enum Flow {
     End,
 }
 
+/// What the spoke signed in with.
+pub(super) enum Credential {
+    /// A cluster token: re-checked when the cluster's token may have changed.
+    Token(String),
+    /// The cluster's own JWT, verified at connect: the stream ends when it expires.
+    Jwt {
+        expires: chrono::DateTime<chrono::Utc>,
+    },
+}
+
 /// The stream of one spoke connection.
 pub(super) fn stream(
     inner: Arc<Inner>,
     cluster: String,
-    token: String,
+    credential: Credential,
     mut inbound: Streaming<pb::SpokeMessage>,
 ) -> impl Stream<Item = Result<pb::HubMessage, Status>> + Send {
     async_stream::try_stream! {
         let Some(hello) = Box::pin(read_hello(&inner, &mut inbound)).await? else {
             return;
         };
-        let mut s = Box::pin(Session::open(inner, cluster, token, inbound, hello)).await?;
+        let mut s = Box::pin(Session::open(inner, cluster, credential, inbound, hello)).await?;
         if let Some(msg) = s.initial()? {
             yield msg;
         }
@@ -152,8 +162,8 @@ impl Drop for Subscription {
 struct Session {
     inner: Arc<Inner>,
     cluster: String,
-    token: String,
-    token_hash: Vec<u8>,
+    /// The cluster token and its hash (`None`: a JWT, see `end_of_life`).
+    token: Option<(String, Vec<u8>)>,
     inbound: Streaming<pb::SpokeMessage>,
     subscription: Subscription,
     /// What the spoke holds: the content last sent, or the current one if its
@@ -165,7 +175,10 @@ struct Session {
     held_local_gates: bool,
     /// A report whose last part has not arrived yet.
     parts: ReportParts,
+    /// The stream's maximum age, or its JWT's expiry if sooner.
     end_of_life: Pin<Box<Sleep>>,
+    /// Why the stream ends at `end_of_life`.
+    end_reason: &'static str,
     keepalive: Interval,
 }
 
@@ -175,7 +188,7 @@ impl Session {
     async fn open(
         inner: Arc<Inner>,
         cluster: String,
-        token: String,
+        credential: Credential,
         inbound: Streaming<pb::SpokeMessage>,
         hello: pb::Hello,
     ) -> Result<Self, Status> {
@@ -185,6 +198,16 @@ impl Session {
                 hello.cluster
             )));
         }
+        let (token, jwt_left) = match credential {
+            Credential::Token(t) => {
+                let hash = hash_token(&t);
+                (Some((t, hash)), None)
+            }
+            Credential::Jwt { expires } => {
+                let left = (expires - inner.service.now()).to_std().unwrap_or_default();
+                (None, Some(left))
+            }
+        };
         let rx = inner.fanout.subscribe(&cluster).await.map_err(to_status)?;
         inner.live.fetch_add(1, Ordering::AcqRel);
         let subscription = Subscription {
@@ -206,9 +229,15 @@ impl Session {
             inner.cfg.keepalive,
         );
         keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        // No stream outlives the JWT it was opened with: the spoke reconnects with its
+        // fresh one (it normally does so shortly before this).
+        let (life, end_reason) = match jwt_left {
+            Some(left) if left < age => (left, "credential expired"),
+            _ => (age, "max stream age reached"),
+        };
         Ok(Self {
-            token_hash: hash_token(&token),
-            end_of_life: Box::pin(tokio::time::sleep(age)),
+            end_of_life: Box::pin(tokio::time::sleep(life)),
+            end_reason,
             keepalive,
             inner,
             cluster,
@@ -252,7 +281,7 @@ impl Session {
         };
         tokio::select! {
             () = self.inner.shutdown.cancelled() => Step::Stop("draining"),
-            () = &mut self.end_of_life => Step::Stop("max stream age reached"),
+            () = &mut self.end_of_life => Step::Stop(self.end_reason),
             changed = rx.changed() => match changed {
                 Ok(()) => Step::Changed(rx.borrow_and_update().clone()),
                 Err(_) => Step::Stop("index closed"),
@@ -266,12 +295,15 @@ impl Session {
     /// read carries the token hash, so thousands of streams woken by one
     /// fleet-wide change do not each query the database.
     fn token_unknown(&self, desired: &Desired) -> bool {
-        !matches!(desired, Desired::Snapshot(s) if s.token_hash.is_some())
+        self.token.is_some() && !matches!(desired, Desired::Snapshot(s) if s.token_hash.is_some())
     }
 
     /// Ends the stream if the token no longer belongs to the cluster.
     async fn recheck_token(&self) -> Result<(), Status> {
-        match self.inner.service.authenticate_spoke(&self.token).await {
+        let Some((token, _)) = &self.token else {
+            return Ok(());
+        };
+        match self.inner.service.authenticate_spoke(token).await {
             Ok(c) if c.name == self.cluster => Ok(()),
             Ok(_) | Err(Error::Unauthenticated(_)) => {
                 Err(Status::unauthenticated("spoke token revoked or rotated"))
@@ -288,8 +320,8 @@ impl Session {
     fn changed(&mut self, desired: Desired) -> Result<Option<pb::HubMessage>, Status> {
         match desired {
             Desired::Snapshot(s) => {
-                if let Some(hash) = s.token_hash.as_deref()
-                    && !hashes_equal(hash, &self.token_hash)
+                if let (Some(hash), Some((_, held))) = (s.token_hash.as_deref(), &self.token)
+                    && !hashes_equal(hash, held)
                 {
                     return Err(Status::unauthenticated("spoke token revoked or rotated"));
                 }
