@@ -306,6 +306,7 @@ async fn a_gate_closed_for_an_hour_announces_the_override_s_end_as_its_next_chan
     let hub = Hub::new().await;
     hub.register("a", json!({})).await;
     hub.simple_gate("g", &["a"], "open").await;
+    hub.service.notify_scan(LEADS).await.unwrap();
     // Closed now for an hour, by the write; then one scheduled ahead, by the scans.
     let r = hub
         .post_json(
