@@ -21,13 +21,13 @@ async fn a_sign_in_after_the_provider_went_down_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let (http_port, grpc) = (free_port(), free_port());
     let base = format!("http://127.0.0.1:{http_port}");
-    // Checked at every sign-in here (the default trusts a check for 10 s).
+    // Checked again at every sign-in here (the default trusts a check for 10 s).
     let config = idp
         .hub_identity_config(
             dir.path(),
             &format!("{base}/auth/callback"),
             &[],
-            "  providerCheck: 0s\n",
+            "  providerCheck: 1ms\n",
         )
         .await;
     let mut hub = ChildGuard(
