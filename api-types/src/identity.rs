@@ -128,6 +128,11 @@ pub struct AuthConfig {
     /// Scopes the CLI asks for.
     #[serde(default)]
     pub cli_scopes: Vec<String>,
+    /// Whether this request carried a session cookie (not whether it is still valid): the
+    /// dashboard asks `whoami` who signed in only then, so a visitor who never signed in
+    /// meets the sign-in page without a refused request.
+    #[serde(default)]
+    pub session_cookie: bool,
 }
 
 /// `GET /api/v1/sessions`.

@@ -15,6 +15,8 @@ pub mod code {
     pub const INVALID: u8 = 6;
     pub const UNREACHABLE: u8 = 7;
     pub const DIFFERENT: u8 = 8;
+    pub const PROVIDER_UNREACHABLE: u8 = 9;
+    pub const NOT_DELIVERED: u8 = 10;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -39,9 +41,21 @@ pub enum Error {
     /// The hub could not be reached at all.
     #[error("cannot reach the hub at {hub}: {message}")]
     Unreachable { hub: String, message: String },
+    /// The hub's identity provider could not be reached, or answered with a server error
+    /// (`login`, and refreshing a stored sign-in): the hub itself may be up.
+    #[error("cannot reach the identity provider{} at {url}: {message}", named(.provider))]
+    ProviderUnreachable {
+        provider: String,
+        url: String,
+        message: String,
+    },
     /// Reading a local file failed.
     #[error("{path}: {message}")]
     Io { path: String, message: String },
+    /// `webhook test`: the hub sent the test delivery and the receiver did not take it (the
+    /// answer was printed).
+    #[error("the test delivery to webhook {0} failed")]
+    NotDelivered(String),
     /// `gate diff --exit-code` found differences (not an error message).
     #[error("differences found")]
     Different,
@@ -50,6 +64,15 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// ` <name>` where the provider has a display name.
+fn named(provider: &str) -> String {
+    if provider.is_empty() {
+        String::new()
+    } else {
+        format!(" {provider}")
+    }
+}
 
 impl Error {
     pub fn invalid(source_name: impl Into<String>, message: impl std::fmt::Display) -> Self {
@@ -79,8 +102,10 @@ impl Error {
                 _ => code::ERROR,
             },
             Error::Unreachable { .. } => code::UNREACHABLE,
+            Error::ProviderUnreachable { .. } => code::PROVIDER_UNREACHABLE,
             Error::Io { .. } | Error::Other(_) => code::ERROR,
             Error::Different => code::DIFFERENT,
+            Error::NotDelivered(_) => code::NOT_DELIVERED,
         }
     }
 
@@ -151,11 +176,21 @@ mod tests {
         assert_eq!(Error::Usage("u".into()).exit_code(), code::USAGE);
         assert_eq!(Error::invalid("f", "m").exit_code(), code::INVALID);
         assert_eq!(Error::Different.exit_code(), code::DIFFERENT);
+        assert_eq!(
+            Error::NotDelivered("w".into()).exit_code(),
+            code::NOT_DELIVERED
+        );
         let unreachable = Error::Unreachable {
             hub: "h".into(),
             message: "m".into(),
         };
         assert_eq!(unreachable.exit_code(), code::UNREACHABLE);
+        let provider = Error::ProviderUnreachable {
+            provider: "Dex".into(),
+            url: "u".into(),
+            message: "m".into(),
+        };
+        assert_eq!(provider.exit_code(), code::PROVIDER_UNREACHABLE);
     }
 
     #[test]

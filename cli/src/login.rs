@@ -110,13 +110,46 @@ fn http(timeout: Duration) -> Result<reqwest::Client> {
         .map_err(|e| Error::Other(format!("building the HTTP client: {e}")))
 }
 
-async fn get_json<T: DeserializeOwned>(http: &reqwest::Client, url: &str) -> Result<T> {
-    let r = http.get(url).send().await.map_err(|e| Error::Unreachable {
-        hub: url.to_string(),
-        message: e.to_string(),
-    })?;
-    if !r.status().is_success() {
-        return Err(Error::Other(format!("{url}: HTTP {}", r.status())));
+/// Who answers a request: the hub, or its identity provider (named for the message).
+#[derive(Clone, Copy)]
+enum Peer<'a> {
+    Hub,
+    Provider(&'a str),
+}
+
+impl Peer<'_> {
+    /// The error for `url` not answering (or, from the provider, answering 5xx).
+    fn unreachable(self, url: &str, message: String) -> Error {
+        match self {
+            Peer::Hub => Error::Unreachable {
+                hub: url.to_string(),
+                message,
+            },
+            Peer::Provider(name) => Error::ProviderUnreachable {
+                provider: name.to_string(),
+                url: url.to_string(),
+                message,
+            },
+        }
+    }
+}
+
+async fn get_json<T: DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &str,
+    peer: Peer<'_>,
+) -> Result<T> {
+    let r = http
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| peer.unreachable(url, e.to_string()))?;
+    let status = r.status();
+    if status.is_server_error() && matches!(peer, Peer::Provider(_)) {
+        return Err(peer.unreachable(url, format!("HTTP {status}")));
+    }
+    if !status.is_success() {
+        return Err(Error::Other(format!("{url}: HTTP {status}")));
     }
     r.json()
         .await
@@ -135,10 +168,7 @@ async fn post_form<T: DeserializeOwned>(
         .form(form)
         .send()
         .await
-        .map_err(|e| Error::Unreachable {
-            hub: url.to_string(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| Peer::Provider("").unreachable(url, e.to_string()))?;
     let status = r.status();
     let v: serde_json::Value = r
         .json()
@@ -152,13 +182,16 @@ async fn post_form<T: DeserializeOwned>(
     Ok(Err(v["error"].as_str().unwrap_or("error").to_string()))
 }
 
-async fn metadata(http: &reqwest::Client, issuer: &str) -> Result<Metadata> {
+/// The provider's discovery document; `name` (its display name, may be empty) is for the
+/// error when the provider cannot be reached.
+async fn metadata(http: &reqwest::Client, issuer: &str, name: &str) -> Result<Metadata> {
     get_json(
         http,
         &format!(
             "{}/.well-known/openid-configuration",
             issuer.trim_end_matches('/')
         ),
+        Peer::Provider(name),
     )
     .await
 }
@@ -183,13 +216,13 @@ fn expiry(id_token: &str) -> DateTime<Utc> {
 /// Signs in to `hub` and stores the tokens; returns the provider's name.
 pub async fn login(hub: &str, timeout: Duration) -> Result<String> {
     let http = http(timeout)?;
-    let cfg: AuthConfig = get_json(&http, &format!("{hub}/api/v1/auth/config")).await?;
+    let cfg: AuthConfig = get_json(&http, &format!("{hub}/api/v1/auth/config"), Peer::Hub).await?;
     let (Some(issuer), Some(client_id)) = (cfg.issuer.clone(), cfg.cli_client_id.clone()) else {
         return Err(Error::Usage(format!(
             "the hub at {hub} has no identity provider configured; use an API token (--token)"
         )));
     };
-    let meta = metadata(&http, &issuer).await?;
+    let meta = metadata(&http, &issuer, cfg.provider.as_deref().unwrap_or_default()).await?;
     let scope = cfg.cli_scopes.join(" ");
     let tokens = match &meta.device_authorization_endpoint {
         Some(endpoint) => device_flow(&http, &meta, endpoint, &client_id, &scope).await?,
@@ -370,7 +403,7 @@ pub async fn token_for(hub: &str, timeout: Duration) -> Result<Option<String>> {
         });
     };
     let http = http(timeout)?;
-    let meta = metadata(&http, &stored.issuer).await?;
+    let meta = metadata(&http, &stored.issuer, "").await?;
     let tokens: Tokens = post_form(
         &http,
         &meta.token_endpoint,
@@ -411,7 +444,7 @@ pub async fn logout(hub: &str, timeout: Duration) -> Result<bool> {
     save_all(&all)?;
     if let Some(refresh) = &stored.refresh_token
         && let Ok(http) = http(timeout)
-        && let Ok(meta) = metadata(&http, &stored.issuer).await
+        && let Ok(meta) = metadata(&http, &stored.issuer, "").await
         && let Some(endpoint) = meta.revocation_endpoint
     {
         let _ = post_form::<serde_json::Value>(

@@ -1,6 +1,6 @@
 //! The real `fleetgate` binary against a real hub process and a real HTTP
 //! receiver: `webhook create|list|get|test|deliveries|redeliver|delete` end
-//! to end (the secret printed once, signatures checked with the Standard
+//! to end (the secret printed once, a failed test delivery exiting 10, signatures checked with the Standard
 //! Webhooks reference library, a redelivery with the same webhook-id), and a
 //! team's admin (a token scoped to the team) that sees and manages only its
 //! team's subscriptions.
@@ -174,6 +174,17 @@ fn webhooks_end_to_end_and_a_team_admin_sees_only_its_team_s() {
     let said = hub.ok(&["webhook", "test", "ops"]);
     assert!(said.starts_with("delivered: HTTP 204 in "), "{said}");
     wait_for(&got, 0, "webhook.test", &secret);
+    // A test delivery that fails (nothing listens there) says so and exits 10.
+    let dead = format!("http://127.0.0.1:{}/hook", fleetgate_tests::free_port());
+    hub.ok(&["webhook", "create", "dead", "--url", &dead]);
+    let (code, said, e) = run_as(&hub, common::ADMIN, &["webhook", "test", "dead"]);
+    assert_eq!(code, Some(10), "{said}{e}");
+    assert!(said.starts_with("failed: no response in "), "{said}");
+    assert!(
+        e.contains("error: the test delivery to webhook dead failed"),
+        "{e}"
+    );
+    hub.ok(&["webhook", "delete", "dead"]);
 
     // A real event: closing the gate sends gate.closed (and override.created).
     hub.ok(&["gate", "close", "pay", "--for", "1h", "--reason", "deploy"]);

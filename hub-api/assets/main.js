@@ -251,6 +251,11 @@ document.getElementById('signout').addEventListener('click', async () => {
 const signinError = new URLSearchParams(location.search).get('signin_error');
 if (signinError) history.replaceState(null, '', `/${location.hash}`);
 if (token()) start().catch(() => signOut('Your token is no longer valid. Sign in again.'));
-// Without a token, a session cookie may be there (HttpOnly: only the hub can tell).
+// Without a token, a session cookie may be there (HttpOnly: only the hub can tell). Ask
+// whoami only then: a visitor who never signed in is normal, not a refused request.
 else if (signinError) renderSignIn(signinError);
-else start().catch(() => signOut());
+else {
+  api('/api/v1/auth/config')
+    .then((cfg) => (cfg && cfg.sessionCookie ? start() : Promise.reject(new Error('signed out'))))
+    .catch(() => signOut());
+}

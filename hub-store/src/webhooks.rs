@@ -290,6 +290,11 @@ pub struct Claimed {
 /// (they measure how long a replica has been silent). A claimed delivery's
 /// `next_attempt_at` becomes `now`, the start of the attempt in flight, so
 /// a delivery whose replica died is due again once its lease runs out.
+///
+/// Claiming a delivery whose lease ran out (its replica died, or lost the database, between
+/// claiming and recording) records that replica's attempt as interrupted, in the same
+/// statement: every counted attempt has its entry in the attempt log, at the instant it
+/// started, with no status and the error `interrupted: …`.
 pub async fn claim(
     conn: &mut PgConnection,
     replica: &str,
@@ -298,19 +303,28 @@ pub async fn claim(
     now: DateTime<Utc>,
 ) -> Result<Vec<Claimed>> {
     Ok(sqlx::query_as(
-        "with claimed as ( \
-           update webhook_deliveries set lease_owner = $1, \
-             lease_until = now() + make_interval(secs => $2), attempts = attempts + 1, \
+        "with due as ( \
+           select d.id, d.lease_owner as old_owner, d.lease_until as old_until, \
+             d.attempts as old_attempts, d.next_attempt_at as old_start \
+           from webhook_deliveries d join webhooks w on w.id = d.webhook_id \
+           where d.state = 'pending' and w.enabled \
+             and (d.attempts = 0 or d.next_attempt_at <= $4) \
+             and (d.lease_until is null or d.lease_until < now()) \
+             and not exists (select 1 from webhook_deliveries o where o.webhook_id = d.webhook_id \
+                             and o.state = 'pending' and o.id < d.id) \
+           order by d.id limit $3 for update of d skip locked), \
+         interrupted as ( \
+           insert into webhook_attempts (delivery_id, attempt, at, replica, status, latency_ms, error) \
+           select id, old_attempts, old_start, old_owner, null, 0, \
+             'interrupted: replica ' || old_owner || ' recorded no answer before its lease expired at ' \
+             || to_char(old_until at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') \
+           from due where old_owner is not null and old_attempts > 0), \
+         claimed as ( \
+           update webhook_deliveries u set lease_owner = $1, \
+             lease_until = now() + make_interval(secs => $2), attempts = u.attempts + 1, \
              next_attempt_at = $4 \
-           where id in ( \
-             select d.id from webhook_deliveries d join webhooks w on w.id = d.webhook_id \
-             where d.state = 'pending' and w.enabled \
-               and (d.attempts = 0 or d.next_attempt_at <= $4) \
-               and (d.lease_until is null or d.lease_until < now()) \
-               and not exists (select 1 from webhook_deliveries o where o.webhook_id = d.webhook_id \
-                               and o.state = 'pending' and o.id < d.id) \
-             order by d.id limit $3 for update of d skip locked) \
-           returning id, message_id, attempts, clusters, webhook_id, event_id) \
+           from due where u.id = due.id \
+           returning u.id, u.message_id, u.attempts, u.clusters, u.webhook_id, u.event_id) \
          select c.id as delivery_id, c.message_id, c.attempts, c.clusters as kept, \
            w.id as webhook_id, w.name as webhook, w.url, w.format, w.secret, w.previous_secret, \
            w.previous_secret_expires_at, e.id, e.type, e.subject, e.seq, e.occurred_at, e.gate, \

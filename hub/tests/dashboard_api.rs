@@ -103,6 +103,28 @@ async fn whoami_names_the_token_and_its_role() {
 }
 
 #[tokio::test]
+async fn auth_config_tells_the_page_whether_a_session_cookie_came_along() {
+    // The sign-in page asks whoami only when there is a cookie to ask about: a visitor who
+    // never signed in is not a refused request (no 401 in the browser's console).
+    let hub = Hub::new().await;
+    let r = hub
+        .call(Method::GET, "/api/v1/auth/config", None, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["sessionCookie"], false, "{}", r.text);
+    let cookie = [("cookie", "theme=dark; fleetgate_session=s3cret")];
+    let r = hub
+        .call_with(Method::GET, "/api/v1/auth/config", None, None, &cookie)
+        .await;
+    assert_eq!(r.body["sessionCookie"], true, "{}", r.text);
+    let other = [("cookie", "theme=dark")];
+    let r = hub
+        .call_with(Method::GET, "/api/v1/auth/config", None, None, &other)
+        .await;
+    assert_eq!(r.body["sessionCookie"], false, "{}", r.text);
+}
+
+#[tokio::test]
 async fn fleet_grid_has_every_gate_on_every_cluster_with_held_per_gate() {
     let hub = prod_pair_gated().await;
     // A spoke of `a` reported one held object governed by g.

@@ -6,7 +6,7 @@
 //! - so has a freeze made in a cluster (its spoke reports it, maybe after
 //!   the scans passed its start), when it starts, is lifted there or expires;
 //! - an override's write and the scans passing its instant make one event
-//!   (keyed by gate, instant and state);
+//!   (keyed by gate, instant and state), whose next transition is the override's end;
 //! - a rollout gate opens per wave (cause `rollout`, the wave's clusters),
 //!   not at its window's edge; `rollout.ended` and `rollout.aborted`.
 
@@ -299,6 +299,48 @@ async fn an_override_write_and_the_scans_of_its_instant_make_one_event() {
             "override.created",
             "override.ended"
         ]
+    );
+}
+
+#[tokio::test]
+async fn a_gate_closed_for_an_hour_announces_the_override_s_end_as_its_next_change() {
+    let hub = Hub::new().await;
+    hub.register("a", json!({})).await;
+    hub.simple_gate("g", &["a"], "open").await;
+    hub.service.notify_scan(LEADS).await.unwrap();
+    // Closed now for an hour, by the write; then one scheduled ahead, by the scans.
+    let r = hub
+        .post_json(
+            "/api/v1/gates/g/close",
+            &hub.operator,
+            json!({"for": "1h", "reason": "incident"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let t1 = t0() + Duration::hours(2);
+    let r = hub
+        .post_json(
+            "/api/v1/gates/g/close",
+            &hub.operator,
+            json!({"for": "30m", "reason": "change", "startsAt": t1}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    hub.clock.set(t1 + Duration::seconds(1));
+    scan_twice(&hub).await;
+    let closed: Vec<(Value, Value)> = events(&hub)
+        .await
+        .into_iter()
+        .filter(|(t, _)| t == "gate.closed")
+        .map(|(_, d)| (d["at"].clone(), d["nextTransition"].clone()))
+        .collect();
+    assert_eq!(
+        closed,
+        [
+            (json!(t0()), json!(t0() + Duration::hours(1))),
+            (json!(t1), json!(t1 + Duration::minutes(30))),
+        ],
+        "each closing names the override's end as the next change"
     );
 }
 

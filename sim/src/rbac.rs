@@ -116,6 +116,28 @@ pub fn review(
     body
 }
 
+/// The name a list or watch asks for: like kube-apiserver's request info
+/// (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go, `NewRequestInfo`), a collection
+/// GET takes the name from a field selector that requires an exact `metadata.name`
+/// (`opts.FieldSelector.RequiresExactMatch("metadata.name")`) when it is a valid path
+/// segment (no `/` or `%`, not `.` or `..`). So a rule with `resourceNames` and
+/// `list`/`watch` authorizes a list or watch of that one object, as the RBAC docs tell
+/// clients to ask for it. The selector is parsed as request info parses it, before any
+/// kind's field labels are checked; one that does not parse yields no name.
+pub fn collection_name(params: &crate::query::Params) -> Option<String> {
+    let selector = params.get("fieldSelector")?;
+    let parsed = crate::selectors::FieldSelector::parse(selector, false).ok()?;
+    parsed
+        .requires_exact_match("metadata.name")
+        .filter(|n| valid_path_segment(n))
+        .map(str::to_owned)
+}
+
+/// apimachinery's `path.IsValidPathSegmentName` finds no error.
+fn valid_path_segment(name: &str) -> bool {
+    name != "." && name != ".." && !name.contains(['/', '%'])
+}
+
 /// One authorization question.
 pub struct Request<'a> {
     pub verb: &'a str,
@@ -254,5 +276,46 @@ fn allowed(state: &State, user: &RbacUser, req: &Request<'_>) -> bool {
             .iter()
             .any(|b| grants(b, ns)),
         None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(selector: &str) -> Option<String> {
+        collection_name(&[("fieldSelector".to_owned(), selector.to_owned())].into())
+    }
+
+    #[test]
+    fn a_list_or_watch_takes_its_name_from_an_exact_metadata_name_selector() {
+        assert_eq!(
+            name("metadata.name=fleetgate-freeze").as_deref(),
+            Some("fleetgate-freeze")
+        );
+        assert_eq!(name("metadata.name==a").as_deref(), Some("a"));
+        assert_eq!(
+            name("metadata.namespace=x,metadata.name=a").as_deref(),
+            Some("a"),
+            "any term of the conjunction"
+        );
+        assert_eq!(
+            name("metadata.name=b,metadata.name=a").as_deref(),
+            Some("a"),
+            "the first term in sorted order"
+        );
+        // Not an exact match, not a name, or not a path segment: no name (a collection request).
+        for selector in [
+            "metadata.name!=a",
+            "metadata.namespace=a",
+            "spec.x=a",
+            "metadata.name=..",
+            "metadata.name=a/b",
+            "metadata.name=a%2F",
+            "garbage",
+        ] {
+            assert_eq!(name(selector), None, "{selector}");
+        }
+        assert_eq!(collection_name(&Default::default()), None);
     }
 }

@@ -100,7 +100,16 @@ fn parse_term(term: &str) -> Result<Req> {
 
 /// A parsed field selector over dotted paths (`metadata.name=x,metadata.namespace!=y`).
 #[derive(Debug, Clone, Default)]
-pub struct FieldSelector(Vec<(String, bool, String)>);
+pub struct FieldSelector(Vec<FieldTerm>);
+
+/// One term: field, `=`/`==` (true) or `!=` (false), value, and the term as written.
+#[derive(Debug, Clone)]
+struct FieldTerm {
+    field: String,
+    eq: bool,
+    value: String,
+    text: String,
+}
 
 impl FieldSelector {
     /// Custom resources only support `metadata.name` and `metadata.namespace`
@@ -123,24 +132,48 @@ impl FieldSelector {
                     "field label not supported: {field}"
                 )));
             }
-            out.push((field.to_string(), eq, value.trim().to_string()));
+            out.push(FieldTerm {
+                field: field.to_string(),
+                eq,
+                value: value.trim().to_string(),
+                text: term.to_string(),
+            });
         }
         Ok(FieldSelector(out))
     }
 
+    /// The value `field` must equal for an object to match, if some `=`/`==` term names it
+    /// (fields.Selector.RequiresExactMatch; the API server sorts the terms as they were
+    /// written, `sort.StringSlice(parts).Sort()` in parseSelector, and the first such term
+    /// wins).
+    pub fn requires_exact_match(&self, field: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .filter(|t| t.field == field && t.eq)
+            .min_by(|a, b| a.text.cmp(&b.text))
+            .map(|t| t.value.as_str())
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|(field, eq, want)| {
-            let mut cur = obj;
-            for part in field.split('.') {
-                cur = &cur[part];
-            }
-            let have = match cur {
-                Value::String(s) => s.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            (have == *want) == *eq
-        })
+        self.0.iter().all(
+            |FieldTerm {
+                 field,
+                 eq,
+                 value: want,
+                 ..
+             }| {
+                let mut cur = obj;
+                for part in field.split('.') {
+                    cur = &cur[part];
+                }
+                let have = match cur {
+                    Value::String(s) => s.clone(),
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                };
+                (have == *want) == *eq
+            },
+        )
     }
 }
 

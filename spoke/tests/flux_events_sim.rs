@@ -3,7 +3,8 @@
 //! (`apis/event/v1beta1/event.go`, POSTed as `runtime/events/recorder.go` does): a holdObjects
 //! gate closing sends `ObjectsHeld` and opening it `ObjectsReleased` about the Kustomization; a
 //! suspend gate closing sends `GateClosed` with the Kustomization's revision and opening it
-//! `GateOpened`. The receiver checks each body against the upstream type: required fields,
+//! `GateOpened`; a HelmRelease's `GateClosed` and `GateOpened` carry the chart version it
+//! deployed (`status.history`: HelmRelease v2 has no `lastAppliedRevision`). The receiver checks each body against the upstream type: required fields,
 //! nothing unknown, severity, timestamp, and metadata keys under the involved object's API
 //! group (the only ones notification-controller forwards).
 
@@ -147,8 +148,8 @@ fn hold_gate(default: &str) -> pb::GateRule {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn spoke_events_reach_notification_controller_in_fluxs_shape() {
+/// The receiver, serving on a loopback port: what it received, and its address.
+async fn start_receiver() -> (Arc<Received>, std::net::SocketAddr) {
     let received = Arc::new(Received::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -156,6 +157,12 @@ async fn spoke_events_reach_notification_controller_in_fluxs_shape() {
         .route("/", post(receive))
         .with_state(received.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
+    (received, addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spoke_events_reach_notification_controller_in_fluxs_shape() {
+    let (received, addr) = start_receiver().await;
 
     let cluster = start_cluster().await;
     create(&cluster, git_repository("repo")).await;
@@ -262,5 +269,63 @@ async fn spoke_events_reach_notification_controller_in_fluxs_shape() {
         .map(|e| &e.metadata["kustomize.toolkit.fluxcd.io/token"])
         .collect();
     assert_eq!(tokens.len(), events.len(), "one token per occurrence");
+    spoke.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_helm_releases_gate_events_carry_its_deployed_chart_version() {
+    let (received, addr) = start_receiver().await;
+    let cluster = start_cluster().await;
+    create(&cluster, helm_repository("charts")).await;
+    create(&cluster, helm_release("web", "charts")).await;
+    push_kind(&cluster, "HelmRepository", "charts", "sha256:index-1").await;
+    // helm-controller's generated HelmChart `<namespace>-<name>`.
+    push_kind(&cluster, "HelmChart", "flux-system-web", "1.4.2").await;
+    wait_for(
+        &cluster.client,
+        "HelmRelease",
+        "web",
+        "1.4.2 deployed",
+        |o| status_str(o, "/status/history/0/chartVersion") == Some("1.4.2"),
+    )
+    .await;
+
+    let hub = FakeHub::start().await;
+    hub.set(snapshot(
+        1,
+        vec![gate("helm", "suspend", &["HelmRelease"], "closed")],
+        vec![],
+    ));
+    let mut config = spoke_config(Some(hub.url()));
+    config.events_addr = Some(format!("http://{addr}/"));
+    let spoke = RunningSpoke::start(&cluster, config).await;
+    let closed = received.wait("GateClosed").await;
+    hub.set(snapshot(
+        2,
+        vec![gate("helm", "suspend", &["HelmRelease"], "open")],
+        vec![],
+    ));
+    let opened = received.wait("GateOpened").await;
+
+    let problems = received.problems.lock().unwrap().clone();
+    assert!(problems.is_empty(), "{problems:#?}");
+    let events = std::mem::take(&mut *received.events.lock().unwrap());
+    for e in [&events[closed], &events[opened]] {
+        assert_eq!(
+            (
+                e.involved_object.kind.as_str(),
+                e.involved_object.name.as_str()
+            ),
+            ("HelmRelease", "web"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.metadata
+                .get("helm.toolkit.fluxcd.io/revision")
+                .map(String::as_str),
+            Some("1.4.2"),
+            "{e:?}"
+        );
+    }
     spoke.stop().await;
 }

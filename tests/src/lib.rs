@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod kube_client;
+pub mod npm;
 pub mod objects;
 pub mod oidc;
 pub mod pg;

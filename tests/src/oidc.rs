@@ -1,6 +1,6 @@
 //! A real OpenID provider for the identity tests: npm's `oidc-provider`
-//! run by Node.js from `tests/oidc/provider.mjs` (installed by `.ci/run`
-//! with `npm ci --prefix tests/oidc`). One process per test binary; tests
+//! run by Node.js from `tests/oidc/provider.mjs` (its packages installed
+//! from the committed lockfile on first use: [`crate::npm`]). One process per test binary; tests
 //! act on it through its `/__test/*` endpoints (register a client, rotate
 //! the signing key, go down and up, mint tokens with chosen claims, revoke
 //! a user's grants, shorten ID tokens' lifetime, spoil the next token
@@ -21,7 +21,7 @@ pub const USERS: [&str; 5] = ["alice", "bob", "carol", "dave", "erin"];
 pub struct OidcProvider {
     pub issuer: String,
     http: reqwest::Client,
-    _child: ChildGuard,
+    child: Option<ChildGuard>,
 }
 
 fn dir() -> PathBuf {
@@ -33,10 +33,9 @@ impl OidcProvider {
     /// discovery document.
     pub async fn start() -> OidcProvider {
         let dir = dir();
-        assert!(
-            dir.join("node_modules/oidc-provider").is_dir(),
-            "the test OpenID provider is not installed: run `npm ci --prefix tests/oidc` (.ci/run does)"
-        );
+        if let Err(e) = crate::npm::ensure_installed(&dir) {
+            panic!("installing the test OpenID provider from tests/oidc/package-lock.json: {e}");
+        }
         let port = free_port();
         let child = Command::new("node")
             .arg(dir.join("provider.mjs"))
@@ -54,7 +53,7 @@ impl OidcProvider {
                 .timeout(std::time::Duration::from_secs(30))
                 .build()
                 .expect("HTTP client"),
-            _child: ChildGuard(child),
+            child: Some(ChildGuard(child)),
         };
         let url = format!("{}/.well-known/openid-configuration", provider.issuer);
         poll("the OpenID provider's discovery document", || async {
@@ -214,6 +213,12 @@ impl OidcProvider {
     pub async fn device_flow(&self, enabled: bool) {
         self.post("/__test/device", json!({"enabled": enabled}))
             .await;
+    }
+
+    /// Stops the provider's process (SIGKILL, reaped): nothing listens at the issuer
+    /// any more.
+    pub fn stop(&mut self) {
+        drop(self.child.take());
     }
 
     /// Every provider endpoint answers 503 until [`OidcProvider::up`].

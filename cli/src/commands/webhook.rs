@@ -94,7 +94,11 @@ pub async fn run(client: &Client, cmd: &WebhookCmd, format: Format) -> Result<()
                         .map(|b| format!("\n{b}"))
                         .unwrap_or_default(),
                 )
-            })
+            })?;
+            if !v.ok {
+                return Err(Error::NotDelivered(name.clone()));
+            }
+            Ok(())
         }
         WebhookCmd::RotateSecret { name, overlap } => {
             let body = RotateWebhookSecret {

@@ -25,9 +25,10 @@ use crate::identity::sessions::{LOGIN_COOKIE, SESSION_COOKIE};
 /// How to sign in: the provider, and the CLI's client.
 #[utoipa::path(get, path = "/api/v1/auth/config", tag = "identity",
     responses((status = 200, description = "Sign-in settings", body = AuthConfig)))]
-pub async fn config(State(s): State<AppState>) -> Json<AuthConfig> {
+pub async fn config(State(s): State<AppState>, headers: HeaderMap) -> Json<AuthConfig> {
     let login = s.service.identities().login.as_ref().map(|l| &l.config);
     Json(AuthConfig {
+        session_cookie: cookie(&headers, SESSION_COOKIE).is_some(),
         enabled: login.is_some(),
         provider: login.map(|l| l.display_name.clone()),
         issuer: login.map(|l| l.issuer.clone()),

@@ -29,6 +29,19 @@ impl Refusal {
             Self::Special => "unspecified, multicast or reserved",
         }
     }
+
+    /// What an operator can do about it: loopback and private ranges can be allowed;
+    /// link-local and special ranges never are, so no flag is suggested for them.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            Self::Loopback | Self::Private => {
+                "allow it with --egress-allow-private or the feature's allow flag"
+            }
+            Self::LinkLocal | Self::Special => {
+                "never allowed, not even with --egress-allow-private"
+            }
+        }
+    }
 }
 
 /// `Ok` if `ip` may be connected to; `allow_private` lets loopback and

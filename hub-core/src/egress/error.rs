@@ -7,7 +7,7 @@ use super::destination::Refusal;
 
 /// A destination address outside what the policy allows.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{host} resolves to {ip}, a {} address, which is refused (allow it with --egress-allow-private or the feature's allow flag)", refusal.describe())]
+#[error("{host} resolves to {ip}, a {} address, which is refused ({})", refusal.describe(), refusal.remedy())]
 pub struct DestinationRefused {
     pub host: String,
     pub ip: IpAddr,

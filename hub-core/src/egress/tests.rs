@@ -113,6 +113,30 @@ async fn metadata_and_special_addresses_refused_even_when_private_allowed() {
         let err = e.check_url(url).unwrap_err();
         assert!(matches!(err, EgressError::Refused(_)), "{url}: {err}");
     }
+    // The message suggests no flag that cannot help.
+    for (url, want) in [
+        (
+            "http://169.254.169.254/latest/meta-data/",
+            "169.254.169.254 resolves to 169.254.169.254, a link-local (cloud metadata) address, which is refused (never allowed, not even with --egress-allow-private)",
+        ),
+        (
+            "http://0.0.0.0/",
+            "0.0.0.0 resolves to 0.0.0.0, a unspecified, multicast or reserved address, which is refused (never allowed, not even with --egress-allow-private)",
+        ),
+        (
+            "http://224.0.0.1/",
+            "224.0.0.1 resolves to 224.0.0.1, a unspecified, multicast or reserved address, which is refused (never allowed, not even with --egress-allow-private)",
+        ),
+    ] {
+        assert_eq!(e.check_url(url).unwrap_err().to_string(), want, "{url}");
+    }
+    assert_eq!(
+        egress(false)
+            .check_url("http://10.0.0.1/")
+            .unwrap_err()
+            .to_string(),
+        "10.0.0.1 resolves to 10.0.0.1, a private network address, which is refused (allow it with --egress-allow-private or the feature's allow flag)"
+    );
 }
 
 #[tokio::test]

@@ -84,6 +84,15 @@ pub struct LoginConfig {
     /// itself or behind a proxy).
     #[serde(default)]
     pub secure_cookies: Option<bool>,
+    /// How long a check that the provider answers is trusted before a sign-in sends a
+    /// person there (its discovery document fetched again); a failed check is kept as
+    /// long, so a dead provider is not asked at every click. Default 10s.
+    #[serde(default = "default_provider_check", with = "duration")]
+    pub provider_check: Duration,
+}
+
+fn default_provider_check() -> Duration {
+    Duration::from_secs(10)
 }
 
 fn default_display() -> String {

@@ -33,6 +33,8 @@ pub struct Login {
     secret: Option<String>,
     outbound: Outbound,
     metadata: tokio::sync::Mutex<Option<(Metadata, Instant)>>,
+    /// The last check that the provider answers (before a sign-in): when, and its failure.
+    checked: tokio::sync::Mutex<Option<(Instant, Option<String>)>>,
 }
 
 impl std::fmt::Debug for Login {
@@ -86,6 +88,7 @@ impl Login {
             secret,
             outbound,
             metadata: tokio::sync::Mutex::new(None),
+            checked: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -102,9 +105,34 @@ impl Login {
         Ok(meta)
     }
 
-    /// Where to send the browser.
+    /// The provider's endpoints, from a discovery document fetched at most `providerCheck`
+    /// ago: a sign-in sends a person to the provider only when it answered lately (the
+    /// document is cached for an hour for everything else, so a provider that went down
+    /// since would otherwise get the person). A failed check is remembered as long.
+    async fn checked_metadata(&self) -> Result<Metadata, String> {
+        let mut checked = self.checked.lock().await;
+        if let Some((at, failure)) = checked.as_ref()
+            && at.elapsed() < self.config.provider_check
+        {
+            match failure {
+                Some(e) => return Err(e.clone()),
+                None => {
+                    if let Some((meta, _)) = self.metadata.lock().await.as_ref() {
+                        return Ok(meta.clone());
+                    }
+                }
+            }
+        }
+        let fetched = discover(&self.outbound, &self.config.issuer).await;
+        *checked = Some((Instant::now(), fetched.as_ref().err().cloned()));
+        let meta = fetched?;
+        *self.metadata.lock().await = Some((meta.clone(), Instant::now()));
+        Ok(meta)
+    }
+
+    /// Where to send the browser (after checking that the provider answers).
     pub async fn authorize_url(&self, pending: &Pending) -> Result<String, String> {
-        let meta = self.metadata().await?;
+        let meta = self.checked_metadata().await?;
         let endpoint = meta
             .authorization_endpoint
             .ok_or("the provider's discovery document has no authorization_endpoint")?;

@@ -66,11 +66,24 @@ pub struct GateTransition {
     pub cause: Cause,
     /// The instant of the change.
     pub at: DateTime<Utc>,
-    /// The gate's next scheduled change after this one, if any.
+    /// The gate's next change after this one on these clusters (with their overrides and
+    /// freezes: a gate closed for an hour changes at the override's end), if any; the
+    /// earliest where the clusters differ.
     pub next_transition: Option<DateTime<Utc>>,
     /// Who made the change, when a person or token did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+}
+
+/// The earlier of two next transitions, where either is known.
+pub(crate) fn earliest(
+    a: Option<DateTime<Utc>>,
+    b: Option<DateTime<Utc>>,
+) -> Option<DateTime<Utc>> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 impl GateTransition {

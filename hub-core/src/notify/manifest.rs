@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, CompiledGate, Gate, GateState};
 
-use super::event::{Cause, GateTransition};
+use super::event::{Cause, GateTransition, earliest};
 use crate::db::clusters::Scoped;
 use crate::db::overrides::OverrideRecord;
 use crate::service::fleet::applying::{applying, reaches};
@@ -51,7 +51,9 @@ pub fn state_changes(
                 .clone(),
         )
     };
-    let mut groups: BTreeMap<&'static str, (Vec<String>, String)> = BTreeMap::new();
+    // Per new state: the clusters, the reason, and their next transition (the earliest).
+    let mut groups: BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)> =
+        BTreeMap::new();
     for c in clusters {
         let old = state(before, false, c);
         let new = state(after, true, c);
@@ -69,13 +71,16 @@ pub fn state_changes(
                 format!("gate '{name}' no longer selects this cluster"),
             ),
         };
-        let g = groups.entry(to).or_insert_with(|| (Vec::new(), reason));
+        let next = new.as_ref().and_then(|e| e.next_transition);
+        let g = groups
+            .entry(to)
+            .or_insert_with(|| (Vec::new(), reason, next));
         g.0.push(c.name.clone());
+        g.2 = earliest(g.2, next);
     }
-    let next = after.and_then(|v| v.compiled.evaluate(now, &[]).next_transition);
     groups
         .into_iter()
-        .map(|(state, (clusters, reason))| GateTransition {
+        .map(|(state, (clusters, reason, next))| GateTransition {
             gate: name.to_string(),
             state: state.to_string(),
             clusters,

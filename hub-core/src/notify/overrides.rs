@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{CompiledGate, Gate};
 
-use super::event::{Cause, GateTransition, NewEvent};
+use super::event::{Cause, GateTransition, NewEvent, earliest};
 use crate::db::clusters::Scoped;
 use crate::db::freezes::FreezeRecord;
 use crate::db::overrides::OverrideRecord;
@@ -123,7 +123,10 @@ fn changes(
     at: &At<'_>,
 ) -> Vec<GateTransition> {
     let now = at.now;
-    let mut groups: BTreeMap<&'static str, (Vec<String>, String)> = BTreeMap::new();
+    // Per new state: the clusters, the reason, and the next transition (the override's end
+    // where one decides it).
+    let mut groups: BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)> =
+        BTreeMap::new();
     // Clusters with the same applying overrides share one evaluation: an
     // override on a gate of 10,000 clusters evaluates a handful of sets, not
     // 20,000 cluster states, inside the write.
@@ -141,20 +144,23 @@ fn changes(
         if old.state != new.state {
             let e = groups
                 .entry(new.state.as_str())
-                .or_insert_with(|| (Vec::new(), new.reason.clone()));
+                .or_insert_with(|| (Vec::new(), new.reason.clone(), new.next_transition));
             e.0.push(c.name.clone());
+            // Clusters whose overrides differ may change next at different instants: the
+            // event names the earliest.
+            e.2 = earliest(e.2, new.next_transition);
         }
     }
     groups
         .into_iter()
-        .map(|(state, (clusters, reason))| GateTransition {
+        .map(|(state, (clusters, reason, next))| GateTransition {
             gate: gate.name().to_string(),
             state: state.to_string(),
             clusters,
             reason,
             cause: at.cause,
             at: now,
-            next_transition: compiled.evaluate(now, &[]).next_transition,
+            next_transition: next,
             actor: Some(at.actor.to_string()),
         })
         .collect()

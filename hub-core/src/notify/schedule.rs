@@ -41,8 +41,9 @@ pub struct ScanOutcome {
     pub next_due: Option<DateTime<Utc>>,
 }
 
-/// The clusters that changed at one (instant, state), the reason and the cause.
-type Group = (Vec<String>, String, Cause);
+/// The clusters that changed at one (instant, state), the reason, the cause and their next
+/// transition after it (the earliest).
+type Group = (Vec<String>, String, Cause, Option<DateTime<Utc>>);
 
 /// One gate's state changes on its clusters in `(from, to]`, one entry per
 /// (instant, new state) with the clusters that changed then.
@@ -63,6 +64,8 @@ pub fn gate_edges(
         return Vec::new();
     }
     let mut groups: BTreeMap<(DateTime<Utc>, &'static str), Group> = BTreeMap::new();
+    let mut nexts: std::collections::HashMap<(DateTime<Utc>, Vec<String>), Option<DateTime<Utc>>> =
+        std::collections::HashMap::new();
     for c in clusters.iter().filter(|c| reaches(gate, within, *c)) {
         let ovs = applying(gate, c, mine.iter().copied(), freezes);
         let own;
@@ -85,15 +88,21 @@ pub fn gate_edges(
                 f.requested_in.as_deref() == Some(c.name.as_str())
                     && (f.starts_at == t.at || f.expires_at == Some(t.at))
             });
+            // The next change with this cluster's overrides (one evaluation per set).
+            let key = (t.at, ovs.iter().map(|o| o.id.clone()).collect::<Vec<_>>());
+            let next = *nexts
+                .entry(key)
+                .or_insert_with(|| compiled.evaluate(t.at, &ovs).next_transition);
             let entry = groups.entry((t.at, t.state.as_str())).or_insert_with(|| {
                 let cause = if by_request {
                     Cause::InClusterRequest
                 } else {
                     Cause::Override
                 };
-                (Vec::new(), t.reason.clone(), cause)
+                (Vec::new(), t.reason.clone(), cause, next)
             });
             entry.0.push(c.name.clone());
+            entry.3 = super::event::earliest(entry.3, next);
             if !by_override && matches!(entry.2, Cause::Override | Cause::InClusterRequest) {
                 entry.1 = t.reason.clone();
                 entry.2 = if compiled.calendar_edge_at(t.at) {
@@ -106,16 +115,18 @@ pub fn gate_edges(
     }
     groups
         .into_iter()
-        .map(|((at, state), (clusters, reason, cause))| GateTransition {
-            gate: gate.name().to_string(),
-            state: state.to_string(),
-            clusters,
-            reason,
-            cause,
-            at,
-            next_transition: compiled.evaluate(at, &[]).next_transition,
-            actor: None,
-        })
+        .map(
+            |((at, state), (clusters, reason, cause, next))| GateTransition {
+                gate: gate.name().to_string(),
+                state: state.to_string(),
+                clusters,
+                reason,
+                cause,
+                at,
+                next_transition: next,
+                actor: None,
+            },
+        )
         .collect()
 }
 

@@ -14,7 +14,8 @@
 //! Ordering per endpoint after an outage: `webhooks.rs`
 //! `receiver_down_then_up_gets_every_event_in_order_and_leases_move`.
 //!
-//! One module per rule: `disable` (410 Gone, failing for days), `retries`
+//! One module per rule: `disable` (410 Gone, failing for days), `interrupted` (an attempt a
+//! dead replica never recorded), `retries`
 //! (`Retry-After`, 3xx, the schedule's end) and `rotation` (the old secret's
 //! overlap); the helpers below serve all three.
 
@@ -26,6 +27,7 @@ mod grpc_support;
 mod notify_support;
 
 mod disable;
+mod interrupted;
 mod retries;
 mod rotation;
 

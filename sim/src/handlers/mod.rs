@@ -254,8 +254,11 @@ async fn route(
     }
     if let (Some(authz), Some(user)) = (&cluster.authorizer, &user) {
         let (rt, ns, name, sub) = match &target {
+            Target::Collection { rt, ns } if *method == Method::GET => {
+                (rt, ns, rbac::collection_name(params), None)
+            }
             Target::Collection { rt, ns } => (rt, ns, None, None),
-            Target::Item { rt, ns, name, sub } => (rt, ns, Some(name.as_str()), sub.as_deref()),
+            Target::Item { rt, ns, name, sub } => (rt, ns, Some(name.clone()), sub.as_deref()),
             Target::ResourceList(..) => return Err(Error::path_not_found()),
         };
         let req = rbac::Request {
@@ -263,7 +266,7 @@ async fn route(
             rt,
             subresource: sub,
             namespace: ns.as_deref(),
-            name,
+            name: name.as_deref(),
         };
         cluster.store.with(|s| authz.authorize(s, user, &req))?;
     }

@@ -220,7 +220,7 @@ fn nesting(obj: &FluxObject) -> Nesting {
 /// deployed chart version is the newest `status.history` entry Helm did not
 /// record as `failed` (a failed upgrade is stored above the deployed release).
 /// Both fall back to `lastAttemptedRevision` while there is no history at all.
-fn last_applied(kind: FluxKind, obj: &FluxObject) -> Option<&str> {
+pub fn last_applied(kind: FluxKind, obj: &FluxObject) -> Option<&str> {
     fn nonempty(s: &Option<String>) -> Option<&str> {
         s.as_deref().filter(|s| !s.is_empty())
     }

@@ -229,7 +229,9 @@ fn notice(
         // The recorder fits it to the API server's 1024 bytes (`events::fit_text`).
         note,
         regarding: obj.object_ref(resource),
-        revision: obj.status.last_applied_revision.clone(),
+        // What the spoke reports as applied: a HelmRelease v2 has no lastAppliedRevision,
+        // its deployed chart version is in `status.history`.
+        revision: crate::cluster::observed::last_applied(step.key.kind, obj).map(str::to_owned),
     })
 }
 
