@@ -36,6 +36,11 @@ pub(crate) async fn run(
     hub_cfg.calendar.calendar_allow_http = true;
     hub_cfg.calendar.calendar_secrets_dir = Some(served.secrets.path().to_path_buf());
     hub_cfg.calendar.calendar_tick = Duration::from_secs(1);
+    // The webhook receiver the demo runs itself, on loopback over plain http: the hub
+    // refuses both unless told (`--webhook-allow-private --webhook-allow-http`).
+    let receiver = crate::webhook::serve(shutdown).await?;
+    hub_cfg.notify.webhook_allow_private = true;
+    hub_cfg.notify.webhook_allow_http = true;
     if let Some(at) = args.at {
         hub_cfg.clock = Some(std::sync::Arc::new(fleetgate_hub::clock::ManualClock::new(
             at,
@@ -52,7 +57,12 @@ pub(crate) async fn run(
         timeout: Duration::from_secs(30),
     })?;
     hub::wait_ready(&client, &hub_url, &mut hub_task).await?;
-    println!("• hub: REST {hub_url}, gRPC {grpc_url}");
+    println!(
+        "• hub: REST {hub_url}, gRPC {grpc_url}; started with --webhook-allow-private \
+         --webhook-allow-http so it may post to the demo's webhook receiver on loopback"
+    );
+    // Subscribed before anything happens, so every event of the demo is delivered.
+    crate::webhook::subscribe(&client, &receiver).await?;
 
     // 3. The simulated fleet.
     let clusters = fleet::clusters(args.clusters);
@@ -79,9 +89,11 @@ pub(crate) async fn run(
         sim.write_kubeconfig(&c.name, &kube_dir.path().join(format!("{}.yaml", c.name)))
             .map_err(|e| other("kubeconfig", e))?;
     }
-    // The nginx app (one Kustomization) applied once before the spokes start.
+    // The nginx app (one Kustomization) applied once before the spokes start: on the first
+    // staging cluster (nginx-window holds it) and the first dev cluster (the warn gate).
     let nginx_cluster = nginx::cluster(&clusters).map(|c| c.name.clone());
-    if let Some(c) = &nginx_cluster {
+    let warn_cluster = nginx::warn_cluster(&clusters).map(|c| c.name.clone());
+    for c in nginx_cluster.iter().chain(&warn_cluster) {
         for obj in nginx::objects() {
             sim.create_object(c, obj)
                 .await
@@ -102,6 +114,7 @@ pub(crate) async fn run(
     let manifests = crate::calendar::manifests(&examples, &served.url, kube_dir.path())?;
     fleetgate::commands::gate::apply(&client, &manifests, &None, false, Format::Table).await?;
     rollout::create(&client).await?;
+    let (team_token, team_role) = crate::team::setup(&client, &examples).await?;
     let mut spokes = Vec::new();
     for c in &clusters {
         let spoke_token = hub::register(&client, c).await?;
@@ -109,6 +122,10 @@ pub(crate) async fn run(
         spokes.push(start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, args.at, shutdown).await?);
     }
     println!("• spokes: {} started", spokes.len());
+    // The payments team asks to open sre-approval on its cluster: a pending request, for
+    // the demo's admin (a second person) to approve.
+    let team_client = crate::team::client(&hub_url, &team_token)?;
+    let request = crate::team::request_opening(&team_client).await?;
 
     // 5. Once every spoke has enforced and reported, push revisions: where
     // a gate is closed they are held.
@@ -155,6 +172,21 @@ pub(crate) async fn run(
         rollout::describe(&rolling),
         rollout::GATE
     );
+    // Warn mode: what nginx-window-dev would hold on the first dev cluster.
+    let warn = match &warn_cluster {
+        Some(c) => Some(crate::warn::wait(&client, c, shutdown).await?),
+        None => None,
+    };
+    if let Some(w) = &warn {
+        println!("• warn mode: {}", w.describe());
+    }
+    println!(
+        "• approvals: {} asked to open {} on {} (request {request}); it waits for a second \
+         person: you (Approvals page, or fleetgate override approve)",
+        crate::team::TOKEN_NAME,
+        crate::team::APPROVAL_GATE,
+        crate::team::APPROVAL_CLUSTER,
+    );
     // The calendars: the holiday gate on the first (prod) cluster, the feed as fetched.
     let maintenance = crate::calendar::wait_fetched(&client, Duration::from_secs(5)).await?;
     if let Some(first) = clusters.first() {
@@ -167,16 +199,33 @@ pub(crate) async fn run(
             crate::calendar::MAINTENANCE_GATE
         );
     }
-    let held: FleetSummary = client.get("/status", &[]).await?;
-    banner::print_ready(
-        &hub_url,
-        &grpc_url,
-        &token,
-        kube_dir.path(),
-        &clusters,
-        &held,
-        started,
+    let (team_clusters, team_gates) = crate::team::sees(&team_client).await?;
+    let deliveries =
+        crate::webhook::wait_delivered(&client, &receiver, Duration::from_secs(5)).await?;
+    println!(
+        "• webhooks: {}",
+        crate::webhook::describe(&receiver, &deliveries)
     );
+    let held: FleetSummary = client.get("/status", &[]).await?;
+    banner::print_ready(&banner::Ready {
+        hub: &hub_url,
+        grpc: &grpc_url,
+        token: &token,
+        kube_dir: kube_dir.path(),
+        clusters: &clusters,
+        summary: &held,
+        started,
+        nginx_cluster: nginx_cluster.as_deref(),
+        warn_cluster: warn_cluster.as_deref(),
+        request: &request,
+        team: crate::team::Team {
+            token: team_token,
+            clusters: team_clusters,
+            gates: team_gates,
+            role: team_role,
+        },
+    });
+    receiver.go_live();
 
     tokio::select! {
         _ = shutdown.cancelled() => {}
