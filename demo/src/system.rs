@@ -36,6 +36,9 @@ pub(crate) async fn run(
     hub_cfg.calendar.calendar_allow_http = true;
     hub_cfg.calendar.calendar_secrets_dir = Some(served.secrets.path().to_path_buf());
     hub_cfg.calendar.calendar_tick = Duration::from_secs(1);
+    // The rollout driver steps every 250 ms (default 1 s), so the canary is released and
+    // soaking a moment after the demo opens the gate.
+    hub_cfg.grpc.rollout_tick = Duration::from_millis(250);
     // The webhook receiver the demo runs itself, on loopback over plain http: the hub
     // refuses both unless told (`--webhook-allow-private --webhook-allow-http`).
     let receiver = crate::webhook::serve(shutdown).await?;
@@ -56,15 +59,7 @@ pub(crate) async fn run(
         token: Some(token.clone()),
         timeout: Duration::from_secs(30),
     })?;
-    hub::wait_ready(&client, &hub_url, &mut hub_task).await?;
-    println!(
-        "• hub: REST {hub_url}, gRPC {grpc_url}; started with --webhook-allow-private \
-         --webhook-allow-http so it may post to the demo's webhook receiver on loopback"
-    );
-    // Subscribed before anything happens, so every event of the demo is delivered.
-    crate::webhook::subscribe(&client, &receiver).await?;
-
-    // 3. The simulated fleet.
+    // 3. The simulated fleet, set up while the hub starts (it needs no hub).
     let clusters = fleet::clusters(args.clusters);
     let sim = fleetgate_sim::Sim::start(fleetgate_sim::SimConfig {
         clusters: clusters.iter().map(|c| c.name.clone()).collect(),
@@ -109,54 +104,60 @@ pub(crate) async fn run(
         kube_dir.path().display()
     );
 
+    hub::wait_ready(&client, &hub_url, &mut hub_task).await?;
+    println!(
+        "• hub: REST {hub_url}, gRPC {grpc_url}; started with --webhook-allow-private \
+         --webhook-allow-http so it may post to the demo's webhook receiver on loopback"
+    );
+    // Subscribed before anything happens, so every event of the demo is delivered.
+    crate::webhook::subscribe(&client, &receiver).await?;
+
     // 4. Gates first, then clusters with a spoke each.
     let examples = examples_dir();
     let manifests = crate::calendar::manifests(&examples, &served.url, kube_dir.path())?;
     fleetgate::commands::gate::apply(&client, &manifests, &None, false, Format::Table).await?;
     rollout::create(&client).await?;
     let (team_token, team_role) = crate::team::setup(&client, &examples).await?;
-    let mut spokes = Vec::new();
-    for c in &clusters {
+    // Registered and started side by side.
+    let spokes = futures::future::try_join_all(clusters.iter().map(|c| async {
         let spoke_token = hub::register(&client, c).await?;
         let kubeconfig = kube_dir.path().join(format!("{}.yaml", c.name));
-        spokes.push(start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, args.at, shutdown).await?);
-    }
+        start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, args.at, shutdown).await
+    }))
+    .await?;
     println!("• spokes: {} started", spokes.len());
     // The payments team asks to open sre-approval on its cluster: a pending request, for
     // the demo's admin (a second person) to approve.
     let team_client = crate::team::client(&hub_url, &team_token)?;
     let request = crate::team::request_opening(&team_client).await?;
 
-    // 5. Once every spoke has enforced and reported, push revisions: where
-    // a gate is closed they are held.
+    // 5. Once every spoke has enforced and reported, the stories run side by side (each on
+    // its own clusters and objects): the fleet's pushed revisions, held where a gate is
+    // closed, then the rollout releasing its canary; the nginx hold on the first staging
+    // cluster; the warn gate's would-hold report on the first dev cluster.
     wait::wait_reported(&client, &clusters, shutdown).await?;
-    for (i, c) in clusters.iter().enumerate() {
-        sim.push_revision(
-            &c.name,
-            "GitRepository",
-            "flux-system",
-            "flux-system",
-            &fleet::revision(&c.name, 1),
-        )
-        .await
-        .map_err(|e| other("push", e))?;
-        if i % 2 == 0 && c.labels.get("region").is_some_and(|r| r == "us") {
-            sim.push_revision(
-                &c.name,
-                "GitRepository",
-                "flux-system",
-                "shop",
-                &fleet::revision(&c.name, 2),
-            )
-            .await
-            .map_err(|e| other("push", e))?;
-        }
-    }
-    wait::wait_held(&client, shutdown).await?;
-    let nginx = match &nginx_cluster {
-        Some(c) => Some((c.clone(), nginx::hold(&client, &sim, c, shutdown).await?)),
-        None => None,
+    let fleet_story = async {
+        push_fleet(&sim, &clusters).await?;
+        wait::wait_held(&client, shutdown).await?;
+        // The rollout in progress: the canary wave released, the others waiting.
+        rollout::start(&client, shutdown).await
     };
+    let nginx_story = async {
+        match &nginx_cluster {
+            Some(c) => Ok(Some((
+                c.clone(),
+                nginx::hold(&client, &sim, c, shutdown).await?,
+            ))),
+            None => Ok(None),
+        }
+    };
+    let warn_story = async {
+        match &warn_cluster {
+            Some(c) => Ok(Some(crate::warn::wait(&client, c, shutdown).await?)),
+            None => Ok(None),
+        }
+    };
+    let (rolling, nginx, warn) = tokio::try_join!(fleet_story, nginx_story, warn_story)?;
     if let Some((c, o)) = &nginx {
         let kc = kube_dir.path().join(format!("{c}.yaml"));
         println!(
@@ -165,18 +166,12 @@ pub(crate) async fn run(
             kc.display(),
         );
     }
-    // The rollout in progress: the canary wave released, the others waiting.
-    let rolling = rollout::start(&client, shutdown).await?;
     println!(
         "• rollout: {}\n    fleetgate rollout status {}",
         rollout::describe(&rolling),
         rollout::GATE
     );
     // Warn mode: what nginx-window-dev would hold on the first dev cluster.
-    let warn = match &warn_cluster {
-        Some(c) => Some(crate::warn::wait(&client, c, shutdown).await?),
-        None => None,
-    };
     if let Some(w) = &warn {
         println!("• warn mode: {}", w.describe());
     }
@@ -241,6 +236,34 @@ pub(crate) async fn run(
     let _ = tokio::time::timeout(Duration::from_secs(15), hub_task).await;
     sim.shutdown().await;
     println!("stopped; temporary files removed.");
+    Ok(())
+}
+
+/// Pushes a revision of every cluster's `flux-system` source, and of the `shop` source on
+/// every other `us` cluster (the release train's).
+async fn push_fleet(sim: &fleetgate_sim::Sim, clusters: &[fleet::DemoCluster]) -> Result<()> {
+    for (i, c) in clusters.iter().enumerate() {
+        sim.push_revision(
+            &c.name,
+            "GitRepository",
+            "flux-system",
+            "flux-system",
+            &fleet::revision(&c.name, 1),
+        )
+        .await
+        .map_err(|e| other("push", e))?;
+        if i % 2 == 0 && c.labels.get("region").is_some_and(|r| r == "us") {
+            sim.push_revision(
+                &c.name,
+                "GitRepository",
+                "flux-system",
+                "shop",
+                &fleet::revision(&c.name, 2),
+            )
+            .await
+            .map_err(|e| other("push", e))?;
+        }
+    }
     Ok(())
 }
 
