@@ -76,10 +76,11 @@ pub async fn push(
     image: &str,
     color: &str,
 ) -> std::result::Result<(), String> {
+    // Its own revisions, never equal to the fleet's pushes of `flux-system`.
     sim.push_manifests(
         cluster,
         ("GitRepository", "flux-system", "nginx"),
-        &revision(cluster, n),
+        &revision(&format!("{cluster}/nginx"), n),
         &manifests(image, color),
     )
     .await

@@ -138,7 +138,7 @@ pub(crate) async fn run(
     wait::wait_reported(&client, &clusters, shutdown).await?;
     let fleet_story = async {
         push_fleet(&sim, &clusters).await?;
-        wait::wait_held(&client, shutdown).await?;
+        wait::wait_held(&client, &clusters, shutdown).await?;
         // The rollout in progress: the canary wave released, the others waiting.
         rollout::start(&client, shutdown).await
     };
