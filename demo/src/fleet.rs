@@ -1,6 +1,7 @@
-//! The demo fleet's shape: cluster names and labels (env/region/tier), and
-//! the extra Flux objects the example gates target (a payments app for the
-//! SRE approval gate, a shop app for the freeze-sources release train).
+//! The demo fleet's shape: cluster names and labels (env/region/tier, and
+//! `team: payments` on the payments team's two clusters), and the extra Flux
+//! objects the example gates target (a payments app for the SRE approval
+//! gate, a shop app for the freeze-sources release train).
 
 use std::collections::BTreeMap;
 
@@ -15,7 +16,12 @@ pub struct DemoCluster {
 
 const REGIONS: [&str; 3] = ["eu", "us", "ap"];
 
-/// `n` clusters: 40 % prod, 30 % staging, the rest dev, each spread over
+/// The payments team's clusters: those `examples/sre-approval.yaml` names,
+/// labelled `team: payments` (the scope of `examples/access/team-payments.yaml`).
+pub const PAYMENTS_CLUSTERS: [&str; 2] = ["prod-eu-1", "prod-us-1"];
+
+/// `n` clusters: 40 % prod (`tier: core`, the clusters the ops calendar's
+/// maintenance windows govern), 30 % staging, the rest dev, each spread over
 /// the regions — `prod-eu-1`, `prod-us-1`, `prod-ap-1`, `prod-eu-2`, ...
 pub fn clusters(n: usize) -> Vec<DemoCluster> {
     let prod = (n * 2).div_ceil(5).max(n.min(2));
@@ -24,7 +30,7 @@ pub fn clusters(n: usize) -> Vec<DemoCluster> {
     (0..n)
         .map(|i| {
             let (env, tier, j) = if i < prod {
-                ("prod", "critical", i)
+                ("prod", "core", i)
             } else if i < prod + staging {
                 ("staging", "standard", i - prod)
             } else {
@@ -33,14 +39,16 @@ pub fn clusters(n: usize) -> Vec<DemoCluster> {
             let region = REGIONS[j % REGIONS.len()];
             let k = counts.entry((env.into(), region.into())).or_default();
             *k += 1;
-            DemoCluster {
-                name: format!("{env}-{region}-{k}"),
-                labels: BTreeMap::from([
-                    ("env".to_string(), env.to_string()),
-                    ("region".to_string(), region.to_string()),
-                    ("tier".to_string(), tier.to_string()),
-                ]),
+            let name = format!("{env}-{region}-{k}");
+            let mut labels = BTreeMap::from([
+                ("env".to_string(), env.to_string()),
+                ("region".to_string(), region.to_string()),
+                ("tier".to_string(), tier.to_string()),
+            ]);
+            if PAYMENTS_CLUSTERS.contains(&name.as_str()) {
+                labels.insert("team".to_string(), "payments".to_string());
             }
+            DemoCluster { name, labels }
         })
         .collect()
 }
@@ -110,6 +118,15 @@ mod tests {
         // The SRE approval example names prod-eu-1 and prod-us-1 even in tiny fleets.
         let two: Vec<_> = clusters(2).into_iter().map(|c| c.name).collect();
         assert_eq!(two, ["prod-eu-1", "prod-us-1"]);
+        // The payments team's clusters, and the maintenance calendar's (tier core: prod).
+        let team: Vec<_> = cs
+            .iter()
+            .filter(|c| c.labels.get("team").is_some_and(|t| t == "payments"))
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(team, PAYMENTS_CLUSTERS);
+        let core = cs.iter().filter(|c| c.labels["tier"] == "core").count();
+        assert_eq!(core, prod);
     }
 
     #[test]

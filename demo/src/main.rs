@@ -14,7 +14,10 @@ mod hub;
 mod nginx;
 mod rollout;
 mod system;
+mod team;
 mod wait;
+mod warn;
+mod webhook;
 
 use std::io::Read;
 use std::process::ExitCode;

@@ -22,9 +22,19 @@ pub const GATE: &str = "nginx-window";
 
 /// The cluster showing the nginx example: the first staging cluster.
 pub fn cluster(clusters: &[DemoCluster]) -> Option<&DemoCluster> {
+    first(clusters, "staging")
+}
+
+/// The cluster showing the same app behind the warn-mode gate of
+/// `examples/warn-hold-objects.yaml`: the first dev cluster.
+pub fn warn_cluster(clusters: &[DemoCluster]) -> Option<&DemoCluster> {
+    first(clusters, "dev")
+}
+
+fn first<'a>(clusters: &'a [DemoCluster], env: &str) -> Option<&'a DemoCluster> {
     clusters
         .iter()
-        .find(|c| c.labels.get("env").is_some_and(|e| e == "staging"))
+        .find(|c| c.labels.get("env").is_some_and(|e| e == env))
 }
 
 /// The app's source and its one Kustomization.
@@ -66,10 +76,11 @@ pub async fn push(
     image: &str,
     color: &str,
 ) -> std::result::Result<(), String> {
+    // Its own revisions, never equal to the fleet's pushes of `flux-system`.
     sim.push_manifests(
         cluster,
         ("GitRepository", "flux-system", "nginx"),
-        &revision(cluster, n),
+        &revision(&format!("{cluster}/nginx"), n),
         &manifests(image, color),
     )
     .await
@@ -155,7 +166,7 @@ pub async fn hold(
 
 /// Waits (20 s at most) until the hub reports `cluster`'s nginx Deployment
 /// satisfying `pred`.
-async fn wait(
+pub(crate) async fn wait(
     client: &Client,
     cluster: &str,
     shutdown: &CancellationToken,

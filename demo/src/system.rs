@@ -36,6 +36,14 @@ pub(crate) async fn run(
     hub_cfg.calendar.calendar_allow_http = true;
     hub_cfg.calendar.calendar_secrets_dir = Some(served.secrets.path().to_path_buf());
     hub_cfg.calendar.calendar_tick = Duration::from_secs(1);
+    // The rollout driver steps every 250 ms (default 1 s), so the canary is released and
+    // soaking a moment after the demo opens the gate.
+    hub_cfg.grpc.rollout_tick = Duration::from_millis(250);
+    // The webhook receiver the demo runs itself, on loopback over plain http: the hub
+    // refuses both unless told (`--webhook-allow-private --webhook-allow-http`).
+    let receiver = crate::webhook::serve(shutdown).await?;
+    hub_cfg.notify.webhook_allow_private = true;
+    hub_cfg.notify.webhook_allow_http = true;
     if let Some(at) = args.at {
         hub_cfg.clock = Some(std::sync::Arc::new(fleetgate_hub::clock::ManualClock::new(
             at,
@@ -51,10 +59,7 @@ pub(crate) async fn run(
         token: Some(token.clone()),
         timeout: Duration::from_secs(30),
     })?;
-    hub::wait_ready(&client, &hub_url, &mut hub_task).await?;
-    println!("• hub: REST {hub_url}, gRPC {grpc_url}");
-
-    // 3. The simulated fleet.
+    // 3. The simulated fleet, set up while the hub starts (it needs no hub).
     let clusters = fleet::clusters(args.clusters);
     let sim = fleetgate_sim::Sim::start(fleetgate_sim::SimConfig {
         clusters: clusters.iter().map(|c| c.name.clone()).collect(),
@@ -79,9 +84,11 @@ pub(crate) async fn run(
         sim.write_kubeconfig(&c.name, &kube_dir.path().join(format!("{}.yaml", c.name)))
             .map_err(|e| other("kubeconfig", e))?;
     }
-    // The nginx app (one Kustomization) applied once before the spokes start.
+    // The nginx app (one Kustomization) applied once before the spokes start: on the first
+    // staging cluster (nginx-window holds it) and the first dev cluster (the warn gate).
     let nginx_cluster = nginx::cluster(&clusters).map(|c| c.name.clone());
-    if let Some(c) = &nginx_cluster {
+    let warn_cluster = nginx::warn_cluster(&clusters).map(|c| c.name.clone());
+    for c in nginx_cluster.iter().chain(&warn_cluster) {
         for obj in nginx::objects() {
             sim.create_object(c, obj)
                 .await
@@ -97,22 +104,144 @@ pub(crate) async fn run(
         kube_dir.path().display()
     );
 
+    hub::wait_ready(&client, &hub_url, &mut hub_task).await?;
+    println!(
+        "• hub: REST {hub_url}, gRPC {grpc_url}; started with --webhook-allow-private \
+         --webhook-allow-http so it may post to the demo's webhook receiver on loopback"
+    );
+    // Subscribed before anything happens, so every event of the demo is delivered.
+    crate::webhook::subscribe(&client, &receiver).await?;
+
     // 4. Gates first, then clusters with a spoke each.
     let examples = examples_dir();
     let manifests = crate::calendar::manifests(&examples, &served.url, kube_dir.path())?;
     fleetgate::commands::gate::apply(&client, &manifests, &None, false, Format::Table).await?;
     rollout::create(&client).await?;
-    let mut spokes = Vec::new();
-    for c in &clusters {
+    let (team_token, team_role) = crate::team::setup(&client, &examples).await?;
+    // Registered and started side by side.
+    let spokes = futures::future::try_join_all(clusters.iter().map(|c| async {
         let spoke_token = hub::register(&client, c).await?;
         let kubeconfig = kube_dir.path().join(format!("{}.yaml", c.name));
-        spokes.push(start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, args.at, shutdown).await?);
-    }
+        start_spoke(c, &grpc_url, &spoke_token, &kubeconfig, args.at, shutdown).await
+    }))
+    .await?;
     println!("• spokes: {} started", spokes.len());
+    // The payments team asks to open sre-approval on its cluster: a pending request, for
+    // the demo's admin (a second person) to approve.
+    let team_client = crate::team::client(&hub_url, &team_token)?;
+    let request = crate::team::request_opening(&team_client).await?;
 
-    // 5. Once every spoke has enforced and reported, push revisions: where
-    // a gate is closed they are held.
+    // 5. Once every spoke has enforced and reported, the stories run side by side (each on
+    // its own clusters and objects): the fleet's pushed revisions, held where a gate is
+    // closed, then the rollout releasing its canary; the nginx hold on the first staging
+    // cluster; the warn gate's would-hold report on the first dev cluster.
     wait::wait_reported(&client, &clusters, shutdown).await?;
+    let fleet_story = async {
+        push_fleet(&sim, &clusters).await?;
+        wait::wait_held(&client, &clusters, shutdown).await?;
+        // The rollout in progress: the canary wave released, the others waiting.
+        rollout::start(&client, shutdown).await
+    };
+    let nginx_story = async {
+        match &nginx_cluster {
+            Some(c) => Ok(Some((
+                c.clone(),
+                nginx::hold(&client, &sim, c, shutdown).await?,
+            ))),
+            None => Ok(None),
+        }
+    };
+    let warn_story = async {
+        match &warn_cluster {
+            Some(c) => Ok(Some(crate::warn::wait(&client, c, shutdown).await?)),
+            None => Ok(None),
+        }
+    };
+    let (rolling, nginx, warn) = tokio::try_join!(fleet_story, nginx_story, warn_story)?;
+    if let Some((c, o)) = &nginx {
+        let kc = kube_dir.path().join(format!("{c}.yaml"));
+        println!(
+            "• object holds: {}\n    kubectl --kubeconfig {} -n nginx get deploy,cm -o wide",
+            o.describe(c),
+            kc.display(),
+        );
+    }
+    println!(
+        "• rollout: {}\n    fleetgate rollout status {}",
+        rollout::describe(&rolling),
+        rollout::GATE
+    );
+    // Warn mode: what nginx-window-dev would hold on the first dev cluster.
+    if let Some(w) = &warn {
+        println!("• warn mode: {}", w.describe());
+    }
+    println!(
+        "• approvals: {} asked to open {} on {} (request {request}); it waits for a second \
+         person: you (Approvals page, or fleetgate override approve)",
+        crate::team::TOKEN_NAME,
+        crate::team::APPROVAL_GATE,
+        crate::team::APPROVAL_CLUSTER,
+    );
+    // The calendars: the holiday gate on the first (prod) cluster, the feed as fetched.
+    let maintenance = crate::calendar::wait_fetched(&client, Duration::from_secs(5)).await?;
+    if let Some(first) = clusters.first() {
+        let st: ClusterStatus = client
+            .get(&format!("/clusters/{}/status", first.name), &[])
+            .await?;
+        println!(
+            "• calendars: {}\n    fleetgate gate get {}",
+            crate::calendar::describe(&st, &maintenance),
+            crate::calendar::MAINTENANCE_GATE
+        );
+    }
+    let (team_clusters, team_gates) = crate::team::sees(&team_client).await?;
+    let deliveries =
+        crate::webhook::wait_delivered(&client, &receiver, Duration::from_secs(5)).await?;
+    println!(
+        "• webhooks: {}",
+        crate::webhook::describe(&receiver, &deliveries)
+    );
+    let held: FleetSummary = client.get("/status", &[]).await?;
+    banner::print_ready(&banner::Ready {
+        hub: &hub_url,
+        grpc: &grpc_url,
+        token: &token,
+        kube_dir: kube_dir.path(),
+        clusters: &clusters,
+        summary: &held,
+        started,
+        nginx_cluster: nginx_cluster.as_deref(),
+        warn_cluster: warn_cluster.as_deref(),
+        request: &request,
+        team: crate::team::Team {
+            token: team_token,
+            clusters: team_clusters,
+            gates: team_gates,
+            role: team_role,
+        },
+    });
+    receiver.go_live();
+
+    tokio::select! {
+        _ = shutdown.cancelled() => {}
+        r = &mut hub_task => {
+            eprintln!("error: the hub stopped: {:?}", r);
+        }
+    }
+    println!("\nstopping: spokes, hub, simulator, PostgreSQL …");
+    shutdown.cancel();
+    for s in spokes {
+        let _ = tokio::time::timeout(Duration::from_secs(10), s.stop()).await;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(15), hub_task).await;
+    sim.shutdown().await;
+    println!("stopped; temporary files removed.");
+    Ok(())
+}
+
+/// Pushes a revision of every cluster's `flux-system` source, and of the `shop` source on
+/// every other `us` cluster (the release train's).
+async fn push_fleet(sim: &fleetgate_sim::Sim, clusters: &[fleet::DemoCluster]) -> Result<()> {
     for (i, c) in clusters.iter().enumerate() {
         sim.push_revision(
             &c.name,
@@ -135,63 +264,6 @@ pub(crate) async fn run(
             .map_err(|e| other("push", e))?;
         }
     }
-    wait::wait_held(&client, shutdown).await?;
-    let nginx = match &nginx_cluster {
-        Some(c) => Some((c.clone(), nginx::hold(&client, &sim, c, shutdown).await?)),
-        None => None,
-    };
-    if let Some((c, o)) = &nginx {
-        let kc = kube_dir.path().join(format!("{c}.yaml"));
-        println!(
-            "• object holds: {}\n    kubectl --kubeconfig {} -n nginx get deploy,cm -o wide",
-            o.describe(c),
-            kc.display(),
-        );
-    }
-    // The rollout in progress: the canary wave released, the others waiting.
-    let rolling = rollout::start(&client, shutdown).await?;
-    println!(
-        "• rollout: {}\n    fleetgate rollout status {}",
-        rollout::describe(&rolling),
-        rollout::GATE
-    );
-    // The calendars: the holiday gate on the first (prod) cluster, the feed as fetched.
-    let maintenance = crate::calendar::wait_fetched(&client, Duration::from_secs(5)).await?;
-    if let Some(first) = clusters.first() {
-        let st: ClusterStatus = client
-            .get(&format!("/clusters/{}/status", first.name), &[])
-            .await?;
-        println!(
-            "• calendars: {}\n    fleetgate gate get {}",
-            crate::calendar::describe(&st, &maintenance),
-            crate::calendar::MAINTENANCE_GATE
-        );
-    }
-    let held: FleetSummary = client.get("/status", &[]).await?;
-    banner::print_ready(
-        &hub_url,
-        &grpc_url,
-        &token,
-        kube_dir.path(),
-        &clusters,
-        &held,
-        started,
-    );
-
-    tokio::select! {
-        _ = shutdown.cancelled() => {}
-        r = &mut hub_task => {
-            eprintln!("error: the hub stopped: {:?}", r);
-        }
-    }
-    println!("\nstopping: spokes, hub, simulator, PostgreSQL …");
-    shutdown.cancel();
-    for s in spokes {
-        let _ = tokio::time::timeout(Duration::from_secs(10), s.stop()).await;
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(15), hub_task).await;
-    sim.shutdown().await;
-    println!("stopped; temporary files removed.");
     Ok(())
 }
 

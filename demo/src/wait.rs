@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use fleetgate_api_types::{ClusterStatus, FleetSummary, GateRecord};
+use fleetgate_api_types::{ClusterStatus, GateRecord};
 use fleetgate_policy::Mode;
 use tokio_util::sync::CancellationToken;
 
@@ -81,19 +81,53 @@ fn enforced(st: &ClusterStatus, suspend_mode: &[String]) -> bool {
         })
 }
 
-/// Waits (bounded) until the hub shows held changes; returns the summary.
+/// Waits (bounded, soft: 60 s) until every cluster's spoke has reported the revision pushed
+/// to it ([`fleet::revision`] `(cluster, 1)`): some object has it as its newest source
+/// revision, and each such object applied it or is held. Then the hub's held counts are what
+/// the banner prints, not a moment early.
 pub(crate) async fn wait_held(
     client: &Client,
+    clusters: &[fleet::DemoCluster],
     shutdown: &CancellationToken,
-) -> Result<FleetSummary> {
+) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let s: FleetSummary = client.get("/status", &[]).await?;
-        if s.objects.held > 0 || Instant::now() > deadline || shutdown.is_cancelled() {
-            return Ok(s);
+    let mut pending: Vec<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
+    while !pending.is_empty() && Instant::now() < deadline && !shutdown.is_cancelled() {
+        let mut still = Vec::new();
+        for name in pending {
+            let st: ClusterStatus = client
+                .get(&format!("/clusters/{}/status", seg(name)), &[])
+                .await?;
+            if !settled(&st, &fleet::revision(name, 1)) {
+                still.push(name);
+            }
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        pending = still;
+        if !pending.is_empty() {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     }
+    Ok(())
+}
+
+/// Some object of `st` reports `revision` as its source's newest, and every such object
+/// applied it or is held; or the pushed source, `flux-system`, is suspended (a closed gate
+/// without `targets` suspends sources too), so the push cannot show before it opens.
+fn settled(st: &ClusterStatus, revision: &str) -> bool {
+    let source_suspended = st.objects.iter().any(|o| {
+        o.object.kind == "GitRepository" && o.object.name == "flux-system" && o.object.suspended
+    });
+    let mut with = st
+        .objects
+        .iter()
+        .filter(|o| o.object.newest_source_revision.as_deref() == Some(revision))
+        .peekable();
+    let reported = with.peek().is_some();
+    source_suspended
+        || reported
+            && with.all(|o| {
+                o.object.held || o.object.last_applied_revision.as_deref() == Some(revision)
+            })
 }
 
 #[cfg(test)]
@@ -161,6 +195,35 @@ mod tests {
                 {"name": "web", "gates": ["weekdays"], "suspended": false}
             ]),
         )
+    }
+
+    #[test]
+    fn settled_means_the_pushed_revision_is_reported_and_applied_or_held() {
+        let st = |objects: Value| status_json(true, json!([]), objects);
+        let r = "main@sha1:2";
+        let applied = json!({"name": "a", "gates": [], "suspended": false,
+            "newestSourceRevision": r, "lastAppliedRevision": r});
+        let held = json!({"name": "b", "gates": ["g"], "suspended": true, "held": true,
+            "newestSourceRevision": r, "lastAppliedRevision": "main@sha1:1"});
+        let waiting = json!({"name": "c", "gates": [], "suspended": false,
+            "newestSourceRevision": r, "lastAppliedRevision": "main@sha1:1"});
+        let before = json!({"name": "d", "gates": [], "suspended": false,
+            "newestSourceRevision": "main@sha1:1", "lastAppliedRevision": "main@sha1:1"});
+        assert!(settled(&st(json!([applied, held, before])), r));
+        assert!(
+            !settled(&st(json!([applied, waiting])), r),
+            "c not applied yet"
+        );
+        assert!(
+            !settled(&st(json!([before])), r),
+            "the push not reported yet"
+        );
+        let source = json!({"kind": "GitRepository", "name": "flux-system", "gates": ["g"],
+            "suspended": true, "suspendedBy": ["g"]});
+        assert!(
+            settled(&st(json!([before, source])), r),
+            "its source is suspended"
+        );
     }
 
     #[test]

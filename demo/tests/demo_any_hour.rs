@@ -1,8 +1,9 @@
 //! The demo at any hour of the week: run with `--at` (the hub's and the spokes' clocks
 //! standing at a public holiday, a Friday night, a Sunday and the night the clocks go back), it
 //! never waits for what a gate in the demo forbids, and each sentence it prints about the
-//! nginx hold, the rollout, the calendars and the fleet is what the hub's status says at that
-//! instant.
+//! nginx hold, the rollout, the calendars, the warn gate, the pending approval, the webhook
+//! deliveries, the team's view and the fleet is what the hub says at that instant. Each run
+//! prints how long the demo took to be ready (`--nocapture` shows it).
 
 mod support;
 
@@ -152,6 +153,77 @@ fn check(at: &str, blocker: Option<(&str, &str)>) {
             feed["url"].as_str().unwrap(),
             feed["occurrences"]
         )
+    );
+
+    // The calendar feed's gate governs the core (prod) clusters, whatever state it is in.
+    assert!(
+        gate(&prod, "maintenance-windows")["state"].is_string(),
+        "{prod}"
+    );
+
+    // Warn mode: nginx-window-dev would hold the nginx Deployment and Service on dev-eu-1
+    // and holds nothing, also when another gate holds the Kustomization whole.
+    assert_eq!(
+        run.line("• warn mode: "),
+        "gate nginx-window-dev (enforcement: warn) would hold Deployment nginx/nginx, \
+         Service nginx/nginx on dev-eu-1, and holds nothing",
+        "{at}"
+    );
+    let dev = run.get("/clusters/dev-eu-1/status");
+    for o in dev["heldObjects"].as_array().unwrap() {
+        assert_eq!(
+            o["wouldHoldBy"],
+            serde_json::json!(["nginx-window-dev"]),
+            "{o}"
+        );
+        assert_eq!(o["heldBy"], serde_json::json!([]), "{o}");
+    }
+    assert_eq!(
+        gate(&dev, "nginx-window-dev")["wouldHoldObjects"],
+        2,
+        "{dev}"
+    );
+
+    // Approvals: the payments team's request waits for a second person.
+    let pending = run.get("/approvals?status=pending");
+    let items = pending["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{pending}");
+    let request = &items[0];
+    assert_eq!(request["gate"], "sre-approval", "{request}");
+    assert_eq!(request["requester"], "payments-ci", "{request}");
+    assert_eq!(
+        request["youMay"]["approve"], true,
+        "the admin may approve: {request}"
+    );
+    assert!(
+        run.line("• approvals: ").starts_with(&format!(
+            "payments-ci asked to open sre-approval on prod-eu-1 (request {});",
+            request["id"].as_str().unwrap()
+        )),
+        "{at}"
+    );
+
+    // Webhooks: the deliveries the demo counted are the hub's, delivered to its receiver.
+    let webhooks = run.line("• webhooks: ").to_string();
+    let deliveries = run.get("/webhooks/demo-receiver/deliveries");
+    let delivered = deliveries
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["state"] == "delivered")
+        .count();
+    assert!(delivered > 0, "{at}: {deliveries}");
+    assert!(
+        webhooks.contains(" deliveries listed (") && !webhooks.contains("(0 delivered"),
+        "{at}: {webhooks}"
+    );
+
+    // The team's token sees its two clusters and its gate only (the banner says so).
+    assert_eq!(
+        run.line("               payments-ci "),
+        "(operator through access policy team-payments): sees clusters prod-eu-1 and \
+         prod-us-1, gates sre-approval; nothing else",
+        "{at}"
     );
 
     // The fleet line: clusters open and closed as the hub counts them.

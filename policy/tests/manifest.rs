@@ -364,6 +364,7 @@ fn every_example_parses_and_validates() {
             "holiday-freeze",
             "maintenance-windows",
             "nginx-window",
+            "nginx-window-dev",
             "no-deploy-friday",
             "prod-waves",
             "release-train",

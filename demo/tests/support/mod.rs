@@ -35,8 +35,9 @@ pub struct Demo {
     pub hub: String,
     pub token: String,
     rt: tokio::runtime::Runtime,
-    /// Kept so the reader goes on draining the demo's output until it exits.
-    _rest: mpsc::Receiver<String>,
+    /// The demo's output after the ready line; kept so the reader goes on
+    /// draining it until the demo exits.
+    rest: mpsc::Receiver<String>,
 }
 
 impl Demo {
@@ -89,7 +90,7 @@ impl Demo {
                 .enable_all()
                 .build()
                 .unwrap(),
-            _rest: rx,
+            rest: rx,
         };
         demo.hub = demo.field("hub");
         demo.token = demo.field("token");
@@ -117,6 +118,20 @@ impl Demo {
             .iter()
             .find_map(|l| l.strip_prefix(prefix))
             .unwrap_or_else(|| panic!("no line {prefix:?} in {:#?}", self.lines))
+    }
+
+    /// Waits (at most `limit`) for a line the demo prints after it is ready
+    /// that contains `needle`; returns it, or None.
+    pub fn wait_line(&self, needle: &str, limit: Duration) -> Option<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rest.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return Some(line),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
     }
 
     /// The hub's JSON answer to `GET /api/v1{path}` (which must succeed).
