@@ -17,6 +17,7 @@ pub mod rollout;
 #[cfg(feature = "utoipa")]
 pub mod schema;
 pub mod status;
+pub mod version;
 pub mod webhooks;
 
 pub use access::{
@@ -33,6 +34,7 @@ pub use identity::{
     SessionList, SessionRecord, SessionsEnded,
 };
 pub use page::Page;
+pub use version::{Skew, VersionInfo};
 pub use records::{
     ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
     FreezeRecord, FreezeRequest, GateRecord, OverrideClusters, OverrideRecord, OverrideRequest,
