@@ -1,4 +1,6 @@
-// Rebuild when migrations change: they are embedded with `sqlx::migrate!`.
+//! The commit this hub is built from (`GET /api/v1/version`,
+//! `fleetgate_hub_build_info`).
+
 fn main() {
-    println!("cargo:rerun-if-changed=../migrations");
+    fleetgate_build_info::emit_commit();
 }

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod build_info;
 pub mod calendar_sync;
 pub mod clock;
 pub mod config;

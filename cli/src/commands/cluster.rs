@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use fleetgate_api_types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
+use fleetgate_api_types::{Cluster, ClusterWithToken, RegisterCluster, Relabel, Skew};
 use serde_json::json;
 
 use crate::args::{ClusterCmd, Format};
@@ -86,11 +86,21 @@ fn render(items: &[Cluster]) -> String {
             c.name.clone(),
             if c.connected { "yes" } else { "no" }.into(),
             non_empty(output::time_or_empty(c.last_seen_at.as_ref()), "never"),
-            c.spoke_version.clone().unwrap_or_default(),
+            spoke_version(c),
             output::labels(&c.labels),
         ]);
     }
     t.render()
+}
+
+/// The spoke's version as a table shows it: flagged when the hub finds it
+/// outside the supported skew (`0.1.0 (unsupported)`).
+pub fn spoke_version(c: &Cluster) -> String {
+    let v = c.spoke_version.clone().unwrap_or_default();
+    match c.spoke_skew {
+        Some(Skew::Unsupported) => format!("{v} (unsupported)"),
+        _ => v,
+    }
 }
 
 fn non_empty(s: String, default: &str) -> String {

@@ -1,0 +1,193 @@
+//! Migrations expand, then contract (docs/hub-operations.md, "Upgrades and
+//! version skew"): during a rolling update replicas of the previous release run
+//! on the schema today's migrations made, so no migration since that release
+//! may drop or rename a table or column it reads, change a column's type,
+//! make a column NOT NULL, or add a NOT NULL column without a default to a
+//! table it inserts into. Checked on a real PostgreSQL: the release's own
+//! migrations (its files at its commit) applied, the schema read from
+//! `information_schema`, today's migrations applied on top (sqlx refuses if a
+//! released migration was edited), the schema read again and compared.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use fleetgate_api_types::version::{self, Release};
+use fleetgate_tests::{release_source, test_db};
+use sqlx::PgPool;
+use sqlx::migrate::Migrator;
+
+/// A column as `information_schema.columns` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Column {
+    /// `data_type`, with the element type of arrays and user-defined types (`udt_name`).
+    data_type: String,
+    nullable: bool,
+    /// A default, identity or generated value: an insert that leaves it out works.
+    has_default: bool,
+}
+
+/// Table → column → its description (the `public` schema, without sqlx's table).
+type Schema = BTreeMap<String, BTreeMap<String, Column>>;
+
+async fn schema(pool: &PgPool) -> Schema {
+    let rows: Vec<(String, String, String, String, String, Option<String>, String, String)> =
+        sqlx::query_as(
+            "select table_name::text, column_name::text, data_type::text, udt_name::text, \
+             is_nullable::text, column_default::text, is_identity::text, is_generated::text \
+             from information_schema.columns \
+             where table_schema = current_schema() and table_name <> '_sqlx_migrations'",
+        )
+        .fetch_all(pool)
+        .await
+        .expect("reading information_schema.columns");
+    let mut out = Schema::new();
+    for (table, column, data_type, udt, nullable, default, identity, generated) in rows {
+        out.entry(table).or_default().insert(
+            column,
+            Column {
+                data_type: format!("{data_type} ({udt})"),
+                nullable: nullable == "YES",
+                has_default: default.is_some() || identity == "YES" || generated != "NEVER",
+            },
+        );
+    }
+    out
+}
+
+/// What a replica of the release that made `old` would trip over in `new`.
+fn contractions(old: &Schema, new: &Schema) -> Vec<String> {
+    let mut out = Vec::new();
+    for (table, old_cols) in old {
+        let Some(new_cols) = new.get(table) else {
+            out.push(format!("table {table} dropped or renamed"));
+            continue;
+        };
+        for (name, old_c) in old_cols {
+            match new_cols.get(name) {
+                None => out.push(format!("column {table}.{name} dropped or renamed")),
+                Some(new_c) => {
+                    if new_c.data_type != old_c.data_type {
+                        out.push(format!(
+                            "column {table}.{name} changed type from {} to {}",
+                            old_c.data_type, new_c.data_type
+                        ));
+                    }
+                    if old_c.nullable && !new_c.nullable && !new_c.has_default {
+                        out.push(format!(
+                            "column {table}.{name} became NOT NULL without a default"
+                        ));
+                    }
+                }
+            }
+        }
+        for (name, new_c) in new_cols {
+            if !old_cols.contains_key(name) && !new_c.nullable && !new_c.has_default {
+                out.push(format!(
+                    "column {table}.{name} added NOT NULL without a default: \
+                     the previous release's inserts fail"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The schema of `release`'s migrations and the one of today's on top.
+async fn old_and_new(release: &Release, pool: &PgPool) -> (Schema, Schema) {
+    let src = release_source(release);
+    Migrator::new(src.join("migrations"))
+        .await
+        .expect("the release's migrations")
+        .run(pool)
+        .await
+        .expect("applying the release's migrations");
+    let old = schema(pool).await;
+    let today = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+    Migrator::new(today)
+        .await
+        .expect("today's migrations")
+        .run(pool)
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "applying today's migrations on {}'s schema: {e} \
+                 (a released migration must never be edited)",
+                release.version
+            )
+        });
+    (old, schema(pool).await)
+}
+
+#[tokio::test]
+async fn todays_migrations_only_expand_the_previous_releases_schema() {
+    let release = version::previous_release().expect("a previous release is recorded");
+    let db = test_db().await;
+    let pool = PgPool::connect(&db.url).await.expect("connecting");
+    let (old, new) = old_and_new(release, &pool).await;
+    assert!(old.contains_key("clusters") && old.contains_key("gates"), "{old:?}");
+    let found = contractions(&old, &new);
+    assert!(
+        found.is_empty(),
+        "migrations since {} ({}) contract what it still reads; add now, drop a release later:\n  {}",
+        release.version,
+        release.commit,
+        found.join("\n  ")
+    );
+}
+
+/// The check sees a contracting migration: one applied after today's drops a
+/// column, renames one, changes a type and adds a NOT NULL column.
+#[tokio::test]
+async fn a_contracting_migration_is_reported() {
+    let release = version::previous_release().expect("a previous release is recorded");
+    let db = test_db().await;
+    let pool = PgPool::connect(&db.url).await.expect("connecting");
+    let (old, _) = old_and_new(release, &pool).await;
+    sqlx::raw_sql(
+        "alter table clusters drop column labels; \
+         alter table gates rename column name to gate_name; \
+         alter table audit_log alter column reason type varchar(200); \
+         alter table overrides add column ticket text not null; \
+         alter table overrides add column note text not null default ''; \
+         drop table api_tokens cascade",
+    )
+    .execute(&pool)
+    .await
+    .expect("the contracting migration");
+    let found = contractions(&old, &schema(&pool).await);
+    assert_eq!(
+        found,
+        [
+            "table api_tokens dropped or renamed",
+            "column audit_log.reason changed type from text (text) to character varying (varchar)",
+            "column clusters.labels dropped or renamed",
+            "column gates.name dropped or renamed",
+            "column overrides.ticket added NOT NULL without a default: the previous release's inserts fail",
+        ]
+    );
+}
+
+#[test]
+fn nullable_additions_and_defaults_are_expansions() {
+    let col = |data_type: &str, nullable, has_default| Column {
+        data_type: data_type.into(),
+        nullable,
+        has_default,
+    };
+    let old: Schema = [(
+        "t".to_owned(),
+        [("a".to_owned(), col("text", true, false))].into(),
+    )]
+    .into();
+    let mut new = old.clone();
+    let t = new.get_mut("t").unwrap();
+    t.insert("b".into(), col("text", true, false));
+    t.insert("c".into(), col("bigint", false, true));
+    new.insert("u".into(), [("x".to_owned(), col("text", false, false))].into());
+    assert_eq!(contractions(&old, &new), Vec::<String>::new());
+    new.get_mut("t").unwrap().insert("a".into(), col("text", false, false));
+    assert_eq!(
+        contractions(&old, &new),
+        ["column t.a became NOT NULL without a default"]
+    );
+}
