@@ -58,7 +58,10 @@ function draw(main, ctx, st, overrides, refresh) {
     h('section', { class: 'card facts' },
       fact('Labels', Object.keys(c.labels).length ? Object.entries(c.labels).map(([k, v]) => h('span', { class: 'chip' }, `${k}=${v}`)) : '—'),
       fact('Spoke', c.connected ? `connected to ${c.connectedReplica || 'a hub replica'}` : 'not connected — it keeps enforcing its last snapshot'),
-      fact('Spoke version', c.spokeVersion || '—'),
+      fact('Spoke version', c.spokeVersion
+        ? h('span', { class: c.spokeSkew === 'unsupported' ? 'warn' : '' }, c.spokeVersion,
+          c.spokeSkew === 'unsupported' ? ' ⚠ outside the versions this hub supports: upgrade the spoke' : '')
+        : '—'),
       fact('Last seen', c.lastSeenAt ? [fmtTime(c.lastSeenAt), ' ', h('span', { class: 'muted' }, `(${relTime(c.lastSeenAt)})`)] : 'never'),
       fact('Clock offset', offset === null || offset === undefined ? '—'
         : h('span', { class: Math.abs(offset) > 2000 ? 'warn' : '' }, `${offset > 0 ? '+' : ''}${offset} ms${Math.abs(offset) > 2000 ? ' ⚠ windows open/close off by this much' : ''}`)),

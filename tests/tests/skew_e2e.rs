@@ -284,7 +284,7 @@ async fn close_and_open(rest: &Rest, clients: &[(&str, &Client)], reporting: &Re
 async fn spoke_against_hub(hub: &Bin, spoke: &Bin) -> Value {
     let db = test_db().await;
     let dir = tempfile::tempdir().unwrap();
-    let (mut sim, clusters) = start_sim_clusters(dir.path(), 1).await;
+    let (sim, clusters) = start_sim_clusters(dir.path(), 1).await;
     let cluster = &clusters[0];
     let client = cluster_with_flux(cluster).await;
     let (_hub, rest, grpc) = start_hub(hub, &db.url);
@@ -332,7 +332,7 @@ async fn the_previous_hub_and_todays_share_one_database() {
     bounded("rolling update", async {
         let db = test_db().await;
         let dir = tempfile::tempdir().unwrap();
-        let (mut sim, clusters) = start_sim_clusters(dir.path(), 2).await;
+        let (sim, clusters) = start_sim_clusters(dir.path(), 2).await;
         let (c_old, c_new) = (&clusters[0], &clusters[1]);
         let client_old = cluster_with_flux(c_old).await;
         let client_new = cluster_with_flux(c_new).await;

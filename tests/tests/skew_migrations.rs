@@ -167,6 +167,41 @@ async fn a_contracting_migration_is_reported() {
     );
 }
 
+/// The other half of a rolling update (and of a roll-back): a replica of this
+/// release starting on a database a newer release migrated further. sqlx
+/// refuses migrations it does not know unless told otherwise (a 0.1.0 hub
+/// does refuse); this release's hub starts.
+#[tokio::test]
+async fn todays_hub_starts_on_the_schema_of_a_newer_release() {
+    let hub = fleetgate_tests::bin_path("fleetgate-hub");
+    let db = test_db().await;
+    let migrate = || {
+        let mut cmd = std::process::Command::new(&hub);
+        cmd.arg("migrate")
+            .env("DATABASE_URL", &db.url)
+            .env("RUST_LOG", "warn");
+        fleetgate_tests::output(cmd, "fleetgate-hub migrate")
+    };
+    let out = migrate().await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // What a newer release's first migration leaves behind.
+    let pool = PgPool::connect(&db.url).await.expect("connecting");
+    sqlx::raw_sql(
+        "alter table clusters add column next_release_note text; \
+         insert into _sqlx_migrations (version, description, success, checksum, execution_time) \
+         values (99999, 'a newer release', true, '\\x00', 1)",
+    )
+    .execute(&pool)
+    .await
+    .expect("a newer release's migration");
+    let out = migrate().await;
+    assert!(
+        out.status.success(),
+        "today's hub refuses a schema a newer release migrated: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn nullable_additions_and_defaults_are_expansions() {
     let col = |data_type: &str, nullable, has_default| Column {
