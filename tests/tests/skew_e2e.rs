@@ -200,17 +200,33 @@ fn held<'a>(status: &'a Value, kind: &str) -> Option<&'a Value> {
 }
 
 /// The spoke's report reached the hub: its version, and the held objects it
-/// watches (nothing held, the gates being open).
+/// watches (nothing held, the gates being open). On a timeout the message
+/// shows the last status the hub answered.
 async fn wait_reported(rest: &Rest, cluster: &str, spoke_version: &str) -> Value {
     let path = format!("/clusters/{cluster}/status");
-    poll(&format!("{cluster}: {spoke_version} spoke reporting"), || async {
-        let s = rest.get(&path).await?;
-        (s["cluster"]["connected"] == true
-            && s["cluster"]["spokeVersion"] == spoke_version
-            && held(&s, "Deployment")?["held"] == false)
-            .then_some(s)
+    let last = std::sync::Mutex::new(Value::Null);
+    let found = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(s) = rest.get(&path).await {
+                let ok = s["cluster"]["connected"] == true
+                    && s["cluster"]["spokeVersion"] == spoke_version
+                    && held(&s, "Deployment").is_some_and(|d| d["held"] == false);
+                if ok {
+                    return s;
+                }
+                *last.lock().unwrap() = s;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     })
-    .await
+    .await;
+    found.unwrap_or_else(|_| {
+        panic!(
+            "{} never showed {cluster} reported by a {spoke_version} spoke; last: {}",
+            rest.base,
+            last.lock().unwrap()
+        )
+    })
 }
 
 fn suspended(o: &DynamicObject) -> bool {
