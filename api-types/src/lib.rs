@@ -34,7 +34,6 @@ pub use identity::{
     SessionList, SessionRecord, SessionsEnded,
 };
 pub use page::Page;
-pub use version::{Skew, VersionInfo};
 pub use records::{
     ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterWithToken, CreateToken, FieldWarning,
     FreezeRecord, FreezeRequest, GateRecord, OverrideClusters, OverrideRecord, OverrideRequest,
@@ -45,3 +44,4 @@ pub use status::{
     GateSummary, HeldObject, HeldObjectStatus, ObjectCounts, ObjectStatus, ReportProblem,
     ReportProblems, ReportedObject,
 };
+pub use version::{Skew, VersionInfo};

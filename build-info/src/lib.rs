@@ -37,8 +37,10 @@ fn git_head() -> Option<String> {
         watched.push(branch);
     }
     for name in watched {
-        if let Some(path) = git(dir, &["rev-parse", "--path-format=absolute", "--git-path", &name])
-            && Path::new(&path).exists()
+        if let Some(path) = git(
+            dir,
+            &["rev-parse", "--path-format=absolute", "--git-path", &name],
+        ) && Path::new(&path).exists()
         {
             println!("cargo::rerun-if-changed={path}");
         }
@@ -47,7 +49,12 @@ fn git_head() -> Option<String> {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().ok()?;
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .ok()?;
     let text = String::from_utf8(out.stdout).ok()?;
     (out.status.success() && !text.trim().is_empty()).then(|| text.trim().to_owned())
 }

@@ -126,7 +126,13 @@ pub fn hub_serve(database_url: &str, http: u16, grpc: u16, admin: &str) -> Comma
 
 /// [`hub_serve`] of the hub binary at `bin` (another release's, see
 /// [`crate::release_binaries`]).
-pub fn hub_serve_with(bin: &Path, database_url: &str, http: u16, grpc: u16, admin: &str) -> Command {
+pub fn hub_serve_with(
+    bin: &Path,
+    database_url: &str,
+    http: u16,
+    grpc: u16,
+    admin: &str,
+) -> Command {
     let mut cmd = Command::new(bin);
     cmd.arg("serve")
         .env("DATABASE_URL", database_url)

@@ -19,9 +19,9 @@ use std::time::Duration;
 use fleetgate_api_types::version::{self, Release};
 use fleetgate_tests::objects::Gvk;
 use fleetgate_tests::{
-    ChildGuard, KUSTOMIZATION, Rest, SimCluster, binaries, dynamic_api, free_port,
-    hub_serve_with, nginx_app, poll, release_binaries, spoke_connect_with, start_sim_clusters,
-    test_db, watch_until,
+    ChildGuard, KUSTOMIZATION, Rest, SimCluster, binaries, dynamic_api, free_port, hub_serve_with,
+    nginx_app, poll, release_binaries, spoke_connect_with, start_sim_clusters, test_db,
+    watch_until,
 };
 use kube::Client;
 use kube::api::{DynamicObject, PostParams};
@@ -90,7 +90,10 @@ async fn cluster_with_flux(c: &SimCluster) -> Client {
         let client = client.clone();
         async move {
             dynamic_api(&client, (group, "v1", kind), NS)
-                .create(&PostParams::default(), &serde_json::from_value(obj).unwrap())
+                .create(
+                    &PostParams::default(),
+                    &serde_json::from_value(obj).unwrap(),
+                )
                 .await
                 .unwrap_or_else(|e| panic!("creating {kind}: {e}"));
         }
@@ -130,7 +133,12 @@ async fn cluster_with_flux(c: &SimCluster) -> Client {
         "apps",
         "revision 1 applied",
         WAIT,
-        |o| o.data.pointer("/status/lastAppliedRevision").and_then(Value::as_str) == Some(rev(1).as_str()),
+        |o| {
+            o.data
+                .pointer("/status/lastAppliedRevision")
+                .and_then(Value::as_str)
+                == Some(rev(1).as_str())
+        },
     )
     .await;
     client
@@ -171,7 +179,11 @@ fn start_hub(bin: &Bin, db_url: &str) -> (ChildGuard, Rest, u16) {
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.path.display())),
     );
-    (hub, Rest::new(format!("http://127.0.0.1:{http}"), ADMIN), grpc)
+    (
+        hub,
+        Rest::new(format!("http://127.0.0.1:{http}"), ADMIN),
+        grpc,
+    )
 }
 
 fn start_spoke(bin: &Bin, cluster: &SimCluster, hub_grpc: u16, token: &str) -> ChildGuard {
@@ -235,7 +247,9 @@ fn suspended(o: &DynamicObject) -> bool {
 
 fn marked(o: &DynamicObject) -> bool {
     let a = o.metadata.annotations.clone().unwrap_or_default();
-    a.get("kustomize.toolkit.fluxcd.io/reconcile").map(String::as_str) == Some("disabled")
+    a.get("kustomize.toolkit.fluxcd.io/reconcile")
+        .map(String::as_str)
+        == Some("disabled")
         && a.get("fleetgate.io/held-by").map(String::as_str) == Some(HOLD_GATE)
 }
 
@@ -252,8 +266,12 @@ async fn close(rest: &Rest, gate: &str) -> String {
 }
 
 async fn cancel(rest: &Rest, id: &str) {
-    rest.ok(Method::DELETE, &format!("/overrides/{id}?reason=skew"), None)
-        .await;
+    rest.ok(
+        Method::DELETE,
+        &format!("/overrides/{id}?reason=skew"),
+        None,
+    )
+    .await;
 }
 
 /// A gate closing and opening (the `infra` Kustomization suspended and
@@ -263,34 +281,58 @@ async fn close_and_open(rest: &Rest, clients: &[(&str, &Client)], reporting: &Re
     let id = close(rest, SUSPEND_GATE).await;
     for (name, client) in clients {
         let ks = dynamic_api(client, KUSTOMIZATION, NS);
-        watch_until(ks, "infra", &format!("{name}: infra suspended"), WAIT, suspended).await;
+        watch_until(
+            ks,
+            "infra",
+            &format!("{name}: infra suspended"),
+            WAIT,
+            suspended,
+        )
+        .await;
     }
     cancel(rest, &id).await;
     for (name, client) in clients {
         let ks = dynamic_api(client, KUSTOMIZATION, NS);
-        watch_until(ks, "infra", &format!("{name}: infra resumed"), WAIT, |o| !suspended(o)).await;
+        watch_until(ks, "infra", &format!("{name}: infra resumed"), WAIT, |o| {
+            !suspended(o)
+        })
+        .await;
     }
 
     let id = close(rest, HOLD_GATE).await;
     for (name, client) in clients {
         for gvk in [DEPLOYMENT, SERVICE] {
             let api = dynamic_api(client, gvk, "nginx");
-            watch_until(api, "nginx", &format!("{name}: {} held", gvk.2), WAIT, marked).await;
+            watch_until(
+                api,
+                "nginx",
+                &format!("{name}: {} held", gvk.2),
+                WAIT,
+                marked,
+            )
+            .await;
         }
         let path = format!("/clusters/{name}/status");
-        poll(&format!("{name}: the hub shows the Deployment held"), || async {
-            let s = reporting.get(&path).await?;
-            (held(&s, "Deployment")?["held"] == true).then_some(())
-        })
+        poll(
+            &format!("{name}: the hub shows the Deployment held"),
+            || async {
+                let s = reporting.get(&path).await?;
+                (held(&s, "Deployment")?["held"] == true).then_some(())
+            },
+        )
         .await;
     }
     cancel(rest, &id).await;
     for (name, client) in clients {
         for gvk in [DEPLOYMENT, SERVICE] {
             let api = dynamic_api(client, gvk, "nginx");
-            watch_until(api, "nginx", &format!("{name}: {} released", gvk.2), WAIT, |o| {
-                !marked(o)
-            })
+            watch_until(
+                api,
+                "nginx",
+                &format!("{name}: {} released", gvk.2),
+                WAIT,
+                |o| !marked(o),
+            )
             .await;
         }
     }
@@ -324,9 +366,16 @@ async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_oldest_supported_spoke_works_with_todays_hub() {
     let b = bins(oldest_supported());
-    let status = bounded("old spoke, today's hub", spoke_against_hub(&b.hub, &b.old_spoke)).await;
+    let status = bounded(
+        "old spoke, today's hub",
+        spoke_against_hub(&b.hub, &b.old_spoke),
+    )
+    .await;
     // Today's hub names the old spoke's version and finds it within the policy.
-    assert_eq!(status["cluster"]["spokeVersion"], b.old_spoke.version, "{status}");
+    assert_eq!(
+        status["cluster"]["spokeVersion"], b.old_spoke.version,
+        "{status}"
+    );
     assert_eq!(status["cluster"]["spokeSkew"], "supported", "{status}");
 }
 
@@ -334,8 +383,16 @@ async fn the_oldest_supported_spoke_works_with_todays_hub() {
 async fn todays_spoke_works_with_the_previous_hub() {
     let release = version::previous_release().expect("a previous release is recorded");
     let b = bins(release);
-    let status = bounded("today's spoke, old hub", spoke_against_hub(&b.old_hub, &b.spoke)).await;
-    assert_eq!(status["cluster"]["spokeVersion"], version::VERSION, "{status}");
+    let status = bounded(
+        "today's spoke, old hub",
+        spoke_against_hub(&b.old_hub, &b.spoke),
+    )
+    .await;
+    assert_eq!(
+        status["cluster"]["spokeVersion"],
+        version::VERSION,
+        "{status}"
+    );
 }
 
 /// A rolling update: replicas of the previous release keep serving while a
@@ -380,7 +437,10 @@ async fn the_previous_hub_and_todays_share_one_database() {
             wait_reported(rest, &c_old.name, b.old_spoke.version).await;
             wait_reported(rest, &c_new.name, b.spoke.version).await;
         }
-        let clients = [(c_old.name.as_str(), &client_old), (c_new.name.as_str(), &client_new)];
+        let clients = [
+            (c_old.name.as_str(), &client_old),
+            (c_new.name.as_str(), &client_new),
+        ];
         // Writes through today's replica reach the old replica's spoke too, and
         // the other way round.
         close_and_open(&new_rest, &clients, &old_rest).await;

@@ -30,16 +30,24 @@ struct Column {
 type Schema = BTreeMap<String, BTreeMap<String, Column>>;
 
 async fn schema(pool: &PgPool) -> Schema {
-    let rows: Vec<(String, String, String, String, String, Option<String>, String, String)> =
-        sqlx::query_as(
-            "select table_name::text, column_name::text, data_type::text, udt_name::text, \
+    let rows: Vec<(
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        String,
+        String,
+    )> = sqlx::query_as(
+        "select table_name::text, column_name::text, data_type::text, udt_name::text, \
              is_nullable::text, column_default::text, is_identity::text, is_generated::text \
              from information_schema.columns \
              where table_schema = current_schema() and table_name <> '_sqlx_migrations'",
-        )
-        .fetch_all(pool)
-        .await
-        .expect("reading information_schema.columns");
+    )
+    .fetch_all(pool)
+    .await
+    .expect("reading information_schema.columns");
     let mut out = Schema::new();
     for (table, column, data_type, udt, nullable, default, identity, generated) in rows {
         out.entry(table).or_default().insert(
@@ -124,7 +132,10 @@ async fn todays_migrations_only_expand_the_previous_releases_schema() {
     let db = test_db().await;
     let pool = PgPool::connect(&db.url).await.expect("connecting");
     let (old, new) = old_and_new(release, &pool).await;
-    assert!(old.contains_key("clusters") && old.contains_key("gates"), "{old:?}");
+    assert!(
+        old.contains_key("clusters") && old.contains_key("gates"),
+        "{old:?}"
+    );
     let found = contractions(&old, &new);
     assert!(
         found.is_empty(),
@@ -183,7 +194,11 @@ async fn todays_hub_starts_on_the_schema_of_a_newer_release() {
         fleetgate_tests::output(cmd, "fleetgate-hub migrate")
     };
     let out = migrate().await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // What a newer release's first migration leaves behind.
     let pool = PgPool::connect(&db.url).await.expect("connecting");
     sqlx::raw_sql(
@@ -218,9 +233,14 @@ fn nullable_additions_and_defaults_are_expansions() {
     let t = new.get_mut("t").unwrap();
     t.insert("b".into(), col("text", true, false));
     t.insert("c".into(), col("bigint", false, true));
-    new.insert("u".into(), [("x".to_owned(), col("text", false, false))].into());
+    new.insert(
+        "u".into(),
+        [("x".to_owned(), col("text", false, false))].into(),
+    );
     assert_eq!(contractions(&old, &new), Vec::<String>::new());
-    new.get_mut("t").unwrap().insert("a".into(), col("text", false, false));
+    new.get_mut("t")
+        .unwrap()
+        .insert("a".into(), col("text", false, false));
     assert_eq!(
         contractions(&old, &new),
         ["column t.a became NOT NULL without a default"]

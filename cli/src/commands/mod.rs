@@ -107,8 +107,6 @@ pub async fn run(cli: Cli) -> Result<()> {
         | Command::Demo { .. }
         | Command::Version { .. }
         | Command::Login
-        | Command::Logout => {
-            Ok(())
-        }
+        | Command::Logout => Ok(()),
     }
 }

@@ -69,7 +69,9 @@ pub async fn run(global: &Global, client_only: bool, format: Format) -> Result<(
             "warning: this CLI ({}) and the hub ({}) are more than {} minor release apart; \
              use a CLI of the hub's release",
             out.client_version.version,
-            out.server_version.as_ref().map_or("", |s| s.version.as_str()),
+            out.server_version
+                .as_ref()
+                .map_or("", |s| s.version.as_str()),
             version::CLI_MINORS_APART
         );
     }

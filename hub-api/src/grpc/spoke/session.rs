@@ -21,11 +21,11 @@ use super::Inner;
 use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
-use crate::metrics::SpokeVersionLabels;
 use crate::grpc::convert::{
     held_from_proto, invalid, inventory_from_proto, local_gate_from_proto,
     local_request_from_proto, object_from_proto, snapshot_to_proto, to_status,
 };
+use crate::metrics::SpokeVersionLabels;
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
 use crate::service::reports::{Inventory, Received, ReportParts};
