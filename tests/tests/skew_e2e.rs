@@ -171,10 +171,13 @@ async fn create_gates(rest: &Rest) {
     .await;
 }
 
-fn start_hub(bin: &Bin, db_url: &str) -> (ChildGuard, Rest, u16) {
+/// A hub process; `replica` is its replica id (replicas on one database need
+/// their own, as pods have: the default is the host's name).
+fn start_hub(bin: &Bin, db_url: &str, replica: &str) -> (ChildGuard, Rest, u16) {
     let (http, grpc) = (free_port(), free_port());
     let hub = ChildGuard(
         hub_serve_with(&bin.path, db_url, http, grpc, ADMIN)
+            .env("FLEETGATE_REPLICA_ID", replica)
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.path.display())),
@@ -345,7 +348,7 @@ async fn spoke_against_hub(hub: &Bin, spoke: &Bin) -> Value {
     let (sim, clusters) = start_sim_clusters(dir.path(), 1).await;
     let cluster = &clusters[0];
     let client = cluster_with_flux(cluster).await;
-    let (_hub, rest, grpc) = start_hub(hub, &db.url);
+    let (_hub, rest, grpc) = start_hub(hub, &db.url, "hub");
     rest.wait_ready().await;
     let token = rest.register(&cluster.name, json!({"skew": "e2e"})).await;
     create_gates(&rest).await;
@@ -411,7 +414,7 @@ async fn the_previous_hub_and_todays_share_one_database() {
         let client_new = cluster_with_flux(c_new).await;
 
         // The previous release runs (its migrations applied) with its spoke.
-        let (_old_hub, old_rest, old_grpc) = start_hub(&b.old_hub, &db.url);
+        let (_old_hub, old_rest, old_grpc) = start_hub(&b.old_hub, &db.url, "old-release");
         old_rest.wait_ready().await;
         let token_old = old_rest.register(&c_old.name, json!({"skew": "e2e"})).await;
         create_gates(&old_rest).await;
@@ -420,7 +423,7 @@ async fn the_previous_hub_and_todays_share_one_database() {
 
         // Today's replica starts on the same database: it applies today's
         // migrations while the old replica keeps serving.
-        let (_new_hub, new_rest, new_grpc) = start_hub(&b.hub, &db.url);
+        let (_new_hub, new_rest, new_grpc) = start_hub(&b.hub, &db.url, "this-release");
         new_rest.wait_ready().await;
         assert_eq!(
             newest_applied(&db.url).await,

@@ -155,7 +155,7 @@ async fn a_contracting_migration_is_reported() {
     let pool = PgPool::connect(&db.url).await.expect("connecting");
     let (old, _) = old_and_new(release, &pool).await;
     sqlx::raw_sql(
-        "alter table clusters drop column labels; \
+        "alter table clusters drop column labels cascade; \
          alter table gates rename column name to gate_name; \
          alter table audit_log alter column reason type varchar(200); \
          alter table overrides add column ticket text not null; \
