@@ -29,33 +29,41 @@ struct Column {
 /// Table → column → its description (the `public` schema, without sqlx's table).
 type Schema = BTreeMap<String, BTreeMap<String, Column>>;
 
+/// One row of `information_schema.columns`.
+#[derive(sqlx::FromRow)]
+struct Row {
+    table_name: String,
+    column_name: String,
+    data_type: String,
+    udt_name: String,
+    is_nullable: String,
+    column_default: Option<String>,
+    is_identity: String,
+    is_generated: String,
+}
+
 async fn schema(pool: &PgPool) -> Schema {
-    let rows: Vec<(
-        String,
-        String,
-        String,
-        String,
-        String,
-        Option<String>,
-        String,
-        String,
-    )> = sqlx::query_as(
-        "select table_name::text, column_name::text, data_type::text, udt_name::text, \
-             is_nullable::text, column_default::text, is_identity::text, is_generated::text \
-             from information_schema.columns \
-             where table_schema = current_schema() and table_name <> '_sqlx_migrations'",
+    let rows: Vec<Row> = sqlx::query_as(
+        "select table_name::text as table_name, column_name::text as column_name, \
+         data_type::text as data_type, udt_name::text as udt_name, \
+         is_nullable::text as is_nullable, column_default::text as column_default, \
+         is_identity::text as is_identity, is_generated::text as is_generated \
+         from information_schema.columns \
+         where table_schema = current_schema() and table_name <> '_sqlx_migrations'",
     )
     .fetch_all(pool)
     .await
     .expect("reading information_schema.columns");
     let mut out = Schema::new();
-    for (table, column, data_type, udt, nullable, default, identity, generated) in rows {
-        out.entry(table).or_default().insert(
-            column,
+    for r in rows {
+        out.entry(r.table_name).or_default().insert(
+            r.column_name,
             Column {
-                data_type: format!("{data_type} ({udt})"),
-                nullable: nullable == "YES",
-                has_default: default.is_some() || identity == "YES" || generated != "NEVER",
+                data_type: format!("{} ({})", r.data_type, r.udt_name),
+                nullable: r.is_nullable == "YES",
+                has_default: r.column_default.is_some()
+                    || r.is_identity == "YES"
+                    || r.is_generated != "NEVER",
             },
         );
     }

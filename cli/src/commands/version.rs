@@ -47,17 +47,17 @@ pub async fn run(global: &Global, client_only: bool, format: Format) -> Result<(
     };
     let mut failed = None;
     if !client_only {
-        match server_version(global).await {
-            Ok((hub, server)) => {
-                out.hub = Some(hub);
+        let (hub, server) = server_version(global).await;
+        out.hub = hub;
+        match server {
+            Ok(server) => {
                 out.skew = Some(version::cli_skew(
                     &out.client_version.version,
                     &server.version,
                 ));
                 out.server_version = Some(server);
             }
-            Err((hub, e)) => {
-                out.hub = hub;
+            Err(e) => {
                 out.server_error = Some(e.render());
                 failed = Some(e);
             }
@@ -98,34 +98,37 @@ fn table(v: &Versions) -> String {
     s
 }
 
-/// The hub's `GET /api/v1/version` (answered without a token, so this works
-/// before `fleetgate login`).
-async fn server_version(global: &Global) -> Result<(String, VersionInfo), (Option<String>, Error)> {
-    let mut conn = config::resolve(global).map_err(|e| (None, e))?;
+/// The hub asked and its `GET /api/v1/version` (answered without a token, so
+/// this works before `fleetgate login`).
+async fn server_version(global: &Global) -> (Option<String>, Result<VersionInfo>) {
+    let mut conn = match config::resolve(global) {
+        Ok(c) => c,
+        Err(e) => return (None, Err(e)),
+    };
     conn.token = None;
     let hub = conn.hub.clone();
-    let client = Client::new(conn).map_err(|e| (Some(hub.clone()), e))?;
-    match client.get::<VersionInfo>("/version", &[]).await {
-        Ok(v) => Ok((hub, v)),
+    let answer = match Client::new(conn) {
+        Ok(client) => client.get::<VersionInfo>("/version", &[]).await,
+        Err(e) => Err(e),
+    };
+    let answer = answer.map_err(|e| match e {
         // A hub of 0.1.0 has no version endpoint.
-        Err(Error::Api {
+        Error::Api {
             status: 404,
             code,
             field,
             ..
-        }) => Err((
-            Some(hub),
-            Error::Api {
-                status: 404,
-                code,
-                message: "the hub has no /api/v1/version: it is older than 0.2.0 (or not a \
-                          fleetgate hub)"
-                    .into(),
-                field,
-            },
-        )),
-        Err(e) => Err((Some(hub), e)),
-    }
+        } => Error::Api {
+            status: 404,
+            code,
+            message: "the hub has no /api/v1/version: it is older than 0.2.0 (or not a \
+                      fleetgate hub)"
+                .into(),
+            field,
+        },
+        e => e,
+    });
+    (Some(hub), answer)
 }
 
 #[cfg(test)]
