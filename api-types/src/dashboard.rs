@@ -71,6 +71,9 @@ pub struct FleetRow {
     pub connected: bool,
     pub last_seen_at: Option<DateTime<Utc>>,
     pub spoke_version: Option<String>,
+    /// Whether `spokeVersion` is within the hub's version-skew policy.
+    #[serde(default = "unknown_skew")]
+    pub spoke_skew: crate::version::Skew,
     /// Objects with a change waiting for a gate.
     pub held: u32,
     /// Objects inside Kustomizations that fleetgate holds (`mode: holdObjects`).
@@ -165,4 +168,8 @@ pub struct GateView {
     /// clusters (`clusters[].mayOperate` says where).
     #[serde(default)]
     pub may_operate: bool,
+}
+
+fn unknown_skew() -> crate::version::Skew {
+    crate::version::Skew::Unknown
 }

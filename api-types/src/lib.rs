@@ -17,6 +17,7 @@ pub mod rollout;
 #[cfg(feature = "utoipa")]
 pub mod schema;
 pub mod status;
+pub mod version;
 pub mod webhooks;
 
 pub use access::{
@@ -44,3 +45,4 @@ pub use status::{
     GateSummary, HeldObject, HeldObjectStatus, ObjectCounts, ObjectStatus, ReportProblem,
     ReportProblems, ReportedObject,
 };
+pub use version::{Skew, VersionInfo};

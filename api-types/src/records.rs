@@ -120,6 +120,12 @@ pub struct Cluster {
     /// Last message from its spoke.
     pub last_seen_at: Option<DateTime<Utc>>,
     pub spoke_version: Option<String>,
+    /// Whether `spokeVersion` is within the hub's version-skew policy
+    /// (docs/hub-operations.md, "Upgrades and version skew"): `unknown` until a
+    /// spoke connected. Hubs before 0.2.0 leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(skip))]
+    pub spoke_skew: Option<crate::version::Skew>,
     /// Whether a spoke stream is open now.
     pub connected: bool,
     /// The hub replica holding the stream.

@@ -64,6 +64,7 @@ pub(crate) async fn fetch_snapshot(
             cluster: cred.cluster.clone(),
             spoke_version: "bench".into(),
             revision: 0,
+            ..Default::default()
         })),
     };
     // Keep the outbound half open until the snapshot arrived.

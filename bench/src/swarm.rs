@@ -420,6 +420,7 @@ impl SimSpoke {
                 cluster: self.cred.cluster.clone(),
                 spoke_version: "bench".into(),
                 revision: self.slot.revision.load(Ordering::Acquire),
+                ..Default::default()
             })),
         };
         if tx.try_send(hello).is_err() {

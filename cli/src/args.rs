@@ -7,7 +7,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// fleetgate — decide when Flux may change each cluster of a fleet.
 #[derive(Debug, Parser)]
-#[command(name = "fleetgate", version, about, propagate_version = true)]
+#[command(
+    name = "fleetgate",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("FLEETGATE_COMMIT"), ")"),
+    about,
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -117,6 +122,13 @@ pub enum Command {
     /// before it accepts an override or an approval.
     #[command(subcommand, name = "admission-webhook")]
     AdmissionWebhook(crate::commands::admission_webhook::AdmissionWebhookCmd),
+    /// The CLI's version and commit, and the hub's (`GET /api/v1/version`, no
+    /// token needed); the client's prints even when the hub is unreachable.
+    Version {
+        /// Only the CLI's version: ask no hub.
+        #[arg(long)]
+        client: bool,
+    },
     /// Print a shell completion script.
     Completion {
         #[arg(value_enum)]

@@ -495,6 +495,19 @@ fn dockerfiles_build_existing_binaries_into_a_non_root_runtime() {
             "{file}"
         );
         assert!(text.contains("\nUSER 65532:65532\n"), "{file}");
+        // Version and commit: the commit reaches the build (no .git in the
+        // context) and both label the image (OCI annotations).
+        for line in [
+            "ENV FLEETGATE_COMMIT=${FLEETGATE_COMMIT}",
+            "org.opencontainers.image.version=\"${FLEETGATE_VERSION}\"",
+            "org.opencontainers.image.revision=\"${FLEETGATE_COMMIT}\"",
+        ] {
+            assert!(text.contains(line), "{file}: {line}");
+        }
+        let runtime = &text[text.find("FROM gcr.io").unwrap()..];
+        for arg in ["ARG FLEETGATE_VERSION", "ARG FLEETGATE_COMMIT"] {
+            assert!(runtime.contains(arg), "{file}: {arg} in the runtime stage");
+        }
         let objs = render(&repo().join(deploy));
         let d = objs.iter().find(|o| o["kind"] == "Deployment").unwrap();
         assert_eq!(
@@ -560,4 +573,38 @@ fn monitoring_renders_the_alert_rules() {
         .filter_map(|g| g["name"].as_str())
         .collect();
     assert_eq!(groups, BTreeSet::from(["fleetgate-hub", "fleetgate-spoke"]));
+}
+
+/// One version, pinned in one place per image: `deploy/hub` and `deploy/spoke`
+/// (and so `deploy/standalone` and every Flux example built on them) name the
+/// images of this release through kustomize `images:`, and the Flux examples
+/// fetch the manifests of the same release tag.
+#[test]
+fn manifests_pin_this_release() {
+    let version = env!("CARGO_PKG_VERSION");
+    for (dir, image) in [
+        ("deploy/hub", "ghcr.io/fleetgate/fleetgate-hub"),
+        ("deploy/spoke", "ghcr.io/fleetgate/fleetgate-spoke"),
+        ("deploy/standalone", "ghcr.io/fleetgate/fleetgate-spoke"),
+    ] {
+        let objs = render(&repo().join(dir));
+        let d = objs.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["image"],
+            format!("{image}:{version}"),
+            "{dir}"
+        );
+    }
+    let clusters = repo().join("deploy/flux/clusters");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&clusters).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path().join("fleetgate-spoke.yaml")).unwrap();
+        assert!(
+            text.contains(&format!("tag: v{version}\n")),
+            "{}: the GitRepository's ref.tag is v{version}",
+            entry.path().display()
+        );
+        seen += 1;
+    }
+    assert!(seen >= 2);
 }

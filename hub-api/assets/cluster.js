@@ -58,7 +58,10 @@ function draw(main, ctx, st, overrides, refresh) {
     h('section', { class: 'card facts' },
       fact('Labels', Object.keys(c.labels).length ? Object.entries(c.labels).map(([k, v]) => h('span', { class: 'chip' }, `${k}=${v}`)) : '—'),
       fact('Spoke', c.connected ? `connected to ${c.connectedReplica || 'a hub replica'}` : 'not connected — it keeps enforcing its last snapshot'),
-      fact('Spoke version', c.spokeVersion || '—'),
+      fact('Spoke version', c.spokeVersion
+        ? h('span', { class: c.spokeSkew === 'unsupported' ? 'warn' : '' }, c.spokeVersion,
+          c.spokeSkew === 'unsupported' ? ' ⚠ outside the versions this hub supports: upgrade the spoke' : '')
+        : '—'),
       // How the spoke signs in: a cluster token, or the cluster's own JWT (issue 52).
       fact('Signs in with', c.identity
         ? [h('code', {}, c.identity.subject), ' of ', h('code', {}, c.identity.issuer), c.identity.jwksPinned ? ' (pinned keys)' : ' (keys from discovery)']

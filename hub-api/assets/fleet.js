@@ -239,6 +239,7 @@ function row(c, cols, gates) {
   const name = h('th', { scope: 'row', class: 'name-col' },
     h('a', { href: `#/clusters/${encodeURIComponent(c.name)}` }, c.name),
     c.connected ? null : h('span', { class: 'mini offline', title: `Spoke offline; last seen ${c.lastSeenAt ? fmtTime(c.lastSeenAt) : 'never'}` }, '⚠ offline'),
+    c.spokeSkew === 'unsupported' ? h('span', { class: 'mini offline', title: `Spoke ${c.spokeVersion} is outside the versions this hub supports: upgrade it` }, `⚠ spoke ${c.spokeVersion}`) : null,
     c.held ? h('span', { class: 'mini held', title: `${c.held} object(s) with a change waiting` }, `‖ ${c.held}`) : null,
     heldObjectsBadge(c),
     wouldHoldObjectsBadge(c),

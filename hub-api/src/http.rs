@@ -29,6 +29,7 @@ pub fn app(state: AppState) -> Router {
         )
         .merge(crate::dashboard::router())
         .route("/healthz", get(health::healthz))
+        .route("/api/v1/version", get(health::version))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         // Inside the metrics layer, so refusals are counted like any 400.

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod build_info;
 pub mod clock;
 pub mod egress;
 pub mod fanout;

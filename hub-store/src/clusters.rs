@@ -34,6 +34,9 @@ impl Read {
     fn at(self, now: DateTime<Utc>) -> Cluster {
         let mut c = self.cluster;
         c.connected = liveness::is_connected(c.connected, c.last_seen_at, self.lease_ttl_ms, now);
+        c.spoke_skew = Some(fleetgate_api_types::version::spoke_skew_here(
+            c.spoke_version.as_deref(),
+        ));
         c
     }
 }

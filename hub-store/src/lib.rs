@@ -66,9 +66,14 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool> {
 }
 
 /// Applies pending migrations (idempotent; concurrent replicas serialise on
-/// sqlx's advisory lock).
+/// sqlx's advisory lock). Migrations a newer release applied are not an error:
+/// during a rolling update (or a roll-back) this release's replicas start on
+/// the schema of the next one, which only added to this one's
+/// (docs/hub-operations.md, "Upgrades and version skew").
 pub async fn migrate(pool: &PgPool) -> Result<()> {
-    MIGRATOR.run(pool).await?;
+    let mut migrator = sqlx::migrate!("../migrations");
+    migrator.set_ignore_missing(true);
+    migrator.run(pool).await?;
     Ok(())
 }
 

@@ -19,7 +19,7 @@ pub use fleetgate_hub_api::{
     AppState, app, dashboard, drain, fleet_feed, grpc, http, openapi, replica, rest, startup,
 };
 pub use fleetgate_hub_core::{
-    Actor, Error, Result, Role, Service, auth, clock, db, egress, error, fanout, identity,
-    liveness, metrics, notify, rollout, schema, service, validate,
+    Actor, Error, Result, Role, Service, auth, build_info, clock, db, egress, error, fanout,
+    identity, liveness, metrics, notify, rollout, schema, service, validate,
 };
 pub use serve::serve;

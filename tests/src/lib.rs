@@ -10,6 +10,7 @@ pub mod oidc;
 pub mod pg;
 pub mod pki;
 pub mod process;
+pub mod release;
 pub mod rest;
 pub mod sign_in;
 pub mod sim;
@@ -18,8 +19,10 @@ pub use kube_client::{kube_client, kube_client_from_file};
 pub use objects::{KUSTOMIZATION, dynamic_api, kubectl, nginx_app, nginx_objects, watch_until};
 pub use pg::{TestDb, test_db};
 pub use process::{
-    ChildGuard, bin_path, binaries, free_port, hub_serve, output, poll, spoke_connect, wait_readyz,
+    ChildGuard, bin_path, binaries, free_port, hub_serve, hub_serve_with, output, poll,
+    spoke_connect, spoke_connect_with, wait_readyz,
 };
+pub use release::{ReleaseBins, release_binaries, release_source};
 pub use rest::Rest;
 pub use sim::{
     SimCluster, SimProcess, create_namespaces, start_sim, start_sim_clusters, start_sim_with,

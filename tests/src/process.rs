@@ -121,7 +121,19 @@ fn older_than(path: &Path, built: std::time::SystemTime) -> bool {
 /// loopback ports, `admin` as the bootstrap admin token and warn-level logs;
 /// stdin and stdout are null, stderr is the caller's to choose before spawning.
 pub fn hub_serve(database_url: &str, http: u16, grpc: u16, admin: &str) -> Command {
-    let mut cmd = Command::new(bin_path("fleetgate-hub"));
+    hub_serve_with(&bin_path("fleetgate-hub"), database_url, http, grpc, admin)
+}
+
+/// [`hub_serve`] of the hub binary at `bin` (another release's, see
+/// [`crate::release_binaries`]).
+pub fn hub_serve_with(
+    bin: &Path,
+    database_url: &str,
+    http: u16,
+    grpc: u16,
+    admin: &str,
+) -> Command {
+    let mut cmd = Command::new(bin);
     cmd.arg("serve")
         .env("DATABASE_URL", database_url)
         .env("FLEETGATE_HTTP_ADDR", format!("127.0.0.1:{http}"))
@@ -145,7 +157,27 @@ pub fn spoke_connect(
     token: &str,
     http: u16,
 ) -> Command {
-    let mut cmd = Command::new(bin_path("fleetgate-spoke"));
+    spoke_connect_with(
+        &bin_path("fleetgate-spoke"),
+        cluster,
+        hub_grpc,
+        kubeconfig,
+        token,
+        http,
+    )
+}
+
+/// [`spoke_connect`] of the spoke binary at `bin` (another release's, see
+/// [`crate::release_binaries`]).
+pub fn spoke_connect_with(
+    bin: &Path,
+    cluster: &str,
+    hub_grpc: u16,
+    kubeconfig: &Path,
+    token: &str,
+    http: u16,
+) -> Command {
+    let mut cmd = Command::new(bin);
     cmd.args(["--cluster", cluster])
         .args(["--hub-url", &format!("http://127.0.0.1:{hub_grpc}")])
         .arg("--kubeconfig")

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use fleetgate_api_types::{Cluster, ClusterWithToken, RegisterCluster, Relabel, SetClusterJwks};
+use fleetgate_api_types::{
+    Cluster, ClusterWithToken, RegisterCluster, Relabel, SetClusterJwks, Skew,
+};
 use serde_json::json;
 
 use crate::args::{ClusterCmd, Format};
@@ -133,7 +135,7 @@ fn render(items: &[Cluster]) -> String {
             c.name.clone(),
             if c.connected { "yes" } else { "no" }.into(),
             non_empty(output::time_or_empty(c.last_seen_at.as_ref()), "never"),
-            c.spoke_version.clone().unwrap_or_default(),
+            spoke_version(c),
             credential(c),
             output::labels(&c.labels),
         ]);
@@ -151,6 +153,16 @@ fn credential(c: &Cluster) -> String {
             id.subject,
             if id.jwks_pinned { " (pinned keys)" } else { "" }
         ),
+    }
+}
+
+/// The spoke's version as a table shows it: flagged when the hub finds it
+/// outside the supported skew (`0.1.0 (unsupported)`).
+pub fn spoke_version(c: &Cluster) -> String {
+    let v = c.spoke_version.clone().unwrap_or_default();
+    match c.spoke_skew {
+        Some(Skew::Unsupported) => format!("{v} (unsupported)"),
+        _ => v,
     }
 }
 

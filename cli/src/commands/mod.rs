@@ -14,6 +14,7 @@ pub mod preview;
 pub mod rollout;
 pub mod status;
 pub mod token;
+pub mod version;
 pub mod webhook;
 
 #[cfg(test)]
@@ -37,6 +38,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Gate(GateCmd::Validate { files }) => return gate::validate(files, format),
         Command::Demo { args } => return crate::demo::exec(args),
+        Command::Version { client } => return version::run(&cli.global, *client, format).await,
         Command::Gate(GateCmd::Preview(args)) if args.file.is_some() => {
             return preview::offline(args, format);
         }
@@ -101,8 +103,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             freeze::unfreeze(&client, reason, id.as_deref(), format).await
         }
         Command::Freezes { all } => freeze::list(&client, *all, format).await,
-        Command::Completion { .. } | Command::Demo { .. } | Command::Login | Command::Logout => {
-            Ok(())
-        }
+        Command::Completion { .. }
+        | Command::Demo { .. }
+        | Command::Version { .. }
+        | Command::Login
+        | Command::Logout => Ok(()),
     }
 }

@@ -5,7 +5,7 @@
 //! Kustomizations (holdObjects gates).
 
 use chrono::{DateTime, Utc};
-use fleetgate_api_types::{Cluster, ClusterStatus, FleetStatus, ReportedObject};
+use fleetgate_api_types::{Cluster, ClusterStatus, FleetStatus, ReportedObject, Skew};
 
 use crate::args::{Format, StatusArgs};
 use crate::client::{Client, seg};
@@ -35,10 +35,10 @@ pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<(
 }
 
 fn spoke(cluster: &Cluster) -> &'static str {
-    if cluster.connected {
-        "connected"
-    } else {
-        "disconnected"
+    match (cluster.connected, cluster.spoke_skew) {
+        (true, Some(Skew::Unsupported)) => "connected (skew: unsupported)",
+        (true, _) => "connected",
+        (false, _) => "disconnected",
     }
 }
 
@@ -297,7 +297,7 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
          may change now: {}   next change: {}\n\n",
         c.name,
         spoke(c),
-        c.spoke_version.clone().unwrap_or_default(),
+        super::cluster::spoke_version(c),
         match &c.last_seen_at {
             Some(t) => output::time(t),
             None => "never".to_string(),

@@ -55,6 +55,16 @@ pub(super) fn ok<T>(r: crate::Result<T>) -> Result<T, Status> {
 
 #[tonic::async_trait]
 impl pb::admin_service_server::AdminService for AdminApi {
+    async fn get_version(&self, req: Request<pb::GetVersionRequest>) -> Res<pb::VersionInfo> {
+        // Any principal (as REST's answer to anyone): authenticated, no role needed.
+        api_actor(&self.service, &req).await?;
+        let v = crate::build_info::version_info();
+        Ok(Response::new(pb::VersionInfo {
+            version: v.version,
+            commit: v.commit,
+        }))
+    }
+
     async fn list_gates(&self, req: Request<pb::ListGatesRequest>) -> Res<pb::ListGatesResponse> {
         self.gates_list(req).await
     }

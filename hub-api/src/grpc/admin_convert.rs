@@ -177,6 +177,8 @@ pub fn cluster(c: Cluster) -> pb::ClusterInfo {
         connected: c.connected,
         connected_replica: c.connected_replica.unwrap_or_default(),
         last_seen_at: c.last_seen_at.and_then(ts),
+        spoke_skew: fleetgate_api_types::version::spoke_skew_here(c.spoke_version.as_deref())
+            .to_string(),
         spoke_version: c.spoke_version.unwrap_or_default(),
         clock_offset_ms: c.clock_offset_ms.unwrap_or(0),
         desired_revision: count_i64(c.desired_revision),

@@ -51,6 +51,8 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             cluster: s.cluster,
             connected: s.connected,
             replica: s.replica.unwrap_or_default(),
+            spoke_skew: fleetgate_api_types::version::spoke_skew_here(s.spoke_version.as_deref())
+                .to_string(),
             spoke_version: s.spoke_version.unwrap_or_default(),
         }),
         FleetChange::Held {

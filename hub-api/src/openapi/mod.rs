@@ -131,7 +131,7 @@ impl Modify for Common {
         rest::tokens::list, rest::tokens::create, rest::tokens::revoke,
         rest::access_policies::list, rest::access_policies::get,
         rest::access_policies::apply, rest::access_policies::delete,
-        rest::health::healthz, rest::health::readyz, rest::health::metrics,
+        rest::health::healthz, rest::health::readyz, rest::health::metrics, rest::health::version,
         dashboard::views::whoami, dashboard::views::fleet, dashboard::views::gate,
         dashboard::events::stream,
         rest::webhooks::list, rest::webhooks::create, rest::webhooks::get, rest::webhooks::replace,

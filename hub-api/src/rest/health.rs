@@ -59,6 +59,15 @@ pub async fn readyz(State(s): State<AppState>) -> Response {
     }
 }
 
+/// The hub's version and the commit it was built from. Answered without a
+/// token, like `/healthz` and `/metrics` (which carry it as
+/// `fleetgate_hub_build_info`): `fleetgate version` works before a sign-in.
+#[utoipa::path(get, path = "/api/v1/version", tag = "health",
+    responses((status = 200, description = "The hub's version", body = fleetgate_api_types::VersionInfo)))]
+pub async fn version() -> axum::Json<fleetgate_api_types::VersionInfo> {
+    axum::Json(crate::build_info::version_info())
+}
+
 /// Prometheus metrics (OpenMetrics text).
 #[utoipa::path(get, path = "/metrics", tag = "health",
     responses((status = 200, description = "Metrics", body = String)))]

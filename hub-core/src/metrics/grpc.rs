@@ -38,10 +38,33 @@ pub struct ReportProblemLabels {
     pub action: String,
 }
 
+/// A connected spoke's version and whether the hub supports it.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SpokeVersionLabels {
+    /// The spoke's semantic version, or `unknown` when it sent none or
+    /// something else (bounded cardinality: a spoke's text never becomes a label).
+    pub version: String,
+    /// `supported`, `unsupported` or `unknown` (docs/hub-operations.md, "Upgrades and version skew").
+    pub skew: String,
+}
+
+impl SpokeVersionLabels {
+    pub fn of(spoke_version: &str) -> Self {
+        use fleetgate_api_types::version;
+        let known = spoke_version.len() <= 64 && version::major_minor(spoke_version).is_some();
+        SpokeVersionLabels {
+            version: if known { spoke_version } else { "unknown" }.to_owned(),
+            skew: version::spoke_skew_here(Some(spoke_version)).to_string(),
+        }
+    }
+}
+
 /// Counters and gauges of the gRPC side. Cheap to clone (shared cells).
 #[derive(Debug, Clone, Default)]
 pub struct GrpcMetrics {
     pub spokes_connected: Gauge,
+    /// Spoke streams open on this replica by version and skew (no prefix).
+    pub spokes_by_version: Family<SpokeVersionLabels, Gauge>,
     pub snapshots_sent: Counter,
     /// Snapshots over `SNAPSHOT_MAX_BYTES`, sent as a closing snapshot instead.
     pub snapshots_over_budget: Counter,
@@ -83,6 +106,11 @@ impl GrpcMetrics {
         self.held_objects.register(registry);
         self.local_gates.register(registry);
         self.would_hold.register(registry);
+        registry.register(
+            "spokes_by_version",
+            "Spoke streams open on this replica by the spoke's version and whether it is within the supported skew",
+            self.spokes_by_version.clone(),
+        );
         let r = registry.sub_registry_with_prefix("grpc");
         r.register(
             "spokes_connected",

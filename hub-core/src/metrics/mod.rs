@@ -15,11 +15,12 @@ use std::sync::{Arc, Mutex};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 pub use approvals::ApprovalMetrics;
-pub use grpc::{EndLabels, GrpcMetrics};
+pub use grpc::{EndLabels, GrpcMetrics, SpokeVersionLabels};
 pub use held::HeldObjectMetrics;
 pub use local_gates::LocalGateMetrics;
 pub use rollout::RolloutMetrics;
@@ -72,6 +73,19 @@ impl Metrics {
             http_duration.clone(),
         );
         freezes::register(&mut registry);
+        let build_info = Family::<Vec<(String, String)>, Gauge>::default();
+        let build = crate::build_info::version_info();
+        build_info
+            .get_or_create(&vec![
+                ("version".to_owned(), build.version),
+                ("commit".to_owned(), build.commit),
+            ])
+            .set(1);
+        registry.register(
+            "build_info",
+            "1, labelled with the hub's version and the commit it was built from",
+            build_info,
+        );
         Self {
             registry: Arc::new(Mutex::new(registry)),
             http_requests,

@@ -142,6 +142,7 @@ impl TestSpoke {
                 cluster: cluster.into(),
                 spoke_version: "test-0.1.0".into(),
                 revision,
+                ..Default::default()
             })),
         })
         .await

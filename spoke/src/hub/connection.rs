@@ -229,6 +229,7 @@ impl<'a> Session<'a> {
                 .borrow()
                 .as_ref()
                 .is_some_and(|s| s.snapshot.local_gates_enforced),
+            spoke_commit: env!("FLEETGATE_COMMIT").into(),
         };
         let _ = tx.try_send(pb::SpokeMessage {
             msg: Some(spoke_message::Msg::Hello(hello)),

@@ -75,6 +75,18 @@ impl Metrics {
             flux_events: Family::default(),
             registry: Registry::default(),
         };
+        let build_info = Family::<Labels, Gauge>::default();
+        build_info
+            .get_or_create(&vec![
+                ("version".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
+                ("commit".to_owned(), env!("FLEETGATE_COMMIT").to_owned()),
+            ])
+            .set(1);
+        registry.register(
+            "build_info",
+            "1, labelled with the spoke's version and the commit it was built from",
+            build_info,
+        );
         registry.register(
             "objects_governed",
             "Flux objects governed by at least one gate",

@@ -33,6 +33,7 @@ impl FakeSpoke {
                 cluster: cluster.into(),
                 spoke_version: "0.1.0".into(),
                 revision: 0,
+                ..Default::default()
             })),
         })
         .await

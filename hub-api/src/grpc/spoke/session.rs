@@ -25,6 +25,7 @@ use crate::grpc::convert::{
     held_from_proto, invalid, inventory_from_proto, local_gate_from_proto,
     local_request_from_proto, object_from_proto, snapshot_to_proto, to_status,
 };
+use crate::metrics::SpokeVersionLabels;
 use crate::service::fleet::Snapshot;
 use crate::service::local_requests::LocalRequest;
 use crate::service::reports::{Inventory, Received, ReportParts};
@@ -128,6 +129,7 @@ fn hub_msg(msg: hub_message::Msg) -> pb::HubMessage {
 struct Subscription {
     inner: Arc<Inner>,
     cluster: String,
+    version: SpokeVersionLabels,
     rx: Option<watch::Receiver<Desired>>,
 }
 
@@ -135,6 +137,11 @@ impl Drop for Subscription {
     fn drop(&mut self) {
         self.rx.take();
         self.inner.metrics.spokes_connected.dec();
+        self.inner
+            .metrics
+            .spokes_by_version
+            .get_or_create(&self.version)
+            .dec();
         let inner = self.inner.clone();
         let cluster = std::mem::take(&mut self.cluster);
         tracing::info!(%cluster, "spoke disconnected");
@@ -210,16 +217,28 @@ impl Session {
         };
         let rx = inner.fanout.subscribe(&cluster).await.map_err(to_status)?;
         inner.live.fetch_add(1, Ordering::AcqRel);
+        let version = SpokeVersionLabels::of(&hello.spoke_version);
+        inner
+            .metrics
+            .spokes_by_version
+            .get_or_create(&version)
+            .inc();
+        let skew = version.skew.clone();
         let subscription = Subscription {
             inner: inner.clone(),
             cluster: cluster.clone(),
+            version,
             rx: Some(rx),
         };
         inner.metrics.spokes_connected.inc();
         // The spoke's own text: stored with U+0000 replaced, never refused.
         let spoke_version = fleetgate_policy::text::replace_str(&hello.spoke_version);
         inner.reports.connected(&cluster, &spoke_version);
-        tracing::info!(%cluster, spoke_version = %hello.spoke_version, revision = hello.revision, "spoke connected");
+        tracing::info!(%cluster, spoke_version = %hello.spoke_version, spoke_commit = %hello.spoke_commit, %skew, revision = hello.revision, "spoke connected");
+        if skew == "unsupported" {
+            tracing::warn!(%cluster, spoke_version = %hello.spoke_version, hub_version = fleetgate_api_types::version::VERSION,
+                "spoke outside the supported version skew: upgrade it (docs/hub-operations.md, Upgrades and version skew)");
+        }
         let age = inner
             .cfg
             .max_stream_age

@@ -69,6 +69,9 @@ pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
                 connected: row.connected,
                 last_seen_at: row.last_seen_at,
                 spoke_version: row.spoke_version.clone(),
+                spoke_skew: fleetgate_api_types::version::spoke_skew_here(
+                    row.spoke_version.as_deref(),
+                ),
                 held: inputs
                     .reported
                     .counts
