@@ -5,6 +5,7 @@
 
 pub(crate) mod calendars;
 pub(crate) mod connection;
+mod proto_time;
 pub mod reconnect;
 pub mod report;
 pub mod snapshot;
