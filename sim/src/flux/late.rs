@@ -21,18 +21,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
+pub use crate::cluster::LateFailure;
 use crate::cluster::{Cluster, SourceKey};
-
-/// How a revision fails late on one cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LateFailure {
-    /// What the health check reports.
-    pub message: String,
-    /// From the Kustomization's first apply of the revision to the failure.
-    pub after: Duration,
-    /// How long it fails (`None`: until a newer revision).
-    pub lasting: Option<Duration>,
-}
 
 fn key(ks: &Value) -> SourceKey {
     let m = &ks["metadata"];
