@@ -2,8 +2,6 @@
 //! reads and writes them; manifests are carried as JSON objects.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
