@@ -12,8 +12,6 @@ use crate::apiextensions::strategy;
 use crate::cluster::Cluster;
 use crate::crd::{ResourceType, is_crd};
 use crate::error::{Error, FieldError, Result};
-use crate::fields::Scope;
-use crate::managed;
 use crate::meta::validate_name;
 pub use crate::prepare::{bind_namespace, check_type_meta, prepare, unknown_fields};
 use crate::prepare::{same_content, timestamp};

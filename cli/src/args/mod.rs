@@ -6,7 +6,7 @@ mod global;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 pub use admission_webhook::AdmissionWebhookCmd;
 pub use global::{Format, Global};

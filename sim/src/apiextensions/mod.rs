@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::ops::{self, Sub, Track, WriteOpts};
 
 pub use crate::crd::is_crd;
-pub use crd_object::{CLEANUP_FINALIZER, CRD_KEY, GROUP, KIND, condition_is, set_condition};
+pub use crd_object::{CLEANUP_FINALIZER, CRD_KEY, GROUP, condition_is, set_condition};
 
 /// The field manager of the controllers' status writes (their loopback client).
 const MANAGER: &str = "kube-apiserver";

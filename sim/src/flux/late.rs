@@ -16,8 +16,6 @@
 //! that passed once keeps it. The simulator turns the failure on at the instant (a pass is
 //! scheduled for it) rather than waiting out `spec.timeout`.
 
-use std::time::Duration;
-
 use serde_json::Value;
 use tokio::time::Instant;
 

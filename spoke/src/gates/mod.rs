@@ -21,18 +21,13 @@ mod specs;
 mod state;
 pub(crate) mod status;
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::Arc,
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
-    Api, ResourceExt,
+    Api,
     api::DynamicObject,
-    core::{ApiResource, GroupVersionKind},
+    core::GroupVersionKind,
     discovery::pinned_kind,
     runtime::{WatchStreamExt, reflector, watcher},
 };
