@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use fleetgate_policy::{ClusterScope, LabelSelector, Metadata, PolicyError};
 use serde::{Deserialize, Serialize};
 
-use crate::Role;
+use crate::role::Role;
 
 /// The `apiVersion` of an access policy (the gates' one).
 pub const API_VERSION: &str = fleetgate_policy::API_VERSION;

@@ -2,6 +2,10 @@
 //! `fleetgate` CLI deserialises, one definition for both. Field names are
 //! camelCase on the wire. With the `utoipa` feature (the hub's) the types
 //! also describe themselves for the OpenAPI document.
+//!
+//! Layers: a contract beside `fleetgate-proto`; imports only `fleetgate-policy`, never the hub,
+//! the CLI or anything that does I/O (they import it). `role` is a leaf the records and the
+//! access policies both name.
 #![forbid(unsafe_code)]
 
 pub mod access;
@@ -13,6 +17,7 @@ pub mod identity;
 pub mod impact;
 pub mod page;
 pub mod records;
+pub mod role;
 pub mod rollout;
 #[cfg(feature = "utoipa")]
 pub mod schema;

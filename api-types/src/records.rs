@@ -2,12 +2,12 @@
 //! reads and writes them; manifests are carried as JSON objects.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+pub use crate::role::{Role, UnknownRole};
 
 /// A stored gate.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -376,60 +376,6 @@ pub struct CreateToken {
     /// Where the role holds (clusters and gates); absent: everywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<crate::AccessScope>,
-}
-
-/// A role of an API token; each includes the ones before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Read everything except API tokens.
-    Viewer,
-    /// Viewer + open/close/cancel overrides.
-    Operator,
-    /// Everything: gates, clusters, API tokens.
-    Admin,
-}
-
-impl Role {
-    /// The stored / wire name.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Operator => "operator",
-            Role::Admin => "admin",
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A name that is not a [`Role`]; says which names are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownRole(pub String);
-
-impl fmt::Display for UnknownRole {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown role '{}' (viewer, operator, admin)", self.0)
-    }
-}
-
-impl std::error::Error for UnknownRole {}
-
-impl FromStr for Role {
-    type Err = UnknownRole;
-    fn from_str(s: &str) -> Result<Self, UnknownRole> {
-        match s {
-            "viewer" => Ok(Role::Viewer),
-            "operator" => Ok(Role::Operator),
-            "admin" => Ok(Role::Admin),
-            other => Err(UnknownRole(other.to_string())),
-        }
-    }
 }
 
 /// Freeze clusters at once (the emergency stop): every gate on them closes, above every

@@ -16,7 +16,7 @@ use axum::routing::get;
 use fleetgate_api_types::{ClusterStatus, GateRecord};
 use tokio_util::sync::CancellationToken;
 
-use crate::other;
+use crate::error::other;
 use fleetgate::client::Client;
 use fleetgate::error::Result;
 

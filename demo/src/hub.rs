@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use fleetgate_api_types::{ClusterWithToken, FleetSummary, RegisterCluster};
 use serde_json::json;
 
-use crate::{fleet, other};
+use crate::error::other;
+use crate::fleet;
 use fleetgate::client::{Client, seg};
 use fleetgate::error::{Error, Result};
 

@@ -2,13 +2,16 @@
 //! fleet, the example gates, a spoke per cluster, and pushed revisions that
 //! closed gates hold; then it waits for Ctrl-C and stops it all.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fleetgate_api_types::{ClusterStatus, FleetSummary};
 use tokio_util::sync::CancellationToken;
 
-use crate::{DemoArgs, banner, fleet, hub, nginx, other, rollout, wait};
+use crate::args::DemoArgs;
+use crate::error::other;
+use crate::{banner, fleet, hub, nginx, rollout, wait};
 use fleetgate::args::Format;
 use fleetgate::client::Client;
 use fleetgate::config::Connection;
@@ -24,7 +27,7 @@ pub(crate) async fn run(
 ) -> Result<()> {
     // 2. The hub (in-process, as `fleetgate-hub serve` runs it), with a fresh
     // admin token.
-    let token = crate::random_token()?;
+    let token = random_token()?;
     let mut hub_cfg = fleetgate_hub::config::ServeConfig::new(database_url);
     hub_cfg.http_addr = args.http_addr;
     hub_cfg.grpc_addr = args.grpc_addr;
@@ -319,4 +322,16 @@ async fn start_spoke(
     fleetgate_spoke::Spoke::start(kube, config, shutdown.child_token())
         .await
         .map_err(|e| other(&format!("spoke {}", c.name), e))
+}
+
+/// `fga_` + 64 hex digits from the OS's random source.
+pub(crate) fn random_token() -> Result<String> {
+    let mut buf = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(|e| other("random token", e))?;
+    Ok(format!(
+        "fga_{}",
+        buf.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
 }

@@ -7,7 +7,8 @@ use fleetgate_api_types::{ClusterStatus, GateRecord};
 use fleetgate_policy::Mode;
 use tokio_util::sync::CancellationToken;
 
-use crate::{fleet, other};
+use crate::error::other;
+use crate::fleet;
 use fleetgate::client::{Client, seg};
 use fleetgate::error::Result;
 

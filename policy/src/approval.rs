@@ -41,19 +41,19 @@ pub struct Approval {
 pub struct Approvers {
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub groups: Vec<String>,
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub users: Vec<String>,
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub tokens: Vec<String>,

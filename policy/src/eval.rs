@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::GateState;
 
+/// How the reason of a gate closed by a fleet freeze begins.
+pub(crate) const FREEZE_PREFIX: &str = "fleet freeze";
+
 /// A manual override of a gate for one cluster (open or closed), active on
 /// `[starts_at, expires_at)`; `expires_at: None` lasts until cancelled. The newest
 /// (`created_at`) active override wins and beats every window — except that a freeze
@@ -70,7 +73,7 @@ impl Evaluation {
     /// The rule that decided. Read back from the reason, which this crate writes
     /// (`timeline.rs`) with one fixed prefix per rule.
     pub fn rule(&self) -> Rule {
-        if self.reason.starts_with(crate::timeline::FREEZE_PREFIX) {
+        if self.reason.starts_with(FREEZE_PREFIX) {
             Rule::Freeze
         } else if self.reason.starts_with("override ") {
             Rule::Override

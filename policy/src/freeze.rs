@@ -55,7 +55,7 @@ impl Override {
         } else {
             format!(": {}", self.reason)
         };
-        format!("{}{by} {until}{why}", crate::timeline::FREEZE_PREFIX)
+        format!("{}{by} {until}{why}", crate::eval::FREEZE_PREFIX)
     }
 
     /// [`Override::freeze_reason`] with times in UTC (a freeze belongs to no gate's zone).

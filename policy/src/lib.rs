@@ -2,6 +2,11 @@
 //! with DST-correct wall-clock semantics, overrides, and transitions. Pure, no I/O; shared by
 //! the hub, the spoke and the CLI so they always agree.
 //!
+//! Layers: the bottom of the workspace. It imports no workspace crate and does no I/O (no
+//! files, network or clock it is not handed). Inside, the leaves (`state`, `scope`, `dns`,
+//! `yaml`, `error`, …) sit below the manifest types, which sit below validation and
+//! compilation, which sit below evaluation and previews.
+//!
 //! ```
 //! use chrono::{TimeZone, Utc};
 //! use fleetgate_policy::{GateState, parse_gate};
@@ -31,6 +36,7 @@ mod calendar;
 mod compile;
 mod cron;
 mod describe;
+mod dns;
 mod duration;
 mod error;
 mod eval;
@@ -43,7 +49,9 @@ mod opening;
 mod recurrence;
 mod rollout;
 mod rollout_preview;
+mod scope;
 mod selector;
+mod state;
 pub mod text;
 mod timeline;
 mod transitions;
@@ -63,6 +71,7 @@ pub use calendar::{
 };
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;
+pub use dns::dns_label;
 pub use duration::{format_duration, parse_duration};
 pub use error::PolicyError;
 pub use eval::{Combined, Evaluation, Override, Rule, combine, next_combined_change};
@@ -70,9 +79,8 @@ pub use freeze::{FREEZE_GATE, active_freeze};
 pub use kinds::FluxKind;
 pub use localtime::resolve_local;
 pub use manifest::{
-    API_VERSION, ClusterScope, DEFAULT_REQUEST_WINDOW, Enforcement, Gate, GateSpec, GateState,
-    KIND, LocalRequests, MAX_REQUEST_WINDOW, Metadata, Mode, Targets, Window, WindowKind,
-    parse_gate, parse_gate_json,
+    API_VERSION, DEFAULT_REQUEST_WINDOW, Enforcement, Gate, GateSpec, KIND, LocalRequests,
+    MAX_REQUEST_WINDOW, Metadata, Mode, Targets, Window, WindowKind, parse_gate, parse_gate_json,
 };
 pub use objects::{GroupKind, HeldObjects};
 pub use opening::OPEN_SINCE_EVER;
@@ -80,8 +88,9 @@ pub use rollout::{
     Amount, DEFAULT_HEALTH_TIMEOUT, MAX_ROLLOUT_DURATION, MAX_WAVES, OnFailure, Rollout, Wave,
 };
 pub use rollout_preview::{RolloutEstimate, WaveEstimate};
+pub use scope::ClusterScope;
 pub use selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
-pub use transitions::{Preview, PreviewState, Transition};
-pub use validate::dns_label;
+pub use state::{GateState, PreviewState, Transition};
+pub use transitions::Preview;
 pub use warnings::Warning;
 pub use waves::{WaveCandidate, assign_waves};

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{FluxKind, HeldObjects, LabelSelector, PolicyError};
+use crate::{ClusterScope, FluxKind, GateState, HeldObjects, LabelSelector, PolicyError};
 
 /// The `apiVersion` every gate manifest carries.
 pub const API_VERSION: &str = "fleetgate.io/v1";
@@ -31,13 +31,13 @@ pub struct Metadata {
     pub name: String,
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub labels: BTreeMap<String, String>,
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub annotations: BTreeMap<String, String>,
@@ -68,7 +68,7 @@ pub struct GateSpec {
     pub time_zone: Option<String>,
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub windows: Vec<Window>,
@@ -132,28 +132,6 @@ impl GateSpec {
     }
 }
 
-/// Which clusters a gate applies to: listed by name, or matched by a selector over cluster labels.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ClusterScope {
-    #[serde(
-        default,
-        deserialize_with = "crate::manifest::null_as_empty",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub names: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<LabelSelector>,
-}
-
-impl ClusterScope {
-    /// In scope if the name is listed, or a selector is present and matches (`{}` matches all).
-    pub fn matches(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
-        self.names.iter().any(|n| n == name)
-            || self.selector.as_ref().is_some_and(|s| s.matches(labels))
-    }
-}
-
 /// Which Flux objects on an in-scope cluster the gate governs. Every non-empty criterion must
 /// match; an empty one matches anything.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -161,19 +139,19 @@ impl ClusterScope {
 pub struct Targets {
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub kinds: Vec<FluxKind>,
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub namespaces: Vec<String>,
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub names: Vec<String>,
@@ -284,50 +262,6 @@ impl fmt::Display for Enforcement {
     }
 }
 
-/// Whether Flux may change the governed objects.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GateState {
-    #[default]
-    Open,
-    Closed,
-}
-
-impl GateState {
-    /// `"open"` or `"closed"`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            GateState::Open => "open",
-            GateState::Closed => "closed",
-        }
-    }
-
-    /// Whether this is [`GateState::Open`].
-    pub fn is_open(&self) -> bool {
-        *self == GateState::Open
-    }
-}
-
-impl fmt::Display for GateState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for GateState {
-    type Err = PolicyError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "open" => Ok(GateState::Open),
-            "closed" => Ok(GateState::Closed),
-            _ => Err(PolicyError::new(
-                "",
-                format!("unknown gate state '{s}', expected open or closed"),
-            )),
-        }
-    }
-}
-
 /// Whether a window opens (`allow`) or closes (`deny`) the gate while active.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -389,14 +323,26 @@ impl Gate {
     }
 }
 
-/// An absent list or map may be written as null (`windows:` with nothing after it), as the
-/// Kubernetes API and serde_yaml allowed; serde-saphyr and serde_json would reject it.
-pub(crate) fn null_as_empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+impl Gate {
+    /// What this gate cannot hold back, in words (empty when nothing needs saying). Shown by
+    /// `fleetgate gate validate` and previews so nobody learns it from an incident.
+    pub fn limitations(&self) -> Vec<String> {
+        if self.spec.mode != Mode::HoldObjects {
+            return Vec::new();
+        }
+        vec![
+            "holdObjects marks live objects: an object a new revision adds is created at once \
+             (there is nothing to mark before it exists); it is held from then on. Combine with a \
+             mode: suspend gate on the Kustomization if new objects must wait too."
+                .into(),
+            "holdObjects works on Kustomizations only: helm-controller has no per-object hold, so \
+             HelmReleases cannot be targeted."
+                .into(),
+            "Held objects keep their live state: drift on them is not corrected until the gate \
+             opens; everything else the Kustomization applies stays real-time."
+                .into(),
+        ]
+    }
 }
 
 /// Parses a gate manifest from YAML or JSON text (JSON is valid YAML). Unknown fields, wrong

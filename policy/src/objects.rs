@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Gate, LabelSelector, Mode};
+use crate::LabelSelector;
 
 /// A Kubernetes group and kind, as in a Kustomization's inventory (`apps`/`Deployment`;
 /// the core group is `""`).
@@ -72,27 +72,5 @@ impl HeldObjects {
             && (self.namespaces.is_empty() || self.namespaces.iter().any(|n| n == namespace))
             && (self.names.is_empty() || self.names.iter().any(|n| n == name))
             && self.selector.as_ref().is_none_or(|s| s.matches(labels))
-    }
-}
-
-impl Gate {
-    /// What this gate cannot hold back, in words (empty when nothing needs saying). Shown by
-    /// `fleetgate gate validate` and previews so nobody learns it from an incident.
-    pub fn limitations(&self) -> Vec<String> {
-        if self.spec.mode != Mode::HoldObjects {
-            return Vec::new();
-        }
-        vec![
-            "holdObjects marks live objects: an object a new revision adds is created at once \
-             (there is nothing to mark before it exists); it is held from then on. Combine with a \
-             mode: suspend gate on the Kustomization if new objects must wait too."
-                .into(),
-            "holdObjects works on Kustomizations only: helm-controller has no per-object hold, so \
-             HelmReleases cannot be targeted."
-                .into(),
-            "Held objects keep their live state: drift on them is not corrected until the gate \
-             opens; everything else the Kustomization applies stays real-time."
-                .into(),
-        ]
     }
 }

@@ -309,7 +309,7 @@ impl Rollout {
 impl Wave {
     fn validate(&self, last: bool) -> Result<(), PolicyError> {
         if let Some(name) = &self.name {
-            crate::validate::dns_label(name).map_err(|e| e.within("name"))?;
+            crate::dns::dns_label(name).map_err(|e| e.within("name"))?;
         }
         let chosen = [
             self.clusters.is_some(),

@@ -14,14 +14,14 @@ pub struct LabelSelector {
     /// Every pair must be present with exactly this value.
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub match_labels: BTreeMap<String, String>,
     /// Every requirement must hold.
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub match_expressions: Vec<LabelSelectorRequirement>,
@@ -35,7 +35,7 @@ pub struct LabelSelectorRequirement {
     pub operator: SelectorOperator,
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub values: Vec<String>,

@@ -20,9 +20,6 @@ struct Span {
 /// overlapping occurrences longer than this are in effect "always active".
 const EXTEND_CAP: Duration = Duration::days(8);
 
-/// How the reason of a gate closed by a fleet freeze begins.
-pub(crate) const FREEZE_PREFIX: &str = "fleet freeze";
-
 /// The state and reason at one instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Decision {

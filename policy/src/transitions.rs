@@ -6,22 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::rollout_preview::RolloutEstimate;
 use crate::timeline::{Decision, Sweep, sweep};
-use crate::{CompiledGate, Evaluation, GateState, Override};
-
-/// A change of state at `at`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Transition {
-    pub at: DateTime<Utc>,
-    pub state: GateState,
-    pub reason: String,
-}
-
-/// The state at the start of a preview.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreviewState {
-    pub state: GateState,
-    pub reason: String,
-}
+use crate::{CompiledGate, Evaluation, Override, PreviewState, Transition};
 
 /// What `fleetgate gate preview -o json` prints: the state at `from`, then every change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::budgets::{GATE_MANIFEST_MAX_BYTES, GATE_MAX_WINDOWS, NAMES_MAX};
+use crate::dns::dns_label;
 use crate::manifest::{API_VERSION, KIND, MAX_REQUEST_WINDOW};
 use crate::{FluxKind, Gate, GateSpec, Mode, PolicyError};
 
@@ -202,27 +203,6 @@ fn validate_objects(spec: &GateSpec) -> Result<(), PolicyError> {
             .map_err(|e| e.within("spec.objects.selector"))?;
     }
     Ok(())
-}
-
-/// A DNS-1123 label: 1–63 lowercase alphanumerics or `-`, starting and ending alphanumeric.
-pub fn dns_label(name: &str) -> Result<(), PolicyError> {
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(PolicyError::new(
-            "",
-            format!(
-                "'{name}' is not a DNS-1123 label (1-63 lowercase letters, digits or '-', starting and ending with a letter or digit)"
-            ),
-        ))
-    }
 }
 
 fn non_empty_unique(values: &[String], path: &str) -> Result<(), PolicyError> {

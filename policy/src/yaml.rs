@@ -14,8 +14,8 @@
 //!   carry line and column; it plugs into serde_path_to_error through
 //!   `with_deserializer_from_str`. It has no `Value` type of its own: we use serde_json's.
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::PolicyError;
 
@@ -132,4 +132,14 @@ mod tests {
         let back: serde_json::Value = from_str(&to_string(&docs[1]).unwrap()).unwrap();
         assert_eq!(back, docs[1]);
     }
+}
+
+/// An absent list or map may be written as null (`windows:` with nothing after it), as the
+/// Kubernetes API and serde_yaml allowed; serde-saphyr and serde_json would reject it.
+pub(crate) fn null_as_empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
 }

@@ -1,6 +1,9 @@
 //! fleetgate's gRPC contract (`fleetgate.v1`): the spoke stream and the admin
 //! (integration) API, generated from `proto/fleetgate/v1/*.proto` with prost
 //! and tonic. `FILE_DESCRIPTOR_SET` feeds gRPC server reflection.
+//!
+//! Layers: the gRPC contract; imports only `fleetgate-policy` (for conversions), never the
+//! hub or the spoke, which import it.
 #![forbid(unsafe_code)]
 
 pub mod codec;

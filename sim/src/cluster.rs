@@ -15,6 +15,17 @@ use crate::store::Store;
 /// Identifies a Flux source: (kind, namespace, name).
 pub type SourceKey = (String, String, String);
 
+/// How a revision fails late on one cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LateFailure {
+    /// What the health check reports.
+    pub message: String,
+    /// From the Kustomization's first apply of the revision to the failure.
+    pub after: Duration,
+    /// How long it fails (`None`: until a newer revision).
+    pub lasting: Option<Duration>,
+}
+
 /// The manifests pushed with one revision of a source: YAML objects per source path.
 pub type Bundle = BTreeMap<String, Vec<serde_json::Value>>;
 
@@ -28,6 +39,10 @@ pub struct Cluster {
     pub crd_sync: Mutex<()>,
     /// A CRD (or an object of a terminating CRD) changed since the controllers last ran.
     pub crd_dirty: AtomicBool,
+    /// Runs the apiextensions controllers after a CRD write (`apiextensions::after_write`,
+    /// set by the simulator): the write path calls it, and the controllers write through
+    /// the write path, so it is passed in rather than imported by `ops`.
+    pub after_crd_write: fn(&Cluster),
     pub store: Store,
     /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
@@ -44,7 +59,7 @@ pub struct Cluster {
     pub bad_revisions: Mutex<HashMap<(SourceKey, String), String>>,
     /// Revisions pushed to fail late on this cluster (source, revision): applied and healthy
     /// first, then failing (see `flux::late`).
-    pub late_failures: Mutex<HashMap<(SourceKey, String), crate::flux::late::LateFailure>>,
+    pub late_failures: Mutex<HashMap<(SourceKey, String), LateFailure>>,
     /// When each Kustomization first applied a late-failing revision (Kustomization, revision).
     pub late_applied: Mutex<HashMap<(SourceKey, String), tokio::time::Instant>>,
     /// Reconciles the simulator ran per Flux object (kind, namespace, name).
@@ -109,12 +124,7 @@ impl Cluster {
     }
 
     /// Marks `revision` of `source` to fail late on this cluster (`Some`), or not (`None`).
-    pub fn mark_late(
-        &self,
-        source: SourceKey,
-        revision: String,
-        late: Option<crate::flux::late::LateFailure>,
-    ) {
+    pub fn mark_late(&self, source: SourceKey, revision: String, late: Option<LateFailure>) {
         let mut marks = self.late_failures.lock().unwrap_or_else(|p| p.into_inner());
         match late {
             Some(l) => marks.insert((source, revision), l),
@@ -123,11 +133,7 @@ impl Cluster {
     }
 
     /// The late failure `revision` of `source` was pushed with here, if any.
-    pub fn late_failure(
-        &self,
-        source: &SourceKey,
-        revision: &str,
-    ) -> Option<crate::flux::late::LateFailure> {
+    pub fn late_failure(&self, source: &SourceKey, revision: &str) -> Option<LateFailure> {
         self.late_failures
             .lock()
             .unwrap_or_else(|p| p.into_inner())

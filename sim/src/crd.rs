@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::Error;
+use crate::apiextensions::crd_object;
 
 /// The upstream Flux CRD manifests, loaded unmodified (see `sim/crds/README.md`).
 pub(crate) const FLUX_CRDS: &[&str] = &[
@@ -115,6 +115,11 @@ impl ResourceType {
     }
 }
 
+/// Whether `rt` is the CustomResourceDefinition kind itself.
+pub fn is_crd(rt: &ResourceType) -> bool {
+    rt.group == crd_object::GROUP && rt.kind == crd_object::KIND
+}
+
 /// All served types.
 #[derive(Debug, Clone)]
 pub struct Registry {
@@ -122,11 +127,6 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The built-in kinds plus the seeded CRDs (the Flux kinds and Gate).
-    pub fn standard() -> Result<Registry, Error> {
-        Ok((*crate::apiextensions::seed::templates()?.registry).clone())
-    }
-
     /// The built-in kinds plus the types of the served `crds` (CRD objects as stored).
     /// Types of a CRD whose [`CrdOrigin`] is unchanged since `previous` are reused.
     pub fn build(crds: &[Arc<Value>], previous: Option<&Registry>) -> Registry {
@@ -333,7 +333,7 @@ fn builtin_types() -> Vec<ResourceType> {
         ResourceType {
             categories: vec!["api-extensions".into()],
             ..builtin(
-                crate::apiextensions::GROUP,
+                crd_object::GROUP,
                 "CustomResourceDefinition",
                 "customresourcedefinitions",
                 &["crd", "crds"],

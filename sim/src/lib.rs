@@ -1,6 +1,12 @@
 //! fleetgate-sim: a faithful test Kubernetes API server serving the real Flux CRDs, with
 //! a Flux simulator reconciling them in fast-forward time. One 127.0.0.1 port per
 //! simulated cluster; real kubectl and kube-rs work against it unchanged.
+//!
+//! Layers: imports only `fleetgate-policy`; it stands in for Kubernetes, so no spoke, hub or
+//! CLI code. Inside: the store, the served types (`crd`), errors and object rules below
+//! the write path (`ops`, `prepare`), below the apiextensions and Flux controllers, below
+//! the HTTP handlers and the `Sim` that wires them (the controllers run after CRD writes
+//! through `Cluster::after_crd_write`, so the write path does not import them).
 #![forbid(unsafe_code)]
 
 mod apiextensions;
@@ -31,6 +37,7 @@ mod store;
 mod tls;
 mod upstream;
 mod watch;
+mod write_opts;
 
 pub use error::{ApiStatus, Error, Result};
 pub use rbac::{RbacConfig, RbacUser};

@@ -8,59 +8,18 @@ use std::sync::Arc;
 use rand::RngExt;
 use serde_json::{Value, json};
 
-use crate::apiextensions;
+use crate::apiextensions::strategy;
 use crate::cluster::Cluster;
-use crate::crd::ResourceType;
+use crate::crd::{ResourceType, is_crd};
 use crate::error::{Error, FieldError, Result};
-use crate::fields::Scope;
-use crate::managed;
 use crate::meta::validate_name;
 pub use crate::prepare::{bind_namespace, check_type_meta, prepare, unknown_fields};
 use crate::prepare::{same_content, timestamp};
-
-/// `fieldValidation` query parameter (default Warn since Kubernetes 1.27).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FieldValidation {
-    Ignore,
-    #[default]
-    Warn,
-    Strict,
-}
-
-/// Per-request write options.
-#[derive(Debug, Clone, Default)]
-pub struct WriteOpts {
-    pub manager: String,
-    pub validation: FieldValidation,
-    pub dry_run: bool,
-}
-
-/// Main resource or the `/status` subresource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sub {
-    Main,
-    Status,
-}
-
-/// How managedFields are maintained for a write.
-pub enum Track<'a> {
-    /// An Update operation by `WriteOpts::manager`.
-    Update,
-    /// The caller (server-side apply) already computed them.
-    Precomputed(&'a [managed::Entry]),
-}
+pub use crate::write_opts::{FieldValidation, Sub, Track, WriteOpts, scope_of};
 
 pub struct Outcome {
     pub object: Arc<Value>,
     pub warnings: Vec<String>,
-}
-
-pub fn scope_of(rt: &ResourceType, sub: Sub) -> Scope {
-    match (sub, rt.status_subresource) {
-        (Sub::Status, _) => Scope::Status,
-        (Sub::Main, true) => Scope::NoStatus,
-        (Sub::Main, false) => Scope::All,
-    }
 }
 
 fn namespace_type(cluster: &Cluster) -> Result<Arc<ResourceType>> {
@@ -124,8 +83,8 @@ pub fn create(
         };
         Ok(Outcome { object, warnings })
     })?;
-    if apiextensions::is_crd(rt) && !opts.dry_run {
-        apiextensions::after_write(cluster);
+    if is_crd(rt) && !opts.dry_run {
+        (cluster.after_crd_write)(cluster);
     }
     Ok(out)
 }
@@ -210,10 +169,9 @@ pub fn update(
     })?;
     // A CRD write, or the last finalizer of an object a terminating CRD waits for.
     if !opts.dry_run
-        && (apiextensions::is_crd(rt)
-            || (removed_held && rt.origin.as_ref().is_some_and(|o| o.terminating)))
+        && (is_crd(rt) || (removed_held && rt.origin.as_ref().is_some_and(|o| o.terminating)))
     {
-        apiextensions::after_write(cluster);
+        (cluster.after_crd_write)(cluster);
     }
     Ok(out)
 }
@@ -240,7 +198,7 @@ pub fn delete(
     } else {
         Vec::new()
     };
-    let crd = apiextensions::is_crd(rt);
+    let crd = is_crd(rt);
     let out = cluster.store.with(|s| {
         let old = s
             .get(&key, ns, name)
@@ -252,7 +210,7 @@ pub fn delete(
             return Ok(old);
         }
         if crd && old["metadata"].get("deletionTimestamp").is_none() {
-            let marked = apiextensions::strategy::mark_deleting(&old, &timestamp());
+            let marked = strategy::mark_deleting(&old, &timestamp());
             return Ok(s.put(&key, marked, false));
         }
         let has_finalizers = old["metadata"]["finalizers"]
@@ -280,7 +238,7 @@ pub fn delete(
             .ok_or_else(|| Error::not_found(rt, name))
     })?;
     if crd && !dry_run {
-        apiextensions::after_write(cluster);
+        (cluster.after_crd_write)(cluster);
         // The finalizer ran: the CRD is gone unless other finalizers hold it.
         let left = cluster.store.with(|s| s.get(&key, ns, name));
         return Ok(left.unwrap_or(out));

@@ -6,13 +6,13 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::apiextensions;
-use crate::crd::ResourceType;
+use crate::apiextensions::strategy;
+use crate::crd::{ResourceType, is_crd};
 use crate::error::{Error, Result};
 use crate::managed::{self, Writer};
 use crate::meta::validate_metadata;
-use crate::ops::{FieldValidation, Sub, Track, WriteOpts, scope_of};
 use crate::schema;
+use crate::write_opts::{FieldValidation, Sub, Track, WriteOpts, scope_of};
 
 const META_FIELDS: &[&str] = &[
     "name",
@@ -225,8 +225,8 @@ pub fn prepare(
         let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
         new["metadata"]["generation"] = json!(g + 1);
     }
-    if apiextensions::is_crd(rt) {
-        apiextensions::strategy::prepare(old, &mut new, sub)?;
+    if is_crd(rt) {
+        strategy::prepare(old, &mut new, sub)?;
     }
     let sub_name = if sub == Sub::Status { "status" } else { "" };
     match track {

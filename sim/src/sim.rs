@@ -146,6 +146,7 @@ impl Sim {
                 registry: std::sync::RwLock::new(registry.clone()),
                 crd_sync: Mutex::default(),
                 crd_dirty: Default::default(),
+                after_crd_write: crate::apiextensions::after_write,
                 store: Store::new(config.history_limit),
                 bookmark_interval: config.bookmark_interval,
                 reconcile_interval: config.reconcile_interval,

@@ -55,7 +55,7 @@ pub struct Context {
     pub local_freeze: watch::Sender<Option<crate::gates::freeze::LocalFreeze>>,
     /// The latest freeze made in the cluster that has ended (its ConfigMap deleted), as an
     /// expired override: it fences the opening of rollout gates until the hub has counted
-    /// its end (`gates::freeze::counted_by`), so they reopen through their waves.
+    /// its end (`hub::snapshot::counted_by`), so they reopen through their waves.
     pub local_freeze_ended: std::sync::Mutex<Option<Override>>,
     /// With a hub: every Gate object made in the cluster as the spoke
     /// evaluates it, reported to the hub (read-only there).
@@ -115,7 +115,7 @@ impl Context {
                 let snapshot = self.snapshot.borrow();
                 !snapshot
                     .as_ref()
-                    .is_some_and(|s| crate::gates::freeze::counted_by(&s.snapshot, e))
+                    .is_some_and(|s| crate::hub::snapshot::counted_by(&s.snapshot, e))
             });
         let freeze = self.local_freeze.borrow().as_ref().map(|f| f.to_override());
         if freeze.is_none() && ended.is_none() {

@@ -2,6 +2,10 @@
 //! It suspends what closed gates hold (and marks it), resumes only what it
 //! suspended itself, keeps enforcing from a persisted snapshot when the hub is
 //! unreachable, and reports per-object status back to the hub.
+//!
+//! Layers: imports `fleetgate-policy` and `fleetgate-proto` only; never the hub or the CLI.
+//! Inside, the pure planners (`suspend/plan.rs`, `hold/plan.rs`) import no controller, and
+//! the hub and cluster sides import nothing of the loops that use them.
 #![forbid(unsafe_code)]
 
 // The data flow, in folders: `hub` (stream, snapshot, report) and `cluster`
@@ -187,7 +191,7 @@ impl Spoke {
         }
         tasks.spawn(controller::run(ctx.clone(), shutdown.clone()));
         tasks.spawn(gates::run(ctx.clone(), shutdown.clone()));
-        tasks.spawn(gates::freeze::run(ctx.clone(), shutdown.clone()));
+        tasks.spawn(gates::freeze_watch::run(ctx.clone(), shutdown.clone()));
 
         let (c, sd) = (ctx.clone(), shutdown.clone());
         tasks.spawn(async move {

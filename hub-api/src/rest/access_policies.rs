@@ -5,8 +5,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 
-use super::AppState;
 use super::extract::{ApiAdmin, Body, Query, ReasonQuery, if_match};
+use super::state::AppState;
 use crate::Result;
 use crate::service::{Page, PageRequest};
 use fleetgate_api_types::{AccessPolicy, AccessPolicyRecord};

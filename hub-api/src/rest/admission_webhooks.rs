@@ -5,8 +5,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use fleetgate_api_types::admission::{AdmissionWebhook, AdmissionWebhookSpec};
 
-use super::AppState;
 use super::extract::{ApiActor, Body};
+use super::state::AppState;
 use crate::Result;
 
 /// Every admission webhook, by name.

@@ -6,9 +6,9 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::IntoResponse;
 
-use super::AppState;
 use super::extract::{ApiActor, Body, Query, ReasonQuery};
 use super::overrides::parse_id;
+use super::state::AppState;
 use crate::Result;
 use crate::service::approvals::ApprovalQuery;
 use fleetgate_api_types::{ApprovalDecision, ApprovalRequest};

@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
 
-use super::AppState;
 use super::extract::{ApiActor, Query};
+use super::state::AppState;
 use crate::Result;
 use crate::service::audit::AuditQuery;
 

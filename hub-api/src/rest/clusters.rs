@@ -6,8 +6,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
-use super::AppState;
 use super::extract::{ApiActor, ApiAdmin, Body, Query, ReasonQuery};
+use super::state::AppState;
 use crate::Result;
 use crate::service::PageRequest;
 use crate::service::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel, SetClusterJwks};

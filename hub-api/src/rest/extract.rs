@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::AppState;
+use super::state::AppState;
 use crate::auth::{bearer_token, hashes_equal};
 use crate::identity::sessions::{Authenticated, CSRF_HEADER, SESSION_COOKIE};
 use crate::service::access::Credential;

@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use super::AppState;
 use super::extract::{ApiActor, Body, Query};
+use super::state::AppState;
 use crate::Result;
 use crate::service::freezes::{FreezeRecord, FreezeRequest, UnfreezeRequest};
 

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::AppState;
 use super::extract::{ApiActor, ApiAdmin, Body, Query, ReasonQuery, if_match};
+use super::state::AppState;
 use crate::schema::preview::PreviewDoc;
 use crate::service::PageRequest;
 use crate::service::impact::DryRun;

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::AppState;
+use super::state::AppState;
 
 /// Liveness: always 200 while the process serves.
 #[utoipa::path(get, path = "/healthz", tag = "health",

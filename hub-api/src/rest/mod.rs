@@ -15,51 +15,16 @@ pub mod json_errors;
 pub mod overrides;
 pub mod rollouts;
 pub mod sign_in;
+pub mod state;
 pub mod status;
 pub mod storable_uri;
 pub mod tokens;
 pub mod webhooks;
 
-use std::time::Duration;
-
 use axum::Router;
 use axum::routing::{delete, get, post, put};
-use tokio_util::sync::CancellationToken;
 
-use crate::replica::Replica;
-
-/// What every handler gets: the replica and the HTTP settings.
-#[derive(Debug, Clone)]
-pub struct AppState {
-    pub replica: Replica,
-    /// Largest accepted request body, in bytes.
-    pub body_limit: usize,
-    /// Per-request timeout.
-    pub timeout: Duration,
-    /// Cancelled at shutdown; ends long-lived responses (event streams).
-    pub shutdown: CancellationToken,
-}
-
-impl AppState {
-    /// The HTTP side of `replica`, with its HTTP settings.
-    pub fn from_replica(replica: Replica) -> Self {
-        Self {
-            body_limit: replica.http.http_body_limit,
-            timeout: replica.http.timeout(),
-            shutdown: CancellationToken::new(),
-            replica,
-        }
-    }
-}
-
-/// Handlers reach the replica's parts (`state.service`, `state.fleet`, ...)
-/// directly.
-impl std::ops::Deref for AppState {
-    type Target = Replica;
-    fn deref(&self) -> &Replica {
-        &self.replica
-    }
-}
+pub use state::AppState;
 
 /// The `/api/v1` routes.
 pub fn api() -> Router<AppState> {

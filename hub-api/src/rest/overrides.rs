@@ -8,8 +8,8 @@ use axum::response::IntoResponse;
 use fleetgate_policy::GateState;
 use uuid::Uuid;
 
-use super::AppState;
 use super::extract::{ApiActor, ApiOperator, Body, Query, ReasonQuery};
+use super::state::AppState;
 use crate::service::overrides::{OverrideOutcome, OverrideQuery};
 use crate::service::types::{OverrideRecord, OverrideRequest};
 use crate::{Error, Result};

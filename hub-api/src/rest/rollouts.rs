@@ -4,8 +4,8 @@
 use axum::Json;
 use axum::extract::{Path, State};
 
-use super::AppState;
 use super::extract::{ApiActor, ApiOperator};
+use super::state::AppState;
 use crate::Result;
 use crate::service::rollouts::{Command, RolloutStatus};
 

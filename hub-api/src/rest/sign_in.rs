@@ -17,8 +17,8 @@ use fleetgate_api_types::{
 };
 use serde::Deserialize;
 
-use super::AppState;
 use super::extract::{ApiAdmin, Body, Caller, Query, cookie};
+use super::state::AppState;
 use crate::Result;
 use crate::identity::sessions::{LOGIN_COOKIE, SESSION_COOKIE};
 

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 
-use super::AppState;
+use super::state::AppState;
 use serde::Deserialize;
 
 use super::extract::{ApiActor, Query};

@@ -5,9 +5,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
-use super::AppState;
 use super::extract::{ApiAdmin, Body, Query, ReasonQuery};
 use super::overrides::parse_id;
+use super::state::AppState;
 use crate::Result;
 use crate::service::PageRequest;
 use crate::service::types::{ApiToken, ApiTokenWithSecret, CreateToken};

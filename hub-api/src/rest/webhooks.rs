@@ -10,8 +10,8 @@ use fleetgate_api_types::webhooks::{
 };
 use serde::Deserialize;
 
-use super::AppState;
 use super::extract::{ApiAdmin, Body, Query};
+use super::state::AppState;
 use crate::Result;
 
 /// `GET .../deliveries` query.

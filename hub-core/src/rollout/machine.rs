@@ -7,12 +7,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
+use fleetgate_api_types::rollout::RolloutState as State;
 use fleetgate_policy::{OnFailure, Rollout, WaveCandidate, assign_waves};
 use sqlx::types::Json;
 use uuid::Uuid;
 
+use super::event::Event;
 use super::health::{Health, Verdict};
-use super::{Event, State};
 use crate::db::rollouts::{MemberRow, RolloutRow};
 
 /// A cluster in the gate's scope, as the step sees it.
@@ -387,5 +388,12 @@ fn mark_failed(
             m.failed_at = Some(now);
             m.failure = Some(why(&m.cluster));
         }
+    }
+}
+
+impl Event {
+    /// The event `action` of the rollout `c`.
+    pub fn new(c: &Current, action: &'static str, detail: Option<String>) -> Self {
+        Self::of(&c.row, action, detail)
     }
 }

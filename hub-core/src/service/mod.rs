@@ -22,11 +22,13 @@ pub mod outside;
 pub mod override_scope;
 pub mod overrides;
 pub mod page;
+pub mod policy_cache;
 pub mod principal;
 pub mod report_objects;
 pub mod reports;
 pub mod resolve;
 pub mod rollouts;
+pub mod sign_in_refusals;
 pub mod spoke_auth;
 pub mod tokens;
 pub mod types;
@@ -71,7 +73,7 @@ pub struct Service {
     /// Every cluster's name and labels, for writes ([`WriteTx::scoped_clusters`]).
     scoped: Arc<crate::db::clusters::ScopedCache>,
     /// Every access policy, parsed, for authentications ([`Service::resolve`]).
-    policies: Arc<resolve::PolicyCache>,
+    policies: Arc<policy_cache::PolicyCache>,
     /// Trusted issuers and the login provider (none by default).
     identities: Arc<crate::identity::Identities>,
     /// Calls admission webhooks (an adapter: outbound HTTP under the egress rules).

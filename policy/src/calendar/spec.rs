@@ -88,7 +88,7 @@ pub struct EventMatch {
     /// The event has at least one of these CATEGORIES (case-insensitive).
     #[serde(
         default,
-        deserialize_with = "crate::manifest::null_as_empty",
+        deserialize_with = "crate::yaml::null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub categories: Vec<String>,
@@ -185,7 +185,7 @@ impl CalendarSource {
             }
         }
         if let Some(auth) = &self.auth {
-            crate::validate::dns_label(&auth.secret_ref.name)
+            crate::dns::dns_label(&auth.secret_ref.name)
                 .map_err(|e| e.within("auth.secretRef.name"))?;
         }
         Ok(())

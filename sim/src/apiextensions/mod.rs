@@ -4,6 +4,7 @@
 //! makes an established CRD served (customresource_handler.go). The strategy (defaults,
 //! validation) is in [`strategy`], the CRDs seeded at start in [`seed`].
 
+pub(crate) mod crd_object;
 pub mod seed;
 pub mod strategy;
 
@@ -18,52 +19,11 @@ use crate::crd::{Registry, ResourceType};
 use crate::error::Error;
 use crate::ops::{self, Sub, Track, WriteOpts};
 
-pub const GROUP: &str = "apiextensions.k8s.io";
-pub const KIND: &str = "CustomResourceDefinition";
-/// Storage key of CRD objects (`ResourceType::key`).
-pub const CRD_KEY: &str = "apiextensions.k8s.io/v1/customresourcedefinitions";
-/// apiextensions.CustomResourceCleanupFinalizer.
-pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+pub use crate::crd::is_crd;
+pub use crd_object::{CLEANUP_FINALIZER, CRD_KEY, GROUP, condition_is, set_condition};
+
 /// The field manager of the controllers' status writes (their loopback client).
 const MANAGER: &str = "kube-apiserver";
-
-pub fn is_crd(rt: &ResourceType) -> bool {
-    rt.group == GROUP && rt.kind == KIND
-}
-
-pub fn condition_is(crd: &Value, type_: &str, status: &str) -> bool {
-    crd["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == type_ && c["status"] == status)
-}
-
-/// helpers.go, SetCRDCondition: the transition time changes only with the status.
-pub fn set_condition(
-    crd: &mut Value,
-    type_: &str,
-    status: &str,
-    reason: &str,
-    message: &str,
-    now: &str,
-) {
-    if !crd["status"]["conditions"].is_array() {
-        crd["status"]["conditions"] = json!([]);
-    }
-    let Some(list) = crd["status"]["conditions"].as_array_mut() else {
-        return;
-    };
-    let new = |time: &Value| {
-        json!({"type": type_, "status": status, "lastTransitionTime": time,
-               "reason": reason, "message": message})
-    };
-    match list.iter_mut().find(|c| c["type"] == type_) {
-        Some(c) if c["status"] == status => *c = new(&c["lastTransitionTime"].clone()),
-        Some(c) => *c = new(&json!(now)),
-        None => list.push(new(&json!(now))),
-    }
-}
 
 /// Runs the controllers after a CRD write (or the removal of an object of a terminating
 /// CRD). A write made while they run (their own status writes included) marks them dirty

@@ -11,7 +11,8 @@ use crate::cluster::Cluster;
 use crate::crd::{FLEETGATE_CRDS, FLUX_CRDS, Registry};
 use crate::error::{Error, FieldError};
 
-use super::{CRD_KEY, set_condition, strategy};
+use super::crd_object::{CRD_KEY, set_condition};
+use super::strategy;
 
 /// The seeded CRD objects and the registry serving them with the built-in kinds.
 #[derive(Debug)]
@@ -96,4 +97,11 @@ pub fn install(cluster: &Cluster) -> Result<(), Error> {
     });
     *cluster.registry.write().unwrap_or_else(|p| p.into_inner()) = t.registry.clone();
     Ok(())
+}
+
+impl Registry {
+    /// The built-in kinds plus the seeded CRDs (the Flux kinds and Gate).
+    pub fn standard() -> Result<Registry, Error> {
+        Ok((*templates()?.registry).clone())
+    }
 }

@@ -8,9 +8,9 @@
 use serde_json::{Value, json};
 
 use crate::error::{Error, FieldError, Result};
-use crate::ops::Sub;
+use crate::write_opts::Sub;
 
-use super::{CLEANUP_FINALIZER, GROUP, KIND, set_condition};
+use super::crd_object::{CLEANUP_FINALIZER, GROUP, KIND, condition_is, set_condition};
 
 /// Defaults, status and generation for a CRD write, then validation (422 naming the field).
 pub fn prepare(old: Option<&Value>, new: &mut Value, sub: Sub) -> Result<()> {
@@ -194,7 +194,7 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     validate_versions(spec, &mut errs);
     validate_stored_versions(crd, &mut errs);
     if let Some(old) = old {
-        let established = super::condition_is(old, "Established", "True");
+        let established = condition_is(old, "Established", "True");
         for (path, field) in [("spec.scope", "scope"), ("spec.names.kind", "kind")] {
             let (was, now) = match field {
                 "scope" => (&old["spec"]["scope"], &spec["scope"]),

@@ -16,23 +16,11 @@
 //! that passed once keeps it. The simulator turns the failure on at the instant (a pass is
 //! scheduled for it) rather than waiting out `spec.timeout`.
 
-use std::time::Duration;
-
 use serde_json::Value;
 use tokio::time::Instant;
 
+pub use crate::cluster::LateFailure;
 use crate::cluster::{Cluster, SourceKey};
-
-/// How a revision fails late on one cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LateFailure {
-    /// What the health check reports.
-    pub message: String,
-    /// From the Kustomization's first apply of the revision to the failure.
-    pub after: Duration,
-    /// How long it fails (`None`: until a newer revision).
-    pub lasting: Option<Duration>,
-}
 
 fn key(ks: &Value) -> SourceKey {
     let m = &ks["metadata"];

@@ -106,7 +106,7 @@ pub fn event(
         involved_object: regarding.clone(),
         severity: if warning { "error" } else { "info" },
         timestamp,
-        message: super::events::fit_text(message, MESSAGE_LIMIT),
+        message: super::text::fit_text(message, MESSAGE_LIMIT),
         reason: reason.to_string(),
         metadata,
         reporting_controller: controller.to_string(),

@@ -11,4 +11,5 @@ pub(crate) mod object_store;
 pub mod observed;
 pub(crate) mod overlay;
 pub(crate) mod readiness;
+pub(crate) mod text;
 pub(crate) mod watch;

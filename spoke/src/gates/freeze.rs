@@ -11,19 +11,9 @@
 //! Optional key `for` (`2h`) ends it by itself. The hub records it (audited) from the
 //! spoke's report on every connect and change.
 
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{FREEZE_GATE, Override};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::{
-    Api,
-    runtime::{WatchStreamExt, watcher},
-};
-use tokio_util::sync::CancellationToken;
-
-use crate::context::Context;
 
 /// The ConfigMap whose existence freezes the cluster.
 pub const CONFIGMAP: &str = "fleetgate-freeze";
@@ -135,78 +125,7 @@ pub fn annotation(f: &Override) -> String {
     } else {
         format!(": {}", f.reason)
     };
-    crate::cluster::events::fit_text(&format!("{which}{by} until {until}{why}"), ANNOTATION_BYTES)
-}
-
-/// Watches the ConfigMap until `shutdown`, publishing the freeze in `ctx.local_freeze`.
-pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
-    let api: Api<ConfigMap> = Api::namespaced(ctx.watches.client().clone(), &ctx.config.namespace);
-    let config = watcher::Config::default().fields(&format!("metadata.name={CONFIGMAP}"));
-    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
-    // What a relist has seen so far (published at its end).
-    let mut listing: Option<Option<LocalFreeze>> = None;
-    loop {
-        let event = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            event = events.next() => event,
-        };
-        let freeze = match event {
-            None => return,
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, configmap = CONFIGMAP, "freeze ConfigMap watch error; retrying with backoff");
-                continue;
-            }
-            Some(Ok(watcher::Event::Init)) => {
-                listing = Some(None);
-                continue;
-            }
-            Some(Ok(watcher::Event::InitApply(cm))) => {
-                listing = Some(LocalFreeze::from_configmap(&cm));
-                continue;
-            }
-            Some(Ok(watcher::Event::InitDone)) => listing.take().flatten(),
-            Some(Ok(watcher::Event::Apply(cm))) => LocalFreeze::from_configmap(&cm),
-            Some(Ok(watcher::Event::Delete(_))) => None,
-        };
-        publish(&ctx, freeze);
-    }
-}
-
-/// Whether the hub's `snapshot` has counted the end of the ended freeze `ended` made in the
-/// cluster: a rollout gate's opening fence not before that freeze's start (the hub recorded
-/// its end, by its own clock). Until then the ended freeze stays among the local overrides
-/// (`Context::local_overrides_now`), so the open period of a rollout gate begins at its end
-/// and a release from before it opens nothing: the cluster waits for its wave, also while
-/// cut off from the hub. Afterwards the hub's fence alone decides (no clock skew between
-/// the two ends).
-pub fn counted_by(snapshot: &crate::hub::snapshot::Snapshot, ended: &Override) -> bool {
-    snapshot
-        .gates
-        .iter()
-        .any(|r| r.opening_fence.is_some_and(|f| f >= ended.starts_at))
-}
-
-fn publish(ctx: &Context, freeze: Option<LocalFreeze>) {
-    ctx.local_freeze.send_if_modified(|cur| {
-        if *cur == freeze {
-            return false;
-        }
-        // The freeze in force ends (deleted, or replaced): remember its end for the fence.
-        if let Some(old) = cur.as_ref().filter(|old| freeze.as_ref().is_none_or(|f| f.since != old.since)) {
-            let now = ctx.config.clock.now();
-            let mut ended = old.to_override();
-            ended.expires_at = Some(old.until.filter(|u| *u < now).unwrap_or(now));
-            *ctx.local_freeze_ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(ended);
-        }
-        match &freeze {
-            Some(f) => {
-                tracing::warn!(since = %f.since, by = %f.by, reason = %f.reason, "frozen in the cluster ({CONFIGMAP} ConfigMap)");
-            }
-            None => tracing::info!("the freeze made in the cluster ended ({CONFIGMAP} ConfigMap gone)"),
-        }
-        *cur = freeze.clone();
-        true
-    });
+    crate::cluster::text::fit_text(&format!("{which}{by} until {until}{why}"), ANNOTATION_BYTES)
 }
 
 #[cfg(test)]

@@ -9,9 +9,11 @@ use chrono::{DateTime, Utc};
 use kube::{ResourceExt, api::DynamicObject};
 use serde_json::Value;
 
+use super::object::{is_from_hub, reference};
 use super::requests::{self, Action, Handled, Judge};
 use super::specs::Spec;
-use super::{State, is_from_hub, reference, status};
+use super::state::State;
+use super::status;
 use crate::{context::Context, hub::snapshot::CompiledSnapshot};
 
 /// Decides new open/close requests and publishes the local overrides.

@@ -13,7 +13,7 @@ use kube::{
 };
 use serde_json::{Value, json};
 
-use super::{HUB_VERSION_ANNOTATION, ORIGIN_LABEL, is_from_hub, reference, resource};
+use super::object::{HUB_VERSION_ANNOTATION, ORIGIN_LABEL, is_from_hub, reference, resource};
 use crate::{context::Context, hub::snapshot::CompiledSnapshot};
 
 /// What the spoke last wrote per mirrored gate: (resourceVersion, spec). If the

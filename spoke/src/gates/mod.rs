@@ -9,27 +9,25 @@
 //!   at each transition.
 
 pub(crate) mod freeze;
+pub(crate) mod freeze_watch;
 mod judge;
 mod local;
 mod mirror;
+mod object;
 mod pass;
 mod report;
 pub(crate) mod requests;
 mod specs;
+mod state;
 pub(crate) mod status;
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::Arc,
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
-    Api, ResourceExt,
+    Api,
     api::DynamicObject,
-    core::{ApiResource, GroupVersionKind},
+    core::GroupVersionKind,
     discovery::pinned_kind,
     runtime::{WatchStreamExt, reflector, watcher},
 };
@@ -37,53 +35,13 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::Context;
-use requests::{Action, Handled};
-
-pub const GROUP: &str = "fleetgate.io";
-pub const VERSION: &str = "v1";
-pub const KIND: &str = "Gate";
-/// `hub` on Gate objects the spoke mirrors from the hub.
-pub const ORIGIN_LABEL: &str = "fleetgate.io/origin";
-/// The hub's version of a mirrored gate (tells a person's edit from the hub's).
-pub const HUB_VERSION_ANNOTATION: &str = "fleetgate.io/hub-version";
+pub use object::{
+    GROUP, HUB_VERSION_ANNOTATION, KIND, ORIGIN_LABEL, VERSION, is_from_hub, resource,
+};
+use state::State;
 
 /// Watch bursts (a status write echoing back) are coalesced this long.
 const COALESCE: Duration = Duration::from_millis(20);
-
-/// The API resource of Gate objects.
-pub fn resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, VERSION, KIND), "gates")
-}
-
-/// Whether a Gate object is one the spoke mirrors from the hub.
-pub fn is_from_hub(obj: &DynamicObject) -> bool {
-    obj.labels().get(ORIGIN_LABEL).map(String::as_str) == Some("hub")
-}
-
-/// A reference to a Gate object for Events.
-fn reference(obj: &DynamicObject) -> ObjectReference {
-    ObjectReference {
-        api_version: Some(format!("{GROUP}/{VERSION}")),
-        kind: Some(KIND.to_owned()),
-        name: Some(obj.name_any()),
-        uid: obj.uid(),
-        resource_version: obj.resource_version(),
-        ..ObjectReference::default()
-    }
-}
-
-/// What the loop remembers between passes.
-#[derive(Default)]
-struct State {
-    /// Standalone: the last valid version of each gate (seeded from the
-    /// persisted snapshot, so an invalid spec keeps its last valid version
-    /// across a restart).
-    in_force: local::InForce,
-    /// Requests decided, per gate (seeded from the Gate's status).
-    handled: HashMap<String, BTreeMap<Action, Handled>>,
-    /// Mirrored objects as the spoke last wrote them (name → resourceVersion).
-    mirror: mirror::Written,
-}
 
 /// Waits until the Gate CRD is served; `None` on shutdown.
 async fn wait_for_crd(ctx: &Context, shutdown: &CancellationToken) -> Option<Api<DynamicObject>> {

@@ -13,10 +13,12 @@ use kube::{
 use serde_json::Value;
 
 use super::judge::judge_requests;
+use super::object::{is_from_hub, reference};
 use super::requests::{Action, LOCAL_ID_PREFIX};
 use super::specs::{Spec, hub_specs, standalone_specs};
+use super::state::State;
 use super::status::{self, Extra, Facts, Verdict};
-use super::{State, is_from_hub, mirror, reference, report};
+use super::{mirror, report};
 use crate::{context::Context, hub::report::Report, hub::snapshot::CompiledSnapshot};
 
 /// One pass over every Gate object. Returns the next instant a gate changes.

@@ -11,7 +11,9 @@ use std::{
 
 use kube::{ResourceExt, api::DynamicObject};
 
-use super::{State, is_from_hub, local};
+use super::local;
+use super::object::is_from_hub;
+use super::state::State;
 use crate::{
     context::Context,
     hub::snapshot::{CompiledSnapshot, GateRule},

@@ -105,7 +105,7 @@ fn condition_of(
         .and_then(|c| c["lastTransitionTime"].as_str().map(str::to_owned))
         .unwrap_or_else(|| rfc3339(now));
     // metav1.Condition's message: at most 32768 characters (the CRD's maxLength).
-    let message = crate::cluster::events::fit_text(message, 32768);
+    let message = crate::cluster::text::fit_text(message, 32768);
     let mut c = json!({
         "type": type_, "status": status, "reason": reason, "message": message,
         "lastTransitionTime": since,

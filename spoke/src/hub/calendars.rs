@@ -7,7 +7,7 @@
 use fleetgate_policy::{FeedOccurrences, Occurrence};
 use fleetgate_proto::{time::from_timestamp, v1 as pb};
 
-use super::snapshot::required_time;
+use super::proto_time::required_time;
 use crate::error::Result;
 
 /// The hub's expanded feeds of gate `gate` (`gates[i]`); malformed times are an `InvalidSnapshot`.

@@ -6,6 +6,7 @@
 pub(crate) mod calendars;
 pub(crate) mod connection;
 pub mod credential;
+mod proto_time;
 pub mod reconnect;
 pub mod report;
 pub mod snapshot;

@@ -10,6 +10,7 @@ use fleetgate_policy::{
 use fleetgate_proto::{time::from_timestamp, v1 as pb};
 use serde::{Deserialize, Serialize};
 
+use crate::hub::proto_time::required_time;
 pub use crate::hub::waves::{Release, WAITING_FOR_WAVE, Waiting};
 use crate::{
     error::{Error, Result},
@@ -72,12 +73,18 @@ pub struct GateRule {
     pub calendars: Vec<FeedOccurrences>,
 }
 
-pub(crate) fn required_time(
-    ts: Option<&prost_types::Timestamp>,
-    what: &str,
-) -> Result<DateTime<Utc>> {
-    ts.and_then(from_timestamp)
-        .ok_or_else(|| Error::InvalidSnapshot(format!("{what}: missing or out-of-range timestamp")))
+/// Whether the hub's `snapshot` has counted the end of the ended freeze `ended` made in the
+/// cluster: a rollout gate's opening fence not before that freeze's start (the hub recorded
+/// its end, by its own clock). Until then the ended freeze stays among the local overrides
+/// (`Context::local_overrides_now`), so the open period of a rollout gate begins at its end
+/// and a release from before it opens nothing: the cluster waits for its wave, also while
+/// cut off from the hub. Afterwards the hub's fence alone decides (no clock skew between
+/// the two ends).
+pub fn counted_by(snapshot: &Snapshot, ended: &Override) -> bool {
+    snapshot
+        .gates
+        .iter()
+        .any(|r| r.opening_fence.is_some_and(|f| f >= ended.starts_at))
 }
 
 impl Snapshot {

@@ -4,12 +4,14 @@
 //! cluster's `watch` in the fan-out index), keepalives, and hands reports to
 //! the replica's report ingestion. Each stream is a [`session::Session`].
 
+mod inner;
 mod session;
+
+pub use inner::StreamConfig;
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use fleetgate_proto::v1 as pb;
 use futures::Stream;
@@ -17,73 +19,22 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status, Streaming};
 
+use inner::Inner;
+
 use super::auth::bearer;
 use super::convert::to_status;
-use crate::fanout::Fanout;
 use crate::identity::jwt::looks_like_jwt;
 use crate::metrics::GrpcMetrics;
-use crate::options::GrpcOptions;
 use crate::replica::Replica;
-use crate::service::Service;
-use crate::service::reports::Reports;
 use crate::service::spoke_auth::SpokeAuth;
 
 /// The metadata a spoke names its cluster in (needed with a JWT credential).
 pub const CLUSTER_METADATA: &str = "fleetgate-cluster";
 
-/// Tunables of spoke streams.
-#[derive(Debug, Clone)]
-pub struct StreamConfig {
-    /// This replica's id, recorded as `clusters.connected_replica`.
-    pub replica: String,
-    /// Interval between keepalives.
-    pub keepalive: Duration,
-    /// A stream ends cleanly (status OK) after this age ±10 %, so spokes
-    /// reconnect and spread over replicas (e.g. after a scale-out).
-    pub max_stream_age: Duration,
-    /// How long the hub waits for the Hello.
-    pub hello_timeout: Duration,
-    /// `--local-gates enforce`: snapshots tell spokes to enforce Gate objects
-    /// made in their cluster beside the hub's gates.
-    pub local_gates_enforced: bool,
-}
-
-/// How long the hub waits for the Hello.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-
-impl StreamConfig {
-    /// The stream settings of replica `replica` from its gRPC options.
-    pub fn new(replica: &str, opts: &GrpcOptions) -> Self {
-        Self {
-            replica: replica.to_string(),
-            keepalive: opts.spoke_keepalive,
-            max_stream_age: opts.spoke_stream_max_age,
-            hello_timeout: HELLO_TIMEOUT,
-            local_gates_enforced: opts.local_gates == crate::options::LocalGates::Enforce,
-        }
-    }
-}
-
 /// The spoke service of one replica.
 #[derive(Clone)]
 pub struct SpokeApi {
     inner: Arc<Inner>,
-}
-
-/// What every stream of the replica shares.
-struct Inner {
-    service: Service,
-    fanout: Fanout,
-    reports: Arc<Reports>,
-    cfg: StreamConfig,
-    shutdown: CancellationToken,
-    metrics: GrpcMetrics,
-    /// Token checks of connecting spokes, batched.
-    auth: SpokeAuth,
-    /// Streams subscribed now.
-    live: AtomicUsize,
-    /// Woken when `live` drops to zero.
-    none_live: Notify,
 }
 
 impl SpokeApi {

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tokio::time::{Interval, MissedTickBehavior, Sleep};
 use tonic::{Status, Streaming};
 
-use super::Inner;
+use super::inner::Inner;
 use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;

@@ -10,7 +10,7 @@ use fleetgate_policy::{
     Combined, CompiledGate, Evaluation, GateState, Override, next_combined_change,
 };
 
-use super::{ClusterInput, FleetInputs, GateInput};
+use super::inputs::{ClusterInput, FleetInputs, GateInput};
 use crate::{Error, Result};
 
 /// One cluster's gates, evaluated.

@@ -3,7 +3,8 @@
 //! projected from one fleet read.
 
 use super::evaluate::evaluate;
-use super::{FleetInputs, ObjectCounts};
+use super::inputs::FleetInputs;
+use super::summary::ObjectCounts;
 use crate::Result;
 
 pub use fleetgate_api_types::dashboard::{Cell, FleetGrid, FleetRow, ScopedCluster};

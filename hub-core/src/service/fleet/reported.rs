@@ -6,8 +6,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use sqlx::PgConnection;
 
-use super::{HeldObjectStatus, LocalGate, ObjectCounts, ObjectStatus, ReportProblemBrief};
+use fleetgate_api_types::status::ObjectCounts;
+
+use super::briefs::{FeedBrief, ReportProblemBrief};
 use crate::Result;
+use crate::db::held_objects::HeldObjectStatus;
+use crate::db::reports::LocalGate;
+use crate::db::status::ObjectStatus;
 use crate::db::{self, held_objects};
 
 /// What the spokes of the read clusters reported.
@@ -40,7 +45,7 @@ pub struct Reported {
     pub problem_briefs: HashMap<String, ReportProblemBrief>,
     /// Each `calendar.url` window's feed by (gate, window) ([`Scope::Fleet`](super::Scope::Fleet)
     /// only).
-    pub feed_briefs: BTreeMap<(String, String), super::FeedBrief>,
+    pub feed_briefs: BTreeMap<(String, String), FeedBrief>,
 }
 
 impl Reported {

@@ -8,7 +8,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use fleetgate_policy::Override;
 
-use super::FleetInputs;
+use super::inputs::FleetInputs;
 use crate::{Error, Result};
 
 /// One gate in a snapshot.

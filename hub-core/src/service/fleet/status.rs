@@ -5,8 +5,8 @@
 
 use fleetgate_policy::LabelSelector;
 
-use super::FleetInputs;
 use super::evaluate::{ClusterEvals, Evaluated, evaluate};
+use super::inputs::FleetInputs;
 use super::summary::{ObjectCounts, rollout_failure, summary};
 use crate::db::status::ObjectStatus;
 use crate::service::types::OverrideRecord;

@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::FleetInputs;
 use super::evaluate::Evaluated;
+use super::inputs::FleetInputs;
 use crate::Result;
 
 pub use fleetgate_api_types::status::{

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use fleetgate_policy::GateState;
 use sqlx::PgConnection;
 
-use super::Command;
+use super::command::Command;
 use crate::db::audit::NewAudit;
 use crate::db::clusters::{self, Labelled};
 use crate::db::revision::Affected;

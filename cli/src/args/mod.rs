@@ -1,9 +1,15 @@
 //! Command-line grammar (clap derive). Only parsing lives here; each
 //! subcommand's behaviour lives in `commands/`.
 
+mod admission_webhook;
+mod global;
+
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+pub use admission_webhook::AdmissionWebhookCmd;
+pub use global::{Format, Global};
 
 /// fleetgate — decide when Flux may change each cluster of a fleet.
 #[derive(Debug, Parser)]
@@ -18,34 +24,6 @@ pub struct Cli {
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct Global {
-    /// Hub base URL (e.g. https://fleetgate.example.com). Default from the
-    /// config file, else http://127.0.0.1:8080.
-    #[arg(long, env = "FLEETGATE_HUB", global = true)]
-    pub hub: Option<String>,
-    /// API token (Bearer). Default from the config file.
-    #[arg(long, env = "FLEETGATE_TOKEN", global = true, hide_env_values = true)]
-    pub token: Option<String>,
-    /// Config file (YAML with `hub:` and `token:`). Default
-    /// $XDG_CONFIG_HOME/fleetgate/config.yaml or ~/.config/fleetgate/config.yaml.
-    #[arg(long, env = "FLEETGATE_CONFIG", global = true)]
-    pub config: Option<PathBuf>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Format::Table, global = true)]
-    pub output: Format,
-    /// Per-request timeout in seconds.
-    #[arg(long, default_value_t = 30, global = true)]
-    pub timeout: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
-    Yaml,
 }
 
 #[derive(Debug, Subcommand)]
@@ -121,7 +99,7 @@ pub enum Command {
     /// Change-ticket admission webhooks (unscoped admin): endpoints the hub asks
     /// before it accepts an override or an approval.
     #[command(subcommand, name = "admission-webhook")]
-    AdmissionWebhook(crate::commands::admission_webhook::AdmissionWebhookCmd),
+    AdmissionWebhook(AdmissionWebhookCmd),
     /// The CLI's version and commit, and the hub's (`GET /api/v1/version`, no
     /// token needed); the client's prints even when the hub is unreachable.
     Version {
