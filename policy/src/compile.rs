@@ -177,21 +177,6 @@ impl Gate {
         self.compile_with(&Calendars::at(Utc::now()))
     }
 
-    /// The state at `from` and every change until `to`, calendars expanded over the whole
-    /// range (plus the default horizon around `now`) with `feeds`' occurrences: the one preview
-    /// the hub answers and the CLI computes offline from a file.
-    pub fn preview_over(
-        &self,
-        now: DateTime<Utc>,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        feeds: Vec<crate::FeedOccurrences>,
-        overrides: &[crate::Override],
-    ) -> Result<crate::Preview, PolicyError> {
-        let calendars = Calendars::at(now).covering(from, to).with_feeds(feeds);
-        Ok(self.compile_with(&calendars)?.preview(from, to, overrides))
-    }
-
     /// Validates and compiles the gate, expanding calendar windows over `calendars`' horizon
     /// and taking feed windows' occurrences from it.
     pub fn compile_with(&self, calendars: &Calendars) -> Result<CompiledGate, PolicyError> {

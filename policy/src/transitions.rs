@@ -106,3 +106,20 @@ fn to_transitions(changes: Vec<(DateTime<Utc>, Decision)>) -> Vec<Transition> {
         })
         .collect()
 }
+
+impl crate::Gate {
+    /// The state at `from` and every change until `to`, calendars expanded over the whole
+    /// range (plus the default horizon around `now`) with `feeds`' occurrences: the one preview
+    /// the hub answers and the CLI computes offline from a file.
+    pub fn preview_over(
+        &self,
+        now: DateTime<Utc>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        feeds: Vec<crate::FeedOccurrences>,
+        overrides: &[crate::Override],
+    ) -> Result<Preview, crate::PolicyError> {
+        let calendars = crate::Calendars::at(now).covering(from, to).with_feeds(feeds);
+        Ok(self.compile_with(&calendars)?.preview(from, to, overrides))
+    }
+}

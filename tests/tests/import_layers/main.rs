@@ -21,6 +21,7 @@ const LAYERS: &[(&str, Layers)] = &[
             // Leaves: words and small parsers every other module uses.
             &[
                 "src/error.rs",
+                "src/budgets.rs",
                 "src/text.rs",
                 "src/yaml.rs",
                 "src/duration.rs",
@@ -117,12 +118,14 @@ const LAYERS: &[(&str, Layers)] = &[
                 "src/builtin.rs",
                 "src/rbac.rs",
                 "src/write_opts.rs",
+                "src/issuer.rs",
             ],
             // One cluster's state.
             &["src/cluster.rs"],
             // The write path.
             &[
                 "src/ops.rs",
+                "src/kubelet.rs",
                 "src/prepare.rs",
                 "src/apply.rs",
                 "src/patch.rs",
