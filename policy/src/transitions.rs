@@ -119,7 +119,9 @@ impl crate::Gate {
         feeds: Vec<crate::FeedOccurrences>,
         overrides: &[crate::Override],
     ) -> Result<Preview, crate::PolicyError> {
-        let calendars = crate::Calendars::at(now).covering(from, to).with_feeds(feeds);
+        let calendars = crate::Calendars::at(now)
+            .covering(from, to)
+            .with_feeds(feeds);
         Ok(self.compile_with(&calendars)?.preview(from, to, overrides))
     }
 }
