@@ -52,8 +52,7 @@ pub fn state_changes(
         )
     };
     // Per new state: the clusters, the reason, and their next transition (the earliest).
-    let mut groups: BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)> =
-        BTreeMap::new();
+    let mut groups: StateGroups = BTreeMap::new();
     for c in clusters {
         let old = state(before, false, c);
         let new = state(after, true, c);
@@ -92,3 +91,6 @@ pub fn state_changes(
         })
         .collect()
 }
+
+/// Per new state: the clusters, the reason, and their earliest next transition.
+type StateGroups = BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)>;

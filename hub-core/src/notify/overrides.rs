@@ -125,8 +125,7 @@ fn changes(
     let now = at.now;
     // Per new state: the clusters, the reason, and the next transition (the override's end
     // where one decides it).
-    let mut groups: BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)> =
-        BTreeMap::new();
+    let mut groups: StateGroups = BTreeMap::new();
     // Clusters with the same applying overrides share one evaluation: an
     // override on a gate of 10,000 clusters evaluates a handful of sets, not
     // 20,000 cluster states, inside the write.
@@ -165,3 +164,6 @@ fn changes(
         })
         .collect()
 }
+
+/// Per new state: the clusters, the reason, and their earliest next transition.
+type StateGroups = BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)>;

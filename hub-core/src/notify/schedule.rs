@@ -64,8 +64,7 @@ pub fn gate_edges(
         return Vec::new();
     }
     let mut groups: BTreeMap<(DateTime<Utc>, &'static str), Group> = BTreeMap::new();
-    let mut nexts: std::collections::HashMap<(DateTime<Utc>, Vec<String>), Option<DateTime<Utc>>> =
-        std::collections::HashMap::new();
+    let mut nexts: NextByOverrides = std::collections::HashMap::new();
     for c in clusters.iter().filter(|c| reaches(gate, within, *c)) {
         let ovs = applying(gate, c, mine.iter().copied(), freezes);
         let own;
@@ -298,3 +297,7 @@ pub async fn run(
         }
     }
 }
+
+/// The next transition per instant and set of applying overrides.
+type NextByOverrides =
+    std::collections::HashMap<(DateTime<Utc>, Vec<String>), Option<DateTime<Utc>>>;
