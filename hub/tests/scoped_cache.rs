@@ -104,7 +104,7 @@ async fn a_copy_read_in_a_rolled_back_transaction_is_never_used() {
         .await
         .unwrap();
     let labels = std::collections::BTreeMap::new();
-    clusters::insert(&mut tx, "ghost", &labels, b"ghost-token-hash", t0())
+    clusters::insert(&mut tx, "ghost", &labels, b"ghost-token-hash", None, t0())
         .await
         .unwrap();
     let inside = clusters::scoped_cached(&mut tx, &cache).await.unwrap();
