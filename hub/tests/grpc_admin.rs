@@ -303,6 +303,7 @@ async fn clusters_status_audit_and_preview() {
                 name: "edge-1".into(),
                 labels: [("env".to_string(), "prod".to_string())].into(),
                 reason: "new site".into(),
+                ..Default::default()
             },
             &hub.admin,
         ))

@@ -122,6 +122,7 @@ async fn changes_through_replica_a_reach_a_spoke_on_replica_b() {
                 name: "edge-1".into(),
                 labels: [("env".to_string(), "prod".to_string())].into(),
                 reason: String::new(),
+                ..Default::default()
             },
             ADMIN,
         ))

@@ -307,6 +307,7 @@ async fn admin_calls_with_nul_are_invalid_argument_naming_the_field() {
                 name: "b".into(),
                 labels: [("env".to_string(), "p\u{0}".to_string())].into(),
                 reason: String::new(),
+                ..Default::default()
             },
             &hub.admin,
         ))

@@ -73,6 +73,16 @@ fn message(e: &serde_saphyr::Error) -> String {
     e.without_snippet().to_string()
 }
 
+/// An absent list or map may be written as null (`windows:` with nothing after it), as the
+/// Kubernetes API and serde_yaml allowed; serde-saphyr and serde_json would reject it.
+pub(crate) fn null_as_empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,14 +142,4 @@ mod tests {
         let back: serde_json::Value = from_str(&to_string(&docs[1]).unwrap()).unwrap();
         assert_eq!(back, docs[1]);
     }
-}
-
-/// An absent list or map may be written as null (`windows:` with nothing after it), as the
-/// Kubernetes API and serde_yaml allowed; serde-saphyr and serde_json would reject it.
-pub(crate) fn null_as_empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
 }
