@@ -262,6 +262,8 @@ async fn openapi_documents_every_route_with_errors() {
         ("/api/v1/clusters/{name}", vec!["get", "delete"]),
         ("/api/v1/clusters/{name}/labels", vec!["put"]),
         ("/api/v1/clusters/{name}/rotate-token", vec!["post"]),
+        ("/api/v1/clusters/{name}/jwks", vec!["put"]),
+        ("/api/v1/version", vec!["get"]),
         ("/api/v1/clusters/{name}/status", vec!["get"]),
         ("/api/v1/status", vec!["get"]),
         ("/api/v1/status/clusters", vec!["get"]),
@@ -312,7 +314,11 @@ async fn openapi_documents_every_route_with_errors() {
         ("/api/v1/webhooks/{name}/disable", vec!["post"]),
     ];
     // What a browser or CLI reads before anyone signed in.
-    let public = ["/api/v1/auth/config", "/api/v1/auth/login"];
+    let public = [
+        "/api/v1/auth/config",
+        "/api/v1/auth/login",
+        "/api/v1/version",
+    ];
     for (path, methods) in &expected {
         let item = paths
             .get(*path)

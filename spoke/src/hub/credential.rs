@@ -38,10 +38,12 @@ pub fn jwt_times(token: &str) -> Option<(i64, Option<i64>)> {
 /// limit. An expired JWT gets zero.
 pub fn stream_limit(token: &str, now: i64) -> Option<Duration> {
     let (exp, iat) = jwt_times(token)?;
-    let lifetime = iat.map_or(MAX_MARGIN.as_secs(), |iat| {
-        u64::try_from(exp.saturating_sub(iat)).unwrap_or(0)
+    // A tenth of the token's lifetime, at most a minute; without `iat` the
+    // lifetime is unknown, so the whole minute.
+    let margin = iat.map_or(MAX_MARGIN, |iat| {
+        let lifetime = u64::try_from(exp.saturating_sub(iat)).unwrap_or(0);
+        Duration::from_millis(lifetime.saturating_mul(100)).min(MAX_MARGIN)
     });
-    let margin = Duration::from_millis(lifetime.saturating_mul(100)).min(MAX_MARGIN);
     let left = u64::try_from(exp.saturating_sub(now)).unwrap_or(0);
     Some(Duration::from_secs(left).saturating_sub(margin))
 }
