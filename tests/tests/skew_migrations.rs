@@ -181,6 +181,7 @@ async fn a_contracting_migration_is_reported() {
             "column audit_log.reason changed type from text (text) to character varying (varchar)",
             "column clusters.labels dropped or renamed",
             "column gates.name dropped or renamed",
+            "column gates.gate_name added NOT NULL without a default: the previous release's inserts fail",
             "column overrides.ticket added NOT NULL without a default: the previous release's inserts fail",
         ]
     );
