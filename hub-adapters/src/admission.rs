@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 
 use crate::db::admission_webhooks::AdmissionRow;
 use crate::egress::{Egress, EgressPolicy};
-use crate::service::outside::{AdmissionAnswer, AdmissionClient};
+use crate::service::admission::outside::{AdmissionAnswer, AdmissionClient};
 use crate::{Error, Result};
 
 /// Admission calls under an egress policy (`--egress-*`, `--admission-allow-private`).

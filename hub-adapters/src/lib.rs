@@ -2,7 +2,7 @@
 //! workers on every replica: webhook delivery ([`webhook_delivery`], with the [`notifier`]
 //! that runs it beside core's notification scheduler), calendar feed fetching
 //! ([`calendar_sync`]) and admission webhook calls ([`admission`], core's
-//! `service::outside::AdmissionClient`). [`ServiceDefaults`] builds a `Service` with the
+//! `service::admission::outside::AdmissionClient`). [`ServiceDefaults`] builds a `Service` with the
 //! default adapters (`Service::new`, `Service::with_clock`).
 //!
 //! Layers, bottom to top: `fleetgate-hub-store` → `fleetgate-hub-core` →

@@ -8,6 +8,7 @@ mod admin_admission;
 mod admin_approvals;
 mod admin_clusters;
 mod admin_convert;
+mod admin_status;
 mod admin_freezes;
 mod admin_gates;
 mod admin_identity;

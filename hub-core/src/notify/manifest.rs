@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, CompiledGate, Gate, GateState};
 
-use super::event::{Cause, GateTransition, earliest};
+use super::event::{Cause, GateTransition, StateGroups, earliest};
 use crate::db::clusters::Scoped;
 use crate::db::overrides::OverrideRecord;
 use crate::service::fleet::applying::{applying, reaches};
@@ -91,6 +91,3 @@ pub fn state_changes(
         })
         .collect()
 }
-
-/// Per new state: the clusters, the reason, and their earliest next transition.
-type StateGroups = BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)>;

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{CompiledGate, Gate};
 
-use super::event::{Cause, GateTransition, NewEvent, earliest};
+use super::event::{Cause, GateTransition, NewEvent, StateGroups, earliest};
 use crate::db::clusters::Scoped;
 use crate::db::freezes::FreezeRecord;
 use crate::db::overrides::OverrideRecord;
@@ -164,6 +164,3 @@ fn changes(
         })
         .collect()
 }
-
-/// Per new state: the clusters, the reason, and their earliest next transition.
-type StateGroups = BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)>;

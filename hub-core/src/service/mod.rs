@@ -4,33 +4,19 @@
 //! change notification. Role checks happen here, so both APIs enforce the same.
 
 pub mod access;
-pub mod access_policies;
 pub mod admission;
 pub mod approvals;
 pub mod audit;
 pub mod calendars;
-pub mod cluster_identity;
 pub mod clusters;
 pub mod fleet;
 pub mod freezes;
 pub mod gates;
-pub mod impact;
-pub mod lease;
 pub mod local_gates;
-pub mod local_requests;
-pub mod outside;
-pub mod override_scope;
 pub mod overrides;
 pub mod page;
-pub mod policy_cache;
-pub mod principal;
-pub mod report_objects;
 pub mod reports;
-pub mod resolve;
 pub mod rollouts;
-pub mod sign_in_refusals;
-pub mod spoke_auth;
-pub mod tokens;
 pub mod types;
 pub mod webhooks;
 
@@ -54,7 +40,7 @@ use crate::db::revision::{self, Affected};
 use crate::{Error, Result};
 
 pub use page::{Page, PageRequest};
-pub use principal::{
+pub use access::principal::{
     Actor, ClusterRef, Clusters, GateRef, Grant, GrantSource, Identity, Person, ReadScope,
     TokenIdentity, Workload,
 };
@@ -73,11 +59,11 @@ pub struct Service {
     /// Every cluster's name and labels, for writes ([`WriteTx::scoped_clusters`]).
     scoped: Arc<crate::db::clusters::ScopedCache>,
     /// Every access policy, parsed, for authentications ([`Service::resolve`]).
-    policies: Arc<policy_cache::PolicyCache>,
+    policies: Arc<access::policy_cache::PolicyCache>,
     /// Trusted issuers and the login provider (none by default).
     identities: Arc<crate::identity::Identities>,
     /// Calls admission webhooks (an adapter: outbound HTTP under the egress rules).
-    admission: Arc<dyn outside::AdmissionClient>,
+    admission: Arc<dyn admission::outside::AdmissionClient>,
     /// Verifiers of the issuers clusters are registered with (spokes' own JWTs).
     spoke_issuers: Arc<crate::identity::spoke_jwt::SpokeIssuers>,
     /// Approval and admission counters (registered by the replica).
@@ -177,7 +163,7 @@ impl Service {
     pub fn with_adapters(
         pool: PgPool,
         clock: Arc<dyn Clock>,
-        admission: Arc<dyn outside::AdmissionClient>,
+        admission: Arc<dyn admission::outside::AdmissionClient>,
     ) -> Self {
         Self {
             pool,
@@ -211,7 +197,7 @@ impl Service {
     }
 
     /// This service calling admission webhooks through `client`.
-    pub fn with_admission(mut self, client: Arc<dyn outside::AdmissionClient>) -> Self {
+    pub fn with_admission(mut self, client: Arc<dyn admission::outside::AdmissionClient>) -> Self {
         self.admission = client;
         self
     }
@@ -222,7 +208,7 @@ impl Service {
     }
 
     /// The client of admission webhook calls.
-    pub fn admission_client(&self) -> &dyn outside::AdmissionClient {
+    pub fn admission_client(&self) -> &dyn admission::outside::AdmissionClient {
         &*self.admission
     }
 

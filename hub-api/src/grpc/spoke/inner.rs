@@ -13,7 +13,7 @@ use crate::metrics::GrpcMetrics;
 use crate::options::GrpcOptions;
 use crate::service::Service;
 use crate::service::reports::Reports;
-use crate::service::spoke_auth::SpokeAuth;
+use crate::service::clusters::spoke_auth::SpokeAuth;
 
 /// Tunables of spoke streams.
 #[derive(Debug, Clone)]

@@ -326,7 +326,7 @@ impl Service {
             return Ok(None);
         }
         let who = state.as_ref().map_or("", |f| f.requested_by.as_str());
-        let actor_name = super::local_requests::local_actor(cluster, who);
+        let actor_name = super::local_gates::requests::local_actor(cluster, who);
         let actor = Actor::new(actor_name.clone(), Role::Operator);
         let (rec, _) = self
             .write(&actor, now, |tx| {

@@ -3,8 +3,8 @@
 
 use uuid::Uuid;
 
-use super::types::{ApiToken, ApiTokenWithSecret, CreateToken};
-use super::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
+use crate::service::types::{ApiToken, ApiTokenWithSecret, CreateToken};
+use crate::service::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::auth::{API_TOKEN_PREFIX, generate_token, hash_token};
 use crate::db::revision::Affected;
 use crate::db::tokens;
@@ -18,7 +18,7 @@ impl Service {
         let after: Option<String> = page.key()?;
         let mut conn = self.conn().await?;
         let rows = tokens::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
-        Ok(super::page::from_rows(
+        Ok(crate::service::page::from_rows(
             rows,
             limit,
             |r| r.name.clone(),

@@ -7,7 +7,7 @@ use std::time::Instant;
 use fleetgate_api_types::Identity;
 use serde_json::json;
 
-use super::Service;
+use crate::service::Service;
 use crate::Error;
 use crate::db::audit::{NewAudit, Who};
 use crate::identity::refusals::{Flow, REFUSED_ACTION, Refusal, clip, kind};

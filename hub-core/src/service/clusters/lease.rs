@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::Service;
+use crate::service::Service;
 use crate::Result;
 use crate::db::leases;
 use crate::liveness;

@@ -2,6 +2,8 @@
 //! for a while, list live overrides, cancel. Overrides expire by themselves:
 //! an expired one is simply no longer selected (no background job).
 
+pub mod scope;
+
 use chrono::{DateTime, Duration, Utc};
 use fleetgate_policy::{ClusterScope, GateState};
 use serde::Deserialize;
@@ -244,7 +246,7 @@ impl Service {
                         .iter()
                         .filter(|c| super::fleet::applies(&gate_def, *c, &old))
                         .collect();
-                    super::override_scope::check_cancel(&permitted, &covered)?;
+                    scope::check_cancel(&permitted, &covered)?;
                     let affected: Vec<String> = covered.iter().map(|c| c.name.clone()).collect();
                     let before_live =
                         overrides::live_for_gates(tx, std::slice::from_ref(&old.gate), now).await?;
@@ -386,7 +388,7 @@ fn override_scope(
         None => None,
         Some(c) => Some(check_scope(c, &gate_def.spec.clusters, all)?),
     };
-    let scoped = super::override_scope::narrow(requested, &permitted, gate_def, all)?;
+    let scoped = scope::narrow(requested, &permitted, gate_def, all)?;
     if gate_def.spec.needs_approval(state) && !req.emergency && !may_wait {
         return Err(Error::conflict(format!(
             "gate '{gate}' requires approval for {state} overrides (spec.approval): request one with RequestOverride (or POST /api/v1/gates/{gate}/{}), or declare an emergency (admins)",

@@ -1,5 +1,5 @@
 //! What the service needs from the outside world, declared here as traits the adapters
-//! (`fleetgate-hub-adapters`) implement and the binary wires into [`super::Service`]:
+//! (`fleetgate-hub-adapters`) implement and the binary wires into [`crate::service::Service`]:
 //! core decides (which webhook, in which order, what an answer means), an adapter makes
 //! the call.
 

@@ -1,6 +1,10 @@
 //! Cluster operations: register (spoke token shown once), list, get,
 //! relabel, delete, rotate the spoke token.
 
+pub mod identity;
+pub mod lease;
+pub mod spoke_auth;
+
 use fleetgate_policy::LabelSelector;
 
 use super::types::{Cluster, ClusterWithToken, RegisterCluster, Relabel};
@@ -105,7 +109,7 @@ impl Service {
         validate::dns_label("name", &req.name)?;
         validate::labels("labels", &req.labels)?;
         validate::optional_reason("reason", reason)?;
-        let identity = super::cluster_identity::binding_of(&req)?;
+        let identity = identity::binding_of(&req)?;
         // A cluster registered with an issuer keeps the hash of a token nobody is shown.
         let token = generate_token(SPOKE_TOKEN_PREFIX);
         let now = self.now();

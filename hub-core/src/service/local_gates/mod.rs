@@ -8,6 +8,8 @@
 //! Written in the report's own transaction, under actor `cluster/NAME`;
 //! like reports, they bump no revision and notify nothing.
 
+pub mod requests;
+
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};

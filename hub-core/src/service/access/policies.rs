@@ -1,12 +1,12 @@
 //! Access policy operations (unscoped admins only): list, get, apply (create
 //! or replace, optionally guarded by the version), delete. Each write is one
 //! audited transaction; the next request of every principal is resolved
-//! against the new set (`service::resolve`).
+//! against the new set (`service::access::resolve`).
 
 use fleetgate_api_types::{AccessPolicy, AccessPolicyRecord};
 
-use super::resolve::stored_policy;
-use super::{Actor, Audit, Page, PageRequest, Role, Service, Written};
+use crate::service::access::resolve::stored_policy;
+use crate::service::{Actor, Audit, Page, PageRequest, Role, Service, Written};
 use crate::db::access_policies::{self, PolicyRow};
 use crate::db::revision::Affected;
 use crate::{Error, Result, validate};
@@ -33,7 +33,7 @@ impl Service {
         let after: Option<String> = page.key()?;
         let mut conn = self.conn().await?;
         let rows = access_policies::list(&mut conn, after.as_deref(), i64::from(limit) + 1).await?;
-        let page = super::page::from_rows(rows, limit, |r| r.name.clone(), |r| r);
+        let page = crate::service::page::from_rows(rows, limit, |r| r.name.clone(), |r| r);
         Ok(Page {
             items: page.items.into_iter().map(record).collect::<Result<_>>()?,
             next_cursor: page.next_cursor,

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use sqlx::PgConnection;
 
 pub use super::policy_cache::{PolicyCache, stored_policy};
-use super::principal::{Grant, GrantSource, Identity, Person, Workload};
-use super::{Actor, Service};
+use crate::service::access::principal::{Grant, GrantSource, Identity, Person, Workload};
+use crate::service::{Actor, Service};
 use crate::Result;
 
 impl Service {

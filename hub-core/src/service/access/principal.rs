@@ -4,7 +4,7 @@
 //! match it, or the token's own role and scope) and what granted each. Every
 //! access decision of the hub is one of the methods here, called by the
 //! service layer; handlers never decide. `Service::resolve`
-//! (`service::access_policies`) turns an identity into an [`Actor`].
+//! (`service::access::policies`) turns an identity into an [`Actor`].
 
 use std::collections::BTreeMap;
 
@@ -12,7 +12,7 @@ use fleetgate_api_types::AccessScope;
 use fleetgate_policy::ClusterScope;
 use serde::Serialize;
 
-use super::Role;
+use crate::service::Role;
 use crate::{Error, Result};
 
 /// A person signed in through the organisation's OpenID Connect provider.

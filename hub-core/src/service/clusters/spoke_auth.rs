@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use super::Service;
-use super::types::Cluster;
+use crate::service::Service;
+use crate::service::types::Cluster;
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::clusters;
 use crate::{Error, Result};

@@ -1,6 +1,8 @@
 //! Gate operations: create, read, replace (optimistic concurrency on the
 //! version), delete, and preview of the schedule.
 
+pub mod impact;
+
 use chrono::{DateTime, Duration, Utc};
 use fleetgate_policy::{ClusterScope, CompiledGate, Gate, Preview};
 

@@ -10,9 +10,9 @@ use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, GateState, MAX_REQUEST_WINDOW};
 use uuid::Uuid;
 
-use super::fleet::stored_gate;
-use super::types::OverrideRecord;
-use super::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
+use crate::service::fleet::stored_gate;
+use crate::service::types::OverrideRecord;
+use crate::service::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
 use crate::db::clusters::Scoped;
 use crate::db::overrides;
 use crate::db::revision::Affected;
@@ -147,7 +147,7 @@ impl Service {
                     let in_scope = clusters::get(tx, cluster, now)
                         .await?
                         .is_some_and(|c| {
-                            super::fleet::reaches(
+                            crate::service::fleet::reaches(
                                 &gate_def,
                                 g.writer_scope.as_ref().map(|w| w.0.as_slice()),
                                 &c,

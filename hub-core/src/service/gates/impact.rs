@@ -13,9 +13,9 @@ use fleetgate_api_types::impact::{
 };
 use fleetgate_policy::{FluxKind, Gate, GateSpec, Mode, WaveCandidate, assign_waves};
 
-use super::fleet::{GateInput, Scope};
-use super::types::FieldWarning;
-use super::{Actor, Role, Service};
+use crate::service::fleet::{GateInput, Scope};
+use crate::service::types::FieldWarning;
+use crate::service::{Actor, Role, Service};
 use crate::{Error, Result};
 
 /// How far the preview looks ahead.
@@ -52,13 +52,13 @@ impl Service {
                 ),
             ));
         }
-        super::gates::compile(&gate)?;
+        super::compile(&gate)?;
         // A scoped admin previews only what it may write (as `store_gate` decides).
-        let within = super::gates::admin_within(actor, &gate)?;
+        let within = super::admin_within(actor, &gate)?;
         let inputs = self.read_fleet(Scope::Fleet).await?;
         let stored = inputs.gates.iter().find(|g| g.name() == gate.name());
         if let Some(s) = stored {
-            super::gates::admin_within(actor, &s.gate)?;
+            super::admin_within(actor, &s.gate)?;
         }
         if let Some(w) = &within
             && let Some(c) = inputs.clusters.iter().find(|c| {
@@ -97,7 +97,7 @@ impl Service {
         let at = inputs.at;
         let feeds = stored.map(|s| s.feeds.clone()).unwrap_or_default();
         let compiled =
-            super::calendars::compile_at(&gate, &feeds, at).map_err(Error::from_policy)?;
+            crate::service::calendars::compile_at(&gate, &feeds, at).map_err(Error::from_policy)?;
         let candidate = GateInput {
             gate: gate.clone(),
             version: stored.map_or(0, |s| s.version),
@@ -105,7 +105,7 @@ impl Service {
             feeds,
             within,
         };
-        let scoped: Vec<&super::fleet::ClusterInput> = inputs
+        let scoped: Vec<&crate::service::fleet::ClusterInput> = inputs
             .clusters
             .iter()
             .filter(|c| {
@@ -221,8 +221,8 @@ impl Service {
 fn waves_of(
     candidate: &GateInput,
     compiled: &fleetgate_policy::CompiledGate,
-    inputs: &super::fleet::FleetInputs,
-    scoped: &[&super::fleet::ClusterInput],
+    inputs: &crate::service::fleet::FleetInputs,
+    scoped: &[&crate::service::fleet::ClusterInput],
     at: chrono::DateTime<chrono::Utc>,
 ) -> Vec<ImpactWave> {
     let Some(rollout) = &candidate.gate.spec.rollout else {

@@ -1,6 +1,12 @@
 //! Authentication: API tokens → [`Actor`], spoke tokens → cluster, and the
 //! idempotent bootstrap admin token from `FLEETGATE_ADMIN_TOKEN`.
 
+pub mod policies;
+pub mod policy_cache;
+pub mod principal;
+pub mod resolve;
+pub mod api_tokens;
+
 use super::types::ApiToken;
 use super::types::Cluster;
 use super::{Actor, Audit, Identity, Role, Service, TokenIdentity, Written, to_json};

@@ -9,8 +9,8 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::types::{Cluster, RegisterCluster, SetClusterJwks};
-use super::{Actor, Audit, Role, Service, Written};
+use crate::service::types::{Cluster, RegisterCluster, SetClusterJwks};
+use crate::service::{Actor, Audit, Role, Service, Written};
 use crate::db::audit::{NewAudit, Who};
 use crate::db::clusters::{self, IdentityBinding};
 use crate::db::revision::Affected;

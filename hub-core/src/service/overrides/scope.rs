@@ -11,7 +11,7 @@ use fleetgate_policy::{
     ClusterScope, Gate, LabelSelector, LabelSelectorRequirement, SelectorOperator,
 };
 
-use super::{Clusters, WriteTx};
+use crate::service::{Clusters, WriteTx};
 use crate::db::clusters::Scoped;
 use crate::{Error, Result};
 
@@ -138,7 +138,7 @@ fn describe(s: &LabelSelector) -> String {
 /// stay inside its scope.
 pub fn check_cancel(permitted: &Clusters<'_>, affected: &[&Scoped]) -> Result<()> {
     match affected.iter().find(|c| {
-        !permitted.contains(super::ClusterRef {
+        !permitted.contains(crate::service::ClusterRef {
             name: &c.name,
             labels: &c.labels,
         })

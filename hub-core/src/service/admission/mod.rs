@@ -6,13 +6,15 @@
 //! size cap, private destinations refused unless allowed, the webhook's own CA bundle
 //! beside the hub's). Its outcome goes into the audit entry.
 
+pub mod outside;
+
 use std::time::{Duration, Instant};
 
 use fleetgate_api_types::admission::{
     AdmissionOutcome, AdmissionRequest, AdmissionResponse, AdmissionWebhook, AdmissionWebhookSpec,
 };
 
-use super::outside::AdmissionClient;
+use self::outside::AdmissionClient;
 use super::{Actor, Audit, Role, Service, Written, to_json};
 use crate::db::admission_webhooks::{self as db, AdmissionRow};
 use crate::db::revision::Affected;

@@ -1,6 +1,8 @@
 //! Reading the audit log: filter by actor, action, target and time range,
 //! newest first, paginated.
 
+pub mod sign_in_refusals;
+
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 

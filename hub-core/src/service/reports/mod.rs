@@ -4,8 +4,10 @@
 //! report is the full object set, so newer replaces older) and writes pending
 //! reports in one transaction per flush; memory is bounded by the number of
 //! connected clusters. Connection state (connect, disconnect) is written here
-//! too; liveness between them is the replica's lease (`service::lease`).
+//! too; liveness between them is the replica's lease (`service::clusters::lease`).
 //! Nothing here bumps the fleet revision: reports are not desired state.
+
+pub mod objects;
 
 use std::collections::{HashMap, hash_map::Entry};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,7 +18,7 @@ use fleetgate_proto::report_parts::MAX_REPORT_OBJECTS;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::report_objects::{self, ReportProblem};
+use self::objects::ReportProblem;
 use super::{Service, local_gates};
 use crate::db::held_objects::HeldObject;
 use crate::db::reports::{self, ClusterReport, LocalGate, ReportedObject};
@@ -336,7 +338,7 @@ pub struct ReportParts {
     held_seen: usize,
     /// Index in the report of each of `received.local_gates`.
     local_at: Vec<usize>,
-    found: report_objects::Found,
+    found: objects::Found,
 }
 
 impl ReportParts {
@@ -407,11 +409,11 @@ impl ReportParts {
         let held_at = std::mem::take(&mut self.held_at);
         let local_at = std::mem::take(&mut self.local_at);
         self.held_seen = 0;
-        let objects = report_objects::objects(r.objects, &mut found);
+        let objects = objects::objects(r.objects, &mut found);
         let held = held_at.into_iter().zip(r.held_objects).collect();
-        let held_objects = report_objects::held_objects(held, &mut found);
+        let held_objects = objects::held_objects(held, &mut found);
         let local = local_at.into_iter().zip(r.local_gates).collect();
-        let local_gates = report_objects::local_gates(local, &mut found);
+        let local_gates = objects::local_gates(local, &mut found);
         // Carried (`has_inventory`, the same on every part): the whole inventory, even
         // empty. Not carried: none this time (the stored one stays), or a spoke that
         // predates the flag and sends its inventory with every report.
