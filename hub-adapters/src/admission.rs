@@ -35,6 +35,15 @@ impl AdmissionClient for EgressAdmission {
         Ok(())
     }
 
+    fn check_ca_bundle(&self, pem: &str) -> Result<()> {
+        let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
+            .map_err(|e| Error::invalid("caBundle", format!("not PEM certificates: {e}")))?;
+        if certs.is_empty() {
+            return Err(Error::invalid("caBundle", "holds no certificate"));
+        }
+        Ok(())
+    }
+
     fn send<'a>(
         &'a self,
         hook: &'a AdmissionRow,

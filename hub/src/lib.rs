@@ -13,13 +13,23 @@ pub mod config;
 pub mod serve;
 
 pub use fleetgate_hub_adapters::{
-    ServiceDefaults, admission, calendar_sync, notifier, webhook_delivery,
+    ServiceDefaults, admission, calendar_sync, egress, notifier, webhook_delivery,
 };
 pub use fleetgate_hub_api::{
     AppState, app, dashboard, drain, fleet_feed, grpc, http, openapi, replica, rest, startup,
 };
 pub use fleetgate_hub_core::{
-    Actor, Error, Result, Role, Service, auth, build_info, clock, db, egress, error, fanout,
-    identity, liveness, metrics, notify, rollout, schema, service, validate,
+    Actor, Error, Result, Role, Service, auth, build_info, clock, db, error, fanout, liveness,
+    metrics, notify, rollout, schema, service, validate,
 };
 pub use serve::serve;
+
+/// Identities under one path: core's model (`config`, `sessions`, `token`, `provider`, ...)
+/// and the adapters' provider client and verification (`jwt`, `keys`, `login`, `outbound`,
+/// `spoke_jwt`, `crypto`), with the constructor [`identity::identities`].
+pub mod identity {
+    pub use fleetgate_hub_adapters::identity::{
+        crypto, identities, jwt, keys, login, no_settings, outbound, spoke_jwt,
+    };
+    pub use fleetgate_hub_core::identity::*;
+}

@@ -4,6 +4,7 @@
 
 use fleetgate_proto::v1 as pb;
 
+use super::admin_convert::{cluster, override_info};
 use super::convert::{count, count_i64, held_object, reported_object, ts};
 use crate::service::fleet::{
     ClusterCounts, ClusterStatus, FleetSummary, GateStatus, GateSummary, HeldObjectStatus,

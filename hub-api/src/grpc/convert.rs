@@ -194,12 +194,12 @@ macro_rules! held_object {
 pub(crate) use held_object;
 
 /// A protobuf text as an optional one (`""` means absent).
-pub fn opt_text(s: String) -> Option<String> {
+pub(crate) fn opt_text(s: String) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
 /// A protobuf number as an optional one (`0` means absent).
-pub fn opt_number(n: i64) -> Option<i64> {
+pub(crate) fn opt_number(n: i64) -> Option<i64> {
     (n != 0).then_some(n)
 }
 

@@ -23,7 +23,7 @@ use inner::Inner;
 
 use super::auth::bearer;
 use super::convert::to_status;
-use crate::identity::jwt::looks_like_jwt;
+use crate::identity::token::looks_like_jwt;
 use crate::metrics::GrpcMetrics;
 use crate::replica::Replica;
 use crate::service::clusters::spoke_auth::SpokeAuth;

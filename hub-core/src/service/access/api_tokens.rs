@@ -3,11 +3,11 @@
 
 use uuid::Uuid;
 
-use crate::service::types::{ApiToken, ApiTokenWithSecret, CreateToken};
-use crate::service::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::auth::{API_TOKEN_PREFIX, generate_token, hash_token};
 use crate::db::revision::Affected;
 use crate::db::tokens;
+use crate::service::types::{ApiToken, ApiTokenWithSecret, CreateToken};
+use crate::service::{Actor, Audit, Page, PageRequest, Role, Service, Written, to_json};
 use crate::{Error, Result, validate};
 
 impl Service {

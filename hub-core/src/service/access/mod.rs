@@ -1,11 +1,11 @@
 //! Authentication: API tokens → [`Actor`], spoke tokens → cluster, and the
 //! idempotent bootstrap admin token from `FLEETGATE_ADMIN_TOKEN`.
 
+pub mod api_tokens;
 pub mod policies;
 pub mod policy_cache;
 pub mod principal;
 pub mod resolve;
-pub mod api_tokens;
 
 use super::types::ApiToken;
 use super::types::Cluster;
@@ -13,8 +13,8 @@ use super::{Actor, Audit, Identity, Role, Service, TokenIdentity, Written, to_js
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::revision::Affected;
 use crate::db::{clusters, tokens};
-use crate::identity::jwt::looks_like_jwt;
 use crate::identity::sessions::Authenticated;
+use crate::identity::token::looks_like_jwt;
 use crate::{Error, Result};
 
 /// Name of the token ensured from `FLEETGATE_ADMIN_TOKEN`.

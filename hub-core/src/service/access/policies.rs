@@ -5,10 +5,10 @@
 
 use fleetgate_api_types::{AccessPolicy, AccessPolicyRecord};
 
-use crate::service::access::resolve::stored_policy;
-use crate::service::{Actor, Audit, Page, PageRequest, Role, Service, Written};
 use crate::db::access_policies::{self, PolicyRow};
 use crate::db::revision::Affected;
+use crate::service::access::resolve::stored_policy;
+use crate::service::{Actor, Audit, Page, PageRequest, Role, Service, Written};
 use crate::{Error, Result, validate};
 
 fn record(row: PolicyRow) -> Result<AccessPolicyRecord> {

@@ -48,7 +48,7 @@ impl PolicyCache {
 }
 
 /// Parses a stored manifest (validated when written).
-pub fn stored_policy(manifest: &serde_json::Value) -> Result<AccessPolicy> {
+pub(crate) fn stored_policy(manifest: &serde_json::Value) -> Result<AccessPolicy> {
     serde_json::from_value(manifest.clone())
         .map_err(|e| Error::Internal(format!("stored access policy unreadable: {e}")))
 }

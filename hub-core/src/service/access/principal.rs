@@ -399,7 +399,7 @@ impl Actor {
 
 impl Actor {
     /// The audit log's record of who this is and what granted it.
-    pub fn audit_who(&self) -> crate::db::audit::Who {
+    pub(crate) fn audit_who(&self) -> crate::db::audit::Who {
         let (issuer, subject) = self.identity.issuer_sub().map_or((None, None), |(i, s)| {
             (Some(i.to_string()), Some(s.to_string()))
         });

@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use sqlx::PgConnection;
 
-pub use super::policy_cache::{PolicyCache, stored_policy};
+pub use super::policy_cache::PolicyCache;
+pub(crate) use super::policy_cache::stored_policy;
+use crate::Result;
 use crate::service::access::principal::{Grant, GrantSource, Identity, Person, Workload};
 use crate::service::{Actor, Service};
-use crate::Result;
 
 impl Service {
     /// The actor of an authenticated `identity`: its grants are the union of
@@ -29,7 +30,11 @@ impl Service {
     /// [`Service::resolve`] on a connection the caller holds (one connection
     /// per authentication: a burst of requests must not wait on the pool for a
     /// second one while holding the first).
-    pub async fn resolve_on(&self, conn: &mut PgConnection, identity: Identity) -> Result<Actor> {
+    pub(crate) async fn resolve_on(
+        &self,
+        conn: &mut PgConnection,
+        identity: Identity,
+    ) -> Result<Actor> {
         let policies = self.access_policies_now(conn).await?;
         let grants = grants_for(&identity, &policies);
         Actor::from_grants(identity, grants)
@@ -37,7 +42,7 @@ impl Service {
 
     /// Every access policy as committed now, from the replica's copy while
     /// it is current ([`PolicyCache`]).
-    pub async fn access_policies_now(
+    pub(crate) async fn access_policies_now(
         &self,
         conn: &mut PgConnection,
     ) -> Result<Arc<Vec<AccessPolicy>>> {

@@ -146,7 +146,7 @@ impl Service {
     /// allow (or fail under `Ignore`): their outcomes, for the audit entry. One denies,
     /// or fails under `Fail`: 403 naming `ticket` (a denial) with the webhook's message,
     /// after recording the refusal in the audit log.
-    pub async fn admit(&self, actor: &Actor, a: Admit<'_>) -> Result<Vec<AdmissionOutcome>> {
+    pub(crate) async fn admit(&self, actor: &Actor, a: Admit<'_>) -> Result<Vec<AdmissionOutcome>> {
         let mut conn = self.conn().await?;
         let hooks: Vec<AdmissionRow> = db::all(&mut conn)
             .await?
@@ -224,7 +224,7 @@ impl Service {
 }
 
 /// What an admission call is about ([`Service::admit`]).
-pub struct Admit<'a> {
+pub(crate) struct Admit<'a> {
     /// `override` or `approval`.
     pub operation: &'static str,
     pub gate: &'a str,
@@ -240,7 +240,7 @@ pub struct Admit<'a> {
 }
 
 /// `after` of an audit entry with the admission outcomes beside it (none: unchanged).
-pub fn with_outcomes(
+pub(crate) fn with_outcomes(
     after: Option<serde_json::Value>,
     outcomes: &[AdmissionOutcome],
 ) -> Option<serde_json::Value> {
@@ -292,11 +292,7 @@ fn check_spec(spec: &AdmissionWebhookSpec, client: &dyn AdmissionClient) -> Resu
         }
     };
     if let Some(pem) = &spec.ca_bundle {
-        let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
-            .map_err(|e| Error::invalid("caBundle", format!("not PEM certificates: {e}")))?;
-        if certs.is_empty() {
-            return Err(Error::invalid("caBundle", "holds no certificate"));
-        }
+        client.check_ca_bundle(pem)?;
     }
     Ok(timeout)
 }

@@ -27,6 +27,10 @@ pub trait AdmissionClient: Debug + Send + Sync {
     /// destination the egress rules refuse).
     fn check_url(&self, url: &str) -> Result<()>;
 
+    /// Refuses a webhook's own CA bundle the client could not use: 422 naming `caBundle`
+    /// (not PEM certificates, or none in it).
+    fn check_ca_bundle(&self, pem: &str) -> Result<()>;
+
     /// POSTs `req` to `hook` within `timeout`: the answer, or why there is none (the text
     /// goes into the outcome and the refusal message). No redirects are followed; a
     /// redirect, or an answer over the size cap, is an error.

@@ -7,16 +7,16 @@ use std::time::Instant;
 use fleetgate_api_types::Identity;
 use serde_json::json;
 
-use crate::service::Service;
 use crate::Error;
 use crate::db::audit::{NewAudit, Who};
 use crate::identity::refusals::{Flow, REFUSED_ACTION, Refusal, clip, kind};
+use crate::service::Service;
 
 impl Service {
     /// Records `r` (metrics, and the audit log within the limits) and
     /// answers the caller's error. An audit write that fails is logged: the
     /// caller is refused either way.
-    pub async fn refuse(&self, r: Refusal) -> Error {
+    pub(crate) async fn refuse(&self, r: Refusal) -> Error {
         let ids = self.identities();
         ids.metrics.refusal(r.flow.as_str(), r.reason);
         if r.flow == Flow::Dashboard {

@@ -9,14 +9,14 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::service::types::{Cluster, RegisterCluster, SetClusterJwks};
-use crate::service::{Actor, Audit, Role, Service, Written};
 use crate::db::audit::{NewAudit, Who};
 use crate::db::clusters::{self, IdentityBinding};
 use crate::db::revision::Affected;
-use crate::identity::keys::KeySet;
+use crate::identity::provider::SpokeVerifier;
 use crate::identity::refusals::Flow;
-use crate::identity::spoke_jwt::{Binding, SpokeRefusal, peek};
+use crate::identity::token::{Binding, SpokeRefusal, peek};
+use crate::service::types::{Cluster, RegisterCluster, SetClusterJwks};
+use crate::service::{Actor, Audit, Role, Service, Written};
 use crate::{Error, Result, validate};
 
 /// The ServiceAccount a spoke runs as unless registered otherwise.
@@ -36,7 +36,10 @@ fn uri_ok(s: &str) -> bool {
 }
 
 /// The binding a registration asks for (`None`: a cluster token); errors name the field.
-pub fn binding_of(req: &RegisterCluster) -> Result<Option<IdentityBinding>> {
+pub fn binding_of(
+    req: &RegisterCluster,
+    keys: &dyn SpokeVerifier,
+) -> Result<Option<IdentityBinding>> {
     let Some(issuer) = &req.issuer else {
         for (field, set) in [
             ("serviceAccount", req.service_account.is_some()),
@@ -102,7 +105,7 @@ pub fn binding_of(req: &RegisterCluster) -> Result<Option<IdentityBinding>> {
         }
     };
     if let Some(jwks) = &req.jwks {
-        check_jwks("jwks", jwks)?;
+        check_jwks("jwks", jwks, keys)?;
     }
     Ok(Some(IdentityBinding {
         issuer: issuer.clone(),
@@ -111,14 +114,16 @@ pub fn binding_of(req: &RegisterCluster) -> Result<Option<IdentityBinding>> {
     }))
 }
 
-/// A JWKS document with at least one usable signature key, within the size cap.
-pub fn check_jwks(field: &str, jwks: &Value) -> Result<()> {
+/// A JWKS document with at least one usable signature key (as `keys` reads it), within
+/// the size cap.
+pub fn check_jwks(field: &str, jwks: &Value, keys: &dyn SpokeVerifier) -> Result<()> {
     if jwks.to_string().len() > MAX_JWKS {
         return Err(Error::invalid(field, "larger than 64 KiB"));
     }
-    let set: jsonwebtoken::jwk::JwkSet = serde_json::from_value(jwks.clone())
+    let usable = keys
+        .usable_keys(jwks)
         .map_err(|e| Error::invalid(field, format!("not a JWKS document: {e}")))?;
-    if KeySet::from_jwks(&set).by_kid.is_empty() {
+    if !usable {
         return Err(Error::invalid(
             field,
             "holds no usable signature key (RSA, EC or OKP public keys)",
@@ -149,7 +154,7 @@ impl Service {
         actor.require_unscoped(Role::Admin)?;
         validate::optional_reason("reason", reason)?;
         if let Some(jwks) = &req.jwks {
-            check_jwks("jwks", jwks)?;
+            check_jwks("jwks", jwks, self.spoke_issuers())?;
         }
         let now = self.now();
         let jwks = req.jwks.as_ref();

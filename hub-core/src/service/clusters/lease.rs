@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::service::Service;
 use crate::Result;
 use crate::db::leases;
 use crate::liveness;
+use crate::service::Service;
 
 /// One replica's lease.
 #[derive(Debug, Clone)]

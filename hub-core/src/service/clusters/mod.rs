@@ -109,7 +109,7 @@ impl Service {
         validate::dns_label("name", &req.name)?;
         validate::labels("labels", &req.labels)?;
         validate::optional_reason("reason", reason)?;
-        let identity = identity::binding_of(&req)?;
+        let identity = identity::binding_of(&req, self.spoke_issuers())?;
         // A cluster registered with an issuer keeps the hash of a token nobody is shown.
         let token = generate_token(SPOKE_TOKEN_PREFIX);
         let now = self.now();

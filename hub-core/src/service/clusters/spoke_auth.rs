@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use crate::service::Service;
-use crate::service::types::Cluster;
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::clusters;
+use crate::service::Service;
+use crate::service::types::Cluster;
 use crate::{Error, Result};
 
 /// Tokens per check query at most.

@@ -20,7 +20,7 @@ pub const MAX_PREVIEW_DAYS: i64 = 366;
 pub const DEFAULT_PREVIEW_DAYS: i64 = 7;
 
 /// Names of `clusters` in any of `scopes`.
-pub fn clusters_in(clusters: &[Scoped], scopes: &[&ClusterScope]) -> Vec<String> {
+pub(crate) fn clusters_in(clusters: &[Scoped], scopes: &[&ClusterScope]) -> Vec<String> {
     clusters
         .iter()
         .filter(|c| scopes.iter().any(|s| s.matches(&c.name, &c.labels)))
@@ -340,7 +340,7 @@ impl Service {
 /// The cluster scopes within which `actor` may write `gate` (none: all
 /// clusters); 403 unless the actor holds admin for the gate (its name and
 /// `metadata.labels`: a team cannot move a gate out of its own scope).
-pub fn admin_within(actor: &Actor, gate: &Gate) -> Result<Option<Vec<ClusterScope>>> {
+pub(crate) fn admin_within(actor: &Actor, gate: &Gate) -> Result<Option<Vec<ClusterScope>>> {
     let gate_ref = GateRef {
         name: gate.name(),
         labels: &gate.metadata.labels,
@@ -371,7 +371,7 @@ pub use crate::db::outbox::manifest_labels;
 
 /// Instants a schedule can sensibly be evaluated at (also keeps date
 /// arithmetic far from chrono's limits).
-pub fn plausible(t: DateTime<Utc>) -> bool {
+pub(crate) fn plausible(t: DateTime<Utc>) -> bool {
     (1970..=9999).contains(&chrono::Datelike::year(&t))
 }
 

@@ -10,14 +10,14 @@ use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, GateState, MAX_REQUEST_WINDOW};
 use uuid::Uuid;
 
-use crate::service::fleet::stored_gate;
-use crate::service::types::OverrideRecord;
-use crate::service::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
 use crate::db::clusters::Scoped;
 use crate::db::overrides;
 use crate::db::revision::Affected;
 use crate::db::{clusters, gates};
 use crate::notify;
+use crate::service::fleet::stored_gate;
+use crate::service::types::OverrideRecord;
+use crate::service::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
 use crate::{Error, Result};
 
 /// How far ahead of the hub's clock a request may be stamped (clock skew).

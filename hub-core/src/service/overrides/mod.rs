@@ -341,7 +341,7 @@ impl Service {
     }
 
     /// The names of the gates `actor` may see; `None` when it sees all.
-    pub async fn visible_gates(
+    pub(crate) async fn visible_gates(
         &self,
         conn: &mut sqlx::PgConnection,
         actor: &Actor,

@@ -11,13 +11,13 @@ use fleetgate_policy::{
     ClusterScope, Gate, LabelSelector, LabelSelectorRequirement, SelectorOperator,
 };
 
-use crate::service::{Clusters, WriteTx};
 use crate::db::clusters::Scoped;
+use crate::service::{Clusters, WriteTx};
 use crate::{Error, Result};
 
 /// The override scope to store for `requested` (validated against the gate
 /// already) under `permitted`, and a note for the answer when it was narrowed.
-pub fn narrow(
+pub(crate) fn narrow(
     requested: Option<ClusterScope>,
     permitted: &Clusters<'_>,
     gate: &Gate,
@@ -136,7 +136,7 @@ fn describe(s: &LabelSelector) -> String {
 /// 403 naming the first of `affected` (the clusters an override applies to
 /// now) outside `permitted`: a scoped operator cancels only overrides that
 /// stay inside its scope.
-pub fn check_cancel(permitted: &Clusters<'_>, affected: &[&Scoped]) -> Result<()> {
+pub(crate) fn check_cancel(permitted: &Clusters<'_>, affected: &[&Scoped]) -> Result<()> {
     match affected.iter().find(|c| {
         !permitted.contains(crate::service::ClusterRef {
             name: &c.name,
@@ -153,7 +153,7 @@ pub fn check_cancel(permitted: &Clusters<'_>, affected: &[&Scoped]) -> Result<()
 
 /// The clusters of `gate_def` an override of `scope` covers now, for checks made
 /// before it exists (approvals).
-pub async fn covered_clusters(
+pub(crate) async fn covered_clusters(
     tx: &mut WriteTx<'_>,
     gate_def: &fleetgate_policy::Gate,
     scope: Option<&fleetgate_policy::ClusterScope>,

@@ -6,26 +6,19 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::Deserialize;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use sha2::{Digest, Sha256};
 
 use super::config::LoginConfig;
 use super::keys::{Metadata, discover};
 use super::outbound::{Outbound, OutboundError, enc};
+pub use fleetgate_hub_core::identity::provider::{
+    IdentityProvider, Pending, RefreshError, TokenResponse, random,
+};
 
 /// How long a discovery document is reused.
 const METADATA_TTL: Duration = Duration::from_secs(3600);
-
-/// What the token endpoint answers.
-#[derive(Debug, Clone, Deserialize)]
-pub struct TokenResponse {
-    #[serde(default)]
-    pub id_token: Option<String>,
-    #[serde(default)]
-    pub refresh_token: Option<String>,
-    #[serde(default)]
-    pub expires_in: Option<i64>,
-}
 
 /// The login provider.
 pub struct Login {
@@ -43,37 +36,6 @@ impl std::fmt::Debug for Login {
             .field("issuer", &self.config.issuer)
             .finish_non_exhaustive()
     }
-}
-
-/// A pending authorization request's secrets.
-#[derive(Debug, Clone)]
-pub struct Pending {
-    pub state: String,
-    pub nonce: String,
-    pub verifier: String,
-}
-
-impl Pending {
-    pub fn new() -> Self {
-        Self {
-            state: random(),
-            nonce: random(),
-            verifier: random(),
-        }
-    }
-}
-
-impl Default for Pending {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// 32 random bytes, base64url.
-pub fn random() -> String {
-    let mut bytes = [0u8; 32];
-    rand::Rng::fill_bytes(&mut rand::rng(), &mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
 }
 
 /// The S256 code challenge of a PKCE verifier.
@@ -224,11 +186,27 @@ impl Login {
     }
 }
 
-/// Why a session could not be refreshed.
-#[derive(Debug)]
-pub enum RefreshError {
-    /// The provider will not refresh it: the session is over.
-    Refused(String),
-    /// The provider could not be asked, or failed; a later request may succeed.
-    Unavailable(String),
+impl IdentityProvider for Login {
+    fn config(&self) -> &LoginConfig {
+        &self.config
+    }
+
+    fn authorize_url<'a>(&'a self, pending: &'a Pending) -> BoxFuture<'a, Result<String, String>> {
+        Login::authorize_url(self, pending).boxed()
+    }
+
+    fn exchange<'a>(
+        &'a self,
+        code: &'a str,
+        verifier: &'a str,
+    ) -> BoxFuture<'a, Result<TokenResponse, String>> {
+        Login::exchange(self, code, verifier).boxed()
+    }
+
+    fn refresh<'a>(
+        &'a self,
+        refresh_token: &'a str,
+    ) -> BoxFuture<'a, Result<TokenResponse, RefreshError>> {
+        Login::refresh(self, refresh_token).boxed()
+    }
 }

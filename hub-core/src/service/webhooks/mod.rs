@@ -1,6 +1,9 @@
 //! Webhook subscriptions (admin): create (the `whsec_` secret shown once),
 //! list, get, replace, delete, rotate the secret with an overlap, send a
-//! test message, list deliveries with their attempts, redeliver.
+//! test message, list deliveries with their attempts, redeliver. The HTTP calls are a
+//! [`WebhookClient`]'s (in the adapters: the hub's egress rules).
+
+pub mod outside;
 
 use base64::Engine as _;
 use chrono::{Duration, Utc};
@@ -11,10 +14,10 @@ use fleetgate_api_types::webhooks::{
 use rand::Rng as _;
 use uuid::Uuid;
 
+use self::outside::{WebhookCallError, WebhookClient};
 use super::{Actor, Audit, Role, Service, Written, to_json};
 use crate::db::revision::Affected;
 use crate::db::webhooks::{self, WebhookRow};
-use crate::egress::Egress;
 use crate::notify::event::{EVENT_TYPES, type_matches};
 use crate::notify::format::{EventRow, Site, render};
 use crate::{Error, Result, validate};
@@ -33,12 +36,12 @@ fn new_secret() -> String {
 }
 
 /// 422 naming the field unless `spec` is well-formed and its URL allowed.
-async fn check_spec(spec: &WebhookSpec, egress: &Egress) -> Result<()> {
+async fn check_spec(spec: &WebhookSpec, egress: &dyn WebhookClient) -> Result<()> {
     validate::dns_label("name", &spec.name)?;
     egress
         .preflight(&spec.url)
         .await
-        .map_err(|e| Error::invalid("url", e.to_string()))?;
+        .map_err(|e| Error::invalid("url", e))?;
     for (i, t) in spec.events.iter().enumerate() {
         if !EVENT_TYPES.iter().any(|known| type_matches(t, known)) {
             return Err(Error::invalid(
@@ -123,7 +126,7 @@ impl Service {
         &self,
         actor: &Actor,
         spec: WebhookSpec,
-        egress: &Egress,
+        egress: &dyn WebhookClient,
     ) -> Result<WebhookWithSecret> {
         actor.require(Role::Admin)?;
         check_spec(&spec, egress).await?;
@@ -198,7 +201,7 @@ impl Service {
         actor: &Actor,
         name: &str,
         mut spec: WebhookSpec,
-        egress: &Egress,
+        egress: &dyn WebhookClient,
     ) -> Result<Webhook> {
         actor.require(Role::Admin)?;
         spec.name = name.to_string();
@@ -351,7 +354,7 @@ impl Service {
         &self,
         actor: &Actor,
         name: &str,
-        egress: &Egress,
+        egress: &dyn WebhookClient,
         site: &Site,
     ) -> Result<WebhookTestResult> {
         actor.require(Role::Admin)?;
@@ -379,31 +382,25 @@ impl Service {
         }
         let format = WebhookFormat::parse(&row.format).unwrap_or_default();
         let msg = render(format, site, &message_id, &ev, None, &secrets, now);
-        let mut req = egress
-            .request(reqwest::Method::POST, &row.url)
-            .map_err(|e| Error::invalid("url", e.to_string()))?
-            .header(reqwest::header::CONTENT_TYPE, msg.content_type);
-        for (k, v) in &msg.headers {
-            req = req.header(*k, v);
-        }
         let started = std::time::Instant::now();
-        let out = match egress.send(req.body(msg.body)).await {
+        let out = match egress.post(&row.url, msg).await {
+            Err(WebhookCallError::Url(e)) => return Err(Error::invalid("url", e)),
             Ok(r) => WebhookTestResult {
                 message_id,
-                ok: r.status.is_success(),
-                status: Some(i32::from(r.status.as_u16())),
+                ok: (200..300).contains(&r.status),
+                status: Some(i32::from(r.status)),
                 latency_ms: i32::try_from(r.elapsed.as_millis()).unwrap_or(i32::MAX),
-                error: (!r.status.is_success()).then(|| format!("HTTP {}", r.status.as_u16())),
+                error: (!(200..300).contains(&r.status)).then(|| format!("HTTP {}", r.status)),
                 response_excerpt: (!r.body.is_empty()).then(|| {
                     String::from_utf8_lossy(&r.body[..r.body.len().min(512)]).into_owned()
                 }),
             },
-            Err(e) => WebhookTestResult {
+            Err(WebhookCallError::Failed(e)) => WebhookTestResult {
                 message_id,
                 ok: false,
                 status: None,
                 latency_ms: i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX),
-                error: Some(e.to_string()),
+                error: Some(e),
                 response_excerpt: None,
             },
         };

@@ -13,8 +13,8 @@
 //! a proxy to the metadata service or internal admin ports (SSRF).
 //!
 //! ```no_run
-//! # async fn f() -> Result<(), fleetgate_hub_core::egress::EgressError> {
-//! use fleetgate_hub_core::egress::{Egress, EgressPolicy};
+//! # async fn f() -> Result<(), fleetgate_hub_adapters::egress::EgressError> {
+//! use fleetgate_hub_adapters::egress::{Egress, EgressPolicy};
 //! let egress = Egress::new(EgressPolicy::default())?;
 //! let req = egress.request(reqwest::Method::GET, "https://example.com/.well-known/openid-configuration")?;
 //! let resp = egress.send(req).await?;

@@ -14,52 +14,17 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use fleetgate_api_types::{Identity, IdentityKind};
+use fleetgate_api_types::IdentityKind;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
 use super::config::ClaimMapping;
 use super::keys::{KeyCache, KeySet};
 use super::metrics::IdentityMetrics;
-
-/// Why a JWT was refused; [`JwtError::outcome`] is its metrics label.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JwtError {
-    #[error("malformed JWT: {0}")]
-    Malformed(String),
-    #[error("JWT algorithm {0} is not accepted (asymmetric signatures only)")]
-    Algorithm(String),
-    #[error("JWT issuer '{0}' is not trusted")]
-    UntrustedIssuer(String),
-    #[error("no signing key of issuer '{0}' matches the JWT's kid")]
-    UnknownKey(String),
-    #[error("JWT signature invalid")]
-    BadSignature,
-    #[error("JWT audience is not one this hub accepts")]
-    WrongAudience,
-    #[error("JWT expired")]
-    Expired,
-    #[error("JWT not valid yet")]
-    NotYetValid,
-    #[error("JWT claim {0}")]
-    Claim(String),
-}
-
-impl JwtError {
-    pub fn outcome(&self) -> &'static str {
-        match self {
-            Self::Malformed(_) => "malformed",
-            Self::Algorithm(_) => "algorithm",
-            Self::UntrustedIssuer(_) => "untrusted_issuer",
-            Self::UnknownKey(_) => "unknown_key",
-            Self::BadSignature => "bad_signature",
-            Self::WrongAudience => "wrong_audience",
-            Self::Expired => "expired",
-            Self::NotYetValid => "not_yet_valid",
-            Self::Claim(_) => "claim",
-        }
-    }
-}
+pub use fleetgate_hub_core::identity::provider::TokenVerifier;
+pub use fleetgate_hub_core::identity::token::{JwtError, Verified, identity_of, looks_like_jwt};
 
 /// One trusted issuer.
 #[derive(Debug)]
@@ -71,25 +36,12 @@ pub struct Trusted {
     pub keys: KeyCache,
 }
 
-/// A verified token: who, its claims, and when it expires.
-#[derive(Debug, Clone)]
-pub struct Verified {
-    pub identity: Identity,
-    pub claims: Map<String, Value>,
-    pub expires_at: DateTime<Utc>,
-}
-
 /// Every trusted issuer, by `iss`.
 #[derive(Debug, Default)]
 pub struct JwtVerifier {
     issuers: HashMap<String, Trusted>,
     skew: Duration,
     metrics: IdentityMetrics,
-}
-
-/// Whether a bearer token is a JWT (three base64url parts) rather than an API token.
-pub fn looks_like_jwt(token: &str) -> bool {
-    token.starts_with("eyJ") && token.split('.').count() == 3
 }
 
 impl JwtVerifier {
@@ -279,45 +231,16 @@ fn numeric_date(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, 
     }
 }
 
-/// The identity the mapped claims describe.
-pub fn identity_of(
-    issuer: &str,
-    kind: IdentityKind,
-    mapping: &ClaimMapping,
-    claims: &Map<String, Value>,
-) -> Result<Identity, JwtError> {
-    let subject = claims
-        .get("sub")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| JwtError::Claim("sub missing".into()))?
-        .to_string();
-    let text = |name: &str| {
-        claims
-            .get(name)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-    };
-    let email = text(&mapping.email);
-    let name = text(&mapping.name)
-        .or_else(|| email.clone())
-        .unwrap_or_else(|| subject.clone());
-    let groups = match claims.get(&mapping.groups) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(String::from)
-            .collect(),
-        Some(Value::String(one)) => vec![one.clone()],
-        _ => Vec::new(),
-    };
-    Ok(Identity {
-        kind,
-        issuer: issuer.to_string(),
-        subject,
-        name,
-        email,
-        groups,
-    })
+impl TokenVerifier for JwtVerifier {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<Verified, JwtError>> {
+        JwtVerifier::verify(self, token, now).boxed()
+    }
+
+    fn issuer(&self, iss: &str) -> Option<(IdentityKind, ClaimMapping)> {
+        JwtVerifier::issuer(self, iss).map(|t| (t.kind, t.claims.clone()))
+    }
 }

@@ -12,44 +12,18 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use fleetgate_api_types::IdentityKind;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use jsonwebtoken::jwk::JwkSet;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::jwt::{JwtError, JwtVerifier, Trusted};
 use super::keys::{KeyCache, KeySet};
 use super::metrics::IdentityMetrics;
 use super::outbound::Outbound;
 use crate::egress::EgressPolicy;
-
-/// `--spoke-audience`'s default.
-pub const DEFAULT_AUDIENCE: &str = "fleetgate";
-
-/// What a cluster registered with an issuer accepts.
-#[derive(Debug, Clone)]
-pub struct Binding {
-    pub issuer: String,
-    /// The exact `sub`.
-    pub subject: String,
-    /// Pinned keys (a JWKS document), else discovery.
-    pub jwks: Option<Value>,
-}
-
-/// Why a spoke's JWT was refused: a metrics label and the words for the spoke's log and
-/// the audit entry (never the token).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpokeRefusal {
-    pub reason: &'static str,
-    pub message: String,
-}
-
-impl SpokeRefusal {
-    pub fn new(reason: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            reason,
-            message: message.into(),
-        }
-    }
-}
+pub use fleetgate_hub_core::identity::provider::SpokeVerifier;
+pub use fleetgate_hub_core::identity::token::{Binding, DEFAULT_AUDIENCE, SpokeRefusal, peek};
 
 /// The verifiers of the issuers clusters are registered with, shared by a replica's
 /// streams (one per issuer, or per issuer and pinned key set).
@@ -79,16 +53,11 @@ impl Default for SpokeIssuers {
             EgressPolicy::default(),
             DEFAULT_AUDIENCE.into(),
             Duration::from_secs(60),
-            super::DEFAULT_MIN_REFETCH,
+            fleetgate_hub_core::identity::DEFAULT_MIN_REFETCH,
             IdentityMetrics::default(),
         )
         .expect("the default egress policy builds")
     }
-}
-
-/// The unverified claims of a token, for refusal messages and the audit entry.
-pub fn peek(token: &str) -> Option<Map<String, Value>> {
-    jsonwebtoken::dangerous::insecure_decode_claims(token).ok()
 }
 
 impl SpokeIssuers {
@@ -205,6 +174,26 @@ impl SpokeIssuers {
             other => other.to_string(),
         };
         SpokeRefusal::new(reason, message)
+    }
+}
+
+impl SpokeVerifier for SpokeIssuers {
+    fn audience(&self) -> &str {
+        SpokeIssuers::audience(self)
+    }
+
+    fn verify<'a>(
+        &'a self,
+        binding: &'a Binding,
+        token: &'a str,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<DateTime<Utc>, SpokeRefusal>> {
+        SpokeIssuers::verify(self, binding, token, now).boxed()
+    }
+
+    fn usable_keys(&self, jwks: &Value) -> Result<bool, String> {
+        let set: JwkSet = serde_json::from_value(jwks.clone()).map_err(|e| e.to_string())?;
+        Ok(!KeySet::from_jwks(&set).by_kid.is_empty())
     }
 }
 
