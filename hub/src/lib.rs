@@ -6,10 +6,12 @@
 //! (decisions, event and identity models) → `fleetgate-hub-adapters` (the outside world) →
 //! `fleetgate-hub-api` (REST, gRPC, dashboard) → **`fleetgate-hub`**. The library re-exports
 //! the layers under their old module paths (`fleetgate_hub::service`, `fleetgate_hub::db`, ...)
-//! so tests and tools keep one import root.
+//! so tests and tools keep one import root; `identity` joins core's identity model and the
+//! adapters' provider client and token verification under one path.
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod identity;
 pub mod serve;
 
 pub use fleetgate_hub_adapters::{
@@ -23,13 +25,3 @@ pub use fleetgate_hub_core::{
     metrics, notify, rollout, schema, service, validate,
 };
 pub use serve::serve;
-
-/// Identities under one path: core's model (`config`, `sessions`, `token`, `provider`, ...)
-/// and the adapters' provider client and verification (`jwt`, `keys`, `login`, `outbound`,
-/// `spoke_jwt`, `crypto`), with the constructor [`identity::identities`].
-pub mod identity {
-    pub use fleetgate_hub_adapters::identity::{
-        crypto, identities, jwt, keys, login, no_settings, outbound, spoke_jwt,
-    };
-    pub use fleetgate_hub_core::identity::*;
-}
