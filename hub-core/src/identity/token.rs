@@ -68,8 +68,8 @@ pub fn looks_like_jwt(token: &str) -> bool {
 /// without padding, as JSON), for refusal messages and audit entries: nothing when it does
 /// not parse. Never a decision: only a verifier's answer authenticates.
 pub fn peek(token: &str) -> Option<Map<String, Value>> {
-    let (_, message) = token.rsplit_once('.')?;
-    let (_, payload) = message.rsplit_once('.')?;
+    let (message, _signature) = token.rsplit_once('.')?;
+    let (_header, payload) = message.rsplit_once('.')?;
     let bytes = URL_SAFE_NO_PAD.decode(payload).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
@@ -145,4 +145,25 @@ pub fn identity_of(
         email,
         groups,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peek_reads_the_payload_between_the_last_two_dots() {
+        let enc = |v: &str| URL_SAFE_NO_PAD.encode(v);
+        let token = format!(
+            "{}.{}.{}",
+            enc(r#"{"alg":"ES256","kid":"k"}"#),
+            enc(r#"{"iss":"https://idp","sub":"alice"}"#),
+            enc("signature")
+        );
+        let claims = peek(&token).expect("claims");
+        assert_eq!(claims["sub"], "alice");
+        assert_eq!(claims["iss"], "https://idp");
+        assert!(peek("not-a-jwt").is_none());
+        assert!(peek(&format!("{}.{}", enc("{}"), enc("sig"))).is_none());
+    }
 }
