@@ -69,6 +69,9 @@ pub use calendar::{
     MAX_ICS_BYTES, MIN_REFRESH, Occurrence, OnStale, SecretRef, cut_summary, expand_ics,
     read_calendar,
 };
+/// The fuzz target's check of the iCalendar path, shared with its stable corpus replay.
+#[doc(hidden)]
+pub use calendar::fuzz_check;
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;
 pub use dns::dns_label;
