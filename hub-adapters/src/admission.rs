@@ -1,11 +1,13 @@
 //! Admission webhook calls: core's [`AdmissionClient`] over the hub's outbound client
-//! ([`crate::egress`]): no redirects at all, the size cap, private destinations refused
+//! ([`crate::egress`]): no redirects at all, the answer's size budget
+//! ([`ADMISSION_ANSWER_MAX_BYTES`]), private destinations refused
 //! unless allowed, the webhook's own CA bundle beside the hub's. Which webhooks are asked,
 //! in which order, and what their answers mean stays in core (`service::admission`).
 
 use std::time::Duration;
 
 use fleetgate_api_types::admission::AdmissionRequest;
+use fleetgate_policy::budgets::ADMISSION_ANSWER_MAX_BYTES;
 use futures::future::BoxFuture;
 
 use crate::db::admission_webhooks::AdmissionRow;
@@ -75,6 +77,10 @@ async fn send(
         all.extend_from_slice(pem.as_bytes());
         policy.ca_bundle_pem = Some(all);
     }
+    // The answer's budgets: its size (refused over it), and the webhook's own timeout for the
+    // whole exchange (itself within `ADMISSION_MAX_TIME`).
+    policy.max_response_bytes = policy.max_response_bytes.min(ADMISSION_ANSWER_MAX_BYTES);
+    let cap = policy.max_response_bytes;
     policy.timeout = timeout;
     policy.connect_timeout = policy.connect_timeout.min(timeout);
     let egress = Egress::new(policy).map_err(|e| e.to_string())?;
@@ -89,7 +95,9 @@ async fn send(
         other => other.to_string(),
     })?;
     if resp.truncated {
-        return Err(format!("answer larger than {} bytes", resp.body.len()));
+        return Err(format!(
+            "its answer is larger than the budget of {cap} bytes for an admission answer"
+        ));
     }
     if resp.status.is_redirection() {
         return Err(format!(
