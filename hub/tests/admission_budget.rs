@@ -146,7 +146,10 @@ async fn an_answer_over_its_size_budget_denies_whatever_the_failure_policy() {
         let outcome = &after["admission"][0];
         assert_eq!(outcome["outcome"], "denied", "{policy}: {after}");
         assert!(
-            outcome["message"].as_str().unwrap_or_default().contains(&budget),
+            outcome["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(&budget),
             "{policy}: {after}"
         );
     }

@@ -68,11 +68,18 @@ fn replica(hub: &Hub) -> Replica {
 }
 
 /// The next WatchFleet `CalendarFeedChanged` in `state`.
-async fn feed_state(s: &mut tonic::Streaming<pb::FleetEvent>, state: &str) -> pb::CalendarFeedChanged {
-    next_event(s, &format!("a CalendarFeedChanged to {state}"), |e| match e.event {
-        Some(pb::fleet_event::Event::CalendarFeed(c)) if c.state == state => Some(c),
-        _ => None,
-    })
+async fn feed_state(
+    s: &mut tonic::Streaming<pb::FleetEvent>,
+    state: &str,
+) -> pb::CalendarFeedChanged {
+    next_event(
+        s,
+        &format!("a CalendarFeedChanged to {state}"),
+        |e| match e.event {
+            Some(pb::fleet_event::Event::CalendarFeed(c)) if c.state == state => Some(c),
+            _ => None,
+        },
+    )
     .await
 }
 
@@ -169,7 +176,9 @@ async fn a_failing_feed_is_announced_once_and_watchers_see_it_at_once() {
     );
     assert_eq!(d["failures"], 1);
     assert_eq!(
-        d["lastGoodAt"].as_str().map(|s| s.parse::<chrono::DateTime<chrono::Utc>>().unwrap()),
+        d["lastGoodAt"]
+            .as_str()
+            .map(|s| s.parse::<chrono::DateTime<chrono::Utc>>().unwrap()),
         Some(first_fetch),
         "{d}"
     );

@@ -63,15 +63,15 @@ pub mod yaml;
 pub use approval::{
     Approval, Approvers, DEFAULT_APPROVAL_EXPIRY, MAX_APPROVAL_EXPIRY, MAX_APPROVERS,
 };
+/// The fuzz target's check of the iCalendar path, shared with its stable corpus replay.
+#[doc(hidden)]
+pub use calendar::fuzz_check;
 pub use calendar::{
     CalendarAuth, CalendarIssue, CalendarRefusal, CalendarSource, Calendars, DEFAULT_MAX_STALE,
     DEFAULT_REFRESH, EventMatch, ExpandedCalendar, FeedOccurrences, HORIZON_AFTER, HORIZON_BEFORE,
     MAX_ICS_BYTES, MIN_REFRESH, Occurrence, OnStale, SecretRef, cut_summary, expand_ics,
     read_calendar,
 };
-/// The fuzz target's check of the iCalendar path, shared with its stable corpus replay.
-#[doc(hidden)]
-pub use calendar::fuzz_check;
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;
 pub use dns::dns_label;

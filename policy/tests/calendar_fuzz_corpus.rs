@@ -28,7 +28,11 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
 #[test]
 fn the_seed_corpus_passes_the_fuzz_check() {
     let seeds = seeds();
-    assert!(seeds.len() >= 4, "{:?}", seeds.iter().map(|s| &s.0).collect::<Vec<_>>());
+    assert!(
+        seeds.len() >= 4,
+        "{:?}",
+        seeds.iter().map(|s| &s.0).collect::<Vec<_>>()
+    );
     for (name, bytes) in &seeds {
         let read = std::panic::catch_unwind(|| check_read_calendar(bytes))
             .unwrap_or_else(|_| panic!("{name}: the fuzz check failed"));

@@ -134,7 +134,10 @@ mod tests {
                 "https://cal.example.com:8443/a/b.ics?…",
             ),
             ("webcal://token@cal.example.com", "webcal://cal.example.com"),
-            ("http://cal.example.com/x.ics#top", "http://cal.example.com/x.ics"),
+            (
+                "http://cal.example.com/x.ics#top",
+                "http://cal.example.com/x.ics",
+            ),
             (
                 "https://cal.example.com/x.ics?u=a@b.c",
                 "https://cal.example.com/x.ics?…",

@@ -315,7 +315,10 @@ pub fn notice(event_type: &str, data: &Value) -> Notice {
         .fact("Window", s(data, "window"))
         .fact(
             "Failed fetches",
-            data["failures"].as_i64().map(|n| n.to_string()).unwrap_or_default(),
+            data["failures"]
+                .as_i64()
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
         )
         .fact("Feed", s(data, "url")),
         ("calendar", _) => Notice::new(format!(

@@ -53,7 +53,11 @@ pub fn check_read_calendar(bytes: &[u8]) -> Result<ExpandedCalendar, CalendarRef
         "{} expansion steps accepted, at or over the budget",
         calendar.expansion_steps
     );
-    assert!(calendar.events <= CALENDAR_MAX_EVENTS, "{}", calendar.events);
+    assert!(
+        calendar.events <= CALENDAR_MAX_EVENTS,
+        "{}",
+        calendar.events
+    );
     assert!(calendar.rejected.is_empty(), "{:?}", calendar.rejected);
     for pair in calendar.occurrences.windows(2) {
         assert!(pair[0].start <= pair[1].start, "not sorted: {pair:?}");
