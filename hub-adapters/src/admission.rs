@@ -53,10 +53,15 @@ impl AdmissionClient for EgressAdmission {
         timeout: Duration,
     ) -> BoxFuture<'a, std::result::Result<AdmissionAnswer, String>> {
         Box::pin(async move {
-            let resp = send(&self.policy, hook, req, timeout).await?;
+            let (resp, cap) = send(&self.policy, hook, req, timeout).await?;
             Ok(AdmissionAnswer {
                 status: resp.status.as_u16(),
-                body: resp.body.to_vec(),
+                over_budget: resp.truncated.then_some(cap),
+                body: if resp.truncated {
+                    Vec::new()
+                } else {
+                    resp.body.to_vec()
+                },
             })
         })
     }
@@ -69,7 +74,7 @@ async fn send(
     hook: &AdmissionRow,
     req: &AdmissionRequest,
     timeout: Duration,
-) -> std::result::Result<crate::egress::EgressResponse, String> {
+) -> std::result::Result<(crate::egress::EgressResponse, usize), String> {
     let mut policy = policy.clone().max_redirects(0);
     if let Some(pem) = &hook.ca_bundle {
         let mut all = policy.ca_bundle_pem.take().unwrap_or_default();
@@ -94,18 +99,13 @@ async fn send(
         crate::egress::EgressError::Timeout => format!("no answer within {}", humantime(timeout)),
         other => other.to_string(),
     })?;
-    if resp.truncated {
-        return Err(format!(
-            "its answer is larger than the budget of {cap} bytes for an admission answer"
-        ));
-    }
     if resp.status.is_redirection() {
         return Err(format!(
             "answered {} (redirects are not followed)",
             resp.status.as_u16()
         ));
     }
-    Ok(resp)
+    Ok((resp, cap))
 }
 
 fn humantime(d: Duration) -> String {
