@@ -1,11 +1,13 @@
 //! Admission webhook calls: core's [`AdmissionClient`] over the hub's outbound client
-//! ([`crate::egress`]): no redirects at all, the size cap, private destinations refused
+//! ([`crate::egress`]): no redirects at all, the answer's size budget
+//! ([`ADMISSION_ANSWER_MAX_BYTES`]), private destinations refused
 //! unless allowed, the webhook's own CA bundle beside the hub's. Which webhooks are asked,
 //! in which order, and what their answers mean stays in core (`service::admission`).
 
 use std::time::Duration;
 
 use fleetgate_api_types::admission::AdmissionRequest;
+use fleetgate_policy::budgets::ADMISSION_ANSWER_MAX_BYTES;
 use futures::future::BoxFuture;
 
 use crate::db::admission_webhooks::AdmissionRow;
@@ -51,10 +53,15 @@ impl AdmissionClient for EgressAdmission {
         timeout: Duration,
     ) -> BoxFuture<'a, std::result::Result<AdmissionAnswer, String>> {
         Box::pin(async move {
-            let resp = send(&self.policy, hook, req, timeout).await?;
+            let (resp, cap) = send(&self.policy, hook, req, timeout).await?;
             Ok(AdmissionAnswer {
                 status: resp.status.as_u16(),
-                body: resp.body.to_vec(),
+                over_budget: resp.truncated.then_some(cap),
+                body: if resp.truncated {
+                    Vec::new()
+                } else {
+                    resp.body.to_vec()
+                },
             })
         })
     }
@@ -67,7 +74,7 @@ async fn send(
     hook: &AdmissionRow,
     req: &AdmissionRequest,
     timeout: Duration,
-) -> std::result::Result<crate::egress::EgressResponse, String> {
+) -> std::result::Result<(crate::egress::EgressResponse, usize), String> {
     let mut policy = policy.clone().max_redirects(0);
     if let Some(pem) = &hook.ca_bundle {
         let mut all = policy.ca_bundle_pem.take().unwrap_or_default();
@@ -75,6 +82,10 @@ async fn send(
         all.extend_from_slice(pem.as_bytes());
         policy.ca_bundle_pem = Some(all);
     }
+    // The answer's budgets: its size (refused over it), and the webhook's own timeout for the
+    // whole exchange (itself within `ADMISSION_MAX_TIME`).
+    policy.max_response_bytes = policy.max_response_bytes.min(ADMISSION_ANSWER_MAX_BYTES);
+    let cap = policy.max_response_bytes;
     policy.timeout = timeout;
     policy.connect_timeout = policy.connect_timeout.min(timeout);
     let egress = Egress::new(policy).map_err(|e| e.to_string())?;
@@ -88,16 +99,13 @@ async fn send(
         crate::egress::EgressError::Timeout => format!("no answer within {}", humantime(timeout)),
         other => other.to_string(),
     })?;
-    if resp.truncated {
-        return Err(format!("answer larger than {} bytes", resp.body.len()));
-    }
     if resp.status.is_redirection() {
         return Err(format!(
             "answered {} (redirects are not followed)",
             resp.status.as_u16()
         ));
     }
-    Ok(resp)
+    Ok((resp, cap))
 }
 
 fn humantime(d: Duration) -> String {

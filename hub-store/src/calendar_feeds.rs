@@ -170,8 +170,43 @@ pub struct NewCopy<'a> {
     pub changed: bool,
 }
 
+/// The feed's state before a fetch was recorded, taken in the same statement: whether it was
+/// failing (its last fetch failed or was refused), the failures in a row, its last good fetch.
+const BEFORE: &str = "(select gate, window_name, last_error, failures as old_failures \
+     from calendar_feeds where gate = $1 and window_name = $2 for update) old";
+
+/// What recording a fetch changed in the feed's state: what the notifications of a feed that
+/// starts or stops failing (`calendar.failing`, `calendar.recovered`) carry.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct FetchRecorded {
+    /// The last fetch had failed (or been refused) before this one.
+    pub was_failing: bool,
+    /// Failures in a row before this fetch.
+    pub failures_before: i32,
+    /// Failures in a row now (0 after a success).
+    pub failures: i32,
+    /// The last successful fetch (the copy in force was fetched then), if any.
+    pub last_good_at: Option<DateTime<Utc>>,
+}
+
+impl FetchRecorded {
+    /// The feed started failing with this fetch (it was `ok`, or never fetched).
+    pub fn started_failing(&self) -> bool {
+        !self.was_failing && self.failures > 0
+    }
+
+    /// The feed stopped failing with this fetch.
+    pub fn recovered(&self) -> bool {
+        self.was_failing && self.failures == 0
+    }
+}
+
+const RETURNING: &str = "returning old.last_error is not null as was_failing, \
+     old.old_failures as failures_before, f.failures, f.fetched_at as last_good_at";
+
 /// Records a successful fetch at `now` that brought `copy` (or, with `None`, confirmed the
-/// copy held: 304 or the same bytes), due again at `next`; releases the lease.
+/// copy held: 304 or the same bytes), due again at `next`; releases the lease. `None` if the
+/// row is gone.
 pub async fn record_success(
     conn: &mut PgConnection,
     gate: &str,
@@ -180,34 +215,37 @@ pub async fn record_success(
     next: DateTime<Utc>,
     copy: Option<&NewCopy<'_>>,
     publish: bool,
-) -> Result<()> {
-    match copy {
+) -> Result<Option<FetchRecorded>> {
+    let recorded = match copy {
         None => {
-            sqlx::query(
-                "update calendar_feeds set fetched_at = $3, attempted_at = $3, last_error = null, \
-                 failures = 0, stale_announced_at = null, next_fetch_at = $4, lease_owner = null, \
-                 lease_until = null, published_fetched_at = case when $5 then $3 \
-                 else published_fetched_at end where gate = $1 and window_name = $2",
-            )
+            sqlx::query_as(sql!(
+                "update calendar_feeds f set fetched_at = $3, attempted_at = $3, \
+                 last_error = null, failures = 0, stale_announced_at = null, \
+                 next_fetch_at = $4, lease_owner = null, lease_until = null, \
+                 published_fetched_at = case when $5 then $3 else f.published_fetched_at end \
+                 from {BEFORE} where f.gate = old.gate and f.window_name = old.window_name \
+                 {RETURNING}"
+            ))
             .bind(gate)
             .bind(window)
             .bind(now)
             .bind(next)
             .bind(publish)
-            .execute(conn)
-            .await?;
+            .fetch_optional(conn)
+            .await?
         }
         Some(c) => {
-            sqlx::query(
-                "update calendar_feeds set body = $3, body_sha256 = $4, etag = $5, \
+            sqlx::query_as(sql!(
+                "update calendar_feeds f set body = $3, body_sha256 = $4, etag = $5, \
                  last_modified = $6, occurrences = $7, rejected = $8, expanded_from = $9, \
                  expanded_to = $10, refresh_hint_seconds = $11, \
-                 changed_at = case when $12 then $13 else changed_at end, \
+                 changed_at = case when $12 then $13 else f.changed_at end, \
                  fetched_at = $13, attempted_at = $13, last_error = null, failures = 0, \
                  stale_announced_at = null, next_fetch_at = $14, lease_owner = null, \
                  lease_until = null, published_fetched_at = $13 \
-                 where gate = $1 and window_name = $2",
-            )
+                 from {BEFORE} where f.gate = old.gate and f.window_name = old.window_name \
+                 {RETURNING}"
+            ))
             .bind(gate)
             .bind(window)
             .bind(c.body)
@@ -222,14 +260,15 @@ pub async fn record_success(
             .bind(c.changed)
             .bind(now)
             .bind(next)
-            .execute(conn)
-            .await?;
+            .fetch_optional(conn)
+            .await?
         }
-    }
-    Ok(())
+    };
+    Ok(recorded)
 }
 
-/// Records a failed fetch at `now` (the last good copy stays), due again at `next`.
+/// Records a failed fetch at `now` (the last good copy stays), due again at `next`. `None`
+/// if the row is gone.
 pub async fn record_failure(
     conn: &mut PgConnection,
     gate: &str,
@@ -237,20 +276,20 @@ pub async fn record_failure(
     now: DateTime<Utc>,
     next: DateTime<Utc>,
     error: &str,
-) -> Result<()> {
-    sqlx::query(
-        "update calendar_feeds set attempted_at = $3, last_error = $4, failures = failures + 1, \
-         next_fetch_at = $5, lease_owner = null, lease_until = null \
-         where gate = $1 and window_name = $2",
-    )
+) -> Result<Option<FetchRecorded>> {
+    let recorded = sqlx::query_as(sql!(
+        "update calendar_feeds f set attempted_at = $3, last_error = $4, \
+         failures = f.failures + 1, next_fetch_at = $5, lease_owner = null, lease_until = null \
+         from {BEFORE} where f.gate = old.gate and f.window_name = old.window_name {RETURNING}"
+    ))
     .bind(gate)
     .bind(window)
     .bind(now)
     .bind(error)
     .bind(next)
-    .execute(conn)
+    .fetch_optional(conn)
     .await?;
-    Ok(())
+    Ok(recorded)
 }
 
 /// Feeds whose published copy is stale at `now` (published fetch + maxStale, or never

@@ -128,6 +128,23 @@ pub async fn publish(conn: &mut PgConnection, affected: &Affected) -> Result<i64
     Ok(rev)
 }
 
+/// Tells every replica's watchers (WatchFleet, the dashboard's event stream) to read the fleet
+/// view again, without a new revision: a change that no snapshot holds (a calendar feed that
+/// starts or stops failing, recorded outside a write). A notice naming no cluster: the fan-out
+/// re-reads no snapshot, the fleet feed re-reads its view. Sent on commit, like [`publish`]'s.
+pub async fn nudge(conn: &mut PgConnection) -> Result<()> {
+    let notice = ChangeNotice {
+        revision: current(&mut *conn).await?,
+        clusters: Some(Vec::new()),
+    };
+    sqlx::query("select pg_notify($1, $2)")
+        .bind(CHANGES_CHANNEL)
+        .bind(serde_json::to_string(&notice).unwrap_or_default())
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
 /// A LISTEN session on [`CHANGES_CHANNEL`] over `pool`.
 pub async fn listen(pool: &sqlx::PgPool) -> Result<sqlx::postgres::PgListener, sqlx::Error> {
     let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;

@@ -85,3 +85,38 @@ const _: () = assert!(GATE_RULE_MAX_BYTES <= SNAPSHOT_MAX_BYTES);
 const _: () = assert!(CALENDAR_MAX_OCCURRENCES <= GATE_MAX_OCCURRENCES);
 const _: () = assert!(INLINE_ICS_MAX_BYTES < GATE_MANIFEST_MAX_BYTES);
 const _: () = assert!(INLINE_ICS_MAX_BYTES <= CALENDAR_MAX_BYTES);
+
+// Answers the hub reads from the services it calls. An admission webhook's answer can let an
+// override (and so an open gate) through and an identity provider's can let someone in, so
+// they have budgets too, and fail closed over them.
+
+/// The largest answer an admission webhook may give (`{"allowed": …, "message": …}` is a few
+/// hundred bytes). A larger answer is not read and the request is denied, whatever the
+/// webhook's `failurePolicy`: the webhook did answer, with something the hub refuses to read.
+pub const ADMISSION_ANSWER_MAX_BYTES: usize = 64 * 1024;
+
+/// How long the hub waits for an admission webhook's whole answer when the webhook sets no
+/// `timeout`. Past it the call failed, and `failurePolicy` decides (`Fail`, the default, denies).
+pub const ADMISSION_DEFAULT_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The longest `timeout` an admission webhook may set.
+pub const ADMISSION_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The largest OpenID discovery document the hub reads (Google's, Microsoft's and Okta's are
+/// 1–6 KiB). Over it sign-in fails and an issuer's keys cannot be found.
+pub const DISCOVERY_MAX_BYTES: usize = 64 * 1024;
+
+/// The largest JWKS the hub reads from a provider or accepts pinned on a cluster (a provider's
+/// key set with `x5c` certificate chains is 2–20 KiB). Over it the keys are not replaced: the
+/// keys fetched before stay in use.
+pub const JWKS_MAX_BYTES: usize = 64 * 1024;
+
+/// The largest token endpoint answer the hub reads (an ID token with group claims, access and
+/// refresh tokens: about 10 KiB at most in practice). Over it the sign-in or refresh fails.
+pub const TOKEN_ANSWER_MAX_BYTES: usize = 64 * 1024;
+
+/// How long the hub waits for one identity provider answer, body included (`--egress-timeout`
+/// if that is shorter). Past it the call failed: no keys replaced, no sign-in.
+pub const IDENTITY_ANSWER_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
+const _: () = assert!(ADMISSION_DEFAULT_TIME.as_millis() <= ADMISSION_MAX_TIME.as_millis());

@@ -63,6 +63,9 @@ pub mod yaml;
 pub use approval::{
     Approval, Approvers, DEFAULT_APPROVAL_EXPIRY, MAX_APPROVAL_EXPIRY, MAX_APPROVERS,
 };
+/// The fuzz target's check of the iCalendar path, shared with its stable corpus replay.
+#[doc(hidden)]
+pub use calendar::fuzz_check;
 pub use calendar::{
     CalendarAuth, CalendarIssue, CalendarRefusal, CalendarSource, Calendars, DEFAULT_MAX_STALE,
     DEFAULT_REFRESH, EventMatch, ExpandedCalendar, FeedOccurrences, HORIZON_AFTER, HORIZON_BEFORE,

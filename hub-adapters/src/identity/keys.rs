@@ -13,7 +13,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
 
 use super::metrics::IdentityMetrics;
-use super::outbound::{Outbound, OutboundError};
+use super::outbound::{AnswerBudget, Outbound, OutboundError};
 
 /// What the hub reads of `/.well-known/openid-configuration`.
 #[derive(Debug, Clone, Deserialize)]
@@ -41,7 +41,7 @@ pub async fn discover(outbound: &Outbound, issuer: &str) -> Result<Metadata, Str
         issuer.trim_end_matches('/')
     );
     let meta: Metadata = outbound
-        .get_json(&url)
+        .get_json(&url, AnswerBudget::DISCOVERY)
         .await
         .map_err(|e: OutboundError| e.to_string())?;
     if meta.issuer != issuer {
@@ -231,7 +231,7 @@ impl KeyCache {
         };
         let jwks: JwkSet = self
             .outbound
-            .get_json(&uri)
+            .get_json(&uri, AnswerBudget::JWKS)
             .await
             .map_err(|e| e.to_string())?;
         Ok(KeySet::from_jwks(&jwks))

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::config::LoginConfig;
 use super::keys::{Metadata, discover};
-use super::outbound::{Outbound, OutboundError, enc};
+use super::outbound::{AnswerBudget, Outbound, OutboundError, enc};
 pub use fleetgate_hub_core::identity::provider::{
     IdentityProvider, Pending, RefreshError, TokenResponse, random,
 };
@@ -180,7 +180,7 @@ impl Login {
             }
         };
         self.outbound
-            .post_form(&endpoint, &form, basic)
+            .post_form(&endpoint, &form, basic, AnswerBudget::TOKEN)
             .await
             .map_err(Ok)
     }

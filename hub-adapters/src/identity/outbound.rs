@@ -3,9 +3,40 @@
 //! (timeouts, size cap, same-host redirects only, private destinations
 //! refused unless `--egress-allow-private`, https unless `--egress-allow-http`).
 
+use fleetgate_policy::budgets::{
+    DISCOVERY_MAX_BYTES, IDENTITY_ANSWER_MAX_TIME, JWKS_MAX_BYTES, TOKEN_ANSWER_MAX_BYTES,
+};
 use serde::de::DeserializeOwned;
 
 use crate::egress::{Egress, EgressError, EgressPolicy};
+
+/// The size budget of one kind of provider answer (`fleetgate_policy::budgets`); every answer
+/// also has the time budget [`IDENTITY_ANSWER_MAX_TIME`] (or `--egress-timeout` if shorter).
+/// An answer over either is not used: no keys replaced, no sign-in.
+#[derive(Debug, Clone, Copy)]
+pub struct AnswerBudget {
+    /// What the answer is, for the error.
+    pub what: &'static str,
+    pub max_bytes: usize,
+}
+
+impl AnswerBudget {
+    /// `/.well-known/openid-configuration`.
+    pub const DISCOVERY: Self = Self {
+        what: "a discovery document",
+        max_bytes: DISCOVERY_MAX_BYTES,
+    };
+    /// A provider's key set.
+    pub const JWKS: Self = Self {
+        what: "a JWKS",
+        max_bytes: JWKS_MAX_BYTES,
+    };
+    /// The token endpoint's answer.
+    pub const TOKEN: Self = Self {
+        what: "a token endpoint answer",
+        max_bytes: TOKEN_ANSWER_MAX_BYTES,
+    };
+}
 
 /// Why a call to a provider failed, in words for the person waiting on it.
 #[derive(Debug, thiserror::Error)]
@@ -43,22 +74,27 @@ impl Outbound {
         })
     }
 
-    /// GET `url` as JSON.
-    pub async fn get_json<T: DeserializeOwned>(&self, url: &str) -> Result<T, OutboundError> {
+    /// GET `url` as JSON, within `budget`.
+    pub async fn get_json<T: DeserializeOwned>(
+        &self,
+        url: &str,
+        budget: AnswerBudget,
+    ) -> Result<T, OutboundError> {
         let req = self
             .egress
             .request(reqwest::Method::GET, url)
             .map_err(|e| transport(url, &e))?
             .header("accept", "application/json");
-        self.json(url, req).await
+        self.json(url, req, budget).await
     }
 
-    /// POST a form to `url`, optionally with HTTP Basic client credentials.
+    /// POST a form to `url`, optionally with HTTP Basic client credentials, within `budget`.
     pub async fn post_form<T: DeserializeOwned>(
         &self,
         url: &str,
         form: &[(&str, &str)],
         basic: Option<(&str, &str)>,
+        budget: AnswerBudget,
     ) -> Result<T, OutboundError> {
         let body = form
             .iter()
@@ -76,21 +112,34 @@ impl Outbound {
             // RFC 6749 2.3.1: the id and secret are form-encoded first.
             req = req.basic_auth(enc(user), Some(enc(pass)));
         }
-        self.json(url, req).await
+        self.json(url, req, budget).await
     }
 
     async fn json<T: DeserializeOwned>(
         &self,
         url: &str,
         req: reqwest::RequestBuilder,
+        budget: AnswerBudget,
     ) -> Result<T, OutboundError> {
+        let policy = self.egress.policy();
+        let req = req.timeout(policy.timeout.min(IDENTITY_ANSWER_MAX_TIME));
+        let max_bytes = budget.max_bytes.min(policy.max_response_bytes);
         let resp = self
             .egress
             .send(req)
             .await
             .map_err(|e| transport(url, &e))?;
+        if resp.truncated || resp.body.len() > max_bytes {
+            return Err(OutboundError::Transport {
+                url: url.to_string(),
+                message: format!(
+                    "the answer is larger than the budget of {max_bytes} bytes for {}",
+                    budget.what
+                ),
+            });
+        }
         let status = resp.status;
-        let body = resp.body_within_cap().map_err(|e| transport(url, &e))?;
+        let body = resp.body;
         if !status.is_success() {
             let error = serde_json::from_slice::<serde_json::Value>(&body)
                 .ok()

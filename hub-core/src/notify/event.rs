@@ -36,6 +36,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "rollout.ended",
     "approval.cancelled",
     "approval.expired",
+    "calendar.failing",
+    "calendar.recovered",
 ];
 
 /// Why a gate's state changed.

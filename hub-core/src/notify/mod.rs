@@ -13,6 +13,7 @@
 //! crate::notify::enqueue(tx, &NewEvent { event_type: "approval.pending".into(), .. }).await?;
 //! ```
 
+pub mod calendars;
 pub mod event;
 pub mod format;
 pub(crate) mod freezes;

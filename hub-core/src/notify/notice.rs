@@ -296,6 +296,31 @@ pub fn notice(event_type: &str, data: &Value) -> Notice {
                 },
             )
         }
+        ("calendar", "failing") => Notice::new(format!(
+            "Calendar of gate {} is failing (window {}); its last good copy stays in force",
+            s(data, "gate"),
+            s(data, "window")
+        ))
+        .fact("Gate", s(data, "gate"))
+        .fact("Window", s(data, "window"))
+        .fact("Reason", s(data, "reason"))
+        .fact("Last good copy", time(&data["lastGoodAt"]))
+        .fact("Feed", s(data, "url")),
+        ("calendar", "recovered") => Notice::new(format!(
+            "Calendar of gate {} is read again (window {})",
+            s(data, "gate"),
+            s(data, "window")
+        ))
+        .fact("Gate", s(data, "gate"))
+        .fact("Window", s(data, "window"))
+        .fact(
+            "Failed fetches",
+            data["failures"]
+                .as_i64()
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+        )
+        .fact("Feed", s(data, "url")),
         ("calendar", _) => Notice::new(format!(
             "Calendar of gate {} is stale (window {})",
             s(data, "gate"),

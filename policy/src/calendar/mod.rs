@@ -5,6 +5,7 @@
 //! instant its copy turns stale.
 
 mod expand;
+pub mod fuzz_check;
 mod lines;
 mod read;
 mod spec;

@@ -21,8 +21,8 @@ use crate::db::revision::Affected;
 use crate::{Error, Result, validate};
 
 /// Default and longest wait for an answer.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
-const MAX_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_TIMEOUT: Duration = fleetgate_policy::budgets::ADMISSION_DEFAULT_TIME;
+const MAX_TIMEOUT: Duration = fleetgate_policy::budgets::ADMISSION_MAX_TIME;
 /// The most of a webhook's message kept (answer, audit).
 const MAX_MESSAGE: usize = 500;
 const OPERATIONS: [&str; 2] = ["override", "approval"];
@@ -333,6 +333,21 @@ async fn call(
         Err(e) => return failure(None, e),
     };
     let status = resp.status;
+    if let Some(budget) = resp.over_budget {
+        // The webhook is up and answered with more than the hub reads: an answer it cannot
+        // read must not let the request through, whatever the failure policy.
+        let what = format!(
+            "its answer is larger than the budget of {budget} bytes for an admission answer"
+        );
+        let err = Error::Denied {
+            field: None,
+            message: format!(
+                "admission webhook '{}' refused the {}: {what} (denied whatever the failurePolicy)",
+                hook.name, req.operation
+            ),
+        };
+        return (outcome("denied", Some(status), Some(what)), Some(err));
+    }
     let text = String::from_utf8_lossy(&resp.body).trim().to_string();
     if (500..600).contains(&status) {
         return failure(Some(status), format!("answered {status}"));

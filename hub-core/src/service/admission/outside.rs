@@ -19,6 +19,9 @@ pub struct AdmissionAnswer {
     pub status: u16,
     /// The body (within the client's size cap).
     pub body: Vec<u8>,
+    /// The answer was larger than this budget and was not read: the request is denied,
+    /// whatever the webhook's `failurePolicy`.
+    pub over_budget: Option<usize>,
 }
 
 /// Calls admission webhooks (outbound HTTP under the hub's egress rules).

@@ -102,6 +102,27 @@ fn other_feeds_occurrences(rows: &[FeedRow], window: &str) -> usize {
         .sum()
 }
 
+/// In the transaction that recorded a fetch of `row`: `calendar.failing` or
+/// `calendar.recovered` when the feed started or stopped failing, and a change notification so
+/// watchers see the new state at once (nothing spokes see changed).
+async fn announce(
+    conn: &mut sqlx::PgConnection,
+    row: &FeedRow,
+    recorded: Option<&calendar_feeds::FetchRecorded>,
+    error: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let feed = crate::notify::calendars::Feed {
+        gate: &row.gate,
+        window: &row.window_name,
+        url: &row.url,
+    };
+    if crate::notify::calendars::fetch_recorded(conn, feed, recorded, error, now).await? {
+        tracing::info!(gate = %row.gate, window = %row.window_name, error = ?error, "calendar feed state changed");
+    }
+    Ok(())
+}
+
 impl Service {
     /// Feeds due now, claimed for `owner` for `lease` (at most `limit`).
     pub async fn claim_due_feeds(
@@ -140,7 +161,7 @@ impl Service {
                 Err(error) => {
                     // Back off 1m, 2m, 4m … up to the refresh interval.
                     let backoff = Duration::minutes(1 << current.failures.clamp(0, 10));
-                    calendar_feeds::record_failure(
+                    let recorded = calendar_feeds::record_failure(
                         &mut tx,
                         &row.gate,
                         &row.window_name,
@@ -149,6 +170,7 @@ impl Service {
                         error,
                     )
                     .await?;
+                    announce(&mut tx, row, recorded.as_ref(), Some(error), now).await?;
                     Some(Recorded::Failed)
                 }
                 Ok(fetched) => {
@@ -166,7 +188,7 @@ impl Service {
                     if same && !horizon_moved && !republish {
                         let hint = current.refresh_hint_seconds.map(Duration::seconds);
                         let next = now + hint.map_or(refresh, |h| refresh.max(h));
-                        calendar_feeds::record_success(
+                        let recorded = calendar_feeds::record_success(
                             &mut tx,
                             &row.gate,
                             &row.window_name,
@@ -176,6 +198,7 @@ impl Service {
                             false,
                         )
                         .await?;
+                        announce(&mut tx, row, recorded.as_ref(), None, now).await?;
                         Some(Recorded::Unchanged)
                     } else {
                         None
@@ -229,7 +252,7 @@ impl Service {
                         .published_fetched_at
                         .is_none_or(|p| now - p >= half_stale);
                     if !changed && !horizon_moved {
-                        calendar_feeds::record_success(
+                        let recorded = calendar_feeds::record_success(
                             tx,
                             &row.gate,
                             &row.window_name,
@@ -239,6 +262,7 @@ impl Service {
                             republish,
                         )
                         .await?;
+                        announce(tx, row, recorded.as_ref(), None, now).await?;
                         if !republish {
                             return Ok(Written::unchanged((Recorded::Unchanged, None)));
                         }
@@ -297,7 +321,7 @@ impl Service {
                         changed,
                     };
                     let next = now + expanded.refresh_hint().map_or(refresh, |h| refresh.max(h));
-                    calendar_feeds::record_success(
+                    let recorded = calendar_feeds::record_success(
                         tx,
                         &row.gate,
                         &row.window_name,
@@ -307,6 +331,7 @@ impl Service {
                         true,
                     )
                     .await?;
+                    announce(tx, row, recorded.as_ref(), None, now).await?;
                     let all = tx.scoped_clusters().await?;
                     let names = crate::service::gates::clusters_in(&all, &[&gate.spec.clusters]);
                     let affected = Affected::among(names, all.len());
@@ -347,7 +372,7 @@ impl Service {
             };
             let backoff = Duration::minutes(1 << current.failures.clamp(0, 10));
             let refresh = Duration::seconds(current.refresh_seconds);
-            calendar_feeds::record_failure(
+            let recorded = calendar_feeds::record_failure(
                 &mut tx,
                 &row.gate,
                 &row.window_name,
@@ -356,6 +381,7 @@ impl Service {
                 &error,
             )
             .await?;
+            announce(&mut tx, row, recorded.as_ref(), Some(&error), now).await?;
             tx.commit().await?;
         }
         Ok(recorded)
@@ -388,7 +414,7 @@ impl Service {
                     data: serde_json::json!({
                         "gate": row.gate,
                         "window": row.window_name,
-                        "url": row.url,
+                        "url": crate::notify::calendars::display_url(&row.url),
                         "lastFetchAt": row.fetched_at,
                         "staleSince": since,
                         "error": row.last_error,

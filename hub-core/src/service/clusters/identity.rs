@@ -29,7 +29,7 @@ pub const SPOKE_REFUSED: &str = "spoke.refused";
 const MAX_URI: usize = 2048;
 
 /// Largest pinned JWKS document accepted (serialized), bytes.
-const MAX_JWKS: usize = 64 * 1024;
+const MAX_JWKS: usize = fleetgate_policy::budgets::JWKS_MAX_BYTES;
 
 fn uri_ok(s: &str) -> bool {
     !s.is_empty() && s.len() <= MAX_URI && !s.chars().any(|c| c.is_whitespace() || c.is_control())
