@@ -1,37 +1,23 @@
-//! fleetgate hub: gate policies in PostgreSQL, a service layer shared by the
-//! REST and gRPC APIs, the REST API with tokens, roles and an audit log, and
-//! the change notifications the gRPC fan-out consumes.
+//! fleetgate hub, **binary** layer: the command line and configuration (`config`, which
+//! assembles each component's own options type) and the wiring that starts a replica
+//! (`serve`). Nothing below imports this crate.
+//!
+//! Layers, bottom to top: `fleetgate-hub-store` (PostgreSQL) → `fleetgate-hub-core`
+//! (decisions, event and identity models) → `fleetgate-hub-adapters` (the outside world) →
+//! `fleetgate-hub-api` (REST, gRPC, dashboard) → **`fleetgate-hub`**. The library re-exports
+//! the layers under their old module paths (`fleetgate_hub::service`, `fleetgate_hub::db`, ...)
+//! so tests and tools keep one import root.
 #![forbid(unsafe_code)]
 
-pub mod auth;
-pub mod calendar_sync;
-pub mod clock;
 pub mod config;
-pub mod dashboard;
-pub mod db;
-pub mod drain;
-pub mod egress;
-pub mod error;
-pub mod fanout;
-pub mod fleet_feed;
-pub mod grpc;
-pub mod http;
-pub mod identity;
-pub mod liveness;
-pub mod metrics;
-pub mod notify;
-pub mod openapi;
-pub mod replica;
-pub mod rest;
-pub mod rollout;
-pub use fleetgate_api_types::schema;
 pub mod serve;
-pub mod service;
-pub mod startup;
-pub mod validate;
 
-pub use error::{Error, Result};
-pub use http::app;
-pub use rest::AppState;
+pub use fleetgate_hub_adapters::{calendar_sync, notifier, webhook_delivery};
+pub use fleetgate_hub_api::{
+    AppState, app, dashboard, drain, fleet_feed, grpc, http, openapi, replica, rest, startup,
+};
+pub use fleetgate_hub_core::{
+    Actor, Error, Result, Role, Service, auth, clock, db, egress, error, fanout, identity,
+    liveness, metrics, notify, rollout, schema, service, validate,
+};
 pub use serve::serve;
-pub use service::{Actor, Role, Service};

@@ -136,12 +136,22 @@ pub fn all_flags(programs: &BTreeMap<&'static str, Program>) -> BTreeSet<String>
     out
 }
 
-/// The metric names the hub and the spoke register, with their prefixes:
-/// `Registry::with_prefix("fleetgate_hub")` for the crate, a
+/// The metric names the hub (its crates) and the spoke register, with their prefixes:
+/// `Registry::with_prefix("fleetgate_hub")` for the hub's crates, a
 /// `sub_registry_with_prefix("grpc")` for what a file registers after it.
 pub fn metrics(root: &Path) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for (krate, prefix) in [("hub", "fleetgate_hub"), ("spoke", "fleetgate_spoke")] {
+    for (krate, prefix) in [
+        ("hub", "fleetgate_hub"),
+        ("hub-store", "fleetgate_hub"),
+        ("hub-core", "fleetgate_hub"),
+        ("hub-adapters", "fleetgate_hub"),
+        ("hub-api", "fleetgate_hub"),
+        ("spoke", "fleetgate_spoke"),
+    ] {
+        if !root.join(krate).join("src").is_dir() {
+            continue;
+        }
         for f in rust_files(&root.join(krate).join("src")) {
             let text = std::fs::read_to_string(&f).expect("readable source");
             let sub = text

@@ -74,7 +74,7 @@ async fn the_replica_runs_the_driver() {
     let viewer = fleetgate_hub::Actor::new("test", fleetgate_hub::Role::Viewer);
     let (first, updates) = replica.fleet.subscribe(&viewer).await.unwrap();
     assert!(first.rollouts.is_empty());
-    let events = fleetgate_hub::fleet_feed::events::events(
+    let events = fleetgate_hub::fleet_feed::stream::events(
         replica.service.clone(),
         updates,
         tokio_util::sync::CancellationToken::new(),

@@ -3,7 +3,7 @@
 
 use super::{Browser, step};
 
-/// The session cookie's name (`hub/src/identity/sessions.rs`).
+/// The session cookie's name (`hub-core/src/identity/sessions.rs`).
 pub const SESSION_COOKIE: &str = "fleetgate_session";
 
 /// The value of the browser's session cookie (HttpOnly: only WebDriver sees it).

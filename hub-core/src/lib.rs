@@ -1,0 +1,31 @@
+//! fleetgate hub, **core** layer: the decisions (access, gates, overrides, approvals, freezes,
+//! rollouts, calendars, reports, fleet evaluation, the fan-out index) and the models of
+//! notification events and identities, over the store.
+//!
+//! Layers, bottom to top: `fleetgate-hub-store` → **`fleetgate-hub-core`** →
+//! `fleetgate-hub-adapters` → `fleetgate-hub-api` → `fleetgate-hub` (binary). This crate may
+//! import the store (re-exported here as [`db`], with [`Error`] and [`Result`]), the policy
+//! and API-type crates, never an adapter, an API surface (REST, gRPC, dashboard) or the
+//! binary's configuration: what it needs from the outside world it declares as a trait or
+//! plain data the layers above implement and wire. Still here, to move to the adapters behind
+//! such traits: the outbound client ([`egress`]), the identity provider client and token
+//! verification (`identity::{keys, login, outbound, jwt, crypto}`) and the admission webhook
+//! calls (`service::admission`). Inside it, no two files import each other in a circle.
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod clock;
+pub mod egress;
+pub mod fanout;
+pub mod identity;
+pub mod metrics;
+pub mod notify;
+pub mod options;
+pub mod rollout;
+pub mod service;
+pub mod validate;
+
+pub use fleetgate_api_types::schema;
+pub use fleetgate_hub_store as db;
+pub use fleetgate_hub_store::{Error, Result, error, liveness};
+pub use service::{Actor, Role, Service};

@@ -1,0 +1,550 @@
+//! The fleet as the hub knows it at one instant: [`FleetInputs::read`] reads
+//! clusters, gates, live overrides and reported objects in one consistent
+//! (REPEATABLE READ) transaction, and every view is a pure projection of it —
+//! the fleet summary and status, a cluster's status, the fleet view the change
+//! streams diff, the dashboard's grid, and the spokes' snapshots.
+
+pub mod applying;
+mod evaluate;
+pub mod grid;
+mod reported;
+pub mod snapshot;
+pub mod status;
+pub mod summary;
+pub mod view;
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use fleetgate_policy::{ClusterScope, Gate, Override};
+use sqlx::PgConnection;
+
+use super::{Actor, ClusterRef, GateRef, ReadScope, Role, Service};
+use crate::db::clusters::Cluster;
+use crate::db::overrides::{EndedClose, OverrideRecord};
+use crate::db::rollouts::{FailureRow, ReleaseRow, RolloutSummaryRow, WaitingRow};
+use crate::db::{self, clusters, gates, overrides, revision};
+use crate::{Error, Result};
+
+use crate::db::held_objects;
+pub use crate::db::held_objects::HeldObjectStatus;
+pub use crate::db::reports::LocalGate;
+pub use crate::db::status::ObjectStatus;
+pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
+pub use snapshot::{Snapshot, SnapshotGate, Waiting};
+pub use status::{ClusterBrief, ClusterRollout, ClusterStatus, FleetStatus, GateBrief, GateStatus};
+pub use summary::{ClusterCounts, FleetSummary, GateSummary, ObjectCounts};
+pub use view::{
+    FeedBrief, FleetView, GateOnCluster, HeldSet, ReportProblemBrief, RolloutSummary, SpokeState,
+    ViewLabels, WouldCounts,
+};
+
+/// Which clusters a read covers, and how much of what their spokes reported.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// Every cluster, with reported-object counts (fleet views).
+    Fleet,
+    /// Those of the named clusters that exist, without reported objects or
+    /// connection state (snapshots: the fan-out reads connected clusters in
+    /// batches; `db::clusters::for_snapshots`).
+    Clusters(&'a [String]),
+    /// One cluster with every object its spoke reported; 404 if unknown.
+    Cluster(&'a str),
+}
+
+/// A registered cluster and its spoke token hash.
+#[derive(Debug, Clone)]
+pub struct ClusterInput {
+    pub row: Cluster,
+    pub token_hash: Vec<u8>,
+}
+
+/// A stored gate, parsed.
+#[derive(Debug, Clone)]
+pub struct GateInput {
+    pub gate: Gate,
+    pub version: i64,
+    /// The validated manifest as stored.
+    pub manifest: serde_json::Value,
+    /// The occurrences of its `calendar.url` windows' feeds (those fetched).
+    pub feeds: Vec<fleetgate_policy::FeedOccurrences>,
+    /// The cluster scopes of the scoped admin that last wrote it (none:
+    /// unscoped): the gate reaches only clusters inside one of them.
+    pub within: Option<Vec<ClusterScope>>,
+}
+
+impl GateInput {
+    /// metadata.name.
+    pub fn name(&self) -> &str {
+        self.gate.name()
+    }
+
+    /// `spec.enforcement: warn`: evaluated and shown, never enforced.
+    pub fn is_warn(&self) -> bool {
+        self.gate.spec.enforcement.is_warn()
+    }
+
+    /// `enforce` or `warn`.
+    pub fn enforcement(&self) -> String {
+        self.gate.spec.enforcement.as_str().to_string()
+    }
+
+    /// Whether the gate's scope includes `cluster` (and its last writer's
+    /// scope does too).
+    pub fn applies_to(&self, cluster: &Cluster) -> bool {
+        reaches(&self.gate, self.within.as_deref(), cluster)
+    }
+}
+
+use applying::own_applying;
+pub use applying::{applies, applying, opening_fence, reaches, stored_gate, to_policy};
+pub use reported::Reported;
+use reported::read_fleet_reported;
+
+/// Everything the fleet's views are computed from, read at one instant.
+#[derive(Debug, Clone)]
+pub struct FleetInputs {
+    /// The instant evaluated (the service clock when read).
+    pub at: DateTime<Utc>,
+    /// The fleet revision the read saw.
+    pub revision: i64,
+    /// The clusters in scope, by name.
+    pub clusters: Vec<ClusterInput>,
+    /// Every gate, by name.
+    pub gates: Vec<GateInput>,
+    /// Live overrides (neither cancelled nor expired at `at`: active or
+    /// starting later) by gate, oldest first.
+    overrides: HashMap<String, Vec<OverrideRecord>>,
+    pub reported: Reported,
+    /// Rollout releases of current rollouts, by (gate, cluster).
+    pub releases: HashMap<(String, String), ReleaseRow>,
+    /// Clusters current rollouts have not released: their wave, by (gate, cluster).
+    pub waiting: HashMap<(String, String), WaitingRow>,
+    /// Clusters on which current rollouts failed, by (gate, cluster).
+    pub rollout_failures: HashMap<(String, String), FailureRow>,
+    /// Each gate's newest rollout ([`Scope::Fleet`] only).
+    pub rollouts: Vec<RolloutSummaryRow>,
+    /// Closing overrides of rollout gates that ended, the latest per scope, by gate: the
+    /// opening fences ([`opening_fence`]); ended fleet freezes count for every rollout gate.
+    ended_closes: HashMap<String, Vec<EndedClose>>,
+    /// Set by [`FleetInputs::restrict`] when a reader's grants differ in
+    /// scope: which (gate, cluster) pairs it sees.
+    pairs: Option<ReadScope>,
+    /// Fleet freezes in force or starting later, oldest first (those made in a cluster too).
+    pub freezes: Vec<db::freezes::FreezeRecord>,
+}
+
+impl FleetInputs {
+    /// Reads the inputs of `scope` at `now` from `tx`, which should be a
+    /// REPEATABLE READ transaction ([`db::begin_read`]) so all parts agree.
+    pub async fn read(tx: &mut PgConnection, now: DateTime<Utc>, scope: Scope<'_>) -> Result<Self> {
+        let revision = revision::current(tx).await?;
+        let names: Option<Vec<String>> = match scope {
+            Scope::Fleet => None,
+            Scope::Clusters(names) => Some(names.to_vec()),
+            Scope::Cluster(name) => Some(vec![name.to_string()]),
+        };
+        let rows = match scope {
+            Scope::Clusters(names) => clusters::for_snapshots(tx, names).await?,
+            Scope::Fleet | Scope::Cluster(_) => {
+                clusters::with_token_hash(tx, names.as_deref(), now).await?
+            }
+        };
+        let clusters: Vec<ClusterInput> = rows
+            .into_iter()
+            .map(|(row, token_hash)| ClusterInput { row, token_hash })
+            .collect();
+        if let Scope::Cluster(name) = scope
+            && clusters.is_empty()
+        {
+            return Err(Error::not_found("cluster", name));
+        }
+        let gates = gates::all(tx)
+            .await?
+            .into_iter()
+            .map(|g| {
+                Ok(GateInput {
+                    gate: stored_gate(&g.manifest)?,
+                    version: g.version,
+                    manifest: g.manifest,
+                    feeds: Vec::new(),
+                    within: g.writer_scope.map(|w| w.0),
+                })
+            })
+            .collect::<Result<Vec<GateInput>>>()?;
+        let mut gates = gates;
+        let mut feed_rows = Vec::new();
+        if gates
+            .iter()
+            .any(|g| !super::calendars::feeds::feed_windows(&g.gate).is_empty())
+        {
+            let rows = db::calendar_feeds::for_gates(tx, None).await?;
+            for g in &mut gates {
+                let mine: Vec<_> = rows
+                    .iter()
+                    .filter(|r| r.gate == g.name())
+                    .cloned()
+                    .collect();
+                g.feeds = super::calendars::feeds::feed_occurrences(&mine);
+            }
+            feed_rows = rows;
+        }
+        let gate_names: Vec<String> = gates.iter().map(|g| g.name().to_string()).collect();
+        let mut by_gate: HashMap<String, Vec<OverrideRecord>> = HashMap::new();
+        for row in overrides::live_for_gates(tx, &gate_names, now).await? {
+            by_gate.entry(row.gate.clone()).or_default().push(row);
+        }
+        let reported = match scope {
+            Scope::Fleet => Reported {
+                feed_briefs: (feed_rows.iter())
+                    .map(|r| {
+                        let key = (r.gate.clone(), r.window_name.clone());
+                        (key, view::brief(r, now))
+                    })
+                    .collect(),
+                ..read_fleet_reported(tx).await?
+            },
+            Scope::Clusters(_) => Reported::default(),
+            Scope::Cluster(name) => Reported {
+                objects: db::status::for_cluster(tx, name).await?,
+                held_object_list: held_objects::for_cluster(tx, name).await?,
+                local_gates: db::reports::local_gates(tx, Some(name))
+                    .await?
+                    .into_iter()
+                    .collect(),
+                report_problems: db::reports::problems(tx, name).await?,
+                ..Reported::default()
+            },
+        };
+        let rollout_gates: Vec<String> = gates
+            .iter()
+            .filter(|g| g.gate.spec.rollout.is_some())
+            .map(|g| g.name().to_string())
+            .collect();
+        let (releases, waiting, ended_closes, rollout_failures) = if rollout_gates.is_empty() {
+            Default::default()
+        } else {
+            let mut ended: HashMap<String, Vec<EndedClose>> = HashMap::new();
+            for row in overrides::ended_closes(tx, &rollout_gates, now).await? {
+                ended.entry(row.gate.clone()).or_default().push(row);
+            }
+            let ended_freezes = db::freezes::ended(tx, now).await?;
+            for gate in &rollout_gates {
+                ended
+                    .entry(gate.clone())
+                    .or_default()
+                    .extend(super::freezes::scope::as_ended_closes(&ended_freezes, gate));
+            }
+            let releases = db::rollouts::releases(tx, names.as_deref())
+                .await?
+                .into_iter()
+                .map(|r| ((r.gate.clone(), r.cluster.clone()), r))
+                .collect();
+            (
+                releases,
+                db::rollouts::waiting(tx, names.as_deref()).await?,
+                ended,
+                db::rollouts::failures(tx, names.as_deref()).await?,
+            )
+        };
+        let rollouts = match scope {
+            Scope::Fleet => db::rollouts::summaries(tx).await?,
+            Scope::Clusters(_) | Scope::Cluster(_) => Vec::new(),
+        };
+        let freezes = db::freezes::live(tx, now).await?;
+        let mut inputs = Self {
+            at: now,
+            revision,
+            clusters,
+            gates,
+            overrides: by_gate,
+            reported,
+            releases,
+            waiting,
+            rollout_failures,
+            rollouts,
+            ended_closes,
+            pairs: None,
+            freezes,
+        };
+        inputs.drop_fenced_releases();
+        Ok(inputs)
+    }
+
+    /// Forgets the releases a freeze ended since they were made (their opening is before
+    /// the cluster's opening fence): until the driver's next step stages the reopening,
+    /// no view shows them and no snapshot carries them — so even a spoke that predates
+    /// `GateRule.opening_fence` stays closed.
+    fn drop_fenced_releases(&mut self) {
+        if self.ended_closes.is_empty() {
+            return;
+        }
+        let rows: HashMap<&str, &Cluster> = self
+            .clusters
+            .iter()
+            .map(|c| (c.row.name.as_str(), &c.row))
+            .collect();
+        let fenced: Vec<(String, String)> = self
+            .releases
+            .iter()
+            .filter(|((gate, cluster), r)| {
+                let fence = rows
+                    .get(cluster.as_str())
+                    .and_then(|c| self.opening_fence(gate, c));
+                fence.is_some_and(|f| r.opening_at < f)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in fenced {
+            self.releases.remove(&k);
+        }
+    }
+
+    /// The opening fence of `gate` on `cluster`: the latest end of a closing override of
+    /// the gate that applies to the cluster and has ended (docs/rollouts.md).
+    pub fn opening_fence(&self, gate: &str, cluster: &Cluster) -> Option<DateTime<Utc>> {
+        opening_fence(self.ended_closes.get(gate)?, Some(cluster))
+    }
+
+    /// Keeps only what a scoped reader sees: its clusters, its gates, their
+    /// overrides, reports and rollouts (every view is a projection of the
+    /// inputs, so every read surface shows less the same way).
+    pub fn restrict(&mut self, scope: ReadScope) {
+        self.clusters
+            .retain(|c| scope.cluster(&c.row.name, &c.row.labels));
+        self.gates
+            .retain(|g| scope.gate(g.name(), &g.gate.metadata.labels));
+        let gates: HashSet<String> = self.gates.iter().map(|g| g.name().to_string()).collect();
+        let clusters: HashSet<String> = self.clusters.iter().map(|c| c.row.name.clone()).collect();
+        let pair = |(g, c): &(String, String)| gates.contains(g) && clusters.contains(c);
+        self.overrides.retain(|g, _| gates.contains(g));
+        self.ended_closes.retain(|g, _| gates.contains(g));
+        self.rollouts.retain(|r| gates.contains(&r.gate));
+        self.releases.retain(|k, _| pair(k));
+        self.waiting.retain(|k, _| pair(k));
+        self.rollout_failures.retain(|k, _| pair(k));
+        let r = &mut self.reported;
+        r.counts.retain(|c, _| clusters.contains(c));
+        r.held_digests.retain(|c, _| clusters.contains(c));
+        r.local_gates.retain(|c, _| clusters.contains(c));
+        r.problem_briefs.retain(|c, _| clusters.contains(c));
+        r.feed_briefs.retain(|(g, _), _| gates.contains(g));
+        r.held_by_gate.retain(|k, _| pair(k));
+        r.held_objects_by_gate.retain(|k, _| pair(k));
+        r.would_suspend_by_gate.retain(|k, _| pair(k));
+        r.would_hold_objects_by_gate.retain(|k, _| pair(k));
+        let visible: Vec<&Cluster> = self.clusters.iter().map(|c| &c.row).collect();
+        super::freezes::scope::keep_visible(&mut self.freezes, &visible);
+        self.pairs = (!scope.is_single()).then_some(scope);
+    }
+
+    /// Whether the reader sees `gate`'s state on `cluster` (after
+    /// [`FleetInputs::restrict`], every gate and cluster left is its own; with
+    /// grants of different scopes, only pairs one grant covers).
+    pub fn sees(&self, gate: &GateInput, cluster: &Cluster) -> bool {
+        self.pairs.as_ref().is_none_or(|s| {
+            s.pair(
+                GateRef {
+                    name: gate.name(),
+                    labels: &gate.gate.metadata.labels,
+                },
+                ClusterRef {
+                    name: &cluster.name,
+                    labels: &cluster.labels,
+                },
+            )
+        })
+    }
+
+    /// Every live override, oldest first per gate.
+    pub fn live_overrides(&self) -> impl Iterator<Item = &OverrideRecord> {
+        self.gates
+            .iter()
+            .filter_map(|g| self.overrides.get(g.name()))
+            .flatten()
+    }
+
+    /// The live overrides of `gate` that apply to `cluster`, oldest first, and the freezes
+    /// covering the cluster (which apply to every gate).
+    pub fn applying(&self, gate: &GateInput, cluster: &Cluster) -> Vec<Override> {
+        let rows = self
+            .overrides
+            .get(gate.name())
+            .map_or(&[][..], Vec::as_slice);
+        applying(&gate.gate, cluster, rows, &self.freezes)
+    }
+
+    /// The live overrides of `gate` over its whole scope (no cluster scope) and the fleet
+    /// freezes over the whole fleet: what decides when a rollout of it starts.
+    pub fn applying_gate_wide(&self, gate: &GateInput) -> Vec<Override> {
+        let rows = self
+            .overrides
+            .get(gate.name())
+            .map_or(&[][..], Vec::as_slice);
+        let mut out: Vec<Override> = rows
+            .iter()
+            .filter(|r| r.clusters.is_none())
+            .map(to_policy)
+            .collect();
+        out.extend(
+            self.freezes
+                .iter()
+                .filter(|f| f.clusters.is_none())
+                .map(super::freezes::scope::to_policy),
+        );
+        out
+    }
+
+    /// The live overrides of `gate` itself that apply to `cluster`, oldest first.
+    pub fn applying_own(&self, gate: &GateInput, cluster: &Cluster) -> Vec<Override> {
+        self.overrides
+            .get(gate.name())
+            .map_or_else(Vec::new, |rows| own_applying(&gate.gate, cluster, rows))
+    }
+
+    /// The live freezes covering `cluster`, as overrides of the reserved gate.
+    pub fn freezes_on(&self, cluster: &Cluster) -> Vec<Override> {
+        super::freezes::scope::covering(&self.freezes, cluster)
+    }
+
+    /// The live freezes made at the hub covering `cluster`: what its snapshot carries (a
+    /// freeze made in the cluster lives there, never sent back).
+    pub fn freezes_sent_to(&self, cluster: &Cluster) -> Vec<Override> {
+        super::freezes::scope::covering(
+            self.freezes.iter().filter(|f| f.requested_in.is_none()),
+            cluster,
+        )
+    }
+}
+
+impl Service {
+    /// Reads the fleet inputs of `scope` now, in one consistent transaction.
+    pub async fn read_fleet(&self, scope: Scope<'_>) -> Result<FleetInputs> {
+        let now = self.now();
+        let mut tx = self.begin().await?;
+        db::read_snapshot(&mut tx).await?;
+        let inputs = FleetInputs::read(&mut tx, now, scope).await?;
+        tx.commit().await?;
+        Ok(inputs)
+    }
+
+    /// [`Service::read_fleet`] as `actor` sees it (viewer): restricted to its
+    /// scope. Every fleet view a person or team reads comes through here.
+    pub async fn read_fleet_as(&self, actor: &Actor, scope: Scope<'_>) -> Result<FleetInputs> {
+        actor.require(Role::Viewer)?;
+        let visible = actor.read_scope();
+        if let (Some(v), Scope::Cluster(name)) = (&visible, scope) {
+            // Naming a cluster outside the scope is refused, not emptied.
+            let inputs = self.read_fleet(scope).await?;
+            if let Some(c) = inputs.clusters.first() {
+                actor.require_visible_cluster(name, &c.row.labels)?;
+            }
+            let mut inputs = inputs;
+            inputs.restrict(v.clone());
+            return Ok(inputs);
+        }
+        let mut inputs = self.read_fleet(scope).await?;
+        if let Some(v) = visible {
+            inputs.restrict(v);
+        }
+        Ok(inputs)
+    }
+
+    /// Counts across the fleet now (viewer).
+    pub async fn fleet_summary(&self, actor: &Actor) -> Result<FleetSummary> {
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
+        summary::summary(&inputs, &evaluate::evaluate(&inputs)?)
+    }
+
+    /// The fleet summary and each cluster's gate states now (viewer), only
+    /// clusters whose labels match `selector` (kubectl syntax) if given.
+    pub async fn fleet_status(&self, actor: &Actor, selector: Option<&str>) -> Result<FleetStatus> {
+        actor.require(Role::Viewer)?;
+        let selector = selector
+            .map(fleetgate_policy::LabelSelector::parse)
+            .transpose()
+            .map_err(|e| Error::invalid("selector", e.message))?;
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
+        status::fleet_status(&inputs, selector.as_ref())
+    }
+
+    /// The status of one cluster now (viewer); 404 if unknown. Without the clusters'
+    /// places in rollouts: `Service::cluster_status` (service::rollouts) adds them.
+    pub async fn cluster_gates_status(&self, actor: &Actor, name: &str) -> Result<ClusterStatus> {
+        let inputs = self.read_fleet_as(actor, Scope::Cluster(name)).await?;
+        let may: Vec<(String, bool)> = match inputs.clusters.first() {
+            Some(c) => inputs
+                .gates
+                .iter()
+                .map(|g| (g.name().to_string(), may_operate(actor, g, &c.row)))
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut out = status::cluster_status(inputs)?;
+        for g in &mut out.gates {
+            g.may_operate = may.iter().any(|(n, m)| *m && *n == g.gate);
+        }
+        Ok(out)
+    }
+
+    /// The whole fleet now (viewer), as the change streams diff it.
+    pub async fn fleet_view(&self, actor: &Actor) -> Result<FleetView> {
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
+        let mut view = view::view(&inputs)?;
+        view.approvals = self.approvals_for_view(view.at).await?;
+        Ok(view)
+    }
+
+    /// Every gate on every cluster now (viewer): the dashboard's grid.
+    pub async fn fleet_grid(&self, actor: &Actor) -> Result<FleetGrid> {
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
+        grid::grid(&inputs)
+    }
+
+    /// The clusters in `gate`'s scope with its state on each (viewer).
+    pub async fn gate_clusters(&self, actor: &Actor, gate: &str) -> Result<Vec<ScopedCluster>> {
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
+        let mut out = grid::gate_clusters(&inputs, gate)?;
+        if let Some(g) = inputs.gates.iter().find(|g| g.name() == gate) {
+            for sc in &mut out {
+                sc.may_operate = inputs
+                    .clusters
+                    .iter()
+                    .find(|c| c.row.name == sc.name)
+                    .is_some_and(|c| may_operate(actor, g, &c.row));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The snapshots of those of `names` that exist (missing ones were
+    /// deleted), in one read: a fleet-wide change costs the fan-out a few
+    /// queries per batch of clusters, not a few per connected spoke.
+    pub async fn snapshots(&self, names: &[String]) -> Result<Vec<Snapshot>> {
+        let inputs = self.read_fleet(Scope::Clusters(names)).await?;
+        snapshot::snapshots(&inputs)
+    }
+
+    /// `cluster`'s snapshot (a batch of one); 404 if unknown.
+    pub async fn cluster_snapshot(&self, cluster: &str) -> Result<Snapshot> {
+        let names = [cluster.to_string()];
+        self.snapshots(&names)
+            .await?
+            .pop()
+            .ok_or_else(|| Error::not_found("cluster", cluster))
+    }
+}
+
+/// Whether `actor` may open, close and cancel `gate` on `cluster` (the
+/// dashboard shows those buttons only then; the writes check again).
+fn may_operate(actor: &Actor, gate: &GateInput, cluster: &Cluster) -> bool {
+    let gate = GateRef {
+        name: gate.name(),
+        labels: &gate.gate.metadata.labels,
+    };
+    let cluster = ClusterRef {
+        name: &cluster.name,
+        labels: &cluster.labels,
+    };
+    actor.grant_for(Role::Operator, gate, cluster).is_some()
+}
