@@ -32,7 +32,14 @@ ARGS=(--standalone --cluster cluster-000 --kubeconfig "$KC" --namespace fleetgat
 if [ "${HEAPTRACK:-0}" = 1 ]; then
   RUST_LOG=warn heaptrack -o "$WORK/heap" "$SPOKE_BIN" "${ARGS[@]}" >"$WORK/heaptrack.out" 2>&1 &
   WRAP=$!
-  for _ in $(seq 100); do SPOKE=$(pgrep -P "$WRAP" || true); [ -n "$SPOKE" ] && break; sleep 0.1; done
+  # heaptrack (a shell script) runs the spoke as a descendant: find the process running it.
+  EXE=$(readlink -f "$SPOKE_BIN")
+  for _ in $(seq 100); do
+    for p in $(pgrep -f -- "$SPOKE_BIN --standalone" || true); do
+      [ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" = "$EXE" ] && SPOKE=$p
+    done
+    [ -n "$SPOKE" ] && break; sleep 0.1
+  done
 else
   RUST_LOG=warn "$SPOKE_BIN" "${ARGS[@]}" 2>"$WORK/spoke.err" &
   SPOKE=$!
@@ -42,6 +49,11 @@ for _ in $(seq 1200); do [ -n "$(metric fleetgate_spoke_objects_governed 2>/dev/
 sleep "$SETTLE"
 awk -v n="$FLUX" '/VmRSS|RssAnon|RssFile|RssShmem/ {printf "%s %.1f MiB  ", $1, $2/1024} END {print "(" n " Flux objects)"}' \
   "/proc/$SPOKE/status"
+# Resident memory by mapping (the binary's own segments, heap, stacks, shared libraries).
+awk '/^[0-9a-f]+-[0-9a-f]+ / {name = ($6 == "" ? "[anon]" : $6); perm = $2}
+     /^Rss:/ {rss[name " " perm] += $2}
+     END {for (k in rss) if (rss[k] >= 256) printf "%8.1f MiB  %s\n", rss[k]/1024, k}' \
+  "/proc/$SPOKE/smaps" | sort -rn | head -12
 if [ "${HEAPTRACK:-0}" = 1 ]; then
   kill -KILL "$SPOKE"
   wait "$WRAP" 2>/dev/null || true
