@@ -36,11 +36,6 @@ pub struct IngestResult {
 
 /// Rows written so far (every user table) and the WAL position, in bytes.
 async fn storage(pool: &sqlx::PgPool) -> Result<(i64, i64)> {
-    // The statistics collector's counters lag by up to its flush interval;
-    // a fresh snapshot is taken per call.
-    let _ = sqlx::query("select pg_stat_clear_snapshot()")
-        .execute(pool)
-        .await;
     let (rows, wal): (Option<i64>, i64) = sqlx::query_as(
         "select (select sum(n_tup_ins + n_tup_upd + n_tup_del)::int8 from pg_stat_user_tables), \
          pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8",
@@ -99,6 +94,7 @@ pub async fn run(
 ) -> Result<IngestResult> {
     let spokes = spokes.min(swarm.len());
     let names: Vec<String> = (0..spokes).map(fleet::cluster_name).collect();
+    tokio::time::sleep(Duration::from_secs(11)).await;
     let before = storage(pool).await?;
     let start = Instant::now();
     let mut durable = Vec::new();
@@ -148,8 +144,9 @@ pub async fn run(
         rounds += 1;
     }
     let elapsed = start.elapsed().as_secs_f64();
-    // PostgreSQL flushes table statistics about once a second.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Each backend flushes its table statistics when idle, within
+    // PGSTAT_IDLE_INTERVAL (10 s) of its last transaction.
+    tokio::time::sleep(Duration::from_secs(11)).await;
     let after = storage(pool).await?;
     let reports = (rounds * spokes).max(1) as f64;
     let (stored,): (i64,) = sqlx::query_as(

@@ -91,15 +91,14 @@ fn report(cluster: &str, round: u32) -> ClusterReport {
 
 /// Everything stored for `cluster`, without its name (as JSON text rows).
 async fn stored(hub: &Hub, cluster: &str) -> Vec<String> {
-    let q = |sql: &str| sql.replace("$C", "$1");
     let mut out: Vec<String> = Vec::new();
     for sql in [
-        "select to_jsonb(o) - 'cluster' from object_status o where cluster = $C order by name",
-        "select to_jsonb(h) - 'cluster' from held_objects h where cluster = $C order by name",
+        "select to_jsonb(o) - 'cluster' from object_status o where cluster = $1 order by name",
+        "select to_jsonb(h) - 'cluster' from held_objects h where cluster = $1 order by name",
         "select to_jsonb(k) - 'cluster' - 'connected' - 'connected_replica' - 'spoke_version' \
-         from cluster_connections k where cluster = $C",
+         from cluster_connections k where cluster = $1",
     ] {
-        let rows: Vec<(serde_json::Value,)> = sqlx::query_as(&q(sql))
+        let rows: Vec<(serde_json::Value,)> = sqlx::query_as(sql)
             .bind(cluster)
             .fetch_all(&hub.pool)
             .await
@@ -201,4 +200,79 @@ async fn a_batch_stores_what_reports_written_one_by_one_store() {
     .await
     .unwrap();
     assert_eq!(rev.as_deref(), Some("main@sha1:3"));
+}
+
+/// Rows written (every table) and the WAL position.
+async fn storage(hub: &Hub) -> (i64, i64) {
+    // A backend flushes its table statistics when idle, within
+    // PGSTAT_IDLE_INTERVAL (10 s) of its last transaction.
+    tokio::time::sleep(std::time::Duration::from_secs(11)).await;
+    sqlx::query_as(
+        "select (select coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::int8 \
+           from pg_stat_user_tables), pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8",
+    )
+    .fetch_one(&hub.pool)
+    .await
+    .unwrap()
+}
+
+/// Prints the cost of writing 512 clusters' 100-object reports (every object changed) in
+/// transactions of 256, one report at a time (each report its own statements, as the batcher
+/// wrote before) and as batches: reports/s, rows and WAL bytes per report. Measures, asserts
+/// nothing about time: `cargo test -p fleetgate-hub --test report_batch -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn bench_batch_against_one_at_a_time() {
+    let hub = Hub::new().await;
+    let clusters: Vec<String> = (0..512).map(|i| format!("c{i:04}")).collect();
+    for c in &clusters {
+        hub.register(c, json!({})).await;
+    }
+    let reports = |round: u32| -> Vec<ClusterReport> {
+        clusters
+            .iter()
+            .map(|c| {
+                let mut r = report(c, round);
+                r.objects = (0..100)
+                    .map(|i| {
+                        object(
+                            &format!("app-{i:03}"),
+                            Some(&format!("main@sha1:{round}")),
+                            false,
+                        )
+                    })
+                    .collect();
+                r.held_objects.clear();
+                r
+            })
+            .collect()
+    };
+    for round in 1..=6u32 {
+        let batch = round % 2 == 0;
+        let rs = reports(round);
+        let (rows0, wal0) = storage(&hub).await;
+        let t = std::time::Instant::now();
+        for chunk in rs.chunks(256) {
+            let mut tx = hub.pool.begin().await.unwrap();
+            if batch {
+                let refs: Vec<&ClusterReport> = chunk.iter().collect();
+                write_reports(&mut tx, &refs).await.unwrap();
+            } else {
+                for r in chunk {
+                    write_report(&mut tx, r).await.unwrap();
+                }
+            }
+            tx.commit().await.unwrap();
+        }
+        let secs = t.elapsed().as_secs_f64();
+        let (rows1, wal1) = storage(&hub).await;
+        let n = rs.len() as f64;
+        println!(
+            "round {round} {}: {:.0} object reports/s; per report {:.1} rows, {:.1} KiB WAL",
+            if batch { "batch     " } else { "one by one" },
+            n * 100.0 / secs,
+            (rows1 - rows0) as f64 / n,
+            (wal1 - wal0) as f64 / n / 1024.0
+        );
+    }
 }
