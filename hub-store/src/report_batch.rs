@@ -7,6 +7,13 @@
 //! the stored row are written, and an unchanged report writes at most its
 //! connection row. Reports rarely carrying something (held objects, an
 //! inventory) write it per cluster.
+//!
+//! The statements reading arrays through `unnest` are never prepared for
+//! reuse (`persistent(false)`): a cached generic plan is planned for an array
+//! of unknown length (ten rows), and for the delete's anti-join against every
+//! reported object that plan is a nested loop, one pass over the batch's
+//! objects per stored row (25,600 × 25,600 for a batch of 256 reports of 100).
+//! Planned with the arrays at hand, it is a hash anti-join.
 
 use std::collections::{HashMap, HashSet};
 
@@ -136,6 +143,7 @@ pub async fn write_reports(
         .bind(&hash)
         .bind(&rev)
         .bind(CLOCK_DRIFT_MS)
+        .persistent(false)
         .execute(&mut *conn)
         .await?;
     }
@@ -237,6 +245,7 @@ async fn write_changed(
         .bind(&gates)
         .bind(&problems)
         .bind(&problem_total)
+        .persistent(false)
         .fetch_all(&mut *conn)
         .await?;
     let mut previous: HashMap<String, Vec<super::reports::LocalGate>> =
@@ -423,6 +432,7 @@ async fn write_objects(
     .bind(&c.kind)
     .bind(&c.namespace)
     .bind(&c.name)
+    .persistent(false)
     .execute(&mut *conn)
     .await?;
     if c.cluster.is_empty() {
@@ -490,6 +500,7 @@ async fn write_objects(
     .bind(&c.kind)
     .bind(&c.namespace)
     .bind(&c.name)
+    .persistent(false)
     .bind(&c.suspended)
     .bind(&c.suspended_by)
     .bind(&c.gates)
@@ -508,6 +519,7 @@ async fn write_objects(
     .bind(&c.would_suspend_by)
     .bind(&c.would_hold)
     .bind(&c.reported_at)
+    .persistent(false)
     .execute(&mut *conn)
     .await?;
     Ok(())
