@@ -2,6 +2,7 @@
 //! NOTIFY floor, then per fleet size: bare fan-out floor, registration, connect,
 //! RSS, idle CPU, flips; status ingest; the reconnect storm; the real spoke.
 
+use fleetgate_hub::ServiceDefaults;
 use std::time::{Duration, Instant};
 
 use fleetgate_hub::Service;

@@ -130,6 +130,44 @@ fn apply_is_idempotent_and_diff_shows_changes() {
     assert!(err(&o).contains("no-deploy-friday"), "{}", err(&o));
 }
 
+/// `gate preview -f` expands calendars over the requested range as the hub does: a weekly
+/// event months before today (outside the default horizon) prints its transitions, the same
+/// JSON as the hub's preview of the applied gate.
+#[test]
+fn offline_preview_expands_calendars_over_the_range_as_the_hub_does() {
+    let hub = start_hub();
+    let file = data("calendar/weekly-october.yaml");
+    hub.ok(&["gate", "apply", "-f", &file]);
+    let range = [
+        "--from",
+        "2026-10-01T00:00:00Z",
+        "--to",
+        "2026-10-15T00:00:00Z",
+    ];
+    let mut file_args = vec!["gate", "preview", "-f", &file];
+    file_args.extend(range);
+    let offline = hub.json(&file_args);
+    let at: Vec<&str> = offline["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["at"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        at,
+        [
+            "2026-10-01T08:00:00Z",
+            "2026-10-01T12:00:00Z",
+            "2026-10-08T08:00:00Z",
+            "2026-10-08T12:00:00Z",
+        ],
+        "{offline}"
+    );
+    let mut hub_args = vec!["gate", "preview", "weekly-october"];
+    hub_args.extend(range);
+    assert_eq!(hub.json(&hub_args), offline);
+}
+
 #[test]
 fn overrides_open_close_cancel_and_status() {
     let hub = start_hub();

@@ -52,34 +52,42 @@ impl Default for CalendarOptions {
     }
 }
 
-/// Feed metrics.
+/// Feed metrics, registered in the hub's registry (prefix `fleetgate_hub_`).
 #[derive(Debug, Clone, Default)]
 pub struct CalendarMetrics {
-    /// `fleetgate_calendar_fetches_total{outcome}`.
+    /// `fleetgate_hub_calendar_fetches_total{outcome}`.
     pub fetches: Family<Vec<(String, String)>, Counter>,
-    /// `fleetgate_calendar_stale_total`: feeds that turned stale.
+    /// `fleetgate_hub_calendar_stale_total`: feeds that turned stale.
     pub stale: Counter,
-    /// `fleetgate_calendar_feeds_stale`: stale feeds seen at the last tick.
+    /// `fleetgate_hub_calendar_feeds_stale`: feeds stale now (set every refresher tick).
     pub stale_now: Gauge,
+    /// `fleetgate_hub_calendar_feeds_failing`: feeds whose last fetch failed or was refused,
+    /// not stale yet (set every refresher tick).
+    pub failing_now: Gauge,
 }
 
 impl CalendarMetrics {
-    /// Registers the metrics.
+    /// Registers the metrics (the registry adds the hub's `fleetgate_hub_` prefix).
     pub fn register(&self, r: &mut Registry) {
         r.register(
-            "fleetgate_calendar_fetches",
+            "calendar_fetches",
             "Calendar feed fetches by outcome (changed, republished, unchanged, failed, lost)",
             self.fetches.clone(),
         );
         r.register(
-            "fleetgate_calendar_stale",
+            "calendar_stale",
             "Calendar feeds that turned stale (not fetched for maxStale)",
             self.stale.clone(),
         );
         r.register(
-            "fleetgate_calendar_feeds_stale",
-            "Calendar feeds stale at the last refresher tick",
+            "calendar_feeds_stale",
+            "Calendar feeds stale now (no good copy for maxStale; onStale applies)",
             self.stale_now.clone(),
+        );
+        r.register(
+            "calendar_feeds_failing",
+            "Calendar feeds whose last fetch failed or was refused (the last good copy in force), not stale yet",
+            self.failing_now.clone(),
         );
     }
 }
@@ -163,6 +171,9 @@ impl CalendarSync {
         }
         let stale = service.announce_stale_feeds().await?;
         self.metrics.stale.inc_by(stale as u64);
+        let (stale_now, failing_now) = service.feed_counts().await?;
+        self.metrics.stale_now.set(stale_now);
+        self.metrics.failing_now.set(failing_now);
         Ok(recorded)
     }
 

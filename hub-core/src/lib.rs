@@ -7,10 +7,11 @@
 //! import the store (re-exported here as [`db`], with [`Error`] and [`Result`]), the policy
 //! and API-type crates, never an adapter, an API surface (REST, gRPC, dashboard) or the
 //! binary's configuration: what it needs from the outside world it declares as a trait or
-//! plain data the layers above implement and wire. Still here, to move to the adapters behind
-//! such traits: the outbound client ([`egress`]), the identity provider client and token
-//! verification (`identity::{keys, login, outbound, jwt, crypto}`) and the admission webhook
-//! calls (`service::admission`). Inside it, no two files import each other in a circle.
+//! plain data the layers above implement and wire ([`service::outside`]: e.g. the admission
+//! webhook client). Still here, to move to the adapters behind such traits: the outbound
+//! client ([`egress`]) and the identity provider client and token verification
+//! (`identity::{keys, login, outbound, jwt, crypto}`). Inside it, no two files import each
+//! other in a circle.
 #![forbid(unsafe_code)]
 
 pub mod auth;

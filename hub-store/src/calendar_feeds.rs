@@ -268,6 +268,21 @@ pub async fn newly_stale(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<
     Ok(rows)
 }
 
+/// How many feeds are stale at `now` (as [`newly_stale`] reads it, announced or not) and how
+/// many are failing without being stale yet: the refresher's gauges.
+pub async fn counts(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<(i64, i64)> {
+    let counts = sqlx::query_as(
+        "select count(*) filter (where stale), count(*) filter (where not stale and failing) \
+         from (select attempted_at is not null and coalesce(published_fetched_at + \
+               make_interval(secs => max_stale_seconds), 'epoch'::timestamptz) <= $1 as stale, \
+               last_error is not null as failing from calendar_feeds) f",
+    )
+    .bind(now)
+    .fetch_one(conn)
+    .await?;
+    Ok(counts)
+}
+
 /// Notes that the feed's staleness from `since` was announced.
 pub async fn mark_stale_announced(
     conn: &mut PgConnection,

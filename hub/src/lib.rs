@@ -12,7 +12,9 @@
 pub mod config;
 pub mod serve;
 
-pub use fleetgate_hub_adapters::{calendar_sync, notifier, webhook_delivery};
+pub use fleetgate_hub_adapters::{
+    ServiceDefaults, admission, calendar_sync, notifier, webhook_delivery,
+};
 pub use fleetgate_hub_api::{
     AppState, app, dashboard, drain, fleet_feed, grpc, http, openapi, replica, rest, startup,
 };

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 
+use crate::ServiceDefaults;
 use crate::config::ServeConfig;
 use crate::http::app;
 use crate::replica::Replica;

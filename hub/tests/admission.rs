@@ -8,6 +8,7 @@
 mod common;
 mod grpc_support;
 
+use fleetgate_hub::ServiceDefaults;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 

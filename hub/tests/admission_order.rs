@@ -6,6 +6,7 @@
 
 mod common;
 
+use fleetgate_hub::ServiceDefaults;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

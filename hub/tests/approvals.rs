@@ -6,6 +6,7 @@
 
 mod common;
 
+use fleetgate_hub::ServiceDefaults;
 use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};

@@ -8,6 +8,7 @@
 
 mod common;
 
+use fleetgate_hub::ServiceDefaults;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

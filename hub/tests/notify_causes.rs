@@ -13,6 +13,7 @@
 mod common;
 mod rollout_support;
 
+use fleetgate_hub::ServiceDefaults;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};

@@ -12,6 +12,7 @@ mod common;
 mod notify_support;
 mod rollout_support;
 
+use fleetgate_hub::ServiceDefaults;
 use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};

@@ -10,6 +10,7 @@ mod common;
 
 use common::{Hub, TableReads, t0};
 use fleetgate_api_types::parse_access_policy;
+use fleetgate_hub::ServiceDefaults;
 use fleetgate_hub::db::clusters::{self, ScopedCache};
 use fleetgate_hub::service::resolve::PolicyCache;
 use fleetgate_hub::service::{Actor, Role, Service};

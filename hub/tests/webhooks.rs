@@ -9,6 +9,7 @@
 mod common;
 mod notify_support;
 
+use fleetgate_hub::ServiceDefaults;
 use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};

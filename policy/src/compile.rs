@@ -12,7 +12,7 @@ use crate::recurrence::Recurrence;
 use crate::validate::validate_structure;
 use crate::{
     CalendarSource, Calendars, EventMatch, Gate, Occurrence, OnStale, PolicyError, Window,
-    WindowKind, expand_ics, parse_duration,
+    WindowKind, parse_duration, read_calendar,
 };
 
 /// A validated gate, ready to evaluate. Cheap to clone is not a goal; compile once, evaluate often.
@@ -177,6 +177,21 @@ impl Gate {
         self.compile_with(&Calendars::at(Utc::now()))
     }
 
+    /// The state at `from` and every change until `to`, calendars expanded over the whole
+    /// range (plus the default horizon around `now`) with `feeds`' occurrences: the one preview
+    /// the hub answers and the CLI computes offline from a file.
+    pub fn preview_over(
+        &self,
+        now: DateTime<Utc>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        feeds: Vec<crate::FeedOccurrences>,
+        overrides: &[crate::Override],
+    ) -> Result<crate::Preview, PolicyError> {
+        let calendars = Calendars::at(now).covering(from, to).with_feeds(feeds);
+        Ok(self.compile_with(&calendars)?.preview(from, to, overrides))
+    }
+
     /// Validates and compiles the gate, expanding calendar windows over `calendars`' horizon
     /// and taking feed windows' occurrences from it.
     pub fn compile_with(&self, calendars: &Calendars) -> Result<CompiledGate, PolicyError> {
@@ -195,6 +210,25 @@ impl Gate {
                     .map_err(|e| e.within(&format!("spec.windows[{i}]")))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        // Inline calendars together (a feed's occurrences are budgeted when the hub takes a
+        // copy: a feed past the gate's budget is refused there, never here).
+        let inline: usize = self
+            .spec
+            .windows
+            .iter()
+            .zip(&windows)
+            .filter(|(w, _)| w.calendar.as_ref().is_some_and(|c| c.ics.is_some()))
+            .filter_map(|(_, c)| c.calendar().map(|c| c.occurrences.len()))
+            .sum();
+        if inline > crate::budgets::GATE_MAX_OCCURRENCES {
+            return Err(PolicyError::new(
+                "spec.windows",
+                format!(
+                    "the inline calendars expand to {inline} occurrences in the horizon together, over the budget of {}",
+                    crate::budgets::GATE_MAX_OCCURRENCES
+                ),
+            ));
+        }
         Ok(CompiledGate {
             gate: self.clone(),
             tz,
@@ -338,21 +372,15 @@ fn compile_calendar(w: &Window, tz: Tz, calendars: &Calendars) -> Result<Schedul
     }
     let (occurrences, events, stale_at) = match &source.ics {
         Some(text) => {
-            let expanded = expand_ics(
-                text,
+            // The same reading (and budgets) as a fetched feed: any problem refuses the text.
+            let expanded = read_calendar(
+                text.as_bytes(),
                 tz,
                 w.event_match.as_ref(),
                 calendars.from,
                 calendars.to,
             )
             .map_err(|e| PolicyError::new("calendar.ics", e.to_string()))?;
-            if let Some(first) = expanded.rejected.first() {
-                let more = match expanded.rejected.len() {
-                    1 => String::new(),
-                    n => format!(" (and {} more)", n - 1),
-                };
-                return Err(PolicyError::new("calendar.ics", format!("{first}{more}")));
-            }
             (expanded.occurrences, expanded.events, None)
         }
         None => match calendars.feeds.iter().find(|f| f.window == w.name) {

@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 mod approval;
+pub mod budgets;
 mod calendar;
 mod compile;
 mod cron;
@@ -55,9 +56,10 @@ pub use approval::{
     Approval, Approvers, DEFAULT_APPROVAL_EXPIRY, MAX_APPROVAL_EXPIRY, MAX_APPROVERS,
 };
 pub use calendar::{
-    CalendarAuth, CalendarIssue, CalendarSource, Calendars, DEFAULT_MAX_STALE, DEFAULT_REFRESH,
-    EventMatch, ExpandedCalendar, FeedOccurrences, HORIZON_AFTER, HORIZON_BEFORE, MAX_ICS_BYTES,
-    MIN_REFRESH, Occurrence, OnStale, SecretRef, expand_ics,
+    CalendarAuth, CalendarIssue, CalendarRefusal, CalendarSource, Calendars, DEFAULT_MAX_STALE,
+    DEFAULT_REFRESH, EventMatch, ExpandedCalendar, FeedOccurrences, HORIZON_AFTER, HORIZON_BEFORE,
+    MAX_ICS_BYTES, MIN_REFRESH, Occurrence, OnStale, SecretRef, cut_summary, expand_ics,
+    read_calendar,
 };
 pub use compile::CompiledGate;
 pub use cron::CronSchedule;

@@ -98,6 +98,27 @@ impl LabelSelector {
 
     /// Checks keys and operator/value combinations. Paths are relative to the selector.
     pub fn validate(&self) -> Result<(), PolicyError> {
+        use crate::budgets::{SELECTOR_MAX_TERMS, SELECTOR_MAX_VALUES};
+        let terms = self.match_labels.len() + self.match_expressions.len();
+        if terms > SELECTOR_MAX_TERMS {
+            return Err(PolicyError::new(
+                "",
+                format!(
+                    "{terms} terms (matchLabels and matchExpressions), over the budget of {SELECTOR_MAX_TERMS}"
+                ),
+            ));
+        }
+        for (i, r) in self.match_expressions.iter().enumerate() {
+            if r.values.len() > SELECTOR_MAX_VALUES {
+                return Err(PolicyError::new(
+                    format!("matchExpressions[{i}].values"),
+                    format!(
+                        "{} values, over the budget of {SELECTOR_MAX_VALUES}",
+                        r.values.len()
+                    ),
+                ));
+            }
+        }
         for key in self.match_labels.keys() {
             validate_label_key(key).map_err(|e| e.within(&format!("matchLabels.{key}")))?;
         }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::budgets::{GATE_MANIFEST_MAX_BYTES, GATE_MAX_WINDOWS, NAMES_MAX};
 use crate::manifest::{API_VERSION, KIND, MAX_REQUEST_WINDOW};
 use crate::{FluxKind, Gate, GateSpec, Mode, PolicyError};
 
@@ -18,6 +19,16 @@ pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
         return Err(PolicyError::new(
             "kind",
             format!("must be '{KIND}', got '{}'", gate.kind),
+        ));
+    }
+    // The manifest goes to every spoke in scope as JSON: its size is the gate's budget.
+    let bytes = serde_json::to_vec(gate).map_or(usize::MAX, |v| v.len());
+    if bytes > GATE_MANIFEST_MAX_BYTES {
+        return Err(PolicyError::new(
+            "",
+            format!(
+                "the manifest is {bytes} bytes as JSON, over the budget of {GATE_MANIFEST_MAX_BYTES}"
+            ),
         ));
     }
     dns_label(&gate.metadata.name).map_err(|e| e.within("metadata.name"))?;
@@ -115,6 +126,15 @@ pub(crate) fn validate_structure(gate: &Gate) -> Result<(), PolicyError> {
         approval.validate().map_err(|e| e.within("spec.approval"))?;
     }
 
+    if spec.windows.len() > GATE_MAX_WINDOWS {
+        return Err(PolicyError::new(
+            "spec.windows",
+            format!(
+                "{} windows, over the budget of {GATE_MAX_WINDOWS}",
+                spec.windows.len()
+            ),
+        ));
+    }
     let mut names = BTreeSet::new();
     for (i, window) in spec.windows.iter().enumerate() {
         let path = format!("spec.windows[{i}].name");
@@ -206,6 +226,12 @@ pub fn dns_label(name: &str) -> Result<(), PolicyError> {
 }
 
 fn non_empty_unique(values: &[String], path: &str) -> Result<(), PolicyError> {
+    if values.len() > NAMES_MAX {
+        return Err(PolicyError::new(
+            path,
+            format!("{} entries, over the budget of {NAMES_MAX}", values.len()),
+        ));
+    }
     let mut seen = BTreeSet::new();
     for (i, v) in values.iter().enumerate() {
         if v.trim().is_empty() {

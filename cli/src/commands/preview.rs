@@ -34,7 +34,12 @@ pub fn offline(args: &PreviewArgs, format: Format) -> Result<()> {
     let compiled = l.gate.compile().map_err(|e| Error::invalid(&l.source, e))?;
     let zone = compiled.time_zone();
     let (from, to) = range(args, zone, Utc::now())?;
-    let preview = compiled.preview(from, to, &[]);
+    // Calendars expanded over the requested range, exactly as the hub does (feeds count as
+    // never fetched offline).
+    let preview = l
+        .gate
+        .preview_over(Utc::now(), from, to, Vec::new(), &[])
+        .map_err(|e| Error::invalid(&l.source, e))?;
     // The same shape the hub answers with (the policy crate's `Preview` serialised).
     let out: PreviewOut = serde_json::to_value(&preview)
         .and_then(serde_json::from_value)

@@ -82,6 +82,39 @@ pub fn snapshot_to_proto(
     }
 }
 
+/// The id of the freeze a cluster gets while its snapshot is over its budget.
+pub const OVER_BUDGET_FREEZE_ID: &str = "snapshot-over-budget";
+
+/// Fails closed when `snapshot` is over [`SNAPSHOT_MAX_BYTES`], which the spoke could not
+/// decode or persist: its gates are dropped and a freeze by the hub itself is added to its
+/// overrides (real freezes and overrides stay), so the spoke holds everything the gates
+/// would govern and no missing gate opens anything. Returns the size it had.
+///
+/// [`SNAPSHOT_MAX_BYTES`]: fleetgate_policy::budgets::SNAPSHOT_MAX_BYTES
+pub fn close_if_over_budget(snapshot: &mut pb::Snapshot) -> Option<usize> {
+    use fleetgate_policy::budgets::SNAPSHOT_MAX_BYTES;
+    use prost::Message;
+    let size = snapshot.encoded_len();
+    if size <= SNAPSHOT_MAX_BYTES {
+        return None;
+    }
+    snapshot.gates.clear();
+    let epoch = Some(to_timestamp(DateTime::<Utc>::UNIX_EPOCH));
+    snapshot.overrides.push(pb::Override {
+        id: OVER_BUDGET_FREEZE_ID.into(),
+        gate: fleetgate_policy::FREEZE_GATE.into(),
+        state: "closed".into(),
+        starts_at: epoch,
+        expires_at: None,
+        actor: "fleetgate-hub".into(),
+        reason: format!(
+            "this cluster's snapshot is {size} bytes, over the budget of {SNAPSHOT_MAX_BYTES}: held closed until its gates fit"
+        ),
+        created_at: epoch,
+    });
+    Some(size)
+}
+
 /// A gate-model override as the spoke receives it.
 pub fn override_to_proto(o: &fleetgate_policy::Override) -> pb::Override {
     pb::Override {

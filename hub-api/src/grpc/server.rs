@@ -118,7 +118,12 @@ pub async fn serve_replica(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(SpokeServiceServer::new(spoke))
+        // One limit for both ends of the spoke stream: the spoke decodes with it, and the
+        // budgets keep a snapshot within it (an over-budget cluster gets a closing snapshot).
+        .add_service(
+            SpokeServiceServer::new(spoke)
+                .max_encoding_message_size(fleetgate_policy::budgets::GRPC_MAX_MESSAGE_BYTES),
+        )
         .add_service(AdminServiceServer::new(admin))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain);
     // The listener closes at the signal, and every spoke stream ends at once

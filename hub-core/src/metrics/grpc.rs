@@ -43,6 +43,8 @@ pub struct ReportProblemLabels {
 pub struct GrpcMetrics {
     pub spokes_connected: Gauge,
     pub snapshots_sent: Counter,
+    /// Snapshots over `SNAPSHOT_MAX_BYTES`, sent as a closing snapshot instead.
+    pub snapshots_over_budget: Counter,
     pub stream_ends: Family<EndLabels, Counter>,
     pub reports_received: Counter,
     pub report_flushes: Counter,
@@ -91,6 +93,11 @@ impl GrpcMetrics {
             "snapshots_sent",
             "Snapshots sent to spokes",
             self.snapshots_sent.clone(),
+        );
+        r.register(
+            "snapshots_over_budget",
+            "Snapshots over the snapshot budget, sent as a closing snapshot (a freeze by the hub) instead",
+            self.snapshots_over_budget.clone(),
         );
         r.register(
             "stream_ends",

@@ -1,9 +1,10 @@
 //! Change-ticket admission webhooks: the admin API over `admission_webhooks`, and
 //! [`Service::admit`], which asks every webhook subscribed to an operation,
-//! synchronously, before the override (or approval) is accepted. Every call goes
-//! through [`crate::egress`] (no redirects at all, size cap, private destinations
-//! refused unless allowed, the webhook's own CA bundle beside the hub's); its outcome
-//! goes into the audit entry.
+//! synchronously, before the override (or approval) is accepted. The decision (which
+//! webhooks, in which order, what an answer means) is here; the HTTP call is the
+//! [`AdmissionClient`]'s (in the adapters: the hub's egress rules, no redirects at all,
+//! size cap, private destinations refused unless allowed, the webhook's own CA bundle
+//! beside the hub's). Its outcome goes into the audit entry.
 
 use std::time::{Duration, Instant};
 
@@ -11,10 +12,10 @@ use fleetgate_api_types::admission::{
     AdmissionOutcome, AdmissionRequest, AdmissionResponse, AdmissionWebhook, AdmissionWebhookSpec,
 };
 
+use super::outside::AdmissionClient;
 use super::{Actor, Audit, Role, Service, Written, to_json};
 use crate::db::admission_webhooks::{self as db, AdmissionRow};
 use crate::db::revision::Affected;
-use crate::egress::{Egress, EgressPolicy};
 use crate::{Error, Result, validate};
 
 /// Default and longest wait for an answer.
@@ -59,7 +60,7 @@ impl Service {
     ) -> Result<AdmissionWebhook> {
         actor.require_unscoped(Role::Admin)?;
         fleetgate_policy::dns_label(name).map_err(|e| Error::invalid("name", e.message))?;
-        let timeout = check_spec(&spec, &self.admission_egress())?;
+        let timeout = check_spec(&spec, self.admission_client())?;
         let now = self.now();
         let spec = &spec;
         let (hook, _) = self
@@ -180,7 +181,7 @@ impl Service {
         };
         let mut outcomes = Vec::new();
         for hook in hooks {
-            let (outcome, refusal) = call(&self.admission_egress(), &hook, req).await;
+            let (outcome, refusal) = call(self.admission_client(), &hook, req).await;
             self.approval_metrics()
                 .admission_call(&hook.name, &outcome.outcome);
             outcomes.push(outcome);
@@ -255,12 +256,9 @@ pub fn with_outcomes(
 }
 
 /// The spec's timeout; 422 naming the field on a bad spec.
-fn check_spec(spec: &AdmissionWebhookSpec, policy: &EgressPolicy) -> Result<Duration> {
+fn check_spec(spec: &AdmissionWebhookSpec, client: &dyn AdmissionClient) -> Result<Duration> {
     validate::text("url", &spec.url)?;
-    Egress::new(policy.clone())
-        .map_err(|e| Error::Internal(e.to_string()))?
-        .check_url(&spec.url)
-        .map_err(|e| Error::invalid("url", e.to_string()))?;
+    client.check_url(&spec.url)?;
     if spec.operations.is_empty() {
         return Err(Error::invalid(
             "operations",
@@ -303,13 +301,13 @@ fn check_spec(spec: &AdmissionWebhookSpec, policy: &EgressPolicy) -> Result<Dura
 
 /// Calls one webhook: its outcome, and the error to answer when it refuses.
 async fn call(
-    policy: &EgressPolicy,
+    client: &dyn AdmissionClient,
     hook: &AdmissionRow,
     req: &AdmissionRequest,
 ) -> (AdmissionOutcome, Option<Error>) {
     let start = Instant::now();
     let timeout = Duration::from_millis(u64::try_from(hook.timeout_ms).unwrap_or(5000));
-    let answer = send(policy, hook, req, timeout).await;
+    let answer = client.send(hook, req, timeout).await;
     let latency_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     let outcome = |outcome: &str, status: Option<u16>, message: Option<String>| AdmissionOutcome {
         webhook: hook.name.clone(),
@@ -336,9 +334,9 @@ async fn call(
         Ok(r) => r,
         Err(e) => return failure(None, e),
     };
-    let status = resp.status.as_u16();
+    let status = resp.status;
     let text = String::from_utf8_lossy(&resp.body).trim().to_string();
-    if resp.status.is_server_error() {
+    if (500..600).contains(&status) {
         return failure(Some(status), format!("answered {status}"));
     }
     let parsed: Option<AdmissionResponse> = if text.is_empty() {
@@ -346,7 +344,7 @@ async fn call(
     } else {
         serde_json::from_str(&text).ok()
     };
-    if resp.status.is_success() {
+    if (200..300).contains(&status) {
         return match parsed {
             None => failure(
                 Some(status),
@@ -401,50 +399,4 @@ fn cut(mut s: String) -> String {
         s.push('…');
     }
     s
-}
-
-/// POSTs the request under the hub's egress rules, no redirects, the hook's CA bundle
-/// beside the hub's.
-async fn send(
-    policy: &EgressPolicy,
-    hook: &AdmissionRow,
-    req: &AdmissionRequest,
-    timeout: Duration,
-) -> std::result::Result<crate::egress::EgressResponse, String> {
-    let mut policy = policy.clone().max_redirects(0);
-    if let Some(pem) = &hook.ca_bundle {
-        let mut all = policy.ca_bundle_pem.take().unwrap_or_default();
-        all.extend_from_slice(b"\n");
-        all.extend_from_slice(pem.as_bytes());
-        policy.ca_bundle_pem = Some(all);
-    }
-    policy.timeout = timeout;
-    policy.connect_timeout = policy.connect_timeout.min(timeout);
-    let egress = Egress::new(policy).map_err(|e| e.to_string())?;
-    let body = serde_json::to_vec(req).map_err(|e| e.to_string())?;
-    let request = egress
-        .request(reqwest::Method::POST, &hook.url)
-        .map_err(|e| e.to_string())?
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body);
-    let resp = egress.send(request).await.map_err(|e| match e {
-        crate::egress::EgressError::Timeout => format!("no answer within {}", humantime(timeout)),
-        other => other.to_string(),
-    })?;
-    if resp.truncated {
-        return Err(format!("answer larger than {} bytes", resp.body.len()));
-    }
-    if resp.status.is_redirection() {
-        return Err(format!(
-            "answered {} (redirects are not followed)",
-            resp.status.as_u16()
-        ));
-    }
-    Ok(resp)
-}
-
-fn humantime(d: Duration) -> String {
-    fleetgate_policy::format_duration(chrono::Duration::milliseconds(
-        i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-    ))
 }

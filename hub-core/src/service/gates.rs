@@ -307,10 +307,6 @@ impl Service {
         let gate = stored_gate(&row.manifest)?;
         actor.require_visible_gate(name, &gate.metadata.labels)?;
         let feeds = crate::db::calendar_feeds::occurrences_of(&mut conn, name).await?;
-        let calendars = fleetgate_policy::Calendars::at(self.now())
-            .covering(from, to)
-            .with_feeds(feeds);
-        let compiled = gate.compile_with(&calendars).map_err(Error::from_policy)?;
         let rows = overrides::live_for_gates(&mut conn, &[name.to_string()], self.now()).await?;
         let freezes = crate::db::freezes::live(&mut conn, self.now()).await?;
         let ovs = match cluster {
@@ -334,7 +330,8 @@ impl Service {
                 super::fleet::applying::applying(&gate, &c, &rows, &freezes)
             }
         };
-        Ok(compiled.preview(from, to, &ovs))
+        gate.preview_over(self.now(), from, to, feeds, &ovs)
+            .map_err(Error::from_policy)
     }
 }
 

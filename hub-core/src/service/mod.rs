@@ -17,6 +17,7 @@ pub mod impact;
 pub mod lease;
 pub mod local_gates;
 pub mod local_requests;
+pub mod outside;
 pub mod override_scope;
 pub mod overrides;
 pub mod page;
@@ -42,7 +43,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use tokio::sync::Semaphore;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::db::audit::NewAudit;
 use crate::db::health::DbHealth;
 use crate::db::retry;
@@ -72,8 +73,8 @@ pub struct Service {
     policies: Arc<resolve::PolicyCache>,
     /// Trusted issuers and the login provider (none by default).
     identities: Arc<crate::identity::Identities>,
-    /// Egress rules of admission webhook calls (`--egress-*`, `--admission-allow-private`).
-    admission: Arc<crate::egress::EgressPolicy>,
+    /// Calls admission webhooks (an adapter: outbound HTTP under the egress rules).
+    admission: Arc<dyn outside::AdmissionClient>,
     /// Approval and admission counters (registered by the replica).
     approval_metrics: crate::metrics::ApprovalMetrics,
 }
@@ -164,13 +165,15 @@ pub struct Audit {
 }
 
 impl Service {
-    /// A service on `pool` using the system clock.
-    pub fn new(pool: PgPool) -> Self {
-        Self::with_clock(pool, Arc::new(SystemClock))
-    }
-
-    /// A service with an injected clock (tests).
-    pub fn with_clock(pool: PgPool, clock: Arc<dyn Clock>) -> Self {
+    /// A service on `pool` with `clock` (the system's, or an injected one in tests),
+    /// calling admission webhooks through `admission`. The adapters crate's
+    /// `ServiceDefaults` builds one with the default adapters (`Service::new`,
+    /// `Service::with_clock`).
+    pub fn with_adapters(
+        pool: PgPool,
+        clock: Arc<dyn Clock>,
+        admission: Arc<dyn outside::AdmissionClient>,
+    ) -> Self {
         Self {
             pool,
             clock,
@@ -179,7 +182,7 @@ impl Service {
             scoped: Arc::default(),
             policies: Arc::default(),
             identities: Arc::default(),
-            admission: Arc::default(),
+            admission,
             approval_metrics: Default::default(),
         }
     }
@@ -190,9 +193,9 @@ impl Service {
         self
     }
 
-    /// This service calling admission webhooks under `policy`.
-    pub fn with_admission_egress(mut self, policy: crate::egress::EgressPolicy) -> Self {
-        self.admission = Arc::new(policy);
+    /// This service calling admission webhooks through `client`.
+    pub fn with_admission(mut self, client: Arc<dyn outside::AdmissionClient>) -> Self {
+        self.admission = client;
         self
     }
 
@@ -201,9 +204,9 @@ impl Service {
         &self.approval_metrics
     }
 
-    /// The egress rules of admission webhook calls.
-    pub fn admission_egress(&self) -> crate::egress::EgressPolicy {
-        (*self.admission).clone()
+    /// The client of admission webhook calls.
+    pub fn admission_client(&self) -> &dyn outside::AdmissionClient {
+        &*self.admission
     }
 
     /// The identity settings and caches.

@@ -2,6 +2,7 @@
 //! manual clock, tokens for each role, and a helper to call the router.
 #![allow(dead_code)]
 
+use fleetgate_hub::ServiceDefaults;
 use std::sync::Arc;
 
 use axum::Router;

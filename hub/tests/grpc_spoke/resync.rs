@@ -2,6 +2,7 @@
 //! down (its notification lost) reaches the spoke by the resync after the reconnect, and
 //! notifications flow again on the new connection.
 
+use fleetgate_hub::ServiceDefaults;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,6 +2,7 @@
 //! restarted hub on the same database continues mid-soak, and the replica's own driver
 //! loop runs it, with its steps on the fleet feed and in the metrics.
 
+use fleetgate_hub::ServiceDefaults;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 

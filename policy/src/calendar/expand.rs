@@ -21,7 +21,9 @@ use super::EventMatch;
 use super::lines::{ComponentLines, refresh_hint, scan};
 use crate::resolve_local;
 
-/// At most this many instances are expanded from one text (every rule together).
+/// At most this many instances are expanded from one text (every rule together) by the lenient
+/// [`expand_ics`]; [`super::read_calendar`] uses the work budget
+/// [`crate::budgets::CALENDAR_MAX_INSTANCES`] and refuses a text that reaches it.
 const EXPANSION_LIMIT: usize = 200_000;
 
 /// One occurrence of a calendar window: `[start, end)` and the event's SUMMARY.
@@ -64,6 +66,10 @@ pub struct ExpandedCalendar {
     /// The feed's REFRESH-INTERVAL or X-PUBLISHED-TTL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_hint_seconds: Option<i64>,
+    /// An upper bound on the recurrence instances expansion stepped through (the work done;
+    /// [`crate::budgets::CALENDAR_MAX_INSTANCES`] bounds it in [`super::read_calendar`]).
+    #[serde(skip)]
+    pub expansion_steps: usize,
 }
 
 impl ExpandedCalendar {
@@ -83,6 +89,31 @@ pub fn expand_ics(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<ExpandedCalendar, CalendarIssue> {
+    expand_bounded(text, tz, matcher, from, to, EXPANSION_LIMIT).map(|e| e.calendar)
+}
+
+/// What [`expand_bounded`] found beyond the calendar itself.
+pub(crate) struct Bounded {
+    pub(crate) calendar: ExpandedCalendar,
+    /// Whether calcard's components and the line scan's agree (else no event was checked).
+    pub(crate) located: bool,
+    /// An upper bound on the recurrence instances stepped through: the rules' instances kept,
+    /// plus every EXDATE and RECURRENCE-ID (which use up steps without leaving an instance).
+    #[allow(dead_code)]
+    pub(crate) steps: usize,
+    /// Whether the steps may have reached `limit` (then later instances are missing).
+    pub(crate) limit_reached: bool,
+}
+
+/// [`expand_ics`] with at most `limit` recurrence instances stepped through.
+pub(crate) fn expand_bounded(
+    text: &str,
+    tz: Tz,
+    matcher: Option<&EventMatch>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    limit: usize,
+) -> Result<Bounded, CalendarIssue> {
     let components = scan(text);
     if components.first().is_none_or(|c| c.kind != "VCALENDAR") {
         return Err(issue(
@@ -138,7 +169,7 @@ pub fn expand_ics(
                 p.line,
                 &p.name,
                 &format!(
-                    "unknown time zone '{}' (no VTIMEZONE with this TZID in the feed, and not an IANA or Windows zone name); event {} skipped",
+                    "unknown time zone '{}' (no VTIMEZONE with this TZID in the feed, and not an IANA or Windows zone name); event {}",
                     p.tzid.as_deref().unwrap_or_default(),
                     event_name(c)
                 ),
@@ -155,7 +186,7 @@ pub fn expand_ics(
                 start.line,
                 "DTSTART",
                 &format!(
-                    "a DATE-TIME event without DTEND or DURATION lasts no time (RFC 5545 3.6.1); event {} skipped",
+                    "a DATE-TIME event without DTEND or DURATION lasts no time (RFC 5545 3.6.1); event {}",
                     event_name(c)
                 ),
             ));
@@ -186,7 +217,35 @@ pub fn expand_ics(
     bound_rules(&mut ical, &zones, to + Duration::days(2));
 
     let window_tz: calcard::common::timezone::Tz = tz.into();
-    let expanded = ical.expand_dates(window_tz, EXPANSION_LIMIT);
+    let expanded = ical.expand_dates(window_tz, limit);
+    // calcard counts every instance a rule yields against `limit`, also those an EXDATE or a
+    // RECURRENCE-ID replaces; it does not say whether it stopped at the limit.
+    let recurring: BTreeSet<u32> = ical
+        .components
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.entries.iter().any(|e| e.name == ICalendarProperty::Rrule))
+        .map(|(i, _)| i as u32)
+        .collect();
+    let replaced: usize = ical
+        .components
+        .iter()
+        .flat_map(|c| c.entries.iter())
+        .filter(|e| {
+            matches!(
+                e.name,
+                ICalendarProperty::Exdate | ICalendarProperty::RecurrenceId
+            )
+        })
+        .map(|e| e.values.len().max(1))
+        .sum();
+    let steps = expanded
+        .events
+        .iter()
+        .filter(|e| recurring.contains(&e.comp_id))
+        .count()
+        + replaced;
+    let limit_reached = steps >= limit;
     for e in &expanded.errors {
         let comp = e.comp_id as usize;
         if skip.contains(&comp) || components.get(comp).is_none_or(|c| c.kind != "VEVENT") {
@@ -206,14 +265,14 @@ pub fn expand_ics(
         rejected.push(issue(
             line_of(comp, prop),
             prop,
-            &format!("{why}; event {} skipped", event_name(&components[comp])),
+            &format!("{why}; event {}", event_name(&components[comp])),
         ));
     }
-    if expanded.events.len() >= EXPANSION_LIMIT {
+    if limit_reached {
         rejected.push(issue(
             0,
             "RRULE",
-            &format!("more than {EXPANSION_LIMIT} instances; later occurrences are missing"),
+            &format!("more than {limit} instances; later occurrences are missing"),
         ));
     }
     rejected.sort_by_key(|r| r.line);
@@ -287,11 +346,17 @@ pub fn expand_ics(
     }
     occurrences.sort_by_key(|o| (o.start, o.end));
     occurrences.dedup_by(|a, b| a.start == b.start && a.end == b.end);
-    Ok(ExpandedCalendar {
-        occurrences,
-        rejected,
-        events: events.len(),
-        refresh_hint_seconds: refresh_hint(&components).map(|d| d.num_seconds()),
+    Ok(Bounded {
+        calendar: ExpandedCalendar {
+            occurrences,
+            rejected,
+            events: events.len(),
+            refresh_hint_seconds: refresh_hint(&components).map(|d| d.num_seconds()),
+            expansion_steps: steps,
+        },
+        located,
+        steps,
+        limit_reached,
     })
 }
 
@@ -313,6 +378,17 @@ fn instant(t: &DateTime<calcard::common::timezone::Tz>, tz: Tz) -> DateTime<Utc>
 fn bound_rules(ical: &mut ICalendar, zones: &[Option<Tz>], until: DateTime<Utc>) {
     for (i, c) in ical.components.iter_mut().enumerate() {
         let zone = zones.get(i).copied().flatten();
+        // The bound never precedes DTSTART: a series that starts after the horizon is read as
+        // one instance there (left out of the range), not as a rule calcard refuses.
+        let start = c
+            .entries
+            .iter()
+            .find_map(|e| match (&e.name, e.values.first()) {
+                (ICalendarProperty::Dtstart, Some(ICalendarValue::PartialDateTime(dt))) => {
+                    dt.to_date_time().map(|d| d.date_time)
+                }
+                _ => None,
+            });
         for entry in &mut c.entries {
             if entry.name != ICalendarProperty::Rrule {
                 continue;
@@ -339,6 +415,7 @@ fn bound_rules(ical: &mut ICalendar, zones: &[Option<Tz>], until: DateTime<Utc>)
                     Some(z) => until.with_timezone(&z).naive_local(),
                     None => until.naive_utc(),
                 };
+                let bound = start.map_or(bound, |s| bound.max(s));
                 let later = rule
                     .until
                     .as_ref()
@@ -392,7 +469,7 @@ fn unescape(v: &str) -> String {
     out
 }
 
-fn issue(line: usize, property: &str, message: &str) -> CalendarIssue {
+pub(crate) fn issue(line: usize, property: &str, message: &str) -> CalendarIssue {
     CalendarIssue {
         line,
         property: property.to_string(),

@@ -69,7 +69,7 @@ pub(crate) fn scan(text: &str) -> Vec<ComponentLines> {
 
 /// Logical lines with the number of the physical line each starts on. A line beginning with a
 /// space or tab continues the previous one (RFC 5545 §3.1); CRLF and bare LF both end lines.
-fn unfold(text: &str) -> Vec<(usize, String)> {
+pub(crate) fn unfold(text: &str) -> Vec<(usize, String)> {
     let mut out: Vec<(usize, String)> = Vec::new();
     for (i, raw) in text.split('\n').enumerate() {
         let raw = raw.strip_suffix('\r').unwrap_or(raw);
@@ -83,7 +83,7 @@ fn unfold(text: &str) -> Vec<(usize, String)> {
 
 /// `NAME;P1=V1;P2="V;2":VALUE` → (`NAME`, `P1=V1;P2="V;2"`, `VALUE`); `None` for lines that are
 /// not properties.
-fn split_property(line: &str) -> Option<(String, String, String)> {
+pub(crate) fn split_property(line: &str) -> Option<(String, String, String)> {
     let line = line.trim_start_matches('\u{feff}');
     let mut in_quotes = false;
     let mut name_end = None;
@@ -107,7 +107,7 @@ fn split_property(line: &str) -> Option<(String, String, String)> {
 }
 
 /// A parameter's value (unquoted) from `P1=V1;P2="V2"`.
-fn param(params: &str, wanted: &str) -> Option<String> {
+pub(crate) fn param(params: &str, wanted: &str) -> Option<String> {
     let mut in_quotes = false;
     let mut start = 0;
     let mut parts = Vec::new();

@@ -6,12 +6,14 @@
 
 mod expand;
 mod lines;
+mod read;
 mod spec;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use expand::{CalendarIssue, ExpandedCalendar, Occurrence, expand_ics};
+pub use read::{CalendarRefusal, cut_summary, read_calendar};
 pub use spec::{
     CalendarAuth, CalendarSource, DEFAULT_MAX_STALE, DEFAULT_REFRESH, EventMatch, MAX_ICS_BYTES,
     MIN_REFRESH, OnStale, SecretRef,

@@ -12,8 +12,8 @@ pub const DEFAULT_REFRESH: Duration = Duration::hours(1);
 pub const MIN_REFRESH: Duration = Duration::minutes(1);
 /// How long a feed may go unfetched before `onStale` applies, when `maxStale` is not set.
 pub const DEFAULT_MAX_STALE: Duration = Duration::hours(24);
-/// The largest inline `ics` text accepted (the same cap the hub puts on a fetched feed).
-pub const MAX_ICS_BYTES: usize = 1024 * 1024;
+/// The largest inline `ics` text accepted.
+pub const MAX_ICS_BYTES: usize = crate::budgets::INLINE_ICS_MAX_BYTES;
 
 /// Where a calendar window's events come from: inline iCalendar text, or a feed URL the hub
 /// fetches. Exactly one of `ics` and `url`.

@@ -193,7 +193,11 @@ impl<'a> Session<'a> {
     /// Connects, sends Hello, the current report and the unrecorded requests.
     async fn open(ctx: &'a Context, target: &HubTarget) -> Result<Session<'a>> {
         let channel = target.endpoint.connect().await?;
-        let mut client = SpokeServiceClient::new(channel);
+        // The hub encodes snapshots within the same limit (one constant for both sides), and
+        // its budgets keep every snapshot under it.
+        let mut client = SpokeServiceClient::new(channel)
+            .max_decoding_message_size(fleetgate_policy::budgets::GRPC_MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(fleetgate_policy::budgets::GRPC_MAX_MESSAGE_BYTES);
         let (tx, rx) = mpsc::channel::<pb::SpokeMessage>(8);
         let hello = pb::Hello {
             cluster: ctx.config.cluster.clone(),

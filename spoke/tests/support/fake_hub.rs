@@ -182,13 +182,16 @@ impl FakeHub {
                 .expect("server TLS config");
         }
         let server = tokio::spawn(async move {
-            let _ = builder
-                .add_service(SpokeServiceServer::new(service))
-                .serve_with_incoming_shutdown(
-                    TcpListenerStream::new(listener),
-                    sd.cancelled_owned(),
-                )
-                .await;
+            let _ =
+                builder
+                    .add_service(SpokeServiceServer::new(service).max_encoding_message_size(
+                        fleetgate_policy::budgets::GRPC_MAX_MESSAGE_BYTES,
+                    ))
+                    .serve_with_incoming_shutdown(
+                        TcpListenerStream::new(listener),
+                        sd.cancelled_owned(),
+                    )
+                    .await;
         });
         FakeHub {
             addr,

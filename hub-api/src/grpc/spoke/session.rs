@@ -308,11 +308,16 @@ impl Session {
 
     fn send(&self, s: &Snapshot) -> pb::HubMessage {
         self.inner.metrics.snapshots_sent.inc();
-        hub_msg(hub_message::Msg::Snapshot(snapshot_to_proto(
+        let mut snapshot = snapshot_to_proto(
             s,
             self.inner.service.now(),
             self.inner.cfg.local_gates_enforced,
-        )))
+        );
+        if let Some(size) = crate::grpc::convert::close_if_over_budget(&mut snapshot) {
+            self.inner.metrics.snapshots_over_budget.inc();
+            tracing::error!(cluster = %s.cluster, revision = s.revision, size, budget = fleetgate_policy::budgets::SNAPSHOT_MAX_BYTES, "snapshot over its budget: the cluster is held closed until its gates fit");
+        }
+        hub_msg(hub_message::Msg::Snapshot(snapshot))
     }
 
     /// A message from the spoke: report parts go to ingestion.

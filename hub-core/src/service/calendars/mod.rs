@@ -8,7 +8,10 @@ pub mod feeds;
 
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use fleetgate_api_types::records::CalendarFeedStatus;
-use fleetgate_policy::{EventMatch, Gate, HORIZON_AFTER, HORIZON_BEFORE, Occurrence, expand_ics};
+use fleetgate_policy::{
+    EventMatch, Gate, HORIZON_AFTER, HORIZON_BEFORE, Occurrence, budgets::GATE_MAX_OCCURRENCES,
+    read_calendar,
+};
 use sha2::{Digest, Sha256};
 
 pub use feeds::{compile_at, feed_occurrences, feed_windows, status};
@@ -75,6 +78,8 @@ fn window_of<'g>(
     Some((w, zone))
 }
 
+/// Reads a feed's text over the horizon at `now`, fail closed ([`read_calendar`]): any problem
+/// refuses the copy as a whole, and the last good copy stays in force.
 fn expand(
     text: &str,
     zone: chrono_tz::Tz,
@@ -82,8 +87,18 @@ fn expand(
     now: DateTime<Utc>,
 ) -> std::result::Result<(Vec<Occurrence>, fleetgate_policy::ExpandedCalendar), String> {
     let (from, to) = horizon(now);
-    let expanded = expand_ics(text, zone, matcher, from, to).map_err(|e| e.to_string())?;
+    let expanded =
+        read_calendar(text.as_bytes(), zone, matcher, from, to).map_err(|e| e.to_string())?;
     Ok((expanded.occurrences.clone(), expanded))
+}
+
+/// The occurrences `gate`'s other feeds hold (their published copies), which a new copy of
+/// `window` adds to within [`GATE_MAX_OCCURRENCES`].
+fn other_feeds_occurrences(rows: &[FeedRow], window: &str) -> usize {
+    rows.iter()
+        .filter(|r| r.window_name != window)
+        .map(|r| r.occurrences.as_array().map_or(0, Vec::len))
+        .sum()
 }
 
 impl Service {
@@ -172,38 +187,29 @@ impl Service {
             }
         }
         let outcome = &outcome;
-        let (recorded, _) = self
+        let (recorded, refused) = self
             .write(&actor, now, |tx| {
                 Box::pin(async move {
+                    let lost = || Ok(Written::unchanged((Recorded::Lost, None)));
                     let Some(current) =
                         calendar_feeds::get_leased(tx, &row.gate, &row.window_name, owner).await?
                     else {
-                        return Ok(Written::unchanged(Recorded::Lost));
+                        return lost();
                     };
                     let Some(stored) = gates::get(tx, &row.gate).await? else {
-                        return Ok(Written::unchanged(Recorded::Lost));
+                        return lost();
                     };
                     let gate = crate::service::fleet::stored_gate(&stored.manifest)?;
                     let Some((window, zone)) = window_of(&gate, &row.window_name) else {
-                        return Ok(Written::unchanged(Recorded::Lost));
+                        return lost();
                     };
                     let refresh = Duration::seconds(current.refresh_seconds);
                     let hint = current.refresh_hint_seconds.map(Duration::seconds);
                     let next_ok = now + hint.map_or(refresh, |h| refresh.max(h));
                     let body = match outcome {
+                        // Recorded before the write (a failure changes nothing spokes see).
                         Err(error) => {
-                            // Back off 1m, 2m, 4m … up to the refresh interval.
-                            let backoff = Duration::minutes(1 << current.failures.clamp(0, 10));
-                            calendar_feeds::record_failure(
-                                tx,
-                                &row.gate,
-                                &row.window_name,
-                                now,
-                                now + backoff.min(refresh),
-                                error,
-                            )
-                            .await?;
-                            return Ok(Written::unchanged(Recorded::Failed));
+                            return Ok(Written::unchanged((Recorded::Failed, Some(error.clone()))));
                         }
                         Ok(Fetched::NotModified) => None,
                         Ok(Fetched::Body {
@@ -233,13 +239,13 @@ impl Service {
                         )
                         .await?;
                         if !republish {
-                            return Ok(Written::unchanged(Recorded::Unchanged));
+                            return Ok(Written::unchanged((Recorded::Unchanged, None)));
                         }
                         let all = tx.scoped_clusters().await?;
                         let names =
                             crate::service::gates::clusters_in(&all, &[&gate.spec.clusters]);
                         let affected = Affected::among(names, all.len());
-                        return Ok(Written::republished(Recorded::Republished, affected));
+                        return Ok(Written::republished((Recorded::Republished, None), affected));
                     }
                     // New content, or the same content expanded over a moved horizon.
                     let text = match body {
@@ -252,22 +258,26 @@ impl Service {
                         Some((_, e, l)) => (e, l),
                         None => (current.etag.as_deref(), current.last_modified.as_deref()),
                     };
+                    // A copy that cannot be read is refused as a whole: the failure is
+                    // recorded after this write (which changes nothing and rolls back).
                     let (occurrences, expanded) =
                         match expand(&text, zone, window.event_match.as_ref(), now) {
                             Ok(x) => x,
                             Err(why) => {
-                                calendar_feeds::record_failure(
-                                    tx,
-                                    &row.gate,
-                                    &row.window_name,
-                                    now,
-                                    now + refresh,
-                                    &format!("not a usable iCalendar: {why}"),
-                                )
-                                .await?;
-                                return Ok(Written::unchanged(Recorded::Failed));
+                                return Ok(Written::unchanged((Recorded::Failed, Some(why))));
                             }
                         };
+                    let feeds = calendar_feeds::for_gates(tx, Some(std::slice::from_ref(&row.gate))).await?;
+                    let others = other_feeds_occurrences(&feeds, &row.window_name);
+                    if others + occurrences.len() > GATE_MAX_OCCURRENCES {
+                        return Ok(Written::unchanged((
+                            Recorded::Failed,
+                            Some(format!(
+                                "the gate's feeds together would expand to more than {GATE_MAX_OCCURRENCES} occurrences in the horizon ({} here, {others} in its other feeds)",
+                                occurrences.len()
+                            )),
+                        )));
+                    }
                     let (from, to) = horizon(now);
                     let sha =
                         sha.unwrap_or_else(|| current.body_sha256.clone().unwrap_or_default());
@@ -300,7 +310,7 @@ impl Service {
                     let names = crate::service::gates::clusters_in(&all, &[&gate.spec.clusters]);
                     let affected = Affected::among(names, all.len());
                     if !changed {
-                        return Ok(Written::republished(Recorded::Republished, affected));
+                        return Ok(Written::republished((Recorded::Republished, None), affected));
                     }
                     let audit = Audit {
                         action: "calendar.change",
@@ -320,10 +330,33 @@ impl Service {
                         })),
                         reason: Some(format!("calendar feed {} changed", row.url)),
                     };
-                    Ok(Written::changed(Recorded::Changed, audit, affected))
+                    Ok(Written::changed((Recorded::Changed, None), audit, affected))
                 })
             })
+            .await?
+            .0;
+        if let Some(error) = refused {
+            // Visible even though nothing else changed: state failing, the error, one more
+            // failure, the attempt's time; the last good copy stays in force.
+            let mut tx = self.begin().await?;
+            let Some(current) =
+                calendar_feeds::get_leased(&mut tx, &row.gate, &row.window_name, owner).await?
+            else {
+                return Ok(Recorded::Lost);
+            };
+            let backoff = Duration::minutes(1 << current.failures.clamp(0, 10));
+            let refresh = Duration::seconds(current.refresh_seconds);
+            calendar_feeds::record_failure(
+                &mut tx,
+                &row.gate,
+                &row.window_name,
+                now,
+                now + backoff.min(refresh),
+                &error,
+            )
             .await?;
+            tx.commit().await?;
+        }
         Ok(recorded)
     }
 
@@ -373,6 +406,12 @@ impl Service {
         }
         tx.commit().await?;
         Ok(rows.len())
+    }
+
+    /// How many feeds are stale now, and how many failing (not stale yet).
+    pub async fn feed_counts(&self) -> Result<(i64, i64)> {
+        let mut conn = self.conn().await?;
+        calendar_feeds::counts(&mut conn, self.now()).await
     }
 
     /// The feed status of every `calendar.url` window of `gate`.

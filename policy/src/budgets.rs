@@ -1,0 +1,87 @@
+//! Every budget on outside input that can open a gate or grow what a spoke receives, decided
+//! once here. Input over a budget is refused as a whole at the boundary (a manifest with 422 /
+//! `INVALID_ARGUMENT` naming the field, a feed `failing`), never cut short: a cut calendar or
+//! selector could open a gate. The budgets are chosen so that no real calendar or gate meets
+//! them, and together so that one gate, and so one cluster's snapshot, always fits the gRPC
+//! message limit the hub sends with and the spoke decodes with. Guide: docs/errors-and-limits.md.
+
+use chrono::Duration;
+
+/// The largest calendar text a feed (`calendar.url`) may serve. Google's public holiday
+/// calendars are 50–150 KiB; a freeze calendar a team keeps is a few KiB.
+pub const CALENDAR_MAX_BYTES: usize = 1024 * 1024;
+
+/// The largest inline calendar (`calendar.ics`): it travels inside the manifest, to every
+/// spoke in scope; a larger calendar is served as a feed.
+pub const INLINE_ICS_MAX_BYTES: usize = 512 * 1024;
+
+/// The most VEVENTs one calendar text may hold (with their RECURRENCE-ID exceptions).
+pub const CALENDAR_MAX_EVENTS: usize = 10_000;
+
+/// The most recurrence instances expanding one calendar text may step through, all rules
+/// together, counting instances before the horizon and those an EXDATE removes: the work
+/// budget. A daily event started in 1990 steps through about 13,500.
+pub const CALENDAR_MAX_INSTANCES: usize = 100_000;
+
+/// The most occurrences one calendar window may have in the horizon (after `match`). A daily
+/// event has 431 in the default horizon (31 days back, 400 ahead); an hourly one 10,344.
+pub const CALENDAR_MAX_OCCURRENCES: usize = 5_000;
+
+/// The most occurrences all the calendar windows of one gate may have in the horizon together.
+pub const GATE_MAX_OCCURRENCES: usize = 10_000;
+
+/// The shortest spacing a recurrence rule may ask for: `FREQ=SECONDLY`, `FREQ=MINUTELY` with an
+/// `INTERVAL` under an hour, and several `BYSECOND` or `BYMINUTE` values are refused before
+/// anything is expanded. Google Calendar's and Outlook's editors offer nothing finer than daily.
+pub const CALENDAR_MIN_RECURRENCE: Duration = Duration::hours(1);
+
+/// An occurrence's SUMMARY is kept to this many bytes (cut at a character boundary, `…`
+/// appended): it is only shown in reasons, and it is what makes occurrences large.
+pub const OCCURRENCE_SUMMARY_MAX_BYTES: usize = 128;
+
+/// The largest gate manifest, as JSON (inline calendars included). Below the hub's default
+/// request body limit (1 MiB), so a manifest at the budget can be sent.
+pub const GATE_MANIFEST_MAX_BYTES: usize = 768 * 1024;
+
+/// The most windows one gate may have.
+pub const GATE_MAX_WINDOWS: usize = 100;
+
+/// The most terms one label selector may have (`matchLabels` pairs and `matchExpressions`).
+pub const SELECTOR_MAX_TERMS: usize = 64;
+
+/// The most values one `matchExpressions` term may list.
+pub const SELECTOR_MAX_VALUES: usize = 256;
+
+/// The most entries a list of names may hold (`spec.clusters.names`, `spec.targets.names`,
+/// `spec.targets.namespaces`, `spec.objects` lists).
+pub const NAMES_MAX: usize = 1_000;
+
+/// The largest encoded size of one gate in a snapshot (`GateRule`: its manifest and its feeds'
+/// occurrences), implied by the budgets above: a manifest of [`GATE_MANIFEST_MAX_BYTES`] plus
+/// [`GATE_MAX_OCCURRENCES`] occurrences of at most [`OCCURRENCE_MAX_ENCODED_BYTES`] each,
+/// with room for the other fields. A test encodes the largest gate the budgets allow.
+pub const GATE_RULE_MAX_BYTES: usize = 3 * 1024 * 1024;
+
+/// An upper bound on one encoded occurrence: two timestamps (at most 11 bytes each with their
+/// tags and lengths, plus nanos), a summary of [`OCCURRENCE_SUMMARY_MAX_BYTES`] (plus `…`) and
+/// the message's own tag and length.
+pub const OCCURRENCE_MAX_ENCODED_BYTES: usize = 2 * 18 + OCCURRENCE_SUMMARY_MAX_BYTES + 3 + 3 + 4;
+
+/// The largest snapshot the hub sends one cluster. A cluster whose gates together are larger is
+/// held closed as under a fleet freeze (overrides, freezes included, still reach it) until its
+/// gates fit, and the hub says so on the cluster's status and in its metrics.
+pub const SNAPSHOT_MAX_BYTES: usize = 16 * 1024 * 1024;
+
+/// The gRPC message limit of the spoke stream: the hub encodes with it and the spoke decodes
+/// with it, so a snapshot within [`SNAPSHOT_MAX_BYTES`] (plus the message's envelope) always
+/// arrives.
+pub const GRPC_MAX_MESSAGE_BYTES: usize = SNAPSHOT_MAX_BYTES + 1024 * 1024;
+
+const _: () = assert!(
+    GATE_MANIFEST_MAX_BYTES + GATE_MAX_OCCURRENCES * OCCURRENCE_MAX_ENCODED_BYTES + 64 * 1024
+        <= GATE_RULE_MAX_BYTES
+);
+const _: () = assert!(GATE_RULE_MAX_BYTES <= SNAPSHOT_MAX_BYTES);
+const _: () = assert!(CALENDAR_MAX_OCCURRENCES <= GATE_MAX_OCCURRENCES);
+const _: () = assert!(INLINE_ICS_MAX_BYTES < GATE_MANIFEST_MAX_BYTES);
+const _: () = assert!(INLINE_ICS_MAX_BYTES <= CALENDAR_MAX_BYTES);
