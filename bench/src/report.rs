@@ -55,6 +55,9 @@ pub struct SizeResult {
     pub connect_seconds: f64,
     pub hub_rss_kib: u64,
     pub hub_rss_per_spoke_kib: f64,
+    /// The same for the bare fan-out server with the same number of streams,
+    /// in the same run (the library's own memory per connection).
+    pub floor_rss_per_spoke_kib: f64,
     pub hub_idle_millicores: f64,
 }
 
@@ -210,6 +213,16 @@ impl Report {
                 },
                 Some(s.hub_rss_per_spoke_kib <= if n >= 19_000 { 24.0 } else { 32.0 }),
             );
+            let ratio = s.hub_rss_per_spoke_kib / s.floor_rss_per_spoke_kib.max(0.1);
+            row(
+                format!("hub RSS per spoke / bare fan-out server's per stream, {n}"),
+                format!(
+                    "{:.1} / {:.1} KiB = {ratio:.2}×",
+                    s.hub_rss_per_spoke_kib, s.floor_rss_per_spoke_kib
+                ),
+                "≤ 1.25× (#50)",
+                Some(ratio <= 1.25),
+            );
             row(
                 format!("hub idle CPU, {n} spokes connected"),
                 format!("{:.1} millicores", s.hub_idle_millicores),
@@ -296,8 +309,21 @@ impl Report {
                     i.spokes, i.objects_per_report, i.rounds
                 ),
                 format!("{:.0} object reports/s", i.objects_per_second),
-                "≥ 20k reports/s",
-                Some(i.objects_per_second >= 20_000.0),
+                "≥ 40k reports/s (#50)",
+                Some(i.objects_per_second >= 40_000.0),
+            );
+            row(
+                format!(
+                    "storage per report ({} objects, all changed): rows written; WAL",
+                    i.objects_per_report
+                ),
+                format!(
+                    "{:.1} rows; {:.1} KiB",
+                    i.rows_per_report,
+                    i.wal_bytes_per_report / 1024.0
+                ),
+                "",
+                None,
             );
             row(
                 "status report → durable p50 / p99 / max".into(),

@@ -87,7 +87,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         // Each size's floor right before its hub phase, under the same
         // conditions (the smaller fleet's spokes stay connected, idle).
         progress(&format!("floor: bare tonic fan-out to {n} streams"));
-        let floor = floor_flips(cfg, &snapshot_file, n).await?;
+        let (floor, floor_rss_per_spoke_kib) = floor_flips(cfg, &snapshot_file, n).await?;
         grow_fleet(&service, &mut creds, n, &mut registering, progress).await?;
         progress(&format!("hub: connecting spokes {connected}..{n}"));
         let t = Instant::now();
@@ -127,6 +127,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             connect_seconds,
             hub_rss_kib: rss,
             hub_rss_per_spoke_kib: rss.saturating_sub(rss0) as f64 / n as f64,
+            floor_rss_per_spoke_kib,
             hub_idle_millicores: idle,
         });
         // Ingest after the largest fleet's idle and flip measurements: the
