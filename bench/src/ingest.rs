@@ -84,13 +84,16 @@ pub(crate) fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
         .collect()
 }
 
-/// Runs rounds with the first `spokes` spokes of `swarm` for about `duration`.
+/// Runs rounds with the first `spokes` spokes of `swarm` for about `duration`,
+/// numbering them from `first_round` (a later ingest in the same run starts
+/// past the rounds of an earlier one, so every report changes every object).
 pub async fn run(
     swarm: &Swarm,
     pool: &sqlx::PgPool,
     spokes: usize,
     per_report: usize,
     duration: Duration,
+    first_round: usize,
 ) -> Result<IngestResult> {
     let spokes = spokes.min(swarm.len());
     let names: Vec<String> = (0..spokes).map(fleet::cluster_name).collect();
@@ -100,8 +103,9 @@ pub async fn run(
     let mut durable = Vec::new();
     let mut rounds = 0;
     while rounds < 2 || start.elapsed() < duration {
-        let marker = MARKER_BASE + rounds as i64;
-        let objs = objects(rounds, per_report);
+        let round = first_round + rounds;
+        let marker = MARKER_BASE + round as i64;
+        let objs = objects(round, per_report);
         let t0 = Instant::now();
         for i in 0..spokes {
             let report = pb::StatusReport {
@@ -153,7 +157,7 @@ pub async fn run(
         "select count(*) from object_status where cluster = any($1) and last_applied_revision = $2",
     )
     .bind(&names)
-    .bind(format!("main@sha1:{:040}", rounds - 1))
+    .bind(format!("main@sha1:{:040}", first_round + rounds - 1))
     .fetch_one(pool)
     .await?;
     let expected = (spokes * per_report) as i64;
