@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 
 use crate::db::admission_webhooks::AdmissionRow;
 use crate::egress::{Egress, EgressPolicy};
-use crate::service::outside::{AdmissionAnswer, AdmissionClient};
+use crate::service::admission::outside::{AdmissionAnswer, AdmissionClient};
 use crate::{Error, Result};
 
 /// Admission calls under an egress policy (`--egress-*`, `--admission-allow-private`).
@@ -32,6 +32,15 @@ impl AdmissionClient for EgressAdmission {
             .map_err(|e| Error::Internal(e.to_string()))?
             .check_url(url)
             .map_err(|e| Error::invalid("url", e.to_string()))?;
+        Ok(())
+    }
+
+    fn check_ca_bundle(&self, pem: &str) -> Result<()> {
+        let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
+            .map_err(|e| Error::invalid("caBundle", format!("not PEM certificates: {e}")))?;
+        if certs.is_empty() {
+            return Err(Error::invalid("caBundle", "holds no certificate"));
+        }
         Ok(())
     }
 

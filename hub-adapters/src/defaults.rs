@@ -1,4 +1,5 @@
-//! A [`Service`] with the default adapters, for the binary's start-up and for tests and
+//! A [`Service`] with the default adapters (admission calls under the default egress
+//! rules, no identity settings, spokes' JWTs verified for the default audience), for the binary's start-up and for tests and
 //! tools that build one: `use fleetgate_hub_adapters::ServiceDefaults` (or the facade's
 //! `fleetgate_hub::ServiceDefaults`) and call `Service::new` / `Service::with_clock` as before.
 
@@ -9,7 +10,8 @@ use sqlx::PgPool;
 use crate::admission::EgressAdmission;
 use crate::clock::{Clock, SystemClock};
 use crate::egress::EgressPolicy;
-use crate::service::Service;
+use crate::identity::spoke_jwt::SpokeIssuers;
+use crate::service::{Adapters, Service};
 
 /// Constructors of [`Service`] that wire the default adapters.
 pub trait ServiceDefaults: Sized {
@@ -27,7 +29,15 @@ impl ServiceDefaults for Service {
     }
 
     fn with_clock(pool: PgPool, clock: Arc<dyn Clock>) -> Self {
-        Service::with_adapters(pool, clock, Arc::new(EgressAdmission::default()))
+        Service::with_adapters(
+            pool,
+            clock,
+            Adapters {
+                admission: Arc::new(EgressAdmission::default()),
+                identities: Arc::new(crate::identity::no_settings()),
+                spoke_issuers: Arc::new(SpokeIssuers::default()),
+            },
+        )
     }
 
     fn with_admission_egress(self, policy: EgressPolicy) -> Self {

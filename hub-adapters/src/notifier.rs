@@ -6,9 +6,20 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::egress::EgressOptions;
+use crate::egress::{EgressOptions, EgressPolicy};
 use crate::notify::NotifyOptions;
 use crate::service::Service;
+
+/// The webhooks' egress policy: the shared one plus the webhook flags, following no
+/// redirects (a 3xx is a failed delivery).
+pub fn egress_policy(opts: &NotifyOptions, egress: &EgressOptions) -> Result<EgressPolicy, String> {
+    Ok(egress
+        .policy()
+        .map_err(|e| e.to_string())?
+        .allow_private(opts.webhook_allow_private)
+        .allow_http(opts.webhook_allow_http)
+        .max_redirects(0))
+}
 
 /// What a replica runs for notifications: the scheduler and the delivery
 /// worker, sharing a wake-up so locally enqueued events go out at once.
@@ -30,7 +41,7 @@ impl Notifier {
         metrics: crate::webhook_delivery::NotifyMetrics,
     ) -> Result<Self, String> {
         let egress =
-            crate::egress::Egress::new(opts.egress_policy(egress)?).map_err(|e| e.to_string())?;
+            crate::egress::Egress::new(egress_policy(opts, egress)?).map_err(|e| e.to_string())?;
         Ok(Self {
             delivery: crate::webhook_delivery::DeliveryConfig {
                 replica,

@@ -18,6 +18,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use fleetgate_api_types::webhooks::WebhookFormat;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -28,8 +30,9 @@ use tokio_util::sync::CancellationToken;
 use crate::db::audit::NewAudit;
 use crate::db::webhooks::{self, Claimed, Outcome};
 use crate::egress::{Egress, EgressError};
-use crate::notify::format::{Site, render};
+use crate::notify::format::{Message, Site, render};
 use crate::service::Service;
+use crate::service::webhooks::outside::{WebhookAnswer, WebhookCallError, WebhookClient};
 
 /// The Standard Webhooks retry schedule (after the first attempt): 5 s,
 /// 5 min, 30 min, 2 h, 5 h, 10 h, 10 h; then the delivery has failed.
@@ -333,5 +336,44 @@ pub async fn run(
             () = wake.notified() => {}
             () = tokio::time::sleep(cfg.poll) => {}
         }
+    }
+}
+
+/// Core's webhook calls (URL checks, the test message) through the outbound client.
+impl WebhookClient for Egress {
+    fn preflight<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        async move {
+            Egress::preflight(self, url)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+
+    fn post<'a>(
+        &'a self,
+        url: &'a str,
+        msg: Message,
+    ) -> BoxFuture<'a, Result<WebhookAnswer, WebhookCallError>> {
+        async move {
+            let mut req = self
+                .request(reqwest::Method::POST, url)
+                .map_err(|e| WebhookCallError::Url(e.to_string()))?
+                .header(reqwest::header::CONTENT_TYPE, msg.content_type);
+            for (k, v) in &msg.headers {
+                req = req.header(*k, v);
+            }
+            let r = self
+                .send(req.body(msg.body))
+                .await
+                .map_err(|e| WebhookCallError::Failed(e.to_string()))?;
+            Ok(WebhookAnswer {
+                status: r.status.as_u16(),
+                elapsed: r.elapsed,
+                body: r.body,
+            })
+        }
+        .boxed()
     }
 }

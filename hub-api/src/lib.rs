@@ -20,10 +20,10 @@ pub mod replica;
 pub mod rest;
 pub mod startup;
 
-pub use fleetgate_hub_adapters::{calendar_sync, notifier, webhook_delivery};
+pub use fleetgate_hub_adapters::{calendar_sync, egress, notifier, webhook_delivery};
 pub use fleetgate_hub_core::{
-    Actor, Error, Result, Role, Service, auth, build_info, clock, db, egress, error, fanout,
-    identity, liveness, metrics, notify, rollout, schema, service, validate,
+    Actor, Error, Result, Role, Service, auth, build_info, clock, db, error, fanout, identity,
+    liveness, metrics, notify, rollout, schema, service, validate,
 };
 pub use http::app;
 pub use rest::AppState;

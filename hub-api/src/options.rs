@@ -104,7 +104,7 @@ pub struct GrpcOptions {
     pub local_gates: LocalGates,
     /// The audience spokes' own JWTs must carry (clusters registered with an issuer: the
     /// `audience` of the spoke's projected token or JWT-SVID).
-    #[arg(long, env = "FLEETGATE_SPOKE_AUDIENCE", default_value = fleetgate_hub_core::identity::spoke_jwt::DEFAULT_AUDIENCE)]
+    #[arg(long, env = "FLEETGATE_SPOKE_AUDIENCE", default_value = fleetgate_hub_core::identity::token::DEFAULT_AUDIENCE)]
     pub spoke_audience: String,
 }
 
@@ -122,7 +122,7 @@ impl Default for GrpcOptions {
             rollout_tick: duration(defaults::ROLLOUT_TICK),
             replica_lease_every: duration(defaults::REPLICA_LEASE_EVERY),
             local_gates: defaults::LOCAL_GATES,
-            spoke_audience: fleetgate_hub_core::identity::spoke_jwt::DEFAULT_AUDIENCE.into(),
+            spoke_audience: fleetgate_hub_core::identity::token::DEFAULT_AUDIENCE.into(),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::fleet_feed::FleetFeed;
 use crate::metrics::{GrpcMetrics, Metrics, RolloutMetrics};
 use crate::options::{GrpcOptions, HttpOptions};
 use crate::service::Service;
-use crate::service::lease::Lease;
+use crate::service::clusters::lease::Lease;
 use crate::service::reports::Reports;
 
 /// A replica's parts. Cheap to clone (shared handles).

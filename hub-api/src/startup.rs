@@ -7,14 +7,14 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// A log of named phases, each with the milliseconds since [`Phases::begin`].
-pub struct Phases {
+pub(crate) struct Phases {
     /// The log line's message (`startup`, `drain`).
     what: &'static str,
     began: OnceLock<Instant>,
 }
 
 impl Phases {
-    pub const fn new(what: &'static str) -> Self {
+    pub(crate) const fn new(what: &'static str) -> Self {
         Self {
             what,
             began: OnceLock::new(),
@@ -22,13 +22,13 @@ impl Phases {
     }
 
     /// Marks the start (the first call wins) and logs phase `begin`.
-    pub fn begin(&self) {
+    pub(crate) fn begin(&self) {
         let _ = self.began.set(Instant::now());
         self.phase("begin");
     }
 
     /// Logs that `name` (one word, snake_case) is done.
-    pub fn phase(&self, name: &str) {
+    pub(crate) fn phase(&self, name: &str) {
         let began = self.began.get_or_init(Instant::now);
         let ms = began.elapsed().as_secs_f64() * 1e3;
         tracing::info!(phase = name, ms = format!("{ms:.1}"), "{}", self.what);

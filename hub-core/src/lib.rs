@@ -6,18 +6,23 @@
 //! `fleetgate-hub-adapters` → `fleetgate-hub-api` → `fleetgate-hub` (binary). This crate may
 //! import the store (re-exported here as [`db`], with [`Error`] and [`Result`]), the policy
 //! and API-type crates, never an adapter, an API surface (REST, gRPC, dashboard) or the
-//! binary's configuration: what it needs from the outside world it declares as a trait or
-//! plain data the layers above implement and wire ([`service::outside`]: e.g. the admission
-//! webhook client). Still here, to move to the adapters behind such traits: the outbound
-//! client ([`egress`]) and the identity provider client and token verification
-//! (`identity::{keys, login, outbound, jwt, crypto}`). Inside it, no two files import each
-//! other in a circle.
+//! binary's configuration, and it has no HTTP client and no JWT library: what it needs from
+//! the outside world it declares as a trait or plain data the layers above implement and
+//! wire (the [`service::Adapters`] a service is built with): the admission webhook client
+//! ([`service::admission::outside`]), the webhook client of subscriptions
+//! ([`service::webhooks::outside`]), token verification and the identity provider client
+//! ([`identity::provider`]).
+//!
+//! Inside it: [`service`] holds one folder per capability (`access`, `admission`,
+//! `approvals`, `audit`, `calendars`, `clusters`, `fleet`, `freezes`, `gates`,
+//! `local_gates`, `overrides`, `reports`, `rollouts`, `webhooks`) beside the shared
+//! `page` and `types`; [`notify`] and [`identity`] are the event and identity models the
+//! service produces and consumes. No two files import each other in a circle.
 #![forbid(unsafe_code)]
 
 pub mod auth;
 pub mod build_info;
 pub mod clock;
-pub mod egress;
 pub mod fanout;
 pub mod identity;
 pub mod metrics;

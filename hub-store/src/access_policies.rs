@@ -21,7 +21,7 @@ const COLUMNS: &str = "name, manifest, version, created_at, updated_at";
 const SELECT: &str = "select name, manifest, version, created_at, updated_at from access_policies";
 
 /// Every policy, by name (what a principal is resolved against; read
-/// through the replica's cache, `service::resolve::PolicyCache`).
+/// through the replica's cache, `service::access::resolve::PolicyCache`).
 pub async fn all(conn: &mut PgConnection) -> Result<Vec<PolicyRow>> {
     super::fetch_named(conn, SELECT, "where name = any($1)", "order by name", None).await
 }

@@ -228,7 +228,7 @@ impl IntoResponse for Error {
 }
 
 /// Maps a unique-constraint violation to a 409, everything else to `Database`.
-pub fn on_unique(e: sqlx::Error, message: impl FnOnce() -> String) -> Error {
+pub(crate) fn on_unique(e: sqlx::Error, message: impl FnOnce() -> String) -> Error {
     match &e {
         sqlx::Error::Database(db) if db.is_unique_violation() => Error::conflict(message()),
         _ => Error::from(e),

@@ -1,6 +1,6 @@
 //! `cluster_inventories`: every Flux object each cluster's spoke sees (governed or not), with
 //! labels and sources, as its latest report carried it; read by the impact preview
-//! (`service::impact`). Written by report ingestion only when the inventory changed (its hash),
+//! (`service::gates::impact`). Written by report ingestion only when the inventory changed (its hash),
 //! so a steady fleet's heartbeats write nothing here.
 
 use std::collections::HashMap;

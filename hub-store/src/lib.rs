@@ -139,7 +139,7 @@ pub async fn ping(pool: &PgPool) -> Result<()> {
 /// it stayed when it grew: 500-name batches at 10,000 clusters took ~200 ms
 /// instead of a few (fleetgate-bench --spokes 1000,10000, the hub's `fan-out
 /// refresh` debug line; `hub/tests/query_plans.rs`).
-pub async fn fetch_named<T>(
+pub(crate) async fn fetch_named<T>(
     conn: &mut PgConnection,
     select: &str,
     filter: &str,
@@ -166,7 +166,7 @@ where
 
 /// A keyset page of `table` ordered by its unique `name` column: the first
 /// `limit` rows whose name sorts after `after`.
-pub async fn page_by_name<T>(
+pub(crate) async fn page_by_name<T>(
     conn: &mut PgConnection,
     table: &str,
     columns: &str,
@@ -200,7 +200,7 @@ where
 
 /// A row together with the stored hash of its secret.
 #[derive(Debug, FromRow)]
-pub struct WithHash<T> {
+pub(crate) struct WithHash<T> {
     #[sqlx(flatten)]
     pub row: T,
     pub token_hash: Vec<u8>,

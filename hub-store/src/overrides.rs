@@ -12,7 +12,7 @@ use crate::Result;
 /// `scope` column).
 pub use fleetgate_api_types::OverrideRecord;
 
-pub const COLUMNS: &str = "id, gate, scope, state, starts_at, expires_at, actor, reason, \
+pub(crate) const COLUMNS: &str = "id, gate, scope, state, starts_at, expires_at, actor, reason, \
                        created_at, cancelled_at, cancelled_by, requested_in, requested_by, emergency, \
                        approval_request";
 

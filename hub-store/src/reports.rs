@@ -41,7 +41,7 @@ pub struct ClusterReport {
     /// Gate objects made in the cluster, by name; empty from spokes that
     /// predate them.
     pub local_gates: Vec<LocalGate>,
-    /// Objects stored repaired or left out (`service::report_objects`).
+    /// Objects stored repaired or left out (`service::reports::objects`).
     pub problems: Vec<ReportProblem>,
     /// Every Flux object the spoke sees (the impact preview's input); `None`: the report
     /// carries none (unchanged since the stream's last, or a spoke that predates it), so

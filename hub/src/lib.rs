@@ -6,20 +6,22 @@
 //! (decisions, event and identity models) → `fleetgate-hub-adapters` (the outside world) →
 //! `fleetgate-hub-api` (REST, gRPC, dashboard) → **`fleetgate-hub`**. The library re-exports
 //! the layers under their old module paths (`fleetgate_hub::service`, `fleetgate_hub::db`, ...)
-//! so tests and tools keep one import root.
+//! so tests and tools keep one import root; `identity` joins core's identity model and the
+//! adapters' provider client and token verification under one path.
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod identity;
 pub mod serve;
 
 pub use fleetgate_hub_adapters::{
-    ServiceDefaults, admission, calendar_sync, notifier, webhook_delivery,
+    ServiceDefaults, admission, calendar_sync, egress, notifier, webhook_delivery,
 };
 pub use fleetgate_hub_api::{
     AppState, app, dashboard, drain, fleet_feed, grpc, http, openapi, replica, rest, startup,
 };
 pub use fleetgate_hub_core::{
-    Actor, Error, Result, Role, Service, auth, build_info, clock, db, egress, error, fanout,
-    identity, liveness, metrics, notify, rollout, schema, service, validate,
+    Actor, Error, Result, Role, Service, auth, build_info, clock, db, error, fanout, liveness,
+    metrics, notify, rollout, schema, service, validate,
 };
 pub use serve::serve;

@@ -33,7 +33,7 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
             .egress
             .policy()
             .map_err(|e| crate::Error::invalid("--egress-ca-bundle", e.to_string()))?;
-        let identities = crate::identity::Identities::new(settings, egress, Default::default())?;
+        let identities = crate::identity::identities(settings, egress, Default::default())?;
         service = service.with_identities(std::sync::Arc::new(identities));
     }
     let admission = config
@@ -57,7 +57,7 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
         service.identities().metrics.clone(),
     )
     .map_err(|e| crate::Error::invalid("--egress-ca-bundle", e.to_string()))?;
-    service = service.with_spoke_issuers(spoke_issuers);
+    service = service.with_spoke_issuers(std::sync::Arc::new(spoke_issuers));
     if let Some(secret) = &config.admin_token {
         service.ensure_admin_token(secret).await?;
         startup::phase("admin_token");

@@ -20,7 +20,7 @@ use chrono::{DateTime, Duration, Utc};
 use common::{Hub, t0};
 use fleetgate_hub::Service;
 use fleetgate_hub::service::freezes::LocalFreeze;
-use fleetgate_hub::service::local_requests::LocalRequest;
+use fleetgate_hub::service::local_gates::requests::LocalRequest;
 use fleetgate_policy::GateState;
 use serde_json::{Value, json};
 

@@ -12,7 +12,7 @@ use common::{Hub, TableReads, t0};
 use fleetgate_api_types::parse_access_policy;
 use fleetgate_hub::ServiceDefaults;
 use fleetgate_hub::db::clusters::{self, ScopedCache};
-use fleetgate_hub::service::resolve::PolicyCache;
+use fleetgate_hub::service::access::resolve::PolicyCache;
 use fleetgate_hub::service::{Actor, Role, Service};
 use serde_json::json;
 

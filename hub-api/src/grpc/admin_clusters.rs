@@ -144,7 +144,7 @@ impl AdminApi {
             .service
             .cluster_status(&actor, &req.get_ref().name)
             .await)?;
-        Ok(Response::new(conv::cluster_status(s)))
+        Ok(Response::new(super::admin_status::cluster_status(s)))
     }
 
     pub(super) async fn fleet_status(
@@ -153,6 +153,6 @@ impl AdminApi {
     ) -> Res<pb::FleetStatus> {
         let actor = api_actor(&self.service, &req).await?;
         let s = ok(self.service.fleet_summary(&actor).await)?;
-        Ok(Response::new(conv::fleet_status(s)))
+        Ok(Response::new(super::admin_status::fleet_status(s)))
     }
 }

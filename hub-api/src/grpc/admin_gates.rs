@@ -89,9 +89,9 @@ impl AdminApi {
         let r = req.into_inner();
         let gate = parse_manifest(&r.manifest)?;
         let dry_run = if r.name.is_empty() {
-            crate::service::impact::DryRun::Create
+            crate::service::gates::impact::DryRun::Create
         } else {
-            crate::service::impact::DryRun::Replace {
+            crate::service::gates::impact::DryRun::Replace {
                 name: &r.name,
                 if_match: version(r.expected_version),
             }

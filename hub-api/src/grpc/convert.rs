@@ -12,7 +12,7 @@ use crate::db::held_objects::HeldObject;
 use crate::db::reports::LocalGate;
 use crate::db::reports::ReportedObject;
 use crate::service::fleet::Snapshot;
-use crate::service::local_requests::LocalRequest;
+use crate::service::local_gates::requests::LocalRequest;
 
 /// The gRPC status for a hub error.
 pub fn to_status(e: Error) -> Status {
@@ -194,12 +194,12 @@ macro_rules! held_object {
 pub(crate) use held_object;
 
 /// A protobuf text as an optional one (`""` means absent).
-pub fn opt_text(s: String) -> Option<String> {
+pub(crate) fn opt_text(s: String) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
 /// A protobuf number as an optional one (`0` means absent).
-pub fn opt_number(n: i64) -> Option<i64> {
+pub(crate) fn opt_number(n: i64) -> Option<i64> {
     (n != 0).then_some(n)
 }
 
@@ -248,7 +248,7 @@ pub fn held_from_proto(index: usize, o: pb::HeldObjectStatus) -> Result<HeldObje
 }
 
 /// The `index`th local gate of a report as stored; fields are checked by
-/// [`crate::service::report_objects::local_gates`], times here
+/// [`crate::service::reports::objects::local_gates`], times here
 /// (INVALID_ARGUMENT naming the field).
 pub fn local_gate_from_proto(index: usize, g: pb::LocalGateStatus) -> Result<LocalGate, Status> {
     let next_transition = match g.next_transition.as_ref() {
@@ -337,6 +337,21 @@ pub fn calendar_to_proto(c: &fleetgate_policy::FeedOccurrences) -> pb::CalendarO
             .collect(),
         stale_at: c.stale_at.map(to_timestamp),
     }
+}
+
+/// A timestamp field.
+pub(super) fn ts(at: DateTime<Utc>) -> Option<prost_types::Timestamp> {
+    Some(to_timestamp(at))
+}
+
+/// A count as `u64` (saturating).
+pub(super) fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// A stored count as `u64` (negative: 0).
+pub(super) fn count_i64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }
 
 #[cfg(test)]

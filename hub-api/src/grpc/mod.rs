@@ -11,6 +11,7 @@ mod admin_convert;
 mod admin_freezes;
 mod admin_gates;
 mod admin_identity;
+mod admin_status;
 mod admin_webhooks;
 pub mod auth;
 pub mod convert;

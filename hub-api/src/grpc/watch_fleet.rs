@@ -88,7 +88,7 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             cluster,
             gates: gates
                 .into_iter()
-                .map(crate::grpc::admin_convert::local_gate)
+                .map(crate::grpc::admin_status::local_gate)
                 .collect(),
         }),
         FleetChange::ReportProblems(p) => Event::ReportProblems(pb::ReportProblemsChanged {

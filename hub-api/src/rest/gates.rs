@@ -13,7 +13,7 @@ use super::extract::{ApiActor, ApiAdmin, Body, Query, ReasonQuery, if_match};
 use super::state::AppState;
 use crate::schema::preview::PreviewDoc;
 use crate::service::PageRequest;
-use crate::service::impact::DryRun;
+use crate::service::gates::impact::DryRun;
 use crate::service::types::GateRecord;
 use crate::{Error, Result};
 

@@ -27,7 +27,7 @@ use axum::routing::{delete, get, post, put};
 pub use state::AppState;
 
 /// The `/api/v1` routes.
-pub fn api() -> Router<AppState> {
+pub(crate) fn api() -> Router<AppState> {
     Router::new()
         .route("/gates", get(gates::list).post(gates::create))
         .route(

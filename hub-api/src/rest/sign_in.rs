@@ -26,7 +26,7 @@ use crate::identity::sessions::{LOGIN_COOKIE, SESSION_COOKIE};
 #[utoipa::path(get, path = "/api/v1/auth/config", tag = "identity",
     responses((status = 200, description = "Sign-in settings", body = AuthConfig)))]
 pub async fn config(State(s): State<AppState>, headers: HeaderMap) -> Json<AuthConfig> {
-    let login = s.service.identities().login.as_ref().map(|l| &l.config);
+    let login = s.service.identities().login.as_deref().map(|l| l.config());
     Json(AuthConfig {
         session_cookie: cookie(&headers, SESSION_COOKIE).is_some(),
         enabled: login.is_some(),
@@ -111,7 +111,7 @@ pub async fn callback(
             tracing::info!(error = %e, "sign-in failed");
             format!(
                 "/?signin_error={}",
-                crate::identity::outbound::enc(&e.public_message())
+                fleetgate_hub_adapters::identity::outbound::enc(&e.public_message())
             )
         }
     };
@@ -237,8 +237,8 @@ fn cookie_header(s: &AppState, name: &str, value: &str, max_age: Option<u32>) ->
         .service
         .identities()
         .login
-        .as_ref()
-        .is_some_and(|l| l.config.secure_cookies());
+        .as_deref()
+        .is_some_and(|l| l.config().secure_cookies());
     let mut c = format!("{name}={value}; Path=/; HttpOnly; SameSite=Lax");
     if secure {
         c.push_str("; Secure");

@@ -284,7 +284,7 @@ impl LoginConfig {
 
 fn url(field: &str, value: &str) -> Result<()> {
     let ok = value.starts_with("https://") || value.starts_with("http://");
-    if ok && reqwest::Url::parse(value).is_ok() {
+    if ok && url::Url::parse(value).is_ok() {
         Ok(())
     } else {
         Err(Error::invalid(field, "must be an http(s) URL"))

@@ -21,7 +21,7 @@ use chrono::Duration as ChronoDuration;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::login::RefreshError;
+use super::provider::RefreshError;
 use super::refusals::{Flow, Refusal};
 use super::sessions::{identity_of_row, seal, unseal};
 use crate::db::audit::{NewAudit, Who};

@@ -1,5 +1,5 @@
 //! From a signed-in person or workload to the service layer's `Actor`:
-//! the access-policy resolver (`service::resolve`) decides, and the
+//! the access-policy resolver (`service::access::resolve`) decides, and the
 //! settings file's `roles` list counts as one more, unscoped policy named
 //! `identity-config` (group, subject or email → role), so a hub without
 //! access policies can still let its people in. `defaultRole` grants every
@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 
 use super::config::{IdentityConfig, RoleGrant};
 use crate::Result;
-use crate::service::principal::{Grant, GrantSource, Identity, Person, Workload};
-use crate::service::resolve::grants_for;
+use crate::service::access::principal::{Grant, GrantSource, Identity, Person, Workload};
+use crate::service::access::resolve::grants_for;
 use crate::service::{Actor, Service};
 
 /// The policy name config grants carry in the audit log.

@@ -13,7 +13,7 @@ use fleetgate_api_types::{Identity, IdentityKind};
 use ring::aead;
 use sha2::{Digest, Sha256};
 
-use super::login::{Pending, random};
+use super::provider::{IdentityProvider, Pending, random};
 use super::refusals::{Flow, Refusal};
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::revision::Affected;
@@ -59,10 +59,10 @@ pub struct SignedIn {
 }
 
 impl Service {
-    fn login_provider(&self) -> Result<&super::login::Login> {
+    fn login_provider(&self) -> Result<&dyn IdentityProvider> {
         self.identities()
             .login
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| Error::NotFound {
                 kind: "identity provider",
                 name: "login".into(),
@@ -79,7 +79,7 @@ impl Service {
             self.identities().metrics.login("dashboard", "provider_error");
             Error::Upstream(format!(
                 "sign-in is unavailable: the identity provider {} cannot be reached ({e}); signed-in sessions and API tokens keep working",
-                login.config.issuer
+                login.config().issuer
             ))
         })?;
         let return_to = safe_return(return_to);
@@ -195,14 +195,14 @@ impl Service {
                 let error = Error::Unauthenticated(format!("ID token refused: {e}"));
                 return Ok(Err(Refusal::jwt(
                     Flow::Dashboard,
-                    &ids.jwt,
+                    &*ids.jwt,
                     id_token,
                     e,
                     error,
                 )));
             }
         };
-        if verified.identity.issuer != login.config.issuer
+        if verified.identity.issuer != login.config().issuer
             || verified.claims.get("nonce").and_then(|v| v.as_str()) != Some(nonce.as_str())
         {
             let e = Error::Unauthenticated("ID token refused: wrong issuer or nonce".into());
@@ -342,7 +342,7 @@ impl Service {
             Err(e) => {
                 let error = Error::Unauthenticated(e.to_string());
                 return Err(self
-                    .refuse(Refusal::jwt(Flow::Bearer, jwt, token, e, error))
+                    .refuse(Refusal::jwt(Flow::Bearer, &**jwt, token, e, error))
                     .await);
             }
         };

@@ -2,6 +2,8 @@
 //! is written once to the outbox ([`super::outbox`]) and rendered per
 //! subscription format when delivered ([`super::format`]).
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -153,3 +155,7 @@ impl GateUpcoming {
         }
     }
 }
+
+/// Per new state: the clusters, the reason, and their earliest next transition (how the
+/// state-change events of one write are grouped before they are enqueued).
+pub(crate) type StateGroups = BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)>;

@@ -18,7 +18,7 @@ use crate::service::fleet::applying::{reaches, stored_gate};
 
 /// Who made a freeze write's edges, why, and at which instant they happened.
 #[derive(Debug, Clone, Copy)]
-pub struct By<'a> {
+pub(crate) struct By<'a> {
     pub actor: &'a str,
     pub cause: Cause,
     /// The edges' instant (and dedup key): the write's `now` for a hub
@@ -28,7 +28,7 @@ pub struct By<'a> {
 
 impl<'a> By<'a> {
     /// A freeze written at the hub: cause `override`, at `now`.
-    pub fn hub(actor: &'a str, now: DateTime<Utc>) -> Self {
+    pub(crate) fn hub(actor: &'a str, now: DateTime<Utc>) -> Self {
         Self {
             actor,
             cause: Cause::Override,
@@ -38,7 +38,7 @@ impl<'a> By<'a> {
 
     /// A freeze made inside a cluster, started or ended at `at`: the cause
     /// and instant an in-cluster request's edges have.
-    pub fn in_cluster(actor: &'a str, at: DateTime<Utc>) -> Self {
+    pub(crate) fn in_cluster(actor: &'a str, at: DateTime<Utc>) -> Self {
         Self {
             actor,
             cause: Cause::InClusterRequest,
@@ -50,7 +50,7 @@ impl<'a> By<'a> {
 /// Enqueues the state changes of every gate on the clusters of `all` whose
 /// freezes differ between `before` and `after` (the live freezes around the
 /// write), evaluated at `now`, as `by` says. Returns how many events were inserted.
-pub async fn enqueue_edges(
+pub(crate) async fn enqueue_edges(
     conn: &mut PgConnection,
     all: &[Scoped],
     before: &[FreezeRecord],

@@ -14,7 +14,7 @@ use crate::db::reports::ClusterReport;
 /// The events of `report`'s objects at `newly_held` (indices into its
 /// objects), one per holding gate (the gates that suspended the object, or
 /// those governing it when none did, e.g. object-level holds).
-pub fn events(report: &ClusterReport, newly_held: &[usize]) -> Vec<NewEvent> {
+pub(crate) fn events(report: &ClusterReport, newly_held: &[usize]) -> Vec<NewEvent> {
     let mut by_gate: BTreeMap<&str, Vec<serde_json::Value>> = BTreeMap::new();
     for o in newly_held.iter().filter_map(|i| report.objects.get(*i)) {
         let gates = if o.suspended_by.is_empty() {

@@ -10,14 +10,14 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, CompiledGate, Gate, GateState};
 
-use super::event::{Cause, GateTransition, earliest};
+use super::event::{Cause, GateTransition, StateGroups, earliest};
 use crate::db::clusters::Scoped;
 use crate::db::overrides::OverrideRecord;
 use crate::service::fleet::applying::{applying, reaches};
 
 /// One version of a gate as the write sees it: its definition, compiled
 /// (with its feeds' occurrences) and the writer scope it is kept within.
-pub struct Version<'a> {
+pub(crate) struct Version<'a> {
     pub gate: &'a Gate,
     pub compiled: CompiledGate,
     pub within: Option<&'a [ClusterScope]>,
@@ -27,7 +27,7 @@ pub struct Version<'a> {
 /// the gate did not exist / no longer exists), one transition per new state.
 /// The live `freezes` count like the overrides (a frozen cluster stays closed).
 #[allow(clippy::too_many_arguments)]
-pub fn state_changes(
+pub(crate) fn state_changes(
     name: &str,
     before: Option<&Version<'_>>,
     after: Option<&Version<'_>>,
@@ -91,6 +91,3 @@ pub fn state_changes(
         })
         .collect()
 }
-
-/// Per new state: the clusters, the reason, and their earliest next transition.
-type StateGroups = BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)>;

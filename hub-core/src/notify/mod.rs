@@ -15,12 +15,12 @@
 
 pub mod event;
 pub mod format;
-pub mod freezes;
-pub mod held;
-pub mod manifest;
+pub(crate) mod freezes;
+pub(crate) mod held;
+pub(crate) mod manifest;
 pub mod notice;
-pub mod overrides;
-pub mod rollouts;
+pub(crate) mod overrides;
+pub(crate) mod rollouts;
 pub mod schedule;
 pub mod spokes;
 
@@ -30,8 +30,6 @@ use clap::Args;
 use sqlx::PgConnection;
 
 pub use event::{Cause, EVENT_TYPES, NewEvent};
-
-use crate::egress::{EgressOptions, EgressPolicy};
 
 /// Enqueues `ev` in the caller's transaction (a write's `tx`): inserted
 /// unless its dedup key exists, numbered in its subject's sequence and
@@ -46,7 +44,7 @@ pub async fn enqueue(conn: &mut PgConnection, ev: &NewEvent) -> crate::Result<Op
 /// scan seeing the same change make one event), or by `key` when given. A
 /// rollout gate's openings name only clusters already released
 /// ([`rollouts::only_released_opens`]). Returns how many were inserted.
-pub async fn enqueue_transitions(
+pub(crate) async fn enqueue_transitions(
     conn: &mut PgConnection,
     gate: Option<&fleetgate_policy::Gate>,
     transitions: Vec<event::GateTransition>,
@@ -126,17 +124,6 @@ impl Default for NotifyOptions {
 }
 
 impl NotifyOptions {
-    /// The webhooks' egress policy: the shared one plus the webhook flags,
-    /// following no redirects (a 3xx is a failed delivery).
-    pub fn egress_policy(&self, egress: &EgressOptions) -> Result<EgressPolicy, String> {
-        Ok(egress
-            .policy()
-            .map_err(|e| e.to_string())?
-            .allow_private(self.webhook_allow_private)
-            .allow_http(self.webhook_allow_http)
-            .max_redirects(0))
-    }
-
     /// The `gate.upcoming` lead times.
     pub fn leads(&self) -> Result<Vec<chrono::Duration>, String> {
         self.notify_upcoming

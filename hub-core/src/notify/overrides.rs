@@ -7,14 +7,14 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use fleetgate_policy::{CompiledGate, Gate};
 
-use super::event::{Cause, GateTransition, NewEvent, earliest};
+use super::event::{Cause, GateTransition, NewEvent, StateGroups, earliest};
 use crate::db::clusters::Scoped;
 use crate::db::freezes::FreezeRecord;
 use crate::db::overrides::OverrideRecord;
 use crate::service::fleet::applying::applying;
 
 /// `override.created` (`clusters`: those it applies to).
-pub fn created(rec: &OverrideRecord, clusters: &[String]) -> NewEvent {
+pub(crate) fn created(rec: &OverrideRecord, clusters: &[String]) -> NewEvent {
     NewEvent {
         event_type: "override.created".into(),
         subject: format!("gate/{}", rec.gate),
@@ -31,7 +31,7 @@ pub fn created(rec: &OverrideRecord, clusters: &[String]) -> NewEvent {
 
 /// `override.ended` at `at`: expired, or cancelled by `by`. One per
 /// override, whether the cancel write or the scheduler sees it first.
-pub fn ended(rec: &OverrideRecord, at: DateTime<Utc>, by: Option<&str>) -> NewEvent {
+pub(crate) fn ended(rec: &OverrideRecord, at: DateTime<Utc>, by: Option<&str>) -> NewEvent {
     NewEvent {
         event_type: "override.ended".into(),
         subject: format!("gate/{}", rec.gate),
@@ -52,7 +52,7 @@ pub fn ended(rec: &OverrideRecord, at: DateTime<Utc>, by: Option<&str>) -> NewEv
 /// between the override sets `before` and `after` (with the live `freezes`, which
 /// outrank both), grouped by new state.
 #[allow(clippy::too_many_arguments)]
-pub fn state_changes(
+pub(crate) fn state_changes(
     gate: &Gate,
     clusters: &[&Scoped],
     before: &[OverrideRecord],
@@ -82,7 +82,7 @@ pub fn state_changes(
 /// all others, so a hub freeze's edges have the cause `override` and one made
 /// in a cluster `inClusterRequest`, as the scheduler's do.
 #[allow(clippy::too_many_arguments)]
-pub fn freeze_changes(
+pub(crate) fn freeze_changes(
     gate: &Gate,
     compiled: &CompiledGate,
     clusters: &[&Scoped],
@@ -164,6 +164,3 @@ fn changes(
         })
         .collect()
 }
-
-/// Per new state: the clusters, the reason, and their earliest next transition.
-type StateGroups = BTreeMap<&'static str, (Vec<String>, String, Option<DateTime<Utc>>)>;

@@ -21,7 +21,7 @@ use crate::rollout::Event;
 /// complete|abort|end`; pauses, joins and the like are audited and on
 /// WatchFleet, not notified). A release with clusters also opens the gate on
 /// them: `gate.opened` (cause `rollout`, `next`: the gate's next scheduled change).
-pub fn events(e: &Event, at: DateTime<Utc>, next: Option<DateTime<Utc>>) -> Vec<NewEvent> {
+pub(crate) fn events(e: &Event, at: DateTime<Utc>, next: Option<DateTime<Utc>>) -> Vec<NewEvent> {
     let (event_type, key) = match e.action {
         "rollout.start" => ("rollout.started", e.rollout_id.clone()),
         "rollout.release" => (
@@ -80,7 +80,7 @@ pub fn events(e: &Event, at: DateTime<Utc>, next: Option<DateTime<Utc>>) -> Vec<
 /// the clusters its current rollout released before each one's instant
 /// (dropped when none is left): the others stay closed until their wave.
 /// Closings and other gates' transitions pass unchanged.
-pub async fn only_released_opens(
+pub(crate) async fn only_released_opens(
     conn: &mut PgConnection,
     gate: Option<&Gate>,
     transitions: Vec<GateTransition>,

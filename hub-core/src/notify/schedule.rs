@@ -48,7 +48,7 @@ type Group = (Vec<String>, String, Cause, Option<DateTime<Utc>>);
 /// One gate's state changes on its clusters in `(from, to]`, one entry per
 /// (instant, new state) with the clusters that changed then.
 #[allow(clippy::too_many_arguments)]
-pub fn gate_edges(
+pub(crate) fn gate_edges(
     gate: &Gate,
     compiled: &CompiledGate,
     within: Option<&[ClusterScope]>,
@@ -132,7 +132,7 @@ pub fn gate_edges(
 /// `gate.upcoming` notices for window edges in `(from + lead, to + lead]`,
 /// naming the clusters no override or freeze holds at that instant.
 #[allow(clippy::too_many_arguments)]
-pub fn gate_upcoming(
+pub(crate) fn gate_upcoming(
     gate: &Gate,
     compiled: &CompiledGate,
     within: Option<&[ClusterScope]>,

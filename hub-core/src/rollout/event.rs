@@ -20,7 +20,7 @@ pub struct Event {
 }
 
 impl Event {
-    pub fn of(row: &RolloutRow, action: &'static str, detail: Option<String>) -> Self {
+    pub(crate) fn of(row: &RolloutRow, action: &'static str, detail: Option<String>) -> Self {
         Self {
             action,
             gate: row.gate.clone(),

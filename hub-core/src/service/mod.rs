@@ -4,33 +4,19 @@
 //! change notification. Role checks happen here, so both APIs enforce the same.
 
 pub mod access;
-pub mod access_policies;
 pub mod admission;
 pub mod approvals;
 pub mod audit;
 pub mod calendars;
-pub mod cluster_identity;
 pub mod clusters;
 pub mod fleet;
 pub mod freezes;
 pub mod gates;
-pub mod impact;
-pub mod lease;
 pub mod local_gates;
-pub mod local_requests;
-pub mod outside;
-pub mod override_scope;
 pub mod overrides;
 pub mod page;
-pub mod policy_cache;
-pub mod principal;
-pub mod report_objects;
 pub mod reports;
-pub mod resolve;
 pub mod rollouts;
-pub mod sign_in_refusals;
-pub mod spoke_auth;
-pub mod tokens;
 pub mod types;
 pub mod webhooks;
 
@@ -53,11 +39,11 @@ use crate::db::retry;
 use crate::db::revision::{self, Affected};
 use crate::{Error, Result};
 
-pub use page::{Page, PageRequest};
-pub use principal::{
+pub use access::principal::{
     Actor, ClusterRef, Clusters, GateRef, Grant, GrantSource, Identity, Person, ReadScope,
     TokenIdentity, Workload,
 };
+pub use page::{Page, PageRequest};
 
 /// The hub's operations over its database. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -73,15 +59,27 @@ pub struct Service {
     /// Every cluster's name and labels, for writes ([`WriteTx::scoped_clusters`]).
     scoped: Arc<crate::db::clusters::ScopedCache>,
     /// Every access policy, parsed, for authentications ([`Service::resolve`]).
-    policies: Arc<policy_cache::PolicyCache>,
-    /// Trusted issuers and the login provider (none by default).
+    policies: Arc<access::policy_cache::PolicyCache>,
+    /// Trusted issuers and the login provider (an adapter's verifier and client).
     identities: Arc<crate::identity::Identities>,
     /// Calls admission webhooks (an adapter: outbound HTTP under the egress rules).
-    admission: Arc<dyn outside::AdmissionClient>,
+    admission: Arc<dyn admission::outside::AdmissionClient>,
     /// Verifiers of the issuers clusters are registered with (spokes' own JWTs).
-    spoke_issuers: Arc<crate::identity::spoke_jwt::SpokeIssuers>,
+    spoke_issuers: Arc<dyn crate::identity::provider::SpokeVerifier>,
     /// Approval and admission counters (registered by the replica).
     approval_metrics: crate::metrics::ApprovalMetrics,
+}
+
+/// What a [`Service`] talks to the outside world through: implementations of the traits
+/// core declares, from `fleetgate-hub-adapters` (wired by the binary, or by its
+/// `ServiceDefaults`).
+pub struct Adapters {
+    /// Calls admission webhooks.
+    pub admission: Arc<dyn admission::outside::AdmissionClient>,
+    /// The identity settings, token verifier and login provider.
+    pub identities: Arc<crate::identity::Identities>,
+    /// Verifies spokes' own JWTs.
+    pub spoke_issuers: Arc<dyn crate::identity::provider::SpokeVerifier>,
 }
 
 /// How many writes of one replica may wait on the database at once.
@@ -90,7 +88,7 @@ const CONCURRENT_WRITES: usize = 4;
 /// A write transaction, as a write's body sees it (the connection). `'a` is
 /// the scope of what the body borrows: every `&'t mut WriteTx<'a>` implies
 /// `'a: 't`, so a boxed body future may hold the caller's references.
-pub struct WriteTx<'a> {
+pub(crate) struct WriteTx<'a> {
     tx: Transaction<'static, Postgres>,
     scoped: Arc<crate::db::clusters::ScopedCache>,
     scope: PhantomData<&'a ()>,
@@ -99,14 +97,16 @@ pub struct WriteTx<'a> {
 impl WriteTx<'_> {
     /// Every cluster's name and labels (what a write needs to find the
     /// clusters it affects), from the replica's copy while it is current.
-    pub async fn scoped_clusters(&mut self) -> Result<Arc<Vec<crate::db::clusters::Scoped>>> {
+    pub(crate) async fn scoped_clusters(
+        &mut self,
+    ) -> Result<Arc<Vec<crate::db::clusters::Scoped>>> {
         let cache = self.scoped.clone();
         crate::db::clusters::scoped_cached(&mut self.tx, &cache).await
     }
 }
 
 /// The future of a write's body.
-pub type WriteBody<'t, T> = Pin<Box<dyn Future<Output = Result<Written<T>>> + Send + 't>>;
+pub(crate) type WriteBody<'t, T> = Pin<Box<dyn Future<Output = Result<Written<T>>> + Send + 't>>;
 
 impl Deref for WriteTx<'_> {
     type Target = PgConnection;
@@ -123,7 +123,7 @@ impl DerefMut for WriteTx<'_> {
 
 /// What a write's body did: its result for the caller and, when it changed
 /// something, the audit entry and the clusters whose snapshot changed.
-pub struct Written<T> {
+pub(crate) struct Written<T> {
     value: T,
     change: Option<(Option<Audit>, Affected)>,
 }
@@ -160,7 +160,7 @@ impl<T> Written<T> {
 pub use fleetgate_api_types::Role;
 
 /// An audit entry to write with a change.
-pub struct Audit {
+pub(crate) struct Audit {
     pub action: &'static str,
     pub target_kind: &'static str,
     pub target_name: String,
@@ -171,14 +171,15 @@ pub struct Audit {
 
 impl Service {
     /// A service on `pool` with `clock` (the system's, or an injected one in tests),
-    /// calling admission webhooks through `admission`. The adapters crate's
+    /// talking to the outside world through `adapters`. The adapters crate's
     /// `ServiceDefaults` builds one with the default adapters (`Service::new`,
     /// `Service::with_clock`).
-    pub fn with_adapters(
-        pool: PgPool,
-        clock: Arc<dyn Clock>,
-        admission: Arc<dyn outside::AdmissionClient>,
-    ) -> Self {
+    pub fn with_adapters(pool: PgPool, clock: Arc<dyn Clock>, adapters: Adapters) -> Self {
+        let Adapters {
+            admission,
+            identities,
+            spoke_issuers,
+        } = adapters;
         Self {
             pool,
             clock,
@@ -186,9 +187,9 @@ impl Service {
             health: DbHealth::new(),
             scoped: Arc::default(),
             policies: Arc::default(),
-            identities: Arc::default(),
+            identities,
             admission,
-            spoke_issuers: Arc::default(),
+            spoke_issuers,
             approval_metrics: Default::default(),
         }
     }
@@ -200,18 +201,21 @@ impl Service {
     }
 
     /// This service verifying spokes' own JWTs with `issuers` (`--spoke-audience`, `--egress-*`).
-    pub fn with_spoke_issuers(mut self, issuers: crate::identity::spoke_jwt::SpokeIssuers) -> Self {
-        self.spoke_issuers = Arc::new(issuers);
+    pub fn with_spoke_issuers(
+        mut self,
+        issuers: Arc<dyn crate::identity::provider::SpokeVerifier>,
+    ) -> Self {
+        self.spoke_issuers = issuers;
         self
     }
 
     /// The verifiers of spokes' own JWTs.
-    pub fn spoke_issuers(&self) -> &crate::identity::spoke_jwt::SpokeIssuers {
-        &self.spoke_issuers
+    pub fn spoke_issuers(&self) -> &dyn crate::identity::provider::SpokeVerifier {
+        &*self.spoke_issuers
     }
 
     /// This service calling admission webhooks through `client`.
-    pub fn with_admission(mut self, client: Arc<dyn outside::AdmissionClient>) -> Self {
+    pub fn with_admission(mut self, client: Arc<dyn admission::outside::AdmissionClient>) -> Self {
         self.admission = client;
         self
     }
@@ -222,7 +226,7 @@ impl Service {
     }
 
     /// The client of admission webhook calls.
-    pub fn admission_client(&self) -> &dyn outside::AdmissionClient {
+    pub fn admission_client(&self) -> &dyn admission::outside::AdmissionClient {
         &*self.admission
     }
 
@@ -268,7 +272,7 @@ impl Service {
 
     /// A one-connection pool of its own, named `application_name` (the
     /// change listener's LISTEN session).
-    pub fn dedicated_connection(&self, application_name: &str) -> PgPool {
+    pub(crate) fn dedicated_connection(&self, application_name: &str) -> PgPool {
         crate::db::dedicated_connection(&self.pool, application_name)
     }
 
@@ -304,7 +308,7 @@ impl Service {
     /// change the database: `|tx| Box::pin(async move { … })`, borrowing the
     /// caller's values (`let x = &x;` before it). Returns the body's value
     /// and the fleet revision after the write.
-    pub async fn write<'a, T>(
+    pub(crate) async fn write<'a, T>(
         &self,
         actor: &Actor,
         at: DateTime<Utc>,
@@ -364,6 +368,6 @@ impl Service {
 }
 
 /// Serialises a value for an audit row.
-pub fn to_json<T: Serialize>(v: &T) -> Option<serde_json::Value> {
+pub(crate) fn to_json<T: Serialize>(v: &T) -> Option<serde_json::Value> {
     serde_json::to_value(v).ok()
 }

@@ -147,6 +147,49 @@ const LAYERS: &[(&str, Layers)] = &[
             &["src/lib.rs", "src/main.rs"],
         ],
     ),
+    (
+        "hub-core",
+        &[
+            // Leaves: clock, options' parsing, input checks, token hashing; the identity
+            // settings and the token model with the traits adapters implement.
+            &[
+                "src/clock.rs",
+                "src/build_info.rs",
+                "src/options.rs",
+                "src/validate.rs",
+                "src/auth.rs",
+                "src/identity/config.rs",
+                "src/identity/token.rs",
+                "src/identity/provider.rs",
+                "src/identity/metrics.rs",
+            ],
+            // The rollout state machine, then the metrics that read it.
+            &["src/rollout/"],
+            &["src/metrics/"],
+            // The decisions and the event and identity models they produce and consume.
+            &["src/service/", "src/notify/", "src/identity/"],
+            // The fan-out index over the service's fleet views.
+            &["src/fanout/"],
+            &["src/lib.rs"],
+        ],
+    ),
+    (
+        "hub-adapters",
+        &[
+            // The outbound client and its rules.
+            &["src/egress/"],
+            // Each adapter of core's traits, and the workers.
+            &[
+                "src/identity/",
+                "src/admission.rs",
+                "src/calendar_sync.rs",
+                "src/webhook_delivery.rs",
+            ],
+            // Wiring: the notifier runs delivery; the defaults build a Service.
+            &["src/notifier.rs", "src/defaults.rs"],
+            &["src/lib.rs"],
+        ],
+    ),
 ];
 
 fn workspace_root() -> PathBuf {

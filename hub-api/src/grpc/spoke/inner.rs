@@ -12,8 +12,8 @@ use crate::fanout::Fanout;
 use crate::metrics::GrpcMetrics;
 use crate::options::GrpcOptions;
 use crate::service::Service;
+use crate::service::clusters::spoke_auth::SpokeAuth;
 use crate::service::reports::Reports;
-use crate::service::spoke_auth::SpokeAuth;
 
 /// Tunables of spoke streams.
 #[derive(Debug, Clone)]

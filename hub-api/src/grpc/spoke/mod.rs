@@ -23,10 +23,10 @@ use inner::Inner;
 
 use super::auth::bearer;
 use super::convert::to_status;
-use crate::identity::jwt::looks_like_jwt;
+use crate::identity::token::looks_like_jwt;
 use crate::metrics::GrpcMetrics;
 use crate::replica::Replica;
-use crate::service::spoke_auth::SpokeAuth;
+use crate::service::clusters::spoke_auth::SpokeAuth;
 
 /// The metadata a spoke names its cluster in (needed with a JWT credential).
 pub const CLUSTER_METADATA: &str = "fleetgate-cluster";

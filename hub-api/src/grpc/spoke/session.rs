@@ -27,7 +27,7 @@ use crate::grpc::convert::{
 };
 use crate::metrics::SpokeVersionLabels;
 use crate::service::fleet::Snapshot;
-use crate::service::local_requests::LocalRequest;
+use crate::service::local_gates::requests::LocalRequest;
 use crate::service::reports::{Inventory, Received, ReportParts};
 
 /// What woke a stream up.

@@ -12,7 +12,7 @@ use crate::db::approvals::{self as db, ApprovalRequest, RequestRow};
 use crate::db::gates;
 use crate::db::revision::Affected;
 use crate::service::fleet::stored_gate;
-use crate::service::override_scope::{covered_clusters, covered_in};
+use crate::service::overrides::scope::{covered_clusters, covered_in};
 use crate::service::overrides::{NewOverride, OverrideTimes, insert_override};
 use crate::service::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
 use crate::{Error, Result, validate};

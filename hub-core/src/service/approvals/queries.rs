@@ -118,7 +118,7 @@ impl Service {
 
     /// Requests pending at `now` or decided in the last [`DECIDED_IN_VIEW`], with
     /// their approvals, by id: the change streams' part of the fleet view.
-    pub async fn approvals_for_view(
+    pub(crate) async fn approvals_for_view(
         &self,
         now: DateTime<Utc>,
     ) -> Result<std::collections::BTreeMap<String, ApprovalRequest>> {

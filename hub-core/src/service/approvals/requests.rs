@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::db::approvals::{self as db, ApprovalRequest, RequestRow};
 use crate::db::revision::Affected;
 use crate::notify::NewEvent;
-use crate::service::override_scope::covered_clusters;
+use crate::service::overrides::scope::covered_clusters;
 use crate::service::types::OverrideRequest;
 use crate::service::{Actor, Audit, Identity, WriteTx, Written, to_json};
 use crate::{Error, Result};

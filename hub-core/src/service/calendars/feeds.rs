@@ -10,7 +10,7 @@ pub use crate::db::calendar_feeds::feed_occurrences;
 use crate::db::calendar_feeds::{FeedRow, FeedWindow};
 
 /// The `calendar.url` windows of `gate`.
-pub fn feed_windows(gate: &Gate) -> Vec<FeedWindow> {
+pub(crate) fn feed_windows(gate: &Gate) -> Vec<FeedWindow> {
     gate.spec
         .windows
         .iter()
@@ -28,7 +28,7 @@ pub fn feed_windows(gate: &Gate) -> Vec<FeedWindow> {
 }
 
 /// Compiles a stored gate at `at` with its feeds' occurrences.
-pub fn compile_at(
+pub(crate) fn compile_at(
     gate: &Gate,
     feeds: &[FeedOccurrences],
     at: DateTime<Utc>,
@@ -37,7 +37,7 @@ pub fn compile_at(
 }
 
 /// A feed row as the APIs show it.
-pub fn status(row: &FeedRow, now: DateTime<Utc>) -> CalendarFeedStatus {
+pub(crate) fn status(row: &FeedRow, now: DateTime<Utc>) -> CalendarFeedStatus {
     let stale_at = row
         .published_fetched_at
         .map(|p| p + Duration::seconds(row.max_stale_seconds));

@@ -14,7 +14,8 @@ use fleetgate_policy::{
 };
 use sha2::{Digest, Sha256};
 
-pub use feeds::{compile_at, feed_occurrences, feed_windows, status};
+pub use feeds::feed_occurrences;
+pub(crate) use feeds::{compile_at, status};
 
 use crate::db::calendar_feeds::{self, FeedRow, NewCopy};
 use crate::db::{gates, revision::Affected};

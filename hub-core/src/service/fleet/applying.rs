@@ -16,7 +16,11 @@ use crate::{Error, Result};
 /// last wrote it (none: unscoped). This is how a gate written by a team
 /// never reaches a cluster outside the team's scope, also one registered or
 /// relabelled later.
-pub fn reaches(gate: &Gate, within: Option<&[ClusterScope]>, cluster: &impl Labelled) -> bool {
+pub(crate) fn reaches(
+    gate: &Gate,
+    within: Option<&[ClusterScope]>,
+    cluster: &impl Labelled,
+) -> bool {
     let (name, labels) = (cluster.name(), cluster.labels());
     gate.spec.clusters.matches(name, labels)
         && within.is_none_or(|w| w.iter().any(|s| s.matches(name, labels)))
@@ -25,7 +29,7 @@ pub fn reaches(gate: &Gate, within: Option<&[ClusterScope]>, cluster: &impl Labe
 /// Whether override `row` applies to `cluster`: it is `gate`'s, the gate's
 /// scope includes the cluster, and the override's own scope (absent: the
 /// whole gate scope) does too.
-pub fn applies(gate: &Gate, cluster: &impl Labelled, row: &OverrideRecord) -> bool {
+pub(crate) fn applies(gate: &Gate, cluster: &impl Labelled, row: &OverrideRecord) -> bool {
     let (name, labels) = (cluster.name(), cluster.labels());
     row.gate == gate.name()
         && gate.spec.clusters.matches(name, labels)
@@ -40,7 +44,7 @@ pub fn applies(gate: &Gate, cluster: &impl Labelled, row: &OverrideRecord) -> bo
 /// the cluster (a freeze closes every gate). Every evaluation of a gate on a cluster — views,
 /// snapshots, rollouts, the schedule preview, notifications — takes its overrides from
 /// here, so none can leave the freezes out.
-pub fn applying<'a>(
+pub(crate) fn applying<'a>(
     gate: &Gate,
     cluster: &impl Labelled,
     rows: impl IntoIterator<Item = &'a OverrideRecord>,
@@ -68,7 +72,7 @@ pub(super) fn own_applying<'a>(
 /// `cluster` — every one, gate-wide or scoped to it — or, for `None`, of the gate-wide
 /// ones only (the gate's own open period, which starts a rollout). The open period never
 /// began before it ([`fleetgate_policy::CompiledGate::open_since_fenced`]).
-pub fn opening_fence(
+pub(crate) fn opening_fence(
     ended: &[EndedClose],
     cluster: Option<&dyn Labelled>,
 ) -> Option<DateTime<Utc>> {
@@ -84,13 +88,13 @@ pub fn opening_fence(
 }
 
 /// Parses a stored manifest (already validated when written).
-pub fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
+pub(crate) fn stored_gate(manifest: &serde_json::Value) -> Result<Gate> {
     fleetgate_policy::parse_gate_json(manifest.clone())
         .map_err(|e| Error::Internal(format!("stored gate manifest unreadable: {e}")))
 }
 
 /// The policy-crate form of a stored override.
-pub fn to_policy(row: &OverrideRecord) -> Override {
+pub(crate) fn to_policy(row: &OverrideRecord) -> Override {
     Override {
         id: row.id.to_string(),
         gate: row.gate.clone(),

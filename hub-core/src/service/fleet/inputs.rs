@@ -111,7 +111,11 @@ pub struct FleetInputs {
 impl FleetInputs {
     /// Reads the inputs of `scope` at `now` from `tx`, which should be a
     /// REPEATABLE READ transaction ([`db::begin_read`]) so all parts agree.
-    pub async fn read(tx: &mut PgConnection, now: DateTime<Utc>, scope: Scope<'_>) -> Result<Self> {
+    pub(crate) async fn read(
+        tx: &mut PgConnection,
+        now: DateTime<Utc>,
+        scope: Scope<'_>,
+    ) -> Result<Self> {
         let revision = revision::current(tx).await?;
         let names: Option<Vec<String>> = match scope {
             Scope::Fleet => None,
@@ -275,14 +279,14 @@ impl FleetInputs {
 
     /// The opening fence of `gate` on `cluster`: the latest end of a closing override of
     /// the gate that applies to the cluster and has ended (docs/rollouts.md).
-    pub fn opening_fence(&self, gate: &str, cluster: &Cluster) -> Option<DateTime<Utc>> {
+    pub(crate) fn opening_fence(&self, gate: &str, cluster: &Cluster) -> Option<DateTime<Utc>> {
         opening_fence(self.ended_closes.get(gate)?, Some(cluster))
     }
 
     /// Keeps only what a scoped reader sees: its clusters, its gates, their
     /// overrides, reports and rollouts (every view is a projection of the
     /// inputs, so every read surface shows less the same way).
-    pub fn restrict(&mut self, scope: ReadScope) {
+    pub(crate) fn restrict(&mut self, scope: ReadScope) {
         self.clusters
             .retain(|c| scope.cluster(&c.row.name, &c.row.labels));
         self.gates

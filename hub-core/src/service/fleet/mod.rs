@@ -33,12 +33,12 @@ pub use view::{
     FleetView, GateOnCluster, HeldSet, RolloutSummary, SpokeState, ViewLabels, WouldCounts,
 };
 
-pub use applying::{applies, applying, opening_fence, reaches, stored_gate, to_policy};
+pub(crate) use applying::{applies, applying, opening_fence, reaches, stored_gate, to_policy};
 pub use reported::Reported;
 
 impl Service {
     /// Reads the fleet inputs of `scope` now, in one consistent transaction.
-    pub async fn read_fleet(&self, scope: Scope<'_>) -> Result<FleetInputs> {
+    pub(crate) async fn read_fleet(&self, scope: Scope<'_>) -> Result<FleetInputs> {
         let now = self.now();
         let mut tx = self.begin().await?;
         db::read_snapshot(&mut tx).await?;
@@ -49,7 +49,11 @@ impl Service {
 
     /// [`Service::read_fleet`] as `actor` sees it (viewer): restricted to its
     /// scope. Every fleet view a person or team reads comes through here.
-    pub async fn read_fleet_as(&self, actor: &Actor, scope: Scope<'_>) -> Result<FleetInputs> {
+    pub(crate) async fn read_fleet_as(
+        &self,
+        actor: &Actor,
+        scope: Scope<'_>,
+    ) -> Result<FleetInputs> {
         actor.require(Role::Viewer)?;
         let visible = actor.read_scope();
         if let (Some(v), Scope::Cluster(name)) = (&visible, scope) {
@@ -89,7 +93,11 @@ impl Service {
 
     /// The status of one cluster now (viewer); 404 if unknown. Without the clusters'
     /// places in rollouts: `Service::cluster_status` (service::rollouts) adds them.
-    pub async fn cluster_gates_status(&self, actor: &Actor, name: &str) -> Result<ClusterStatus> {
+    pub(crate) async fn cluster_gates_status(
+        &self,
+        actor: &Actor,
+        name: &str,
+    ) -> Result<ClusterStatus> {
         let inputs = self.read_fleet_as(actor, Scope::Cluster(name)).await?;
         let may: Vec<(String, bool)> = match inputs.clusters.first() {
             Some(c) => inputs

@@ -20,7 +20,7 @@ use crate::service::{Actor, Audit, ClusterRef, Role, Service, Written, to_json};
 use crate::{Error, Result, validate};
 
 pub use fleetgate_api_types::{FreezeRecord, FreezeRequest, UnfreezeRequest};
-pub use scope::{as_ended_closes, covering, covers, keep_visible, to_policy};
+pub(crate) use scope::{as_ended_closes, keep_visible, to_policy};
 
 /// Longest freeze with an end.
 pub const MAX_FREEZE_DAYS: i64 = 366;
@@ -326,7 +326,7 @@ impl Service {
             return Ok(None);
         }
         let who = state.as_ref().map_or("", |f| f.requested_by.as_str());
-        let actor_name = super::local_requests::local_actor(cluster, who);
+        let actor_name = super::local_gates::requests::local_actor(cluster, who);
         let actor = Actor::new(actor_name.clone(), Role::Operator);
         let (rec, _) = self
             .write(&actor, now, |tx| {

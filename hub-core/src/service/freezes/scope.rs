@@ -9,7 +9,7 @@ use crate::db::overrides::EndedClose;
 use fleetgate_api_types::FreezeRecord;
 
 /// The policy-crate form of a freeze: a closing override of the reserved gate.
-pub fn to_policy(f: &FreezeRecord) -> Override {
+pub(crate) fn to_policy(f: &FreezeRecord) -> Override {
     Override::freeze(
         f.id.to_string(),
         f.starts_at,
@@ -21,14 +21,14 @@ pub fn to_policy(f: &FreezeRecord) -> Override {
 }
 
 /// Whether freeze `f` covers `cluster`.
-pub fn covers(f: &FreezeRecord, cluster: &impl Labelled) -> bool {
+pub(crate) fn covers(f: &FreezeRecord, cluster: &impl Labelled) -> bool {
     f.clusters
         .as_ref()
         .is_none_or(|s| s.matches(cluster.name(), cluster.labels()))
 }
 
 /// The freezes of `all` that cover `cluster`, as overrides.
-pub fn covering<'a>(
+pub(crate) fn covering<'a>(
     all: impl IntoIterator<Item = &'a FreezeRecord>,
     cluster: &impl Labelled,
 ) -> Vec<Override> {
@@ -41,7 +41,7 @@ pub fn covering<'a>(
 /// Keeps what a reader who sees only `visible` may see of `list`: the freezes covering one of
 /// those clusters, with the cluster names outside them left out (so neither the list nor the
 /// status views name other teams' clusters; the freezes' effect on `visible` is unchanged).
-pub fn keep_visible<C: Labelled>(list: &mut Vec<FreezeRecord>, visible: &[&C]) {
+pub(crate) fn keep_visible<C: Labelled>(list: &mut Vec<FreezeRecord>, visible: &[&C]) {
     list.retain(|f| match &f.requested_in {
         Some(cluster) => visible.iter().any(|c| c.name() == cluster),
         None => visible.iter().any(|c| covers(f, *c)),
@@ -57,7 +57,7 @@ pub fn keep_visible<C: Labelled>(list: &mut Vec<FreezeRecord>, visible: &[&C]) {
 
 /// Ended freezes as ended closing overrides of `gate`: each one fences the gate's opening
 /// on the clusters it covered, so unfreezing opens rollout gates through their waves.
-pub fn as_ended_closes(ended: &[EndedFreeze], gate: &str) -> Vec<EndedClose> {
+pub(crate) fn as_ended_closes(ended: &[EndedFreeze], gate: &str) -> Vec<EndedClose> {
     ended
         .iter()
         .map(|e| EndedClose {

@@ -50,7 +50,7 @@ impl Command {
     }
 
     /// Applies the command to `c`; 409 when the rollout's state does not allow it.
-    pub fn apply(&self, c: &mut Current, now: DateTime<Utc>) -> Result<Event> {
+    pub(crate) fn apply(&self, c: &mut Current, now: DateTime<Utc>) -> Result<Event> {
         let state = State::parse(&c.row.state);
         let refuse = |why: String| Err(Error::conflict(why));
         let gate = c.row.gate.clone();

@@ -36,7 +36,7 @@ pub struct Stepped {
 
 /// Runs one step of `gate`'s rollout at `now` (after `command`, an operator's, if given).
 /// The caller holds the write transaction and the gate's rollout lock.
-pub async fn step_gate(
+pub(crate) async fn step_gate(
     tx: &mut WriteTx<'_>,
     gate_name: &str,
     now: DateTime<Utc>,
@@ -200,7 +200,7 @@ pub async fn step_gate(
 /// status displays, which call this too).
 /// Judges the health of `c`'s released members (only their rows are read, not the
 /// whole fleet's).
-pub async fn judge_wave(
+pub(crate) async fn judge_wave(
     tx: &mut PgConnection,
     c: &Current,
     now: DateTime<Utc>,
@@ -241,7 +241,7 @@ pub async fn judge_wave(
 }
 
 /// Audits every event but the last (the write audits that one with its commit).
-pub async fn audit_all_but_last(
+pub(crate) async fn audit_all_but_last(
     tx: &mut PgConnection,
     actor: &str,
     at: DateTime<Utc>,
@@ -271,6 +271,6 @@ pub async fn audit_all_but_last(
 }
 
 /// The affected set of a step.
-pub fn affected(stepped: &Stepped) -> Affected {
+pub(crate) fn affected(stepped: &Stepped) -> Affected {
     Affected::Clusters(stepped.affected.clone())
 }

@@ -106,7 +106,7 @@ async fn operates_whole_gate(tx: &mut WriteTx<'_>, actor: &Actor, gate: &str) ->
         .iter()
         .filter(|c| crate::service::fleet::reaches(&def, within, *c))
         .collect();
-    crate::service::override_scope::check_cancel(&permitted, &reached).map_err(|_| {
+    crate::service::overrides::scope::check_cancel(&permitted, &reached).map_err(|_| {
         Error::Forbidden(format!(
             "a rollout command moves every cluster of gate '{gate}'; some are outside your cluster scope"
         ))

@@ -15,7 +15,7 @@ use crate::rollout::machine::Current;
 pub use fleetgate_api_types::rollout::{RolloutClusterStatus, RolloutStatus, WaveStatus};
 
 /// The status of `gate`'s current (else latest) rollout at `now`; `None` if it has none.
-pub async fn read(
+pub(crate) async fn read(
     tx: &mut PgConnection,
     gate: &str,
     now: DateTime<Utc>,
@@ -29,7 +29,7 @@ pub async fn read(
 }
 
 /// The status of `c` given its released clusters' health.
-pub fn project(
+pub(crate) fn project(
     c: &Current,
     health: &HashMap<String, crate::rollout::health::Verdict>,
     now: DateTime<Utc>,

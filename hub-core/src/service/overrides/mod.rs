@@ -1,0 +1,586 @@
+//! Override operations: open or close a gate for some or all of its clusters
+//! for a while, list live overrides, cancel. Overrides expire by themselves:
+//! an expired one is simply no longer selected (no background job).
+
+pub mod scope;
+
+use chrono::{DateTime, Duration, Utc};
+use fleetgate_policy::{ClusterScope, GateState};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::fleet::stored_gate;
+use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
+use super::{Actor, Audit, GateRef, Page, PageRequest, Role, Service, WriteTx, Written, to_json};
+use crate::db::clusters::Scoped;
+use crate::db::gates;
+use crate::db::overrides::{self, OverrideFilter};
+use crate::db::revision::Affected;
+use crate::{Error, Result, validate};
+pub use fleetgate_api_types::OverrideOutcome;
+
+/// Longest override duration.
+pub const MAX_OVERRIDE_DAYS: i64 = 366;
+
+/// Override list query (`GET /api/v1/overrides?gate=&all=`).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct OverrideQuery {
+    /// Only this gate's overrides.
+    pub gate: Option<String>,
+    /// Include cancelled and expired overrides (default: only live ones,
+    /// i.e. active now or starting later).
+    pub all: Option<bool>,
+    /// Page size, 1..=1000 (default 100).
+    pub limit: Option<u32>,
+    /// The `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl Service {
+    /// Opens or closes `gate` by override (operator), for callers that expect the override
+    /// itself (gRPC `CreateOverride`, tests): where the gate's `spec.approval` would make
+    /// the override wait, 409 and nothing written; `RequestOverride` and REST ask for
+    /// approval instead ([`Service::request_override`]).
+    pub async fn create_override(
+        &self,
+        actor: &Actor,
+        gate: &str,
+        state: GateState,
+        req: OverrideRequest,
+    ) -> Result<OverrideRecord> {
+        match self
+            .override_or_request(actor, gate, state, req, false)
+            .await?
+        {
+            OverrideOutcome::Created(rec) => Ok(*rec),
+            OverrideOutcome::Pending(p) => Err(Error::Internal(format!(
+                "request {} made where none was allowed",
+                p.id
+            ))),
+        }
+    }
+
+    /// Opens or closes `gate` by override (operator). Through a gate whose
+    /// `spec.approval` covers `state` the override waits for approvers
+    /// ([`OverrideOutcome::Pending`]) unless an admin declares an emergency.
+    pub async fn request_override(
+        &self,
+        actor: &Actor,
+        gate: &str,
+        state: GateState,
+        req: OverrideRequest,
+    ) -> Result<OverrideOutcome> {
+        self.override_or_request(actor, gate, state, req, true)
+            .await
+    }
+
+    async fn override_or_request(
+        &self,
+        actor: &Actor,
+        gate: &str,
+        state: GateState,
+        req: OverrideRequest,
+        may_wait: bool,
+    ) -> Result<OverrideOutcome> {
+        actor.require(Role::Operator)?;
+        validate::reason("reason", &req.reason)?;
+        if req.emergency {
+            actor.require(Role::Admin).map_err(|_| {
+                Error::Forbidden(format!(
+                    "{} '{}' may not declare an emergency: break-glass needs the admin role",
+                    actor.identity.kind(),
+                    actor.name
+                ))
+            })?;
+        }
+        if let Some(t) = &req.ticket {
+            validate::ticket("ticket", t)?;
+        }
+        let now = self.now();
+        let times = OverrideTimes::of(&req, now)?;
+        let requested_scope = req.clusters.as_ref().map(|c| ClusterScope {
+            names: c.names.clone(),
+            selector: c.selector.clone(),
+        });
+        // Authorization and validation before admission: a refused caller or a
+        // scope outside the caller's clusters never reaches a webhook. The write
+        // below checks again under the gate's lock.
+        {
+            let mut conn = self.conn().await?;
+            let g = gates::get(&mut conn, gate)
+                .await?
+                .ok_or_else(|| Error::not_found("gate", gate))?;
+            let gate_def = stored_gate(&g.manifest)?;
+            let all = crate::db::clusters::scoped_cached(&mut conn, &self.scoped).await?;
+            override_scope(actor, gate, &gate_def, state, &req, &all, may_wait)?;
+        }
+        let admission = self
+            .admit(
+                actor,
+                super::admission::Admit {
+                    operation: "override",
+                    gate,
+                    scope: requested_scope.as_ref(),
+                    state,
+                    duration: req.duration.as_deref(),
+                    reason: &req.reason,
+                    requester: &actor.name,
+                    approver: None,
+                    ticket: req.ticket.as_deref(),
+                    emergency: req.emergency,
+                },
+            )
+            .await?;
+        let admission = &admission;
+        let req = &req;
+        let (outcome, _) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    // Lock the gate so a concurrent replace/delete cannot slip between
+                    // the scope check and the insert.
+                    let g = gates::get_for_update(tx, gate)
+                        .await?
+                        .ok_or_else(|| Error::not_found("gate", gate))?;
+                    let gate_def = stored_gate(&g.manifest)?;
+                    let all = tx.scoped_clusters().await?;
+                    let (scope, narrowed) =
+                        override_scope(actor, gate, &gate_def, state, req, &all, may_wait)?;
+                    if gate_def.spec.needs_approval(state) && !req.emergency {
+                        let written = super::approvals::requests::insert_pending(
+                            tx,
+                            actor,
+                            &gate_def,
+                            super::approvals::requests::NewRequest {
+                                state,
+                                scope,
+                                req,
+                                admission,
+                            },
+                            now,
+                        )
+                        .await?;
+                        return Ok(written);
+                    }
+                    let (rec, affected) = insert_override(
+                        tx,
+                        &gate_def,
+                        NewOverride {
+                            state,
+                            scope,
+                            times,
+                            actor: &actor.name,
+                            reason: &req.reason,
+                            emergency: req.emergency,
+                            approval_request: None,
+                            now,
+                        },
+                    )
+                    .await?;
+                    let rec = OverrideRecord { narrowed, ..rec };
+                    let audit = Audit {
+                        action: override_action(state, req.emergency),
+                        target_kind: "gate",
+                        target_name: gate.into(),
+                        before: None,
+                        after: super::admission::with_outcomes(to_json(&rec), admission),
+                        reason: Some(req.reason.clone()),
+                    };
+                    Ok(Written::changed(
+                        OverrideOutcome::Created(Box::new(rec)),
+                        audit,
+                        affected,
+                    ))
+                })
+            })
+            .await?;
+        if let OverrideOutcome::Pending(_) = &outcome {
+            self.approval_metrics().decided("requested");
+        }
+        if let OverrideOutcome::Created(rec) = &outcome
+            && rec.emergency
+        {
+            tracing::warn!(gate, actor = %actor.name, id = %rec.id, "break-glass override: approval skipped");
+        }
+        Ok(outcome)
+    }
+
+    /// Cancels a live override (operator); 409 if already cancelled or expired.
+    pub async fn cancel_override(
+        &self,
+        actor: &Actor,
+        id: Uuid,
+        reason: Option<&str>,
+    ) -> Result<OverrideRecord> {
+        actor.require(Role::Operator)?;
+        validate::optional_reason("reason", reason)?;
+        let now = self.now();
+        let (rec, _) = self
+            .write(actor, now, |tx| {
+                Box::pin(async move {
+                    let old = overrides::get_for_update(tx, id)
+                        .await?
+                        .ok_or_else(|| Error::not_found("override", id.to_string()))?;
+                    if old.cancelled_at.is_some() {
+                        return Err(Error::conflict(format!(
+                            "override {id} is already cancelled"
+                        )));
+                    }
+                    if old.expires_at.is_some_and(|e| e <= now) {
+                        return Err(Error::conflict(format!(
+                            "override {id} has already expired"
+                        )));
+                    }
+                    let g = gates::get(tx, &old.gate)
+                        .await?
+                        .ok_or_else(|| Error::not_found("gate", old.gate.clone()))?;
+                    let gate_def = stored_gate(&g.manifest)?;
+                    let all = tx.scoped_clusters().await?;
+                    let gate_ref = GateRef {
+                        name: &old.gate,
+                        labels: &gate_def.metadata.labels,
+                    };
+                    let permitted = actor.clusters_for(Role::Operator, gate_ref)?;
+                    let covered: Vec<&crate::db::clusters::Scoped> = all
+                        .iter()
+                        .filter(|c| super::fleet::applies(&gate_def, *c, &old))
+                        .collect();
+                    scope::check_cancel(&permitted, &covered)?;
+                    let affected: Vec<String> = covered.iter().map(|c| c.name.clone()).collect();
+                    let before_live =
+                        overrides::live_for_gates(tx, std::slice::from_ref(&old.gate), now).await?;
+                    let row = overrides::cancel(tx, id, now, &actor.name).await?;
+                    let after_live: Vec<OverrideRecord> =
+                        before_live.iter().filter(|o| o.id != id).cloned().collect();
+                    crate::notify::enqueue(
+                        tx,
+                        &crate::notify::overrides::ended(&row, now, Some(&actor.name)),
+                    )
+                    .await?;
+                    let freezes = crate::db::freezes::live(tx, now).await?;
+                    let changes = crate::notify::overrides::state_changes(
+                        &gate_def,
+                        &covered,
+                        &before_live,
+                        &after_live,
+                        &freezes,
+                        now,
+                        crate::notify::Cause::Override,
+                        &actor.name,
+                    );
+                    crate::notify::enqueue_transitions(tx, Some(&gate_def), changes, None).await?;
+                    let before = to_json(&old);
+                    let rec = row;
+                    let audit = Audit {
+                        action: "override.cancel",
+                        target_kind: "gate",
+                        target_name: rec.gate.clone(),
+                        before,
+                        after: to_json(&rec),
+                        reason: reason.map(Into::into),
+                    };
+                    let affected = Affected::among(affected, all.len());
+                    Ok(Written::changed(rec, audit, affected))
+                })
+            })
+            .await?;
+        Ok(rec)
+    }
+
+    /// Lists overrides, newest first (viewer): live ones unless `all`.
+    pub async fn list_overrides(
+        &self,
+        actor: &Actor,
+        q: &OverrideQuery,
+    ) -> Result<Page<OverrideRecord>> {
+        actor.require(Role::Viewer)?;
+        let page = PageRequest {
+            limit: q.limit,
+            cursor: q.cursor.clone(),
+        };
+        let limit = page.limit()?;
+        let after: Option<(DateTime<Utc>, Uuid)> = page.key()?;
+        let filter = OverrideFilter {
+            gate: q.gate.clone(),
+            live_at: (!q.all.unwrap_or(false)).then(|| self.now()),
+        };
+        let mut conn = self.conn().await?;
+        let Some(visible) = self.visible_gates(&mut conn, actor).await? else {
+            let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
+            return Ok(super::page::from_rows(
+                rows,
+                limit,
+                |r| (r.created_at, r.id),
+                Into::into,
+            ));
+        };
+        // Scoped: keep reading pages until a page's worth is in scope.
+        let mut after = after;
+        let mut kept = Vec::new();
+        loop {
+            let rows = overrides::list(&mut conn, &filter, after, i64::from(limit) + 1).await?;
+            let last = rows.len() <= limit as usize;
+            for r in rows {
+                after = Some((r.created_at, r.id));
+                if visible.contains(&r.gate) {
+                    kept.push(r);
+                }
+            }
+            if last || kept.len() > limit as usize {
+                break;
+            }
+        }
+        kept.truncate(limit as usize + 1);
+        Ok(super::page::from_rows(
+            kept,
+            limit,
+            |r| (r.created_at, r.id),
+            Into::into,
+        ))
+    }
+
+    /// The names of the gates `actor` may see; `None` when it sees all.
+    pub(crate) async fn visible_gates(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        actor: &Actor,
+    ) -> Result<Option<std::collections::HashSet<String>>> {
+        let Some(scope) = actor.read_scope() else {
+            return Ok(None);
+        };
+        Ok(Some(
+            gates::all(conn)
+                .await?
+                .into_iter()
+                .filter(|g| scope.gate(&g.name, &super::gates::manifest_labels(&g.manifest)))
+                .map(|g| g.name)
+                .collect(),
+        ))
+    }
+}
+
+/// Validates an override's cluster selection against the registered clusters
+/// and the gate's scope.
+/// The scope an override of `gate` gets (requested, narrowed to the caller's
+/// clusters) and the narrowing note; 403 outside the caller's clusters, 422
+/// for a bad scope, 409 where the gate needs approval and the caller cannot wait.
+fn override_scope(
+    actor: &Actor,
+    gate: &str,
+    gate_def: &fleetgate_policy::Gate,
+    state: GateState,
+    req: &OverrideRequest,
+    all: &[Scoped],
+    may_wait: bool,
+) -> Result<(Option<ClusterScope>, Option<String>)> {
+    let gate_ref = GateRef {
+        name: gate,
+        labels: &gate_def.metadata.labels,
+    };
+    let role = if req.emergency {
+        Role::Admin
+    } else {
+        Role::Operator
+    };
+    let permitted = actor.clusters_for(role, gate_ref)?;
+    let requested = match &req.clusters {
+        None => None,
+        Some(c) => Some(check_scope(c, &gate_def.spec.clusters, all)?),
+    };
+    let scoped = scope::narrow(requested, &permitted, gate_def, all)?;
+    if gate_def.spec.needs_approval(state) && !req.emergency && !may_wait {
+        return Err(Error::conflict(format!(
+            "gate '{gate}' requires approval for {state} overrides (spec.approval): request one with RequestOverride (or POST /api/v1/gates/{gate}/{}), or declare an emergency (admins)",
+            if state == GateState::Open {
+                "open"
+            } else {
+                "close"
+            }
+        )));
+    }
+    Ok(scoped)
+}
+
+fn check_scope(
+    c: &OverrideClusters,
+    gate_scope: &ClusterScope,
+    all: &[Scoped],
+) -> Result<ClusterScope> {
+    if c.names.is_empty() && c.selector.is_none() {
+        return Err(Error::invalid(
+            "clusters",
+            "give names and/or a selector, or leave clusters out for the whole gate scope",
+        ));
+    }
+    for (i, n) in c.names.iter().enumerate() {
+        let field = format!("clusters.names[{i}]");
+        validate::dns_label(&field, n)?;
+        let Some(row) = all.iter().find(|r| &r.name == n) else {
+            return Err(Error::invalid(
+                field,
+                format!("cluster '{n}' is not registered"),
+            ));
+        };
+        if !gate_scope.matches(&row.name, &row.labels) {
+            return Err(Error::invalid(
+                field,
+                format!("cluster '{n}' is not in the gate's scope"),
+            ));
+        }
+    }
+    Ok(ClusterScope {
+        names: c.names.clone(),
+        selector: c.selector.clone(),
+    })
+}
+
+/// The audit action of a new override.
+pub(super) fn override_action(state: GateState, emergency: bool) -> &'static str {
+    match (state, emergency) {
+        (GateState::Open, false) => "override.open",
+        (GateState::Closed, false) => "override.close",
+        (GateState::Open, true) => "override.open.emergency",
+        (GateState::Closed, true) => "override.close.emergency",
+    }
+}
+
+/// When a requested override starts and ends.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OverrideTimes {
+    pub starts_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl OverrideTimes {
+    /// Checks `req`'s start and duration at `now`; 422 naming `startsAt` or `for`.
+    pub(super) fn of(req: &OverrideRequest, now: DateTime<Utc>) -> Result<Self> {
+        let starts_at = req.starts_at.unwrap_or(now);
+        if starts_at > now + Duration::days(MAX_OVERRIDE_DAYS) {
+            return Err(Error::invalid(
+                "startsAt",
+                format!("more than {MAX_OVERRIDE_DAYS} days ahead"),
+            ));
+        }
+        let duration = parse_for(req.duration.as_deref())?;
+        let expires_at = duration.map(|d| starts_at + d);
+        if expires_at.is_some_and(|e| e <= now) {
+            return Err(Error::invalid(
+                "startsAt",
+                "the override would already be over",
+            ));
+        }
+        Ok(Self {
+            starts_at,
+            expires_at,
+        })
+    }
+
+    /// The times of an override approved at `now` that was requested to start at
+    /// `starts_at` (none: at once) and last `duration`: a start already past begins now.
+    pub(super) fn approved(
+        starts_at: Option<DateTime<Utc>>,
+        duration: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<Self> {
+        let starts_at = starts_at.filter(|s| *s > now).unwrap_or(now);
+        let expires_at = parse_for(duration)?.map(|d| starts_at + d);
+        Ok(Self {
+            starts_at,
+            expires_at,
+        })
+    }
+}
+
+/// An override duration (`for`), at most [`MAX_OVERRIDE_DAYS`].
+fn parse_for(d: Option<&str>) -> Result<Option<Duration>> {
+    let Some(d) = d else { return Ok(None) };
+    let d = fleetgate_policy::parse_duration(d).map_err(|e| Error::invalid("for", e.message))?;
+    if d <= Duration::zero() {
+        return Err(Error::invalid("for", "must be more than 0"));
+    }
+    if d > Duration::days(MAX_OVERRIDE_DAYS) {
+        return Err(Error::invalid(
+            "for",
+            format!("longer than {MAX_OVERRIDE_DAYS} days"),
+        ));
+    }
+    Ok(Some(d))
+}
+
+/// An override to insert ([`insert_override`]).
+pub(super) struct NewOverride<'r> {
+    pub state: GateState,
+    /// Which clusters (checked against the gate and the actor's scope); `None`: the
+    /// gate's whole scope.
+    pub scope: Option<ClusterScope>,
+    pub times: OverrideTimes,
+    /// Recorded as the override's actor: the requester.
+    pub actor: &'r str,
+    pub reason: &'r str,
+    pub emergency: bool,
+    pub approval_request: Option<Uuid>,
+    pub now: DateTime<Utc>,
+}
+
+/// Inserts the override and enqueues its notifications (the override, and the clusters
+/// whose state it changes now), in the caller's write. Returns it and the clusters whose
+/// snapshot changed.
+pub(super) async fn insert_override(
+    tx: &mut WriteTx<'_>,
+    gate_def: &fleetgate_policy::Gate,
+    n: NewOverride<'_>,
+) -> Result<(OverrideRecord, Affected)> {
+    let gate = gate_def.name();
+    let all = tx.scoped_clusters().await?;
+    let scope = n.scope;
+    // The clusters in the gate's scope and the override's, in one pass over the
+    // fleet (a name lookup per cluster was O(clusters²): 0.5 s of a fleet-wide
+    // close at 19,000 clusters, fleetgate-bench).
+    let touched: Vec<&Scoped> = all
+        .iter()
+        .filter(|c| gate_def.spec.clusters.matches(&c.name, &c.labels))
+        .filter(|c| scope.as_ref().is_none_or(|s| s.matches(&c.name, &c.labels)))
+        .collect();
+    let affected: Vec<String> = touched.iter().map(|c| c.name.clone()).collect();
+    let now = n.now;
+    let rec = overrides::insert(
+        tx,
+        &OverrideRecord {
+            id: Uuid::new_v4(),
+            gate: gate.to_string(),
+            clusters: scope,
+            state: n.state.as_str().to_string(),
+            starts_at: n.times.starts_at,
+            expires_at: n.times.expires_at,
+            actor: n.actor.to_string(),
+            reason: n.reason.to_string(),
+            created_at: now,
+            cancelled_at: None,
+            cancelled_by: None,
+            requested_in: None,
+            requested_by: None,
+            emergency: n.emergency,
+            approval_request: n.approval_request,
+            narrowed: None,
+        },
+    )
+    .await?;
+    let live = overrides::live_for_gates(tx, std::slice::from_ref(&rec.gate), now).await?;
+    let before: Vec<OverrideRecord> = live.iter().filter(|o| o.id != rec.id).cloned().collect();
+    crate::notify::enqueue(tx, &crate::notify::overrides::created(&rec, &affected)).await?;
+    let freezes = crate::db::freezes::live(tx, now).await?;
+    let changes = crate::notify::overrides::state_changes(
+        gate_def,
+        &touched,
+        &before,
+        &live,
+        &freezes,
+        now,
+        crate::notify::Cause::Override,
+        n.actor,
+    );
+    crate::notify::enqueue_transitions(tx, Some(gate_def), changes, None).await?;
+    let affected = Affected::among(affected, all.len());
+    Ok((rec, affected))
+}
