@@ -18,12 +18,20 @@ pub struct BenchConfig {
     pub notify_samples: usize,
     /// Reconnect storm with the largest fleet.
     pub storm: bool,
+    /// With the storm: the same storm again with as many spokes signing in
+    /// with their clusters' JWTs (cached keys), and the cost of one
+    /// verification timed over this many samples.
+    pub jwt_storm: bool,
+    pub jwt_verify_samples: usize,
     /// Hub replicas on one database for the replicas phase (< 2 skips it).
     pub replicas: usize,
     /// Status ingest: spokes reporting, objects per report, and how long.
     pub ingest_spokes: usize,
     pub ingest_objects: usize,
     pub ingest_duration: Duration,
+    /// Another hub binary (e.g. the previous release's) whose ingest is measured
+    /// in the same run after this hub's, for a before/after ratio.
+    pub baseline_hub: Option<std::path::PathBuf>,
     /// Steady state with the largest fleet (unchanged reports at the spoke's
     /// heartbeat interval): the interval and the measurement window (0 skips).
     pub steady_interval: Duration,
@@ -61,10 +69,13 @@ impl BenchConfig {
             idle_window: Duration::from_secs(if quick { 3 } else { 10 }),
             notify_samples: if quick { 50 } else { 500 },
             storm: true,
+            jwt_storm: true,
+            jwt_verify_samples: if quick { 2_000 } else { 10_000 },
             replicas: 2,
             ingest_spokes: 1000,
             ingest_objects: 100,
             ingest_duration: Duration::from_secs(if quick { 5 } else { 20 }),
+            baseline_hub: None,
             steady_interval: Duration::from_secs(30),
             steady_window: Duration::from_secs(if quick { 30 } else { 60 }),
             spoke_objects: 1000,

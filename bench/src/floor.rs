@@ -112,6 +112,13 @@ impl FloorProcess {
         Ok(Self { child, addr })
     }
 
+    /// The server's process id (for its RSS).
+    pub fn pid(&self) -> Result<u32> {
+        self.child
+            .id()
+            .ok_or_else(|| Error::setup("floor server exited"))
+    }
+
     /// Publishes the snapshot again (next revision).
     pub async fn publish(&mut self) -> Result<()> {
         let stdin = self

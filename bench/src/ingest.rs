@@ -26,6 +26,23 @@ pub struct IngestResult {
     /// Hub RSS growth over the ingest divided by the reporting spokes: what a
     /// spoke that reports keeps costing beyond an idle one.
     pub hub_rss_per_reporting_spoke_kib: f64,
+    /// Storage cost per report (every report of the phase changed every
+    /// object): rows written (inserted + updated + deleted in
+    /// `pg_stat_user_tables`, every table) and WAL bytes (`pg_current_wal_lsn`
+    /// before and after), divided by the reports written.
+    pub rows_per_report: f64,
+    pub wal_bytes_per_report: f64,
+}
+
+/// Rows written so far (every user table) and the WAL position, in bytes.
+async fn storage(pool: &sqlx::PgPool) -> Result<(i64, i64)> {
+    let (rows, wal): (Option<i64>, i64) = sqlx::query_as(
+        "select (select sum(n_tup_ins + n_tup_upd + n_tup_del)::int8 from pg_stat_user_tables), \
+         pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok((rows.unwrap_or(0), wal))
 }
 
 const POLL: Duration = Duration::from_millis(10);
@@ -67,22 +84,28 @@ pub(crate) fn objects(round: usize, n: usize) -> Vec<pb::ObjectStatus> {
         .collect()
 }
 
-/// Runs rounds with the first `spokes` spokes of `swarm` for about `duration`.
+/// Runs rounds with the first `spokes` spokes of `swarm` for about `duration`,
+/// numbering them from `first_round` (a later ingest in the same run starts
+/// past the rounds of an earlier one, so every report changes every object).
 pub async fn run(
     swarm: &Swarm,
     pool: &sqlx::PgPool,
     spokes: usize,
     per_report: usize,
     duration: Duration,
+    first_round: usize,
 ) -> Result<IngestResult> {
     let spokes = spokes.min(swarm.len());
     let names: Vec<String> = (0..spokes).map(fleet::cluster_name).collect();
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let before = storage(pool).await?;
     let start = Instant::now();
     let mut durable = Vec::new();
     let mut rounds = 0;
     while rounds < 2 || start.elapsed() < duration {
-        let marker = MARKER_BASE + rounds as i64;
-        let objs = objects(rounds, per_report);
+        let round = first_round + rounds;
+        let marker = MARKER_BASE + round as i64;
+        let objs = objects(round, per_report);
         let t0 = Instant::now();
         for i in 0..spokes {
             let report = pb::StatusReport {
@@ -125,11 +148,16 @@ pub async fn run(
         rounds += 1;
     }
     let elapsed = start.elapsed().as_secs_f64();
+    // Each backend flushes its table statistics when idle, within
+    // PGSTAT_IDLE_INTERVAL (10 s) of its last transaction.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let after = storage(pool).await?;
+    let reports = (rounds * spokes).max(1) as f64;
     let (stored,): (i64,) = sqlx::query_as(
         "select count(*) from object_status where cluster = any($1) and last_applied_revision = $2",
     )
     .bind(&names)
-    .bind(format!("main@sha1:{:040}", rounds - 1))
+    .bind(format!("main@sha1:{:040}", first_round + rounds - 1))
     .fetch_one(pool)
     .await?;
     let expected = (spokes * per_report) as i64;
@@ -145,5 +173,7 @@ pub async fn run(
         objects_per_second: (rounds * spokes * per_report) as f64 / elapsed,
         durable: Percentiles::of(&durable),
         hub_rss_per_reporting_spoke_kib: 0.0,
+        rows_per_report: (after.0 - before.0) as f64 / reports,
+        wal_bytes_per_report: (after.1 - before.1) as f64 / reports,
     })
 }

@@ -12,6 +12,7 @@ pub mod flips;
 pub mod floor;
 pub mod hub_process;
 pub mod ingest;
+pub mod jwt;
 pub mod probe;
 pub mod proc_stats;
 pub mod replicas;

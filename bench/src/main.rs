@@ -29,9 +29,18 @@ struct Cli {
     /// Gate flips per fleet size (default 10, quick 4).
     #[arg(long)]
     flips: Option<usize>,
+    /// Another `fleetgate-hub` binary (e.g. built from the previous release):
+    /// the status ingest is measured again with it in the same run (the hub is
+    /// restarted with it and back), for a before/after ratio.
+    #[arg(long)]
+    baseline_hub: Option<PathBuf>,
     /// Skip the reconnect storm.
     #[arg(long)]
     no_storm: bool,
+    /// Skip the second storm with spokes signing in with their clusters' JWTs
+    /// (and its fleet's registration).
+    #[arg(long)]
+    no_jwt_storm: bool,
     /// Hub replicas on one PostgreSQL in the replicas phase (1 skips it).
     #[arg(long, default_value_t = 2)]
     replicas: usize,
@@ -118,7 +127,9 @@ async fn main() -> anyhow_free::Result {
     if let Some(o) = cli.spoke_objects {
         cfg.spoke_objects = o;
     }
+    cfg.baseline_hub = cli.baseline_hub;
     cfg.storm = !cli.no_storm;
+    cfg.jwt_storm = !cli.no_jwt_storm;
     cfg.replicas = cli.replicas;
     cfg.real_spokes = cli.real_spokes;
     cfg.objects_per_spoke = cli.objects_per_spoke.max(1);

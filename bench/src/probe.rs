@@ -24,8 +24,12 @@ pub(crate) async fn floor_flips(
     cfg: &BenchConfig,
     snapshot_file: &std::path::Path,
     n: usize,
-) -> Result<flips::FlipTimes> {
+) -> Result<(flips::FlipTimes, f64)> {
     let mut server = FloorProcess::start(&cfg.bins.bench, snapshot_file).await?;
+    // Memory per connection, measured as the hub's is (`run`): RSS 1 s after
+    // start, then with every stream connected and 2 s idle.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let rss0 = crate::proc_stats::rss_kib(server.pid()?)?;
     let mut swarm = Swarm::new();
     let fake: Vec<Credential> = (0..n)
         .map(|i| Credential {
@@ -36,10 +40,13 @@ pub(crate) async fn floor_flips(
     swarm
         .add(server.addr, &fake, CONNECT_CONCURRENCY, CONNECT_BOUND)
         .await?;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let rss = crate::proc_stats::rss_kib(server.pid()?)?;
+    let per_stream = rss.saturating_sub(rss0) as f64 / n.max(1) as f64;
     let times = flips::through_floor(&swarm, &mut server, cfg.flips).await?;
     swarm.shutdown().await;
     server.stop().await?;
-    Ok(times)
+    Ok((times, per_stream))
 }
 
 /// The snapshot the hub sends to `cred`'s cluster (its bytes feed the floor).

@@ -10,13 +10,19 @@ const TICKS_PER_SEC: f64 = 100.0;
 
 /// A process's resident set size in KiB.
 pub fn rss_kib(pid: u32) -> Result<u64> {
+    status_kib(pid, "VmRSS")
+}
+
+/// A `/proc/<pid>/status` field in KiB (`VmRSS`, `RssAnon`, `RssFile`).
+pub fn status_kib(pid: u32, field: &str) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let prefix = format!("{field}:");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .ok_or_else(|| Error::setup(format!("no VmRSS in /proc/{pid}/status")))
+        .ok_or_else(|| Error::setup(format!("no {field} in /proc/{pid}/status")))
 }
 
 /// A process's CPU time so far (user + system, all threads).

@@ -87,7 +87,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         // Each size's floor right before its hub phase, under the same
         // conditions (the smaller fleet's spokes stay connected, idle).
         progress(&format!("floor: bare tonic fan-out to {n} streams"));
-        let floor = floor_flips(cfg, &snapshot_file, n).await?;
+        let (floor, floor_rss_per_spoke_kib) = floor_flips(cfg, &snapshot_file, n).await?;
         grow_fleet(&service, &mut creds, n, &mut registering, progress).await?;
         progress(&format!("hub: connecting spokes {connected}..{n}"));
         let t = Instant::now();
@@ -127,6 +127,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             connect_seconds,
             hub_rss_kib: rss,
             hub_rss_per_spoke_kib: rss.saturating_sub(rss0) as f64 / n as f64,
+            floor_rss_per_spoke_kib,
             hub_idle_millicores: idle,
         });
         // Ingest after the largest fleet's idle and flip measurements: the
@@ -141,13 +142,57 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
                 spokes,
                 cfg.ingest_objects,
                 cfg.ingest_duration,
+                0,
             )
             .await?;
             tokio::time::sleep(Duration::from_secs(2)).await;
             let after = proc_stats::rss_kib(hub.pid())?;
             ingest.hub_rss_per_reporting_spoke_kib =
                 after.saturating_sub(before) as f64 / spokes as f64;
+            let rounds = ingest.rounds;
             report.ingest = Some(ingest);
+            if let Some(bin) = &cfg.baseline_hub {
+                // The same ingest through another hub build, in this run: the hub is
+                // restarted with it (the spokes reconnect as in the storm), measured,
+                // and restarted with the hub under test again.
+                progress(&format!(
+                    "hub: restarting with the baseline hub {} for its ingest",
+                    bin.display()
+                ));
+                let baseline = HubSpec {
+                    bin: bin.clone(),
+                    ..spec.clone()
+                };
+                hub = storm::run(
+                    &swarm,
+                    &baseline,
+                    hub,
+                    &service,
+                    &pool,
+                    "b-",
+                    "cluster token",
+                )
+                .await?
+                .1;
+                progress(&format!(
+                    "hub (baseline): status ingest from {spokes} spokes"
+                ));
+                report.ingest_baseline = Some(
+                    ingest::run(
+                        &swarm,
+                        &pool,
+                        spokes,
+                        cfg.ingest_objects,
+                        cfg.ingest_duration,
+                        rounds + 1,
+                    )
+                    .await?,
+                );
+                progress("hub: restarting with the hub under test");
+                hub = storm::run(&swarm, &spec, hub, &service, &pool, "b-", "cluster token")
+                    .await?
+                    .1;
+            }
         }
         if i + 1 == cfg.spokes.len() && !cfg.steady_window.is_zero() {
             progress(&format!(
@@ -189,16 +234,31 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         report.soak = Some(soak);
     }
 
+    let n = swarm.len();
+    swarm.shutdown().await;
+    // The JWT storm's fleet: as many clusters again, each with an issuer of its own
+    // (keys pinned), registered before either storm so both storms run against the
+    // same database.
+    let jwt_creds = if cfg.storm && cfg.jwt_storm && n > 0 {
+        progress(&format!(
+            "registering {n} clusters signing in with their own issuer's JWTs"
+        ));
+        let t = Instant::now();
+        let creds = crate::jwt::register(&service, 0..n, &[("fleet", "bench")]).await?;
+        registering += t.elapsed();
+        progress("one spoke JWT verification with cached keys, timed");
+        report.jwt_verify = Some(crate::jwt::verify_cost(cfg.jwt_verify_samples).await?);
+        creds
+    } else {
+        Vec::new()
+    };
     report.registration = Registration {
-        clusters: creds.len(),
+        clusters: creds.len() + jwt_creds.len(),
         seconds: registering.as_secs_f64(),
         method: "hub service layer in-process, 16 concurrent one-transaction registrations \
                  (same code as POST /api/v1/clusters, minus HTTP)"
             .into(),
     };
-
-    let n = swarm.len();
-    swarm.shutdown().await;
     if (cfg.storm || cfg.replicas > 1) && n > 0 {
         // The storm and the replicas phase time restarts and readiness: the
         // spokes run in their own process so they do not starve this one.
@@ -223,11 +283,34 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         };
         if cfg.storm {
             progress(&format!("hub: reconnect storm with {n} spokes"));
-            let (result, restarted) = storm::run(&ext, &spec, hub, &service, &pool).await?;
+            let (result, restarted) =
+                storm::run(&ext, &spec, hub, &service, &pool, "b-", "cluster token").await?;
             report.storm = Some(result);
             hub = restarted;
         }
         ext.shutdown().await;
+        if !jwt_creds.is_empty() {
+            progress(&format!(
+                "hub: {n} spokes signing in with JWTs in their own process, connecting"
+            ));
+            let ext = swarm_process::start(
+                &cfg.bins.bench,
+                &[hub.grpc],
+                &jwt_creds,
+                CONNECT_CONCURRENCY,
+                CONNECT_BOUND,
+                workdir.path(),
+            )
+            .await?;
+            progress(&format!(
+                "hub: reconnect storm with {n} spokes signing in with JWTs"
+            ));
+            let (result, restarted) =
+                storm::run(&ext, &spec, hub, &service, &pool, "j-", "JWT").await?;
+            report.storm_jwt = Some(result);
+            hub = restarted;
+            ext.shutdown().await;
+        }
         if let Some(single) = single {
             let setup = replicas::Setup {
                 bench: &cfg.bins.bench,

@@ -88,6 +88,9 @@ pub async fn run(
     };
     let idle_millicores = proc_stats::cpu_millicores(pid, idle_window).await?;
     let rss_kib = proc_stats::rss_kib(pid)?;
+    let rss_anon_kib = proc_stats::status_kib(pid, "RssAnon")?;
+    let rss_file_kib = proc_stats::status_kib(pid, "RssFile")?;
+    let binary_bytes = std::fs::metadata(spoke_bin)?.len();
     spoke.terminate();
     drop(spoke);
     drop(sim);
@@ -95,6 +98,9 @@ pub async fn run(
         objects,
         reported_objects: usize::try_from(reported).unwrap_or(0),
         rss_kib,
+        rss_anon_kib,
+        rss_file_kib,
+        binary_bytes,
         idle_millicores,
     })
 }

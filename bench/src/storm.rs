@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use fleetgate_hub::Service;
 
 use crate::hub_process::{HubProcess, HubSpec};
-use crate::report::StormResult;
+use crate::report::{ResyncPhases, StormResult};
 use crate::stats::Percentiles;
 use crate::swarm::Swarm;
 use crate::{Result, fleet};
@@ -16,13 +16,17 @@ use crate::{Result, fleet};
 /// How long the whole fleet may take to re-sync before the run fails.
 const RESYNC_BOUND: Duration = Duration::from_secs(300);
 
-/// Restarts `hub` and measures the re-sync; returns the new hub.
+/// Restarts `hub` and measures the re-sync of `swarm`, whose spokes are the
+/// clusters named `prefix…` and sign in with `credential` (for the report);
+/// returns the new hub.
 pub async fn run(
     swarm: &Swarm,
     spec: &HubSpec,
     hub: HubProcess,
     service: &Service,
     pool: &sqlx::PgPool,
+    prefix: &str,
+    credential: &str,
 ) -> Result<(StormResult, HubProcess)> {
     for s in swarm.slots.iter() {
         s.max_attempts.store(0, Ordering::Release);
@@ -35,9 +39,10 @@ pub async fn run(
         fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
     // The snapshot revision (a fleet-wide change moves it without stamping rows).
     let (target,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select min({}) from clusters c cross join fleet_revision f where c.name like 'b-%'",
+        "select min({}) from clusters c cross join fleet_revision f where c.name like $1 || '%'",
         fleetgate_hub::db::revision::EFFECTIVE_REVISION
     )))
+    .bind(prefix)
     .fetch_one(pool)
     .await?;
     let spawned = t0.elapsed();
@@ -57,11 +62,14 @@ pub async fn run(
             .or_insert(0) += 1;
     }
     let max_attempts = attempts.keys().next_back().copied().unwrap_or(0);
+    let resync_phases = resync_phases(swarm, ready);
     // Back to the gate's schedule for the phases after this one.
     fleet::cancel_by_service(service, &change).await?;
     Ok((
         StormResult {
             spokes: swarm.len(),
+            credential: credential.into(),
+            resync_phases,
             hub_down_seconds: hub_down.as_secs_f64(),
             hub_stop_seconds: hub_stop.as_secs_f64(),
             resync: Percentiles::of(&resync),
@@ -74,6 +82,41 @@ pub async fn run(
         },
         hub,
     ))
+}
+
+/// Where each spoke's re-sync went, over the attempt that got the new
+/// snapshot: ready → dialled (the reconnect schedule; 0 if it dialled before
+/// the new hub was ready and got through), dialled → connected (TCP and
+/// HTTP/2 handshake: the hub's accept), connected → accepted (the hub's
+/// response headers: authentication), accepted → snapshot (the snapshot
+/// built and sent).
+fn resync_phases(swarm: &Swarm, ready: Instant) -> ResyncPhases {
+    let ready = swarm.micros(ready);
+    let mut dial = Vec::new();
+    let mut connect = Vec::new();
+    let mut auth = Vec::new();
+    let mut snapshot = Vec::new();
+    let span = |a: u64, b: u64| Duration::from_micros(b.saturating_sub(a));
+    for s in swarm.slots.iter() {
+        let d = s.dialled_us.load(Ordering::Acquire);
+        let c = s.connected_us.load(Ordering::Acquire);
+        let h = s.accepted_us.load(Ordering::Acquire);
+        let r = s.received_us.load(Ordering::Acquire);
+        // Phases of one attempt only (a mirror that missed a line has no times).
+        if d == 0 || !(d <= c && c <= h && h <= r) {
+            continue;
+        }
+        dial.push(span(ready, d));
+        connect.push(span(d, c));
+        auth.push(span(c, h));
+        snapshot.push(span(h, r));
+    }
+    ResyncPhases {
+        dialled_after_ready: Percentiles::of(&dial),
+        connect: Percentiles::of(&connect),
+        authenticate: Percentiles::of(&auth),
+        snapshot: Percentiles::of(&snapshot),
+    }
 }
 
 /// The phases of the hub's latest start or drain (`what`: `startup`,

@@ -25,11 +25,25 @@ use tonic::transport::Endpoint;
 
 use crate::{Error, Result};
 
+/// The metadata a spoke signing in with a JWT names its cluster in (the
+/// hub's `fleetgate-cluster`).
+pub const CLUSTER_METADATA: &str = "fleetgate-cluster";
+
 /// What a spoke observed, as it happens (for a swarm in its own process).
 #[derive(Debug, Clone, Copy)]
 pub enum Event {
-    /// Spoke `i` starts connection attempt `attempt` (1 = first since a message).
-    Attempt { i: usize, attempt: u32 },
+    /// Spoke `i` starts connection attempt `attempt` (1 = first since a
+    /// message) at `at` (wall clock).
+    Attempt {
+        i: usize,
+        attempt: u32,
+        at: std::time::SystemTime,
+    },
+    /// Spoke `i`'s connection (TCP and HTTP/2 handshake) is up at `at`.
+    Connected { i: usize, at: std::time::SystemTime },
+    /// The hub answered spoke `i`'s stream with its response headers at `at`:
+    /// it authenticated the spoke (its handler returned).
+    Accepted { i: usize, at: std::time::SystemTime },
     /// Spoke `i` received a snapshot with `revision` at `at` (wall clock).
     Snapshot {
         i: usize,
@@ -38,7 +52,9 @@ pub enum Event {
     },
 }
 
-/// One simulated spoke's identity.
+/// One simulated spoke's identity: a cluster token, or a JWT of the
+/// cluster's own issuer; either goes with the `fleetgate-cluster` metadata
+/// naming the cluster, as the real spoke sends it.
 #[derive(Debug, Clone)]
 pub struct Credential {
     pub cluster: String,
@@ -58,6 +74,13 @@ pub struct Slot {
     pub attempts: AtomicU32,
     /// Most attempts any single reconnect needed.
     pub max_attempts: AtomicU32,
+    /// The latest attempt's phases, µs since the swarm's epoch: dialled
+    /// (attempt began), connected (TCP and HTTP/2 up), accepted (the hub's
+    /// response headers: authenticated). After a re-sync they are those of
+    /// the attempt that got the snapshot.
+    pub dialled_us: AtomicU64,
+    pub connected_us: AtomicU64,
+    pub accepted_us: AtomicU64,
     /// Streams opened (Hello sent) so far.
     pub sessions: AtomicU64,
     /// Streams that ended while the swarm was running (dropped or closed by the hub).
@@ -362,10 +385,12 @@ impl SimSpoke {
                 None => None,
             };
             self.slot.attempt(attempt + 1);
+            self.slot.dialled_us.store(self.now_us(), Ordering::Release);
             if let Some(events) = &self.events {
                 let _ = events.send(Event::Attempt {
                     i: self.index,
                     attempt: attempt + 1,
+                    at: std::time::SystemTime::now(),
                 });
             }
             let addr = self.addrs[dial % self.addrs.len()];
@@ -388,6 +413,11 @@ impl SimSpoke {
         }
     }
 
+    /// Now, µs since the swarm's epoch.
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
     /// One stream; returns how it ended.
     async fn session(
         &self,
@@ -405,12 +435,27 @@ impl SimSpoke {
         let Ok(channel) = endpoint.connect().await else {
             return Outcome::Failed;
         };
+        self.slot
+            .connected_us
+            .store(self.now_us(), Ordering::Release);
+        if let Some(events) = &self.events {
+            let _ = events.send(Event::Connected {
+                i: self.index,
+                at: std::time::SystemTime::now(),
+            });
+        }
         let Ok(auth) = MetadataValue::try_from(format!("Bearer {}", self.cred.token)) else {
+            return Outcome::Failed;
+        };
+        // The cluster's name, as the real spoke sends it with any credential (a JWT
+        // names no cluster of the hub's).
+        let Ok(cluster) = MetadataValue::try_from(self.cred.cluster.as_str()) else {
             return Outcome::Failed;
         };
         let mut client =
             SpokeServiceClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
                 req.metadata_mut().insert("authorization", auth.clone());
+                req.metadata_mut().insert(CLUSTER_METADATA, cluster.clone());
                 Ok(req)
             });
         let (tx, rx) = mpsc::channel(4);
@@ -437,6 +482,17 @@ impl SimSpoke {
             )
             .await;
         drop(permit);
+        if response.is_ok() {
+            self.slot
+                .accepted_us
+                .store(self.now_us(), Ordering::Release);
+            if let Some(events) = &self.events {
+                let _ = events.send(Event::Accepted {
+                    i: self.index,
+                    at: std::time::SystemTime::now(),
+                });
+            }
+        }
         let mut got = false;
         let mut ended = false;
         if let Ok(response) = response {

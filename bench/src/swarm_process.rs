@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
@@ -60,7 +60,9 @@ pub async fn serve(creds_file: &Path, addrs: &[SocketAddr], concurrency: usize) 
 
 fn line(ev: Event) -> String {
     match ev {
-        Event::Attempt { i, attempt } => format!("a {i} {attempt}\n"),
+        Event::Attempt { i, attempt, at } => format!("a {i} {attempt} {}\n", unix_us(at)),
+        Event::Connected { i, at } => format!("c {i} {}\n", unix_us(at)),
+        Event::Accepted { i, at } => format!("h {i} {}\n", unix_us(at)),
         Event::Snapshot { i, revision, at } => format!("s {i} {revision} {}\n", unix_us(at)),
     }
 }
@@ -153,15 +155,27 @@ fn apply(line: &str, slots: &[Arc<Slot>], total: &AtomicU64, epoch_unix: u64) {
     let mut f = line.split(' ');
     let kind = f.next();
     let mut num = || f.next().and_then(|v| v.parse::<u64>().ok());
+    let since = |at: u64| at.saturating_sub(epoch_unix);
     match (kind, num(), num(), num()) {
-        (Some("a"), Some(i), Some(attempt), None) => {
+        (Some("a"), Some(i), Some(attempt), Some(at)) => {
             if let Some(s) = slots.get(i as usize) {
                 s.attempt(u32::try_from(attempt).unwrap_or(u32::MAX));
+                s.dialled_us.store(since(at), Ordering::Release);
+            }
+        }
+        (Some("c"), Some(i), Some(at), None) => {
+            if let Some(s) = slots.get(i as usize) {
+                s.connected_us.store(since(at), Ordering::Release);
+            }
+        }
+        (Some("h"), Some(i), Some(at), None) => {
+            if let Some(s) = slots.get(i as usize) {
+                s.accepted_us.store(since(at), Ordering::Release);
             }
         }
         (Some("s"), Some(i), Some(revision), Some(at)) => {
             if let Some(s) = slots.get(i as usize) {
-                s.snapshot(revision, at.saturating_sub(epoch_unix), total);
+                s.snapshot(revision, since(at), total);
             }
         }
         _ => eprintln!("swarm process: unexpected line {line:?}"),
@@ -171,7 +185,6 @@ fn apply(line: &str, slots: &[Arc<Slot>], total: &AtomicU64, epoch_unix: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering;
 
     #[test]
     fn lines_round_trip_into_slots() {
@@ -179,9 +192,20 @@ mod tests {
         let total = AtomicU64::new(0);
         let at = SystemTime::UNIX_EPOCH + Duration::from_micros(5_000_250);
         let epoch = 5_000_000;
+        let t = |us: u64| SystemTime::UNIX_EPOCH + Duration::from_micros(5_000_000 + us);
         for ev in [
-            Event::Attempt { i: 1, attempt: 2 },
-            Event::Attempt { i: 1, attempt: 1 },
+            Event::Attempt {
+                i: 1,
+                attempt: 2,
+                at: t(10),
+            },
+            Event::Attempt {
+                i: 1,
+                attempt: 1,
+                at: t(100),
+            },
+            Event::Connected { i: 1, at: t(120) },
+            Event::Accepted { i: 1, at: t(200) },
             Event::Snapshot {
                 i: 1,
                 revision: 7,
@@ -196,6 +220,9 @@ mod tests {
         assert_eq!(s.attempts.load(Ordering::Acquire), 1);
         assert_eq!(s.revision.load(Ordering::Acquire), 7);
         assert_eq!(s.received_us.load(Ordering::Acquire), 250);
+        assert_eq!(s.dialled_us.load(Ordering::Acquire), 100);
+        assert_eq!(s.connected_us.load(Ordering::Acquire), 120);
+        assert_eq!(s.accepted_us.load(Ordering::Acquire), 200);
         assert_eq!(total.load(Ordering::Acquire), 1);
         assert_eq!(slots[0].snapshots.load(Ordering::Acquire), 0);
     }

@@ -375,6 +375,41 @@ pub async fn identity(
     }))
 }
 
+/// [`identity`] of each of `names` that exists, in one query (spokes signing in
+/// together: a reconnect storm).
+pub async fn identities(
+    conn: &mut PgConnection,
+    names: &[String],
+) -> Result<std::collections::HashMap<String, Option<IdentityBinding>>> {
+    type Row = (
+        String,
+        Option<String>,
+        Option<String>,
+        Option<serde_json::Value>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "select name, identity_issuer, identity_subject, identity_jwks from clusters \
+         where name = any($1)",
+    )
+    .bind(names)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(name, issuer, subject, jwks)| {
+            let binding = match (issuer, subject) {
+                (Some(issuer), Some(subject)) => Some(IdentityBinding {
+                    issuer,
+                    subject,
+                    jwks,
+                }),
+                _ => None,
+            };
+            (name, binding)
+        })
+        .collect())
+}
+
 /// Replaces the pinned keys of a cluster registered with an issuer (`None`: discovery).
 pub async fn set_jwks(
     conn: &mut PgConnection,

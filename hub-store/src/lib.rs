@@ -33,6 +33,7 @@ pub mod inventories;
 pub mod leases;
 pub mod outbox;
 pub mod overrides;
+pub mod report_batch;
 pub mod reports;
 pub mod retry;
 pub mod revision;

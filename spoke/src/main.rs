@@ -45,6 +45,11 @@ async fn shutdown_signal(token: CancellationToken) {
 /// the OS within about a second: after the initial list and suspend of 1,000
 /// objects the spoke idles at ~2.8 MiB less RSS than with jemalloc's defaults
 /// (fleetgate-bench).
+///
+/// Feature `system-alloc` builds the spoke with the system allocator instead,
+/// so heap profilers that interpose `malloc` (heaptrack, massif) see every
+/// allocation: `bench/scripts/spoke_heap.sh`.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

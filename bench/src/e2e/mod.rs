@@ -78,7 +78,7 @@ pub async fn run(
     let snapshot = crate::probe::fetch_snapshot(hub.grpc, &creds[0]).await?;
     let snapshot_file = workdir.join("e2e-snapshot.pb");
     std::fs::write(&snapshot_file, prost::Message::encode_to_vec(&snapshot))?;
-    let fanout = crate::probe::floor_flips(cfg, &snapshot_file, n).await?;
+    let (fanout, _) = crate::probe::floor_flips(cfg, &snapshot_file, n).await?;
 
     progress(&format!(
         "e2e: fleetgate-sim with {n} clusters × {objects} governed objects"

@@ -1,0 +1,546 @@
+//! Writes a batch of clusters' reports with one statement per step for the
+//! whole batch (not per report): the stored hashes are read at once, the
+//! changed reports' connection rows are locked and updated in one statement
+//! (in cluster-name order, as every path locking several clusters), and their
+//! object rows are deleted and upserted from typed arrays (`unnest`) in one
+//! statement each. As before, only object rows whose content differs from
+//! the stored row are written, and an unchanged report writes at most its
+//! connection row. Reports rarely carrying something (held objects, an
+//! inventory) write it per cluster.
+//!
+//! The statements reading arrays through `unnest` are never prepared for
+//! reuse (`persistent(false)`): a cached generic plan is planned for an array
+//! of unknown length (ten rows), and for the delete's anti-join against every
+//! reported object that plan is a nested loop, one pass over the batch's
+//! objects per stored row (25,600 × 25,600 for a batch of 256 reports of 100).
+//! Planned with the arrays at hand, it is a hash anti-join.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+use super::held_objects;
+use super::reports::{CLOCK_DRIFT_MS, ClusterReport, MAX_LISTED_PROBLEMS, ReportWrite};
+use crate::Result;
+
+fn encode<T: serde::Serialize>(v: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(v).map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))
+}
+
+/// `items` as a PostgreSQL array literal (`{"a","b"}`), cast to `text[]` in
+/// SQL: `unnest` cannot carry an array per row, a literal per row can.
+pub(crate) fn text_array_literal(items: &[String]) -> String {
+    let mut out = String::with_capacity(2 + items.iter().map(|s| s.len() + 3).sum::<usize>());
+    out.push('{');
+    for (i, s) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        for c in s.chars() {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push('"');
+    }
+    out.push('}');
+    out
+}
+
+/// The stored state an unchanged report is compared with.
+struct Stored {
+    hash: Option<Vec<u8>>,
+    revision: Option<i64>,
+    clock_offset_ms: Option<i64>,
+    write_error: bool,
+}
+
+/// Writes `reports` (unique clusters, in cluster-name order) and says, per
+/// report in the same order, what each did (see `reports::write_report_diff`).
+pub async fn write_reports(
+    conn: &mut PgConnection,
+    reports: &[&ClusterReport],
+) -> Result<Vec<ReportWrite>> {
+    let mut out: Vec<Option<ReportWrite>> = vec![None; reports.len()];
+    let hashes = reports
+        .iter()
+        .map(|r| r.content_hash())
+        .collect::<Result<Vec<_>>>()?;
+    let revision = |r: &ClusterReport| i64::try_from(r.revision).unwrap_or(i64::MAX);
+    let names: Vec<&str> = reports.iter().map(|r| r.cluster.as_str()).collect();
+    // A plain read, no lock: an idle fleet's heartbeats lock nothing. The hash
+    // is compared again in the update, so a report written meanwhile by another
+    // replica (a spoke that just moved) is never taken for this one.
+    let rows: Vec<(String, Option<Vec<u8>>, Option<i64>, Option<i64>, bool)> = sqlx::query_as(
+        "select cluster, report_hash, report_revision, clock_offset_ms, \
+         report_write_error is not null from cluster_connections where cluster = any($1)",
+    )
+    .bind(&names)
+    .fetch_all(&mut *conn)
+    .await?;
+    let stored: HashMap<String, Stored> = rows
+        .into_iter()
+        .map(|(c, hash, revision, clock_offset_ms, write_error)| {
+            (
+                c,
+                Stored {
+                    hash,
+                    revision,
+                    clock_offset_ms,
+                    write_error,
+                },
+            )
+        })
+        .collect();
+    let mut changed = Vec::new();
+    let mut touch = Vec::new();
+    for (i, r) in reports.iter().enumerate() {
+        match stored.get(&r.cluster) {
+            Some(s) if s.hash.as_ref() == Some(&hashes[i]) => {
+                // Same content. The connection row is written only when the
+                // snapshot revision moved (rollouts wait for it), the clock
+                // drifted, or a refusal is recorded; the update checks again.
+                let drift = s
+                    .clock_offset_ms
+                    .is_none_or(|o| (o - r.clock_offset_ms).abs() >= CLOCK_DRIFT_MS);
+                if s.revision != Some(revision(r)) || drift || s.write_error {
+                    touch.push(i);
+                }
+                out[i] = Some(ReportWrite::Unchanged);
+            }
+            _ => changed.push(i),
+        }
+    }
+    if !touch.is_empty() {
+        let cluster: Vec<&str> = touch.iter().map(|&i| names[i]).collect();
+        let at: Vec<DateTime<Utc>> = touch.iter().map(|&i| reports[i].received_at).collect();
+        let offset: Vec<i64> = touch.iter().map(|&i| reports[i].clock_offset_ms).collect();
+        let hash: Vec<&[u8]> = touch.iter().map(|&i| hashes[i].as_slice()).collect();
+        let rev: Vec<i64> = touch.iter().map(|&i| revision(reports[i])).collect();
+        // Rows locked in name order (the sub-select's order), and only those
+        // whose stored hash is still the report's: an update whose condition
+        // fails writes nothing at all (no row version, no WAL).
+        sqlx::query(
+            "update cluster_connections c set last_seen_at = greatest(c.last_seen_at, s.at), \
+             reported_at = s.at, clock_offset_ms = s.off, report_revision = s.rev, \
+             report_write_error = null, report_write_error_at = null \
+             from (select k.cluster, s.at, s.off, s.rev from cluster_connections k \
+                   join unnest($1::text[], $2::timestamptz[], $3::int8[], $4::bytea[], \
+                     $5::int8[]) as s(cluster, at, off, hash, rev) on s.cluster = k.cluster \
+                   where k.report_hash = s.hash \
+                     and (k.report_revision is distinct from s.rev or k.clock_offset_ms is null \
+                          or abs(k.clock_offset_ms - s.off) >= $6 \
+                          or k.report_write_error is not null) \
+                   order by k.cluster for no key update of k) s \
+             where c.cluster = s.cluster",
+        )
+        .bind(&cluster)
+        .bind(&at)
+        .bind(&offset)
+        .bind(&hash)
+        .bind(&rev)
+        .bind(CLOCK_DRIFT_MS)
+        .persistent(false)
+        .execute(&mut *conn)
+        .await?;
+    }
+    for (i, r) in reports.iter().enumerate() {
+        if matches!(out[i], Some(ReportWrite::Unchanged))
+            && let Some(inventory) = &r.inventory
+        {
+            super::inventories::write(conn, &r.cluster, inventory, r.received_at).await?;
+        }
+    }
+    if changed.is_empty() {
+        return Ok(out
+            .into_iter()
+            .map(|w| w.unwrap_or(ReportWrite::Unchanged))
+            .collect());
+    }
+    write_changed(conn, reports, &hashes, &changed, &mut out).await?;
+    Ok(out
+        .into_iter()
+        .map(|w| w.unwrap_or(ReportWrite::NoCluster))
+        .collect())
+}
+
+/// Writes the reports at `changed` (indices into `reports`) whose content
+/// differs from the stored one.
+async fn write_changed(
+    conn: &mut PgConnection,
+    reports: &[&ClusterReport],
+    hashes: &[Vec<u8>],
+    changed: &[usize],
+    out: &mut [Option<ReportWrite>],
+) -> Result<()> {
+    let names: Vec<&str> = changed
+        .iter()
+        .map(|&i| reports[i].cluster.as_str())
+        .collect();
+    // The key-share lock the foreign keys take anyway, taken (in name order)
+    // before any row of the clusters' status or connection: a concurrent
+    // delete of a cluster (row lock, then cascade into those rows) makes this
+    // batch wait for it here, and then drop its report, instead of each
+    // waiting on the other.
+    let existing: Vec<(String,)> = sqlx::query_as(
+        "select name from clusters where name = any($1) order by name for key share",
+    )
+    .bind(&names)
+    .fetch_all(&mut *conn)
+    .await?;
+    let existing: HashSet<String> = existing.into_iter().map(|(n,)| n).collect();
+    let live: Vec<usize> = changed
+        .iter()
+        .copied()
+        .filter(|&i| existing.contains(&reports[i].cluster))
+        .collect();
+    if live.is_empty() {
+        return Ok(());
+    }
+    let cluster: Vec<&str> = live.iter().map(|&i| reports[i].cluster.as_str()).collect();
+    let at: Vec<DateTime<Utc>> = live.iter().map(|&i| reports[i].received_at).collect();
+    let offset: Vec<i64> = live.iter().map(|&i| reports[i].clock_offset_ms).collect();
+    let hash: Vec<&[u8]> = live.iter().map(|&i| hashes[i].as_slice()).collect();
+    let rev: Vec<i64> = live
+        .iter()
+        .map(|&i| i64::try_from(reports[i].revision).unwrap_or(i64::MAX))
+        .collect();
+    let mut gates = Vec::with_capacity(live.len());
+    let mut problems = Vec::with_capacity(live.len());
+    let mut problem_total = Vec::with_capacity(live.len());
+    for &i in &live {
+        let r = reports[i];
+        gates.push(encode(&r.local_gates)?);
+        problems.push(encode(
+            &&r.problems[..r.problems.len().min(MAX_LISTED_PROBLEMS)],
+        )?);
+        problem_total.push(i32::try_from(r.problems.len()).unwrap_or(i32::MAX));
+    }
+    // The sub-select reads each row as it was before this update (the local
+    // gates it replaces), locking the rows in name order as the update would.
+    let previous: Vec<(String, sqlx::types::Json<Vec<super::reports::LocalGate>>)> =
+        sqlx::query_as(
+            "update cluster_connections c set last_seen_at = s.at, reported_at = s.at, \
+             clock_offset_ms = s.off, report_hash = s.hash, report_revision = s.rev, \
+             local_gates = s.gates, report_problems = s.problems, \
+             report_problem_total = s.total, report_write_error = null, \
+             report_write_error_at = null \
+             from (select cluster, local_gates from cluster_connections \
+                   where cluster = any($1) order by cluster for update) old \
+             join unnest($1::text[], $2::timestamptz[], $3::int8[], $4::bytea[], $5::int8[], \
+               $6::jsonb[], $7::jsonb[], $8::int4[]) \
+               as s(cluster, at, off, hash, rev, gates, problems, total) \
+               on s.cluster = old.cluster \
+             where c.cluster = old.cluster \
+             returning c.cluster, coalesce(old.local_gates, '[]'::jsonb)",
+        )
+        .bind(&cluster)
+        .bind(&at)
+        .bind(&offset)
+        .bind(&hash)
+        .bind(&rev)
+        .bind(&gates)
+        .bind(&problems)
+        .bind(&problem_total)
+        .persistent(false)
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut previous: HashMap<String, Vec<super::reports::LocalGate>> =
+        previous.into_iter().map(|(c, g)| (c, g.0)).collect();
+    let newly_held = newly_held(conn, reports, &live).await?;
+    write_objects(conn, reports, &live).await?;
+    // Held objects: one statement for the clusters holding none (the usual
+    // case), the others one by one.
+    let (with_held, without): (Vec<usize>, Vec<usize>) = live
+        .iter()
+        .partition(|&&i| !reports[i].held_objects.is_empty());
+    if !without.is_empty() {
+        let none: Vec<&str> = without
+            .iter()
+            .map(|&i| reports[i].cluster.as_str())
+            .collect();
+        sqlx::query("delete from held_objects where cluster = any($1)")
+            .bind(&none)
+            .execute(&mut *conn)
+            .await?;
+    }
+    for &i in &with_held {
+        let r = reports[i];
+        held_objects::replace(conn, &r.cluster, &r.held_objects, r.received_at).await?;
+    }
+    for &i in &live {
+        let r = reports[i];
+        if let Some(inventory) = &r.inventory {
+            super::inventories::write(conn, &r.cluster, inventory, r.received_at).await?;
+        }
+        out[i] = Some(ReportWrite::Written {
+            previous_local_gates: previous.remove(&r.cluster).unwrap_or_default(),
+            newly_held: newly_held.get(&i).cloned().unwrap_or_default(),
+        });
+    }
+    Ok(())
+}
+
+/// Per report at `live` with held objects: its objects (indices) whose newest
+/// revision started waiting with it (held now, not held at that revision
+/// before).
+async fn newly_held(
+    conn: &mut PgConnection,
+    reports: &[&ClusterReport],
+    live: &[usize],
+) -> Result<HashMap<usize, Vec<usize>>> {
+    let holding: Vec<usize> = live
+        .iter()
+        .copied()
+        .filter(|&i| reports[i].objects.iter().any(|o| o.held))
+        .collect();
+    let mut out = HashMap::new();
+    if holding.is_empty() {
+        return Ok(out);
+    }
+    let names: Vec<&str> = holding
+        .iter()
+        .map(|&i| reports[i].cluster.as_str())
+        .collect();
+    type Row = (String, String, String, String, Option<String>);
+    let before: Vec<Row> = sqlx::query_as(
+        "select cluster, kind, namespace, name, newest_source_revision from object_status \
+         where cluster = any($1) and held",
+    )
+    .bind(&names)
+    .fetch_all(&mut *conn)
+    .await?;
+    let before: HashSet<(&str, &str, &str, &str, Option<&str>)> = before
+        .iter()
+        .map(|(c, k, ns, n, r)| {
+            (
+                c.as_str(),
+                k.as_str(),
+                ns.as_str(),
+                n.as_str(),
+                r.as_deref(),
+            )
+        })
+        .collect();
+    for i in holding {
+        let r = reports[i];
+        let held = r
+            .objects
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| {
+                o.held
+                    && !before.contains(&(
+                        r.cluster.as_str(),
+                        o.kind.as_str(),
+                        o.namespace.as_str(),
+                        o.name.as_str(),
+                        o.newest_source_revision.as_deref(),
+                    ))
+            })
+            .map(|(j, _)| j)
+            .collect();
+        out.insert(i, held);
+    }
+    Ok(out)
+}
+
+/// Columns of every object of the reports at `live`, one array per column.
+#[derive(Default)]
+struct Columns<'a> {
+    cluster: Vec<&'a str>,
+    kind: Vec<&'a str>,
+    namespace: Vec<&'a str>,
+    name: Vec<&'a str>,
+    suspended: Vec<bool>,
+    suspended_by: Vec<String>,
+    gates: Vec<String>,
+    last_applied_revision: Vec<Option<&'a str>>,
+    newest_source_revision: Vec<Option<&'a str>>,
+    held: Vec<bool>,
+    suspended_by_human: Vec<bool>,
+    ignored: Vec<bool>,
+    ready: Vec<Option<&'a str>>,
+    ready_reason: Vec<Option<&'a str>>,
+    ready_message: Vec<Option<&'a str>>,
+    stalled: Vec<bool>,
+    generation: Vec<Option<i64>>,
+    observed_generation: Vec<Option<i64>>,
+    last_attempted_revision: Vec<Option<&'a str>>,
+    would_suspend_by: Vec<String>,
+    would_hold: Vec<bool>,
+    reported_at: Vec<DateTime<Utc>>,
+}
+
+/// Replaces the object rows of the reports at `live`: rows no longer
+/// reported are deleted, and only objects whose content differs from their
+/// stored row are written (cost proportional to change: one object changed
+/// of 100 writes one row); the others keep their row version, and their time
+/// is the cluster's `reported_at` (see `status::for_cluster`). The clusters'
+/// connection rows are locked, so no other report of them runs between this
+/// comparison and the write.
+async fn write_objects(
+    conn: &mut PgConnection,
+    reports: &[&ClusterReport],
+    live: &[usize],
+) -> Result<()> {
+    let mut c = Columns::default();
+    for &i in live {
+        let r = reports[i];
+        for o in &r.objects {
+            c.cluster.push(&r.cluster);
+            c.kind.push(&o.kind);
+            c.namespace.push(&o.namespace);
+            c.name.push(&o.name);
+            c.suspended.push(o.suspended);
+            c.suspended_by.push(text_array_literal(&o.suspended_by));
+            c.gates.push(text_array_literal(&o.gates));
+            c.last_applied_revision
+                .push(o.last_applied_revision.as_deref());
+            c.newest_source_revision
+                .push(o.newest_source_revision.as_deref());
+            c.held.push(o.held);
+            c.suspended_by_human.push(o.suspended_by_human);
+            c.ignored.push(o.ignored);
+            c.ready.push(o.ready.as_deref());
+            c.ready_reason.push(o.ready_reason.as_deref());
+            c.ready_message.push(o.ready_message.as_deref());
+            c.stalled.push(o.stalled);
+            c.generation.push(o.generation);
+            c.observed_generation.push(o.observed_generation);
+            c.last_attempted_revision
+                .push(o.last_attempted_revision.as_deref());
+            c.would_suspend_by
+                .push(text_array_literal(&o.would_suspend_by));
+            c.would_hold.push(o.would_hold);
+            c.reported_at.push(r.received_at);
+        }
+    }
+    let clusters: Vec<&str> = live.iter().map(|&i| reports[i].cluster.as_str()).collect();
+    sqlx::query(
+        "delete from object_status o where o.cluster = any($1) and not exists ( \
+           select 1 from unnest($2::text[], $3::text[], $4::text[], $5::text[]) \
+             as r(cluster, kind, namespace, name) \
+           where r.cluster = o.cluster and r.kind = o.kind and r.namespace = o.namespace \
+             and r.name = o.name)",
+    )
+    .bind(&clusters)
+    .bind(&c.cluster)
+    .bind(&c.kind)
+    .bind(&c.namespace)
+    .bind(&c.name)
+    .persistent(false)
+    .execute(&mut *conn)
+    .await?;
+    if c.cluster.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        r#"with r as (
+           select r.cluster, r.kind, r.namespace, r.name, r.suspended,
+             r.suspended_by::text[] as suspended_by, r.gates::text[] as gates,
+             r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human,
+             r.ignored, r.ready, r.ready_reason, r.ready_message, r.stalled, r.generation,
+             r.observed_generation, r.last_attempted_revision,
+             r.would_suspend_by::text[] as would_suspend_by, r.would_hold, r.reported_at
+           from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bool[], $6::text[],
+             $7::text[], $8::text[], $9::text[], $10::bool[], $11::bool[], $12::bool[],
+             $13::text[], $14::text[], $15::text[], $16::bool[], $17::int8[], $18::int8[],
+             $19::text[], $20::text[], $21::bool[], $22::timestamptz[])
+             as r(cluster, kind, namespace, name, suspended, suspended_by, gates,
+               last_applied_revision, newest_source_revision, held, suspended_by_human,
+               ignored, ready, ready_reason, ready_message, stalled, generation,
+               observed_generation, last_attempted_revision, would_suspend_by, would_hold,
+               reported_at))
+         insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
+           gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
+           ignored, ready, ready_reason, ready_message, stalled, generation,
+           observed_generation, last_attempted_revision, would_suspend_by, would_hold,
+           reported_at, failing_since)
+         select r.cluster, r.kind, r.namespace, r.name, r.suspended, r.suspended_by, r.gates,
+           r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human,
+           r.ignored, r.ready, r.ready_reason, r.ready_message, r.stalled, r.generation,
+           r.observed_generation, r.last_attempted_revision, r.would_suspend_by, r.would_hold,
+           r.reported_at, case when r.ready = 'False' or r.stalled then r.reported_at end
+         from r
+         where not exists (
+           select 1 from object_status o
+           where o.cluster = r.cluster and o.kind = r.kind and o.namespace = r.namespace
+             and o.name = r.name
+             and (o.suspended, o.suspended_by, o.gates, o.last_applied_revision,
+                  o.newest_source_revision, o.held, o.suspended_by_human, o.ignored, o.ready,
+                  o.ready_reason, o.ready_message, o.stalled, o.generation,
+                  o.observed_generation, o.last_attempted_revision, o.would_suspend_by,
+                  o.would_hold)
+             is not distinct from
+                 (r.suspended, r.suspended_by, r.gates, r.last_applied_revision,
+                  r.newest_source_revision, r.held, r.suspended_by_human, r.ignored, r.ready,
+                  r.ready_reason, r.ready_message, r.stalled, r.generation,
+                  r.observed_generation, r.last_attempted_revision, r.would_suspend_by,
+                  r.would_hold))
+         on conflict (cluster, kind, namespace, name) do update set
+           suspended = excluded.suspended, suspended_by = excluded.suspended_by,
+           gates = excluded.gates, last_applied_revision = excluded.last_applied_revision,
+           newest_source_revision = excluded.newest_source_revision, held = excluded.held,
+           suspended_by_human = excluded.suspended_by_human, ignored = excluded.ignored,
+           ready = excluded.ready, ready_reason = excluded.ready_reason,
+           ready_message = excluded.ready_message, stalled = excluded.stalled,
+           generation = excluded.generation, observed_generation = excluded.observed_generation,
+           last_attempted_revision = excluded.last_attempted_revision,
+           would_suspend_by = excluded.would_suspend_by, would_hold = excluded.would_hold,
+           reported_at = excluded.reported_at,
+           -- Still failing: since the first failing report; recovered: none.
+           failing_since = case when excluded.failing_since is not null
+             then coalesce(object_status.failing_since, excluded.failing_since) end"#,
+    )
+    .bind(&c.cluster)
+    .bind(&c.kind)
+    .bind(&c.namespace)
+    .bind(&c.name)
+    .persistent(false)
+    .bind(&c.suspended)
+    .bind(&c.suspended_by)
+    .bind(&c.gates)
+    .bind(&c.last_applied_revision)
+    .bind(&c.newest_source_revision)
+    .bind(&c.held)
+    .bind(&c.suspended_by_human)
+    .bind(&c.ignored)
+    .bind(&c.ready)
+    .bind(&c.ready_reason)
+    .bind(&c.ready_message)
+    .bind(&c.stalled)
+    .bind(&c.generation)
+    .bind(&c.observed_generation)
+    .bind(&c.last_attempted_revision)
+    .bind(&c.would_suspend_by)
+    .bind(&c.would_hold)
+    .bind(&c.reported_at)
+    .persistent(false)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::text_array_literal;
+
+    #[test]
+    fn array_literals_quote_every_element() {
+        assert_eq!(text_array_literal(&[]), "{}");
+        let items = [
+            "a".to_string(),
+            r#"b"c\d"#.to_string(),
+            "NULL".into(),
+            "{,}".into(),
+        ];
+        assert_eq!(
+            text_array_literal(&items),
+            r#"{"a","b\"c\\d","NULL","{,}"}"#
+        );
+    }
+}

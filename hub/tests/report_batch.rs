@@ -1,0 +1,278 @@
+//! A batch of reports written together (`db::report_batch::write_reports`,
+//! one statement per step for the whole batch, what report ingestion flushes)
+//! stores exactly what the same reports written one at a time store, for
+//! every kind of content (array fields with quotes, backslashes, commas and
+//! braces; absent optional fields; held objects; local gates; problems), says
+//! per report what it did, and writes nothing for an unchanged report
+//! (real PostgreSQL).
+
+mod common;
+
+use chrono::Duration;
+use common::{Hub, t0};
+use fleetgate_hub::db::held_objects::HeldObject;
+use fleetgate_hub::db::report_batch::write_reports;
+use fleetgate_hub::db::reports::{
+    ClusterReport, LocalGate, ReportProblem, ReportWrite, ReportedObject, write_report,
+};
+use serde_json::json;
+
+fn object(name: &str, revision: Option<&str>, odd: bool) -> ReportedObject {
+    ReportedObject {
+        kind: "Kustomization".into(),
+        namespace: "apps".into(),
+        name: name.into(),
+        suspended: odd,
+        suspended_by: if odd {
+            vec![
+                r#"a "quoted" gate"#.into(),
+                r"back\slash".into(),
+                "{c,d}".into(),
+            ]
+        } else {
+            vec![]
+        },
+        gates: vec!["g".into(), "NULL".into()],
+        last_applied_revision: revision.map(str::to_string),
+        newest_source_revision: revision.map(str::to_string),
+        held: odd,
+        ready: odd.then(|| "False".into()),
+        ready_message: odd.then(|| "line 1\nline 2, \"x\"".into()),
+        stalled: odd,
+        generation: odd.then_some(3),
+        would_suspend_by: if odd { vec!["w".into()] } else { vec![] },
+        ..ReportedObject::default()
+    }
+}
+
+fn report(cluster: &str, round: u32) -> ClusterReport {
+    let rev = format!("main@sha1:{round}");
+    ClusterReport {
+        cluster: cluster.into(),
+        objects: (0..6)
+            .filter(|i| !(round > 1 && *i == 5)) // the second round drops one
+            .map(|i| {
+                object(
+                    &format!("app-{i}"),
+                    (i != 2).then_some(rev.as_str()),
+                    i % 2 == 1,
+                )
+            })
+            .collect(),
+        held_objects: vec![HeldObject {
+            group: "apps".into(),
+            kind: "Deployment".into(),
+            namespace: "apps".into(),
+            name: "web".into(),
+            kustomization_namespace: "flux-system".into(),
+            kustomization_name: "apps".into(),
+            gates: vec!["g".into()],
+            held_by: vec!["g".into()],
+            held_since: Some(t0()),
+            ..HeldObject::default()
+        }],
+        local_gates: vec![LocalGate {
+            name: "local".into(),
+            state: "Closed".into(),
+            ..LocalGate::default()
+        }],
+        problems: vec![ReportProblem {
+            field: "objects[0]".into(),
+            object: "x".into(),
+            action: "repaired".into(),
+            message: format!("round {round}"),
+        }],
+        inventory: None,
+        revision: u64::from(round),
+        clock_offset_ms: 0,
+        received_at: t0() + Duration::minutes(i64::from(round)),
+    }
+}
+
+/// Everything stored for `cluster`, without its name (as JSON text rows).
+async fn stored(hub: &Hub, cluster: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for sql in [
+        "select to_jsonb(o) - 'cluster' from object_status o where cluster = $1 order by name",
+        "select to_jsonb(h) - 'cluster' from held_objects h where cluster = $1 order by name",
+        "select to_jsonb(k) - 'cluster' - 'connected' - 'connected_replica' - 'spoke_version' \
+         from cluster_connections k where cluster = $1",
+    ] {
+        let rows: Vec<(serde_json::Value,)> = sqlx::query_as(sql)
+            .bind(cluster)
+            .fetch_all(&hub.pool)
+            .await
+            .unwrap();
+        out.extend(rows.into_iter().map(|(v,)| v.to_string()));
+    }
+    out
+}
+
+async fn xmins(hub: &Hub, cluster: &str) -> Vec<String> {
+    let rows: Vec<(String,)> = sqlx::query_as(
+        "select xmin::text from object_status where cluster = $1 union all \
+         select xmin::text from cluster_connections where cluster = $1",
+    )
+    .bind(cluster)
+    .fetch_all(&hub.pool)
+    .await
+    .unwrap();
+    rows.into_iter().map(|(x,)| x).collect()
+}
+
+#[tokio::test]
+async fn a_batch_stores_what_reports_written_one_by_one_store() {
+    let hub = Hub::new().await;
+    for c in ["a1", "a2", "b1", "b2"] {
+        hub.register(c, json!({})).await;
+    }
+    for round in [1, 2] {
+        // One at a time: a1, a2. Together: b1, b2 and a cluster that does not exist.
+        for c in ["a1", "a2"] {
+            let mut tx = hub.pool.begin().await.unwrap();
+            assert!(write_report(&mut tx, &report(c, round)).await.unwrap());
+            tx.commit().await.unwrap();
+        }
+        let batch = [
+            report("b1", round),
+            report("b2", round),
+            report("gone", round),
+        ];
+        let refs: Vec<&ClusterReport> = batch.iter().collect();
+        let mut tx = hub.pool.begin().await.unwrap();
+        let written = write_reports(&mut tx, &refs).await.unwrap();
+        tx.commit().await.unwrap();
+        assert!(
+            matches!(written[0], ReportWrite::Written { .. }),
+            "{written:?}"
+        );
+        assert!(
+            matches!(written[1], ReportWrite::Written { .. }),
+            "{written:?}"
+        );
+        assert_eq!(written[2], ReportWrite::NoCluster);
+        if let ReportWrite::Written {
+            previous_local_gates,
+            newly_held,
+        } = &written[0]
+        {
+            // What the report replaced, and its held objects new at their revision.
+            assert_eq!(previous_local_gates.len(), usize::from(round > 1));
+            assert_eq!(newly_held.len(), if round == 1 { 3 } else { 2 });
+        }
+        assert_eq!(
+            stored(&hub, "a1").await,
+            stored(&hub, "b1").await,
+            "round {round}"
+        );
+        assert_eq!(
+            stored(&hub, "a2").await,
+            stored(&hub, "b2").await,
+            "round {round}"
+        );
+    }
+    let rows = stored(&hub, "b1").await;
+    assert_eq!(rows.len(), 5 + 1 + 1, "{rows:#?}");
+    assert!(
+        rows[1].contains(r#"["a \"quoted\" gate","back\\slash","{c,d}"]"#),
+        "{rows:#?}"
+    );
+
+    // The same reports again, with one of them changed: the unchanged one writes no row.
+    let before = xmins(&hub, "b1").await;
+    let same = report("b1", 2);
+    let mut changed = report("b2", 2);
+    changed.objects[0].last_applied_revision = Some("main@sha1:3".into());
+    let mut tx = hub.pool.begin().await.unwrap();
+    let written = write_reports(&mut tx, &[&same, &changed]).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(written[0], ReportWrite::Unchanged);
+    assert!(matches!(written[1], ReportWrite::Written { .. }));
+    assert_eq!(
+        xmins(&hub, "b1").await,
+        before,
+        "an unchanged report wrote rows"
+    );
+    let (rev,): (Option<String>,) = sqlx::query_as(
+        "select last_applied_revision from object_status where cluster = 'b2' and name = 'app-0'",
+    )
+    .fetch_one(&hub.pool)
+    .await
+    .unwrap();
+    assert_eq!(rev.as_deref(), Some("main@sha1:3"));
+}
+
+/// Rows written (every table) and the WAL position.
+async fn storage(hub: &Hub) -> (i64, i64) {
+    // A backend flushes its table statistics when idle, within
+    // PGSTAT_IDLE_INTERVAL (10 s) of its last transaction.
+    tokio::time::sleep(std::time::Duration::from_secs(11)).await;
+    sqlx::query_as(
+        "select (select coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::int8 \
+           from pg_stat_user_tables), pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8",
+    )
+    .fetch_one(&hub.pool)
+    .await
+    .unwrap()
+}
+
+/// Prints the cost of writing 512 clusters' 100-object reports (every object changed) in
+/// transactions of 256, one report at a time (each report its own statements, as the batcher
+/// wrote before) and as batches: reports/s, rows and WAL bytes per report. Measures, asserts
+/// nothing about time: `cargo test -p fleetgate-hub --test report_batch -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn bench_batch_against_one_at_a_time() {
+    let hub = Hub::new().await;
+    let clusters: Vec<String> = (0..512).map(|i| format!("c{i:04}")).collect();
+    for c in &clusters {
+        hub.register(c, json!({})).await;
+    }
+    let reports = |round: u32| -> Vec<ClusterReport> {
+        clusters
+            .iter()
+            .map(|c| {
+                let mut r = report(c, round);
+                r.objects = (0..100)
+                    .map(|i| {
+                        object(
+                            &format!("app-{i:03}"),
+                            Some(&format!("main@sha1:{round}")),
+                            false,
+                        )
+                    })
+                    .collect();
+                r.held_objects.clear();
+                r
+            })
+            .collect()
+    };
+    for round in 1..=6u32 {
+        let batch = round % 2 == 0;
+        let rs = reports(round);
+        let (rows0, wal0) = storage(&hub).await;
+        let t = std::time::Instant::now();
+        for chunk in rs.chunks(256) {
+            let mut tx = hub.pool.begin().await.unwrap();
+            if batch {
+                let refs: Vec<&ClusterReport> = chunk.iter().collect();
+                write_reports(&mut tx, &refs).await.unwrap();
+            } else {
+                for r in chunk {
+                    write_report(&mut tx, r).await.unwrap();
+                }
+            }
+            tx.commit().await.unwrap();
+        }
+        let secs = t.elapsed().as_secs_f64();
+        let (rows1, wal1) = storage(&hub).await;
+        let n = rs.len() as f64;
+        println!(
+            "round {round} {}: {:.0} object reports/s; per report {:.1} rows, {:.1} KiB WAL",
+            if batch { "batch     " } else { "one by one" },
+            n * 100.0 / secs,
+            (rows1 - rows0) as f64 / n,
+            (wal1 - wal0) as f64 / n / 1024.0
+        );
+    }
+}
