@@ -95,7 +95,10 @@ impl Authority {
                     "-outform",
                     "DER",
                 ]);
-                let pair = RsaKeyPair::from_pkcs8(&der).expect("an RSA PKCS#8 key from openssl");
+                // OpenSSL 3 writes a DER RSA key as PKCS#1 `RSAPrivateKey`.
+                let pair = RsaKeyPair::from_der(&der)
+                    .or_else(|_| RsaKeyPair::from_pkcs8(&der))
+                    .expect("an RSA key from openssl");
                 let public = ring::rsa::PublicKeyComponents::<Vec<u8>>::from(pair.public());
                 let jwk = json!({"kty": "RSA", "kid": kid, "n": B64.encode(&public.n),
                                  "e": B64.encode(&public.e), "alg": "RS256"});
