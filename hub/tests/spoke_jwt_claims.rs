@@ -1,6 +1,7 @@
 //! Property test over the spoke path: the verifier the hub's gRPC `SpokeService.Connect`
 //! calls for a JWT credential (`Service::authenticate_spoke_jwt` reads the cluster's
-//! binding and calls `SpokeIssuers::verify` with it), for both kinds of binding: a
+//! binding and calls `SpokeVerifier::verify` of the adapters' `SpokeIssuers` with it,
+//! called here the same way), for both kinds of binding: a
 //! projected ServiceAccount token (keys pinned as `kubectl get --raw /openid/v1/jwks`
 //! prints them) and a SPIFFE JWT-SVID (keys pinned as the trust domain's SPIFFE bundle,
 //! X.509 authority included). From a valid ES256 token, one claim or header field at a
@@ -14,7 +15,7 @@ use std::sync::OnceLock;
 
 use base64::Engine as _;
 use chrono::{TimeZone, Utc};
-use fleetgate_hub::identity::spoke_jwt::{Binding, SpokeIssuers};
+use fleetgate_hub::identity::spoke_jwt::{Binding, SpokeIssuers, SpokeVerifier};
 use proptest::prelude::*;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 use serde_json::{Map, Value, json};
@@ -454,7 +455,7 @@ proptest! {
         let f = fixture();
         let now = Utc.with_ymd_and_hms(2026, 12, 2, 5, 0, 0).unwrap();
         let t = token(kind, &change, now.timestamp());
-        let got = f.rt.block_on(f.issuers.verify(kind.binding(), &t, now));
+        let got = f.rt.block_on(SpokeVerifier::verify(&f.issuers, kind.binding(), &t, now));
         if valid(kind, &change) {
             got.map_err(|e| TestCaseError::fail(format!("{change:?} on {kind:?} refused: {} ({})", e.message, e.reason)))?;
         } else {
@@ -472,14 +473,15 @@ fn each_registration_accepts_its_own_token_only() {
     let now = Utc.with_ymd_and_hms(2026, 12, 2, 5, 0, 0).unwrap();
     for kind in [Kind::ServiceAccount, Kind::Svid] {
         let t = token(kind, &Change::None, now.timestamp());
-        let exp = f.rt.block_on(f.issuers.verify(kind.binding(), &t, now));
+        let exp =
+            f.rt.block_on(SpokeVerifier::verify(&f.issuers, kind.binding(), &t, now));
         assert_eq!(exp.unwrap().timestamp(), now.timestamp() + 300, "{kind:?}");
         let other = match kind {
             Kind::ServiceAccount => Kind::Svid,
             Kind::Svid => Kind::ServiceAccount,
         };
         let refused =
-            f.rt.block_on(f.issuers.verify(other.binding(), &t, now))
+            f.rt.block_on(SpokeVerifier::verify(&f.issuers, other.binding(), &t, now))
                 .unwrap_err();
         assert_eq!(refused.reason, "untrusted_issuer", "{kind:?}");
     }
