@@ -358,20 +358,41 @@ pub async fn identity(
     conn: &mut PgConnection,
     name: &str,
 ) -> Result<Option<Option<IdentityBinding>>> {
-    type Row = (Option<String>, Option<String>, Option<serde_json::Value>);
+    Ok(identity_with_hash(conn, name).await?.map(|(b, _)| b))
+}
+
+/// [`identity`] and the cluster's credential hash, read together. For a cluster
+/// registered with an issuer the hash is that of a token nobody holds, replaced whenever
+/// the binding changes ([`set_jwks`]): a spoke's stream keeps the hash read with the
+/// binding it was verified against, and the snapshots it is sent carry the current one
+/// (`with_token_hash`), so a changed binding ends the stream as a rotated token does.
+pub async fn identity_with_hash(
+    conn: &mut PgConnection,
+    name: &str,
+) -> Result<Option<(Option<IdentityBinding>, Vec<u8>)>> {
+    type Row = (
+        Option<String>,
+        Option<String>,
+        Option<serde_json::Value>,
+        Vec<u8>,
+    );
     let row: Option<Row> = sqlx::query_as(
-        "select identity_issuer, identity_subject, identity_jwks from clusters where name = $1",
+        "select identity_issuer, identity_subject, identity_jwks, token_hash \
+         from clusters where name = $1",
     )
     .bind(name)
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|(issuer, subject, jwks)| match (issuer, subject) {
-        (Some(issuer), Some(subject)) => Some(IdentityBinding {
-            issuer,
-            subject,
-            jwks,
-        }),
-        _ => None,
+    Ok(row.map(|(issuer, subject, jwks, hash)| {
+        let binding = match (issuer, subject) {
+            (Some(issuer), Some(subject)) => Some(IdentityBinding {
+                issuer,
+                subject,
+                jwks,
+            }),
+            _ => None,
+        };
+        (binding, hash)
     }))
 }
 
@@ -410,16 +431,29 @@ pub async fn identities(
         .collect())
 }
 
-/// Replaces the pinned keys of a cluster registered with an issuer (`None`: discovery).
+/// The cluster's credential hash now (`None`: no such cluster).
+pub async fn credential_hash(conn: &mut PgConnection, name: &str) -> Result<Option<Vec<u8>>> {
+    let row: Option<(Vec<u8>,)> = sqlx::query_as("select token_hash from clusters where name = $1")
+        .bind(name)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row.map(|(h,)| h))
+}
+
+/// Replaces the pinned keys of a cluster registered with an issuer (`None`: discovery),
+/// and its credential hash with `hash` (a fresh one: streams verified against the old
+/// keys end, see [`identity_with_hash`]).
 pub async fn set_jwks(
     conn: &mut PgConnection,
     name: &str,
     jwks: Option<&serde_json::Value>,
+    hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<Cluster> {
-    sqlx::query("update clusters set identity_jwks = $2 where name = $1")
+    sqlx::query("update clusters set identity_jwks = $2, token_hash = $3 where name = $1")
         .bind(name)
         .bind(jwks.map(Json))
+        .bind(hash)
         .execute(&mut *conn)
         .await?;
     expect(get(conn, name, now).await?, name)

@@ -14,6 +14,7 @@ pub mod release;
 pub mod rest;
 pub mod sign_in;
 pub mod sim;
+pub mod spire;
 
 pub use kube_client::{kube_client, kube_client_from_file};
 pub use objects::{KUSTOMIZATION, dynamic_api, kubectl, nginx_app, nginx_objects, watch_until};

@@ -8,7 +8,9 @@
 //! clock skew, against the service's clock. Explicit typing (RFC 8725 §3.11):
 //! the header's `typ` is absent or `JWT` (ID tokens and workload tokens);
 //! any other type (`at+jwt`, `logout+jwt`, `secevent+jwt`, …) names a token
-//! made for another purpose and is refused.
+//! made for another purpose and is refused. A verifier of JWT-SVIDs
+//! ([`JwtVerifier::for_jwt_svids`]) follows SPIFFE's JWT-SVID rules on the two
+//! points where they differ: `typ` may also be `JOSE`, and `iss` may be absent.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -42,6 +44,8 @@ pub struct JwtVerifier {
     issuers: HashMap<String, Trusted>,
     skew: Duration,
     metrics: IdentityMetrics,
+    /// JWT-SVID rules (see [`JwtVerifier::for_jwt_svids`]).
+    jwt_svid: bool,
 }
 
 impl JwtVerifier {
@@ -50,7 +54,18 @@ impl JwtVerifier {
             issuers: issuers.into_iter().map(|t| (t.issuer.clone(), t)).collect(),
             skew,
             metrics,
+            jwt_svid: false,
         }
+    }
+
+    /// The same verifier for JWT-SVIDs (SPIFFE `standards/JWT-SVID.md`): the header's
+    /// `typ` may also be `JOSE` (§2.3), and `iss` may be absent (§3 requires only `sub`,
+    /// `aud` and `exp`; SPIRE adds `iss` only when its `jwt_issuer` is set): a token
+    /// without one is checked as one of the verifier's only issuer, whose keys must
+    /// verify it. A present `iss` must still be a trusted issuer.
+    pub fn for_jwt_svids(mut self) -> Self {
+        self.jwt_svid = true;
+        self
     }
 
     /// The issuer entry of `iss`.
@@ -93,10 +108,15 @@ impl JwtVerifier {
             jsonwebtoken::decode_header(token).map_err(|e| JwtError::Malformed(e.to_string()))?;
         let alg = header.alg;
         if let Some(typ) = header.typ.as_deref()
-            && !accepted_typ(typ)
+            && !accepted_typ(typ, self.jwt_svid)
         {
+            let accepted = if self.jwt_svid {
+                "JWT, JOSE or none"
+            } else {
+                "JWT or none"
+            };
             return Err(JwtError::Claim(format!(
-                "typ '{typ}' is not a type this hub accepts (JWT or none)"
+                "typ '{typ}' is not a type this hub accepts ({accepted})"
             )));
         }
         if matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
@@ -104,10 +124,18 @@ impl JwtVerifier {
         }
         let peek: Map<String, Value> = jsonwebtoken::dangerous::insecure_decode_claims(token)
             .map_err(|e| JwtError::Malformed(e.to_string()))?;
-        let iss = peek
-            .get("iss")
-            .and_then(Value::as_str)
-            .ok_or_else(|| JwtError::Claim("iss missing".into()))?;
+        let iss = match peek.get("iss") {
+            // A JWT-SVID without `iss`: the only issuer's, if its keys verify it.
+            None if self.jwt_svid && self.issuers.len() == 1 => self
+                .issuers
+                .keys()
+                .next()
+                .map(String::as_str)
+                .unwrap_or_default(),
+            claim => claim
+                .and_then(Value::as_str)
+                .ok_or_else(|| JwtError::Claim("iss missing".into()))?,
+        };
         let trusted = self
             .issuers
             .get(iss)
@@ -129,7 +157,9 @@ impl JwtVerifier {
         // `aud` must be present: the library checks it only when it is.
         // `exp` is checked against the service clock in `checked`.
         validation.required_spec_claims = ["aud", "exp"].map(String::from).into();
-        validation.set_issuer(&[iss]);
+        if peek.contains_key("iss") {
+            validation.set_issuer(&[iss]);
+        }
         validation.set_audience(&trusted.audiences);
         let mut last = JwtError::BadSignature;
         for key in candidates {
@@ -194,10 +224,11 @@ impl JwtVerifier {
 }
 
 /// Whether the header's `typ` (RFC 7515 §4.1.9: case-insensitive, the
-/// `application/` prefix optional) is `JWT`.
-fn accepted_typ(typ: &str) -> bool {
+/// `application/` prefix optional) is `JWT`, or for a JWT-SVID also `JOSE`.
+fn accepted_typ(typ: &str, jwt_svid: bool) -> bool {
     let t = typ.to_ascii_lowercase();
-    t.strip_prefix("application/").unwrap_or(&t) == "jwt"
+    let t = t.strip_prefix("application/").unwrap_or(&t);
+    t == "jwt" || (jwt_svid && t == "jose")
 }
 
 /// Whether `aud` (a string, or a non-empty list of strings) names one of

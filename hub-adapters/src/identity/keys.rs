@@ -93,8 +93,13 @@ impl KeySet {
 }
 
 fn usable(jwk: &Jwk) -> Option<Key> {
-    if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
-        return None;
+    match &jwk.common.public_key_use {
+        // Encryption keys, and keys for another purpose: a SPIFFE bundle's X.509
+        // authorities (`x509-svid`) sign certificates, never a JWT; its JWT authorities
+        // are `jwt-svid` (SPIFFE_Trust_Domain_and_Bundle.md §4.2).
+        Some(PublicKeyUse::Encryption) => return None,
+        Some(PublicKeyUse::Other(purpose)) if purpose != "jwt-svid" => return None,
+        _ => {}
     }
     if matches!(
         jwk.algorithm,

@@ -36,8 +36,9 @@ pub struct SpokeIssuers {
     verifiers: Mutex<HashMap<VerifierKey, Arc<JwtVerifier>>>,
 }
 
-/// An issuer and, when pinned, its key set (as JSON text).
-type VerifierKey = (String, Option<String>);
+/// An issuer, when pinned its key set (as JSON text), and whether the binding is a SPIFFE
+/// ID (JWT-SVID rules, [`JwtVerifier::for_jwt_svids`]).
+type VerifierKey = (String, Option<String>, bool);
 
 impl std::fmt::Debug for SpokeIssuers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,7 +87,8 @@ impl SpokeIssuers {
 
     fn verifier(&self, b: &Binding) -> Result<Arc<JwtVerifier>, SpokeRefusal> {
         let pinned = b.jwks.as_ref().map(|j| j.to_string());
-        let key = (b.issuer.clone(), pinned);
+        let svid = b.subject.starts_with("spiffe://");
+        let key = (b.issuer.clone(), pinned, svid);
         let mut all = self.verifiers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(v) = all.get(&key) {
             return Ok(v.clone());
@@ -106,7 +108,7 @@ impl SpokeIssuers {
                 self.metrics.clone(),
             ),
         };
-        let v = Arc::new(JwtVerifier::new(
+        let v = JwtVerifier::new(
             vec![Trusted {
                 issuer: b.issuer.clone(),
                 audiences: vec![self.audience.clone()],
@@ -116,10 +118,11 @@ impl SpokeIssuers {
             }],
             self.skew,
             self.metrics.clone(),
-        ));
+        );
+        let v = Arc::new(if svid { v.for_jwt_svids() } else { v });
         // A pinned set replaced by `cluster set-jwks` is not needed any more (discovery
         // caches stay: their keys verify reconnects while the issuer is unreachable).
-        all.retain(|(iss, pinned), _| iss != &key.0 || pinned.is_none());
+        all.retain(|(iss, pinned, _), _| iss != &key.0 || pinned.is_none());
         all.insert(key, v.clone());
         Ok(v)
     }

@@ -240,7 +240,7 @@ impl<'a> Session<'a> {
         let outbound = ReceiverStream::new(rx)
             .flat_map(|m| futures::stream::iter(report_parts::message_parts(m)));
         let mut request = Request::new(outbound);
-        let (authorization, limit) = bearer(ctx, target)?;
+        let (authorization, limit) = bearer(ctx, target).await?;
         let renew_at = limit.map(|l| Instant::now() + l);
         request
             .metadata_mut()
@@ -391,9 +391,13 @@ impl<'a> Session<'a> {
 /// The `authorization` header and, for a JWT, how long the stream may run on it
 /// ([`credential::stream_limit`]). The token file is re-read on every connect, so
 /// a rotated Secret or a projected token the kubelet rewrote is picked up without
-/// a restart; if it is unreadable now, the token read at start is used.
-fn bearer(ctx: &Context, target: &HubTarget) -> Result<(MetadataValue<Ascii>, Option<Duration>)> {
-    let token = match ctx.config.read_token() {
+/// a restart (a file caught mid-write is read again: [`credential::read_settled`]); if it
+/// stays unreadable, the token read at start is used.
+async fn bearer(
+    ctx: &Context,
+    target: &HubTarget,
+) -> Result<(MetadataValue<Ascii>, Option<Duration>)> {
+    let token = match credential::read_settled(&ctx.config).await {
         Ok(Some(t)) => t,
         Ok(None) => target.token.clone(),
         Err(e) => {

@@ -96,13 +96,17 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
                     ))
                 })?
                 .to_string();
-            let expires = self
+            let signed = self
                 .inner
                 .service
                 .authenticate_spoke_jwt(&cluster, &token)
                 .await
                 .map_err(to_status)?;
-            (cluster, session::Credential::Jwt { expires })
+            let credential = session::Credential::Jwt {
+                expires: signed.expires,
+                registration: signed.registration,
+            };
+            (cluster, credential)
         } else {
             let cluster = self
                 .inner

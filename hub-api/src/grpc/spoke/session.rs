@@ -52,9 +52,13 @@ enum Flow {
 pub(super) enum Credential {
     /// A cluster token: re-checked when the cluster's token may have changed.
     Token(String),
-    /// The cluster's own JWT, verified at connect: the stream ends when it expires.
+    /// The cluster's own JWT, verified at connect against the cluster's registration: the
+    /// stream ends when it expires, or when the registration changes (`registration`: the
+    /// cluster's credential hash read with the binding the JWT was verified against; a
+    /// change of the binding replaces it).
     Jwt {
         expires: chrono::DateTime<chrono::Utc>,
+        registration: Vec<u8>,
     },
 }
 
@@ -80,8 +84,8 @@ pub(super) fn stream(
                     break;
                 }
                 Step::Changed(desired) => {
-                    if s.token_unknown(&desired) {
-                        Box::pin(s.recheck_token()).await?;
+                    if s.hash_unknown(&desired) {
+                        Box::pin(s.recheck_credential()).await?;
                     }
                     if let Some(msg) = s.changed(desired)? {
                         yield msg;
@@ -169,8 +173,12 @@ impl Drop for Subscription {
 struct Session {
     inner: Arc<Inner>,
     cluster: String,
-    /// The cluster token and its hash (`None`: a JWT, see `end_of_life`).
-    token: Option<(String, Vec<u8>)>,
+    /// The cluster token (`None`: a JWT, see `end_of_life`).
+    token: Option<String>,
+    /// The cluster's credential hash this stream signed in with: its token's, or for a
+    /// JWT the one read with the registration it was verified against. A snapshot
+    /// carrying another one ends the stream (a rotated token, a changed registration).
+    credential_hash: Vec<u8>,
     inbound: Streaming<pb::SpokeMessage>,
     subscription: Subscription,
     /// What the spoke holds: the content last sent, or the current one if its
@@ -205,14 +213,17 @@ impl Session {
                 hello.cluster
             )));
         }
-        let (token, jwt_left) = match credential {
+        let (token, credential_hash, jwt_left) = match credential {
             Credential::Token(t) => {
                 let hash = hash_token(&t);
-                (Some((t, hash)), None)
+                (Some(t), hash, None)
             }
-            Credential::Jwt { expires } => {
+            Credential::Jwt {
+                expires,
+                registration,
+            } => {
                 let left = (expires - inner.service.now()).to_std().unwrap_or_default();
-                (None, Some(left))
+                (None, registration, Some(left))
             }
         };
         let rx = inner.fanout.subscribe(&cluster).await.map_err(to_status)?;
@@ -261,6 +272,7 @@ impl Session {
             inner,
             cluster,
             token,
+            credential_hash,
             inbound,
             subscription,
             held: None,
@@ -280,6 +292,8 @@ impl Session {
         let initial = rx.borrow_and_update().clone();
         match initial {
             Desired::Snapshot(s) => {
+                // Changed between the sign-in and the subscription.
+                self.check_hash(&s)?;
                 let stale = s.revision != self.held_revision
                     || self.held_local_gates != self.inner.cfg.local_gates_enforced;
                 let msg = stale.then(|| self.send(&s));
@@ -310,40 +324,71 @@ impl Session {
         }
     }
 
-    /// Whether the token must be re-checked in the database: the snapshot
-    /// read carries the token hash, so thousands of streams woken by one
+    /// Whether the credential must be re-checked in the database: the snapshot read
+    /// carries the cluster's credential hash, so thousands of streams woken by one
     /// fleet-wide change do not each query the database.
-    fn token_unknown(&self, desired: &Desired) -> bool {
-        self.token.is_some() && !matches!(desired, Desired::Snapshot(s) if s.token_hash.is_some())
+    fn hash_unknown(&self, desired: &Desired) -> bool {
+        match desired {
+            Desired::Snapshot(s) => s.token_hash.is_none(),
+            // A deleted cluster ends the stream anyway (`changed`); a token is re-checked.
+            Desired::Gone | Desired::Pending => self.token.is_some(),
+        }
     }
 
-    /// Ends the stream if the token no longer belongs to the cluster.
-    async fn recheck_token(&self) -> Result<(), Status> {
-        let Some((token, _)) = &self.token else {
-            return Ok(());
-        };
-        match self.inner.service.authenticate_spoke(token).await {
-            Ok(c) if c.name == self.cluster => Ok(()),
-            Ok(_) | Err(Error::Unauthenticated(_)) => {
-                Err(Status::unauthenticated("spoke token revoked or rotated"))
+    /// Ends the stream if the token no longer belongs to the cluster, or the cluster's
+    /// registration changed since the JWT was verified.
+    async fn recheck_credential(&self) -> Result<(), Status> {
+        let current = match &self.token {
+            Some(token) => match self.inner.service.authenticate_spoke(token).await {
+                Ok(c) if c.name == self.cluster => return Ok(()),
+                Ok(_) | Err(Error::Unauthenticated(_)) => return Err(self.credential_changed()),
+                Err(e) => Err(e),
+            },
+            None => {
+                self.inner
+                    .service
+                    .spoke_credential_hash(&self.cluster)
+                    .await
             }
+        };
+        match current {
+            Ok(Some(hash)) if hashes_equal(&hash, &self.credential_hash) => Ok(()),
+            Ok(_) => Err(self.credential_changed()),
             Err(e) => {
-                tracing::warn!(cluster = %self.cluster, error = %e, "re-checking spoke token failed");
+                tracing::warn!(cluster = %self.cluster, error = %e, "re-checking the spoke's credential failed");
                 Ok(())
             }
         }
     }
 
-    /// Something about the cluster changed: a rotated token or a deleted
-    /// cluster ends the stream; new content is sent.
+    /// Ends the stream if the snapshot carries another credential hash than the one the
+    /// stream signed in with.
+    fn check_hash(&self, s: &Snapshot) -> Result<(), Status> {
+        match s.token_hash.as_deref() {
+            Some(hash) if !hashes_equal(hash, &self.credential_hash) => {
+                Err(self.credential_changed())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Why the stream ends when its credential no longer holds.
+    fn credential_changed(&self) -> Status {
+        if self.token.is_some() {
+            Status::unauthenticated("spoke token revoked or rotated")
+        } else {
+            Status::unauthenticated(
+                "the cluster's identity registration changed: reconnect to be verified against it",
+            )
+        }
+    }
+
+    /// Something about the cluster changed: a rotated token, a changed registration
+    /// or a deleted cluster ends the stream; new content is sent.
     fn changed(&mut self, desired: Desired) -> Result<Option<pb::HubMessage>, Status> {
         match desired {
             Desired::Snapshot(s) => {
-                if let (Some(hash), Some((_, held))) = (s.token_hash.as_deref(), &self.token)
-                    && !hashes_equal(hash, held)
-                {
-                    return Err(Status::unauthenticated("spoke token revoked or rotated"));
-                }
+                self.check_hash(&s)?;
                 if self.held.as_ref().is_some_and(|h| h.same_content(&s)) {
                     return Ok(None);
                 }

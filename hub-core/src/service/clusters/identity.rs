@@ -19,6 +19,16 @@ use crate::service::types::{Cluster, RegisterCluster, SetClusterJwks};
 use crate::service::{Actor, Audit, Role, Service, Written};
 use crate::{Error, Result, validate};
 
+/// A spoke signed in with its cluster's JWT.
+#[derive(Debug, Clone)]
+pub struct SpokeSignIn {
+    /// The JWT's `exp`: its stream ends then.
+    pub expires: DateTime<Utc>,
+    /// The cluster's credential hash, read with the binding the JWT was verified
+    /// against.
+    pub registration: Vec<u8>,
+}
+
 /// The ServiceAccount a spoke runs as unless registered otherwise.
 pub const DEFAULT_SERVICE_ACCOUNT: &str = "fleetgate-system/fleetgate-spoke";
 
@@ -143,7 +153,9 @@ fn kids(jwks: Option<&Value>) -> Value {
 
 impl Service {
     /// Replaces the pinned keys of a cluster registered with an issuer (admin); `None`
-    /// goes back to discovery. Spokes connected now stay; new connections use the keys.
+    /// goes back to discovery. The cluster's open streams end at once (its credential hash
+    /// is replaced, see `clusters::identity_with_hash`): the spoke reconnects and is
+    /// verified against the new keys.
     pub async fn set_cluster_jwks(
         &self,
         actor: &Actor,
@@ -158,6 +170,9 @@ impl Service {
         }
         let now = self.now();
         let jwks = req.jwks.as_ref();
+        let hash = &crate::auth::hash_token(&crate::auth::generate_token(
+            crate::auth::SPOKE_TOKEN_PREFIX,
+        ));
         let (row, rev) = self
             .write(actor, now, |tx| {
                 Box::pin(async move {
@@ -170,7 +185,7 @@ impl Service {
                             format!("cluster '{name}' signs in with a cluster token, not an issuer's keys"),
                         ));
                     };
-                    let row = clusters::set_jwks(tx, name, jwks, now).await?;
+                    let row = clusters::set_jwks(tx, name, jwks, hash, now).await?;
                     let audit = Audit {
                         action: "cluster.set_jwks",
                         target_kind: "cluster",
@@ -190,16 +205,17 @@ impl Service {
     }
 
     /// Checks a spoke's JWT against the binding of the cluster it names (its
-    /// `fleetgate-cluster` metadata); answers when the token expires. Every refusal is
-    /// `Unauthenticated`, counted and audited.
-    pub async fn authenticate_spoke_jwt(
-        &self,
-        cluster: &str,
-        token: &str,
-    ) -> Result<DateTime<Utc>> {
+    /// `fleetgate-cluster` metadata); answers when the token expires and the cluster's
+    /// credential hash read with the binding (its stream ends when a snapshot carries
+    /// another). Every refusal is `Unauthenticated`, counted and audited.
+    pub async fn authenticate_spoke_jwt(&self, cluster: &str, token: &str) -> Result<SpokeSignIn> {
         let found = {
             let mut conn = self.conn().await?;
-            clusters::identity(&mut conn, cluster).await?
+            clusters::identity_with_hash(&mut conn, cluster).await?
+        };
+        let (found, registration) = match found {
+            Some((binding, hash)) => (Some(binding), hash),
+            None => (None, Vec::new()),
         };
         let binding = match found {
             None => {
@@ -227,9 +243,19 @@ impl Service {
             .verify(&binding, token, self.now())
             .await
         {
-            Ok(exp) => Ok(exp),
+            Ok(expires) => Ok(SpokeSignIn {
+                expires,
+                registration,
+            }),
             Err(r) => Err(self.refuse_spoke(cluster, token, r).await),
         }
+    }
+
+    /// The cluster's credential hash now (`None`: no such cluster), for a stream whose
+    /// snapshot did not carry it.
+    pub async fn spoke_credential_hash(&self, cluster: &str) -> Result<Option<Vec<u8>>> {
+        let mut conn = self.conn().await?;
+        clusters::credential_hash(&mut conn, cluster).await
     }
 
     /// Counts and audits a refused spoke (at most once a minute per cluster and reason
