@@ -53,10 +53,13 @@ fn name(i: usize) -> String {
 
 /// Each cluster gets each key with a random value, or not at all (one in four).
 fn labels(rng: &mut Rng) -> BTreeMap<String, String> {
-    KEYS.iter()
-        .filter(|_| !rng.chance(4))
-        .map(|k| (k.to_string(), rng.pick(&VALUES).to_string()))
-        .collect()
+    let mut out = BTreeMap::new();
+    for k in KEYS {
+        if !rng.chance(4) {
+            out.insert(k.to_string(), rng.pick(&VALUES).to_string());
+        }
+    }
+    out
 }
 
 fn selector(rng: &mut Rng) -> LabelSelector {
