@@ -20,10 +20,11 @@ pub async fn clusters(
     let names: Vec<String> = (from..to).map(name).collect();
     let labels: Vec<serde_json::Value> = (from..to)
         .map(|i| {
+            let region = ["eu", "us", "ap"][i % 3];
             json!({
                 "team": format!("t{:03}", i / team),
                 "env": if i % 3 == 0 { "prod" } else { "dev" },
-                "region": ["eu", "us", "ap"][i % 3],
+                "region": region,
             })
         })
         .collect();
