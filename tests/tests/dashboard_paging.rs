@@ -7,7 +7,7 @@
 mod dashboard_support;
 
 use dashboard_support::fleet::{cluster, seed_bulk};
-use dashboard_support::{ADMIN_TOKEN, Hub};
+use dashboard_support::{ADMIN_TOKEN, Browser, Hub};
 use serde_json::{Value, json};
 
 /// Clusters in the test fleet: two and a half pages.
