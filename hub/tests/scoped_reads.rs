@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use common::Hub;
 use fleetgate_api_types::{AccessScope, GateScope};
 use fleetgate_hub::db::clusters;
+use fleetgate_hub::service::fleet::{FleetInputs, Scope, grid, status, view};
+use fleetgate_hub::service::{Actor, Grant, GrantSource, Identity, Role};
 use fleetgate_policy::{ClusterScope, LabelSelector, LabelSelectorRequirement, SelectorOperator};
 use serde_json::{Value, json};
 
@@ -152,22 +154,151 @@ async fn the_store_reads_exactly_the_clusters_a_union_of_scopes_matches() {
     );
 }
 
-/// Keeps the compiler from warning while the service-level test below is the only user.
-#[allow(dead_code)]
 fn gate_scope(rng: &mut Rng) -> Option<GateScope> {
-    rng.chance(2).then(|| GateScope {
-        names: Vec::new(),
-        selector: Some(LabelSelector {
+    if rng.chance(2) {
+        return None;
+    }
+    Some(GateScope {
+        names: if rng.chance(3) {
+            vec![format!("g-{}", rng.below(6))]
+        } else {
+            Vec::new()
+        },
+        selector: (!rng.chance(3)).then(|| LabelSelector {
             match_labels: BTreeMap::from([("team".to_string(), rng.pick(&VALUES).to_string())]),
             ..LabelSelector::default()
         }),
     })
 }
 
-#[allow(dead_code)]
 fn access_scope(rng: &mut Rng) -> AccessScope {
     AccessScope {
-        clusters: (!rng.chance(5)).then(|| cluster_scope(rng)),
+        clusters: (!rng.chance(6)).then(|| cluster_scope(rng)),
         gates: gate_scope(rng),
     }
+}
+
+/// An actor holding 1 to 3 viewer/operator grants of random scopes.
+fn actor(rng: &mut Rng, case: usize) -> Actor {
+    let grants = (0..1 + rng.below(3))
+        .map(|_| Grant {
+            role: if rng.chance(2) {
+                Role::Viewer
+            } else {
+                Role::Operator
+            },
+            scope: access_scope(rng),
+            source: GrantSource::Token {
+                name: format!("case-{case}"),
+            },
+        })
+        .collect();
+    Actor::from_grants(
+        Identity::System {
+            name: format!("case-{case}"),
+        },
+        grants,
+    )
+    .unwrap()
+}
+
+fn sorted(
+    m: &std::collections::HashMap<String, BTreeMap<String, String>>,
+) -> BTreeMap<&String, &BTreeMap<String, String>> {
+    m.iter().collect()
+}
+
+/// The change streams' view as text: every map in it ordered (its labels sorted here).
+fn view_text(inputs: &FleetInputs) -> String {
+    let mut v = view::view(inputs).unwrap();
+    let labels = std::mem::take(&mut v.labels);
+    format!(
+        "{v:?} {:?} {:?}",
+        sorted(&labels.clusters),
+        sorted(&labels.gates)
+    )
+}
+
+/// Every fleet projection of `inputs`, as JSON.
+fn projections(inputs: &FleetInputs) -> Value {
+    json!({
+        "status": status::fleet_status(inputs, None).unwrap(),
+        "grid": grid::grid(inputs).unwrap(),
+        "view": view_text(inputs),
+    })
+}
+
+#[tokio::test]
+async fn a_scoped_read_shows_exactly_what_restricting_the_whole_fleet_showed() {
+    let hub = Hub::new().await;
+    let mut rng = Rng(0xfee1_600d);
+    let all = fleet(&hub, &mut rng).await;
+    // Gates of several scopes and teams, some closed; objects reported on some clusters
+    // (held under the closed gates), an override on a few clusters.
+    for g in 0..6 {
+        let team = VALUES[g % VALUES.len()];
+        let scope = match g {
+            0 => json!({"selector": {}}),
+            1 => json!({"selector": {"matchLabels": {"env": "a"}}}),
+            2 => {
+                json!({"selector": {"matchExpressions": [{"key": "region", "operator": "NotIn", "values": ["b"]}]}})
+            }
+            3 => json!({"names": [name(1), name(2), name(3)]}),
+            _ => json!({"selector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}}),
+        };
+        let r = hub
+            .post_json(
+                "/api/v1/gates",
+                &hub.admin,
+                json!({"apiVersion": "fleetgate.io/v1", "kind": "Gate",
+                       "metadata": {"name": format!("g-{g}"), "labels": {"team": team}},
+                       "spec": {"clusters": scope, "targets": {"kinds": ["Kustomization"]},
+                                "default": if g % 2 == 0 { "closed" } else { "open" },
+                                "timeZone": "UTC", "windows": []}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    let reported: Vec<&String> = all.keys().step_by(3).collect();
+    sqlx::query(
+        "insert into object_status (cluster, kind, namespace, name, gates, held, reported_at) \
+         select c, 'Kustomization', 'apps', 'app-' || k, array['g-0', 'g-' || (k % 6)], k % 2 = 0, now() \
+         from unnest($1::text[]) as c, generate_series(0, 3) as k",
+    )
+    .bind(&reported)
+    .execute(&hub.pool)
+    .await
+    .unwrap();
+    let r = hub
+        .post_json(
+            "/api/v1/gates/g-0/open",
+            &hub.admin,
+            json!({"for": "1h", "reason": "equivalence", "clusters": {"names": [name(4), name(5)]}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+
+    let mut narrowed = 0;
+    for case in 0..120 {
+        let actor = actor(&mut rng, case);
+        let new = hub
+            .service
+            .read_fleet_as(&actor, Scope::Fleet)
+            .await
+            .unwrap();
+        let mut old = hub.service.read_fleet(Scope::Fleet).await.unwrap();
+        if let Some(v) = actor.read_scope() {
+            old.restrict(v);
+        }
+        assert_eq!(
+            projections(&new),
+            projections(&old),
+            "case {case}: {actor:?}"
+        );
+        narrowed += usize::from(new.clusters.len() < FLEET);
+    }
+    assert!(
+        narrowed > 60,
+        "most cases read a part of the fleet: {narrowed}"
+    );
 }
