@@ -7,7 +7,7 @@ use std::process::Stdio;
 use fleetgate_tests::{ChildGuard, TestDb, free_port, hub_serve_with, test_db, wait_readyz};
 use serde_json::Value;
 
-use crate::{ADMIN, Result};
+use crate::common::{ADMIN, Result};
 
 /// `fleetgate-hub` beside this executable, built first (same profile) when run by cargo.
 pub fn hub_binary() -> Result<PathBuf> {

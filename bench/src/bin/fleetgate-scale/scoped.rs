@@ -9,8 +9,9 @@ use fleetgate_proto::v1 as pb;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::common::{ADMIN, Result, cell, load, stats};
 use crate::hub::Hub;
-use crate::{ADMIN, Result, cell, load, seed, stats};
+use crate::seed;
 
 /// The gate every cluster's objects report under.
 const GATE: &str = "scale-all";

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::Result;
+use crate::common::Result;
 
 /// Clusters `from..to` named `s-00042`, labelled `team: t000` (teams of `team` clusters),
 /// `env` and `region`, each with `objects` reported Flux objects under `gate` (one in

@@ -21,8 +21,8 @@ use prost::Message as _;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::common::{ADMIN, Result, cell, load};
 use crate::hub::Hub;
-use crate::{ADMIN, Result, cell, load};
 
 const CLUSTER: &str = "largest";
 

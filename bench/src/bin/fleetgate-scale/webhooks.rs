@@ -16,8 +16,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::common::{ADMIN, Result, cell, load};
 use crate::hub::Hub;
-use crate::{ADMIN, Result, cell, load, seed};
+use crate::seed;
 
 const GATE: &str = "scale-edge";
 const RECEIVERS: usize = 10;
