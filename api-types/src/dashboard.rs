@@ -113,6 +113,67 @@ pub struct FleetGrid {
     pub overrides: usize,
 }
 
+/// A page of the fleet grid (`GET /api/v1/dashboard/fleet?limit=…`): the rows the
+/// filters keep, in the asked order, one page of them; the counts over the whole fleet the
+/// caller sees. Without `limit`: every row (the grid as before).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FleetGridPage {
+    /// The grid, `clusters` being this page's rows.
+    #[serde(flatten)]
+    pub grid: FleetGrid,
+    /// Rows the filters keep (outside collapsed groups): what the pages add up to.
+    pub total: usize,
+    /// Where this page starts among them (0-based).
+    pub offset: usize,
+    /// The `cursor` of the next page; absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Counts over every cluster the caller sees, filters aside (the page's cards).
+    pub counts: FleetCounts,
+    /// Every label key on the clusters the caller sees (the "group by" choices).
+    pub label_keys: Vec<String>,
+    /// With `group`: each group of the filtered rows, in order, with where it starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<FleetGroup>,
+}
+
+/// The fleet page's cards: clusters by state, over every cluster the caller sees.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FleetCounts {
+    pub clusters: usize,
+    /// No enforcing gate closed.
+    pub open: usize,
+    /// Some enforcing gate closed.
+    pub closed: usize,
+    /// With held changes.
+    pub held: usize,
+    /// Spoke offline.
+    pub offline: usize,
+}
+
+/// A group of the fleet page (rows sharing the value of the `group` label).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FleetGroup {
+    /// The label's value, `(none)` for clusters without the label.
+    pub key: String,
+    /// Rows of the group the filters keep.
+    pub clusters: usize,
+    /// Of them, with a shown gate closed.
+    pub closed: usize,
+    pub held: usize,
+    pub offline: usize,
+    /// Listed in `collapsed`: its rows are left out of the pages.
+    pub collapsed: bool,
+    /// Where its rows start among the paged rows (a collapsed group: where they would).
+    pub at: usize,
+}
+
 /// A cluster in a gate's scope, with the gate's state there.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]

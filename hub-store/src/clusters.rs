@@ -188,6 +188,22 @@ pub async fn with_token_hash(
     Ok(hashed_at(found, now))
 }
 
+/// The clusters one of `scopes` matches, as at `now`, with their spoke token hashes, by
+/// name: what a scoped reader's fleet read starts from. The scope is decided by PostgreSQL
+/// ([`crate::scope_sql`]), so the read costs the reader's share of the fleet, not all of it.
+pub async fn with_token_hash_within(
+    conn: &mut PgConnection,
+    scopes: &[fleetgate_policy::ClusterScope],
+    now: DateTime<Utc>,
+) -> Result<Vec<(Cluster, Vec<u8>)>> {
+    let mut q =
+        sqlx::QueryBuilder::new(format!("select {COLUMNS}, c.token_hash from {FROM} where "));
+    crate::scope_sql::push_within(&mut q, "c", scopes);
+    q.push(" order by c.name");
+    let found: Vec<WithHash<Read>> = q.build_query_as().fetch_all(conn).await?;
+    Ok(hashed_at(found, now))
+}
+
 /// `found` as at `now`, each with its stored hash.
 fn hashed_at(found: Vec<WithHash<Read>>, now: DateTime<Utc>) -> Vec<(Cluster, Vec<u8>)> {
     found
@@ -322,6 +338,17 @@ impl Labelled for Scoped {
 pub async fn scoped(conn: &mut PgConnection) -> Result<Vec<Scoped>> {
     Ok(
         sqlx::query_as("select name, labels from clusters order by name")
+            .fetch_all(conn)
+            .await?,
+    )
+}
+
+/// The name and labels of those of `names` that exist, by name: what routing one event
+/// needs (its own clusters), not the whole fleet's.
+pub async fn scoped_named(conn: &mut PgConnection, names: &[String]) -> Result<Vec<Scoped>> {
+    Ok(
+        sqlx::query_as("select name, labels from clusters where name = any($1) order by name")
+            .bind(names)
             .fetch_all(conn)
             .await?,
     )

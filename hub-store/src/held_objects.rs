@@ -148,7 +148,16 @@ pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<H
 
 /// [`HeldCounts`] of every cluster with reported held objects.
 pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<HeldCounts>> {
-    let rows = sqlx::query_as(
+    counts_by_cluster_of(conn, None).await
+}
+
+/// [`counts_by_cluster`] of every cluster, or only of `names`.
+pub async fn counts_by_cluster_of(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<Vec<HeldCounts>> {
+    crate::fetch_named(
+        conn,
         "select cluster, \
          count(*) filter (where cardinality(held_by) > 0) as held, \
          count(*) filter (where held_by_person) as by_person, \
@@ -161,31 +170,50 @@ pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<HeldCounts
            || case when not_permitted then '!' || array_to_string(gates, ',') else '' end, \
            ';' order by api_group, kind, namespace, name) \
            filter (where cardinality(held_by) > 0 or held_by_person or not_permitted), '')) as digest \
-         from held_objects group by cluster",
+         from held_objects",
+        "where cluster = any($1)",
+        "group by cluster",
+        names,
     )
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    .await
 }
 
 /// Objects closed warn-mode gates would hold per (cluster, gate).
 pub async fn would_hold_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
-    let rows = sqlx::query_as(
-        "select cluster, gate, count(*) from held_objects, unnest(would_hold_by) as gate \
-         group by cluster, gate",
+    would_hold_by_gate_of(conn, None).await
+}
+
+/// [`would_hold_by_gate`] of every cluster, or only of `names`.
+pub async fn would_hold_by_gate_of(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<Vec<(String, String, i64)>> {
+    crate::fetch_named(
+        conn,
+        "select cluster, gate, count(*) from held_objects, unnest(would_hold_by) as gate",
+        "where cluster = any($1)",
+        "group by cluster, gate",
+        names,
     )
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    .await
 }
 
 /// Objects held by fleetgate per (cluster, gate of its mark).
 pub async fn held_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
-    let rows = sqlx::query_as(
-        "select cluster, gate, count(*) from held_objects, unnest(held_by) as gate \
-         group by cluster, gate",
+    held_by_gate_of(conn, None).await
+}
+
+/// [`held_by_gate`] of every cluster, or only of `names`.
+pub async fn held_by_gate_of(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<Vec<(String, String, i64)>> {
+    crate::fetch_named(
+        conn,
+        "select cluster, gate, count(*) from held_objects, unnest(held_by) as gate",
+        "where cluster = any($1)",
+        "group by cluster, gate",
+        names,
     )
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    .await
 }

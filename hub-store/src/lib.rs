@@ -38,6 +38,7 @@ pub mod reports;
 pub mod retry;
 pub mod revision;
 pub mod rollouts;
+pub mod scope_sql;
 pub mod sessions;
 pub mod status;
 pub mod tokens;

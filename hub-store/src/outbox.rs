@@ -86,7 +86,8 @@ async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<
     let scoped = wanted.iter().any(|r| r.owner_scope.is_some());
     let registered: Option<Vec<Scoped>> =
         if (scoped || wanted.iter().any(|r| r.clusters.is_some())) && !ev.clusters.is_empty() {
-            Some(crate::clusters::scoped(conn).await?)
+            // Only the event's clusters: what the routes are matched on, not the fleet.
+            Some(crate::clusters::scoped_named(conn, &ev.clusters).await?)
         } else {
             None
         };

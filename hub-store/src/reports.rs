@@ -164,12 +164,23 @@ pub async fn record_write_error(
 /// Per cluster whose latest report had problems or was refused: how many
 /// problems, and the refusal (fleet views and change streams).
 pub async fn problem_briefs(conn: &mut PgConnection) -> Result<Vec<(String, i32, Option<String>)>> {
-    Ok(sqlx::query_as(
+    problem_briefs_of(conn, None).await
+}
+
+/// [`problem_briefs`] of every cluster, or only of `names`.
+pub async fn problem_briefs_of(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<Vec<(String, i32, Option<String>)>> {
+    crate::fetch_named(
+        conn,
         "select cluster, report_problem_total, report_write_error from cluster_connections \
-         where report_problem_total > 0 or report_write_error is not null order by cluster",
+         where (report_problem_total > 0 or report_write_error is not null)",
+        "and cluster = any($1)",
+        "order by cluster",
+        names,
     )
-    .fetch_all(conn)
-    .await?)
+    .await
 }
 
 /// What went wrong with `cluster`'s latest reports (nothing: the default).
@@ -296,6 +307,21 @@ pub async fn clear_replica(
     .execute(conn)
     .await?;
     Ok(res.rows_affected())
+}
+
+/// [`local_gates`] of those of `names` that reported any, by cluster name.
+pub async fn local_gates_of(
+    conn: &mut PgConnection,
+    names: &[String],
+) -> Result<Vec<(String, Vec<LocalGate>)>> {
+    let rows: Vec<(String, sqlx::types::Json<Vec<LocalGate>>)> = sqlx::query_as(
+        "select cluster, local_gates from cluster_connections \
+         where cluster = any($1) and local_gates <> '[]'::jsonb order by cluster",
+    )
+    .bind(names)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|(c, g)| (c, g.0)).collect())
 }
 
 /// Every cluster's reported local gates (clusters without any absent), or

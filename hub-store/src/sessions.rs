@@ -87,13 +87,76 @@ pub async fn by_hash(
     Ok(found.map(|f| (f.row, f.secret_hash)))
 }
 
-/// The session `id`, its row locked until the transaction ends: one
-/// request (on any replica) refreshes it at a time.
-pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<SessionRow>> {
+/// The session `id` as it is now (no lock).
+pub async fn get(conn: &mut PgConnection, id: Uuid) -> Result<Option<SessionRow>> {
     Ok(sqlx::query_as(sql!(
-        "select {COLUMNS} from identity_sessions where id = $1 for update"
+        "select {COLUMNS} from identity_sessions where id = $1"
     ))
     .bind(id)
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// Claims the live session `id` for one refresh as `claim`, for `lease_seconds` on the
+/// database's clock: the row as claimed, or `None` when it is ended, gone, or another
+/// refresh holds an unexpired claim. The claim replaces the row lock a refresh held while
+/// the provider answered: the caller commits at once and asks the provider with no
+/// transaction open.
+pub async fn claim_refresh(
+    conn: &mut PgConnection,
+    id: Uuid,
+    claim: Uuid,
+    lease_seconds: f64,
+) -> Result<Option<SessionRow>> {
+    Ok(sqlx::query_as(sql!(
+        "update identity_sessions set refresh_claim = $2, \
+         refresh_claim_until = now() + make_interval(secs => $3) \
+         where id = $1 and ended_at is null \
+           and (refresh_claim_until is null or refresh_claim_until <= now()) \
+         returning {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(claim)
+    .bind(lease_seconds)
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// Gives up `claim` on session `id` (the provider could not be asked, or another
+/// refresh got there first).
+pub async fn release_refresh(conn: &mut PgConnection, id: Uuid, claim: Uuid) -> Result<()> {
+    sqlx::query(
+        "update identity_sessions set refresh_claim = null, refresh_claim_until = null \
+         where id = $1 and refresh_claim = $2",
+    )
+    .bind(id)
+    .bind(claim)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A refreshed session's new expiry, refresh token and claims, as a compare-and-swap: only while `claim` still holds the row and the session
+/// is not ended (a logout or an admin's end during the refresh wins: `None`), releasing
+/// the claim.
+pub async fn extend_claimed(
+    conn: &mut PgConnection,
+    id: Uuid,
+    claim: Uuid,
+    r: &Refreshed<'_>,
+) -> Result<Option<SessionRow>> {
+    Ok(sqlx::query_as(sql!(
+        "update identity_sessions set expires_at = $2, refresh_sealed = $3, name = $4, \
+         email = $5, groups = $6, refresh_claim = null, refresh_claim_until = null \
+         where id = $1 and ended_at is null and refresh_claim = $7 returning {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(r.expires_at)
+    .bind(r.refresh_sealed)
+    .bind(r.name)
+    .bind(r.email)
+    .bind(r.groups)
+    .bind(claim)
     .fetch_optional(conn)
     .await?)
 }
@@ -106,27 +169,6 @@ pub struct Refreshed<'a> {
     pub name: &'a str,
     pub email: Option<&'a str>,
     pub groups: &'a [String],
-}
-
-/// A refreshed session's new expiry, refresh token and claims.
-pub async fn extend(
-    conn: &mut PgConnection,
-    id: Uuid,
-    r: &Refreshed<'_>,
-) -> Result<Option<SessionRow>> {
-    Ok(sqlx::query_as(sql!(
-        "update identity_sessions set expires_at = $2, refresh_sealed = $3, name = $4, \
-         email = $5, groups = $6 \
-         where id = $1 and ended_at is null returning {COLUMNS}"
-    ))
-    .bind(id)
-    .bind(r.expires_at)
-    .bind(r.refresh_sealed)
-    .bind(r.name)
-    .bind(r.email)
-    .bind(r.groups)
-    .fetch_optional(conn)
-    .await?)
 }
 
 /// Records that a request presented the session, at most once a minute.

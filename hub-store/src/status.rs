@@ -49,38 +49,67 @@ pub struct ClusterObjectCounts {
 
 /// Per cluster: governed, held, suspended and would-suspend/would-hold objects.
 pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<ClusterObjectCounts>> {
-    let rows = sqlx::query_as(
+    counts_by_cluster_of(conn, None).await
+}
+
+/// [`counts_by_cluster`] of every cluster, or only of `names` (a scoped read: an index
+/// range per cluster, not a scan of the fleet's objects).
+pub async fn counts_by_cluster_of(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<Vec<ClusterObjectCounts>> {
+    crate::fetch_named(
+        conn,
         "select cluster, count(*) filter (where not ignored) as governed, \
          count(*) filter (where held) as held, count(*) filter (where suspended) as suspended, \
          count(*) filter (where cardinality(would_suspend_by) > 0) as would_suspend, \
          count(*) filter (where would_hold) as would_hold \
-         from object_status group by cluster",
+         from object_status",
+        "where cluster = any($1)",
+        "group by cluster",
+        names,
     )
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    .await
 }
 
 /// Held objects per (cluster, governing gate), for the dashboard's grid: a
 /// closed gate with held objects is shown as "closed, changes held".
 pub async fn held_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
-    let rows = sqlx::query_as(
-        "select cluster, gate, count(*) from object_status, unnest(gates) as gate \
-         where held group by cluster, gate",
+    held_by_gate_of(conn, None).await
+}
+
+/// [`held_by_gate`] of every cluster, or only of `names`.
+pub async fn held_by_gate_of(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<Vec<(String, String, i64)>> {
+    crate::fetch_named(
+        conn,
+        "select cluster, gate, count(*) from object_status, unnest(gates) as gate where held",
+        "and cluster = any($1)",
+        "group by cluster, gate",
+        names,
     )
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    .await
 }
 
 /// Objects closed warn gates would suspend per (cluster, gate): the grid's "would close"
 /// cells and the would-suspend counts of `fleetgate status`.
 pub async fn would_suspend_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
-    let rows = sqlx::query_as(
-        "select cluster, gate, count(*) from object_status, unnest(would_suspend_by) as gate \
-         group by cluster, gate",
+    would_suspend_by_gate_of(conn, None).await
+}
+
+/// [`would_suspend_by_gate`] of every cluster, or only of `names`.
+pub async fn would_suspend_by_gate_of(
+    conn: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<Vec<(String, String, i64)>> {
+    crate::fetch_named(
+        conn,
+        "select cluster, gate, count(*) from object_status, unnest(would_suspend_by) as gate",
+        "where cluster = any($1)",
+        "group by cluster, gate",
+        names,
     )
-    .fetch_all(conn)
-    .await?;
-    Ok(rows)
+    .await
 }

@@ -16,7 +16,8 @@
 // spoil the next token response (POST /__test/tamper {mode}: `nonce` re-signs
 // the ID token with another nonce, `no_id_token` leaves it out), and switch
 // the device flow off and on (POST /__test/device {enabled}: without it the
-// CLI signs in with a loopback redirect).
+// CLI signs in with a loopback redirect), and answer token requests late
+// (POST /__test/delay {ms}; GET /__test/delayed: how many are being held now).
 import http from 'node:http';
 import Provider from 'oidc-provider';
 import * as jose from 'jose';
@@ -42,6 +43,9 @@ let tamper = null;
 // ID token lifetime in seconds (POST /__test/ttl {idToken}: short, so a test sees sessions refresh).
 let idTokenTtl = Number(process.env.OIDC_ID_TOKEN_TTL || 3600);
 let deviceFlow = true;
+// Token requests wait this long before the provider answers; how many wait now.
+let tokenDelay = 0;
+let delayed = 0;
 let provider = build();
 
 async function newKey() {
@@ -162,6 +166,8 @@ async function control(req, res, path) {
       provider = build();
       return send(res, 200, { deviceFlow });
     case '/__test/tamper': tamper = json.mode || null; return send(res, 200, { tamper });
+    case '/__test/delay': tokenDelay = Number(json.ms) || 0; return send(res, 200, { tokenDelay });
+    case '/__test/delayed': return send(res, 200, { delayed });
     case '/__test/down': down = true; return send(res, 200, { down });
     case '/__test/up': down = false; return send(res, 200, { down });
     case '/__test/mint': {
@@ -250,6 +256,11 @@ const server = http.createServer(async (req, res) => {
     if (down) return send(res, 503, { error: 'temporarily_unavailable' });
     const m = path.match(/^\/interaction\/([^/]+)(?:\/(login))?$/);
     if (m) return await interaction(req, res, m[1], m[2]);
+    if (tokenDelay && path === '/token' && req.method === 'POST') {
+      delayed++;
+      await new Promise((r) => setTimeout(r, tokenDelay));
+      delayed--;
+    }
     if (tamper && path === '/token' && req.method === 'POST') spoil(res, tamper);
     return provider.callback()(req, res);
   } catch (err) {

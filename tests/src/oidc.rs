@@ -215,6 +215,25 @@ impl OidcProvider {
             .await;
     }
 
+    /// Token requests from now on are answered `ms` milliseconds late (0: at once).
+    pub async fn delay_tokens(&self, ms: u64) {
+        self.post("/__test/delay", json!({"ms": ms})).await;
+    }
+
+    /// How many token requests the provider is holding back now ([`Self::delay_tokens`]).
+    pub async fn delayed(&self) -> u64 {
+        self.http
+            .get(format!("{}/__test/delayed", self.issuer))
+            .send()
+            .await
+            .expect("the provider answers")
+            .json::<Value>()
+            .await
+            .expect("JSON")["delayed"]
+            .as_u64()
+            .expect("delayed")
+    }
+
     /// Stops the provider's process (SIGKILL, reaped): nothing listens at the issuer
     /// any more.
     pub fn stop(&mut self) {

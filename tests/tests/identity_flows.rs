@@ -234,6 +234,98 @@ async fn sessions_refresh_and_end_when_the_provider_refuses() {
     .expect("refresh test timed out");
 }
 
+/// A slow provider holds no session row and no connection: while a refresh waits 3 s for
+/// the token endpoint, an admin ends the session at once (before, the end waited on the
+/// refresh's row lock until the provider answered), other reads go on, and the refresh
+/// then answers "session ended": the end wins over the late answer. The times are
+/// printed, not asserted; what is asserted is the order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_provider_holds_no_lock_and_an_end_during_the_refresh_wins() {
+    binaries();
+    tokio::time::timeout(TIMEOUT, async {
+        let env = setup(None).await;
+        env.idp.id_token_ttl(2).await;
+        let mut agent = Agent::new();
+        let bob = agent.dashboard_sign_in(&env.base, "bob").await;
+        let bob = bob.session.expect("a session cookie");
+        until_past(env.expires_at(&bob).await).await;
+
+        env.idp.delay_tokens(3000).await;
+        let started = std::time::Instant::now();
+        let refresh = {
+            let (http, base, bob) = (env.http.clone(), env.base.clone(), bob.clone());
+            tokio::spawn(async move {
+                let r = http
+                    .get(format!("{base}/api/v1/whoami"))
+                    .header("cookie", format!("fleetgate_session={bob}"))
+                    .send()
+                    .await
+                    .expect("request");
+                let status = r.status().as_u16();
+                let body: Value = r.json().await.unwrap_or(Value::Null);
+                (status, body, std::time::Instant::now())
+            })
+        };
+        // The refresh is at the provider.
+        poll("the refresh at the provider", || async {
+            (env.idp.delayed().await == 1).then_some(())
+        })
+        .await;
+        let asked = started.elapsed();
+        // Other database work goes on meanwhile: a read of the sessions table, and the
+        // admin ending bob's session (an update of the row the refresh is about).
+        let t = std::time::Instant::now();
+        env.admin("/api/v1/sessions?subject=bob").await;
+        let read = t.elapsed();
+        let t = std::time::Instant::now();
+        let r = env
+            .http
+            .post(format!("{}/api/v1/sessions/end", env.base))
+            .bearer_auth(ADMIN)
+            .json(&serde_json::json!({"subject": "bob", "reason": "leaving"}))
+            .send()
+            .await
+            .expect("end");
+        assert!(r.status().is_success(), "{}", r.status());
+        let end = t.elapsed();
+        let ended_at = std::time::Instant::now();
+        assert_eq!(
+            env.idp.delayed().await,
+            1,
+            "the session ended while the provider still held the refresh"
+        );
+        let (status, body, answered_at) = refresh.await.expect("refresh task");
+        assert!(answered_at > ended_at);
+        assert_eq!(status, 401, "{body}");
+        assert_eq!(
+            body["error"]["message"], "session ended; sign in again",
+            "{body}"
+        );
+        assert_eq!(
+            env.refreshes("ok").await,
+            0,
+            "the late answer was not written"
+        );
+        assert_eq!(env.refreshes("superseded").await, 1);
+        let (s, v) = env.with_cookie(&bob, "/api/v1/whoami").await;
+        assert_eq!(s, 401, "{v}");
+        println!(
+            "slow provider (3 s token endpoint): the refresh reached it after {asked:?}; during \
+             it a sessions read took {read:?} and ending the session {end:?}; the refresh \
+             answered after {:?} (load average {})",
+            answered_at - started,
+            std::fs::read_to_string("/proc/loadavg")
+                .unwrap_or_default()
+                .split(' ')
+                .next()
+                .unwrap_or("?")
+        );
+        env.idp.delay_tokens(0).await;
+    })
+    .await
+    .expect("slow provider test timed out");
+}
+
 /// The `fleetgate_session` cookie's `Set-Cookie` of a callback.
 fn session_set_cookie(set: &[String]) -> &str {
     set.iter()

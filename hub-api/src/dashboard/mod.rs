@@ -4,6 +4,7 @@
 
 pub mod assets;
 pub mod events;
+pub mod fleet_page;
 pub mod views;
 
 use axum::Router;

@@ -7,10 +7,10 @@
 use axum::Json;
 use axum::extract::{Path, State};
 
+use super::fleet_page::{FleetGridPage, FleetPageQuery};
 use crate::Result;
 use crate::rest::AppState;
-use crate::rest::extract::{ApiActor, Caller};
-use crate::service::fleet::FleetGrid;
+use crate::rest::extract::{ApiActor, Caller, Query};
 use crate::service::overrides::OverrideQuery;
 use crate::service::page::MAX_LIMIT;
 
@@ -32,17 +32,23 @@ pub async fn whoami(Caller(who): Caller) -> Json<WhoAmI> {
 }
 
 /// Every gate on every cluster now, with reasons, next transitions,
-/// connections and held counts.
-#[utoipa::path(get, path = "/api/v1/dashboard/fleet", tag = "dashboard",
+/// connections and held counts: filtered, ordered, grouped and paged on the server
+/// (`limit`, `cursor`, `filter`, `gate`, `state`, `sort`, `group`, `collapsed`), with the
+/// counts over every cluster the caller sees. Without `limit`, every row.
+#[utoipa::path(get, path = "/api/v1/dashboard/fleet", tag = "dashboard", params(FleetPageQuery),
     responses(
-        (status = 200, description = "The clusters x gates grid", body = FleetGrid),
+        (status = 200, description = "A page of the clusters x gates grid", body = FleetGridPage),
+        (status = 400, description = "Unknown query parameter or bad cursor", body = crate::error::ErrorBody),
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
+        (status = 422, description = "Bad limit, state, sort or gate (parameter named)", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn fleet(
     State(s): State<AppState>,
     ApiActor(actor): ApiActor,
-) -> Result<Json<FleetGrid>> {
-    Ok(Json(s.service.fleet_grid(&actor).await?))
+    Query(q): Query<FleetPageQuery>,
+) -> Result<Json<FleetGridPage>> {
+    let grid = s.service.fleet_grid(&actor).await?;
+    Ok(Json(super::fleet_page::page(grid, &q)?))
 }
 
 /// The gate, its rules in words, its next 7 days, its overrides and its

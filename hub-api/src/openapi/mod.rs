@@ -9,6 +9,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
+use crate::dashboard::fleet_page::{FleetCounts, FleetGridPage, FleetGroup};
 use crate::dashboard::views::{GateView, WhoAmI};
 
 use crate::db::held_objects::{HeldObject, HeldObjectStatus};
@@ -156,7 +157,7 @@ impl Modify for Common {
         TokenPage, PreviewDoc, PreviewStateDoc, TransitionDoc, RolloutEstimateDoc, WaveEstimateDoc, GateManifest, GateMetadata,
         GateSpecDoc, ClusterScopeDoc, TargetsDoc, LabelSelectorDoc, LabelSelectorRequirementDoc,
         WindowDoc, LocalRequestsDoc, ApprovalDoc, ApproversDoc, CalendarDoc, CalendarAuthDoc, SecretRefDoc, EventMatchDoc,
-        WhoAmI, FleetGrid, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
+        WhoAmI, FleetGrid, FleetGridPage, FleetCounts, FleetGroup, FleetRow, Cell, GateView, ScopedCluster, FleetStatus, ClusterBrief,
         GateBrief, HeldObject, HeldObjectStatus, LocalGate,
         RolloutStatus, WaveStatus, RolloutClusterStatus, RolloutState, Health,
         fleetgate_api_types::webhooks::Webhook, fleetgate_api_types::webhooks::WebhookSpec,

@@ -29,7 +29,7 @@ fn count_on(
 
 /// The grid of a fleet read: every gate is a column (also those without a
 /// cluster in scope), every cluster a row.
-pub(super) fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
+pub fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
     let mut gates: Vec<String> = inputs.gates.iter().map(|g| g.name().to_string()).collect();
     gates.sort();
     let clusters = evaluate(inputs)?

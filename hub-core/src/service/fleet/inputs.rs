@@ -23,6 +23,11 @@ use crate::{Error, Result};
 pub enum Scope<'a> {
     /// Every cluster, with reported-object counts (fleet views).
     Fleet,
+    /// The clusters one of these scopes matches, as [`Scope::Fleet`] reads them: a scoped
+    /// reader's fleet views. PostgreSQL selects them (`db::scope_sql`), and everything
+    /// read per cluster is read for those only, so the read costs the reader's share of the
+    /// fleet.
+    Within(&'a [ClusterScope]),
     /// Those of the named clusters that exist, without reported objects or
     /// connection state (snapshots: the fan-out reads connected clusters in
     /// batches; `db::clusters::for_snapshots`).
@@ -117,13 +122,14 @@ impl FleetInputs {
         scope: Scope<'_>,
     ) -> Result<Self> {
         let revision = revision::current(tx).await?;
-        let names: Option<Vec<String>> = match scope {
-            Scope::Fleet => None,
+        let mut names: Option<Vec<String>> = match scope {
+            Scope::Fleet | Scope::Within(_) => None,
             Scope::Clusters(names) => Some(names.to_vec()),
             Scope::Cluster(name) => Some(vec![name.to_string()]),
         };
         let rows = match scope {
             Scope::Clusters(names) => clusters::for_snapshots(tx, names).await?,
+            Scope::Within(scopes) => clusters::with_token_hash_within(tx, scopes, now).await?,
             Scope::Fleet | Scope::Cluster(_) => {
                 clusters::with_token_hash(tx, names.as_deref(), now).await?
             }
@@ -132,6 +138,10 @@ impl FleetInputs {
             .into_iter()
             .map(|(row, token_hash)| ClusterInput { row, token_hash })
             .collect();
+        if let Scope::Within(_) = scope {
+            // What is read per cluster below is read for these only.
+            names = Some(clusters.iter().map(|c| c.row.name.clone()).collect());
+        }
         if let Scope::Cluster(name) = scope
             && clusters.is_empty()
         {
@@ -173,14 +183,14 @@ impl FleetInputs {
             by_gate.entry(row.gate.clone()).or_default().push(row);
         }
         let reported = match scope {
-            Scope::Fleet => Reported {
+            Scope::Fleet | Scope::Within(_) => Reported {
                 feed_briefs: (feed_rows.iter())
                     .map(|r| {
                         let key = (r.gate.clone(), r.window_name.clone());
                         (key, brief(r, now))
                     })
                     .collect(),
-                ..read_fleet_reported(tx).await?
+                ..read_fleet_reported(tx, names.as_deref()).await?
             },
             Scope::Clusters(_) => Reported::default(),
             Scope::Cluster(name) => Reported {
@@ -225,7 +235,7 @@ impl FleetInputs {
             )
         };
         let rollouts = match scope {
-            Scope::Fleet => db::rollouts::summaries(tx).await?,
+            Scope::Fleet | Scope::Within(_) => db::rollouts::summaries(tx).await?,
             Scope::Clusters(_) | Scope::Cluster(_) => Vec::new(),
         };
         let freezes = db::freezes::live(tx, now).await?;

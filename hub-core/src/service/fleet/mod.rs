@@ -66,7 +66,16 @@ impl Service {
             inputs.restrict(v.clone());
             return Ok(inputs);
         }
-        let mut inputs = self.read_fleet(scope).await?;
+        // A fleet read of a reader whose every grant names its clusters asks for those
+        // only; restricting them after is then exact (and still decides gates and pairs).
+        let within = match (&visible, scope) {
+            (Some(v), Scope::Fleet) => cluster_scopes(v),
+            _ => None,
+        };
+        let mut inputs = match &within {
+            Some(scopes) => self.read_fleet(Scope::Within(scopes)).await?,
+            None => self.read_fleet(scope).await?,
+        };
         if let Some(v) = visible {
             inputs.restrict(v);
         }
@@ -160,6 +169,16 @@ impl Service {
             .pop()
             .ok_or_else(|| Error::not_found("cluster", cluster))
     }
+}
+
+/// The cluster scopes a reader's visible clusters are the union of; `None` when some grant
+/// covers every cluster (then nothing narrows the read).
+fn cluster_scopes(visible: &super::ReadScope) -> Option<Vec<fleetgate_policy::ClusterScope>> {
+    visible
+        .scopes()
+        .iter()
+        .map(|s| s.clusters.clone())
+        .collect()
 }
 
 /// Whether `actor` may open, close and cancel `gate` on `cluster` (the

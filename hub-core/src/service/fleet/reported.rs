@@ -54,10 +54,13 @@ impl Reported {
         self.local_gates.get(cluster).map_or(&[], Vec::as_slice)
     }
 }
-/// The reported-object counts of every cluster (one [`ObjectCounts`] per
-/// cluster, held objects included) and per gate, for fleet-wide views.
-pub(super) async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reported> {
-    let mut counts: HashMap<String, ObjectCounts> = db::status::counts_by_cluster(tx)
+/// The reported-object counts of every cluster, or of those `names` (one [`ObjectCounts`]
+/// per cluster, held objects included) and per gate, for fleet-wide views.
+pub(super) async fn read_fleet_reported(
+    tx: &mut PgConnection,
+    names: Option<&[String]>,
+) -> Result<Reported> {
+    let mut counts: HashMap<String, ObjectCounts> = db::status::counts_by_cluster_of(tx, names)
         .await?
         .into_iter()
         .map(|c| {
@@ -73,7 +76,7 @@ pub(super) async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reporte
         })
         .collect();
     let mut held_digests = HashMap::new();
-    for h in held_objects::counts_by_cluster(tx).await? {
+    for h in held_objects::counts_by_cluster_of(tx, names).await? {
         let c = counts.entry(h.cluster.clone()).or_default();
         c.held_objects = h.held;
         c.held_objects_by_person = h.by_person;
@@ -90,16 +93,18 @@ pub(super) async fn read_fleet_reported(tx: &mut PgConnection) -> Result<Reporte
     };
     Ok(Reported {
         counts,
-        held_by_gate: by_gate(db::status::held_by_gate(tx).await?),
-        would_suspend_by_gate: by_gate(db::status::would_suspend_by_gate(tx).await?),
+        held_by_gate: by_gate(db::status::held_by_gate_of(tx, names).await?),
+        would_suspend_by_gate: by_gate(db::status::would_suspend_by_gate_of(tx, names).await?),
         held_digests,
-        held_objects_by_gate: by_gate(held_objects::held_by_gate(tx).await?),
-        would_hold_objects_by_gate: by_gate(held_objects::would_hold_by_gate(tx).await?),
-        local_gates: db::reports::local_gates(tx, None)
-            .await?
-            .into_iter()
-            .collect(),
-        problem_briefs: db::reports::problem_briefs(tx)
+        held_objects_by_gate: by_gate(held_objects::held_by_gate_of(tx, names).await?),
+        would_hold_objects_by_gate: by_gate(held_objects::would_hold_by_gate_of(tx, names).await?),
+        local_gates: match names {
+            None => db::reports::local_gates(tx, None).await?,
+            Some(names) => db::reports::local_gates_of(tx, names).await?,
+        }
+        .into_iter()
+        .collect(),
+        problem_briefs: db::reports::problem_briefs_of(tx, names)
             .await?
             .into_iter()
             .map(|(cluster, total, write_error)| {

@@ -127,10 +127,7 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
 
 /// The summary of a fleet read and the briefs of its clusters matching
 /// `selector` (all without one).
-pub(super) fn fleet_status(
-    inputs: &FleetInputs,
-    selector: Option<&LabelSelector>,
-) -> Result<FleetStatus> {
+pub fn fleet_status(inputs: &FleetInputs, selector: Option<&LabelSelector>) -> Result<FleetStatus> {
     let evals = evaluate(inputs)?;
     let summary = summary(inputs, &evals)?;
     let clusters = evals

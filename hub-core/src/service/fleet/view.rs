@@ -107,7 +107,7 @@ pub struct ViewLabels {
 }
 
 /// The view of a fleet read ([`super::Scope::Fleet`]).
-pub(super) fn view(inputs: &FleetInputs) -> Result<FleetView> {
+pub fn view(inputs: &FleetInputs) -> Result<FleetView> {
     let mut view = FleetView {
         at: inputs.at,
         overrides: inputs

@@ -1,0 +1,77 @@
+//! `fleetgate-scale`: the paths added in the last rounds, measured at fleet scale (10,000
+//! clusters) against a real hub process on a real PostgreSQL:
+//!
+//! - `scoped`: a team's fleet status (REST `GET /api/v1/status/clusters`, the dashboard's
+//!   first page, gRPC `GetFleetStatus`) with its 100 clusters in a fleet of 100 and in a
+//!   fleet of 10,000; the ratio is what the scope costs beyond the team's share.
+//! - `webhooks`: a gate edge on every cluster reaching 10 real HTTP receivers, half of
+//!   them with cluster selectors; and an edge on one cluster in the same fleet.
+//! - `snapshot`: the largest snapshot the budgets allow, built by the hub and sent to a
+//!   spoke over gRPC.
+//!
+//! Every figure is a distribution over rounds in one run, printed with the machine's load
+//! average (the machine may be shared). Run: `cargo run --release -p fleetgate-bench --bin
+//! fleetgate-scale -- [scoped|webhooks|snapshot|all]`.
+#![forbid(unsafe_code)]
+
+mod common;
+mod hub;
+mod scoped;
+mod seed;
+mod snapshot;
+mod webhooks;
+
+use clap::{Parser, ValueEnum};
+use common::{Result, load};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Phase {
+    Scoped,
+    Webhooks,
+    Snapshot,
+    All,
+}
+
+/// The paths added in the last rounds, at fleet scale.
+#[derive(Debug, Parser)]
+#[command(name = "fleetgate-scale", about)]
+struct Cli {
+    /// Which measurement.
+    #[arg(value_enum, default_value = "all")]
+    phase: Phase,
+    /// Clusters in the large fleet.
+    #[arg(long, default_value_t = 10_000)]
+    clusters: usize,
+    /// Clusters per team (the scoped reader's share, and the small fleet).
+    #[arg(long, default_value_t = 100)]
+    team: usize,
+    /// Measured rounds per figure.
+    #[arg(long, default_value_t = 15)]
+    rounds: usize,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let bin = hub::hub_binary()?;
+    println!(
+        "fleetgate-scale ({profile} build), {} cores, load average {} at start",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        load()
+    );
+    if matches!(cli.phase, Phase::Scoped | Phase::All) {
+        scoped::run(&bin, cli.clusters, cli.team, cli.rounds).await?;
+    }
+    if matches!(cli.phase, Phase::Webhooks | Phase::All) {
+        webhooks::run(&bin, cli.clusters, cli.rounds.min(7)).await?;
+    }
+    if matches!(cli.phase, Phase::Snapshot | Phase::All) {
+        snapshot::run(&bin, cli.rounds.min(7)).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! A scoped reader's fleet status costs its share of the fleet: one team's 100 clusters in
+//! a fleet of 100, then the same team in a fleet of 10,000, through every read surface
+//! (REST fleet status, the dashboard's first page, gRPC `GetFleetStatus`), in one run.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use fleetgate_proto::v1 as pb;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{ADMIN, Result, cell, load, stats};
+use crate::hub::Hub;
+use crate::seed;
+
+/// The gate every cluster's objects report under.
+const GATE: &str = "scale-all";
+
+fn gate(name: &str, clusters: Value, default: &str, windows: Value) -> Value {
+    json!({
+        "apiVersion": "fleetgate.io/v1", "kind": "Gate",
+        "metadata": {"name": name},
+        "spec": {
+            "clusters": clusters,
+            "targets": {"kinds": ["Kustomization", "HelmRelease"]},
+            "default": default, "timeZone": "Europe/Berlin", "windows": windows,
+        }
+    })
+}
+
+/// One surface's timings per reader.
+struct Surfaces {
+    rest: Vec<Duration>,
+    page: Vec<Duration>,
+    grpc: Vec<Duration>,
+}
+
+async fn measure(hub: &Hub, token: &str, rounds: usize, expect: usize) -> Result<Surfaces> {
+    let channel =
+        tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{}", hub.grpc))?
+            .connect()
+            .await?;
+    let mut admin = pb::admin_service_client::AdminServiceClient::new(channel);
+    let bearer: tonic::metadata::MetadataValue<_> = format!("Bearer {token}").parse()?;
+    let mut out = Surfaces {
+        rest: Vec::new(),
+        page: Vec::new(),
+        grpc: Vec::new(),
+    };
+    // One unmeasured round warms the hub's and PostgreSQL's caches.
+    for round in 0..=rounds {
+        let t = Instant::now();
+        let status = hub
+            .call(token, Method::GET, "/api/v1/status/clusters", None)
+            .await?;
+        let rest = t.elapsed();
+        let seen = status["clusters"].as_array().map_or(0, Vec::len);
+        if seen != expect {
+            return Err(format!("the reader saw {seen} clusters, not {expect}").into());
+        }
+        let t = Instant::now();
+        hub.call(
+            token,
+            Method::GET,
+            "/api/v1/dashboard/fleet?limit=100",
+            None,
+        )
+        .await?;
+        let page = t.elapsed();
+        let mut req = tonic::Request::new(pb::GetFleetStatusRequest {});
+        req.metadata_mut().insert("authorization", bearer.clone());
+        let t = Instant::now();
+        admin.get_fleet_status(req).await?;
+        let grpc = t.elapsed();
+        if round > 0 {
+            out.rest.push(rest);
+            out.page.push(page);
+            out.grpc.push(grpc);
+        }
+    }
+    Ok(out)
+}
+
+fn ratio(a: &[Duration], b: &[Duration]) -> f64 {
+    stats(a).0 / stats(b).0
+}
+
+pub async fn run(bin: &Path, clusters: usize, team: usize, rounds: usize) -> Result<()> {
+    let hub = Hub::start(bin).await?;
+    hub.post(
+        "/api/v1/gates",
+        gate(GATE, json!({"selector": {}}), "open", json!([])),
+    )
+    .await?;
+    hub.post(
+        "/api/v1/gates",
+        gate(
+            "scale-prod",
+            json!({"selector": {"matchLabels": {"env": "prod"}}}),
+            "closed",
+            json!([{"name": "weekdays", "kind": "allow", "schedule": "0 8 * * MON-THU", "duration": "9h"}]),
+        ),
+    )
+    .await?;
+    hub.post(
+        "/api/v1/gates",
+        gate(
+            "scale-eu",
+            json!({"selector": {"matchExpressions": [{"key": "region", "operator": "In", "values": ["eu"]}]}}),
+            "open",
+            json!([{"name": "friday", "kind": "deny", "schedule": "0 0 * * FRI", "duration": "72h"}]),
+        ),
+    )
+    .await?;
+    let pool = hub.pool().await?;
+    seed::clusters(&pool, 0, team, team, 5, GATE).await?;
+    let created = hub
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "team-t000", "role": "viewer",
+                   "scope": {"clusters": {"selector": {"matchLabels": {"team": "t000"}}}}}),
+        )
+        .await?;
+    let token = created["secret"]
+        .as_str()
+        .ok_or("no token secret")?
+        .to_string();
+
+    let small_team = measure(&hub, &token, rounds, team).await?;
+    let small_admin = measure(&hub, ADMIN, rounds, team).await?;
+    let load_small = load();
+    let t = Instant::now();
+    seed::clusters(&pool, team, clusters, team, 5, GATE).await?;
+    println!(
+        "scoped reads: seeded {} more clusters ({} objects each) in {:.1} s",
+        clusters - team,
+        5,
+        t.elapsed().as_secs_f64()
+    );
+    let large_team = measure(&hub, &token, rounds, team).await?;
+    let large_admin = measure(&hub, ADMIN, rounds.min(5), clusters).await?;
+    let load_large = load();
+    pool.close().await;
+
+    println!("scoped reads ({rounds} rounds each; load average {load_small} / {load_large}):");
+    for (what, s, t, a, w) in [
+        (
+            "REST GET /api/v1/status/clusters",
+            &small_team.rest,
+            &large_team.rest,
+            &small_admin.rest,
+            &large_admin.rest,
+        ),
+        (
+            "REST GET /api/v1/dashboard/fleet?limit=100",
+            &small_team.page,
+            &large_team.page,
+            &small_admin.page,
+            &large_admin.page,
+        ),
+        (
+            "gRPC GetFleetStatus",
+            &small_team.grpc,
+            &large_team.grpc,
+            &small_admin.grpc,
+            &large_admin.grpc,
+        ),
+    ] {
+        println!("  {what}");
+        println!("    team of {team}, fleet of {team}:     {}", cell(s));
+        println!("    admin, fleet of {team}:              {}", cell(a));
+        println!("    team of {team}, fleet of {clusters}:   {}", cell(t));
+        println!("    admin, fleet of {clusters}:          {}", cell(w));
+        println!(
+            "    ratio team@{clusters} / fleet of {team} (admin): {:.2}x; / team@{team}: {:.2}x; \
+             whole fleet / team@{clusters}: {:.1}x",
+            ratio(t, a),
+            ratio(t, s),
+            ratio(w, t)
+        );
+    }
+    Ok(())
+}
