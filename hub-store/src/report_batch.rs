@@ -17,6 +17,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+/// A cluster's stored report state: name, hash, revision, clock offset, whether a write failed.
+type StoredReportRow = (String, Option<Vec<u8>>, Option<i64>, Option<i64>, bool);
+
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
@@ -74,7 +77,7 @@ pub async fn write_reports(
     // A plain read, no lock: an idle fleet's heartbeats lock nothing. The hash
     // is compared again in the update, so a report written meanwhile by another
     // replica (a spoke that just moved) is never taken for this one.
-    let rows: Vec<(String, Option<Vec<u8>>, Option<i64>, Option<i64>, bool)> = sqlx::query_as(
+    let rows: Vec<StoredReportRow> = sqlx::query_as(
         "select cluster, report_hash, report_revision, clock_offset_ms, \
          report_write_error is not null from cluster_connections where cluster = any($1)",
     )

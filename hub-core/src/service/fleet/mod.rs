@@ -38,7 +38,7 @@ pub use reported::Reported;
 
 impl Service {
     /// Reads the fleet inputs of `scope` now, in one consistent transaction.
-    pub(crate) async fn read_fleet(&self, scope: Scope<'_>) -> Result<FleetInputs> {
+    pub async fn read_fleet(&self, scope: Scope<'_>) -> Result<FleetInputs> {
         let now = self.now();
         let mut tx = self.begin().await?;
         db::read_snapshot(&mut tx).await?;
@@ -49,7 +49,7 @@ impl Service {
 
     /// [`Service::read_fleet`] as `actor` sees it (viewer): restricted to its
     /// scope. Every fleet view a person or team reads comes through here.
-    pub(crate) async fn read_fleet_as(
+    pub async fn read_fleet_as(
         &self,
         actor: &Actor,
         scope: Scope<'_>,
