@@ -61,8 +61,18 @@ pub async fn kube_client(config: &Config) -> Result<kube::Client> {
 /// policy could resume what the unread snapshot holds) and the caller retries.
 async fn load_persisted(ctx: &Context) -> Result<()> {
     match ctx.store.load().await {
-        Ok(Some(snapshot)) => match ctx.accept(snapshot, SnapshotSource::ConfigMap).await {
-            Ok(_) => return Ok(()),
+        Ok(Some((snapshot, persisted))) => match ctx.accept(snapshot, SnapshotSource::ConfigMap).await {
+            Ok(_) => {
+                tracing::info!(
+                    revision = persisted.revision,
+                    stored_bytes = persisted.stored_bytes,
+                    config_maps = persisted.config_maps,
+                    seconds = persisted.seconds,
+                    "persisted snapshot read"
+                );
+                ctx.persisted_at_start(persisted);
+                return Ok(());
+            }
             Err(e) => {
                 ctx.metrics.error(&e);
                 tracing::error!(error = %e, "persisted snapshot unusable; treated as none");
@@ -83,6 +93,32 @@ async fn load_persisted(ctx: &Context) -> Result<()> {
     }
     enforce_without_snapshot(ctx);
     Ok(())
+}
+
+/// First and longest wait between attempts to persist a snapshot that could not be.
+const PERSIST_RETRY_MIN: Duration = Duration::from_secs(2);
+const PERSIST_RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// While the snapshot in force is not persisted, tries again (2 s, doubling to a minute), so
+/// a refusal that ends (RBAC fixed, API server back) ends the not-ready state without waiting
+/// for the next snapshot.
+async fn retry_persist(ctx: Arc<Context>, shutdown: CancellationToken) {
+    let mut rx = ctx.persistence.subscribe();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            failing = rx.wait_for(|p| p.failing.is_some()) => if failing.is_err() { return },
+        }
+        let mut wait = PERSIST_RETRY_MIN;
+        while ctx.persistence.borrow().failing.is_some() {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            ctx.retry_persist().await;
+            wait = (wait * 2).min(PERSIST_RETRY_MAX);
+        }
+    }
 }
 
 /// Applies `--enforce-without-snapshot` unless a snapshot is in force already.
@@ -160,6 +196,7 @@ impl Spoke {
         let health = HealthState {
             metrics: ctx.metrics.clone(),
             ready: ctx.ready.clone(),
+            persistence: ctx.persistence.subscribe(),
         };
         let sd = shutdown.clone();
         let router = health::app(health).merge(flagger::router(ctx.clone()));
@@ -189,6 +226,7 @@ impl Spoke {
                 }
             });
         }
+        tasks.spawn(retry_persist(ctx.clone(), shutdown.clone()));
         tasks.spawn(controller::run(ctx.clone(), shutdown.clone()));
         tasks.spawn(gates::run(ctx.clone(), shutdown.clone()));
         tasks.spawn(gates::freeze_watch::run(ctx.clone(), shutdown.clone()));
