@@ -321,7 +321,10 @@ mod tests {
         let secret = rt("v1", "Secret");
         let obj = json!({"kind": "Secret", "data": {"a": b64(MAX_DATA_SIZE + 1)}});
         assert_eq!(
-            validate(&secret, None, &obj).iter().map(FieldError::render).collect::<Vec<_>>(),
+            validate(&secret, None, &obj)
+                .iter()
+                .map(FieldError::render)
+                .collect::<Vec<_>>(),
             ["data: Too long: may not be more than 1048576 bytes"]
         );
     }
@@ -331,7 +334,10 @@ mod tests {
         let cm = rt("v1", "ConfigMap");
         let obj = json!({"kind": "ConfigMap", "data": {"k": "x"}, "binaryData": {"k": "eA=="}});
         assert_eq!(
-            validate(&cm, None, &obj).iter().map(FieldError::render).collect::<Vec<_>>(),
+            validate(&cm, None, &obj)
+                .iter()
+                .map(FieldError::render)
+                .collect::<Vec<_>>(),
             ["data[k]: Invalid value: \"k\": duplicate of key present in binaryData"]
         );
     }

@@ -51,7 +51,11 @@ fn snapshot(revision: u64, gates: Vec<pb::GateRule>, overrides: Vec<pb::Override
     }
 }
 
-fn rule(name: &str, manifest_json: String, calendars: Vec<pb::CalendarOccurrences>) -> pb::GateRule {
+fn rule(
+    name: &str,
+    manifest_json: String,
+    calendars: Vec<pb::CalendarOccurrences>,
+) -> pb::GateRule {
     pb::GateRule {
         name: name.into(),
         version: 1,
@@ -64,15 +68,33 @@ fn rule(name: &str, manifest_json: String, calendars: Vec<pb::CalendarOccurrence
 }
 
 const TEAMS: [&str; 8] = [
-    "payments", "ledger", "checkout", "search", "identity", "notifications", "catalog", "billing",
+    "payments",
+    "ledger",
+    "checkout",
+    "search",
+    "identity",
+    "notifications",
+    "catalog",
+    "billing",
 ];
 const REGIONS: [&str; 8] = [
-    "eu-west-1", "eu-central-1", "us-east-1", "us-west-2", "ap-south-1", "ap-northeast-1",
-    "sa-east-1", "ca-central-1",
+    "eu-west-1",
+    "eu-central-1",
+    "us-east-1",
+    "us-west-2",
+    "ap-south-1",
+    "ap-northeast-1",
+    "sa-east-1",
+    "ca-central-1",
 ];
 
 /// `n` occurrences a day apart from `first`, with realistic summaries.
-fn feed(window: &str, n: usize, first: chrono::DateTime<Utc>, what: &str) -> pb::CalendarOccurrences {
+fn feed(
+    window: &str,
+    n: usize,
+    first: chrono::DateTime<Utc>,
+    what: &str,
+) -> pb::CalendarOccurrences {
     pb::CalendarOccurrences {
         window: window.into(),
         occurrences: (0..n)
@@ -96,10 +118,20 @@ fn feed(window: &str, n: usize, first: chrono::DateTime<Utc>, what: &str) -> pb:
 
 /// Gate `i` of the real configuration; `heavy`: its feeds at the gate's occurrence budget.
 fn real_gate(i: usize, heavy: bool) -> pb::GateRule {
-    let name = format!("{}-{}-release-train-{i:03}", TEAMS[i % 8], REGIONS[(i / 8) % 8]);
+    let name = format!(
+        "{}-{}-release-train-{i:03}",
+        TEAMS[i % 8],
+        REGIONS[(i / 8) % 8]
+    );
     let values = |t: usize, what: &str| -> Vec<String> {
         (0..32)
-            .map(|v| format!("{what}-{}-{}-{t:02}-{v:02}", TEAMS[(v + t) % 8], REGIONS[v % 8]))
+            .map(|v| {
+                format!(
+                    "{what}-{}-{}-{t:02}-{v:02}",
+                    TEAMS[(v + t) % 8],
+                    REGIONS[v % 8]
+                )
+            })
             .collect()
     };
     let terms = |what: &str| -> Vec<serde_json::Value> {

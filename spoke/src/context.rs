@@ -265,7 +265,8 @@ impl Context {
     /// Records that the snapshot read back from the cluster at start is the persisted copy.
     pub fn persisted_at_start(&self, persisted: Persisted) {
         self.record_persisted(&persisted);
-        self.persistence.send_modify(|p| p.persisted = Some(persisted));
+        self.persistence
+            .send_modify(|p| p.persisted = Some(persisted));
     }
 
     fn record_persisted(&self, p: &Persisted) {
@@ -307,7 +308,11 @@ impl Context {
                     s.failing = None;
                 });
                 if let Some(f) = was_failing {
-                    tracing::info!(revision, failed_attempts = f.attempts, "snapshot persisted again");
+                    tracing::info!(
+                        revision,
+                        failed_attempts = f.attempts,
+                        "snapshot persisted again"
+                    );
                     let note = format!(
                         "Revision {revision} persisted in {} ConfigMap(s), {} bytes, after {} failed attempt(s) since {}.",
                         p.config_maps,
@@ -322,7 +327,12 @@ impl Context {
                 self.metrics.error(&e);
                 self.metrics.snapshot_persist_failures.inc();
                 self.metrics.snapshot_persist_failing.set(1);
-                let persisted = self.persistence.borrow().persisted.as_ref().map(|p| p.revision);
+                let persisted = self
+                    .persistence
+                    .borrow()
+                    .persisted
+                    .as_ref()
+                    .map(|p| p.revision);
                 let fallback = match persisted {
                     Some(r) => format!("revision {r}"),
                     None => "no snapshot (--enforce-without-snapshot)".to_owned(),
@@ -335,7 +345,9 @@ impl Context {
                 let failing = Failing {
                     revision,
                     error: e.to_string(),
-                    since: was_failing.as_ref().map_or_else(chrono::Utc::now, |f| f.since),
+                    since: was_failing
+                        .as_ref()
+                        .map_or_else(chrono::Utc::now, |f| f.since),
                     attempts: was_failing.as_ref().map_or(0, |f| f.attempts) + 1,
                 };
                 self.persistence

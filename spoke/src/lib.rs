@@ -61,23 +61,25 @@ pub async fn kube_client(config: &Config) -> Result<kube::Client> {
 /// policy could resume what the unread snapshot holds) and the caller retries.
 async fn load_persisted(ctx: &Context) -> Result<()> {
     match ctx.store.load().await {
-        Ok(Some((snapshot, persisted))) => match ctx.accept(snapshot, SnapshotSource::ConfigMap).await {
-            Ok(_) => {
-                tracing::info!(
-                    revision = persisted.revision,
-                    stored_bytes = persisted.stored_bytes,
-                    config_maps = persisted.config_maps,
-                    seconds = persisted.seconds,
-                    "persisted snapshot read"
-                );
-                ctx.persisted_at_start(persisted);
-                return Ok(());
+        Ok(Some((snapshot, persisted))) => {
+            match ctx.accept(snapshot, SnapshotSource::ConfigMap).await {
+                Ok(_) => {
+                    tracing::info!(
+                        revision = persisted.revision,
+                        stored_bytes = persisted.stored_bytes,
+                        config_maps = persisted.config_maps,
+                        seconds = persisted.seconds,
+                        "persisted snapshot read"
+                    );
+                    ctx.persisted_at_start(persisted);
+                    return Ok(());
+                }
+                Err(e) => {
+                    ctx.metrics.error(&e);
+                    tracing::error!(error = %e, "persisted snapshot unusable; treated as none");
+                }
             }
-            Err(e) => {
-                ctx.metrics.error(&e);
-                tracing::error!(error = %e, "persisted snapshot unusable; treated as none");
-            }
-        },
+        }
         Ok(None) => {
             tracing::info!(configmap = %ctx.config.snapshot_configmap, "no persisted snapshot")
         }

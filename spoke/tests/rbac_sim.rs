@@ -5,7 +5,6 @@
 
 mod support;
 
-
 use fleetgate_spoke::suspend::annotations;
 use kube::api::Api;
 use support::*;

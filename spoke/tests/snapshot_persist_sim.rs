@@ -58,7 +58,12 @@ async fn shards(cluster: &Cluster) -> BTreeMap<String, ConfigMap> {
 /// Bytes of a ConfigMap's values, as kube-apiserver counts them.
 fn value_bytes(cm: &ConfigMap) -> usize {
     let data: usize = cm.data.iter().flatten().map(|(_, v)| v.len()).sum();
-    let binary: usize = cm.binary_data.iter().flatten().map(|(_, v)| v.0.len()).sum();
+    let binary: usize = cm
+        .binary_data
+        .iter()
+        .flatten()
+        .map(|(_, v)| v.0.len())
+        .sum();
     data + binary
 }
 
@@ -94,7 +99,14 @@ async fn the_largest_snapshot_is_persisted_and_a_restart_without_the_hub_enforce
     let hub = FakeHub::start().await;
     hub.set(snap);
     let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
-    wait_for(&cluster.client, "Kustomization", "apps", "suspended", suspended).await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "suspended",
+        suspended,
+    )
+    .await;
     let head = wait_persisted(&cluster, 3).await;
     let enforced = in_force(&spoke);
     spoke.stop().await;
@@ -105,7 +117,10 @@ async fn the_largest_snapshot_is_persisted_and_a_restart_without_the_hub_enforce
     assert_eq!(data["format"], "gzip", "{data}");
     let n: usize = data["shards"].as_str().unwrap().parse().unwrap();
     let length: usize = data["length"].as_str().unwrap().parse().unwrap();
-    assert!(n >= 2 && length > SNAPSHOT_SHARD_BYTES, "{n} shards, {length} bytes");
+    assert!(
+        n >= 2 && length > SNAPSHOT_SHARD_BYTES,
+        "{n} shards, {length} bytes"
+    );
     let slot = data["slot"].as_str().unwrap();
     let present = shards(&cluster).await;
     assert_eq!(present.len(), n, "{:?}", present.keys());
@@ -118,8 +133,18 @@ async fn the_largest_snapshot_is_persisted_and_a_restart_without_the_hub_enforce
     // created meanwhile is held by a gate only the persisted snapshot has.
     create(&cluster, kustomization("later", "repo", false)).await;
     let spoke = without_hub(&cluster).await;
-    wait_for(&cluster.client, "Kustomization", "later", "suspended offline", suspended).await;
-    assert!(in_force(&spoke) == enforced, "the snapshot read back differs");
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "later",
+        "suspended offline",
+        suspended,
+    )
+    .await;
+    assert!(
+        in_force(&spoke) == enforced,
+        "the snapshot read back differs"
+    );
     let persisted = spoke.ctx().persistence.borrow().persisted.clone().unwrap();
     assert_eq!((persisted.revision, persisted.config_maps), (3, n + 1));
     eprintln!(
@@ -150,7 +175,11 @@ async fn a_write_cut_short_loads_the_copy_the_head_names_and_a_bad_shard_loads_n
     spoke.stop().await;
     hub.stop().await;
     let slot = head.data["data"]["slot"].as_str().unwrap().to_owned();
-    let n: usize = head.data["data"]["shards"].as_str().unwrap().parse().unwrap();
+    let n: usize = head.data["data"]["shards"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(n >= 2, "{n} shards");
 
     // A newer write cut short: its shards in the other set of names, the head not written.
@@ -239,7 +268,14 @@ async fn the_layout_of_older_spokes_loads_and_is_replaced() {
         .await
         .unwrap();
     let spoke = without_hub(&cluster).await;
-    wait_for(&cluster.client, "Kustomization", "apps", "suspended", suspended).await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "suspended",
+        suspended,
+    )
+    .await;
     assert_eq!(spoke.ctx().revision(), 6);
     spoke.stop().await;
 
@@ -301,6 +337,9 @@ async fn a_refused_write_shows_everywhere_and_is_retried_until_it_succeeds() {
     // API server refuses the write with 403.
     let (cluster, spoke_client) =
         cluster_with_rbac(&["clusterrole.yaml", "clusterrolebinding.yaml"]).await;
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SPOKE_NS}});
+    cluster.sim.create_object(CLUSTER, namespace).await.unwrap();
     let mut hub = FakeHub::start().await;
     hub.set(snapshot(
         2,
@@ -320,7 +359,14 @@ async fn a_refused_write_shows_everywhere_and_is_retried_until_it_succeeds() {
         ),
         shutdown,
     };
-    wait_for(&cluster.client, "Kustomization", "apps", "suspended", suspended).await;
+    wait_for(
+        &cluster.client,
+        "Kustomization",
+        "apps",
+        "suspended",
+        suspended,
+    )
+    .await;
 
     // The hub hears it in the report.
     let report = hub
@@ -338,15 +384,27 @@ async fn a_refused_write_shows_everywhere_and_is_retried_until_it_succeeds() {
     let e = wait_head_event(&cluster, "SnapshotNotPersisted").await;
     assert_eq!(e.type_.as_deref(), Some("Warning"));
     let note = e.note.unwrap_or_default();
-    assert!(note.starts_with("Revision 2 is enforced but not persisted"), "{note}");
+    assert!(
+        note.starts_with("Revision 2 is enforced but not persisted"),
+        "{note}"
+    );
     assert!(note.contains("would enforce no snapshot"), "{note}");
     let metrics = spoke.ctx().metrics.render();
-    assert!(metrics.contains("fleetgate_spoke_snapshot_persist_failing 1"), "{metrics}");
-    assert!(!metrics.contains("fleetgate_spoke_snapshot_persist_failures_total 0"), "{metrics}");
+    assert!(
+        metrics.contains("fleetgate_spoke_snapshot_persist_failing 1"),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains("fleetgate_spoke_snapshot_persist_failures_total 0"),
+        "{metrics}"
+    );
     spoke.wait_ready().await;
     let (status, body) = readyz(&spoke).await;
     assert_eq!(status, 503);
-    assert!(body.starts_with("the snapshot in force (revision 2) is not persisted: "), "{body}");
+    assert!(
+        body.starts_with("the snapshot in force (revision 2) is not persisted: "),
+        "{body}"
+    );
 
     // The Role arrives: the next attempt persists, and everything says so.
     for obj in deploy_rbac(&["role.yaml", "rolebinding.yaml"]) {
@@ -369,8 +427,14 @@ async fn a_refused_write_shows_everywhere_and_is_retried_until_it_succeeds() {
     let (status, _) = readyz(&spoke).await;
     assert_eq!(status, 200);
     let metrics = spoke.ctx().metrics.render();
-    assert!(metrics.contains("fleetgate_spoke_snapshot_persist_failing 0"), "{metrics}");
-    assert!(metrics.contains("fleetgate_spoke_snapshot_persisted_revision 2"), "{metrics}");
+    assert!(
+        metrics.contains("fleetgate_spoke_snapshot_persist_failing 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("fleetgate_spoke_snapshot_persisted_revision 2"),
+        "{metrics}"
+    );
     spoke.stop().await;
     hub.stop().await;
 }

@@ -50,7 +50,10 @@ async fn metrics(State(state): State<HealthState>) -> impl IntoResponse {
 /// spoke waits and `kubectl get pods` shows it.
 async fn readyz(State(state): State<HealthState>) -> impl IntoResponse {
     if !state.ready.load(Ordering::Acquire) {
-        return (StatusCode::SERVICE_UNAVAILABLE, "watches not synced yet".to_owned());
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "watches not synced yet".to_owned(),
+        );
     }
     if let Some(f) = &state.persistence.borrow().failing {
         return (

@@ -75,4 +75,3 @@ pub async fn cluster_with_rbac(files: &[&str]) -> (Cluster, kube::Client) {
     );
     (cluster, spoke_client)
 }
-

@@ -349,7 +349,10 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                char::from(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"[(x % 64) as usize])
+                char::from(
+                    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+                        [(x % 64) as usize],
+                )
             })
             .collect();
         Snapshot {
@@ -373,7 +376,10 @@ mod tests {
 
     fn head_of(e: &Encoded, slot: Slot) -> Head {
         let (data, binary) = e.head(slot);
-        let data: BTreeMap<_, _> = data.into_iter().filter_map(|(k, v)| Some((k, v?))).collect();
+        let data: BTreeMap<_, _> = data
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v?)))
+            .collect();
         let binary: BTreeMap<_, _> = binary
             .into_iter()
             .filter_map(|(k, v)| Some((k, v?)))
@@ -409,7 +415,11 @@ mod tests {
         bad[SNAPSHOT_SHARD_BYTES + 7] ^= 1;
         assert!(decode(&bad, &manifest).unwrap_err().starts_with("sha256"));
         let short = &whole[..SNAPSHOT_SHARD_BYTES];
-        assert!(decode(short, &manifest).unwrap_err().contains("bytes of gzip"));
+        assert!(
+            decode(short, &manifest)
+                .unwrap_err()
+                .contains("bytes of gzip")
+        );
     }
 
     #[test]
@@ -445,19 +455,29 @@ mod tests {
         );
         let mut many = base.to_vec();
         many.extend([("shards", "99"), ("slot", "a")]);
-        assert!(read_head(Some(&data(&many)), None).unwrap_err().starts_with("shards 99"));
+        assert!(
+            read_head(Some(&data(&many)), None)
+                .unwrap_err()
+                .starts_with("shards 99")
+        );
         let mut mismatch = base.to_vec();
         mismatch.extend([("shards", "2"), ("slot", "a")]);
-        assert!(read_head(Some(&data(&mismatch)), None)
-            .unwrap_err()
-            .starts_with("length 10"));
+        assert!(
+            read_head(Some(&data(&mismatch)), None)
+                .unwrap_err()
+                .starts_with("length 10")
+        );
         let huge = [
             ("format", "gzip"),
             ("sha256", "00"),
             ("length", "10"),
             ("jsonLength", "999999999999"),
         ];
-        assert!(read_head(Some(&data(&huge)), None).unwrap_err().starts_with("jsonLength"));
+        assert!(
+            read_head(Some(&data(&huge)), None)
+                .unwrap_err()
+                .starts_with("jsonLength")
+        );
         assert!(read_head(Some(&data(&[("format", "zstd")])), None).is_err());
         assert_eq!(read_head(None, None).unwrap(), Head::Empty);
     }

@@ -18,7 +18,7 @@ use kube::{
 use serde_json::{Map, Value, json};
 
 pub use format::{GZIP_KEY, SNAPSHOT_KEY};
-use format::{Body, Head, Slot};
+use format::{Head, Slot};
 
 use crate::{
     error::{Error, Result},
@@ -69,7 +69,11 @@ impl Persistence {
             stored_bytes: n(|p| p.stored_bytes),
             json_bytes: n(|p| p.json_bytes),
             config_maps: u32::try_from(n(|p| p.config_maps)).unwrap_or(u32::MAX),
-            error: self.failing.as_ref().map(|f| f.error.clone()).unwrap_or_default(),
+            error: self
+                .failing
+                .as_ref()
+                .map(|f| f.error.clone())
+                .unwrap_or_default(),
             failing_revision: self.failing.as_ref().map_or(0, |f| f.revision),
             failing_since: self
                 .failing
@@ -143,11 +147,21 @@ impl SnapshotStore {
             Head::Empty => return Ok(None),
             Head::Plain(json) => {
                 let len = json.len();
-                (serde_json::from_str(&json).map_err(|e| e.to_string()), len, len, 1)
+                (
+                    serde_json::from_str(&json).map_err(|e| e.to_string()),
+                    len,
+                    len,
+                    1,
+                )
             }
             Head::Gzip(manifest, gz) => {
                 let (len, json) = (gz.len(), manifest.json_length);
-                (unblock(move || format::decode(&gz, &manifest)).await, len, json, 1)
+                (
+                    unblock(move || format::decode(&gz, &manifest)).await,
+                    len,
+                    json,
+                    1,
+                )
             }
             Head::Sharded(manifest) => {
                 let mut gz = Vec::with_capacity(manifest.length);
@@ -169,7 +183,12 @@ impl SnapshotStore {
                     }
                 }
                 let (len, json, n) = (gz.len(), manifest.json_length, 1 + manifest.shards);
-                (unblock(move || format::decode(&gz, &manifest)).await, len, json, n)
+                (
+                    unblock(move || format::decode(&gz, &manifest)).await,
+                    len,
+                    json,
+                    n,
+                )
             }
         };
         let snapshot: Snapshot = decoded.map_err(|r| self.corrupt(r))?;
@@ -290,7 +309,8 @@ impl SnapshotStore {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => {
                 let present = |m: BTreeMap<String, Option<String>>| {
-                    let m: BTreeMap<_, _> = m.into_iter().filter_map(|(k, v)| Some((k, v?))).collect();
+                    let m: BTreeMap<_, _> =
+                        m.into_iter().filter_map(|(k, v)| Some((k, v?))).collect();
                     (!m.is_empty()).then_some(m)
                 };
                 let binary: BTreeMap<String, ByteString> = binary
