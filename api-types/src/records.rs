@@ -138,6 +138,15 @@ pub struct Cluster {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "sqlx", sqlx(json(nullable)))]
     pub identity: Option<ClusterIdentity>,
+    /// Whether its spoke could persist the snapshot it enforces in the cluster, as its
+    /// latest report says (absent: spokes before 0.3, or no report yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(json(nullable)))]
+    pub snapshot_persistence: Option<SnapshotPersistence>,
+    /// Set while the hub holds the cluster closed because its snapshot is over its budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(json(nullable)))]
+    pub snapshot_over_budget: Option<SnapshotOverBudget>,
 }
 
 /// The identity a cluster's spoke signs in with: a JWT of `issuer` whose `sub` is exactly

@@ -47,6 +47,9 @@ pub struct ClusterReport {
     /// carries none (unchanged since the stream's last, or a spoke that predates it), so
     /// the stored inventory is left as it is.
     pub inventory: Option<Vec<super::inventories::InventoryObject>>,
+    /// Whether the spoke could persist the snapshot it enforces; `None` from spokes
+    /// that predate it.
+    pub snapshot_persistence: Option<fleetgate_api_types::SnapshotPersistence>,
     /// The snapshot revision the spoke enforced when it made the report: the
     /// fence rollouts judge health by (see `rollout::health`).
     pub revision: u64,
@@ -69,6 +72,7 @@ impl ClusterReport {
             held_objects,
             local_gates,
             problems,
+            snapshot_persistence,
             // `cluster_inventories`, with its own hash: a report that carries
             // it and one that does not are the same report.
             inventory: _,
@@ -78,7 +82,13 @@ impl ClusterReport {
             clock_offset_ms: _,
             received_at: _,
         } = self;
-        let json = serde_json::to_vec(&(objects, held_objects, local_gates, problems))
+        let json = serde_json::to_vec(&(
+            objects,
+            held_objects,
+            local_gates,
+            problems,
+            snapshot_persistence,
+        ))
             .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
         Ok(Sha256::digest(&json).to_vec())
     }
@@ -180,7 +190,7 @@ pub async fn write_report_diff(
         "update cluster_connections c set last_seen_at = $2, reported_at = $2, \
          clock_offset_ms = $3, report_hash = $4, report_revision = $5, local_gates = $6, \
          report_problems = $7, report_problem_total = $8, report_write_error = null, \
-         report_write_error_at = null \
+         report_write_error_at = null, snapshot_persistence = $9 \
          from (select cluster, local_gates from cluster_connections where cluster = $1 \
                for update) old \
          where c.cluster = old.cluster returning coalesce(old.local_gates, '[]'::jsonb)",
@@ -193,6 +203,7 @@ pub async fn write_report_diff(
     .bind(&local_gates)
     .bind(&problems)
     .bind(problem_total)
+    .bind(report.snapshot_persistence.as_ref().map(sqlx::types::Json))
     .fetch_optional(&mut *conn)
     .await?;
     let previous_local_gates = previous.map(|(g,)| g.0).unwrap_or_default();
@@ -528,4 +539,39 @@ pub async fn local_gates(
         }
     };
     Ok(rows.into_iter().map(|(c, g)| (c, g.0)).collect())
+}
+
+/// Records whether the hub holds `cluster` closed because its snapshot is over its budget
+/// (`over`), or no longer (`None`), keeping `since` while it stays over. Writes only when
+/// that changes; returns whether it did.
+pub async fn set_snapshot_over_budget(
+    conn: &mut PgConnection,
+    cluster: &str,
+    over: Option<&fleetgate_api_types::SnapshotOverBudget>,
+) -> Result<bool> {
+    let done = match over {
+        Some(o) => {
+            sqlx::query(
+                "update cluster_connections set snapshot_over_budget = jsonb_set($2::jsonb, \
+                 '{since}', coalesce(snapshot_over_budget->'since', $2::jsonb->'since')) \
+                 where cluster = $1 and (snapshot_over_budget is null \
+                   or snapshot_over_budget->'bytes' is distinct from $2::jsonb->'bytes' \
+                   or snapshot_over_budget->'revision' is distinct from $2::jsonb->'revision')",
+            )
+            .bind(cluster)
+            .bind(sqlx::types::Json(o))
+            .execute(conn)
+            .await?
+        }
+        None => {
+            sqlx::query(
+                "update cluster_connections set snapshot_over_budget = null \
+                 where cluster = $1 and snapshot_over_budget is not null",
+            )
+            .bind(cluster)
+            .execute(conn)
+            .await?
+        }
+    };
+    Ok(done.rows_affected() > 0)
 }
