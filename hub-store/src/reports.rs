@@ -47,9 +47,6 @@ pub struct ClusterReport {
     /// carries none (unchanged since the stream's last, or a spoke that predates it), so
     /// the stored inventory is left as it is.
     pub inventory: Option<Vec<super::inventories::InventoryObject>>,
-    /// Whether the spoke could persist the snapshot it enforces; `None` from spokes
-    /// that predate it.
-    pub snapshot_persistence: Option<fleetgate_api_types::SnapshotPersistence>,
     /// The snapshot revision the spoke enforced when it made the report: the
     /// fence rollouts judge health by (see `rollout::health`).
     pub revision: u64,
@@ -72,7 +69,6 @@ impl ClusterReport {
             held_objects,
             local_gates,
             problems,
-            snapshot_persistence,
             // `cluster_inventories`, with its own hash: a report that carries
             // it and one that does not are the same report.
             inventory: _,
@@ -82,13 +78,7 @@ impl ClusterReport {
             clock_offset_ms: _,
             received_at: _,
         } = self;
-        let json = serde_json::to_vec(&(
-            objects,
-            held_objects,
-            local_gates,
-            problems,
-            snapshot_persistence,
-        ))
+        let json = serde_json::to_vec(&(objects, held_objects, local_gates, problems))
             .map_err(|e| crate::Error::Internal(format!("encoding report: {e}")))?;
         Ok(Sha256::digest(&json).to_vec())
     }
@@ -190,7 +180,7 @@ pub async fn write_report_diff(
         "update cluster_connections c set last_seen_at = $2, reported_at = $2, \
          clock_offset_ms = $3, report_hash = $4, report_revision = $5, local_gates = $6, \
          report_problems = $7, report_problem_total = $8, report_write_error = null, \
-         report_write_error_at = null, snapshot_persistence = $9 \
+         report_write_error_at = null \
          from (select cluster, local_gates from cluster_connections where cluster = $1 \
                for update) old \
          where c.cluster = old.cluster returning coalesce(old.local_gates, '[]'::jsonb)",
@@ -203,7 +193,6 @@ pub async fn write_report_diff(
     .bind(&local_gates)
     .bind(&problems)
     .bind(problem_total)
-    .bind(report.snapshot_persistence.as_ref().map(sqlx::types::Json))
     .fetch_optional(&mut *conn)
     .await?;
     let previous_local_gates = previous.map(|(g,)| g.0).unwrap_or_default();
@@ -573,5 +562,23 @@ pub async fn set_snapshot_over_budget(
             .await?
         }
     };
+    Ok(done.rows_affected() > 0)
+}
+
+/// Records what `cluster`'s spoke last reported of its persisted snapshot (`None`: a spoke
+/// that predates it). Writes only when it changed; returns whether it did.
+pub async fn set_snapshot_persistence(
+    conn: &mut PgConnection,
+    cluster: &str,
+    persistence: Option<&fleetgate_api_types::SnapshotPersistence>,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "update cluster_connections set snapshot_persistence = $2 \
+         where cluster = $1 and snapshot_persistence is distinct from $2",
+    )
+    .bind(cluster)
+    .bind(persistence.map(sqlx::types::Json))
+    .execute(conn)
+    .await?;
     Ok(done.rows_affected() > 0)
 }

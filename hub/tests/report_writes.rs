@@ -63,7 +63,6 @@ fn report(objects: Vec<ReportedObject>, at: DateTime<Utc>, offset: i64) -> Clust
         local_gates: vec![],
         problems: vec![],
         inventory: None,
-        snapshot_persistence: None,
         revision: 1,
         clock_offset_ms: offset,
         received_at: at,

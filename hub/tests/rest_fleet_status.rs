@@ -97,7 +97,6 @@ async fn one_response_matches_every_clusters_own_status() {
         local_gates: vec![],
         problems: vec![],
         inventory: None,
-        snapshot_persistence: None,
         held_objects: vec![],
         clock_offset_ms: 0,
         received_at: Utc::now(),
