@@ -61,8 +61,12 @@ pub struct Context {
     /// evaluates it, reported to the hub (read-only there).
     pub local_gates: watch::Sender<Arc<Vec<fleetgate_proto::v1::LocalGateStatus>>>,
     /// Whether the snapshot in force is persisted (readiness, metrics and the report to the
-    /// hub read it; a failure is retried by `lib::retry_persist`).
+    /// hub read it).
     pub persistence: watch::Sender<Persistence>,
+    /// The latest snapshot taken into force that is to be persisted: `lib::persister` writes
+    /// it outside `merge`, so a snapshot (a freeze) arriving meanwhile never waits for the
+    /// API server, and retries a failed write.
+    pub to_persist: watch::Sender<Option<Arc<CompiledSnapshot>>>,
     /// Serialises the read-modify-write of the snapshot in force: a hub
     /// snapshot (which keeps the local gates) and a change of the local gates
     /// (which keeps the hub's part) must not overwrite each other.
@@ -101,6 +105,7 @@ impl Context {
             local_freeze_ended: std::sync::Mutex::new(None),
             local_gates: watch::channel(Arc::new(Vec::new())).0,
             persistence: watch::channel(Persistence::default()).0,
+            to_persist: watch::channel(None).0,
             merge: tokio::sync::Mutex::new(()),
             metrics,
             config,
@@ -152,7 +157,7 @@ impl Context {
             "snapshot in force"
         );
         self.snapshot.send_replace(Some(compiled.clone()));
-        self.persist(compiled).await;
+        self.to_persist.send_replace(Some(compiled));
     }
 
     /// Takes a snapshot into force unless it is for another cluster, not newer
@@ -209,7 +214,7 @@ impl Context {
             "snapshot in force"
         );
         if source == SnapshotSource::Hub {
-            self.persist(compiled.clone()).await;
+            self.to_persist.send_replace(Some(compiled.clone()));
         }
         Ok(Some(compiled))
     }
@@ -242,24 +247,7 @@ impl Context {
             "local Gate objects in force beside the hub's gates"
         );
         self.snapshot.send_replace(Some(compiled.clone()));
-        self.persist(compiled).await;
-    }
-
-    /// Persists the snapshot in force again after a failed attempt (nothing when none is
-    /// failing, or the snapshot in force is an invented no-snapshot policy).
-    pub async fn retry_persist(&self) {
-        let _merge = self.merge.lock().await;
-        if self.persistence.borrow().failing.is_none() {
-            return;
-        }
-        let Some(current) = self.snapshot.borrow().clone() else {
-            return;
-        };
-        if current.revision() == 0 {
-            self.persistence.send_modify(|p| p.failing = None);
-            return;
-        }
-        self.persist(current).await;
+        self.to_persist.send_replace(Some(compiled));
     }
 
     /// Records that the snapshot read back from the cluster at start is the persisted copy.
@@ -280,11 +268,11 @@ impl Context {
         m.snapshot_persist_failing.set(0);
     }
 
-    /// Persists `compiled` (called with `merge` held, after it was taken into force) and
-    /// makes the outcome visible: metrics, an Event on the head ConfigMap when persisting
+    /// Persists `compiled` (by `lib::persister` only, one write at a time) and makes the
+    /// outcome visible: metrics, an Event on the head ConfigMap when persisting
     /// starts or stops failing, readiness and the report to the hub (through
     /// `persistence`), and the log.
-    async fn persist(&self, compiled: Arc<CompiledSnapshot>) {
+    pub async fn persist(&self, compiled: Arc<CompiledSnapshot>) {
         let revision = compiled.revision();
         let result = self.store.save(compiled).await;
         let was_failing = self.persistence.borrow().failing.clone();

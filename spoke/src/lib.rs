@@ -101,25 +101,33 @@ async fn load_persisted(ctx: &Context) -> Result<()> {
 const PERSIST_RETRY_MIN: Duration = Duration::from_secs(2);
 const PERSIST_RETRY_MAX: Duration = Duration::from_secs(60);
 
-/// While the snapshot in force is not persisted, tries again (2 s, doubling to a minute), so
-/// a refusal that ends (RBAC fixed, API server back) ends the not-ready state without waiting
-/// for the next snapshot.
-async fn retry_persist(ctx: Arc<Context>, shutdown: CancellationToken) {
-    let mut rx = ctx.persistence.subscribe();
+/// Persists the latest snapshot taken into force (`Context::to_persist`), one write at a
+/// time and outside the lock that takes snapshots into force, so a snapshot arriving during
+/// a long write (a freeze) is enforced at once; only the newest is written. A failed write
+/// is tried again (2 s, doubling to a minute) until one succeeds, so a refusal that ends
+/// (RBAC fixed, API server back) ends the not-ready state without waiting for the next
+/// snapshot.
+async fn persister(ctx: Arc<Context>, shutdown: CancellationToken) {
+    let mut rx = ctx.to_persist.subscribe();
+    let mut wait = PERSIST_RETRY_MIN;
     loop {
+        let failing = ctx.persistence.borrow().failing.is_some();
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            failing = rx.wait_for(|p| p.failing.is_some()) => if failing.is_err() { return },
-        }
-        let mut wait = PERSIST_RETRY_MIN;
-        while ctx.persistence.borrow().failing.is_some() {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(wait) => {}
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                wait = PERSIST_RETRY_MIN;
             }
-            ctx.retry_persist().await;
-            wait = (wait * 2).min(PERSIST_RETRY_MAX);
+            _ = tokio::time::sleep(wait), if failing => {
+                wait = (wait * 2).min(PERSIST_RETRY_MAX);
+            }
         }
+        let Some(latest) = rx.borrow_and_update().clone() else {
+            continue;
+        };
+        ctx.persist(latest).await;
     }
 }
 
@@ -228,7 +236,7 @@ impl Spoke {
                 }
             });
         }
-        tasks.spawn(retry_persist(ctx.clone(), shutdown.clone()));
+        tasks.spawn(persister(ctx.clone(), shutdown.clone()));
         tasks.spawn(controller::run(ctx.clone(), shutdown.clone()));
         tasks.spawn(gates::run(ctx.clone(), shutdown.clone()));
         tasks.spawn(gates::freeze_watch::run(ctx.clone(), shutdown.clone()));

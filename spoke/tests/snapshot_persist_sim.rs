@@ -237,6 +237,15 @@ async fn a_write_cut_short_loads_the_copy_the_head_names_and_a_bad_shard_loads_n
     ));
     let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
     let head = wait_persisted(&cluster, 5).await;
+    // The spoke deletes what no head names right after writing the head.
+    let mut rx = spoke.ctx().persistence.subscribe();
+    tokio::time::timeout(
+        WAIT,
+        rx.wait_for(|p| p.persisted.as_ref().is_some_and(|p| p.revision == 5)),
+    )
+    .await
+    .expect("revision 5 persisted")
+    .unwrap();
     assert!(head.data["data"]["snapshot.json"].is_string());
     assert!(head.data["data"]["shards"].is_null());
     let left = shards(&cluster).await;

@@ -247,12 +247,13 @@ pub fn snapshot_persistence_from_proto(
             format!("{:?} is not persisted, failing or none", p.state),
         ));
     }
-    let failing_since = match p.failing_since.as_ref() {
-        None => None,
-        Some(t) => Some(from_timestamp(t).ok_or_else(|| {
-            invalid(&format!("{FIELD}.failing_since"), "out-of-range timestamp")
-        })?),
-    };
+    let failing_since =
+        match p.failing_since.as_ref() {
+            None => None,
+            Some(t) => Some(from_timestamp(t).ok_or_else(|| {
+                invalid(&format!("{FIELD}.failing_since"), "out-of-range timestamp")
+            })?),
+        };
     let mut error = p.error.replace('\0', "\u{FFFD}");
     if error.len() > 1024 {
         let mut cut = 1021;
