@@ -35,7 +35,8 @@ use crate::service::reports::{Inventory, Received, ReportParts};
 enum Step {
     Stop(&'static str),
     Changed(Desired),
-    Inbound(Result<Option<pb::SpokeMessage>, Status>),
+    // Boxed: a message is large next to the other steps.
+    Inbound(Box<Result<Option<pb::SpokeMessage>, Status>>),
     Keepalive,
 }
 
@@ -88,7 +89,7 @@ pub(super) fn stream(
                         yield msg;
                     }
                 }
-                Step::Inbound(msg) => match s.inbound(msg)? {
+                Step::Inbound(msg) => match s.inbound(*msg)? {
                     Flow::Continue => {}
                     Flow::Record(request) => Box::pin(s.record(request)).await,
                     Flow::Freeze(freeze) => Box::pin(s.record_freeze(freeze)).await,
@@ -310,7 +311,7 @@ impl Session {
                 Ok(()) => Step::Changed(rx.borrow_and_update().clone()),
                 Err(_) => Step::Stop("index closed"),
             },
-            msg = self.inbound.message() => Step::Inbound(msg),
+            msg = self.inbound.message() => Step::Inbound(Box::new(msg)),
             _ = self.keepalive.tick() => Step::Keepalive,
         }
     }
