@@ -43,7 +43,7 @@ pub use records::{
     ApiToken, ApiTokenWithSecret, AuditEntry, Cluster, ClusterIdentity, ClusterWithToken,
     CreateToken, FieldWarning, FreezeRecord, FreezeRequest, GateRecord, OverrideClusters,
     OverrideRecord, OverrideRequest, RegisterCluster, Relabel, Role, SetClusterJwks,
-    UnfreezeRequest,
+    SnapshotOverBudget, SnapshotPersistence, UnfreezeRequest,
 };
 pub use status::{
     ClusterBrief, ClusterCounts, ClusterStatus, FleetStatus, FleetSummary, GateBrief, GateStatus,

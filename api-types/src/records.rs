@@ -138,6 +138,15 @@ pub struct Cluster {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "sqlx", sqlx(json(nullable)))]
     pub identity: Option<ClusterIdentity>,
+    /// Whether its spoke could persist the snapshot it enforces in the cluster, as its
+    /// latest report says (absent: spokes before 0.3, or no report yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(json(nullable)))]
+    pub snapshot_persistence: Option<SnapshotPersistence>,
+    /// Set while the hub holds the cluster closed because its snapshot is over its budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "sqlx", sqlx(json(nullable)))]
+    pub snapshot_over_budget: Option<SnapshotOverBudget>,
 }
 
 /// The identity a cluster's spoke signs in with: a JWT of `issuer` whose `sub` is exactly
@@ -153,6 +162,51 @@ pub struct ClusterIdentity {
     pub subject: String,
     /// The keys were pinned (`--jwks-file`) rather than read through discovery.
     pub jwks_pinned: bool,
+}
+
+/// Whether a cluster's spoke could persist the snapshot it enforces in its cluster (the
+/// ConfigMaps a restart without the hub reads), as its latest report says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotPersistence {
+    /// `persisted`: the snapshot in force is persisted; `failing`: it is not (a restart
+    /// without the hub would enforce `persistedRevision`, or no snapshot); `none`: nothing
+    /// to persist yet.
+    pub state: String,
+    /// The revision of the persisted copy (0: none known).
+    pub persisted_revision: u64,
+    /// Bytes the persisted copy takes in the cluster (gzipped when larger than one
+    /// ConfigMap), and bytes of its JSON.
+    pub stored_bytes: u64,
+    pub json_bytes: u64,
+    /// ConfigMaps holding it: the head, and its shards past one ConfigMap.
+    pub config_maps: u32,
+    /// With `failing`: why the last attempt failed, the revision in force that is not
+    /// persisted, and since when attempts fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_revision: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<DateTime<Utc>>,
+}
+
+/// Set while the hub holds a cluster closed because its snapshot is over its budget
+/// (`SNAPSHOT_MAX_BYTES`): its spoke gets no gates and the `snapshot-over-budget` freeze
+/// until the gates that select it fit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotOverBudget {
+    /// The encoded size of the snapshot the cluster's gates make.
+    pub bytes: u64,
+    /// The budget it is over.
+    pub budget: u64,
+    /// The fleet revision of that snapshot.
+    pub revision: u64,
+    /// When a hub replica first sent the cluster the closed snapshot instead.
+    pub since: DateTime<Utc>,
 }
 
 /// A cluster with its spoke token, returned once at registration / rotation.

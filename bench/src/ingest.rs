@@ -112,6 +112,7 @@ pub async fn run(
                 local_gates: Default::default(),
                 inventory: Default::default(),
                 has_inventory: false,
+                snapshot_persistence: None,
                 revision: 0,
                 objects: objs.clone(),
                 clock_offset_ms: marker,

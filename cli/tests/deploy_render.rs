@@ -191,13 +191,30 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
     let cr = find(&objs, "ClusterRole", "fleetgate-spoke");
     assert_eq!(grants(cr), want);
 
-    // In its own namespace: the snapshot ConfigMap, pinned by name except
-    // for create (RBAC cannot restrict create by name), and the in-cluster
-    // freeze ConfigMap, read-only and pinned by name (docs/emergency-stop.md).
+    // In its own namespace: the snapshot ConfigMap and its shards, pinned by
+    // name except for create and list (RBAC restricts neither by name), and
+    // the in-cluster freeze ConfigMap, read-only and pinned by name
+    // (docs/emergency-stop.md).
     let role = find(&objs, "Role", "fleetgate-spoke");
     assert_eq!(role["metadata"]["namespace"], "fleetgate-system");
     let rules = role["rules"].as_array().unwrap();
-    assert_eq!(rules.len(), 3);
+    assert_eq!(rules.len(), 4);
+    // Every shard name the spoke can write: two sets of SNAPSHOT_MAX_SHARDS.
+    let shard_names: BTreeSet<String> = ["a", "b"]
+        .iter()
+        .flat_map(|slot| {
+            (0..fleetgate_policy::budgets::SNAPSHOT_MAX_SHARDS)
+                .map(move |i| format!("fleetgate-spoke-snapshot-{slot}-{i}"))
+        })
+        .collect();
+    let shards = rules
+        .iter()
+        .find(|r| strs(&r["resourceNames"]) == shard_names)
+        .expect("a Role rule pinned to every shard name");
+    assert_eq!(
+        strs(&shards["verbs"]),
+        ["get", "patch", "delete"].map(String::from).into()
+    );
     let pinned = |name: &str| {
         rules
             .iter()
@@ -217,7 +234,10 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
     );
     assert_eq!(strs(&freeze["resources"]), ["configmaps".into()].into());
     let create = rules.iter().find(|r| r["resourceNames"].is_null()).unwrap();
-    assert_eq!(strs(&create["verbs"]), ["create".into()].into());
+    assert_eq!(
+        strs(&create["verbs"]),
+        ["create", "list"].map(String::from).into()
+    );
     assert_eq!(strs(&create["resources"]), ["configmaps".into()].into());
 
     for binding in ["ClusterRoleBinding", "RoleBinding"] {

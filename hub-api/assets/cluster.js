@@ -72,7 +72,11 @@ function draw(main, ctx, st, overrides, refresh) {
       // The cluster's own open/closed state, not the earliest change of any gate (those are in the rows).
       fact('Next change', st.nextTransition ? [fmtTime(st.nextTransition), ' ', h('span', { class: 'muted' }, `(${relTime(st.nextTransition)})`)] : '—',
         st.nextTransition ? `when this cluster ${st.open ? 'closes' : 'opens'}` : 'this cluster stays as it is (within the look-ahead)'),
-      fact('Desired revision', String(c.desiredRevision))),
+      fact('Desired revision', String(c.desiredRevision)),
+      // Issue 47: the snapshot as the spoke persisted it, and the hub's over-budget hold.
+      fact('Persisted snapshot', persistedFact(c)),
+      c.snapshotOverBudget ? fact('Snapshot over budget', h('span', { class: 'warn', id: 'snapshot-over-budget' },
+        `revision ${c.snapshotOverBudget.revision} is ${c.snapshotOverBudget.bytes} bytes, over ${c.snapshotOverBudget.budget}, since ${fmtTime(c.snapshotOverBudget.since)}: every Flux object is held until its gates fit`)) : null),
     h('section', { class: 'card' },
       h('h2', {}, `Gates (${st.gates.length})`),
       st.gates.length ? h('table', { class: 'plain', id: 'cluster-gates' },
@@ -200,6 +204,18 @@ function localRequestsTable(list, ctx, refresh) {
       h('td', {}, fmtTime(o.createdAt)),
       h('td', {}, o.expiresAt ? [fmtTime(o.expiresAt), ' ', h('span', { class: 'muted' }, relTime(o.expiresAt))] : 'until cancelled'),
       h('td', { class: 'reason' }, o.reason), h('td', {}, cancelAction(o, ctx, refresh))))));
+}
+
+/** The spoke's persisted copy of its snapshot: what a restart without the hub enforces. */
+function persistedFact(c) {
+  const p = c.snapshotPersistence;
+  if (!p) return h('span', { class: 'muted' }, '— (the spoke does not report it)');
+  const copy = p.persistedRevision ? `revision ${p.persistedRevision} (${p.storedBytes} bytes in ${p.configMaps} ConfigMap${p.configMaps === 1 ? '' : 's'})` : 'no snapshot';
+  if (p.state === 'failing') {
+    return h('span', { class: 'warn', id: 'snapshot-not-persisted' },
+      `⚠ revision ${p.failingRevision} is enforced but not persisted since ${fmtTime(p.failingSince)}: ${p.error || 'no reason given'}; a restart without the hub would enforce ${copy}`);
+  }
+  return p.state === 'persisted' ? copy : h('span', { class: 'muted' }, 'nothing to persist yet');
 }
 
 function fact(label, value, title) {

@@ -54,6 +54,7 @@ const COLUMNS: &str = "c.name, c.labels, c.created_at, \
                          jsonb_build_object('issuer', c.identity_issuer, \
                          'subject', c.identity_subject, \
                          'jwksPinned', c.identity_jwks is not null) end as identity, \
+                       k.snapshot_persistence, k.snapshot_over_budget, \
                        case when k.connected then \
                          (extract(epoch from l.expires_at - l.heartbeat_at) * 1000)::bigint \
                        end as lease_ttl_ms";
@@ -278,7 +279,8 @@ pub async fn for_snapshots(
          null::text as spoke_version, false as connected, null::text as connected_replica, \
          null::bigint as clock_offset_ms, \
          greatest(c.desired_revision, f.all_revision) as desired_revision, \
-         null::jsonb as identity, c.token_hash \
+         null::jsonb as identity, null::jsonb as snapshot_persistence, \
+         null::jsonb as snapshot_over_budget, c.token_hash \
          from clusters c cross join fleet_revision f where c.name = any($1) order by c.name",
     )
     .bind(names)

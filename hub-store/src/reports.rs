@@ -353,3 +353,56 @@ pub async fn local_gates(
     };
     Ok(rows.into_iter().map(|(c, g)| (c, g.0)).collect())
 }
+
+/// Records whether the hub holds `cluster` closed because its snapshot is over its budget
+/// (`over`), or no longer (`None`), keeping `since` while it stays over. Writes only when
+/// that changes; returns whether it did.
+pub async fn set_snapshot_over_budget(
+    conn: &mut PgConnection,
+    cluster: &str,
+    over: Option<&fleetgate_api_types::SnapshotOverBudget>,
+) -> Result<bool> {
+    let done = match over {
+        Some(o) => {
+            sqlx::query(
+                "update cluster_connections set snapshot_over_budget = jsonb_set($2::jsonb, \
+                 '{since}', coalesce(snapshot_over_budget->'since', $2::jsonb->'since')) \
+                 where cluster = $1 and (snapshot_over_budget is null \
+                   or snapshot_over_budget->'bytes' is distinct from $2::jsonb->'bytes' \
+                   or snapshot_over_budget->'revision' is distinct from $2::jsonb->'revision')",
+            )
+            .bind(cluster)
+            .bind(sqlx::types::Json(o))
+            .execute(conn)
+            .await?
+        }
+        None => {
+            sqlx::query(
+                "update cluster_connections set snapshot_over_budget = null \
+                 where cluster = $1 and snapshot_over_budget is not null",
+            )
+            .bind(cluster)
+            .execute(conn)
+            .await?
+        }
+    };
+    Ok(done.rows_affected() > 0)
+}
+
+/// Records what `cluster`'s spoke last reported of its persisted snapshot (`None`: a spoke
+/// that predates it). Writes only when it changed; returns whether it did.
+pub async fn set_snapshot_persistence(
+    conn: &mut PgConnection,
+    cluster: &str,
+    persistence: Option<&fleetgate_api_types::SnapshotPersistence>,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "update cluster_connections set snapshot_persistence = $2 \
+         where cluster = $1 and snapshot_persistence is distinct from $2",
+    )
+    .bind(cluster)
+    .bind(persistence.map(sqlx::types::Json))
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
+}

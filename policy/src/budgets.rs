@@ -120,3 +120,29 @@ pub const TOKEN_ANSWER_MAX_BYTES: usize = 64 * 1024;
 pub const IDENTITY_ANSWER_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 
 const _: () = assert!(ADMISSION_DEFAULT_TIME.as_millis() <= ADMISSION_MAX_TIME.as_millis());
+
+/// Kubernetes' limit on one ConfigMap's `data` and `binaryData` together, in bytes
+/// (k8s.io/kubernetes pkg/apis/core/validation/validation.go `ValidateConfigMap`, checked
+/// against `core.MaxSecretSize`). The spoke persists its snapshot within it.
+pub const CONFIGMAP_MAX_BYTES: usize = 1024 * 1024;
+
+/// The most bytes of the persisted snapshot one ConfigMap carries: the head's gzip, or one
+/// shard. The rest of [`CONFIGMAP_MAX_BYTES`] is room for the head's other keys.
+pub const SNAPSHOT_SHARD_BYTES: usize = CONFIGMAP_MAX_BYTES - 16 * 1024;
+
+/// The most shards one persisted snapshot may take: room for half as much again as
+/// [`SNAPSHOT_MAX_BYTES`] of gzip, so even a snapshot of text that does not compress (random
+/// selector values and summaries) is persisted. A larger one is not persisted, and the spoke
+/// says so (metric, Event, readiness, the cluster's status at the hub).
+pub const SNAPSHOT_MAX_SHARDS: usize = 25;
+
+/// The largest snapshot JSON the spoke persists and reads back (decompressed): a persisted
+/// snapshot claiming more is refused unread. The JSON of a snapshot is at most about three
+/// times its encoding (timestamps as text); the rest is room for the Gate objects made in the
+/// cluster that the spoke enforces beside the hub's gates.
+pub const SNAPSHOT_PERSISTED_MAX_JSON_BYTES: usize = 8 * SNAPSHOT_MAX_BYTES;
+
+const _: () = assert!(
+    SNAPSHOT_MAX_SHARDS * SNAPSHOT_SHARD_BYTES >= SNAPSHOT_MAX_BYTES + SNAPSHOT_MAX_BYTES / 2
+);
+const _: () = assert!(SNAPSHOT_SHARD_BYTES < CONFIGMAP_MAX_BYTES);

@@ -29,6 +29,7 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         local_gates,
         inventory,
         has_inventory,
+        snapshot_persistence,
     } = report;
     let part = |objects, held_objects, inventory| StatusReport {
         revision,
@@ -40,6 +41,7 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         local_gates: Vec::new(),
         inventory,
         has_inventory,
+        snapshot_persistence: None,
     };
     let mut parts = Vec::new();
     let (mut current, mut held) = (Vec::new(), Vec::new());
@@ -87,6 +89,7 @@ pub fn split(report: StatusReport, part_bytes: usize) -> Vec<StatusReport> {
         last.more = false;
         // A few per cluster: they ride on the last part, which applies the report.
         last.local_gates = local_gates;
+        last.snapshot_persistence = snapshot_persistence;
     }
     parts
 }
@@ -135,6 +138,7 @@ mod tests {
             local_gates: vec![],
             inventory: vec![],
             has_inventory: false,
+            snapshot_persistence: None,
         }
     }
 

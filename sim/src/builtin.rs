@@ -1,6 +1,7 @@
 //! Validation the API server applies to built-in kinds beyond ObjectMeta, where a
-//! controller's own writes can fail it: ConfigMap and Secret keys and size
-//! (k8s.io/kubernetes/pkg/apis/core/validation/validation.go `ValidateConfigMap`,
+//! controller's own writes can fail it: ConfigMap and Secret keys and size, 1,048,576
+//! bytes of `data` and `binaryData` together, decoded (`core.MaxSecretSize`;
+//! k8s.io/kubernetes/pkg/apis/core/validation/validation.go `ValidateConfigMap`,
 //! `ValidateSecret`), and Events (pkg/apis/core/validation/events.go
 //! `ValidateEventCreate`/`ValidateEventUpdate`, which both Event APIs run).
 //!
@@ -65,9 +66,13 @@ fn config_key(key: &str) -> Option<&'static str> {
     None
 }
 
+/// `ValidateConfigMap` / `ValidateSecret`: every key a config key, a ConfigMap's `data` key
+/// not also in `binaryData`, and all values together (decoded bytes) at most
+/// [`MAX_DATA_SIZE`].
 fn data(obj: &Value, fields: &[&str]) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let mut size = 0;
+    let config_map = obj["kind"].as_str() == Some("ConfigMap");
     for field in fields {
         for (k, v) in obj[field].as_object().into_iter().flatten() {
             if let Some(detail) = config_key(k) {
@@ -75,6 +80,14 @@ fn data(obj: &Value, fields: &[&str]) -> Vec<FieldError> {
                     &format!("{field}[{k}]"),
                     format!("{k:?}"),
                     detail.into(),
+                ));
+            }
+            // Checked from `data` only, as upstream does.
+            if config_map && *field == "data" && obj["binaryData"].get(k).is_some() {
+                errors.push(FieldError::invalid(
+                    &format!("data[{k}]"),
+                    format!("{k:?}"),
+                    "duplicate of key present in binaryData".into(),
                 ));
             }
             let text = v.as_str().unwrap_or_default();
@@ -90,7 +103,10 @@ fn data(obj: &Value, fields: &[&str]) -> Vec<FieldError> {
         }
     }
     if size > MAX_DATA_SIZE {
-        errors.push(FieldError::too_long("", MAX_DATA_SIZE));
+        // A ConfigMap's error is on `field.NewPath("")`, which renders as `[]` (the whole
+        // object); a Secret's on `data`.
+        let path = if config_map { "[]" } else { "data" };
+        errors.push(FieldError::too_long(path, MAX_DATA_SIZE));
     }
     errors
 }
@@ -294,7 +310,35 @@ mod tests {
         let errs = validate(&cm, None, &obj);
         assert_eq!(
             errs.iter().map(FieldError::render).collect::<Vec<_>>(),
-            [": Too long: may not be more than 1048576 bytes"]
+            ["[]: Too long: may not be more than 1048576 bytes"]
+        );
+        // binaryData counts decoded bytes: 1 MiB of binary is 1.33 MiB of base64, and fits.
+        let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![7u8; n]);
+        let full = json!({"kind": "ConfigMap", "binaryData": {"a": b64(MAX_DATA_SIZE)}});
+        assert!(validate(&cm, None, &full).is_empty());
+        let over = json!({"kind": "ConfigMap", "data": {"b": "x"}, "binaryData": {"a": b64(MAX_DATA_SIZE)}});
+        assert_eq!(validate(&cm, None, &over).len(), 1);
+        let secret = rt("v1", "Secret");
+        let obj = json!({"kind": "Secret", "data": {"a": b64(MAX_DATA_SIZE + 1)}});
+        assert_eq!(
+            validate(&secret, None, &obj)
+                .iter()
+                .map(FieldError::render)
+                .collect::<Vec<_>>(),
+            ["data: Too long: may not be more than 1048576 bytes"]
+        );
+    }
+
+    #[test]
+    fn a_config_map_key_is_in_data_or_binary_data_not_both() {
+        let cm = rt("v1", "ConfigMap");
+        let obj = json!({"kind": "ConfigMap", "data": {"k": "x"}, "binaryData": {"k": "eA=="}});
+        assert_eq!(
+            validate(&cm, None, &obj)
+                .iter()
+                .map(FieldError::render)
+                .collect::<Vec<_>>(),
+            ["data[k]: Invalid value: \"k\": duplicate of key present in binaryData"]
         );
     }
 

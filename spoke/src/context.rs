@@ -16,7 +16,7 @@ use crate::{
     hold::watch::HeldWatches,
     hub::report::Report,
     hub::snapshot::{CompiledSnapshot, Snapshot},
-    hub::snapshot_store::SnapshotStore,
+    hub::snapshot_store::{Failing, Persisted, Persistence, SnapshotStore},
     serve::metrics::Metrics,
 };
 
@@ -60,6 +60,13 @@ pub struct Context {
     /// With a hub: every Gate object made in the cluster as the spoke
     /// evaluates it, reported to the hub (read-only there).
     pub local_gates: watch::Sender<Arc<Vec<fleetgate_proto::v1::LocalGateStatus>>>,
+    /// Whether the snapshot in force is persisted (readiness, metrics and the report to the
+    /// hub read it).
+    pub persistence: watch::Sender<Persistence>,
+    /// The latest snapshot taken into force that is to be persisted: `lib::persister` writes
+    /// it outside `merge`, so a snapshot (a freeze) arriving meanwhile never waits for the
+    /// API server, and retries a failed write.
+    pub to_persist: watch::Sender<Option<Arc<CompiledSnapshot>>>,
     /// Serialises the read-modify-write of the snapshot in force: a hub
     /// snapshot (which keeps the local gates) and a change of the local gates
     /// (which keeps the hub's part) must not overwrite each other.
@@ -97,6 +104,8 @@ impl Context {
             local_freeze: watch::channel(None).0,
             local_freeze_ended: std::sync::Mutex::new(None),
             local_gates: watch::channel(Arc::new(Vec::new())).0,
+            persistence: watch::channel(Persistence::default()).0,
+            to_persist: watch::channel(None).0,
             merge: tokio::sync::Mutex::new(()),
             metrics,
             config,
@@ -148,10 +157,7 @@ impl Context {
             "snapshot in force"
         );
         self.snapshot.send_replace(Some(compiled.clone()));
-        if let Err(e) = self.store.save(&compiled.snapshot).await {
-            self.metrics.error(&e);
-            tracing::error!(error = %e, "could not persist the snapshot; after a restart a Gate object with an invalid spec would enforce nothing");
-        }
+        self.to_persist.send_replace(Some(compiled));
     }
 
     /// Takes a snapshot into force unless it is for another cluster, not newer
@@ -207,11 +213,8 @@ impl Context {
             ?source,
             "snapshot in force"
         );
-        if source == SnapshotSource::Hub
-            && let Err(e) = self.store.save(&compiled.snapshot).await
-        {
-            self.metrics.error(&e);
-            tracing::error!(error = %e, "could not persist the snapshot; a restart would enforce an older one");
+        if source == SnapshotSource::Hub {
+            self.to_persist.send_replace(Some(compiled.clone()));
         }
         Ok(Some(compiled))
     }
@@ -244,9 +247,125 @@ impl Context {
             "local Gate objects in force beside the hub's gates"
         );
         self.snapshot.send_replace(Some(compiled.clone()));
-        if let Err(e) = self.store.save(&compiled.snapshot).await {
-            self.metrics.error(&e);
-            tracing::error!(error = %e, "could not persist the local Gate objects; after a restart an invalid one would enforce nothing");
+        self.to_persist.send_replace(Some(compiled));
+    }
+
+    /// Records that the snapshot read back from the cluster at start is the persisted copy.
+    pub fn persisted_at_start(&self, persisted: Persisted) {
+        self.record_persisted(&persisted);
+        self.persistence
+            .send_modify(|p| p.persisted = Some(persisted));
+    }
+
+    fn record_persisted(&self, p: &Persisted) {
+        let m = &self.metrics;
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        m.snapshot_persisted_bytes.set(gauge(p.stored_bytes));
+        m.snapshot_persisted_json_bytes.set(gauge(p.json_bytes));
+        m.snapshot_persisted_configmaps.set(gauge(p.config_maps));
+        m.snapshot_persisted_revision
+            .set(i64::try_from(p.revision).unwrap_or(i64::MAX));
+        m.snapshot_persist_failing.set(0);
+    }
+
+    /// Persists `compiled` (by `lib::persister` only, one write at a time) and makes the
+    /// outcome visible: metrics, an Event on the head ConfigMap when persisting
+    /// starts or stops failing, readiness and the report to the hub (through
+    /// `persistence`), and the log.
+    pub async fn persist(&self, compiled: Arc<CompiledSnapshot>) {
+        let revision = compiled.revision();
+        let result = self.store.save(compiled).await;
+        let was_failing = self.persistence.borrow().failing.clone();
+        match result {
+            Ok(p) => {
+                self.metrics.snapshot_persist_duration.observe(p.seconds);
+                self.record_persisted(&p);
+                let log = p.config_maps > 1 || p.json_bytes > p.stored_bytes;
+                if log {
+                    tracing::info!(
+                        revision,
+                        json_bytes = p.json_bytes,
+                        stored_bytes = p.stored_bytes,
+                        config_maps = p.config_maps,
+                        seconds = p.seconds,
+                        "snapshot persisted"
+                    );
+                }
+                self.persistence.send_modify(|s| {
+                    s.persisted = Some(p.clone());
+                    s.failing = None;
+                });
+                if let Some(f) = was_failing {
+                    tracing::info!(
+                        revision,
+                        failed_attempts = f.attempts,
+                        "snapshot persisted again"
+                    );
+                    let note = format!(
+                        "Revision {revision} persisted in {} ConfigMap(s), {} bytes, after {} failed attempt(s) since {}.",
+                        p.config_maps,
+                        p.stored_bytes,
+                        f.attempts,
+                        f.since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    );
+                    self.event(false, "SnapshotPersisted", note).await;
+                }
+            }
+            Err(e) => {
+                self.metrics.error(&e);
+                self.metrics.snapshot_persist_failures.inc();
+                self.metrics.snapshot_persist_failing.set(1);
+                let persisted = self
+                    .persistence
+                    .borrow()
+                    .persisted
+                    .as_ref()
+                    .map(|p| p.revision);
+                let fallback = match persisted {
+                    Some(r) => format!("revision {r}"),
+                    None => "no snapshot (--enforce-without-snapshot)".to_owned(),
+                };
+                tracing::error!(
+                    revision,
+                    error = %e,
+                    "could not persist the snapshot in force; a restart without the hub would enforce {fallback}"
+                );
+                let failing = Failing {
+                    revision,
+                    error: e.to_string(),
+                    since: was_failing
+                        .as_ref()
+                        .map_or_else(chrono::Utc::now, |f| f.since),
+                    attempts: was_failing.as_ref().map_or(0, |f| f.attempts) + 1,
+                };
+                self.persistence
+                    .send_modify(|s| s.failing = Some(failing.clone()));
+                // One Event per revision (a retry of the same one only counts).
+                if was_failing.is_none_or(|f| f.revision != revision) {
+                    let note = format!(
+                        "Revision {revision} is enforced but not persisted: {e}. A restart without the hub would enforce {fallback}; retrying."
+                    );
+                    self.event(true, "SnapshotNotPersisted", note).await;
+                }
+            }
+        }
+    }
+
+    /// An Event regarding the head ConfigMap of the persisted snapshot.
+    async fn event(&self, warning: bool, reason: &'static str, note: String) {
+        let regarding = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+            namespace: Some(self.store.namespace().to_owned()),
+            name: Some(self.store.name().to_owned()),
+            ..Default::default()
+        };
+        if let Err(e) = self
+            .recorder
+            .publish_typed(warning, reason, "Persist", note, &regarding)
+            .await
+        {
+            tracing::warn!(error = %e, reason, "could not publish the Event");
         }
     }
 }

@@ -16,13 +16,15 @@ pub enum Error {
     #[error("invalid snapshot: {0}")]
     InvalidSnapshot(String),
 
-    /// The persisted snapshot in the ConfigMap cannot be decoded.
-    #[error("persisted snapshot {configmap}: {source}")]
-    PersistedSnapshot {
-        configmap: String,
-        #[source]
-        source: serde_json::Error,
-    },
+    /// The persisted snapshot does not add up (JSON that does not parse, a shard missing,
+    /// a hash or length that differs): treated as no persisted snapshot.
+    #[error("persisted snapshot {configmap}: {reason}")]
+    PersistedSnapshot { configmap: String, reason: String },
+
+    /// The snapshot cannot be persisted whatever the API server says (over the budgets of
+    /// `fleetgate_policy::budgets`).
+    #[error("persisting the snapshot: {0}")]
+    Persist(String),
 
     /// The hub rejected a call or the stream ended with an error status.
     #[error("hub: {0}")]
@@ -52,6 +54,7 @@ impl Error {
             Error::KubeConfig(_) => "kube_config",
             Error::InvalidSnapshot(_) => "invalid_snapshot",
             Error::PersistedSnapshot { .. } => "persisted_snapshot",
+            Error::Persist(_) => "persist",
             Error::Hub(_) => "hub",
             Error::HubTransport(_) => "hub_transport",
             Error::Config(_) => "config",

@@ -61,13 +61,25 @@ pub async fn kube_client(config: &Config) -> Result<kube::Client> {
 /// policy could resume what the unread snapshot holds) and the caller retries.
 async fn load_persisted(ctx: &Context) -> Result<()> {
     match ctx.store.load().await {
-        Ok(Some(snapshot)) => match ctx.accept(snapshot, SnapshotSource::ConfigMap).await {
-            Ok(_) => return Ok(()),
-            Err(e) => {
-                ctx.metrics.error(&e);
-                tracing::error!(error = %e, "persisted snapshot unusable; treated as none");
+        Ok(Some((snapshot, persisted))) => {
+            match ctx.accept(snapshot, SnapshotSource::ConfigMap).await {
+                Ok(_) => {
+                    tracing::info!(
+                        revision = persisted.revision,
+                        stored_bytes = persisted.stored_bytes,
+                        config_maps = persisted.config_maps,
+                        seconds = persisted.seconds,
+                        "persisted snapshot read"
+                    );
+                    ctx.persisted_at_start(persisted);
+                    return Ok(());
+                }
+                Err(e) => {
+                    ctx.metrics.error(&e);
+                    tracing::error!(error = %e, "persisted snapshot unusable; treated as none");
+                }
             }
-        },
+        }
         Ok(None) => {
             tracing::info!(configmap = %ctx.config.snapshot_configmap, "no persisted snapshot")
         }
@@ -83,6 +95,40 @@ async fn load_persisted(ctx: &Context) -> Result<()> {
     }
     enforce_without_snapshot(ctx);
     Ok(())
+}
+
+/// First and longest wait between attempts to persist a snapshot that could not be.
+const PERSIST_RETRY_MIN: Duration = Duration::from_secs(2);
+const PERSIST_RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// Persists the latest snapshot taken into force (`Context::to_persist`), one write at a
+/// time and outside the lock that takes snapshots into force, so a snapshot arriving during
+/// a long write (a freeze) is enforced at once; only the newest is written. A failed write
+/// is tried again (2 s, doubling to a minute) until one succeeds, so a refusal that ends
+/// (RBAC fixed, API server back) ends the not-ready state without waiting for the next
+/// snapshot.
+async fn persister(ctx: Arc<Context>, shutdown: CancellationToken) {
+    let mut rx = ctx.to_persist.subscribe();
+    let mut wait = PERSIST_RETRY_MIN;
+    loop {
+        let failing = ctx.persistence.borrow().failing.is_some();
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                wait = PERSIST_RETRY_MIN;
+            }
+            _ = tokio::time::sleep(wait), if failing => {
+                wait = (wait * 2).min(PERSIST_RETRY_MAX);
+            }
+        }
+        let Some(latest) = rx.borrow_and_update().clone() else {
+            continue;
+        };
+        ctx.persist(latest).await;
+    }
 }
 
 /// Applies `--enforce-without-snapshot` unless a snapshot is in force already.
@@ -160,6 +206,7 @@ impl Spoke {
         let health = HealthState {
             metrics: ctx.metrics.clone(),
             ready: ctx.ready.clone(),
+            persistence: ctx.persistence.subscribe(),
         };
         let sd = shutdown.clone();
         let router = health::app(health).merge(flagger::router(ctx.clone()));
@@ -189,6 +236,7 @@ impl Spoke {
                 }
             });
         }
+        tasks.spawn(persister(ctx.clone(), shutdown.clone()));
         tasks.spawn(controller::run(ctx.clone(), shutdown.clone()));
         tasks.spawn(gates::run(ctx.clone(), shutdown.clone()));
         tasks.spawn(gates::freeze_watch::run(ctx.clone(), shutdown.clone()));

@@ -59,7 +59,9 @@ pub async fn run(client: &Client, cmd: &ClusterCmd, format: Format) -> Result<()
         ClusterCmd::List { selector } => list(client, selector.as_deref(), format).await,
         ClusterCmd::Get { name } => {
             let v: Cluster = client.get(&format!("/clusters/{}", seg(name)), &[]).await?;
-            output::print_answer(format, &v, |c| render(std::slice::from_ref(c)))
+            output::print_answer(format, &v, |c| {
+                render(std::slice::from_ref(c)) + &snapshot_lines(c)
+            })
         }
         ClusterCmd::Label {
             name,
@@ -141,6 +143,47 @@ fn render(items: &[Cluster]) -> String {
         ]);
     }
     t.render()
+}
+
+/// The cluster's snapshot as its spoke persisted it, and the hub's over-budget hold, in
+/// words (`fleetgate cluster get`, `fleetgate status CLUSTER`); empty when there is nothing
+/// to say (a spoke that predates it).
+pub fn snapshot_lines(c: &Cluster) -> String {
+    let mut out = String::new();
+    if let Some(o) = &c.snapshot_over_budget {
+        out.push_str(&format!(
+            "snapshot over budget: revision {} is {} bytes, over {}, since {}: the cluster is held closed until its gates fit\n",
+            o.revision,
+            o.bytes,
+            o.budget,
+            output::time(&o.since)
+        ));
+    }
+    let Some(p) = &c.snapshot_persistence else {
+        return out;
+    };
+    let copy = if p.persisted_revision == 0 {
+        "no snapshot".to_owned()
+    } else {
+        format!(
+            "revision {} ({} bytes in {} ConfigMap{})",
+            p.persisted_revision,
+            p.stored_bytes,
+            p.config_maps,
+            if p.config_maps == 1 { "" } else { "s" }
+        )
+    };
+    match p.state.as_str() {
+        "failing" => out.push_str(&format!(
+            "snapshot persisted: FAILING since {}: revision {} is enforced but not persisted ({}); a restart without the hub would enforce {copy}\n",
+            p.failing_since.as_ref().map(output::time).unwrap_or_default(),
+            p.failing_revision.unwrap_or_default(),
+            p.error.as_deref().unwrap_or("no reason given"),
+        )),
+        "persisted" => out.push_str(&format!("snapshot persisted: {copy}\n")),
+        _ => out.push_str("snapshot persisted: nothing to persist yet\n"),
+    }
+    out
 }
 
 /// How the cluster's spoke signs in: `token`, or the issuer and subject of its own JWT.

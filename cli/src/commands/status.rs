@@ -413,6 +413,11 @@ fn render_cluster(v: &ClusterStatus, gate: Option<&str>) -> String {
     }
     out.push_str(&held_objects(v, gate));
     out.push_str(&report_problems(v));
+    let snapshot = super::cluster::snapshot_lines(c);
+    if !snapshot.is_empty() {
+        out.push('\n');
+        out.push_str(&snapshot);
+    }
     out
 }
 

@@ -233,6 +233,48 @@ pub fn inventory_from_proto(o: pb::InventoryObject) -> crate::db::inventories::I
     }
 }
 
+/// Whether the spoke could persist its snapshot, as stored. `state` must be `persisted`,
+/// `failing` or `none` and `failing_since` a valid time (INVALID_ARGUMENT naming the field,
+/// and the report goes without it); the error text is cut to 1 KiB and U+0000 becomes U+FFFD
+/// (PostgreSQL's JSON cannot hold it).
+pub fn snapshot_persistence_from_proto(
+    p: pb::SnapshotPersistence,
+) -> Result<fleetgate_api_types::SnapshotPersistence, Status> {
+    const FIELD: &str = "report.snapshot_persistence";
+    if !matches!(p.state.as_str(), "persisted" | "failing" | "none") {
+        return Err(invalid(
+            &format!("{FIELD}.state"),
+            format!("{:?} is not persisted, failing or none", p.state),
+        ));
+    }
+    let failing_since =
+        match p.failing_since.as_ref() {
+            None => None,
+            Some(t) => Some(from_timestamp(t).ok_or_else(|| {
+                invalid(&format!("{FIELD}.failing_since"), "out-of-range timestamp")
+            })?),
+        };
+    let mut error = p.error.replace('\0', "\u{FFFD}");
+    if error.len() > 1024 {
+        let mut cut = 1021;
+        while !error.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        error.truncate(cut);
+        error.push_str("...");
+    }
+    Ok(fleetgate_api_types::SnapshotPersistence {
+        state: p.state,
+        persisted_revision: p.persisted_revision,
+        stored_bytes: p.stored_bytes,
+        json_bytes: p.json_bytes,
+        config_maps: p.config_maps,
+        error: (!error.is_empty()).then_some(error),
+        failing_revision: (p.failing_revision > 0).then_some(p.failing_revision),
+        failing_since,
+    })
+}
+
 /// The `index`th held object of a report as stored; `held_since` must be
 /// RFC 3339 when set (INVALID_ARGUMENT naming the field otherwise).
 pub fn held_from_proto(index: usize, o: pb::HeldObjectStatus) -> Result<HeldObject, Status> {

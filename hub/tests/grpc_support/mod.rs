@@ -238,6 +238,7 @@ impl TestSpoke {
                     local_gates: Default::default(),
                     inventory: Default::default(),
                     has_inventory: false,
+                    snapshot_persistence: None,
                     revision,
                     objects,
                     clock_offset_ms,

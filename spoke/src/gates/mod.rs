@@ -75,7 +75,8 @@ async fn wait_for_crd(ctx: &Context, shutdown: &CancellationToken) -> Option<Api
 /// invalid keeps that version in force after a restart too.
 async fn seed_from_persisted(ctx: &Context, in_force: &mut local::InForce) {
     match ctx.store.load().await {
-        Ok(Some(snapshot)) if snapshot.cluster == ctx.config.cluster => {
+        Ok(Some((snapshot, persisted))) if snapshot.cluster == ctx.config.cluster => {
+            ctx.persisted_at_start(persisted);
             tracing::info!(
                 revision = snapshot.revision,
                 gates = snapshot.gates.len(),

@@ -198,6 +198,7 @@ struct Session<'a> {
     requests_rx: watch::Receiver<Arc<Vec<pb::LocalRequest>>>,
     freeze_rx: watch::Receiver<Option<crate::gates::freeze::LocalFreeze>>,
     local_gates_rx: watch::Receiver<Arc<Vec<pb::LocalGateStatus>>>,
+    persistence_rx: watch::Receiver<crate::hub::snapshot_store::Persistence>,
     heartbeat: Interval,
     /// Spoke clock minus hub clock, from the last snapshot or keepalive.
     clock_offset_ms: i64,
@@ -262,6 +263,8 @@ impl<'a> Session<'a> {
         freeze_rx.mark_unchanged();
         let mut local_gates_rx = ctx.local_gates.subscribe();
         local_gates_rx.mark_unchanged();
+        let mut persistence_rx = ctx.persistence.subscribe();
+        persistence_rx.mark_unchanged();
         let every = ctx.config.heartbeat_interval;
         let mut s = Session {
             ctx,
@@ -271,6 +274,7 @@ impl<'a> Session<'a> {
             requests_rx,
             freeze_rx,
             local_gates_rx,
+            persistence_rx,
             heartbeat: tokio::time::interval_at(Instant::now() + every, every),
             clock_offset_ms: 0,
             debounce: None,
@@ -296,6 +300,11 @@ impl<'a> Session<'a> {
             },
             // The Gate objects made in the cluster travel with the report.
             changed = self.local_gates_rx.changed() => match changed {
+                Ok(()) => Step::ReportChanged,
+                Err(_) => Step::Stop,
+            },
+            // So does whether the snapshot in force is persisted.
+            changed = self.persistence_rx.changed() => match changed {
                 Ok(()) => Step::ReportChanged,
                 Err(_) => Step::Stop,
             },
@@ -359,6 +368,7 @@ impl<'a> Session<'a> {
         let inventory = self.inventory.due(&report);
         let mut message = report.to_proto(self.clock_offset_ms, Utc::now(), inventory.is_some());
         message.local_gates = self.ctx.local_gates.borrow().to_vec();
+        message.snapshot_persistence = Some(self.ctx.persistence.borrow().to_proto());
         let queued = self.tx.try_send(pb::SpokeMessage {
             msg: Some(spoke_message::Msg::Report(message)),
         });

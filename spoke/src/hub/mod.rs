@@ -10,5 +10,5 @@ mod proto_time;
 pub mod reconnect;
 pub mod report;
 pub mod snapshot;
-pub(crate) mod snapshot_store;
+pub mod snapshot_store;
 pub(crate) mod waves;

@@ -121,6 +121,8 @@ impl Report {
             local_gates: Vec::new(),
             inventory,
             has_inventory: with_inventory,
+            // The persisted snapshot's state, added by the hub connection.
+            snapshot_persistence: None,
         }
     }
 }

@@ -34,6 +34,13 @@ pub struct Metrics {
     pub frozen: Gauge,
     pub hub_connected: Gauge,
     pub snapshot_revision: Gauge,
+    pub snapshot_persisted_revision: Gauge,
+    pub snapshot_persisted_bytes: Gauge,
+    pub snapshot_persisted_json_bytes: Gauge,
+    pub snapshot_persisted_configmaps: Gauge,
+    pub snapshot_persist_failing: Gauge,
+    pub snapshot_persist_failures: Counter,
+    pub snapshot_persist_duration: Histogram,
     pub patch_duration: Histogram,
     patches: Family<Labels, Counter>,
     errors: Family<Labels, Counter>,
@@ -67,6 +74,13 @@ impl Metrics {
             frozen: Gauge::default(),
             hub_connected: Gauge::default(),
             snapshot_revision: Gauge::default(),
+            snapshot_persisted_revision: Gauge::default(),
+            snapshot_persisted_bytes: Gauge::default(),
+            snapshot_persisted_json_bytes: Gauge::default(),
+            snapshot_persisted_configmaps: Gauge::default(),
+            snapshot_persist_failing: Gauge::default(),
+            snapshot_persist_failures: Counter::default(),
+            snapshot_persist_duration: Histogram::new(exponential_buckets(0.005, 2.0, 12)),
             patch_duration: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
             patches: Family::default(),
             errors: Family::default(),
@@ -156,6 +170,41 @@ impl Metrics {
             "snapshot_revision",
             "Revision of the snapshot being enforced (0: none)",
             m.snapshot_revision.clone(),
+        );
+        registry.register(
+            "snapshot_persisted_revision",
+            "Revision of the snapshot persisted in the cluster (0: none known); a restart without the hub enforces it",
+            m.snapshot_persisted_revision.clone(),
+        );
+        registry.register(
+            "snapshot_persisted_bytes",
+            "Bytes the persisted snapshot takes in its ConfigMaps (gzipped when larger than one ConfigMap)",
+            m.snapshot_persisted_bytes.clone(),
+        );
+        registry.register(
+            "snapshot_persisted_json_bytes",
+            "Bytes of the persisted snapshot's JSON",
+            m.snapshot_persisted_json_bytes.clone(),
+        );
+        registry.register(
+            "snapshot_persisted_configmaps",
+            "ConfigMaps holding the persisted snapshot: the head, and its shards past one ConfigMap",
+            m.snapshot_persisted_configmaps.clone(),
+        );
+        registry.register(
+            "snapshot_persist_failing",
+            "1 while the snapshot in force cannot be persisted (the spoke is not ready meanwhile)",
+            m.snapshot_persist_failing.clone(),
+        );
+        registry.register(
+            "snapshot_persist_failures",
+            "Failed attempts to persist the snapshot in force",
+            m.snapshot_persist_failures.clone(),
+        );
+        registry.register(
+            "snapshot_persist_duration_seconds",
+            "Time to encode and write the snapshot's ConfigMaps",
+            m.snapshot_persist_duration.clone(),
         );
         registry.register(
             "patch_duration_seconds",

@@ -35,11 +35,17 @@ pub const WAIT: Duration = Duration::from_secs(30);
 
 mod fake_hub;
 mod gates;
+mod largest;
+mod rbac;
 #[allow(unused_imports)]
 pub use gates::*;
 // Like the dead_code allow above: not every test binary uses the fake hub.
 #[allow(unused_imports)]
 pub use fake_hub::*;
+#[allow(unused_imports)]
+pub use largest::*;
+#[allow(unused_imports)]
+pub use rbac::*;
 
 // ---------- simulator and objects ----------
 

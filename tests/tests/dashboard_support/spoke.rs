@@ -101,6 +101,7 @@ impl FakeSpoke {
                     local_gates,
                     inventory: Default::default(),
                     has_inventory: false,
+                    snapshot_persistence: None,
                     revision,
                     objects,
                     clock_offset_ms: 120,

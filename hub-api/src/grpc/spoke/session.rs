@@ -23,7 +23,8 @@ use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
 use crate::grpc::convert::{
     held_from_proto, invalid, inventory_from_proto, local_gate_from_proto,
-    local_request_from_proto, object_from_proto, snapshot_to_proto, to_status,
+    local_request_from_proto, object_from_proto, snapshot_persistence_from_proto,
+    snapshot_to_proto, to_status,
 };
 use crate::metrics::SpokeVersionLabels;
 use crate::service::fleet::Snapshot;
@@ -34,7 +35,8 @@ use crate::service::reports::{Inventory, Received, ReportParts};
 enum Step {
     Stop(&'static str),
     Changed(Desired),
-    Inbound(Result<Option<pb::SpokeMessage>, Status>),
+    // Boxed: a message is large next to the other steps.
+    Inbound(Box<Result<Option<pb::SpokeMessage>, Status>>),
     Keepalive,
 }
 
@@ -91,7 +93,7 @@ pub(super) fn stream(
                         yield msg;
                     }
                 }
-                Step::Inbound(msg) => match s.inbound(msg)? {
+                Step::Inbound(msg) => match s.inbound(*msg)? {
                     Flow::Continue => {}
                     Flow::Record(request) => Box::pin(s.record(request)).await,
                     Flow::Freeze(freeze) => Box::pin(s.record_freeze(freeze)).await,
@@ -188,6 +190,9 @@ struct Session {
     held_revision: u64,
     /// The spoke's snapshot says to enforce local gates (from its Hello).
     held_local_gates: bool,
+    /// Whether the last snapshot this stream sent was over its budget (`None`: none sent
+    /// yet); the hub records only a change, and the first one of a stream.
+    over_budget: Option<bool>,
     /// A report whose last part has not arrived yet.
     parts: ReportParts,
     /// The stream's maximum age, or its JWT's expiry if sooner.
@@ -278,6 +283,7 @@ impl Session {
             held: None,
             held_revision: hello.revision,
             held_local_gates: hello.local_gates_enforced,
+            over_budget: None,
             parts: ReportParts::default(),
         })
     }
@@ -319,7 +325,7 @@ impl Session {
                 Ok(()) => Step::Changed(rx.borrow_and_update().clone()),
                 Err(_) => Step::Stop("index closed"),
             },
-            msg = self.inbound.message() => Step::Inbound(msg),
+            msg = self.inbound.message() => Step::Inbound(Box::new(msg)),
             _ = self.keepalive.tick() => Step::Keepalive,
         }
     }
@@ -402,16 +408,27 @@ impl Session {
         }
     }
 
-    fn send(&self, s: &Snapshot) -> pb::HubMessage {
+    fn send(&mut self, s: &Snapshot) -> pb::HubMessage {
+        use fleetgate_policy::budgets::SNAPSHOT_MAX_BYTES;
         self.inner.metrics.snapshots_sent.inc();
-        let mut snapshot = snapshot_to_proto(
-            s,
-            self.inner.service.now(),
-            self.inner.cfg.local_gates_enforced,
-        );
-        if let Some(size) = crate::grpc::convert::close_if_over_budget(&mut snapshot) {
+        let now = self.inner.service.now();
+        let mut snapshot = snapshot_to_proto(s, now, self.inner.cfg.local_gates_enforced);
+        let size = crate::grpc::convert::close_if_over_budget(&mut snapshot);
+        if let Some(size) = size {
             self.inner.metrics.snapshots_over_budget.inc();
-            tracing::error!(cluster = %s.cluster, revision = s.revision, size, budget = fleetgate_policy::budgets::SNAPSHOT_MAX_BYTES, "snapshot over its budget: the cluster is held closed until its gates fit");
+            tracing::error!(cluster = %s.cluster, revision = s.revision, size, budget = SNAPSHOT_MAX_BYTES, "snapshot over its budget: the cluster is held closed until its gates fit");
+        }
+        // Visible on the cluster (REST, gRPC, CLI, dashboard): set while over, cleared by
+        // the first snapshot within the budget.
+        if size.is_some() || self.over_budget != Some(false) {
+            self.over_budget = Some(size.is_some());
+            let over = size.map(|size| fleetgate_api_types::SnapshotOverBudget {
+                bytes: size as u64,
+                budget: SNAPSHOT_MAX_BYTES as u64,
+                revision: s.revision,
+                since: now,
+            });
+            self.inner.reports.snapshot_over_budget(&self.cluster, over);
         }
         hub_msg(hub_message::Msg::Snapshot(snapshot))
     }
@@ -457,10 +474,32 @@ impl Session {
                     objects: inventory,
                     carried: report.has_inventory,
                 };
+                // It rides on the last part; one that does not convert is left out and
+                // recorded, and the stored one stays.
+                let persistence = match report.snapshot_persistence {
+                    _ if report.more => None,
+                    None => Some(None),
+                    Some(p) => match snapshot_persistence_from_proto(p) {
+                        Ok(p) => Some(Some(p)),
+                        Err(e) => {
+                            self.parts.dropped(
+                                field_of(&e),
+                                "SnapshotPersistence".into(),
+                                e.message(),
+                            );
+                            None
+                        }
+                    },
+                };
                 let added = self
                     .parts
                     .add(objects, held, local_gates, inventory, report.more);
                 if let Some(whole) = added.map_err(to_status)? {
+                    if let Some(persistence) = persistence {
+                        self.inner
+                            .reports
+                            .snapshot_persistence(&self.cluster, persistence);
+                    }
                     self.inner.reports.submit(
                         &self.cluster,
                         report.revision,

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use fleetgate_api_types::{SnapshotOverBudget, SnapshotPersistence};
 use fleetgate_proto::report_parts::MAX_REPORT_OBJECTS;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -59,6 +60,16 @@ pub struct Reports {
     /// stream's late "disconnected"; written in one statement per flush, so a
     /// reconnect storm of thousands of spokes costs a few statements.
     connections: Mutex<HashMap<String, Connection>>,
+    /// Snapshot states not yet written, the newest per cluster and field.
+    snapshot_states: Mutex<HashMap<String, SnapshotState>>,
+}
+
+/// What a replica learnt of one cluster's snapshot and not yet wrote: an outer `None`
+/// leaves the stored field as it is.
+#[derive(Debug, Clone, Default)]
+struct SnapshotState {
+    persistence: Option<Option<SnapshotPersistence>>,
+    over_budget: Option<Option<SnapshotOverBudget>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -82,6 +93,7 @@ impl Reports {
             linger,
             metrics,
             connections: Mutex::new(HashMap::new()),
+            snapshot_states: Mutex::new(HashMap::new()),
         })
     }
 
@@ -144,6 +156,7 @@ impl Reports {
     /// Writes every pending connection change and report now.
     pub async fn flush_all(&self) {
         self.flush_connections().await;
+        self.flush_snapshot_states().await;
         loop {
             let batch: Vec<ClusterReport> = {
                 let mut pending = lock(&self.pending);
@@ -274,6 +287,68 @@ impl Reports {
             let mut pending = lock(&self.connections);
             for (cluster, change) in changes {
                 pending.entry(cluster).or_insert(change);
+            }
+        }
+    }
+
+    /// Records (with the next flush) what `cluster`'s spoke reported of its persisted
+    /// snapshot with its latest whole report (`None`: a spoke that predates it). Only the
+    /// cluster's own authenticated stream calls this: its identity is `cluster`.
+    pub fn snapshot_persistence(&self, cluster: &str, persistence: Option<SnapshotPersistence>) {
+        lock(&self.snapshot_states)
+            .entry(cluster.to_string())
+            .or_default()
+            .persistence = Some(persistence);
+        self.wake.notify_one();
+    }
+
+    /// Records (with the next flush) that the snapshot sent to `cluster` was over its budget
+    /// (`over`: the hub holds it closed) or within it (`None`: clears a stored one). The
+    /// store keeps `since` while the cluster stays over and writes only a change.
+    pub fn snapshot_over_budget(&self, cluster: &str, over: Option<SnapshotOverBudget>) {
+        lock(&self.snapshot_states)
+            .entry(cluster.to_string())
+            .or_default()
+            .over_budget = Some(over);
+        self.wake.notify_one();
+    }
+
+    async fn flush_snapshot_states(&self) {
+        let states = std::mem::take(&mut *lock(&self.snapshot_states));
+        if states.is_empty() {
+            return;
+        }
+        // Name order, the one order of every path locking several clusters.
+        let mut sorted: Vec<(&String, &SnapshotState)> = states.iter().collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let (service, sorted) = (&self.service, &sorted);
+        let res = retry::transaction("snapshot states", move || async move {
+            let mut tx = service.begin().await?;
+            for (cluster, state) in sorted {
+                if let Some(over) = &state.over_budget {
+                    reports::set_snapshot_over_budget(&mut tx, cluster, over.as_ref()).await?;
+                }
+                if let Some(persistence) = &state.persistence {
+                    reports::set_snapshot_persistence(&mut tx, cluster, persistence.as_ref())
+                        .await?;
+                }
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+        .await;
+        if let Err(e) = res {
+            tracing::warn!(error = %e, clusters = states.len(), "recording snapshot states failed; will retry");
+            // Put them back unless newer ones arrived meanwhile.
+            let mut pending = lock(&self.snapshot_states);
+            for (cluster, state) in states {
+                let newer = pending.entry(cluster).or_default();
+                if newer.persistence.is_none() {
+                    newer.persistence = state.persistence;
+                }
+                if newer.over_budget.is_none() {
+                    newer.over_budget = state.over_budget;
+                }
             }
         }
     }

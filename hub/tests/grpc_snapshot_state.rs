@@ -1,0 +1,192 @@
+//! The cluster's snapshot state on the hub, over real gRPC and REST: a cluster whose gates are
+//! past the snapshot budget shows `snapshotOverBudget` (size, budget, revision) while the hub
+//! holds it closed, and what its spoke reports of its persisted snapshot shows as
+//! `snapshotPersistence` (a persistence failure with its error); both clear when the cluster
+//! recovers (its gates fit, its spoke persists again).
+
+mod common;
+mod grpc_support;
+
+use axum::http::{Method, StatusCode};
+use common::Hub;
+use fleetgate_policy::budgets::{GATE_MANIFEST_MAX_BYTES, SNAPSHOT_MAX_BYTES};
+use fleetgate_proto::v1 as pb;
+use grpc_support::{Grpc, TestSpoke, within};
+use serde_json::{Value, json};
+
+/// A gate over cluster `a` whose manifest JSON is `bytes` long.
+fn gate_of_size(name: &str, bytes: usize) -> Value {
+    let mut g = json!({
+        "apiVersion": "fleetgate.io/v1", "kind": "Gate",
+        "metadata": {"name": name, "annotations": {"pad": ""}},
+        "spec": {"clusters": {"names": ["a"]}, "default": "open"}
+    });
+    let used = serde_json::to_vec(&g).unwrap().len();
+    g["metadata"]["annotations"]["pad"] = json!("p".repeat(bytes - used));
+    g
+}
+
+/// Cluster `a` as REST shows it once `ready` holds. Polled: the state is written by the
+/// replica's flush and announces no event of its own (bounded by `within`). A state queued
+/// before another is written no later than it.
+async fn cluster_when(hub: &Hub, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    within(what, async {
+        loop {
+            let r = hub.get("/api/v1/clusters/a").await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+            if ready(&r.body) {
+                return r.body;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+/// A report of spoke `a` at `revision` with `persistence`.
+fn report(revision: u64, persistence: pb::SnapshotPersistence) -> pb::StatusReport {
+    pb::StatusReport {
+        revision,
+        snapshot_persistence: Some(persistence),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_budget_and_persistence_failures_show_on_the_cluster_and_clear() {
+    let hub = Hub::new().await;
+    let token = hub.register("a", json!({})).await;
+    let grpc = Grpc::start(hub.service.clone(), Grpc::opts()).await;
+    let n = SNAPSHOT_MAX_BYTES / GATE_MANIFEST_MAX_BYTES + 1;
+    for i in 0..n {
+        let r = hub
+            .post_json(
+                "/api/v1/gates",
+                &hub.admin,
+                gate_of_size(&format!("big-{i:02}"), GATE_MANIFEST_MAX_BYTES - 64),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    }
+    let before = hub.get("/api/v1/clusters/a").await.body;
+    assert!(before.get("snapshotOverBudget").is_none(), "{before}");
+    assert!(before.get("snapshotPersistence").is_none(), "{before}");
+
+    // Over its budget: held closed, and the cluster says so.
+    let mut spoke = TestSpoke::connect(grpc.channel.clone(), &token, "a", 0)
+        .await
+        .unwrap();
+    let snap = spoke.snapshot().await;
+    assert!(snap.gates.is_empty(), "{} gates sent", snap.gates.len());
+    let c = cluster_when(&hub, "snapshotOverBudget", |c| {
+        c.get("snapshotOverBudget").is_some()
+    })
+    .await;
+    let over = &c["snapshotOverBudget"];
+    assert!(
+        over["bytes"].as_u64().unwrap() > SNAPSHOT_MAX_BYTES as u64,
+        "{over}"
+    );
+    assert_eq!(over["budget"], json!(SNAPSHOT_MAX_BYTES), "{over}");
+    assert_eq!(over["revision"], json!(snap.revision), "{over}");
+    assert!(over["since"].is_string(), "{over}");
+
+    // The spoke cannot persist what it enforces: the failure and its error show.
+    spoke
+        .send_report(report(
+            snap.revision,
+            pb::SnapshotPersistence {
+                state: "failing".into(),
+                persisted_revision: 0,
+                error: "configmaps is forbidden".into(),
+                failing_revision: snap.revision,
+                failing_since: Some(fleetgate_proto::time::to_timestamp(chrono::Utc::now())),
+                ..Default::default()
+            },
+        ))
+        .await;
+    let c = cluster_when(&hub, "snapshotPersistence failing", |c| {
+        c["snapshotPersistence"]["state"] == "failing"
+    })
+    .await;
+    let p = &c["snapshotPersistence"];
+    assert_eq!(p["error"], "configmaps is forbidden", "{p}");
+    assert_eq!(p["failingRevision"], json!(snap.revision), "{p}");
+    assert!(p["failingSince"].is_string(), "{p}");
+    assert!(c.get("snapshotOverBudget").is_some(), "{c}");
+
+    // One that does not convert is left out: the stored one stays.
+    spoke
+        .send_report(report(
+            snap.revision,
+            pb::SnapshotPersistence {
+                state: "sideways".into(),
+                ..Default::default()
+            },
+        ))
+        .await;
+    within("the hub to take the second report", async {
+        while grpc.metrics.reports_received.get() < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+
+    // The spoke goes (the snapshots on the way down are past what the test client decodes)
+    // and the gates go: the first snapshot of its next stream fits and clears the state.
+    spoke.close();
+    spoke.clean_end("the stream's end").await;
+    for i in 0..n {
+        let r = hub
+            .call(
+                Method::DELETE,
+                &format!("/api/v1/gates/big-{i:02}"),
+                Some(&hub.admin),
+                None,
+            )
+            .await;
+        assert!(r.status.is_success(), "{} {}", r.status, r.text);
+    }
+    let mut spoke = TestSpoke::connect(grpc.channel.clone(), &token, "a", 0)
+        .await
+        .unwrap();
+    let fits = spoke.snapshot().await;
+    assert!(
+        !fits
+            .overrides
+            .iter()
+            .any(|o| o.id == "snapshot-over-budget"),
+        "{:?}",
+        fits.overrides
+    );
+    let c = cluster_when(&hub, "snapshotOverBudget cleared", |c| {
+        c.get("snapshotOverBudget").is_none()
+    })
+    .await;
+    assert_eq!(c["snapshotPersistence"]["state"], "failing", "{c}");
+
+    // The spoke persists again: the failure clears.
+    spoke
+        .send_report(report(
+            fits.revision,
+            pb::SnapshotPersistence {
+                state: "persisted".into(),
+                persisted_revision: fits.revision,
+                stored_bytes: 300,
+                json_bytes: 900,
+                config_maps: 1,
+                ..Default::default()
+            },
+        ))
+        .await;
+    let c = cluster_when(&hub, "snapshotPersistence persisted", |c| {
+        c["snapshotPersistence"]["state"] == "persisted"
+    })
+    .await;
+    let p = &c["snapshotPersistence"];
+    assert_eq!(p["persistedRevision"], json!(fits.revision), "{p}");
+    assert_eq!(p["configMaps"], json!(1), "{p}");
+    assert!(p.get("error").is_none(), "{p}");
+    assert!(p.get("failingSince").is_none(), "{p}");
+    grpc.stop().await;
+}
