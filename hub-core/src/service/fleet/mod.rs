@@ -49,11 +49,7 @@ impl Service {
 
     /// [`Service::read_fleet`] as `actor` sees it (viewer): restricted to its
     /// scope. Every fleet view a person or team reads comes through here.
-    pub async fn read_fleet_as(
-        &self,
-        actor: &Actor,
-        scope: Scope<'_>,
-    ) -> Result<FleetInputs> {
+    pub async fn read_fleet_as(&self, actor: &Actor, scope: Scope<'_>) -> Result<FleetInputs> {
         actor.require(Role::Viewer)?;
         let visible = actor.read_scope();
         if let (Some(v), Scope::Cluster(name)) = (&visible, scope) {
