@@ -296,7 +296,7 @@ impl FleetInputs {
     /// Keeps only what a scoped reader sees: its clusters, its gates, their
     /// overrides, reports and rollouts (every view is a projection of the
     /// inputs, so every read surface shows less the same way).
-    pub(crate) fn restrict(&mut self, scope: ReadScope) {
+    pub fn restrict(&mut self, scope: ReadScope) {
         self.clusters
             .retain(|c| scope.cluster(&c.row.name, &c.row.labels));
         self.gates
