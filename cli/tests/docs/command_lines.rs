@@ -134,6 +134,8 @@ fn flags_named_in_prose_exist() {
     for doc in docs
         .iter()
         .filter(|d| !d.path.ends_with("performance-history.md"))
+        // History pages keep each round as it was written.
+        .filter(|d| !d.path.ends_with("early-performance-history.md"))
     {
         // A span that is a flag (`--held-kinds`, `--local-gates enforce`);
         // spans that are command lines are checked with their program. A
