@@ -36,7 +36,8 @@ async fn tiny_run_measures_every_phase() {
     .expect("the tiny run finishes within 10 minutes")
     .expect("the tiny run succeeds");
 
-    assert_eq!(report.registration.clusters, 20);
+    // 20 clusters with tokens, and as many again signing in with their own issuer's JWTs.
+    assert_eq!(report.registration.clusters, 40);
     assert_eq!(report.notify_rtt.samples, 5);
     assert!(report.snapshot_bytes > 0);
     let sizes: Vec<usize> = report.sizes.iter().map(|s| s.spokes).collect();
@@ -61,6 +62,13 @@ async fn tiny_run_measures_every_phase() {
         "every spoke re-synced after the restart"
     );
     assert!(storm.max_attempts >= 1);
+    let storm_jwt = report.storm_jwt.clone().expect("JWT storm measured");
+    assert_eq!(
+        storm_jwt.resync.samples, 20,
+        "every JWT spoke re-synced after the restart"
+    );
+    let verify = report.jwt_verify.clone().expect("one verification timed");
+    assert!(verify.samples > 0 && verify.p50_us > 0.0);
     let ingest = report.ingest.clone().expect("ingest measured");
     assert!(ingest.rounds >= 2 && ingest.objects_per_second > 0.0);
     assert_eq!(ingest.durable.samples, ingest.rounds * 5);
