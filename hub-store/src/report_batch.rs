@@ -528,6 +528,30 @@ async fn write_objects(
     Ok(())
 }
 
+/// Replaces `report.cluster`'s object statuses and held objects with the
+/// report's and stamps the cluster's last-seen and report times and clock
+/// offset. A report whose content hash equals the stored one writes nothing,
+/// unless its snapshot revision differs from the stored one or its clock
+/// offset moved by [`CLOCK_DRIFT_MS`] (then only the connection row).
+/// Returns false (writing nothing) when the cluster no longer exists. A
+/// transaction writing several reports writes them in cluster-name order.
+pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
+    Ok(!matches!(
+        write_report_diff(conn, report).await?,
+        ReportWrite::NoCluster
+    ))
+}
+
+/// [`write_report`], also saying what the report replaced (local gate
+/// changes are audited from it).
+pub async fn write_report_diff(
+    conn: &mut PgConnection,
+    report: &ClusterReport,
+) -> Result<ReportWrite> {
+    let mut written = write_reports(conn, &[report]).await?;
+    Ok(written.pop().unwrap_or(ReportWrite::NoCluster))
+}
+
 #[cfg(test)]
 mod tests {
     use super::text_array_literal;

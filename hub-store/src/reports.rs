@@ -84,21 +84,7 @@ impl ClusterReport {
     }
 }
 
-/// Replaces `report.cluster`'s object statuses and held objects with the
-/// report's and stamps the cluster's last-seen and report times and clock
-/// offset. A report whose content hash equals the stored one writes nothing,
-/// unless its snapshot revision differs from the stored one or its clock
-/// offset moved by [`CLOCK_DRIFT_MS`] (then only the connection row).
-/// Returns false (writing nothing) when the cluster no longer exists. A
-/// transaction writing several reports writes them in cluster-name order.
-pub async fn write_report(conn: &mut PgConnection, report: &ClusterReport) -> Result<bool> {
-    Ok(!matches!(
-        write_report_diff(conn, report).await?,
-        ReportWrite::NoCluster
-    ))
-}
-
-/// What [`write_report_diff`] did.
+/// What [`write_report_diff`](super::report_batch::write_report_diff) did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReportWrite {
     /// The cluster no longer exists: nothing written.
@@ -112,16 +98,6 @@ pub enum ReportWrite {
         previous_local_gates: Vec<LocalGate>,
         newly_held: Vec<usize>,
     },
-}
-
-/// [`write_report`], also saying what the report replaced (local gate
-/// changes are audited from it).
-pub async fn write_report_diff(
-    conn: &mut PgConnection,
-    report: &ClusterReport,
-) -> Result<ReportWrite> {
-    let mut written = super::report_batch::write_reports(conn, &[report]).await?;
-    Ok(written.pop().unwrap_or(ReportWrite::NoCluster))
 }
 
 /// Problems of one report a cluster's status lists at most (all are counted).

@@ -11,9 +11,9 @@ mod common;
 use chrono::Duration;
 use common::{Hub, t0};
 use fleetgate_hub::db::held_objects::HeldObject;
-use fleetgate_hub::db::report_batch::write_reports;
+use fleetgate_hub::db::report_batch::{write_report, write_reports};
 use fleetgate_hub::db::reports::{
-    ClusterReport, LocalGate, ReportProblem, ReportWrite, ReportedObject, write_report,
+    ClusterReport, LocalGate, ReportProblem, ReportWrite, ReportedObject,
 };
 use serde_json::json;
 

@@ -9,7 +9,8 @@ mod common;
 use axum::http::StatusCode;
 use chrono::Utc;
 use common::{Hub, business_hours};
-use fleetgate_hub::db::reports::{ClusterReport, ReportedObject, write_report};
+use fleetgate_hub::db::report_batch::write_report;
+use fleetgate_hub::db::reports::{ClusterReport, ReportedObject};
 use serde_json::{Value, json};
 
 fn held_object(name: &str, gates: &[&str]) -> ReportedObject {

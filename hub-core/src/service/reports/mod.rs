@@ -514,7 +514,7 @@ fn keep_inventory(newer: &mut ClusterReport, older: ClusterReport) {
 
 /// Writes one cluster's report and audits its local gates' changes.
 async fn write_one(conn: &mut sqlx::PgConnection, report: &ClusterReport) -> Result<()> {
-    match reports::write_report_diff(conn, report).await? {
+    match crate::db::report_batch::write_report_diff(conn, report).await? {
         reports::ReportWrite::NoCluster => {
             tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");
         }
