@@ -33,12 +33,19 @@ pub struct SpokeIssuers {
     min_refetch: Duration,
     outbound: Outbound,
     metrics: IdentityMetrics,
-    verifiers: Mutex<HashMap<VerifierKey, Arc<JwtVerifier>>>,
+    /// Per issuer (and JWT-SVID rules or not): found in O(1) however many clusters (each with an issuer of its own)
+    /// sign in at once.
+    verifiers: Mutex<HashMap<(String, bool), IssuerVerifiers>>,
 }
 
-/// An issuer, when pinned its key set (as JSON text), and whether the binding is a SPIFFE
-/// ID (JWT-SVID rules, [`JwtVerifier::for_jwt_svids`]).
-type VerifierKey = (String, Option<String>, bool);
+/// One issuer's verifiers (under JWT or JWT-SVID rules, [`JwtVerifier::for_jwt_svids`]):
+/// with keys from discovery, and with the pinned key set it was built from (one at a
+/// time: a set replaced by `cluster set-jwks` goes).
+#[derive(Default)]
+struct IssuerVerifiers {
+    discovery: Option<Arc<JwtVerifier>>,
+    pinned: Option<(Value, Arc<JwtVerifier>)>,
+}
 
 impl std::fmt::Debug for SpokeIssuers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,12 +93,18 @@ impl SpokeIssuers {
     }
 
     fn verifier(&self, b: &Binding) -> Result<Arc<JwtVerifier>, SpokeRefusal> {
-        let pinned = b.jwks.as_ref().map(|j| j.to_string());
         let svid = b.subject.starts_with("spiffe://");
-        let key = (b.issuer.clone(), pinned, svid);
+        let key = (b.issuer.clone(), svid);
         let mut all = self.verifiers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = all.get(&key) {
-            return Ok(v.clone());
+        if let Some(found) = all.get(&key) {
+            let same = match &b.jwks {
+                Some(doc) => found.pinned.as_ref().filter(|(set, _)| set == doc),
+                None => None,
+            };
+            match (&b.jwks, same, &found.discovery) {
+                (Some(_), Some((_, v)), _) | (None, _, Some(v)) => return Ok(v.clone()),
+                _ => {}
+            }
         }
         let keys = match &b.jwks {
             Some(doc) => {
@@ -120,10 +133,14 @@ impl SpokeIssuers {
             self.metrics.clone(),
         );
         let v = Arc::new(if svid { v.for_jwt_svids() } else { v });
-        // A pinned set replaced by `cluster set-jwks` is not needed any more (discovery
-        // caches stay: their keys verify reconnects while the issuer is unreachable).
-        all.retain(|(iss, pinned, _), _| iss != &key.0 || pinned.is_none());
-        all.insert(key, v.clone());
+        // A pinned set replaced by `cluster set-jwks` is not needed any more (the
+        // discovery cache stays: its keys verify reconnects while the issuer is
+        // unreachable).
+        let entry = all.entry(key).or_default();
+        match &b.jwks {
+            Some(doc) => entry.pinned = Some((doc.clone(), v.clone())),
+            None => entry.discovery = Some(v.clone()),
+        }
         Ok(v)
     }
 

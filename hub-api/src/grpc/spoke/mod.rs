@@ -98,8 +98,8 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
                 .to_string();
             let signed = self
                 .inner
-                .service
-                .authenticate_spoke_jwt(&cluster, &token)
+                .auth
+                .authenticate_jwt(&cluster, &token)
                 .await
                 .map_err(to_status)?;
             let credential = session::Credential::Jwt {

@@ -217,6 +217,17 @@ impl Service {
             Some((binding, hash)) => (Some(binding), hash),
             None => (None, Vec::new()),
         };
+        self.verify_spoke_jwt(cluster, token, found).await
+    }
+
+    /// [`Service::authenticate_spoke_jwt`] with the cluster's binding already read
+    /// (`found`, as [`clusters::identity`] answers it; batched by `SpokeAuth`).
+    pub async fn verify_spoke_jwt(
+        &self,
+        cluster: &str,
+        token: &str,
+        found: Option<Option<IdentityBinding>>,
+    ) -> Result<DateTime<Utc>> {
         let binding = match found {
             None => {
                 let r =

@@ -9,10 +9,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use chrono::{DateTime, Utc};
 use tokio::sync::oneshot;
 
 use crate::auth::{hash_token, hashes_equal};
-use crate::db::clusters;
+use crate::db::clusters::{self, IdentityBinding};
 use crate::service::Service;
 use crate::service::types::Cluster;
 use crate::{Error, Result};
@@ -33,16 +34,29 @@ struct Queue {
     checkers: usize,
 }
 
-fn lock(m: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A plain queue: no invariant a panicking holder could break halfway.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Batched spoke token checks of one replica.
+/// What the binding lookup of a cluster answers: `None` if no cluster has that
+/// name, `Some(None)` if it signs in with a cluster token.
+type Found = Option<Option<IdentityBinding>>;
+
+/// Spokes waiting for their cluster's binding (`None` to a waiter: its batch
+/// failed, look up alone).
+#[derive(Default)]
+struct Lookups {
+    waiting: Vec<(String, oneshot::Sender<Option<Found>>)>,
+    readers: usize,
+}
+
+/// Batched spoke token checks and binding lookups of one replica.
 #[derive(Clone)]
 pub struct SpokeAuth {
     service: Service,
     queue: Arc<Mutex<Queue>>,
+    lookups: Arc<Mutex<Lookups>>,
 }
 
 impl std::fmt::Debug for SpokeAuth {
@@ -57,6 +71,82 @@ impl SpokeAuth {
         Self {
             service,
             queue: Arc::default(),
+            lookups: Arc::default(),
+        }
+    }
+
+    /// Checks a spoke's JWT as [`Service::authenticate_spoke_jwt`] does, with its
+    /// cluster's binding read in a batch with the other spokes signing in meanwhile.
+    pub async fn authenticate_jwt(&self, cluster: &str, token: &str) -> Result<DateTime<Utc>> {
+        let found = self.binding(cluster).await?;
+        self.service.verify_spoke_jwt(cluster, token, found).await
+    }
+
+    /// The identity binding of `cluster`, as [`clusters::identity`] answers it.
+    async fn binding(&self, cluster: &str) -> Result<Found> {
+        let (tx, rx) = oneshot::channel();
+        let start = {
+            let mut q = lock(&self.lookups);
+            q.waiting.push((cluster.to_string(), tx));
+            let start = q.readers < CHECKERS;
+            q.readers += usize::from(start);
+            start
+        };
+        if start {
+            tokio::spawn(self.clone().read_bindings());
+        }
+        match rx.await {
+            Ok(Some(found)) => Ok(found),
+            _ => {
+                let mut conn = self.service.conn().await?;
+                clusters::identity(&mut conn, cluster).await
+            }
+        }
+    }
+
+    /// Reads waiting clusters' bindings in batches until none is left.
+    async fn read_bindings(self) {
+        /// Counts the reader out however it ends.
+        struct Running(Arc<Mutex<Lookups>>);
+        impl Drop for Running {
+            fn drop(&mut self) {
+                lock(&self.0).readers -= 1;
+            }
+        }
+        let _running = Running(self.lookups.clone());
+        loop {
+            let batch: Vec<(String, oneshot::Sender<Option<Found>>)> = {
+                let mut q = lock(&self.lookups);
+                let n = q.waiting.len().min(BATCH);
+                q.waiting.drain(..n).collect()
+            };
+            if batch.is_empty() {
+                return;
+            }
+            let names: Vec<String> = batch
+                .iter()
+                .map(|(c, _)| c.clone())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let found = async {
+                let mut conn = self.service.conn().await?;
+                clusters::identities(&mut conn, &names).await
+            }
+            .await;
+            match found {
+                Ok(found) => {
+                    for (cluster, tx) in batch {
+                        let _ = tx.send(Some(found.get(&cluster).cloned()));
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(clusters = names.len(), error = %e, "batched spoke binding lookup failed; looking up one by one");
+                    for (_, tx) in batch {
+                        let _ = tx.send(None);
+                    }
+                }
+            }
         }
     }
 

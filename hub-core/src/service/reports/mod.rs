@@ -202,11 +202,16 @@ impl Reports {
         // Name order, the one order of every path locking several clusters.
         let mut batch: Vec<&ClusterReport> = batch.iter().collect();
         batch.sort_unstable_by(|a, b| a.cluster.cmp(&b.cluster));
-        for report in batch {
-            if !isolate {
-                write_one(&mut tx, report).await?;
-                continue;
+        if !isolate {
+            // One statement per step for the whole batch (`db::report_batch`).
+            let written = crate::db::report_batch::write_reports(&mut tx, &batch).await?;
+            for (report, written) in batch.iter().zip(written) {
+                after_write(&mut tx, report, written).await?;
             }
+            tx.commit().await?;
+            return Ok(());
+        }
+        for report in batch {
             let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
             match write_one(&mut savepoint, report).await {
                 Ok(()) => savepoint.commit().await?,
@@ -514,7 +519,18 @@ fn keep_inventory(newer: &mut ClusterReport, older: ClusterReport) {
 
 /// Writes one cluster's report and audits its local gates' changes.
 async fn write_one(conn: &mut sqlx::PgConnection, report: &ClusterReport) -> Result<()> {
-    match crate::db::report_batch::write_report_diff(conn, report).await? {
+    let written = crate::db::report_batch::write_report_diff(conn, report).await?;
+    after_write(conn, report, written).await
+}
+
+/// Audits `report`'s local gate changes and announces its newly held objects,
+/// after it was written (`written`).
+async fn after_write(
+    conn: &mut sqlx::PgConnection,
+    report: &ClusterReport,
+    written: reports::ReportWrite,
+) -> Result<()> {
+    match written {
         reports::ReportWrite::NoCluster => {
             tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");
         }
