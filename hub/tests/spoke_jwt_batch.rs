@@ -84,7 +84,10 @@ async fn batched_jwt_sign_ins_answer_what_one_by_one_checks_answer() {
         .map(|(i, iss)| (format!("j{i}"), token(iss, i, SUBJECT)))
         .collect();
     cases.push(("j0".into(), token(&issuers[1], 1, SUBJECT))); // another cluster's issuer
-    cases.push(("j2".into(), token(&issuers[2], 2, "system:serviceaccount:x:y"))); // another account
+    cases.push((
+        "j2".into(),
+        token(&issuers[2], 2, "system:serviceaccount:x:y"),
+    )); // another account
     cases.push(("j3".into(), token(&issuers[3], 9, SUBJECT))); // a key it never published
     cases.push(("nowhere".into(), token(&issuers[4], 4, SUBJECT))); // no such cluster
     cases.push(("with-token".into(), token(&issuers[5], 5, SUBJECT))); // registered with a token
@@ -101,5 +104,9 @@ async fn batched_jwt_sign_ins_answer_what_one_by_one_checks_answer() {
             accepted += 1;
         }
     }
-    assert_eq!(accepted, issuers.len(), "every cluster's own spoke, and only those");
+    assert_eq!(
+        accepted,
+        issuers.len(),
+        "every cluster's own spoke, and only those"
+    );
 }
