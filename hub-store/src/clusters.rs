@@ -430,23 +430,24 @@ pub async fn identity_with_hash(
 pub async fn identities(
     conn: &mut PgConnection,
     names: &[String],
-) -> Result<std::collections::HashMap<String, Option<IdentityBinding>>> {
+) -> Result<std::collections::HashMap<String, (Option<IdentityBinding>, Vec<u8>)>> {
     type Row = (
         String,
         Option<String>,
         Option<String>,
         Option<serde_json::Value>,
+        Vec<u8>,
     );
     let rows: Vec<Row> = sqlx::query_as(
-        "select name, identity_issuer, identity_subject, identity_jwks from clusters \
-         where name = any($1)",
+        "select name, identity_issuer, identity_subject, identity_jwks, token_hash \
+         from clusters where name = any($1)",
     )
     .bind(names)
     .fetch_all(conn)
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(name, issuer, subject, jwks)| {
+        .map(|(name, issuer, subject, jwks, hash)| {
             let binding = match (issuer, subject) {
                 (Some(issuer), Some(subject)) => Some(IdentityBinding {
                     issuer,
@@ -455,7 +456,7 @@ pub async fn identities(
                 }),
                 _ => None,
             };
-            (name, binding)
+            (name, (binding, hash))
         })
         .collect())
 }

@@ -213,21 +213,21 @@ impl Service {
             let mut conn = self.conn().await?;
             clusters::identity_with_hash(&mut conn, cluster).await?
         };
-        let (found, registration) = match found {
-            Some((binding, hash)) => (Some(binding), hash),
-            None => (None, Vec::new()),
-        };
         self.verify_spoke_jwt(cluster, token, found).await
     }
 
     /// [`Service::authenticate_spoke_jwt`] with the cluster's binding already read
-    /// (`found`, as [`clusters::identity`] answers it; batched by `SpokeAuth`).
+    /// (`found`, as [`clusters::identity_with_hash`] answers it; batched by `SpokeAuth`).
     pub async fn verify_spoke_jwt(
         &self,
         cluster: &str,
         token: &str,
-        found: Option<Option<IdentityBinding>>,
-    ) -> Result<DateTime<Utc>> {
+        found: Option<(Option<IdentityBinding>, Vec<u8>)>,
+    ) -> Result<SpokeSignIn> {
+        let (found, registration) = match found {
+            Some((binding, hash)) => (Some(binding), hash),
+            None => (None, Vec::new()),
+        };
         let binding = match found {
             None => {
                 let r =

@@ -9,12 +9,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use chrono::{DateTime, Utc};
 use tokio::sync::oneshot;
 
 use crate::auth::{hash_token, hashes_equal};
 use crate::db::clusters::{self, IdentityBinding};
 use crate::service::Service;
+use crate::service::clusters::identity::SpokeSignIn;
 use crate::service::types::Cluster;
 use crate::{Error, Result};
 
@@ -40,8 +40,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// What the binding lookup of a cluster answers: `None` if no cluster has that
-/// name, `Some(None)` if it signs in with a cluster token.
-type Found = Option<Option<IdentityBinding>>;
+/// name, `Some((None, _))` if it signs in with a cluster token; with the cluster's
+/// credential hash read with it.
+type Found = Option<(Option<IdentityBinding>, Vec<u8>)>;
 
 /// Spokes waiting for their cluster's binding (`None` to a waiter: its batch
 /// failed, look up alone).
@@ -77,12 +78,12 @@ impl SpokeAuth {
 
     /// Checks a spoke's JWT as [`Service::authenticate_spoke_jwt`] does, with its
     /// cluster's binding read in a batch with the other spokes signing in meanwhile.
-    pub async fn authenticate_jwt(&self, cluster: &str, token: &str) -> Result<DateTime<Utc>> {
+    pub async fn authenticate_jwt(&self, cluster: &str, token: &str) -> Result<SpokeSignIn> {
         let found = self.binding(cluster).await?;
         self.service.verify_spoke_jwt(cluster, token, found).await
     }
 
-    /// The identity binding of `cluster`, as [`clusters::identity`] answers it.
+    /// The identity binding of `cluster`, as [`clusters::identity_with_hash`] answers it.
     async fn binding(&self, cluster: &str) -> Result<Found> {
         let (tx, rx) = oneshot::channel();
         let start = {
@@ -99,7 +100,7 @@ impl SpokeAuth {
             Ok(Some(found)) => Ok(found),
             _ => {
                 let mut conn = self.service.conn().await?;
-                clusters::identity(&mut conn, cluster).await
+                clusters::identity_with_hash(&mut conn, cluster).await
             }
         }
     }
