@@ -100,7 +100,11 @@ async fn batched_jwt_sign_ins_answer_what_one_by_one_checks_answer() {
         let alone = hub.service.authenticate_spoke_jwt(cluster, token).await;
         assert_eq!(format!("{got:?}"), format!("{alone:?}"), "{cluster}");
         if let Ok(exp) = got {
-            assert_eq!(exp.expires.timestamp(), t0().timestamp() + 3600, "{cluster}");
+            assert_eq!(
+                exp.expires.timestamp(),
+                t0().timestamp() + 3600,
+                "{cluster}"
+            );
             accepted += 1;
         }
     }
