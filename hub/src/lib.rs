@@ -24,4 +24,4 @@ pub use fleetgate_hub_core::{
     Actor, Error, Result, Role, Service, auth, build_info, clock, db, error, fanout, liveness,
     metrics, notify, rollout, schema, service, validate,
 };
-pub use serve::serve;
+pub use serve::{Drained, serve, serve_drained};

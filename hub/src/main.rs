@@ -33,10 +33,11 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(c) => {
             let shutdown = CancellationToken::new();
             tokio::spawn(cancel_on_signal(shutdown.clone()));
-            fleetgate_hub::serve(c, shutdown).await?;
+            let drained = fleetgate_hub::serve_drained(c, shutdown).await?;
             // Drained: reports flushed, connection state cleared, lease ended. Exit now
-            // instead of dropping every connection's task and buffers one by one
-            // (about 0.2 s with 10,000 spokes, while a single replica's fleet waits).
+            // instead of freeing the replica's state and every connection's task one by
+            // one (0.05–0.3 s with 10,000 spokes, while a single replica's fleet waits).
+            drained.leak();
             std::process::exit(0);
         }
     }
