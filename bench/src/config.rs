@@ -22,6 +22,8 @@ pub struct BenchConfig {
     /// with their clusters' JWTs (cached keys), and the cost of one
     /// verification timed over this many samples.
     pub jwt_storm: bool,
+    /// What the JWT fleet's issuers sign with.
+    pub jwt_alg: crate::jwt::JwtAlg,
     pub jwt_verify_samples: usize,
     /// Hub replicas on one database for the replicas phase (< 2 skips it).
     pub replicas: usize,
@@ -70,6 +72,7 @@ impl BenchConfig {
             notify_samples: if quick { 50 } else { 500 },
             storm: true,
             jwt_storm: true,
+            jwt_alg: crate::jwt::JwtAlg::default(),
             jwt_verify_samples: if quick { 2_000 } else { 10_000 },
             replicas: 2,
             ingest_spokes: 1000,

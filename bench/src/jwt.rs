@@ -1,7 +1,8 @@
 //! Spokes signing in with their clusters' own identity (#52) in the benchmark: a
 //! fleet of clusters registered with an issuer each (the simulator's
-//! service-account issuer: an ES256 key per cluster, tokens with kube-apiserver's
-//! claims) and their keys pinned at registration, so the hub verifies with
+//! service-account issuer, tokens with kube-apiserver's claims; RS256 by default,
+//! what the issuers of EKS, GKE, AKS and kubeadm clusters sign with, or ES256, SPIRE's
+//! default for JWT-SVIDs) and their keys pinned at registration, so the hub verifies with
 //! keys it holds (cached keys: no discovery fetch during the storm); and the
 //! cost of one verification with cached keys, measured in this process with the
 //! hub's own verifier.
@@ -28,6 +29,62 @@ const AUDIENCE: &str = "fleetgate";
 /// Lifetime of the benchmark's spoke tokens: longer than any run, so no stream
 /// ends at its token's expiry during a measurement.
 const TOKEN_TTL_SECONDS: i64 = 3600;
+
+/// The signature algorithm of the JWT fleet's tokens (`--jwt-alg`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum JwtAlg {
+    /// RSA 2048 (kube-apiserver's usual `--service-account-signing-key-file`).
+    #[default]
+    Rs256,
+    /// ECDSA P-256 (SPIRE's default JWT-SVID key).
+    Es256,
+}
+
+impl JwtAlg {
+    pub fn name(self) -> &'static str {
+        match self {
+            JwtAlg::Rs256 => "RS256",
+            JwtAlg::Es256 => "ES256",
+        }
+    }
+}
+
+/// RSA keys the RS256 issuers take in turn: generating 2048-bit keys costs tens of
+/// milliseconds each, and a verification costs the same whichever key signed (every
+/// cluster still has an issuer, a pinned key set and a verifier of its own).
+const RSA_KEYS: usize = 8;
+
+/// `RSA_KEYS` fresh RSA 2048 private keys (DER), from `openssl genpkey` (ring cannot
+/// generate RSA keys).
+fn rsa_keys() -> Result<Vec<Vec<u8>>> {
+    (0..RSA_KEYS)
+        .map(|_| {
+            let out = std::process::Command::new("openssl")
+                .args([
+                    "genpkey",
+                    "-algorithm",
+                    "RSA",
+                    "-pkeyopt",
+                    "rsa_keygen_bits:2048",
+                ])
+                .args(["-outform", "DER"])
+                .output()
+                .map_err(|e| Error::setup(format!("running openssl for RS256 keys: {e}")))?;
+            if !out.status.success() || out.stdout.is_empty() {
+                return Err(Error::setup("openssl genpkey failed (use --jwt-alg es256)"));
+            }
+            Ok(out.stdout)
+        })
+        .collect()
+}
+
+/// An issuer at `url` signing with `alg` (RS256: the `i`-th of `rsa`, in turn).
+fn issuer(url: String, alg: JwtAlg, rsa: &[Vec<u8>], i: usize) -> Result<Issuer> {
+    match alg {
+        JwtAlg::Es256 => Ok(Issuer::new(url)),
+        JwtAlg::Rs256 => Issuer::with_rsa_key(url, &rsa[i % rsa.len()]).map_err(Error::setup),
+    }
+}
 
 /// The name of JWT cluster `i`.
 pub fn cluster_name(i: usize) -> String {
@@ -57,7 +114,12 @@ pub async fn register(
     service: &Service,
     range: std::ops::Range<usize>,
     labels: &[(&str, &str)],
+    alg: JwtAlg,
 ) -> Result<Vec<Credential>> {
+    let rsa = match alg {
+        JwtAlg::Rs256 => rsa_keys()?,
+        JwtAlg::Es256 => Vec::new(),
+    };
     let actor = fleet::actor();
     let labels: BTreeMap<String, String> = labels
         .iter()
@@ -66,16 +128,18 @@ pub async fn register(
     let results: Vec<Result<Credential>> = futures::stream::iter(range)
         .map(|i| {
             let name = cluster_name(i);
-            let issuer = Issuer::new(format!("https://{name}.oidc.bench.invalid"));
-            let req = RegisterCluster {
-                name: name.clone(),
-                labels: labels.clone(),
-                issuer: Some(issuer.url.clone()),
-                jwks: Some(issuer.jwks()),
-                ..Default::default()
-            };
+            let issuer = issuer(format!("https://{name}.oidc.bench.invalid"), alg, &rsa, i);
             let actor = &actor;
+            let labels = &labels;
             async move {
+                let issuer = issuer?;
+                let req = RegisterCluster {
+                    name: name.clone(),
+                    labels: labels.clone(),
+                    issuer: Some(issuer.url.clone()),
+                    jwks: Some(issuer.jwks()),
+                    ..Default::default()
+                };
                 service
                     .register_cluster(actor, req, Some("scale benchmark (JWT)"))
                     .await?;
@@ -104,16 +168,29 @@ pub struct VerifyCost {
 }
 
 /// Verifies one spoke token `samples` times with the hub's verifier (pinned
-/// keys, after one verification that built the verifier) and times each.
-pub async fn verify_cost(samples: usize) -> Result<VerifyCost> {
+/// keys, after one verification that built the verifier) and times each; for
+/// each algorithm, `first` first.
+pub async fn verify_costs(samples: usize, first: JwtAlg) -> Result<Vec<VerifyCost>> {
+    let rsa = rsa_keys()?;
+    let mut out = Vec::new();
+    for alg in [first, JwtAlg::Rs256, JwtAlg::Es256] {
+        if out.iter().any(|c: &VerifyCost| c.algorithm == alg.name()) {
+            continue;
+        }
+        let issuer = issuer("https://verify.oidc.bench.invalid".into(), alg, &rsa, 0)?;
+        out.push(verify_cost(samples, &issuer, alg).await?);
+    }
+    Ok(out)
+}
+
+async fn verify_cost(samples: usize, issuer: &Issuer, alg: JwtAlg) -> Result<VerifyCost> {
     let issuers = SpokeIssuers::default();
-    let issuer = Issuer::new("https://verify.oidc.bench.invalid".into());
     let binding = Binding {
         issuer: issuer.url.clone(),
         subject: "system:serviceaccount:fleetgate-system:fleetgate-spoke".into(),
         jwks: Some(issuer.jwks()),
     };
-    let token = token(&issuer);
+    let token = token(issuer);
     let now = chrono::Utc::now();
     issuers
         .verify(&binding, &token, now)
@@ -132,7 +209,7 @@ pub async fn verify_cost(samples: usize) -> Result<VerifyCost> {
     us.sort_by(f64::total_cmp);
     let rank = |p: f64| us[((p * us.len() as f64).ceil() as usize).clamp(1, us.len()) - 1];
     Ok(VerifyCost {
-        algorithm: "ES256".into(),
+        algorithm: alg.name().into(),
         samples: us.len(),
         p50_us: rank(0.50),
         p99_us: rank(0.99),

@@ -41,6 +41,10 @@ struct Cli {
     /// (and its fleet's registration).
     #[arg(long)]
     no_jwt_storm: bool,
+    /// What the JWT fleet's issuers sign with: rs256 (the service-account issuers of
+    /// EKS, GKE, AKS and kubeadm clusters) or es256 (SPIRE's JWT-SVIDs).
+    #[arg(long, value_enum, default_value_t = fleetgate_bench::jwt::JwtAlg::Rs256)]
+    jwt_alg: fleetgate_bench::jwt::JwtAlg,
     /// Hub replicas on one PostgreSQL in the replicas phase (1 skips it).
     #[arg(long, default_value_t = 2)]
     replicas: usize,
@@ -130,6 +134,7 @@ async fn main() -> anyhow_free::Result {
     cfg.baseline_hub = cli.baseline_hub;
     cfg.storm = !cli.no_storm;
     cfg.jwt_storm = !cli.no_jwt_storm;
+    cfg.jwt_alg = cli.jwt_alg;
     cfg.replicas = cli.replicas;
     cfg.real_spokes = cli.real_spokes;
     cfg.objects_per_spoke = cli.objects_per_spoke.max(1);

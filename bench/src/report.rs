@@ -18,8 +18,9 @@ pub struct Report {
     pub storm: Option<StormResult>,
     /// The same storm with the spokes signing in with their clusters' JWTs.
     pub storm_jwt: Option<StormResult>,
-    /// The cost of one spoke JWT verification with cached keys.
-    pub jwt_verify: Option<crate::jwt::VerifyCost>,
+    /// The cost of one spoke JWT verification with cached keys, per algorithm (the
+    /// JWT storm's first).
+    pub jwt_verify: Vec<crate::jwt::VerifyCost>,
     /// Two (or more) hub replicas on one PostgreSQL.
     pub replicas: Option<crate::replicas::ReplicasResult>,
     pub ingest: Option<IngestResult>,
@@ -354,7 +355,7 @@ impl Report {
                 Some(ratio <= 1.2),
             );
         }
-        if let Some(v) = &self.jwt_verify {
+        for v in &self.jwt_verify {
             row(
                 format!(
                     "one spoke JWT verification, keys cached ({}, {} verifications) p50 / p99 / max",

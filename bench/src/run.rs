@@ -244,10 +244,11 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             "registering {n} clusters signing in with their own issuer's JWTs"
         ));
         let t = Instant::now();
-        let creds = crate::jwt::register(&service, 0..n, &[("fleet", "bench")]).await?;
+        let creds =
+            crate::jwt::register(&service, 0..n, &[("fleet", "bench")], cfg.jwt_alg).await?;
         registering += t.elapsed();
-        progress("one spoke JWT verification with cached keys, timed");
-        report.jwt_verify = Some(crate::jwt::verify_cost(cfg.jwt_verify_samples).await?);
+        progress("one spoke JWT verification with cached keys, timed (RS256, ES256)");
+        report.jwt_verify = crate::jwt::verify_costs(cfg.jwt_verify_samples, cfg.jwt_alg).await?;
         creds
     } else {
         Vec::new()
@@ -305,8 +306,9 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             progress(&format!(
                 "hub: reconnect storm with {n} spokes signing in with JWTs"
             ));
+            let jwt_credential = format!("JWT, {}", cfg.jwt_alg.name());
             let (result, restarted) =
-                storm::run(&ext, &spec, hub, &service, &pool, "j-", "JWT").await?;
+                storm::run(&ext, &spec, hub, &service, &pool, "j-", &jwt_credential).await?;
             report.storm_jwt = Some(result);
             hub = restarted;
             ext.shutdown().await;

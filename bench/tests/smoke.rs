@@ -67,8 +67,20 @@ async fn tiny_run_measures_every_phase() {
         storm_jwt.resync.samples, 20,
         "every JWT spoke re-synced after the restart"
     );
-    let verify = report.jwt_verify.clone().expect("one verification timed");
-    assert!(verify.samples > 0 && verify.p50_us > 0.0);
+    assert_eq!(storm_jwt.credential, "JWT, RS256", "RS256 by default");
+    let algs: Vec<&str> = report
+        .jwt_verify
+        .iter()
+        .map(|v| v.algorithm.as_str())
+        .collect();
+    assert_eq!(
+        algs,
+        ["RS256", "ES256"],
+        "one verification timed per algorithm"
+    );
+    for verify in &report.jwt_verify {
+        assert!(verify.samples > 0 && verify.p50_us > 0.0);
+    }
     let ingest = report.ingest.clone().expect("ingest measured");
     assert!(ingest.rounds >= 2 && ingest.objects_per_second > 0.0);
     assert_eq!(ingest.durable.samples, ingest.rounds * 5);

@@ -43,6 +43,10 @@ pub struct Replica {
     pub notifier: crate::notifier::Notifier,
     /// The calendar feed refresher.
     pub calendars: crate::calendar_sync::CalendarSync,
+    /// Cancelled by the gRPC server once a drain has ended every spoke stream: no
+    /// report can arrive any more, so [`Replica::run`] flushes and clears while the
+    /// connections close.
+    pub streams_drained: CancellationToken,
 }
 
 impl Replica {
@@ -105,6 +109,7 @@ impl Replica {
             grpc,
             notifier,
             calendars,
+            streams_drained: CancellationToken::new(),
         }
     }
 
@@ -193,31 +198,45 @@ impl Replica {
             self.service.clone(),
             tasks.clone(),
         ));
+        // Winding down starts when the servers stop, or earlier, when a drain has
+        // ended every spoke stream: the report flush, the tasks' ends and clearing
+        // the connection state then overlap the wait for the spokes' connections to
+        // close (fleetgate-bench storm: the hub was down for their sum).
+        let wind_down = async {
+            tasks.cancelled().await;
+            let _ = batcher_task.await;
+            crate::drain::phase("reports_flushed");
+            let _ = listener_task.await;
+            let _ = rollout_task.await;
+            let _ = notify_task.await;
+            let _ = calendar_task.await;
+            let _ = approvals_task.await;
+            let _ = health_task.await;
+            crate::drain::phase("tasks_stopped");
+            // Streams ended by the drain skipped recording their disconnection.
+            let drained_at = self.service.now();
+            if let Err(e) = self.reports.clear_connections(Some(drained_at)).await {
+                tracing::warn!(replica = %self.id(), error = %e, "clearing connection state after the drain failed");
+            }
+            crate::drain::phase("connections_cleared");
+        };
         // Renewals run inside this future, not as a task of their own: when it
         // is dropped (the replica dies) they stop with it.
-        let (result, ()) = tokio::join!(
+        let (result, (), (), ()) = tokio::join!(
             async {
                 let result = serving.await;
                 tasks.cancel();
                 result
             },
+            async {
+                tokio::select! {
+                    () = self.streams_drained.cancelled() => tasks.cancel(),
+                    () = tasks.cancelled() => {}
+                }
+            },
             lease.clone().run(tasks.clone()),
+            wind_down,
         );
-        let _ = batcher_task.await;
-        crate::drain::phase("reports_flushed");
-        let _ = listener_task.await;
-        let _ = rollout_task.await;
-        let _ = notify_task.await;
-        let _ = calendar_task.await;
-        let _ = approvals_task.await;
-        let _ = health_task.await;
-        crate::drain::phase("tasks_stopped");
-        // Streams ended by the drain skipped recording their disconnection.
-        let drained_at = self.service.now();
-        if let Err(e) = self.reports.clear_connections(Some(drained_at)).await {
-            tracing::warn!(replica = %self.id(), error = %e, "clearing connection state after the drain failed");
-        }
-        crate::drain::phase("connections_cleared");
         if let Err(e) = lease.end().await {
             tracing::warn!(replica = %self.id(), error = %e, "ending the replica lease failed");
         }

@@ -34,6 +34,10 @@ async fn main() -> anyhow::Result<()> {
             let shutdown = CancellationToken::new();
             tokio::spawn(cancel_on_signal(shutdown.clone()));
             fleetgate_hub::serve(c, shutdown).await?;
+            // Drained: reports flushed, connection state cleared, lease ended. Exit now
+            // instead of dropping every connection's task and buffers one by one
+            // (about 0.2 s with 10,000 spokes, while a single replica's fleet waits).
+            std::process::exit(0);
         }
     }
     Ok(())

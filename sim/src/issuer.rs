@@ -1,5 +1,6 @@
-//! The cluster's service-account token issuer: an ES256 signing key of its own per
-//! simulated cluster, the tokens it signs (TokenRequest, projected volumes, JWT-SVIDs) and
+//! The cluster's service-account token issuer: a signing key of its own per simulated
+//! cluster (ES256, generated; or RS256 from a given RSA key, what managed clusters' and
+//! kubeadm's issuers sign with), the tokens it signs (TokenRequest, projected volumes, JWT-SVIDs) and
 //! what it publishes for OIDC discovery. Follows kubernetes `pkg/serviceaccount/jwt.go`
 //! (signing, `kid`), `pkg/serviceaccount/claims.go` (claims) and
 //! `pkg/serviceaccount/openidmetadata.go` (discovery document and JWKS).
@@ -14,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
+use ring::signature::{
+    ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _, RSA_PKCS1_SHA256, RsaKeyPair,
+};
 use serde_json::{Value, json};
 
 /// DER prefix of a P-256 `SubjectPublicKeyInfo` (id-ecPublicKey, prime256v1, BIT STRING
@@ -25,14 +28,77 @@ const P256_SPKI_PREFIX: [u8; 26] = [
     0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
 ];
 
+/// DER of the rsaEncryption `AlgorithmIdentifier` (OID 1.2.840.113549.1.1.1, NULL).
+const RSA_ALGORITHM: [u8; 15] = [
+    0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00,
+];
+
+/// A DER element: `tag`, the definite length, `content`.
+fn der(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = content.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes: Vec<u8> = len
+            .to_be_bytes()
+            .into_iter()
+            .skip_while(|b| *b == 0)
+            .collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+/// How a key signs.
+enum Signer {
+    Ec(EcdsaKeyPair),
+    Rsa(RsaKeyPair),
+}
+
 /// One signing key and its public JWK.
 struct SigningKey {
     kid: String,
-    pair: EcdsaKeyPair,
+    signer: Signer,
     jwk: Value,
 }
 
 impl SigningKey {
+    fn alg(&self) -> &'static str {
+        match self.signer {
+            Signer::Ec(_) => "ES256",
+            Signer::Rsa(_) => "RS256",
+        }
+    }
+
+    /// An RSA key (PKCS#8 or PKCS#1 DER), as kube-apiserver loads
+    /// `--service-account-signing-key-file` (jwt.go, `signerFromRSAPrivateKey`: RS256).
+    fn rsa(der_key: &[u8]) -> Result<SigningKey, String> {
+        let pair = RsaKeyPair::from_pkcs8(der_key)
+            .or_else(|_| RsaKeyPair::from_der(der_key))
+            .map_err(|e| format!("not an RSA private key in DER: {e}"))?;
+        // jwt.go, keyIDFromPublicKey: base64url(SHA-256(PKIX DER of the public key));
+        // ring's public key is the PKCS#1 `RSAPublicKey` the SPKI's BIT STRING wraps.
+        let mut bits = vec![0u8];
+        bits.extend_from_slice(pair.public().as_ref());
+        let mut spki_content = RSA_ALGORITHM.to_vec();
+        spki_content.extend(der(0x03, &bits));
+        let spki = der(0x30, &spki_content);
+        let kid = B64.encode(ring::digest::digest(&ring::digest::SHA256, &spki));
+        let public = ring::rsa::PublicKeyComponents::<Vec<u8>>::from(pair.public());
+        let jwk = json!({
+            "use": "sig", "kty": "RSA", "kid": kid, "alg": "RS256",
+            "n": B64.encode(&public.n), "e": B64.encode(&public.e),
+        });
+        Ok(SigningKey {
+            kid,
+            signer: Signer::Rsa(pair),
+            jwk,
+        })
+    }
+
     fn generate(rng: &SystemRandom) -> SigningKey {
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, rng)
             .expect("generating a P-256 key");
@@ -49,7 +115,11 @@ impl SigningKey {
             "use": "sig", "kty": "EC", "kid": kid, "crv": "P-256", "alg": "ES256",
             "x": B64.encode(x), "y": B64.encode(y),
         });
-        SigningKey { kid, pair, jwk }
+        SigningKey {
+            kid,
+            signer: Signer::Ec(pair),
+            jwk,
+        }
     }
 }
 
@@ -107,6 +177,15 @@ impl Issuer {
         }
     }
 
+    /// An issuer signing RS256 with `der_key` (an RSA private key, PKCS#8 or PKCS#1
+    /// DER). Keys it rotates to are ES256 (kube-apiserver publishes keys of both kinds
+    /// side by side).
+    pub fn with_rsa_key(url: String, der_key: &[u8]) -> Result<Issuer, String> {
+        let issuer = Issuer::new(url);
+        issuer.keys().current = Arc::new(SigningKey::rsa(der_key)?);
+        Ok(issuer)
+    }
+
     fn keys(&self) -> std::sync::MutexGuard<'_, Keys> {
         self.keys.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -151,8 +230,20 @@ impl Issuer {
             "jwks_uri": format!("{}/openid/v1/jwks", self.url.trim_end_matches('/')),
             "response_types_supported": ["id_token"],
             "subject_types_supported": ["public"],
-            "id_token_signing_alg_values_supported": ["ES256"],
+            "id_token_signing_alg_values_supported": self.algs(),
         })
+    }
+
+    /// The algorithms of the published keys (openidmetadata.go, `getAlgs`), sorted.
+    fn algs(&self) -> Vec<&'static str> {
+        let keys = self.keys();
+        let mut algs: Vec<&'static str> = std::iter::once(&keys.current)
+            .chain(keys.previous.iter())
+            .map(|k| k.alg())
+            .collect();
+        algs.sort_unstable();
+        algs.dedup();
+        algs
     }
 
     /// `/openid/v1/jwks`: every published key, the signing one first.
@@ -200,17 +291,26 @@ impl Issuer {
         claims
     }
 
-    /// `claims` signed with the current key: `header.claims.signature`, ES256.
+    /// `claims` signed with the current key: `header.claims.signature`, ES256 or RS256.
     pub fn sign(&self, claims: &Value) -> String {
         let key = self.keys().current.clone();
-        let header = json!({"alg": "ES256", "kid": key.kid});
+        let header = json!({"alg": key.alg(), "kid": key.kid});
         let part = |v: &Value| B64.encode(serde_json::to_vec(v).unwrap_or_default());
         let message = format!("{}.{}", part(&header), part(claims));
-        let signature = key
-            .pair
-            .sign(&self.rng, message.as_bytes())
-            .expect("ECDSA signing");
-        format!("{message}.{}", B64.encode(signature.as_ref()))
+        let signature = match &key.signer {
+            Signer::Ec(pair) => pair
+                .sign(&self.rng, message.as_bytes())
+                .expect("ECDSA signing")
+                .as_ref()
+                .to_vec(),
+            Signer::Rsa(pair) => {
+                let mut sig = vec![0u8; pair.public().modulus_len()];
+                pair.sign(&RSA_PKCS1_SHA256, &self.rng, message.as_bytes(), &mut sig)
+                    .expect("RSA signing");
+                sig
+            }
+        };
+        format!("{message}.{}", B64.encode(signature))
     }
 }
 
@@ -229,6 +329,17 @@ mod tests {
             .iter()
             .filter(|k| k["kid"] == header["kid"])
             .any(|k| {
+                if k["kty"] == "RSA" {
+                    let n = B64.decode(k["n"].as_str().unwrap()).unwrap();
+                    let e = B64.decode(k["e"].as_str().unwrap()).unwrap();
+                    return ring::signature::RsaPublicKeyComponents { n, e }
+                        .verify(
+                            &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+                            message.as_bytes(),
+                            &B64.decode(sig).unwrap(),
+                        )
+                        .is_ok();
+                }
                 let mut point = vec![4u8];
                 point.extend(B64.decode(k["x"].as_str().unwrap()).unwrap());
                 point.extend(B64.decode(k["y"].as_str().unwrap()).unwrap());
@@ -283,5 +394,66 @@ mod tests {
             "https://x/openid/v1/jwks",
             "jwks_uri under the issuer"
         );
+    }
+
+    fn openssl(args: &[&str], input: &[u8]) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new("openssl")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("openssl runs");
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "openssl {args:?}");
+        out.stdout
+    }
+
+    #[test]
+    fn an_rsa_issuer_signs_rs256_with_kube_apiservers_kid() {
+        let key = openssl(
+            &[
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+                "-outform",
+                "DER",
+            ],
+            b"",
+        );
+        let issuer = Issuer::with_rsa_key("https://r".into(), &key).unwrap();
+        // keyIDFromPublicKey over the PKIX DER openssl writes for the same key.
+        let spki = openssl(
+            &["pkey", "-inform", "DER", "-pubout", "-outform", "DER"],
+            &key,
+        );
+        let want = B64.encode(ring::digest::digest(&ring::digest::SHA256, &spki));
+        assert_eq!(issuer.kid(), want);
+        let jwk = &issuer.jwks()["keys"][0];
+        assert_eq!(
+            (jwk["kty"].as_str(), jwk["alg"].as_str()),
+            (Some("RSA"), Some("RS256"))
+        );
+        assert_eq!(
+            issuer.discovery()["id_token_signing_alg_values_supported"],
+            json!(["RS256"])
+        );
+        let sa = Subject::Spiffe("spiffe://d/x".into());
+        let token = issuer.sign(&issuer.claims(&sa, &["a".into()], 1, 60));
+        assert!(token.starts_with(&B64.encode(format!(r#"{{"alg":"RS256","kid":"{want}"}}"#))));
+        assert!(verify(&token, &issuer.jwks()));
+        issuer.rotate();
+        assert_eq!(
+            issuer.discovery()["id_token_signing_alg_values_supported"],
+            json!(["ES256", "RS256"])
+        );
+        assert!(
+            verify(&token, &issuer.jwks()),
+            "the RSA key is still published"
+        );
+        assert!(Issuer::with_rsa_key("https://r".into(), b"not a key").is_err());
     }
 }

@@ -133,6 +133,7 @@ pub async fn serve_replica(
     let bounded = async {
         shutdown.cancelled().await;
         streams.streams_ended().await;
+        replica.streams_drained.cancel();
         tokio::time::sleep(CLOSE_GRACE).await;
     };
     tokio::select! {

@@ -82,6 +82,12 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
         &self,
         req: Request<Streaming<pb::SpokeMessage>>,
     ) -> Result<Response<HubStream>, Status> {
+        // A draining replica takes no new stream (a spoke may still open one on a
+        // connection that has not seen the GOAWAY yet): it would end at once, and
+        // its reports would reach a batcher that has stopped.
+        if self.inner.shutdown.is_cancelled() {
+            return Err(Status::unavailable("hub replica draining: reconnect"));
+        }
         let token = bearer(&req)?;
         let (cluster, credential) = if looks_like_jwt(&token) {
             // The cluster's own JWT names no cluster of ours: the spoke says which one it

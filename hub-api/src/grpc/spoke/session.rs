@@ -146,7 +146,13 @@ impl Drop for Subscription {
             .dec();
         let inner = self.inner.clone();
         let cluster = std::mem::take(&mut self.cluster);
-        tracing::info!(%cluster, "spoke disconnected");
+        // A drain ends every stream at once: one line for all (its phase line), not
+        // thousands competing with the drain for the log.
+        if self.inner.shutdown.is_cancelled() {
+            tracing::debug!(%cluster, "spoke disconnected (drain)");
+        } else {
+            tracing::info!(%cluster, "spoke disconnected");
+        }
         let live = self.inner.live.fetch_sub(1, Ordering::AcqRel) - 1;
         if live == 0 {
             self.inner.none_live.notify_waiters();
