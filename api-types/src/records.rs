@@ -41,6 +41,8 @@ pub struct GateRecord {
 pub struct CalendarFeedStatus {
     /// The window's name.
     pub window: String,
+    /// The feed's URL as the hub shows it: without user, password, query or fragment
+    /// (`?…`: a query was cut); the gate's manifest keeps it as written.
     pub url: String,
     /// `notFetched` (no attempt yet: the window counts as never fetched), `ok`, `failing`
     /// (the last attempt failed; the last good copy is in use) or `stale` (no good copy for

@@ -1,55 +1,15 @@
 //! `kubectl kustomize` renders every overlay in deploy/, the objects have the
 //! expected kinds and hardening, the spoke's ClusterRole grants exactly the
 //! verbs the spoke uses, and each cluster's Flux patch applies to deploy/spoke.
+//! The spoke's optional components: `deploy_components.rs`.
+
+mod render;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use render::{copy_dir, find, grants, kinds, render, repo, strs};
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Renders a kustomization directory with the real kubectl.
-fn render(dir: &Path) -> Vec<Value> {
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(dir)
-        .output()
-        .expect("running kubectl (install kubectl to run the deploy tests)");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {} failed: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    fleetgate_policy::yaml::from_str_documents::<Value>(&text)
-        .unwrap()
-        .into_iter()
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-fn kinds(objs: &[Value]) -> BTreeSet<String> {
-    objs.iter()
-        .map(|o| o["kind"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn find<'a>(objs: &'a [Value], kind: &str, name: &str) -> &'a Value {
-    objs.iter()
-        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind}/{name} rendered"))
-}
-
-fn strs(v: &Value) -> BTreeSet<String> {
-    v.as_array()
-        .map(|s| s.iter().map(|x| x.as_str().unwrap().to_string()).collect())
-        .unwrap_or_default()
-}
 
 fn assert_hardened(deploy: &Value) {
     let pod = &deploy["spec"]["template"]["spec"];
@@ -125,25 +85,6 @@ fn hub_renders_two_hardened_replicas_with_secret_refs() {
     // The CloudNativePG example is documentation, not part of the overlay.
     assert!(!kinds(&objs).contains("Cluster"));
     assert!(repo().join("deploy/hub/postgres-cnpg.yaml").exists());
-}
-
-/// (apiGroup, resource) → verbs, flattened from a role's rules.
-fn grants(role: &Value) -> BTreeSet<(String, String, String)> {
-    let mut out = BTreeSet::new();
-    for rule in role["rules"].as_array().unwrap() {
-        assert!(
-            rule["resourceNames"].is_null() || role["kind"] == "Role",
-            "ClusterRole rules are not name-restricted"
-        );
-        for g in strs(&rule["apiGroups"]) {
-            for r in strs(&rule["resources"]) {
-                for v in strs(&rule["verbs"]) {
-                    out.insert((g.clone(), r.clone(), v));
-                }
-            }
-        }
-    }
-    out
 }
 
 #[test]
@@ -253,140 +194,6 @@ fn spoke_cluster_role_grants_exactly_what_the_spoke_uses() {
         "fleetgate-spoke"
     );
     assert_hardened(d);
-}
-
-/// Copies a directory tree (deploy/spoke has components below it).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let p = entry.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, dest).unwrap();
-        }
-    }
-}
-
-/// The spoke's manifests rendered through an overlay that adds one of its
-/// components (`deploy/spoke/components/<component>`).
-fn render_spoke_with_component(component: &str) -> Vec<Value> {
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&repo().join("deploy/spoke"), &tmp.path().join("spoke"));
-    let overlay = tmp.path().join("overlay");
-    std::fs::create_dir(&overlay).unwrap();
-    std::fs::write(
-        overlay.join("kustomization.yaml"),
-        format!(
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../spoke]\ncomponents: [../spoke/components/{component}]\n"
-        ),
-    )
-    .unwrap();
-    render(&overlay)
-}
-
-/// The `hold-objects` component grants list/watch/get/patch on exactly the
-/// kinds it enables with FLEETGATE_HELD_KINDS, nothing cluster-wide beyond.
-#[test]
-fn hold_objects_component_grants_exactly_the_held_kinds() {
-    let objs = render_spoke_with_component("hold-objects");
-    let deploy = find(&objs, "Deployment", "fleetgate-spoke");
-    let env = deploy["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_array()
-        .unwrap();
-    let held = env
-        .iter()
-        .find(|e| e["name"] == "FLEETGATE_HELD_KINDS")
-        .and_then(|e| e["value"].as_str())
-        .expect("FLEETGATE_HELD_KINDS set");
-    let mut want = BTreeSet::new();
-    for kind in held.split(',') {
-        let parts: Vec<&str> = kind.split('/').collect();
-        let (group, kind) = match parts.as_slice() {
-            [_, k] => ("", *k),
-            [g, _, k] => (*g, *k),
-            _ => panic!("bad held kind {kind}"),
-        };
-        for v in ["get", "list", "watch", "patch"] {
-            want.insert((
-                group.to_string(),
-                format!("{}s", kind.to_lowercase()),
-                v.to_string(),
-            ));
-        }
-    }
-    let cr = find(&objs, "ClusterRole", "fleetgate-spoke-held-objects");
-    assert_eq!(grants(cr), want);
-    let binding = find(&objs, "ClusterRoleBinding", "fleetgate-spoke-held-objects");
-    assert_eq!(binding["subjects"][0]["name"], "fleetgate-spoke");
-    assert_eq!(binding["subjects"][0]["namespace"], "fleetgate-system");
-}
-
-/// The `flux-events` component points the spoke at Flux's notification-controller
-/// (`--events-addr`) and grants nothing (a plain HTTP POST inside the cluster).
-#[test]
-fn flux_events_component_sets_the_events_address_only() {
-    let objs = render_spoke_with_component("flux-events");
-    let plain = render(&repo().join("deploy/spoke"));
-    assert_eq!(kinds(&objs), kinds(&plain));
-    assert_eq!(objs.len(), plain.len());
-    let deploy = find(&objs, "Deployment", "fleetgate-spoke");
-    let env = deploy["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_array()
-        .unwrap();
-    let addr = env
-        .iter()
-        .find(|e| e["name"] == "FLEETGATE_EVENTS_ADDR")
-        .and_then(|e| e["value"].as_str())
-        .expect("FLEETGATE_EVENTS_ADDR set");
-    assert_eq!(
-        addr,
-        "http://notification-controller.flux-system.svc.cluster.local./"
-    );
-    // The rest of the spoke's environment is kept.
-    assert!(env.iter().any(|e| e["name"] == "FLEETGATE_CLUSTER"));
-}
-
-/// The `projected-token` component: the spoke signs in with a projected ServiceAccount
-/// token (audience = the hub's default `--spoke-audience`, an hour at most) in place of the
-/// token Secret, read from the same file; nothing else changes and no Secret is referenced.
-#[test]
-fn projected_token_component_replaces_the_secret_with_a_projected_token() {
-    let objs = render_spoke_with_component("projected-token");
-    let plain = render(&repo().join("deploy/spoke"));
-    assert_eq!(kinds(&objs), kinds(&plain));
-    assert!(!kinds(&objs).contains("Secret"));
-    let deploy = find(&objs, "Deployment", "fleetgate-spoke");
-    let pod = &deploy["spec"]["template"]["spec"];
-    let volumes = pod["volumes"].as_array().unwrap();
-    assert_eq!(volumes.len(), 1);
-    assert!(volumes[0].get("secret").is_none(), "{volumes:?}");
-    let sat = &volumes[0]["projected"]["sources"][0]["serviceAccountToken"];
-    assert_eq!(sat["audience"], "fleetgate");
-    let ttl = sat["expirationSeconds"].as_i64().unwrap();
-    assert!((600..=3600).contains(&ttl), "{ttl}");
-    let mount = &pod["containers"][0]["volumeMounts"][0];
-    assert_eq!(mount["name"], volumes[0]["name"]);
-    let file = format!(
-        "{}/{}",
-        mount["mountPath"].as_str().unwrap(),
-        sat["path"].as_str().unwrap()
-    );
-    let env = pod["containers"][0]["env"].as_array().unwrap();
-    let token_file = env
-        .iter()
-        .find(|e| e["name"] == "FLEETGATE_SPOKE_TOKEN_FILE")
-        .unwrap();
-    assert_eq!(token_file["value"], file.as_str());
-    assert_eq!(pod["serviceAccountName"], "fleetgate-spoke");
-    // The Flux example without SOPS uses it.
-    let example = render(&repo().join("deploy/flux/clusters/dev-eks-1"));
-    let ks = find(&example, "Kustomization", "fleetgate-spoke");
-    assert_eq!(
-        ks["spec"]["components"],
-        serde_json::json!(["./components/projected-token"])
-    );
 }
 
 /// Applies a Flux Kustomization's `spec.patches` to a copy of deploy/spoke

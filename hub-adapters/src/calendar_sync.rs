@@ -158,7 +158,7 @@ impl CalendarSync {
         for row in &claimed {
             let outcome = self.fetch(row).await;
             if let Err(e) = &outcome {
-                tracing::warn!(gate = %row.gate, window = %row.window_name, url = %row.url, error = %e, "calendar feed fetch failed");
+                tracing::warn!(gate = %row.gate, window = %row.window_name, url = %crate::notify::calendars::display_url(&row.url), error = %e, "calendar feed fetch failed");
             }
             let r = service
                 .record_feed_fetch(&self.replica, row, outcome)

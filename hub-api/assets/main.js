@@ -133,6 +133,19 @@ function summarize(events) {
       ? `Calendar feed of gate ${d.gate} (window ${d.window}) is stale: its onStale applies`
       : `Calendar feed of gate ${d.gate} (window ${d.window}) changed: ${d.occurrences} occurrence(s)`, d.state === 'stale' ? 'bad' : 'info');
   }
+  for (const sn of events.filter((e) => e.name === 'snapshotState').slice(0, 2)) {
+    const d = sn.data;
+    const p = d.persistence || {};
+    if (d.overBudget && !d.wasOverBudget) {
+      toast(`${d.cluster}'s snapshot is over its budget (${d.overBudget.bytes} of ${d.overBudget.budget} bytes): the hub holds it closed`, 'bad');
+    } else if (!d.overBudget && d.wasOverBudget) {
+      toast(`${d.cluster}'s snapshot fits its budget again`, 'good');
+    } else if (p.state === 'failing') {
+      toast(`${d.cluster}'s spoke cannot persist its snapshot: ${p.error || 'no reason given'}`, 'bad');
+    } else if (p.state === 'persisted' && d.previousPersistenceState === 'failing') {
+      toast(`${d.cluster}'s spoke persists its snapshot again`, 'good');
+    }
+  }
   for (const o of overrides.slice(0, 2)) {
     const d = o.data;
     toast(d.change === 'active'

@@ -1,5 +1,5 @@
 //! Input checks the gate model does not cover: names of clusters and tokens,
-//! Kubernetes-style labels, reasons, and text PostgreSQL can store. Each
+//! Kubernetes-style labels, reasons, SPIFFE IDs, and text PostgreSQL can store. Each
 //! error names its field.
 //!
 //! Storable text ([`text`], [`storable`]) is checked at the boundaries, so no
@@ -138,6 +138,72 @@ fn within(field: &str, e: fleetgate_policy::PolicyError) -> Error {
     Error::invalid(field, e.message.clone())
 }
 
+/// Longest SPIFFE ID (SPIFFE ID specification, 2.4: at most 2048 bytes).
+pub const SPIFFE_ID_MAX_BYTES: usize = 2048;
+
+/// A workload's SPIFFE ID as the SPIFFE ID specification (`standards/SPIFFE-ID.md`) and
+/// go-spiffe's `spiffeid.FromString` read it: the scheme `spiffe://` (lowercase), a trust
+/// domain of lowercase letters, digits, `.`, `-` and `_` (so no port, no user info), and a
+/// path of segments of letters, digits, `.`, `-` and `_` (so no query, fragment or
+/// percent-encoding), none empty, `.` or `..`, at most 2048 bytes in all. A trust domain's
+/// own ID (no path) names no workload and is refused. Exact matching of a JWT-SVID's `sub`
+/// relies on this: an ID spelt otherwise would never match what SPIRE issues.
+pub fn spiffe_id(field: &str, id: &str) -> Result<()> {
+    let bad = |why: String| {
+        Err(Error::invalid(
+            field,
+            format!("not a SPIFFE ID ({why}): spiffe://TRUST-DOMAIN/PATH"),
+        ))
+    };
+    if id.len() > SPIFFE_ID_MAX_BYTES {
+        return bad(format!("longer than {SPIFFE_ID_MAX_BYTES} bytes"));
+    }
+    let Some(rest) = id.strip_prefix("spiffe://") else {
+        return bad("the scheme must be spiffe://, in lowercase".into());
+    };
+    let (trust_domain, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if trust_domain.is_empty() {
+        return bad("no trust domain".into());
+    }
+    let td_char = |c: char| matches!(c, 'a'..='z' | '0'..='9' | '.' | '-' | '_');
+    if let Some(c) = trust_domain.chars().find(|c| !td_char(*c)) {
+        let what = match c {
+            ':' => "a port".to_string(),
+            '@' => "user info".to_string(),
+            '?' => "a query".to_string(),
+            '#' => "a fragment".to_string(),
+            c if c.is_ascii_uppercase() => format!("an uppercase letter {c:?}"),
+            c => format!("{c:?}"),
+        };
+        return bad(format!(
+            "the trust domain has {what}; it may hold lowercase letters, digits, '.', '-' and '_' only"
+        ));
+    }
+    if path.is_empty() {
+        return bad("no path: that names the trust domain, not a workload".into());
+    }
+    let path_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
+    for segment in path[1..].split('/') {
+        match segment {
+            "" => return bad("an empty path segment (a '//' or a trailing '/')".into()),
+            "." | ".." => return bad(format!("a '{segment}' path segment")),
+            _ => {}
+        }
+        if let Some(c) = segment.chars().find(|c| !path_char(*c)) {
+            let what = match c {
+                '?' => "a query".to_string(),
+                '#' => "a fragment".to_string(),
+                '%' => "percent-encoding".to_string(),
+                c => format!("{c:?}"),
+            };
+            return bad(format!(
+                "the path has {what}; its segments may hold letters, digits, '.', '-' and '_' only"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn truncate(s: &str) -> String {
     s.chars().take(80).collect()
 }
@@ -153,6 +219,46 @@ mod tests {
         }
         for bad in ["", "-a", "a-", "A", "a_b", "a.b", &"a".repeat(64)] {
             assert_eq!(dns_label("name", bad).unwrap_err().field(), Some("name"));
+        }
+    }
+
+    #[test]
+    fn spiffe_ids_as_the_specification_reads_them() {
+        let long = format!("spiffe://example.org/{}", "a".repeat(SPIFFE_ID_MAX_BYTES));
+        for ok in [
+            "spiffe://example.org/ns/fleetgate-system/sa/fleetgate-spoke",
+            "spiffe://prod_eu-1.example.org/spoke",
+            "spiffe://td/A.b-C_9/x..y/.hidden",
+            &long[..SPIFFE_ID_MAX_BYTES],
+        ] {
+            assert!(spiffe_id("spiffeId", ok).is_ok(), "{ok}");
+        }
+        for (bad, why) in [
+            ("", "scheme"),
+            ("SPIFFE://example.org/a", "scheme"),
+            ("https://example.org/a", "scheme"),
+            ("spiffe:/example.org/a", "scheme"),
+            ("spiffe:///a", "no trust domain"),
+            ("spiffe://Example.org/a", "uppercase"),
+            ("spiffe://example.org:8443/a", "a port"),
+            ("spiffe://user@example.org/a", "user info"),
+            ("spiffe://exa mple.org/a", "' '"),
+            ("spiffe://example.org", "no path"),
+            ("spiffe://example.org/", "empty path segment"),
+            ("spiffe://example.org/a//b", "empty path segment"),
+            ("spiffe://example.org/a/", "empty path segment"),
+            ("spiffe://example.org/a/./b", "'.' path segment"),
+            ("spiffe://example.org/a/..", "'..' path segment"),
+            ("spiffe://example.org/a?x=1", "a query"),
+            ("spiffe://example.org/a#f", "a fragment"),
+            ("spiffe://example.org?x", "a query"),
+            ("spiffe://example.org/a%2Fb", "percent-encoding"),
+            ("spiffe://example.org/ä", "'ä'"),
+            (&long, "longer than 2048 bytes"),
+        ] {
+            let e = spiffe_id("spiffeId", bad).unwrap_err();
+            assert_eq!(e.field(), Some("spiffeId"), "{bad}");
+            assert!(e.to_string().contains(why), "{bad}: {e}");
         }
     }
 

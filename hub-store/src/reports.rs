@@ -330,55 +330,81 @@ pub async fn local_gates(
     Ok(rows.into_iter().map(|(c, g)| (c, g.0)).collect())
 }
 
+/// What writing one of a cluster's snapshot-state fields did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StateWrite {
+    /// The stored value changed.
+    pub written: bool,
+    /// It changed in what the change streams announce
+    /// (`fleet::SnapshotBrief::announced`): the persistence state, or whether the cluster
+    /// is over its budget. A new persisted revision or another size over the budget is
+    /// written without it.
+    pub transition: bool,
+}
+
 /// Records whether the hub holds `cluster` closed because its snapshot is over its budget
 /// (`over`), or no longer (`None`), keeping `since` while it stays over. Writes only when
-/// that changes; returns whether it did.
+/// that changes. The old value is read under the row's lock (`for update`), so two replicas
+/// writing at once each compare with what the other committed.
 pub async fn set_snapshot_over_budget(
     conn: &mut PgConnection,
     cluster: &str,
     over: Option<&fleetgate_api_types::SnapshotOverBudget>,
-) -> Result<bool> {
-    let done = match over {
+) -> Result<StateWrite> {
+    let started: Option<(bool,)> = match over {
         Some(o) => {
-            sqlx::query(
-                "update cluster_connections set snapshot_over_budget = jsonb_set($2::jsonb, \
-                 '{since}', coalesce(snapshot_over_budget->'since', $2::jsonb->'since')) \
-                 where cluster = $1 and (snapshot_over_budget is null \
-                   or snapshot_over_budget->'bytes' is distinct from $2::jsonb->'bytes' \
-                   or snapshot_over_budget->'revision' is distinct from $2::jsonb->'revision')",
+            sqlx::query_as(
+                "with old as (select cluster, snapshot_over_budget as was \
+                   from cluster_connections where cluster = $1 for update) \
+                 update cluster_connections k set snapshot_over_budget = jsonb_set($2::jsonb, \
+                 '{since}', coalesce(old.was->'since', $2::jsonb->'since')) \
+                 from old where k.cluster = old.cluster and (old.was is null \
+                   or old.was->'bytes' is distinct from $2::jsonb->'bytes' \
+                   or old.was->'revision' is distinct from $2::jsonb->'revision') \
+                 returning old.was is null",
             )
             .bind(cluster)
             .bind(sqlx::types::Json(o))
-            .execute(conn)
+            .fetch_optional(conn)
             .await?
         }
         None => {
-            sqlx::query(
+            sqlx::query_as(
                 "update cluster_connections set snapshot_over_budget = null \
-                 where cluster = $1 and snapshot_over_budget is not null",
+                 where cluster = $1 and snapshot_over_budget is not null returning true",
             )
             .bind(cluster)
-            .execute(conn)
+            .fetch_optional(conn)
             .await?
         }
     };
-    Ok(done.rows_affected() > 0)
+    Ok(StateWrite {
+        written: started.is_some(),
+        transition: started.is_some_and(|(t,)| t),
+    })
 }
 
 /// Records what `cluster`'s spoke last reported of its persisted snapshot (`None`: a spoke
-/// that predates it). Writes only when it changed; returns whether it did.
+/// that predates it). Writes only when it changed; a transition is a change of its `state`
+/// (or of whether there is one). The old value is read under the row's lock.
 pub async fn set_snapshot_persistence(
     conn: &mut PgConnection,
     cluster: &str,
     persistence: Option<&fleetgate_api_types::SnapshotPersistence>,
-) -> Result<bool> {
-    let done = sqlx::query(
-        "update cluster_connections set snapshot_persistence = $2 \
-         where cluster = $1 and snapshot_persistence is distinct from $2",
+) -> Result<StateWrite> {
+    let done: Option<(bool,)> = sqlx::query_as(
+        "with old as (select cluster, snapshot_persistence as was \
+           from cluster_connections where cluster = $1 for update) \
+         update cluster_connections k set snapshot_persistence = $2 \
+         from old where k.cluster = old.cluster and old.was is distinct from $2 \
+         returning old.was->>'state' is distinct from $2::jsonb->>'state'",
     )
     .bind(cluster)
     .bind(persistence.map(sqlx::types::Json))
-    .execute(conn)
+    .fetch_optional(conn)
     .await?;
-    Ok(done.rows_affected() > 0)
+    Ok(StateWrite {
+        written: done.is_some(),
+        transition: done.is_some_and(|(t,)| t),
+    })
 }

@@ -8,7 +8,11 @@
 //!   `calendar.recovered` (filtered by type);
 //! - the failure, recorded outside any write (no revision, no snapshot changed), is sent as a
 //!   change notification at once, so WatchFleet's `CalendarFeedChanged` and the event stream's
-//!   `calendarFeed` show `failing` (and `ok` again) without waiting for the next change.
+//!   `calendarFeed` show `failing` (and `ok` again) without waiting for the next change;
+//! - the feed's URL (a user and password, a key in its query) leaves the hub only as
+//!   notifications show it, without credentials or query: in the gate's feed status over REST
+//!   and gRPC, in WatchFleet and the event stream, and in the audit log (the gate's audited
+//!   manifest, `calendar.change`); the stored gate keeps the URL it fetches.
 
 mod common;
 mod grpc_support;
@@ -141,7 +145,7 @@ async fn a_failing_feed_is_announced_once_and_watchers_see_it_at_once() {
     // The feed's key is in its query: no notification shows it.
     let r = hub
         .create_gate_yaml(&format!(
-            "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {{name: cab}}\nspec:\n  clusters: {{names: [a]}}\n  windows:\n    - name: cab\n      kind: deny\n      calendar: {{url: \"http://{addr}/feed.ics?key=s3cret\", refresh: 1h, maxStale: 4h, onStale: keep}}\n"
+            "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {{name: cab}}\nspec:\n  clusters: {{names: [a]}}\n  windows:\n    - name: cab\n      kind: deny\n      calendar: {{url: \"http://reader:pa55word@{addr}/feed.ics?key=s3cret\", refresh: 1h, maxStale: 4h, onStale: keep}}\n"
         ))
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
@@ -149,8 +153,11 @@ async fn a_failing_feed_is_announced_once_and_watchers_see_it_at_once() {
     let served = Served::start(replica).await;
     let mut watch = served.watch(&hub.viewer).await;
     let mut sse = served.events(&hub.viewer).await;
-    feed_state(&mut watch, "ok").await;
+    let shown = format!("http://{addr}/feed.ics?…");
+    let e = feed_state(&mut watch, "ok").await;
+    assert_eq!(e.url, shown);
     let first_fetch = t0();
+    feed_url_shown_without_secrets(&hub, &served, &shown).await;
 
     // The feed serves a login page: failing. The failure is recorded outside any write, and
     // still sent as a change notification (naming no cluster: no snapshot changed).
@@ -163,13 +170,15 @@ async fn a_failing_feed_is_announced_once_and_watchers_see_it_at_once() {
     assert_eq!(hub.revision().await, rev, "no new revision");
     let e = feed_state(&mut watch, "failing").await;
     assert_eq!((e.gate.as_str(), e.previous_state.as_str()), ("cab", "ok"));
-    sse.next("calendarFeed", |d| d["state"] == "failing").await;
+    assert_eq!(e.url, shown);
+    let d = sse.next("calendarFeed", |d| d["state"] == "failing").await;
+    assert_eq!(d["url"], shown.as_str(), "{d}");
 
     let (_, msg, raw) = next_of(&mut std_rx, "calendar.failing").await;
     let d = &msg["data"];
     assert_eq!(d["gate"], "cab");
     assert_eq!(d["window"], "cab");
-    assert_eq!(d["url"], format!("http://{addr}/feed.ics?…"));
+    assert_eq!(d["url"], shown.as_str());
     assert!(
         d["reason"].as_str().unwrap().contains("an HTML page"),
         "{d}"
@@ -209,7 +218,7 @@ async fn a_failing_feed_is_announced_once_and_watchers_see_it_at_once() {
     sse.next("calendarFeed", |d| d["state"] == "ok").await;
     let (_, msg, _) = next_of(&mut std_rx, "calendar.recovered").await;
     assert_eq!(msg["data"]["failures"], 2, "{msg}");
-    assert_eq!(msg["data"]["url"], format!("http://{addr}/feed.ics?…"));
+    assert_eq!(msg["data"]["url"], shown.as_str());
     assert_eq!(events_of(&hub, "calendar.recovered").await.len(), 1);
     assert_eq!(
         hub.service
@@ -230,5 +239,42 @@ async fn a_failing_feed_is_announced_once_and_watchers_see_it_at_once() {
     .await
     .unwrap();
     assert_eq!(routed, 0);
+    feed_url_shown_without_secrets(&hub, &served, &shown).await;
     served.stop().await;
+}
+
+/// The feed's URL as REST, gRPC and the audit log show it: `shown`, no secret anywhere;
+/// the stored gate keeps the URL it fetches.
+async fn feed_url_shown_without_secrets(hub: &Hub, served: &Served, shown: &str) {
+    let secret = |text: &str| text.contains("s3cret") || text.contains("pa55word");
+    let gate = served.get_json("/api/v1/gates/cab", &hub.viewer).await;
+    assert_eq!(gate["calendars"][0]["url"], shown, "{gate}");
+    assert!(!secret(&gate["calendars"].to_string()), "{gate}");
+    let stored = gate["manifest"]["spec"]["windows"][0]["calendar"]["url"].to_string();
+    assert!(secret(&stored), "the stored URL changed: {stored}");
+    let req = pb::GetGateRequest { name: "cab".into() };
+    let info = grpc_support::within(
+        "GetGate",
+        served
+            .grpc
+            .admin()
+            .get_gate(grpc_support::authed(req, &hub.viewer)),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    assert_eq!(info.calendars[0].url, shown);
+    assert!(!secret(&format!("{:?}", info.calendars)), "{info:?}");
+    let audit: Vec<(String, String)> = sqlx::query_as(
+        "select action, concat_ws(' ', before::text, after::text, reason) from audit_log \
+         where target_kind = 'gate' and target_name = 'cab' order by id",
+    )
+    .fetch_all(&hub.pool)
+    .await
+    .unwrap();
+    let actions: Vec<&str> = audit.iter().map(|(a, _)| a.as_str()).collect();
+    assert!(actions.contains(&"calendar.change"), "{actions:?}");
+    for (action, text) in &audit {
+        assert!(!secret(text), "{action}: {text}");
+    }
 }

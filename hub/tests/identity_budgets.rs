@@ -6,7 +6,10 @@
 //! - a discovery document over `DISCOVERY_MAX_BYTES` finds no keys: the cached ones stay;
 //! - a JWKS whose body trickles past `IDENTITY_ANSWER_MAX_TIME` (under the 15 s egress
 //!   timeout) does not replace the cached keys;
-//! - a token endpoint answer over `TOKEN_ANSWER_MAX_BYTES` fails with the budget named.
+//! - a token endpoint answer over `TOKEN_ANSWER_MAX_BYTES` fails with the budget named;
+//! - an answer is read no further than its budget: a JWKS that sends one byte past
+//!   `JWKS_MAX_BYTES` and then stalls is refused as over its budget at once (before, the
+//!   body was read up to the shared 1 MiB egress cap, so this one ran into the time budget).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +27,7 @@ use fleetgate_hub::identity::outbound::{AnswerBudget, Outbound};
 use fleetgate_policy::budgets::{
     DISCOVERY_MAX_BYTES, IDENTITY_ANSWER_MAX_TIME, JWKS_MAX_BYTES, TOKEN_ANSWER_MAX_BYTES,
 };
+use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
@@ -58,6 +62,17 @@ async fn jwks(State(p): State<Arc<Provider>>) -> Response {
         tokio::time::sleep(gap).await;
         Some((Ok::<_, std::io::Error>(chunk), rest))
     });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+/// `JWKS_MAX_BYTES + 1` bytes of a JSON document, then nothing more: the body never ends.
+async fn stalled() -> Response {
+    let head = vec![b' '; JWKS_MAX_BYTES + 1];
+    let stream = futures::stream::once(async move { Ok::<_, std::io::Error>(head) })
+        .chain(futures::stream::pending());
     Response::builder()
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from_stream(stream))
@@ -106,6 +121,7 @@ async fn provider() -> Arc<Provider> {
         .route("/.well-known/openid-configuration", get(discovery))
         .route("/jwks", get(jwks))
         .route("/token", post(token))
+        .route("/stalled", get(stalled))
         .with_state(p.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
     p
@@ -219,5 +235,24 @@ async fn an_oversize_token_answer_fails_naming_the_budget() {
             "larger than the budget of {TOKEN_ANSWER_MAX_BYTES} bytes for a token endpoint answer"
         )),
         "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_is_read_no_further_than_its_budget() {
+    let p = provider().await;
+    let err = tokio::time::timeout(
+        IDENTITY_ANSWER_MAX_TIME + Duration::from_secs(5),
+        outbound().get_json::<Value>(&format!("{}/stalled", p.issuer), AnswerBudget::JWKS),
+    )
+    .await
+    .expect("the call ends within its time budget")
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains(&format!(
+            "larger than the budget of {JWKS_MAX_BYTES} bytes for a JWKS"
+        )),
+        "refused for another reason (read on past the budget?): {err}"
     );
 }

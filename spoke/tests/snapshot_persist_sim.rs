@@ -10,6 +10,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use fleetgate_policy::budgets::{CONFIGMAP_MAX_BYTES, SNAPSHOT_SHARD_BYTES};
+use fleetgate_proto::v1 as pb;
 use fleetgate_spoke::hub::snapshot::Snapshot;
 use k8s_openapi::{ByteString, api::core::v1::ConfigMap};
 use kube::{
@@ -88,6 +89,71 @@ async fn without_hub(cluster: &Cluster) -> RunningSpoke {
     RunningSpoke::start(cluster, spoke_config(Some(format!("http://{addr}")))).await
 }
 
+/// Serves `snap` from a fake hub to a new spoke until the spoke persisted it (and suspended
+/// the Kustomizations `suspends`): the head ConfigMap then and the snapshot the spoke
+/// enforced. Spoke and hub are stopped.
+async fn persisted_through_hub(
+    cluster: &Cluster,
+    snap: pb::Snapshot,
+    suspends: &[&str],
+) -> (DynamicObject, Snapshot) {
+    let revision = snap.revision;
+    let hub = FakeHub::start().await;
+    hub.set(snap);
+    let spoke = RunningSpoke::start(cluster, spoke_config(Some(hub.url()))).await;
+    for name in suspends {
+        wait_for(
+            &cluster.client,
+            "Kustomization",
+            name,
+            "suspended",
+            suspended,
+        )
+        .await;
+    }
+    let head = wait_persisted(cluster, revision).await;
+    let enforced = in_force(&spoke);
+    spoke.stop().await;
+    hub.stop().await;
+    (head, enforced)
+}
+
+/// Snapshot `revision`: one largest gate (its text from `text`) and `close-apps` closing
+/// the Kustomization `apps`.
+fn one_largest_gate(revision: u64, text: &mut Text) -> pb::Snapshot {
+    let mut snap = snapshot(revision, vec![largest_gate("big", text)], vec![]);
+    snap.gates
+        .push(gate_named("close-apps", "suspend", &["apps"], "closed"));
+    snap
+}
+
+/// What the head ConfigMap's `data` says of a sharded copy.
+struct Sharded {
+    format: String,
+    /// The set of shard names it uses (`a` or `b`).
+    slot: String,
+    shards: usize,
+    /// Bytes of the gzipped copy.
+    length: usize,
+}
+
+fn sharded(head: &DynamicObject) -> Sharded {
+    let data = &head.data["data"];
+    let text = |key: &str| {
+        data[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {key} in {data}"))
+            .to_owned()
+    };
+    let number = |key: &str| text(key).parse().unwrap_or_else(|e| panic!("{key}: {e}"));
+    Sharded {
+        format: text("format"),
+        slot: text("slot"),
+        shards: number("shards"),
+        length: number("length"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_largest_snapshot_is_persisted_and_a_restart_without_the_hub_enforces_exactly_it() {
     let cluster = start_cluster().await;
@@ -96,32 +162,20 @@ async fn the_largest_snapshot_is_persisted_and_a_restart_without_the_hub_enforce
 
     // The worst case for compression: every free text at its budget, random letters.
     let snap = largest_snapshot(3, &mut Text::Random(0x5EED), &["apps", "later"]);
-    let hub = FakeHub::start().await;
-    hub.set(snap);
-    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
-    wait_for(
-        &cluster.client,
-        "Kustomization",
-        "apps",
-        "suspended",
-        suspended,
-    )
-    .await;
-    let head = wait_persisted(&cluster, 3).await;
-    let enforced = in_force(&spoke);
-    spoke.stop().await;
-    hub.stop().await;
+    let (head, enforced) = persisted_through_hub(&cluster, snap, &["apps"]).await;
 
     // Gzipped and sharded, every ConfigMap within kube-apiserver's limit.
-    let data = &head.data["data"];
-    assert_eq!(data["format"], "gzip", "{data}");
-    let n: usize = data["shards"].as_str().unwrap().parse().unwrap();
-    let length: usize = data["length"].as_str().unwrap().parse().unwrap();
+    let Sharded {
+        format,
+        slot,
+        shards: n,
+        length,
+    } = sharded(&head);
+    assert_eq!(format, "gzip");
     assert!(
         n >= 2 && length > SNAPSHOT_SHARD_BYTES,
         "{n} shards, {length} bytes"
     );
-    let slot = data["slot"].as_str().unwrap();
     let present = shards(&cluster).await;
     assert_eq!(present.len(), n, "{:?}", present.keys());
     for i in 0..n {
@@ -164,22 +218,11 @@ async fn a_write_cut_short_loads_the_copy_the_head_names_and_a_bad_shard_loads_n
     create(&cluster, git_repository("repo")).await;
     create(&cluster, kustomization("apps", "repo", false)).await;
     let mut text = Text::Random(7);
-    let mut snap = snapshot(4, vec![largest_gate("big", &mut text)], vec![]);
-    snap.gates
-        .push(gate_named("close-apps", "suspend", &["apps"], "closed"));
-    let hub = FakeHub::start().await;
-    hub.set(snap);
-    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
-    let head = wait_persisted(&cluster, 4).await;
-    let enforced = in_force(&spoke);
-    spoke.stop().await;
-    hub.stop().await;
-    let slot = head.data["data"]["slot"].as_str().unwrap().to_owned();
-    let n: usize = head.data["data"]["shards"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let snap = one_largest_gate(4, &mut text);
+    let (head, enforced) = persisted_through_hub(&cluster, snap, &[]).await;
+    let Sharded {
+        slot, shards: n, ..
+    } = sharded(&head);
     assert!(n >= 2, "{n} shards");
 
     // A newer write cut short: its shards in the other set of names, the head not written.
@@ -289,16 +332,8 @@ async fn the_layout_of_older_spokes_loads_and_is_replaced() {
     spoke.stop().await;
 
     // A large snapshot from the hub replaces it with the gzip layout (no key left behind).
-    let mut text = Text::Repeated('x');
-    let mut snap = snapshot(7, vec![largest_gate("big", &mut text)], vec![]);
-    snap.gates
-        .push(gate_named("close-apps", "suspend", &["apps"], "closed"));
-    let hub = FakeHub::start().await;
-    hub.set(snap);
-    let spoke = RunningSpoke::start(&cluster, spoke_config(Some(hub.url()))).await;
-    let head = wait_persisted(&cluster, 7).await;
-    spoke.stop().await;
-    hub.stop().await;
+    let snap = one_largest_gate(7, &mut Text::Repeated('x'));
+    let (head, _) = persisted_through_hub(&cluster, snap, &[]).await;
     assert!(head.data["data"]["snapshot.json"].is_null());
     assert_eq!(head.data["data"]["format"], "gzip");
     assert!(head.data["binaryData"]["snapshot.json.gz"].is_string());

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod kube_client;
+pub mod largest;
 pub mod npm;
 pub mod objects;
 pub mod oidc;
@@ -15,6 +16,7 @@ pub mod rest;
 pub mod sign_in;
 pub mod sim;
 pub mod spire;
+pub mod spoke_sign_in;
 
 pub use kube_client::{kube_client, kube_client_from_file};
 pub use objects::{KUSTOMIZATION, dynamic_api, kubectl, nginx_app, nginx_objects, watch_until};

@@ -12,8 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use fleetgate_proto::v1::spoke_service_client::SpokeServiceClient;
-use fleetgate_proto::v1::{self as pb, spoke_message};
+use fleetgate_tests::spoke_sign_in::{connect, refusals, unauthenticated};
 use fleetgate_tests::{
     ChildGuard, KUSTOMIZATION, Rest, binaries, dynamic_api, free_port, hub_serve, poll,
     spoke_connect, start_sim_clusters, test_db, watch_until,
@@ -21,7 +20,6 @@ use fleetgate_tests::{
 use kube::api::{DynamicObject, PostParams};
 use reqwest::Method;
 use serde_json::{Value, json};
-use tokio_stream::wrappers::ReceiverStream;
 
 const ADMIN: &str = "fga_spoke-identity-admin-token-0123456789";
 const NS: &str = "flux-system";
@@ -64,67 +62,6 @@ impl Issuer {
             .await;
         v["token"].as_str().unwrap().to_string()
     }
-}
-
-/// One Connect attempt as a spoke of `cluster` presenting `token`: Ok once the hub
-/// accepted the stream (its first answer arrived), else the hub's status.
-async fn connect(grpc: u16, cluster: &str, token: &str) -> Result<(), tonic::Status> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc}"))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(5))
-        .connect()
-        .await
-        .expect("gRPC connect");
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tx.send(pb::SpokeMessage {
-        msg: Some(spoke_message::Msg::Hello(pb::Hello {
-            cluster: cluster.into(),
-            spoke_version: "test".into(),
-            ..Default::default()
-        })),
-    })
-    .await
-    .unwrap();
-    let mut req = tonic::Request::new(ReceiverStream::new(rx));
-    req.metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    req.metadata_mut()
-        .insert("fleetgate-cluster", cluster.parse().unwrap());
-    let mut stream = SpokeServiceClient::new(channel)
-        .connect(req)
-        .await?
-        .into_inner();
-    tokio::time::timeout(Duration::from_secs(20), stream.message())
-        .await
-        .expect("an answer in time")?;
-    Ok(())
-}
-
-fn unauthenticated(r: Result<(), tonic::Status>, needle: &str) {
-    let status = r.expect_err("refused");
-    assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
-    assert!(
-        status.message().contains(needle),
-        "{needle:?} not in {status:?}"
-    );
-}
-
-/// `fleetgate_hub_identity_refusals_total{flow="spoke",reason}`.
-async fn refusals(rest: &Rest, reason: &str) -> u64 {
-    let text = rest
-        .http
-        .get(format!("{}/metrics", rest.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let series =
-        format!("fleetgate_hub_identity_refusals_total{{flow=\"spoke\",reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .map_or(0, |n| n.trim().parse::<f64>().unwrap() as u64)
 }
 
 async fn create_service_account(client: &kube::Client, ns: &str, name: &str) {

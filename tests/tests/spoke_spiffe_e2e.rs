@@ -18,16 +18,14 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetgate_proto::v1::spoke_service_client::SpokeServiceClient;
-use fleetgate_proto::v1::{self as pb, spoke_message};
 use fleetgate_tests::spire::{KeyType, TrustDomain, Write, jwt_exp, jwt_header};
+use fleetgate_tests::spoke_sign_in::{connect, refusals, unauthenticated};
 use fleetgate_tests::{
     ChildGuard, Rest, bin_path, binaries, free_port, hub_serve, output, poll, spoke_connect,
     start_sim_clusters, test_db,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
-use tokio_stream::wrappers::ReceiverStream;
 
 const ADMIN: &str = "fga_spoke-spiffe-admin-token-0123456789";
 const SA_NS: &str = "fleetgate-system";
@@ -36,67 +34,6 @@ const SPOKE_PATH: &str = "/ns/fleetgate-system/sa/fleetgate-spoke";
 /// Lifetime of the discovery cluster's JWT-SVIDs: the helper rewrites them after half
 /// the time left plus a second, the spoke reconnects at 90%.
 const TTL: i64 = 12;
-
-/// One Connect attempt as a spoke of `cluster` presenting `token`: Ok once the hub
-/// accepted the stream (its first answer arrived), else the hub's status.
-async fn connect(grpc: u16, cluster: &str, token: &str) -> Result<(), tonic::Status> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc}"))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(5))
-        .connect()
-        .await
-        .expect("gRPC connect");
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tx.send(pb::SpokeMessage {
-        msg: Some(spoke_message::Msg::Hello(pb::Hello {
-            cluster: cluster.into(),
-            spoke_version: "test".into(),
-            ..Default::default()
-        })),
-    })
-    .await
-    .unwrap();
-    let mut req = tonic::Request::new(ReceiverStream::new(rx));
-    req.metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    req.metadata_mut()
-        .insert("fleetgate-cluster", cluster.parse().unwrap());
-    let mut stream = SpokeServiceClient::new(channel)
-        .connect(req)
-        .await?
-        .into_inner();
-    tokio::time::timeout(Duration::from_secs(20), stream.message())
-        .await
-        .expect("an answer in time")?;
-    Ok(())
-}
-
-fn unauthenticated(r: Result<(), tonic::Status>, needle: &str) {
-    let status = r.expect_err("refused");
-    assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
-    assert!(
-        status.message().contains(needle),
-        "{needle:?} not in {status:?}"
-    );
-}
-
-/// `fleetgate_hub_identity_refusals_total{flow="spoke",reason}`.
-async fn refusals(rest: &Rest, reason: &str) -> u64 {
-    let text = rest
-        .http
-        .get(format!("{}/metrics", rest.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let series =
-        format!("fleetgate_hub_identity_refusals_total{{flow=\"spoke\",reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .map_or(0, |n| n.trim().parse::<f64>().unwrap() as u64)
-}
 
 /// `spoke.refused` audit entries as (cluster, reason), and the whole answer's text.
 async fn refused_audit(rest: &Rest) -> (BTreeSet<(String, String)>, String) {

@@ -66,8 +66,17 @@ impl EgressError {
         )
     }
 
-    /// Sorts a reqwest error: our own refusal travels inside its source chain.
+    /// Sorts a reqwest error: our own refusal travels inside its source chain. The message
+    /// names the URL without credentials or query ([`shown_url`]): it is recorded where
+    /// people read it (a feed's last error, a webhook attempt), and feeds and webhooks often
+    /// carry their access key in the URL.
     pub(super) fn from_reqwest(e: reqwest::Error) -> Self {
+        let shown = e.url().map(shown_url);
+        let e = e.without_url();
+        let named = |msg: String| match &shown {
+            Some(url) => format!("{msg} (url: {url})"),
+            None => msg,
+        };
         let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
         while let Some(err) = source {
             if let Some(refused) = err.downcast_ref::<DestinationRefused>() {
@@ -81,7 +90,7 @@ impl EgressError {
         if e.is_timeout() {
             Self::Timeout
         } else if e.is_redirect() {
-            Self::Redirect(e.to_string())
+            Self::Redirect(named(e.to_string()))
         } else {
             // The chain names the cause ("connection refused", a TLS alert).
             let mut msg = e.to_string();
@@ -91,9 +100,15 @@ impl EgressError {
                 msg.push_str(&err.to_string());
                 source = err.source();
             }
-            Self::Transport(msg)
+            Self::Transport(named(msg))
         }
     }
+}
+
+/// `url` as errors and logs show it: without user, password, query or fragment (the
+/// notifications' [`display_url`](crate::notify::calendars::display_url)).
+pub(super) fn shown_url(url: &reqwest::Url) -> String {
+    crate::notify::calendars::display_url(url.as_str())
 }
 
 /// Raised inside the redirect policy.

@@ -222,7 +222,11 @@ impl Egress {
                 }
                 let to = attempt.url();
                 if !same_origin(&first, to) {
-                    let msg = format!("{first} redirects to another origin ({to})");
+                    let msg = format!(
+                        "{} redirects to another origin ({})",
+                        error::shown_url(&first),
+                        error::shown_url(to)
+                    );
                     return attempt.error(RedirectRefused(msg));
                 }
                 attempt.follow()
@@ -318,6 +322,19 @@ impl Egress {
 
     /// Sends the request and reads at most `max_response_bytes` of the body.
     pub async fn send(&self, request: RequestBuilder) -> Result<EgressResponse, EgressError> {
+        self.send_within(request, self.policy.max_response_bytes)
+            .await
+    }
+
+    /// Sends the request and reads at most `limit` bytes of the body (never more than
+    /// `max_response_bytes`): reading stops at the first byte past it (`truncated`), so an
+    /// answer with a smaller budget than the shared cap is refused as soon as it is over its
+    /// own, not after the cap was read or the time ran out.
+    pub async fn send_within(
+        &self,
+        request: RequestBuilder,
+        limit: usize,
+    ) -> Result<EgressResponse, EgressError> {
         let request = request
             .build()
             .map_err(|e| EgressError::InvalidUrl(e.to_string()))?;
@@ -332,7 +349,7 @@ impl Egress {
         let status = resp.status();
         let headers = resp.headers().clone();
         let remote_addr = resp.remote_addr();
-        let cap = self.policy.max_response_bytes;
+        let cap = limit.min(self.policy.max_response_bytes);
         let mut body = BytesMut::new();
         let mut truncated = false;
         while let Some(chunk) = resp.chunk().await.map_err(EgressError::from_reqwest)? {

@@ -222,6 +222,48 @@ async fn redirects_same_origin_only_and_limited() {
     assert!(hits.load(Ordering::SeqCst) >= 3);
 }
 
+#[tokio::test]
+async fn errors_name_the_url_without_credentials_or_query() {
+    // Nobody listens on the port any more: a transport error.
+    let closed = {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let e = egress(true);
+    let err = get_url(
+        &e,
+        &format!("http://feed:pa55word@127.0.0.1:{closed}/f.ics?key=s3cret#top"),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, EgressError::Transport(_)), "{err}");
+    let msg = err.to_string();
+    assert!(
+        !msg.contains("s3cret") && !msg.contains("pa55word"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("http://127.0.0.1:{closed}/f.ics?…")),
+        "{msg}"
+    );
+    // A redirect to another origin: both URLs shown the same way.
+    let app = Router::new().route(
+        "/away",
+        get(move || async move {
+            Redirect::temporary(&format!("http://127.0.0.1:{closed}/x?token=t0ken"))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let away = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let err = get_url(&e, &format!("http://127.0.0.1:{away}/away?key=s3cret"))
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, EgressError::Redirect(_)), "{msg}");
+    assert!(!msg.contains("s3cret") && !msg.contains("t0ken"), "{msg}");
+}
+
 /// A one-request-per-connection HTTPS server with the test PKI's
 /// certificate for `localhost`.
 async fn tls_server(dir: &std::path::Path) -> u16 {

@@ -1,6 +1,6 @@
 //! The identity module's calls to providers (discovery, JWKS, token
 //! endpoint): JSON over the hub's one outbound client, [`crate::egress`]
-//! (timeouts, size cap, same-host redirects only, private destinations
+//! (timeouts, each answer read no further than its own size budget, same-host redirects only, private destinations
 //! refused unless `--egress-allow-private`, https unless `--egress-allow-http`).
 
 use fleetgate_policy::budgets::{
@@ -124,9 +124,10 @@ impl Outbound {
         let policy = self.egress.policy();
         let req = req.timeout(policy.timeout.min(IDENTITY_ANSWER_MAX_TIME));
         let max_bytes = budget.max_bytes.min(policy.max_response_bytes);
+        // Read no further than the budget: a provider sending more is refused at once.
         let resp = self
             .egress
-            .send(req)
+            .send_within(req, max_bytes)
             .await
             .map_err(|e| transport(url, &e))?;
         if resp.truncated || resp.body.len() > max_bytes {

@@ -26,11 +26,11 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Opens the event stream. The first event, `ready`, says the stream is
 /// subscribed: state fetched after it misses no change. Later events are
 /// `gate`, `override`, `freeze`, `approval`, `spoke`, `held`, `heldObjects`, `localGates`,
-/// `reportProblems`, `calendarFeed` and `rollout`; `error` ends the stream (e.g. the
+/// `reportProblems`, `calendarFeed`, `snapshotState` and `rollout`; `error` ends the stream (e.g. the
 /// token was revoked).
 #[utoipa::path(get, path = "/api/v1/events", tag = "dashboard",
     responses(
-        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, freeze, approval, spoke, held, heldObjects, localGates, reportProblems, calendarFeed, rollout, error", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events (text/event-stream): ready, gate, override, freeze, approval, spoke, held, heldObjects, localGates, reportProblems, calendarFeed, snapshotState, rollout, error", content_type = "text/event-stream", body = String),
         (status = 401, description = "Missing or invalid token", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn stream(State(s): State<AppState>, headers: HeaderMap) -> Result<Response> {
@@ -175,6 +175,15 @@ pub fn to_sse(e: &FleetEvent) -> Event {
                 "contentChanged": c.content_changed, "occurrences": c.occurrences,
                 "previousOccurrences": c.previous_occurrences, "changedAt": c.changed_at,
                 "sha256": c.sha256,
+            }),
+        ),
+        FleetChange::SnapshotState(s) => (
+            "snapshotState",
+            json!({
+                "at": at, "cluster": s.cluster, "persistence": s.persistence,
+                "overBudget": s.over_budget,
+                "previousPersistenceState": s.previous_persistence_state,
+                "wasOverBudget": s.was_over_budget,
             }),
         ),
         FleetChange::Rollout(r) => (

@@ -1,6 +1,6 @@
 //! The fleet's changes as domain events: the difference of two
 //! [`FleetView`]s (gate states, overrides, spoke connections, held counts,
-//! rollouts), filtered per watcher ([`Filter`], in `filter`). The stream every
+//! rollouts, snapshot states), filtered per watcher ([`Filter`], in `filter`). The stream every
 //! fleet watcher follows is [`events`] (in `stream`). gRPC `WatchFleet` and the
 //! dashboard's SSE stream each convert these events to their wire form.
 
@@ -13,6 +13,7 @@ pub use super::approval_events::ApprovalChange;
 pub use super::calendar_events::CalendarFeedChange;
 pub use super::filter::Filter;
 pub use super::rollout_events::{RolloutAction, RolloutChange};
+pub use super::snapshot_events::SnapshotStateChange;
 pub use super::would_events::WouldHoldChange;
 use crate::service::fleet::FleetView;
 use crate::service::types::OverrideRecord;
@@ -103,6 +104,9 @@ pub enum FleetChange {
     ReportProblems(ReportProblemsChange),
     /// A calendar feed's content (its occurrences) or state changed.
     CalendarFeed(CalendarFeedChange),
+    /// A cluster's spoke started or stopped persisting its snapshot, or the hub started or
+    /// stopped holding the cluster closed for a snapshot over its budget.
+    SnapshotState(SnapshotStateChange),
 }
 
 /// A cluster's report problems now and before (none: total 0, no error).
@@ -322,6 +326,10 @@ pub fn diff(prev: Option<&FleetView>, next: &FleetView, filter: &Filter) -> Vec<
         }));
     }
 
+    for s in super::snapshot_events::diff(prev, next, |c| filter.cluster(c)) {
+        push(FleetChange::SnapshotState(s));
+    }
+
     // Rollouts are gate-wide: only the gate filter applies.
     let before = (!initial).then_some(prev);
     for r in super::rollout_events::diff(before, next, |g| filter.gate(g)) {
@@ -411,6 +419,7 @@ mod tests {
                 }
                 FleetChange::Approval { change, .. } => format!("approval {}", change.as_str()),
                 FleetChange::CalendarFeed(c) => format!("calendar feed {}", c.window),
+                FleetChange::SnapshotState(s) => format!("snapshot state {}", s.cluster),
                 FleetChange::ReportProblems(p) => format!(
                     "report problems {} {}->{}{}",
                     p.cluster,

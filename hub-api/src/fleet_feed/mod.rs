@@ -9,6 +9,7 @@ pub mod calendar_events;
 pub mod events;
 mod filter;
 mod rollout_events;
+mod snapshot_events;
 pub mod stream;
 mod would_events;
 

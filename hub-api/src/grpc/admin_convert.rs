@@ -178,22 +178,36 @@ pub fn cluster(c: Cluster) -> pb::ClusterInfo {
             .map(|i| i.subject.clone())
             .unwrap_or_default(),
         identity_jwks_pinned: c.identity.is_some_and(|i| i.jwks_pinned),
-        snapshot_persistence: c.snapshot_persistence.map(|p| pb::SnapshotPersistence {
-            state: p.state,
-            persisted_revision: p.persisted_revision,
-            stored_bytes: p.stored_bytes,
-            json_bytes: p.json_bytes,
-            config_maps: p.config_maps,
-            error: p.error.unwrap_or_default(),
-            failing_revision: p.failing_revision.unwrap_or(0),
-            failing_since: p.failing_since.and_then(ts),
-        }),
-        snapshot_over_budget: c.snapshot_over_budget.map(|o| pb::SnapshotOverBudget {
-            bytes: o.bytes,
-            budget: o.budget,
-            revision: o.revision,
-            since: ts(o.since),
-        }),
+        snapshot_persistence: c.snapshot_persistence.map(snapshot_persistence),
+        snapshot_over_budget: c.snapshot_over_budget.map(snapshot_over_budget),
+    }
+}
+
+/// What a cluster's spoke reported of its persisted snapshot (`ClusterInfo`, WatchFleet's
+/// `SnapshotStateChanged`).
+pub fn snapshot_persistence(
+    p: fleetgate_api_types::SnapshotPersistence,
+) -> pb::SnapshotPersistence {
+    pb::SnapshotPersistence {
+        state: p.state,
+        persisted_revision: p.persisted_revision,
+        stored_bytes: p.stored_bytes,
+        json_bytes: p.json_bytes,
+        config_maps: p.config_maps,
+        error: p.error.unwrap_or_default(),
+        failing_revision: p.failing_revision.unwrap_or(0),
+        failing_since: p.failing_since.and_then(ts),
+    }
+}
+
+/// A cluster held closed for a snapshot over its budget (`ClusterInfo`, WatchFleet's
+/// `SnapshotStateChanged`).
+pub fn snapshot_over_budget(o: fleetgate_api_types::SnapshotOverBudget) -> pb::SnapshotOverBudget {
+    pb::SnapshotOverBudget {
+        bytes: o.bytes,
+        budget: o.budget,
+        revision: o.revision,
+        since: ts(o.since),
     }
 }
 

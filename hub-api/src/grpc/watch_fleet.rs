@@ -112,6 +112,17 @@ pub fn event_to_proto(e: FleetEvent) -> pb::FleetEvent {
             changed_at: c.changed_at.map(to_timestamp),
             sha256: c.sha256.unwrap_or_default(),
         }),
+        FleetChange::SnapshotState(s) => Event::SnapshotState(pb::SnapshotStateChanged {
+            cluster: s.cluster,
+            persistence: s
+                .persistence
+                .map(crate::grpc::admin_convert::snapshot_persistence),
+            over_budget: s
+                .over_budget
+                .map(crate::grpc::admin_convert::snapshot_over_budget),
+            previous_persistence_state: s.previous_persistence_state.unwrap_or_default(),
+            was_over_budget: s.was_over_budget,
+        }),
         FleetChange::Rollout(r) => Event::Rollout(pb::RolloutChanged {
             gate: r.gate,
             rollout_id: r.rollout_id,

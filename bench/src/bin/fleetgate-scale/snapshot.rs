@@ -7,16 +7,18 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use chrono::{TimeZone, Utc};
+use chrono::Utc;
 use fleetgate_hub::Service;
 use fleetgate_hub::ServiceDefaults as _;
 use fleetgate_policy::budgets::{
     CALENDAR_MAX_OCCURRENCES, GATE_MANIFEST_MAX_BYTES, GATE_MAX_OCCURRENCES,
-    GRPC_MAX_MESSAGE_BYTES, OCCURRENCE_SUMMARY_MAX_BYTES, SELECTOR_MAX_TERMS, SELECTOR_MAX_VALUES,
-    SNAPSHOT_MAX_BYTES,
+    GRPC_MAX_MESSAGE_BYTES, SNAPSHOT_MAX_BYTES,
 };
 use fleetgate_proto::v1 as pb;
 use fleetgate_proto::v1::hub_message;
+use fleetgate_tests::largest::{
+    FEED_WINDOWS, Text, first_occurrence, largest_manifest, longest_summary,
+};
 use prost::Message as _;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -26,47 +28,14 @@ use crate::hub::Hub;
 
 const CLUSTER: &str = "largest";
 
-/// One gate at every budget (the manifest a little under its budget: the hub counts the
-/// manifest as it stores it).
-fn largest_gate(name: &str) -> Value {
-    let feeds = GATE_MAX_OCCURRENCES / CALENDAR_MAX_OCCURRENCES;
-    let windows: Vec<_> = (0..feeds)
-        .map(|i| {
-            json!({"name": format!("feed-{i}"), "kind": "deny",
-                   "calendar": {"url": format!("https://calendar.example.com/{name}/{i}.ics")}})
-        })
-        .collect();
-    let expressions: Vec<_> = (0..SELECTOR_MAX_TERMS)
-        .map(|t| {
-            let values: Vec<String> = (0..SELECTOR_MAX_VALUES)
-                .map(|v| format!("{t:02}-{v:03}-{}", "v".repeat(30)))
-                .collect();
-            json!({"key": format!("example.com/budget-{t}"), "operator": "NotIn", "values": values})
-        })
-        .collect();
-    let mut manifest = json!({
-        "apiVersion": "fleetgate.io/v1", "kind": "Gate",
-        "metadata": {"name": name, "annotations": {"pad": ""}},
-        "spec": {
-            "clusters": {"names": [CLUSTER]},
-            "targets": {"kinds": ["Kustomization"], "selector": {"matchExpressions": expressions}},
-            "mode": "suspend", "default": "open",
-            "windows": windows,
-        }
-    });
-    let used = manifest.to_string().len();
-    let pad = (GATE_MANIFEST_MAX_BYTES - 1024).saturating_sub(used);
-    manifest["metadata"]["annotations"]["pad"] = json!("p".repeat(pad));
-    manifest
-}
+/// The manifest of a gate at every budget: a little under its budget, since the hub counts
+/// the manifest as it stores it.
+const MANIFEST_BYTES: usize = GATE_MANIFEST_MAX_BYTES - 1024;
 
 /// A feed window's occurrences at their budget, as the hub stores a fetched feed's.
 fn occurrences(window: usize) -> Value {
-    let summary = format!(
-        "{}…",
-        "s".repeat(OCCURRENCE_SUMMARY_MAX_BYTES - '…'.len_utf8())
-    );
-    let first = Utc.with_ymd_and_hms(2099, 1, 1, 0, 0, 0).unwrap();
+    let summary = longest_summary(&mut Text::Repeated('s'));
+    let first = first_occurrence();
     let all: Vec<Value> = (0..CALENDAR_MAX_OCCURRENCES)
         .map(|n| {
             let start = first
@@ -139,8 +108,9 @@ pub async fn run(bin: &Path, rounds: usize) -> Result<()> {
     let (mut size, mut snapshot_gates) = (0, 0);
     for i in 0..32 {
         let name = format!("big-{i}");
-        hub.post("/api/v1/gates", largest_gate(&name)).await?;
-        for w in 0..GATE_MAX_OCCURRENCES / CALENDAR_MAX_OCCURRENCES {
+        let gate = largest_manifest(&name, CLUSTER, MANIFEST_BYTES, &mut Text::Repeated('v'));
+        hub.post("/api/v1/gates", gate).await?;
+        for w in 0..FEED_WINDOWS {
             sqlx::query(
                 "update calendar_feeds set occurrences = $3, published_fetched_at = now(), \
                  fetched_at = now(), changed_at = now(), next_fetch_at = now() + interval '3650 days' \
@@ -193,9 +163,7 @@ pub async fn run(bin: &Path, rounds: usize) -> Result<()> {
         "largest snapshot (budget {SNAPSHOT_MAX_BYTES} bytes): {gates} gates of {} manifest bytes \
          and {GATE_MAX_OCCURRENCES} feed occurrences each = {size} bytes ({snapshot_gates} gates); \
          received by the spoke: {} bytes, {} gates",
-        GATE_MANIFEST_MAX_BYTES - 1024,
-        received.0,
-        received.1
+        MANIFEST_BYTES, received.0, received.1
     );
     println!(
         "  built by the hub (read, compile, convert, encode; {rounds} rounds, load average {}): \

@@ -4,6 +4,7 @@
 //! cluster's `watch` in the fan-out index), keepalives, and hands reports to
 //! the replica's report ingestion. Each stream is a [`session::Session`].
 
+mod inbound;
 mod inner;
 mod session;
 

@@ -349,12 +349,15 @@ impl Service {
                         })),
                         after: Some(serde_json::json!({
                             "window": row.window_name,
-                            "url": row.url,
+                            "url": crate::notify::calendars::display_url(&row.url),
                             "occurrences": occurrences.len(),
                             "rejected": expanded.rejected.len(),
                             "sha256": hex::encode(&sha),
                         })),
-                        reason: Some(format!("calendar feed {} changed", row.url)),
+                        reason: Some(format!(
+                            "calendar feed {} changed",
+                            crate::notify::calendars::display_url(&row.url)
+                        )),
                     };
                     Ok(Written::changed((Recorded::Changed, None), audit, affected))
                 })
@@ -429,7 +432,7 @@ impl Service {
                 since.unwrap_or(now),
             )
             .await?;
-            tracing::warn!(gate = %row.gate, window = %row.window_name, url = %row.url, error = ?row.last_error, "calendar feed is stale");
+            tracing::warn!(gate = %row.gate, window = %row.window_name, url = %crate::notify::calendars::display_url(&row.url), error = ?row.last_error, "calendar feed is stale");
         }
         tx.commit().await?;
         Ok(rows.len())

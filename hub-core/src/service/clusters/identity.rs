@@ -35,7 +35,7 @@ pub const DEFAULT_SERVICE_ACCOUNT: &str = "fleetgate-system/fleetgate-spoke";
 /// The audit action of a refused spoke.
 pub const SPOKE_REFUSED: &str = "spoke.refused";
 
-/// Longest issuer URL or SPIFFE ID accepted.
+/// Longest issuer URL accepted.
 const MAX_URI: usize = 2048;
 
 /// Largest pinned JWKS document accepted (serialized), bytes.
@@ -82,16 +82,7 @@ pub fn binding_of(
             ));
         }
         (None, Some(id)) => {
-            let trust_domain = id
-                .strip_prefix("spiffe://")
-                .and_then(|rest| rest.split('/').next())
-                .unwrap_or_default();
-            if !uri_ok(id) || trust_domain.is_empty() {
-                return Err(Error::invalid(
-                    "spiffeId",
-                    "must be a SPIFFE ID: spiffe://TRUST-DOMAIN/PATH",
-                ));
-            }
+            validate::spiffe_id("spiffeId", id)?;
             id.clone()
         }
         (sa, None) => {

@@ -1,5 +1,6 @@
-//! What the change streams compare of a cluster's report problems and a calendar feed
-//! ([`ReportProblemBrief`], [`FeedBrief`]). A leaf of `service/fleet/`.
+//! What the change streams compare of a cluster's report problems, a calendar feed and a
+//! cluster's snapshot state ([`ReportProblemBrief`], [`FeedBrief`], [`SnapshotBrief`]). A
+//! leaf of `service/fleet/`.
 
 use chrono::{DateTime, Utc};
 
@@ -32,5 +33,29 @@ pub fn brief(row: &crate::db::calendar_feeds::FeedRow, now: DateTime<Utc>) -> Fe
         sha256: row.body_sha256.as_deref().map(hex::encode),
         occurrences: u32::try_from(s.occurrences).unwrap_or(u32::MAX),
         changed_at: row.changed_at,
+    }
+}
+
+/// A cluster's snapshot state as the change streams compare it: what its spoke last
+/// reported of the snapshot it persists in the cluster, and whether the hub holds it closed
+/// because its snapshot is over its budget (the cluster's `snapshotPersistence` and
+/// `snapshotOverBudget`). Both are a spoke's state, not a person's action: the streams
+/// announce them, the audit log does not (as a spoke's connection or report problems).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotBrief {
+    pub persistence: Option<fleetgate_api_types::SnapshotPersistence>,
+    pub over_budget: Option<fleetgate_api_types::SnapshotOverBudget>,
+}
+
+impl SnapshotBrief {
+    /// What a change is announced for: the persistence state (`persisted`, `failing`,
+    /// `none`; `None`: never reported) and whether the cluster is over its budget. A new
+    /// persisted revision, another error while failing or another size while over its
+    /// budget are not announced (they come with every new snapshot).
+    pub fn announced(&self) -> (Option<&str>, bool) {
+        (
+            self.persistence.as_ref().map(|p| p.state.as_str()),
+            self.over_budget.is_some(),
+        )
     }
 }

@@ -23,7 +23,7 @@ use crate::{Error, Result};
 pub use crate::db::held_objects::HeldObjectStatus;
 pub use crate::db::reports::LocalGate;
 pub use crate::db::status::ObjectStatus;
-pub use briefs::{FeedBrief, ReportProblemBrief};
+pub use briefs::{FeedBrief, ReportProblemBrief, SnapshotBrief};
 pub use grid::{Cell, FleetGrid, FleetRow, ScopedCluster};
 pub use inputs::{ClusterInput, FleetInputs, GateInput, Scope};
 pub use snapshot::{Snapshot, SnapshotGate, Waiting};

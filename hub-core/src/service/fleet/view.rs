@@ -1,7 +1,7 @@
 //! The whole fleet at one instant as the change streams (admin `WatchFleet`,
 //! the dashboard's events) see it: every (gate, cluster) state, live
-//! overrides, spoke connections, held counts and each gate's newest rollout. Watchers diff two views to
-//! produce events.
+//! overrides, spoke connections, held counts, each gate's newest rollout and each cluster's
+//! snapshot state. Watchers diff two views to produce events.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use fleetgate_policy::GateState;
 
-pub use super::briefs::{FeedBrief, ReportProblemBrief};
+pub use super::briefs::{FeedBrief, ReportProblemBrief, SnapshotBrief};
 use super::evaluate::evaluate;
 use super::inputs::FleetInputs;
 use crate::Result;
@@ -90,6 +90,8 @@ pub struct FleetView {
     pub report_problems: BTreeMap<String, ReportProblemBrief>,
     /// Each `calendar.url` window's feed, by (gate, window).
     pub calendar_feeds: BTreeMap<(String, String), FeedBrief>,
+    /// Each cluster's snapshot state (clusters with neither field set absent).
+    pub snapshot_states: BTreeMap<String, SnapshotBrief>,
     /// The earliest next transition of any (gate, cluster).
     pub next_transition: Option<DateTime<Utc>>,
     /// Every cluster's and gate's labels: what scoped watchers filter on.
@@ -148,6 +150,15 @@ pub fn view(inputs: &FleetInputs) -> Result<FleetView> {
                 spoke_version: row.spoke_version.clone(),
             },
         );
+        if row.snapshot_persistence.is_some() || row.snapshot_over_budget.is_some() {
+            view.snapshot_states.insert(
+                row.name.clone(),
+                SnapshotBrief {
+                    persistence: row.snapshot_persistence.clone(),
+                    over_budget: row.snapshot_over_budget.clone(),
+                },
+            );
+        }
         for (gate, e) in cluster.gates {
             if let Some(t) = e.next_transition {
                 view.next_transition = Some(view.next_transition.map_or(t, |n| n.min(t)));

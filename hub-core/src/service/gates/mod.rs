@@ -216,8 +216,12 @@ impl Service {
                         action,
                         target_kind: "gate",
                         target_name: rec.name.clone(),
-                        before: old.map(|(manifest, ..)| manifest),
-                        after: Some(rec.manifest.clone()),
+                        before: old.map(|(manifest, ..)| {
+                            super::calendars::feeds::manifest_for_audit(manifest)
+                        }),
+                        after: Some(super::calendars::feeds::manifest_for_audit(
+                            rec.manifest.clone(),
+                        )),
                         reason: reason.map(Into::into),
                     };
                     let affected = Affected::among(affected, all.len());
@@ -262,7 +266,9 @@ impl Service {
                     action: "gate.delete",
                     target_kind: "gate",
                     target_name: name.into(),
-                    before: to_json(&GateRecord::from(old)).map(|r| r["manifest"].clone()),
+                    before: to_json(&GateRecord::from(old)).map(|r| {
+                        super::calendars::feeds::manifest_for_audit(r["manifest"].clone())
+                    }),
                     after: None,
                     reason: reason.map(Into::into),
                 };

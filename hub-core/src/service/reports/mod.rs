@@ -329,14 +329,25 @@ impl Reports {
         let (service, sorted) = (&self.service, &sorted);
         let res = retry::transaction("snapshot states", move || async move {
             let mut tx = service.begin().await?;
+            let mut transition = false;
             for (cluster, state) in sorted {
                 if let Some(over) = &state.over_budget {
-                    reports::set_snapshot_over_budget(&mut tx, cluster, over.as_ref()).await?;
+                    let w =
+                        reports::set_snapshot_over_budget(&mut tx, cluster, over.as_ref()).await?;
+                    transition |= w.transition;
                 }
                 if let Some(persistence) = &state.persistence {
-                    reports::set_snapshot_persistence(&mut tx, cluster, persistence.as_ref())
-                        .await?;
+                    let w =
+                        reports::set_snapshot_persistence(&mut tx, cluster, persistence.as_ref())
+                            .await?;
+                    transition |= w.transition;
                 }
+            }
+            if transition {
+                // Watchers (WatchFleet, the dashboard's events) announce the cluster's new
+                // snapshot state at once, though no snapshot changed; a new persisted
+                // revision alone wakes nobody (`reports::StateWrite::transition`).
+                crate::db::revision::nudge(&mut tx).await?;
             }
             tx.commit().await?;
             Ok(())
