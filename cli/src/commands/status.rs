@@ -25,13 +25,22 @@ pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<(
             .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
     }
     // One request: the fleet summary and every (selected) cluster's gates.
-    let query: Vec<(&str, String)> = args
+    let mut query: Vec<(&str, String)> = args
         .selector
         .iter()
         .map(|s| ("selector", s.clone()))
         .collect();
+    // With --limit, one page of clusters (the hub describes only those).
+    query.extend(args.limit.map(|n| ("limit", n.to_string())));
+    query.extend(args.cursor.iter().map(|c| ("cursor", c.clone())));
     let v: FleetStatus = client.get("/status/clusters", &query).await?;
-    output::print_answer(format, &v, |v| render_fleet(v, args.gate.as_deref()))
+    output::print_answer(format, &v, |v| {
+        let mut out = render_fleet(v, args.gate.as_deref());
+        if let Some(c) = &v.next_cursor {
+            out += &format!("\nmore clusters: fleetgate status --limit {} --cursor {c}\n", v.clusters.len());
+        }
+        out
+    })
 }
 
 fn spoke(cluster: &Cluster) -> &'static str {
