@@ -103,12 +103,12 @@ async fn route(
     let scoped = wanted.iter().any(|r| r.owner_scope.is_some());
     let needed =
         (scoped || wanted.iter().any(|r| r.clusters.is_some())) && !ev.clusters.is_empty();
-    let registered: Option<Vec<Scoped>> = match known {
-        _ if !needed => None,
-        // The write's copy of every cluster: those of them the event names.
-        Some(_) => None,
-        // Only the event's clusters: what the routes are matched on, not the fleet.
-        None => Some(crate::clusters::scoped_named(conn, &ev.clusters).await?),
+    // Only the event's clusters: what the routes are matched on, not the fleet (unless the
+    // write already holds every cluster: then those of them the event names).
+    let registered: Option<Vec<Scoped>> = if needed && known.is_none() {
+        Some(crate::clusters::scoped_named(conn, &ev.clusters).await?)
+    } else {
+        None
     };
     // By name: an event naming every cluster of a large fleet looks each one up once.
     let labelled: Option<Labelled<'_>> = match (&registered, known) {

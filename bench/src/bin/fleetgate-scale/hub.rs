@@ -35,8 +35,8 @@ pub fn hub_binary() -> Result<PathBuf> {
 
 /// A running hub with its database.
 pub struct Hub {
-    /// The database, owned by the first hub started on it.
-    pub db: Option<TestDb>,
+    /// The database, owned (and dropped) by the first hub started on it.
+    _db: Option<TestDb>,
     pub url: String,
     pub base: String,
     pub grpc: u16,
@@ -74,7 +74,7 @@ impl Hub {
         let base = format!("http://127.0.0.1:{http_port}");
         wait_readyz(&http, &base, 200, &mut child).await;
         Ok(Hub {
-            db,
+            _db: db,
             url,
             base,
             grpc,
