@@ -115,7 +115,6 @@ pub async fn run(bin: &Path, baseline: Option<&Path>, clusters: usize, rounds: u
     let pool = hub.pool().await?;
     let t = Instant::now();
     seed::clusters(&pool, 0, clusters, 100, 5, GATE).await?;
-    pool.close().await;
     println!(
         "dashboard: seeded {clusters} clusters × {} gates (5 objects each) in {:.1} s",
         gates().len(),
@@ -148,6 +147,9 @@ pub async fn run(bin: &Path, baseline: Option<&Path>, clusters: usize, rounds: u
     hubs.extend(base.as_ref());
     let admin = measure(&hubs, ADMIN, rounds, clusters).await?;
     let scoped = measure(&hubs, &team, rounds, 100).await?;
+    let inproc_admin = crate::inproc::measure(&pool, ADMIN, rounds.min(5)).await?;
+    let inproc_team = crate::inproc::measure(&pool, &team, rounds).await?;
+    pool.close().await;
     println!(
         "dashboard fleet page, {clusters} clusters × 10 gates ({rounds} rounds; load average {}):",
         load()
@@ -165,5 +167,7 @@ pub async fn run(bin: &Path, baseline: Option<&Path>, clusters: usize, rounds: u
             }
         }
     }
+    crate::inproc::print("admin", &inproc_admin);
+    crate::inproc::print("team of 100", &inproc_team);
     Ok(())
 }

@@ -21,6 +21,7 @@
 mod common;
 mod dashboard;
 mod hub;
+mod inproc;
 mod scoped;
 mod seed;
 mod snapshot;

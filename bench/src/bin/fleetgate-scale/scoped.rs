@@ -160,6 +160,7 @@ pub async fn run(
             measure(h, ADMIN, rounds, team).await?,
         ));
     }
+    let inproc_small = crate::inproc::measure(&pool, &token, rounds).await?;
     let load_small = load();
     let t = Instant::now();
     seed::clusters(&pool, team, clusters, team, 5, GATE).await?;
@@ -178,6 +179,7 @@ pub async fn run(
             large_admin: measure(h, ADMIN, rounds.min(5), clusters).await?,
         });
     }
+    let inproc_large = crate::inproc::measure(&pool, &token, rounds).await?;
     let load_large = load();
     pool.close().await;
 
@@ -188,6 +190,8 @@ pub async fn run(
         }
         print(m, clusters, team);
     }
+    crate::inproc::print(&format!("team of {team}, fleet of {team}"), &inproc_small);
+    crate::inproc::print(&format!("team of {team}, fleet of {clusters}"), &inproc_large);
     Ok(())
 }
 

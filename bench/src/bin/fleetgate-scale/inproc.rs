@@ -1,0 +1,69 @@
+//! The fleet reads timed inside this process through the hub's service layer (this
+//! build's) on the bench's database: where a request's time goes — the fleet read
+//! (SQL, restricted to the reader), then evaluation and projection — without HTTP or gRPC.
+
+use std::time::{Duration, Instant};
+
+use fleetgate_hub::Service;
+use fleetgate_hub::ServiceDefaults as _;
+use fleetgate_hub::service::fleet::Scope;
+use fleetgate_hub::service::fleet::grid_page::{FleetPageQuery, page};
+
+use crate::common::{Result, cell};
+
+/// One reader's phases.
+#[derive(Default)]
+pub struct Phases {
+    /// `read_fleet_as`: the fleet inputs the reader sees.
+    read: Vec<Duration>,
+    /// `fleet_summary` (what gRPC `GetFleetStatus` and `GET /api/v1/status` answer).
+    summary: Vec<Duration>,
+    /// `fleet_grid_page`, 100 rows: briefs of every cluster, the page's rows built.
+    page: Vec<Duration>,
+    /// The grid of every cluster, then its first page (the fleet page before).
+    whole: Vec<Duration>,
+}
+
+/// `rounds` rounds (after one unmeasured) as the holder of `token`.
+pub async fn measure(pool: &sqlx::PgPool, token: &str, rounds: usize) -> Result<Phases> {
+    let service = Service::new(pool.clone());
+    let actor = service.authenticate_api(token).await?;
+    let q = FleetPageQuery {
+        limit: Some(100),
+        ..FleetPageQuery::default()
+    };
+    let mut out = Phases::default();
+    for round in 0..=rounds {
+        let t = Instant::now();
+        service.read_fleet_as(&actor, Scope::Fleet).await?;
+        let read = t.elapsed();
+        let t = Instant::now();
+        service.fleet_summary(&actor).await?;
+        let summary = t.elapsed();
+        let t = Instant::now();
+        let fast = service.fleet_grid_page(&actor, &q).await?;
+        let paged = t.elapsed();
+        let t = Instant::now();
+        let slow = page(service.fleet_grid(&actor).await?, &q)?;
+        let whole = t.elapsed();
+        if serde_json::to_value(&fast)? != serde_json::to_value(&slow)? {
+            return Err("the fleet page from briefs differs from the whole grid's page".into());
+        }
+        if round > 0 {
+            out.read.push(read);
+            out.summary.push(summary);
+            out.page.push(paged);
+            out.whole.push(whole);
+        }
+    }
+    Ok(out)
+}
+
+/// Prints `p` under `label`.
+pub fn print(label: &str, p: &Phases) {
+    println!("  in process, {label}:");
+    println!("    fleet read (SQL, restricted):        {}", cell(&p.read));
+    println!("    fleet summary (read + evaluate):     {}", cell(&p.summary));
+    println!("    fleet page, rows of the page built:  {}", cell(&p.page));
+    println!("    whole grid, then its page (before):  {}", cell(&p.whole));
+}
