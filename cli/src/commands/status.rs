@@ -37,7 +37,15 @@ pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<(
     output::print_answer(format, &v, |v| {
         let mut out = render_fleet(v, args.gate.as_deref());
         if let Some(c) = &v.next_cursor {
-            out += &format!("\nmore clusters: fleetgate status --limit {} --cursor {c}\n", v.clusters.len());
+            // The command that prints the next page.
+            let mut next = format!("fleetgate status --limit {}", args.limit.unwrap_or_default());
+            if let Some(s) = &args.selector {
+                next += &format!(" -l '{s}'");
+            }
+            if let Some(g) = &args.gate {
+                next += &format!(" --gate {g}");
+            }
+            out += &format!("\nmore clusters: {next} --cursor {c}\n");
         }
         out
     })
