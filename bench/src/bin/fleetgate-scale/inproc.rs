@@ -67,3 +67,36 @@ pub fn print(label: &str, p: &Phases) {
     println!("    fleet page, rows of the page built:  {}", cell(&p.page));
     println!("    whole grid, then its page (before):  {}", cell(&p.whole));
 }
+
+/// With `FLEETGATE_SCALE_EXPLAIN` set: PostgreSQL's plan of the scoped reader's cluster
+/// read (the store's query for a `matchLabels` scope) as a prepared statement after its
+/// sixth execution, when PostgreSQL may switch to a generic plan.
+pub async fn explain(pool: &sqlx::PgPool, team: &str) -> Result<()> {
+    if std::env::var_os("FLEETGATE_SCALE_EXPLAIN").is_none() {
+        return Ok(());
+    }
+    let mut conn = pool.acquire().await?;
+    sqlx::raw_sql(
+        "prepare scoped_read(jsonb) as select c.name, c.labels, k.connected, l.heartbeat_at \
+         from clusters c cross join fleet_revision f \
+         left join cluster_connections k on k.cluster = c.name \
+         left join replica_leases l on l.replica = k.connected_replica \
+         where (true and c.labels @> $1::jsonb) order by c.name",
+    )
+    .execute(&mut *conn)
+    .await?;
+    let labels = serde_json::json!({ "team": team }).to_string();
+    let mut plan = Vec::new();
+    for _ in 0..7 {
+        plan = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(format!(
+            "explain (analyze, costs off) execute scoped_read('{labels}')"
+        )))
+        .fetch_all(&mut *conn)
+        .await?;
+    }
+    println!("  plan of the scoped cluster read (team {team}):");
+    for line in plan {
+        println!("    {line}");
+    }
+    Ok(())
+}

@@ -180,6 +180,7 @@ pub async fn run(
         });
     }
     let inproc_large = crate::inproc::measure(&pool, &token, rounds).await?;
+    crate::inproc::explain(&pool, "t000").await?;
     let load_large = load();
     pool.close().await;
 
