@@ -311,13 +311,24 @@ fn status_pages_the_fleet_with_limit_and_cursor() {
     }
     let first = hub.json(&["status", "--limit", "2"]);
     let names = |v: &Value| -> Vec<String> {
-        v["clusters"].as_array().unwrap().iter().map(|c| c["cluster"]["name"].as_str().unwrap().to_string()).collect()
+        v["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["cluster"]["name"].as_str().unwrap().to_string())
+            .collect()
     };
     assert_eq!(names(&first), ["c1", "c2"], "{first}");
-    assert_eq!(first["summary"]["clusters"]["total"], 3, "the counts stay fleet-wide");
+    assert_eq!(
+        first["summary"]["clusters"]["total"], 3,
+        "the counts stay fleet-wide"
+    );
     let cursor = first["nextCursor"].as_str().unwrap().to_string();
     let text = hub.ok(&["status", "--limit", "2"]);
-    assert!(text.contains(&format!("fleetgate status --limit 2 --cursor {cursor}")), "{text}");
+    assert!(
+        text.contains(&format!("fleetgate status --limit 2 --cursor {cursor}")),
+        "{text}"
+    );
     let last = hub.json(&["status", "--limit", "2", "--cursor", &cursor]);
     assert_eq!(names(&last), ["c3"], "{last}");
     assert!(last.get("nextCursor").is_none(), "{last}");

@@ -101,8 +101,7 @@ async fn route(
         return Ok(());
     }
     let scoped = wanted.iter().any(|r| r.owner_scope.is_some());
-    let needed =
-        (scoped || wanted.iter().any(|r| r.clusters.is_some())) && !ev.clusters.is_empty();
+    let needed = (scoped || wanted.iter().any(|r| r.clusters.is_some())) && !ev.clusters.is_empty();
     // Only the event's clusters: what the routes are matched on, not the fleet (unless the
     // write already holds every cluster: then those of them the event names).
     let registered: Option<Vec<Scoped>> = if needed && known.is_none() {

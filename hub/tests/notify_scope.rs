@@ -266,7 +266,10 @@ async fn routing_with_a_writes_clusters_equals_reading_them() {
             json!({"name": "named", "url": url, "clusters": {"names": ["c01", "c04"]}}),
         ),
         (&team_a, json!({"name": "team-a", "url": url})),
-        (&team_a, json!({"name": "team-a-each", "url": url, "perCluster": true})),
+        (
+            &team_a,
+            json!({"name": "team-a-each", "url": url, "perCluster": true}),
+        ),
     ] {
         subscribe(&router, token, body).await;
     }
@@ -307,5 +310,8 @@ async fn routing_with_a_writes_clusters_equals_reading_them() {
         assert_eq!(got, want, "event {k}: {named:?}");
         compared += want.len();
     }
-    assert!(compared > 20, "the events reached many subscriptions: {compared}");
+    assert!(
+        compared > 20,
+        "the events reached many subscriptions: {compared}"
+    );
 }

@@ -349,9 +349,9 @@ fn page_query(rng: &mut Rng, gates: usize) -> FleetPageQuery {
             .chance(2)
             .then(|| rng.pick(&["name", "attention"]).to_string()),
         group: rng.chance(2).then(|| rng.pick(&KEYS).to_string()),
-        collapsed: rng.chance(3).then(|| {
-            format!("{},{}", rng.pick(&VALUES), rng.pick(&["(none)", "a", "zz"]))
-        }),
+        collapsed: rng
+            .chance(3)
+            .then(|| format!("{},{}", rng.pick(&VALUES), rng.pick(&["(none)", "a", "zz"]))),
     }
 }
 
@@ -434,7 +434,11 @@ async fn the_fleet_status_pages_add_up_to_the_whole_status() {
             .iter()
             .map(|c| serde_json::to_value(c).unwrap())
             .collect();
-        want.sort_by(|a, b| a["cluster"]["name"].as_str().cmp(&b["cluster"]["name"].as_str()));
+        want.sort_by(|a, b| {
+            a["cluster"]["name"]
+                .as_str()
+                .cmp(&b["cluster"]["name"].as_str())
+        });
         let limit = 1 + rng.below(30) as u32;
         let mut page = fleetgate_hub::service::PageRequest {
             limit: Some(limit),
@@ -459,7 +463,10 @@ async fn the_fleet_status_pages_add_up_to_the_whole_status() {
                 None => break,
             }
         }
-        assert_eq!(got, want, "case {case}: {actor:?} {selector:?} limit {limit}");
+        assert_eq!(
+            got, want,
+            "case {case}: {actor:?} {selector:?} limit {limit}"
+        );
     }
     // Bad paging names its parameter.
     let r = hub.get("/api/v1/status/clusters?limit=0").await;

@@ -38,7 +38,10 @@ pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<(
         let mut out = render_fleet(v, args.gate.as_deref());
         if let Some(c) = &v.next_cursor {
             // The command that prints the next page.
-            let mut next = format!("fleetgate status --limit {}", args.limit.unwrap_or_default());
+            let mut next = format!(
+                "fleetgate status --limit {}",
+                args.limit.unwrap_or_default()
+            );
             if let Some(s) = &args.selector {
                 next += &format!(" -l '{s}'");
             }

@@ -33,11 +33,17 @@ fn gates() -> Vec<Value> {
     };
     let labels = |k: &str, v: &str| json!({"selector": {"matchLabels": {k: v}}});
     let weekdays = json!([{"name": "weekdays", "kind": "allow", "schedule": "0 8 * * MON-THU", "duration": "9h"}]);
-    let friday = json!([{"name": "friday", "kind": "deny", "schedule": "0 0 * * FRI", "duration": "72h"}]);
+    let friday =
+        json!([{"name": "friday", "kind": "deny", "schedule": "0 0 * * FRI", "duration": "72h"}]);
     let freeze = json!([{"name": "year-end", "kind": "deny", "start": "2026-12-20T00:00:00", "end": "2027-01-04T00:00:00"}]);
     vec![
         gate(GATE, json!({"selector": {}}), "open", json!([])),
-        gate("prod-hours", labels("env", "prod"), "closed", weekdays.clone()),
+        gate(
+            "prod-hours",
+            labels("env", "prod"),
+            "closed",
+            weekdays.clone(),
+        ),
         gate("dev-hours", labels("env", "dev"), "closed", weekdays),
         gate(
             "no-friday",
@@ -85,12 +91,7 @@ async fn time(hub: &Hub, token: &str, path: &str, expect: usize) -> Result<Durat
 }
 
 /// `rounds` rounds (after one unmeasured) of every page on each hub, in turn.
-async fn measure(
-    hubs: &[&Hub],
-    token: &str,
-    rounds: usize,
-    expect: usize,
-) -> Result<Vec<Timings>> {
+async fn measure(hubs: &[&Hub], token: &str, rounds: usize, expect: usize) -> Result<Vec<Timings>> {
     let mut out: Vec<Timings> = hubs.iter().map(|_| Default::default()).collect();
     for round in 0..=rounds {
         for (i, path) in PAGES.iter().enumerate() {
@@ -107,7 +108,12 @@ async fn measure(
     Ok(out)
 }
 
-pub async fn run(bin: &Path, baseline: Option<&Path>, clusters: usize, rounds: usize) -> Result<()> {
+pub async fn run(
+    bin: &Path,
+    baseline: Option<&Path>,
+    clusters: usize,
+    rounds: usize,
+) -> Result<()> {
     let hub = Hub::start(bin).await?;
     for g in gates() {
         hub.post("/api/v1/gates", g).await?;
@@ -138,7 +144,10 @@ pub async fn run(bin: &Path, baseline: Option<&Path>, clusters: usize, rounds: u
                    "scope": {"clusters": {"selector": {"matchLabels": {"team": "t000"}}}}}),
         )
         .await?;
-    let team = created["secret"].as_str().ok_or("no token secret")?.to_string();
+    let team = created["secret"]
+        .as_str()
+        .ok_or("no token secret")?
+        .to_string();
     let base = match baseline {
         Some(b) => Some(hub.beside(b).await?),
         None => None,

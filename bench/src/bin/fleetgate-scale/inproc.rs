@@ -63,9 +63,15 @@ pub async fn measure(pool: &sqlx::PgPool, token: &str, rounds: usize) -> Result<
 pub fn print(label: &str, p: &Phases) {
     println!("  in process, {label}:");
     println!("    fleet read (SQL, restricted):        {}", cell(&p.read));
-    println!("    fleet summary (read + evaluate):     {}", cell(&p.summary));
+    println!(
+        "    fleet summary (read + evaluate):     {}",
+        cell(&p.summary)
+    );
     println!("    fleet page, rows of the page built:  {}", cell(&p.page));
-    println!("    whole grid, then its page (before):  {}", cell(&p.whole));
+    println!(
+        "    whole grid, then its page (before):  {}",
+        cell(&p.whole)
+    );
 }
 
 /// With `FLEETGATE_SCALE_EXPLAIN` set: PostgreSQL's plan of the scoped reader's cluster

@@ -192,7 +192,10 @@ pub async fn run(
         print(m, clusters, team);
     }
     crate::inproc::print(&format!("team of {team}, fleet of {team}"), &inproc_small);
-    crate::inproc::print(&format!("team of {team}, fleet of {clusters}"), &inproc_large);
+    crate::inproc::print(
+        &format!("team of {team}, fleet of {clusters}"),
+        &inproc_large,
+    );
     Ok(())
 }
 

@@ -138,7 +138,8 @@ impl PageRow for Brief<'_> {
         self.held
     }
     fn closed(&self, cols: &[usize]) -> bool {
-        cols.iter().any(|&i| self.closed.get(i).copied().unwrap_or(false))
+        cols.iter()
+            .any(|&i| self.closed.get(i).copied().unwrap_or(false))
     }
 }
 
@@ -174,7 +175,11 @@ pub struct Paged<R> {
 /// The page `q` asks for of `rows` (every cluster the caller sees, by name) in a grid of
 /// `gates` columns; 422 naming the parameter for a bad `limit`, `state`, `sort` or `gate`,
 /// 400 for a bad `cursor`.
-pub fn page_rows<R: PageRow>(rows: Vec<R>, gates: &[String], q: &FleetPageQuery) -> Result<Paged<R>> {
+pub fn page_rows<R: PageRow>(
+    rows: Vec<R>,
+    gates: &[String],
+    q: &FleetPageQuery,
+) -> Result<Paged<R>> {
     let req = PageRequest {
         limit: q.limit,
         cursor: q.cursor.clone(),

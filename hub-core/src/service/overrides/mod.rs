@@ -588,8 +588,14 @@ pub(super) async fn insert_override(
         crate::notify::Cause::Override,
         n.actor,
     );
-    crate::notify::enqueue_transitions_among(tx, Some(gate_def), changes, None, Some(all.as_slice()))
-        .await?;
+    crate::notify::enqueue_transitions_among(
+        tx,
+        Some(gate_def),
+        changes,
+        None,
+        Some(all.as_slice()),
+    )
+    .await?;
     let affected = Affected::among(affected, all.len());
     Ok((rec, affected))
 }
