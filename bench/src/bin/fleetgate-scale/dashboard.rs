@@ -156,9 +156,7 @@ pub async fn run(
     hubs.extend(base.as_ref());
     let admin = measure(&hubs, ADMIN, rounds, clusters).await?;
     let scoped = measure(&hubs, &team, rounds, 100).await?;
-    let inproc_admin = crate::inproc::measure(&pool, ADMIN, rounds.min(5)).await?;
-    let inproc_team = crate::inproc::measure(&pool, &team, rounds).await?;
-    pool.close().await;
+
     println!(
         "dashboard fleet page, {clusters} clusters × 10 gates ({rounds} rounds; load average {}):",
         load()
@@ -176,7 +174,10 @@ pub async fn run(
             }
         }
     }
+    let inproc_admin = crate::inproc::measure(&pool, ADMIN, rounds.min(5)).await?;
     crate::inproc::print("admin", &inproc_admin);
+    let inproc_team = crate::inproc::measure(&pool, &team, rounds).await?;
     crate::inproc::print("team of 100", &inproc_team);
+    pool.close().await;
     Ok(())
 }

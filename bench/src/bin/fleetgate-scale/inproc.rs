@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use fleetgate_hub::Service;
 use fleetgate_hub::ServiceDefaults as _;
 use fleetgate_hub::service::fleet::Scope;
-use fleetgate_hub::service::fleet::grid_page::{FleetPageQuery, page};
+use fleetgate_hub::service::fleet::grid::grid;
+use fleetgate_hub::service::fleet::grid_page::{FleetPageQuery, grid_page, page};
 
 use crate::common::{Result, cell};
 
@@ -18,13 +19,14 @@ pub struct Phases {
     read: Vec<Duration>,
     /// `fleet_summary` (what gRPC `GetFleetStatus` and `GET /api/v1/status` answer).
     summary: Vec<Duration>,
-    /// `fleet_grid_page`, 100 rows: briefs of every cluster, the page's rows built.
+    /// `grid_page` of the read, 100 rows: briefs of every cluster, the page's rows built.
     page: Vec<Duration>,
-    /// The grid of every cluster, then its first page (the fleet page before).
+    /// The grid of every cluster of the read, then its first page (the fleet page before).
     whole: Vec<Duration>,
 }
 
-/// `rounds` rounds (after one unmeasured) as the holder of `token`.
+/// `rounds` rounds (after one unmeasured) as the holder of `token`; both pages are made
+/// from one read, and must be equal.
 pub async fn measure(pool: &sqlx::PgPool, token: &str, rounds: usize) -> Result<Phases> {
     let service = Service::new(pool.clone());
     let actor = service.authenticate_api(token).await?;
@@ -35,16 +37,16 @@ pub async fn measure(pool: &sqlx::PgPool, token: &str, rounds: usize) -> Result<
     let mut out = Phases::default();
     for round in 0..=rounds {
         let t = Instant::now();
-        service.read_fleet_as(&actor, Scope::Fleet).await?;
+        let inputs = service.read_fleet_as(&actor, Scope::Fleet).await?;
         let read = t.elapsed();
         let t = Instant::now();
         service.fleet_summary(&actor).await?;
         let summary = t.elapsed();
         let t = Instant::now();
-        let fast = service.fleet_grid_page(&actor, &q).await?;
+        let fast = grid_page(&inputs, &q)?;
         let paged = t.elapsed();
         let t = Instant::now();
-        let slow = page(service.fleet_grid(&actor).await?, &q)?;
+        let slow = page(grid(&inputs)?, &q)?;
         let whole = t.elapsed();
         if serde_json::to_value(&fast)? != serde_json::to_value(&slow)? {
             return Err("the fleet page from briefs differs from the whole grid's page".into());
