@@ -242,8 +242,8 @@ async fn routing_with_a_writes_clusters_equals_reading_them() {
     for i in 0..12 {
         let name = format!("c{i:02}");
         let env = ["prod", "dev", "staging"][i % 3];
-        hub.register(&name, json!({"env": env, "team": ["a", "b"][i % 2]}))
-            .await;
+        let team = ["a", "b"][i % 2];
+        hub.register(&name, json!({"env": env, "team": team})).await;
         names.push(name);
     }
     hub.simple_gate("g", &["c00"], "closed").await;
