@@ -553,4 +553,7 @@ pub struct FleetStatus {
     /// Fleet freezes in force now (the emergency stop), oldest first.
     #[serde(default)]
     pub freezes: Vec<crate::records::FreezeRecord>,
+    /// With `limit`: the `cursor` of the next page of clusters; absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }

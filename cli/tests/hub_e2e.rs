@@ -304,6 +304,42 @@ fn overrides_open_close_cancel_and_status() {
 }
 
 #[test]
+fn status_pages_the_fleet_with_limit_and_cursor() {
+    let hub = start_hub();
+    for c in ["c1", "c2", "c3"] {
+        hub.ok(&["cluster", "register", c]);
+    }
+    let first = hub.json(&["status", "--limit", "2"]);
+    let names = |v: &Value| -> Vec<String> {
+        v["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["cluster"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&first), ["c1", "c2"], "{first}");
+    assert_eq!(
+        first["summary"]["clusters"]["total"], 3,
+        "the counts stay fleet-wide"
+    );
+    let cursor = first["nextCursor"].as_str().unwrap().to_string();
+    let text = hub.ok(&["status", "--limit", "2"]);
+    assert!(
+        text.contains(&format!("fleetgate status --limit 2 --cursor {cursor}")),
+        "{text}"
+    );
+    let last = hub.json(&["status", "--limit", "2", "--cursor", &cursor]);
+    assert_eq!(names(&last), ["c3"], "{last}");
+    assert!(last.get("nextCursor").is_none(), "{last}");
+    assert_eq!(names(&hub.json(&["status"])), ["c1", "c2", "c3"]);
+    // The hub refuses a bad limit naming it (422: exit 6).
+    let o = hub.cli(&["status", "--limit", "0"]);
+    assert_eq!(o.status.code(), Some(6), "{}", err(&o));
+    assert!(err(&o).contains("limit"), "{}", err(&o));
+}
+
+#[test]
 fn exit_codes_scripts_can_rely_on() {
     let hub = start_hub();
     hub.ok(&["cluster", "register", "c1"]);

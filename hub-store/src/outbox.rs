@@ -12,6 +12,18 @@ use crate::clusters::Scoped;
 /// Inserts `ev` unless an event with its dedup key exists, numbers it in its
 /// subject's sequence and creates its deliveries. `Some(id)` when inserted.
 pub async fn enqueue(conn: &mut PgConnection, ev: &NewEvent) -> Result<Option<i64>> {
+    enqueue_among(conn, ev, None).await
+}
+
+/// [`enqueue`] by a write that has already read every registered cluster's name and
+/// labels in its transaction (`known`, the write's copy): routing to subscriptions with
+/// cluster selectors looks the event's clusters up there instead of reading their labels
+/// again — for an edge on every cluster of a large fleet, a read of the whole fleet.
+pub async fn enqueue_among(
+    conn: &mut PgConnection,
+    ev: &NewEvent,
+    known: Option<&[Scoped]>,
+) -> Result<Option<i64>> {
     let inserted: Option<(i64,)> = sqlx::query_as(
         "insert into notify_events \
          (type, subject, seq, dedup_key, occurred_at, gate, clusters, data, created_at) \
@@ -41,7 +53,7 @@ pub async fn enqueue(conn: &mut PgConnection, ev: &NewEvent) -> Result<Option<i6
     .bind(id)
     .execute(&mut *conn)
     .await?;
-    route(conn, id, ev).await?;
+    route(conn, id, ev, known).await?;
     Ok(Some(id))
 }
 
@@ -63,7 +75,12 @@ struct Route {
 
 /// One delivery per subscription that selects `ev` (per cluster for
 /// per-cluster subscriptions).
-async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<()> {
+async fn route(
+    conn: &mut PgConnection,
+    event_id: i64,
+    ev: &NewEvent,
+    known: Option<&[Scoped]>,
+) -> Result<()> {
     let routes: Vec<Route> = sqlx::query_as(
         "select id, event_types, gates, clusters, per_cluster, owner_scope from webhooks \
          where enabled",
@@ -84,17 +101,28 @@ async fn route(conn: &mut PgConnection, event_id: i64, ev: &NewEvent) -> Result<
         return Ok(());
     }
     let scoped = wanted.iter().any(|r| r.owner_scope.is_some());
-    let registered: Option<Vec<Scoped>> =
-        if (scoped || wanted.iter().any(|r| r.clusters.is_some())) && !ev.clusters.is_empty() {
-            // Only the event's clusters: what the routes are matched on, not the fleet.
-            Some(crate::clusters::scoped_named(conn, &ev.clusters).await?)
-        } else {
-            None
-        };
+    let needed = (scoped || wanted.iter().any(|r| r.clusters.is_some())) && !ev.clusters.is_empty();
+    // Only the event's clusters: what the routes are matched on, not the fleet (unless the
+    // write already holds every cluster: then those of them the event names).
+    let registered: Option<Vec<Scoped>> = if needed && known.is_none() {
+        Some(crate::clusters::scoped_named(conn, &ev.clusters).await?)
+    } else {
+        None
+    };
     // By name: an event naming every cluster of a large fleet looks each one up once.
-    let labelled: Option<Labelled<'_>> = registered
-        .as_ref()
-        .map(|all| all.iter().map(|c| (c.name.as_str(), c)).collect());
+    let labelled: Option<Labelled<'_>> = match (&registered, known) {
+        (Some(read), _) => Some(read.iter().map(|c| (c.name.as_str(), c)).collect()),
+        (None, Some(all)) if needed => {
+            let named: HashSet<&str> = ev.clusters.iter().map(String::as_str).collect();
+            Some(
+                all.iter()
+                    .filter(|c| named.contains(c.name.as_str()))
+                    .map(|c| (c.name.as_str(), c))
+                    .collect(),
+            )
+        }
+        _ => None,
+    };
     let gate_labels = match (&ev.gate, scoped) {
         (Some(g), true) => gate_labels(conn, g).await?,
         _ => Default::default(),

@@ -2,7 +2,8 @@
 //! notices only on the team's clusters (its writer scope, also for a
 //! cluster registered later), another team's subscriber hears nothing of
 //! it; and subscriptions are visible to unscoped admins and to their own
-//! team only, over REST and gRPC.
+//! team only, over REST and gRPC; and a write routing its events with the clusters it
+//! already read delivers exactly what routing by reading them delivers.
 
 mod common;
 mod grpc_support;
@@ -214,4 +215,103 @@ async fn subscriptions_are_seen_by_unscoped_admins_and_their_own_team() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), tonic::Code::NotFound);
+}
+
+/// Every delivery of event `id`: (subscription, cluster, the clusters it gets).
+async fn routed(hub: &Hub, id: i64) -> Vec<(String, String, Option<Vec<String>>)> {
+    sqlx::query_as(
+        "select w.name, d.cluster, d.clusters from webhook_deliveries d \
+         join webhooks w on w.id = d.webhook_id where d.event_id = $1 \
+         order by w.name, d.cluster",
+    )
+    .bind(id)
+    .fetch_all(&hub.pool)
+    .await
+    .unwrap()
+}
+
+/// A write that has read every cluster routes its events with them
+/// (`outbox::enqueue_among`) instead of reading the event's clusters again: the
+/// deliveries are exactly those of routing by reading them, for selector, name and
+/// per-cluster subscriptions and team-scoped subscribers, with unregistered names too.
+#[tokio::test]
+async fn routing_with_a_writes_clusters_equals_reading_them() {
+    use fleetgate_hub::db::{clusters, outbox};
+    let hub = Hub::new().await;
+    let mut names = Vec::new();
+    for i in 0..12 {
+        let name = format!("c{i:02}");
+        let env = ["prod", "dev", "staging"][i % 3];
+        let team = ["a", "b"][i % 2];
+        hub.register(&name, json!({"env": env, "team": team})).await;
+        names.push(name);
+    }
+    hub.simple_gate("g", &["c00"], "closed").await;
+    let team_a = team_admin(&hub, "team-a", "a").await;
+    let (_r, router) = replica(&hub, "r1");
+    let url = "http://127.0.0.1:9/hook"; // never called: the test reads the outbox
+    for (token, body) in [
+        (common::ADMIN, json!({"name": "all", "url": url})),
+        (
+            common::ADMIN,
+            json!({"name": "prod", "url": url, "clusters": {"selector": {"matchLabels": {"env": "prod"}}}}),
+        ),
+        (
+            common::ADMIN,
+            json!({"name": "each-not-dev", "url": url, "perCluster": true,
+                   "clusters": {"selector": {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]}}}),
+        ),
+        (
+            common::ADMIN,
+            json!({"name": "named", "url": url, "clusters": {"names": ["c01", "c04"]}}),
+        ),
+        (&team_a, json!({"name": "team-a", "url": url})),
+        (
+            &team_a,
+            json!({"name": "team-a-each", "url": url, "perCluster": true}),
+        ),
+    ] {
+        subscribe(&router, token, body).await;
+    }
+    let mut conn = hub.pool.acquire().await.unwrap();
+    let known = clusters::scoped(&mut conn).await.unwrap();
+    let picks: [&[usize]; 6] = [
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+        &[0],
+        &[1],
+        &[2, 4, 6],
+        &[3, 5, 7, 9, 11],
+        &[],
+    ];
+    let mut compared = 0;
+    for (k, pick) in picks.iter().enumerate() {
+        let mut named: Vec<String> = pick.iter().map(|&i| names[i].clone()).collect();
+        if k % 2 == 0 {
+            named.push("gone".into()); // named by the event, no longer registered
+        }
+        let event = |how: &str| fleetgate_hub::notify::NewEvent {
+            event_type: "gate.closed".into(),
+            subject: format!("gate/g-{how}-{k}"),
+            dedup_key: None,
+            occurred_at: t0(),
+            gate: Some("g".into()),
+            clusters: named.clone(),
+            data: json!({"clusters": named}),
+        };
+        let read = outbox::enqueue(&mut conn, &event("read"))
+            .await
+            .unwrap()
+            .unwrap();
+        let known_id = outbox::enqueue_among(&mut conn, &event("known"), Some(&known))
+            .await
+            .unwrap()
+            .unwrap();
+        let (want, got) = (routed(&hub, read).await, routed(&hub, known_id).await);
+        assert_eq!(got, want, "event {k}: {named:?}");
+        compared += want.len();
+    }
+    assert!(
+        compared > 20,
+        "the events reached many subscriptions: {compared}"
+    );
 }

@@ -6,7 +6,10 @@
 //!   `ClusterScope::matches` keeps;
 //! - every fleet view of a scoped actor (fleet status, summary, dashboard grid, the change
 //!   streams' view, a gate's clusters) is the same as reading the whole fleet and
-//!   restricting it (`FleetInputs::restrict`), as every read did before.
+//!   restricting it (`FleetInputs::restrict`), as every read did before;
+//! - the dashboard's fleet page, built from briefs of every cluster and the page's rows
+//!   only (`grid_page`), is exactly the page of the whole grid (`page`) for random
+//!   filters, states, gates, orders, groups and pages, for every kind of reader.
 
 mod common;
 
@@ -15,6 +18,7 @@ use std::collections::BTreeMap;
 use common::Hub;
 use fleetgate_api_types::{AccessScope, GateScope};
 use fleetgate_hub::db::clusters;
+use fleetgate_hub::service::fleet::grid_page::{FleetPageQuery, grid_page, page};
 use fleetgate_hub::service::fleet::{FleetInputs, Scope, grid, status, view};
 use fleetgate_hub::service::{Actor, Grant, GrantSource, Identity, Role};
 use fleetgate_policy::{ClusterScope, LabelSelector, LabelSelectorRequirement, SelectorOperator};
@@ -228,14 +232,12 @@ fn projections(inputs: &FleetInputs) -> Value {
     })
 }
 
-#[tokio::test]
-async fn a_scoped_read_shows_exactly_what_restricting_the_whole_fleet_showed() {
-    let hub = Hub::new().await;
-    let mut rng = Rng(0xfee1_600d);
-    let all = fleet(&hub, &mut rng).await;
-    // Gates of several scopes and teams, some closed; objects reported on some clusters
-    // (held under the closed gates), an override on a few clusters.
-    for g in 0..6 {
+/// The random fleet with gates of several scopes and teams, some closed, one in warn mode;
+/// objects reported on some clusters (held under the closed gates), an override on a few
+/// clusters, every fourth spoke connected.
+async fn gated_fleet(hub: &Hub, rng: &mut Rng) -> BTreeMap<String, BTreeMap<String, String>> {
+    let all = fleet(hub, rng).await;
+    for g in 0..7 {
         let team = VALUES[g % VALUES.len()];
         let scope = match g {
             0 => json!({"selector": {}}),
@@ -244,7 +246,10 @@ async fn a_scoped_read_shows_exactly_what_restricting_the_whole_fleet_showed() {
                 json!({"selector": {"matchExpressions": [{"key": "region", "operator": "NotIn", "values": ["b"]}]}})
             }
             3 => json!({"names": [name(1), name(2), name(3)]}),
-            _ => json!({"selector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}}),
+            4 | 5 => {
+                json!({"selector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]}})
+            }
+            _ => json!({"selector": {"matchLabels": {"region": "a"}}}),
         };
         let r = hub
             .post_json(
@@ -253,6 +258,7 @@ async fn a_scoped_read_shows_exactly_what_restricting_the_whole_fleet_showed() {
                 json!({"apiVersion": "fleetgate.io/v1", "kind": "Gate",
                        "metadata": {"name": format!("g-{g}"), "labels": {"team": team}},
                        "spec": {"clusters": scope, "targets": {"kinds": ["Kustomization"]},
+                                "enforcement": if g == 6 { "warn" } else { "enforce" },
                                 "default": if g % 2 == 0 { "closed" } else { "open" },
                                 "timeZone": "UTC", "windows": []}}),
             )
@@ -278,6 +284,20 @@ async fn a_scoped_read_shows_exactly_what_restricting_the_whole_fleet_showed() {
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
 
+    let connected: Vec<&String> = all.keys().step_by(4).collect();
+    sqlx::query("update cluster_connections set connected = true, last_seen_at = now() where cluster = any($1)")
+        .bind(&connected)
+        .execute(&hub.pool)
+        .await
+        .unwrap();
+    all
+}
+
+#[tokio::test]
+async fn a_scoped_read_shows_exactly_what_restricting_the_whole_fleet_showed() {
+    let hub = Hub::new().await;
+    let mut rng = Rng(0xfee1_600d);
+    gated_fleet(&hub, &mut rng).await;
     let mut narrowed = 0;
     for case in 0..120 {
         let actor = actor(&mut rng, case);
@@ -301,4 +321,158 @@ async fn a_scoped_read_shows_exactly_what_restricting_the_whole_fleet_showed() {
         narrowed > 60,
         "most cases read a part of the fleet: {narrowed}"
     );
+}
+
+fn page_query(rng: &mut Rng, gates: usize) -> FleetPageQuery {
+    let word = |rng: &mut Rng| -> String {
+        match rng.below(4) {
+            0 => format!("{}={}", rng.pick(&KEYS), rng.pick(&VALUES)),
+            1 => format!("{}!={}", rng.pick(&KEYS), rng.pick(&VALUES)),
+            2 => format!("C-{}", rng.below(16)),
+            _ => format!("0{}", rng.below(10)),
+        }
+    };
+    FleetPageQuery {
+        limit: (!rng.chance(5)).then(|| 1 + rng.below(40) as u32),
+        cursor: None,
+        filter: (!rng.chance(2)).then(|| {
+            (0..1 + rng.below(2))
+                .map(|_| word(rng))
+                .collect::<Vec<_>>()
+                .join(if rng.chance(2) { " " } else { "," })
+        }),
+        gate: rng.chance(3).then(|| format!("g-{}", rng.below(gates))),
+        state: rng
+            .chance(2)
+            .then(|| rng.pick(&["closed", "open", "held", "offline"]).to_string()),
+        sort: rng
+            .chance(2)
+            .then(|| rng.pick(&["name", "attention"]).to_string()),
+        group: rng.chance(2).then(|| rng.pick(&KEYS).to_string()),
+        collapsed: rng
+            .chance(3)
+            .then(|| format!("{},{}", rng.pick(&VALUES), rng.pick(&["(none)", "a", "zz"]))),
+    }
+}
+
+#[tokio::test]
+async fn the_fleet_page_built_from_briefs_is_the_page_of_the_whole_grid() {
+    let hub = Hub::new().await;
+    let mut rng = Rng(0x0bad_cafe);
+    gated_fleet(&hub, &mut rng).await;
+    let mut pages = 0;
+    let mut shown = 0;
+    for case in 0..60 {
+        // Every fourth reader sees the whole fleet (no cluster or gate scope).
+        let actor = if case % 4 == 0 {
+            Actor::from_grants(
+                Identity::System {
+                    name: format!("case-{case}"),
+                },
+                vec![Grant {
+                    role: Role::Viewer,
+                    scope: AccessScope::default(),
+                    source: GrantSource::Token {
+                        name: format!("case-{case}"),
+                    },
+                }],
+            )
+            .unwrap()
+        } else {
+            actor(&mut rng, case)
+        };
+        let inputs = hub
+            .service
+            .read_fleet_as(&actor, Scope::Fleet)
+            .await
+            .unwrap();
+        let whole = grid::grid(&inputs).unwrap();
+        for _ in 0..4 {
+            let mut q = page_query(&mut rng, 7);
+            // Every page of the query, following the cursors.
+            for _ in 0..200 {
+                let fast = grid_page(&inputs, &q);
+                let slow = page(whole.clone(), &q);
+                let (fast, slow) = match (fast, slow) {
+                    (Ok(f), Ok(s)) => (f, s),
+                    (Err(f), Err(s)) => {
+                        assert_eq!(f.to_string(), s.to_string(), "case {case}: {q:?}");
+                        break;
+                    }
+                    (f, s) => panic!("case {case}: {q:?}: {:?} / {:?}", f.err(), s.err()),
+                };
+                assert_eq!(
+                    serde_json::to_value(&fast).unwrap(),
+                    serde_json::to_value(&slow).unwrap(),
+                    "case {case}: {q:?}"
+                );
+                pages += 1;
+                shown += fast.grid.clusters.len();
+                match fast.next_cursor {
+                    Some(c) => q.cursor = Some(c),
+                    None => break,
+                }
+            }
+        }
+    }
+    assert!(pages > 300, "many pages compared: {pages}");
+    assert!(shown > 2_000, "the pages showed rows: {shown}");
+}
+
+#[tokio::test]
+async fn the_fleet_status_pages_add_up_to_the_whole_status() {
+    let hub = Hub::new().await;
+    let mut rng = Rng(0x5747_0505);
+    gated_fleet(&hub, &mut rng).await;
+    for case in 0..24 {
+        let actor = actor(&mut rng, case);
+        let selector = ["", "env=a", "tier", "region notin (b)"][case % 4];
+        let selector = (!selector.is_empty()).then_some(selector);
+        let whole = hub.service.fleet_status(&actor, selector).await.unwrap();
+        let mut want: Vec<Value> = whole
+            .clusters
+            .iter()
+            .map(|c| serde_json::to_value(c).unwrap())
+            .collect();
+        want.sort_by(|a, b| {
+            a["cluster"]["name"]
+                .as_str()
+                .cmp(&b["cluster"]["name"].as_str())
+        });
+        let limit = 1 + rng.below(30) as u32;
+        let mut page = fleetgate_hub::service::PageRequest {
+            limit: Some(limit),
+            cursor: None,
+        };
+        let mut got = Vec::new();
+        loop {
+            let p = hub
+                .service
+                .fleet_status_page(&actor, selector, &page)
+                .await
+                .unwrap();
+            assert!(p.clusters.len() <= limit as usize);
+            assert_eq!(
+                serde_json::to_value(&p.summary).unwrap(),
+                serde_json::to_value(&whole.summary).unwrap(),
+                "case {case}: every page counts the whole fleet"
+            );
+            got.extend(p.clusters.iter().map(|c| serde_json::to_value(c).unwrap()));
+            match p.next_cursor {
+                Some(c) => page.cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(
+            got, want,
+            "case {case}: {actor:?} {selector:?} limit {limit}"
+        );
+    }
+    // Bad paging names its parameter.
+    let r = hub.get("/api/v1/status/clusters?limit=0").await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.body["error"]["field"], "limit", "{}", r.text);
+    let r = hub.get("/api/v1/status/clusters?limit=5&cursor=!!").await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(r.body["error"]["field"], "cursor", "{}", r.text);
 }

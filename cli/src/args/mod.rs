@@ -557,6 +557,13 @@ pub struct StatusArgs {
     /// Only rows for this gate.
     #[arg(long)]
     pub gate: Option<String>,
+    /// At most this many clusters (1–1000, by name), with the cursor of the next page;
+    /// the summary still counts the whole fleet. Default: every cluster.
+    #[arg(long, conflicts_with = "cluster")]
+    pub limit: Option<u32>,
+    /// The page after the one that printed this cursor (with `--limit`).
+    #[arg(long, requires = "limit", conflicts_with = "cluster")]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -25,13 +25,33 @@ pub async fn run(client: &Client, args: &StatusArgs, format: Format) -> Result<(
             .map_err(|e| Error::Usage(format!("--selector: {e}")))?;
     }
     // One request: the fleet summary and every (selected) cluster's gates.
-    let query: Vec<(&str, String)> = args
+    let mut query: Vec<(&str, String)> = args
         .selector
         .iter()
         .map(|s| ("selector", s.clone()))
         .collect();
+    // With --limit, one page of clusters (the hub describes only those).
+    query.extend(args.limit.map(|n| ("limit", n.to_string())));
+    query.extend(args.cursor.iter().map(|c| ("cursor", c.clone())));
     let v: FleetStatus = client.get("/status/clusters", &query).await?;
-    output::print_answer(format, &v, |v| render_fleet(v, args.gate.as_deref()))
+    output::print_answer(format, &v, |v| {
+        let mut out = render_fleet(v, args.gate.as_deref());
+        if let Some(c) = &v.next_cursor {
+            // The command that prints the next page.
+            let mut next = format!(
+                "fleetgate status --limit {}",
+                args.limit.unwrap_or_default()
+            );
+            if let Some(s) = &args.selector {
+                next += &format!(" -l '{s}'");
+            }
+            if let Some(g) = &args.gate {
+                next += &format!(" --gate {g}");
+            }
+            out += &format!("\nmore clusters: {next} --cursor {c}\n");
+        }
+        out
+    })
 }
 
 fn spoke(cluster: &Cluster) -> &'static str {

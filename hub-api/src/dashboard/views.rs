@@ -47,8 +47,7 @@ pub async fn fleet(
     ApiActor(actor): ApiActor,
     Query(q): Query<FleetPageQuery>,
 ) -> Result<Json<FleetGridPage>> {
-    let grid = s.service.fleet_grid(&actor).await?;
-    Ok(Json(super::fleet_page::page(grid, &q)?))
+    Ok(Json(s.service.fleet_grid_page(&actor, &q).await?))
 }
 
 /// The gate, its rules in words, its next 7 days, its overrides and its

@@ -47,25 +47,34 @@ pub async fn fleet(
 pub struct FleetStatusQuery {
     /// Only clusters whose labels match (kubectl syntax, e.g. `env=prod,tier in (a,b)`).
     pub selector: Option<String>,
+    /// Clusters per page, 1..=1000, by name; absent: every cluster.
+    pub limit: Option<u32>,
+    /// The `nextCursor` of the previous page.
+    pub cursor: Option<String>,
 }
 
 /// The fleet in one response: the fleet summary and, per cluster (by name),
 /// each applying gate's state, reason, next transition and held count — no
-/// objects (see the per-cluster status). Not paged: one row per cluster.
+/// objects (see the per-cluster status). With `limit`, a page of clusters (by name)
+/// and `nextCursor`; the summary always counts the whole fleet.
 #[utoipa::path(get, path = "/api/v1/status/clusters", tag = "status", params(FleetStatusQuery),
     responses(
         (status = 200, description = "Fleet summary and every cluster's gates", body = FleetStatus),
-        (status = 400, description = "Unknown query parameter", body = crate::error::ErrorBody),
-        (status = 422, description = "Invalid selector", body = crate::error::ErrorBody),
+        (status = 400, description = "Unknown query parameter or bad cursor", body = crate::error::ErrorBody),
+        (status = 422, description = "Invalid selector or limit", body = crate::error::ErrorBody),
     ), security(("bearer" = [])))]
 pub async fn clusters(
     State(s): State<AppState>,
     ApiActor(actor): ApiActor,
     Query(q): Query<FleetStatusQuery>,
 ) -> Result<Json<FleetStatus>> {
+    let page = crate::service::PageRequest {
+        limit: q.limit,
+        cursor: q.cursor,
+    };
     Ok(Json(
         s.service
-            .fleet_status(&actor, q.selector.as_deref())
+            .fleet_status_page(&actor, q.selector.as_deref(), &page)
             .await?,
     ))
 }

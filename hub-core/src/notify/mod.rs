@@ -51,13 +51,30 @@ pub(crate) async fn enqueue_transitions(
     transitions: Vec<event::GateTransition>,
     key: Option<&str>,
 ) -> crate::Result<usize> {
+    enqueue_transitions_among(conn, gate, transitions, key, None).await
+}
+
+/// [`enqueue_transitions`] by a write that holds every cluster's name and labels read in
+/// its transaction (`known`): routing looks the events' clusters up there
+/// ([`crate::db::outbox::enqueue_among`]).
+pub(crate) async fn enqueue_transitions_among(
+    conn: &mut PgConnection,
+    gate: Option<&fleetgate_policy::Gate>,
+    transitions: Vec<event::GateTransition>,
+    key: Option<&str>,
+    known: Option<&[crate::db::clusters::Scoped]>,
+) -> crate::Result<usize> {
     let mut inserted = 0;
     for t in rollouts::only_released_opens(conn, gate, transitions).await? {
         let ev = match key {
             Some(k) => t.keyed(k),
             None => t.into_event(),
         };
-        inserted += usize::from(enqueue(conn, &ev).await?.is_some());
+        inserted += usize::from(
+            crate::db::outbox::enqueue_among(conn, &ev, known)
+                .await?
+                .is_some(),
+        );
     }
     Ok(inserted)
 }

@@ -78,6 +78,11 @@ pub fn from_rows<R, K: Serialize, T>(
     }
 }
 
+/// The cursor of the page after the item whose sort key is `key`.
+pub fn cursor<K: Serialize>(key: &K) -> String {
+    encode(key)
+}
+
 fn encode<K: Serialize>(key: &K) -> String {
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(key).unwrap_or_default())
 }

@@ -35,7 +35,9 @@ pub fn hub_binary() -> Result<PathBuf> {
 
 /// A running hub with its database.
 pub struct Hub {
-    pub db: TestDb,
+    /// The database, owned (and dropped) by the first hub started on it.
+    _db: Option<TestDb>,
+    pub url: String,
     pub base: String,
     pub grpc: u16,
     pub http: reqwest::Client,
@@ -45,8 +47,19 @@ pub struct Hub {
 impl Hub {
     pub async fn start(bin: &Path) -> Result<Hub> {
         let db = test_db().await;
+        let url = db.url.clone();
+        Self::serve(bin, Some(db), url).await
+    }
+
+    /// Another hub process (`bin`, e.g. an older build to compare with) serving this hub's
+    /// database, as a second replica does.
+    pub async fn beside(&self, bin: &Path) -> Result<Hub> {
+        Self::serve(bin, None, self.url.clone()).await
+    }
+
+    async fn serve(bin: &Path, db: Option<TestDb>, url: String) -> Result<Hub> {
         let (http_port, grpc) = (free_port(), free_port());
-        let mut cmd = hub_serve_with(bin, &db.url, http_port, grpc, ADMIN);
+        let mut cmd = hub_serve_with(bin, &url, http_port, grpc, ADMIN);
         cmd.args([
             "--webhook-allow-private",
             "--webhook-allow-http",
@@ -61,7 +74,8 @@ impl Hub {
         let base = format!("http://127.0.0.1:{http_port}");
         wait_readyz(&http, &base, 200, &mut child).await;
         Ok(Hub {
-            db,
+            _db: db,
+            url,
             base,
             grpc,
             http,
@@ -103,6 +117,6 @@ impl Hub {
     }
 
     pub async fn pool(&self) -> Result<sqlx::PgPool> {
-        Ok(sqlx::PgPool::connect(&self.db.url).await?)
+        Ok(sqlx::PgPool::connect(&self.url).await?)
     }
 }

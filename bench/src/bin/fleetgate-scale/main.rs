@@ -6,16 +6,22 @@
 //!   fleet of 10,000; the ratio is what the scope costs beyond the team's share.
 //! - `webhooks`: a gate edge on every cluster reaching 10 real HTTP receivers, half of
 //!   them with cluster selectors; and an edge on one cluster in the same fleet.
+//! - `dashboard`: the dashboard's fleet page (`GET /api/v1/dashboard/fleet`, 100 rows) at
+//!   10,000 clusters × 10 gates, as an admin and as a team.
 //! - `snapshot`: the largest snapshot the budgets allow, built by the hub and sent to a
 //!   spoke over gRPC.
 //!
 //! Every figure is a distribution over rounds in one run, printed with the machine's load
-//! average (the machine may be shared). Run: `cargo run --release -p fleetgate-bench --bin
+//! average (the machine may be shared). `--baseline-hub PATH` runs an older hub build
+//! beside this one on the same database (scoped, dashboard) or before it on a fleet of its
+//! own (webhooks) and prints both. Run: `cargo run --release -p fleetgate-bench --bin
 //! fleetgate-scale -- [scoped|webhooks|snapshot|all]`.
 #![forbid(unsafe_code)]
 
 mod common;
+mod dashboard;
 mod hub;
+mod inproc;
 mod scoped;
 mod seed;
 mod snapshot;
@@ -28,6 +34,7 @@ use common::{Result, load};
 enum Phase {
     Scoped,
     Webhooks,
+    Dashboard,
     Snapshot,
     All,
 }
@@ -48,6 +55,10 @@ struct Cli {
     /// Measured rounds per figure.
     #[arg(long, default_value_t = 15)]
     rounds: usize,
+    /// Another `fleetgate-hub` binary (e.g. the previous commit's) measured beside this
+    /// build's, for a before/after in one run (scoped, dashboard, webhooks).
+    #[arg(long)]
+    baseline_hub: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -65,10 +76,22 @@ async fn main() -> Result<()> {
         load()
     );
     if matches!(cli.phase, Phase::Scoped | Phase::All) {
-        scoped::run(&bin, cli.clusters, cli.team, cli.rounds).await?;
+        let base = cli.baseline_hub.as_deref();
+        scoped::run(&bin, base, cli.clusters, cli.team, cli.rounds).await?;
     }
     if matches!(cli.phase, Phase::Webhooks | Phase::All) {
+        // With a baseline, its hub on a fleet of its own first (two replicas on one
+        // database would share the deliveries), then this build's.
+        if let Some(base) = &cli.baseline_hub {
+            println!("webhooks, baseline build:");
+            webhooks::run(base, cli.clusters, cli.rounds.min(7)).await?;
+            println!("webhooks, this build:");
+        }
         webhooks::run(&bin, cli.clusters, cli.rounds.min(7)).await?;
+    }
+    if matches!(cli.phase, Phase::Dashboard | Phase::All) {
+        let base = cli.baseline_hub.as_deref();
+        dashboard::run(&bin, base, cli.clusters, cli.rounds).await?;
     }
     if matches!(cli.phase, Phase::Snapshot | Phase::All) {
         snapshot::run(&bin, cli.rounds.min(7)).await?;

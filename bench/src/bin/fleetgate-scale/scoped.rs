@@ -31,6 +31,8 @@ fn gate(name: &str, clusters: Value, default: &str, windows: Value) -> Value {
 /// One surface's timings per reader.
 struct Surfaces {
     rest: Vec<Duration>,
+    /// REST `GET /api/v1/status`: the summary gRPC `GetFleetStatus` answers with.
+    summary: Vec<Duration>,
     page: Vec<Duration>,
     grpc: Vec<Duration>,
 }
@@ -44,6 +46,7 @@ async fn measure(hub: &Hub, token: &str, rounds: usize, expect: usize) -> Result
     let bearer: tonic::metadata::MetadataValue<_> = format!("Bearer {token}").parse()?;
     let mut out = Surfaces {
         rest: Vec::new(),
+        summary: Vec::new(),
         page: Vec::new(),
         grpc: Vec::new(),
     };
@@ -58,6 +61,9 @@ async fn measure(hub: &Hub, token: &str, rounds: usize, expect: usize) -> Result
         if seen != expect {
             return Err(format!("the reader saw {seen} clusters, not {expect}").into());
         }
+        let t = Instant::now();
+        hub.call(token, Method::GET, "/api/v1/status", None).await?;
+        let summary = t.elapsed();
         let t = Instant::now();
         hub.call(
             token,
@@ -74,6 +80,7 @@ async fn measure(hub: &Hub, token: &str, rounds: usize, expect: usize) -> Result
         let grpc = t.elapsed();
         if round > 0 {
             out.rest.push(rest);
+            out.summary.push(summary);
             out.page.push(page);
             out.grpc.push(grpc);
         }
@@ -85,7 +92,21 @@ fn ratio(a: &[Duration], b: &[Duration]) -> f64 {
     stats(a).0 / stats(b).0
 }
 
-pub async fn run(bin: &Path, clusters: usize, team: usize, rounds: usize) -> Result<()> {
+/// A hub's timings: the team and the admin in the small fleet, then in the large one.
+struct Measured {
+    small_team: Surfaces,
+    small_admin: Surfaces,
+    large_team: Surfaces,
+    large_admin: Surfaces,
+}
+
+pub async fn run(
+    bin: &Path,
+    baseline: Option<&Path>,
+    clusters: usize,
+    team: usize,
+    rounds: usize,
+) -> Result<()> {
     let hub = Hub::start(bin).await?;
     hub.post(
         "/api/v1/gates",
@@ -126,8 +147,20 @@ pub async fn run(bin: &Path, clusters: usize, team: usize, rounds: usize) -> Res
         .ok_or("no token secret")?
         .to_string();
 
-    let small_team = measure(&hub, &token, rounds, team).await?;
-    let small_admin = measure(&hub, ADMIN, rounds, team).await?;
+    let base = match baseline {
+        Some(b) => Some(hub.beside(b).await?),
+        None => None,
+    };
+    let mut hubs = vec![&hub];
+    hubs.extend(base.as_ref());
+    let mut small = Vec::new();
+    for h in &hubs {
+        small.push((
+            measure(h, &token, rounds, team).await?,
+            measure(h, ADMIN, rounds, team).await?,
+        ));
+    }
+    let inproc_small = crate::inproc::measure(&pool, &token, rounds).await?;
     let load_small = load();
     let t = Instant::now();
     seed::clusters(&pool, team, clusters, team, 5, GATE).await?;
@@ -137,12 +170,42 @@ pub async fn run(bin: &Path, clusters: usize, team: usize, rounds: usize) -> Res
         5,
         t.elapsed().as_secs_f64()
     );
-    let large_team = measure(&hub, &token, rounds, team).await?;
-    let large_admin = measure(&hub, ADMIN, rounds.min(5), clusters).await?;
+    let mut measured = Vec::new();
+    for (h, (small_team, small_admin)) in hubs.iter().zip(small) {
+        measured.push(Measured {
+            small_team,
+            small_admin,
+            large_team: measure(h, &token, rounds, team).await?,
+            large_admin: measure(h, ADMIN, rounds.min(5), clusters).await?,
+        });
+    }
+    let inproc_large = crate::inproc::measure(&pool, &token, rounds).await?;
+    crate::inproc::explain(&pool, "t000").await?;
     let load_large = load();
     pool.close().await;
 
     println!("scoped reads ({rounds} rounds each; load average {load_small} / {load_large}):");
+    for (m, build) in measured.iter().zip(["this build", "baseline"]) {
+        if hubs.len() > 1 {
+            println!(" {build}:");
+        }
+        print(m, clusters, team);
+    }
+    crate::inproc::print(&format!("team of {team}, fleet of {team}"), &inproc_small);
+    crate::inproc::print(
+        &format!("team of {team}, fleet of {clusters}"),
+        &inproc_large,
+    );
+    Ok(())
+}
+
+fn print(m: &Measured, clusters: usize, team: usize) {
+    let Measured {
+        small_team,
+        small_admin,
+        large_team,
+        large_admin,
+    } = m;
     for (what, s, t, a, w) in [
         (
             "REST GET /api/v1/status/clusters",
@@ -150,6 +213,13 @@ pub async fn run(bin: &Path, clusters: usize, team: usize, rounds: usize) -> Res
             &large_team.rest,
             &small_admin.rest,
             &large_admin.rest,
+        ),
+        (
+            "REST GET /api/v1/status (the summary GetFleetStatus answers)",
+            &small_team.summary,
+            &large_team.summary,
+            &small_admin.summary,
+            &large_admin.summary,
         ),
         (
             "REST GET /api/v1/dashboard/fleet?limit=100",
@@ -179,5 +249,4 @@ pub async fn run(bin: &Path, clusters: usize, team: usize, rounds: usize) -> Res
             ratio(w, t)
         );
     }
-    Ok(())
 }

@@ -119,7 +119,7 @@ pub async fn run(bin: &Path, clusters: usize, rounds: usize) -> Result<()> {
     let one = seed::name(RECEIVERS / 2 * 100 + 7); // outside every selector
     let unscoped: Vec<usize> = (RECEIVERS / 2..RECEIVERS).collect();
     let hub = Arc::new(hub);
-    let (mut fleet, mut single) = (Vec::new(), Vec::new());
+    let (mut fleet, mut single, mut writes) = (Vec::new(), Vec::new(), Vec::new());
     let mut named = Vec::new();
     for round in 0..=rounds {
         // The edge on every cluster.
@@ -130,6 +130,7 @@ pub async fn run(bin: &Path, clusters: usize, rounds: usize) -> Result<()> {
                 json!({"for": "1h", "reason": format!("scale round {round}")}),
             )
             .await?;
+        let wrote = t0.elapsed();
         let (took, n) = until_all(&mut rx, "gate.opened", &all, t0).await?;
         let id = override_id(&o)?;
         hub.call(
@@ -161,6 +162,7 @@ pub async fn run(bin: &Path, clusters: usize, rounds: usize) -> Result<()> {
         until_all(&mut rx, "gate.closed", &unscoped, Instant::now()).await?;
         if round > 0 {
             fleet.push(took);
+            writes.push(wrote);
             single.push(took_one);
             named = n;
         }
@@ -171,6 +173,10 @@ pub async fn run(bin: &Path, clusters: usize, rounds: usize) -> Result<()> {
         load(),
         RECEIVERS / 2,
         cell(&fleet)
+    );
+    println!(
+        "  of which the REST call (the override's write, answered): {}",
+        cell(&writes)
     );
     println!(
         "  clusters named per message: selector-scoped {:?}, unscoped {:?}",

@@ -2,7 +2,9 @@
 //! next transitions, connections and held counts) and a gate page's clusters,
 //! projected from one fleet read.
 
-use super::evaluate::evaluate;
+use fleetgate_policy::GateState;
+
+use super::evaluate::{ClusterEvals, evaluate};
 use super::inputs::FleetInputs;
 use super::summary::ObjectCounts;
 use crate::Result;
@@ -27,67 +29,21 @@ fn count_on(
         .map_or(0, |n| u32::try_from(*n).unwrap_or(u32::MAX))
 }
 
+/// The grid's columns: every gate's name, sorted.
+pub(super) fn columns(inputs: &FleetInputs) -> Vec<String> {
+    let mut gates: Vec<String> = inputs.gates.iter().map(|g| g.name().to_string()).collect();
+    gates.sort();
+    gates
+}
+
 /// The grid of a fleet read: every gate is a column (also those without a
 /// cluster in scope), every cluster a row.
 pub fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
-    let mut gates: Vec<String> = inputs.gates.iter().map(|g| g.name().to_string()).collect();
-    gates.sort();
+    let gates = columns(inputs);
     let clusters = evaluate(inputs)?
         .clusters
-        .into_iter()
-        .map(|c| {
-            let row = &c.cluster.row;
-            let cells = gates
-                .iter()
-                .map(|name| {
-                    let k = c.gates.iter().position(|(g, _)| g.name() == name)?;
-                    let (gate, e) = &c.gates[k];
-                    Some(Cell {
-                        warn: gate.is_warn(),
-                        would_suspend: would_suspend_on(inputs, &row.name, name),
-                        state: e.state.to_string(),
-                        reason: e.reason.clone(),
-                        next_transition: e.next_transition,
-                        held: held_on(inputs, &row.name, name),
-                        rollout_wave: c.rollout_waits[k],
-                        rollout_failure: super::summary::rollout_failure(inputs, name, &row.name),
-                        would_hold_objects: count_on(
-                            &inputs.reported.would_hold_objects_by_gate,
-                            &row.name,
-                            name,
-                        ),
-                    })
-                })
-                .collect();
-            let counts = inputs.reported.counts.get(&row.name);
-            let problems = inputs.reported.problem_briefs.get(&row.name);
-            let count = |f: fn(&ObjectCounts) -> i64| {
-                counts.map_or(0, |c| u32::try_from(f(c).max(0)).unwrap_or(u32::MAX))
-            };
-            FleetRow {
-                name: row.name.clone(),
-                labels: row.labels.clone(),
-                connected: row.connected,
-                last_seen_at: row.last_seen_at,
-                spoke_version: row.spoke_version.clone(),
-                spoke_skew: fleetgate_api_types::version::spoke_skew_here(
-                    row.spoke_version.as_deref(),
-                ),
-                held: inputs
-                    .reported
-                    .counts
-                    .get(&row.name)
-                    .map_or(0, |c| u32::try_from(c.held.max(0)).unwrap_or(u32::MAX)),
-                held_objects: count(|c| c.held_objects),
-                held_objects_waiting: count(|c| c.held_objects_waiting),
-                held_objects_by_person: count(|c| c.held_objects_by_person),
-                held_objects_not_permitted: count(|c| c.held_objects_not_permitted),
-                would_hold_objects: count(|c| c.would_hold_objects),
-                report_problems: problems.map_or(0, |p| p.total),
-                report_refused: problems.is_some_and(|p| p.write_error.is_some()),
-                cells,
-            }
-        })
+        .iter()
+        .map(|c| row(inputs, &gates, c))
         .collect();
     Ok(FleetGrid {
         at: inputs.at,
@@ -95,6 +51,80 @@ pub fn grid(inputs: &FleetInputs) -> Result<FleetGrid> {
         clusters,
         overrides: inputs.live_overrides().count(),
     })
+}
+
+/// The held changes of `cluster` as its row counts them (`FleetRow::held`).
+pub(super) fn held_changes(inputs: &FleetInputs, cluster: &str) -> u32 {
+    inputs
+        .reported
+        .counts
+        .get(cluster)
+        .map_or(0, |c| u32::try_from(c.held.max(0)).unwrap_or(u32::MAX))
+}
+
+/// Per column of `gates`: whether the cluster's cell there is an enforcing gate closed
+/// (`state == "closed"` and not `warn`), what the fleet page filters and counts by;
+/// without building the cells.
+pub(super) fn closed_columns(gates: &[String], c: &ClusterEvals<'_>) -> Vec<bool> {
+    let mut out = vec![false; gates.len()];
+    for (gate, e) in &c.gates {
+        if e.state == GateState::Closed
+            && !gate.is_warn()
+            && let Ok(i) = gates.binary_search_by(|n| n.as_str().cmp(gate.name()))
+        {
+            out[i] = true;
+        }
+    }
+    out
+}
+
+/// `c`'s row of the grid whose columns are `gates`.
+pub(super) fn row(inputs: &FleetInputs, gates: &[String], c: &ClusterEvals<'_>) -> FleetRow {
+    let row = &c.cluster.row;
+    let cells = gates
+        .iter()
+        .map(|name| {
+            let k = c.gates.iter().position(|(g, _)| g.name() == name)?;
+            let (gate, e) = &c.gates[k];
+            Some(Cell {
+                warn: gate.is_warn(),
+                would_suspend: would_suspend_on(inputs, &row.name, name),
+                state: e.state.to_string(),
+                reason: e.reason.clone(),
+                next_transition: e.next_transition,
+                held: held_on(inputs, &row.name, name),
+                rollout_wave: c.rollout_waits[k],
+                rollout_failure: super::summary::rollout_failure(inputs, name, &row.name),
+                would_hold_objects: count_on(
+                    &inputs.reported.would_hold_objects_by_gate,
+                    &row.name,
+                    name,
+                ),
+            })
+        })
+        .collect();
+    let counts = inputs.reported.counts.get(&row.name);
+    let problems = inputs.reported.problem_briefs.get(&row.name);
+    let count = |f: fn(&ObjectCounts) -> i64| {
+        counts.map_or(0, |c| u32::try_from(f(c).max(0)).unwrap_or(u32::MAX))
+    };
+    FleetRow {
+        name: row.name.clone(),
+        labels: row.labels.clone(),
+        connected: row.connected,
+        last_seen_at: row.last_seen_at,
+        spoke_version: row.spoke_version.clone(),
+        spoke_skew: fleetgate_api_types::version::spoke_skew_here(row.spoke_version.as_deref()),
+        held: held_changes(inputs, &row.name),
+        held_objects: count(|c| c.held_objects),
+        held_objects_waiting: count(|c| c.held_objects_waiting),
+        held_objects_by_person: count(|c| c.held_objects_by_person),
+        held_objects_not_permitted: count(|c| c.held_objects_not_permitted),
+        would_hold_objects: count(|c| c.would_hold_objects),
+        report_problems: problems.map_or(0, |p| p.total),
+        report_refused: problems.is_some_and(|p| p.write_error.is_some()),
+        cells,
+    }
 }
 
 /// The clusters in `gate`'s scope (by name) with its state on each.

@@ -8,6 +8,7 @@ pub mod applying;
 mod briefs;
 mod evaluate;
 pub mod grid;
+pub mod grid_page;
 pub mod inputs;
 mod reported;
 pub mod snapshot;
@@ -96,6 +97,36 @@ impl Service {
         status::fleet_status(&inputs, selector.as_ref())
     }
 
+    /// [`Service::fleet_status`] with its clusters paged by name (`page.limit`, 1..=1000, and
+    /// `page.cursor`; without `limit`, every cluster): `GET /api/v1/status/clusters` and
+    /// `fleetgate status --limit`. Only the page's clusters are described; the summary
+    /// counts the whole fleet. 422 naming `limit`, 400 for a bad `cursor`.
+    pub async fn fleet_status_page(
+        &self,
+        actor: &Actor,
+        selector: Option<&str>,
+        page: &super::PageRequest,
+    ) -> Result<FleetStatus> {
+        actor.require(Role::Viewer)?;
+        let after = page.key::<String>()?;
+        let limit = match page.limit {
+            Some(_) => Some(page.limit()? as usize),
+            None => None,
+        };
+        let selector = selector
+            .map(fleetgate_policy::LabelSelector::parse)
+            .transpose()
+            .map_err(|e| Error::invalid("selector", e.message))?;
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
+        let paged = limit.map(|limit| status::ClusterPage {
+            after: after.as_deref(),
+            limit,
+        });
+        let mut out = status::fleet_status_page(&inputs, selector.as_ref(), paged)?;
+        out.next_cursor = out.next_cursor.map(|last| super::page::cursor(&last));
+        Ok(out)
+    }
+
     /// The status of one cluster now (viewer); 404 if unknown. Without the clusters'
     /// places in rollouts: `Service::cluster_status` (service::rollouts) adds them.
     pub(crate) async fn cluster_gates_status(
@@ -131,6 +162,17 @@ impl Service {
     pub async fn fleet_grid(&self, actor: &Actor) -> Result<FleetGrid> {
         let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
         grid::grid(&inputs)
+    }
+
+    /// The page `q` asks for of the grid (viewer): the dashboard's fleet page. Only the
+    /// page's rows are built; the counts and filters read every cluster's gate states.
+    pub async fn fleet_grid_page(
+        &self,
+        actor: &Actor,
+        q: &grid_page::FleetPageQuery,
+    ) -> Result<grid_page::FleetGridPage> {
+        let inputs = self.read_fleet_as(actor, Scope::Fleet).await?;
+        grid_page::grid_page(&inputs, q)
     }
 
     /// The clusters in `gate`'s scope with its state on each (viewer).

@@ -128,12 +128,43 @@ pub(super) fn cluster_status(inputs: FleetInputs) -> Result<ClusterStatus> {
 /// The summary of a fleet read and the briefs of its clusters matching
 /// `selector` (all without one).
 pub fn fleet_status(inputs: &FleetInputs, selector: Option<&LabelSelector>) -> Result<FleetStatus> {
+    fleet_status_page(inputs, selector, None)
+}
+
+/// A page of clusters: at most `limit` of them, the first whose names sort after `after`
+/// (by their bytes).
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterPage<'a> {
+    pub after: Option<&'a str>,
+    pub limit: usize,
+}
+
+/// [`fleet_status`] with its clusters paged by name (`page`; none: every cluster). Only
+/// the page's briefs are built; the summary counts the whole fleet either way.
+pub fn fleet_status_page(
+    inputs: &FleetInputs,
+    selector: Option<&LabelSelector>,
+    page: Option<ClusterPage<'_>>,
+) -> Result<FleetStatus> {
     let evals = evaluate(inputs)?;
     let summary = summary(inputs, &evals)?;
-    let clusters = evals
+    let mut matching: Vec<&ClusterEvals<'_>> = evals
         .clusters
         .iter()
         .filter(|c| selector.is_none_or(|s| s.matches(&c.cluster.row.labels)))
+        .collect();
+    let mut next_cursor = None;
+    if let Some(p) = page {
+        // Paged by byte order of the names, whatever the database's collation.
+        matching.sort_by(|a, b| a.cluster.row.name.cmp(&b.cluster.row.name));
+        matching.retain(|c| p.after.is_none_or(|a| c.cluster.row.name.as_str() > a));
+        if matching.len() > p.limit {
+            matching.truncate(p.limit);
+            next_cursor = matching.last().map(|c| c.cluster.row.name.clone());
+        }
+    }
+    let clusters = matching
+        .into_iter()
         .map(|c| brief(inputs, &evals, c))
         .collect();
     let freezes = inputs
@@ -146,6 +177,7 @@ pub fn fleet_status(inputs: &FleetInputs, selector: Option<&LabelSelector>) -> R
         summary,
         clusters,
         freezes,
+        next_cursor,
     })
 }
 

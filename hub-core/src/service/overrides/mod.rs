@@ -269,7 +269,14 @@ impl Service {
                         crate::notify::Cause::Override,
                         &actor.name,
                     );
-                    crate::notify::enqueue_transitions(tx, Some(&gate_def), changes, None).await?;
+                    crate::notify::enqueue_transitions_among(
+                        tx,
+                        Some(&gate_def),
+                        changes,
+                        None,
+                        Some(all.as_slice()),
+                    )
+                    .await?;
                     let before = to_json(&old);
                     let rec = row;
                     let audit = Audit {
@@ -568,7 +575,8 @@ pub(super) async fn insert_override(
     .await?;
     let live = overrides::live_for_gates(tx, std::slice::from_ref(&rec.gate), now).await?;
     let before: Vec<OverrideRecord> = live.iter().filter(|o| o.id != rec.id).cloned().collect();
-    crate::notify::enqueue(tx, &crate::notify::overrides::created(&rec, &affected)).await?;
+    let created = crate::notify::overrides::created(&rec, &affected);
+    crate::db::outbox::enqueue_among(tx, &created, Some(all.as_slice())).await?;
     let freezes = crate::db::freezes::live(tx, now).await?;
     let changes = crate::notify::overrides::state_changes(
         gate_def,
@@ -580,7 +588,14 @@ pub(super) async fn insert_override(
         crate::notify::Cause::Override,
         n.actor,
     );
-    crate::notify::enqueue_transitions(tx, Some(gate_def), changes, None).await?;
+    crate::notify::enqueue_transitions_among(
+        tx,
+        Some(gate_def),
+        changes,
+        None,
+        Some(all.as_slice()),
+    )
+    .await?;
     let affected = Affected::among(affected, all.len());
     Ok((rec, affected))
 }
