@@ -492,7 +492,12 @@ fn dockerfiles_build_existing_binaries_into_a_non_root_runtime() {
         .collect();
     for (file, bin, profile, deploy) in [
         ("Dockerfile.hub", "fleetgate-hub", "dist", "deploy/hub"),
-        ("Dockerfile.spoke", "fleetgate-spoke", "dist-spoke", "deploy/spoke"),
+        (
+            "Dockerfile.spoke",
+            "fleetgate-spoke",
+            "dist-spoke",
+            "deploy/spoke",
+        ),
     ] {
         assert!(bins.contains(bin), "{bin} is a workspace binary");
         let text = std::fs::read_to_string(repo().join(file)).unwrap();
@@ -506,8 +511,9 @@ fn dockerfiles_build_existing_binaries_into_a_non_root_runtime() {
             "{file}"
         );
         assert!(
-            text.contains(&format!("cargo build --profile {profile} --locked --bin {bin}"))
-                && text.contains(&format!("cp target/{profile}/{bin} ")),
+            text.contains(&format!(
+                "cargo build --profile {profile} --locked --bin {bin}"
+            )) && text.contains(&format!("cp target/{profile}/{bin} ")),
             "{file}"
         );
         assert!(
