@@ -7,7 +7,7 @@
 # holdObjects Gate. Prints the spoke's VmRSS once every Deployment is marked, and before the
 # Gate exists (held kinds watched, nothing held) for comparison.
 #
-#   cargo build --release -p fleetgate-sim -p fleetgate-spoke --bins   # or --profile dist
+#   cargo build --release -p fleetgate-sim -p fleetgate-spoke --bins   # or --profile dist-spoke
 #   bench/scripts/hold_rss.sh [target/release]
 set -euo pipefail
 BIN=${1:-target/release}

@@ -8,6 +8,8 @@
 #
 #   cargo build --release -p fleetgate-sim -p fleetgate-spoke --bins
 #   bench/scripts/spoke_heap.sh [target/release]            # RSS split only
+#   cargo build --profile dist-spoke -p fleetgate-spoke     # the spoke as its image ships it:
+#   SPOKE_BIN=target/dist-spoke/fleetgate-spoke bench/scripts/spoke_heap.sh target/release
 #   cargo build --release -p fleetgate-spoke --features system-alloc --bins  # then:
 #   HEAPTRACK=1 SPOKE_BIN=target/release/fleetgate-spoke bench/scripts/spoke_heap.sh
 set -euo pipefail

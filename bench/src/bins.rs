@@ -19,11 +19,15 @@ pub struct Bins {
 
 const PACKAGES: [&str; 3] = ["fleetgate-hub", "fleetgate-spoke", "fleetgate-sim"];
 
+/// The profile of the spoke's image (Dockerfile.spoke).
+const SPOKE_PROFILE: &str = "dist-spoke";
+
 impl Bins {
     /// The binaries in the profile directory of the running executable
     /// (`target/<profile>/` or its `deps/`). Under cargo (`CARGO` is set) they
     /// are (re)built first with the same profile. In release the spoke comes
-    /// from profile `dist` (`target/dist/`), what its container image ships.
+    /// from profile `dist-spoke` (`target/dist-spoke/`), what its container
+    /// image ships.
     pub fn locate(bench: PathBuf) -> Result<Self> {
         let exe = std::env::current_exe()?;
         let mut dir = exe
@@ -48,11 +52,11 @@ impl Bins {
                 )))
             }
         };
-        // The spoke is measured as its image ships it (profile `dist`, see
-        // Dockerfile.spoke) when the benchmark runs in release.
+        // The spoke is measured as its image ships it (profile `dist-spoke`,
+        // see Dockerfile.spoke) when the benchmark runs in release.
         let dist_spoke = dir
             .parent()
-            .map(|target| target.join("dist").join("fleetgate-spoke"));
+            .map(|target| target.join(SPOKE_PROFILE).join("fleetgate-spoke"));
         let spoke = match dist_spoke {
             Some(p) if release && p.exists() => p,
             _ => find("fleetgate-spoke")?,
@@ -73,7 +77,7 @@ impl Bins {
 }
 
 /// Builds the binaries in the running profile (and in release the spoke also
-/// in `dist`).
+/// in its image's profile).
 fn build(cargo: &str, release: bool) -> Result<()> {
     let mut args = vec!["build", "--quiet"];
     for p in PACKAGES {
@@ -90,7 +94,7 @@ fn build(cargo: &str, release: bool) -> Result<()> {
                 "build",
                 "--quiet",
                 "--profile",
-                "dist",
+                SPOKE_PROFILE,
                 "-p",
                 "fleetgate-spoke",
             ],

@@ -297,9 +297,14 @@ fn dockerfiles_build_existing_binaries_into_a_non_root_runtime() {
         .filter(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "bin"))
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
-    for (file, bin, deploy) in [
-        ("Dockerfile.hub", "fleetgate-hub", "deploy/hub"),
-        ("Dockerfile.spoke", "fleetgate-spoke", "deploy/spoke"),
+    for (file, bin, profile, deploy) in [
+        ("Dockerfile.hub", "fleetgate-hub", "dist", "deploy/hub"),
+        (
+            "Dockerfile.spoke",
+            "fleetgate-spoke",
+            "dist-spoke",
+            "deploy/spoke",
+        ),
     ] {
         assert!(bins.contains(bin), "{bin} is a workspace binary");
         let text = std::fs::read_to_string(repo().join(file)).unwrap();
@@ -313,8 +318,9 @@ fn dockerfiles_build_existing_binaries_into_a_non_root_runtime() {
             "{file}"
         );
         assert!(
-            text.contains(&format!("cargo build --profile dist --locked --bin {bin}"))
-                && text.contains(&format!("cp target/dist/{bin} ")),
+            text.contains(&format!(
+                "cargo build --profile {profile} --locked --bin {bin}"
+            )) && text.contains(&format!("cp target/{profile}/{bin} ")),
             "{file}"
         );
         assert!(
