@@ -50,7 +50,9 @@ export async function renderPreview(main, ctx, name) {
       name ? h('a', { href: `#/gates/${enc(name)}` }, `back to gate ${name}`) : null),
     ctx.me.role === 'admin' ? form : h('p', { class: 'muted' }, 'Only admins write gates, so only they preview a change.'),
     result);
-  return {};
+  // Nothing here follows the fleet: a live event must not redraw the page (it
+  // re-rendered it, and the manifest being typed and the preview shown were lost).
+  return { refresh: async () => {} };
 }
 
 /**

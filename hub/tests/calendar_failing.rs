@@ -145,7 +145,7 @@ async fn a_failing_feed_is_announced_once_and_watchers_see_it_at_once() {
     // The feed's key is in its query: no notification shows it.
     let r = hub
         .create_gate_yaml(&format!(
-            "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {{name: cab}}\nspec:\n  clusters: {{names: [a]}}\n  windows:\n    - name: cab\n      kind: deny\n      calendar: {{url: \"http://reader:pa55word@{addr}/feed.ics?key=s3cret\", refresh: 1h, maxStale: 4h, onStale: keep}}\n"
+            "apiVersion: fleetgate.io/v1\nkind: Gate\nmetadata: {{name: cab}}\nspec:\n  clusters: {{names: [a]}}\n  windows:\n    - name: cab\n      kind: deny\n      calendar: {{url: \"http://{addr}/feed.ics?key=s3cret\", refresh: 1h, maxStale: 4h, onStale: keep}}\n"
         ))
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);

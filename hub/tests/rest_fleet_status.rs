@@ -213,6 +213,6 @@ async fn one_response_matches_every_clusters_own_status() {
         .await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
     assert_eq!(bad.body["error"]["field"], "selector");
-    let unknown = hub.get("/api/v1/status/clusters?limit=3").await;
+    let unknown = hub.get("/api/v1/status/clusters?bogus=3").await;
     assert_eq!(unknown.status, StatusCode::BAD_REQUEST, "{}", unknown.text);
 }
