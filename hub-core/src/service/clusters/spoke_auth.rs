@@ -7,6 +7,7 @@
 //! spoke gets its own error.
 
 use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
@@ -18,25 +19,114 @@ use crate::service::clusters::identity::SpokeSignIn;
 use crate::service::types::Cluster;
 use crate::{Error, Result};
 
-/// Tokens per check query at most.
+/// Keys per query at most.
 const BATCH: usize = 500;
 
-/// Check queries running at once.
+/// Queries running at once, per kind of lookup.
 const CHECKERS: usize = 2;
-
-/// A check's answer: `None` if its batch failed (check alone), else the
-/// token's cluster if the token is known.
-type Answer = Option<Option<Cluster>>;
-
-#[derive(Default)]
-struct Queue {
-    waiting: Vec<(Vec<u8>, oneshot::Sender<Answer>)>,
-    checkers: usize,
-}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A plain queue: no invariant a panicking holder could break halfway.
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Callers waiting for one kind of lookup, answered in batches: each gets
+/// `Some(answer)`, or `None` when its batch's query failed (it then looks up alone).
+struct Batched<K, A> {
+    waiting: Vec<(K, oneshot::Sender<Option<A>>)>,
+    readers: usize,
+}
+
+impl<K, A> Default for Batched<K, A> {
+    fn default() -> Self {
+        Self {
+            waiting: Vec::new(),
+            readers: 0,
+        }
+    }
+}
+
+/// Waits for `key`'s answer from `queue`, starting a reader when fewer than
+/// [`CHECKERS`] run. A reader takes up to [`BATCH`] waiting keys at a time, runs
+/// `query` once for them (distinct, sorted) and answers each waiter with
+/// `answer(result, its key)`, until nobody waits.
+async fn ask<K, A, R, Q, Fut>(
+    queue: &Arc<Mutex<Batched<K, A>>>,
+    key: K,
+    what: &'static str,
+    query: Q,
+    answer: fn(&R, &K) -> A,
+) -> Option<A>
+where
+    K: Clone + Ord + Send + 'static,
+    A: Send + 'static,
+    R: Send + 'static,
+    Q: Fn(Vec<K>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<R>> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let start = {
+        let mut q = lock(queue);
+        q.waiting.push((key, tx));
+        let start = q.readers < CHECKERS;
+        q.readers += usize::from(start);
+        start
+    };
+    if start {
+        tokio::spawn(read_batches(queue.clone(), what, query, answer));
+    }
+    rx.await.ok().flatten()
+}
+
+/// The reader of [`ask`].
+async fn read_batches<K, A, R, Q, Fut>(
+    queue: Arc<Mutex<Batched<K, A>>>,
+    what: &'static str,
+    query: Q,
+    answer: fn(&R, &K) -> A,
+) where
+    K: Clone + Ord,
+    Q: Fn(Vec<K>) -> Fut,
+    Fut: Future<Output = Result<R>>,
+{
+    /// Counts the reader out however it ends.
+    struct Running<'a, K, A>(&'a Mutex<Batched<K, A>>);
+    impl<K, A> Drop for Running<'_, K, A> {
+        fn drop(&mut self) {
+            lock(self.0).readers -= 1;
+        }
+    }
+    let _running = Running(&queue);
+    loop {
+        let batch: Vec<(K, oneshot::Sender<Option<A>>)> = {
+            let mut q = lock(&queue);
+            let n = q.waiting.len().min(BATCH);
+            q.waiting.drain(..n).collect()
+        };
+        if batch.is_empty() {
+            return;
+        }
+        let keys: Vec<K> = batch
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let n = keys.len();
+        match query(keys).await {
+            Ok(found) => {
+                for (key, tx) in batch {
+                    let _ = tx.send(Some(answer(&found, &key)));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(keys = n, error = %e, "batched spoke {what} failed; looking up one by one");
+                for (_, tx) in batch {
+                    let _ = tx.send(None);
+                }
+            }
+        }
+    }
 }
 
 /// What the binding lookup of a cluster answers: `None` if no cluster has that
@@ -44,20 +134,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// credential hash read with it.
 type Found = Option<(Option<IdentityBinding>, Vec<u8>)>;
 
-/// Spokes waiting for their cluster's binding (`None` to a waiter: its batch
-/// failed, look up alone).
-#[derive(Default)]
-struct Lookups {
-    waiting: Vec<(String, oneshot::Sender<Option<Found>>)>,
-    readers: usize,
-}
-
 /// Batched spoke token checks and binding lookups of one replica.
 #[derive(Clone)]
 pub struct SpokeAuth {
     service: Service,
-    queue: Arc<Mutex<Queue>>,
-    lookups: Arc<Mutex<Lookups>>,
+    /// Token hashes → the token's cluster if the token is known.
+    tokens: Arc<Mutex<Batched<Vec<u8>, Option<Cluster>>>>,
+    /// Cluster names → their bindings.
+    bindings: Arc<Mutex<Batched<String, Found>>>,
 }
 
 impl std::fmt::Debug for SpokeAuth {
@@ -71,8 +155,8 @@ impl SpokeAuth {
     pub fn new(service: Service) -> Self {
         Self {
             service,
-            queue: Arc::default(),
-            lookups: Arc::default(),
+            tokens: Arc::default(),
+            bindings: Arc::default(),
         }
     }
 
@@ -85,68 +169,29 @@ impl SpokeAuth {
 
     /// The identity binding of `cluster`, as [`clusters::identity_with_hash`] answers it.
     async fn binding(&self, cluster: &str) -> Result<Found> {
-        let (tx, rx) = oneshot::channel();
-        let start = {
-            let mut q = lock(&self.lookups);
-            q.waiting.push((cluster.to_string(), tx));
-            let start = q.readers < CHECKERS;
-            q.readers += usize::from(start);
-            start
-        };
-        if start {
-            tokio::spawn(self.clone().read_bindings());
-        }
-        match rx.await {
-            Ok(Some(found)) => Ok(found),
-            _ => {
-                let mut conn = self.service.conn().await?;
-                clusters::identity_with_hash(&mut conn, cluster).await
-            }
-        }
-    }
-
-    /// Reads waiting clusters' bindings in batches until none is left.
-    async fn read_bindings(self) {
-        /// Counts the reader out however it ends.
-        struct Running(Arc<Mutex<Lookups>>);
-        impl Drop for Running {
-            fn drop(&mut self) {
-                lock(&self.0).readers -= 1;
-            }
-        }
-        let _running = Running(self.lookups.clone());
-        loop {
-            let batch: Vec<(String, oneshot::Sender<Option<Found>>)> = {
-                let mut q = lock(&self.lookups);
-                let n = q.waiting.len().min(BATCH);
-                q.waiting.drain(..n).collect()
-            };
-            if batch.is_empty() {
-                return;
-            }
-            let names: Vec<String> = batch
-                .iter()
-                .map(|(c, _)| c.clone())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            let found = async {
-                let mut conn = self.service.conn().await?;
+        let service = self.service.clone();
+        let query = move |names: Vec<String>| {
+            let service = service.clone();
+            async move {
+                let mut conn = service.conn().await?;
                 clusters::identities(&mut conn, &names).await
             }
-            .await;
-            match found {
-                Ok(found) => {
-                    for (cluster, tx) in batch {
-                        let _ = tx.send(Some(found.get(&cluster).cloned()));
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(clusters = names.len(), error = %e, "batched spoke binding lookup failed; looking up one by one");
-                    for (_, tx) in batch {
-                        let _ = tx.send(None);
-                    }
-                }
+        };
+        let answer = |found: &HashMap<String, (Option<IdentityBinding>, Vec<u8>)>,
+                      name: &String| { found.get(name).cloned() };
+        match ask(
+            &self.bindings,
+            cluster.to_string(),
+            "binding lookup",
+            query,
+            answer,
+        )
+        .await
+        {
+            Some(found) => Ok(found),
+            None => {
+                let mut conn = self.service.conn().await?;
+                clusters::identity_with_hash(&mut conn, cluster).await
             }
         }
     }
@@ -154,77 +199,31 @@ impl SpokeAuth {
     /// The cluster `token` belongs to, as [`Service::authenticate_spoke`]
     /// answers it (unknown tokens: `Unauthenticated`).
     pub async fn authenticate(&self, token: &str) -> Result<Cluster> {
-        let (tx, rx) = oneshot::channel();
-        let start = {
-            let mut q = lock(&self.queue);
-            q.waiting.push((hash_token(token), tx));
-            let start = q.checkers < CHECKERS;
-            q.checkers += usize::from(start);
-            start
+        let service = self.service.clone();
+        let query = move |hashes: Vec<Vec<u8>>| {
+            let service = service.clone();
+            async move {
+                let mut conn = service.conn().await?;
+                let found = clusters::by_token_hashes(&mut conn, &hashes, service.now()).await?;
+                Ok(found
+                    .into_iter()
+                    .map(|(row, stored)| (stored, row))
+                    .collect::<HashMap<Vec<u8>, Cluster>>())
+            }
         };
-        if start {
-            tokio::spawn(self.clone().check_waiting());
-        }
-        match rx.await {
-            Ok(Some(Some(cluster))) => Ok(cluster),
-            Ok(Some(None)) => Err(Error::Unauthenticated("unknown spoke token".into())),
-            _ => self.service.authenticate_spoke(token).await,
+        match ask(&self.tokens, hash_token(token), "token check", query, known).await {
+            Some(Some(cluster)) => Ok(cluster),
+            Some(None) => Err(Error::Unauthenticated("unknown spoke token".into())),
+            None => self.service.authenticate_spoke(token).await,
         }
     }
+}
 
-    /// Checks waiting tokens in batches until none is left.
-    async fn check_waiting(self) {
-        /// Counts the checker out however it ends.
-        struct Running(Arc<Mutex<Queue>>);
-        impl Drop for Running {
-            fn drop(&mut self) {
-                lock(&self.0).checkers -= 1;
-            }
-        }
-        let _running = Running(self.queue.clone());
-        loop {
-            let batch: Vec<(Vec<u8>, oneshot::Sender<Answer>)> = {
-                let mut q = lock(&self.queue);
-                let n = q.waiting.len().min(BATCH);
-                q.waiting.drain(..n).collect()
-            };
-            if batch.is_empty() {
-                return;
-            }
-            let hashes: Vec<Vec<u8>> = batch
-                .iter()
-                .map(|(h, _)| h.clone())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            let found = async {
-                let mut conn = self.service.conn().await?;
-                clusters::by_token_hashes(&mut conn, &hashes, self.service.now()).await
-            }
-            .await;
-            match found {
-                Ok(found) => {
-                    let by_hash: HashMap<&[u8], &Cluster> = found
-                        .iter()
-                        .map(|(row, stored)| (stored.as_slice(), row))
-                        .collect();
-                    for (presented, tx) in batch {
-                        // Found by the hash (as the one-by-one check's index
-                        // lookup), confirmed in constant time like it.
-                        let cluster = by_hash
-                            .get_key_value(presented.as_slice())
-                            .filter(|(stored, _)| hashes_equal(stored, &presented))
-                            .map(|(_, row)| (*row).clone());
-                        let _ = tx.send(Some(cluster));
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(tokens = hashes.len(), error = %e, "batched spoke token check failed; checking one by one");
-                    for (_, tx) in batch {
-                        let _ = tx.send(None);
-                    }
-                }
-            }
-        }
-    }
+/// The cluster whose stored hash is `presented`: found by the hash (as the
+/// one-by-one check's index lookup), confirmed in constant time like it.
+fn known(found: &HashMap<Vec<u8>, Cluster>, presented: &Vec<u8>) -> Option<Cluster> {
+    found
+        .get_key_value(presented)
+        .filter(|(stored, _)| hashes_equal(stored, presented))
+        .map(|(_, row)| row.clone())
 }
