@@ -11,24 +11,13 @@
 //! - **Lost** (it carried messages, then broke: reset, error status, idle
 //!   timeout): [min/2, min], then the series above from [min, 2·min].
 //! - **Ended by the hub** (status OK after at least one message: a draining
-//!   hub on SIGTERM, or the stream's maximum age): [0, min/2], then up to
-//!   [`QUICK_TRIES`] more tries [min/4, min/2] apart while they fail, then
-//!   the same series as after a loss. The hub is going away on purpose:
-//!   behind a Service the other replicas are already serving, and a single
-//!   replica that restarts is back within about a second (fleetgate-bench:
-//!   SIGTERM → new hub ready ~1 s with 10,000 spokes). While nothing listens
-//!   a try is refused by the kernel (or answered `UNAVAILABLE` by the
-//!   draining replica) and costs the hub nothing, so the spoke keeps trying
-//!   every [min/4, min/2] for about one to two seconds after the end: it
-//!   reaches a restarted hub within min/2 of its start instead of in the
-//!   series' [min, 2·min] step (before: with the hub down ~1 s, most spokes'
-//!   second try came 0.5–1 s after the first and ~10 % needed a third, 1–2 s
-//!   later). Each try's delay is drawn anew, so the fleet's tries stay spread
-//!   over the window (a restarted hub sees them arrive over min/2, not as
-//!   one wave). The later delays are those after a loss, so a hub that stays
-//!   down for minutes is approached as before, backing off to max: the quick
-//!   tries cost no step of the series, and they come only after an end (a
-//!   failing hub that never ended a stream is never dialled quickly).
+//!   hub on SIGTERM, or the stream's maximum age): [0, min/2], then the same
+//!   series as after a loss. The hub is going away on purpose, and behind a
+//!   Service the other replicas are already serving, so the first retry does
+//!   not wait for the floor of the first delay; the window is as wide as
+//!   after a loss, so the fleet is spread as much. The later delays are those
+//!   after a loss, so a hub that stays down (a single replica restarting) is
+//!   approached as before: the early first try costs no attempt later on.
 
 use std::time::Duration;
 
@@ -38,10 +27,6 @@ use rand::RngExt;
 pub const DEFAULT_MIN: Duration = Duration::from_millis(500);
 /// `--reconnect-max`'s default.
 pub const DEFAULT_MAX: Duration = Duration::from_secs(60);
-/// Tries [min/4, min/2] apart after the hub ended a stream and the first try
-/// failed, before the series after a loss: with the default min, 0.75–1.5 s
-/// of quick tries (1.0–1.75 s after the end), a single replica's restart.
-pub const QUICK_TRIES: u32 = 6;
 
 /// How a connection attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,8 +59,6 @@ pub struct Reconnect {
     max: Duration,
     /// Failed attempts in a row; one after a loss or an end.
     failures: u32,
-    /// Quick tries left after the hub ended a stream (see [`QUICK_TRIES`]).
-    quick: u32,
 }
 
 impl Default for Reconnect {
@@ -91,7 +74,6 @@ impl Reconnect {
             min,
             max,
             failures: 0,
-            quick: 0,
         }
     }
 
@@ -100,17 +82,11 @@ impl Reconnect {
         match outcome {
             Outcome::Ended => {
                 self.failures = 1;
-                self.quick = QUICK_TRIES;
                 jitter(Duration::ZERO, self.min / 2)
             }
             Outcome::Lost => {
                 self.failures = 1;
-                self.quick = 0;
                 backoff(0, self.min, self.max)
-            }
-            Outcome::Failed if self.quick > 0 => {
-                self.quick -= 1;
-                jitter(self.min / 4, self.min / 2)
             }
             Outcome::Failed => {
                 let d = backoff(self.failures, self.min, self.max);
@@ -182,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn a_hub_ending_the_stream_is_dialled_soon_then_quickly_then_as_after_a_loss() {
+    fn a_hub_ending_the_stream_is_dialled_soon_then_as_after_a_loss() {
         for _ in 0..50 {
             let mut r = Reconnect::new(MIN, MAX);
             for _ in 0..10 {
@@ -190,49 +166,10 @@ mod tests {
             }
             // The drain's end: at once, spread over [0, min/2]…
             within(r.after(Outcome::Ended), 0, 50);
-            // …then, while nothing answers, quick tries [min/4, min/2] apart…
-            for _ in 0..QUICK_TRIES {
-                within(r.after(Outcome::Failed), 25, 50);
-            }
             // …and if the hub is not back yet, the series after a loss.
             within(r.after(Outcome::Failed), 100, 200);
             within(r.after(Outcome::Failed), 200, 400);
-            // The next end starts over, quick tries included.
             within(r.after(Outcome::Ended), 0, 50);
-            within(r.after(Outcome::Failed), 25, 50);
-        }
-    }
-
-    #[test]
-    fn a_hub_that_stays_down_after_an_end_is_backed_off_to_max() {
-        for _ in 0..20 {
-            let mut r = Reconnect::new(MIN, MAX);
-            let mut waited = r.after(Outcome::Ended);
-            let mut quick = Duration::ZERO;
-            for _ in 0..QUICK_TRIES {
-                quick += r.after(Outcome::Failed);
-            }
-            // The quick tries cover about one to two seconds at the default min (here
-            // a fifth of it), no more.
-            assert!(quick <= MIN / 2 * QUICK_TRIES, "{quick:?}");
-            waited += quick;
-            for _ in 0..30 {
-                waited += r.after(Outcome::Failed);
-            }
-            within(r.after(Outcome::Failed), 2500, 5000);
-            assert!(waited > Duration::from_secs(60), "{waited:?}");
-        }
-    }
-
-    #[test]
-    fn a_stream_lost_after_an_end_gets_no_quick_tries() {
-        for _ in 0..50 {
-            let mut r = Reconnect::new(MIN, MAX);
-            r.after(Outcome::Ended);
-            within(r.after(Outcome::Failed), 25, 50);
-            // Reconnected, then the stream broke: a loss, whatever came before.
-            within(r.after(Outcome::Lost), 50, 100);
-            within(r.after(Outcome::Failed), 100, 200);
         }
     }
 
@@ -255,18 +192,6 @@ mod tests {
         for _ in 0..2000 {
             let d = Reconnect::new(MIN, MAX).after(Outcome::Ended);
             buckets[usize::try_from(d.as_millis() / 10).unwrap().min(4)] += 1;
-        }
-        assert!(
-            buckets.iter().all(|&n| (250..=550).contains(&n)),
-            "{buckets:?}"
-        );
-        // Their quick tries too: each delay drawn anew over [min/4, min/2].
-        let mut buckets = [0u32; 5];
-        for _ in 0..2000 {
-            let mut r = Reconnect::new(MIN, MAX);
-            r.after(Outcome::Ended);
-            let d = r.after(Outcome::Failed).as_millis();
-            buckets[usize::try_from((d - 25) / 5).unwrap().min(4)] += 1;
         }
         assert!(
             buckets.iter().all(|&n| (250..=550).contains(&n)),
