@@ -42,7 +42,7 @@ async fn measure(hub: &Hub, token: &str, n: usize, expect: usize) -> Result<Surf
         tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{}", hub.grpc))?
             .connect()
             .await?;
-    let mut admin = pb::admin_service_client::AdminServiceClient::new(channel);
+    let admin = pb::admin_service_client::AdminServiceClient::new(channel);
     let bearer: tonic::metadata::MetadataValue<_> = format!("Bearer {token}").parse()?;
     let samples = rounds(n, |_| {
         let mut admin = admin.clone();
