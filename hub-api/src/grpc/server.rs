@@ -9,8 +9,8 @@ use std::time::Duration;
 use fleetgate_proto::v1::admin_service_server::AdminServiceServer;
 use fleetgate_proto::v1::spoke_service_server::SpokeServiceServer;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
 use super::admin::AdminApi;
@@ -36,6 +36,21 @@ fn tls(opts: &GrpcOptions) -> Result<Option<ServerTlsConfig>> {
     }
     Ok(Some(tls))
 }
+
+/// The connections accepted on `listener`, each with `TCP_NODELAY` and TCP keepalive set.
+///
+/// `Server::tcp_nodelay`/`tcp_keepalive` apply only when tonic binds the listener itself
+/// (`serve`); with `serve_with_incoming*` the incoming stream's sockets are used as they
+/// are. Without `TCP_NODELAY` a unary answer written in two segments (headers, then data
+/// and trailers) waits for the client's delayed ACK: ~40 ms on every admin call on Linux.
+fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .with_keepalive(Some(TCP_KEEPALIVE))
+}
+
+/// Idle time before TCP keepalive probes a connection.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
 
 /// How long a draining replica waits for connections to close after its last
 /// spoke stream ended (unary admin calls in flight finish within it).
@@ -80,8 +95,8 @@ pub async fn serve_replica(
         // Detect dead peers (spokes behind NAT, half-open TCP) within ~40 s.
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
         .http2_keepalive_timeout(Some(Duration::from_secs(20)))
-        .tcp_keepalive(Some(Duration::from_secs(60)))
-        .tcp_nodelay(true)
+        // TCP_NODELAY and TCP keepalive are set by `incoming` (the builder's are ignored
+        // with a listener of our own).
         // Snapshots are small: small windows bound per-stream buffering with
         // thousands of streams.
         .initial_stream_window_size(64 * 1024)
@@ -125,7 +140,7 @@ pub async fn serve_replica(
                 .max_encoding_message_size(fleetgate_policy::budgets::GRPC_MAX_MESSAGE_BYTES),
         )
         .add_service(AdminServiceServer::new(admin))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain);
+        .serve_with_incoming_shutdown(incoming(listener), drain);
     // The listener closes at the signal, and every spoke stream ends at once
     // with OK. Their connections then close as the spokes process the end;
     // a spoke slow to do so must not hold up the replica's exit (a single
@@ -141,6 +156,35 @@ pub async fn serve_replica(
         () = bounded => {
             tracing::info!(grace = ?CLOSE_GRACE, "spoke streams ended; not waiting longer for their connections to close");
             Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio_stream::StreamExt;
+
+    use super::incoming;
+
+    /// Every connection the gRPC server accepts has `TCP_NODELAY` set (a listener handed to
+    /// tonic's `serve_with_incoming` does not get the builder's socket options).
+    #[tokio::test]
+    async fn accepted_connections_have_tcp_nodelay() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let mut accepted = Box::pin(incoming(listener));
+        for _ in 0..2 {
+            let client = TcpStream::connect(addr).await.expect("connect");
+            let server = tokio::time::timeout(Duration::from_secs(10), accepted.next())
+                .await
+                .expect("accepted within 10 s")
+                .expect("the listener is open")
+                .expect("accept");
+            assert!(server.nodelay().expect("TCP_NODELAY readable"));
+            assert_eq!(server.peer_addr().ok(), client.local_addr().ok());
         }
     }
 }

@@ -1,7 +1,8 @@
 //! What every measurement shares: the hub's admin secret, the result type, the load
 //! average and the distributions printed.
 
-use std::time::Duration;
+use std::future::Future;
+use std::time::{Duration, Instant};
 
 /// Bootstrap admin secret of the benchmark's private hub.
 pub const ADMIN: &str = "fga_fleetgate-scale-admin-secret";
@@ -12,6 +13,36 @@ pub fn load() -> String {
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_string))
         .unwrap_or_else(|| "?".into())
+}
+
+/// `rounds` measured rounds after one unmeasured warm-up round (it fills the hub's and
+/// PostgreSQL's caches): each measured round's samples, in order. `round` gets the round's
+/// number (0 is the warm-up).
+pub async fn rounds<T, F, Fut>(rounds: usize, mut round: F) -> Result<Vec<T>>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut out = Vec::with_capacity(rounds);
+    for r in 0..=rounds {
+        let sample = round(r).await?;
+        if r > 0 {
+            out.push(sample);
+        }
+    }
+    Ok(out)
+}
+
+/// `call`'s answer and how long it took.
+pub async fn timed<T>(call: impl Future<Output = Result<T>>) -> Result<(T, Duration)> {
+    let t = Instant::now();
+    let answer = call.await?;
+    Ok((answer, t.elapsed()))
+}
+
+/// Sample `i` of every round.
+pub fn column<const N: usize>(samples: &[[Duration; N]], i: usize) -> Vec<Duration> {
+    samples.iter().map(|s| s[i]).collect()
 }
 
 /// Median and max of `samples`, in ms.

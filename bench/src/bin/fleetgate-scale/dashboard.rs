@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{ADMIN, Result, cell, load, stats};
+use crate::common::{ADMIN, Result, cell, column, load, rounds, stats, timed};
 use crate::hub::Hub;
 use crate::seed;
 
@@ -80,9 +80,7 @@ const PAGES: [&str; 2] = [
 type Timings = [Vec<Duration>; 2];
 
 async fn time(hub: &Hub, token: &str, path: &str, expect: usize) -> Result<Duration> {
-    let t = Instant::now();
-    let page = hub.call(token, Method::GET, path, None).await?;
-    let took = t.elapsed();
+    let (page, took) = timed(hub.call(token, Method::GET, path, None)).await?;
     let seen = page["counts"]["clusters"].as_u64().unwrap_or_default();
     if seen != expect as u64 {
         return Err(format!("{path}: the reader saw {seen} clusters, not {expect}").into());
@@ -90,22 +88,27 @@ async fn time(hub: &Hub, token: &str, path: &str, expect: usize) -> Result<Durat
     Ok(took)
 }
 
-/// `rounds` rounds (after one unmeasured) of every page on each hub, in turn.
-async fn measure(hubs: &[&Hub], token: &str, rounds: usize, expect: usize) -> Result<Vec<Timings>> {
-    let mut out: Vec<Timings> = hubs.iter().map(|_| Default::default()).collect();
-    for round in 0..=rounds {
+/// `n` rounds (after one unmeasured) of every page on each hub, in turn.
+async fn measure(hubs: &[&Hub], token: &str, n: usize, expect: usize) -> Result<Vec<Timings>> {
+    let samples = rounds(n, |round| async move {
+        // Per hub, per page.
+        let mut took = vec![[Duration::ZERO; PAGES.len()]; hubs.len()];
         for (i, path) in PAGES.iter().enumerate() {
             // Alternate which hub goes first, so neither always finds the caches warm.
             for k in 0..hubs.len() {
                 let h = (k + round) % hubs.len();
-                let took = time(hubs[h], token, path, expect).await?;
-                if round > 0 {
-                    out[h][i].push(took);
-                }
+                took[h][i] = time(hubs[h], token, path, expect).await?;
             }
         }
-    }
-    Ok(out)
+        Ok(took)
+    })
+    .await?;
+    Ok((0..hubs.len())
+        .map(|h| {
+            let of_hub: Vec<_> = samples.iter().map(|s| s[h]).collect();
+            std::array::from_fn(|i| column(&of_hub, i))
+        })
+        .collect())
 }
 
 pub async fn run(

@@ -9,8 +9,9 @@ use fleetgate_hub::ServiceDefaults as _;
 use fleetgate_hub::service::fleet::Scope;
 use fleetgate_hub::service::fleet::grid::grid;
 use fleetgate_hub::service::fleet::grid_page::{FleetPageQuery, grid_page, page};
+use fleetgate_hub::{Actor, Role};
 
-use crate::common::{Result, cell};
+use crate::common::{Result, cell, column, rounds, timed};
 
 /// One reader's phases.
 #[derive(Default)]
@@ -23,42 +24,49 @@ pub struct Phases {
     page: Vec<Duration>,
     /// The grid of every cluster of the read, then its first page (the fleet page before).
     whole: Vec<Duration>,
+    /// `fleet_view` as the replica's live feed reads it (every cluster, every gate on
+    /// each): what an open dashboard or `WatchFleet` costs the hub per poll.
+    view: Vec<Duration>,
 }
 
-/// `rounds` rounds (after one unmeasured) as the holder of `token`; both pages are made
+/// `n` rounds (after one unmeasured) as the holder of `token`; both pages are made
 /// from one read, and must be equal.
-pub async fn measure(pool: &sqlx::PgPool, token: &str, rounds: usize) -> Result<Phases> {
+pub async fn measure(pool: &sqlx::PgPool, token: &str, n: usize) -> Result<Phases> {
     let service = Service::new(pool.clone());
     let actor = service.authenticate_api(token).await?;
     let q = FleetPageQuery {
         limit: Some(100),
         ..FleetPageQuery::default()
     };
-    let mut out = Phases::default();
-    for round in 0..=rounds {
-        let t = Instant::now();
-        let inputs = service.read_fleet_as(&actor, Scope::Fleet).await?;
-        let read = t.elapsed();
-        let t = Instant::now();
-        service.fleet_summary(&actor).await?;
-        let summary = t.elapsed();
-        let t = Instant::now();
-        let fast = grid_page(&inputs, &q)?;
-        let paged = t.elapsed();
-        let t = Instant::now();
-        let slow = page(grid(&inputs)?, &q)?;
-        let whole = t.elapsed();
-        if serde_json::to_value(&fast)? != serde_json::to_value(&slow)? {
-            return Err("the fleet page from briefs differs from the whole grid's page".into());
+    // The live feed's reader.
+    let feed = Actor::new("fleet-feed", Role::Viewer);
+    let samples = rounds(n, |_| {
+        let (service, actor, q, feed) = (&service, &actor, &q, &feed);
+        async move {
+            let (inputs, read) =
+                timed(async { Ok(service.read_fleet_as(actor, Scope::Fleet).await?) }).await?;
+            let (_, summary) = timed(async { Ok(service.fleet_summary(actor).await?) }).await?;
+            let t = Instant::now();
+            let fast = grid_page(&inputs, q)?;
+            let paged = t.elapsed();
+            let t = Instant::now();
+            let slow = page(grid(&inputs)?, q)?;
+            let whole = t.elapsed();
+            if serde_json::to_value(&fast)? != serde_json::to_value(&slow)? {
+                return Err("the fleet page from briefs differs from the whole grid's page".into());
+            }
+            let (_, view) = timed(async { Ok(service.fleet_view(&feed).await?) }).await?;
+            Ok([read, summary, paged, whole, view])
         }
-        if round > 0 {
-            out.read.push(read);
-            out.summary.push(summary);
-            out.page.push(paged);
-            out.whole.push(whole);
-        }
-    }
-    Ok(out)
+    })
+    .await?;
+    Ok(Phases {
+        read: column(&samples, 0),
+        summary: column(&samples, 1),
+        page: column(&samples, 2),
+        whole: column(&samples, 3),
+        view: column(&samples, 4),
+    })
 }
 
 /// Prints `p` under `label`.
@@ -74,6 +82,7 @@ pub fn print(label: &str, p: &Phases) {
         "    whole grid, then its page (before):  {}",
         cell(&p.whole)
     );
+    println!("    live feed's fleet view (unscoped):   {}", cell(&p.view));
 }
 
 /// With `FLEETGATE_SCALE_EXPLAIN` set: PostgreSQL's plan of the scoped reader's cluster

@@ -9,7 +9,7 @@ use fleetgate_proto::v1 as pb;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{ADMIN, Result, cell, load, stats};
+use crate::common::{ADMIN, Result, cell, column, load, rounds, stats, timed};
 use crate::hub::Hub;
 use crate::seed;
 
@@ -37,55 +37,44 @@ struct Surfaces {
     grpc: Vec<Duration>,
 }
 
-async fn measure(hub: &Hub, token: &str, rounds: usize, expect: usize) -> Result<Surfaces> {
+async fn measure(hub: &Hub, token: &str, n: usize, expect: usize) -> Result<Surfaces> {
     let channel =
         tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{}", hub.grpc))?
             .connect()
             .await?;
-    let mut admin = pb::admin_service_client::AdminServiceClient::new(channel);
+    let admin = pb::admin_service_client::AdminServiceClient::new(channel);
     let bearer: tonic::metadata::MetadataValue<_> = format!("Bearer {token}").parse()?;
-    let mut out = Surfaces {
-        rest: Vec::new(),
-        summary: Vec::new(),
-        page: Vec::new(),
-        grpc: Vec::new(),
-    };
-    // One unmeasured round warms the hub's and PostgreSQL's caches.
-    for round in 0..=rounds {
-        let t = Instant::now();
-        let status = hub
-            .call(token, Method::GET, "/api/v1/status/clusters", None)
+    let samples = rounds(n, |_| {
+        let mut admin = admin.clone();
+        let bearer = bearer.clone();
+        async move {
+            let (status, rest) =
+                timed(hub.call(token, Method::GET, "/api/v1/status/clusters", None)).await?;
+            let seen = status["clusters"].as_array().map_or(0, Vec::len);
+            if seen != expect {
+                return Err(format!("the reader saw {seen} clusters, not {expect}").into());
+            }
+            let (_, summary) = timed(hub.call(token, Method::GET, "/api/v1/status", None)).await?;
+            let (_, page) = timed(hub.call(
+                token,
+                Method::GET,
+                "/api/v1/dashboard/fleet?limit=100",
+                None,
+            ))
             .await?;
-        let rest = t.elapsed();
-        let seen = status["clusters"].as_array().map_or(0, Vec::len);
-        if seen != expect {
-            return Err(format!("the reader saw {seen} clusters, not {expect}").into());
+            let mut req = tonic::Request::new(pb::GetFleetStatusRequest {});
+            req.metadata_mut().insert("authorization", bearer);
+            let (_, grpc) = timed(async { Ok(admin.get_fleet_status(req).await?) }).await?;
+            Ok([rest, summary, page, grpc])
         }
-        let t = Instant::now();
-        hub.call(token, Method::GET, "/api/v1/status", None).await?;
-        let summary = t.elapsed();
-        let t = Instant::now();
-        hub.call(
-            token,
-            Method::GET,
-            "/api/v1/dashboard/fleet?limit=100",
-            None,
-        )
-        .await?;
-        let page = t.elapsed();
-        let mut req = tonic::Request::new(pb::GetFleetStatusRequest {});
-        req.metadata_mut().insert("authorization", bearer.clone());
-        let t = Instant::now();
-        admin.get_fleet_status(req).await?;
-        let grpc = t.elapsed();
-        if round > 0 {
-            out.rest.push(rest);
-            out.summary.push(summary);
-            out.page.push(page);
-            out.grpc.push(grpc);
-        }
-    }
-    Ok(out)
+    })
+    .await?;
+    Ok(Surfaces {
+        rest: column(&samples, 0),
+        summary: column(&samples, 1),
+        page: column(&samples, 2),
+        grpc: column(&samples, 3),
+    })
 }
 
 fn ratio(a: &[Duration], b: &[Duration]) -> f64 {
