@@ -26,9 +26,10 @@ impl Session {
                 msg: Some(spoke_message::Msg::Report(report)),
             })) => {
                 let objects = report.objects.into_iter().map(object_from_proto);
+                let parts = self.parts.get_or_insert_default();
                 // One object that cannot be converted (a bad time) is left
                 // out and recorded; the rest of the report is stored.
-                let first = self.parts.held_len();
+                let first = parts.held_len();
                 let mut held = Received {
                     items: Vec::with_capacity(report.held_objects.len()),
                     seen: report.held_objects.len(),
@@ -37,7 +38,7 @@ impl Session {
                     let object = format!("{} {}/{}", o.kind, o.namespace, o.name);
                     match held_from_proto(first + i, o) {
                         Ok(h) => held.items.push((first + i, h)),
-                        Err(e) => self.parts.dropped(field_of(&e), object, e.message()),
+                        Err(e) => parts.dropped(field_of(&e), object, e.message()),
                     }
                 }
                 let mut local_gates = Received {
@@ -48,7 +49,7 @@ impl Session {
                     let object = format!("Gate {}", g.name);
                     match local_gate_from_proto(i, g) {
                         Ok(g) => local_gates.items.push((i, g)),
-                        Err(e) => self.parts.dropped(field_of(&e), object, e.message()),
+                        Err(e) => parts.dropped(field_of(&e), object, e.message()),
                     }
                 }
                 let inventory = report
@@ -68,19 +69,15 @@ impl Session {
                     Some(p) => match snapshot_persistence_from_proto(p) {
                         Ok(p) => Some(Some(p)),
                         Err(e) => {
-                            self.parts.dropped(
-                                field_of(&e),
-                                "SnapshotPersistence".into(),
-                                e.message(),
-                            );
+                            parts.dropped(field_of(&e), "SnapshotPersistence".into(), e.message());
                             None
                         }
                     },
                 };
-                let added = self
-                    .parts
-                    .add(objects, held, local_gates, inventory, report.more);
+                let added = parts.add(objects, held, local_gates, inventory, report.more);
                 if let Some(whole) = added.map_err(to_status)? {
+                    // Its last part: what it held is taken, nothing is kept for the next one.
+                    self.parts = None;
                     if let Some(persistence) = persistence {
                         self.inner
                             .reports

@@ -195,8 +195,9 @@ pub(super) struct Session {
     /// Whether the last snapshot this stream sent was over its budget (`None`: none sent
     /// yet); the hub records only a change, and the first one of a stream.
     over_budget: Option<bool>,
-    /// A report whose last part has not arrived yet.
-    pub(super) parts: ReportParts,
+    /// A report whose last part has not arrived yet (`None` between reports: boxed and
+    /// only while a report is being received, it is ~200 B an idle stream does not hold).
+    pub(super) parts: Option<Box<ReportParts>>,
     /// The stream's maximum age, or its JWT's expiry if sooner.
     end_of_life: Pin<Box<Sleep>>,
     /// Why the stream ends at `end_of_life`.
@@ -286,7 +287,7 @@ impl Session {
             held_revision: hello.revision,
             held_local_gates: hello.local_gates_enforced,
             over_budget: None,
-            parts: ReportParts::default(),
+            parts: None,
         })
     }
 
