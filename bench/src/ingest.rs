@@ -3,7 +3,7 @@
 //! report's commit. Each round's reports carry a marker in `clock_offset_ms`,
 //! which the hub writes in the same transaction as the report's objects.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use fleetgate_proto::v1 as pb;
@@ -125,6 +125,7 @@ pub async fn run(
             }
         }
         let mut seen: HashMap<String, Duration> = HashMap::with_capacity(spokes);
+        let wanted: HashSet<&String> = names.iter().collect();
         while seen.len() < spokes {
             if t0.elapsed() > ROUND_BOUND {
                 return Err(Error::Timeout(format!(
@@ -133,16 +134,20 @@ pub async fn run(
                 )));
             }
             tokio::time::sleep(POLL).await;
+            // The marker alone selects the round's reports (only this phase
+            // sends it): a `cluster = any(1,000 names)` filter cost PostgreSQL
+            // 3.9 ms per poll (2,000 clusters), CPU the ingest competed for.
             let rows: Vec<(String,)> = sqlx::query_as(
-                "select cluster from cluster_connections where clock_offset_ms = $1 and cluster = any($2)",
+                "select cluster from cluster_connections where clock_offset_ms = $1",
             )
             .bind(marker)
-            .bind(&names)
             .fetch_all(pool)
             .await?;
             let now = t0.elapsed();
             for (name,) in rows {
-                seen.entry(name).or_insert(now);
+                if wanted.contains(&name) {
+                    seen.entry(name).or_insert(now);
+                }
             }
         }
         durable.extend(seen.into_values());

@@ -2,11 +2,11 @@
 //! whole batch (not per report): the stored hashes are read at once, the
 //! changed reports' connection rows are locked and updated in one statement
 //! (in cluster-name order, as every path locking several clusters), and their
-//! object rows are deleted and upserted from typed arrays (`unnest`) in one
-//! statement each. As before, only object rows whose content differs from
-//! the stored row are written, and an unchanged report writes at most its
-//! connection row. Reports rarely carrying something (held objects, an
-//! inventory) write it per cluster.
+//! object rows are deleted, updated and inserted from typed arrays (`unnest`)
+//! in one statement that reads only the batch's clusters' rows. Only object
+//! rows whose content differs from the stored row are written, and an
+//! unchanged report writes at most its connection row. Reports rarely
+//! carrying something (held objects, an inventory) write it per cluster.
 //!
 //! The statements reading arrays through `unnest` are never prepared for
 //! reuse (`persistent(false)`): a cached generic plan is planned for an array
@@ -378,13 +378,21 @@ struct Columns<'a> {
     reported_at: Vec<DateTime<Utc>>,
 }
 
-/// Replaces the object rows of the reports at `live`: rows no longer
-/// reported are deleted, and only objects whose content differs from their
-/// stored row are written (cost proportional to change: one object changed
-/// of 100 writes one row); the others keep their row version, and their time
-/// is the cluster's `reported_at` (see `status::for_cluster`). The clusters'
-/// connection rows are locked, so no other report of them runs between this
-/// comparison and the write.
+/// Replaces the object rows of the reports at `live` in one statement: rows
+/// no longer reported are deleted, and only objects whose content differs
+/// from their stored row are written (cost proportional to change: one object
+/// changed of 100 writes one row); the others keep their row version, and
+/// their time is the cluster's `reported_at` (see `status::for_cluster`). The
+/// clusters' connection rows are locked, so no other report of them runs
+/// between this comparison and the write.
+///
+/// The reported rows are read from the arrays once (`r`, materialized) and
+/// every step reads only the batch's clusters' stored rows (`cluster =
+/// any($23)`, the primary key's leading column): an `insert … where not
+/// exists` over the whole table planned a hash of every stored row of the
+/// fleet per batch. A changed row is a plain update (a heap-only tuple when
+/// its page has room), not an `on conflict` upsert, which locked the row
+/// (one more WAL record) and probed the index again before updating it.
 async fn write_objects(
     conn: &mut PgConnection,
     reports: &[&ClusterReport],
@@ -423,32 +431,18 @@ async fn write_objects(
         }
     }
     let clusters: Vec<&str> = live.iter().map(|&i| reports[i].cluster.as_str()).collect();
+    // Every sub-statement sees the rows as they were before it: the delete
+    // (stored, not reported), the update (stored and reported, changed) and
+    // the insert (reported, not stored) touch distinct rows.
     sqlx::query(
-        "delete from object_status o where o.cluster = any($1) and not exists ( \
-           select 1 from unnest($2::text[], $3::text[], $4::text[], $5::text[]) \
-             as r(cluster, kind, namespace, name) \
-           where r.cluster = o.cluster and r.kind = o.kind and r.namespace = o.namespace \
-             and r.name = o.name)",
-    )
-    .bind(&clusters)
-    .bind(&c.cluster)
-    .bind(&c.kind)
-    .bind(&c.namespace)
-    .bind(&c.name)
-    .persistent(false)
-    .execute(&mut *conn)
-    .await?;
-    if c.cluster.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        r#"with r as (
+        r#"with r as materialized (
            select r.cluster, r.kind, r.namespace, r.name, r.suspended,
              r.suspended_by::text[] as suspended_by, r.gates::text[] as gates,
              r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human,
              r.ignored, r.ready, r.ready_reason, r.ready_message, r.stalled, r.generation,
              r.observed_generation, r.last_attempted_revision,
-             r.would_suspend_by::text[] as would_suspend_by, r.would_hold, r.reported_at
+             r.would_suspend_by::text[] as would_suspend_by, r.would_hold, r.reported_at,
+             case when r.ready = 'False' or r.stalled then r.reported_at end as failing_at
            from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bool[], $6::text[],
              $7::text[], $8::text[], $9::text[], $10::bool[], $11::bool[], $12::bool[],
              $13::text[], $14::text[], $15::text[], $16::bool[], $17::int8[], $18::int8[],
@@ -457,7 +451,40 @@ async fn write_objects(
                last_applied_revision, newest_source_revision, held, suspended_by_human,
                ignored, ready, ready_reason, ready_message, stalled, generation,
                observed_generation, last_attempted_revision, would_suspend_by, would_hold,
-               reported_at))
+               reported_at)),
+         gone as (
+           delete from object_status o where o.cluster = any($23) and not exists (
+             select 1 from r where r.cluster = o.cluster and r.kind = o.kind
+               and r.namespace = o.namespace and r.name = o.name)),
+         changed as (
+           update object_status o set
+             suspended = r.suspended, suspended_by = r.suspended_by, gates = r.gates,
+             last_applied_revision = r.last_applied_revision,
+             newest_source_revision = r.newest_source_revision, held = r.held,
+             suspended_by_human = r.suspended_by_human, ignored = r.ignored, ready = r.ready,
+             ready_reason = r.ready_reason, ready_message = r.ready_message,
+             stalled = r.stalled, generation = r.generation,
+             observed_generation = r.observed_generation,
+             last_attempted_revision = r.last_attempted_revision,
+             would_suspend_by = r.would_suspend_by, would_hold = r.would_hold,
+             reported_at = r.reported_at,
+             -- Still failing: since the first failing report; recovered: none.
+             failing_since = case when r.failing_at is not null
+               then coalesce(o.failing_since, r.failing_at) end
+           from r
+           where o.cluster = any($23) and o.cluster = r.cluster and o.kind = r.kind
+             and o.namespace = r.namespace and o.name = r.name
+             and (o.suspended, o.suspended_by, o.gates, o.last_applied_revision,
+                  o.newest_source_revision, o.held, o.suspended_by_human, o.ignored, o.ready,
+                  o.ready_reason, o.ready_message, o.stalled, o.generation,
+                  o.observed_generation, o.last_attempted_revision, o.would_suspend_by,
+                  o.would_hold)
+             is distinct from
+                 (r.suspended, r.suspended_by, r.gates, r.last_applied_revision,
+                  r.newest_source_revision, r.held, r.suspended_by_human, r.ignored, r.ready,
+                  r.ready_reason, r.ready_message, r.stalled, r.generation,
+                  r.observed_generation, r.last_attempted_revision, r.would_suspend_by,
+                  r.would_hold))
          insert into object_status (cluster, kind, namespace, name, suspended, suspended_by,
            gates, last_applied_revision, newest_source_revision, held, suspended_by_human,
            ignored, ready, ready_reason, ready_message, stalled, generation,
@@ -467,43 +494,17 @@ async fn write_objects(
            r.last_applied_revision, r.newest_source_revision, r.held, r.suspended_by_human,
            r.ignored, r.ready, r.ready_reason, r.ready_message, r.stalled, r.generation,
            r.observed_generation, r.last_attempted_revision, r.would_suspend_by, r.would_hold,
-           r.reported_at, case when r.ready = 'False' or r.stalled then r.reported_at end
+           r.reported_at, r.failing_at
          from r
          where not exists (
            select 1 from object_status o
-           where o.cluster = r.cluster and o.kind = r.kind and o.namespace = r.namespace
-             and o.name = r.name
-             and (o.suspended, o.suspended_by, o.gates, o.last_applied_revision,
-                  o.newest_source_revision, o.held, o.suspended_by_human, o.ignored, o.ready,
-                  o.ready_reason, o.ready_message, o.stalled, o.generation,
-                  o.observed_generation, o.last_attempted_revision, o.would_suspend_by,
-                  o.would_hold)
-             is not distinct from
-                 (r.suspended, r.suspended_by, r.gates, r.last_applied_revision,
-                  r.newest_source_revision, r.held, r.suspended_by_human, r.ignored, r.ready,
-                  r.ready_reason, r.ready_message, r.stalled, r.generation,
-                  r.observed_generation, r.last_attempted_revision, r.would_suspend_by,
-                  r.would_hold))
-         on conflict (cluster, kind, namespace, name) do update set
-           suspended = excluded.suspended, suspended_by = excluded.suspended_by,
-           gates = excluded.gates, last_applied_revision = excluded.last_applied_revision,
-           newest_source_revision = excluded.newest_source_revision, held = excluded.held,
-           suspended_by_human = excluded.suspended_by_human, ignored = excluded.ignored,
-           ready = excluded.ready, ready_reason = excluded.ready_reason,
-           ready_message = excluded.ready_message, stalled = excluded.stalled,
-           generation = excluded.generation, observed_generation = excluded.observed_generation,
-           last_attempted_revision = excluded.last_attempted_revision,
-           would_suspend_by = excluded.would_suspend_by, would_hold = excluded.would_hold,
-           reported_at = excluded.reported_at,
-           -- Still failing: since the first failing report; recovered: none.
-           failing_since = case when excluded.failing_since is not null
-             then coalesce(object_status.failing_since, excluded.failing_since) end"#,
+           where o.cluster = any($23) and o.cluster = r.cluster and o.kind = r.kind
+             and o.namespace = r.namespace and o.name = r.name)"#,
     )
     .bind(&c.cluster)
     .bind(&c.kind)
     .bind(&c.namespace)
     .bind(&c.name)
-    .persistent(false)
     .bind(&c.suspended)
     .bind(&c.suspended_by)
     .bind(&c.gates)
@@ -522,6 +523,7 @@ async fn write_objects(
     .bind(&c.would_suspend_by)
     .bind(&c.would_hold)
     .bind(&c.reported_at)
+    .bind(&clusters)
     .persistent(false)
     .execute(&mut *conn)
     .await?;

@@ -2,14 +2,15 @@
 //! replica. Reports (possibly in parts) are assembled per stream, validated,
 //! and handed to a batcher that keeps only the newest report per cluster (a
 //! report is the full object set, so newer replaces older) and writes pending
-//! reports in one transaction per flush; memory is bounded by the number of
-//! connected clusters. Connection state (connect, disconnect) is written here
+//! reports in batches, several at once (`flush`); memory is bounded by the
+//! number of connected clusters. Connection state (connect, disconnect) is written here
 //! too; liveness between them is the replica's lease (`service::clusters::lease`).
 //! Nothing here bumps the fleet revision: reports are not desired state.
 
+mod flush;
 pub mod objects;
 
-use std::collections::{HashMap, hash_map::Entry};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -17,18 +18,16 @@ use chrono::{DateTime, Utc};
 use fleetgate_api_types::{SnapshotOverBudget, SnapshotPersistence};
 use fleetgate_proto::report_parts::MAX_REPORT_OBJECTS;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use self::objects::ReportProblem;
-use super::{Service, local_gates};
+use super::Service;
 use crate::db::held_objects::HeldObject;
 use crate::db::reports::{self, ClusterReport, LocalGate, ReportedObject};
 use crate::db::retry;
 use crate::metrics::GrpcMetrics;
 use crate::{Error, Result};
-
-/// Reports per flush transaction at most.
-const MAX_BATCH: usize = 256;
 
 /// A change of one cluster's connection state on this replica, waiting to
 /// be written (the newest per cluster wins).
@@ -54,6 +53,11 @@ pub struct Reports {
     wake: Notify,
     /// How long to gather reports after the first one arrives.
     linger: Duration,
+    /// When the first of what waits for the next flush (a report, a
+    /// connection change, a snapshot state) was queued: the flush starts
+    /// `linger` after it, so what arrived during a long flush is written right
+    /// after it, having waited that long already.
+    first_queued: Mutex<Option<Instant>>,
     metrics: GrpcMetrics,
     /// Connection changes not yet written. One entry per cluster, the newest
     /// wins, so a reconnect's "connected" is never overwritten by the old
@@ -91,6 +95,7 @@ impl Reports {
             pending: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             linger,
+            first_queued: Mutex::new(None),
             metrics,
             connections: Mutex::new(HashMap::new()),
             snapshot_states: Mutex::new(HashMap::new()),
@@ -129,6 +134,13 @@ impl Reports {
         }
         pending.insert(report.cluster.clone(), report);
         drop(pending);
+        self.queued();
+    }
+
+    /// Wakes the flusher for something just queued, noting when the first of
+    /// what waits was queued.
+    fn queued(&self) {
+        lock(&self.first_queued).get_or_insert_with(Instant::now);
         self.wake.notify_one();
     }
 
@@ -144,89 +156,14 @@ impl Reports {
                 () = shutdown.cancelled() => break,
                 () = self.wake.notified() => {}
             }
+            let first = lock(&self.first_queued).unwrap_or_else(Instant::now);
             tokio::select! {
                 () = shutdown.cancelled() => break,
-                () = tokio::time::sleep(self.linger) => {}
+                () = tokio::time::sleep_until(first + self.linger) => {}
             }
             self.flush_all().await;
         }
         self.flush_all().await;
-    }
-
-    /// Writes every pending connection change and report now.
-    pub async fn flush_all(&self) {
-        self.flush_connections().await;
-        self.flush_snapshot_states().await;
-        loop {
-            let batch: Vec<ClusterReport> = {
-                let mut pending = lock(&self.pending);
-                let keys: Vec<String> = pending.keys().take(MAX_BATCH).cloned().collect();
-                keys.iter().filter_map(|k| pending.remove(k)).collect()
-            };
-            if batch.is_empty() {
-                return;
-            }
-            let mut res = retry::transaction("status reports", || self.write(&batch, false)).await;
-            if res.as_ref().is_err_and(reports::refused_report) {
-                // One report the database refuses must not hold up the
-                // others: again, each report in a savepoint of its own.
-                res = retry::transaction("status reports", || self.write(&batch, true)).await;
-            }
-            if let Err(e) = res {
-                self.metrics.report_flush_failures.inc();
-                tracing::warn!(error = %e, reports = batch.len(), "writing status reports failed");
-                // Put them back unless a newer report arrived meanwhile; the
-                // next flush retries (spokes also re-send as heartbeat).
-                let mut pending = lock(&self.pending);
-                for report in batch {
-                    match pending.entry(report.cluster.clone()) {
-                        Entry::Occupied(mut newer) => keep_inventory(newer.get_mut(), report),
-                        Entry::Vacant(v) => {
-                            v.insert(report);
-                        }
-                    }
-                }
-                return;
-            }
-            self.metrics.report_flushes.inc();
-        }
-    }
-
-    /// Writes `batch` in one transaction. With `isolate`, each report in a
-    /// savepoint of its own: a report the database refuses
-    /// ([`reports::refused_report`]) is rolled back alone, recorded on its
-    /// cluster and counted, and the others are written (the common case
-    /// pays no savepoints: this runs only after a batch failed so).
-    async fn write(&self, batch: &[ClusterReport], isolate: bool) -> Result<()> {
-        let mut tx = self.service.begin().await?;
-        // Name order, the one order of every path locking several clusters.
-        let mut batch: Vec<&ClusterReport> = batch.iter().collect();
-        batch.sort_unstable_by(|a, b| a.cluster.cmp(&b.cluster));
-        if !isolate {
-            // One statement per step for the whole batch (`db::report_batch`).
-            let written = crate::db::report_batch::write_reports(&mut tx, &batch).await?;
-            for (report, written) in batch.iter().zip(written) {
-                after_write(&mut tx, report, written).await?;
-            }
-            tx.commit().await?;
-            return Ok(());
-        }
-        for report in batch {
-            let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
-            match write_one(&mut savepoint, report).await {
-                Ok(()) => savepoint.commit().await?,
-                Err(e) if reports::refused_report(&e) => {
-                    savepoint.rollback().await?;
-                    self.metrics.report_write_failures.inc();
-                    tracing::warn!(cluster = %report.cluster, error = %e,
-                        "the database refused a cluster's report; the other reports are written");
-                    reports::record_write_error(&mut tx, report, &e.to_string()).await?;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        tx.commit().await?;
-        Ok(())
     }
 
     /// Records (with the next flush) that `cluster`'s spoke (version
@@ -237,7 +174,7 @@ impl Reports {
             at: self.service.now(),
         };
         lock(&self.connections).insert(cluster.to_string(), change);
-        self.wake.notify_one();
+        self.queued();
     }
 
     /// Records (with the next flush) that `cluster`'s spoke left this
@@ -256,7 +193,7 @@ impl Reports {
         let at = self.service.now();
         connections.insert(cluster.to_string(), Connection::Disconnected { at });
         drop(connections);
-        self.wake.notify_one();
+        self.queued();
     }
 
     async fn flush_connections(&self) {
@@ -304,7 +241,7 @@ impl Reports {
             .entry(cluster.to_string())
             .or_default()
             .persistence = Some(persistence);
-        self.wake.notify_one();
+        self.queued();
     }
 
     /// Records (with the next flush) that the snapshot sent to `cluster` was over its budget
@@ -315,7 +252,7 @@ impl Reports {
             .entry(cluster.to_string())
             .or_default()
             .over_budget = Some(over);
-        self.wake.notify_one();
+        self.queued();
     }
 
     async fn flush_snapshot_states(&self) {
@@ -526,38 +463,6 @@ fn keep_inventory(newer: &mut ClusterReport, older: ClusterReport) {
     if newer.inventory.is_none() {
         newer.inventory = older.inventory;
     }
-}
-
-/// Writes one cluster's report and audits its local gates' changes.
-async fn write_one(conn: &mut sqlx::PgConnection, report: &ClusterReport) -> Result<()> {
-    let written = crate::db::report_batch::write_report_diff(conn, report).await?;
-    after_write(conn, report, written).await
-}
-
-/// Audits `report`'s local gate changes and announces its newly held objects,
-/// after it was written (`written`).
-async fn after_write(
-    conn: &mut sqlx::PgConnection,
-    report: &ClusterReport,
-    written: reports::ReportWrite,
-) -> Result<()> {
-    match written {
-        reports::ReportWrite::NoCluster => {
-            tracing::debug!(cluster = %report.cluster, "report for a deleted cluster dropped");
-        }
-        reports::ReportWrite::Unchanged => {}
-        reports::ReportWrite::Written {
-            previous_local_gates,
-            newly_held,
-        } => {
-            let entries = local_gates::diff(&previous_local_gates, &report.local_gates);
-            local_gates::write(conn, &report.cluster, report.received_at, &entries).await?;
-            for ev in crate::notify::held::events(report, &newly_held) {
-                crate::notify::enqueue(conn, &ev).await?;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
