@@ -147,11 +147,8 @@ pub async fn for_cluster(conn: &mut PgConnection, cluster: &str) -> Result<Vec<H
 }
 
 /// [`HeldCounts`] of every cluster with reported held objects.
-pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<HeldCounts>> {
-    counts_by_cluster_of(conn, None).await
-}
-
-/// [`counts_by_cluster`] of every cluster, or only of `names`.
+///
+/// Only of the clusters in `names`, or of every cluster when it is `None`.
 pub async fn counts_by_cluster_of(
     conn: &mut PgConnection,
     names: Option<&[String]>,
@@ -179,11 +176,8 @@ pub async fn counts_by_cluster_of(
 }
 
 /// Objects closed warn-mode gates would hold per (cluster, gate).
-pub async fn would_hold_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
-    would_hold_by_gate_of(conn, None).await
-}
-
-/// [`would_hold_by_gate`] of every cluster, or only of `names`.
+///
+/// Only of the clusters in `names`, or of every cluster when it is `None`.
 pub async fn would_hold_by_gate_of(
     conn: &mut PgConnection,
     names: Option<&[String]>,
@@ -199,11 +193,8 @@ pub async fn would_hold_by_gate_of(
 }
 
 /// Objects held by fleetgate per (cluster, gate of its mark).
-pub async fn held_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
-    held_by_gate_of(conn, None).await
-}
-
-/// [`held_by_gate`] of every cluster, or only of `names`.
+///
+/// Only of the clusters in `names`, or of every cluster when it is `None`.
 pub async fn held_by_gate_of(
     conn: &mut PgConnection,
     names: Option<&[String]>,

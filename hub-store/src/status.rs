@@ -48,12 +48,8 @@ pub struct ClusterObjectCounts {
 }
 
 /// Per cluster: governed, held, suspended and would-suspend/would-hold objects.
-pub async fn counts_by_cluster(conn: &mut PgConnection) -> Result<Vec<ClusterObjectCounts>> {
-    counts_by_cluster_of(conn, None).await
-}
-
-/// [`counts_by_cluster`] of every cluster, or only of `names` (a scoped read: an index
-/// range per cluster, not a scan of the fleet's objects).
+///
+/// Only of the clusters in `names`, or of every cluster when it is `None`.
 pub async fn counts_by_cluster_of(
     conn: &mut PgConnection,
     names: Option<&[String]>,
@@ -74,11 +70,8 @@ pub async fn counts_by_cluster_of(
 
 /// Held objects per (cluster, governing gate), for the dashboard's grid: a
 /// closed gate with held objects is shown as "closed, changes held".
-pub async fn held_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
-    held_by_gate_of(conn, None).await
-}
-
-/// [`held_by_gate`] of every cluster, or only of `names`.
+///
+/// Only of the clusters in `names`, or of every cluster when it is `None`.
 pub async fn held_by_gate_of(
     conn: &mut PgConnection,
     names: Option<&[String]>,
@@ -95,11 +88,8 @@ pub async fn held_by_gate_of(
 
 /// Objects closed warn gates would suspend per (cluster, gate): the grid's "would close"
 /// cells and the would-suspend counts of `fleetgate status`.
-pub async fn would_suspend_by_gate(conn: &mut PgConnection) -> Result<Vec<(String, String, i64)>> {
-    would_suspend_by_gate_of(conn, None).await
-}
-
-/// [`would_suspend_by_gate`] of every cluster, or only of `names`.
+///
+/// Only of the clusters in `names`, or of every cluster when it is `None`.
 pub async fn would_suspend_by_gate_of(
     conn: &mut PgConnection,
     names: Option<&[String]>,

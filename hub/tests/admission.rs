@@ -5,6 +5,7 @@
 //! reading the table API (change in state "Implement", planned window covering now).
 //! Configuring them over gRPC (`AdminService` on a real socket) too.
 
+mod admission_support;
 mod common;
 mod grpc_support;
 
@@ -12,6 +13,7 @@ use fleetgate_hub::ServiceDefaults;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
+use admission_support::{hub, last_audit, live_overrides, open, webhook};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -150,56 +152,6 @@ async fn snow_adapter(
         );
     }
     (StatusCode::OK, Json(json!({"allowed": true})))
-}
-
-/// A hub whose admission calls may reach loopback over plain http (the test server).
-async fn hub() -> Hub {
-    let hub = common::prod_pair_gated().await;
-    let policy = EgressPolicy::default().allow_private(true).allow_http(true);
-    let service = hub.service.clone().with_admission_egress(policy);
-    let app = fleetgate_hub::app(common::state(&service));
-    Hub {
-        app,
-        service,
-        ..hub
-    }
-}
-
-async fn webhook(hub: &Hub, name: &str, url: String, extra: Value) -> common::Resp {
-    let mut spec = json!({"url": url});
-    spec.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
-    hub.call(
-        axum::http::Method::PUT,
-        &format!("/api/v1/admission-webhooks/{name}"),
-        Some(&hub.admin),
-        Some(("application/json", spec.to_string())),
-    )
-    .await
-}
-
-async fn open(hub: &Hub, ticket: Option<&str>) -> common::Resp {
-    let mut body = json!({"for": "1h", "reason": "deploy"});
-    if let Some(t) = ticket {
-        body["ticket"] = json!(t);
-    }
-    hub.post_json("/api/v1/gates/g/open", &hub.operator, body)
-        .await
-}
-
-async fn live_overrides(hub: &Hub) -> usize {
-    hub.get("/api/v1/overrides?gate=g").await.body["items"]
-        .as_array()
-        .unwrap()
-        .len()
-}
-
-async fn last_audit(hub: &Hub) -> (String, Value) {
-    sqlx::query_as("select action, coalesce(after, 'null') from audit_log order by id desc limit 1")
-        .fetch_one(&hub.pool)
-        .await
-        .unwrap()
 }
 
 #[tokio::test]

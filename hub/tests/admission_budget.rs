@@ -5,19 +5,19 @@
 //! an answer whose body trickles past the webhook's `timeout` is a failed call, which denies
 //! under `Fail`. Nothing is created when denied, and the audit entry says why.
 
+mod admission_support;
 mod common;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use admission_support::{hub, last_audit, live_overrides, webhook};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{StatusCode, header};
 use axum::response::Response;
 use axum::routing::post;
 use common::Hub;
-use fleetgate_hub::ServiceDefaults;
-use fleetgate_hub::egress::EgressPolicy;
 use fleetgate_policy::budgets::ADMISSION_ANSWER_MAX_BYTES;
 use serde_json::{Value, json};
 
@@ -65,60 +65,18 @@ async fn server() -> SocketAddr {
     addr
 }
 
-/// A hub whose admission calls may reach loopback over plain http (the test server).
-async fn hub() -> Hub {
-    let hub = common::prod_pair_gated().await;
-    let policy = EgressPolicy::default().allow_private(true).allow_http(true);
-    let service = hub.service.clone().with_admission_egress(policy);
-    let app = fleetgate_hub::app(common::state(&service));
-    Hub {
-        app,
-        service,
-        ..hub
-    }
-}
-
+/// `cms` as the only admission webhook.
 async fn only_webhook(hub: &Hub, url: String, extra: Value) {
     sqlx::query("delete from admission_webhooks")
         .execute(&hub.pool)
         .await
         .unwrap();
-    let mut spec = json!({"url": url});
-    spec.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
-    let r = hub
-        .call(
-            axum::http::Method::PUT,
-            "/api/v1/admission-webhooks/cms",
-            Some(&hub.admin),
-            Some(("application/json", spec.to_string())),
-        )
-        .await;
+    let r = webhook(hub, "cms", url, extra).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
 
 async fn open(hub: &Hub) -> common::Resp {
-    hub.post_json(
-        "/api/v1/gates/g/open",
-        &hub.operator,
-        json!({"for": "1h", "reason": "deploy", "ticket": "CHG-1"}),
-    )
-    .await
-}
-
-async fn live_overrides(hub: &Hub) -> usize {
-    hub.get("/api/v1/overrides?gate=g").await.body["items"]
-        .as_array()
-        .unwrap()
-        .len()
-}
-
-async fn last_audit(hub: &Hub) -> (String, Value) {
-    sqlx::query_as("select action, coalesce(after, 'null') from audit_log order by id desc limit 1")
-        .fetch_one(&hub.pool)
-        .await
-        .unwrap()
+    admission_support::open(hub, Some("CHG-1")).await
 }
 
 #[tokio::test]
