@@ -8,14 +8,14 @@ pub mod scope;
 use insert::override_action;
 pub(super) use insert::{NewOverride, OverrideTimes, insert_override};
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use fleetgate_policy::{ClusterScope, GateState};
 use serde::Deserialize;
 use uuid::Uuid;
 
 use super::fleet::stored_gate;
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
-use super::{Actor, Audit, GateRef, Page, PageRequest, Role, Service, WriteTx, Written, to_json};
+use super::{Actor, Audit, GateRef, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::Scoped;
 use crate::db::gates;
 use crate::db::overrides::{self, OverrideFilter};
