@@ -55,7 +55,7 @@ pub async fn measure(pool: &sqlx::PgPool, token: &str, n: usize) -> Result<Phase
             if serde_json::to_value(&fast)? != serde_json::to_value(&slow)? {
                 return Err("the fleet page from briefs differs from the whole grid's page".into());
             }
-            let (_, view) = timed(async { Ok(service.fleet_view(&feed).await?) }).await?;
+            let (_, view) = timed(async { Ok(service.fleet_view(feed).await?) }).await?;
             Ok([read, summary, paged, whole, view])
         }
     })

@@ -5,13 +5,15 @@ use chrono::{DateTime, Duration, Utc};
 use fleetgate_policy::{ClusterScope, GateState};
 use uuid::Uuid;
 
-use super::MAX_OVERRIDE_DAYS;
 use crate::db::clusters::Scoped;
 use crate::db::overrides;
 use crate::db::revision::Affected;
 use crate::service::WriteTx;
 use crate::service::types::{OverrideRecord, OverrideRequest};
 use crate::{Error, Result};
+
+/// Longest override duration.
+pub const MAX_OVERRIDE_DAYS: i64 = 366;
 
 /// The audit action of a new override.
 pub(super) fn override_action(state: GateState, emergency: bool) -> &'static str {

@@ -5,6 +5,7 @@
 mod insert;
 pub mod scope;
 
+pub use insert::MAX_OVERRIDE_DAYS;
 use insert::override_action;
 pub(super) use insert::{NewOverride, OverrideTimes, insert_override};
 
@@ -22,9 +23,6 @@ use crate::db::overrides::{self, OverrideFilter};
 use crate::db::revision::Affected;
 use crate::{Error, Result, validate};
 pub use fleetgate_api_types::OverrideOutcome;
-
-/// Longest override duration.
-pub const MAX_OVERRIDE_DAYS: i64 = 366;
 
 /// Override list query (`GET /api/v1/overrides?gate=&all=`).
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
