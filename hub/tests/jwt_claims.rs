@@ -171,14 +171,11 @@ fn valid(path: Path, change: &Change) -> bool {
 }
 
 fn token(path: Path, keys: &Issuer, other: &Issuer, change: &Change, now: i64) -> String {
-    let mut claims: Map<String, Value> = serde_json::from_value(json!({
+    let claims: Map<String, Value> = serde_json::from_value(json!({
         "iss": path.iss(), "sub": "subject-1", "aud": path.aud(),
         "exp": now + 300, "nbf": now - 10, "iat": now - 10, "nonce": "n",
     }))
     .unwrap();
-    let mut header: Map<String, Value> =
-        serde_json::from_value(json!({"alg": "ES256", "kid": "k1", "typ": "JWT"})).unwrap();
-    jwt_forge::apply(change, &mut claims, &mut header, now, path.aud());
     let jwk = serde_json::to_vec(&keys.jwks.keys[0]).unwrap();
     let signers = Signers {
         key: &keys.pair,
@@ -186,12 +183,7 @@ fn token(path: Path, keys: &Issuer, other: &Issuer, change: &Change, now: i64) -
         x509: None,
         jwk: &jwk,
     };
-    jwt_forge::signed(
-        change,
-        Value::Object(header),
-        Value::Object(claims),
-        &signers,
-    )
+    jwt_forge::forge(change, claims, now, path.aud(), &signers)
 }
 
 proptest! {

@@ -227,7 +227,12 @@ async fn a_flush_of_concurrent_batches_stores_what_one_at_a_time_stores() {
     let reports = &replica.reports;
     let refused = 7;
     let content = |c: &str, i: usize, round: u32| {
-        let mut r = report(c, if round == 3 && i.is_multiple_of(2) { 2 } else { round });
+        let revision = if round == 3 && i.is_multiple_of(2) {
+            2
+        } else {
+            round
+        };
+        let mut r = report(c, revision);
         if round == 2 && i == refused {
             // Past the per-object repair, as a bug or a new field would be.
             r.objects[0].ready_message = Some("bad \u{0} byte".into());

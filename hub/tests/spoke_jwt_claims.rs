@@ -294,9 +294,6 @@ fn token(kind: Kind, change: &Change, now: i64) -> String {
         );
         claims.insert("jti".into(), json!("j-1"));
     }
-    let mut header: Map<String, Value> =
-        serde_json::from_value(json!({"alg": "ES256", "kid": "k1", "typ": "JWT"})).unwrap();
-    jwt_forge::apply(change, &mut claims, &mut header, now, AUD);
     let jwk = serde_json::to_vec(&f.jwk).unwrap();
     let signers = Signers {
         key: &f.key,
@@ -304,12 +301,7 @@ fn token(kind: Kind, change: &Change, now: i64) -> String {
         x509: Some(&f.x509),
         jwk: &jwk,
     };
-    jwt_forge::signed(
-        change,
-        Value::Object(header),
-        Value::Object(claims),
-        &signers,
-    )
+    jwt_forge::forge(change, claims, now, AUD, &signers)
 }
 
 fn kind_and_change() -> impl Strategy<Value = (Kind, Change)> {

@@ -82,7 +82,7 @@ pub fn mistyped() -> impl proptest::strategy::Strategy<Value = Value> {
 
 /// `change` applied to a valid token's `claims` and `header`. Times are relative to `now`
 /// (seconds); `@soon`/`@past` are dates written as strings (mistyped); `@ours` is `aud`.
-pub fn apply(
+fn apply(
     change: &Change,
     claims: &mut Map<String, Value>,
     header: &mut Map<String, Value>,
@@ -137,7 +137,7 @@ pub struct Signers<'a> {
 
 /// The token of `header` and `claims`, signed as `change` says: with the issuer's key,
 /// another key, the X.509 authority, HS256 over the public key, or unsigned (`alg: none`).
-pub fn signed(change: &Change, header: Value, claims: Value, keys: &Signers) -> String {
+fn signed(change: &Change, header: Value, claims: Value, keys: &Signers) -> String {
     match change {
         Change::Hs256WithPublicKey => hmac(
             &json!({"alg": "HS256", "kid": "k1", "typ": "JWT"}),
@@ -178,4 +178,20 @@ pub fn valid_by_common_rules(change: &Change, aud: &str, skew: i64) -> bool {
         Change::Header("kid", Some(Value::String(k))) => k == "k1",
         _ => false,
     }
+}
+
+/// The token of `claims` under the header a valid token has (`ES256`, `kid` k1, `typ`
+/// JWT), with `change` applied ([`apply`]; `aud` is what `@ours` stands for) and signed
+/// as it says ([`signed`]).
+pub fn forge(
+    change: &Change,
+    mut claims: Map<String, Value>,
+    now: i64,
+    aud: &str,
+    keys: &Signers,
+) -> String {
+    let mut header: Map<String, Value> =
+        serde_json::from_value(json!({"alg": "ES256", "kid": "k1", "typ": "JWT"})).unwrap();
+    apply(change, &mut claims, &mut header, now, aud);
+    signed(change, Value::Object(header), Value::Object(claims), keys)
 }
