@@ -1,0 +1,12 @@
+-- A report that changes its objects rewrites every one of them in one transaction,
+-- and a row's old version cannot be pruned before that transaction ends: a page
+-- needs room for a second version of each of its rows for every rewrite to be a
+-- heap-only update (HOT). At fillfactor 70 (0070) a page of ~420-byte rows had
+-- room for fewer than half of them, so 41 % of the bench's updates went to
+-- another page with a new primary-key entry (and the table grew to 3.6 times its
+-- live rows); at 50 every update is HOT, the next report's read prunes the old
+-- versions, and an update of 100,000 rows took 0.41 s instead of 0.85-1.0 s with
+-- a third less WAL (docs/performance.md, "Status ingest (issue 50, fifth
+-- session)"). Applies to pages written from now on (`VACUUM FULL object_status`
+-- rewrites existing ones; not needed, rows move to new pages as reports arrive).
+alter table object_status set (fillfactor = 50);
