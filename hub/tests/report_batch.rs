@@ -299,6 +299,70 @@ async fn a_flush_of_concurrent_batches_stores_what_one_at_a_time_stores() {
     );
 }
 
+/// The batch's delete takes each cluster's stored rows that its report no
+/// longer carries, and only its own: in one batch, a cluster whose report
+/// carries no object loses every row, one that drops an object loses that
+/// one, and a third that changes one object keeps all six rows.
+#[tokio::test]
+async fn a_batch_deletes_what_each_report_no_longer_carries() {
+    let hub = Hub::new().await;
+    for c in ["d1", "d2", "d3"] {
+        hub.register(c, json!({})).await;
+    }
+    let first: Vec<ClusterReport> = ["d1", "d2", "d3"]
+        .into_iter()
+        .map(|c| report(c, 1))
+        .collect();
+    let mut tx = hub.pool.begin().await.unwrap();
+    write_reports(&mut tx, &first.iter().collect::<Vec<_>>())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let mut empty = report("d1", 2);
+    empty.objects.clear();
+    let mut dropped = report("d2", 1);
+    dropped.objects.remove(3);
+    dropped.revision = 2;
+    let mut one = report("d3", 1);
+    one.objects[0].last_applied_revision = Some("main@sha1:9".into());
+    let mut tx = hub.pool.begin().await.unwrap();
+    let written = write_reports(&mut tx, &[&empty, &dropped, &one])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(
+        matches!(written[0], ReportWrite::Written { .. }),
+        "{written:?}"
+    );
+    assert!(
+        matches!(written[1], ReportWrite::Written { .. }),
+        "{written:?}"
+    );
+    assert!(
+        matches!(written[2], ReportWrite::Written { .. }),
+        "{written:?}"
+    );
+    let names = |cluster: &'static str| {
+        let pool = hub.pool.clone();
+        async move {
+            let rows: Vec<(String,)> =
+                sqlx::query_as("select name from object_status where cluster = $1 order by name")
+                    .bind(cluster)
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap();
+            rows.into_iter().map(|(n,)| n).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(names("d1").await, Vec::<String>::new());
+    assert_eq!(
+        names("d2").await,
+        ["app-0", "app-1", "app-2", "app-4", "app-5"]
+    );
+    assert_eq!(names("d3").await.len(), 6);
+}
+
 /// Rows written (every table) and the WAL position.
 async fn storage(hub: &Hub) -> (i64, i64) {
     // A backend flushes its table statistics when idle, within
