@@ -10,6 +10,9 @@
 //!   10,000 clusters × 10 gates, as an admin and as a team.
 //! - `snapshot`: the largest snapshot the budgets allow, built by the hub and sent to a
 //!   spoke over gRPC.
+//! - `inproc`: the in-process phases of `scoped` (the reader's fleet read, summary, page, and
+//!   the live feed's unscoped fleet view) on an existing database (`--database-url`, e.g. one
+//!   a `scoped` run or an operator seeded) as the holder of `--token`.
 //!
 //! Every figure is a distribution over rounds in one run, printed with the machine's load
 //! average (the machine may be shared). `--baseline-hub PATH` runs an older hub build
@@ -36,6 +39,7 @@ enum Phase {
     Webhooks,
     Dashboard,
     Snapshot,
+    Inproc,
     All,
 }
 
@@ -59,11 +63,29 @@ struct Cli {
     /// build's, for a before/after in one run (scoped, dashboard, webhooks).
     #[arg(long)]
     baseline_hub: Option<std::path::PathBuf>,
+    /// `inproc`: the database to read (migrated and seeded already).
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: Option<String>,
+    /// `inproc`: the reader's API token (stored in that database).
+    #[arg(long)]
+    token: Option<String>,
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
+    if cli.phase == Phase::Inproc {
+        let url = cli.database_url.ok_or("inproc needs --database-url")?;
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(4)
+            .connect(&url)
+            .await?;
+        let token = cli.token.as_deref().ok_or("inproc needs --token")?;
+        println!("in process, load average {} at start", load());
+        let p = inproc::measure(&pool, token, cli.rounds).await?;
+        inproc::print(&format!("reader of --token, load {}", load()), &p);
+        return Ok(());
+    }
     let profile = if cfg!(debug_assertions) {
         "debug"
     } else {

@@ -48,7 +48,17 @@ pub async fn clusters(
     .bind(gate)
     .execute(pool)
     .await?;
-    sqlx::query("analyze").execute(pool).await?;
+    // `vacuum` as autovacuum would soon after: one statement just put every new cluster's
+    // labels into the GIN index's pending list (migration 0064's index is `fastupdate`),
+    // which every `labels @> …` search reads whole until a vacuum merges it; PostgreSQL
+    // then scans all of `clusters` instead (2.3 ms against 0.07 ms at 10,000 clusters).
+    // `FLEETGATE_SCALE_NO_VACUUM` set: `analyze` only, as before (the pending list kept).
+    let sql = if std::env::var_os("FLEETGATE_SCALE_NO_VACUUM").is_some() {
+        "analyze"
+    } else {
+        "vacuum analyze"
+    };
+    sqlx::query(sql).execute(pool).await?;
     Ok(())
 }
 
