@@ -89,6 +89,14 @@ fn report(cluster: &str, round: u32) -> ClusterReport {
     }
 }
 
+/// Writes `reports` as one batch in one committed transaction.
+async fn write_batch(hub: &Hub, reports: &[&ClusterReport]) -> Vec<ReportWrite> {
+    let mut tx = hub.pool.begin().await.unwrap();
+    let written = write_reports(&mut tx, reports).await.unwrap();
+    tx.commit().await.unwrap();
+    written
+}
+
 /// Everything stored for `cluster`, without its name (as JSON text rows).
 async fn stored(hub: &Hub, cluster: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -139,9 +147,7 @@ async fn a_batch_stores_what_reports_written_one_by_one_store() {
             report("gone", round),
         ];
         let refs: Vec<&ClusterReport> = batch.iter().collect();
-        let mut tx = hub.pool.begin().await.unwrap();
-        let written = write_reports(&mut tx, &refs).await.unwrap();
-        tx.commit().await.unwrap();
+        let written = write_batch(&hub, &refs).await;
         assert!(
             matches!(written[0], ReportWrite::Written { .. }),
             "{written:?}"
@@ -183,9 +189,7 @@ async fn a_batch_stores_what_reports_written_one_by_one_store() {
     let same = report("b1", 2);
     let mut changed = report("b2", 2);
     changed.objects[0].last_applied_revision = Some("main@sha1:3".into());
-    let mut tx = hub.pool.begin().await.unwrap();
-    let written = write_reports(&mut tx, &[&same, &changed]).await.unwrap();
-    tx.commit().await.unwrap();
+    let written = write_batch(&hub, &[&same, &changed]).await;
     assert_eq!(written[0], ReportWrite::Unchanged);
     assert!(matches!(written[1], ReportWrite::Written { .. }));
     assert_eq!(
@@ -313,11 +317,7 @@ async fn a_batch_deletes_what_each_report_no_longer_carries() {
         .into_iter()
         .map(|c| report(c, 1))
         .collect();
-    let mut tx = hub.pool.begin().await.unwrap();
-    write_reports(&mut tx, &first.iter().collect::<Vec<_>>())
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    write_batch(&hub, &first.iter().collect::<Vec<_>>()).await;
 
     let mut empty = report("d1", 2);
     empty.objects.clear();
@@ -326,21 +326,12 @@ async fn a_batch_deletes_what_each_report_no_longer_carries() {
     dropped.revision = 2;
     let mut one = report("d3", 1);
     one.objects[0].last_applied_revision = Some("main@sha1:9".into());
-    let mut tx = hub.pool.begin().await.unwrap();
-    let written = write_reports(&mut tx, &[&empty, &dropped, &one])
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    let written = write_batch(&hub, &[&empty, &dropped, &one]).await;
+    assert_eq!(written.len(), 3, "{written:?}");
     assert!(
-        matches!(written[0], ReportWrite::Written { .. }),
-        "{written:?}"
-    );
-    assert!(
-        matches!(written[1], ReportWrite::Written { .. }),
-        "{written:?}"
-    );
-    assert!(
-        matches!(written[2], ReportWrite::Written { .. }),
+        written
+            .iter()
+            .all(|w| matches!(w, ReportWrite::Written { .. })),
         "{written:?}"
     );
     let names = |cluster: &'static str| {
