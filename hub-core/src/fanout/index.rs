@@ -1,18 +1,216 @@
-//! The per-replica index of connected clusters: one `watch` channel per
-//! cluster holding the latest full [`Desired`] state. Updates use
-//! `send_if_modified`, so an unchanged snapshot wakes no one and a slow
-//! subscriber simply reads the newest value (no queue to overflow).
+//! The per-replica index of connected clusters: one small channel per cluster
+//! ([`Receiver`]) holding the latest full [`Desired`] state. An unchanged
+//! snapshot wakes no one and a slow subscriber simply reads the newest value
+//! (no queue to overflow).
+//!
+//! Not a `tokio::sync::watch`: a watch channel is ~360 bytes (eight `Notify` for
+//! its receivers' wake-ups), kept for every connected cluster, and waiting on it
+//! takes a `changed()` future in every stream. Here a cluster's channel is its
+//! value, a version and the wakers of the streams waiting on it, and a stream
+//! polls it ([`Receiver::poll_changed`]) with no future of its own.
 
 use std::collections::HashMap;
-
-use tokio::sync::watch;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 
 use super::desired::Desired;
+
+/// One cluster's published state and who waits on it.
+#[derive(Debug)]
+struct Channel {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    value: Desired,
+    /// Bumped on every change of `value`.
+    version: u64,
+    /// Live receivers.
+    receivers: usize,
+    /// Ids for receivers, to find their waker when they go.
+    next_id: u64,
+    /// The index is gone: no value will change any more.
+    closed: bool,
+    /// Receivers waiting for a change (their id and waker), woken and cleared by
+    /// the next change. Almost always one: a cluster's spoke connects once.
+    waiting: Vec<(u64, Waker)>,
+}
+
+impl Channel {
+    fn new() -> Self {
+        Self {
+            state: Mutex::new(State {
+                value: Desired::Pending,
+                version: 0,
+                receivers: 0,
+                next_id: 0,
+                closed: false,
+                waiting: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // No invariant a panicking holder could break halfway.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn receivers(&self) -> usize {
+        self.lock().receivers
+    }
+
+    fn subscribe(self: &Arc<Self>) -> Receiver {
+        let mut state = self.lock();
+        state.receivers += 1;
+        let id = state.next_id;
+        state.next_id += 1;
+        Receiver {
+            seen: state.version,
+            id,
+            channel: self.clone(),
+        }
+    }
+
+    /// Replaces the value if `new` should replace it, waking the waiting receivers.
+    fn publish(&self, new: Desired) -> bool {
+        let mut state = self.lock();
+        if !state.value.should_replace_with(&new) {
+            return false;
+        }
+        state.value = new;
+        state.version += 1;
+        state.wake();
+        true
+    }
+
+    /// Wakes every waiting receiver (the version unchanged): they look again at
+    /// whatever else they wait for (a drain).
+    fn wake(&self) {
+        self.lock().wake();
+    }
+
+    fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.wake();
+    }
+}
+
+impl State {
+    fn wake(&mut self) {
+        // Drained, not dropped: the capacity is kept for the next wait.
+        for (_, waker) in self.waiting.drain(..) {
+            waker.wake();
+        }
+    }
+}
+
+/// The index went away: nothing will be published any more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// A subscription to one cluster's published state (as a `watch::Receiver`).
+#[derive(Debug)]
+pub struct Receiver {
+    channel: Arc<Channel>,
+    /// The version last seen.
+    seen: u64,
+    id: u64,
+}
+
+/// A published value, read from a [`Receiver`].
+#[derive(Debug)]
+pub struct Ref(Desired);
+
+impl std::ops::Deref for Ref {
+    type Target = Desired;
+    fn deref(&self) -> &Desired {
+        &self.0
+    }
+}
+
+impl Ref {
+    /// The value itself.
+    pub fn into_inner(self) -> Desired {
+        self.0
+    }
+}
+
+impl Receiver {
+    /// The current value, without marking it seen.
+    pub fn borrow(&self) -> Ref {
+        Ref(self.channel.lock().value.clone())
+    }
+
+    /// The current value, marked seen.
+    pub fn borrow_and_update(&mut self) -> Ref {
+        let state = self.channel.lock();
+        self.seen = state.version;
+        Ref(state.value.clone())
+    }
+
+    /// Whether the value changed since it was last seen; `Err` once the index is gone.
+    pub fn has_changed(&self) -> Result<bool, Closed> {
+        let state = self.channel.lock();
+        if state.version != self.seen {
+            Ok(true)
+        } else if state.closed {
+            Err(Closed)
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// Ready when the value changed since it was last seen (it stays unseen: read
+    /// it with [`Receiver::borrow_and_update`]), or the index is gone; otherwise
+    /// the task is woken by the next change, or by [`Index::wake_all`].
+    pub fn poll_changed(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Closed>> {
+        let mut state = self.channel.lock();
+        if state.version != self.seen {
+            return Poll::Ready(Ok(()));
+        }
+        if state.closed {
+            return Poll::Ready(Err(Closed));
+        }
+        match state.waiting.iter_mut().find(|(id, _)| *id == self.id) {
+            Some((_, waker)) => waker.clone_from(cx.waker()),
+            None => {
+                // One slot, not the four a first push reserves.
+                state.waiting.reserve_exact(1);
+                state.waiting.push((self.id, cx.waker().clone()));
+            }
+        }
+        Poll::Pending
+    }
+
+    /// Waits until the value changed since it was last seen (as `watch::Receiver::changed`,
+    /// except that the value stays unseen until read).
+    pub async fn changed(&mut self) -> Result<(), Closed> {
+        std::future::poll_fn(|cx| self.poll_changed(cx)).await
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let mut state = self.channel.lock();
+        state.receivers -= 1;
+        state.waiting.retain(|(id, _)| *id != self.id);
+    }
+}
 
 /// Connected clusters and their published desired state.
 #[derive(Debug, Default)]
 pub struct Index {
-    clusters: HashMap<String, watch::Sender<Desired>>,
+    clusters: HashMap<String, Arc<Channel>>,
+}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        for channel in self.clusters.values() {
+            channel.close();
+        }
+    }
 }
 
 impl Index {
@@ -24,13 +222,14 @@ impl Index {
     /// Subscribes to `cluster`'s desired state, registering the cluster as
     /// connected. A new cluster starts `Pending` until [`Index::publish`]
     /// delivers its first read; later subscribers see the current value.
-    pub fn subscribe(&mut self, cluster: &str) -> watch::Receiver<Desired> {
+    pub fn subscribe(&mut self, cluster: &str) -> Receiver {
         self.prune(cluster);
         match self.clusters.get(cluster) {
-            Some(tx) => tx.subscribe(),
+            Some(channel) => channel.subscribe(),
             None => {
-                let (tx, rx) = watch::channel(Desired::Pending);
-                self.clusters.insert(cluster.to_string(), tx);
+                let channel = Arc::new(Channel::new());
+                let rx = channel.subscribe();
+                self.clusters.insert(cluster.to_string(), channel);
                 rx
             }
         }
@@ -43,17 +242,19 @@ impl Index {
         if self.prune(cluster) {
             return false;
         }
-        let Some(tx) = self.clusters.get(cluster) else {
+        let Some(channel) = self.clusters.get(cluster) else {
             return false;
         };
-        tx.send_if_modified(|cur| {
-            if cur.should_replace_with(&new) {
-                *cur = new;
-                true
-            } else {
-                false
-            }
-        })
+        channel.publish(new)
+    }
+
+    /// Wakes every receiver waiting for a change, with no change: each looks again at
+    /// what else it waits for (the replica's drain, which every spoke stream checks
+    /// when woken, instead of a wait of its own per stream).
+    pub fn wake_all(&self) {
+        for channel in self.clusters.values() {
+            channel.wake();
+        }
     }
 
     /// The clusters with at least one live subscriber, sorted.
@@ -61,7 +262,7 @@ impl Index {
         let mut names: Vec<String> = self
             .clusters
             .iter()
-            .filter(|(_, tx)| tx.receiver_count() > 0)
+            .filter(|(_, channel)| channel.receivers() > 0)
             .map(|(name, _)| name.clone())
             .collect();
         names.sort();
@@ -70,16 +271,12 @@ impl Index {
 
     /// Whether `cluster` has a live subscriber on this replica.
     pub fn is_connected(&self, cluster: &str) -> bool {
-        self.clusters
-            .get(cluster)
-            .is_some_and(|tx| tx.receiver_count() > 0)
+        self.subscribers(cluster) > 0
     }
 
     /// Live subscribers of `cluster` (connections of its spoke to this replica).
     pub fn subscribers(&self, cluster: &str) -> usize {
-        self.clusters
-            .get(cluster)
-            .map_or(0, |tx| tx.receiver_count())
+        self.clusters.get(cluster).map_or(0, |c| c.receivers())
     }
 
     /// Drops `cluster`'s channel if nobody listens any more (its value would be
@@ -88,7 +285,7 @@ impl Index {
         let dead = self
             .clusters
             .get(cluster)
-            .is_some_and(|tx| tx.receiver_count() == 0);
+            .is_some_and(|c| c.receivers() == 0);
         if dead {
             self.clusters.remove(cluster);
         }
@@ -97,7 +294,7 @@ impl Index {
 
     /// Drops every channel without subscribers; returns how many remain.
     pub fn prune_all(&mut self) -> usize {
-        self.clusters.retain(|_, tx| tx.receiver_count() > 0);
+        self.clusters.retain(|_, c| c.receivers() > 0);
         self.clusters.len()
     }
 }
@@ -259,5 +456,92 @@ mod tests {
         drop(c);
         assert_eq!(idx.connected(), vec!["a".to_string(), "b".to_string()]);
         assert_eq!(idx.prune_all(), 2);
+    }
+
+    /// Counts a waker's wake-ups.
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A waker that counts its wake-ups, and its count.
+    fn counting_waker() -> (Waker, Arc<Count>) {
+        let count = Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
+        (Waker::from(count.clone()), count)
+    }
+
+    fn wakes(n: &Count) -> usize {
+        n.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_waiting_receiver_is_woken_by_a_change_only() {
+        let mut idx = Index::new();
+        let mut rx = idx.subscribe("c1");
+        let (waker, woken) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(rx.poll_changed(&mut cx).is_pending());
+        // Polled again while waiting: still one waker kept, not two.
+        assert!(rx.poll_changed(&mut cx).is_pending());
+        assert!(!idx.publish("c1", Desired::Pending));
+        assert_eq!(wakes(&woken), 0);
+        assert!(idx.publish("c1", mk_snap("c1", 3, vec![], vec![])));
+        assert_eq!(wakes(&woken), 1);
+        // Ready until read; the value read marks it seen.
+        assert_eq!(rx.poll_changed(&mut cx), Poll::Ready(Ok(())));
+        assert_eq!(rx.borrow_and_update().revision(), 3);
+        assert!(rx.poll_changed(&mut cx).is_pending());
+        assert!(idx.publish("c1", mk_snap("c1", 4, vec![], vec![])));
+        assert_eq!(wakes(&woken), 2);
+    }
+
+    #[test]
+    fn wake_all_wakes_waiting_receivers_without_a_change() {
+        let mut idx = Index::new();
+        let mut a = idx.subscribe("a");
+        let mut b = idx.subscribe("b");
+        let (waker, woken) = counting_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(a.poll_changed(&mut cx).is_pending());
+        assert!(b.poll_changed(&mut cx).is_pending());
+        idx.wake_all();
+        assert_eq!(wakes(&woken), 2);
+        assert!(!a.has_changed().unwrap());
+        assert!(a.poll_changed(&mut cx).is_pending());
+    }
+
+    #[test]
+    fn a_dropped_receiver_leaves_no_waker_and_the_index_gone_closes() {
+        let mut idx = Index::new();
+        let mut rx1 = idx.subscribe("c1");
+        let mut rx2 = idx.subscribe("c1");
+        let (waker1, woken1) = counting_waker();
+        let (waker2, woken2) = counting_waker();
+        assert!(
+            rx1.poll_changed(&mut Context::from_waker(&waker1))
+                .is_pending()
+        );
+        assert!(
+            rx2.poll_changed(&mut Context::from_waker(&waker2))
+                .is_pending()
+        );
+        drop(rx1);
+        assert!(idx.publish("c1", mk_snap("c1", 1, vec![], vec![])));
+        assert_eq!((wakes(&woken1), wakes(&woken2)), (0, 1));
+        rx2.borrow_and_update();
+        assert!(
+            rx2.poll_changed(&mut Context::from_waker(&waker2))
+                .is_pending()
+        );
+        drop(idx);
+        assert_eq!(wakes(&woken2), 2);
+        assert_eq!(rx2.has_changed(), Err(Closed));
+        assert_eq!(
+            rx2.poll_changed(&mut Context::from_waker(&waker2)),
+            Poll::Ready(Err(Closed))
+        );
     }
 }

@@ -120,7 +120,7 @@ impl Fanout {
     /// notification finds the cluster connected and re-reads it. Subscriptions
     /// arriving together are read together (batched, see [`FirstReads`]); one
     /// whose batch failed is read alone, so its error is its own.
-    pub async fn subscribe(&self, cluster: &str) -> Result<watch::Receiver<Desired>> {
+    pub async fn subscribe(&self, cluster: &str) -> Result<index::Receiver> {
         let rx = self.index().subscribe(cluster);
         let (tx, read) = oneshot::channel();
         let start_loader = {
@@ -192,6 +192,12 @@ impl Fanout {
     /// Clusters connected to this replica.
     pub fn connected(&self) -> Vec<String> {
         self.index().connected()
+    }
+
+    /// Wakes every subscriber waiting for a change, with no change (see
+    /// [`Index::wake_all`]).
+    pub fn wake_all(&self) {
+        self.index().wake_all();
     }
 
     /// A receiver that changes whenever a notification or resync was handled.

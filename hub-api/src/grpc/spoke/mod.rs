@@ -40,7 +40,16 @@ pub struct SpokeApi {
 impl SpokeApi {
     /// The spoke service of `replica`; streams end when `shutdown` is
     /// cancelled (drain).
+    ///
+    /// Spawns the task that wakes every stream when `shutdown` is cancelled: streams
+    /// do not wait on it each (a future per stream), they check it whenever woken.
     pub fn new(replica: &Replica, shutdown: CancellationToken) -> Self {
+        let fanout = replica.fanout.clone();
+        let drain = shutdown.clone();
+        tokio::spawn(async move {
+            drain.cancelled().await;
+            fanout.wake_all();
+        });
         Self {
             inner: Arc::new(Inner {
                 service: replica.service.clone(),
@@ -126,7 +135,7 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
         let inbound = req.into_inner();
         let stream = session::stream(self.inner.clone(), cluster, credential, inbound);
         Ok(Response::new(Box::pin(Observed {
-            inner: Box::pin(stream),
+            inner: stream,
             shared: self.inner.clone(),
             done: false,
         })))
@@ -136,22 +145,22 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
 /// Records how a stream ended (`stream_ends{reason}`): its error status,
 /// `ok` for a clean end (drain, max age, client closed), `dropped` when the
 /// client went away mid-stream.
-struct Observed {
-    inner: HubStream,
+struct Observed<S> {
+    inner: S,
     /// The replica's shared stream state, for its metrics: one pointer per stream, where a
     /// clone of the metrics' handles was ~300 B per connected spoke.
     shared: Arc<Inner>,
     done: bool,
 }
 
-impl Stream for Observed {
+impl<S: Stream<Item = Result<pb::HubMessage, Status>> + Unpin> Stream for Observed<S> {
     type Item = Result<pb::HubMessage, Status>;
 
     fn poll_next(
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        let polled = self.inner.as_mut().poll_next(cx);
+        let polled = Pin::new(&mut self.inner).poll_next(cx);
         if let std::task::Poll::Ready(item) = &polled
             && !self.done
         {
@@ -171,7 +180,7 @@ impl Stream for Observed {
     }
 }
 
-impl Drop for Observed {
+impl<S> Drop for Observed<S> {
     fn drop(&mut self) {
         if !self.done {
             self.shared.metrics.stream_ended("dropped");

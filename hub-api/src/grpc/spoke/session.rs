@@ -1,19 +1,19 @@
 //! One spoke stream as a state machine: [`Session::open`] checks the Hello and
 //! subscribes, then each wake-up ([`Step`]) is handled by a small method that
-//! returns what to send. The `try_stream!` body only sequences them, because
-//! rustfmt cannot reach into the macro.
+//! returns what to send. [`SpokeStream`] (a hand-written `Stream`) only sequences
+//! them.
 //!
-//! Futures awaited once (or rarely) are boxed: a generator is as large as its
-//! largest await point for the stream's whole life, and the database futures
-//! would otherwise make every idle stream ~1 KiB larger.
+//! Futures awaited once (or rarely) are boxed, and hold the session only while
+//! they run: every idle stream keeps only its boxed session.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Poll, ready};
 
 use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
 use futures::Stream;
-use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 use tonic::{Status, Streaming};
 
@@ -21,6 +21,7 @@ use super::inner::Inner;
 use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
+use crate::fanout::index::Receiver;
 use crate::grpc::convert::{invalid, snapshot_to_proto, to_status};
 use crate::metrics::SpokeVersionLabels;
 use crate::service::fleet::Snapshot;
@@ -63,51 +64,137 @@ pub(super) enum Credential {
 
 /// The stream of one spoke connection.
 ///
-/// The generator holds only the boxed [`Session`] and the future it awaits: what the
-/// stream starts from is boxed into [`open`] and gone once the session is open (a
-/// generator keeps room for its captured values and for each await's temporaries for
-/// its whole life; inline, the session and the opening's values made every idle stream
-/// 2,176 bytes where ~500 are live).
+/// A hand-written [`Stream`]: between wake-ups it holds only the boxed [`Session`] (an
+/// `async_stream` generator kept room for the future of each await and each `yield`'s
+/// value for the stream's whole life, 912 bytes in debug builds beside the session).
+/// What the stream starts from is boxed into [`open`] and gone once the session is
+/// open; the database writes a stream awaits now and then take the session into their
+/// own boxed future and hand it back.
 pub(super) fn stream(
     inner: Arc<Inner>,
     cluster: String,
     credential: Credential,
     inbound: Streaming<pb::SpokeMessage>,
-) -> impl Stream<Item = Result<pb::HubMessage, Status>> + Send {
+) -> SpokeStream {
     let start = Box::new(Start {
         inner,
         cluster,
         credential,
         inbound,
     });
-    async_stream::try_stream! {
-        let Some((mut s, first)) = Box::pin(open(start)).await? else {
-            return;
-        };
-        if let Some(msg) = first {
-            yield msg;
-        }
+    SpokeStream {
+        state: State::Opening(Box::pin(open(start))),
+    }
+}
+
+/// What opening a stream gives: the session (boxed) and the snapshot to send first;
+/// `None` if the spoke closed the stream before its Hello.
+type Opened = Option<(Box<Session>, Option<pb::HubMessage>)>;
+
+/// What the stream's session does, or will send next.
+type Outcome = Result<Option<pb::HubMessage>, Status>;
+
+/// A boxed future of the stream's.
+type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// See [`stream`].
+pub(super) struct SpokeStream {
+    state: State,
+}
+
+enum State {
+    /// Reading the Hello and opening the session.
+    Opening(Boxed<Result<Opened, Status>>),
+    /// Waiting for the next thing to do ([`Session::poll_step`]).
+    Open(Box<Session>),
+    /// A database read or write that holds the session until it is done.
+    Busy(Boxed<(Box<Session>, Outcome)>),
+    /// Ended (its last item sent).
+    Ended,
+}
+
+impl Stream for SpokeStream {
+    type Item = Result<pb::HubMessage, Status>;
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Self::Item>> {
+        let state = &mut self.get_mut().state;
         loop {
-            match s.next().await {
-                Step::Stop(why) => {
-                    tracing::debug!(cluster = %s.cluster, why, "ending spoke stream");
-                    break;
-                }
-                Step::Changed(desired) => {
-                    if s.hash_unknown(&desired) {
-                        Box::pin(s.recheck_credential()).await?;
+            let outcome = match state {
+                State::Opening(open) => match ready!(open.as_mut().poll(cx)) {
+                    Ok(Some((s, first))) => {
+                        *state = State::Open(s);
+                        Ok(first)
                     }
-                    if let Some(msg) = s.changed(desired)? {
-                        yield msg;
+                    Ok(None) => {
+                        *state = State::Ended;
+                        return Poll::Ready(None);
                     }
-                }
-                Step::Inbound(msg) => match s.inbound(*msg)? {
-                    Flow::Continue => {}
-                    Flow::Record(request) => Box::pin(s.record(request)).await,
-                    Flow::Freeze(freeze) => Box::pin(s.record_freeze(freeze)).await,
-                    Flow::End => break,
+                    Err(status) => Err(status),
                 },
-                Step::Keepalive => yield s.keepalive(),
+                State::Open(s) => match ready!(s.poll_step(cx)) {
+                    Step::Stop(why) => {
+                        tracing::debug!(cluster = %s.cluster, why, "ending spoke stream");
+                        *state = State::Ended;
+                        return Poll::Ready(None);
+                    }
+                    Step::Changed(desired) => {
+                        if s.hash_unknown(&desired) {
+                            let State::Open(mut s) = std::mem::replace(state, State::Ended) else {
+                                unreachable!()
+                            };
+                            *state = State::Busy(Box::pin(async move {
+                                let outcome = match s.recheck_credential().await {
+                                    Ok(()) => s.changed(desired),
+                                    Err(status) => Err(status),
+                                };
+                                (s, outcome)
+                            }));
+                            continue;
+                        }
+                        s.changed(desired)
+                    }
+                    Step::Inbound(msg) => match s.inbound(*msg) {
+                        Ok(Flow::Continue) => Ok(None),
+                        Ok(Flow::End) => {
+                            *state = State::Ended;
+                            return Poll::Ready(None);
+                        }
+                        Ok(flow @ (Flow::Record(_) | Flow::Freeze(_))) => {
+                            let State::Open(s) = std::mem::replace(state, State::Ended) else {
+                                unreachable!()
+                            };
+                            *state = State::Busy(Box::pin(async move {
+                                match flow {
+                                    Flow::Record(request) => s.record(request).await,
+                                    Flow::Freeze(freeze) => s.record_freeze(freeze).await,
+                                    Flow::Continue | Flow::End => {}
+                                }
+                                (s, Ok(None))
+                            }));
+                            continue;
+                        }
+                        Err(status) => Err(status),
+                    },
+                    Step::Keepalive => Ok(Some(s.keepalive())),
+                },
+                State::Busy(busy) => {
+                    let (s, outcome) = ready!(busy.as_mut().poll(cx));
+                    *state = State::Open(s);
+                    outcome
+                }
+                State::Ended => return Poll::Ready(None),
+            };
+            match outcome {
+                Ok(Some(msg)) => return Poll::Ready(Some(Ok(msg))),
+                Ok(None) => {}
+                // An error is the stream's last item.
+                Err(status) => {
+                    *state = State::Ended;
+                    return Poll::Ready(Some(Err(status)));
+                }
             }
         }
     }
@@ -123,7 +210,7 @@ struct Start {
 
 /// Reads the Hello and opens the session: the session (boxed) and the snapshot to send
 /// first; `None` if the spoke closed the stream before its Hello.
-async fn open(start: Box<Start>) -> Result<Option<(Box<Session>, Option<pb::HubMessage>)>, Status> {
+async fn open(start: Box<Start>) -> Result<Opened, Status> {
     let Start {
         inner,
         cluster,
@@ -171,7 +258,7 @@ struct Subscription {
     /// This stream's count in `spokes_by_version` (the family's handle for the spoke's
     /// version labels: one pointer, where the labels were two strings per stream).
     by_version: Gauge,
-    rx: Option<watch::Receiver<Desired>>,
+    rx: Option<Receiver>,
 }
 
 impl Drop for Subscription {
@@ -334,7 +421,7 @@ impl Session {
         let Some(rx) = self.subscription.rx.as_mut() else {
             return Ok(None);
         };
-        let initial = rx.borrow_and_update().clone();
+        let initial = rx.borrow_and_update().into_inner();
         match initial {
             Desired::Snapshot(s) => {
                 // Changed between the sign-in and the subscription.
@@ -351,20 +438,31 @@ impl Session {
         }
     }
 
-    /// Waits for the next thing to do. Decides only: `?` and `yield` of
-    /// `try_stream!` do not reach into `select!`'s branches.
-    async fn next(&mut self) -> Step {
+    /// The next thing to do, if any: the replica drains, the stream's timer fired, the
+    /// cluster's state changed, or the spoke sent something (in this order). Nothing
+    /// waits on the drain itself: the replica wakes every stream waiting on its cluster
+    /// when it drains (`super::SpokeApi::new`), and the drain is checked after the
+    /// stream's waker is registered with its cluster, so that wake-up is never missed.
+    fn poll_step(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Step> {
         let Some(rx) = self.subscription.rx.as_mut() else {
-            return Step::Stop("unsubscribed");
+            return Poll::Ready(Step::Stop("unsubscribed"));
         };
-        tokio::select! {
-            () = self.inner.shutdown.cancelled() => Step::Stop("draining"),
-            () = &mut self.timer => self.timer_fired(),
-            changed = rx.changed() => match changed {
-                Ok(()) => Step::Changed(rx.borrow_and_update().clone()),
+        let changed = rx.poll_changed(cx);
+        if self.inner.shutdown.is_cancelled() {
+            return Poll::Ready(Step::Stop("draining"));
+        }
+        if self.timer.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(self.timer_fired());
+        }
+        if let Poll::Ready(changed) = changed {
+            return Poll::Ready(match changed {
+                Ok(()) => Step::Changed(rx.borrow_and_update().into_inner()),
                 Err(_) => Step::Stop("index closed"),
-            },
-            msg = self.inbound.message() => Step::Inbound(Box::new(msg)),
+            });
+        }
+        match Pin::new(&mut self.inbound).poll_next(cx) {
+            Poll::Ready(msg) => Poll::Ready(Step::Inbound(Box::new(msg.transpose()))),
+            Poll::Pending => Poll::Pending,
         }
     }
 
@@ -500,24 +598,16 @@ impl Session {
 mod tests {
     use super::*;
 
-    fn output_size<A, B, C, D, R>(_: fn(A, B, C, D) -> R) -> usize {
-        std::mem::size_of::<R>()
-    }
-
-    /// What every connected spoke's stream keeps for its whole life, inline: the
-    /// generator (the boxed session and the awaited future), not the opening's values.
-    /// 2,176 bytes (release) before the session was boxed; the bound leaves room for
-    /// debug builds' larger futures.
+    /// What every connected spoke's stream keeps for its whole life: the stream (one
+    /// state: the boxed session, or the boxed future it awaits) and the session. The
+    /// `async_stream` generator was 2,176 bytes (release) with the session inline, then
+    /// 912 (debug) beside the boxed session.
     #[test]
     fn an_idle_stream_is_small() {
-        let f: fn(_, _, _, _) -> _ = stream;
-        let stream = output_size(f);
+        let stream = std::mem::size_of::<SpokeStream>();
         let session = std::mem::size_of::<Session>();
-        eprintln!("spoke stream generator {stream} B, session {session} B");
-        assert!(
-            stream <= 1024,
-            "a spoke stream's generator is {stream} bytes"
-        );
-        assert!(session <= 512, "a spoke session is {session} bytes");
+        eprintln!("spoke stream {stream} B, session {session} B");
+        assert!(stream <= 24, "a spoke stream is {stream} bytes");
+        assert!(session <= 448, "a spoke session is {session} bytes");
     }
 }
