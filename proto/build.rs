@@ -8,6 +8,9 @@ use protox::prost::Message;
 
 const PROTOS: &[&str] = &["fleetgate/v1/spoke.proto", "fleetgate/v1/admin.proto"];
 
+/// The proto file whose messages the codec checks (`codec.rs`, `CHECKED_FILE`).
+const CHECKED_FILE: &str = "fleetgate/v1/admin.proto";
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     for proto in PROTOS {
         println!("cargo:rerun-if-changed={proto}");
@@ -21,6 +24,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     fs::write(
         out_dir.join("fleetgate_descriptor.bin"),
         fds.encode_to_vec(),
+    )?;
+    // The full names of `admin.proto`'s messages, sorted: the codec looks a
+    // message up in the descriptor pool only when its name is here, so a
+    // process that decodes no admin message (the spoke) never builds the pool.
+    let mut checked = Vec::new();
+    for file in fds.file.iter().filter(|f| f.name() == CHECKED_FILE) {
+        let mut todo: Vec<(String, &_)> = file
+            .message_type
+            .iter()
+            .map(|m| (format!("{}.{}", file.package(), m.name()), m))
+            .collect();
+        while let Some((name, message)) = todo.pop() {
+            for nested in &message.nested_type {
+                todo.push((format!("{name}.{}", nested.name()), nested));
+            }
+            checked.push(name);
+        }
+    }
+    checked.sort();
+    fs::write(
+        out_dir.join("checked_messages.rs"),
+        format!(
+            "/// The full names of the messages declared in `{CHECKED_FILE}`, sorted.\n\
+             const CHECKED_MESSAGES: &[&str] = &{checked:?};\n"
+        ),
     )?;
     tonic_prost_build::configure()
         .build_client(true)
