@@ -90,6 +90,12 @@ pub struct StormResult {
     pub max_attempts: u32,
     /// How many spokes needed how many attempts (attempts → spokes).
     pub attempts: std::collections::BTreeMap<u32, usize>,
+    /// The new server process's CPU time from its start to the last spoke's re-sync
+    /// (user + system).
+    pub server_cpu_seconds: f64,
+    /// CPU time the whole machine was busy from the restart to the last re-sync
+    /// (summed over cores: old and new server, spokes, PostgreSQL).
+    pub machine_busy_seconds: f64,
     /// Failed attempts during the re-sync, by why (`swarm::Failure::label`).
     pub failures: std::collections::BTreeMap<String, u64>,
     /// New hub: process spawned → ready (`/readyz` 200 and gRPC accepting).
@@ -297,11 +303,11 @@ impl Report {
             if let Some(s) = &self.storm {
                 row(
                     format!(
-                        "reconnect storm, {} spokes: hub / floor, restart → all re-synced (down; after ready)",
+                        "reconnect storm, {} spokes: hub / floor, restart → all re-synced (down; after ready); the new server's CPU to the last re-sync; the machine's busy CPU over the restart",
                         s.spokes
                     ),
                     format!(
-                        "{:.2} / {:.2} s = {:.2}× ({:.2} / {:.2} s; {:.2} / {:.2} s = {:.2}×)",
+                        "{:.2} / {:.2} s = {:.2}× ({:.2} / {:.2} s; {:.2} / {:.2} s = {:.2}×); {:.2} / {:.2} CPU-s; {:.2} / {:.2} CPU-s of {:.2} / {:.2} available",
                         s.resync.max_ms / 1e3,
                         f.resync.max_ms / 1e3,
                         s.resync.max_ms / f.resync.max_ms.max(1.0),
@@ -310,6 +316,12 @@ impl Report {
                         s.resync_after_ready.max_ms / 1e3,
                         f.resync_after_ready.max_ms / 1e3,
                         s.resync_after_ready.max_ms / f.resync_after_ready.max_ms.max(1.0),
+                        s.server_cpu_seconds,
+                        f.server_cpu_seconds,
+                        s.machine_busy_seconds,
+                        f.machine_busy_seconds,
+                        s.resync.max_ms / 1e3 * self.cores as f64,
+                        f.resync.max_ms / 1e3 * self.cores as f64,
                     ),
                     "",
                     None,

@@ -17,7 +17,7 @@ use crate::probe::{CONNECT_BOUND, CONNECT_CONCURRENCY};
 use crate::report::{ResyncPhases, StormResult};
 use crate::stats::Percentiles;
 use crate::swarm::{Credential, Swarm};
-use crate::{Error, Result, fleet, swarm_process};
+use crate::{Error, Result, fleet, proc_stats, swarm_process};
 
 /// How long the whole fleet may take to re-sync before the run fails.
 const RESYNC_BOUND: Duration = Duration::from_secs(300);
@@ -38,6 +38,7 @@ pub async fn run(
         s.max_attempts.store(0, Ordering::Release);
     }
     let failed_before = failures_of(swarm);
+    let busy_before = proc_stats::machine_busy()?;
     let t0 = Instant::now();
     hub.stop().await?;
     let hub_stop = t0.elapsed();
@@ -64,6 +65,8 @@ pub async fn run(
         &failed_before,
     )
     .await?;
+    let server_cpu = proc_stats::cpu_time(hub.pid())?;
+    let machine_busy = proc_stats::machine_busy()?.saturating_sub(busy_before);
     // Back to the gate's schedule for the phases after this one.
     fleet::cancel_by_service(service, &change).await?;
     Ok((
@@ -74,6 +77,8 @@ pub async fn run(
             hub_start_seconds: (hub_down - spawned).as_secs_f64(),
             startup_phases,
             drain_phases,
+            server_cpu_seconds: server_cpu.as_secs_f64(),
+            machine_busy_seconds: machine_busy.as_secs_f64(),
             ..resynced
         },
         hub,
@@ -165,12 +170,15 @@ pub async fn floor(
         s.max_attempts.store(0, Ordering::Release);
     }
     let failed_before = failures_of(&swarm);
+    let busy_before = proc_stats::machine_busy()?;
     let t0 = Instant::now();
     server.stop().await?;
     let stop = t0.elapsed();
     let server = FloorProcess::start_on(bench, &next_file, addr).await?;
     let down = t0.elapsed();
     let result = resynced(&swarm, t0, down, next.revision, &failed_before).await;
+    let server_cpu = proc_stats::cpu_time(server.pid()?)?;
+    let machine_busy = proc_stats::machine_busy()?.saturating_sub(busy_before);
     swarm.shutdown().await;
     server.stop().await?;
     Ok(StormResult {
@@ -178,6 +186,8 @@ pub async fn floor(
         hub_down_seconds: down.as_secs_f64(),
         hub_stop_seconds: stop.as_secs_f64(),
         hub_start_seconds: (down - stop).as_secs_f64(),
+        server_cpu_seconds: server_cpu.as_secs_f64(),
+        machine_busy_seconds: machine_busy.as_secs_f64(),
         ..result?
     })
 }
