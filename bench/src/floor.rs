@@ -92,6 +92,15 @@ impl FloorProcess {
     /// Starts `bench_bin floor-server` and waits (≤ 30 s) until it accepts.
     pub async fn start(bench_bin: &Path, snapshot_file: &Path) -> Result<Self> {
         let addr = SocketAddr::from(([127, 0, 0, 1], fleetgate_tests::free_port()));
+        Self::start_on(bench_bin, snapshot_file, addr).await
+    }
+
+    /// [`FloorProcess::start`] on `addr` (a restart on the port its spokes dial).
+    pub async fn start_on(
+        bench_bin: &Path,
+        snapshot_file: &Path,
+        addr: SocketAddr,
+    ) -> Result<Self> {
         let child = Command::new(bench_bin)
             .arg("floor-server")
             .arg("--addr")
@@ -131,7 +140,9 @@ impl FloorProcess {
         Ok(())
     }
 
-    /// Closes stdin (the server ends) and reaps it (≤ 10 s, then kills).
+    /// Closes stdin and reaps the server (≤ 10 s, then kills): every stream ends
+    /// with status OK (the watch the streams follow is dropped), as a draining
+    /// hub ends its spoke streams, and the server exits once its connections close.
     pub async fn stop(mut self) -> Result<()> {
         drop(self.child.stdin.take());
         if tokio::time::timeout(Duration::from_secs(10), self.child.wait())

@@ -16,6 +16,9 @@ pub struct Report {
     /// Per fleet size.
     pub sizes: Vec<SizeResult>,
     pub storm: Option<StormResult>,
+    /// The storm's floor: the same swarm on the bare fan-out server, restarted
+    /// (`storm::floor`).
+    pub storm_floor: Option<StormResult>,
     /// The same storm with the spokes signing in with their clusters' JWTs.
     pub storm_jwt: Option<StormResult>,
     /// The cost of one spoke JWT verification with cached keys, per algorithm (the
@@ -87,6 +90,14 @@ pub struct StormResult {
     pub max_attempts: u32,
     /// How many spokes needed how many attempts (attempts → spokes).
     pub attempts: std::collections::BTreeMap<u32, usize>,
+    /// The new server process's CPU time from its start to the last spoke's re-sync
+    /// (user + system).
+    pub server_cpu_seconds: f64,
+    /// CPU time the whole machine was busy from the restart to the last re-sync
+    /// (summed over cores: old and new server, spokes, PostgreSQL).
+    pub machine_busy_seconds: f64,
+    /// Failed attempts during the re-sync, by why (`swarm::Failure::label`).
+    pub failures: std::collections::BTreeMap<String, u64>,
     /// New hub: process spawned → ready (`/readyz` 200 and gRPC accepting).
     pub hub_start_seconds: f64,
     /// The new hub's own startup phases (its `startup` log lines): phase →
@@ -261,6 +272,62 @@ impl Report {
                 None,
             );
         }
+        if let Some(f) = &self.storm_floor {
+            row(
+                format!(
+                    "reconnect storm floor: {} spokes on the bare fan-out server, stopped (streams ended OK) and started again: restart → all re-synced",
+                    f.spokes
+                ),
+                format!(
+                    "{:.2} s (down {:.2} s of which stop {:.2} s; after ready: p50 {} ms, p99 {} ms, all {:.2} s; attempts → spokes {}; failed attempts {}); phases p50 / p99 / max: ready → dialled {}; accept {}; headers {}; snapshot {}",
+                    f.resync.max_ms / 1e3,
+                    f.hub_down_seconds,
+                    f.hub_stop_seconds,
+                    fmt_ms(f.resync_after_ready.p50_ms),
+                    fmt_ms(f.resync_after_ready.p99_ms),
+                    f.resync_after_ready.max_ms / 1e3,
+                    f.attempts
+                        .iter()
+                        .map(|(a, n)| format!("{a}: {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    failures(&f.failures),
+                    f.resync_phases.dialled_after_ready.cell(),
+                    f.resync_phases.connect.cell(),
+                    f.resync_phases.authenticate.cell(),
+                    f.resync_phases.snapshot.cell(),
+                ),
+                "",
+                None,
+            );
+            if let Some(s) = &self.storm {
+                row(
+                    format!(
+                        "reconnect storm, {} spokes: hub / floor, restart → all re-synced (down; after ready); the new server's CPU to the last re-sync; the machine's busy CPU over the restart",
+                        s.spokes
+                    ),
+                    format!(
+                        "{:.2} / {:.2} s = {:.2}× ({:.2} / {:.2} s; {:.2} / {:.2} s = {:.2}×); {:.2} / {:.2} CPU-s; {:.2} / {:.2} CPU-s of {:.2} / {:.2} available",
+                        s.resync.max_ms / 1e3,
+                        f.resync.max_ms / 1e3,
+                        s.resync.max_ms / f.resync.max_ms.max(1.0),
+                        s.hub_down_seconds,
+                        f.hub_down_seconds,
+                        s.resync_after_ready.max_ms / 1e3,
+                        f.resync_after_ready.max_ms / 1e3,
+                        s.resync_after_ready.max_ms / f.resync_after_ready.max_ms.max(1.0),
+                        s.server_cpu_seconds,
+                        f.server_cpu_seconds,
+                        s.machine_busy_seconds,
+                        f.machine_busy_seconds,
+                        s.resync.max_ms / 1e3 * self.cores as f64,
+                        f.resync.max_ms / 1e3 * self.cores as f64,
+                    ),
+                    "",
+                    None,
+                );
+            }
+        }
         for s in self.storm.iter().chain(&self.storm_jwt) {
             row(
                 format!(
@@ -268,7 +335,7 @@ impl Report {
                     s.spokes, s.credential
                 ),
                 format!(
-                    "{:.2} s (hub down {:.2} s of which drain {:.2} s; after ready: p50 {} ms, p99 {} ms, all {:.2} s; max {} attempts; attempts → spokes {})",
+                    "{:.2} s (hub down {:.2} s of which drain {:.2} s; after ready: p50 {} ms, p99 {} ms, all {:.2} s; max {} attempts; attempts → spokes {}; failed attempts {})",
                     s.resync.max_ms / 1e3,
                     s.hub_down_seconds,
                     s.hub_stop_seconds,
@@ -280,7 +347,8 @@ impl Report {
                         .iter()
                         .map(|(a, n)| format!("{a}: {n}"))
                         .collect::<Vec<_>>()
-                        .join(", ")
+                        .join(", "),
+                    failures(&s.failures)
                 ),
                 "≤ 2 s, ≤ 3 attempts (#50)",
                 Some(s.resync.max_ms <= 2000.0 && s.max_attempts <= 3),
@@ -513,4 +581,16 @@ impl Report {
             self.cores
         )
     }
+}
+
+/// Failed attempts by why, for a storm's row (`none` if none failed).
+fn failures(by_why: &std::collections::BTreeMap<String, u64>) -> String {
+    if by_why.is_empty() {
+        return "none".into();
+    }
+    by_why
+        .iter()
+        .map(|(why, n)| format!("{why}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

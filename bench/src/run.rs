@@ -260,6 +260,13 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
                  (same code as POST /api/v1/clusters, minus HTTP)"
             .into(),
     };
+    if cfg.storm && n > 0 && snapshot_file.exists() {
+        progress(&format!(
+            "floor: reconnect storm with {n} spokes on the bare fan-out server"
+        ));
+        report.storm_floor =
+            Some(storm::floor(&cfg.bins.bench, &snapshot_file, n, workdir.path()).await?);
+    }
     if (cfg.storm || cfg.replicas > 1) && n > 0 {
         // The storm and the replicas phase time restarts and readiness: the
         // spokes run in their own process so they do not starve this one.

@@ -2,16 +2,22 @@
 //! spokes connected, and the gate changes while it is down, so every spoke must
 //! reconnect (with the real spoke's jittered backoff) and fetch a new snapshot.
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use fleetgate_hub::Service;
+use fleetgate_proto::v1 as pb;
+use prost::Message as _;
 
+use crate::floor::FloorProcess;
 use crate::hub_process::{HubProcess, HubSpec};
+use crate::probe::{CONNECT_BOUND, CONNECT_CONCURRENCY};
 use crate::report::{ResyncPhases, StormResult};
 use crate::stats::Percentiles;
-use crate::swarm::Swarm;
-use crate::{Result, fleet};
+use crate::swarm::{Credential, Swarm};
+use crate::{Error, Result, fleet, proc_stats, swarm_process};
 
 /// How long the whole fleet may take to re-sync before the run fails.
 const RESYNC_BOUND: Duration = Duration::from_secs(300);
@@ -31,6 +37,8 @@ pub async fn run(
     for s in swarm.slots.iter() {
         s.max_attempts.store(0, Ordering::Release);
     }
+    let failed_before = failures_of(swarm);
+    let busy_before = proc_stats::machine_busy()?;
     let t0 = Instant::now();
     hub.stop().await?;
     let hub_stop = t0.elapsed();
@@ -49,39 +57,139 @@ pub async fn run(
     let hub = spec.start().await?;
     let hub_down = t0.elapsed();
     let startup_phases = phases(&spec.log, "startup");
-    let arrivals = swarm
-        .wait_all_at(u64::try_from(target).unwrap_or(0), RESYNC_BOUND)
-        .await?;
+    let resynced = resynced(
+        swarm,
+        t0,
+        hub_down,
+        u64::try_from(target).unwrap_or(0),
+        &failed_before,
+    )
+    .await?;
+    let server_cpu = proc_stats::cpu_time(hub.pid())?;
+    let machine_busy = proc_stats::machine_busy()?.saturating_sub(busy_before);
+    // Back to the gate's schedule for the phases after this one.
+    fleet::cancel_by_service(service, &change).await?;
+    Ok((
+        StormResult {
+            credential: credential.into(),
+            hub_down_seconds: hub_down.as_secs_f64(),
+            hub_stop_seconds: hub_stop.as_secs_f64(),
+            hub_start_seconds: (hub_down - spawned).as_secs_f64(),
+            startup_phases,
+            drain_phases,
+            server_cpu_seconds: server_cpu.as_secs_f64(),
+            machine_busy_seconds: machine_busy.as_secs_f64(),
+            ..resynced
+        },
+        hub,
+    ))
+}
+
+/// Waits until every spoke of `swarm` holds `revision` and measures its re-sync: the
+/// restart began at `t0` and the server was ready `down` later. Fills the spokes'
+/// side of a [`StormResult`].
+async fn resynced(
+    swarm: &Swarm,
+    t0: Instant,
+    down: Duration,
+    revision: u64,
+    failed_before: &BTreeMap<String, u64>,
+) -> Result<StormResult> {
+    let arrivals = swarm.wait_all_at(revision, RESYNC_BOUND).await?;
+    let mut failures = failures_of(swarm);
+    for (why, n) in &mut failures {
+        *n -= failed_before.get(why).copied().unwrap_or(0);
+    }
+    failures.retain(|_, n| *n > 0);
     let resync: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(t0, us)).collect();
-    let ready = t0 + hub_down;
+    let ready = t0 + down;
     let after_ready: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(ready, us)).collect();
-    let mut attempts = std::collections::BTreeMap::new();
+    let mut attempts = BTreeMap::new();
     for s in swarm.slots.iter() {
         *attempts
             .entry(s.max_attempts.load(Ordering::Acquire))
             .or_insert(0) += 1;
     }
-    let max_attempts = attempts.keys().next_back().copied().unwrap_or(0);
-    let resync_phases = resync_phases(swarm, ready);
-    // Back to the gate's schedule for the phases after this one.
-    fleet::cancel_by_service(service, &change).await?;
-    Ok((
-        StormResult {
-            spokes: swarm.len(),
-            credential: credential.into(),
-            resync_phases,
-            hub_down_seconds: hub_down.as_secs_f64(),
-            hub_stop_seconds: hub_stop.as_secs_f64(),
-            resync: Percentiles::of(&resync),
-            resync_after_ready: Percentiles::of(&after_ready),
-            max_attempts,
-            attempts,
-            hub_start_seconds: (hub_down - spawned).as_secs_f64(),
-            startup_phases,
-            drain_phases,
-        },
-        hub,
-    ))
+    Ok(StormResult {
+        spokes: swarm.len(),
+        resync_phases: resync_phases(swarm, ready),
+        resync: Percentiles::of(&resync),
+        resync_after_ready: Percentiles::of(&after_ready),
+        max_attempts: attempts.keys().next_back().copied().unwrap_or(0),
+        attempts,
+        failures,
+        ..StormResult::default()
+    })
+}
+
+/// The swarm's failed attempts so far, by why.
+fn failures_of(swarm: &Swarm) -> BTreeMap<String, u64> {
+    swarm
+        .failures
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// The storm's floor, measured as the storm is: `n` spokes of the same swarm (a process of
+/// its own, the real spoke's reconnect schedule) on the bare fan-out server of
+/// [`crate::floor`], which is stopped — every stream ended with status OK, as a draining
+/// hub ends them — and started again on the same port serving the next revision. No
+/// authentication, database or per-cluster state: what is left is the kernel's and the
+/// library's cost of N reconnects on this machine, and the schedule's.
+pub async fn floor(
+    bench: &Path,
+    snapshot_file: &Path,
+    n: usize,
+    workdir: &Path,
+) -> Result<StormResult> {
+    let server = FloorProcess::start(bench, snapshot_file).await?;
+    let addr = server.addr;
+    let fake: Vec<Credential> = (0..n)
+        .map(|i| Credential {
+            cluster: fleet::cluster_name(i),
+            token: "floor".into(),
+        })
+        .collect();
+    let swarm = swarm_process::start(
+        bench,
+        &[addr],
+        &fake,
+        CONNECT_CONCURRENCY,
+        CONNECT_BOUND,
+        workdir,
+    )
+    .await?;
+    // The restarted server serves the next revision, as the restarted hub does.
+    let mut next = pb::Snapshot::decode(std::fs::read(snapshot_file)?.as_slice())
+        .map_err(|e| Error::setup(format!("decoding {}: {e}", snapshot_file.display())))?;
+    next.revision += 1;
+    let next_file = workdir.join("snapshot-next.pb");
+    std::fs::write(&next_file, next.encode_to_vec())?;
+    for s in swarm.slots.iter() {
+        s.max_attempts.store(0, Ordering::Release);
+    }
+    let failed_before = failures_of(&swarm);
+    let busy_before = proc_stats::machine_busy()?;
+    let t0 = Instant::now();
+    server.stop().await?;
+    let stop = t0.elapsed();
+    let server = FloorProcess::start_on(bench, &next_file, addr).await?;
+    let down = t0.elapsed();
+    let result = resynced(&swarm, t0, down, next.revision, &failed_before).await;
+    let server_cpu = proc_stats::cpu_time(server.pid()?)?;
+    let machine_busy = proc_stats::machine_busy()?.saturating_sub(busy_before);
+    swarm.shutdown().await;
+    server.stop().await?;
+    Ok(StormResult {
+        credential: "no credential (bare server)".into(),
+        hub_down_seconds: down.as_secs_f64(),
+        hub_stop_seconds: stop.as_secs_f64(),
+        hub_start_seconds: (down - stop).as_secs_f64(),
+        server_cpu_seconds: server_cpu.as_secs_f64(),
+        machine_busy_seconds: machine_busy.as_secs_f64(),
+        ..result?
+    })
 }
 
 /// Where each spoke's re-sync went, over the attempt that got the new

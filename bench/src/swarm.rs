@@ -50,6 +50,46 @@ pub enum Event {
         revision: u64,
         at: std::time::SystemTime,
     },
+    /// Spoke `i`'s attempt failed (no message arrived on it), and why.
+    Failed { i: usize, why: Failure },
+}
+
+/// Why an attempt failed: what tells the reconnect schedule's share of a storm from
+/// the server's (refused while it was down, or turned away or dropped once up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The TCP or HTTP/2 connect failed (refused: nothing listening; timed out).
+    Connect,
+    /// The server answered the stream with this error status.
+    Status(tonic::Code),
+    /// The stream ended with status OK before any message.
+    EndedEmpty,
+    /// The stream broke (error, reset) before any message.
+    BrokeEmpty,
+}
+
+impl Failure {
+    /// One word, for the report and the swarm process's output.
+    pub fn label(self) -> String {
+        match self {
+            Failure::Connect => "connect".into(),
+            Failure::Status(code) => format!("status-{code:?}"),
+            Failure::EndedEmpty => "ended-empty".into(),
+            Failure::BrokeEmpty => "broke-empty".into(),
+        }
+    }
+}
+
+/// Failed attempts by [`Failure::label`], over a swarm's life.
+pub type Failures = Arc<Mutex<std::collections::BTreeMap<String, u64>>>;
+
+/// Counts one failed attempt.
+pub(crate) fn count_failure(failures: &Failures, label: String) {
+    *failures
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(label)
+        .or_insert(0) += 1;
 }
 
 /// One simulated spoke's identity: a cluster token, or a JWT of the
@@ -111,6 +151,8 @@ pub struct Swarm {
     epoch: Instant,
     /// Snapshots received by all spokes together.
     total: Arc<AtomicU64>,
+    /// Failed attempts by why (`Failure::label`).
+    pub failures: Failures,
     cancel: CancellationToken,
     tasks: JoinSet<()>,
     /// Where spokes report what they observe (a swarm in its own process).
@@ -124,6 +166,7 @@ impl Swarm {
             slots: Arc::new(Vec::new()),
             epoch: Instant::now(),
             total: Arc::new(AtomicU64::new(0)),
+            failures: Failures::default(),
             cancel: CancellationToken::new(),
             tasks: JoinSet::new(),
             events: None,
@@ -205,6 +248,7 @@ impl Swarm {
                 slot,
                 epoch: self.epoch,
                 total: self.total.clone(),
+                failures: self.failures.clone(),
                 cancel: self.cancel.clone(),
                 connect_gate: Some(gate.clone()),
                 events: self.events.clone(),
@@ -366,6 +410,7 @@ struct SimSpoke {
     slot: Arc<Slot>,
     epoch: Instant,
     total: Arc<AtomicU64>,
+    failures: Failures,
     cancel: CancellationToken,
     /// Bounds concurrent first connects (registration of a fleet), released
     /// after the first session.
@@ -413,6 +458,14 @@ impl SimSpoke {
         }
     }
 
+    /// Counts a failed attempt (and tells the parent process, if any).
+    fn failed(&self, why: Failure) {
+        count_failure(&self.failures, why.label());
+        if let Some(events) = &self.events {
+            let _ = events.send(Event::Failed { i: self.index, why });
+        }
+    }
+
     /// Now, µs since the swarm's epoch.
     fn now_us(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
@@ -433,6 +486,7 @@ impl SimSpoke {
             .http2_keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(20));
         let Ok(channel) = endpoint.connect().await else {
+            self.failed(Failure::Connect);
             return Outcome::Failed;
         };
         self.slot
@@ -495,6 +549,9 @@ impl SimSpoke {
         }
         let mut got = false;
         let mut ended = false;
+        if let Err(status) = &response {
+            self.failed(Failure::Status(status.code()));
+        }
         if let Ok(response) = response {
             let mut inbound = response.into_inner();
             loop {
@@ -522,6 +579,13 @@ impl SimSpoke {
             }
             // The stream ended (a cancel drops this future before it gets here).
             self.slot.ends.fetch_add(1, Ordering::AcqRel);
+            if !got {
+                self.failed(if ended {
+                    Failure::EndedEmpty
+                } else {
+                    Failure::BrokeEmpty
+                });
+            }
         }
         self.slot
             .outbound

@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::Command;
 use tokio::sync::mpsc;
 
-use crate::swarm::{Credential, Event, Slot, Swarm};
+use crate::swarm::{Credential, Event, Failures, Slot, Swarm, count_failure};
 use crate::{Error, Result};
 
 /// How long the child may take to exit after its stdin closed.
@@ -64,6 +64,7 @@ fn line(ev: Event) -> String {
         Event::Connected { i, at } => format!("c {i} {}\n", unix_us(at)),
         Event::Accepted { i, at } => format!("h {i} {}\n", unix_us(at)),
         Event::Snapshot { i, revision, at } => format!("s {i} {revision} {}\n", unix_us(at)),
+        Event::Failed { i, why } => format!("f {i} {}\n", why.label()),
     }
 }
 
@@ -124,13 +125,14 @@ pub async fn start(
     // The parent epoch on the wall clock: arrival = wall µs − this.
     let epoch_unix = unix_us(SystemTime::now()).saturating_sub(swarm.micros(Instant::now()));
     let (total, cancel) = swarm.handles();
+    let failures = swarm.failures.clone();
     swarm.spawn(async move {
         let mut lines = BufReader::new(stdout).lines();
         loop {
             tokio::select! {
                 () = cancel.cancelled() => break,
                 l = lines.next_line() => match l {
-                    Ok(Some(l)) => apply(&l, &slots, &total, epoch_unix),
+                    Ok(Some(l)) => apply(&l, &slots, &total, &failures, epoch_unix),
                     _ => {
                         eprintln!("swarm process ended its output");
                         break;
@@ -151,7 +153,11 @@ pub async fn start(
 }
 
 /// Applies one line of the child's output to the mirrored slots.
-fn apply(line: &str, slots: &[Arc<Slot>], total: &AtomicU64, epoch_unix: u64) {
+fn apply(line: &str, slots: &[Arc<Slot>], total: &AtomicU64, failures: &Failures, epoch_unix: u64) {
+    if let Some((_, why)) = line.strip_prefix("f ").and_then(|r| r.split_once(' ')) {
+        count_failure(failures, why.to_string());
+        return;
+    }
     let mut f = line.split(' ');
     let kind = f.next();
     let mut num = || f.next().and_then(|v| v.parse::<u64>().ok());
@@ -185,11 +191,13 @@ fn apply(line: &str, slots: &[Arc<Slot>], total: &AtomicU64, epoch_unix: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::swarm::Failure;
 
     #[test]
     fn lines_round_trip_into_slots() {
         let slots: Vec<Arc<Slot>> = (0..2).map(|_| Arc::new(Slot::default())).collect();
         let total = AtomicU64::new(0);
+        let failures = Failures::default();
         let at = SystemTime::UNIX_EPOCH + Duration::from_micros(5_000_250);
         let epoch = 5_000_000;
         let t = |us: u64| SystemTime::UNIX_EPOCH + Duration::from_micros(5_000_000 + us);
@@ -211,10 +219,30 @@ mod tests {
                 revision: 7,
                 at,
             },
+            Event::Failed {
+                i: 1,
+                why: Failure::Connect,
+            },
+            Event::Failed {
+                i: 0,
+                why: Failure::Status(tonic::Code::Unavailable),
+            },
+            Event::Failed {
+                i: 0,
+                why: Failure::Connect,
+            },
         ] {
-            apply(line(ev).trim_end(), &slots, &total, epoch);
+            apply(line(ev).trim_end(), &slots, &total, &failures, epoch);
         }
-        apply("garbage", &slots, &total, epoch);
+        apply("garbage", &slots, &total, &failures, epoch);
+        assert_eq!(
+            *failures.lock().unwrap(),
+            [
+                ("connect".to_string(), 2),
+                ("status-Unavailable".to_string(), 1)
+            ]
+            .into()
+        );
         let s = &slots[1];
         assert_eq!(s.max_attempts.load(Ordering::Acquire), 2);
         assert_eq!(s.attempts.load(Ordering::Acquire), 1);

@@ -62,6 +62,16 @@ async fn tiny_run_measures_every_phase() {
         "every spoke re-synced after the restart"
     );
     assert!(storm.max_attempts >= 1);
+    assert!(storm.server_cpu_seconds > 0.0, "the new hub's CPU is read");
+    let floor = report
+        .storm_floor
+        .clone()
+        .expect("the storm's floor measured");
+    assert_eq!(
+        floor.resync.samples, 20,
+        "every spoke re-synced after the floor server's restart"
+    );
+    assert!(floor.hub_stop_seconds > 0.0 && floor.hub_down_seconds >= floor.hub_stop_seconds);
     let storm_jwt = report.storm_jwt.clone().expect("JWT storm measured");
     assert_eq!(
         storm_jwt.resync.samples, 20,
