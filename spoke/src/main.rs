@@ -86,7 +86,9 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// objects against a hub (`dist-spoke`, fleetgate-bench, one run each):
 /// 18.1 MiB RSS with the built-in options only, 17.4 with the decays at 0,
 /// 16.4 with the thread cache off too; `narenas:1` changed nothing. Idle CPU
-/// 0–2 millicores in every run (docs/performance.md, spoke memory).
+/// 0–2 millicores in every run; the thread cache off costs CPU while the
+/// spoke allocates (0.27 against 0.18 s over its start, one run each;
+/// docs/performance.md, spoke memory).
 #[cfg(not(feature = "system-alloc"))]
 #[allow(unsafe_code)] // a symbol name jemalloc reads; nothing else has it
 #[unsafe(export_name = "_rjem_malloc_conf")]
