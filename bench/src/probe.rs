@@ -31,14 +31,13 @@ pub(crate) async fn floor_flips(
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     let rss0 = crate::proc_stats::rss_kib(server.pid()?)?;
     let mut swarm = Swarm::new();
-    let fake: Vec<Credential> = (0..n)
-        .map(|i| Credential {
-            cluster: fleet::cluster_name(i),
-            token: "floor".into(),
-        })
-        .collect();
     swarm
-        .add(server.addr, &fake, CONNECT_CONCURRENCY, CONNECT_BOUND)
+        .add(
+            server.addr,
+            &floor_credentials(n),
+            CONNECT_CONCURRENCY,
+            CONNECT_BOUND,
+        )
         .await?;
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let rss = crate::proc_stats::rss_kib(server.pid()?)?;
@@ -47,6 +46,16 @@ pub(crate) async fn floor_flips(
     swarm.shutdown().await;
     server.stop().await?;
     Ok((times, per_stream))
+}
+
+/// Credentials for `n` spokes of the bare floor server, which checks none.
+pub(crate) fn floor_credentials(n: usize) -> Vec<Credential> {
+    (0..n)
+        .map(|i| Credential {
+            cluster: fleet::cluster_name(i),
+            token: "floor".into(),
+        })
+        .collect()
 }
 
 /// The snapshot the hub sends to `cred`'s cluster (its bytes feed the floor).

@@ -286,11 +286,7 @@ impl Report {
                     fmt_ms(f.resync_after_ready.p50_ms),
                     fmt_ms(f.resync_after_ready.p99_ms),
                     f.resync_after_ready.max_ms / 1e3,
-                    f.attempts
-                        .iter()
-                        .map(|(a, n)| format!("{a}: {n}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    attempts(&f.attempts),
                     failures(&f.failures),
                     f.resync_phases.dialled_after_ready.cell(),
                     f.resync_phases.connect.cell(),
@@ -343,11 +339,7 @@ impl Report {
                     fmt_ms(s.resync_after_ready.p99_ms),
                     s.resync_after_ready.max_ms / 1e3,
                     s.max_attempts,
-                    s.attempts
-                        .iter()
-                        .map(|(a, n)| format!("{a}: {n}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    attempts(&s.attempts),
                     failures(&s.failures)
                 ),
                 "≤ 2 s, ≤ 3 attempts (#50)",
@@ -581,6 +573,15 @@ impl Report {
             self.cores
         )
     }
+}
+
+/// How many spokes needed how many attempts, for a storm's row.
+fn attempts(by_count: &std::collections::BTreeMap<u32, usize>) -> String {
+    by_count
+        .iter()
+        .map(|(a, n)| format!("{a}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Failed attempts by why, for a storm's row (`none` if none failed).

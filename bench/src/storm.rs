@@ -13,10 +13,10 @@ use prost::Message as _;
 
 use crate::floor::FloorProcess;
 use crate::hub_process::{HubProcess, HubSpec};
-use crate::probe::{CONNECT_BOUND, CONNECT_CONCURRENCY};
+use crate::probe::{CONNECT_BOUND, CONNECT_CONCURRENCY, floor_credentials};
 use crate::report::{ResyncPhases, StormResult};
 use crate::stats::Percentiles;
-use crate::swarm::{Credential, Swarm};
+use crate::swarm::Swarm;
 use crate::{Error, Result, fleet, proc_stats, swarm_process};
 
 /// How long the whole fleet may take to re-sync before the run fails.
@@ -34,11 +34,7 @@ pub async fn run(
     prefix: &str,
     credential: &str,
 ) -> Result<(StormResult, HubProcess)> {
-    for s in swarm.slots.iter() {
-        s.max_attempts.store(0, Ordering::Release);
-    }
-    let failed_before = failures_of(swarm);
-    let busy_before = proc_stats::machine_busy()?;
+    let before = Before::take(swarm)?;
     let t0 = Instant::now();
     hub.stop().await?;
     let hub_stop = t0.elapsed();
@@ -59,14 +55,13 @@ pub async fn run(
     let startup_phases = phases(&spec.log, "startup");
     let resynced = resynced(
         swarm,
+        &before,
         t0,
         hub_down,
         u64::try_from(target).unwrap_or(0),
-        &failed_before,
     )
     .await?;
     let server_cpu = proc_stats::cpu_time(hub.pid())?;
-    let machine_busy = proc_stats::machine_busy()?.saturating_sub(busy_before);
     // Back to the gate's schedule for the phases after this one.
     fleet::cancel_by_service(service, &change).await?;
     Ok((
@@ -78,27 +73,46 @@ pub async fn run(
             startup_phases,
             drain_phases,
             server_cpu_seconds: server_cpu.as_secs_f64(),
-            machine_busy_seconds: machine_busy.as_secs_f64(),
             ..resynced
         },
         hub,
     ))
 }
 
+/// What a restart's figures count from, taken right before it (and each spoke's most
+/// attempts reset).
+struct Before {
+    failures: BTreeMap<String, u64>,
+    machine_busy: Duration,
+}
+
+impl Before {
+    fn take(swarm: &Swarm) -> Result<Self> {
+        for s in swarm.slots.iter() {
+            s.max_attempts.store(0, Ordering::Release);
+        }
+        Ok(Self {
+            failures: failures_of(swarm),
+            machine_busy: proc_stats::machine_busy()?,
+        })
+    }
+}
+
 /// Waits until every spoke of `swarm` holds `revision` and measures its re-sync: the
-/// restart began at `t0` and the server was ready `down` later. Fills the spokes'
-/// side of a [`StormResult`].
+/// restart began at `t0` (`before` taken right before) and the server was ready `down`
+/// later. Fills the spokes' and the machine's side of a [`StormResult`].
 async fn resynced(
     swarm: &Swarm,
+    before: &Before,
     t0: Instant,
     down: Duration,
     revision: u64,
-    failed_before: &BTreeMap<String, u64>,
 ) -> Result<StormResult> {
     let arrivals = swarm.wait_all_at(revision, RESYNC_BOUND).await?;
+    let machine_busy = proc_stats::machine_busy()?.saturating_sub(before.machine_busy);
     let mut failures = failures_of(swarm);
     for (why, n) in &mut failures {
-        *n -= failed_before.get(why).copied().unwrap_or(0);
+        *n -= before.failures.get(why).copied().unwrap_or(0);
     }
     failures.retain(|_, n| *n > 0);
     let resync: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(t0, us)).collect();
@@ -118,6 +132,7 @@ async fn resynced(
         max_attempts: attempts.keys().next_back().copied().unwrap_or(0),
         attempts,
         failures,
+        machine_busy_seconds: machine_busy.as_secs_f64(),
         ..StormResult::default()
     })
 }
@@ -145,16 +160,10 @@ pub async fn floor(
 ) -> Result<StormResult> {
     let server = FloorProcess::start(bench, snapshot_file).await?;
     let addr = server.addr;
-    let fake: Vec<Credential> = (0..n)
-        .map(|i| Credential {
-            cluster: fleet::cluster_name(i),
-            token: "floor".into(),
-        })
-        .collect();
     let swarm = swarm_process::start(
         bench,
         &[addr],
-        &fake,
+        &floor_credentials(n),
         CONNECT_CONCURRENCY,
         CONNECT_BOUND,
         workdir,
@@ -166,19 +175,14 @@ pub async fn floor(
     next.revision += 1;
     let next_file = workdir.join("snapshot-next.pb");
     std::fs::write(&next_file, next.encode_to_vec())?;
-    for s in swarm.slots.iter() {
-        s.max_attempts.store(0, Ordering::Release);
-    }
-    let failed_before = failures_of(&swarm);
-    let busy_before = proc_stats::machine_busy()?;
+    let before = Before::take(&swarm)?;
     let t0 = Instant::now();
     server.stop().await?;
     let stop = t0.elapsed();
     let server = FloorProcess::start_on(bench, &next_file, addr).await?;
     let down = t0.elapsed();
-    let result = resynced(&swarm, t0, down, next.revision, &failed_before).await;
+    let result = resynced(&swarm, &before, t0, down, next.revision).await;
     let server_cpu = proc_stats::cpu_time(server.pid()?)?;
-    let machine_busy = proc_stats::machine_busy()?.saturating_sub(busy_before);
     swarm.shutdown().await;
     server.stop().await?;
     Ok(StormResult {
@@ -187,7 +191,6 @@ pub async fn floor(
         hub_stop_seconds: stop.as_secs_f64(),
         hub_start_seconds: (down - stop).as_secs_f64(),
         server_cpu_seconds: server_cpu.as_secs_f64(),
-        machine_busy_seconds: machine_busy.as_secs_f64(),
         ..result?
     })
 }

@@ -458,11 +458,13 @@ impl SimSpoke {
         }
     }
 
-    /// Counts a failed attempt (and tells the parent process, if any).
+    /// Counts a failed attempt, or tells the parent process, which counts it, if any.
     fn failed(&self, why: Failure) {
-        count_failure(&self.failures, why.label());
-        if let Some(events) = &self.events {
-            let _ = events.send(Event::Failed { i: self.index, why });
+        match &self.events {
+            Some(events) => {
+                let _ = events.send(Event::Failed { i: self.index, why });
+            }
+            None => count_failure(&self.failures, why.label()),
         }
     }
 
