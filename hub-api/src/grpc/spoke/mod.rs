@@ -7,6 +7,7 @@
 mod inbound;
 mod inner;
 mod session;
+mod stream;
 
 pub use inner::StreamConfig;
 
@@ -133,7 +134,7 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
             (cluster, session::Credential::Token(token))
         };
         let inbound = req.into_inner();
-        let stream = session::stream(self.inner.clone(), cluster, credential, inbound);
+        let stream = stream::stream(self.inner.clone(), cluster, credential, inbound);
         Ok(Response::new(Box::pin(Observed {
             inner: stream,
             shared: self.inner.clone(),

@@ -1,18 +1,14 @@
-//! One spoke stream as a state machine: [`Session::open`] checks the Hello and
-//! subscribes, then each wake-up ([`Step`]) is handled by a small method that
-//! returns what to send. [`SpokeStream`] (a hand-written `Stream`) only sequences
-//! them.
-//!
-//! Futures awaited once (or rarely) are boxed, and hold the session only while
-//! they run: every idle stream keeps only its boxed session.
+//! What one spoke stream does: [`Session::open`] checks the Hello and subscribes,
+//! then each wake-up ([`Step`]) is handled by a small method that returns what to
+//! send. `super::stream` (a hand-written `Stream`) only sequences them.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::task::{Poll, ready};
+use std::task::Poll;
 
-use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
+use fleetgate_proto::v1::{self as pb, hub_message};
 use futures::Stream;
 use tokio::time::{Instant, Sleep};
 use tonic::{Status, Streaming};
@@ -22,7 +18,7 @@ use crate::Error;
 use crate::auth::{hash_token, hashes_equal};
 use crate::fanout::Desired;
 use crate::fanout::index::Receiver;
-use crate::grpc::convert::{invalid, snapshot_to_proto, to_status};
+use crate::grpc::convert::{snapshot_to_proto, to_status};
 use crate::metrics::SpokeVersionLabels;
 use crate::service::fleet::Snapshot;
 use crate::service::local_gates::requests::LocalRequest;
@@ -30,7 +26,7 @@ use crate::service::reports::ReportParts;
 use prometheus_client::metrics::gauge::Gauge;
 
 /// What woke a stream up.
-enum Step {
+pub(super) enum Step {
     Stop(&'static str),
     Changed(Desired),
     // Boxed: a message is large next to the other steps.
@@ -60,189 +56,6 @@ pub(super) enum Credential {
         expires: chrono::DateTime<chrono::Utc>,
         registration: Vec<u8>,
     },
-}
-
-/// The stream of one spoke connection.
-///
-/// A hand-written [`Stream`]: between wake-ups it holds only the boxed [`Session`] (an
-/// `async_stream` generator kept room for the future of each await and each `yield`'s
-/// value for the stream's whole life, 912 bytes in debug builds beside the session).
-/// What the stream starts from is boxed into [`open`] and gone once the session is
-/// open; the database writes a stream awaits now and then take the session into their
-/// own boxed future and hand it back.
-pub(super) fn stream(
-    inner: Arc<Inner>,
-    cluster: String,
-    credential: Credential,
-    inbound: Streaming<pb::SpokeMessage>,
-) -> SpokeStream {
-    let start = Box::new(Start {
-        inner,
-        cluster,
-        credential,
-        inbound,
-    });
-    SpokeStream {
-        state: State::Opening(Box::pin(open(start))),
-    }
-}
-
-/// What opening a stream gives: the session (boxed) and the snapshot to send first;
-/// `None` if the spoke closed the stream before its Hello.
-type Opened = Option<(Box<Session>, Option<pb::HubMessage>)>;
-
-/// What the stream's session does, or will send next.
-type Outcome = Result<Option<pb::HubMessage>, Status>;
-
-/// A boxed future of the stream's.
-type Boxed<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-/// See [`stream`].
-pub(super) struct SpokeStream {
-    state: State,
-}
-
-enum State {
-    /// Reading the Hello and opening the session.
-    Opening(Boxed<Result<Opened, Status>>),
-    /// Waiting for the next thing to do ([`Session::poll_step`]).
-    Open(Box<Session>),
-    /// A database read or write that holds the session until it is done.
-    Busy(Boxed<(Box<Session>, Outcome)>),
-    /// Ended (its last item sent).
-    Ended,
-}
-
-impl Stream for SpokeStream {
-    type Item = Result<pb::HubMessage, Status>;
-
-    fn poll_next(
-        self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> Poll<Option<Self::Item>> {
-        let state = &mut self.get_mut().state;
-        loop {
-            let outcome = match state {
-                State::Opening(open) => match ready!(open.as_mut().poll(cx)) {
-                    Ok(Some((s, first))) => {
-                        *state = State::Open(s);
-                        Ok(first)
-                    }
-                    Ok(None) => {
-                        *state = State::Ended;
-                        return Poll::Ready(None);
-                    }
-                    Err(status) => Err(status),
-                },
-                State::Open(s) => match ready!(s.poll_step(cx)) {
-                    Step::Stop(why) => {
-                        tracing::debug!(cluster = %s.cluster, why, "ending spoke stream");
-                        *state = State::Ended;
-                        return Poll::Ready(None);
-                    }
-                    Step::Changed(desired) => {
-                        if s.hash_unknown(&desired) {
-                            let State::Open(mut s) = std::mem::replace(state, State::Ended) else {
-                                unreachable!()
-                            };
-                            *state = State::Busy(Box::pin(async move {
-                                let outcome = match s.recheck_credential().await {
-                                    Ok(()) => s.changed(desired),
-                                    Err(status) => Err(status),
-                                };
-                                (s, outcome)
-                            }));
-                            continue;
-                        }
-                        s.changed(desired)
-                    }
-                    Step::Inbound(msg) => match s.inbound(*msg) {
-                        Ok(Flow::Continue) => Ok(None),
-                        Ok(Flow::End) => {
-                            *state = State::Ended;
-                            return Poll::Ready(None);
-                        }
-                        Ok(flow @ (Flow::Record(_) | Flow::Freeze(_))) => {
-                            let State::Open(s) = std::mem::replace(state, State::Ended) else {
-                                unreachable!()
-                            };
-                            *state = State::Busy(Box::pin(async move {
-                                match flow {
-                                    Flow::Record(request) => s.record(request).await,
-                                    Flow::Freeze(freeze) => s.record_freeze(freeze).await,
-                                    Flow::Continue | Flow::End => {}
-                                }
-                                (s, Ok(None))
-                            }));
-                            continue;
-                        }
-                        Err(status) => Err(status),
-                    },
-                    Step::Keepalive => Ok(Some(s.keepalive())),
-                },
-                State::Busy(busy) => {
-                    let (s, outcome) = ready!(busy.as_mut().poll(cx));
-                    *state = State::Open(s);
-                    outcome
-                }
-                State::Ended => return Poll::Ready(None),
-            };
-            match outcome {
-                Ok(Some(msg)) => return Poll::Ready(Some(Ok(msg))),
-                Ok(None) => {}
-                // An error is the stream's last item.
-                Err(status) => {
-                    *state = State::Ended;
-                    return Poll::Ready(Some(Err(status)));
-                }
-            }
-        }
-    }
-}
-
-/// What a stream starts from, until its session is open.
-struct Start {
-    inner: Arc<Inner>,
-    cluster: String,
-    credential: Credential,
-    inbound: Streaming<pb::SpokeMessage>,
-}
-
-/// Reads the Hello and opens the session: the session (boxed) and the snapshot to send
-/// first; `None` if the spoke closed the stream before its Hello.
-async fn open(start: Box<Start>) -> Result<Opened, Status> {
-    let Start {
-        inner,
-        cluster,
-        credential,
-        mut inbound,
-    } = *start;
-    let Some(hello) = read_hello(&inner, &mut inbound).await? else {
-        return Ok(None);
-    };
-    let mut s = Box::new(Session::open(inner, cluster, credential, inbound, hello).await?);
-    let first = s.initial()?;
-    Ok(Some((s, first)))
-}
-
-/// The stream's first message, which must be a Hello; `None` if the spoke
-/// closed the stream before sending anything.
-async fn read_hello(
-    inner: &Inner,
-    inbound: &mut Streaming<pb::SpokeMessage>,
-) -> Result<Option<pb::Hello>, Status> {
-    match tokio::time::timeout(inner.cfg.hello_timeout, inbound.message()).await {
-        Err(_) => Err(invalid(
-            "hello",
-            "the first message must be a Hello (none received in time)",
-        )),
-        Ok(Err(status)) => Err(status),
-        Ok(Ok(None)) => Ok(None),
-        Ok(Ok(Some(pb::SpokeMessage {
-            msg: Some(spoke_message::Msg::Hello(h)),
-        }))) => Ok(Some(h)),
-        Ok(Ok(Some(_))) => Err(invalid("hello", "the first message must be a Hello")),
-    }
 }
 
 fn hub_msg(msg: hub_message::Msg) -> pb::HubMessage {
@@ -331,7 +144,7 @@ pub(super) struct Session {
 impl Session {
     /// Checks the Hello against the token's cluster, subscribes to the
     /// cluster and records the connection.
-    async fn open(
+    pub(super) async fn open(
         inner: Arc<Inner>,
         cluster: String,
         credential: Credential,
@@ -417,7 +230,7 @@ impl Session {
     /// The snapshot to send right after the Hello: none if the spoke's
     /// revision is the current one and it holds this hub's `--local-gates`
     /// (or nothing was read yet).
-    fn initial(&mut self) -> Result<Option<pb::HubMessage>, Status> {
+    pub(super) fn initial(&mut self) -> Result<Option<pb::HubMessage>, Status> {
         let Some(rx) = self.subscription.rx.as_mut() else {
             return Ok(None);
         };
@@ -443,7 +256,7 @@ impl Session {
     /// waits on the drain itself: the replica wakes every stream waiting on its cluster
     /// when it drains (`super::SpokeApi::new`), and the drain is checked after the
     /// stream's waker is registered with its cluster, so that wake-up is never missed.
-    fn poll_step(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Step> {
+    pub(super) fn poll_step(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Step> {
         let Some(rx) = self.subscription.rx.as_mut() else {
             return Poll::Ready(Step::Stop("unsubscribed"));
         };
@@ -482,7 +295,7 @@ impl Session {
     /// Whether the credential must be re-checked in the database: the snapshot read
     /// carries the cluster's credential hash, so thousands of streams woken by one
     /// fleet-wide change do not each query the database.
-    fn hash_unknown(&self, desired: &Desired) -> bool {
+    pub(super) fn hash_unknown(&self, desired: &Desired) -> bool {
         match desired {
             Desired::Snapshot(s) => s.token_hash.is_none(),
             // A deleted cluster ends the stream anyway (`changed`); a token is re-checked.
@@ -492,7 +305,7 @@ impl Session {
 
     /// Ends the stream if the token no longer belongs to the cluster, or the cluster's
     /// registration changed since the JWT was verified.
-    async fn recheck_credential(&self) -> Result<(), Status> {
+    pub(super) async fn recheck_credential(&self) -> Result<(), Status> {
         let current = match &self.token {
             Some(token) => match self.inner.service.authenticate_spoke(token).await {
                 Ok(c) if c.name == self.cluster => return Ok(()),
@@ -540,7 +353,7 @@ impl Session {
 
     /// Something about the cluster changed: a rotated token, a changed registration
     /// or a deleted cluster ends the stream; new content is sent.
-    fn changed(&mut self, desired: Desired) -> Result<Option<pb::HubMessage>, Status> {
+    pub(super) fn changed(&mut self, desired: Desired) -> Result<Option<pb::HubMessage>, Status> {
         match desired {
             Desired::Snapshot(s) => {
                 self.check_hash(&s)?;
@@ -584,7 +397,7 @@ impl Session {
 
     /// A keepalive (it writes nothing: the replica's lease keeps the stream
     /// connected, see `crate::liveness`).
-    fn keepalive(&self) -> pb::HubMessage {
+    pub(super) fn keepalive(&self) -> pb::HubMessage {
         hub_msg(hub_message::Msg::Keepalive(pb::Keepalive {
             hub_time: Some(fleetgate_proto::time::to_timestamp(
                 self.inner.service.now(),
@@ -604,7 +417,7 @@ mod tests {
     /// 912 (debug) beside the boxed session.
     #[test]
     fn an_idle_stream_is_small() {
-        let stream = std::mem::size_of::<SpokeStream>();
+        let stream = std::mem::size_of::<super::super::stream::SpokeStream>();
         let session = std::mem::size_of::<Session>();
         eprintln!("spoke stream {stream} B, session {session} B");
         assert!(stream <= 24, "a spoke stream is {stream} bytes");
