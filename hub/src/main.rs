@@ -19,12 +19,13 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// The hub's own jemalloc options, read after the built-in ones of
 /// `.cargo/config.toml` (so these win) and before `_RJEM_MALLOC_CONF`, which
 /// still overrides them at run time: freed pages go back to the OS at once.
-/// With any decay time (1,000 ms built in, 100 ms measured too) the pages freed
-/// after 10,000 spokes connected (their sign-ins, first snapshot reads and
-/// connection writes) were still resident seconds later: 5.2 KiB per connected
-/// spoke, most of the hub's excess over a bare tonic server holding the same
-/// streams (32.6 against 27.4 KiB per spoke, floor 25.2; fleetgate-bench,
-/// docs/performance.md "Memory per connected spoke against its floor").
+/// With a decay time (1,000 ms built in; 100 ms kept them too) the pages freed
+/// after 10,000 spokes connected (sign-ins, first snapshot reads, connection
+/// writes) were still resident while the hub idled: ~5 KiB per connected spoke,
+/// most of its excess over a bare tonic server holding the same streams
+/// (fleetgate-bench, three pairs of runs: 31.0-31.6 -> 26.2 KiB per spoke
+/// against a floor of 24.8-24.9). The status ingest measured lower in the same
+/// runs (docs/performance.md, "Memory per connected spoke against its floor").
 /// The thread caches stay on: the fan-out to every stream allocates on each
 /// worker thread.
 #[allow(unsafe_code)] // a symbol name jemalloc reads; nothing else has it
