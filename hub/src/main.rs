@@ -24,8 +24,9 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// writes) were still resident while the hub idled: ~5 KiB per connected spoke,
 /// most of its excess over a bare tonic server holding the same streams
 /// (fleetgate-bench, three pairs of runs: 31.0-31.6 -> 26.2 KiB per spoke
-/// against a floor of 24.8-24.9; the status ingest within the runs' spread,
-/// docs/performance.md, "Memory per connected spoke against its floor").
+/// against a floor of 24.8-24.9; the status ingest ~7 % slower over four
+/// same-run pairs, docs/performance.md, "Memory per connected spoke against
+/// its floor").
 /// The thread caches stay on: the fan-out to every stream allocates on each
 /// worker thread.
 #[allow(unsafe_code)] // a symbol name jemalloc reads; nothing else has it
