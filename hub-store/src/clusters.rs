@@ -277,26 +277,28 @@ pub async fn named(
     Ok(rows.into_iter().map(|r| r.at(now)).collect())
 }
 
-/// Those of `names` that exist, with their token hashes, for snapshots: name,
-/// labels and the effective `desired_revision` only. The connection state
+/// Those of `names` that exist (`None`: every cluster), with their token hashes, for
+/// snapshots: name, labels and the effective `desired_revision` only. The connection state
 /// and the lease are not joined (left at "not connected"): a fleet-wide
 /// change re-reads every connected cluster in batches of 500, and those two
 /// joins were half of each batch's work in PostgreSQL.
 pub async fn for_snapshots(
     conn: &mut PgConnection,
-    names: &[String],
+    names: Option<&[String]>,
 ) -> Result<Vec<(Cluster, Vec<u8>)>> {
-    let found: Vec<WithHash<Cluster>> = sqlx::query_as(
+    let found: Vec<WithHash<Cluster>> = super::fetch_named(
+        conn,
         "select c.name, c.labels, c.created_at, null::timestamptz as last_seen_at, \
          null::text as spoke_version, false as connected, null::text as connected_replica, \
          null::bigint as clock_offset_ms, \
          greatest(c.desired_revision, f.all_revision) as desired_revision, \
          null::jsonb as identity, null::jsonb as snapshot_persistence, \
          null::jsonb as snapshot_over_budget, c.token_hash \
-         from clusters c cross join fleet_revision f where c.name = any($1) order by c.name",
+         from clusters c cross join fleet_revision f",
+        "where c.name = any($1)",
+        "order by c.name",
+        names,
     )
-    .bind(names)
-    .fetch_all(conn)
     .await?;
     Ok(found.into_iter().map(|w| (w.row, w.token_hash)).collect())
 }

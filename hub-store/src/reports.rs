@@ -384,6 +384,45 @@ pub async fn set_snapshot_over_budget(
     })
 }
 
+/// Clears the over-budget record of each of `clusters` that has one (their snapshots fit
+/// again), in one statement: what [`set_snapshot_over_budget`] with `None` does for one
+/// cluster. The first snapshot of every stream clears it, so a reconnect storm of 10,000
+/// spokes wrote 10,000 single-row statements in one flush; rows are locked in name order.
+/// Returns how many were cleared (each a transition).
+pub async fn clear_snapshot_over_budget_many(
+    conn: &mut PgConnection,
+    clusters: &[&str],
+) -> Result<u64> {
+    if clusters.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "with old as (select cluster from cluster_connections \
+           where cluster = any($1) and snapshot_over_budget is not null \
+           order by cluster for update) \
+         update cluster_connections k set snapshot_over_budget = null \
+         from old where k.cluster = old.cluster",
+    )
+    .bind(clusters)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Locks the `cluster_connections` rows of `clusters` in name order (the one order of every
+/// path locking several clusters), for a transaction that then writes them one by one in
+/// another order.
+pub async fn lock_connections(conn: &mut PgConnection, clusters: &[&str]) -> Result<()> {
+    sqlx::query(
+        "select 1 from cluster_connections where cluster = any($1) \
+         order by cluster for update",
+    )
+    .bind(clusters)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Records what `cluster`'s spoke last reported of its persisted snapshot (`None`: a spoke
 /// that predates it). Writes only when it changed; a transition is a change of its `state`
 /// (or of whether there is one). The old value is read under the row's lock.

@@ -468,3 +468,62 @@ async fn a_report_without_the_inventory_keeps_the_stored_one() {
     .await;
     assert_eq!(versions(&hub).await.0, before);
 }
+
+/// Cluster `name`'s `snapshotOverBudget` revision as REST shows it (`None`: not over).
+async fn over_budget_revision(hub: &Hub, name: &str) -> Option<u64> {
+    let r = hub.get(&format!("/api/v1/clusters/{name}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    r.body
+        .get("snapshotOverBudget")
+        .map(|o| o["revision"].as_u64().expect("a revision"))
+}
+
+/// The over-budget clears a flush writes (the first snapshot of every stream queues one: a
+/// reconnect storm, one per spoke) go in one statement, beside a cluster set over its budget
+/// in the same flush; each cluster ends as its last queued state says.
+#[tokio::test]
+async fn a_flush_clears_many_over_budget_records_beside_single_writes() {
+    use fleetgate_api_types::SnapshotOverBudget;
+    use fleetgate_hub::metrics::GrpcMetrics;
+    use fleetgate_hub::service::reports::Reports;
+
+    let hub = Hub::new().await;
+    for c in ["a", "b", "c", "d"] {
+        hub.register(c, json!({})).await;
+    }
+    let reports = Reports::new(
+        hub.service.clone(),
+        "test-replica".into(),
+        std::time::Duration::from_millis(10),
+        GrpcMetrics::default(),
+    );
+    let over = |revision| SnapshotOverBudget {
+        bytes: 2_000_000,
+        budget: 1_000_000,
+        revision,
+        since: Utc::now(),
+    };
+    for c in ["a", "b", "c"] {
+        reports.snapshot_over_budget(c, Some(over(1)));
+    }
+    reports.flush_all().await;
+    for c in ["a", "b", "c"] {
+        assert_eq!(over_budget_revision(&hub, c).await, Some(1), "{c}");
+    }
+
+    // a and b fit again, d (never over) is cleared too, c goes over at a newer revision.
+    for c in ["a", "b", "d"] {
+        reports.snapshot_over_budget(c, None);
+    }
+    reports.snapshot_over_budget("c", Some(over(2)));
+    reports.flush_all().await;
+    for c in ["a", "b", "d"] {
+        assert_eq!(over_budget_revision(&hub, c).await, None, "{c}");
+    }
+    assert_eq!(over_budget_revision(&hub, "c").await, Some(2));
+
+    // Only clears: one statement, nothing else.
+    reports.snapshot_over_budget("c", None);
+    reports.flush_all().await;
+    assert_eq!(over_budget_revision(&hub, "c").await, None);
+}

@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use super::desired::Desired;
+use crate::auth::hashes_equal;
+use crate::service::fleet::Snapshot;
 
 /// One cluster's published state and who waits on it.
 #[derive(Debug)]
@@ -76,6 +78,18 @@ impl Channel {
     fn publish(&self, new: Desired) -> bool {
         let mut state = self.lock();
         if !state.value.should_replace_with(&new) {
+            return false;
+        }
+        state.value = new;
+        state.version += 1;
+        state.wake();
+        true
+    }
+
+    /// Publishes `new` if nothing was published yet; returns whether it did.
+    fn publish_first(&self, new: Desired) -> bool {
+        let mut state = self.lock();
+        if !matches!(state.value, Desired::Pending) {
             return false;
         }
         state.value = new;
@@ -203,6 +217,36 @@ impl Drop for Receiver {
 #[derive(Debug, Default)]
 pub struct Index {
     clusters: HashMap<String, Arc<Channel>>,
+    /// Every cluster's state as read when the replica started ([`Index::warm`]).
+    warm: Warm,
+}
+
+/// Every cluster's snapshot and credential hash, read once when the replica starts
+/// (`Fanout::warm_up`), so the spokes of a reconnect storm are signed in and sent their
+/// first snapshot from memory instead of a query each batch. Kept in the index (under its
+/// lock) because a change notification must drop what it names here in the same step as it
+/// picks the connected clusters to re-read: a spoke either took its cluster's entry before
+/// (then it is connected, and re-read) or finds none after (then it is read from the
+/// database). An entry's snapshot goes to the cluster's first subscription.
+#[derive(Debug, Default)]
+struct Warm {
+    /// Cluster → its snapshot (until the first subscription takes it) and credential hash.
+    clusters: HashMap<String, WarmEntry>,
+    /// Credential hash → cluster.
+    by_hash: HashMap<Arc<[u8]>, String>,
+}
+
+/// A cluster's snapshot (until its first subscription takes it) and credential hash.
+type WarmEntry = (Option<Arc<Snapshot>>, Option<Arc<[u8]>>);
+
+impl Warm {
+    fn forget(&mut self, cluster: &str) {
+        if let Some((_, Some(hash))) = self.clusters.remove(cluster)
+            && self.by_hash.get(&hash).is_some_and(|c| c == cluster)
+        {
+            self.by_hash.remove(&hash);
+        }
+    }
 }
 
 impl Drop for Index {
@@ -296,6 +340,69 @@ impl Index {
     pub fn prune_all(&mut self) -> usize {
         self.clusters.retain(|_, c| c.receivers() > 0);
         self.clusters.len()
+    }
+
+    /// Keeps `snapshots` (every cluster's, read after the replica's change listener
+    /// listened) until [`Index::forget_warm`]: see [`Warm`].
+    pub fn warm(&mut self, snapshots: Vec<Arc<Snapshot>>) {
+        let mut warm = Warm::default();
+        for s in snapshots {
+            let (name, hash) = (s.cluster.clone(), s.token_hash.clone());
+            if let Some(hash) = &hash {
+                warm.by_hash.insert(hash.clone(), name.clone());
+            }
+            warm.clusters.insert(name, (Some(s), hash));
+        }
+        self.warm = warm;
+    }
+
+    /// Drops the warm entries of `clusters` (`None`: all of them): a change notification
+    /// named them, or notifications may have been lost.
+    pub fn forget_warm(&mut self, clusters: Option<&[String]>) {
+        match clusters {
+            None => self.warm = Warm::default(),
+            Some(names) => {
+                for name in names {
+                    self.warm.forget(name);
+                }
+            }
+        }
+    }
+
+    /// Warm snapshots no subscription took.
+    pub fn warm_left(&self) -> usize {
+        self.warm
+            .clusters
+            .values()
+            .filter(|(s, _)| s.is_some())
+            .count()
+    }
+
+    /// The cluster whose credential hash is `presented`, if the warm entries know it:
+    /// found by the hash, confirmed in constant time (as the database check).
+    pub fn warm_cluster_of(&self, presented: &[u8]) -> Option<String> {
+        self.warm
+            .by_hash
+            .get_key_value(presented)
+            .filter(|(stored, _)| hashes_equal(stored, presented))
+            .map(|(_, cluster)| cluster.clone())
+    }
+
+    /// [`Index::subscribe`], with the cluster's warm snapshot published if the
+    /// subscription is the cluster's first (nothing published yet): then the second
+    /// value is true and nothing needs to be read.
+    pub fn subscribe_warm(&mut self, cluster: &str) -> (Receiver, bool) {
+        let rx = self.subscribe(cluster);
+        let warm = self
+            .warm
+            .clusters
+            .get_mut(cluster)
+            .and_then(|(snapshot, _)| snapshot.take());
+        let published = match (warm, self.clusters.get(cluster)) {
+            (Some(s), Some(channel)) => channel.publish_first(Desired::Snapshot(s)),
+            _ => false,
+        };
+        (rx, published)
     }
 }
 

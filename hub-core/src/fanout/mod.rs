@@ -19,6 +19,7 @@ pub use self::desired::Desired;
 pub use self::index::Index;
 use crate::Result;
 use crate::db::revision::ChangeNotice;
+use crate::service::fleet::Snapshot;
 
 /// Clusters per batched snapshot read during a refresh; batches are published
 /// as they arrive, so streams already send while the next batch is read. At
@@ -56,6 +57,12 @@ pub trait SnapshotSource: Send + Sync + 'static {
             }
             Ok(out)
         })
+    }
+
+    /// Every cluster's snapshot, for [`Fanout::warm_up`]; none by default (a source
+    /// that cannot read the whole fleet at once warms nothing).
+    fn load_all(&self) -> BoxFuture<'_, Result<Vec<Arc<Snapshot>>>> {
+        Box::pin(async { Ok(Vec::new()) })
     }
 }
 
@@ -120,8 +127,15 @@ impl Fanout {
     /// notification finds the cluster connected and re-reads it. Subscriptions
     /// arriving together are read together (batched, see [`FirstReads`]); one
     /// whose batch failed is read alone, so its error is its own.
+    ///
+    /// A cluster's first subscription after [`Fanout::warm_up`] takes the cluster's
+    /// snapshot read then (still valid: no notification named the cluster since) and
+    /// reads nothing.
     pub async fn subscribe(&self, cluster: &str) -> Result<index::Receiver> {
-        let rx = self.index().subscribe(cluster);
+        let (rx, warm) = self.index().subscribe_warm(cluster);
+        if warm {
+            return Ok(rx);
+        }
         let (tx, read) = oneshot::channel();
         let start_loader = {
             let mut q = lock(&self.first_reads);
@@ -184,6 +198,34 @@ impl Fanout {
         }
     }
 
+    /// Reads every cluster's snapshot (one fleet read) and keeps it, with the cluster's
+    /// credential hash, until a change notification names the cluster or [`Fanout::cool`]
+    /// (see `index::Warm`): a replica that starts into a reconnect storm then signs the
+    /// spokes in ([`Fanout::warm_cluster_of`]) and sends their first snapshots from
+    /// memory. Only once the replica's change listener listens (and by the task that
+    /// applies its notifications, so none is applied before these are kept). Returns how
+    /// many clusters were read.
+    pub async fn warm_up(&self) -> Result<usize> {
+        let all = self.source.load_all().await?;
+        let n = all.len();
+        self.index().warm(all);
+        Ok(n)
+    }
+
+    /// Drops what [`Fanout::warm_up`] kept; returns how many snapshots no spoke took.
+    pub fn cool(&self) -> usize {
+        let mut index = self.index();
+        let left = index.warm_left();
+        index.forget_warm(None);
+        left
+    }
+
+    /// The cluster whose spoke token hashes to `presented`, if [`Fanout::warm_up`] read it
+    /// and no change notification named the cluster since; `None`: ask the database.
+    pub fn warm_cluster_of(&self, presented: &[u8]) -> Option<String> {
+        self.index().warm_cluster_of(presented)
+    }
+
     /// Whether `cluster` has connections on this replica, and how many.
     pub fn subscribers(&self, cluster: &str) -> usize {
         self.index().subscribers(cluster)
@@ -210,7 +252,9 @@ impl Fanout {
     /// clusters whose read failed, to retry.
     pub async fn apply(&self, notice: &ChangeNotice) -> Vec<String> {
         let targets = {
-            let index = self.index();
+            let mut index = self.index();
+            // In the same step as the connected clusters are picked: see `index::Warm`.
+            index.forget_warm(notice.clusters.as_deref());
             match &notice.clusters {
                 None => index.connected(),
                 Some(names) => names
@@ -229,8 +273,14 @@ impl Fanout {
 
     /// Re-reads every connected cluster (after the listener reconnected, when
     /// notifications may have been lost). Returns the clusters that failed.
+    /// Drops every warm entry (the notifications that would have dropped some may be
+    /// the lost ones).
     pub async fn resync(&self) -> Vec<String> {
-        let targets = self.index().connected();
+        let targets = {
+            let mut index = self.index();
+            index.forget_warm(None);
+            index.connected()
+        };
         let failed = self.refresh(targets).await;
         self.changes.send_modify(|n| *n += 1);
         failed
@@ -331,6 +381,20 @@ mod tests {
                     ))),
                     None => Desired::Gone,
                 })
+            })
+        }
+
+        /// Each cluster's credential hash is its name's bytes.
+        fn load_all(&self) -> BoxFuture<'_, Result<Vec<Arc<Snapshot>>>> {
+            Box::pin(async move {
+                let state = self.state.lock().unwrap();
+                Ok(state
+                    .iter()
+                    .map(|(c, (rev, gates))| {
+                        let s = Snapshot::new(*rev, c.clone(), gates.clone(), vec![]);
+                        Arc::new(s.with_token_hash(c.as_bytes().to_vec()))
+                    })
+                    .collect())
             })
         }
 
@@ -477,6 +541,63 @@ mod tests {
         let mut sizes = src.inner.batches();
         sizes.sort();
         assert_eq!(sizes, vec![1, READ_BATCH]);
+    }
+
+    #[tokio::test]
+    async fn a_warm_start_signs_in_and_subscribes_until_a_notice_names_the_cluster() {
+        let src = Arc::new(MemSource::default());
+        for c in ["a", "b", "c"] {
+            src.set(c, 1, &[("g", 1)]);
+        }
+        let fanout = Fanout::new(src.clone());
+        assert_eq!(fanout.warm_up().await.unwrap(), 3);
+        assert_eq!(fanout.warm_cluster_of(b"a").as_deref(), Some("a"));
+        assert_eq!(fanout.warm_cluster_of(b"nope"), None);
+
+        // From memory: nothing read.
+        let mut a = fanout.subscribe("a").await.unwrap();
+        assert_eq!(a.borrow_and_update().revision(), 1);
+        assert!(src.reads().is_empty());
+        // A second stream of the cluster reads it (the warm snapshot went to the first).
+        let _a2 = fanout.subscribe("a").await.unwrap();
+        assert_eq!(src.reads(), vec!["a".to_string()]);
+
+        // A notice naming a cluster (a rotated token, a deletion, a change) drops its
+        // entry: its token is asked of the database and its state read.
+        src.set("b", 2, &[("g", 2)]);
+        fanout.apply(&notice(2, Some(&["b"]))).await;
+        assert_eq!(fanout.warm_cluster_of(b"b"), None);
+        assert_eq!(fanout.warm_cluster_of(b"c").as_deref(), Some("c"));
+        let b = fanout.subscribe("b").await.unwrap();
+        assert_eq!(b.borrow().revision(), 2);
+        assert_eq!(src.reads(), vec!["b".to_string()]);
+        // A connected cluster's entry goes too (its stream is re-read and re-checked).
+        fanout.apply(&notice(3, Some(&["a"]))).await;
+        assert_eq!(fanout.warm_cluster_of(b"a"), None);
+        assert_eq!(fanout.cool(), 1, "c's snapshot was not taken");
+        assert_eq!(fanout.warm_cluster_of(b"c"), None);
+    }
+
+    #[tokio::test]
+    async fn a_fleet_wide_notice_or_a_resync_ends_the_warm_start() {
+        let src = Arc::new(MemSource::default());
+        src.set("a", 1, &[]);
+        let fanout = Fanout::new(src.clone());
+        fanout.warm_up().await.unwrap();
+        fanout.apply(&notice(2, None)).await;
+        assert_eq!(fanout.warm_cluster_of(b"a"), None);
+        let _a = fanout.subscribe("a").await.unwrap();
+        assert_eq!(src.reads(), vec!["a".to_string()]);
+
+        let src = Arc::new(MemSource::default());
+        src.set("a", 1, &[]);
+        let fanout = Fanout::new(src.clone());
+        fanout.warm_up().await.unwrap();
+        // The listener reconnected: notifications may have been lost.
+        fanout.resync().await;
+        assert_eq!(fanout.warm_cluster_of(b"a"), None);
+        let _a = fanout.subscribe("a").await.unwrap();
+        assert_eq!(src.reads(), vec!["a".to_string()]);
     }
 
     #[tokio::test]

@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use super::{Desired, SnapshotSource};
 use crate::Result;
 use crate::service::Service;
+use crate::service::fleet::Snapshot;
 
 impl SnapshotSource for Service {
     fn load<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, Result<Desired>> {
@@ -34,6 +35,17 @@ impl SnapshotSource for Service {
             Ok(clusters
                 .iter()
                 .map(|c| (c.clone(), found.remove(c).unwrap_or(Desired::Gone)))
+                .collect())
+        })
+    }
+
+    fn load_all(&self) -> BoxFuture<'_, Result<Vec<Arc<Snapshot>>>> {
+        Box::pin(async move {
+            Ok(self
+                .all_snapshots()
+                .await?
+                .into_iter()
+                .map(Arc::new)
                 .collect())
         })
     }

@@ -98,3 +98,97 @@ async fn rotated_token_and_deleted_cluster_end_the_stream() {
     assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
     grpc.stop().await;
 }
+
+/// The replica's warm start (every cluster's token hash and snapshot read once after its
+/// listener listens) signs spokes in from memory, and a rotation or deletion still takes
+/// effect: its change notification drops the cluster's entry, so the old token is then
+/// asked of the database and refused, and a stream signed in from the entry before the
+/// notification is re-checked by it and ends.
+#[tokio::test]
+async fn a_warm_start_keeps_revocation_immediate() {
+    use fleetgate_hub::auth::hash_token;
+
+    let hub = Hub::new().await;
+    let t1 = hub.register("c1", json!({})).await;
+    let t2 = hub.register("c2", json!({})).await;
+    let t3 = hub.register("c3", json!({})).await;
+    let served = grpc_support::served::Served::of(hub.service.clone()).await;
+    let fanout = served.replica.fanout.clone();
+    let warm = |token: &str| fanout.warm_cluster_of(&hash_token(token));
+    within("the warm start", async {
+        while warm(&t3).is_none() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(warm(&t1).as_deref(), Some("c1"));
+    assert_eq!(warm(&t2).as_deref(), Some("c2"));
+    assert_eq!(warm("fgs_not-a-real-token"), None);
+    let channel = || served.grpc.channel.clone();
+
+    // c1's token naming c3: denied as ever, nothing of c3 sent.
+    let mut s = TestSpoke::connect(channel(), &t1, "c3", 0).await.unwrap();
+    let err = s.next().await.unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+
+    // Signed in from the warm entry, then rotated: the notification ends the stream.
+    let mut s1 = TestSpoke::connect(channel(), &t1, "c1", 0).await.unwrap();
+    assert_eq!(s1.snapshot().await.cluster, "c1");
+    let rotated = hub
+        .service
+        .rotate_cluster_token(&root(), "c1", Some("leaked"))
+        .await
+        .unwrap();
+    let err = s1.error().await;
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    assert_eq!(warm(&t1), None);
+    let err = TestSpoke::connect(channel(), &t1, "c1", 0)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    let mut fresh = TestSpoke::connect(channel(), &rotated.token, "c1", 0)
+        .await
+        .unwrap();
+    assert_eq!(fresh.snapshot().await.cluster, "c1");
+
+    // Rotated while its spoke is away: once the notification is in, the old token is refused.
+    let rotated2 = hub
+        .service
+        .rotate_cluster_token(&root(), "c2", None)
+        .await
+        .unwrap();
+    within("the notification naming c2", async {
+        while warm(&t2).is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let err = TestSpoke::connect(channel(), &t2, "c2", 0)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    let mut s2 = TestSpoke::connect(channel(), &rotated2.token, "c2", 0)
+        .await
+        .unwrap();
+    assert_eq!(s2.snapshot().await.cluster, "c2");
+
+    // Deleted while its spoke is away: refused.
+    hub.service
+        .delete_cluster(&root(), "c3", None)
+        .await
+        .unwrap();
+    within("the notification naming c3", async {
+        while warm(&t3).is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let err = TestSpoke::connect(channel(), &t3, "c3", 0)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    served.stop().await;
+}

@@ -25,6 +25,7 @@ use inner::Inner;
 
 use super::auth::bearer;
 use super::convert::to_status;
+use crate::auth::hash_token;
 use crate::identity::token::looks_like_jwt;
 use crate::replica::Replica;
 use crate::service::clusters::spoke_auth::SpokeAuth;
@@ -124,13 +125,19 @@ impl pb::spoke_service_server::SpokeService for SpokeApi {
             };
             (cluster, credential)
         } else {
-            let cluster = self
-                .inner
-                .auth
-                .authenticate(&token)
-                .await
-                .map_err(to_status)?
-                .name;
+            // A replica's warm start knows every cluster's token hash until a change
+            // notification names the cluster (`Fanout::warm_up`).
+            let cluster = match self.inner.fanout.warm_cluster_of(&hash_token(&token)) {
+                Some(cluster) => cluster,
+                None => {
+                    self.inner
+                        .auth
+                        .authenticate(&token)
+                        .await
+                        .map_err(to_status)?
+                        .name
+                }
+            };
             (cluster, session::Credential::Token(token))
         };
         let inbound = req.into_inner();

@@ -32,6 +32,8 @@ pub enum Scope<'a> {
     /// connection state (snapshots: the fan-out reads connected clusters in
     /// batches; `db::clusters::for_snapshots`).
     Clusters(&'a [String]),
+    /// Every cluster, as [`Scope::Clusters`] reads them (the fan-out's warm start).
+    AllClusters,
     /// One cluster with every object its spoke reported; 404 if unknown.
     Cluster(&'a str),
 }
@@ -123,12 +125,13 @@ impl FleetInputs {
     ) -> Result<Self> {
         let revision = revision::current(tx).await?;
         let mut names: Option<Vec<String>> = match scope {
-            Scope::Fleet | Scope::Within(_) => None,
+            Scope::Fleet | Scope::Within(_) | Scope::AllClusters => None,
             Scope::Clusters(names) => Some(names.to_vec()),
             Scope::Cluster(name) => Some(vec![name.to_string()]),
         };
         let rows = match scope {
-            Scope::Clusters(names) => clusters::for_snapshots(tx, names).await?,
+            Scope::Clusters(names) => clusters::for_snapshots(tx, Some(names)).await?,
+            Scope::AllClusters => clusters::for_snapshots(tx, None).await?,
             Scope::Within(scopes) => clusters::with_token_hash_within(tx, scopes, now).await?,
             Scope::Fleet | Scope::Cluster(_) => {
                 clusters::with_token_hash(tx, names.as_deref(), now).await?
@@ -192,7 +195,7 @@ impl FleetInputs {
                     .collect(),
                 ..read_fleet_reported(tx, names.as_deref()).await?
             },
-            Scope::Clusters(_) => Reported::default(),
+            Scope::Clusters(_) | Scope::AllClusters => Reported::default(),
             Scope::Cluster(name) => Reported {
                 objects: db::status::for_cluster(tx, name).await?,
                 held_object_list: held_objects::for_cluster(tx, name).await?,
@@ -236,7 +239,7 @@ impl FleetInputs {
         };
         let rollouts = match scope {
             Scope::Fleet | Scope::Within(_) => db::rollouts::summaries(tx).await?,
-            Scope::Clusters(_) | Scope::Cluster(_) => Vec::new(),
+            Scope::Clusters(_) | Scope::AllClusters | Scope::Cluster(_) => Vec::new(),
         };
         let freezes = db::freezes::live(tx, now).await?;
         let mut inputs = Self {

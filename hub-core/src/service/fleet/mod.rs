@@ -199,6 +199,12 @@ impl Service {
         snapshot::snapshots(&inputs)
     }
 
+    /// Every cluster's snapshot, in one read (the fan-out's warm start).
+    pub async fn all_snapshots(&self) -> Result<Vec<Snapshot>> {
+        let inputs = self.read_fleet(Scope::AllClusters).await?;
+        snapshot::snapshots(&inputs)
+    }
+
     /// `cluster`'s snapshot (a batch of one); 404 if unknown.
     pub async fn cluster_snapshot(&self, cluster: &str) -> Result<Snapshot> {
         let names = [cluster.to_string()];

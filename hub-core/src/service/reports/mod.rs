@@ -263,12 +263,31 @@ impl Reports {
         // Name order, the one order of every path locking several clusters.
         let mut sorted: Vec<(&String, &SnapshotState)> = states.iter().collect();
         sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let (service, sorted) = (&self.service, &sorted);
+        // Clearing the over-budget record is what the first snapshot of every stream
+        // queues (a reconnect storm: one per spoke): those go in one statement.
+        let clears: Vec<&str> = sorted
+            .iter()
+            .filter(|(_, s)| matches!(s.over_budget, Some(None)))
+            .map(|(c, _)| c.as_str())
+            .collect();
+        let singles: Vec<(&String, &SnapshotState)> = sorted
+            .iter()
+            .filter(|(_, s)| s.persistence.is_some() || matches!(s.over_budget, Some(Some(_))))
+            .copied()
+            .collect();
+        let all: Vec<&str> = sorted.iter().map(|(c, _)| c.as_str()).collect();
+        let (service, clears, singles, all) = (&self.service, &clears, &singles, &all);
         let res = retry::transaction("snapshot states", move || async move {
             let mut tx = service.begin().await?;
-            let mut transition = false;
-            for (cluster, state) in sorted {
-                if let Some(over) = &state.over_budget {
+            if !clears.is_empty() && !singles.is_empty() {
+                // The batch and the single writes would lock rows in two passes: all
+                // of them first, in name order.
+                reports::lock_connections(&mut tx, all).await?;
+            }
+            let mut transition =
+                reports::clear_snapshot_over_budget_many(&mut tx, clears).await? > 0;
+            for (cluster, state) in singles {
+                if let Some(over) = state.over_budget.as_ref().filter(|o| o.is_some()) {
                     let w =
                         reports::set_snapshot_over_budget(&mut tx, cluster, over.as_ref()).await?;
                     transition |= w.transition;
