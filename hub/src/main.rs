@@ -1,7 +1,6 @@
 //! `fleetgate-hub`: thin entry point — parse configuration, set up logging,
 //! turn SIGTERM/SIGINT into a cancellation, run the command.
-// Denied, not forbidden: the one exception is `MALLOC_CONF`'s exported symbol.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use clap::Parser;
 use fleetgate_hub::config::{Cli, Command};
@@ -15,23 +14,6 @@ use tracing_subscriber::EnvFilter;
 /// (mimalloc was as fast but used ~40% more memory per connection).
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-/// The hub's own jemalloc options, read after the built-in ones of
-/// `.cargo/config.toml` (so these win) and before `_RJEM_MALLOC_CONF`, which
-/// still overrides them at run time: freed pages go back to the OS at once.
-/// With a decay time (1,000 ms built in; 100 ms kept them too) the pages freed
-/// after 10,000 spokes connected (sign-ins, first snapshot reads, connection
-/// writes) were still resident while the hub idled: ~5 KiB per connected spoke,
-/// most of its excess over a bare tonic server holding the same streams
-/// (fleetgate-bench, three pairs of runs: 31.0-31.6 -> 26.2 KiB per spoke
-/// against a floor of 24.8-24.9; the status ingest ~7 % slower over four
-/// same-run pairs, docs/performance.md, "Memory per connected spoke against
-/// its floor").
-/// The thread caches stay on: the fan-out to every stream allocates on each
-/// worker thread.
-#[allow(unsafe_code)] // a symbol name jemalloc reads; nothing else has it
-#[unsafe(export_name = "_rjem_malloc_conf")]
-pub static MALLOC_CONF: &[u8; 34] = b"dirty_decay_ms:0,muzzy_decay_ms:0\0";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
