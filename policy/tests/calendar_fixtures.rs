@@ -7,6 +7,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use fleetgate_policy::{
     Calendars, EventMatch, FeedOccurrences, GateState, Occurrence, expand_ics, parse_gate,
+    read_calendar,
 };
 
 fn fixture(name: &str) -> String {
@@ -229,6 +230,61 @@ fn folded_lines_and_line_numbers_in_errors() {
 
     let not_ics = expand_ics("hello", Tz::UTC, None, from, to).unwrap_err();
     assert_eq!(not_ics.line, 1);
+}
+
+/// RFC 5545 3.3.5, the windows' DST rule: a single event's local time in the spring-forward gap
+/// moves later by the gap's length, one in the fall-back overlap means the earlier instant —
+/// floating or with a TZID, DTSTART and DTEND alike. calcard alone refuses such times.
+#[test]
+fn single_events_inside_a_dst_change_are_read_with_the_dst_rule() {
+    let text = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\n\
+        BEGIN:VEVENT\r\nUID:a\r\nSUMMARY:overlap floating\r\nDTSTART:20261025T023000\r\nDURATION:PT1H\r\nEND:VEVENT\r\n\
+        BEGIN:VEVENT\r\nUID:b\r\nSUMMARY:gap with zone\r\nDTSTART;TZID=Europe/Berlin:20260329T021500\r\nDTEND;TZID=Europe/Berlin:20260329T043000\r\nEND:VEVENT\r\n\
+        BEGIN:VEVENT\r\nUID:c\r\nSUMMARY:end in the gap\r\nDTSTART;TZID=America/New_York:20260308T010000\r\nDTEND;TZID=America/New_York:20260308T023000\r\nEND:VEVENT\r\n\
+        END:VCALENDAR\r\n";
+    let (from, to) = year_2026_27();
+    for read in [
+        expand_ics(text, Tz::Europe__Berlin, None, from, to).unwrap(),
+        read_calendar(text.as_bytes(), Tz::Europe__Berlin, None, from, to).unwrap(),
+    ] {
+        assert!(read.rejected.is_empty(), "{:?}", read.rejected);
+        assert_eq!(
+            spans(&read.occurrences),
+            vec![
+                // 01:00 EST; 02:30 does not exist in New York that night: 03:30 EDT.
+                row("2026-03-08 06:00", "2026-03-08 07:30", "end in the gap"),
+                // 02:15 does not exist in Berlin: 03:15 CEST; 04:30 CEST.
+                row("2026-03-29 01:15", "2026-03-29 02:30", "gap with zone"),
+                // 02:30 happens twice: the first, CEST.
+                row("2026-10-25 00:30", "2026-10-25 01:30", "overlap floating"),
+            ]
+        );
+    }
+}
+
+/// A recurring event counts its instances from DTSTART in its zone; a start that is not one
+/// instant is refused with its line, the time and the zone — the feed as a whole by the
+/// fail-closed reading.
+#[test]
+fn a_recurring_event_starting_inside_a_dst_change_is_refused_by_line() {
+    let text = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\n\
+        BEGIN:VEVENT\r\nUID:a\r\nSUMMARY:nightly\r\nDTSTART;TZID=Europe/Berlin:20261025T023000\r\nDURATION:PT1H\r\nRRULE:FREQ=DAILY;COUNT=3\r\nEND:VEVENT\r\n\
+        BEGIN:VEVENT\r\nUID:b\r\nSUMMARY:fine\r\nDTSTART:20261201T080000Z\r\nDURATION:PT1H\r\nEND:VEVENT\r\n\
+        END:VCALENDAR\r\n";
+    let (from, to) = year_2026_27();
+    let e = expand_ics(text, Tz::UTC, None, from, to).unwrap();
+    assert_eq!(
+        spans(&e.occurrences),
+        vec![row("2026-12-01 08:00", "2026-12-01 09:00", "fine")]
+    );
+    assert_eq!(e.rejected.len(), 1, "{:?}", e.rejected);
+    let why = e.rejected[0].to_string();
+    assert!(
+        why.starts_with("line 6, DTSTART: 2026-10-25T02:30:00 is not one instant in Europe/Berlin"),
+        "{why}"
+    );
+    let refused = read_calendar(text.as_bytes(), Tz::UTC, None, from, to).unwrap_err();
+    assert!(refused.to_string().contains("Europe/Berlin"), "{refused}");
 }
 
 const GATE: &str = r#"

@@ -193,6 +193,19 @@ pub(crate) fn expand_bounded(
             skip.insert(i);
         }
     }
+    for &i in &events {
+        if skip.contains(&i) {
+            continue;
+        }
+        if let Err(why) = pin_dst_times(&mut ical.components[i].entries, &resolver, tz) {
+            rejected.push(issue(
+                line_of(i, "DTSTART"),
+                "DTSTART",
+                &format!("{why}; event {}", event_name(&components[i])),
+            ));
+            skip.insert(i);
+        }
+    }
     for &i in &skip {
         if let Some(c) = ical.components.get_mut(i) {
             c.entries.clear();
@@ -426,6 +439,83 @@ fn bound_rules(ical: &mut ICalendar, zones: &[Option<Tz>], until: DateTime<Utc>)
             }
         }
     }
+}
+
+/// calcard refuses a DTSTART or DTEND whose wall time is not one instant in its zone (it falls
+/// into a DST change). Of a single event (no RRULE, no RDATE) such a time is pinned here to the
+/// instant the windows' DST rule gives (RFC 5545 3.3.5: a time in a gap moves later by the gap's
+/// length, a time in an overlap means the earlier instant), written as UTC; the other end is
+/// pinned with it, so it keeps its own zone. A recurring event's instances are wall times in its
+/// zone counted from DTSTART, which cannot be moved without moving them: it is refused, naming
+/// the time and the zone.
+fn pin_dst_times(
+    entries: &mut [calcard::icalendar::ICalendarEntry],
+    resolver: &calcard::icalendar::timezone::TzResolver<String>,
+    window: Tz,
+) -> Result<(), String> {
+    use calcard::icalendar::ICalendarParameterName;
+    // The zone a local DATE-TIME value of `entry` is read in, and the value; None for DATE
+    // values, UTC or offset times, and zones without DST (fixed offsets).
+    let local = |entry: &calcard::icalendar::ICalendarEntry, inherited: Option<&str>| {
+        let Some(ICalendarValue::PartialDateTime(dt)) = entry.values.first() else {
+            return None;
+        };
+        if !dt.has_date_and_time() || dt.tz_hour.is_some() {
+            return None;
+        }
+        let zone = match resolver.resolve_or_default(entry.tz_id().or(inherited)) {
+            calcard::common::timezone::Tz::Tz(z) => z,
+            calcard::common::timezone::Tz::Floating => window,
+            calcard::common::timezone::Tz::Fixed(_) => return None,
+        };
+        let wall = dt.to_date_time()?.date_time;
+        Some((zone, wall))
+    };
+    let single = |(zone, wall): (Tz, chrono::NaiveDateTime)| {
+        matches!(
+            chrono::TimeZone::offset_from_local_datetime(&zone, &wall),
+            chrono::LocalResult::Single(_)
+        )
+    };
+    let position = |name: ICalendarProperty| entries.iter().position(|e| e.name == name);
+    let (Some(start_at), end_at) = (
+        position(ICalendarProperty::Dtstart),
+        position(ICalendarProperty::Dtend),
+    ) else {
+        return Ok(());
+    };
+    let start_zone = entries[start_at].tz_id().map(str::to_owned);
+    let start = local(&entries[start_at], None);
+    let end = end_at.and_then(|i| local(&entries[i], start_zone.as_deref()));
+    if start.is_none_or(single) && end.is_none_or(single) {
+        return Ok(());
+    }
+    let recurring = entries
+        .iter()
+        .any(|e| matches!(e.name, ICalendarProperty::Rrule | ICalendarProperty::Rdate));
+    if recurring {
+        let (zone, wall) = start.filter(|s| !single(*s)).or(end).unwrap_or_default();
+        return Err(format!(
+            "{} is not one instant in {zone} (it falls into a DST change); a recurring event must start and end at wall times that occur once",
+            wall.format("%Y-%m-%dT%H:%M:%S")
+        ));
+    }
+    for (at, value) in [(Some(start_at), start), (end_at, end)] {
+        let (Some(at), Some((zone, wall))) = (at, value) else {
+            continue;
+        };
+        let pinned = resolve_local(zone, wall).naive_utc();
+        let entry = &mut entries[at];
+        entry
+            .params
+            .retain(|p| p.name != ICalendarParameterName::Tzid);
+        entry.values[0] = ICalendarValue::PartialDateTime(Box::new(PartialDateTime {
+            tz_hour: Some(0),
+            tz_minute: Some(0),
+            ..floating(pinned)
+        }));
+    }
+    Ok(())
 }
 
 /// A floating calcard date-time.
