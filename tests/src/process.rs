@@ -7,12 +7,30 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
+/// A free TCP port on 127.0.0.1 for a child process to listen on. It is picked below the
+/// kernel's ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`, 32768-60999 by
+/// default): a port from that range, bound and released here, can be handed to any outgoing
+/// connection (a spoke's, PostgreSQL's) before the child binds it, and the child then fails
+/// to start. Below it only listeners compete; each test process walks the ports from its own
+/// start (by pid) and never hands out one port twice.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("binding a free port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000u32, ephemeral.clamp(10_001, 65_535));
+    let span = high - low;
+    let start = std::process::id().wrapping_mul(2_654_435_761) % span;
+    for _ in 0..span {
+        let port = low + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = u16::try_from(port).expect("a port");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {low}..{high}")
 }
 
 /// Binaries this test process already built (or found fresh): cargo runs at

@@ -149,6 +149,7 @@ impl Fleet {
 
     /// Starts (or restarts) hub replica `h` and waits until it is ready.
     pub async fn start_hub(&mut self, h: usize) {
+        let logs = self.logs();
         let hub = &mut self.hubs[h];
         let child = ChildGuard(
             hub_serve(&self.db.url, hub.http, hub.grpc, ADMIN)
@@ -156,8 +157,8 @@ impl Fleet {
                 .env("FLEETGATE_REPORT_FLUSH_MS", "50")
                 .env("FLEETGATE_REPLICA_ID", &hub.id)
                 .env("RUST_LOG", log_level())
-                .stdout(log_file(&format!("{}-hub-{}", self.tag, hub.id)))
-                .stderr(log_file(&format!("{}-hub-{}", self.tag, hub.id)))
+                .stdout(log_file(&logs, &format!("{}-hub-{}", self.tag, hub.id)))
+                .stderr(log_file(&logs, &format!("{}-hub-{}", self.tag, hub.id)))
                 .spawn()
                 .expect("starting fleetgate-hub"),
         );
@@ -178,6 +179,7 @@ impl Fleet {
 
     /// Starts the spoke of cluster `i`, connected to hub replica `h`.
     pub fn start_spoke(&mut self, i: usize, h: usize) {
+        let logs = self.logs();
         let c = &self.clusters[i];
         let spoke = spoke_connect(
             &c.name,
@@ -189,8 +191,8 @@ impl Fleet {
         .args(["--report-debounce", "100ms", "--reconnect-max", "1s"])
         .args(["--heartbeat-interval", "2s"])
         .env("RUST_LOG", log_level())
-        .stdout(log_file(&format!("{}-spoke-{i}", self.tag)))
-        .stderr(log_file(&format!("{}-spoke-{i}", self.tag)))
+        .stdout(log_file(&logs, &format!("{}-spoke-{i}", self.tag)))
+        .stderr(log_file(&logs, &format!("{}-spoke-{i}", self.tag)))
         .spawn()
         .expect("starting fleetgate-spoke");
         self.spokes[i] = Some(ChildGuard(spoke));
@@ -467,17 +469,52 @@ async fn create_app(client: &Client) {
     .await;
 }
 
-/// With `FLEETGATE_E2E_LOG_DIR` set, each process logs (info) to a file there
-/// (appended across restarts); otherwise its logs are dropped.
-fn log_file(name: &str) -> Stdio {
-    match std::env::var_os("FLEETGATE_E2E_LOG_DIR") {
-        Some(dir) => std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(std::path::Path::new(&dir).join(format!("{name}.log")))
-            .map(Stdio::from)
-            .unwrap_or_else(|_| Stdio::null()),
-        None => Stdio::null(),
+/// Each process logs to a file `name.log` in `dir` (appended across restarts).
+fn log_file(dir: &std::path::Path, name: &str) -> Stdio {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{name}.log")))
+        .map(Stdio::from)
+        .unwrap_or_else(|_| Stdio::null())
+}
+
+impl Fleet {
+    /// Where the processes log: `FLEETGATE_E2E_LOG_DIR` (kept, at info), else the fleet's
+    /// temporary directory (at warn; its tail is printed when the test fails).
+    fn logs(&self) -> std::path::PathBuf {
+        let dir = std::env::var_os("FLEETGATE_E2E_LOG_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| self._dir.path().join("logs"));
+        let _ = std::fs::create_dir_all(&dir);
+        dir
+    }
+}
+
+impl Drop for Fleet {
+    /// A failing test shows what its processes warned about: the last lines of each log.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(self.logs()) else {
+            return;
+        };
+        let mut files: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for path in files {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let lines: Vec<&str> = text.lines().collect();
+            if lines.is_empty() || !path.to_string_lossy().contains(&self.tag) {
+                continue;
+            }
+            eprintln!("--- last lines of {}:", path.display());
+            for line in &lines[lines.len().saturating_sub(20)..] {
+                eprintln!("{line}");
+            }
+        }
     }
 }
 
