@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use super::desired::Desired;
-use crate::auth::hashes_equal;
+use super::warm::Warm;
 use crate::service::fleet::Snapshot;
 
 /// One cluster's published state and who waits on it.
@@ -221,34 +221,6 @@ pub struct Index {
     warm: Warm,
 }
 
-/// Every cluster's snapshot and credential hash, read once when the replica starts
-/// (`Fanout::warm_up`), so the spokes of a reconnect storm are signed in and sent their
-/// first snapshot from memory instead of a query each batch. Kept in the index (under its
-/// lock) because a change notification must drop what it names here in the same step as it
-/// picks the connected clusters to re-read: a spoke either took its cluster's entry before
-/// (then it is connected, and re-read) or finds none after (then it is read from the
-/// database). An entry's snapshot goes to the cluster's first subscription.
-#[derive(Debug, Default)]
-struct Warm {
-    /// Cluster → its snapshot (until the first subscription takes it) and credential hash.
-    clusters: HashMap<String, WarmEntry>,
-    /// Credential hash → cluster.
-    by_hash: HashMap<Arc<[u8]>, String>,
-}
-
-/// A cluster's snapshot (until its first subscription takes it) and credential hash.
-type WarmEntry = (Option<Arc<Snapshot>>, Option<Arc<[u8]>>);
-
-impl Warm {
-    fn forget(&mut self, cluster: &str) {
-        if let Some((_, Some(hash))) = self.clusters.remove(cluster)
-            && self.by_hash.get(&hash).is_some_and(|c| c == cluster)
-        {
-            self.by_hash.remove(&hash);
-        }
-    }
-}
-
 impl Drop for Index {
     fn drop(&mut self) {
         for channel in self.clusters.values() {
@@ -345,15 +317,7 @@ impl Index {
     /// Keeps `snapshots` (every cluster's, read after the replica's change listener
     /// listened) until [`Index::forget_warm`]: see [`Warm`].
     pub fn warm(&mut self, snapshots: Vec<Arc<Snapshot>>) {
-        let mut warm = Warm::default();
-        for s in snapshots {
-            let (name, hash) = (s.cluster.clone(), s.token_hash.clone());
-            if let Some(hash) = &hash {
-                warm.by_hash.insert(hash.clone(), name.clone());
-            }
-            warm.clusters.insert(name, (Some(s), hash));
-        }
-        self.warm = warm;
+        self.warm = Warm::new(snapshots);
     }
 
     /// Drops the warm entries of `clusters` (`None`: all of them): a change notification
@@ -361,31 +325,19 @@ impl Index {
     pub fn forget_warm(&mut self, clusters: Option<&[String]>) {
         match clusters {
             None => self.warm = Warm::default(),
-            Some(names) => {
-                for name in names {
-                    self.warm.forget(name);
-                }
-            }
+            Some(names) => names.iter().for_each(|name| self.warm.forget(name)),
         }
     }
 
     /// Warm snapshots no subscription took.
     pub fn warm_left(&self) -> usize {
-        self.warm
-            .clusters
-            .values()
-            .filter(|(s, _)| s.is_some())
-            .count()
+        self.warm.snapshots_left()
     }
 
     /// The cluster whose credential hash is `presented`, if the warm entries know it:
     /// found by the hash, confirmed in constant time (as the database check).
     pub fn warm_cluster_of(&self, presented: &[u8]) -> Option<String> {
-        self.warm
-            .by_hash
-            .get_key_value(presented)
-            .filter(|(stored, _)| hashes_equal(stored, presented))
-            .map(|(_, cluster)| cluster.clone())
+        self.warm.cluster_of(presented)
     }
 
     /// [`Index::subscribe`], with the cluster's warm snapshot published if the
@@ -393,12 +345,7 @@ impl Index {
     /// value is true and nothing needs to be read.
     pub fn subscribe_warm(&mut self, cluster: &str) -> (Receiver, bool) {
         let rx = self.subscribe(cluster);
-        let warm = self
-            .warm
-            .clusters
-            .get_mut(cluster)
-            .and_then(|(snapshot, _)| snapshot.take());
-        let published = match (warm, self.clusters.get(cluster)) {
+        let published = match (self.warm.take_snapshot(cluster), self.clusters.get(cluster)) {
             (Some(s), Some(channel)) => channel.publish_first(Desired::Snapshot(s)),
             _ => false,
         };
