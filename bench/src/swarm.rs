@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use fleetgate_proto::SpokeServiceClient;
 use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
-use fleetgate_spoke::hub::reconnect::{Outcome, Reconnect};
+use fleetgate_spoke::hub::reconnect::{self, Outcome, Reconnect};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -52,13 +52,17 @@ pub enum Event {
     },
     /// Spoke `i`'s attempt failed (no message arrived on it), and why.
     Failed { i: usize, why: Failure },
+    /// Spoke `i`'s stream ended (closed by the hub or broken).
+    Ended { i: usize },
 }
 
 /// Why an attempt failed: what tells the reconnect schedule's share of a storm from
 /// the server's (refused while it was down, or turned away or dropped once up).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
-    /// The TCP or HTTP/2 connect failed (refused: nothing listening; timed out).
+    /// The connect was refused: nothing listening.
+    Refused,
+    /// The TCP or HTTP/2 connect failed otherwise (timed out).
     Connect,
     /// The server answered the stream with this error status.
     Status(tonic::Code),
@@ -72,6 +76,7 @@ impl Failure {
     /// One word, for the report and the swarm process's output.
     pub fn label(self) -> String {
         match self {
+            Failure::Refused => "refused".into(),
             Failure::Connect => "connect".into(),
             Failure::Status(code) => format!("status-{code:?}"),
             Failure::EndedEmpty => "ended-empty".into(),
@@ -445,7 +450,7 @@ impl SimSpoke {
                 outcome = self.session(addr, permit) => outcome,
             };
             self.connect_gate = None;
-            attempt = if outcome == Outcome::Failed {
+            attempt = if matches!(outcome, Outcome::Failed | Outcome::Refused) {
                 attempt + 1
             } else {
                 0
@@ -487,9 +492,18 @@ impl SimSpoke {
             .connect_timeout(Duration::from_secs(10))
             .http2_keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(20));
-        let Ok(channel) = endpoint.connect().await else {
-            self.failed(Failure::Connect);
-            return Outcome::Failed;
+        let channel = match endpoint.connect().await {
+            Ok(channel) => channel,
+            // Nothing listening: the schedule tells it from other failures (the real
+            // spoke's quick tries after an end).
+            Err(e) if reconnect::refused(&e) => {
+                self.failed(Failure::Refused);
+                return Outcome::Refused;
+            }
+            Err(_) => {
+                self.failed(Failure::Connect);
+                return Outcome::Failed;
+            }
         };
         self.slot
             .connected_us
@@ -581,6 +595,9 @@ impl SimSpoke {
             }
             // The stream ended (a cancel drops this future before it gets here).
             self.slot.ends.fetch_add(1, Ordering::AcqRel);
+            if let Some(events) = &self.events {
+                let _ = events.send(Event::Ended { i: self.index });
+            }
             if !got {
                 self.failed(if ended {
                     Failure::EndedEmpty
