@@ -35,37 +35,19 @@ pub async fn run(
     credential: &str,
 ) -> Result<(StormResult, HubProcess)> {
     let before = Before::take(swarm)?;
-    let ends: Vec<u64> = swarm
-        .slots
-        .iter()
-        .map(|s| s.ends.load(Ordering::Acquire))
-        .collect();
     let t0 = Instant::now();
-    // The gate changes while the hub is down: once every spoke's stream has ended (the
-    // old hub's listener closed at the signal, so none can get the change from it),
-    // overlapping the old hub's exit, as an operator's change would.
-    let stop = async {
-        hub.stop().await?;
-        Ok::<_, Error>(t0.elapsed())
-    };
-    let change = async {
-        wait_ended(swarm, &ends).await?;
-        let ended = t0.elapsed();
-        let change =
-            fleet::close_by_service(service, "reconnect storm: changed while the hub is down")
-                .await?;
-        // The snapshot revision (a fleet-wide change moves it without stamping rows).
-        let (target,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "select min({}) from clusters c cross join fleet_revision f where c.name like $1 || '%'",
-            fleetgate_hub::db::revision::EFFECTIVE_REVISION
-        )))
-        .bind(prefix)
-        .fetch_one(pool)
-        .await?;
-        Ok::<_, Error>((ended, change, target))
-    };
-    let (hub_stop, changed) = tokio::join!(stop, change);
-    let (hub_stop, (streams_ended, change, target)) = (hub_stop?, changed?);
+    hub.stop().await?;
+    let hub_stop = t0.elapsed();
+    let change =
+        fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
+    // The snapshot revision (a fleet-wide change moves it without stamping rows).
+    let (target,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select min({}) from clusters c cross join fleet_revision f where c.name like $1 || '%'",
+        fleetgate_hub::db::revision::EFFECTIVE_REVISION
+    )))
+    .bind(prefix)
+    .fetch_one(pool)
+    .await?;
     let drain_phases = phases(&spec.log, "drain");
     let spawned = t0.elapsed();
     let hub = spec.start().await?;
@@ -87,7 +69,6 @@ pub async fn run(
             credential: credential.into(),
             hub_down_seconds: hub_down.as_secs_f64(),
             hub_stop_seconds: hub_stop.as_secs_f64(),
-            streams_ended_seconds: streams_ended.as_secs_f64(),
             hub_start_seconds: (hub_down - spawned).as_secs_f64(),
             startup_phases,
             drain_phases,
@@ -96,26 +77,6 @@ pub async fn run(
         },
         hub,
     ))
-}
-
-/// Waits (≤ 30 s) until every spoke of `swarm` has seen its stream end since `ends`
-/// (each spoke's count of ended streams before).
-async fn wait_ended(swarm: &Swarm, ends: &[u64]) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while swarm
-        .slots
-        .iter()
-        .zip(ends)
-        .any(|(s, &before)| s.ends.load(Ordering::Acquire) <= before)
-    {
-        if Instant::now() > deadline {
-            return Err(Error::Timeout(
-                "spoke streams still open after SIGTERM".into(),
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    Ok(())
 }
 
 /// What a restart's figures count from, taken right before it (and each spoke's most
@@ -157,6 +118,15 @@ async fn resynced(
     let resync: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(t0, us)).collect();
     let ready = t0 + down;
     let after_ready: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(ready, us)).collect();
+    // Every spoke's stream ended: the latest end the spokes saw, as the restart's.
+    let t0_us = swarm.micros(t0);
+    let streams_ended = swarm
+        .slots
+        .iter()
+        .map(|s| s.ended_us.load(Ordering::Acquire))
+        .filter(|&us| us >= t0_us)
+        .max()
+        .map_or(Duration::ZERO, |us| swarm.since(t0, us));
     let mut attempts = BTreeMap::new();
     for s in swarm.slots.iter() {
         *attempts
@@ -172,6 +142,7 @@ async fn resynced(
         attempts,
         failures,
         machine_busy_seconds: machine_busy.as_secs_f64(),
+        streams_ended_seconds: streams_ended.as_secs_f64(),
         ..StormResult::default()
     })
 }
@@ -215,23 +186,9 @@ pub async fn floor(
     let next_file = workdir.join("snapshot-next.pb");
     std::fs::write(&next_file, next.encode_to_vec())?;
     let before = Before::take(&swarm)?;
-    let ends: Vec<u64> = swarm
-        .slots
-        .iter()
-        .map(|s| s.ends.load(Ordering::Acquire))
-        .collect();
     let t0 = Instant::now();
-    let (stopped, ended) = tokio::join!(
-        async {
-            server.stop().await?;
-            Ok::<_, Error>(t0.elapsed())
-        },
-        async {
-            wait_ended(&swarm, &ends).await?;
-            Ok::<_, Error>(t0.elapsed())
-        }
-    );
-    let (stop, streams_ended) = (stopped?, ended?);
+    server.stop().await?;
+    let stop = t0.elapsed();
     let server = FloorProcess::start_on(bench, &next_file, addr).await?;
     let down = t0.elapsed();
     let result = resynced(&swarm, &before, t0, down, next.revision).await;
@@ -242,7 +199,6 @@ pub async fn floor(
         credential: "no credential (bare server)".into(),
         hub_down_seconds: down.as_secs_f64(),
         hub_stop_seconds: stop.as_secs_f64(),
-        streams_ended_seconds: streams_ended.as_secs_f64(),
         hub_start_seconds: (down - stop).as_secs_f64(),
         server_cpu_seconds: server_cpu.as_secs_f64(),
         ..result?

@@ -65,7 +65,7 @@ fn line(ev: Event) -> String {
         Event::Accepted { i, at } => format!("h {i} {}\n", unix_us(at)),
         Event::Snapshot { i, revision, at } => format!("s {i} {revision} {}\n", unix_us(at)),
         Event::Failed { i, why } => format!("f {i} {}\n", why.label()),
-        Event::Ended { i } => format!("e {i}\n"),
+        Event::Ended { i, at } => format!("e {i} {}\n", unix_us(at)),
     }
 }
 
@@ -180,9 +180,10 @@ fn apply(line: &str, slots: &[Arc<Slot>], total: &AtomicU64, failures: &Failures
                 s.accepted_us.store(since(at), Ordering::Release);
             }
         }
-        (Some("e"), Some(i), None, None) => {
+        (Some("e"), Some(i), Some(at), None) => {
             if let Some(s) = slots.get(i as usize) {
                 s.ends.fetch_add(1, Ordering::AcqRel);
+                s.ended_us.store(since(at), Ordering::Release);
             }
         }
         (Some("s"), Some(i), Some(revision), Some(at)) => {
@@ -229,7 +230,7 @@ mod tests {
                 i: 1,
                 why: Failure::Connect,
             },
-            Event::Ended { i: 1 },
+            Event::Ended { i: 1, at: t(300) },
             Event::Failed {
                 i: 0,
                 why: Failure::Status(tonic::Code::Unavailable),
@@ -261,6 +262,7 @@ mod tests {
         assert_eq!(s.accepted_us.load(Ordering::Acquire), 200);
         assert_eq!(total.load(Ordering::Acquire), 1);
         assert_eq!(s.ends.load(Ordering::Acquire), 1);
+        assert_eq!(s.ended_us.load(Ordering::Acquire), 300);
         assert_eq!(slots[0].ends.load(Ordering::Acquire), 0);
         assert_eq!(slots[0].snapshots.load(Ordering::Acquire), 0);
     }
