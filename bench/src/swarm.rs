@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use fleetgate_proto::SpokeServiceClient;
 use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
-use fleetgate_spoke::hub::reconnect::{self, Outcome, Reconnect};
+use fleetgate_spoke::hub::reconnect::{Outcome, Reconnect};
 use futures::StreamExt as _;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -456,7 +456,7 @@ impl SimSpoke {
                 outcome = self.session(addr, permit) => outcome,
             };
             self.connect_gate = None;
-            attempt = if matches!(outcome, Outcome::Failed | Outcome::Refused) {
+            attempt = if outcome == Outcome::Failed {
                 attempt + 1
             } else {
                 0
@@ -502,11 +502,10 @@ impl SimSpoke {
         // teardown, since 10,000 of them share the cores with the servers measured.
         let tcp = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
             Ok(Ok(tcp)) => tcp,
-            // Nothing listening: the schedule tells it from other failures (the real
-            // spoke's quick tries after an end).
-            Ok(Err(e)) if reconnect::refused(&e) => {
+            // Nothing listening (counted apart from timeouts; a failure to the schedule).
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 self.failed(Failure::Refused);
-                return Outcome::Refused;
+                return Outcome::Failed;
             }
             Ok(Err(_)) | Err(_) => {
                 self.failed(Failure::Connect);

@@ -125,8 +125,7 @@ pub struct Config {
 
     /// Reconnect delay after the hub connection fails: uniform in [min/2, min],
     /// doubling with each failure in a row up to --reconnect-max. After the hub
-    /// ended the stream on purpose (drain, stream age): [0, min/2], then, while
-    /// connects are refused, tries every min/4 to min for 4·min (see
+    /// ended the stream on purpose (drain, stream age): [0, min/2] (see
     /// `reconnect`; keep `reconnect::DEFAULT_MIN` equal to this default).
     #[arg(long, env = "FLEETGATE_RECONNECT_MIN", default_value = "500ms", value_parser = parse_duration)]
     pub reconnect_min: Duration,

@@ -28,7 +28,7 @@ use crate::{
     context::{Context, SnapshotSource},
     error::{Error, Result},
     hub::credential,
-    hub::reconnect::{self, Outcome, Reconnect},
+    hub::reconnect::{Outcome, Reconnect},
     hub::report::{InventorySent, Report},
     hub::snapshot::Snapshot,
 };
@@ -74,13 +74,6 @@ pub async fn run(ctx: Arc<Context>, target: HubTarget, shutdown: CancellationTok
         let mut seen = Seen::default();
         let result = session(&ctx, &target, &shutdown, &mut seen).await;
         ctx.metrics.hub_connected.set(0);
-        // Nothing listening (a restarting hub): the schedule tries again soon after an end.
-        let outcome = match &result {
-            Err(Error::HubTransport(e)) if !seen.received && reconnect::refused(e) => {
-                Outcome::Refused
-            }
-            _ => seen.outcome(),
-        };
         match result {
             Ok(End::Shutdown) => break,
             Ok(End::Renew) => {
@@ -95,7 +88,7 @@ pub async fn run(ctx: Arc<Context>, target: HubTarget, shutdown: CancellationTok
                 tracing::warn!(error = %e, "hub connection lost; enforcing the held snapshot meanwhile");
             }
         }
-        let delay = schedule.after(outcome);
+        let delay = schedule.after(seen.outcome());
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = tokio::time::sleep(delay) => {}
