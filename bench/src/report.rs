@@ -82,6 +82,8 @@ pub struct StormResult {
     pub hub_down_seconds: f64,
     /// Of that, SIGTERM → old hub exited (graceful drain).
     pub hub_stop_seconds: f64,
+    /// SIGTERM → every spoke had seen its stream end (the spokes' side of the stop).
+    pub streams_ended_seconds: f64,
     /// Per spoke: restart began → it held the new snapshot.
     pub resync: Percentiles,
     /// Per spoke: new hub ready → it held the new snapshot (0 if before).
@@ -279,10 +281,11 @@ impl Report {
                     f.spokes
                 ),
                 format!(
-                    "{:.2} s (down {:.2} s of which stop {:.2} s; after ready: p50 {} ms, p99 {} ms, all {:.2} s; attempts → spokes {}; failed attempts {}); phases p50 / p99 / max: ready → dialled {}; accept {}; headers {}; snapshot {}",
+                    "{:.2} s (down {:.2} s of which stop {:.2} s, every spoke's stream ended at {:.3} s; after ready: p50 {} ms, p99 {} ms, all {:.2} s; attempts → spokes {}; failed attempts {}); phases p50 / p99 / max: ready → dialled {}; accept {}; headers {}; snapshot {}",
                     f.resync.max_ms / 1e3,
                     f.hub_down_seconds,
                     f.hub_stop_seconds,
+                    f.streams_ended_seconds,
                     fmt_ms(f.resync_after_ready.p50_ms),
                     fmt_ms(f.resync_after_ready.p99_ms),
                     f.resync_after_ready.max_ms / 1e3,
@@ -377,8 +380,9 @@ impl Report {
                     s.credential
                 ),
                 format!(
-                    "{:.3} s (in the hub: {})",
+                    "{:.3} s (every spoke's stream ended at {:.3} s, as the spokes saw it; in the hub: {})",
                     s.hub_stop_seconds,
+                    s.streams_ended_seconds,
                     listed(&s.drain_phases, "no drain log")
                 ),
                 "",

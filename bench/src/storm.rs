@@ -38,7 +38,6 @@ pub async fn run(
     let t0 = Instant::now();
     hub.stop().await?;
     let hub_stop = t0.elapsed();
-    let drain_phases = phases(&spec.log, "drain");
     let change =
         fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
     // The snapshot revision (a fleet-wide change moves it without stamping rows).
@@ -49,6 +48,7 @@ pub async fn run(
     .bind(prefix)
     .fetch_one(pool)
     .await?;
+    let drain_phases = phases(&spec.log, "drain");
     let spawned = t0.elapsed();
     let hub = spec.start().await?;
     let hub_down = t0.elapsed();
@@ -118,6 +118,15 @@ async fn resynced(
     let resync: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(t0, us)).collect();
     let ready = t0 + down;
     let after_ready: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(ready, us)).collect();
+    // Every spoke's stream ended: the latest end the spokes saw, as the restart's.
+    let t0_us = swarm.micros(t0);
+    let streams_ended = swarm
+        .slots
+        .iter()
+        .map(|s| s.ended_us.load(Ordering::Acquire))
+        .filter(|&us| us >= t0_us)
+        .max()
+        .map_or(Duration::ZERO, |us| swarm.since(t0, us));
     let mut attempts = BTreeMap::new();
     for s in swarm.slots.iter() {
         *attempts
@@ -133,6 +142,7 @@ async fn resynced(
         attempts,
         failures,
         machine_busy_seconds: machine_busy.as_secs_f64(),
+        streams_ended_seconds: streams_ended.as_secs_f64(),
         ..StormResult::default()
     })
 }

@@ -17,6 +17,7 @@ use fleetgate_proto::SpokeServiceClient;
 use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
 use fleetgate_spoke::hub::reconnect::{Outcome, Reconnect};
 use futures::StreamExt as _;
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -52,13 +53,17 @@ pub enum Event {
     },
     /// Spoke `i`'s attempt failed (no message arrived on it), and why.
     Failed { i: usize, why: Failure },
+    /// Spoke `i`'s stream ended (closed by the hub or broken) at `at`.
+    Ended { i: usize, at: std::time::SystemTime },
 }
 
 /// Why an attempt failed: what tells the reconnect schedule's share of a storm from
 /// the server's (refused while it was down, or turned away or dropped once up).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
-    /// The TCP or HTTP/2 connect failed (refused: nothing listening; timed out).
+    /// The connect was refused: nothing listening.
+    Refused,
+    /// The TCP or HTTP/2 connect failed otherwise (timed out).
     Connect,
     /// The server answered the stream with this error status.
     Status(tonic::Code),
@@ -72,6 +77,7 @@ impl Failure {
     /// One word, for the report and the swarm process's output.
     pub fn label(self) -> String {
         match self {
+            Failure::Refused => "refused".into(),
             Failure::Connect => "connect".into(),
             Failure::Status(code) => format!("status-{code:?}"),
             Failure::EndedEmpty => "ended-empty".into(),
@@ -125,6 +131,8 @@ pub struct Slot {
     pub sessions: AtomicU64,
     /// Streams that ended while the swarm was running (dropped or closed by the hub).
     pub ends: AtomicU64,
+    /// When the latest of them ended, µs since the swarm's epoch.
+    pub ended_us: AtomicU64,
     /// Sender into the current stream (reports).
     outbound: Mutex<Option<mpsc::Sender<pb::SpokeMessage>>>,
 }
@@ -401,6 +409,9 @@ impl Default for Swarm {
     }
 }
 
+/// How long a simulated spoke's connect may take (TCP, then HTTP/2).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// One simulated spoke's connection loop.
 struct SimSpoke {
     /// Position in the swarm (and the first address it dials).
@@ -483,11 +494,34 @@ impl SimSpoke {
             return Outcome::Failed;
         };
         let endpoint = endpoint
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(10))
+            .connect_timeout(CONNECT_TIMEOUT)
             .http2_keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(20));
-        let Ok(channel) = endpoint.connect().await else {
+        // The TCP connect on its own, then HTTP/2 on that socket: a refused connect (nothing
+        // listening) costs the simulated spoke a socket, not a tonic channel's setup and
+        // teardown, since 10,000 of them share the cores with the servers measured.
+        let tcp = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+            Ok(Ok(tcp)) => tcp,
+            // Nothing listening (counted apart from timeouts; a failure to the schedule).
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                self.failed(Failure::Refused);
+                return Outcome::Failed;
+            }
+            Ok(Err(_)) | Err(_) => {
+                self.failed(Failure::Connect);
+                return Outcome::Failed;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let tcp = Arc::new(Mutex::new(Some(tcp)));
+        let connector = tower::service_fn(move |_: tonic::transport::Uri| {
+            let tcp = tcp.lock().unwrap_or_else(|e| e.into_inner()).take();
+            async move {
+                tcp.map(hyper_util::rt::TokioIo::new)
+                    .ok_or_else(|| std::io::Error::other("the connection is gone"))
+            }
+        });
+        let Ok(channel) = endpoint.connect_with_connector(connector).await else {
             self.failed(Failure::Connect);
             return Outcome::Failed;
         };
@@ -581,6 +615,13 @@ impl SimSpoke {
             }
             // The stream ended (a cancel drops this future before it gets here).
             self.slot.ends.fetch_add(1, Ordering::AcqRel);
+            self.slot.ended_us.store(self.now_us(), Ordering::Release);
+            if let Some(events) = &self.events {
+                let _ = events.send(Event::Ended {
+                    i: self.index,
+                    at: std::time::SystemTime::now(),
+                });
+            }
             if !got {
                 self.failed(if ended {
                     Failure::EndedEmpty

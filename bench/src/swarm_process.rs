@@ -65,6 +65,7 @@ fn line(ev: Event) -> String {
         Event::Accepted { i, at } => format!("h {i} {}\n", unix_us(at)),
         Event::Snapshot { i, revision, at } => format!("s {i} {revision} {}\n", unix_us(at)),
         Event::Failed { i, why } => format!("f {i} {}\n", why.label()),
+        Event::Ended { i, at } => format!("e {i} {}\n", unix_us(at)),
     }
 }
 
@@ -179,6 +180,12 @@ fn apply(line: &str, slots: &[Arc<Slot>], total: &AtomicU64, failures: &Failures
                 s.accepted_us.store(since(at), Ordering::Release);
             }
         }
+        (Some("e"), Some(i), Some(at), None) => {
+            if let Some(s) = slots.get(i as usize) {
+                s.ends.fetch_add(1, Ordering::AcqRel);
+                s.ended_us.store(since(at), Ordering::Release);
+            }
+        }
         (Some("s"), Some(i), Some(revision), Some(at)) => {
             if let Some(s) = slots.get(i as usize) {
                 s.snapshot(revision, since(at), total);
@@ -223,13 +230,14 @@ mod tests {
                 i: 1,
                 why: Failure::Connect,
             },
+            Event::Ended { i: 1, at: t(300) },
             Event::Failed {
                 i: 0,
                 why: Failure::Status(tonic::Code::Unavailable),
             },
             Event::Failed {
                 i: 0,
-                why: Failure::Connect,
+                why: Failure::Refused,
             },
         ] {
             apply(line(ev).trim_end(), &slots, &total, &failures, epoch);
@@ -238,7 +246,8 @@ mod tests {
         assert_eq!(
             *failures.lock().unwrap(),
             [
-                ("connect".to_string(), 2),
+                ("connect".to_string(), 1),
+                ("refused".to_string(), 1),
                 ("status-Unavailable".to_string(), 1)
             ]
             .into()
@@ -252,6 +261,9 @@ mod tests {
         assert_eq!(s.connected_us.load(Ordering::Acquire), 120);
         assert_eq!(s.accepted_us.load(Ordering::Acquire), 200);
         assert_eq!(total.load(Ordering::Acquire), 1);
+        assert_eq!(s.ends.load(Ordering::Acquire), 1);
+        assert_eq!(s.ended_us.load(Ordering::Acquire), 300);
+        assert_eq!(slots[0].ends.load(Ordering::Acquire), 0);
         assert_eq!(slots[0].snapshots.load(Ordering::Acquire), 0);
     }
 }
