@@ -10,6 +10,7 @@
 //! adapters' provider client and token verification under one path.
 #![forbid(unsafe_code)]
 
+pub mod allocator;
 pub mod config;
 pub mod identity;
 pub mod serve;

@@ -33,6 +33,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(c) => {
             let shutdown = CancellationToken::new();
             tokio::spawn(cancel_on_signal(shutdown.clone()));
+            fleetgate_hub::serve::enable_allocator_purge();
             let drained = fleetgate_hub::serve_drained(c, shutdown).await?;
             // Drained: reports flushed, connection state cleared, lease ended. Exit now
             // instead of freeing the replica's state and every connection's task one by

@@ -92,6 +92,21 @@ pub async fn serve_drained(config: ServeConfig, shutdown: CancellationToken) -> 
     let http = bind(config.http_addr, config.listen_backlog)?;
     let grpc = bind(config.grpc_addr, config.listen_backlog)?;
     startup::phase("bound");
+    if purge_enabled() {
+        let bursts = prometheus_client::metrics::counter::Counter::default();
+        replica.metrics.register(|r| {
+            r.register(
+                "allocator_connect_bursts",
+                "Bursts of spoke connections during which the allocator returned freed pages at once",
+                bursts.clone(),
+            )
+        });
+        tokio::spawn(crate::allocator::eager_during_bursts(
+            replica.grpc_metrics.spokes_connected.clone(),
+            bursts,
+            shutdown.clone(),
+        ));
+    }
     tokio::spawn({
         let shutdown = shutdown.clone();
         async move {
@@ -104,6 +119,19 @@ pub async fn serve_drained(config: ServeConfig, shutdown: CancellationToken) -> 
         .await;
     drain::phase("done");
     result.map(|()| Drained(replica))
+}
+
+static PURGE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes [`serve`] return the allocator's freed pages at once during each burst
+/// of spoke connections ([`crate::allocator`]): for the `fleetgate-hub` binary, whose
+/// global allocator is jemalloc.
+pub fn enable_allocator_purge() {
+    PURGE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn purge_enabled() -> bool {
+    PURGE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Binds a listener on `addr` with a listen backlog of `backlog` (and
