@@ -1,19 +1,23 @@
 //! The batcher's flush: every pending connection change and snapshot state,
-//! then the pending reports, taken all at once and split into batches of at
-//! most [`MAX_BATCH`] reports, [`WRITERS`] batches written at once, each in a
-//! transaction of its own (`db::report_batch`: one statement per step for the
-//! whole batch). The batches of one take hold distinct clusters (one report
-//! per cluster is pending), and the next take waits for every batch of this
-//! one: a cluster's newer report is never written beside, or before, its
+//! then the pending reports in batches of at most [`MAX_BATCH`] reports,
+//! [`WRITERS`] batches written at once, each in a transaction of its own
+//! (`db::report_batch`: one statement per step for the whole batch). A flush
+//! plans as many batches as the reports pending at its start need
+//! ([`batches`]), and each writer takes its batch when it starts one, an even
+//! share of what is pending then: reports that arrived while the first
+//! batches were written go with the flush's later batches instead of waiting
+//! for another flush. A report whose cluster has a batch being written stays
+//! pending: a cluster's newer report is never written beside, or before, its
 //! older one. A batch the database refuses as a whole is written again report
 //! by report in savepoints, so one refused report does not fail the others;
 //! a batch that fails otherwise goes back to the queue (unless newer reports
-//! of its clusters arrived) and the flush ends.
+//! of its clusters arrived) and the flush ends after the batches being
+//! written.
 
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use futures::StreamExt as _;
 
 use super::{Reports, keep_inventory, lock};
 use crate::Result;
@@ -36,6 +40,41 @@ fn batches(n: usize) -> usize {
     n.div_ceil(MAX_BATCH).next_multiple_of(WRITERS).min(n)
 }
 
+/// A flush's batches not yet started and the clusters of those being written.
+#[derive(Debug, Default)]
+struct Plan {
+    left: usize,
+    in_flight: HashSet<String>,
+}
+
+/// The next batch of `plan` from `pending`: an even share of the pending
+/// reports over the batches left (at most [`MAX_BATCH`]), none of a cluster in
+/// flight; their clusters are in flight from now on. Empty when no batch is
+/// left or nothing can be taken.
+fn take(pending: &mut HashMap<String, ClusterReport>, plan: &mut Plan) -> Vec<ClusterReport> {
+    if plan.left == 0 {
+        return Vec::new();
+    }
+    let free: Vec<&String> = pending
+        .keys()
+        .filter(|c| !plan.in_flight.contains(*c))
+        .collect();
+    if free.is_empty() {
+        return Vec::new();
+    }
+    let size = free.len().div_ceil(plan.left).min(MAX_BATCH);
+    let names: Vec<String> = free.into_iter().take(size).cloned().collect();
+    plan.left -= 1;
+    let mut batch = Vec::with_capacity(names.len());
+    for name in names {
+        if let Some(report) = pending.remove(&name) {
+            batch.push(report);
+        }
+        plan.in_flight.insert(name);
+    }
+    batch
+}
+
 impl Reports {
     /// Writes every pending connection change and report now.
     pub async fn flush_all(&self) {
@@ -43,48 +82,34 @@ impl Reports {
         *lock(&self.first_queued) = None;
         self.flush_connections().await;
         self.flush_snapshot_states().await;
-        loop {
-            let batches = self.take_batches();
-            if batches.is_empty() {
-                return;
-            }
-            let failed = AtomicBool::new(false);
-            futures::stream::iter(batches)
-                .for_each_concurrent(WRITERS, |batch| {
-                    let failed = &failed;
-                    async move {
-                        if !self.flush_batch(batch).await {
-                            failed.store(true, Ordering::Relaxed);
-                        }
-                    }
-                })
-                .await;
-            if failed.load(Ordering::Relaxed) {
-                // The next flush retries (spokes also re-send as heartbeat).
-                return;
-            }
-        }
+        let plan = Mutex::new(Plan {
+            left: batches(lock(&self.pending).len()),
+            in_flight: HashSet::new(),
+        });
+        let failed = AtomicBool::new(false);
+        futures::future::join_all((0..WRITERS).map(|_| self.writer(&plan, &failed))).await;
     }
 
-    /// Every pending report, taken now and split into [`batches`].
-    fn take_batches(&self) -> Vec<Vec<ClusterReport>> {
-        let all: Vec<ClusterReport> = {
-            let mut pending = lock(&self.pending);
-            pending.drain().map(|(_, r)| r).collect()
-        };
-        let count = batches(all.len());
-        if count == 0 {
-            return Vec::new();
-        }
-        let size = all.len().div_ceil(count);
-        let mut out = Vec::with_capacity(count);
-        let mut all = all.into_iter();
-        loop {
-            let batch: Vec<ClusterReport> = all.by_ref().take(size).collect();
+    /// Writes batches of `plan` one after the other until none is left, or
+    /// one failed (`failed`, then the next flush retries; spokes also re-send
+    /// as heartbeat).
+    async fn writer(&self, plan: &Mutex<Plan>, failed: &AtomicBool) {
+        while !failed.load(Ordering::Relaxed) {
+            let batch = {
+                let mut pending = lock(&self.pending);
+                take(&mut pending, &mut lock(plan))
+            };
             if batch.is_empty() {
-                return out;
+                return;
             }
-            out.push(batch);
+            let names: Vec<String> = batch.iter().map(|r| r.cluster.clone()).collect();
+            if !self.flush_batch(batch).await {
+                failed.store(true, Ordering::Relaxed);
+            }
+            let mut plan = lock(plan);
+            for name in &names {
+                plan.in_flight.remove(name);
+            }
         }
     }
 
@@ -190,7 +215,109 @@ async fn after_write(
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_BATCH, WRITERS, batches};
+    use std::collections::HashMap;
+
+    use super::{ClusterReport, MAX_BATCH, Plan, WRITERS, batches, take};
+
+    fn pending(names: impl IntoIterator<Item = String>) -> HashMap<String, ClusterReport> {
+        names
+            .into_iter()
+            .map(|cluster| {
+                let report = ClusterReport {
+                    cluster: cluster.clone(),
+                    objects: vec![],
+                    held_objects: vec![],
+                    local_gates: vec![],
+                    problems: vec![],
+                    inventory: None,
+                    revision: 1,
+                    clock_offset_ms: 0,
+                    received_at: chrono::DateTime::UNIX_EPOCH,
+                };
+                (cluster, report)
+            })
+            .collect()
+    }
+
+    fn names(batch: &[ClusterReport]) -> Vec<&str> {
+        batch.iter().map(|r| r.cluster.as_str()).collect()
+    }
+
+    #[test]
+    fn later_batches_of_a_flush_take_the_reports_that_arrived_meanwhile() {
+        let mut queue = pending((0..1000).map(|i| format!("c{i:04}")));
+        let mut plan = Plan {
+            left: batches(queue.len()),
+            ..Plan::default()
+        };
+        assert_eq!(plan.left, 4);
+        let first = take(&mut queue, &mut plan);
+        let second = take(&mut queue, &mut plan);
+        assert_eq!((first.len(), second.len()), (250, 250));
+        // 12 reports arrive while the first two batches are written: the two
+        // batches left share them with the 500 planned.
+        queue.extend(pending((0..12).map(|i| format!("late{i}"))));
+        for r in first.iter().chain(&second) {
+            plan.in_flight.remove(&r.cluster);
+        }
+        let third = take(&mut queue, &mut plan);
+        let fourth = take(&mut queue, &mut plan);
+        assert_eq!((third.len(), fourth.len()), (256, 256));
+        assert!(queue.is_empty());
+        // The plan's batches are taken: what arrives now waits for the next flush.
+        queue.extend(pending(["later".to_string()]));
+        assert!(take(&mut queue, &mut plan).is_empty());
+        assert_eq!(queue.len(), 1);
+    }
+
+    #[test]
+    fn a_cluster_with_a_batch_in_flight_keeps_its_newer_report_pending() {
+        let mut queue = pending(["a", "b", "c", "d"].map(String::from));
+        let mut plan = Plan {
+            left: 2,
+            ..Plan::default()
+        };
+        let first: Vec<String> = names(&take(&mut queue, &mut plan))
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(first.len(), 2);
+        // Newer reports of the clusters being written, and one of another.
+        let mut newer = first.clone();
+        newer.push("e".into());
+        queue.extend(pending(newer));
+        let second = take(&mut queue, &mut plan);
+        let mut second = names(&second);
+        second.sort_unstable();
+        let mut others: Vec<&str> = ["a", "b", "c", "d", "e"]
+            .into_iter()
+            .filter(|c| !first.iter().any(|f| f == c))
+            .collect();
+        others.sort_unstable();
+        assert_eq!(second, others);
+        // The newer reports of the first batch's clusters wait for the next
+        // flush, which takes them once that batch is written.
+        assert!(take(&mut queue, &mut plan).is_empty());
+        let mut left: Vec<&String> = queue.keys().collect();
+        left.sort_unstable();
+        let mut expected: Vec<&String> = first.iter().collect();
+        expected.sort_unstable();
+        assert_eq!(left, expected);
+        let mut next = Plan {
+            left: batches(queue.len()),
+            ..Plan::default()
+        };
+        let mut taken = Vec::new();
+        loop {
+            let batch = take(&mut queue, &mut next);
+            if batch.is_empty() {
+                break;
+            }
+            taken.extend(batch.into_iter().map(|r| r.cluster));
+        }
+        taken.sort_unstable();
+        assert_eq!(taken.iter().collect::<Vec<_>>(), expected);
+    }
 
     #[test]
     fn pending_reports_split_evenly_over_the_writers() {
