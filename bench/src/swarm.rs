@@ -32,10 +32,12 @@ pub const CLUSTER_METADATA: &str = "fleetgate-cluster";
 #[derive(Debug, Clone, Copy)]
 pub enum Event {
     /// Spoke `i` starts connection attempt `attempt` (1 = first since a
-    /// message) at `at` (wall clock).
+    /// message) at `at` (wall clock), dialling the swarm's address `addr`
+    /// (its index).
     Attempt {
         i: usize,
         attempt: u32,
+        addr: usize,
         at: std::time::SystemTime,
     },
     /// Spoke `i`'s connection (TCP and HTTP/2 handshake) is up at `at`.
@@ -49,8 +51,13 @@ pub enum Event {
         revision: u64,
         at: std::time::SystemTime,
     },
-    /// Spoke `i`'s attempt failed (no message arrived on it), and why.
-    Failed { i: usize, why: Failure },
+    /// Spoke `i`'s attempt failed (no message arrived on it), and why; `addr`:
+    /// the address it dialled (its index), when the swarm dials several.
+    Failed {
+        i: usize,
+        why: Failure,
+        addr: Option<usize>,
+    },
     /// Spoke `i`'s stream ended (closed by the hub or broken) at `at`.
     Ended { i: usize, at: std::time::SystemTime },
 }
@@ -82,9 +89,18 @@ impl Failure {
             Failure::BrokeEmpty => "broke-empty".into(),
         }
     }
+
+    /// [`Failure::label`], and `@` and the index of the address dialled when the
+    /// swarm dials several (`refused@1`: refused by the second replica).
+    pub fn label_at(self, addr: Option<usize>) -> String {
+        match addr {
+            Some(a) => format!("{}@{a}", self.label()),
+            None => self.label(),
+        }
+    }
 }
 
-/// Failed attempts by [`Failure::label`], over a swarm's life.
+/// Failed attempts by [`Failure::label_at`], over a swarm's life.
 pub type Failures = Arc<Mutex<std::collections::BTreeMap<String, u64>>>;
 
 /// Counts one failed attempt.
@@ -118,6 +134,11 @@ pub struct Slot {
     pub attempts: AtomicU32,
     /// Most attempts any single reconnect needed.
     pub max_attempts: AtomicU32,
+    /// The address (its index in the swarm's) the latest attempt dialled.
+    pub addr: AtomicU32,
+    /// 1 + the address index the first attempt since [`Slot::clear_first_addr`]
+    /// dialled (0: no attempt since).
+    pub first_addr: AtomicU32,
     /// The latest attempt's phases, µs since the swarm's epoch: dialled
     /// (attempt began), connected (TCP and HTTP/2 up), accepted (the hub's
     /// response headers: authenticated). After a re-sync they are those of
@@ -136,10 +157,25 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Connection attempt `attempt` begins.
-    pub(crate) fn attempt(&self, attempt: u32) {
+    /// Connection attempt `attempt` begins, dialling address `addr` (its index).
+    pub(crate) fn attempt(&self, attempt: u32, addr: usize) {
+        let addr = u32::try_from(addr).unwrap_or(u32::MAX - 1);
         self.attempts.store(attempt, Ordering::Release);
         self.max_attempts.fetch_max(attempt, Ordering::AcqRel);
+        self.addr.store(addr, Ordering::Release);
+        let _ = self
+            .first_addr
+            .compare_exchange(0, addr + 1, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Forgets the first address dialled (the next attempt's becomes it).
+    pub fn clear_first_addr(&self) {
+        self.first_addr.store(0, Ordering::Release);
+    }
+
+    /// The address index the first attempt since [`Slot::clear_first_addr`] dialled.
+    pub fn first_addr(&self) -> Option<u32> {
+        self.first_addr.load(Ordering::Acquire).checked_sub(1)
     }
 
     /// A snapshot with `revision` arrived at `at_us` (µs since the swarm's epoch).

@@ -50,20 +50,21 @@ impl SimSpoke {
                 Some(g) => g.clone().acquire_owned().await.ok(),
                 None => None,
             };
-            self.slot.attempt(attempt + 1);
+            let at = dial % self.addrs.len();
+            dial = dial.wrapping_add(1);
+            self.slot.attempt(attempt + 1, at);
             self.slot.dialled_us.store(self.now_us(), Ordering::Release);
             if let Some(events) = &self.events {
                 let _ = events.send(Event::Attempt {
                     i: self.index,
                     attempt: attempt + 1,
+                    addr: at,
                     at: std::time::SystemTime::now(),
                 });
             }
-            let addr = self.addrs[dial % self.addrs.len()];
-            dial = dial.wrapping_add(1);
             let outcome = tokio::select! {
                 () = self.cancel.cancelled() => return,
-                outcome = self.session(addr, permit) => outcome,
+                outcome = self.session(at, permit) => outcome,
             };
             self.connect_gate = None;
             attempt = if outcome == Outcome::Failed {
@@ -79,13 +80,20 @@ impl SimSpoke {
         }
     }
 
-    /// Counts a failed attempt, or tells the parent process, which counts it, if any.
-    fn failed(&self, why: Failure) {
+    /// Counts a failed attempt at address `at` (its index), or tells the parent
+    /// process, which counts it, if any.
+    fn failed(&self, why: Failure, at: usize) {
+        // The address only tells something when there are several.
+        let addr = (self.addrs.len() > 1).then_some(at);
         match &self.events {
             Some(events) => {
-                let _ = events.send(Event::Failed { i: self.index, why });
+                let _ = events.send(Event::Failed {
+                    i: self.index,
+                    why,
+                    addr,
+                });
             }
-            None => count_failure(&self.failures, why.label()),
+            None => count_failure(&self.failures, why.label_at(addr)),
         }
     }
 
@@ -127,16 +135,16 @@ impl SimSpoke {
             .map_err(|_| Failure::Connect)
     }
 
-    /// One stream; returns how it ended.
+    /// One stream to address `at` (its index); returns how it ended.
     async fn session(
         &self,
-        addr: SocketAddr,
+        at: usize,
         permit: Option<tokio::sync::OwnedSemaphorePermit>,
     ) -> Outcome {
-        let channel = match self.connect(addr).await {
+        let channel = match self.connect(self.addrs[at]).await {
             Ok(channel) => channel,
             Err(why) => {
-                self.failed(why);
+                self.failed(why, at);
                 return Outcome::Failed;
             }
         };
@@ -201,7 +209,7 @@ impl SimSpoke {
         let mut got = false;
         let mut ended = false;
         if let Err(status) = &response {
-            self.failed(Failure::Status(status.code()));
+            self.failed(Failure::Status(status.code()), at);
         }
         if let Ok(response) = response {
             let mut inbound = response.into_inner();
@@ -238,11 +246,14 @@ impl SimSpoke {
                 });
             }
             if !got {
-                self.failed(if ended {
-                    Failure::EndedEmpty
-                } else {
-                    Failure::BrokeEmpty
-                });
+                self.failed(
+                    if ended {
+                        Failure::EndedEmpty
+                    } else {
+                        Failure::BrokeEmpty
+                    },
+                    at,
+                );
             }
         }
         self.slot
