@@ -136,8 +136,19 @@ impl HubProcess {
     }
 
     /// SIGTERM (graceful drain), then SIGKILL if it has not exited within 30 s.
-    pub async fn stop(mut self) -> Result<()> {
+    pub async fn stop(self) -> Result<()> {
+        self.terminate();
+        self.exited().await
+    }
+
+    /// SIGTERM (graceful drain), without waiting; [`HubProcess::exited`] waits.
+    pub fn terminate(&self) {
         self.child.terminate();
+    }
+
+    /// Waits until the process exited after [`HubProcess::terminate`]; SIGKILL if it
+    /// has not within 30 s.
+    pub async fn exited(mut self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while self.child.0.try_wait()?.is_none() {
             if Instant::now() > deadline {

@@ -17,6 +17,7 @@ pub mod probe;
 pub mod proc_stats;
 pub mod replicas;
 pub mod report;
+pub mod rolling;
 pub mod run;
 pub mod sim_process;
 pub mod soak;

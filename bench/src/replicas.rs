@@ -4,6 +4,7 @@
 //! through each replica's REST API in turn, and every spoke must receive
 //! every flip, whichever replica it is connected to. Compared with the same
 //! flips against one replica, with the same spoke process, in the same run.
+//! Then a rolling restart of replica 1 ([`crate::rolling`]).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -14,6 +15,7 @@ use serde::Serialize;
 use crate::fleet::Flipper;
 use crate::flips::{self, FlipTimes};
 use crate::hub_process::{HubProcess, HubSpec};
+use crate::rolling::{self, RollingResult};
 use crate::stats::Percentiles;
 use crate::swarm::Credential;
 use crate::{Result, swarm_process};
@@ -34,6 +36,8 @@ pub struct ReplicasResult {
     pub spread_all: Percentiles,
     /// spread p99 / single p99.
     pub ratio_p99: f64,
+    /// The rolling restart of one replica after the flips.
+    pub rolling: Option<RollingResult>,
 }
 
 /// How the phase is run.
@@ -45,11 +49,16 @@ pub struct Setup<'a> {
     pub concurrency: usize,
     pub connect_bound: Duration,
     pub flips: usize,
+    /// The hub's database (the rolling restart's target revision).
+    pub pool: &'a sqlx::PgPool,
+    /// The clusters of `creds` are named `prefix…`.
+    pub prefix: &'a str,
 }
 
 /// Starts `setup.replicas - 1` more replicas beside `hub`, connects the
-/// fleet spread over all of them, flips through each in turn; `single` is
-/// the same fleet's flips against `hub` alone.
+/// fleet spread over all of them, flips through each in turn (`single` is
+/// the same fleet's flips against `hub` alone), then restarts replica 1 as a
+/// rolling update does.
 pub async fn run(
     setup: &Setup<'_>,
     hub: &HubProcess,
@@ -59,12 +68,14 @@ pub async fn run(
     progress: &dyn Fn(&str),
 ) -> Result<ReplicasResult> {
     let mut others = Vec::new();
+    let mut specs = Vec::new();
     for r in 1..replicas.max(2) {
         let id = format!("bench-hub-{r}");
         let spec = setup
             .spec
             .replica(&id, setup.workdir.join(format!("{id}.log")));
         others.push(spec.start().await?);
+        specs.push(spec);
     }
     let all: Vec<&HubProcess> = std::iter::once(hub).chain(others.iter()).collect();
     let addrs: Vec<SocketAddr> = all.iter().map(|h| h.grpc).collect();
@@ -84,22 +95,51 @@ pub async fn run(
         setup.workdir,
     )
     .await?;
-    let mut streams = Vec::new();
-    for h in &all {
-        streams.push(spokes_connected(h).await?);
-    }
+    let streams = streams(&all).await?;
     progress(&format!(
         "replicas: {} flips through each replica in turn (streams per replica {streams:?})",
         setup.flips
     ));
     drop(all);
     let spread = flips::through_hubs(&swarm, flipper, &bases, setup.flips).await;
+    let rolling = match &spread {
+        Ok(_) => {
+            progress(&format!(
+                "replicas: rolling restart of replica {} (SIGTERM, the gate changed through replica 0)",
+                rolling::DRAINED
+            ));
+            let replicas = rolling::Replicas {
+                hub,
+                others: &mut others,
+                specs: &specs,
+            };
+            let r = rolling::run(
+                &swarm,
+                replicas,
+                flipper,
+                setup.flips,
+                setup.pool,
+                setup.prefix,
+            )
+            .await;
+            if let Ok(r) = &r {
+                progress(&format!(
+                    "replicas: rolling restart, {} spokes moved; all re-synced {:.2} s after SIGTERM",
+                    r.handover.moved,
+                    r.handover.resync_all.max_ms / 1e3
+                ));
+            }
+            Some(r)
+        }
+        Err(_) => None,
+    };
     flipper.via(hub.base_url());
     swarm.shutdown().await;
     for h in others {
         h.stop().await?;
     }
     let spread = spread?;
+    let rolling = rolling.transpose()?;
     Ok(ReplicasResult {
         spokes: setup.creds.len(),
         replicas: count,
@@ -113,7 +153,17 @@ pub async fn run(
         } else {
             0.0
         },
+        rolling,
     })
+}
+
+/// Each replica's `fleetgate_hub_grpc_spokes_connected` gauge, in order.
+pub(crate) async fn streams(hubs: &[&HubProcess]) -> Result<Vec<u64>> {
+    let mut streams = Vec::new();
+    for h in hubs {
+        streams.push(spokes_connected(h).await?);
+    }
+    Ok(streams)
 }
 
 /// The replica's `fleetgate_hub_grpc_spokes_connected` gauge.

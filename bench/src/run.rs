@@ -329,6 +329,8 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
                 concurrency: CONNECT_CONCURRENCY,
                 connect_bound: CONNECT_BOUND,
                 flips: cfg.flips,
+                pool: &pool,
+                prefix: "b-",
             };
             report.replicas = Some(
                 replicas::run(&setup, &hub, cfg.replicas, &mut flipper, &single, progress).await?,

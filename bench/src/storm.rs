@@ -20,7 +20,7 @@ use crate::swarm::Swarm;
 use crate::{Error, Result, fleet, proc_stats, swarm_process};
 
 /// How long the whole fleet may take to re-sync before the run fails.
-const RESYNC_BOUND: Duration = Duration::from_secs(300);
+pub(crate) const RESYNC_BOUND: Duration = Duration::from_secs(300);
 
 /// Restarts `hub` and measures the re-sync of `swarm`, whose spokes are the
 /// clusters named `prefix…` and sign in with `credential` (for the report);
@@ -40,27 +40,13 @@ pub async fn run(
     let hub_stop = t0.elapsed();
     let change =
         fleet::close_by_service(service, "reconnect storm: changed while the hub is down").await?;
-    // The snapshot revision (a fleet-wide change moves it without stamping rows).
-    let (target,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select min({}) from clusters c cross join fleet_revision f where c.name like $1 || '%'",
-        fleetgate_hub::db::revision::EFFECTIVE_REVISION
-    )))
-    .bind(prefix)
-    .fetch_one(pool)
-    .await?;
+    let target = target_revision(pool, prefix).await?;
     let drain_phases = phases(&spec.log, "drain");
     let spawned = t0.elapsed();
     let hub = spec.start().await?;
     let hub_down = t0.elapsed();
     let startup_phases = phases(&spec.log, "startup");
-    let resynced = resynced(
-        swarm,
-        &before,
-        t0,
-        hub_down,
-        u64::try_from(target).unwrap_or(0),
-    )
-    .await?;
+    let resynced = resynced(swarm, &before, t0, hub_down, target).await?;
     let server_cpu = proc_stats::cpu_time(hub.pid())?;
     // Back to the gate's schedule for the phases after this one.
     fleet::cancel_by_service(service, &change).await?;
@@ -79,22 +65,47 @@ pub async fn run(
     ))
 }
 
+/// The snapshot revision every cluster named `prefix…` is at (or past) now: what a
+/// spoke holds once it has the latest change (a fleet-wide change moves it without
+/// stamping rows).
+pub(crate) async fn target_revision(pool: &sqlx::PgPool, prefix: &str) -> Result<u64> {
+    let (target,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select min({}) from clusters c cross join fleet_revision f where c.name like $1 || '%'",
+        fleetgate_hub::db::revision::EFFECTIVE_REVISION
+    )))
+    .bind(prefix)
+    .fetch_one(pool)
+    .await?;
+    Ok(u64::try_from(target).unwrap_or(0))
+}
+
 /// What a restart's figures count from, taken right before it (and each spoke's most
-/// attempts reset).
-struct Before {
-    failures: BTreeMap<String, u64>,
-    machine_busy: Duration,
+/// attempts and first address dialled reset).
+pub(crate) struct Before {
+    pub(crate) failures: BTreeMap<String, u64>,
+    pub(crate) machine_busy: Duration,
 }
 
 impl Before {
-    fn take(swarm: &Swarm) -> Result<Self> {
+    pub(crate) fn take(swarm: &Swarm) -> Result<Self> {
         for s in swarm.slots.iter() {
             s.max_attempts.store(0, Ordering::Release);
+            s.clear_first_addr();
         }
         Ok(Self {
             failures: failures_of(swarm),
             machine_busy: proc_stats::machine_busy()?,
         })
+    }
+
+    /// The swarm's failed attempts since, by why.
+    pub(crate) fn failures_since(&self, swarm: &Swarm) -> BTreeMap<String, u64> {
+        let mut failures = failures_of(swarm);
+        for (why, n) in &mut failures {
+            *n -= self.failures.get(why).copied().unwrap_or(0);
+        }
+        failures.retain(|_, n| *n > 0);
+        failures
     }
 }
 
@@ -110,11 +121,7 @@ async fn resynced(
 ) -> Result<StormResult> {
     let arrivals = swarm.wait_all_at(revision, RESYNC_BOUND).await?;
     let machine_busy = proc_stats::machine_busy()?.saturating_sub(before.machine_busy);
-    let mut failures = failures_of(swarm);
-    for (why, n) in &mut failures {
-        *n -= before.failures.get(why).copied().unwrap_or(0);
-    }
-    failures.retain(|_, n| *n > 0);
+    let failures = before.failures_since(swarm);
     let resync: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(t0, us)).collect();
     let ready = t0 + down;
     let after_ready: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(ready, us)).collect();
@@ -243,7 +250,7 @@ fn resync_phases(swarm: &Swarm, ready: Instant) -> ResyncPhases {
 /// The phases of the hub's latest start or drain (`what`: `startup`,
 /// `drain`), from its log (lines with that message and `phase=` and `ms=`
 /// fields; colour codes stripped).
-fn phases(log: &std::path::Path, what: &str) -> Vec<(String, f64)> {
+pub(crate) fn phases(log: &std::path::Path, what: &str) -> Vec<(String, f64)> {
     let what = format!(" {what}");
     let Ok(text) = std::fs::read_to_string(log) else {
         return Vec::new();

@@ -13,18 +13,16 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fleetgate_proto::SpokeServiceClient;
-use fleetgate_proto::v1::{self as pb, hub_message, spoke_message};
-use fleetgate_spoke::hub::reconnect::{Outcome, Reconnect};
-use futures::StreamExt as _;
-use tokio::net::TcpStream;
+use fleetgate_proto::v1::{self as pb, spoke_message};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tonic::metadata::MetadataValue;
-use tonic::transport::Endpoint;
 
 use crate::{Error, Result};
+
+mod spoke;
+
+use spoke::SimSpoke;
 
 /// The metadata a spoke signing in with a JWT names its cluster in (the
 /// hub's `fleetgate-cluster`).
@@ -34,10 +32,12 @@ pub const CLUSTER_METADATA: &str = "fleetgate-cluster";
 #[derive(Debug, Clone, Copy)]
 pub enum Event {
     /// Spoke `i` starts connection attempt `attempt` (1 = first since a
-    /// message) at `at` (wall clock).
+    /// message) at `at` (wall clock), dialling the swarm's address `addr`
+    /// (its index).
     Attempt {
         i: usize,
         attempt: u32,
+        addr: usize,
         at: std::time::SystemTime,
     },
     /// Spoke `i`'s connection (TCP and HTTP/2 handshake) is up at `at`.
@@ -51,8 +51,13 @@ pub enum Event {
         revision: u64,
         at: std::time::SystemTime,
     },
-    /// Spoke `i`'s attempt failed (no message arrived on it), and why.
-    Failed { i: usize, why: Failure },
+    /// Spoke `i`'s attempt failed (no message arrived on it), and why; `addr`:
+    /// the address it dialled (its index), when the swarm dials several.
+    Failed {
+        i: usize,
+        why: Failure,
+        addr: Option<usize>,
+    },
     /// Spoke `i`'s stream ended (closed by the hub or broken) at `at`.
     Ended { i: usize, at: std::time::SystemTime },
 }
@@ -84,9 +89,18 @@ impl Failure {
             Failure::BrokeEmpty => "broke-empty".into(),
         }
     }
+
+    /// [`Failure::label`], and `@` and the index of the address dialled when the
+    /// swarm dials several (`refused@1`: refused by the second replica).
+    pub fn label_at(self, addr: Option<usize>) -> String {
+        match addr {
+            Some(a) => format!("{}@{a}", self.label()),
+            None => self.label(),
+        }
+    }
 }
 
-/// Failed attempts by [`Failure::label`], over a swarm's life.
+/// Failed attempts by [`Failure::label_at`], over a swarm's life.
 pub type Failures = Arc<Mutex<std::collections::BTreeMap<String, u64>>>;
 
 /// Counts one failed attempt.
@@ -120,6 +134,11 @@ pub struct Slot {
     pub attempts: AtomicU32,
     /// Most attempts any single reconnect needed.
     pub max_attempts: AtomicU32,
+    /// The address (its index in the swarm's) the latest attempt dialled.
+    pub addr: AtomicU32,
+    /// 1 + the address index the first attempt since [`Slot::clear_first_addr`]
+    /// dialled (0: no attempt since).
+    pub first_addr: AtomicU32,
     /// The latest attempt's phases, µs since the swarm's epoch: dialled
     /// (attempt began), connected (TCP and HTTP/2 up), accepted (the hub's
     /// response headers: authenticated). After a re-sync they are those of
@@ -138,10 +157,25 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Connection attempt `attempt` begins.
-    pub(crate) fn attempt(&self, attempt: u32) {
+    /// Connection attempt `attempt` begins, dialling address `addr` (its index).
+    pub(crate) fn attempt(&self, attempt: u32, addr: usize) {
+        let addr = u32::try_from(addr).unwrap_or(u32::MAX - 1);
         self.attempts.store(attempt, Ordering::Release);
         self.max_attempts.fetch_max(attempt, Ordering::AcqRel);
+        self.addr.store(addr, Ordering::Release);
+        let _ = self
+            .first_addr
+            .compare_exchange(0, addr + 1, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Forgets the first address dialled (the next attempt's becomes it).
+    pub fn clear_first_addr(&self) {
+        self.first_addr.store(0, Ordering::Release);
+    }
+
+    /// The address index the first attempt since [`Slot::clear_first_addr`] dialled.
+    pub fn first_addr(&self) -> Option<u32> {
+        self.first_addr.load(Ordering::Acquire).checked_sub(1)
     }
 
     /// A snapshot with `revision` arrived at `at_us` (µs since the swarm's epoch).
@@ -406,235 +440,5 @@ impl Swarm {
 impl Default for Swarm {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// How long a simulated spoke's connect may take (TCP, then HTTP/2).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// One simulated spoke's connection loop.
-struct SimSpoke {
-    /// Position in the swarm (and the first address it dials).
-    index: usize,
-    addrs: Arc<[SocketAddr]>,
-    cred: Credential,
-    slot: Arc<Slot>,
-    epoch: Instant,
-    total: Arc<AtomicU64>,
-    failures: Failures,
-    cancel: CancellationToken,
-    /// Bounds concurrent first connects (registration of a fleet), released
-    /// after the first session.
-    connect_gate: Option<Arc<tokio::sync::Semaphore>>,
-    events: Option<mpsc::UnboundedSender<Event>>,
-}
-
-impl SimSpoke {
-    async fn run(mut self) {
-        let mut schedule = Reconnect::default();
-        // Attempts since a stream last carried a message.
-        let mut attempt: u32 = 0;
-        let mut dial = self.index;
-        while !self.cancel.is_cancelled() {
-            let permit = match &self.connect_gate {
-                Some(g) => g.clone().acquire_owned().await.ok(),
-                None => None,
-            };
-            self.slot.attempt(attempt + 1);
-            self.slot.dialled_us.store(self.now_us(), Ordering::Release);
-            if let Some(events) = &self.events {
-                let _ = events.send(Event::Attempt {
-                    i: self.index,
-                    attempt: attempt + 1,
-                    at: std::time::SystemTime::now(),
-                });
-            }
-            let addr = self.addrs[dial % self.addrs.len()];
-            dial = dial.wrapping_add(1);
-            let outcome = tokio::select! {
-                () = self.cancel.cancelled() => return,
-                outcome = self.session(addr, permit) => outcome,
-            };
-            self.connect_gate = None;
-            attempt = if outcome == Outcome::Failed {
-                attempt + 1
-            } else {
-                0
-            };
-            let delay = schedule.after(outcome);
-            tokio::select! {
-                () = self.cancel.cancelled() => return,
-                () = tokio::time::sleep(delay) => {}
-            }
-        }
-    }
-
-    /// Counts a failed attempt, or tells the parent process, which counts it, if any.
-    fn failed(&self, why: Failure) {
-        match &self.events {
-            Some(events) => {
-                let _ = events.send(Event::Failed { i: self.index, why });
-            }
-            None => count_failure(&self.failures, why.label()),
-        }
-    }
-
-    /// Now, µs since the swarm's epoch.
-    fn now_us(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
-    }
-
-    /// One stream; returns how it ended.
-    async fn session(
-        &self,
-        addr: SocketAddr,
-        permit: Option<tokio::sync::OwnedSemaphorePermit>,
-    ) -> Outcome {
-        let Ok(endpoint) = Endpoint::from_shared(format!("http://{addr}")) else {
-            return Outcome::Failed;
-        };
-        let endpoint = endpoint
-            .connect_timeout(CONNECT_TIMEOUT)
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_timeout(Duration::from_secs(20));
-        // The TCP connect on its own, then HTTP/2 on that socket: a refused connect (nothing
-        // listening) costs the simulated spoke a socket, not a tonic channel's setup and
-        // teardown, since 10,000 of them share the cores with the servers measured.
-        let tcp = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
-            Ok(Ok(tcp)) => tcp,
-            // Nothing listening (counted apart from timeouts; a failure to the schedule).
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                self.failed(Failure::Refused);
-                return Outcome::Failed;
-            }
-            Ok(Err(_)) | Err(_) => {
-                self.failed(Failure::Connect);
-                return Outcome::Failed;
-            }
-        };
-        let _ = tcp.set_nodelay(true);
-        let tcp = Arc::new(Mutex::new(Some(tcp)));
-        let connector = tower::service_fn(move |_: tonic::transport::Uri| {
-            let tcp = tcp.lock().unwrap_or_else(|e| e.into_inner()).take();
-            async move {
-                tcp.map(hyper_util::rt::TokioIo::new)
-                    .ok_or_else(|| std::io::Error::other("the connection is gone"))
-            }
-        });
-        let Ok(channel) = endpoint.connect_with_connector(connector).await else {
-            self.failed(Failure::Connect);
-            return Outcome::Failed;
-        };
-        self.slot
-            .connected_us
-            .store(self.now_us(), Ordering::Release);
-        if let Some(events) = &self.events {
-            let _ = events.send(Event::Connected {
-                i: self.index,
-                at: std::time::SystemTime::now(),
-            });
-        }
-        let Ok(auth) = MetadataValue::try_from(format!("Bearer {}", self.cred.token)) else {
-            return Outcome::Failed;
-        };
-        // The cluster's name, as the real spoke sends it with any credential (a JWT
-        // names no cluster of the hub's).
-        let Ok(cluster) = MetadataValue::try_from(self.cred.cluster.as_str()) else {
-            return Outcome::Failed;
-        };
-        let mut client =
-            SpokeServiceClient::with_interceptor(channel, move |mut req: tonic::Request<()>| {
-                req.metadata_mut().insert("authorization", auth.clone());
-                req.metadata_mut().insert(CLUSTER_METADATA, cluster.clone());
-                Ok(req)
-            });
-        let (tx, rx) = mpsc::channel(4);
-        let hello = pb::SpokeMessage {
-            msg: Some(spoke_message::Msg::Hello(pb::Hello {
-                local_gates_enforced: Default::default(),
-                cluster: self.cred.cluster.clone(),
-                spoke_version: "bench".into(),
-                revision: self.slot.revision.load(Ordering::Acquire),
-                ..Default::default()
-            })),
-        };
-        if tx.try_send(hello).is_err() {
-            return Outcome::Failed;
-        }
-        *self.slot.outbound.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
-        self.slot.sessions.fetch_add(1, Ordering::AcqRel);
-        let response = client
-            .connect(
-                // Reports go out in parts, as the real spoke sends them.
-                tokio_stream::wrappers::ReceiverStream::new(rx).flat_map(|m| {
-                    futures::stream::iter(fleetgate_proto::report_parts::message_parts(m))
-                }),
-            )
-            .await;
-        drop(permit);
-        if response.is_ok() {
-            self.slot
-                .accepted_us
-                .store(self.now_us(), Ordering::Release);
-            if let Some(events) = &self.events {
-                let _ = events.send(Event::Accepted {
-                    i: self.index,
-                    at: std::time::SystemTime::now(),
-                });
-            }
-        }
-        let mut got = false;
-        let mut ended = false;
-        if let Err(status) = &response {
-            self.failed(Failure::Status(status.code()));
-        }
-        if let Ok(response) = response {
-            let mut inbound = response.into_inner();
-            loop {
-                let msg = match inbound.next().await {
-                    Some(Ok(msg)) => msg,
-                    // Status OK: the hub ended the stream on purpose.
-                    None => {
-                        ended = true;
-                        break;
-                    }
-                    Some(Err(_)) => break,
-                };
-                got = true;
-                if let Some(hub_message::Msg::Snapshot(s)) = msg.msg {
-                    let now = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    self.slot.snapshot(s.revision, now, &self.total);
-                    if let Some(events) = &self.events {
-                        let _ = events.send(Event::Snapshot {
-                            i: self.index,
-                            revision: s.revision,
-                            at: std::time::SystemTime::now(),
-                        });
-                    }
-                }
-            }
-            // The stream ended (a cancel drops this future before it gets here).
-            self.slot.ends.fetch_add(1, Ordering::AcqRel);
-            self.slot.ended_us.store(self.now_us(), Ordering::Release);
-            if let Some(events) = &self.events {
-                let _ = events.send(Event::Ended {
-                    i: self.index,
-                    at: std::time::SystemTime::now(),
-                });
-            }
-            if !got {
-                self.failed(if ended {
-                    Failure::EndedEmpty
-                } else {
-                    Failure::BrokeEmpty
-                });
-            }
-        }
-        self.slot
-            .outbound
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        Outcome::of(got, ended)
     }
 }

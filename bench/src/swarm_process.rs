@@ -60,11 +60,16 @@ pub async fn serve(creds_file: &Path, addrs: &[SocketAddr], concurrency: usize) 
 
 fn line(ev: Event) -> String {
     match ev {
-        Event::Attempt { i, attempt, at } => format!("a {i} {attempt} {}\n", unix_us(at)),
+        Event::Attempt {
+            i,
+            attempt,
+            addr,
+            at,
+        } => format!("a {i} {attempt} {} {addr}\n", unix_us(at)),
         Event::Connected { i, at } => format!("c {i} {}\n", unix_us(at)),
         Event::Accepted { i, at } => format!("h {i} {}\n", unix_us(at)),
         Event::Snapshot { i, revision, at } => format!("s {i} {revision} {}\n", unix_us(at)),
-        Event::Failed { i, why } => format!("f {i} {}\n", why.label()),
+        Event::Failed { i, why, addr } => format!("f {i} {}\n", why.label_at(addr)),
         Event::Ended { i, at } => format!("e {i} {}\n", unix_us(at)),
     }
 }
@@ -165,8 +170,12 @@ fn apply(line: &str, slots: &[Arc<Slot>], total: &AtomicU64, failures: &Failures
     let since = |at: u64| at.saturating_sub(epoch_unix);
     match (kind, num(), num(), num()) {
         (Some("a"), Some(i), Some(attempt), Some(at)) => {
+            let addr = num().unwrap_or(0);
             if let Some(s) = slots.get(i as usize) {
-                s.attempt(u32::try_from(attempt).unwrap_or(u32::MAX));
+                s.attempt(
+                    u32::try_from(attempt).unwrap_or(u32::MAX),
+                    usize::try_from(addr).unwrap_or(usize::MAX),
+                );
                 s.dialled_us.store(since(at), Ordering::Release);
             }
         }
@@ -212,11 +221,13 @@ mod tests {
             Event::Attempt {
                 i: 1,
                 attempt: 2,
+                addr: 0,
                 at: t(10),
             },
             Event::Attempt {
                 i: 1,
                 attempt: 1,
+                addr: 1,
                 at: t(100),
             },
             Event::Connected { i: 1, at: t(120) },
@@ -229,15 +240,23 @@ mod tests {
             Event::Failed {
                 i: 1,
                 why: Failure::Connect,
+                addr: None,
             },
             Event::Ended { i: 1, at: t(300) },
             Event::Failed {
                 i: 0,
                 why: Failure::Status(tonic::Code::Unavailable),
+                addr: None,
             },
             Event::Failed {
                 i: 0,
                 why: Failure::Refused,
+                addr: None,
+            },
+            Event::Failed {
+                i: 0,
+                why: Failure::Refused,
+                addr: Some(1),
             },
         ] {
             apply(line(ev).trim_end(), &slots, &total, &failures, epoch);
@@ -248,6 +267,7 @@ mod tests {
             [
                 ("connect".to_string(), 1),
                 ("refused".to_string(), 1),
+                ("refused@1".to_string(), 1),
                 ("status-Unavailable".to_string(), 1)
             ]
             .into()
@@ -258,6 +278,12 @@ mod tests {
         assert_eq!(s.revision.load(Ordering::Acquire), 7);
         assert_eq!(s.received_us.load(Ordering::Acquire), 250);
         assert_eq!(s.dialled_us.load(Ordering::Acquire), 100);
+        // The latest attempt's address, and the first one's since the slot was made.
+        assert_eq!(s.addr.load(Ordering::Acquire), 1);
+        assert_eq!(s.first_addr(), Some(0));
+        s.clear_first_addr();
+        assert_eq!(s.first_addr(), None);
+        assert_eq!(slots[0].first_addr(), None);
         assert_eq!(s.connected_us.load(Ordering::Acquire), 120);
         assert_eq!(s.accepted_us.load(Ordering::Acquire), 200);
         assert_eq!(total.load(Ordering::Acquire), 1);

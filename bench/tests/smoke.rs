@@ -91,6 +91,29 @@ async fn tiny_run_measures_every_phase() {
     for verify in &report.jwt_verify {
         assert!(verify.samples > 0 && verify.p50_us > 0.0);
     }
+    let replicas = report.replicas.clone().expect("replicas measured");
+    let rolling = replicas.rolling.expect("rolling restart measured");
+    let handover = &rolling.handover;
+    assert!(handover.moved > 0, "replica 1 held spokes");
+    assert_eq!(
+        handover.moved as u64, rolling.streams_before[1],
+        "the moved spokes are those replica 1 held"
+    );
+    assert_eq!(
+        handover.resync_all.samples, 20,
+        "every spoke held the change after the rolling restart"
+    );
+    assert_eq!(
+        handover.moved_first_dial_elsewhere, handover.moved,
+        "a spoke the drained replica ended dials the other replica next"
+    );
+    assert_eq!(handover.on_replica, vec![20, 0]);
+    assert_eq!(rolling.streams_after, vec![20, 0]);
+    assert!(rolling.survivor_cpu_seconds >= 0.0 && rolling.drained_exit_seconds > 0.0);
+    assert!(
+        rolling.drain_phases.iter().any(|(p, _)| p == "done"),
+        "the drained replica's drain phases are read"
+    );
     let ingest = report.ingest.clone().expect("ingest measured");
     assert!(ingest.rounds >= 2 && ingest.objects_per_second > 0.0);
     assert_eq!(ingest.durable.samples, ingest.rounds * 5);
