@@ -10,6 +10,7 @@ pub mod error;
 pub mod fleet;
 pub mod flips;
 pub mod floor;
+pub mod hub_gauges;
 pub mod hub_process;
 pub mod ingest;
 pub mod jwt;

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 pub use crate::ingest::IngestResult;
 use crate::stats::{Percentiles, fmt_ms};
+use crate::storm::StormResult;
 
 /// Everything one run measured.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -69,59 +70,6 @@ pub struct SizeResult {
     /// in the same run (the library's own memory per connection).
     pub floor_rss_per_spoke_kib: f64,
     pub hub_idle_millicores: f64,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct StormResult {
-    pub spokes: usize,
-    /// What the spokes sign in with: `cluster token` or `JWT`.
-    pub credential: String,
-    /// Per spoke, the attempt that re-synced it, phase by phase.
-    pub resync_phases: ResyncPhases,
-    /// Hub stop (SIGTERM) → new hub ready.
-    pub hub_down_seconds: f64,
-    /// Of that, SIGTERM → old hub exited (graceful drain).
-    pub hub_stop_seconds: f64,
-    /// SIGTERM → every spoke had seen its stream end (the spokes' side of the stop).
-    pub streams_ended_seconds: f64,
-    /// Per spoke: restart began → it held the new snapshot.
-    pub resync: Percentiles,
-    /// Per spoke: new hub ready → it held the new snapshot (0 if before).
-    pub resync_after_ready: Percentiles,
-    /// Most connection attempts one spoke needed.
-    pub max_attempts: u32,
-    /// How many spokes needed how many attempts (attempts → spokes).
-    pub attempts: std::collections::BTreeMap<u32, usize>,
-    /// The new server process's CPU time from its start to the last spoke's re-sync
-    /// (user + system).
-    pub server_cpu_seconds: f64,
-    /// CPU time the whole machine was busy from the restart to the last re-sync
-    /// (summed over cores: old and new server, spokes, PostgreSQL).
-    pub machine_busy_seconds: f64,
-    /// Failed attempts during the re-sync, by why (`swarm::Failure::label`).
-    pub failures: std::collections::BTreeMap<String, u64>,
-    /// New hub: process spawned → ready (`/readyz` 200 and gRPC accepting).
-    pub hub_start_seconds: f64,
-    /// The new hub's own startup phases (its `startup` log lines): phase →
-    /// milliseconds since its `serve` began, in order.
-    pub startup_phases: Vec<(String, f64)>,
-    /// The old hub's drain phases (its `drain` log lines): phase →
-    /// milliseconds since SIGTERM reached it, in order.
-    pub drain_phases: Vec<(String, f64)>,
-}
-
-/// A storm's re-sync per spoke, phase by phase (the attempt that got the
-/// new snapshot), as the spokes saw them.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ResyncPhases {
-    /// New hub ready → the attempt began (the reconnect schedule).
-    pub dialled_after_ready: Percentiles,
-    /// Attempt began → TCP and HTTP/2 up (the hub's accept).
-    pub connect: Percentiles,
-    /// Connected → the hub's response headers (authentication).
-    pub authenticate: Percentiles,
-    /// Response headers → snapshot received (built and sent).
-    pub snapshot: Percentiles,
 }
 
 /// An idle fleet re-sending unchanged reports at the heartbeat interval.

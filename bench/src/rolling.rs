@@ -21,7 +21,7 @@ use crate::hub_process::{HubProcess, HubSpec};
 use crate::stats::Percentiles;
 use crate::storm::{self, Before};
 use crate::swarm::Swarm;
-use crate::{Error, Result, proc_stats, replicas};
+use crate::{Error, Result, hub_gauges, proc_stats};
 
 /// The replica the rolling restart drains and starts again (replica 0 serves the
 /// benchmark's later phases).
@@ -236,7 +236,7 @@ pub async fn run(
     };
     let count = others.len() + 1;
     let all: Vec<&HubProcess> = std::iter::once(hub).chain(others.iter()).collect();
-    let streams_before = replicas::streams(&all).await?;
+    let streams_before = hub_gauges::streams(&all).await?;
     let survivors: Vec<u32> = all
         .iter()
         .enumerate()
@@ -277,7 +277,7 @@ pub async fn run(
     let drain_phases = storm::phases(&spec.log, "drain");
     let mut streams_after = {
         let survivors: Vec<&HubProcess> = std::iter::once(hub).chain(others.iter()).collect();
-        replicas::streams(&survivors).await?
+        hub_gauges::streams(&survivors).await?
     };
     streams_after.insert(DRAINED, 0);
     let t0_us = swarm.micros(t0);
@@ -309,7 +309,7 @@ pub async fn run(
     others.insert(at, restarted);
     tokio::time::sleep(SETTLE).await;
     let all: Vec<&HubProcess> = std::iter::once(hub).chain(others.iter()).collect();
-    let streams_after_restart = replicas::streams(&all).await?;
+    let streams_after_restart = hub_gauges::streams(&all).await?;
     Ok(RollingResult {
         spokes: swarm.len(),
         drained: DRAINED,

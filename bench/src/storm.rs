@@ -10,14 +10,67 @@ use std::time::{Duration, Instant};
 use fleetgate_hub::Service;
 use fleetgate_proto::v1 as pb;
 use prost::Message as _;
+use serde::Serialize;
 
 use crate::floor::FloorProcess;
 use crate::hub_process::{HubProcess, HubSpec};
 use crate::probe::{CONNECT_BOUND, CONNECT_CONCURRENCY, floor_credentials};
-use crate::report::{ResyncPhases, StormResult};
 use crate::stats::Percentiles;
 use crate::swarm::Swarm;
 use crate::{Error, Result, fleet, proc_stats, swarm_process};
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StormResult {
+    pub spokes: usize,
+    /// What the spokes sign in with: `cluster token` or `JWT`.
+    pub credential: String,
+    /// Per spoke, the attempt that re-synced it, phase by phase.
+    pub resync_phases: ResyncPhases,
+    /// Hub stop (SIGTERM) → new hub ready.
+    pub hub_down_seconds: f64,
+    /// Of that, SIGTERM → old hub exited (graceful drain).
+    pub hub_stop_seconds: f64,
+    /// SIGTERM → every spoke had seen its stream end (the spokes' side of the stop).
+    pub streams_ended_seconds: f64,
+    /// Per spoke: restart began → it held the new snapshot.
+    pub resync: Percentiles,
+    /// Per spoke: new hub ready → it held the new snapshot (0 if before).
+    pub resync_after_ready: Percentiles,
+    /// Most connection attempts one spoke needed.
+    pub max_attempts: u32,
+    /// How many spokes needed how many attempts (attempts → spokes).
+    pub attempts: std::collections::BTreeMap<u32, usize>,
+    /// The new server process's CPU time from its start to the last spoke's re-sync
+    /// (user + system).
+    pub server_cpu_seconds: f64,
+    /// CPU time the whole machine was busy from the restart to the last re-sync
+    /// (summed over cores: old and new server, spokes, PostgreSQL).
+    pub machine_busy_seconds: f64,
+    /// Failed attempts during the re-sync, by why (`swarm::Failure::label`).
+    pub failures: std::collections::BTreeMap<String, u64>,
+    /// New hub: process spawned → ready (`/readyz` 200 and gRPC accepting).
+    pub hub_start_seconds: f64,
+    /// The new hub's own startup phases (its `startup` log lines): phase →
+    /// milliseconds since its `serve` began, in order.
+    pub startup_phases: Vec<(String, f64)>,
+    /// The old hub's drain phases (its `drain` log lines): phase →
+    /// milliseconds since SIGTERM reached it, in order.
+    pub drain_phases: Vec<(String, f64)>,
+}
+
+/// A storm's re-sync per spoke, phase by phase (the attempt that got the
+/// new snapshot), as the spokes saw them.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ResyncPhases {
+    /// New hub ready → the attempt began (the reconnect schedule).
+    pub dialled_after_ready: Percentiles,
+    /// Attempt began → TCP and HTTP/2 up (the hub's accept).
+    pub connect: Percentiles,
+    /// Connected → the hub's response headers (authentication).
+    pub authenticate: Percentiles,
+    /// Response headers → snapshot received (built and sent).
+    pub snapshot: Percentiles,
+}
 
 /// How long the whole fleet may take to re-sync before the run fails.
 pub(crate) const RESYNC_BOUND: Duration = Duration::from_secs(300);

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 
-use super::{CLUSTER_METADATA, Credential, Event, Failure, Failures, Slot, count_failure};
+use super::slot::{CLUSTER_METADATA, Credential, Event, Failure, Failures, Slot, count_failure};
 
 /// How long a simulated spoke's connect may take (TCP, then HTTP/2).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
