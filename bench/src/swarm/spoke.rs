@@ -102,6 +102,15 @@ impl SimSpoke {
         u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 
+    /// Records a moment of this spoke's attempt: now into the slot's `field`,
+    /// and, for a swarm in its own process, the `event` at the wall clock's now.
+    fn mark(&self, field: &AtomicU64, event: impl FnOnce(usize, std::time::SystemTime) -> Event) {
+        field.store(self.now_us(), Ordering::Release);
+        if let Some(events) = &self.events {
+            let _ = events.send(event(self.index, std::time::SystemTime::now()));
+        }
+    }
+
     /// The connection to `addr`: the TCP connect on its own, then HTTP/2 on that socket. A
     /// refused connect (nothing listening) costs the simulated spoke a socket, not a tonic
     /// channel's setup and teardown, since 10,000 of them share the cores with the servers
@@ -148,15 +157,7 @@ impl SimSpoke {
                 return Outcome::Failed;
             }
         };
-        self.slot
-            .connected_us
-            .store(self.now_us(), Ordering::Release);
-        if let Some(events) = &self.events {
-            let _ = events.send(Event::Connected {
-                i: self.index,
-                at: std::time::SystemTime::now(),
-            });
-        }
+        self.mark(&self.slot.connected_us, |i, at| Event::Connected { i, at });
         let Ok(auth) = MetadataValue::try_from(format!("Bearer {}", self.cred.token)) else {
             return Outcome::Failed;
         };
@@ -196,15 +197,7 @@ impl SimSpoke {
             .await;
         drop(permit);
         if response.is_ok() {
-            self.slot
-                .accepted_us
-                .store(self.now_us(), Ordering::Release);
-            if let Some(events) = &self.events {
-                let _ = events.send(Event::Accepted {
-                    i: self.index,
-                    at: std::time::SystemTime::now(),
-                });
-            }
+            self.mark(&self.slot.accepted_us, |i, at| Event::Accepted { i, at });
         }
         let mut got = false;
         let mut ended = false;
@@ -238,13 +231,7 @@ impl SimSpoke {
             }
             // The stream ended (a cancel drops this future before it gets here).
             self.slot.ends.fetch_add(1, Ordering::AcqRel);
-            self.slot.ended_us.store(self.now_us(), Ordering::Release);
-            if let Some(events) = &self.events {
-                let _ = events.send(Event::Ended {
-                    i: self.index,
-                    at: std::time::SystemTime::now(),
-                });
-            }
+            self.mark(&self.slot.ended_us, |i, at| Event::Ended { i, at });
             if !got {
                 self.failed(
                     if ended {
