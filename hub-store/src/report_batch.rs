@@ -410,7 +410,7 @@ struct Columns<'a> {
 /// are read by one `unnest` per array in a select list (a projection handing
 /// each row on) rather than one `unnest` of all 22 in `from` (a function scan,
 /// which first copies every row into a tuple store), and the text array
-/// literals are cast once per row: 25-30 % less time for the statement (issue
+/// literals are cast once per row: 22-27 % less time for the statement (issue
 /// 50, tenth session). A changed row
 /// is a plain update (a heap-only tuple when its page has room:
 /// `object_status` keeps half of each page free, migration 0071), not an `on
