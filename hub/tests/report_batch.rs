@@ -354,6 +354,38 @@ async fn a_batch_deletes_what_each_report_no_longer_carries() {
     assert_eq!(names("d3").await.len(), 6);
 }
 
+/// The batch's transaction writes its object rows with `work_mem` 32 MB (set
+/// by the statement that locks its clusters, not one of its own), and only
+/// that transaction: the connection goes back to the server's setting.
+#[tokio::test]
+async fn a_batch_writes_its_objects_with_its_own_work_mem() {
+    let hub = Hub::new().await;
+    hub.register("w1", json!({})).await;
+    let mut conn = hub.pool.acquire().await.unwrap();
+    let (server,): (String,) = sqlx::query_as("show work_mem")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    let written = write_reports(&mut tx, &[&report("w1", 1)]).await.unwrap();
+    assert!(
+        matches!(written[..], [ReportWrite::Written { .. }]),
+        "{written:?}"
+    );
+    let (batch,): (String,) = sqlx::query_as("show work_mem")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(batch, "32MB");
+    tx.commit().await.unwrap();
+    let (after,): (String,) = sqlx::query_as("show work_mem")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(after, server);
+    assert_eq!(stored(&hub, "w1").await.len(), 6 + 1 + 1);
+}
+
 /// Rows written (every table) and the WAL position.
 async fn storage(hub: &Hub) -> (i64, i64) {
     // A backend flushes its table statistics when idle, within
