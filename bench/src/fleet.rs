@@ -125,6 +125,12 @@ impl Flipper {
         Ok(())
     }
 
+    /// Whether the next [`Flipper::flip`] closes the gate (creates an override);
+    /// otherwise it cancels the override the last one created.
+    pub fn next_closes(&self) -> bool {
+        self.open_override.is_none()
+    }
+
     /// One flip; returns when the hub answered. Call right after taking the
     /// start time.
     pub async fn flip(&mut self, n: usize) -> Result<Duration> {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::Result;
 use crate::fleet::Flipper;
+use crate::flip_pairs::{FlipPair, FlipPairs};
 use crate::floor::FloorProcess;
 use crate::stats::Percentiles;
 use crate::swarm::Swarm;
@@ -26,6 +27,38 @@ pub struct FlipTimes {
     pub trigger: Percentiles,
     /// Per flip, until the last spoke, in order (ms).
     pub all_ms: Vec<f64>,
+    /// Per flip, its spokes' latencies, in order.
+    pub each: Vec<Percentiles>,
+}
+
+/// Samples of flips as they are taken ([`FlipTimes`] once done).
+#[derive(Default)]
+struct Tally {
+    per_spoke: Vec<Duration>,
+    all: Vec<Duration>,
+    trigger: Vec<Duration>,
+    each: Vec<Percentiles>,
+}
+
+impl Tally {
+    /// One flip triggered at `t0` whose trigger took `trigger`, arrived at `arrivals`.
+    fn flip(&mut self, swarm: &Swarm, t0: Instant, trigger: Duration, arrivals: &[u64]) {
+        let lat: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(t0, us)).collect();
+        self.trigger.push(trigger);
+        self.all.push(lat.iter().copied().max().unwrap_or_default());
+        self.each.push(Percentiles::of(&lat));
+        self.per_spoke.extend(lat);
+    }
+
+    fn done(self) -> FlipTimes {
+        FlipTimes {
+            per_spoke: Percentiles::of(&self.per_spoke),
+            per_flip_all: Percentiles::of(&self.all),
+            trigger: Percentiles::of(&self.trigger),
+            all_ms: self.all.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
+            each: self.each,
+        }
+    }
 }
 
 /// `flips` flips through the hub's REST API.
@@ -46,26 +79,36 @@ pub async fn through_hubs(
         flipper.warm_up().await?;
     }
     flipper.warm_up().await?;
-    let mut per_spoke = Vec::new();
-    let mut all = Vec::new();
-    let mut trigger = Vec::new();
+    let mut tally = Tally::default();
     for n in 0..flips {
         if !bases.is_empty() {
             flipper.via(bases[n % bases.len()].clone());
         }
         tokio::time::sleep(SETTLE).await;
-        let base = swarm.snapshot_counts();
-        let t0 = Instant::now();
-        trigger.push(flipper.flip(n).await?);
-        let arrivals = swarm.wait_all_past(&base, FLIP_BOUND).await?;
-        collect(swarm, t0, &arrivals, &mut per_spoke, &mut all);
+        hub_flip(swarm, flipper, n, &mut tally).await?;
     }
-    Ok(FlipTimes {
-        per_spoke: Percentiles::of(&per_spoke),
-        per_flip_all: Percentiles::of(&all),
-        trigger: Percentiles::of(&trigger),
-        all_ms: all.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
-    })
+    Ok(tally.done())
+}
+
+/// Flip `n` through the hub's REST API, into `tally`.
+async fn hub_flip(swarm: &Swarm, flipper: &mut Flipper, n: usize, tally: &mut Tally) -> Result<()> {
+    let base = swarm.snapshot_counts();
+    let t0 = Instant::now();
+    let trigger = flipper.flip(n).await?;
+    let arrivals = swarm.wait_all_past(&base, FLIP_BOUND).await?;
+    tally.flip(swarm, t0, trigger, &arrivals);
+    Ok(())
+}
+
+/// One publication by the floor server, into `tally`.
+async fn floor_flip(swarm: &Swarm, floor: &mut FloorProcess, tally: &mut Tally) -> Result<()> {
+    let base = swarm.snapshot_counts();
+    let t0 = Instant::now();
+    floor.publish().await?;
+    let trigger = t0.elapsed();
+    let arrivals = swarm.wait_all_past(&base, FLIP_BOUND).await?;
+    tally.flip(swarm, t0, trigger, &arrivals);
+    Ok(())
 }
 
 /// `flips` publications by the bare floor server.
@@ -74,34 +117,59 @@ pub async fn through_floor(
     floor: &mut FloorProcess,
     flips: usize,
 ) -> Result<FlipTimes> {
-    let mut per_spoke = Vec::new();
-    let mut all = Vec::new();
-    let mut trigger = Vec::new();
+    let mut tally = Tally::default();
     for _ in 0..flips {
         tokio::time::sleep(SETTLE).await;
-        let base = swarm.snapshot_counts();
-        let t0 = Instant::now();
-        floor.publish().await?;
-        trigger.push(t0.elapsed());
-        let arrivals = swarm.wait_all_past(&base, FLIP_BOUND).await?;
-        collect(swarm, t0, &arrivals, &mut per_spoke, &mut all);
+        floor_flip(swarm, floor, &mut tally).await?;
     }
-    Ok(FlipTimes {
-        per_spoke: Percentiles::of(&per_spoke),
-        per_flip_all: Percentiles::of(&all),
-        trigger: Percentiles::of(&trigger),
-        all_ms: all.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
+    Ok(tally.done())
+}
+
+/// Flips through the hub and the floor server taken in pairs, both fleets connected
+/// all along, so each pair meets the same moment of the machine: `flips` pairs, the
+/// floor's flip first in even pairs and the hub's first in odd ones.
+pub async fn interleaved(
+    hub_swarm: &Swarm,
+    flipper: &mut Flipper,
+    floor_swarm: &Swarm,
+    floor: &mut FloorProcess,
+    flips: usize,
+) -> Result<Interleaved> {
+    flipper.warm_up().await?;
+    let (mut hub, mut floor_tally) = (Tally::default(), Tally::default());
+    let mut pairs = Vec::with_capacity(flips);
+    for n in 0..flips {
+        let hub_first = n % 2 == 1;
+        let closes = flipper.next_closes();
+        for hub_turn in [hub_first, !hub_first] {
+            tokio::time::sleep(SETTLE).await;
+            if hub_turn {
+                hub_flip(hub_swarm, flipper, n, &mut hub).await?;
+            } else {
+                floor_flip(floor_swarm, floor, &mut floor_tally).await?;
+            }
+        }
+        pairs.push(FlipPair {
+            hub_first,
+            closes,
+            rest_ms: hub.trigger[n].as_secs_f64() * 1e3,
+            hub: hub.each[n],
+            floor: floor_tally.each[n],
+            hub_all_ms: hub.all[n].as_secs_f64() * 1e3,
+            floor_all_ms: floor_tally.all[n].as_secs_f64() * 1e3,
+        });
+    }
+    Ok(Interleaved {
+        hub: hub.done(),
+        floor: floor_tally.done(),
+        pairs: FlipPairs { pairs },
     })
 }
 
-fn collect(
-    swarm: &Swarm,
-    t0: Instant,
-    arrivals: &[u64],
-    per_spoke: &mut Vec<Duration>,
-    all: &mut Vec<Duration>,
-) {
-    let lat: Vec<Duration> = arrivals.iter().map(|&us| swarm.since(t0, us)).collect();
-    all.push(lat.iter().copied().max().unwrap_or_default());
-    per_spoke.extend(lat);
+/// [`interleaved`]'s flips: each side's, and pair by pair.
+#[derive(Debug, Clone, Default)]
+pub struct Interleaved {
+    pub hub: FlipTimes,
+    pub floor: FlipTimes,
+    pub pairs: FlipPairs,
 }

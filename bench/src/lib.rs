@@ -8,6 +8,7 @@ pub mod config;
 pub mod e2e;
 pub mod error;
 pub mod fleet;
+pub mod flip_pairs;
 pub mod flips;
 pub mod floor;
 pub mod hub_gauges;

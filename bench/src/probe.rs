@@ -48,6 +48,34 @@ pub(crate) async fn floor_flips(
     Ok((times, per_stream))
 }
 
+/// The bare floor server with `n` streams connected by spokes in a process of their own
+/// ([`crate::swarm_process`]: the open-files limit is per process, and this one holds
+/// the hub's spokes meanwhile), and its memory per stream (KiB, measured as in
+/// [`floor_flips`]). Stop both when done.
+pub(crate) async fn floor_connected(
+    cfg: &BenchConfig,
+    snapshot_file: &std::path::Path,
+    n: usize,
+    dir: &std::path::Path,
+) -> Result<(FloorProcess, Swarm, f64)> {
+    let server = FloorProcess::start(&cfg.bins.bench, snapshot_file).await?;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let rss0 = crate::proc_stats::rss_kib(server.pid()?)?;
+    let swarm = crate::swarm_process::start(
+        &cfg.bins.bench,
+        &[server.addr],
+        &floor_credentials(n),
+        CONNECT_CONCURRENCY,
+        CONNECT_BOUND,
+        dir,
+    )
+    .await?;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let rss = crate::proc_stats::rss_kib(server.pid()?)?;
+    let per_stream = rss.saturating_sub(rss0) as f64 / n.max(1) as f64;
+    Ok((server, swarm, per_stream))
+}
+
 /// Credentials for `n` spokes of the bare floor server, which checks none.
 pub(crate) fn floor_credentials(n: usize) -> Vec<Credential> {
     (0..n)

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::flip_pairs::FlipPairs;
 pub use crate::ingest::IngestResult;
 use crate::stats::{Percentiles, fmt_ms};
 use crate::storm::StormResult;
@@ -62,6 +63,9 @@ pub struct SizeResult {
     pub floor_flip_all: Percentiles,
     /// REST round-trip of the flip request itself.
     pub rest_call: Percentiles,
+    /// The hub's flips and the floor's taken in pairs (empty where the floor's
+    /// flips ran apart from the hub's).
+    pub flip_pairs: FlipPairs,
     /// Seconds to connect the (additional) spokes of this size.
     pub connect_seconds: f64,
     pub hub_rss_kib: u64,
@@ -179,6 +183,9 @@ impl Report {
                     _ => None,
                 },
             );
+            for (metric, measured) in s.flip_pairs.rows(n) {
+                row(metric, measured, "", None);
+            }
             row(
                 format!("flip → all {n} spokes (per flip) p50 / max; REST call p50"),
                 format!(

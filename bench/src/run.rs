@@ -1,6 +1,7 @@
 //! One benchmark run, phase by phase: PostgreSQL and the hub process, the
-//! NOTIFY floor, then per fleet size: bare fan-out floor, registration, connect,
-//! RSS, idle CPU, flips; status ingest; the reconnect storm; the real spoke.
+//! NOTIFY floor, then per fleet size: registration, connect, RSS, idle CPU, the
+//! bare fan-out floor connected alongside, flips of both in pairs; status ingest;
+//! the reconnect storm; the real spoke.
 
 use fleetgate_hub::ServiceDefaults;
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use crate::config::BenchConfig;
 use crate::fleet::{self, Flipper};
 use crate::floor;
 use crate::hub_process::HubSpec;
-use crate::probe::{CONNECT_BOUND, CONNECT_CONCURRENCY, fetch_snapshot, floor_flips};
+use crate::probe::{CONNECT_BOUND, CONNECT_CONCURRENCY, fetch_snapshot, floor_connected};
 use crate::report::{Registration, Report, SizeResult};
 use crate::swarm::{Credential, Swarm};
 use crate::{
@@ -27,14 +28,9 @@ const FD_HEADROOM: u64 = 512;
 /// Runs the benchmark; `progress` receives one line per phase.
 pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     let largest = cfg.spokes.last().copied().unwrap_or(0);
-    // At most: the previous size's hub spokes plus this size's floor streams.
-    let peak = cfg
-        .spokes
-        .iter()
-        .scan(0, |prev, &n| Some(std::mem::replace(prev, n) + n))
-        .max()
-        .unwrap_or(0) as u64;
-    let need = peak.max(largest as u64) + FD_HEADROOM;
+    // At most the largest fleet's hub spokes: the floor's spokes run in a process
+    // of their own while the hub's are connected (`probe::floor_connected`).
+    let need = largest as u64 + FD_HEADROOM;
     let limit = proc_stats::open_files_limit()?;
     if limit < need {
         return Err(Error::setup(format!(
@@ -84,10 +80,6 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     let mut swarm = Swarm::new();
     let mut connected = 0;
     for (i, &n) in cfg.spokes.iter().enumerate() {
-        // Each size's floor right before its hub phase, under the same
-        // conditions (the smaller fleet's spokes stay connected, idle).
-        progress(&format!("floor: bare tonic fan-out to {n} streams"));
-        let (floor, floor_rss_per_spoke_kib) = floor_flips(cfg, &snapshot_file, n).await?;
         grow_fleet(&service, &mut creds, n, &mut registering, progress).await?;
         progress(&format!("hub: connecting spokes {connected}..{n}"));
         let t = Instant::now();
@@ -105,8 +97,33 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         let rss = proc_stats::rss_kib(hub.pid())?;
         progress(&format!("hub: idle CPU with {n} spokes"));
         let idle = proc_stats::cpu_millicores(hub.pid(), cfg.idle_window).await?;
-        progress(&format!("hub: {} flips to {n} spokes", cfg.flips));
-        let hub_flips = flips::through_hub(&swarm, &mut flipper, cfg.flips).await?;
+        // The floor's server and spokes next to the hub's, both fleets connected,
+        // and the flips in pairs, so that the hub's flips and the floor's meet the
+        // same moments of the machine.
+        progress(&format!(
+            "floor: bare tonic fan-out to {n} streams (spokes in their own process)"
+        ));
+        let (mut floor_server, floor_swarm, floor_rss_per_spoke_kib) =
+            floor_connected(cfg, &snapshot_file, n, workdir.path()).await?;
+        progress(&format!(
+            "hub and floor: {} flips each to {n} spokes, in pairs",
+            cfg.flips
+        ));
+        let flipped = flips::interleaved(
+            &swarm,
+            &mut flipper,
+            &floor_swarm,
+            &mut floor_server,
+            cfg.flips,
+        )
+        .await;
+        floor_swarm.shutdown().await;
+        floor_server.stop().await?;
+        let flips::Interleaved {
+            hub: hub_flips,
+            floor,
+            pairs,
+        } = flipped?;
         let per_flip: Vec<String> = hub_flips
             .all_ms
             .iter()
@@ -116,6 +133,9 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             "hub: flip → all {n} spokes per flip (ms): {}",
             per_flip.join(" ")
         ));
+        for (metric, measured) in pairs.rows(n) {
+            progress(&format!("{metric}: {measured}"));
+        }
         report.sizes.push(SizeResult {
             spokes: n,
             hub_flip: hub_flips.per_spoke,
@@ -124,6 +144,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             floor_flip: floor.per_spoke,
             floor_flip_all: floor.per_flip_all,
             rest_call: hub_flips.trigger,
+            flip_pairs: pairs,
             connect_seconds,
             hub_rss_kib: rss,
             hub_rss_per_spoke_kib: rss.saturating_sub(rss0) as f64 / n as f64,

@@ -35,8 +35,26 @@ const COUNTED: &str = "counted_request";
 /// SQL statements run inside a [`COUNTED`] span.
 static STATEMENTS: AtomicUsize = AtomicUsize::new(0);
 
+/// Of [`STATEMENTS`], those that read `fleet_revision.clusters_version`: each is one
+/// read of the fleet's clusters through the replica's copy (`scoped_cached`).
+static FLEET_READS: AtomicUsize = AtomicUsize::new(0);
+
 /// Counts sqlx's per-statement events inside a [`COUNTED`] span.
 struct CountStatements;
+
+/// Whether any field of a statement event (its summary, its SQL) names `clusters_version`.
+#[derive(Default)]
+struct NamesClustersVersion(bool);
+
+impl tracing::field::Visit for NamesClustersVersion {
+    fn record_str(&mut self, _: &tracing::field::Field, value: &str) {
+        self.0 |= value.contains("clusters_version");
+    }
+
+    fn record_debug(&mut self, _: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0 |= format!("{value:?}").contains("clusters_version");
+    }
+}
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CountStatements {
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
@@ -46,6 +64,11 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CountStatements {
                 .is_some_and(|mut spans| spans.any(|s| s.name() == COUNTED))
         {
             STATEMENTS.fetch_add(1, Ordering::SeqCst);
+            let mut names = NamesClustersVersion::default();
+            event.record(&mut names);
+            if names.0 {
+                FLEET_READS.fetch_add(1, Ordering::SeqCst);
+            }
         }
     }
 }
@@ -117,6 +140,8 @@ async fn fleet(n: i32) -> Hub {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Cost {
     statements: usize,
+    /// Reads of the fleet's clusters (each a version check of the replica's copy).
+    fleet_reads: usize,
     events: i64,
     deliveries: i64,
 }
@@ -136,6 +161,7 @@ async fn counted(hub: &Hub, method: Method, uri: &str) -> (common::Resp, Cost) {
     hub.clock.advance(chrono::Duration::minutes(1));
     let (events, deliveries) = rows(hub).await;
     STATEMENTS.store(0, Ordering::SeqCst);
+    FLEET_READS.store(0, Ordering::SeqCst);
     let body = (method == Method::POST)
         .then(|| ("application/json", "{\"reason\": \"bench\"}".to_string()));
     let r = hub
@@ -143,9 +169,11 @@ async fn counted(hub: &Hub, method: Method, uri: &str) -> (common::Resp, Cost) {
         .instrument(tracing::info_span!(COUNTED))
         .await;
     let statements = STATEMENTS.load(Ordering::SeqCst);
+    let fleet_reads = FLEET_READS.load(Ordering::SeqCst);
     let (events_after, deliveries_after) = rows(hub).await;
     let cost = Cost {
         statements,
+        fleet_reads,
         events: events_after - events,
         deliveries: deliveries_after - deliveries,
     };
@@ -184,6 +212,10 @@ async fn a_fleet_wide_close_costs_the_same_statements_and_events_at_any_fleet_si
     let (small, (close_small, cancel_small)) = costs[0];
     let (large, (close_large, cancel_large)) = costs[1];
     assert!(close_small.statements > 0, "statements are counted");
+    // The operator's whole-gate close reads the fleet's clusters once, in its write
+    // (the check before admission does not need them); the cancel once.
+    assert_eq!(close_small.fleet_reads, 1, "fleet reads of the close");
+    assert_eq!(cancel_small.fleet_reads, 1, "fleet reads of the cancel");
     // override.created, gate.closed; one delivery each (the webhook is not per cluster).
     assert_eq!((close_small.events, close_small.deliveries), (2, 2));
     // override.ended, gate.opened.

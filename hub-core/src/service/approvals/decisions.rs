@@ -12,7 +12,7 @@ use crate::db::approvals::{self as db, ApprovalRequest, RequestRow};
 use crate::db::gates;
 use crate::db::revision::Affected;
 use crate::service::fleet::stored_gate;
-use crate::service::overrides::scope::{covered_clusters, covered_in};
+use crate::service::overrides::scope::covered_in;
 use crate::service::overrides::{NewOverride, OverrideTimes, insert_override};
 use crate::service::{Actor, Audit, Role, Service, WriteTx, Written, to_json};
 use crate::{Error, Result, validate};
@@ -89,7 +89,8 @@ impl Service {
                         .await?
                         .ok_or_else(|| Error::not_found("gate", row.gate.clone()))?;
                     let gate_def = stored_gate(&g.manifest)?;
-                    let covered = covered_clusters(tx, &gate_def, row.scope.as_ref()).await?;
+                    let all = tx.scoped_clusters().await?;
+                    let covered = covered_in(&all, &gate_def, row.scope.as_ref());
                     super::rights::check_approver(actor, &row, &gate_def, &covered)?;
                     if !db::add_approval(tx, id, &key, &actor.name, reason, now).await? {
                         return Err(already_approved(actor, id));
@@ -120,6 +121,7 @@ impl Service {
                     let (ov, affected) = insert_override(
                         tx,
                         &gate_def,
+                        &all,
                         NewOverride {
                             state,
                             scope: row.scope.clone(),

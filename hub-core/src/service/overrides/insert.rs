@@ -104,15 +104,17 @@ pub(in crate::service) struct NewOverride<'r> {
 }
 
 /// Inserts the override and enqueues its notifications (the override, and the clusters
-/// whose state it changes now), in the caller's write. Returns it and the clusters whose
-/// snapshot changed.
+/// whose state it changes now), in the caller's write. `all` is the fleet's clusters as
+/// the caller read them in this write ([`WriteTx::scoped_clusters`], once per override:
+/// the caller's scope check reads the same). Returns it and the clusters whose snapshot
+/// changed.
 pub(in crate::service) async fn insert_override(
     tx: &mut WriteTx<'_>,
     gate_def: &fleetgate_policy::Gate,
+    all: &[Scoped],
     n: NewOverride<'_>,
 ) -> Result<(OverrideRecord, Affected)> {
     let gate = gate_def.name();
-    let all = tx.scoped_clusters().await?;
     let scope = n.scope;
     // The clusters in the gate's scope and the override's, in one pass over the
     // fleet (a name lookup per cluster was O(clusters²): 0.5 s of a fleet-wide
@@ -149,7 +151,7 @@ pub(in crate::service) async fn insert_override(
     let live = overrides::live_for_gates(tx, std::slice::from_ref(&rec.gate), now).await?;
     let before: Vec<OverrideRecord> = live.iter().filter(|o| o.id != rec.id).cloned().collect();
     let created = crate::notify::overrides::created(&rec, &affected);
-    crate::db::outbox::enqueue_among(tx, &created, Some(all.as_slice())).await?;
+    crate::db::outbox::enqueue_among(tx, &created, Some(all)).await?;
     let freezes = crate::db::freezes::live(tx, now).await?;
     let changes = crate::notify::overrides::state_changes(
         gate_def,
@@ -161,14 +163,7 @@ pub(in crate::service) async fn insert_override(
         crate::notify::Cause::Override,
         n.actor,
     );
-    crate::notify::enqueue_transitions_among(
-        tx,
-        Some(gate_def),
-        changes,
-        None,
-        Some(all.as_slice()),
-    )
-    .await?;
+    crate::notify::enqueue_transitions_among(tx, Some(gate_def), changes, None, Some(all)).await?;
     let affected = Affected::among(affected, all.len());
     Ok((rec, affected))
 }

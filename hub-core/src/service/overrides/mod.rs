@@ -115,7 +115,13 @@ impl Service {
                 .await?
                 .ok_or_else(|| Error::not_found("gate", gate))?;
             let gate_def = stored_gate(&g.manifest)?;
-            let all = crate::db::clusters::scoped_cached(&mut conn, &self.scoped).await?;
+            // The fleet's clusters only where this check looks at them (the write
+            // below reads them in any case, for the clusters the override touches).
+            let all = if reads_fleet(actor, gate, &gate_def, &req)? {
+                crate::db::clusters::scoped_cached(&mut conn, &self.scoped).await?
+            } else {
+                std::sync::Arc::default()
+            };
             override_scope(actor, gate, &gate_def, state, &req, &all, may_wait)?;
         }
         let admission = self
@@ -168,6 +174,7 @@ impl Service {
                     let (rec, affected) = insert_override(
                         tx,
                         &gate_def,
+                        &all,
                         NewOverride {
                             state,
                             scope,
@@ -367,6 +374,33 @@ impl Service {
                 .collect(),
         ))
     }
+}
+
+/// Whether [`override_scope`] looks at the fleet's clusters for `req` by `actor`:
+/// for a requested cluster list, or a caller whose grant for `gate` is limited to
+/// some clusters. An unscoped caller's whole-gate override is decided without them.
+fn reads_fleet(
+    actor: &Actor,
+    gate: &str,
+    gate_def: &fleetgate_policy::Gate,
+    req: &OverrideRequest,
+) -> Result<bool> {
+    if req.clusters.is_some() {
+        return Ok(true);
+    }
+    let gate_ref = GateRef {
+        name: gate,
+        labels: &gate_def.metadata.labels,
+    };
+    let role = if req.emergency {
+        Role::Admin
+    } else {
+        Role::Operator
+    };
+    Ok(matches!(
+        actor.clusters_for(role, gate_ref)?,
+        super::Clusters::Within(_)
+    ))
 }
 
 /// The scope an override of `gate` gets (requested, narrowed to the caller's

@@ -1,0 +1,166 @@
+//! The flips of the hub and of the floor server taken in pairs (`flips::interleaved`):
+//! what each pair measured, and its rows of the report.
+
+use serde::Serialize;
+
+use crate::stats::{Percentiles, fmt_ms};
+
+/// One hub flip and one floor flip, one right after the other.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct FlipPair {
+    /// The hub's flip came first (else the floor's).
+    pub hub_first: bool,
+    /// The hub's flip closed the gate (created an override); else it cancelled one.
+    pub closes: bool,
+    /// The hub's REST call (ms).
+    pub rest_ms: f64,
+    /// Each spoke's latency of the hub's flip, and of the floor's.
+    pub hub: Percentiles,
+    pub floor: Percentiles,
+    /// Until the last spoke had it (ms): the hub's flip, the floor's.
+    pub hub_all_ms: f64,
+    pub floor_all_ms: f64,
+}
+
+impl FlipPair {
+    /// The hub's p99 over the floor's, in this pair (0 without a floor).
+    pub fn ratio(&self) -> f64 {
+        if self.floor.p99_ms > 0.0 {
+            self.hub.p99_ms / self.floor.p99_ms
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The pairs of one fleet size, in order.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FlipPairs {
+    pub pairs: Vec<FlipPair>,
+}
+
+/// Nearest-rank median of `v` (0 when empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len().div_ceil(2) - 1]
+}
+
+impl FlipPairs {
+    /// The per-pair ratios' median and largest.
+    pub fn ratio_median_max(&self) -> (f64, f64) {
+        let r: Vec<f64> = self.pairs.iter().map(FlipPair::ratio).collect();
+        let max = r.iter().copied().fold(0.0, f64::max);
+        (median(r), max)
+    }
+
+    /// The REST call's median for the closes and for the cancels (ms).
+    pub fn rest_close_cancel(&self) -> (f64, f64) {
+        let of = |closes: bool| {
+            median(
+                self.pairs
+                    .iter()
+                    .filter(|p| p.closes == closes)
+                    .map(|p| p.rest_ms)
+                    .collect(),
+            )
+        };
+        (of(true), of(false))
+    }
+
+    /// The report's rows for `n` spokes: (metric, measured).
+    pub fn rows(&self, n: usize) -> Vec<(String, String)> {
+        if self.pairs.is_empty() {
+            return Vec::new();
+        }
+        let each: Vec<String> = self
+            .pairs
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}{} / {} = {:.2}×",
+                    if p.hub_first { "h " } else { "f " },
+                    fmt_ms(p.hub.p99_ms),
+                    fmt_ms(p.floor.p99_ms),
+                    p.ratio()
+                )
+            })
+            .collect();
+        let (ratio_median, ratio_max) = self.ratio_median_max();
+        let (close, cancel) = self.rest_close_cancel();
+        let hub_p99 = median(self.pairs.iter().map(|p| p.hub.p99_ms).collect());
+        let floor_p99 = median(self.pairs.iter().map(|p| p.floor.p99_ms).collect());
+        let hub_all = median(self.pairs.iter().map(|p| p.hub_all_ms).collect());
+        let floor_all = median(self.pairs.iter().map(|p| p.floor_all_ms).collect());
+        vec![
+            (
+                format!(
+                    "interleaved flips, {n} spokes: per pair hub p99 / floor p99 (h: hub first, f: floor first)"
+                ),
+                each.join("; "),
+            ),
+            (
+                format!(
+                    "interleaved flips, {n} spokes: per-pair ratio median / max; median of the flips' p99 hub / floor; flip → all median hub / floor"
+                ),
+                format!(
+                    "{ratio_median:.2}× / {ratio_max:.2}×; {} / {} ms; {} / {} ms",
+                    fmt_ms(hub_p99),
+                    fmt_ms(floor_p99),
+                    fmt_ms(hub_all),
+                    fmt_ms(floor_all)
+                ),
+            ),
+            (
+                format!("REST call p50, {n} spokes: close (creates an override) / cancel"),
+                format!("{} / {} ms", fmt_ms(close), fmt_ms(cancel)),
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(hub_p99: f64, floor_p99: f64, closes: bool, rest_ms: f64) -> FlipPair {
+        FlipPair {
+            closes,
+            rest_ms,
+            hub: Percentiles {
+                samples: 1,
+                p99_ms: hub_p99,
+                ..Percentiles::default()
+            },
+            floor: Percentiles {
+                samples: 1,
+                p99_ms: floor_p99,
+                ..Percentiles::default()
+            },
+            ..FlipPair::default()
+        }
+    }
+
+    #[test]
+    fn ratios_and_rest_calls_per_pair() {
+        let pairs = FlipPairs {
+            pairs: vec![
+                pair(200.0, 100.0, true, 30.0),
+                pair(110.0, 100.0, false, 10.0),
+                pair(300.0, 100.0, true, 50.0),
+            ],
+        };
+        let (median, max) = pairs.ratio_median_max();
+        assert!((median - 2.0).abs() < 1e-9, "{median}");
+        assert!((max - 3.0).abs() < 1e-9, "{max}");
+        let (close, cancel) = pairs.rest_close_cancel();
+        assert!((close - 30.0).abs() < 1e-9 && (cancel - 10.0).abs() < 1e-9);
+        let rows = pairs.rows(10);
+        assert_eq!(rows.len(), 3);
+        assert!(rows[0].1.contains("f 200 / 100 = 2.00×"), "{}", rows[0].1);
+        assert!(FlipPairs::default().rows(10).is_empty());
+        assert_eq!(pair(1.0, 0.0, true, 0.0).ratio(), 0.0);
+    }
+}
