@@ -3,6 +3,7 @@
 //! clusters to re-read, and only those connected here are recomputed and
 //! published. The snapshot source is a trait so the core is testable without SQL.
 
+mod channel;
 mod desired;
 pub mod index;
 pub mod listener;
