@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::fleet::stored_gate;
 use super::types::{OverrideClusters, OverrideRecord, OverrideRequest};
-use super::{Actor, Audit, GateRef, Page, PageRequest, Role, Service, Written, to_json};
+use super::{Actor, Audit, Clusters, GateRef, Page, PageRequest, Role, Service, Written, to_json};
 use crate::db::clusters::Scoped;
 use crate::db::gates;
 use crate::db::overrides::{self, OverrideFilter};
@@ -115,14 +115,16 @@ impl Service {
                 .await?
                 .ok_or_else(|| Error::not_found("gate", gate))?;
             let gate_def = stored_gate(&g.manifest)?;
-            // The fleet's clusters only where this check looks at them (the write
-            // below reads them in any case, for the clusters the override touches).
-            let all = if reads_fleet(actor, gate, &gate_def, &req)? {
+            let permitted = permitted(actor, gate, &gate_def, &req)?;
+            // The fleet's clusters only where this check looks at them: a requested
+            // cluster list, or a caller whose grant is limited to some clusters (the
+            // write below reads them in any case, for the clusters the override touches).
+            let all = if req.clusters.is_some() || matches!(permitted, Clusters::Within(_)) {
                 crate::db::clusters::scoped_cached(&mut conn, &self.scoped).await?
             } else {
                 std::sync::Arc::default()
             };
-            override_scope(actor, gate, &gate_def, state, &req, &all, may_wait)?;
+            override_scope(&permitted, gate, &gate_def, state, &req, &all, may_wait)?;
         }
         let admission = self
             .admit(
@@ -153,8 +155,9 @@ impl Service {
                         .ok_or_else(|| Error::not_found("gate", gate))?;
                     let gate_def = stored_gate(&g.manifest)?;
                     let all = tx.scoped_clusters().await?;
+                    let permitted = permitted(actor, gate, &gate_def, req)?;
                     let (scope, narrowed) =
-                        override_scope(actor, gate, &gate_def, state, req, &all, may_wait)?;
+                        override_scope(&permitted, gate, &gate_def, state, req, &all, may_wait)?;
                     if gate_def.spec.needs_approval(state) && !req.emergency {
                         let written = super::approvals::requests::insert_pending(
                             tx,
@@ -376,18 +379,14 @@ impl Service {
     }
 }
 
-/// Whether [`override_scope`] looks at the fleet's clusters for `req` by `actor`:
-/// for a requested cluster list, or a caller whose grant for `gate` is limited to
-/// some clusters. An unscoped caller's whole-gate override is decided without them.
-fn reads_fleet(
-    actor: &Actor,
+/// The clusters `actor` may override `gate` on: as an admin for an emergency,
+/// else as an operator.
+fn permitted<'a>(
+    actor: &'a Actor,
     gate: &str,
     gate_def: &fleetgate_policy::Gate,
     req: &OverrideRequest,
-) -> Result<bool> {
-    if req.clusters.is_some() {
-        return Ok(true);
-    }
+) -> Result<Clusters<'a>> {
     let gate_ref = GateRef {
         name: gate,
         labels: &gate_def.metadata.labels,
@@ -397,17 +396,14 @@ fn reads_fleet(
     } else {
         Role::Operator
     };
-    Ok(matches!(
-        actor.clusters_for(role, gate_ref)?,
-        super::Clusters::Within(_)
-    ))
+    actor.clusters_for(role, gate_ref)
 }
 
 /// The scope an override of `gate` gets (requested, narrowed to the caller's
 /// clusters) and the narrowing note; 403 outside the caller's clusters, 422
 /// for a bad scope, 409 where the gate needs approval and the caller cannot wait.
 fn override_scope(
-    actor: &Actor,
+    permitted: &Clusters<'_>,
     gate: &str,
     gate_def: &fleetgate_policy::Gate,
     state: GateState,
@@ -415,21 +411,11 @@ fn override_scope(
     all: &[Scoped],
     may_wait: bool,
 ) -> Result<(Option<ClusterScope>, Option<String>)> {
-    let gate_ref = GateRef {
-        name: gate,
-        labels: &gate_def.metadata.labels,
-    };
-    let role = if req.emergency {
-        Role::Admin
-    } else {
-        Role::Operator
-    };
-    let permitted = actor.clusters_for(role, gate_ref)?;
     let requested = match &req.clusters {
         None => None,
         Some(c) => Some(check_scope(c, &gate_def.spec.clusters, all)?),
     };
-    let scoped = scope::narrow(requested, &permitted, gate_def, all)?;
+    let scoped = scope::narrow(requested, permitted, gate_def, all)?;
     if gate_def.spec.needs_approval(state) && !req.emergency && !may_wait {
         return Err(Error::conflict(format!(
             "gate '{gate}' requires approval for {state} overrides (spec.approval): request one with RequestOverride (or POST /api/v1/gates/{gate}/{}), or declare an emergency (admins)",
