@@ -179,22 +179,31 @@ pub async fn call(
 /// Enqueues a `spoke.disconnected` event numbered `n` (in `data.n`) at the
 /// hub's clock, as other parts of the hub enqueue theirs.
 pub async fn enqueue_numbered(hub: &Hub, n: usize) {
+    enqueue_numbered_together(hub, &[n]).await;
+}
+
+/// [`enqueue_numbered`] for each of `ns`, in one transaction: every event is
+/// routed to the endpoints subscribed now, before the worker can deliver (and
+/// an answer change an endpoint) in between.
+pub async fn enqueue_numbered_together(hub: &Hub, ns: &[usize]) {
     use fleetgate_hub::clock::Clock as _;
     let mut tx = hub.pool.begin().await.unwrap();
-    fleetgate_hub::notify::enqueue(
-        &mut tx,
-        &fleetgate_hub::notify::NewEvent {
-            event_type: "spoke.disconnected".into(),
-            subject: "cluster/a".into(),
-            dedup_key: None,
-            occurred_at: hub.clock.now(),
-            gate: None,
-            clusters: vec!["a".into()],
-            data: serde_json::json!({"cluster": "a", "n": n}),
-        },
-    )
-    .await
-    .unwrap();
+    for &n in ns {
+        fleetgate_hub::notify::enqueue(
+            &mut tx,
+            &fleetgate_hub::notify::NewEvent {
+                event_type: "spoke.disconnected".into(),
+                subject: "cluster/a".into(),
+                dedup_key: None,
+                occurred_at: hub.clock.now(),
+                gate: None,
+                clusters: vec!["a".into()],
+                data: serde_json::json!({"cluster": "a", "n": n}),
+            },
+        )
+        .await
+        .unwrap();
+    }
     tx.commit().await.unwrap();
 }
 

@@ -48,8 +48,8 @@ use fleetgate_proto::v1 as pb;
 use grpc_support::served::Served;
 use grpc_support::{Grpc, authed, within};
 use notify_support::{
-    Received, call, enqueue_numbered, next, receiver, receiver_answering, replica_with, subscribe,
-    verify,
+    Received, call, enqueue_numbered, enqueue_numbered_together, next, receiver,
+    receiver_answering, replica_with, subscribe, verify,
 };
 use serde_json::{Value, json};
 
