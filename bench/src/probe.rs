@@ -26,22 +26,10 @@ pub(crate) async fn floor_flips(
     n: usize,
 ) -> Result<(flips::FlipTimes, f64)> {
     let mut server = FloorProcess::start(&cfg.bins.bench, snapshot_file).await?;
-    // Memory per connection, measured as the hub's is (`run`): RSS 1 s after
-    // start, then with every stream connected and 2 s idle.
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    let rss0 = crate::proc_stats::rss_kib(server.pid()?)?;
     let mut swarm = Swarm::new();
-    swarm
-        .add(
-            server.addr,
-            &floor_credentials(n),
-            CONNECT_CONCURRENCY,
-            CONNECT_BOUND,
-        )
-        .await?;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let rss = crate::proc_stats::rss_kib(server.pid()?)?;
-    let per_stream = rss.saturating_sub(rss0) as f64 / n.max(1) as f64;
+    let creds = floor_credentials(n);
+    let connect = swarm.add(server.addr, &creds, CONNECT_CONCURRENCY, CONNECT_BOUND);
+    let ((), per_stream) = connected_measured(&server, n, connect).await?;
     let times = flips::through_floor(&swarm, &mut server, cfg.flips).await?;
     swarm.shutdown().await;
     server.stop().await?;
@@ -59,21 +47,33 @@ pub(crate) async fn floor_connected(
     dir: &std::path::Path,
 ) -> Result<(FloorProcess, Swarm, f64)> {
     let server = FloorProcess::start(&cfg.bins.bench, snapshot_file).await?;
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    let rss0 = crate::proc_stats::rss_kib(server.pid()?)?;
-    let swarm = crate::swarm_process::start(
+    let (creds, addrs) = (floor_credentials(n), [server.addr]);
+    let connect = crate::swarm_process::start(
         &cfg.bins.bench,
-        &[server.addr],
-        &floor_credentials(n),
+        &addrs,
+        &creds,
         CONNECT_CONCURRENCY,
         CONNECT_BOUND,
         dir,
-    )
-    .await?;
+    );
+    let (swarm, per_stream) = connected_measured(&server, n, connect).await?;
+    Ok((server, swarm, per_stream))
+}
+
+/// Runs `connect` (`n` streams to the floor `server`) and measures the server's memory
+/// per stream (KiB) as the hub's is (`run`): RSS 1 s after start, then with every stream
+/// connected and 2 s idle.
+async fn connected_measured<T>(
+    server: &FloorProcess,
+    n: usize,
+    connect: impl std::future::Future<Output = Result<T>>,
+) -> Result<(T, f64)> {
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let rss0 = crate::proc_stats::rss_kib(server.pid()?)?;
+    let connected = connect.await?;
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let rss = crate::proc_stats::rss_kib(server.pid()?)?;
-    let per_stream = rss.saturating_sub(rss0) as f64 / n.max(1) as f64;
-    Ok((server, swarm, per_stream))
+    Ok((connected, rss.saturating_sub(rss0) as f64 / n.max(1) as f64))
 }
 
 /// Credentials for `n` spokes of the bare floor server, which checks none.
