@@ -37,6 +37,11 @@ impl FlipPair {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct FlipPairs {
     pub pairs: Vec<FlipPair>,
+    /// CPU time per flip (ms) over the paired flips: the hub's process (its flips, the
+    /// spokes' reports that follow, and its idle time during the floor's flips), and the
+    /// floor server's. 0 when not measured.
+    pub hub_cpu_ms_per_flip: f64,
+    pub floor_cpu_ms_per_flip: f64,
 }
 
 /// Nearest-rank median of `v` (0 when empty).
@@ -117,6 +122,19 @@ impl FlipPairs {
                 format!("REST call p50, {n} spokes: close (creates an override) / cancel"),
                 format!("{} / {} ms", fmt_ms(close), fmt_ms(cancel)),
             ),
+            (
+                format!("interleaved flips, {n} spokes: CPU per flip, hub process / floor server"),
+                format!(
+                    "{} / {} ms = {:.2}×",
+                    fmt_ms(self.hub_cpu_ms_per_flip),
+                    fmt_ms(self.floor_cpu_ms_per_flip),
+                    if self.floor_cpu_ms_per_flip > 0.0 {
+                        self.hub_cpu_ms_per_flip / self.floor_cpu_ms_per_flip
+                    } else {
+                        0.0
+                    }
+                ),
+            ),
         ]
     }
 }
@@ -151,6 +169,8 @@ mod tests {
                 pair(110.0, 100.0, false, 10.0),
                 pair(300.0, 100.0, true, 50.0),
             ],
+            hub_cpu_ms_per_flip: 300.0,
+            floor_cpu_ms_per_flip: 200.0,
         };
         let (median, max) = pairs.ratio_median_max();
         assert!((median - 2.0).abs() < 1e-9, "{median}");
@@ -158,8 +178,9 @@ mod tests {
         let (close, cancel) = pairs.rest_close_cancel();
         assert!((close - 30.0).abs() < 1e-9 && (cancel - 10.0).abs() < 1e-9);
         let rows = pairs.rows(10);
-        assert_eq!(rows.len(), 3);
+        assert_eq!(rows.len(), 4);
         assert!(rows[0].1.contains("f 200 / 100 = 2.00×"), "{}", rows[0].1);
+        assert_eq!(rows[3].1, "300 / 200 ms = 1.50×");
         assert!(FlipPairs::default().rows(10).is_empty());
         assert_eq!(pair(1.0, 0.0, true, 0.0).ratio(), 0.0);
     }

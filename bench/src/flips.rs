@@ -8,6 +8,7 @@ use crate::Result;
 use crate::fleet::Flipper;
 use crate::flip_pairs::{FlipPair, FlipPairs};
 use crate::floor::FloorProcess;
+use crate::proc_stats::cpu_time;
 use crate::stats::Percentiles;
 use crate::swarm::Swarm;
 
@@ -127,15 +128,20 @@ pub async fn through_floor(
 
 /// Flips through the hub and the floor server taken in pairs, both fleets connected
 /// all along, so each pair meets the same moment of the machine: `flips` pairs, the
-/// floor's flip first in even pairs and the hub's first in odd ones.
+/// floor's flip first in even pairs and the hub's first in odd ones. `hub_pid`'s CPU
+/// time and the floor server's over the pairs are divided by `flips`.
 pub async fn interleaved(
     hub_swarm: &Swarm,
     flipper: &mut Flipper,
+    hub_pid: u32,
     floor_swarm: &Swarm,
     floor: &mut FloorProcess,
     flips: usize,
 ) -> Result<Interleaved> {
     flipper.warm_up().await?;
+    let floor_pid = floor.pid()?;
+    let cpu = || -> Result<(Duration, Duration)> { Ok((cpu_time(hub_pid)?, cpu_time(floor_pid)?)) };
+    let cpu0 = cpu()?;
     let (mut hub, mut floor_tally) = (Tally::default(), Tally::default());
     let mut pairs = Vec::with_capacity(flips);
     for n in 0..flips {
@@ -159,10 +165,16 @@ pub async fn interleaved(
             floor_all_ms: floor_tally.all[n].as_secs_f64() * 1e3,
         });
     }
+    let cpu1 = cpu()?;
+    let per_flip = |d: Duration| d.as_secs_f64() * 1e3 / flips.max(1) as f64;
     Ok(Interleaved {
         hub: hub.done(),
         floor: floor_tally.done(),
-        pairs: FlipPairs { pairs },
+        pairs: FlipPairs {
+            pairs,
+            hub_cpu_ms_per_flip: per_flip(cpu1.0.saturating_sub(cpu0.0)),
+            floor_cpu_ms_per_flip: per_flip(cpu1.1.saturating_sub(cpu0.1)),
+        },
     })
 }
 

@@ -112,6 +112,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
         let flipped = flips::interleaved(
             &swarm,
             &mut flipper,
+            hub.pid(),
             &floor_swarm,
             &mut floor_server,
             cfg.flips,
