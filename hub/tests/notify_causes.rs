@@ -302,6 +302,51 @@ async fn an_override_write_and_the_scans_of_its_instant_make_one_event() {
     );
 }
 
+/// One scan passing the edges of overrides that apply to different clusters: the gate's
+/// changes are worked out once per set of applying overrides (not per cluster), and each
+/// cluster still gets the edges of its own set.
+#[tokio::test]
+async fn one_scan_gives_each_cluster_the_edges_of_its_own_overrides() {
+    let hub = Hub::new().await;
+    for c in ["a", "b", "c", "d"] {
+        hub.register(c, json!({})).await;
+    }
+    hub.simple_gate("g", &["a", "b", "c", "d"], "closed").await;
+    hub.service.notify_scan(LEADS).await.unwrap();
+
+    // Scheduled ahead, so no write announces them: a and b open at t1 for 5 minutes, c at
+    // t2 for 10, d not at all.
+    let (t1, t2) = (t0() + Duration::minutes(10), t0() + Duration::minutes(12));
+    for (clusters, at, minutes) in [(json!(["a", "b"]), t1, 5), (json!(["c"]), t2, 10)] {
+        let r = hub
+            .post_json(
+                "/api/v1/gates/g/open",
+                &hub.operator,
+                json!({"for": format!("{minutes}m"), "reason": "window", "startsAt": at,
+                       "clusters": {"names": clusters}}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    hub.clock.set(t2 + Duration::minutes(11));
+    hub.service.notify_scan(LEADS).await.unwrap();
+
+    let want = |t: &str, clusters: Value, at: DateTime<Utc>| {
+        (t.to_string(), clusters, json!("override"), json!(at))
+    };
+    let mut got = transitions(&hub).await[1..].to_vec();
+    got.sort_by(|x, y| (x.3.as_str(), &x.0).cmp(&(y.3.as_str(), &y.0)));
+    assert_eq!(
+        got,
+        [
+            want("gate.opened", json!(["a", "b"]), t1),
+            want("gate.opened", json!(["c"]), t2),
+            want("gate.closed", json!(["a", "b"]), t1 + Duration::minutes(5)),
+            want("gate.closed", json!(["c"]), t2 + Duration::minutes(10)),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_gate_closed_for_an_hour_announces_the_override_s_end_as_its_next_change() {
     let hub = Hub::new().await;

@@ -119,6 +119,74 @@ async fn a_copy_read_in_a_rolled_back_transaction_is_never_used() {
     assert!(read, "the rolled-back copy was used");
 }
 
+/// (name, env label, desired revision) of `names` as the fan-out's snapshot read sees them
+/// through `cache`, and as the read without a copy does.
+async fn for_snapshots(
+    hub: &Hub,
+    cache: &ScopedCache,
+    names: &[&str],
+) -> (Vec<(String, String, i64)>, Vec<(String, String, i64)>) {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let seen = |rows: Vec<(fleetgate_api_types::Cluster, Vec<u8>)>| {
+        rows.into_iter()
+            .map(|(c, hash)| {
+                assert!(!hash.is_empty(), "{}: no token hash", c.name);
+                let env = c.labels.get("env").cloned().unwrap_or_default();
+                (c.name, env, c.desired_revision)
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut tx = hub.pool.begin().await.unwrap();
+    let cached = clusters::for_snapshots_cached(&mut tx, &names, cache)
+        .await
+        .unwrap();
+    let plain = clusters::for_snapshots(&mut tx, Some(&names))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    (seen(cached), seen(plain))
+}
+
+/// The fan-out's batched snapshot read takes each cluster's labels from the replica's copy
+/// while it is current (the same statement reads the version), and from the table as soon
+/// as a label changed, before any write read the copy again.
+#[tokio::test]
+async fn snapshot_reads_take_labels_from_a_current_copy_only() {
+    let hub = Hub::new().await;
+    hub.register("a", json!({"env": "prod"})).await;
+    hub.register("b", json!({"env": "dev"})).await;
+    let cache = ScopedCache::default();
+    let row = |n: &str, env: &str, rev: i64| (n.to_string(), env.to_string(), rev);
+
+    // No copy yet: read as without one.
+    let (cached, plain) = for_snapshots(&hub, &cache, &["a", "b", "gone"]).await;
+    assert_eq!(cached, plain);
+    assert_eq!(cached.len(), 2);
+    let rev = cached[0].2;
+
+    through(&hub, &cache).await;
+    // A revision stamp leaves the copy current; the revision is read, the labels copied.
+    sqlx::query("update clusters set desired_revision = desired_revision + 5 where name = 'b'")
+        .execute(&hub.pool)
+        .await
+        .unwrap();
+    let (cached, plain) = for_snapshots(&hub, &cache, &["b", "a"]).await;
+    assert_eq!(cached, plain);
+    assert_eq!(cached[0], row("a", "prod", rev));
+    assert_eq!(cached[1].0, "b");
+    assert_eq!(cached[1].1, "dev");
+    assert!(cached[1].2 >= rev + 5, "{cached:?}");
+
+    // A label changed by hand: the copy is stale and the labels are read from the table.
+    sqlx::query("update clusters set labels = '{\"env\": \"staging\"}' where name = 'a'")
+        .execute(&hub.pool)
+        .await
+        .unwrap();
+    let (cached, plain) = for_snapshots(&hub, &cache, &["a"]).await;
+    assert_eq!(cached, plain);
+    assert_eq!(cached[0].1, "staging");
+}
+
 /// Policy names through `cache` in a transaction; also whether
 /// `access_policies` was read.
 async fn policies_through(hub: &Hub, cache: &PolicyCache) -> (Vec<String>, bool) {

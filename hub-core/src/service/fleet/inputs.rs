@@ -117,11 +117,14 @@ pub struct FleetInputs {
 
 impl FleetInputs {
     /// Reads the inputs of `scope` at `now` from `tx`, which should be a
-    /// REPEATABLE READ transaction ([`db::begin_read`]) so all parts agree.
+    /// REPEATABLE READ transaction ([`db::begin_read`]) so all parts agree. A
+    /// [`Scope::Clusters`] read takes the clusters' labels from `labels` while it is
+    /// current (`clusters::for_snapshots_cached`).
     pub(crate) async fn read(
         tx: &mut PgConnection,
         now: DateTime<Utc>,
         scope: Scope<'_>,
+        labels: &clusters::ScopedCache,
     ) -> Result<Self> {
         let revision = revision::current(tx).await?;
         let mut names: Option<Vec<String>> = match scope {
@@ -130,7 +133,7 @@ impl FleetInputs {
             Scope::Cluster(name) => Some(vec![name.to_string()]),
         };
         let rows = match scope {
-            Scope::Clusters(names) => clusters::for_snapshots(tx, Some(names)).await?,
+            Scope::Clusters(names) => clusters::for_snapshots_cached(tx, names, labels).await?,
             Scope::AllClusters => clusters::for_snapshots(tx, None).await?,
             Scope::Within(scopes) => clusters::with_token_hash_within(tx, scopes, now).await?,
             Scope::Fleet | Scope::Cluster(_) => {

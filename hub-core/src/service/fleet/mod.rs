@@ -43,7 +43,7 @@ impl Service {
         let now = self.now();
         let mut tx = self.begin().await?;
         db::read_snapshot(&mut tx).await?;
-        let inputs = FleetInputs::read(&mut tx, now, scope).await?;
+        let inputs = FleetInputs::read(&mut tx, now, scope, &self.scoped).await?;
         tx.commit().await?;
         Ok(inputs)
     }
