@@ -154,32 +154,16 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
                     name: g.name().to_string(),
                     version: u64::try_from(g.version).unwrap_or(0),
                     manifest_json: manifests[g.name()].clone(),
-                    // Looked up only where a rollout placed clusters: the key is two new
-                    // strings per gate and cluster (10,000 clusters per fleet-wide change).
-                    release: (!inputs.releases.is_empty())
-                        .then(|| {
-                            inputs
-                                .releases
-                                .get(&(g.name().to_string(), c.row.name.clone()))
-                        })
-                        .flatten()
-                        .map(|r| Release {
-                            rollout_id: r.rollout_id.to_string(),
-                            opening_at: r.opening_at,
-                            wave: u32::try_from(r.wave).unwrap_or(0),
-                        }),
-                    waiting: (!inputs.waiting.is_empty())
-                        .then(|| {
-                            inputs
-                                .waiting
-                                .get(&(g.name().to_string(), c.row.name.clone()))
-                        })
-                        .flatten()
-                        .map(|w| Waiting {
-                            rollout_id: w.rollout_id.to_string(),
-                            wave: u32::try_from(w.wave).unwrap_or(0),
-                            wave_name: w.wave_name(),
-                        }),
+                    release: placed(&inputs.releases, g.name(), &c.row.name).map(|r| Release {
+                        rollout_id: r.rollout_id.to_string(),
+                        opening_at: r.opening_at,
+                        wave: u32::try_from(r.wave).unwrap_or(0),
+                    }),
+                    waiting: placed(&inputs.waiting, g.name(), &c.row.name).map(|w| Waiting {
+                        rollout_id: w.rollout_id.to_string(),
+                        wave: u32::try_from(w.wave).unwrap_or(0),
+                        wave_name: w.wave_name(),
+                    }),
                     opening_fence: inputs.opening_fence(g.name(), &c.row),
                     calendars: calendars[g.name()].clone(),
                 });
@@ -196,6 +180,20 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
             .with_token_hash(c.token_hash.clone())
         })
         .collect())
+}
+
+/// `map`'s entry for (`gate`, `cluster`): a rollout's release or wave. Looked up only where a
+/// rollout placed clusters: the key is two new strings per gate and cluster, 10,000 clusters
+/// per fleet-wide change.
+fn placed<'a, T>(
+    map: &'a HashMap<(String, String), T>,
+    gate: &str,
+    cluster: &str,
+) -> Option<&'a T> {
+    if map.is_empty() {
+        return None;
+    }
+    map.get(&(gate.to_string(), cluster.to_string()))
 }
 
 /// Every snapshot of the replica shares one copy of each distinct manifest
