@@ -1,52 +1,49 @@
 //! The report's rows of the rolling restart (`crate::rolling`), and the small formatters the
 //! storm's rows share with them.
 
-use super::Report;
 use crate::stats::fmt_ms;
 
-impl Report {
-    /// The rolling restart's rows.
-    pub(super) fn rolling_rows(
-        &self,
-        g: &crate::rolling::RollingResult,
-        replicas: usize,
-        row: &mut impl FnMut(String, String, &str, Option<bool>),
-    ) {
-        let h = &g.handover;
-        let storm = self.storm.as_ref().map_or(String::new(), |s| {
+/// The rolling restart's rows; `storm_max_s`: the single hub's storm in the same run (its
+/// last re-sync, s), `cores`: the machine's.
+pub(super) fn rolling_rows(
+    g: &crate::rolling::RollingResult,
+    replicas: usize,
+    storm_max_s: Option<f64>,
+    cores: usize,
+    row: &mut impl FnMut(String, String, &str, Option<bool>),
+) {
+    let h = &g.handover;
+    let storm = storm_max_s.map_or(String::new(), |s| {
+        format!("; the single hub's storm in this run: {s:.2} s")
+    });
+    row(
+        format!(
+            "rolling restart of replica {} of {replicas}, {} spokes ({} on it): SIGTERM → every spoke holds the gate change made through replica 0 right after",
+            g.drained, g.spokes, h.moved
+        ),
+        format!(
+            "{:.2} s (the moved spokes {}; the others {}; the change's REST call answered at {:.3} s){storm}",
+            h.resync_all.max_ms / 1e3,
+            h.resync_moved.cell(),
+            h.resync_stayed.cell(),
+            g.change_seconds,
+        ),
+        "",
+        None,
+    );
+    let by_attempts: Vec<String> = h
+        .resync_moved_by_attempts
+        .iter()
+        .map(|(n, p)| {
             format!(
-                "; the single hub's storm in this run: {:.2} s",
-                s.resync.max_ms / 1e3
+                "{n}: {} spokes, p50 {} / max {} ms",
+                p.samples,
+                fmt_ms(p.p50_ms),
+                fmt_ms(p.max_ms)
             )
-        });
-        row(
-            format!(
-                "rolling restart of replica {} of {replicas}, {} spokes ({} on it): SIGTERM → every spoke holds the gate change made through replica 0 right after",
-                g.drained, g.spokes, h.moved
-            ),
-            format!(
-                "{:.2} s (the moved spokes {}; the others {}; the change's REST call answered at {:.3} s){storm}",
-                h.resync_all.max_ms / 1e3,
-                h.resync_moved.cell(),
-                h.resync_stayed.cell(),
-                g.change_seconds,
-            ),
-            "",
-            None,
-        );
-        let by_attempts: Vec<String> = h
-            .resync_moved_by_attempts
-            .iter()
-            .map(|(n, p)| {
-                format!(
-                    "{n}: {} spokes, p50 {} / max {} ms",
-                    p.samples,
-                    fmt_ms(p.p50_ms),
-                    fmt_ms(p.max_ms)
-                )
-            })
-            .collect();
-        row(
+        })
+        .collect();
+    row(
             "rolling restart: the moved spokes' reconnect — first attempt to another replica; attempts → spokes; failed attempts by why@replica; SIGTERM → new snapshot by attempts".into(),
             format!(
                 "{} of {}; {}; {}; {}",
@@ -59,23 +56,23 @@ impl Report {
             "",
             None,
         );
-        let p = &h.phases;
-        row(
-            "rolling restart: the moved spokes' phases p50 / p99 / max".into(),
-            format!(
-                "SIGTERM → stream ended {}; ended → dialled {}; dialled → connected (accept) {}; connected → headers (authentication) {}; headers → new snapshot {} ({} answered before the change got it by fan-out)",
-                p.ended.cell(),
-                p.ended_to_dialled.cell(),
-                p.connect.cell(),
-                p.authenticate.cell(),
-                p.snapshot.cell(),
-                h.moved_answered_before_change
-            ),
-            "",
-            None,
-        );
-        let span = h.resync_all.max_ms / 1e3;
-        row(
+    let p = &h.phases;
+    row(
+        "rolling restart: the moved spokes' phases p50 / p99 / max".into(),
+        format!(
+            "SIGTERM → stream ended {}; ended → dialled {}; dialled → connected (accept) {}; connected → headers (authentication) {}; headers → new snapshot {} ({} answered before the change got it by fan-out)",
+            p.ended.cell(),
+            p.ended_to_dialled.cell(),
+            p.connect.cell(),
+            p.authenticate.cell(),
+            p.snapshot.cell(),
+            h.moved_answered_before_change
+        ),
+        "",
+        None,
+    );
+    let span = h.resync_all.max_ms / 1e3;
+    row(
             "rolling restart: the drained replica SIGTERM → exited; the survivors' CPU and the machine's busy CPU, SIGTERM → last re-sync".into(),
             format!(
                 "{:.3} s (in the hub: {}); {:.2} CPU-s; {:.2} / {:.2} CPU-s available",
@@ -83,12 +80,12 @@ impl Report {
                 listed_phases(&g.drain_phases, "no drain log"),
                 g.survivor_cpu_seconds,
                 g.machine_busy_seconds,
-                span * self.cores as f64
+                span * cores as f64
             ),
             "",
             None,
         );
-        row(
+    row(
             "rolling restart: the drained replica started again on its ports → ready; streams per replica before / after the handover / 1 s after the restart".into(),
             format!(
                 "{:.3} s (in the hub: {}); {:?} / {:?} / {:?}",
@@ -101,7 +98,6 @@ impl Report {
             "",
             None,
         );
-    }
 }
 
 /// A hub's start or drain phases, for a row.
