@@ -193,6 +193,14 @@ browser_test!(freeze_banner_buttons_and_the_impact_preview, |b| {
     // A new gate from the navigation's Preview page (YAML, typed): a create on two clusters.
     b.click("#nav-preview").await;
     b.wait_page("preview").await;
+    // The gate's preview page was a "preview" page too, ready: wait for the new page's own
+    // form, or the manifest goes into the old page's textarea just before it is replaced
+    // (CI failed once on that: the preview ran on an empty body).
+    b.wait_js(
+        "document.querySelector('#preview-form h2')?.textContent === 'Preview a gate manifest'",
+        "the Preview page's own form",
+    )
+    .await;
     b.eval(
         "document.getElementById('preview-manifest').value = 'apiVersion: fleetgate.io/v1\\nkind: Gate\\nmetadata: {name: new-one}\\nspec:\\n  clusters: {names: [prod-a, prod-b]}\\n'",
     )
