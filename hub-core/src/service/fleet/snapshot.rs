@@ -12,7 +12,7 @@ use super::inputs::FleetInputs;
 use crate::{Error, Result};
 
 /// One gate in a snapshot.
-#[derive(Debug, Clone, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotGate {
     /// metadata.name.
     pub name: String,
@@ -33,22 +33,6 @@ pub struct SnapshotGate {
     /// The occurrences of the gate's `calendar.url` windows (`GateRule.calendars`), shared by
     /// every cluster's snapshot of the gate.
     pub calendars: Arc<[fleetgate_policy::FeedOccurrences]>,
-}
-
-impl PartialEq for SnapshotGate {
-    /// Field by field; the shared manifest and calendars compare by pointer first (every
-    /// connected spoke's stream compares its held snapshot with each new one, and the
-    /// snapshots of one gate version share one copy of both).
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-            && self.version == other.version
-            && (Arc::ptr_eq(&self.manifest_json, &other.manifest_json)
-                || self.manifest_json == other.manifest_json)
-            && self.release == other.release
-            && self.waiting == other.waiting
-            && self.opening_fence == other.opening_fence
-            && (Arc::ptr_eq(&self.calendars, &other.calendars) || self.calendars == other.calendars)
-    }
 }
 
 /// The wave a cluster waits for, in a snapshot (`GateRule.waiting`).
