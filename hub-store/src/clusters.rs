@@ -13,6 +13,9 @@ use super::WithHash;
 use crate::error::on_unique;
 use crate::{Result, liveness};
 
+mod snapshots;
+pub use snapshots::{for_snapshots, for_snapshots_cached};
+
 /// A registered cluster (without its token hash), as the API shows it.
 pub use fleetgate_api_types::Cluster;
 
@@ -277,105 +280,6 @@ pub async fn named(
     Ok(rows.into_iter().map(|r| r.at(now)).collect())
 }
 
-/// Those of `names` that exist (`None`: every cluster), with their token hashes, for
-/// snapshots: name, labels and the effective `desired_revision` only. The connection state
-/// and the lease are not joined (left at "not connected"): a fleet-wide
-/// change re-reads every connected cluster in batches of 500, and those two
-/// joins were half of each batch's work in PostgreSQL.
-pub async fn for_snapshots(
-    conn: &mut PgConnection,
-    names: Option<&[String]>,
-) -> Result<Vec<(Cluster, Vec<u8>)>> {
-    let found: Vec<WithHash<Cluster>> = super::fetch_named(
-        conn,
-        "select c.name, c.labels, c.created_at, null::timestamptz as last_seen_at, \
-         null::text as spoke_version, false as connected, null::text as connected_replica, \
-         null::bigint as clock_offset_ms, \
-         greatest(c.desired_revision, f.all_revision) as desired_revision, \
-         null::jsonb as identity, null::jsonb as snapshot_persistence, \
-         null::jsonb as snapshot_over_budget, c.token_hash \
-         from clusters c cross join fleet_revision f",
-        "where c.name = any($1)",
-        "order by c.name",
-        names,
-    )
-    .await?;
-    Ok(found.into_iter().map(|w| (w.row, w.token_hash)).collect())
-}
-
-/// A cluster for a snapshot as [`for_snapshots_cached`] reads it: its labels only when the
-/// replica's copy is not current.
-type SnapshotRow = (
-    String,
-    DateTime<Utc>,
-    i64,
-    Vec<u8>,
-    Option<sqlx::types::Json<BTreeMap<String, String>>>,
-);
-
-/// [`for_snapshots`] of `names`, with each cluster's labels taken from `cache` (cloned from
-/// the replica's copy) while `fleet_revision.clusters_version` still holds the copy's
-/// version, as the same statement reads it: a fleet-wide change re-reads every connected
-/// cluster in batches, and decoding each one's labels from JSON was most of what that read
-/// cost the hub (issue 50). Without a copy, or with one that is not current, labels are
-/// read as in [`for_snapshots`].
-pub async fn for_snapshots_cached(
-    conn: &mut PgConnection,
-    names: &[String],
-    cache: &ScopedCache,
-) -> Result<Vec<(Cluster, Vec<u8>)>> {
-    let cached = cache.lock().clone();
-    let Some((version, all)) = cached else {
-        return for_snapshots(conn, Some(names)).await;
-    };
-    let rows: Vec<SnapshotRow> = sqlx::query_as(
-        "select c.name, c.created_at, greatest(c.desired_revision, f.all_revision), \
-         c.token_hash, case when f.clusters_version = $2 then null else c.labels end \
-         from clusters c cross join fleet_revision f where c.name = any($1) order by c.name",
-    )
-    .bind(names)
-    .bind(version)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut out = Vec::with_capacity(rows.len());
-    for (name, created_at, desired_revision, token_hash, labels) in rows {
-        let labels = match labels {
-            Some(labels) => labels.0,
-            None => match cached_labels(&all, &name) {
-                Some(labels) => labels.clone(),
-                // Not in a copy of the version read: cannot happen; read as without one.
-                None => return for_snapshots(conn, Some(names)).await,
-            },
-        };
-        let row = Cluster {
-            name,
-            labels,
-            created_at,
-            last_seen_at: None,
-            spoke_version: None,
-            spoke_skew: None,
-            connected: false,
-            connected_replica: None,
-            clock_offset_ms: None,
-            desired_revision,
-            identity: None,
-            snapshot_persistence: None,
-            snapshot_over_budget: None,
-        };
-        out.push((row, token_hash));
-    }
-    Ok(out)
-}
-
-/// `name`'s labels in `all` (ordered by name as PostgreSQL sorts: found by binary search
-/// where that order is Rust's, by a scan where the database's collation differs).
-fn cached_labels<'a>(all: &'a [Scoped], name: &str) -> Option<&'a BTreeMap<String, String>> {
-    match all.binary_search_by(|s| s.name.as_str().cmp(name)) {
-        Ok(i) => Some(&all[i].labels),
-        Err(_) => all.iter().find(|s| s.name == name).map(|s| &s.labels),
-    }
-}
-
 /// A page of clusters as at `now`, ordered by name, after `after`.
 pub async fn list(
     conn: &mut PgConnection,
@@ -583,30 +487,4 @@ pub async fn delete(conn: &mut PgConnection, name: &str) -> Result<()> {
         .execute(conn)
         .await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn scoped(name: &str, env: &str) -> Scoped {
-        Scoped {
-            name: name.into(),
-            labels: BTreeMap::from([("env".to_string(), env.to_string())]),
-        }
-    }
-
-    #[test]
-    fn cached_labels_are_found_in_any_collation_s_order() {
-        let env = |all: &[Scoped], name: &str| cached_labels(all, name).map(|l| l["env"].clone());
-        // Rust's order (the C collation): binary search.
-        let c_order = [scoped("a-1", "x"), scoped("a1", "y"), scoped("b", "z")];
-        assert_eq!(env(&c_order, "a1").as_deref(), Some("y"));
-        assert_eq!(env(&c_order, "b").as_deref(), Some("z"));
-        // A linguistic collation sorts "a1" before "a-1" (punctuation ignored first).
-        let linguistic = [scoped("a1", "y"), scoped("a-1", "x"), scoped("b", "z")];
-        assert_eq!(env(&linguistic, "a-1").as_deref(), Some("x"));
-        assert_eq!(env(&linguistic, "a1").as_deref(), Some("y"));
-        assert_eq!(env(&linguistic, "c"), None);
-    }
 }

@@ -61,13 +61,16 @@ impl Index {
     /// were notified (false when nobody is subscribed, or when the value is not
     /// newer / not different: see [`Desired::should_replace_with`]).
     pub fn publish(&mut self, cluster: &str, new: Desired) -> bool {
-        if self.prune(cluster) {
-            return false;
-        }
+        // One lookup per cluster of a refresh (10,000 for a fleet-wide change); a
+        // channel nobody listens to any more is dropped ([`Index::prune`]).
         let Some(channel) = self.clusters.get(cluster) else {
             return false;
         };
-        channel.publish(new)
+        if channel.receivers() > 0 {
+            return channel.publish(new);
+        }
+        self.clusters.remove(cluster);
+        false
     }
 
     /// Wakes every receiver waiting for a change, with no change: each looks again at
