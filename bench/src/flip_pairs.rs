@@ -42,6 +42,9 @@ pub struct FlipPairs {
     /// floor server's. 0 when not measured.
     pub hub_cpu_ms_per_flip: f64,
     pub floor_cpu_ms_per_flip: f64,
+    /// The database server's CPU time per flip over the same pairs (the hub's flips are
+    /// its only work then); `None` when it does not run on this machine.
+    pub db_cpu_ms_per_flip: Option<f64>,
 }
 
 /// Nearest-rank median of `v` (0 when empty).
@@ -59,6 +62,22 @@ impl FlipPairs {
         let r: Vec<f64> = self.pairs.iter().map(FlipPair::ratio).collect();
         let max = r.iter().copied().fold(0.0, f64::max);
         (median(r), max)
+    }
+
+    /// The per-pair ratios' median where the floor's flip came first (the hub's second),
+    /// and where the hub's came first: a flip's place in its pair moves its ratio (what
+    /// the flip before it left running), so the two are shown apart.
+    pub fn ratio_median_by_order(&self) -> (f64, f64) {
+        let of = |hub_first: bool| {
+            median(
+                self.pairs
+                    .iter()
+                    .filter(|p| p.hub_first == hub_first)
+                    .map(FlipPair::ratio)
+                    .collect(),
+            )
+        };
+        (of(false), of(true))
     }
 
     /// The REST call's median for the closes and for the cancels (ms).
@@ -94,6 +113,7 @@ impl FlipPairs {
             })
             .collect();
         let (ratio_median, ratio_max) = self.ratio_median_max();
+        let (floor_first, hub_first) = self.ratio_median_by_order();
         let (close, cancel) = self.rest_close_cancel();
         let hub_p99 = median(self.pairs.iter().map(|p| p.hub.p99_ms).collect());
         let floor_p99 = median(self.pairs.iter().map(|p| p.floor.p99_ms).collect());
@@ -119,6 +139,12 @@ impl FlipPairs {
                 ),
             ),
             (
+                format!(
+                    "interleaved flips, {n} spokes: per-pair ratio median, floor's flip first / hub's first"
+                ),
+                format!("{floor_first:.2}× / {hub_first:.2}×"),
+            ),
+            (
                 format!("REST call p50, {n} spokes: close (creates an override) / cancel"),
                 format!("{} / {} ms", fmt_ms(close), fmt_ms(cancel)),
             ),
@@ -134,6 +160,24 @@ impl FlipPairs {
                         0.0
                     }
                 ),
+            ),
+            (
+                format!(
+                    "interleaved flips, {n} spokes: CPU per flip with the database, hub + PostgreSQL / floor server"
+                ),
+                match self.db_cpu_ms_per_flip {
+                    Some(db) => format!(
+                        "{} + {} ms = {:.2}× the floor's",
+                        fmt_ms(self.hub_cpu_ms_per_flip),
+                        fmt_ms(db),
+                        if self.floor_cpu_ms_per_flip > 0.0 {
+                            (self.hub_cpu_ms_per_flip + db) / self.floor_cpu_ms_per_flip
+                        } else {
+                            0.0
+                        }
+                    ),
+                    None => "not measured (the database runs elsewhere)".into(),
+                },
             ),
         ]
     }
@@ -171,6 +215,7 @@ mod tests {
             ],
             hub_cpu_ms_per_flip: 300.0,
             floor_cpu_ms_per_flip: 200.0,
+            db_cpu_ms_per_flip: Some(40.0),
         };
         let (median, max) = pairs.ratio_median_max();
         assert!((median - 2.0).abs() < 1e-9, "{median}");
@@ -178,10 +223,19 @@ mod tests {
         let (close, cancel) = pairs.rest_close_cancel();
         assert!((close - 30.0).abs() < 1e-9 && (cancel - 10.0).abs() < 1e-9);
         let rows = pairs.rows(10);
-        assert_eq!(rows.len(), 4);
+        assert_eq!(rows.len(), 6);
         assert!(rows[0].1.contains("f 200 / 100 = 2.00×"), "{}", rows[0].1);
-        assert_eq!(rows[3].1, "300 / 200 ms = 1.50×");
+        assert_eq!(rows[4].1, "300 / 200 ms = 1.50×");
+        assert_eq!(rows[5].1, "300 + 40.0 ms = 1.70× the floor's");
         assert!(FlipPairs::default().rows(10).is_empty());
+        // The hub's flip second in the first and third pairs (ratios 2 and 3), first in
+        // the second (1.1).
+        let mut ordered = pairs.clone();
+        ordered.pairs[1].hub_first = true;
+        let (floor_first, hub_first) = ordered.ratio_median_by_order();
+        assert!((floor_first - 2.0).abs() < 1e-9, "{floor_first}");
+        assert!((hub_first - 1.1).abs() < 1e-9, "{hub_first}");
+        assert_eq!(ordered.rows(10)[2].1, "2.00× / 1.10×");
         assert_eq!(pair(1.0, 0.0, true, 0.0).ratio(), 0.0);
     }
 }

@@ -8,7 +8,7 @@ use crate::Result;
 use crate::fleet::Flipper;
 use crate::flip_pairs::{FlipPair, FlipPairs};
 use crate::floor::FloorProcess;
-use crate::proc_stats::cpu_time;
+use crate::proc_stats::{cpu_time, server_cpu_time};
 use crate::stats::Percentiles;
 use crate::swarm::Swarm;
 
@@ -129,18 +129,22 @@ pub async fn through_floor(
 /// Flips through the hub and the floor server taken in pairs, both fleets connected
 /// all along, so each pair meets the same moment of the machine: `flips` pairs, the
 /// floor's flip first in even pairs and the hub's first in odd ones. `hub_pid`'s CPU
-/// time and the floor server's over the pairs are divided by `flips`.
+/// time and the floor server's over the pairs are divided by `flips`, and so is the
+/// database server's (`db_pid`: its postmaster, when it runs on this machine).
 pub async fn interleaved(
     hub_swarm: &Swarm,
     flipper: &mut Flipper,
     hub_pid: u32,
+    db_pid: Option<u32>,
     floor_swarm: &Swarm,
     floor: &mut FloorProcess,
     flips: usize,
 ) -> Result<Interleaved> {
     flipper.warm_up().await?;
     let floor_pid = floor.pid()?;
+    let db_cpu = || db_pid.and_then(|pid| server_cpu_time(pid).ok());
     let cpu = || -> Result<(Duration, Duration)> { Ok((cpu_time(hub_pid)?, cpu_time(floor_pid)?)) };
+    let db0 = db_cpu();
     let cpu0 = cpu()?;
     let (mut hub, mut floor_tally) = (Tally::default(), Tally::default());
     let mut pairs = Vec::with_capacity(flips);
@@ -166,6 +170,7 @@ pub async fn interleaved(
         });
     }
     let cpu1 = cpu()?;
+    let db1 = db_cpu();
     let per_flip = |d: Duration| d.as_secs_f64() * 1e3 / flips.max(1) as f64;
     Ok(Interleaved {
         hub: hub.done(),
@@ -174,6 +179,7 @@ pub async fn interleaved(
             pairs,
             hub_cpu_ms_per_flip: per_flip(cpu1.0.saturating_sub(cpu0.0)),
             floor_cpu_ms_per_flip: per_flip(cpu1.1.saturating_sub(cpu0.1)),
+            db_cpu_ms_per_flip: db0.zip(db1).map(|(a, b)| per_flip(b.saturating_sub(a))),
         },
     })
 }

@@ -27,22 +27,63 @@ pub fn status_kib(pid: u32, field: &str) -> Result<u64> {
 
 /// A process's CPU time so far (user + system, all threads).
 pub fn cpu_time(pid: u32) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command name (which may contain spaces) in parentheses;
-    // utime and stime are fields 14 and 15, i.e. 12 and 13 after the ')'.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .ok_or_else(|| Error::setup(format!("malformed /proc/{pid}/stat")))?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| -> Result<u64> {
-        fields
+    let stat = Stat::read(pid)?;
+    Ok(ticks(stat.field(11)? + stat.field(12)?))
+}
+
+/// The CPU time so far of a server made of a parent process and the children it forks
+/// (PostgreSQL: the postmaster and its backends): the parent's own, that of the children
+/// it has reaped (`cutime`, `cstime`), and that of each child still running.
+pub fn server_cpu_time(parent: u32) -> Result<Duration> {
+    let stat = Stat::read(parent)?;
+    let mut total = ticks((11..=14).map(|i| stat.field(i)).sum::<Result<u64>>()?);
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        // A child that exits meanwhile is counted in the parent's `cutime` instead.
+        if let Ok(child) = Stat::read(pid)
+            && child.field(1).ok() == Some(u64::from(parent))
+        {
+            total += ticks(child.field(11)? + child.field(12)?);
+        }
+    }
+    Ok(total)
+}
+
+fn ticks(n: u64) -> Duration {
+    Duration::from_secs_f64(n as f64 / TICKS_PER_SEC)
+}
+
+/// The fields of `/proc/<pid>/stat` after the command name (which may contain spaces,
+/// in parentheses): 0 is the state, 1 the parent's pid, 11 and 12 utime and stime, 13
+/// and 14 those of reaped children (fields 3, 4 and 14–17 of proc(5)).
+struct Stat {
+    pid: u32,
+    fields: Vec<u64>,
+}
+
+impl Stat {
+    fn read(pid: u32) -> Result<Self> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        let rest = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r)
+            .ok_or_else(|| Error::setup(format!("malformed /proc/{pid}/stat")))?;
+        // The state is a letter: kept as 0 so the indices stay those above.
+        let fields = rest
+            .split_whitespace()
+            .map(|v| v.parse().unwrap_or(0))
+            .collect();
+        Ok(Self { pid, fields })
+    }
+
+    fn field(&self, i: usize) -> Result<u64> {
+        self.fields
             .get(i)
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| Error::setup(format!("malformed /proc/{pid}/stat")))
-    };
-    let ticks = tick(11)? + tick(12)?;
-    Ok(Duration::from_secs_f64(ticks as f64 / TICKS_PER_SEC))
+            .copied()
+            .ok_or_else(|| Error::setup(format!("malformed /proc/{}/stat", self.pid)))
+    }
 }
 
 /// CPU time all cores of the machine spent busy so far (`/proc/stat`: every
@@ -98,5 +139,24 @@ mod tests {
         assert!(rss_kib(me).unwrap() > 0);
         cpu_time(me).unwrap();
         assert!(open_files_limit().unwrap() > 0);
+    }
+
+    #[test]
+    fn a_server_s_cpu_counts_its_children() {
+        // A child that burns CPU until it is reaped: counted while it runs, and in the
+        // parent's reaped children's time after.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        let before = server_cpu_time(me).unwrap();
+        child.wait().unwrap();
+        let after = server_cpu_time(me).unwrap();
+        assert!(after >= before, "{after:?} < {before:?}");
+        assert!(
+            after.saturating_sub(cpu_time(me).unwrap()) >= Duration::from_millis(10),
+            "the reaped child's CPU is missing: {after:?} in all"
+        );
     }
 }

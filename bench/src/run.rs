@@ -54,6 +54,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     let mut hub = spec.start().await?;
     let pool = fleetgate_hub::db::connect(&db.url, 20).await?;
     let service = Service::new(pool.clone());
+    let db_pid = postmaster_pid(&pool).await;
 
     // The fleet is registered size by size, so the 1,000-spoke numbers are
     // those of a 1,000-cluster fleet.
@@ -113,6 +114,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
             &swarm,
             &mut flipper,
             hub.pid(),
+            db_pid,
             &floor_swarm,
             &mut floor_server,
             cfg.flips,
@@ -412,4 +414,18 @@ async fn grow_fleet(
     creds.extend(fleet::register(service, creds.len()..n, &[("fleet", "bench")]).await?);
     *took += t.elapsed();
     Ok(())
+}
+
+/// The database server's postmaster, when it runs on this machine (the `postmaster.pid`
+/// of its data directory readable here, naming a `postgres` process): the flips count its
+/// CPU as the hub's database work.
+async fn postmaster_pid(pool: &sqlx::PgPool) -> Option<u32> {
+    let dir: String = sqlx::query_scalar("show data_directory")
+        .fetch_one(pool)
+        .await
+        .ok()?;
+    let file = std::fs::read_to_string(std::path::Path::new(&dir).join("postmaster.pid")).ok()?;
+    let pid: u32 = file.lines().next()?.trim().parse().ok()?;
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    (comm.trim() == "postgres").then_some(pid)
 }
