@@ -13,8 +13,7 @@ use super::WithHash;
 use crate::error::on_unique;
 use crate::{Result, liveness};
 
-mod snapshots;
-pub use snapshots::{for_snapshots, for_snapshots_cached};
+pub mod snapshots;
 
 /// A registered cluster (without its token hash), as the API shows it.
 pub use fleetgate_api_types::Cluster;

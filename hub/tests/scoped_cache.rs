@@ -137,10 +137,10 @@ async fn for_snapshots(
             .collect::<Vec<_>>()
     };
     let mut tx = hub.pool.begin().await.unwrap();
-    let cached = clusters::for_snapshots_cached(&mut tx, &names, cache)
+    let cached = clusters::snapshots::for_snapshots_cached(&mut tx, &names, cache)
         .await
         .unwrap();
-    let plain = clusters::for_snapshots(&mut tx, Some(&names))
+    let plain = clusters::snapshots::for_snapshots(&mut tx, Some(&names))
         .await
         .unwrap();
     tx.commit().await.unwrap();

@@ -30,7 +30,7 @@ pub enum Scope<'a> {
     Within(&'a [ClusterScope]),
     /// Those of the named clusters that exist, without reported objects or
     /// connection state (snapshots: the fan-out reads connected clusters in
-    /// batches; `db::clusters::for_snapshots`).
+    /// batches; `db::clusters::snapshots`).
     Clusters(&'a [String]),
     /// Every cluster, as [`Scope::Clusters`] reads them (the fan-out's warm start).
     AllClusters,
@@ -119,7 +119,7 @@ impl FleetInputs {
     /// Reads the inputs of `scope` at `now` from `tx`, which should be a
     /// REPEATABLE READ transaction ([`db::begin_read`]) so all parts agree. A
     /// [`Scope::Clusters`] read takes the clusters' labels from `labels` while it is
-    /// current (`clusters::for_snapshots_cached`).
+    /// current (`clusters::snapshots::for_snapshots_cached`).
     pub(crate) async fn read(
         tx: &mut PgConnection,
         now: DateTime<Utc>,
@@ -133,8 +133,10 @@ impl FleetInputs {
             Scope::Cluster(name) => Some(vec![name.to_string()]),
         };
         let rows = match scope {
-            Scope::Clusters(names) => clusters::for_snapshots_cached(tx, names, labels).await?,
-            Scope::AllClusters => clusters::for_snapshots(tx, None).await?,
+            Scope::Clusters(names) => {
+                clusters::snapshots::for_snapshots_cached(tx, names, labels).await?
+            }
+            Scope::AllClusters => clusters::snapshots::for_snapshots(tx, None).await?,
             Scope::Within(scopes) => clusters::with_token_hash_within(tx, scopes, now).await?,
             Scope::Fleet | Scope::Cluster(_) => {
                 clusters::with_token_hash(tx, names.as_deref(), now).await?
