@@ -16,6 +16,8 @@ pub struct BenchConfig {
     pub idle_window: Duration,
     /// NOTIFY round-trips sampled.
     pub notify_samples: usize,
+    /// Gates besides the bench gate over the same clusters (copies, never flipped).
+    pub extra_gates: usize,
     /// Reconnect storm with the largest fleet.
     pub storm: bool,
     /// With the storm: the same storm again with as many spokes signing in
@@ -70,6 +72,7 @@ impl BenchConfig {
             flips: if quick { 4 } else { 10 },
             idle_window: Duration::from_secs(if quick { 3 } else { 10 }),
             notify_samples: if quick { 50 } else { 500 },
+            extra_gates: 0,
             storm: true,
             jwt_storm: true,
             jwt_alg: crate::jwt::JwtAlg::default(),

@@ -51,6 +51,10 @@ struct Cli {
     /// Skip the steady-state phase (idle fleet's database writes).
     #[arg(long)]
     no_steady: bool,
+    /// Gates besides the bench gate over every bench cluster (its copies under other
+    /// names; never flipped): every snapshot carries them, and every read of one reads them.
+    #[arg(long, default_value_t = 0)]
+    extra_gates: usize,
     /// Flux objects the real spoke governs (0 skips the spoke measurement).
     #[arg(long)]
     spoke_objects: Option<usize>,
@@ -131,6 +135,7 @@ async fn main() -> anyhow_free::Result {
     if let Some(o) = cli.spoke_objects {
         cfg.spoke_objects = o;
     }
+    cfg.extra_gates = cli.extra_gates;
     cfg.baseline_hub = cli.baseline_hub;
     cfg.storm = !cli.no_storm;
     cfg.jwt_storm = !cli.no_jwt_storm;

@@ -62,7 +62,7 @@ pub async fn run(cfg: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Report> {
     let mut registering = Duration::ZERO;
     let first = cfg.spokes.first().copied().unwrap_or(0);
     grow_fleet(&service, &mut creds, first, &mut registering, progress).await?;
-    fleet::create_gate(&service).await?;
+    fleet::create_gate(&service, cfg.extra_gates).await?;
 
     progress("floor: PostgreSQL NOTIFY round-trips");
     report.notify_rtt = floor::notify_rtt(&db.url, cfg.notify_samples).await?;

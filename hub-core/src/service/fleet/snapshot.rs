@@ -114,30 +114,42 @@ impl Snapshot {
 }
 
 /// The snapshot of every cluster of `inputs`, in cluster order.
+#[expect(
+    clippy::drain_collect,
+    reason = "the buffers are kept for the next cluster; the collected vectors are exactly their size"
+)]
 pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
-    // Each gate's JSON is encoded once per read, not once per cluster.
-    let mut manifests: HashMap<&str, Arc<str>> = HashMap::new();
-    for g in &inputs.gates {
-        let json = serde_json::to_string(&g.manifest)
-            .map_err(|e| Error::Internal(format!("encoding gate '{}': {e}", g.name())))?;
-        manifests.insert(g.name(), intern_manifest(json));
-    }
-    let calendars: HashMap<&str, Arc<[fleetgate_policy::FeedOccurrences]>> = inputs
+    // Each gate's JSON and calendars once per read, not once per cluster, by the gate's
+    // place in `inputs.gates` (a lookup by name per gate and cluster was 1 % of a fleet-wide
+    // change with 21 gates, fleetgate-bench).
+    let shared = inputs
         .gates
         .iter()
-        .map(|g| (g.name(), Arc::from(g.feeds.clone())))
-        .collect();
+        .map(|g| {
+            let json = serde_json::to_string(&g.manifest)
+                .map_err(|e| Error::Internal(format!("encoding gate '{}': {e}", g.name())))?;
+            let calendars: Arc<[fleetgate_policy::FeedOccurrences]> = Arc::from(g.feeds.clone());
+            Ok((intern_manifest(json), calendars))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // A cluster's gates and overrides are gathered here, then moved into vectors of
+    // exactly their size: grown push by push and shrunk after, each cluster's gates were
+    // reallocated up to five times (8 % of the hub's CPU in a fleet-wide change with 21
+    // gates on 10,000 clusters, fleetgate-bench `--extra-gates 20`).
+    let mut gates: Vec<SnapshotGate> = Vec::with_capacity(inputs.gates.len());
+    let mut overrides: Vec<Override> = Vec::new();
     Ok(inputs
         .clusters
         .iter()
         .map(|c| {
-            let mut gates = Vec::new();
-            let mut overrides = Vec::new();
-            for g in inputs.gates.iter().filter(|g| g.applies_to(&c.row)) {
+            for (g, (manifest, calendars)) in inputs.gates.iter().zip(&shared) {
+                if !g.applies_to(&c.row) {
+                    continue;
+                }
                 gates.push(SnapshotGate {
                     name: g.name().to_string(),
                     version: u64::try_from(g.version).unwrap_or(0),
-                    manifest_json: manifests[g.name()].clone(),
+                    manifest_json: manifest.clone(),
                     release: placed(&inputs.releases, g.name(), &c.row.name).map(|r| Release {
                         rollout_id: r.rollout_id.to_string(),
                         opening_at: r.opening_at,
@@ -149,7 +161,7 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
                         wave_name: w.wave_name(),
                     }),
                     opening_fence: inputs.opening_fence(g.name(), &c.row),
-                    calendars: calendars[g.name()].clone(),
+                    calendars: calendars.clone(),
                 });
                 overrides.extend(inputs.applying_own(g, &c.row));
             }
@@ -158,8 +170,8 @@ pub(super) fn snapshots(inputs: &FleetInputs) -> Result<Vec<Snapshot>> {
             Snapshot::new(
                 u64::try_from(c.row.desired_revision).unwrap_or(0),
                 c.row.name.clone(),
-                gates,
-                overrides,
+                gates.drain(..).collect(),
+                overrides.drain(..).collect(),
             )
             .with_token_hash(c.token_hash.clone())
         })
