@@ -72,13 +72,15 @@ pub async fn register(
 
 /// Creates the bench gate, and `extra` copies of it named `bench-extra-<i>`.
 pub async fn create_gate(service: &Service, extra: usize) -> Result<()> {
-    let names =
-        std::iter::once(GATE.to_string()).chain((0..extra).map(|i| format!("bench-extra-{i}")));
-    for name in names {
-        let yaml = GATE_YAML.replace(&format!("name: {GATE}"), &format!("name: {name}"));
-        let gate = fleetgate_policy::parse_gate(&yaml)
-            .map_err(|e| Error::setup(format!("bench gate {name}: {e}")))?;
-        service.create_gate(&actor(), gate, None).await?;
+    let gate = fleetgate_policy::parse_gate(GATE_YAML)
+        .map_err(|e| Error::setup(format!("bench gate: {e}")))?;
+    let copies = (0..extra).map(|i| {
+        let mut copy = gate.clone();
+        copy.metadata.name = format!("bench-extra-{i}");
+        copy
+    });
+    for g in std::iter::once(gate.clone()).chain(copies) {
+        service.create_gate(&actor(), g, None).await?;
     }
     Ok(())
 }

@@ -25,12 +25,13 @@ pub struct FlipPair {
 impl FlipPair {
     /// The hub's p99 over the floor's, in this pair (0 without a floor).
     pub fn ratio(&self) -> f64 {
-        if self.floor.p99_ms > 0.0 {
-            self.hub.p99_ms / self.floor.p99_ms
-        } else {
-            0.0
-        }
+        over(self.hub.p99_ms, self.floor.p99_ms)
     }
+}
+
+/// `a / b`, 0 when `b` is not positive (not measured).
+fn over(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { 0.0 }
 }
 
 /// The pairs of one fleet size, in order.
@@ -57,6 +58,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl FlipPairs {
+    /// The median of `value` over the pairs `keep` selects.
+    fn median_of(&self, keep: impl Fn(&FlipPair) -> bool, value: impl Fn(&FlipPair) -> f64) -> f64 {
+        median(self.pairs.iter().filter(|p| keep(p)).map(value).collect())
+    }
+
     /// The per-pair ratios' median and largest.
     pub fn ratio_median_max(&self) -> (f64, f64) {
         let r: Vec<f64> = self.pairs.iter().map(FlipPair::ratio).collect();
@@ -68,29 +74,13 @@ impl FlipPairs {
     /// and where the hub's came first: a flip's place in its pair moves its ratio (what
     /// the flip before it left running), so the two are shown apart.
     pub fn ratio_median_by_order(&self) -> (f64, f64) {
-        let of = |hub_first: bool| {
-            median(
-                self.pairs
-                    .iter()
-                    .filter(|p| p.hub_first == hub_first)
-                    .map(FlipPair::ratio)
-                    .collect(),
-            )
-        };
+        let of = |hub_first: bool| self.median_of(|p| p.hub_first == hub_first, FlipPair::ratio);
         (of(false), of(true))
     }
 
     /// The REST call's median for the closes and for the cancels (ms).
     pub fn rest_close_cancel(&self) -> (f64, f64) {
-        let of = |closes: bool| {
-            median(
-                self.pairs
-                    .iter()
-                    .filter(|p| p.closes == closes)
-                    .map(|p| p.rest_ms)
-                    .collect(),
-            )
-        };
+        let of = |closes: bool| self.median_of(|p| p.closes == closes, |p| p.rest_ms);
         (of(true), of(false))
     }
 
@@ -115,10 +105,11 @@ impl FlipPairs {
         let (ratio_median, ratio_max) = self.ratio_median_max();
         let (floor_first, hub_first) = self.ratio_median_by_order();
         let (close, cancel) = self.rest_close_cancel();
-        let hub_p99 = median(self.pairs.iter().map(|p| p.hub.p99_ms).collect());
-        let floor_p99 = median(self.pairs.iter().map(|p| p.floor.p99_ms).collect());
-        let hub_all = median(self.pairs.iter().map(|p| p.hub_all_ms).collect());
-        let floor_all = median(self.pairs.iter().map(|p| p.floor_all_ms).collect());
+        let all = |_: &FlipPair| true;
+        let hub_p99 = self.median_of(all, |p| p.hub.p99_ms);
+        let floor_p99 = self.median_of(all, |p| p.floor.p99_ms);
+        let hub_all = self.median_of(all, |p| p.hub_all_ms);
+        let floor_all = self.median_of(all, |p| p.floor_all_ms);
         vec![
             (
                 format!(
@@ -154,11 +145,7 @@ impl FlipPairs {
                     "{} / {} ms = {:.2}×",
                     fmt_ms(self.hub_cpu_ms_per_flip),
                     fmt_ms(self.floor_cpu_ms_per_flip),
-                    if self.floor_cpu_ms_per_flip > 0.0 {
-                        self.hub_cpu_ms_per_flip / self.floor_cpu_ms_per_flip
-                    } else {
-                        0.0
-                    }
+                    over(self.hub_cpu_ms_per_flip, self.floor_cpu_ms_per_flip)
                 ),
             ),
             (
@@ -170,11 +157,7 @@ impl FlipPairs {
                         "{} + {} ms = {:.2}× the floor's",
                         fmt_ms(self.hub_cpu_ms_per_flip),
                         fmt_ms(db),
-                        if self.floor_cpu_ms_per_flip > 0.0 {
-                            (self.hub_cpu_ms_per_flip + db) / self.floor_cpu_ms_per_flip
-                        } else {
-                            0.0
-                        }
+                        over(self.hub_cpu_ms_per_flip + db, self.floor_cpu_ms_per_flip)
                     ),
                     None => "not measured (the database runs elsewhere)".into(),
                 },

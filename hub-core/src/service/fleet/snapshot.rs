@@ -83,9 +83,10 @@ impl Snapshot {
     ) -> Self {
         gates.sort_by(|a, b| a.name.cmp(&b.name));
         overrides.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-        // Kept for as long as the cluster's spoke is connected: no spare capacity (gates are
-        // pushed one by one, and a vector grown by one push holds room for four, ~0.5 KiB of
-        // hub memory per connected spoke with one gate).
+        // Kept for as long as the cluster's spoke is connected: no spare capacity (a vector
+        // grown by one push holds room for four, ~0.5 KiB of hub memory per connected spoke
+        // with one gate). Free where the vectors come exactly sized, as the fleet read
+        // (`snapshots`) hands them: reallocating here was its cost with many gates.
         gates.shrink_to_fit();
         overrides.shrink_to_fit();
         Self {
